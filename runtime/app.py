@@ -1,0 +1,250 @@
+"""``bootstrap(Workflow) -> App`` and ``app.run(...)``: the public way to run a flow.
+
+``bootstrap`` walks the workflow once and computes every injection plan, so a
+marker that cannot be satisfied fails before any run starts. ``App`` then
+makes one :class:`~runtime.engine.Run` per ``run()`` call; runs share nothing
+but the app's subscribers.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import uuid
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from runtime.budget import Budget, BudgetTracker, check_budget_arg
+from runtime.bus import Emitter, Sink, Stream
+from runtime.control import Controller
+from runtime.conversation import memory_items
+from runtime.decorators import AgentSpec, ToolSpec, WorkflowSpec, spec_of
+from runtime.engine import Run
+from runtime.errors import ConfigError, InjectionError
+from runtime.journal import JournalWriter
+from runtime.markers import constructor_plan, execute_plan, positional_arity, where
+from runtime.observe import make_state
+from runtime.providers.base import Provider
+from runtime.steps import LoopSpec, ParallelSpec
+
+
+@dataclass
+class AgentTools:
+    """The tools one agent offers the model."""
+
+    specs: dict[type, ToolSpec]
+    by_name: dict[str, type]
+    names: frozenset[str]
+    schemas: list[dict[str, Any]]
+
+
+@dataclass
+class Plans:
+    """Everything ``bootstrap`` worked out about a workflow, reused by every run."""
+
+    spec: WorkflowSpec
+    agent_specs: dict[type, AgentSpec] = field(default_factory=dict)
+    tool_specs: dict[type, AgentTools] = field(default_factory=dict)
+    ctor_plans: dict[type, list[tuple[str, str]]] = field(default_factory=dict)
+    execute_plans: dict[type, list[tuple[str, str]]] = field(default_factory=dict)
+    loops: list[LoopSpec] = field(default_factory=list)
+    _arity: dict[Any, int] = field(default_factory=dict)
+
+    def new_state(self) -> Any:
+        return make_state(self.spec.state) if self.spec.state is not None else None
+
+    def arity(self, fn: Any) -> int:
+        key = getattr(fn, "__func__", fn)
+        n = self._arity.get(key)
+        if n is None:
+            n = positional_arity(fn)
+            self._arity[key] = n
+        return n
+
+    def until_arity(self, loop: LoopSpec) -> int:
+        return self.arity(loop.until)
+
+
+def _plan(spec: WorkflowSpec) -> Plans:
+    from runtime.workflow_runtime import WorkflowRuntime
+
+    plans = Plans(spec=spec)
+    has_state = spec.state is not None
+
+    def visit(step: Any) -> None:
+        if isinstance(step, LoopSpec):
+            plans.loops.append(step)
+            if step.until is not None:
+                n = positional_arity(step.until)
+                if n >= 2 and not has_state:
+                    file, line = where(step.until)
+                    raise InjectionError(
+                        f"{step.name}(until=...) takes (ctx, s) but workflow {spec.name} declares no state; "
+                        "add state=YourStateClass to @workflow(...) or make until take only ctx",
+                        file=file, line=line, cls=spec.name)
+                if n == 0:
+                    file, line = where(step.until)
+                    raise InjectionError(f"{step.name}(until=...) must take ctx (and optionally the state)",
+                                         file=file, line=line, cls=spec.name)
+            for s in step.steps:
+                visit(s)
+        elif isinstance(step, ParallelSpec):
+            for s in step.steps:
+                visit(s)
+        else:
+            aspec = spec_of(step)
+            if not isinstance(aspec, AgentSpec):
+                raise ConfigError(
+                    f"workflow {spec.name}: step {step!r} is not an @agent class, loop(...) or parallel([...])")
+            if step in plans.agent_specs:
+                return
+            plans.agent_specs[step] = aspec
+            plans.ctor_plans[step] = constructor_plan(step, has_state=has_state, workflow=spec.name,
+                                                      runtime_type=WorkflowRuntime)
+            tspecs: dict[type, ToolSpec] = {}
+            for t in aspec.tools:
+                tspec: ToolSpec = spec_of(t)
+                tspecs[t] = tspec
+                if t not in plans.ctor_plans:
+                    plans.ctor_plans[t] = constructor_plan(t, has_state=has_state, workflow=spec.name,
+                                                           runtime_type=WorkflowRuntime)
+                    plans.execute_plans[t] = execute_plan(t, schema=tspec.schema, has_state=has_state,
+                                                          workflow=spec.name)
+            by_name = {s.name: t for t, s in tspecs.items()}
+            plans.tool_specs[step] = AgentTools(specs=tspecs, by_name=by_name, names=frozenset(by_name),
+                                                schemas=[s.function_schema() for s in tspecs.values()])
+
+    for s in spec.steps:
+        visit(s)
+    return plans
+
+
+def build_instances(run: Run, *, model: str | None) -> tuple[dict, dict, dict]:
+    """Agents, tools and providers for one run (so ``State()`` gets that run's instance)."""
+    from runtime.workflow_runtime import WorkflowRuntime
+
+    plans = run.plans
+    made: dict[type, Any] = {}
+
+    def build(cls: type) -> Any:
+        kwargs = {}
+        for param, want in plans.ctor_plans[cls]:
+            kwargs[param] = run.workflow_state if want == "state" else WorkflowRuntime(run)
+        return cls(**kwargs)
+
+    agents = {cls: build(cls) for cls in plans.agent_specs}
+    tools: dict[type, Any] = {}
+    for agent_tools in plans.tool_specs.values():
+        for t in agent_tools.specs:
+            if t not in tools:
+                tools[t] = build(t)
+    providers: dict[type, Provider] = {}
+    for cls, aspec in plans.agent_specs.items():
+        p = aspec.provider
+        key = p if isinstance(p, type) else id(p)
+        if key not in made:
+            inst = p() if isinstance(p, type) else p.fork()
+            made[key] = inst.override_model(model) if model else inst
+        providers[cls] = made[key]
+    return agents, tools, providers
+
+
+def bootstrap(workflow_cls: type, *, offload_sync: bool = True, model: str | None = None,
+              replies: str | Path | None = None) -> "App":
+    """Check a workflow and return an :class:`App` that runs it.
+
+    ``offload_sync`` runs sync hooks and tools in worker threads (so a slow one
+    cannot freeze the TUI); ``model`` overrides every agent's model
+    (``--model``); ``replies`` gives every ``ScriptedProvider`` this TOML file
+    (``--replies``). Injection errors are raised here, naming class and parameter.
+    """
+    spec = spec_of(workflow_cls)
+    if not isinstance(spec, WorkflowSpec):
+        raise ConfigError(f"{getattr(workflow_cls, '__name__', workflow_cls)!r} is not a @workflow class")
+    plans = _plan(spec)
+    if replies is not None:
+        from runtime.providers.scripted import ScriptedProvider
+
+        for cls, aspec in list(plans.agent_specs.items()):
+            p = aspec.provider
+            inst = p() if isinstance(p, type) and issubclass(p, ScriptedProvider) else p
+            if isinstance(inst, ScriptedProvider):
+                plans.agent_specs[cls] = _replace_provider(aspec, inst.with_replies(replies))
+    model = model or os.environ.get("FLOWTUI_MODEL") or None
+    return App(plans, offload_sync=offload_sync, model=model)
+
+
+def _replace_provider(aspec: AgentSpec, provider: Provider) -> AgentSpec:
+    from dataclasses import replace
+
+    return replace(aspec, provider=provider)
+
+
+_run_numbers = itertools.count(1)
+
+
+class App:
+    """A bootstrapped workflow. ``await app.run(...)`` as often as you like, concurrently too."""
+
+    def __init__(self, plans: Plans, *, offload_sync: bool, model: str | None) -> None:
+        self.plans = plans
+        self.workflow = plans.spec
+        self.offload_sync = offload_sync
+        self.model = model
+        self._subscribers: list[Sink] = []
+
+    def subscribe(self, callback: Callable[[Any], None]) -> Callable[[], None]:
+        """Call ``callback(event)`` for every event of every run; returns a function that unsubscribes."""
+        self._subscribers.append(callback)
+
+        def unsubscribe() -> None:
+            if callback in self._subscribers:
+                self._subscribers.remove(callback)
+
+        return unsubscribe
+
+    def prepare(self, input: Any = None, *, memory: str | Iterable[str] | Mapping[str, Any] | None = None,
+                budget: Budget | None = None, journal: str | Path | None = None,
+                controller: Controller | None = None, on_event: Callable[[Any], None] | None = None) -> Run:
+        """A run ready to ``await run.execute()`` (the TUI keeps it to send edits and commands)."""
+        sinks: list[Sink] = list(self._subscribers)
+        if on_event is not None:
+            sinks.append(on_event)
+        writer = None
+        if journal is not None:
+            writer = JournalWriter(journal)
+            sinks.insert(0, writer)
+        run_id = f"r{next(_run_numbers)}-{uuid.uuid4().hex[:6]}"
+        run = Run(plans=self.plans, emitter=Emitter(Stream(sinks), run_id), input=input,
+                  memory=memory_items(memory), tracker=BudgetTracker(check_budget_arg(budget)),
+                  controller=controller, offload=self.offload_sync, model=self.model)
+        run.journal = writer
+        return run
+
+    async def run(self, input: Any = None, *, memory: str | Iterable[str] | Mapping[str, Any] | None = None,
+                  budget: Budget | None = None, journal: str | Path | None = None,
+                  controller: Controller | None = None,
+                  on_event: Callable[[Any], None] | None = None) -> str | None:
+        """Run the workflow once and return its output (``ctx.output`` at the end).
+
+        ``input`` is a string or ``{"message": ...}`` (the first user turn; a
+        mapping without ``message`` is sent as JSON). ``memory`` seeds durable
+        context: a string, a list of strings, or a mapping (``key: value`` items).
+        ``journal`` writes every event to that JSONL file as it happens.
+        Raises the run's error when it fails; returns the output so far when a
+        ``stop`` budget or a ``stop`` command ended it.
+        """
+        run = self.prepare(input, memory=memory, budget=budget, journal=journal, controller=controller,
+                           on_event=on_event)
+        try:
+            return await run.execute()
+        finally:
+            if run.journal is not None:
+                run.journal.close()
+
+
+async def run_workflow(workflow_cls: type, input: Any = None, **run_kwargs: Any) -> str | None:
+    """Bootstrap and run ``workflow_cls`` once; returns its output."""
+    return await bootstrap(workflow_cls).run(input, **run_kwargs)

@@ -1,0 +1,105 @@
+"""Budgets: limits on a run's duration, calls, tokens and cost.
+
+Checked between units of work (before each agent turn, before each tool call,
+after each loop iteration). ``mode="stop"`` skips the remaining steps and the
+run returns the output so far; ``mode="raise"`` raises ``BudgetExceededError``.
+A child workflow counts toward its parent's budget (they share one tracker).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, model_validator
+
+from runtime.errors import ConfigError
+
+LIMITS = ("max_duration_s", "max_chat_calls", "max_tool_calls", "max_tokens", "max_cost_usd")
+
+
+class Budget(BaseModel):
+    """What a run may spend. Unset limits are not checked."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    max_duration_s: float | None = None
+    max_chat_calls: int | None = None
+    max_tool_calls: int | None = None
+    max_tokens: int | None = None
+    max_cost_usd: float | None = None
+    mode: Literal["stop", "raise"] = "stop"
+    on_exceeded: Callable[..., Any] | None = None
+
+    @model_validator(mode="after")
+    def _positive(self) -> "Budget":
+        for name in LIMITS:
+            value = getattr(self, name)
+            if value is not None and value < 0:
+                raise ConfigError(f"Budget({name}={value}): a limit cannot be negative")
+        return self
+
+
+class BudgetUsage(BaseModel):
+    """What the run has spent so far (``ctx.budget``)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    duration_s: float = 0.0
+    chat_calls: int = 0
+    tool_calls: int = 0
+    tokens: int = 0
+    cost_usd: float = 0.0
+
+
+class BudgetTracker:
+    """Accumulates usage for a run and its children."""
+
+    def __init__(self, budget: Budget | None, *, parent: "BudgetTracker | None" = None) -> None:
+        self.budget = budget
+        self.parent = parent
+        self._t0 = time.perf_counter()
+        self.chat_calls = 0
+        self.tool_calls = 0
+        self.tokens = 0
+        self.cost_usd = 0.0
+
+    def add_chat(self, *, tokens: int, cost_usd: float) -> None:
+        self.chat_calls += 1
+        self.tokens += tokens
+        self.cost_usd += cost_usd
+        if self.parent is not None:
+            self.parent.add_chat(tokens=tokens, cost_usd=cost_usd)
+
+    def add_tool(self) -> None:
+        self.tool_calls += 1
+        if self.parent is not None:
+            self.parent.add_tool()
+
+    def usage(self) -> BudgetUsage:
+        return BudgetUsage(duration_s=round(time.perf_counter() - self._t0, 6), chat_calls=self.chat_calls,
+                           tool_calls=self.tool_calls, tokens=self.tokens, cost_usd=self.cost_usd)
+
+    def exceeded(self) -> str | None:
+        """The name of the first limit reached (here or in a parent's budget), or None."""
+        b = self.budget
+        if b is None:
+            return self.parent.exceeded() if self.parent is not None else None
+        if b.max_chat_calls is not None and self.chat_calls >= b.max_chat_calls:
+            return "max_chat_calls"
+        if b.max_tool_calls is not None and self.tool_calls >= b.max_tool_calls:
+            return "max_tool_calls"
+        if b.max_tokens is not None and self.tokens >= b.max_tokens:
+            return "max_tokens"
+        if b.max_cost_usd is not None and self.cost_usd >= b.max_cost_usd:
+            return "max_cost_usd"
+        if b.max_duration_s is not None and time.perf_counter() - self._t0 >= b.max_duration_s:
+            return "max_duration_s"
+        return self.parent.exceeded() if self.parent is not None else None
+
+
+def check_budget_arg(budget: Any) -> Budget | None:
+    if budget is None or isinstance(budget, Budget):
+        return budget
+    raise ConfigError(f"run(budget=...) must be a Budget(...), got {type(budget).__name__}")

@@ -1,0 +1,100 @@
+"""Delivering events: one ordered stream per top-level run.
+
+A :class:`Stream` numbers events and hands each to every sink in order. A
+sink that raises is isolated: it is reported to the other sinks as a
+``subscriber.error`` event and the run goes on. Events may be emitted from
+worker threads (sync user code runs there), so numbering and delivery happen
+under a lock: ``seq`` order is delivery order.
+
+The node an event belongs to and its origin come from context variables set
+by the engine, so user code (hooks, tools) never passes them along.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from runtime.events import SubscriberError
+
+Sink = Callable[[Any], None]
+
+# (node_id, parent_id) of the node that is running in this task/thread.
+current_node: contextvars.ContextVar[tuple[str | None, str | None]] = contextvars.ContextVar(
+    "flowtui_node", default=(None, None)
+)
+# What is running: "runtime", "hook:Agent.after_response", "tool:name", "until", "user".
+current_origin: contextvars.ContextVar[str] = contextvars.ContextVar(
+    "flowtui_origin", default="runtime"
+)
+
+
+def sink_name(sink: Sink) -> str:
+    return getattr(sink, "__qualname__", None) or type(sink).__name__
+
+
+class Stream:
+    """The numbered event stream of one top-level run (its child runs share it)."""
+
+    def __init__(self, sinks: list[Sink]) -> None:
+        self._sinks = sinks
+        self._seq = 0
+        self._nodes = 0
+        self._lock = threading.Lock()
+
+    def next_node_id(self) -> str:
+        with self._lock:
+            self._nodes += 1
+            return f"n{self._nodes}"
+
+    @property
+    def last_seq(self) -> int:
+        return self._seq
+
+    def emit(self, cls: type, run_id: str, fields: dict[str, Any]) -> Any:
+        with self._lock:
+            self._seq += 1
+            fields["seq"] = self._seq
+            fields["ts"] = time.time()
+            fields["run_id"] = run_id
+            event = cls.model_construct(**fields)
+            for sink in self._sinks:
+                try:
+                    sink(event)
+                except Exception as exc:  # a subscriber never breaks the run
+                    self._report(sink, exc, run_id)
+        return event
+
+    def _report(self, bad: Sink, exc: Exception, run_id: str) -> None:
+        self._seq += 1
+        report = SubscriberError.model_construct(
+            seq=self._seq, ts=time.time(), run_id=run_id, node_id=None, parent_id=None,
+            origin="runtime", subscriber=sink_name(bad), error=f"{type(exc).__name__}: {exc}",
+        )
+        for sink in self._sinks:
+            if sink is bad:
+                continue
+            try:
+                sink(report)
+            except Exception:
+                pass  # reporting the report would never end
+
+
+class Emitter:
+    """Emits events for one run (a child run has its own emitter on its parent's stream)."""
+
+    __slots__ = ("stream", "run_id")
+
+    def __init__(self, stream: Stream, run_id: str) -> None:
+        self.stream = stream
+        self.run_id = run_id
+
+    def emit(self, cls: type, **fields: Any) -> Any:
+        if "node_id" not in fields:
+            fields["node_id"], fields["parent_id"] = current_node.get()
+        if "origin" not in fields:
+            fields["origin"] = current_origin.get()
+        return self.stream.emit(cls, self.run_id, fields)

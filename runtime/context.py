@@ -1,0 +1,114 @@
+"""``ctx``: the run's context, carried through every step.
+
+Your own fields live here (``ctx.tentativas = ctx.get("tentativas", 0) + 1``)
+next to the ones the runtime writes: ``turn``, ``output``, ``loop`` and
+``budget``. Every set emits a ``ctx.set`` event. The conversation the model
+sees is ``ctx.state``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict
+from pydantic_core import to_jsonable_python
+
+from runtime.conversation import ConversationState
+from runtime.events import CtxSet
+
+_MISSING = object()
+RUNTIME_FIELDS = frozenset({"turn", "output", "loop", "budget"})
+_RESERVED = frozenset({"state", "get", "run_id", "fields"})
+
+
+class TurnInfo(BaseModel):
+    """Summary of the last agent turn (``ctx.turn``)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    agent: str
+    called_tool: bool = False
+    tool_name: str | None = None
+    tool_error: bool = False
+    tool_call_source: Literal["native", "rescued"] | None = None
+    response: str = ""
+
+
+class LoopInfo(BaseModel):
+    """The most recent loop (``ctx.loop``); ``stopped_by`` is None while it runs."""
+
+    model_config = ConfigDict(frozen=True)
+
+    iterations: int = 0
+    exhausted: bool = False
+    max_iterations: int = 0
+    stopped_by: Literal["until", "exhausted", "fails", "budget", "stopped"] | None = None
+
+
+def jsonable(value: Any) -> Any:
+    """A JSON-safe copy of ``value`` for an event (unknown objects become their repr)."""
+    return to_jsonable_python(value, fallback=repr)
+
+
+class AgentContext:
+    """The type of ``ctx``. Reading an unset field raises ``AttributeError``."""
+
+    def __init__(self, state: ConversationState, emit, *, run_id: str) -> None:
+        object.__setattr__(self, "state", state)
+        object.__setattr__(self, "run_id", run_id)
+        object.__setattr__(self, "_fields", {})
+        object.__setattr__(self, "_emit", emit)
+
+    def __getattr__(self, name: str) -> Any:
+        # Only called when normal lookup fails: i.e. for fields.
+        if name.startswith("__"):
+            raise AttributeError(name)
+        try:
+            return self._fields[name]
+        except KeyError:
+            hint = " (the runtime sets it after the first turn)" if name == "turn" else ""
+            raise AttributeError(
+                f"ctx has no field {name!r}{hint}; set it first (ctx.{name} = ...) "
+                f"or read it with ctx.get({name!r}, default)"
+            ) from None
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name in _RESERVED or name.startswith("_"):
+            raise AttributeError(
+                f"ctx.{name} is reserved; pick another field name"
+                + (" (the conversation is changed with ctx.state.append/set)" if name == "state" else "")
+            )
+        self._set(name, value, origin=None)
+
+    def __delattr__(self, name: str) -> None:
+        if name not in self._fields:
+            raise AttributeError(f"ctx has no field {name!r}")
+        del self._fields[name]
+        self._emit(CtxSet, name=name, value=None)
+
+    def _set(self, name: str, value: Any, *, origin: str | None) -> None:
+        self._fields[name] = value
+        fields: dict[str, Any] = {"name": name, "value": _event_value(value)}
+        if origin:
+            fields["origin"] = origin
+        self._emit(CtxSet, **fields)
+
+    def get(self, name: str, default: Any = None) -> Any:
+        """The field ``name``, or ``default`` when it was never set."""
+        return self._fields.get(name, default)
+
+    @property
+    def fields(self) -> dict[str, Any]:
+        """A copy of every field set so far (yours and the runtime's)."""
+        return dict(self._fields)
+
+    def __repr__(self) -> str:
+        return f"<ctx run={self.run_id} fields={sorted(self._fields)}>"
+
+
+def _event_value(value: Any) -> Any:
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
+    if isinstance(value, BaseModel):
+        return value.model_dump(mode="json", fallback=repr)
+    return jsonable(value)

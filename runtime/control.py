@@ -1,0 +1,158 @@
+"""Controlling a run: pause points, commands and breakpoints.
+
+The engine awaits :meth:`Controller.checkpoint` at every pause point: before
+each agent turn (``agent``), before each model call (``chat``), before each
+tool execution (``tool``) and after each loop iteration (``loop_iteration``).
+Commands (step, next turn, loop once, continue, pause, stop) only set what the
+next checkpoint does, so the TUI, a headless script or a test drive a run the
+same way. ``stop`` makes the next checkpoint raise :class:`RunStopped`; the run
+then ends cleanly with status ``stopped``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Literal
+
+from runtime.events import RunPause, RunResume
+
+PointKind = Literal["agent", "chat", "tool", "loop_iteration"]
+Mode = Literal["run", "step", "next_turn", "loop_once", "pause"]
+
+
+class RunStopped(Exception):
+    """Raised at a checkpoint after ``stop()``; the engine ends the run as ``stopped``."""
+
+
+@dataclass(frozen=True)
+class PausePoint:
+    kind: PointKind
+    name: str
+    node_id: str | None = None
+    loops: tuple[str, ...] = ()  # node ids of the loops around this point, outermost first
+    path: tuple[str, ...] = field(default=())
+
+
+class Controller:
+    """Decides, at each pause point, whether the run waits for a command."""
+
+    def __init__(self, *, start_paused: bool = False, breakpoints: Iterable[str] = ()) -> None:
+        self._mode: Mode = "step" if start_paused else "run"
+        self._reason = "start" if start_paused else "step"
+        self._target_loop: str | None = None
+        self._stop = False
+        self._wake: asyncio.Event | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._lock = threading.Lock()
+        self.breakpoints: set[str] = set(breakpoints)
+        self.paused_at: PausePoint | None = None
+        self._last: PausePoint | None = None
+
+    # --- the engine's side -------------------------------------------------
+    async def checkpoint(self, point: PausePoint, emit) -> None:
+        if self._loop is None:
+            self._loop = asyncio.get_running_loop()
+            self._wake = asyncio.Event()
+        self._last = point
+        if self._stop:
+            raise RunStopped()
+        reason = self._should_pause(point)
+        if reason is None:
+            await asyncio.sleep(0)  # let the UI breathe between units of work
+            return
+        self.paused_at = point
+        emit(RunPause, point=point.kind, name=point.name, reason=reason, path=list(point.path))
+        assert self._wake is not None
+        while True:
+            self._wake.clear()
+            await self._wake.wait()
+            if self._stop:
+                self.paused_at = None
+                emit(RunResume, command="stop")
+                raise RunStopped()
+            if self._mode != "pause":
+                break
+        self.paused_at = None
+        emit(RunResume, command=self._mode if self._mode != "run" else "continue")
+
+    def _should_pause(self, point: PausePoint) -> str | None:
+        mode = self._mode
+        if mode == "pause":
+            return "pause"
+        if mode == "step":
+            return self._reason
+        if mode == "next_turn" and point.kind == "agent":
+            return "next_turn"
+        if mode == "loop_once" and point.kind == "loop_iteration":
+            if self._target_loop is None or point.node_id == self._target_loop:
+                return "loop_once"
+        if point.name in self.breakpoints and point.kind in ("agent", "tool", "loop_iteration"):
+            return "breakpoint"
+        return None
+
+    # --- commands ------------------------------------------------------------
+    @property
+    def paused(self) -> bool:
+        return self.paused_at is not None
+
+    @property
+    def stopping(self) -> bool:
+        return self._stop
+
+    def step(self) -> None:
+        """Run to the next pause point."""
+        self._command("step", reason="step")
+
+    def next_turn(self) -> None:
+        """Run until the next agent turn is about to start."""
+        self._command("next_turn")
+
+    def loop_once(self) -> None:
+        """Run until the innermost current loop finishes its iteration."""
+        at = self.paused_at or self._last
+        self._target_loop = at.loops[-1] if at and at.loops else None
+        self._command("loop_once")
+
+    def resume(self) -> None:
+        """Continue to the next breakpoint or the end."""
+        self._command("run")
+
+    def pause(self) -> None:
+        """Pause at the next pause point."""
+        self._command("pause", wake=False)
+
+    def stop(self) -> None:
+        """End the run cleanly (status ``stopped``) at the next pause point."""
+        self._stop = True
+        self._signal()
+
+    def toggle_breakpoint(self, name: str) -> bool:
+        """Add or remove a breakpoint on an agent, tool or loop name; True when now set."""
+        if name in self.breakpoints:
+            self.breakpoints.discard(name)
+            return False
+        self.breakpoints.add(name)
+        return True
+
+    def _command(self, mode: Mode, *, reason: str | None = None, wake: bool = True) -> None:
+        self._mode = mode
+        if reason:
+            self._reason = reason
+        if wake:
+            self._signal()
+
+    def _signal(self) -> None:
+        loop, wake = self._loop, self._wake
+        if loop is None or wake is None:
+            return
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if running is loop:
+            wake.set()
+        else:
+            loop.call_soon_threadsafe(wake.set)

@@ -1,0 +1,185 @@
+"""``ctx.state``: the conversation with the model, in three buckets.
+
+``history`` (``Message`` turns), ``memory`` (durable ``str`` items, one
+``system`` message at the top) and ``tasks`` (``str`` items, a note inside that
+system message). Reads return read-only sequences; every change goes through
+:meth:`ConversationState.append` / :meth:`ConversationState.set`, which emit
+``state.append`` / ``state.set`` events.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, overload
+
+from runtime.events import StateAppend, StateSet
+from runtime.messages import Message
+
+BUCKETS = ("history", "memory", "tasks")
+
+
+class Snapshot(Sequence):
+    """A read-only, O(1) view of a bucket as it was when read.
+
+    Buckets only ever grow at the end in place (``append``); ``set`` installs
+    a new list. So a view remembering the list and its length at read time is a
+    true snapshot without copying.
+    """
+
+    __slots__ = ("_items", "_n")
+
+    def __init__(self, items: list, n: int) -> None:
+        self._items = items
+        self._n = n
+
+    def __len__(self) -> int:
+        return self._n
+
+    @overload
+    def __getitem__(self, i: int) -> Any: ...
+    @overload
+    def __getitem__(self, i: slice) -> tuple: ...
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return tuple(self._items[: self._n][i])
+        if i < 0:
+            i += self._n
+        if not 0 <= i < self._n:
+            raise IndexError("bucket index out of range")
+        return self._items[i]
+
+    def __iter__(self):
+        items = self._items
+        for i in range(self._n):
+            yield items[i]
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Sequence) and not isinstance(other, str):
+            return len(other) == self._n and all(a == b for a, b in zip(self, other))
+        return NotImplemented
+
+    def __repr__(self) -> str:
+        return f"({', '.join(repr(x) for x in self)})"
+
+
+def memory_items(memory: str | Iterable[str] | Mapping[str, Any] | None) -> list[str]:
+    """Initial memory from ``app.run(memory=...)``.
+
+    A string is one item; a list gives one item each; a mapping gives one item
+    per key, written ``key: value`` (e.g. ``{"plano": "pro"}`` → ``"plano: pro"``).
+    """
+    if memory is None:
+        return []
+    if isinstance(memory, str):
+        return [memory]
+    if isinstance(memory, Mapping):
+        return [f"{k}: {v}" for k, v in memory.items()]
+    items = list(memory)
+    for i, item in enumerate(items):
+        if not isinstance(item, str):
+            raise TypeError(
+                f"run(memory=...): item {i} is {type(item).__name__}; memory items must be str "
+                "(or pass a mapping, which becomes 'key: value' items)"
+            )
+    return items
+
+
+def system_note(memory: Sequence[str], tasks: Sequence[str]) -> str | None:
+    """The text of the system message that carries memory and tasks."""
+    parts = list(memory)
+    if tasks:
+        parts.append("Tasks:\n" + "\n".join(f"- {t}" for t in tasks))
+    return "\n\n".join(parts) if parts else None
+
+
+class ConversationState:
+    """``ctx.state`` of one run."""
+
+    __slots__ = ("_buckets", "_emit")
+
+    def __init__(self, emit, *, memory: list[str] | None = None) -> None:
+        self._buckets: dict[str, list] = {"history": [], "memory": list(memory or []), "tasks": []}
+        self._emit = emit
+
+    # reads -------------------------------------------------------------
+    @property
+    def history(self) -> Sequence[Message]:
+        items = self._buckets["history"]
+        return Snapshot(items, len(items))
+
+    @property
+    def memory(self) -> Sequence[str]:
+        items = self._buckets["memory"]
+        return Snapshot(items, len(items))
+
+    @property
+    def tasks(self) -> Sequence[str]:
+        items = self._buckets["tasks"]
+        return Snapshot(items, len(items))
+
+    def get(self, bucket: str) -> Sequence[Any]:
+        items = self._bucket(bucket)
+        return Snapshot(items, len(items))
+
+    # writes ------------------------------------------------------------
+    def append(self, bucket: str, item: Any, *, origin: str | None = None) -> None:
+        """Add ``item`` at the end of ``bucket`` (a ``Message`` for history, a ``str`` otherwise)."""
+        items = self._bucket(bucket)
+        _check_item(bucket, item, None)
+        items.append(item)
+        fields = {"bucket": bucket, "item": item}
+        if origin:
+            fields["origin"] = origin
+        self._emit(StateAppend, **fields)
+
+    def set(self, bucket: str, items: Iterable[Any], *, origin: str | None = None) -> None:
+        """Replace ``bucket`` whole, e.g. ``set("history", history[:-1])``."""
+        self._bucket(bucket)
+        if isinstance(items, (str, bytes)) or not isinstance(items, Iterable):
+            raise TypeError(
+                f"ctx.state.set({bucket!r}, ...): expected a sequence of "
+                f"{'Message' if bucket == 'history' else 'str'}, got {type(items).__name__}"
+            )
+        new = list(items)
+        for i, item in enumerate(new):
+            _check_item(bucket, item, i)
+        self._buckets[bucket] = new
+        fields = {"bucket": bucket, "items": list(new)}
+        if origin:
+            fields["origin"] = origin
+        self._emit(StateSet, **fields)
+
+    # projection --------------------------------------------------------
+    def to_messages(self) -> list[Message]:
+        """What the model sees after the agent's prompt: memory/tasks as one system message, then history."""
+        note = system_note(self._buckets["memory"], self._buckets["tasks"])
+        history = self._buckets["history"]
+        if note is None:
+            return list(history)
+        return [Message(role="system", content=note), *history]
+
+    def _bucket(self, bucket: str) -> list:
+        try:
+            return self._buckets[bucket]
+        except (KeyError, TypeError):
+            raise ValueError(
+                f"ctx.state has no bucket {bucket!r}; the buckets are 'history', 'memory' and 'tasks'"
+            ) from None
+
+    def __repr__(self) -> str:
+        b = self._buckets
+        return f"<ctx.state history={len(b['history'])} memory={len(b['memory'])} tasks={len(b['tasks'])}>"
+
+
+def _check_item(bucket: str, item: Any, index: int | None) -> None:
+    where = f"item {index} " if index is not None else ""
+    if bucket == "history":
+        if not isinstance(item, Message):
+            raise TypeError(
+                f"ctx.state bucket 'history': {where}is {type(item).__name__}; history holds "
+                "Message(role=..., content=...) items"
+            )
+    elif not isinstance(item, str):
+        raise TypeError(
+            f"ctx.state bucket {bucket!r}: {where}is {type(item).__name__}; {bucket} holds str items"
+        )

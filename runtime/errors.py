@@ -1,0 +1,104 @@
+"""Every error flowtui raises on purpose, in one tree.
+
+    FlowtuiError
+     ├── FlowLoadError            a flow file cannot be loaded (file, line, class)
+     │    ├── PromptNotFoundError an @agent prompt file is missing (resolved path)
+     │    └── InjectionError      a marker cannot be satisfied (class, parameter)
+     ├── ConfigError              a bad argument to a decorator, loop or run()
+     ├── RunError                 raised out of ``app.run``
+     │    ├── BudgetExceededError a budget in ``mode="raise"`` was blown
+     │    └── ProviderError       a model call failed for good (after retries)
+     │         ├── ScriptExhaustedError  a ScriptedProvider ran out of replies
+     │         └── CassetteMissError     --replay has no recorded answer
+     └── FatalToolError           raised by a tool to end the run
+
+Messages name the file, class, parameter or key at fault and say what to do.
+"""
+
+from __future__ import annotations
+
+
+class FlowtuiError(Exception):
+    """Base of every error flowtui raises on purpose."""
+
+
+class FlowLoadError(FlowtuiError):
+    """A flow cannot be loaded. ``file``/``line``/``cls`` locate the fault."""
+
+    def __init__(self, message: str, *, file: str | None = None, line: int | None = None,
+                 cls: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.file = file
+        self.line = line
+        self.cls = cls
+
+    def __str__(self) -> str:
+        where = ""
+        if self.file:
+            where = self.file + (f":{self.line}" if self.line else "") + ": "
+        if self.cls:
+            where += f"{self.cls}: "
+        return where + self.message
+
+
+class PromptNotFoundError(FlowLoadError):
+    """An ``@agent(prompt=...)`` file does not exist."""
+
+
+class InjectionError(FlowLoadError):
+    """A ``State()``/``Context()``/``Input()`` marker cannot be satisfied."""
+
+
+class ConfigError(FlowtuiError, ValueError):
+    """A bad argument given to a decorator, ``loop``, ``Budget`` or ``run``."""
+
+
+class RunError(FlowtuiError):
+    """A run failed."""
+
+
+class BudgetExceededError(RunError):
+    """A budget with ``mode="raise"`` was exceeded. ``usage`` holds the totals."""
+
+    def __init__(self, message: str, *, limit: str, usage: object) -> None:
+        super().__init__(message)
+        self.limit = limit
+        self.usage = usage
+
+
+class ProviderError(RunError):
+    """A model call failed for good. ``agent`` names the agent that made it."""
+
+    def __init__(self, message: str, *, agent: str | None = None,
+                 status: int | None = None, attempts: int = 1) -> None:
+        super().__init__(message)
+        self.agent = agent
+        self.status = status
+        self.attempts = attempts
+
+
+class ScriptExhaustedError(ProviderError):
+    """A ScriptedProvider has no reply left for an agent."""
+
+
+class CassetteMissError(ProviderError):
+    """A replayed cassette holds no recorded exchange for a request."""
+
+
+class FatalToolError(FlowtuiError):
+    """Raised by a tool to end the whole run.
+
+    ``message`` is what the run reports; ``cause`` stays private: it never
+    reaches the model's context, the events or anything written to disk.
+    """
+
+    def __init__(self, message: str, *, cause: BaseException | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.private_cause = cause
+        # Keep Python from chaining the cause into tracebacks written anywhere.
+        self.__suppress_context__ = True
+
+    def __reduce__(self):  # pickling/logging never carries the cause
+        return (FatalToolError, (self.message,))

@@ -1,0 +1,167 @@
+"""Parameter markers and the injection plans built from them.
+
+``State()``, ``Context()`` and ``Input()`` mark what a constructor or an
+``execute`` method wants, either as a default (``s: S = State()``) or inside
+``Annotated[S, State()]``. Plans are computed once, when the workflow is
+bootstrapped, so a marker that cannot be satisfied fails before the run
+starts, naming the class and the parameter.
+"""
+
+from __future__ import annotations
+
+import inspect
+import typing
+from typing import Annotated, Any, Literal, get_args, get_origin
+
+from runtime.errors import InjectionError
+
+Want = Literal["state", "ctx", "input", "runtime"]
+
+
+class _Marker:
+    kind: Want
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}()"
+
+
+class State(_Marker):
+    """Inject the run's workflow state instance."""
+
+    kind = "state"
+
+
+class Context(_Marker):
+    """Inject the run's ``ctx`` (tool ``execute`` only: constructors run before ``ctx`` exists)."""
+
+    kind = "ctx"
+
+
+class Input(_Marker):
+    """Inject a tool's validated arguments."""
+
+    kind = "input"
+
+
+def where(obj: Any) -> tuple[str | None, int | None]:
+    """(file, line) where a class or function is defined, for error messages."""
+    try:
+        target = inspect.unwrap(obj)
+        return inspect.getsourcefile(target), inspect.getsourcelines(target)[1]
+    except (TypeError, OSError):
+        return None, None
+
+
+def _marker_of(param: inspect.Parameter, hint: Any) -> Want | None:
+    if isinstance(param.default, _Marker):
+        return param.default.kind
+    if get_origin(hint) is Annotated:
+        for meta in get_args(hint)[1:]:
+            if isinstance(meta, _Marker) or (isinstance(meta, type) and issubclass(meta, _Marker)):
+                return meta.kind
+    return None
+
+
+def _hints(fn: Any) -> dict[str, Any]:
+    try:
+        return typing.get_type_hints(fn, include_extras=True)
+    except Exception:
+        return getattr(fn, "__annotations__", {}) or {}
+
+
+def _params(fn: Any) -> list[inspect.Parameter]:
+    return [p for p in inspect.signature(fn).parameters.values()
+            if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)][1:]  # drop self
+
+
+def constructor_plan(cls: type, *, has_state: bool, workflow: str, runtime_type: type) -> list[tuple[str, Want]]:
+    """What ``cls.__init__`` wants, as ``[(param, kind)]``; raises InjectionError."""
+    if cls.__init__ is object.__init__:
+        return []
+    file, line = where(cls)
+    plan: list[tuple[str, Want]] = []
+    hints = _hints(cls.__init__)
+    for p in _params(cls.__init__):
+        hint = hints.get(p.name)
+        kind = _marker_of(p, hint)
+        base = get_args(hint)[0] if get_origin(hint) is Annotated else hint
+        if kind is None and base is runtime_type:
+            kind = "runtime"
+        if kind == "ctx":
+            raise InjectionError(
+                f"Context() in __init__ parameter {p.name!r}: agents and tools are built when the run "
+                "starts, before its ctx exists. Take ctx in a hook or in execute() instead",
+                file=file, line=line, cls=cls.__name__)
+        if kind == "input":
+            raise InjectionError(
+                f"Input() in __init__ parameter {p.name!r}: tool arguments reach execute(), not the constructor",
+                file=file, line=line, cls=cls.__name__)
+        if kind == "state" and not has_state:
+            raise InjectionError(
+                f"State() in __init__ parameter {p.name!r}, but workflow {workflow} declares no state; "
+                f"add state=YourStateClass to @workflow(...)",
+                file=file, line=line, cls=cls.__name__)
+        if kind is None:
+            if p.default is inspect.Parameter.empty:
+                raise InjectionError(
+                    f"__init__ parameter {p.name!r} has no marker and no default; mark it "
+                    f"{p.name}: YourState = State() or give it a default",
+                    file=file, line=line, cls=cls.__name__)
+            continue
+        plan.append((p.name, kind))
+    return plan
+
+
+def execute_plan(cls: type, *, schema: type | None, has_state: bool, workflow: str) -> list[tuple[str, Want]]:
+    """What a tool's ``execute`` wants; with no markers its one parameter gets the arguments."""
+    fn = cls.execute
+    file, line = where(fn)
+    hints = _hints(fn)
+    params = _params(fn)
+    plan: list[tuple[str, Want]] = []
+    marked = [(p, _marker_of(p, hints.get(p.name))) for p in params]
+    if not any(kind for _, kind in marked):
+        if len(params) == 1:
+            return [(params[0].name, "input")]
+        required = [p.name for p in params if p.default is inspect.Parameter.empty]
+        if not params or not required:
+            return []
+        raise InjectionError(
+            f"execute() takes {len(params)} parameters without markers ({', '.join(p.name for p in params)}); "
+            "mark them with Input(), Context() and State()",
+            file=file, line=line, cls=cls.__name__)
+    for p, kind in marked:
+        if kind is None:
+            base = hints.get(p.name)
+            if schema is not None and base is schema:
+                kind = "input"
+            elif p.default is not inspect.Parameter.empty:
+                continue
+            else:
+                raise InjectionError(
+                    f"execute() parameter {p.name!r} has no marker; use Input(), Context() or State()",
+                    file=file, line=line, cls=cls.__name__)
+        if kind == "state" and not has_state:
+            raise InjectionError(
+                f"State() in execute() parameter {p.name!r}, but workflow {workflow} declares no state; "
+                "add state=YourStateClass to @workflow(...)",
+                file=file, line=line, cls=cls.__name__)
+        if kind == "runtime":
+            continue
+        plan.append((p.name, kind))
+    return plan
+
+
+def positional_arity(fn: Any) -> int:
+    """How many positional arguments ``fn`` accepts (a large number for ``*args``)."""
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError):
+        return 99
+    n = 0
+    for p in sig.parameters.values():
+        if p.kind == p.VAR_POSITIONAL:
+            return 99
+        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
+            n += 1
+    return n

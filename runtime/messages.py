@@ -1,0 +1,53 @@
+"""The conversation's value types: what flows between the model, tools and hooks.
+
+All are pydantic models. ``Message`` is frozen: the history is changed through
+``ctx.state.set``/``append`` (which emit events), never by editing a message in
+place; use ``msg.model_copy(update={...})`` to derive an edited one.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+Role = Literal["system", "user", "assistant", "tool"]
+
+
+class ToolCall(BaseModel):
+    """A call the model asked for: tool ``name`` with ``args`` (already parsed JSON)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    args: dict[str, Any] = Field(default_factory=dict)
+    id: str | None = None
+
+
+class Message(BaseModel):
+    """One turn of the conversation, as the model sees it."""
+
+    model_config = ConfigDict(frozen=True)
+
+    role: Role
+    content: str = ""
+    tool_calls: tuple[ToolCall, ...] = ()
+    tool_name: str | None = None
+    tool_call_id: str | None = None
+    is_error: bool = False
+
+
+class ToolOutput(BaseModel):
+    """What a tool may return instead of a plain string, e.g. to flag an error."""
+
+    content: str
+    is_error: bool = False
+
+
+class ToolResult(BaseModel):
+    """What ``after_tool`` receives: the call and what came of it."""
+
+    name: str
+    args: dict[str, Any] = Field(default_factory=dict)
+    output: str
+    is_error: bool = False

@@ -1,0 +1,173 @@
+"""Watching the workflow state object for changes.
+
+One state instance is made per run from the class the workflow declares (a
+pydantic model, a dataclass or a plain class). Changes are found two ways:
+
+- attribute assignment (``s.aprovado = True``) is seen as it happens: the run
+  gets an instance of a cached subclass whose ``__setattr__`` reports;
+- in-place changes of containers (``s.problemas.append(...)``) are found by
+  comparing each field with a JSON snapshot at every runtime boundary (after
+  every hook, tool, ``until`` and step): :meth:`StateObserver.check`.
+
+Both emit ``workflow_state.change`` with the field path and old/new values.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import inspect
+import threading
+import typing
+from typing import Any
+
+from pydantic import BaseModel, TypeAdapter, ValidationError
+
+from runtime.context import jsonable
+from runtime.errors import ConfigError
+from runtime.events import WorkflowStateChange
+
+# id(state instance) -> its observer, while its run lives.
+_OBSERVERS: dict[int, "StateObserver"] = {}
+_SUBCLASSES: dict[type, type] = {}
+_LOCK = threading.Lock()
+
+
+def _observed_subclass(cls: type) -> type:
+    with _LOCK:
+        sub = _SUBCLASSES.get(cls)
+        if sub is not None:
+            return sub
+
+        def __setattr__(self, name: str, value: Any) -> None:
+            obs = _OBSERVERS.get(id(self))
+            if obs is None or name.startswith("_"):
+                super(sub, self).__setattr__(name, value)
+                return
+            super(sub, self).__setattr__(name, value)
+            obs.assigned(name, getattr(self, name, value))
+
+        sub = type(cls.__name__, (cls,), {
+            "__setattr__": __setattr__, "__module__": cls.__module__,
+            "__qualname__": cls.__qualname__, "__doc__": cls.__doc__,
+        })
+        _SUBCLASSES[cls] = sub
+        return sub
+
+
+def make_state(cls: type) -> Any:
+    """A fresh, observable instance of ``cls``; no mutable default is shared."""
+    sub = _observed_subclass(cls)
+    try:
+        obj = sub()
+    except TypeError as exc:
+        raise ConfigError(
+            f"state class {cls.__name__} must be constructible with no arguments "
+            f"(give every field a default): {exc}"
+        ) from None
+    if not (isinstance(obj, BaseModel) or dataclasses.is_dataclass(obj)):
+        # A plain class's `problemas = []` lives on the class: give this run its own copy.
+        for name in _class_attrs(cls):
+            if name not in vars(obj):
+                value = getattr(cls, name)
+                if isinstance(value, (list, dict, set, bytearray)) or hasattr(value, "__dict__"):
+                    object.__setattr__(obj, name, copy.deepcopy(value))
+    return obj
+
+
+def _class_attrs(cls: type) -> list[str]:
+    names: list[str] = []
+    for klass in reversed(cls.__mro__[:-1]):
+        for name in list(getattr(klass, "__annotations__", {})) + list(vars(klass)):
+            if name.startswith("_") or name in names:
+                continue
+            raw = inspect.getattr_static(klass, name, None)
+            if isinstance(raw, (staticmethod, classmethod, property)) or inspect.isfunction(raw):
+                continue
+            if name in vars(klass) or name in getattr(klass, "__annotations__", {}):
+                names.append(name)
+    return names
+
+
+def state_fields(obj: Any) -> list[str]:
+    """The field names of a state instance, in declaration order."""
+    if isinstance(obj, BaseModel):
+        return list(type(obj).model_fields)
+    if dataclasses.is_dataclass(obj):
+        return [f.name for f in dataclasses.fields(obj)]
+    names = [n for n in _class_attrs(type(obj)) if hasattr(obj, n)]
+    names += [n for n in vars(obj) if not n.startswith("_") and n not in names]
+    return names
+
+
+def field_type(cls: type, name: str) -> Any:
+    """The declared type of field ``name`` of state class ``cls`` (Any when undeclared)."""
+    if issubclass(cls, BaseModel):
+        info = cls.model_fields.get(name)
+        return info.annotation if info else Any
+    try:
+        hints = typing.get_type_hints(cls)
+    except Exception:
+        hints = {}
+    if name in hints:
+        return hints[name]
+    default = getattr(cls, name, None)
+    return type(default) if default is not None else Any
+
+
+def coerce(cls: type, name: str, text: str) -> Any:
+    """Parse ``text`` typed by a person into a value for field ``name``.
+
+    JSON is tried first (``[1, 2]``, ``true``, ``"x"``), then the raw text, each
+    validated against the field's type. Raises ``ValueError`` with the reason.
+    """
+    tp = field_type(cls, name)
+    adapter = TypeAdapter(tp)
+    try:
+        return adapter.validate_json(text)
+    except ValidationError:
+        pass
+    try:
+        return adapter.validate_python(text)
+    except ValidationError as exc:
+        reason = "; ".join(e["msg"] for e in exc.errors())
+        tname = getattr(tp, "__name__", str(tp))
+        raise ValueError(f"{cls.__name__}.{name} is {tname}: {text!r} refused ({reason})") from None
+
+
+class StateObserver:
+    """Reports changes of one run's state instance as events."""
+
+    def __init__(self, obj: Any, emit) -> None:
+        self.obj = obj
+        self._emit = emit
+        self.fields = state_fields(obj)
+        self._snap = {f: jsonable(getattr(obj, f, None)) for f in self.fields}
+        _OBSERVERS[id(obj)] = self
+
+    def snapshot(self) -> dict[str, Any]:
+        return dict(self._snap)
+
+    def assigned(self, name: str, value: Any) -> None:
+        if name not in self._snap:
+            self.fields.append(name)
+        new = jsonable(value)
+        old = self._snap.get(name)
+        if new == old and name in self._snap:
+            return
+        self._snap[name] = new
+        self._emit(WorkflowStateChange, path=name, old=old, new=new)
+
+    def check(self) -> None:
+        """Compare every field with the snapshot; emit one event per changed field."""
+        obj, snap = self.obj, self._snap
+        for name in self.fields:
+            new = jsonable(getattr(obj, name, None))
+            old = snap[name]
+            if new != old:
+                snap[name] = new
+                self._emit(WorkflowStateChange, path=name, old=old, new=new)
+
+    def detach(self) -> None:
+        if _OBSERVERS.get(id(self.obj)) is self:
+            del _OBSERVERS[id(self.obj)]

@@ -1,0 +1,115 @@
+"""``ScriptedProvider``: replays replies in order, for offline, deterministic runs.
+
+Replies are a list (each a string or ``{"content", "tool_calls"}``), a mapping
+of agent name to such a list, or the path of a TOML file holding either::
+
+    # revisao.replies.toml
+    PlannerAgent = ["1. Escrever  2. Revisar"]
+
+    [[RevisorAgent]]
+    content = "REPROVADO: falta um exemplo"
+
+A path is relative to the file that defines the provider subclass. Replies go
+through litellm's mock path (``mock_response``/``mock_tool_calls``), so they
+are parsed exactly like a real model's, tool-call rescue included.
+"""
+
+from __future__ import annotations
+
+import inspect
+import sys
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from runtime.errors import ConfigError, ScriptExhaustedError
+from runtime.providers.base import ChatReply, ChatRequest, Provider
+from runtime.providers.replies import split_reply
+
+
+def load_replies(source: Any, *, base: Path | None = None) -> list[Any] | dict[str, list[Any]]:
+    """Replies from a list, a mapping or a TOML file path (``base`` resolves relative paths)."""
+    if isinstance(source, (str, Path)):
+        path = Path(source)
+        if not path.is_absolute() and base is not None:
+            path = base / path
+        try:
+            data = tomllib.loads(path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise ConfigError(f"ScriptedProvider: replies file not found: {path.resolve()}") from None
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigError(f"ScriptedProvider: {path}: not valid TOML: {exc}") from None
+        if set(data) == {"replies"}:
+            data = data["replies"]
+        source = data
+    if isinstance(source, Mapping):
+        for agent, replies in source.items():
+            if not isinstance(replies, list):
+                raise ConfigError(f"ScriptedProvider: replies for {agent!r} must be a list")
+        return {str(k): list(v) for k, v in source.items()}
+    if isinstance(source, (list, tuple)):
+        return list(source)
+    raise ConfigError(f"ScriptedProvider: replies must be a list, a mapping or a TOML path, got {type(source).__name__}")
+
+
+class ScriptedProvider(Provider):
+    """Replays scripted replies; running out is an error naming the agent."""
+
+    replies: Any = None
+
+    def __init__(self, replies: Any = None) -> None:
+        source = replies if replies is not None else type(self).replies
+        if source is None:
+            raise ConfigError(f"{type(self).__name__}: no replies; pass ScriptedProvider([...]) or set replies = ...")
+        self._source = source
+        self._base = self._defining_dir()
+        self._replies = load_replies(source, base=self._base)
+        self._cursor: dict[str, int] = {}
+
+    def _defining_dir(self) -> Path | None:
+        cls = type(self)
+        if cls is ScriptedProvider:
+            # Instances made inline: relative to the file that created them.
+            frame = sys._getframe(2)
+            return Path(frame.f_code.co_filename).parent
+        try:
+            return Path(inspect.getfile(cls)).parent
+        except (TypeError, OSError):
+            return None
+
+    def fork(self) -> "ScriptedProvider":
+        twin = object.__new__(type(self))
+        twin.__dict__.update(self.__dict__)
+        twin._cursor = {}
+        return twin
+
+    def with_replies(self, source: Any) -> "ScriptedProvider":
+        """A copy serving ``source`` instead (``--replies FILE``)."""
+        twin = self.fork()
+        twin._replies = load_replies(source, base=Path.cwd())
+        return twin
+
+    def _next(self, agent: str) -> tuple[Any, int, int]:
+        if isinstance(self._replies, dict):
+            key, pool = agent, self._replies.get(agent)
+            if pool is None:
+                raise ScriptExhaustedError(
+                    f"{type(self).__name__} has no replies for agent {agent}; add a list named {agent!r} "
+                    f"(it has: {', '.join(sorted(self._replies)) or 'none'})", agent=agent)
+        else:
+            key, pool = "", self._replies
+        i = self._cursor.get(key, 0)
+        if i >= len(pool):
+            raise ScriptExhaustedError(
+                f"{type(self).__name__} ran out of replies for agent {agent}: it had {len(pool)} and "
+                f"{agent} asked for reply {i + 1}; add replies to the script", agent=agent)
+        self._cursor[key] = i + 1
+        return pool[i], i, len(pool)
+
+    async def complete(self, request: ChatRequest) -> ChatReply:
+        reply, i, _ = self._next(request.agent)
+        content, calls = split_reply(reply, where=f"{type(self).__name__} reply {i + 1} for {request.agent}")
+        from runtime.providers._litellm import mock_reply
+
+        return await mock_reply(request, content, calls)

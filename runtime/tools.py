@@ -1,0 +1,113 @@
+"""Running one tool call: hooks, validation, ``execute``, and failure as observation.
+
+A tool failure is an observation for the model, not an exception: ``execute``
+raising, returning ``ToolOutput(is_error=True)``, an unknown tool name, or
+arguments that fail the schema all become a ``tool`` message with
+``is_error=True``. Only :class:`~runtime.errors.FatalToolError` ends the run.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, ValidationError
+
+from runtime.decorators import AgentSpec
+from runtime.errors import FatalToolError
+from runtime.invoke import call_user
+from runtime.messages import Message, ToolCall, ToolOutput, ToolResult
+
+if TYPE_CHECKING:
+    from runtime.engine import Run
+
+
+def _text(value: Any) -> tuple[str, bool]:
+    """A tool's return value as (text, is_error)."""
+    if isinstance(value, ToolOutput):
+        return value.content, value.is_error
+    if value is None:
+        return "", False
+    if isinstance(value, str):
+        return value, False
+    if isinstance(value, BaseModel):
+        return value.model_dump_json(), False
+    try:
+        return json.dumps(value, ensure_ascii=False, default=repr), False
+    except (TypeError, ValueError):
+        return repr(value), False
+
+
+def _validation_text(name: str, exc: ValidationError) -> str:
+    problems = "; ".join(
+        f"{'.'.join(str(p) for p in e['loc']) or '(arguments)'}: {e['msg']}" for e in exc.errors()
+    )
+    return f"Invalid arguments for tool {name}: {problems}. Fix the arguments and call it again."
+
+
+async def run_tool_call(run: "Run", spec: AgentSpec, agent: Any, call: ToolCall) -> ToolResult:
+    """Execute ``call`` for ``agent``; append its tool message; return the result."""
+    from runtime.engine import NodeScope, fail_counter
+
+    ctx = run.ctx
+    with NodeScope(run, "tool", call.name, data={"args": dict(call.args)}) as scope:
+        output, is_error = await _execute(run, spec, agent, call)
+        if "after_tool" in spec.hooks:
+            result = ToolResult(name=call.name, args=dict(call.args), output=output, is_error=is_error)
+            new = await run.hook(agent.after_tool, spec.name, "after_tool", (result, ctx))
+            if isinstance(new, ToolOutput):
+                output, is_error = new.content, new.is_error
+            elif new is not None:
+                output = str(new)
+        run.state.append("history", Message(role="tool", content=output, tool_name=call.name,
+                                            tool_call_id=call.id, is_error=is_error), origin=f"tool:{call.name}")
+        run.tracker.add_tool()
+        scope.data["is_error"] = is_error
+        if is_error:
+            scope.status, scope.error = "error", output[:200]
+        fails = fail_counter.get()
+        if fails is not None:
+            if is_error:
+                fails.count, fails.tool, fails.error = fails.count + 1, call.name, output
+            else:
+                fails.count = 0
+    run.publish_budget()
+    return ToolResult(name=call.name, args=dict(call.args), output=output, is_error=is_error)
+
+
+async def _execute(run: "Run", spec: AgentSpec, agent: Any, call: ToolCall) -> tuple[str, bool]:
+    if "before_tool" in spec.hooks:
+        try:
+            new = await run.hook(agent.before_tool, spec.name, "before_tool", (call, run.ctx))
+        except FatalToolError:
+            raise
+        except Exception as exc:
+            return f"Tool call {call.name} was cancelled: {exc}", True
+        if isinstance(new, ToolCall):
+            call = new
+    plans = run.plans.tool_specs[spec.cls]
+    tool_cls = plans.by_name.get(call.name)
+    if tool_cls is None:
+        available = ", ".join(sorted(plans.names)) or "none"
+        return f"Unknown tool {call.name!r}. Available tools: {available}.", True
+    tspec = plans.specs[tool_cls]
+    if tspec.schema is not None:
+        try:
+            args: Any = tspec.schema.model_validate(call.args)
+        except ValidationError as exc:
+            return _validation_text(call.name, exc), True
+    else:
+        args = dict(call.args)
+    kwargs = {}
+    for param, want in run.plans.execute_plans[tool_cls]:
+        kwargs[param] = args if want == "input" else run.ctx if want == "ctx" else run.workflow_state
+    instance = run.tools[tool_cls]
+    try:
+        value = await call_user(instance.execute, (), kwargs=kwargs, origin=f"tool:{call.name}",
+                                offload=run.offload, then=run.check_state)
+    except FatalToolError:
+        raise
+    except Exception as exc:
+        text = str(exc) or type(exc).__name__
+        return f"Tool {call.name} failed: {text}", True
+    return _text(value)

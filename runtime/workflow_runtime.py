@@ -1,0 +1,55 @@
+"""``WorkflowRuntime``: what a tool asks for to run an isolated child workflow.
+
+    @tool(name="pesquisar", description="...", schema=PesquisaArgs)
+    class PesquisarTool:
+        def __init__(self, runtime: WorkflowRuntime):
+            self.runtime = runtime
+
+        async def execute(self, args: PesquisaArgs = Input()):
+            return await self.runtime.run(PesquisaWorkflow, input=args.pergunta)
+
+The child has its own ``ctx``, state and history; its events go into the
+parent's stream, its workflow node under the calling tool's node; it counts
+toward the parent's budget and obeys the parent's controller (pause, stop).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from runtime.budget import Budget, BudgetTracker, check_budget_arg
+from runtime.bus import Emitter
+from runtime.conversation import memory_items
+
+if TYPE_CHECKING:
+    from runtime.engine import Run
+
+_APPS: dict[type, Any] = {}
+
+
+class WorkflowRuntime:
+    """Runs child workflows inside the run that built this tool."""
+
+    def __init__(self, parent: "Run") -> None:
+        self._parent = parent
+        self._children = 0
+
+    async def run(self, workflow_cls: type, input: Any = None, *,
+                  memory: str | Iterable[str] | Mapping[str, Any] | None = None,
+                  budget: Budget | None = None) -> str:
+        """Run ``workflow_cls`` to the end and return its output as one string."""
+        from runtime.app import bootstrap
+        from runtime.engine import Run
+
+        parent = self._parent
+        app = _APPS.get(workflow_cls)
+        if app is None:
+            app = _APPS[workflow_cls] = bootstrap(workflow_cls, offload_sync=parent.offload)
+        self._children += 1
+        child = Run(plans=app.plans, emitter=Emitter(parent.emitter.stream, f"{parent.id}.{self._children}"),
+                    input=input, memory=memory_items(memory),
+                    tracker=BudgetTracker(check_budget_arg(budget), parent=parent.tracker),
+                    controller=parent.controller, offload=parent.offload, model=app.model, depth=parent.depth + 1)
+        output = await child.execute()
+        return "" if output is None else str(output)
