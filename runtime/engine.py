@@ -20,6 +20,7 @@ from runtime.context import AgentContext, LoopInfo, TurnInfo
 from runtime.control import Controller, PausePoint, RunStopped
 from runtime.conversation import ConversationState
 from runtime.decorators import AgentSpec, WorkflowSpec
+from runtime.edits import Editor
 from runtime.errors import BudgetExceededError, FatalToolError, ProviderError
 from runtime.events import ChatAttempt, ChatDelta, NodeEnd, NodeStart, RunEnd, RunStart
 from runtime.invoke import call_user
@@ -132,6 +133,8 @@ class Run:
         self.workflow_state = plans.new_state()
         self.observer = StateObserver(self.workflow_state, emit) if self.workflow_state is not None else None
         self.agents, self.tools, self.providers = build_instances(self, model=model)
+        self.edits = Editor(self)
+        self.journal: Any = None
         self._turns: dict[str, int] = {}
         self._budget_reported = False
         self.status: str | None = None

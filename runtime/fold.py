@@ -1,0 +1,196 @@
+"""The state of a run at any event: a fold of the events before it.
+
+The TUI renders a :class:`RunView`, never the runtime's objects; replaying a
+journal feeds the same class the same events, so a live run and a replay are
+the same code. Only the top-level run's events change the buckets, the state
+and ``ctx``; a child workflow's events add nodes to the tree.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from runtime.conversation import system_note
+from runtime.messages import Message
+
+
+@dataclass
+class NodeView:
+    id: str
+    kind: str
+    name: str
+    parent_id: str | None
+    run_id: str
+    status: str = "running"  # running, ok, error, stopped
+    duration_ms: float | None = None
+    error: str | None = None
+    data: dict[str, Any] = field(default_factory=dict)
+    children: list[str] = field(default_factory=list)
+    iterations_done: int = 0
+
+    @property
+    def label(self) -> str:
+        if self.kind == "loop":
+            total = self.data.get("max_iterations", "?")
+            if self.status == "running":
+                return f"{self.name} {self.iterations_done + 1}/{total}"
+            return f"{self.name} {self.data.get('iterations', self.iterations_done)}/{total}"
+        return self.name
+
+
+class RunView:
+    """What the panes show, folded from events with :meth:`apply`."""
+
+    def __init__(self) -> None:
+        self.run_id: str | None = None
+        self.workflow: str | None = None
+        self.file: str | None = None
+        self.history: list[Message] = []
+        self.history_resets = 0  # bumps when history is replaced whole (not appended)
+        self.memory: list[str] = []
+        self.tasks: list[str] = []
+        self.state: dict[str, Any] = {}
+        self.last_changed: str | None = None
+        self.ctx: dict[str, Any] = {}
+        self.nodes: dict[str, NodeView] = {}
+        self.roots: list[str] = []
+        self._active: list[str] = []
+        self.status = "idle"  # idle, running, paused, finished, failed, stopped
+        self.pause: Any = None
+        self.prompt: str | None = None
+        self.error: str | None = None
+        self.reason: str | None = None
+        self.output: str | None = None
+        self.events = 0
+        self.last_seq = 0
+        self.streaming = ""
+        self.user_edits = 0
+
+    # --- folding -----------------------------------------------------------
+    def apply(self, ev: Any) -> None:
+        self.events += 1
+        self.last_seq = ev.seq
+        handler = getattr(self, "_on_" + ev.type.replace(".", "_"), None)
+        if handler is not None:
+            handler(ev)
+
+    def _mine(self, ev: Any) -> bool:
+        return ev.run_id == self.run_id
+
+    def _on_run_start(self, ev: Any) -> None:
+        if self.run_id is None:
+            self.run_id, self.workflow, self.file = ev.run_id, ev.workflow, ev.file
+            self.memory = list(ev.memory)
+            self.state = dict(ev.state)
+            self.status = "running"
+
+    def _on_run_end(self, ev: Any) -> None:
+        if self._mine(ev):
+            self.status, self.error, self.reason, self.output = ev.status, ev.error, ev.reason, ev.output
+            self.pause = None
+            self._active.clear()
+
+    def _on_node_start(self, ev: Any) -> None:
+        node = NodeView(id=ev.node_id, kind=ev.kind, name=ev.name, parent_id=ev.parent_id, run_id=ev.run_id,
+                        data=dict(ev.data))
+        self.nodes[node.id] = node
+        parent = self.nodes.get(ev.parent_id) if ev.parent_id else None
+        if parent is not None:
+            parent.children.append(node.id)
+        else:
+            self.roots.append(node.id)
+        self._active.append(node.id)
+        if ev.kind == "chat":
+            self.streaming = ""
+
+    def _on_node_end(self, ev: Any) -> None:
+        node = self.nodes.get(ev.node_id)
+        if node is None:
+            return
+        node.status, node.duration_ms, node.error = ev.status, ev.duration_ms, ev.error
+        node.data.update(ev.data)
+        if ev.node_id in self._active:
+            self._active.remove(ev.node_id)
+
+    def _on_state_append(self, ev: Any) -> None:
+        if not self._mine(ev):
+            return
+        self._bucket(ev.bucket).append(ev.item)
+        self._count_user(ev)
+        if ev.bucket == "history":
+            self.streaming = ""
+
+    def _on_state_set(self, ev: Any) -> None:
+        if not self._mine(ev):
+            return
+        setattr(self, ev.bucket, list(ev.items))
+        if ev.bucket == "history":
+            self.history_resets += 1
+        self._count_user(ev)
+
+    def _on_workflow_state_change(self, ev: Any) -> None:
+        if self._mine(ev):
+            self.state[ev.path] = ev.new
+            self.last_changed = ev.path
+            self._count_user(ev)
+
+    def _on_ctx_set(self, ev: Any) -> None:
+        if not self._mine(ev):
+            return
+        self.ctx[ev.name] = ev.value
+        if ev.name == "loop" and ev.node_id in self.nodes and isinstance(ev.value, dict):
+            self.nodes[ev.node_id].iterations_done = ev.value.get("iterations", 0)
+
+    def _on_chat_delta(self, ev: Any) -> None:
+        self.streaming += ev.text
+
+    def _on_run_pause(self, ev: Any) -> None:
+        self.status, self.pause = "paused", ev
+        if ev.prompt is not None:
+            self.prompt = ev.prompt
+
+    def _on_run_resume(self, ev: Any) -> None:
+        self.status, self.pause = "running", None
+
+    def _count_user(self, ev: Any) -> None:
+        if ev.origin == "user":
+            self.user_edits += 1
+
+    def _bucket(self, name: str) -> list:
+        return {"history": self.history, "memory": self.memory, "tasks": self.tasks}[name]
+
+    # --- derived views -----------------------------------------------------
+    def path(self) -> list[str]:
+        """Where the run is: ``RevisaoWorkflow › loop 2/5 › RevisorAgent › chat``."""
+        if not self._active:
+            return []
+        labels: list[str] = []
+        node = self.nodes.get(self._active[-1])
+        while node is not None:
+            labels.append("chat" if node.kind == "chat" else node.label)
+            node = self.nodes.get(node.parent_id) if node.parent_id else None
+        return labels[::-1]
+
+    def status_line(self) -> str:
+        """``paused before RevisorAgent``, ``running``, ``finished``, ``failed: …``, ``stopped``."""
+        if self.status == "paused" and self.pause is not None:
+            p = self.pause
+            what = {"agent": f"before {p.name}", "chat": f"before the model call of {p.name}",
+                    "tool": f"before tool {p.name}", "loop_iteration": f"after an iteration of {p.name}"}
+            text = f"paused {what.get(p.point, p.name)}"
+            return text + (" (breakpoint)" if p.reason == "breakpoint" else "")
+        if self.status == "failed":
+            return f"failed: {self.error}"
+        if self.status == "finished" and self.reason:
+            return f"finished ({self.reason})"
+        return self.status
+
+    def model_sees(self) -> list[Message]:
+        """The exact messages the next model call will send: prompt, memory/tasks note, history."""
+        messages = [Message(role="system", content=self.prompt)] if self.prompt else []
+        note = system_note(self.memory, self.tasks)
+        if note is not None:
+            messages.append(Message(role="system", content=note))
+        messages.extend(self.history)
+        return messages

@@ -1,0 +1,111 @@
+"""Loading a flow file: ``flows/revisao.py[:RevisaoWorkflow]`` → a bootstrapped App.
+
+Every way a flow file can fail to load becomes one :class:`FlowLoadError`
+naming the file, the line and the class: a syntax error, an exception while
+importing, no workflow, two workflows without ``:Name``, a missing prompt
+file, an injection error.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+import traceback
+from pathlib import Path
+from typing import Any
+
+from runtime.decorators import WorkflowSpec, spec_of
+from runtime.errors import FlowLoadError, FlowtuiError
+from runtime.markers import where
+
+_loaded = 0
+
+
+def split_target(target: str) -> tuple[Path, str | None]:
+    """``"flows/x.py:Name"`` → (path, "Name")."""
+    path, sep, name = target.rpartition(":")
+    if sep and path and not name.startswith(("\\", "/")):
+        return Path(path), name or None
+    return Path(target), None
+
+
+def _user_frame(exc: BaseException, file: Path) -> tuple[int | None, str | None]:
+    """The deepest traceback line inside the flow file, and its function name."""
+    line = func = None
+    for frame in traceback.extract_tb(exc.__traceback__):
+        if Path(frame.filename).resolve() == file:
+            line, func = frame.lineno, frame.name
+    return line, func
+
+
+def load_module(path: Path) -> Any:
+    """Import the flow file as a fresh module (a reload gets new classes)."""
+    global _loaded
+    file = path.resolve()
+    if not file.is_file():
+        raise FlowLoadError(f"no such flow file; check the path (resolved to {file})", file=str(path))
+    _loaded += 1
+    name = f"flowtui_flow_{file.stem}_{_loaded}"
+    spec = importlib.util.spec_from_file_location(name, file)
+    if spec is None or spec.loader is None:
+        raise FlowLoadError("not a Python file", file=str(path))
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    added = str(file.parent)
+    if added not in sys.path:
+        sys.path.insert(0, added)  # so a flow can import its sibling modules
+    try:
+        spec.loader.exec_module(module)
+    except SyntaxError as exc:
+        sys.modules.pop(name, None)
+        raise FlowLoadError(f"syntax error: {exc.msg}", file=str(path), line=exc.lineno) from None
+    except FlowLoadError as exc:
+        sys.modules.pop(name, None)
+        if exc.file and Path(exc.file).resolve() == file:
+            exc.file = str(path)
+        raise
+    except Exception as exc:
+        sys.modules.pop(name, None)
+        line, func = _user_frame(exc, file)
+        where_ = f" (in {func})" if func and func != "<module>" else ""
+        raise FlowLoadError(f"{type(exc).__name__} while importing{where_}: {exc}", file=str(path),
+                            line=line) from None
+    return module
+
+
+def find_workflow(module: Any, path: Path, name: str | None) -> type:
+    found = {obj.__name__: obj for obj in vars(module).values()
+             if isinstance(obj, type) and isinstance(spec_of(obj), WorkflowSpec) and obj.__module__ == module.__name__}
+    if not found:  # a flow may import its workflow from a sibling module
+        found = {obj.__name__: obj for obj in vars(module).values()
+                 if isinstance(obj, type) and isinstance(spec_of(obj), WorkflowSpec)}
+    if name is not None:
+        if name not in found:
+            raise FlowLoadError(f"no @workflow class named {name!r}; the file defines: "
+                                f"{', '.join(sorted(found)) or 'none'}", file=str(path), cls=name)
+        return found[name]
+    if not found:
+        raise FlowLoadError("no @workflow class found; decorate one with @workflow(steps=[...])", file=str(path))
+    if len(found) > 1:
+        names = sorted(found)
+        raise FlowLoadError(f"{len(found)} workflows ({', '.join(names)}); pick one with "
+                            f"{path}:{names[0]}", file=str(path))
+    return next(iter(found.values()))
+
+
+def load_flow(target: str, **bootstrap_config: Any):
+    """Load ``FILE[:Class]`` and bootstrap it. Raises :class:`FlowLoadError` only."""
+    from runtime.app import bootstrap
+
+    path, name = split_target(target)
+    module = load_module(path)
+    cls = find_workflow(module, path, name)
+    try:
+        return bootstrap(cls, **bootstrap_config)
+    except FlowLoadError as exc:
+        if exc.file and Path(exc.file).resolve() == path.resolve():
+            exc.file = str(path)
+        raise
+    except FlowtuiError as exc:
+        file, line = where(cls)
+        raise FlowLoadError(str(exc), file=str(path), line=line, cls=cls.__name__) from None
