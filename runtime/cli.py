@@ -1,0 +1,114 @@
+"""``flowtui run``: a flow headless, with the live node tree on stderr.
+
+    flowtui run flows/revisao.py --input "Olá" --memory plano=pro
+    flowtui run flows/revisao.py --json > events.jsonl
+
+Exit codes: 0 the run finished (or was stopped), 1 it failed, 2 the flow
+could not be loaded (or the command line is wrong). No traceback unless
+``--debug``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+import traceback
+from typing import Any, TextIO
+
+from runtime.errors import FlowLoadError, FlowtuiError
+from runtime.events import event_json
+
+
+def parse_memory(pairs: list[str]) -> dict[str, str]:
+    """``["plano=pro", "userId=123"]`` → ``{"plano": "pro", "userId": "123"}``."""
+    memory: dict[str, str] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise SystemExit(f"flowtui: --memory {pair!r}: expected KEY=VALUE, e.g. --memory plano=pro")
+        memory[key.strip()] = value
+    return memory
+
+
+def add_flow_arguments(parser: argparse.ArgumentParser) -> None:
+    """The arguments ``flowtui run`` and the app share."""
+    parser.add_argument("flow", metavar="FLOW[:Class]", help="the flow file, e.g. flows/revisao.py")
+    parser.add_argument("--input", help="the first user message")
+    parser.add_argument("--memory", action="append", default=[], metavar="KEY=VALUE",
+                        help="seed durable memory (repeatable)")
+    parser.add_argument("--model", help="use this litellm model for every agent (also FLOWTUI_MODEL)")
+    parser.add_argument("--replies", metavar="FILE", help="serve every ScriptedProvider from this TOML file")
+    parser.add_argument("--journal", metavar="FILE", help="write every event to this JSONL file")
+    parser.add_argument("--debug", action="store_true", help="show tracebacks")
+
+
+class TreePrinter:
+    """Prints ``▸ workflow RevisaoWorkflow`` / ``◂ agent RevisorAgent 12ms ✓`` lines as nodes start and end."""
+
+    def __init__(self, out: TextIO) -> None:
+        self.out = out
+        self.depth: dict[str, int] = {}
+
+    def __call__(self, ev: Any) -> None:
+        if ev.type == "node.start":
+            d = self.depth[ev.node_id] = self.depth.get(ev.parent_id, -1) + 1 if ev.parent_id else 0
+            self.out.write(f"{'  ' * d}▸ {ev.kind} {ev.name}\n")
+        elif ev.type == "node.end":
+            d = self.depth.pop(ev.node_id, 0)
+            mark = {"ok": "✓", "error": "✗", "stopped": "■"}.get(ev.status, "?")
+            extra = f"  {ev.error}" if ev.error and ev.status == "error" else ""
+            self.out.write(f"{'  ' * d}◂ {ev.kind} {ev.name} {_ms(ev.duration_ms)} {mark}{extra}\n")
+        elif ev.type == "subscriber.error":
+            self.out.write(f"! subscriber {ev.subscriber} raised: {ev.error}\n")
+        else:
+            return
+        self.out.flush()
+
+
+def _ms(ms: float) -> str:
+    return f"{ms:.0f}ms" if ms >= 1 else f"{ms:.2f}ms"
+
+
+def main_run(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="flowtui run", description="Run a flow headless.")
+    add_flow_arguments(parser)
+    parser.add_argument("--json", action="store_true", help="print the events as JSON lines on stdout")
+    try:
+        args = parser.parse_args(argv)
+        memory = parse_memory(args.memory)
+    except SystemExit as exc:
+        if isinstance(exc.code, str):
+            print(exc.code, file=sys.stderr)
+        return 2
+    from runtime.loader import load_flow
+
+    try:
+        app = load_flow(args.flow, model=args.model, replies=args.replies)
+    except FlowLoadError as exc:
+        print(f"flowtui: cannot load {args.flow}\n  {exc}", file=sys.stderr)
+        if args.debug:
+            traceback.print_exc()
+        return 2
+    except FlowtuiError as exc:  # e.g. a bad --replies file
+        print(f"flowtui: {exc}", file=sys.stderr)
+        return 2
+    if args.json:
+        app.subscribe(lambda ev: (sys.stdout.write(event_json(ev) + "\n"), sys.stdout.flush()))
+    else:
+        app.subscribe(TreePrinter(sys.stderr))
+    try:
+        output = asyncio.run(app.run(args.input, memory=memory or None, journal=args.journal))
+    except KeyboardInterrupt:
+        print("flowtui: interrupted", file=sys.stderr)
+        return 1
+    except Exception as exc:
+        from runtime.engine import describe_error
+
+        print(f"flowtui: the run failed: {describe_error(exc)}", file=sys.stderr)
+        if args.debug:
+            traceback.print_exc()
+        return 1
+    if not args.json and output is not None:
+        print(output)
+    return 0
