@@ -1,8 +1,9 @@
 """Delivering events: one ordered stream per top-level run.
 
 A :class:`Stream` numbers events and hands each to every sink in order. A
-sink that raises is isolated: it is reported to the other sinks as a
-``subscriber.error`` event and the run goes on. Events may be emitted from
+sink that raises is isolated: its first failure is reported to the other
+sinks as a ``subscriber.error`` event (after the event it failed on), and the
+run goes on. Events may be emitted from
 worker threads (sync user code runs there), so numbering and delivery happen
 under a lock: ``seq`` order is delivery order.
 
@@ -43,6 +44,7 @@ class Stream:
         self._sinks = sinks
         self._seq = 0
         self._nodes = 0
+        self._reported: set[int] = set()
         self._lock = threading.Lock()
 
     def next_node_id(self) -> str:
@@ -61,14 +63,22 @@ class Stream:
             fields["ts"] = time.time()
             fields["run_id"] = run_id
             event = cls.model_construct(**fields)
+            failed = None
             for sink in self._sinks:
                 try:
                     sink(event)
                 except Exception as exc:  # a subscriber never breaks the run
+                    failed = (failed or []) + [(sink, exc)]
+            if failed:
+                for sink, exc in failed:
                     self._report(sink, exc, run_id)
         return event
 
     def _report(self, bad: Sink, exc: Exception, run_id: str) -> None:
+        """Tell the other sinks, once per failing sink (it keeps receiving events)."""
+        if id(bad) in self._reported:
+            return
+        self._reported.add(id(bad))
         self._seq += 1
         report = SubscriberError.model_construct(
             seq=self._seq, ts=time.time(), run_id=run_id, node_id=None, parent_id=None,

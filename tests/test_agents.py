@@ -1,0 +1,227 @@
+"""Agents: one turn, the five hooks (replace or keep), the run() escape hatch, prompts, promotion."""
+
+import pytest
+from pydantic import BaseModel
+
+from runtime import (
+    AgentContext, FunctionProvider, Input, PromptNotFoundError, ToolCall, agent, bootstrap, tool, workflow,
+)
+
+
+class Args(BaseModel):
+    q: str
+
+
+@tool(name="busca", description="search", schema=Args)
+class Busca:
+    def execute(self, args: Args = Input()):
+        return f"achei {args.q}"
+
+
+async def run_collect(W, input="oi"):
+    app = bootstrap(W)
+    events = []
+    app.subscribe(events.append)
+    out = await app.run(input)
+    return out, events
+
+
+async def test_hook_order_of_a_turn_with_a_tool():
+    calls = []
+
+    def model(messages, tools):
+        return {"content": "vou buscar", "tool_calls": [{"name": "busca", "args": {"q": "x"}}]}
+
+    @agent(provider=FunctionProvider(model), prompt="p", tools=[Busca])
+    class A:
+        def before_prompt(self, prompt, ctx):
+            calls.append("before_prompt")
+
+        async def before_tool(self, call, ctx):
+            calls.append(f"before_tool:{call.name}")
+
+        def after_tool(self, result, ctx):
+            calls.append(f"after_tool:{result.output}")
+
+        async def after_response(self, response, ctx):
+            calls.append(f"after_response:{response}")
+
+    @workflow(steps=[A])
+    class W:
+        pass
+
+    out, events = await run_collect(W)
+    assert calls == ["before_prompt", "before_tool:busca", "after_tool:achei x", "after_response:achei x"]
+    assert out == "achei x"  # a turn that ran a tool answers with the tool's text
+    seq = [(e.type, getattr(e, "kind", None) or getattr(e, "bucket", None) or getattr(e, "name", None))
+           for e in events]
+    assert seq == [
+        ("run.start", None), ("state.append", "history"),
+        ("node.start", "workflow"), ("node.start", "agent"),
+        ("node.start", "chat"), ("node.end", "chat"),
+        ("state.append", "history"),                      # the assistant turn
+        ("node.start", "tool"), ("state.append", "history"), ("node.end", "tool"),  # the tool turn
+        ("ctx.set", "turn"), ("ctx.set", "output"),
+        ("node.end", "agent"), ("node.end", "workflow"), ("run.end", None),
+    ]
+    assert [e.seq for e in events] == list(range(1, len(events) + 1))
+    tool_msg = [e.item for e in events if e.type == "state.append"][-1]
+    assert (tool_msg.role, tool_msg.tool_name, tool_msg.content, tool_msg.tool_call_id) == (
+        "tool", "busca", "achei x", "call_0")
+
+
+async def test_returning_a_value_replaces_and_none_keeps():
+    seen = []
+
+    def model(messages, tools):
+        seen.append(messages[0].content)
+        return {"content": "", "tool_calls": [{"name": "busca", "args": {"q": "original"}}]}
+
+    @agent(provider=FunctionProvider(model), prompt="prompt original", tools=[Busca])
+    class A:
+        def before_prompt(self, prompt, ctx):
+            return prompt + " + extra"
+
+        def before_tool(self, call, ctx):
+            return ToolCall(name=call.name, args={"q": "trocado"})
+
+        def after_tool(self, result, ctx):
+            return None  # keep
+
+        def after_response(self, response, ctx: AgentContext):
+            return response.upper()
+
+    @workflow(steps=[A])
+    class W:
+        pass
+
+    out, events = await run_collect(W)
+    assert seen == ["prompt original + extra"]
+    assert out == "ACHEI TROCADO"
+    history = [e.item for e in events if e.type == "state.append"]
+    assert history[-1].content == "achei trocado"  # the history keeps what the tool said
+
+
+async def test_sync_hook_with_fewer_parameters_like_the_seed():
+    got = []
+
+    @agent(provider=FunctionProvider(lambda m, t: "APROVADO"), prompt="p")
+    class A:
+        def after_response(self, resposta):
+            got.append(resposta)
+
+    @workflow(steps=[A])
+    class W:
+        pass
+
+    await run_collect(W)
+    assert got == ["APROVADO"]
+
+
+async def test_on_error_string_recovers_and_none_reraises():
+    def broken(messages, tools):
+        raise RuntimeError("model down")
+
+    @agent(provider=FunctionProvider(broken), prompt="p")
+    class Recovers:
+        def on_error(self, error, ctx):
+            return f"fallback after {error}"
+
+    @workflow(steps=[Recovers])
+    class W:
+        pass
+
+    out, events = await run_collect(W)
+    assert out == "fallback after model down"
+    agent_end = [e for e in events if e.type == "node.end" and e.kind == "agent"][0]
+    assert agent_end.status == "error" and agent_end.data["recovered"] is True
+    assert events[-1].status == "finished"
+
+    @agent(provider=FunctionProvider(broken), prompt="p")
+    class Gives:
+        def on_error(self, error, ctx):
+            return None
+
+    @workflow(steps=[Gives])
+    class W2:
+        pass
+
+    app = bootstrap(W2)
+    ends = []
+    app.subscribe(lambda e: ends.append(e) if e.type == "run.end" else None)
+    with pytest.raises(RuntimeError, match="model down"):
+        await app.run("x")
+    assert ends[0].status == "failed" and ends[0].error == "RuntimeError: model down"
+
+
+async def test_run_escape_hatch_takes_over_without_hooks():
+    called = []
+
+    @agent(provider=FunctionProvider(lambda m, t: pytest.fail("no model call")), prompt="p")
+    class Custom:
+        def before_prompt(self, prompt, ctx):
+            called.append("hook")
+
+        async def run(self, input, ctx):
+            ctx.state.append("memory", f"input was {input}")
+            return "custom output"
+
+    @workflow(steps=[Custom])
+    class W:
+        pass
+
+    out, events = await run_collect(W, input="abc")
+    assert out == "custom output" and called == []
+    assert [e.item for e in events if e.type == "state.append" and e.bucket == "memory"] == ["input was abc"]
+
+
+async def test_promotion_moves_the_plan_from_history_to_memory_for_the_next_agent():
+    requests = []
+
+    def model(messages, tools):
+        requests.append([(m.role, m.content) for m in messages])
+        return "1. plan step" if len(requests) == 1 else "escrito"
+
+    @agent(provider=FunctionProvider(model), prompt="planner")
+    class Planner:
+        def after_response(self, plano, ctx):
+            ctx.state.set("history", ctx.state.history[:-1])
+            ctx.state.append("memory", f"Plano a seguir:\n{plano}")
+            ctx.plan = plano
+
+    @agent(provider=FunctionProvider(model), prompt="writer")
+    class Writer:
+        pass
+
+    @workflow(steps=[Planner, Writer])
+    class W:
+        pass
+
+    out, events = await run_collect(W, input="Olá")
+    assert requests[1] == [("system", "writer"), ("system", "Plano a seguir:\n1. plan step"), ("user", "Olá")]
+    promo = [(e.type, getattr(e, "bucket", getattr(e, "name", None)), e.origin) for e in events
+             if e.type in ("state.set", "state.append", "ctx.set")][:5]
+    assert promo == [
+        ("state.append", "history", "input"),
+        ("state.append", "history", "agent:Planner"),
+        ("state.set", "history", "hook:Planner.after_response"),
+        ("state.append", "memory", "hook:Planner.after_response"),
+        ("ctx.set", "plan", "hook:Planner.after_response"),
+    ]
+
+
+def test_prompt_path_is_relative_to_the_defining_file(tmp_path):
+    (tmp_path / "x.agent.md").write_text("You are X.\n")
+    src = tmp_path / "flow.py"
+    src.write_text(
+        "from runtime import FunctionProvider, agent\n"
+        "@agent(provider=FunctionProvider(lambda m, t: 'ok'), prompt='./x.agent.md')\n"
+        "class X: pass\n"
+        "@agent(provider=FunctionProvider(lambda m, t: 'ok'), prompt='./missing.agent.md')\n"
+        "class Y: pass\n")
+    ns = {}
+    with pytest.raises(PromptNotFoundError) as info:
+        exec(compile(src.read_text(), str(src), "exec"), ns)
+    assert ns["X"].__flowtui__.prompt == "You are X."
+    assert str(tmp_path / "missing.agent.md") in str(info.value)
+    assert info.value.cls == "Y"

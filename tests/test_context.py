@@ -1,0 +1,46 @@
+"""ctx: free fields, ctx.get, AttributeError on unset fields, and the runtime's fields."""
+
+import pytest
+
+from runtime import FunctionProvider, LoopInfo, TurnInfo, agent, bootstrap, loop, workflow
+from runtime.context import AgentContext
+from runtime.conversation import ConversationState
+
+
+def test_free_fields_get_and_unset_attribute_error():
+    events = []
+    emit = lambda cls, **f: events.append(f)  # noqa: E731
+    ctx = AgentContext(ConversationState(emit), emit, run_id="r")
+    assert ctx.get("tentativas", 0) == 0
+    ctx.tentativas = ctx.get("tentativas", 0) + 1
+    assert ctx.tentativas == 1
+    assert events == [{"name": "tentativas", "value": 1}]
+    with pytest.raises(AttributeError, match="ctx has no field 'plano'.*ctx.get\\('plano', default\\)"):
+        ctx.plano
+    with pytest.raises(AttributeError, match="reserved"):
+        ctx.state = None
+
+
+async def test_runtime_writes_turn_output_and_loop():
+    seen = {}
+
+    @agent(provider=FunctionProvider(lambda m, t: "feito"), prompt="p")
+    class A:
+        def after_response(self, response, ctx):
+            seen["turn_before"] = ctx.get("turn")
+
+    @workflow(steps=[loop(steps=[A], until=lambda ctx: ctx.turn.response == "feito", max_iterations=3)])
+    class W:
+        pass
+
+    app = bootstrap(W)
+    events = []
+    app.subscribe(events.append)
+    assert await app.run("x") == "feito"
+    sets = [(e.name, e.origin) for e in events if e.type == "ctx.set"]
+    assert sets == [("turn", "runtime"), ("output", "runtime"), ("loop", "runtime"), ("loop", "runtime")]
+    turn = next(e.value for e in events if e.type == "ctx.set" and e.name == "turn")
+    assert TurnInfo(**turn) == TurnInfo(agent="A", response="feito")
+    final_loop = [e.value for e in events if e.type == "ctx.set" and e.name == "loop"][-1]
+    assert LoopInfo(**final_loop) == LoopInfo(iterations=1, max_iterations=3, stopped_by="until")
+    assert seen["turn_before"] is None  # ctx.turn is written after after_response, as the spec orders

@@ -1,0 +1,99 @@
+"""ctx.state: three buckets, read-only views, append/set/get, the projection the model sees."""
+
+import pytest
+from pydantic import BaseModel
+
+from runtime import FunctionProvider, Message, agent, bootstrap, workflow
+from runtime.conversation import ConversationState, memory_items
+
+
+def make_state():
+    events = []
+    state = ConversationState(lambda cls, **f: events.append((cls.__name__, f)), memory=["m0"])
+    return state, events
+
+
+def test_reads_are_immutable_snapshots():
+    state, _ = make_state()
+    state.append("history", Message(role="user", content="a"))
+    before = state.history
+    state.append("history", Message(role="user", content="b"))
+    assert [m.content for m in before] == ["a"]          # a read never changes afterwards
+    assert [m.content for m in state.history] == ["a", "b"]
+    assert not hasattr(state.history, "append")
+    with pytest.raises(TypeError):
+        state.history[0] = Message(role="user", content="x")  # type: ignore[index]
+    with pytest.raises(Exception):
+        state.history[0].content = "x"  # messages are frozen
+
+
+def test_set_with_slice_drops_the_last_turn_and_emits():
+    state, events = make_state()
+    state.append("history", Message(role="user", content="a"))
+    state.append("history", Message(role="assistant", content="b"))
+    state.set("history", state.history[:-1])
+    assert [m.content for m in state.get("history")] == ["a"]
+    assert [name for name, _ in events] == ["StateAppend", "StateAppend", "StateSet"]
+    assert events[-1][1]["bucket"] == "history" and len(events[-1][1]["items"]) == 1
+
+
+def test_wrong_bucket_and_wrong_item_type_name_the_bucket():
+    state, _ = make_state()
+    with pytest.raises(ValueError, match="no bucket 'memoria'.*'history', 'memory' and 'tasks'"):
+        state.append("memoria", "x")
+    with pytest.raises(TypeError, match="bucket 'memory'.*str"):
+        state.append("memory", 42)
+    with pytest.raises(TypeError, match="bucket 'history'.*Message"):
+        state.append("history", "hello")
+    with pytest.raises(TypeError, match="bucket 'tasks'.*item 1"):
+        state.set("tasks", ["ok", 3])
+    with pytest.raises(TypeError, match="sequence"):
+        state.set("tasks", "not a list")
+
+
+def test_projection_memory_and_tasks_in_one_system_message_on_top():
+    state, _ = make_state()
+    state.append("memory", "O usuário se chama Castro")
+    state.append("tasks", "revisar o texto")
+    state.append("history", Message(role="user", content="Olá"))
+    msgs = state.to_messages()
+    assert [m.role for m in msgs] == ["system", "user"]
+    assert msgs[0].content == "m0\n\nO usuário se chama Castro\n\nTasks:\n- revisar o texto"
+    empty = ConversationState(lambda *a, **k: None)
+    empty.append("history", Message(role="user", content="x"))
+    assert [m.role for m in empty.to_messages()] == ["user"]  # no empty system message
+
+
+def test_memory_seed_forms():
+    assert memory_items("one") == ["one"]
+    assert memory_items(["a", "b"]) == ["a", "b"]
+    assert memory_items({"userId": "123", "plano": "pro"}) == ["userId: 123", "plano: pro"]
+    with pytest.raises(TypeError, match="item 1"):
+        memory_items(["a", 2])
+
+
+class _Nothing(BaseModel):
+    pass
+
+
+async def test_run_seeds_memory_and_first_user_turn_and_agent_prompt_comes_first():
+    seen = []
+
+    def model(messages, tools):
+        seen.append([(m.role, m.content) for m in messages])
+        return "oi"
+
+    @agent(provider=FunctionProvider(model), prompt="Você é útil.")
+    class A:
+        pass
+
+    @workflow(steps=[A])
+    class W:
+        pass
+
+    out = await bootstrap(W).run(input={"message": "Olá"}, memory={"userId": "123", "plano": "pro"})
+    assert out == "oi"
+    assert seen == [[("system", "Você é útil."), ("system", "userId: 123\n\nplano: pro"), ("user", "Olá")]]
+    seen.clear()
+    await bootstrap(W).run(input={"pedido": 7})  # no "message": the input is serialized
+    assert seen[0][-1] == ("user", '{"pedido": 7}')

@@ -1,0 +1,134 @@
+"""Events: ordered, isolated subscribers, a JSONL journal, concurrent runs, import hygiene."""
+
+import asyncio
+import json
+import subprocess
+import sys
+
+from pydantic import BaseModel
+
+from runtime import FunctionProvider, State, agent, bootstrap, loop, workflow
+from runtime.fold import RunView
+from runtime.journal import read_journal
+
+
+class S(BaseModel):
+    rodadas: int = 0
+    marca: str = ""
+
+
+def make_flow():
+    async def model(messages, tools):
+        await asyncio.sleep(0)  # let concurrent runs interleave
+        return f"turn {sum(1 for m in messages if m.role == 'assistant')}"
+
+    @agent(provider=FunctionProvider(model), prompt="p")
+    class A:
+        def __init__(self, s: S = State()):
+            self.s = s
+
+        async def after_response(self, r, ctx):
+            self.s.rodadas += 1
+            self.s.marca = ctx.state.history[0].content
+            ctx.minha_marca = self.s.marca
+
+    @workflow(state=S, steps=[loop(steps=[A], until=lambda ctx, s: s.rodadas >= 3)])
+    class W:
+        pass
+
+    return W
+
+
+async def test_a_raising_subscriber_is_isolated_and_reported():
+    app = bootstrap(make_flow())
+    good = []
+
+    def bad(event):
+        raise RuntimeError("boom")
+
+    app.subscribe(bad)
+    app.subscribe(good.append)
+    assert await app.run("x") == "turn 2"
+    reports = [e for e in good if e.type == "subscriber.error"]
+    assert reports and reports[0].subscriber.endswith("bad") and reports[0].error == "RuntimeError: boom"
+    assert good[-1].type == "run.end" and good[-1].status == "finished"
+    seqs = [e.seq for e in good]
+    assert seqs == sorted(seqs) and len(set(seqs)) == len(seqs)
+
+
+async def test_unsubscribe_stops_delivery():
+    app = bootstrap(make_flow())
+    got = []
+    unsubscribe = app.subscribe(got.append)
+    unsubscribe()
+    await app.run("x")
+    assert got == []
+
+
+async def test_journal_is_written_as_it_happens_and_folds_to_the_live_view(tmp_path):
+    app = bootstrap(make_flow())
+    path = tmp_path / "run.jsonl"
+    live = RunView()
+    lines_seen_midrun = []
+
+    def watch(event):
+        live.apply(event)
+        if event.type == "ctx.set" and event.name == "minha_marca":
+            lines_seen_midrun.append(len(path.read_text().splitlines()))
+
+    app.subscribe(watch)
+    await app.run("primeira", journal=path)
+    assert lines_seen_midrun and lines_seen_midrun[0] > 5   # flushed line by line, not at the end
+    lines = path.read_text().splitlines()
+    assert all(json.loads(line)["type"] for line in lines)
+    replay = RunView()
+    for event in read_journal(path):
+        replay.apply(event)
+    assert replay.history == live.history and replay.state == live.state == {"rodadas": 3, "marca": "primeira"}
+    assert replay.status == live.status == "finished" and replay.events == live.events == len(lines)
+
+
+async def test_journal_redacts_credentials(tmp_path, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-very-secret-value")
+
+    @agent(provider=FunctionProvider(lambda m, t: "the key is sk-very-secret-value"), prompt="p")
+    class Leaky:
+        pass
+
+    @workflow(steps=[Leaky])
+    class W:
+        pass
+
+    path = tmp_path / "j.jsonl"
+    await bootstrap(W).run("x", journal=path)
+    text = path.read_text()
+    assert "sk-very-secret-value" not in text and "[redacted]" in text
+
+
+async def test_fifty_concurrent_runs_never_see_each_other():
+    app = bootstrap(make_flow())
+    per_run: dict[str, list] = {}
+
+    def collect(event):
+        per_run.setdefault(event.run_id, []).append(event)
+
+    app.subscribe(collect)
+    results = await asyncio.gather(*(app.run(f"run-{i}") for i in range(50)))
+    assert results == ["turn 2"] * 50
+    assert len(per_run) == 50
+    for events in per_run.values():
+        assert [e.seq for e in events] == list(range(1, len(events) + 1))
+        view = RunView()
+        for e in events:
+            view.apply(e)
+        mark = view.history[0].content
+        assert view.state == {"rodadas": 3, "marca": mark}          # its own state instance
+        assert view.ctx["minha_marca"] == mark                      # its own ctx
+        assert all(m.content == mark or m.role == "assistant" for m in view.history)  # its own history
+
+
+def test_import_runtime_does_not_import_textual_rich_or_litellm():
+    code = ("import sys, runtime, runtime.cli, runtime.providers.litellm, runtime.providers.cassette; "
+            "print(','.join(m for m in ('textual', 'rich', 'litellm') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == ""
