@@ -1,0 +1,1 @@
+"""The app's screens: the main one, the load-error screen and the dialogs."""

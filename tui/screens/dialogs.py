@@ -1,0 +1,162 @@
+"""Modal dialogs: the first message, editing a text (promote, edit, add), confirm, help."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from rich.table import Table
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Button, Input, Label, Static, TextArea
+
+
+class FirstMessageDialog(ModalScreen[str | None]):
+    """Asks for the run's first user message (when ``--input`` was not given)."""
+
+    BINDINGS = [Binding("escape", "cancel", "Start without input", id="first.cancel",
+                        tooltip="Start the run with no first message")]
+
+    def __init__(self, workflow: str) -> None:
+        super().__init__()
+        self.workflow = workflow
+
+    def compose(self) -> ComposeResult:
+        with Vertical(classes="dialog"):
+            yield Label(Text.assemble("First message for ", (self.workflow, "bold")), classes="dialog-title")
+            yield Input(placeholder="What should the flow work on?", id="first-input")
+            with Horizontal(classes="dialog-buttons"):
+                yield Button("Start", variant="primary", id="first-start")
+                yield Button("No input", id="first-none")
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        self.dismiss(event.value or None)
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        self.dismiss(self.query_one(Input).value or None if event.button.id == "first-start" else None)
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
+
+
+class TextDialog(ModalScreen[str | None]):
+    """Edits a text and hands it to ``apply``; if ``apply`` raises, the reason shows and the dialog stays.
+
+    Used to promote a message (its text, editable), edit a message, a memory
+    item, a task or a state field, and to add a task.
+    """
+
+    BINDINGS = [
+        Binding("escape", "cancel", "Cancel", id="dialog.cancel", tooltip="Close without changing anything"),
+        Binding("ctrl+s", "save", "Save", id="dialog.save", tooltip="Apply the edit"),
+    ]
+
+    def __init__(self, title: str, text: str, apply: Callable[[str], object], *, single_line: bool = False,
+                 hint: str = "", save_label: str = "Save") -> None:
+        super().__init__()
+        self.title_text = title
+        self.text = text
+        self.apply = apply
+        self.single_line = single_line
+        self.hint = hint
+        self.save_label = save_label
+
+    def compose(self) -> ComposeResult:
+        with Vertical(classes="dialog", id="text-dialog"):
+            yield Label(self.title_text, classes="dialog-title")
+            if self.single_line:
+                yield Input(self.text, id="dialog-input")
+            else:
+                yield TextArea(self.text, id="dialog-text", soft_wrap=True, show_line_numbers=False)
+            yield Static("", id="dialog-error")
+            if self.hint:
+                yield Static(Text(self.hint, "dim"), id="dialog-hint")
+            with Horizontal(classes="dialog-buttons"):
+                yield Button(f"{self.save_label} [ctrl+s]", variant="primary", id="dialog-save")
+                yield Button("Cancel [esc]", id="dialog-cancel")
+
+    @property
+    def value(self) -> str:
+        if self.single_line:
+            return self.query_one(Input).value
+        return self.query_one(TextArea).text
+
+    def action_save(self) -> None:
+        text = self.value
+        try:
+            self.apply(text)
+        except Exception as exc:  # the runtime says why (ValueError, ConfigError): show it, stay open
+            self.query_one("#dialog-error", Static).update(Text(f"✗ {exc}", "bold #ff5f5f"))
+            return
+        self.dismiss(text)
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        self.action_save()
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        event.stop()
+        if event.button.id == "dialog-save":
+            self.action_save()
+        else:
+            self.action_cancel()
+
+
+class ConfirmDialog(ModalScreen[bool]):
+    """A yes/no question."""
+
+    BINDINGS = [
+        Binding("y", "answer(True)", "Yes", id="confirm.yes", tooltip="Yes"),
+        Binding("n,escape", "answer(False)", "No", id="confirm.no", tooltip="No"),
+    ]
+
+    def __init__(self, question: str) -> None:
+        super().__init__()
+        self.question = question
+
+    def compose(self) -> ComposeResult:
+        with Vertical(classes="dialog"):
+            yield Label(self.question, classes="dialog-title")
+            with Horizontal(classes="dialog-buttons"):
+                yield Button("Yes [y]", variant="warning", id="confirm-yes")
+                yield Button("No [n]", id="confirm-no")
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        event.stop()
+        self.dismiss(event.button.id == "confirm-yes")
+
+    def action_answer(self, yes: bool) -> None:
+        self.dismiss(yes)
+
+
+class HelpScreen(ModalScreen[None]):
+    """Every key, grouped."""
+
+    BINDINGS = [Binding("escape,q,question_mark", "close", "Close", id="help.close", tooltip="Close the help")]
+
+    def __init__(self, groups: list[tuple[str, list[tuple[str, str]]]]) -> None:
+        super().__init__()
+        self.groups = groups
+
+    def compose(self) -> ComposeResult:
+        table = Table.grid(padding=(0, 2))
+        table.add_column(style="bold #ffd75f", no_wrap=True)
+        table.add_column()
+        for group, keys in self.groups:
+            table.add_row(Text(group, "bold #87afd7"), "")
+            for key, what in keys:
+                table.add_row(key, what)
+            table.add_row("", "")
+        with Vertical(classes="dialog", id="help"):
+            yield Label("flowtui keys", classes="dialog-title")
+            with VerticalScroll():
+                yield Static(table)
+            yield Static(Text("Every action is also in the command palette (ctrl+p). esc closes.", "dim"))
+
+    def action_close(self) -> None:
+        self.dismiss(None)

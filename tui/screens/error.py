@@ -1,0 +1,52 @@
+"""The screen shown when the flow file cannot load: file, line, class and the reason; ``r`` reloads."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical
+from textual.screen import Screen
+from textual.widgets import Footer, Static
+
+
+class LoadErrorScreen(Screen):
+    """A flow that failed to load, and what to do about it."""
+
+    BINDINGS = [
+        Binding("r", "app.reload", "Reload", id="error.reload", tooltip="Load the flow file again"),
+        Binding("q", "app.quit", "Quit", id="error.quit", tooltip="Quit flowtui"),
+    ]
+
+    def __init__(self, target: str, error: BaseException, *, details: str | None = None) -> None:
+        super().__init__()
+        self.target = target
+        self.error = error
+        self.details = details
+
+    def compose(self) -> ComposeResult:
+        err = self.error
+        where = getattr(err, "file", None) or self.target
+        line = getattr(err, "line", None)
+        cls = getattr(err, "cls", None)
+        message = getattr(err, "message", None) or str(err)
+        head = Text("Could not load the flow", "bold #ff5f5f")
+        loc = Text()
+        loc.append("file  ", "dim")
+        loc.append(f"{where}", "bold")
+        if line:
+            loc.append(f"\nline  ", "dim")
+            loc.append(str(line), "bold")
+        if cls:
+            loc.append("\nclass ", "dim")
+            loc.append(cls, "bold")
+        with Vertical(id="error-box"):
+            yield Static(head, id="error-title")
+            yield Static(loc, id="error-where")
+            yield Static(Text(message), id="error-message")
+            yield Static(Text(str(err), "dim"), id="error-line")
+            if self.details:
+                yield Static(Text(self.details, "dim"), id="error-details")
+            yield Static(Text.assemble("Fix the file, then press ", ("r", "bold reverse"), " to reload, or ",
+                                       ("q", "bold reverse"), " to quit."), id="error-hint")
+        yield Footer()

@@ -1,0 +1,135 @@
+"""The app's one door into the runtime: load a flow, start a run, buffer its events.
+
+Nothing here imports textual, and the runtime is imported lazily (inside the
+methods), so the first paint never waits for it. The panes render
+``session.view`` — a :class:`runtime.fold.RunView` folded from the event
+stream — never the run's own objects; the run is kept only to send it
+commands (the controller) and edits (``run.edits``).
+"""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass
+class LaunchConfig:
+    """What the command line asked for (shared by the CLI, the tests and the bench)."""
+
+    target: str
+    input: str | None = None
+    memory: dict[str, str] | list[str] | None = None
+    model: str | None = None
+    replies: str | None = None
+    journal: str | None = None
+    debug: bool = False
+    preload_litellm: bool = True
+    breakpoints: set[str] = field(default_factory=set)
+
+
+class Session:
+    """One loaded flow and its current run."""
+
+    def __init__(self, config: LaunchConfig) -> None:
+        self.config = config
+        self.flow: Any = None  # runtime.App once loaded
+        self.run: Any = None
+        self.controller: Any = None
+        self.view: Any = None  # runtime.fold.RunView of the current run
+        self.events: list[Any] = []  # every event of the current run, for the event log
+        self.breakpoints: set[str] = set(config.breakpoints)
+        self.input: str | None = config.input
+        self._buffer: deque[Any] = deque()
+        self.generation = 0  # bumps with each new run, so stale events are dropped
+
+    # --- loading -----------------------------------------------------------
+    def load(self) -> Any:
+        """Load (or reload) the flow file. Raises ``FlowLoadError``."""
+        from runtime.loader import load_flow
+
+        self.flow = load_flow(self.config.target, model=self.config.model, replies=self.config.replies)
+        return self.flow
+
+    @property
+    def workflow_name(self) -> str:
+        return self.flow.workflow.name if self.flow is not None else self.config.target
+
+    def step_names(self) -> tuple[list[str], list[str]]:
+        """The agents and tools of the loaded flow (for breakpoint commands)."""
+        if self.flow is None:
+            return [], []
+        plans = self.flow.plans
+        agents = [spec.name for spec in plans.agent_specs.values()]
+        tools = sorted({name for t in plans.tool_specs.values() for name in t.names})
+        return agents, tools
+
+    # --- running -------------------------------------------------------------
+    def prepare(self, input: str | None) -> Any:
+        """A new run, paused before its first step, its events going to the buffer."""
+        from runtime.control import Controller
+        from runtime.fold import RunView
+
+        self.generation += 1
+        generation = self.generation
+        buffer = self._buffer
+        buffer.clear()
+
+        def sink(event: Any) -> None:  # may be called from worker threads: only append
+            buffer.append((generation, event))
+
+        self.input = input
+        self.view = RunView()
+        self.events = []
+        self.controller = Controller(start_paused=True, breakpoints=self.breakpoints)
+        self.run = self.flow.prepare(input, memory=self.config.memory, journal=self.config.journal,
+                                     controller=self.controller, on_event=sink)
+        return self.run
+
+    async def execute(self) -> Any:
+        run = self.run
+        try:
+            return await run.execute()
+        finally:
+            if run.journal is not None:
+                run.journal.close()
+
+    @property
+    def active(self) -> bool:
+        """A run exists and has not ended."""
+        return self.view is not None and self.run is not None and self.view.status in ("idle", "running", "paused")
+
+    @property
+    def pending(self) -> int:
+        return len(self._buffer)
+
+    def drain(self, budget_s: float = 0.008) -> int:
+        """Fold buffered events into the view for at most ``budget_s`` seconds; returns how many."""
+        buffer, view, events, generation = self._buffer, self.view, self.events, self.generation
+        if view is None or not buffer:
+            return 0
+        deadline = time.perf_counter() + budget_s
+        n = seen = 0
+        popleft = buffer.popleft
+        while buffer:
+            gen, event = popleft()
+            seen += 1
+            if gen == generation:
+                view.apply(event)
+                events.append(event)
+                n += 1
+            if (seen & 255) == 0 and time.perf_counter() > deadline:
+                break
+        return n
+
+    def toggle_breakpoint(self, name: str) -> bool:
+        on = name not in self.breakpoints
+        if on:
+            self.breakpoints.add(name)
+        else:
+            self.breakpoints.discard(name)
+        if self.controller is not None:
+            self.controller.breakpoints = set(self.breakpoints)
+        return on

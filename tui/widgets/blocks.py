@@ -1,0 +1,109 @@
+"""Rendering one history message as a block of strips (used by the virtual message list).
+
+A block is a role-coloured gutter, a header line (role, tool name, error mark,
+index) and the body: assistant text as Markdown, tool calls with their
+arguments, tool results collapsed to a few lines until expanded.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from rich.console import Console, RenderableType
+from rich.segment import Segment
+from rich.style import Style
+from rich.text import Text
+from textual.strip import Strip
+
+ROLE_STYLES = {
+    "user": Style(color="#5fafff", bold=True),
+    "assistant": Style(color="#87d787", bold=True),
+    "tool": Style(color="#d7af5f", bold=True),
+    "system": Style(color="#af87d7", bold=True),
+}
+ERROR_STYLE = Style(color="#ff5f5f", bold=True)
+DIM = Style(dim=True)
+COLLAPSED_LINES = 3
+
+
+def args_text(args: dict[str, Any], *, indent: int | None = None) -> str:
+    return json.dumps(args, ensure_ascii=False, indent=indent, default=repr)
+
+
+def is_collapsible(msg: Any) -> bool:
+    return msg.role == "tool" or bool(msg.tool_calls) or msg.content.count("\n") >= COLLAPSED_LINES
+
+
+def estimate_height(msg: Any, width: int) -> int:
+    """A cheap guess of a block's height (replaced by the real one once it is rendered)."""
+    inner = max(width - 2, 10)
+    text = msg.content
+    lines = text.count("\n") + 1 + len(text) // inner if text else 0
+    if msg.role == "tool":
+        lines = min(lines, COLLAPSED_LINES + 1)
+    return 2 + lines + len(msg.tool_calls)
+
+
+def _markdown(text: str) -> RenderableType:
+    from rich.markdown import Markdown  # markdown-it is imported on the first assistant block
+
+    return Markdown(text)
+
+
+def render_block(console: Console, msg: Any, index: int, width: int, *, expanded: bool,
+                 label: str | None = None) -> list[Strip]:
+    """The strips of message ``index`` at ``width`` cells (a trailing blank line separates blocks)."""
+    inner = max(width - 2, 10)
+    role_style = ERROR_STYLE if msg.is_error else ROLE_STYLES.get(msg.role, DIM)
+    gutter = Segment("▌ ", role_style)
+    blank_gutter = Segment("  ")
+
+    header = Text(no_wrap=True, overflow="ellipsis")
+    if is_collapsible(msg):
+        header.append("▾ " if expanded else "▸ ", DIM)
+    header.append(label or msg.role, role_style)
+    if msg.role == "tool" and msg.tool_name:
+        header.append(f" {msg.tool_name}", Style(bold=True))
+    if msg.is_error:
+        header.append("  ✗ error", ERROR_STYLE)
+    if msg.tool_calls:
+        n = len(msg.tool_calls)
+        header.append(f"  {n} tool call{'s' if n > 1 else ''}", DIM)
+    tag = f"#{index}"
+    pad = inner - header.cell_len - len(tag)
+    if pad > 0:
+        header.append(" " * pad)
+        header.append(tag, DIM)
+
+    parts: list[RenderableType] = [header]
+    content = msg.content
+    if content:
+        if msg.role == "assistant":
+            parts.append(_markdown(content))
+        elif msg.role == "tool" and not expanded:
+            lines = content.splitlines()
+            shown = Text("\n".join(lines[:COLLAPSED_LINES]), overflow="fold")
+            if len(lines) > COLLAPSED_LINES:
+                shown.append(f"\n… {len(lines) - COLLAPSED_LINES} more lines (enter expands)", DIM)
+            parts.append(shown)
+        else:
+            style = Style(italic=True) if msg.role == "system" else Style()
+            parts.append(Text(content, style=style, overflow="fold"))
+    for call in msg.tool_calls:
+        line = Text("→ ", DIM)
+        line.append(call.name, Style(bold=True, color="#d7af5f"))
+        if expanded:
+            line.append("\n" + args_text(call.args, indent=2))
+        else:
+            line.append("(" + args_text(call.args) + ")")
+            line.no_wrap, line.overflow = True, "ellipsis"
+        parts.append(line)
+
+    options = console.options.update(width=inner, highlight=False)
+    strips: list[Strip] = []
+    for part in parts:
+        for line in console.render_lines(part, options, pad=True):
+            strips.append(Strip([gutter, *line], inner + 2))
+    strips.append(Strip([blank_gutter, Segment(" " * inner)], inner + 2))
+    return strips

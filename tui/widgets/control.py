@@ -1,0 +1,68 @@
+"""The control pane: step/loop/continue buttons, the run's status, where it is, breakpoints."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import Horizontal, Vertical
+from textual.widgets import Button, Static
+
+BUTTONS = [
+    ("step", "Step", "s", "Run to the next pause point"),
+    ("next_turn", "Next turn", "n", "Run until the next agent turn is about to start"),
+    ("loop_once", "Loop once", "l", "Run until the current loop finishes its iteration"),
+    ("resume", "Continue", "c", "Run to the next breakpoint or the end"),
+    ("pause", "Pause", "p", "Pause at the next pause point"),
+    ("stop", "Stop", "x", "End the run cleanly (status stopped)"),
+    ("reload", "Reload", "r", "Reload the flow file and start a new run"),
+]
+STATUS_STYLES = {"paused": "bold #ffd75f", "running": "bold #5fafff", "finished": "bold #87d787",
+                 "failed": "bold #ff5f5f", "stopped": "bold #d7af5f", "idle": "dim"}
+
+
+def status_text(view: Any, *, loading: str | None = None) -> Text:
+    if view is None:
+        return Text(loading or "loading…", "dim")
+    line = view.status_line()
+    text = Text("● ", STATUS_STYLES.get(view.status, ""))
+    text.append(line, STATUS_STYLES.get(view.status, ""))
+    return text
+
+
+def where_text(view: Any, breakpoints: set[str]) -> Text:
+    text = Text()
+    path = view.path() if view is not None else []
+    if not path and view is not None and view.pause is not None:
+        path = list(view.pause.path)
+    text.append(" › ".join(path) if path else "—", "bold")
+    text.append(f"   events {view.events if view is not None else 0}", "dim")
+    if view is not None and view.user_edits:
+        text.append(f" · edits {view.user_edits}", "#ffd75f")
+    text.append("   breakpoints: ", "dim")
+    text.append(", ".join(sorted(breakpoints)) if breakpoints else "none", "#ff875f" if breakpoints else "dim")
+    return text
+
+
+class ControlPane(Vertical):
+    """Buttons (each runs the same action as its key) and the status lines."""
+
+    def compose(self) -> ComposeResult:
+        with Horizontal(id="buttons"):
+            for action, label, key, tip in BUTTONS:
+                button = Button(f"{label} [{key}]", id=f"btn-{action}", action=f"app.{action}", compact=True)
+                button.tooltip = tip
+                yield button
+        yield Static(Text("loading…", "dim"), id="status")
+        yield Static("", id="where")
+
+    def sync(self, view: Any, breakpoints: set[str], *, loading: str | None = None) -> None:
+        self.query_one("#status", Static).update(status_text(view, loading=loading))
+        self.query_one("#where", Static).update(where_text(view, breakpoints))
+        active = view is not None and view.status in ("running", "paused")
+        paused = view is not None and view.status == "paused"
+        for action in ("step", "next_turn", "loop_once", "resume"):
+            self.query_one(f"#btn-{action}", Button).disabled = not active
+        self.query_one("#btn-pause", Button).disabled = not (active and not paused)
+        self.query_one("#btn-stop", Button).disabled = not active

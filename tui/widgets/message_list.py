@@ -1,0 +1,239 @@
+"""A virtual list of messages: only the blocks on screen are rendered.
+
+Used for the conversation pane and for "what the model sees". Each block's
+height starts as a cheap estimate and becomes exact once the block is
+rendered; offsets are prefix sums rebuilt from the first changed block, so
+10,000 messages paint, scroll and append without re-rendering the others
+(the ``render_line`` technique of toolong and textual's ``Log``).
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+from itertools import accumulate
+from typing import Any
+
+from rich.segment import Segment
+from rich.style import Style
+from textual.binding import Binding
+from textual.events import Click, Resize
+from textual.geometry import Region, Size
+from textual.message import Message
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
+
+from tui.widgets.blocks import estimate_height, is_collapsible, render_block
+
+CURSOR_STYLE = Style(bgcolor="#1f3347")
+_CACHE_LIMIT = 1500
+
+
+class MessageList(ScrollView, can_focus=True):
+    """Messages as blocks, with a selection cursor (up/down, home/end) and collapsible tool blocks."""
+
+    BINDINGS = [
+        Binding("up", "cursor(-1)", "Previous", show=False),
+        Binding("down", "cursor(1)", "Next", show=False),
+        Binding("home", "cursor_to(0)", "First", show=False),
+        Binding("end", "cursor_to(-1)", "Last", show=False),
+        Binding("pageup", "page(-1)", "Page up", show=False),
+        Binding("pagedown", "page(1)", "Page down", show=False),
+        Binding("enter,space", "toggle", "Expand", show=False, tooltip="Expand or collapse the block"),
+    ]
+
+    class CursorMoved(Message):
+        """The selection moved to message ``index`` (-1: none)."""
+
+        def __init__(self, widget: "MessageList", index: int) -> None:
+            super().__init__()
+            self.widget = widget
+            self.index = index
+
+    def __init__(self, *, empty_text: str = "No messages yet.", id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.empty_text = empty_text
+        self.labels: dict[int, str] = {}  # optional header label per index ("agent prompt")
+        self._messages: list[Any] = []
+        self._heights: list[int] = []
+        self._offsets: list[int] = [0]
+        self._dirty_from = 0
+        self._cache: dict[int, list[Strip]] = {}
+        self._width = 0
+        self._expanded: set[int] = set()
+        self.cursor = -1
+
+    # --- data ----------------------------------------------------------------
+    @property
+    def messages(self) -> list[Any]:
+        return self._messages
+
+    def set_messages(self, messages: list[Any], *, reset: bool = False) -> None:
+        """Show ``messages``; without ``reset`` only the new tail is added (the rest is kept)."""
+        old = len(self._messages)
+        following = self.cursor >= old - 1
+        width = self._content_width()
+        if reset or len(messages) < old:
+            self._messages = list(messages)
+            self._heights = [estimate_height(m, width) for m in self._messages]
+            self._cache.clear()
+            self._expanded.clear()
+            self._dirty_from = 0
+        elif len(messages) > old:
+            new = messages[old:]
+            self._messages.extend(new)
+            self._heights.extend(estimate_height(m, width) for m in new)
+            self._dirty_from = min(self._dirty_from, old)
+        else:
+            return
+        n = len(self._messages)
+        if following or self.cursor >= n:
+            self.cursor = n - 1
+        self._update_size()
+        if following:
+            self._measure_range(n - 1, -1, self.size.height or 24)
+            self._update_size()
+            self.scroll_end(animate=False, immediate=True, x_axis=False)
+        self.post_message(self.CursorMoved(self, self.cursor))
+        self.refresh()
+
+    # --- geometry --------------------------------------------------------------
+    def _content_width(self) -> int:
+        width = self.scrollable_content_region.width or self.size.width
+        return max(width, 20)
+
+    def _ensure_offsets(self) -> None:
+        start = self._dirty_from
+        n = len(self._heights)
+        if start >= n and len(self._offsets) == n + 1:
+            return
+        base = self._offsets[start] if start < len(self._offsets) else 0
+        del self._offsets[start + 1:]
+        self._offsets.extend(accumulate(self._heights[start:], initial=base))
+        del self._offsets[start + 1]  # ``initial`` repeated the base
+        self._dirty_from = n
+
+    def _update_size(self) -> None:
+        self._ensure_offsets()
+        self.virtual_size = Size(self._content_width(), self._offsets[-1])
+
+    def _block(self, i: int) -> list[Strip]:
+        width = self._content_width()
+        if width != self._width:
+            self._width = width
+            self._cache.clear()
+        strips = self._cache.get(i)
+        if strips is None:
+            if len(self._cache) > _CACHE_LIMIT:
+                self._cache.clear()
+            strips = render_block(self.app.console, self._messages[i], i, width,
+                                  expanded=i in self._expanded, label=self.labels.get(i))
+            self._cache[i] = strips
+            if len(strips) != self._heights[i]:
+                self._heights[i] = len(strips)
+                self._dirty_from = min(self._dirty_from, i)
+        return strips
+
+    def _measure_range(self, start: int, step: int, lines: int) -> None:
+        """Render blocks from ``start`` (forwards or backwards) until ``lines`` lines are covered."""
+        i, covered, n = start, 0, len(self._messages)
+        while 0 <= i < n and covered < lines:
+            covered += len(self._block(i))
+            i += step
+
+    def _index_at(self, line: int) -> int:
+        return bisect_right(self._offsets, line) - 1
+
+    # --- rendering -------------------------------------------------------------
+    def render_lines(self, crop: Region) -> list[Strip]:
+        if self._messages:
+            for _ in range(3):  # exact heights for what is on screen, then the offsets agree
+                self._ensure_offsets()
+                top = self.scroll_offset.y
+                first = max(self._index_at(top), 0)
+                before = self._dirty_from
+                self._measure_range(first, 1, self.size.height)
+                if self._dirty_from == before:
+                    break
+                self._update_size()
+        return super().render_lines(crop)
+
+    def render_line(self, y: int) -> Strip:
+        width = self._content_width()
+        base = self.rich_style
+        line = self.scroll_offset.y + y
+        n = len(self._messages)
+        if n == 0:
+            if y == 1:
+                return Strip([Segment("  " + self.empty_text, base + Style(dim=True))]).crop_extend(0, width, base)
+            return Strip.blank(width, base)
+        self._ensure_offsets()
+        if line >= self._offsets[-1]:
+            return Strip.blank(width, base)
+        i = self._index_at(line)
+        strips = self._block(i)
+        k = line - self._offsets[i]
+        strip = strips[k] if k < len(strips) else Strip.blank(width)
+        style = base + CURSOR_STYLE if i == self.cursor else base
+        return strip.apply_style(style).crop_extend(0, width, base)
+
+    def on_resize(self, event: Resize) -> None:
+        width = self._content_width()
+        if width != self._width:
+            self._heights = [estimate_height(m, width) for m in self._messages]
+            self._cache.clear()
+            self._width = width
+            self._dirty_from = 0
+            self._update_size()
+            if self.cursor == len(self._messages) - 1:
+                self.scroll_end(animate=False, immediate=True, x_axis=False)
+
+    # --- cursor ----------------------------------------------------------------
+    def select(self, index: int) -> None:
+        n = len(self._messages)
+        if n == 0:
+            return
+        index = max(0, min(index, n - 1))
+        self.cursor = index
+        self._block(index)
+        self._update_size()
+        top, bottom = self._offsets[index], self._offsets[index + 1]
+        scroll_y, height = self.scroll_offset.y, self.size.height
+        if top < scroll_y:
+            self.scroll_to(y=top, animate=False, immediate=True)
+        elif bottom > scroll_y + height:
+            self.scroll_to(y=min(top, bottom - height), animate=False, immediate=True)
+        self.post_message(self.CursorMoved(self, index))
+        self.refresh()
+
+    def action_cursor(self, delta: int) -> None:
+        self.select((self.cursor if self.cursor >= 0 else 0) + delta)
+
+    def action_cursor_to(self, index: int) -> None:
+        self.select(len(self._messages) - 1 if index < 0 else index)
+
+    def action_page(self, direction: int) -> None:
+        if not self._messages:
+            return
+        self._ensure_offsets()
+        target = self.scroll_offset.y + direction * max(self.size.height - 1, 1)
+        target = max(0, min(target, self._offsets[-1] - 1))
+        self.scroll_to(y=target, animate=False, immediate=True)
+        self.select(self._index_at(target))
+
+    def action_toggle(self) -> None:
+        i = self.cursor
+        if not (0 <= i < len(self._messages)) or not is_collapsible(self._messages[i]):
+            return
+        self._expanded.symmetric_difference_update({i})
+        self._cache.pop(i, None)
+        self._block(i)
+        self._update_size()
+        self.refresh()
+
+    def on_click(self, event: Click) -> None:
+        if not self._messages:
+            return
+        self._ensure_offsets()
+        line = self.scroll_offset.y + event.y
+        if line < self._offsets[-1]:
+            self.select(self._index_at(line))

@@ -1,0 +1,66 @@
+"""The run's node tree: workflow › loop › agent › chat › tool, with status and duration."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.text import Text
+from textual.widgets import Tree
+from textual.widgets.tree import TreeNode
+
+STATUS = {"running": ("●", "#5fafff"), "ok": ("✓", "#87d787"), "error": ("✗", "#ff5f5f"),
+          "stopped": ("■", "#d7af5f")}
+
+
+def node_label(node: Any) -> Text:
+    mark, color = STATUS.get(node.status, ("?", "white"))
+    text = Text()
+    text.append(f"{mark} ", color)
+    text.append(f"{node.kind} ", "dim")
+    text.append(node.label, "bold")
+    if node.duration_ms is not None:
+        text.append(f"  {node.duration_ms:.1f} ms", "dim")
+    if node.error:
+        text.append(f"  {node.error}", "#ff5f5f")
+    return text
+
+
+class NodeTree(Tree[Any]):
+    """Updated incrementally: new nodes are added, changed ones relabelled."""
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__("run", id=id)
+        self.show_root = False
+        self.guide_depth = 3
+        self._items: dict[str, TreeNode[Any]] = {}
+        self._seen: dict[str, tuple] = {}
+        self._view: Any = None
+
+    def sync(self, view: Any) -> None:
+        if view is not self._view:
+            self.clear()
+            self._items.clear()
+            self._seen.clear()
+            self._view = view
+        if view is None:
+            return
+        for node_id, node in view.nodes.items():
+            key = (node.status, node.duration_ms, node.label, node.error)
+            if self._seen.get(node_id) == key:
+                continue
+            self._seen[node_id] = key
+            item = self._items.get(node_id)
+            if item is None:
+                parent = self._items.get(node.parent_id) if node.parent_id else None
+                item = (parent or self.root).add(node_label(node), data=node, expand=True)
+                self._items[node_id] = item
+            else:
+                item.set_label(node_label(node))
+
+    @property
+    def selected_name(self) -> tuple[str, str] | None:
+        """(kind, name) of the node under the cursor."""
+        node = self.cursor_node
+        if node is None or node.data is None:
+            return None
+        return node.data.kind, node.data.name
