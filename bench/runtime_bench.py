@@ -1,0 +1,146 @@
+"""Runtime overhead per turn: flowtui's review loop against the same loop in LangGraph.
+
+    python bench/runtime_bench.py [--turns 2000]
+
+Both run two agents (writer, reviewer) in a loop for N turns over a growing
+history, with a fake model that answers at once, in the same process:
+
+- flowtui: FunctionProvider, the workflow state observed, an event per
+  mutation, one subscriber attached (it counts events);
+- LangGraph: a StateGraph with two nodes calling langchain's fake chat model,
+  messages accumulated with the add_messages reducer.
+
+Prints microseconds per turn for both, their ratio (target <= 0.10) and how
+flowtui's per-turn cost after 1,000 turns of history compares with the start
+(target <= 1.2). Needs the bench extra: pip install -e '.[bench]'.
+"""
+
+
+import argparse
+import asyncio
+import gc
+import statistics
+import time
+
+from pydantic import BaseModel
+
+from runtime import FunctionProvider, State, agent, bootstrap, loop, workflow
+
+
+class RevisaoState(BaseModel):
+    aprovado: bool = False
+    rodadas: int = 0
+
+
+def build_flowtui(turns: int):
+    iterations = turns // 2
+
+    async def model(messages, tools):
+        return "texto"
+
+    provider = FunctionProvider(model)
+
+    @agent(provider=provider, prompt="Você escreve.")
+    class Escritor:
+        pass
+
+    @agent(provider=provider, prompt="Você revisa.")
+    class Revisor:
+        def __init__(self, s: RevisaoState = State()):
+            self.s = s
+
+        async def after_response(self, resposta, ctx):
+            self.s.rodadas += 1
+            self.s.aprovado = self.s.rodadas >= iterations
+
+    @workflow(state=RevisaoState, steps=[loop(steps=[Escritor, Revisor], until=lambda ctx, s: s.aprovado,
+                                              max_iterations=iterations)])
+    class Revisao:
+        pass
+
+    return bootstrap(Revisao)
+
+
+def run_flowtui(turns: int) -> tuple[float, list[float], int]:
+    app = build_flowtui(turns)
+    stamps: list[float] = []
+    count = 0
+
+    def subscriber(event):
+        nonlocal count
+        count += 1
+        if event.type == "node.end" and event.kind == "agent":
+            stamps.append(time.perf_counter())
+
+    app.subscribe(subscriber)
+    t0 = time.perf_counter()
+    asyncio.run(app.run("Escreva sobre ctx.state"))
+    total = time.perf_counter() - t0
+    per_turn = [b - a for a, b in zip([t0] + stamps, stamps)]
+    return total, per_turn, count
+
+
+def run_langgraph(turns: int) -> float:
+    from typing import Annotated, TypedDict
+
+    from langchain_core.language_models.fake_chat_models import FakeListChatModel
+    from langchain_core.messages import HumanMessage, SystemMessage
+    from langgraph.graph import END, START, StateGraph
+    from langgraph.graph.message import add_messages
+
+    model = FakeListChatModel(responses=["texto"])
+
+    class GraphState(TypedDict):
+        messages: Annotated[list, add_messages]
+        rodadas: int
+        aprovado: bool
+
+    iterations = turns // 2
+
+    def escritor(state: GraphState):
+        reply = model.invoke([SystemMessage("Você escreve."), *state["messages"]])
+        return {"messages": [reply]}
+
+    def revisor(state: GraphState):
+        reply = model.invoke([SystemMessage("Você revisa."), *state["messages"]])
+        rodadas = state["rodadas"] + 1
+        return {"messages": [reply], "rodadas": rodadas, "aprovado": rodadas >= iterations}
+
+    graph = StateGraph(GraphState)
+    graph.add_node("escritor", escritor)
+    graph.add_node("revisor", revisor)
+    graph.add_edge(START, "escritor")
+    graph.add_edge("escritor", "revisor")
+    graph.add_conditional_edges("revisor", lambda s: END if s["aprovado"] else "escritor")
+    app = graph.compile()
+    t0 = time.perf_counter()
+    app.invoke({"messages": [HumanMessage("Escreva sobre ctx.state")], "rodadas": 0, "aprovado": False},
+               {"recursion_limit": turns + 10})
+    return time.perf_counter() - t0
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--turns", type=int, default=2000)
+    args = parser.parse_args()
+    turns = args.turns
+    run_flowtui(200)  # warm up imports and caches for both
+    run_langgraph(20)
+    gc.collect()
+    ours_total, per_turn, events = run_flowtui(turns)
+    gc.collect()
+    theirs_total = run_langgraph(turns)
+    ours_us = ours_total / turns * 1e6
+    theirs_us = theirs_total / turns * 1e6
+    start = statistics.median(per_turn[10:110]) * 1e6
+    late = statistics.median(per_turn[1000:1100]) * 1e6
+    print(f"turns: {turns} (events delivered to the subscriber: {events}, {events / turns:.1f} per turn)")
+    print(f"flowtui:   {ours_us:8.1f} us/turn")
+    print(f"langgraph: {theirs_us:8.1f} us/turn")
+    print(f"ratio flowtui/langgraph: {ours_us / theirs_us:.3f}   (target <= 0.10)")
+    print(f"flowtui median turn at start: {start:.1f} us, after 1,000 turns: {late:.1f} us, "
+          f"ratio {late / start:.2f}   (target <= 1.2)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,118 @@
+"""flowtui run: live tree on stderr, output on stdout, exit codes, load errors without tracebacks."""
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+HEADER = "from runtime import FunctionProvider, FatalToolError, State, agent, workflow, loop, tool, Input\n"
+
+
+def flowtui(*args, cwd=ROOT):
+    return subprocess.run([sys.executable, "-c", "import sys; from runtime.cli import main_run; sys.exit(main_run(sys.argv[2:]))", *args],
+                          capture_output=True, text=True, cwd=cwd, timeout=120)
+
+
+def write(tmp_path, body, name="flow.py"):
+    path = tmp_path / name
+    path.write_text(HEADER + textwrap.dedent(body))
+    return path
+
+
+OK_FLOW = """
+@agent(provider=FunctionProvider(lambda m, t: "resposta: " + m[-1].content), prompt="p")
+class Eco:
+    pass
+
+@workflow(steps=[Eco])
+class EcoWorkflow:
+    pass
+"""
+
+
+def test_run_prints_tree_on_stderr_and_output_on_stdout(tmp_path):
+    path = write(tmp_path, OK_FLOW)
+    res = flowtui("run", str(path), "--input", "olá", "--memory", "plano=pro")
+    assert res.returncode == 0, res.stderr
+    assert res.stdout == "resposta: olá\n"
+    lines = res.stderr.splitlines()
+    assert lines[0] == "▸ workflow EcoWorkflow"
+    assert lines[1] == "  ▸ agent Eco"
+    assert lines[-1].startswith("◂ workflow EcoWorkflow ") and lines[-1].endswith("✓")
+
+
+def test_run_json_prints_events(tmp_path):
+    path = write(tmp_path, OK_FLOW)
+    res = flowtui("run", f"{path}:EcoWorkflow", "--input", "x", "--json")
+    assert res.returncode == 0
+    events = [json.loads(line) for line in res.stdout.splitlines()]
+    assert events[0]["type"] == "run.start" and events[-1]["type"] == "run.end"
+    assert [e["seq"] for e in events] == list(range(1, len(events) + 1))
+
+
+def test_a_failing_run_exits_1_with_the_reason(tmp_path):
+    path = write(tmp_path, """
+    class Boom:
+        pass
+
+    @tool(name="explode", description="x")
+    class Explode:
+        def execute(self, args):
+            raise FatalToolError("disk is gone", cause=RuntimeError("private detail"))
+
+    @agent(provider=FunctionProvider(lambda m, t: {"content": "", "tool_calls": [{"name": "explode", "args": {}}]}),
+           prompt="p", tools=[Explode])
+    class A:
+        pass
+
+    @workflow(steps=[A])
+    class W:
+        pass
+    """)
+    res = flowtui("run", str(path))
+    assert res.returncode == 1
+    assert "the run failed: FatalToolError: disk is gone" in res.stderr
+    assert "private detail" not in res.stderr + res.stdout
+    assert "Traceback" not in res.stderr
+
+
+@pytest.mark.parametrize("body, expect", [
+    ("x = (\n", r"flow.py:\d+: syntax error"),
+    ("import no_such_module_here\n", r"flow.py:2: ModuleNotFoundError while importing: No module named"),
+    ("X = 1\n", r"flow.py: no @workflow class found"),
+    (OK_FLOW + "\n@workflow(steps=[Eco])\nclass Other:\n    pass\n",
+     r"flow.py: 2 workflows \(EcoWorkflow, Other\); pick one with .*flow.py:EcoWorkflow"),
+    ("@agent(provider=FunctionProvider(lambda m, t: ''), prompt='./nope.agent.md')\nclass A:\n    pass\n",
+     r"flow.py:\d+: A: prompt file not found: .*nope.agent.md"),
+    ("class S:\n    x = 0\n@agent(provider=FunctionProvider(lambda m, t: ''), prompt='p')\nclass A:\n"
+     "    def __init__(self, s: S = State()):\n        pass\n@workflow(steps=[A])\nclass W:\n    pass\n",
+     r"flow.py:\d+: A: State\(\) in __init__ parameter 's'"),
+])
+def test_load_errors_exit_2_with_file_line_and_class(tmp_path, body, expect):
+    import re
+
+    path = write(tmp_path, body)
+    res = flowtui("run", str(path))
+    assert res.returncode == 2, res.stderr
+    assert re.search(expect, res.stderr), res.stderr
+    assert "Traceback" not in res.stderr
+    debug = flowtui("run", str(path), "--debug")
+    assert debug.returncode == 2 and "Traceback" in debug.stderr
+
+
+def test_unknown_workflow_name_and_missing_file(tmp_path):
+    path = write(tmp_path, OK_FLOW)
+    res = flowtui("run", f"{path}:Nope")
+    assert res.returncode == 2 and "no @workflow class named 'Nope'; the file defines: EcoWorkflow" in res.stderr
+    res = flowtui("run", str(tmp_path / "missing.py"))
+    assert res.returncode == 2 and "no such flow file" in res.stderr
+
+
+def test_bad_memory_argument_exits_2(tmp_path):
+    path = write(tmp_path, OK_FLOW)
+    res = flowtui("run", str(path), "--memory", "no-equals-sign")
+    assert res.returncode == 2 and "expected KEY=VALUE" in res.stderr

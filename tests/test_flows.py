@@ -1,0 +1,54 @@
+"""The example flows run offline and deterministically."""
+
+from pathlib import Path
+
+import pytest
+
+from runtime.fold import RunView
+from runtime.loader import load_flow
+
+FLOWS = Path(__file__).resolve().parent.parent / "flows"
+
+
+async def run_flow(target, input):
+    app = load_flow(str(FLOWS / target))
+    view = RunView()
+    events = []
+    app.subscribe(lambda e: (view.apply(e), events.append(e)))
+    out = await app.run(input, memory={"userId": "123"})
+    return out, view, events
+
+
+async def test_revisao_promotes_the_plan_and_approves_on_the_third_round():
+    out, view, events = await run_flow("revisao.py", "Escreva sobre ctx.state")
+    assert out.startswith("APROVADO")
+    assert view.state["aprovado"] is True and view.state["rodadas"] == 3
+    assert len(view.state["problemas"]) == 3
+    assert view.memory[0] == "userId: 123" and view.memory[1].startswith("Plano a seguir:\n1.")
+    assert [m.role for m in view.history][:2] == ["user", "assistant"]  # the plan left the transcript
+    assert view.ctx["ultimo_problema"].startswith("Não diz")            # the tool wrote ctx
+    loop_end = [e for e in events if e.type == "node.end" and e.kind == "loop"][0]
+    assert loop_end.data["iterations"] == 3 and loop_end.data["stopped_by"] == "until"
+
+
+async def test_leitor_recovers_from_a_tool_error_and_stops_when_answered():
+    out, view, events = await run_flow("leitor.py", "Quantas rodadas?")
+    assert "max_iterations=5" in out
+    tools = [e for e in events if e.type == "node.end" and e.kind == "tool"]
+    assert [t.status for t in tools] == ["error", "ok"]
+    assert view.ctx["loop"]["stopped_by"] == "until"
+
+
+async def test_subagente_runs_the_child_in_isolation():
+    out, view, events = await run_flow("subagente.py", "Resuma ctx.state")
+    assert out.startswith("ctx.state é a conversa")
+    child_start = [e for e in events if e.type == "node.start" and e.name == "PesquisaWorkflow"][0]
+    tool_start = [e for e in events if e.type == "node.start" and e.kind == "tool"][0]
+    assert child_start.parent_id == tool_start.node_id and child_start.run_id != tool_start.run_id
+    assert not any("O que é ctx.state?" == m.content for m in view.history if m.role == "user")
+    assert view.ctx["pesquisas"] == 1
+
+
+@pytest.mark.parametrize("flow", ["revisao.py", "leitor.py", "subagente.py", "pesquisa.py"])
+def test_every_example_flow_loads(flow):
+    assert load_flow(str(FLOWS / flow)).workflow.name
