@@ -74,8 +74,8 @@ class TextDialog(ModalScreen[str | None]):
             if self.hint:
                 yield Static(Text(self.hint, "dim"), id="dialog-hint")
             with Horizontal(classes="dialog-buttons"):
-                yield Button(f"{self.save_label} [ctrl+s]", variant="primary", id="dialog-save")
-                yield Button("Cancel [esc]", id="dialog-cancel")
+                yield Button(f"{self.save_label} \\[ctrl+s]", variant="primary", id="dialog-save")
+                yield Button("Cancel \\[esc]", id="dialog-cancel")
 
     @property
     def value(self) -> str:
@@ -123,8 +123,8 @@ class ConfirmDialog(ModalScreen[bool]):
         with Vertical(classes="dialog"):
             yield Label(self.question, classes="dialog-title")
             with Horizontal(classes="dialog-buttons"):
-                yield Button("Yes [y]", variant="warning", id="confirm-yes")
-                yield Button("No [n]", id="confirm-no")
+                yield Button("Yes \\[y]", variant="warning", id="confirm-yes")
+                yield Button("No \\[n]", id="confirm-no")
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
         event.stop()

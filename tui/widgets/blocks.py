@@ -32,7 +32,7 @@ def args_text(args: dict[str, Any], *, indent: int | None = None) -> str:
 
 
 def is_collapsible(msg: Any) -> bool:
-    return msg.role == "tool" or bool(msg.tool_calls) or msg.content.count("\n") >= COLLAPSED_LINES
+    return msg.role == "tool" or bool(msg.tool_calls)
 
 
 def estimate_height(msg: Any, width: int) -> int:

@@ -36,7 +36,14 @@ def where_text(view: Any, breakpoints: set[str]) -> Text:
     path = view.path() if view is not None else []
     if not path and view is not None and view.pause is not None:
         path = list(view.pause.path)
-    text.append(" › ".join(path) if path else "—", "bold")
+    if path:
+        text.append(" › ".join(path), "bold")
+    elif view is not None and view.status == "finished" and view.output is not None:
+        out = view.output.replace("\n", " ")
+        text.append("output: ", "dim")
+        text.append(out if len(out) <= 70 else out[:69] + "…")
+    else:
+        text.append("—", "dim")
     text.append(f"   events {view.events if view is not None else 0}", "dim")
     if view is not None and view.user_edits:
         text.append(f" · edits {view.user_edits}", "#ffd75f")
@@ -51,7 +58,7 @@ class ControlPane(Vertical):
     def compose(self) -> ComposeResult:
         with Horizontal(id="buttons"):
             for action, label, key, tip in BUTTONS:
-                button = Button(f"{label} [{key}]", id=f"btn-{action}", action=f"app.{action}", compact=True)
+                button = Button(f"{label} \\[{key}]", id=f"btn-{action}", action=f"app.{action}", compact=True)
                 button.tooltip = tip
                 yield button
         yield Static(Text("loading…", "dim"), id="status")

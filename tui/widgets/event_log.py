@@ -58,6 +58,10 @@ def summarize(ev: Any) -> str:
     return ""
 
 
+def _fit(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
 def _j(value: Any) -> str:
     if hasattr(value, "model_dump"):
         value = value.model_dump()
@@ -96,7 +100,7 @@ class EventLog(ScrollView, can_focus=True):
             kind = ev.type.split(".")[0]
             user = ev.origin == "user"
             segs = [Segment(f"{ev.seq:>6} ", DIM), Segment(f"{ev.type:<22}", TYPE_STYLES.get(kind, Style())),
-                    Segment(f"{ev.origin:<30} ", USER_STYLE if user else DIM),
+                    Segment(f"{_fit(ev.origin, 26):<26} ", USER_STYLE if user else DIM),
                     Segment(summarize(ev).replace("\n", " ⏎ "))]
             strip = Strip(segs)
             if len(self._lines) > 4000:

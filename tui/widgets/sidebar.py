@@ -84,6 +84,8 @@ def sidebar_rows(view: Any) -> list[tuple[str | None, Text]]:
         rows.append((None, Text.assemble(("  output", "bold"), " = ", _short(view.ctx["output"], 120))))
     if not user and not any(k in view.ctx for k in RUNTIME_CTX):
         empty("nothing set yet")
+    for _, text in rows:
+        text.no_wrap, text.overflow = True, "ellipsis"
     return rows
 
 
