@@ -136,7 +136,6 @@ class Run:
         self.edits = Editor(self)
         self.journal: Any = None
         self._turns: dict[str, int] = {}
-        self._budget_reported = False
         self.status: str | None = None
         self.output: str | None = None
         self.error: BaseException | None = None
@@ -162,6 +161,9 @@ class Run:
             reason = f"budget: {stop.limit}"
         except RunStopped:
             status, reason = "stopped", "stopped by user"
+        except asyncio.CancelledError as exc:  # the host (e.g. the app quitting) cancelled the run
+            status, reason = "stopped", "cancelled"
+            self.error = exc
         except BaseException as exc:
             status, error = "failed", describe_error(exc)
             self.error = exc
@@ -205,14 +207,15 @@ class Run:
 
     def budget_gate(self) -> None:
         """Between units of work: stop or raise when a budget limit is reached."""
-        limit = self.tracker.exceeded()
-        if limit is None:
+        found = self.tracker.exceeded_in()
+        if found is None:
             return
-        budget = self.tracker.budget
+        tracker, limit = found  # a child run may hit its parent's budget
+        budget = tracker.budget
         assert budget is not None
-        usage = self.tracker.usage()
-        if not self._budget_reported and budget.on_exceeded is not None:
-            self._budget_reported = True
+        usage = tracker.usage()
+        if not tracker.reported and budget.on_exceeded is not None:
+            tracker.reported = True
             token = current_origin.set("budget")
             try:
                 budget.on_exceeded(self.ctx, usage)
