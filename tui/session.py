@@ -27,6 +27,7 @@ class LaunchConfig:
     journal: str | None = None
     debug: bool = False
     preload_litellm: bool = True
+    cursor_blink: bool = True  # tests and snapshots switch it off
     breakpoints: set[str] = field(default_factory=set)
 
 

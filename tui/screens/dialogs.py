@@ -13,6 +13,13 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Static, TextArea
 
 
+def _no_blink(screen: ModalScreen) -> None:
+    config = getattr(screen.app, "config", None)
+    if config is not None and not getattr(config, "cursor_blink", True):
+        for widget in screen.query("Input, TextArea"):
+            widget.cursor_blink = False  # type: ignore[attr-defined]
+
+
 class FirstMessageDialog(ModalScreen[str | None]):
     """Asks for the run's first user message (when ``--input`` was not given)."""
 
@@ -30,6 +37,9 @@ class FirstMessageDialog(ModalScreen[str | None]):
             with Horizontal(classes="dialog-buttons"):
                 yield Button("Start", variant="primary", id="first-start")
                 yield Button("No input", id="first-none")
+
+    def on_mount(self) -> None:
+        _no_blink(self)
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         self.dismiss(event.value or None)
@@ -76,6 +86,9 @@ class TextDialog(ModalScreen[str | None]):
             with Horizontal(classes="dialog-buttons"):
                 yield Button(f"{self.save_label} \\[ctrl+s]", variant="primary", id="dialog-save")
                 yield Button("Cancel \\[esc]", id="dialog-cancel")
+
+    def on_mount(self) -> None:
+        _no_blink(self)
 
     @property
     def value(self) -> str:
@@ -155,7 +168,7 @@ class HelpScreen(ModalScreen[None]):
         with Vertical(classes="dialog", id="help"):
             yield Label("flowtui keys", classes="dialog-title")
             with VerticalScroll():
-                yield Static(table)
+                yield Static(table, id="help-keys")
             yield Static(Text("Every action is also in the command palette (ctrl+p). esc closes.", "dim"))
 
     def action_close(self) -> None:

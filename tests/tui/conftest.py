@@ -1,0 +1,98 @@
+"""Fixtures for the app's tests: test flows on sys.path, no blinking, no network, no litellm."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+FLOWS = Path(__file__).resolve().parent / "flows"
+REVIEW = "tests/tui/flows/review_fn.py"
+
+if str(FLOWS) not in sys.path:
+    sys.path.insert(0, str(FLOWS))
+
+import flowcapture  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def _quiet(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Run from the repo root (paths in snapshots), fresh request log, and no real network."""
+    monkeypatch.chdir(ROOT)
+    flowcapture.REQUESTS.clear()
+    monkeypatch.setattr(flowcapture, "TOOL_DELAY", 0.0, raising=False)
+    monkeypatch.setattr(flowcapture, "HOOK_RAISES", False, raising=False)
+    real_connect = socket.socket.connect
+
+    def guarded(self, address):  # loopback only
+        host = address[0] if isinstance(address, tuple) else address
+        if isinstance(host, str) and host not in ("127.0.0.1", "::1", "localhost") and not host.startswith("/"):
+            raise OSError(f"network blocked in tests: {address!r}")
+        return real_connect(self, address)
+
+    monkeypatch.setattr(socket.socket, "connect", guarded)
+
+
+def make(target: str = REVIEW, **options):
+    """The app under test: same factory as the CLI, no litellm preload, no cursor blink."""
+    from tui.app import make_app
+
+    options.setdefault("preload_litellm", False)
+    options.setdefault("cursor_blink", False)
+    return make_app(target, **options)
+
+
+async def wait_until(pilot, cond: Callable[[], bool], timeout: float = 10.0, what: str = "condition") -> None:
+    """Let the app run until ``cond()`` holds (no fixed sleeps)."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not cond():
+        if loop.time() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        await pilot.pause(0.02)
+    pilot.app.flush(everything=True, force=True)
+    await pilot.pause(0.01)
+
+
+def status(app) -> str:
+    view = app.session.view
+    return "none" if view is None else view.status
+
+
+async def paused(pilot, *, after: int | None = None, timeout: float = 10.0) -> None:
+    """Wait for the run to be paused (at a pause event newer than seq ``after``)."""
+    app = pilot.app
+
+    def ok() -> bool:
+        app.flush(everything=True)
+        view = app.session.view
+        return view is not None and view.status == "paused" and (after is None or view.pause.seq > after)
+
+    await wait_until(pilot, ok, timeout, "the run to pause")
+
+
+async def ended(pilot, timeout: float = 10.0) -> None:
+    app = pilot.app
+
+    def ok() -> bool:
+        app.flush(everything=True)
+        return status(app) in ("finished", "failed", "stopped")
+
+    await wait_until(pilot, ok, timeout, "the run to end")
+
+
+async def press_and_pause(pilot, *keys: str) -> None:
+    """Press keys on a paused run and wait until it pauses again."""
+    for key in keys:
+        seq = pilot.app.session.view.pause.seq
+        await pilot.press(key)
+        await paused(pilot, after=seq)
+
+
+def types(app) -> list[str]:
+    return [ev.type for ev in app.session.events]

@@ -1,0 +1,7 @@
+"""Shared with the test flows: every model request they receive, in order."""
+
+REQUESTS: list[tuple[str, list]] = []
+
+
+def count(agent: str) -> int:
+    return sum(1 for who, _ in REQUESTS if who == agent)
