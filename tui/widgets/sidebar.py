@@ -23,7 +23,7 @@ def _short(value: Any, limit: int = 200) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def sidebar_rows(view: Any) -> list[tuple[str | None, Text]]:
+def sidebar_rows(view: Any, width: int = 42) -> list[tuple[str | None, Text]]:
     """(id, text) per row; id is ``memory:i``, ``tasks:i`` or ``field:name`` for editable rows."""
     rows: list[tuple[str | None, Text]] = []
 
@@ -75,7 +75,7 @@ def sidebar_rows(view: Any) -> list[tuple[str | None, Text]]:
     if isinstance(loop, dict):
         stopped = f" · stopped by {loop['stopped_by']}" if loop.get("stopped_by") else ""
         rows.append((None, Text.assemble(("  loop", "bold"),
-                                         f" {loop.get('iterations', 0)}/{loop.get('max_iterations', '?')}{stopped}")))
+                                         f" {loop.get('iterations', 0)} of {loop.get('max_iterations', '?')} iterations done{stopped}")))
     budget = view.ctx.get("budget")
     if isinstance(budget, dict):
         parts = [f"{k} {v}" for k, v in budget.items() if v not in (None, 0, 0.0)]
@@ -84,8 +84,8 @@ def sidebar_rows(view: Any) -> list[tuple[str | None, Text]]:
         rows.append((None, Text.assemble(("  output", "bold"), " = ", _short(view.ctx["output"], 120))))
     if not user and not any(k in view.ctx for k in RUNTIME_CTX):
         empty("nothing set yet")
-    for _, text in rows:
-        text.no_wrap, text.overflow = True, "ellipsis"
+    for _, text in rows:  # one line per row: the full text is one `e` away
+        text.truncate(width, overflow="ellipsis")
     return rows
 
 
@@ -97,7 +97,8 @@ class Sidebar(OptionList):
         self._rows: list[tuple[str | None, str]] = []
 
     def sync(self, view: Any) -> None:
-        rows = sidebar_rows(view) if view is not None else []
+        width = max((self.scrollable_content_region.width or 44) - 2, 20)
+        rows = sidebar_rows(view, width) if view is not None else []
         plain = [(rid, text.plain + str(text.spans)) for rid, text in rows]
         if plain == self._rows:
             return
