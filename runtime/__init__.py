@@ -23,7 +23,7 @@ from runtime.errors import (
 )
 from runtime.markers import Context, Input, State
 from runtime.messages import Message, ToolCall, ToolOutput, ToolResult
-from runtime.providers.base import ChatReply, ChatRequest, Provider
+from runtime.providers.base import ChatReply, ChatRequest, Provider, Usage
 from runtime.providers.function import FunctionProvider
 from runtime.providers.scripted import ScriptedProvider
 from runtime.steps import called_tool, loop, parallel, turn_of, until_answered, was_exhausted
@@ -44,6 +44,6 @@ __all__ = [
     "ChatRequest", "ConfigError", "Context", "Controller", "FatalToolError", "FlowLoadError", "FlowtuiError",
     "FunctionProvider", "InjectionError", "Input", "LiteLLMProvider", "LoopInfo", "Message", "PromptNotFoundError",
     "Provider", "ProviderError", "ScriptExhaustedError", "ScriptedProvider", "State", "ToolCall", "ToolOutput",
-    "ToolResult", "TurnInfo", "WorkflowRuntime", "agent", "bootstrap", "called_tool", "loop", "parallel",
+    "ToolResult", "TurnInfo", "Usage", "WorkflowRuntime", "agent", "bootstrap", "called_tool", "loop", "parallel",
     "run_workflow", "tool", "turn_of", "until_answered", "was_exhausted", "workflow",
 ]

@@ -64,6 +64,7 @@ class BudgetTracker:
         self.tool_calls = 0
         self.tokens = 0
         self.cost_usd = 0.0
+        self.reported = False  # on_exceeded was called (once per budget, children included)
 
     def add_chat(self, *, tokens: int, cost_usd: float) -> None:
         self.chat_calls += 1
@@ -83,9 +84,20 @@ class BudgetTracker:
 
     def exceeded(self) -> str | None:
         """The name of the first limit reached (here or in a parent's budget), or None."""
+        found = self.exceeded_in()
+        return found[1] if found is not None else None
+
+    def exceeded_in(self) -> "tuple[BudgetTracker, str] | None":
+        """(the tracker whose budget was reached, the limit's name), here or in a parent; or None."""
+        limit = self._own_limit()
+        if limit is not None:
+            return self, limit
+        return self.parent.exceeded_in() if self.parent is not None else None
+
+    def _own_limit(self) -> str | None:
         b = self.budget
         if b is None:
-            return self.parent.exceeded() if self.parent is not None else None
+            return None
         if b.max_chat_calls is not None and self.chat_calls >= b.max_chat_calls:
             return "max_chat_calls"
         if b.max_tool_calls is not None and self.tool_calls >= b.max_tool_calls:
@@ -96,7 +108,7 @@ class BudgetTracker:
             return "max_cost_usd"
         if b.max_duration_s is not None and time.perf_counter() - self._t0 >= b.max_duration_s:
             return "max_duration_s"
-        return self.parent.exceeded() if self.parent is not None else None
+        return None
 
 
 def check_budget_arg(budget: Any) -> Budget | None:

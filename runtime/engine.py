@@ -169,7 +169,7 @@ class Run:
             self.error = exc
         finally:
             self.check_state()
-            if self.observer is not None and self.depth == 0:
+            if self.observer is not None:
                 self.observer.detach()
         self.status = status
         self.output = self.ctx.get("output")

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ValidationError
 
 from runtime.decorators import AgentSpec
-from runtime.errors import FatalToolError
+from runtime.errors import BudgetExceededError, FatalToolError
 from runtime.invoke import call_user
 from runtime.messages import Message, ToolCall, ToolOutput, ToolResult
 
@@ -51,9 +51,9 @@ async def run_tool_call(run: "Run", spec: AgentSpec, agent: Any, call: ToolCall)
 
     ctx = run.ctx
     with NodeScope(run, "tool", call.name, data={"args": dict(call.args)}) as scope:
-        output, is_error = await _execute(run, spec, agent, call)
+        output, is_error, ran = await _execute(run, spec, agent, call)  # ran: the call before_tool left
         if "after_tool" in spec.hooks:
-            result = ToolResult(name=call.name, args=dict(call.args), output=output, is_error=is_error)
+            result = ToolResult(name=ran.name, args=dict(ran.args), output=output, is_error=is_error)
             new = await run.hook(agent.after_tool, spec.name, "after_tool", (result, ctx))
             if isinstance(new, ToolOutput):
                 output, is_error = new.content, new.is_error
@@ -72,30 +72,30 @@ async def run_tool_call(run: "Run", spec: AgentSpec, agent: Any, call: ToolCall)
             else:
                 fails.count = 0
     run.publish_budget()
-    return ToolResult(name=call.name, args=dict(call.args), output=output, is_error=is_error)
+    return ToolResult(name=ran.name, args=dict(ran.args), output=output, is_error=is_error)
 
 
-async def _execute(run: "Run", spec: AgentSpec, agent: Any, call: ToolCall) -> tuple[str, bool]:
+async def _execute(run: "Run", spec: AgentSpec, agent: Any, call: ToolCall) -> tuple[str, bool, ToolCall]:
     if "before_tool" in spec.hooks:
         try:
             new = await run.hook(agent.before_tool, spec.name, "before_tool", (call, run.ctx))
         except FatalToolError:
             raise
         except Exception as exc:
-            return f"Tool call {call.name} was cancelled: {exc}", True
+            return f"Tool call {call.name} was cancelled: {exc}", True, call
         if isinstance(new, ToolCall):
             call = new
     plans = run.plans.tool_specs[spec.cls]
     tool_cls = plans.by_name.get(call.name)
     if tool_cls is None:
         available = ", ".join(sorted(plans.names)) or "none"
-        return f"Unknown tool {call.name!r}. Available tools: {available}.", True
+        return f"Unknown tool {call.name!r}. Available tools: {available}.", True, call
     tspec = plans.specs[tool_cls]
     if tspec.schema is not None:
         try:
             args: Any = tspec.schema.model_validate(call.args)
         except ValidationError as exc:
-            return _validation_text(call.name, exc), True
+            return _validation_text(call.name, exc), True, call
     else:
         args = dict(call.args)
     kwargs = {}
@@ -105,9 +105,9 @@ async def _execute(run: "Run", spec: AgentSpec, agent: Any, call: ToolCall) -> t
     try:
         value = await call_user(instance.execute, (), kwargs=kwargs, origin=f"tool:{call.name}",
                                 offload=run.offload, then=run.check_state)
-    except FatalToolError:
+    except (FatalToolError, BudgetExceededError):  # a child workflow's budget error ends the run too
         raise
     except Exception as exc:
         text = str(exc) or type(exc).__name__
-        return f"Tool {call.name} failed: {text}", True
-    return _text(value)
+        return f"Tool {call.name} failed: {text}", True, call
+    return (*_text(value), call)

@@ -1,0 +1,389 @@
+"""Budgets (SPEC §1.7): stop and raise modes, each limit, on_exceeded, ctx.budget,
+and child workflows counting toward their parent's budget."""
+
+from __future__ import annotations
+
+import pytest
+from pydantic import BaseModel
+
+from runtime import (
+    Budget,
+    BudgetExceededError,
+    BudgetUsage,
+    ChatReply,
+    FunctionProvider,
+    Input,
+    WorkflowRuntime,
+    agent,
+    bootstrap,
+    loop,
+    tool,
+    workflow,
+)
+from runtime.providers.base import Usage
+
+
+# --- helpers ---------------------------------------------------------------
+
+def counting(prefix: str):
+    calls: list = []
+
+    def handler(messages, tools):
+        calls.append(messages)
+        return f"{prefix} {len(calls)}"
+
+    return FunctionProvider(handler), calls
+
+
+def scripted(*replies):
+    queue = list(replies)
+    calls: list = []
+
+    def handler(messages, tools):
+        calls.append(messages)
+        return queue.pop(0) if queue else "no more"
+
+    return FunctionProvider(handler), calls
+
+
+def call(name, **args):
+    return {"content": "", "tool_calls": [{"name": name, "args": args}]}
+
+
+async def run_collect(wf, input="go", **kw):
+    app = bootstrap(wf)
+    events: list = []
+    run = app.prepare(input, on_event=events.append, **kw)
+    out = await run.execute()
+    return out, events, run
+
+
+def agent_nodes(events):
+    return [e.name for e in events if e.type == "node.start" and e.kind == "agent"]
+
+
+def three_agents():
+    pa, ca = counting("a")
+    pb, cb = counting("b")
+    pc, cc = counting("c")
+
+    @agent(provider=pa)
+    class A:
+        pass
+
+    @agent(provider=pb)
+    class B:
+        pass
+
+    @agent(provider=pc)
+    class C:
+        pass
+
+    @workflow(steps=[A, B, C])
+    class W:
+        pass
+
+    return W, (ca, cb, cc)
+
+
+# --- stop mode -----------------------------------------------------------------
+
+async def test_stop_mode_returns_output_so_far_and_skips_remaining_steps():
+    W, (ca, cb, cc) = three_agents()
+    out, events, run = await run_collect(W, budget=Budget(max_chat_calls=2, mode="stop"))
+    assert out == "b 1"
+    assert (len(ca), len(cb), len(cc)) == (1, 1, 0)
+    assert agent_nodes(events) == ["A", "B"]
+    end = events[-1]
+    assert end.type == "run.end"
+    assert end.status == "finished"
+    assert "budget" in end.reason and "max_chat_calls" in end.reason
+    assert end.output == "b 1"
+    wf_end = [e for e in events if e.type == "node.end" and e.kind == "workflow"][0]
+    assert wf_end.status == "stopped"
+
+
+async def test_stop_mode_is_the_default_and_app_run_returns():
+    W, (ca, cb, cc) = three_agents()
+    out = await bootstrap(W).run("go", budget=Budget(max_chat_calls=1))
+    assert out == "a 1"
+    assert (len(ca), len(cb), len(cc)) == (1, 0, 0)
+
+
+async def test_stop_inside_a_loop_sets_stopped_by_budget():
+    p, calls = counting("r")
+
+    @agent(provider=p)
+    class A:
+        pass
+
+    @workflow(steps=[loop([A], until=lambda ctx: False, max_iterations=10)])
+    class W:
+        pass
+
+    out, events, run = await run_collect(W, budget=Budget(max_chat_calls=3))
+    assert out == "r 3" and len(calls) == 3
+    assert run.ctx.loop.stopped_by == "budget"
+    assert run.ctx.loop.exhausted is False
+    (loop_end,) = [e for e in events if e.type == "node.end" and e.kind == "loop"]
+    assert loop_end.status == "stopped"
+    assert loop_end.data["stopped_by"] == "budget"
+    assert loop_end.data["iterations"] == 3
+    assert "max_chat_calls" in events[-1].reason
+
+
+# --- raise mode --------------------------------------------------------------------
+
+async def test_raise_mode_raises_budget_exceeded_error():
+    W, (ca, cb, cc) = three_agents()
+    app = bootstrap(W)
+    events: list = []
+    app.subscribe(events.append)
+    with pytest.raises(BudgetExceededError) as info:
+        await app.run("go", budget=Budget(max_chat_calls=2, mode="raise"))
+    assert info.value.limit == "max_chat_calls"
+    assert isinstance(info.value.usage, BudgetUsage) and info.value.usage.chat_calls == 2
+    assert "max_chat_calls" in str(info.value)
+    assert len(cc) == 0
+    end = events[-1]
+    assert end.type == "run.end" and end.status == "failed"
+    assert "BudgetExceededError" in end.error
+
+
+# --- each limit ------------------------------------------------------------------
+
+class Args(BaseModel):
+    n: int
+
+
+def _noop_tool(executed: list):
+    @tool(name="noop", schema=Args)
+    class Noop:
+        async def execute(self, args: Args = Input()):
+            executed.append(args.n)
+            return f"done {args.n}"
+
+    return Noop
+
+
+async def test_max_tool_calls_stops_before_the_next_tool_call():
+    executed: list = []
+    provider, calls = scripted(*[call("noop", n=i) for i in range(10)])
+
+    @agent(provider=provider, tools=[_noop_tool(executed)])
+    class A:
+        pass
+
+    @workflow(steps=[loop([A], max_iterations=10)])
+    class W:
+        pass
+
+    out, events, run = await run_collect(W, budget=Budget(max_tool_calls=2))
+    assert executed == [0, 1]
+    assert len(calls) == 2
+    assert out == "done 1"
+    assert "max_tool_calls" in events[-1].reason
+    assert run.ctx.budget.tool_calls == 2
+
+
+async def test_max_tool_calls_stops_between_tool_calls_of_one_turn():
+    executed: list = []
+    reply = {"content": "", "tool_calls": [{"name": "noop", "args": {"n": i}} for i in range(4)]}
+    provider, calls = scripted(reply)
+
+    @agent(provider=provider, tools=[_noop_tool(executed)])
+    class A:
+        pass
+
+    @workflow(steps=[A])
+    class W:
+        pass
+
+    out, events, run = await run_collect(W, budget=Budget(max_tool_calls=3))
+    assert executed == [0, 1, 2]
+    assert [e.name for e in events if e.type == "node.start" and e.kind == "tool"] == ["noop"] * 3
+
+
+async def test_max_tokens_counts_prompt_and_completion_tokens():
+    seen = []
+
+    def handler(messages, tools):
+        seen.append(1)
+        return ChatReply(content=f"r{len(seen)}", usage=Usage(prompt_tokens=20, completion_tokens=10))
+
+    usages = []
+
+    @agent(provider=FunctionProvider(handler))
+    class A:
+        def after_response(self, response, ctx):
+            usages.append(ctx.budget)
+
+    @workflow(steps=[loop([A], max_iterations=10)])
+    class W:
+        pass
+
+    out, events, run = await run_collect(W, budget=Budget(max_tokens=75))
+    # 30, 60 < 75; 90 >= 75 after the third call, so no fourth
+    assert len(seen) == 3 and out == "r3"
+    assert [u.tokens for u in usages] == [30, 60, 90]
+    assert [u.chat_calls for u in usages] == [1, 2, 3]
+    assert "max_tokens" in events[-1].reason
+    chat_ends = [e for e in events if e.type == "node.end" and e.kind == "chat"]
+    assert [(e.data["prompt_tokens"], e.data["completion_tokens"]) for e in chat_ends] == [(20, 10)] * 3
+
+
+async def test_max_cost_usd():
+    def handler(messages, tools):
+        return ChatReply(content="x", cost_usd=0.4)
+
+    @agent(provider=FunctionProvider(handler))
+    class A:
+        pass
+
+    @workflow(steps=[loop([A], max_iterations=10)])
+    class W:
+        pass
+
+    out, events, run = await run_collect(W, budget=Budget(max_cost_usd=1.0))
+    assert run.ctx.budget.chat_calls == 3
+    assert run.ctx.budget.cost_usd == pytest.approx(1.2)
+    assert "max_cost_usd" in events[-1].reason
+
+
+async def test_no_budget_leaves_ctx_budget_unset():
+    W, _ = three_agents()
+    out, events, run = await run_collect(W)
+    assert out == "c 1"
+    assert run.ctx.get("budget") is None
+    assert events[-1].reason is None
+
+
+# --- on_exceeded --------------------------------------------------------------------
+
+@pytest.mark.parametrize("mode", ["stop", "raise"])
+async def test_on_exceeded_is_called_once_with_ctx_and_usage(mode):
+    p, calls = counting("r")
+    got = []
+
+    @agent(provider=p)
+    class A:
+        pass
+
+    @workflow(steps=[loop([loop([A], max_iterations=10, name="inner")], max_iterations=10, name="outer")])
+    class W:
+        pass
+
+    def on_exceeded(ctx, usage):
+        got.append((ctx.output, usage.chat_calls))
+
+    budget = Budget(max_chat_calls=2, mode=mode, on_exceeded=on_exceeded)
+    if mode == "raise":
+        with pytest.raises(BudgetExceededError):
+            await bootstrap(W).run("go", budget=budget)
+    else:
+        await bootstrap(W).run("go", budget=budget)
+    assert got == [("r 2", 2)]
+
+
+# --- ctx.budget ---------------------------------------------------------------------
+
+async def test_ctx_budget_shows_usage_as_the_run_goes():
+    executed: list = []
+    provider, calls = scripted(call("noop", n=1), "answer")
+    seen = []
+
+    @agent(provider=provider, tools=[_noop_tool(executed)])
+    class A:
+        def after_response(self, response, ctx):
+            seen.append((ctx.budget.chat_calls, ctx.budget.tool_calls))
+
+    @workflow(steps=[A, A])
+    class W:
+        pass
+
+    out, events, run = await run_collect(W, budget=Budget(max_chat_calls=100))
+    assert seen == [(1, 1), (2, 1)]
+    assert isinstance(run.ctx.budget, BudgetUsage)
+    budget_sets = [e.value for e in events if e.type == "ctx.set" and e.name == "budget"]
+    assert budget_sets and budget_sets[-1]["chat_calls"] == 2 and budget_sets[-1]["tool_calls"] == 1
+
+
+# --- child workflows ------------------------------------------------------------------
+
+class Q(BaseModel):
+    q: str
+
+
+def _parent_with_child(child_calls_per_run: int):
+    child_p, child_calls = counting("child")
+
+    @agent(provider=child_p)
+    class ChildAgent:
+        pass
+
+    @workflow(steps=[loop([ChildAgent], max_iterations=child_calls_per_run)])
+    class Child:
+        pass
+
+    @tool(name="delegate", schema=Q)
+    class Delegate:
+        def __init__(self, runtime: WorkflowRuntime):
+            self.runtime = runtime
+
+        async def execute(self, args: Q = Input()):
+            return await self.runtime.run(Child, input=args.q)
+
+    parent_p, parent_calls = scripted(call("delegate", q="sub"), "parent 2", "parent 3", "parent 4")
+
+    @agent(provider=parent_p, tools=[Delegate])
+    class Parent:
+        pass
+
+    @workflow(steps=[Parent, Parent, Parent])
+    class W:
+        pass
+
+    return W, parent_calls, child_calls
+
+
+async def test_child_workflow_counts_toward_parent_budget():
+    W, parent_calls, child_calls = _parent_with_child(2)
+    out, events, run = await run_collect(W, budget=Budget(max_chat_calls=4))
+    # parent 1 + child 2 = 3 calls; parent's second turn is the 4th; the third is skipped
+    assert len(child_calls) == 2
+    assert len(parent_calls) == 2
+    assert out == "parent 2"
+    assert run.ctx.budget.chat_calls == 4
+    assert run.ctx.budget.tool_calls == 1
+    assert "max_chat_calls" in events[-1].reason
+
+
+async def test_child_hitting_parent_budget_in_stop_mode_stops_the_child_and_the_parent():
+    W, parent_calls, child_calls = _parent_with_child(5)
+    got = []
+    out, events, run = await run_collect(
+        W, budget=Budget(max_chat_calls=3, on_exceeded=lambda ctx, usage: got.append(usage.chat_calls)))
+    # parent 1 + child 2, then the child stops at the parent's limit and the parent stops too
+    assert len(child_calls) == 2
+    assert len(parent_calls) == 1
+    assert out == "child 2"  # the child's output so far became the tool result, the last output
+    tool_msgs = [e.item for e in events if e.type == "state.append" and e.run_id == run.id
+                 and e.item.role == "tool"]
+    assert [(m.content, m.is_error) for m in tool_msgs] == [("child 2", False)]
+    run_ends = [(e.run_id == run.id, e.status, e.reason) for e in events if e.type == "run.end"]
+    assert run_ends == [(False, "finished", "budget: max_chat_calls"), (True, "finished", "budget: max_chat_calls")]
+    assert got == [3]  # on_exceeded once, though both runs reached it
+
+
+async def test_child_hitting_parent_budget_in_raise_mode_raises_out_of_the_parent():
+    W, parent_calls, child_calls = _parent_with_child(5)
+    app = bootstrap(W)
+    events: list = []
+    app.subscribe(events.append)
+    with pytest.raises(BudgetExceededError) as info:
+        await app.run("go", budget=Budget(max_chat_calls=3, mode="raise"))
+    assert info.value.limit == "max_chat_calls"
+    assert len(child_calls) == 2 and len(parent_calls) == 1
+    # not swallowed as a tool error observation
+    assert not [e for e in events if e.type == "state.append" and getattr(e.item, "role", None) == "tool"]
+    assert [e.status for e in events if e.type == "run.end"] == ["failed", "failed"]

@@ -1,0 +1,285 @@
+"""Isolated sub-agents (SPEC §1.5): a tool with a WorkflowRuntime runs a child workflow
+with its own ctx, state and history, in the parent's event stream."""
+
+from __future__ import annotations
+
+import pytest
+from pydantic import BaseModel
+
+from runtime import (
+    FatalToolError,
+    FunctionProvider,
+    Input,
+    State,
+    WorkflowRuntime,
+    agent,
+    bootstrap,
+    tool,
+    workflow,
+)
+
+
+class Q(BaseModel):
+    q: str
+
+
+class ChildState:
+    def __init__(self):
+        self.notes: list[str] = []
+
+
+class ParentState:
+    def __init__(self):
+        self.notes: list[str] = []
+
+
+def call(name, **args):
+    return {"content": "", "tool_calls": [{"name": name, "args": args}]}
+
+
+def build(child_handler, parent_replies, *, seen_parent: list, seen_child: list, states: dict):
+    def child_fn(messages, tools):
+        seen_child.append(list(messages))
+        return child_handler(messages)
+
+    @agent(provider=FunctionProvider(child_fn), prompt="You research.")
+    class Researcher:
+        def __init__(self, s: ChildState = State()):
+            self.s = s
+
+        def after_response(self, response, ctx):
+            self.s.notes.append(response)
+            states["child"] = self.s
+            states["child_ctx"] = ctx
+            ctx.state.append("memory", "child-only memory")
+
+    @workflow(state=ChildState, steps=[Researcher])
+    class ResearchWorkflow:
+        pass
+
+    @tool(name="research", description="Delegates a question to a sub-agent.", schema=Q)
+    class ResearchTool:
+        def __init__(self, runtime: WorkflowRuntime, s: ParentState = State()):
+            self.runtime = runtime
+            self.s = s
+
+        async def execute(self, args: Q = Input()):
+            out = await self.runtime.run(ResearchWorkflow, input=args.q, memory={"topic": args.q})
+            self.s.notes.append(f"child said {out}")
+            return out
+
+    queue = list(parent_replies)
+
+    def parent_fn(messages, tools):
+        seen_parent.append(list(messages))
+        return queue.pop(0)
+
+    @agent(provider=FunctionProvider(parent_fn), prompt="You plan.", tools=[ResearchTool])
+    class Planner:
+        def __init__(self, s: ParentState = State()):
+            states["parent"] = s
+
+        def after_response(self, response, ctx):
+            states["parent_ctx"] = ctx
+
+    @workflow(state=ParentState, steps=[Planner, Planner])
+    class PlanWorkflow:
+        pass
+
+    return PlanWorkflow
+
+
+async def test_child_workflow_runs_isolated_and_returns_its_output_as_the_tool_result():
+    seen_parent: list = []
+    seen_child: list = []
+    states: dict = {}
+    W = build(lambda m: f"answer to {m[-1].content}", [call("research", q="what is X?"), "final"],
+              seen_parent=seen_parent, seen_child=seen_child, states=states)
+
+    app = bootstrap(W)
+    events: list = []
+    run = app.prepare("plan it", on_event=events.append)
+    out = await run.execute()
+    assert out == "final"
+
+    # the child saw only its own prompt, its memory and its input: nothing of the parent
+    (child_msgs,) = seen_child
+    assert [(m.role, m.content) for m in child_msgs] == [
+        ("system", "You research."), ("system", "topic: what is X?"), ("user", "what is X?")]
+
+    # the parent's history holds the tool result, not the child's messages
+    history = [(m.role, m.content) for m in run.ctx.state.history]
+    assert history == [("user", "plan it"), ("assistant", ""), ("tool", "answer to what is X?"),
+                       ("assistant", "final")]
+    assert "child-only memory" not in run.ctx.state.memory
+    # the parent's second model call reads the child's output as the tool observation
+    assert seen_parent[1][-1].role == "tool" and seen_parent[1][-1].content == "answer to what is X?"
+
+    # separate state instances and contexts
+    assert isinstance(states["child"], ChildState) and isinstance(states["parent"], ParentState)
+    assert states["child"] is not states["parent"]
+    assert states["child"].notes == ["answer to what is X?"]
+    assert states["parent"].notes == ["child said answer to what is X?"]
+    assert run.workflow_state is states["parent"]
+    assert states["child_ctx"] is not states["parent_ctx"]
+    assert states["parent_ctx"] is run.ctx
+    assert states["child_ctx"].run_id != run.id
+
+
+async def test_child_events_nest_under_the_parent_tool_node_in_one_stream():
+    seen_parent: list = []
+    seen_child: list = []
+    states: dict = {}
+    W = build(lambda m: "child answer", [call("research", q="q"), "final"],
+              seen_parent=seen_parent, seen_child=seen_child, states=states)
+
+    app = bootstrap(W)
+    events: list = []
+    app.subscribe(events.append)
+    await app.run("go")
+
+    parent_id = events[0].run_id
+    child_ids = {e.run_id for e in events} - {parent_id}
+    assert len(child_ids) == 1
+    (child_id,) = child_ids
+
+    # one stream: seq strictly increasing across parent and child events
+    seqs = [e.seq for e in events]
+    assert seqs == sorted(seqs) and len(set(seqs)) == len(seqs)
+
+    # the whole node tree, in order, with which run each node belongs to
+    nodes = [(e.run_id == child_id, e.type, e.kind, e.name) for e in events if e.type.startswith("node.")]
+    assert nodes == [
+        (False, "node.start", "workflow", "PlanWorkflow"),
+        (False, "node.start", "agent", "Planner"),
+        (False, "node.start", "chat", "Planner"),
+        (False, "node.end", "chat", "Planner"),
+        (False, "node.start", "tool", "research"),
+        (True, "node.start", "workflow", "ResearchWorkflow"),
+        (True, "node.start", "agent", "Researcher"),
+        (True, "node.start", "chat", "Researcher"),
+        (True, "node.end", "chat", "Researcher"),
+        (True, "node.end", "agent", "Researcher"),
+        (True, "node.end", "workflow", "ResearchWorkflow"),
+        (False, "node.end", "tool", "research"),
+        (False, "node.end", "agent", "Planner"),
+        (False, "node.start", "agent", "Planner"),
+        (False, "node.start", "chat", "Planner"),
+        (False, "node.end", "chat", "Planner"),
+        (False, "node.end", "agent", "Planner"),
+        (False, "node.end", "workflow", "PlanWorkflow"),
+    ]
+    tool_start = next(e for e in events if e.type == "node.start" and e.kind == "tool")
+    child_wf = next(e for e in events if e.type == "node.start" and e.kind == "workflow" and e.run_id == child_id)
+    assert child_wf.parent_id == tool_start.node_id
+    # the child's run.start/run.end sit under the tool node too
+    child_runs = [(e.type, e.parent_id, getattr(e, "status", None)) for e in events
+                  if e.type.startswith("run.") and e.run_id == child_id]
+    assert child_runs == [("run.start", tool_start.node_id, None), ("run.end", tool_start.node_id, "finished")]
+    # node ids are unique across the stream
+    starts = [e.node_id for e in events if e.type == "node.start"]
+    assert len(starts) == len(set(starts))
+    # the child's state changes are events of the child run
+    child_changes = [(e.path, e.new) for e in events if e.type == "workflow_state.change" and e.run_id == child_id]
+    assert child_changes == [("notes", ["child answer"])]
+
+
+async def test_fatal_tool_error_inside_the_child_reraises_out_of_the_parent():
+    secret = "child-secret-token-9876"
+
+    @tool(name="boom", schema=Q)
+    class Boom:
+        async def execute(self, args: Q = Input()):
+            try:
+                raise OSError(secret)
+            except OSError as exc:
+                raise FatalToolError("child tool died", cause=exc)
+
+    child_replies = [call("boom", q="x")]
+
+    @agent(provider=FunctionProvider(lambda m, t: child_replies.pop(0)), tools=[Boom])
+    class ChildAgent:
+        pass
+
+    @workflow(steps=[ChildAgent])
+    class Child:
+        pass
+
+    @tool(name="delegate", schema=Q)
+    class Delegate:
+        def __init__(self, runtime: WorkflowRuntime):
+            self.runtime = runtime
+
+        async def execute(self, args: Q = Input()):
+            return await self.runtime.run(Child, input=args.q)
+
+    parent_seen: list = []
+    parent_replies = [call("delegate", q="go"), "never"]
+
+    def parent_fn(messages, tools):
+        parent_seen.append(messages)
+        return parent_replies.pop(0)
+
+    @agent(provider=FunctionProvider(parent_fn), tools=[Delegate])
+    class ParentAgent:
+        pass
+
+    @workflow(steps=[ParentAgent, ParentAgent])
+    class Parent:
+        pass
+
+    app = bootstrap(Parent)
+    events: list = []
+    app.subscribe(events.append)
+    with pytest.raises(FatalToolError) as info:
+        await app.run("start")
+    assert info.value.message == "child tool died"
+    assert len(parent_seen) == 1  # the parent never got another turn
+    ends = [(e.run_id == events[0].run_id, e.status) for e in events if e.type == "run.end"]
+    assert ends == [(False, "failed"), (True, "failed")]
+    assert not [e for e in events if e.type == "state.append" and getattr(e.item, "role", None) == "tool"]
+    for e in events:
+        assert secret not in e.model_dump_json()
+
+
+async def test_each_child_run_gets_a_fresh_state_and_its_own_run_id():
+    states = []
+
+    @agent(provider=FunctionProvider(lambda m, t: "ok"))
+    class ChildAgent:
+        def __init__(self, s: ChildState = State()):
+            self.s = s
+
+        def after_response(self, r, ctx):
+            self.s.notes.append(r)
+            states.append((ctx.run_id, self.s, list(self.s.notes)))
+
+    @workflow(state=ChildState, steps=[ChildAgent])
+    class Child:
+        pass
+
+    @tool(name="delegate", schema=Q)
+    class Delegate:
+        def __init__(self, runtime: WorkflowRuntime):
+            self.runtime = runtime
+
+        async def execute(self, args: Q = Input()):
+            return await self.runtime.run(Child, input=args.q)
+
+    two_calls = {"content": "", "tool_calls": [{"name": "delegate", "args": {"q": "1"}},
+                                                {"name": "delegate", "args": {"q": "2"}}]}
+
+    @agent(provider=FunctionProvider(lambda m, t: two_calls), tools=[Delegate])
+    class ParentAgent:
+        pass
+
+    @workflow(steps=[ParentAgent])
+    class Parent:
+        pass
+
+    await bootstrap(Parent).run("go")
+    assert len(states) == 2
+    (id1, s1, notes1), (id2, s2, notes2) = states
+    assert id1 != id2
+    assert s1 is not s2
+    assert notes1 == ["ok"] and notes2 == ["ok"]

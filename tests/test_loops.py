@@ -1,0 +1,544 @@
+"""Steps and loops (SPEC §1.6): until (sync, async, with state), stopped_by, max_fails,
+the stop helpers, nested loops and parallel."""
+
+from __future__ import annotations
+
+import asyncio
+
+from pydantic import BaseModel
+
+from runtime import (
+    FunctionProvider,
+    Input,
+    State,
+    ToolOutput,
+    agent,
+    bootstrap,
+    called_tool,
+    loop,
+    parallel,
+    tool,
+    turn_of,
+    until_answered,
+    was_exhausted,
+    workflow,
+)
+
+
+# --- helpers ---------------------------------------------------------------
+
+def counting(prefix: str = "reply"):
+    """A FunctionProvider answering "<prefix> 1", "<prefix> 2", ... and the list of its calls."""
+    calls: list = []
+
+    def handler(messages, tools):
+        calls.append(messages)
+        return f"{prefix} {len(calls)}"
+
+    return FunctionProvider(handler), calls
+
+
+def scripted(*replies):
+    queue = list(replies)
+    calls: list = []
+
+    def handler(messages, tools):
+        calls.append(messages)
+        return queue.pop(0)
+
+    return FunctionProvider(handler), calls
+
+
+def call(name, **args):
+    return {"content": "", "tool_calls": [{"name": name, "args": args}]}
+
+
+async def run_collect(wf, input="go", **kw):
+    app = bootstrap(wf)
+    events: list = []
+    run = app.prepare(input, on_event=events.append, **kw)
+    out = await run.execute()
+    return out, events, run
+
+
+def loop_end(events, name="loop"):
+    (end,) = [e for e in events if e.type == "node.end" and e.kind == "loop" and e.name == name]
+    return end
+
+
+def loop_infos(events):
+    """Every ctx.loop value set, in order."""
+    return [e.value for e in events if e.type == "ctx.set" and e.name == "loop"]
+
+
+class S(BaseModel):
+    done: bool = False
+    rounds: int = 0
+
+
+# --- until ----------------------------------------------------------------------
+
+async def test_body_runs_once_even_when_until_is_already_true():
+    provider, calls = counting()
+    until_calls = []
+
+    @agent(provider=provider)
+    class A:
+        pass
+
+    def until(ctx):
+        until_calls.append(ctx.output)
+        return True
+
+    @workflow(steps=[loop([A], until=until, max_iterations=5)])
+    class W:
+        pass
+
+    out, events, run = await run_collect(W)
+    assert len(calls) == 1
+    assert until_calls == ["reply 1"]  # until is asked after the body, never before
+    assert out == "reply 1"
+    end = loop_end(events)
+    assert end.status == "ok"
+    assert (end.data["iterations"], end.data["stopped_by"]) == (1, "until")
+    assert run.ctx.loop.stopped_by == "until" and run.ctx.loop.iterations == 1
+    assert run.ctx.loop.exhausted is False
+    assert not was_exhausted(run.ctx)
+
+
+async def test_sync_until_stops_the_loop_when_it_returns_true():
+    provider, calls = counting()
+
+    @agent(provider=provider)
+    class A:
+        pass
+
+    @workflow(steps=[loop([A], until=lambda ctx: ctx.output == "reply 3", max_iterations=10)])
+    class W:
+        pass
+
+    out, events, run = await run_collect(W)
+    assert out == "reply 3" and len(calls) == 3
+    assert (loop_end(events).data["iterations"], loop_end(events).data["stopped_by"]) == (3, "until")
+    assert run.ctx.loop.stopped_by == "until"
+
+
+async def test_async_until_is_awaited():
+    provider, calls = counting()
+
+    @agent(provider=provider)
+    class A:
+        pass
+
+    async def until(ctx):
+        await asyncio.sleep(0)
+        return ctx.output == "reply 2"
+
+    @workflow(steps=[loop([A], until=until, max_iterations=10)])
+    class W:
+        pass
+
+    out, events, run = await run_collect(W)
+    assert out == "reply 2" and len(calls) == 2
+    assert loop_end(events).data["stopped_by"] == "until"
+
+
+async def test_until_with_two_parameters_gets_the_workflow_state():
+    provider, calls = counting()
+    states = []
+
+    @agent(provider=provider)
+    class Reviewer:
+        def __init__(self, s: S = State()):
+            self.s = s
+
+        def after_response(self, response, ctx):
+            self.s.rounds += 1
+            self.s.done = self.s.rounds >= 3
+
+    def until(ctx, s):
+        states.append(s)
+        return s.done
+
+    @workflow(state=S, steps=[loop([Reviewer], until=until, max_iterations=5)])
+    class W:
+        pass
+
+    out, events, run = await run_collect(W)
+    assert len(calls) == 3
+    assert len(states) == 3 and all(s is run.workflow_state for s in states)
+    assert run.workflow_state.rounds == 3 and run.workflow_state.done is True
+    changes = [(e.path, e.old, e.new) for e in events if e.type == "workflow_state.change"]
+    assert changes == [("rounds", 0, 1), ("rounds", 1, 2), ("rounds", 2, 3), ("done", False, True)]
+
+
+async def test_ctx_loop_counts_iterations_while_the_loop_runs():
+    provider, _ = counting()
+    seen = []
+
+    @agent(provider=provider)
+    class A:
+        pass
+
+    def until(ctx):
+        seen.append((ctx.loop.iterations, ctx.loop.max_iterations, ctx.loop.stopped_by))
+        return ctx.loop.iterations == 2
+
+    @workflow(steps=[loop([A], until=until, max_iterations=4)])
+    class W:
+        pass
+
+    await run_collect(W)
+    assert seen == [(1, 4, None), (2, 4, None)]
+
+
+# --- exhausted ------------------------------------------------------------------
+
+async def test_loop_exhausted_at_max_iterations_calls_on_exhausted():
+    provider, calls = counting()
+    exhausted = []
+
+    @agent(provider=provider)
+    class A:
+        pass
+
+    def on_exhausted(ctx, n):
+        exhausted.append((n, ctx.loop.exhausted, ctx.loop.stopped_by, was_exhausted(ctx)))
+
+    @workflow(steps=[loop([A], until=lambda ctx: False, max_iterations=3, on_exhausted=on_exhausted)])
+    class W:
+        pass
+
+    out, events, run = await run_collect(W)
+    assert len(calls) == 3 and out == "reply 3"
+    assert exhausted == [(3, True, "exhausted", True)]
+    end = loop_end(events)
+    assert (end.status, end.data["iterations"], end.data["stopped_by"], end.data["max_iterations"]) == \
+        ("ok", 3, "exhausted", 3)
+    assert run.ctx.loop.exhausted is True
+    assert run.ctx.loop.stopped_by == "exhausted"
+    assert was_exhausted(run.ctx) is True
+    assert events[-1].type == "run.end" and events[-1].status == "finished"
+
+
+async def test_loop_without_until_runs_to_max_iterations():
+    provider, calls = counting()
+
+    @agent(provider=provider)
+    class A:
+        pass
+
+    @workflow(steps=[loop([A], max_iterations=2)])
+    class W:
+        pass
+
+    out, events, run = await run_collect(W)
+    assert len(calls) == 2
+    assert loop_end(events).data["stopped_by"] == "exhausted"
+
+
+async def test_async_on_exhausted_is_awaited():
+    provider, _ = counting()
+    got = []
+
+    @agent(provider=provider)
+    class A:
+        pass
+
+    async def on_exhausted(ctx, n):
+        await asyncio.sleep(0)
+        got.append(n)
+        ctx.gave_up = True
+
+    @workflow(steps=[loop([A], until=lambda ctx: False, max_iterations=2, on_exhausted=on_exhausted)])
+    class W:
+        pass
+
+    _, _, run = await run_collect(W)
+    assert got == [2] and run.ctx.gave_up is True
+
+
+# --- fails ------------------------------------------------------------------------
+
+class Args(BaseModel):
+    ok: bool
+
+
+def _flaky_tool():
+    @tool(name="flaky", schema=Args)
+    class Flaky:
+        async def execute(self, args: Args = Input()):
+            if args.ok:
+                return "worked"
+            return ToolOutput(content="it broke", is_error=True)
+
+    return Flaky
+
+
+async def test_max_fails_consecutive_tool_failures_stop_the_loop_and_call_on_fail():
+    provider, calls = scripted(*[call("flaky", ok=False)] * 10)
+    infos = []
+
+    @agent(provider=provider, tools=[_flaky_tool()])
+    class A:
+        pass
+
+    def on_fail(ctx, info):
+        infos.append((info.fails, info.tool_name, info.error, ctx.loop.iterations))
+
+    @workflow(steps=[loop([A], until=until_answered, max_iterations=10, max_fails=3, on_fail=on_fail)])
+    class W:
+        pass
+
+    out, events, run = await run_collect(W)
+    assert len(calls) == 3
+    assert infos == [(3, "flaky", "it broke", 3)]
+    end = loop_end(events)
+    assert (end.data["iterations"], end.data["stopped_by"]) == (3, "fails")
+    assert run.ctx.loop.stopped_by == "fails"
+    assert run.ctx.loop.exhausted is False
+    # the run itself goes on and finishes
+    assert events[-1].type == "run.end" and events[-1].status == "finished"
+
+
+async def test_a_success_resets_the_consecutive_fail_count():
+    bad, good = call("flaky", ok=False), call("flaky", ok=True)
+    provider, calls = scripted(bad, bad, good, bad, bad, good, bad, bad, bad, "never")
+    infos = []
+
+    @agent(provider=provider, tools=[_flaky_tool()])
+    class A:
+        pass
+
+    @workflow(steps=[loop([A], until=until_answered, max_iterations=20, max_fails=3,
+                          on_fail=lambda ctx, info: infos.append(info.fails))])
+    class W:
+        pass
+
+    out, events, run = await run_collect(W)
+    assert len(calls) == 9
+    assert infos == [3]
+    assert (loop_end(events).data["iterations"], loop_end(events).data["stopped_by"]) == (9, "fails")
+
+
+async def test_fails_break_out_of_the_body_before_the_remaining_steps():
+    provider, calls = scripted(call("flaky", ok=False), "never")
+    other, other_calls = counting("other")
+
+    @agent(provider=provider, tools=[_flaky_tool()])
+    class A:
+        pass
+
+    @agent(provider=other)
+    class B:
+        pass
+
+    @workflow(steps=[loop([A, B], max_iterations=5, max_fails=1)])
+    class W:
+        pass
+
+    out, events, run = await run_collect(W)
+    assert len(calls) == 1 and other_calls == []
+    assert loop_end(events).data["stopped_by"] == "fails"
+
+
+# --- stop helpers --------------------------------------------------------------------
+
+async def test_until_answered_loops_while_the_model_calls_tools():
+    provider, calls = scripted(call("flaky", ok=True), call("flaky", ok=True), "the answer")
+    seen = []
+
+    @agent(provider=provider, tools=[_flaky_tool()])
+    class A:
+        pass
+
+    def until(ctx):
+        seen.append((called_tool(ctx), until_answered(ctx), turn_of(ctx).tool_name))
+        return until_answered(ctx)
+
+    @workflow(steps=[loop([A], until=until, max_iterations=10)])
+    class W:
+        pass
+
+    out, events, run = await run_collect(W)
+    assert out == "the answer"
+    assert seen == [(True, False, "flaky"), (True, False, "flaky"), (False, True, None)]
+    # the second and third model calls read the previous tool results
+    assert calls[1][-1].role == "tool" and calls[1][-1].content == "worked"
+    assert calls[2][-1].role == "tool"
+
+
+async def test_called_tool_as_until_stops_at_the_first_tool_call():
+    provider, calls = scripted("thinking", "still thinking", call("flaky", ok=True))
+
+    @agent(provider=provider, tools=[_flaky_tool()])
+    class A:
+        pass
+
+    @workflow(steps=[loop([A], until=called_tool, max_iterations=10)])
+    class W:
+        pass
+
+    out, events, run = await run_collect(W)
+    assert len(calls) == 3 and out == "worked"
+
+
+async def test_helpers_before_any_turn():
+    captured = []
+
+    @agent(provider=FunctionProvider(lambda m, t: "x"))
+    class A:
+        def before_prompt(self, prompt, ctx):
+            captured.append((turn_of(ctx), called_tool(ctx), until_answered(ctx), was_exhausted(ctx)))
+
+    @workflow(steps=[A])
+    class W:
+        pass
+
+    await run_collect(W)
+    assert captured == [(None, False, False, False)]
+
+
+# --- nesting --------------------------------------------------------------------------
+
+async def test_nested_loops_run_inner_fully_each_outer_iteration():
+    inner_p, inner_calls = counting("inner")
+    outer_p, outer_calls = counting("outer")
+    order = []
+
+    @agent(provider=inner_p)
+    class Inner:
+        def after_response(self, r, ctx):
+            order.append(r)
+
+    @agent(provider=outer_p)
+    class Outer:
+        def after_response(self, r, ctx):
+            order.append(r)
+
+    @workflow(steps=[loop([loop([Inner], max_iterations=2, name="inner"), Outer],
+                          until=lambda ctx: ctx.output == "outer 3", max_iterations=5, name="outer")])
+    class W:
+        pass
+
+    out, events, run = await run_collect(W)
+    assert order == ["inner 1", "inner 2", "outer 1", "inner 3", "inner 4", "outer 2",
+                     "inner 5", "inner 6", "outer 3"]
+    assert out == "outer 3"
+    loops = [(e.type, e.name, e.data.get("iterations"), e.data.get("stopped_by"))
+             for e in events if e.type.startswith("node.") and e.kind == "loop"]
+    assert loops == [
+        ("node.start", "outer", None, None),
+        ("node.start", "inner", None, None), ("node.end", "inner", 2, "exhausted"),
+        ("node.start", "inner", None, None), ("node.end", "inner", 2, "exhausted"),
+        ("node.start", "inner", None, None), ("node.end", "inner", 2, "exhausted"),
+        ("node.end", "outer", 3, "until"),
+    ]
+    # every inner loop node sits under the outer loop node
+    outer_id = next(e.node_id for e in events if e.type == "node.start" and e.name == "outer")
+    assert {e.parent_id for e in events if e.type == "node.start" and e.name == "inner"} == {outer_id}
+    # the inner loop's exhaustion does not leak into the outer one's result
+    assert run.ctx.loop.stopped_by == "until" and run.ctx.loop.iterations == 3
+    assert not was_exhausted(run.ctx)
+
+
+async def test_inner_until_sees_inner_loop_info():
+    p, _ = counting()
+    seen = []
+
+    @agent(provider=p)
+    class A:
+        pass
+
+    def inner_until(ctx):
+        seen.append(("inner", ctx.loop.iterations, ctx.loop.max_iterations))
+        return ctx.loop.iterations == 2
+
+    @workflow(steps=[loop([loop([A], until=inner_until, max_iterations=7, name="inner")],
+                          max_iterations=2, name="outer")])
+    class W:
+        pass
+
+    _, events, run = await run_collect(W)
+    assert seen == [("inner", 1, 7), ("inner", 2, 7)] * 2
+    assert run.ctx.loop.stopped_by == "exhausted" and run.ctx.loop.max_iterations == 2
+
+
+# --- parallel -------------------------------------------------------------------------
+
+async def test_parallel_runs_steps_concurrently_on_the_same_ctx():
+    a_in, b_in = asyncio.Event(), asyncio.Event()
+
+    async def handler_a(messages, tools):
+        a_in.set()
+        await asyncio.wait_for(b_in.wait(), 2)  # only returns if B's call is in flight too
+        return "from A"
+
+    async def handler_b(messages, tools):
+        b_in.set()
+        await asyncio.wait_for(a_in.wait(), 2)
+        return "from B"
+
+    ctxs = []
+
+    @agent(provider=FunctionProvider(handler_a))
+    class A:
+        def after_response(self, r, ctx):
+            ctxs.append(ctx)
+            ctx.a = r
+
+    @agent(provider=FunctionProvider(handler_b))
+    class B:
+        def after_response(self, r, ctx):
+            ctxs.append(ctx)
+            ctx.b = r
+
+    after = []
+
+    @agent(provider=FunctionProvider(lambda m, t: after.append([x.content for x in m]) or "joined"))
+    class Join:
+        pass
+
+    @workflow(steps=[parallel([A, B]), Join])
+    class W:
+        pass
+
+    out, events, run = await run_collect(W)
+    assert out == "joined"
+    assert len(ctxs) == 2 and ctxs[0] is ctxs[1] is run.ctx
+    assert (run.ctx.a, run.ctx.b) == ("from A", "from B")
+    # both replies joined the one shared history the next step reads
+    assert after[0][0] == "go" and sorted(after[0][1:]) == ["from A", "from B"]
+
+    nodes = [(e.type, e.kind, e.name) for e in events if e.type.startswith("node.")]
+    # both model calls were in flight at once: each chat started before the other ended
+    at = nodes.index
+    assert nodes[:2] == [("node.start", "workflow", "W"), ("node.start", "parallel", "parallel")]
+    assert at(("node.start", "chat", "A")) < at(("node.end", "chat", "B"))
+    assert at(("node.start", "chat", "B")) < at(("node.end", "chat", "A"))
+    par_id = next(e.node_id for e in events if e.type == "node.start" and e.kind == "parallel")
+    assert {e.parent_id for e in events if e.type == "node.start" and e.kind == "agent" and e.name in "AB"} \
+        == {par_id}
+    assert nodes.index(("node.end", "parallel", "parallel")) < nodes.index(("node.start", "agent", "Join"))
+
+
+async def test_parallel_inside_a_loop():
+    pa, ca = counting("a")
+    pb, cb = counting("b")
+
+    @agent(provider=pa)
+    class A:
+        pass
+
+    @agent(provider=pb)
+    class B:
+        pass
+
+    @workflow(steps=[loop([parallel([A, B])], max_iterations=3)])
+    class W:
+        pass
+
+    out, events, run = await run_collect(W)
+    assert len(ca) == 3 and len(cb) == 3
+    assert loop_end(events).data["iterations"] == 3
+    assert [e.type for e in events if getattr(e, "kind", None) == "parallel"] == ["node.start", "node.end"] * 3

@@ -1,0 +1,608 @@
+"""Tools (SPEC §1.5): schemas the model sees, injection into execute, failure as observation,
+hooks around a tool call, FatalToolError, and sync tools that do not block the loop."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from typing import Annotated
+
+import pytest
+from pydantic import BaseModel, Field
+
+from runtime import (
+    AgentContext,
+    Context,
+    FatalToolError,
+    FunctionProvider,
+    Input,
+    Message,
+    State,
+    ToolCall,
+    ToolOutput,
+    ToolResult,
+    agent,
+    bootstrap,
+    tool,
+    workflow,
+)
+
+
+# --- helpers ---------------------------------------------------------------
+
+def script(*replies, seen: list | None = None, tools_seen: list | None = None):
+    """A FunctionProvider that answers with ``replies`` in order and records what it was sent."""
+    queue = list(replies)
+
+    def handler(messages, tools):
+        if seen is not None:
+            seen.append(list(messages))
+        if tools_seen is not None:
+            tools_seen.append(tools)
+        return queue.pop(0) if queue else "done"
+
+    return FunctionProvider(handler)
+
+
+def call(name, **args):
+    return {"content": "", "tool_calls": [{"name": name, "args": args}]}
+
+
+async def run_collect(wf, input="go", **kw):
+    app = bootstrap(wf)
+    events = []
+    app.subscribe(events.append)
+    out = await app.run(input, **kw)
+    return out, events
+
+
+def tool_messages(events):
+    """The tool messages that joined history, in order."""
+    return [e.item for e in events if e.type == "state.append" and e.bucket == "history" and e.item.role == "tool"]
+
+
+def node_ends(events, kind):
+    return [e for e in events if e.type == "node.end" and e.kind == kind]
+
+
+class LerArgs(BaseModel):
+    caminho: str = Field(description="relative path, e.g. src/main.py")
+    linhas: int = Field(default=10, description="how many lines to read")
+
+
+class Counter:
+    def __init__(self):
+        self.n = 0
+        self.seen: list[str] = []
+
+
+# --- the schema the model sees ------------------------------------------------
+
+async def test_model_sees_json_schema_with_field_descriptions():
+    @tool(name="ler_arquivo", description="Reads a project file.", schema=LerArgs)
+    class LerTool:
+        async def execute(self, args: LerArgs = Input()):
+            return f"read {args.caminho} ({args.linhas})"
+
+    tools_seen: list = []
+
+    @agent(provider=script(call("ler_arquivo", caminho="a.py"), tools_seen=tools_seen), tools=[LerTool])
+    class A:
+        pass
+
+    @workflow(steps=[A])
+    class W:
+        pass
+
+    out, _ = await run_collect(W)
+    assert out == "read a.py (10)"
+    assert len(tools_seen) == 1
+    (spec,) = tools_seen[0]
+    assert spec["type"] == "function"
+    fn = spec["function"]
+    assert fn["name"] == "ler_arquivo"
+    assert fn["description"] == "Reads a project file."
+    params = fn["parameters"]
+    assert params["type"] == "object"
+    assert params["required"] == ["caminho"]
+    assert params["properties"]["caminho"]["type"] == "string"
+    assert params["properties"]["caminho"]["description"] == "relative path, e.g. src/main.py"
+    assert params["properties"]["linhas"]["description"] == "how many lines to read"
+    assert params["properties"]["linhas"]["default"] == 10
+    json.dumps(tools_seen[0])  # the specs are plain JSON
+
+
+async def test_agent_without_tools_sends_no_tool_specs():
+    tools_seen: list = []
+
+    @agent(provider=script("hi", tools_seen=tools_seen))
+    class A:
+        pass
+
+    @workflow(steps=[A])
+    class W:
+        pass
+
+    assert await bootstrap(W).run("x") == "hi"
+    assert tools_seen == [[]]
+
+
+# --- execute's parameters -------------------------------------------------------
+
+class EchoArgs(BaseModel):
+    text: str
+
+
+@pytest.mark.parametrize("order", ["input_ctx_state", "state_input_ctx", "ctx_state_input", "annotated"])
+async def test_execute_gets_input_context_state_in_any_order(order):
+    seen = {}
+
+    if order == "input_ctx_state":
+        @tool(name="echo", schema=EchoArgs)
+        class Echo:
+            def execute(self, args: EchoArgs = Input(), ctx: AgentContext = Context(), s: Counter = State()):
+                seen.update(args=args, ctx=ctx, s=s)
+                return args.text
+    elif order == "state_input_ctx":
+        @tool(name="echo", schema=EchoArgs)
+        class Echo:
+            async def execute(self, s: Counter = State(), args: EchoArgs = Input(), ctx: AgentContext = Context()):
+                seen.update(args=args, ctx=ctx, s=s)
+                return args.text
+    elif order == "ctx_state_input":
+        @tool(name="echo", schema=EchoArgs)
+        class Echo:
+            async def execute(self, ctx: AgentContext = Context(), s: Counter = State(), args: EchoArgs = Input()):
+                seen.update(args=args, ctx=ctx, s=s)
+                return args.text
+    else:
+        @tool(name="echo", schema=EchoArgs)
+        class Echo:
+            async def execute(self, s: Annotated[Counter, State()], ctx: Annotated[AgentContext, Context()],
+                              args: Annotated[EchoArgs, Input()]):
+                seen.update(args=args, ctx=ctx, s=s)
+                return args.text
+
+    @agent(provider=script(call("echo", text="olá")), tools=[Echo])
+    class A:
+        def __init__(self, s: Counter = State()):
+            self.s = s
+
+        def after_response(self, response, ctx):
+            ctx.agent_state = self.s
+
+    @workflow(state=Counter, steps=[A])
+    class W:
+        pass
+
+    out, events = await run_collect(W)
+    assert out == "olá"
+    assert isinstance(seen["args"], EchoArgs) and seen["args"].text == "olá"
+    assert isinstance(seen["s"], Counter)
+    # the same ctx and the same state instance the agent got
+    assert seen["ctx"].run_id == events[0].run_id
+    assert seen["ctx"].get("agent_state") is seen["s"]
+
+
+async def test_execute_without_markers_gets_validated_args():
+    got = []
+
+    @tool(name="echo", schema=EchoArgs)
+    class Echo:
+        def execute(self, a):
+            got.append(a)
+            return a.text.upper()
+
+    @agent(provider=script(call("echo", text="abc")), tools=[Echo])
+    class A:
+        pass
+
+    @workflow(steps=[A])
+    class W:
+        pass
+
+    out, _ = await run_collect(W)
+    assert out == "ABC"
+    assert len(got) == 1 and isinstance(got[0], EchoArgs)
+
+
+async def test_tool_result_becomes_tool_message_and_turn_summary():
+    @tool(name="echo", schema=EchoArgs)
+    class Echo:
+        async def execute(self, args: EchoArgs = Input()):
+            return {"echo": args.text}
+
+    @agent(provider=script(call("echo", text="x")), tools=[Echo])
+    class A:
+        def after_response(self, response, ctx):
+            ctx.turn_before = ctx.get("turn")
+
+    @workflow(steps=[A])
+    class W:
+        pass
+
+    app = bootstrap(W)
+    run = app.prepare("go")
+    out = await run.execute()
+    assert out == '{"echo": "x"}'
+    history = list(run.ctx.state.history)
+    assert [m.role for m in history] == ["user", "assistant", "tool"]
+    assert history[1].tool_calls[0].name == "echo"
+    assert history[2] == Message(role="tool", content='{"echo": "x"}', tool_name="echo",
+                                 tool_call_id=history[1].tool_calls[0].id, is_error=False)
+    turn = run.ctx.turn
+    assert (turn.agent, turn.called_tool, turn.tool_name, turn.tool_error, turn.tool_call_source) == \
+        ("A", True, "echo", False, "native")
+
+
+# --- the four failure modes -----------------------------------------------------
+
+def _failing_tools():
+    @tool(name="explode", schema=EchoArgs)
+    class Explode:
+        async def execute(self, args: EchoArgs = Input()):
+            raise RuntimeError(f"disk on fire near {args.text}")
+
+    @tool(name="soft_fail", schema=EchoArgs)
+    class SoftFail:
+        async def execute(self, args: EchoArgs = Input()):
+            return ToolOutput(content=f"no file named {args.text}", is_error=True)
+
+    return [Explode, SoftFail]
+
+
+@pytest.mark.parametrize("reply, expected", [
+    (call("explode", text="x"), ["failed", "disk on fire near x"]),
+    (call("soft_fail", text="y"), ["no file named y"]),
+    (call("nope", text="z"), ["Unknown tool", "nope", "explode", "soft_fail"]),
+    (call("explode", txt="wrong"), ["Invalid arguments", "explode", "text", "Field required"]),
+], ids=["execute_raises", "tool_output_is_error", "unknown_tool", "bad_arguments"])
+async def test_tool_failure_is_an_observation_the_next_turn_reads(reply, expected):
+    seen: list = []
+
+    @agent(provider=script(reply, "I see the error", seen=seen), tools=_failing_tools())
+    class A:
+        pass
+
+    @workflow(steps=[A, A])
+    class W:
+        pass
+
+    app = bootstrap(W)
+    events: list = []
+    app.subscribe(events.append)
+    out = await app.run("go")
+
+    # the run goes on: the second turn answered
+    assert out == "I see the error"
+    (msg,) = tool_messages(events)
+    assert msg.is_error is True
+    for text in expected:
+        assert text in msg.content
+    # the next model call reads the error as a tool message
+    second = seen[1]
+    assert second[-1] == msg
+    # ctx.turn after the first turn says the tool failed
+    turn_sets = [e for e in events if e.type == "ctx.set" and e.name == "turn"]
+    assert turn_sets[0].value["tool_error"] is True
+    assert turn_sets[0].value["called_tool"] is True
+    assert turn_sets[1].value["tool_error"] is False
+    # the tool node ended in error, with is_error in its data; the run did not fail
+    (tool_end,) = node_ends(events, "tool")
+    assert tool_end.status == "error"
+    assert tool_end.data["is_error"] is True
+    assert tool_end.error and expected[0] in tool_end.error
+    assert events[-1].type == "run.end" and events[-1].status == "finished"
+
+
+async def test_ctx_turn_tool_error_is_set_after_a_failing_call():
+    @agent(provider=script(call("soft_fail", text="q")), tools=_failing_tools())
+    class A:
+        pass
+
+    @workflow(steps=[A])
+    class W:
+        pass
+
+    run = bootstrap(W).prepare("go")
+    out = await run.execute()
+    assert out == "no file named q"
+    assert run.ctx.turn.tool_error is True
+    assert run.ctx.turn.tool_name == "soft_fail"
+
+
+# --- before_tool / after_tool ------------------------------------------------------
+
+async def test_before_tool_returning_a_toolcall_replaces_the_call():
+    executed = []
+
+    @tool(name="echo", schema=EchoArgs)
+    class Echo:
+        async def execute(self, args: EchoArgs = Input()):
+            executed.append(("echo", args.text))
+            return args.text
+
+    @tool(name="shout", schema=EchoArgs)
+    class Shout:
+        async def execute(self, args: EchoArgs = Input()):
+            executed.append(("shout", args.text))
+            return args.text.upper() + "!"
+
+    calls_seen = []
+    results = []
+
+    @agent(provider=script(call("echo", text="hi")), tools=[Echo, Shout])
+    class A:
+        def before_tool(self, c: ToolCall, ctx):
+            calls_seen.append(c)
+            return ToolCall(name="shout", args={"text": c.args["text"] + " there"})
+
+        def after_tool(self, result, ctx):
+            results.append(result)
+
+    @workflow(steps=[A])
+    class W:
+        pass
+
+    events: list = []
+    run = bootstrap(W).prepare("go", on_event=events.append)
+    out = await run.execute()
+    assert calls_seen == [ToolCall(name="echo", args={"text": "hi"}, id="call_0")]
+    assert executed == [("shout", "hi there")]
+    assert out == "HI THERE!"
+    # after_tool and ctx.turn see the call that actually ran
+    assert results == [ToolResult(name="shout", args={"text": "hi there"}, output="HI THERE!", is_error=False)]
+    assert run.ctx.turn.tool_name == "shout"
+    # the tool message still answers the model's call id
+    (msg,) = tool_messages(events)
+    assert msg.content == "HI THERE!" and msg.is_error is False
+    assert msg.tool_call_id == "call_0"
+
+
+async def test_before_tool_returning_none_keeps_the_call():
+    executed = []
+
+    @tool(name="echo", schema=EchoArgs)
+    class Echo:
+        async def execute(self, args: EchoArgs = Input()):
+            executed.append(args.text)
+            return args.text
+
+    @agent(provider=script(call("echo", text="kept")), tools=[Echo])
+    class A:
+        async def before_tool(self, c, ctx):
+            return None
+
+    @workflow(steps=[A])
+    class W:
+        pass
+
+    out, _ = await run_collect(W)
+    assert (out, executed) == ("kept", ["kept"])
+
+
+async def test_before_tool_raising_cancels_the_tool_with_an_error_observation():
+    executed = []
+
+    @tool(name="rm", schema=EchoArgs)
+    class Rm:
+        async def execute(self, args: EchoArgs = Input()):
+            executed.append(args.text)
+            return "deleted"
+
+    seen: list = []
+
+    @agent(provider=script(call("rm", text="/"), "ok, not deleting", seen=seen), tools=[Rm])
+    class A:
+        def before_tool(self, c, ctx):
+            raise PermissionError("rm is not allowed on /")
+
+    @workflow(steps=[A, A])
+    class W:
+        pass
+
+    out, events = await run_collect(W)
+    assert executed == []
+    assert out == "ok, not deleting"
+    (msg,) = tool_messages(events)
+    assert msg.is_error is True
+    assert "cancelled" in msg.content and "rm is not allowed on /" in msg.content
+    assert seen[1][-1] == msg
+    (end,) = node_ends(events, "tool")
+    assert end.status == "error"
+
+
+@pytest.mark.parametrize("tool_fails", [False, True])
+async def test_after_tool_returning_str_replaces_output_and_keeps_is_error(tool_fails):
+    @tool(name="echo", schema=EchoArgs)
+    class Echo:
+        async def execute(self, args: EchoArgs = Input()):
+            return ToolOutput(content="raw " + args.text, is_error=tool_fails)
+
+    results = []
+
+    @agent(provider=script(call("echo", text="v")), tools=[Echo])
+    class A:
+        def after_tool(self, result: ToolResult, ctx):
+            results.append(result)
+            return result.output.replace("raw", "clean")
+
+    @workflow(steps=[A])
+    class W:
+        pass
+
+    out, events = await run_collect(W)
+    assert results == [ToolResult(name="echo", args={"text": "v"}, output="raw v", is_error=tool_fails)]
+    assert out == "clean v"
+    (msg,) = tool_messages(events)
+    assert (msg.content, msg.is_error) == ("clean v", tool_fails)
+    (end,) = node_ends(events, "tool")
+    assert end.status == ("error" if tool_fails else "ok")
+
+
+async def test_after_tool_returning_tooloutput_replaces_text_and_error_flag():
+    @tool(name="echo", schema=EchoArgs)
+    class Echo:
+        async def execute(self, args: EchoArgs = Input()):
+            raise ValueError("boom")
+
+    @agent(provider=script(call("echo", text="v")), tools=[Echo])
+    class A:
+        async def after_tool(self, result, ctx):
+            assert result.is_error and "boom" in result.output
+            return ToolOutput(content="recovered: cached value", is_error=False)
+
+    @workflow(steps=[A])
+    class W:
+        pass
+
+    events: list = []
+    run = bootstrap(W).prepare("go", on_event=events.append)
+    out = await run.execute()
+    assert out == "recovered: cached value"
+    (msg,) = tool_messages(events)
+    assert (msg.content, msg.is_error) == ("recovered: cached value", False)
+    assert run.ctx.turn.tool_error is False
+    (end,) = node_ends(events, "tool")
+    assert end.status == "ok"
+
+
+async def test_hook_order_around_a_tool_call():
+    order = []
+
+    @tool(name="echo", schema=EchoArgs)
+    class Echo:
+        async def execute(self, args: EchoArgs = Input()):
+            order.append("execute")
+            return args.text
+
+    @agent(provider=script(call("echo", text="t")), tools=[Echo])
+    class A:
+        def before_prompt(self, prompt, ctx):
+            order.append("before_prompt")
+
+        def before_tool(self, c, ctx):
+            order.append("before_tool")
+
+        def after_tool(self, r, ctx):
+            order.append("after_tool")
+
+        def after_response(self, r, ctx):
+            order.append("after_response")
+
+    @workflow(steps=[A])
+    class W:
+        pass
+
+    out, events = await run_collect(W)
+    assert order == ["before_prompt", "before_tool", "execute", "after_tool", "after_response"]
+    nodes = [(e.type, e.kind, e.name) for e in events if e.type.startswith("node.")]
+    assert nodes == [
+        ("node.start", "workflow", "W"), ("node.start", "agent", "A"),
+        ("node.start", "chat", "A"), ("node.end", "chat", "A"),
+        ("node.start", "tool", "echo"), ("node.end", "tool", "echo"),
+        ("node.end", "agent", "A"), ("node.end", "workflow", "W"),
+    ]
+
+
+# --- FatalToolError -------------------------------------------------------------------
+
+SECRET = "s3cr3t-db-password-XYZZY"
+
+
+async def test_fatal_tool_error_ends_the_run_and_keeps_its_cause_private(tmp_path):
+    @tool(name="db", schema=EchoArgs)
+    class Db:
+        async def execute(self, args: EchoArgs = Input()):
+            try:
+                raise ConnectionError(f"could not connect with password {SECRET}")
+            except ConnectionError as exc:
+                raise FatalToolError("database unavailable", cause=exc)
+
+    seen: list = []
+    after = []
+
+    @agent(provider=script(call("db", text="q"), "never", seen=seen), tools=[Db])
+    class A:
+        def after_response(self, r, ctx):
+            after.append(r)
+
+        def on_error(self, error, ctx):
+            return "recovered?"  # a fatal error cannot be turned into output
+
+    @agent(provider=script("never reached", seen=seen))
+    class B:
+        pass
+
+    @workflow(steps=[A, B])
+    class W:
+        pass
+
+    app = bootstrap(W)
+    events: list = []
+    app.subscribe(events.append)
+    journal = tmp_path / "j.jsonl"
+    with pytest.raises(FatalToolError) as info:
+        await app.run("go", journal=journal)
+    assert info.value.message == "database unavailable"
+    assert SECRET in str(info.value.private_cause)  # the caller may still inspect it
+
+    # the run ended, failed, and no later step ran
+    assert len(seen) == 1
+    assert after == []
+    end = events[-1]
+    assert end.type == "run.end" and end.status == "failed"
+    assert "database unavailable" in end.error
+    assert not [e for e in events if e.type == "node.start" and e.name == "B"]
+    assert tool_messages(events) == []  # no observation: the run is over
+    (tool_end,) = node_ends(events, "tool")
+    assert tool_end.status == "error" and tool_end.error == "FatalToolError: database unavailable"
+
+    # the cause is nowhere: not in what the model saw, not in events, not on disk
+    for messages in seen:
+        for m in messages:
+            assert SECRET not in m.model_dump_json()
+    for e in events:
+        assert SECRET not in e.model_dump_json()
+    text = journal.read_text()
+    assert text.count("\n") == len(events)
+    assert "database unavailable" in text
+    assert SECRET not in text
+    assert "ConnectionError" not in text
+
+
+# --- sync tools don't block the loop --------------------------------------------------
+
+async def test_sync_tool_that_sleeps_does_not_block_the_event_loop():
+    ticks = []
+    started = []
+
+    @tool(name="slow", schema=EchoArgs)
+    class Slow:
+        def execute(self, args: EchoArgs = Input()):
+            started.append(len(ticks))
+            time.sleep(0.3)
+            return f"slept, {args.text}"
+
+    @agent(provider=script(call("slow", text="ok")), tools=[Slow])
+    class A:
+        pass
+
+    @workflow(steps=[A])
+    class W:
+        pass
+
+    async def ticker():
+        while True:
+            ticks.append(time.perf_counter())
+            await asyncio.sleep(0.01)
+
+    t = asyncio.create_task(ticker())
+    try:
+        out = await bootstrap(W).run("go")
+    finally:
+        t.cancel()
+    assert out == "slept, ok"
+    during = len(ticks) - started[0]
+    assert during >= 10, f"the loop ticked only {during} times while the tool slept"
