@@ -121,7 +121,8 @@ def _plan(spec: WorkflowSpec) -> Plans:
     return plans
 
 
-def build_instances(run: Run, *, model: str | None) -> tuple[dict, dict, dict]:
+def build_instances(run: Run, *, model: str | None, wrap: Callable[[Provider], Provider] | None = None
+                    ) -> tuple[dict, dict, dict]:
     """Agents, tools and providers for one run (so ``State()`` gets that run's instance)."""
     from runtime.workflow_runtime import WorkflowRuntime
 
@@ -146,20 +147,26 @@ def build_instances(run: Run, *, model: str | None) -> tuple[dict, dict, dict]:
         key = p if isinstance(p, type) else id(p)
         if key not in made:
             inst = p() if isinstance(p, type) else p.fork()
-            made[key] = inst.override_model(model) if model else inst
+            inst = inst.override_model(model) if model else inst
+            made[key] = wrap(inst) if wrap is not None else inst
         providers[cls] = made[key]
     return agents, tools, providers
 
 
 def bootstrap(workflow_cls: type, *, offload_sync: bool = True, model: str | None = None,
-              replies: str | Path | None = None) -> "App":
+              replies: str | Path | None = None, record: str | Path | None = None,
+              replay: str | Path | None = None) -> "App":
     """Check a workflow and return an :class:`App` that runs it.
 
     ``offload_sync`` runs sync hooks and tools in worker threads (so a slow one
     cannot freeze the TUI); ``model`` overrides every agent's model
     (``--model``); ``replies`` gives every ``ScriptedProvider`` this TOML file
-    (``--replies``). Injection errors are raised here, naming class and parameter.
+    (``--replies``); ``record`` keeps every model exchange in that cassette
+    file and ``replay`` serves them back with no network (``--record``,
+    ``--replay``). Injection errors are raised here, naming class and parameter.
     """
+    if record is not None and replay is not None:
+        raise ConfigError("--record and --replay cannot be used together: record once, then replay")
     spec = spec_of(workflow_cls)
     if not isinstance(spec, WorkflowSpec):
         raise ConfigError(f"{getattr(workflow_cls, '__name__', workflow_cls)!r} is not a @workflow class")
@@ -173,7 +180,19 @@ def bootstrap(workflow_cls: type, *, offload_sync: bool = True, model: str | Non
             if isinstance(inst, ScriptedProvider):
                 plans.agent_specs[cls] = _replace_provider(aspec, inst.with_replies(replies))
     model = model or os.environ.get("FLOWTUI_MODEL") or None
-    return App(plans, offload_sync=offload_sync, model=model)
+    return App(plans, offload_sync=offload_sync, model=model, wrap=_cassette_wrap(record, replay))
+
+
+def _cassette_wrap(record: str | Path | None, replay: str | Path | None):
+    """A function wrapping each run's providers for --record / --replay, or None."""
+    if record is None and replay is None:
+        return None
+    from runtime.providers.cassette import Cassette, RecordingProvider, ReplayProvider
+
+    if replay is not None:
+        cassette = Cassette.load(replay)  # read once: a missing file fails before the run
+        return lambda inner: ReplayProvider(cassette)
+    return lambda inner: RecordingProvider(inner, record)
 
 
 def _replace_provider(aspec: AgentSpec, provider: Provider) -> AgentSpec:
@@ -188,8 +207,10 @@ _run_numbers = itertools.count(1)
 class App:
     """A bootstrapped workflow. ``await app.run(...)`` as often as you like, concurrently too."""
 
-    def __init__(self, plans: Plans, *, offload_sync: bool, model: str | None) -> None:
+    def __init__(self, plans: Plans, *, offload_sync: bool, model: str | None,
+                 wrap: Callable[[Provider], Provider] | None = None) -> None:
         self.plans = plans
+        self.wrap = wrap
         self.workflow = plans.spec
         self.offload_sync = offload_sync
         self.model = model
@@ -219,7 +240,7 @@ class App:
         run_id = f"r{next(_run_numbers)}-{uuid.uuid4().hex[:6]}"
         run = Run(plans=self.plans, emitter=Emitter(Stream(sinks), run_id), input=input,
                   memory=memory_items(memory), tracker=BudgetTracker(check_budget_arg(budget)),
-                  controller=controller, offload=self.offload_sync, model=self.model)
+                  controller=controller, offload=self.offload_sync, model=self.model, wrap=self.wrap)
         run.journal = writer
         return run
 

@@ -39,6 +39,8 @@ def add_flow_arguments(parser: argparse.ArgumentParser) -> None:
                         help="seed durable memory (repeatable)")
     parser.add_argument("--model", help="use this litellm model for every agent (also FLOWTUI_MODEL)")
     parser.add_argument("--replies", metavar="FILE", help="serve every ScriptedProvider from this TOML file")
+    parser.add_argument("--record", metavar="FILE", help="keep every model exchange in this cassette file")
+    parser.add_argument("--replay", metavar="FILE", help="serve model replies from this cassette, no network")
     parser.add_argument("--journal", metavar="FILE", help="write every event to this JSONL file")
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
 
@@ -84,7 +86,8 @@ def main_run(argv: list[str]) -> int:
     from runtime.loader import load_flow
 
     try:
-        app = load_flow(args.flow, model=args.model, replies=args.replies)
+        app = load_flow(args.flow, model=args.model, replies=args.replies, record=args.record,
+                        replay=args.replay)
     except FlowLoadError as exc:
         print(f"flowtui: cannot load {args.flow}\n  {exc}", file=sys.stderr)
         if args.debug:

@@ -115,7 +115,7 @@ class Run:
 
     def __init__(self, *, plans: "Plans", emitter: Emitter, input: Any, memory: list[str],
                  tracker: BudgetTracker, controller: Controller | None, offload: bool,
-                 model: str | None, depth: int = 0) -> None:
+                 model: str | None, wrap: Any = None, depth: int = 0) -> None:
         from runtime.app import build_instances  # the App module builds what plans describe
 
         self.plans = plans
@@ -132,7 +132,7 @@ class Run:
         self.ctx = AgentContext(self.state, emit, run_id=self.id)
         self.workflow_state = plans.new_state()
         self.observer = StateObserver(self.workflow_state, emit) if self.workflow_state is not None else None
-        self.agents, self.tools, self.providers = build_instances(self, model=model)
+        self.agents, self.tools, self.providers = build_instances(self, model=model, wrap=wrap)
         self.edits = Editor(self)
         self.journal: Any = None
         self._turns: dict[str, int] = {}

@@ -116,3 +116,17 @@ def test_bad_memory_argument_exits_2(tmp_path):
     path = write(tmp_path, OK_FLOW)
     res = flowtui("run", str(path), "--memory", "no-equals-sign")
     assert res.returncode == 2 and "expected KEY=VALUE" in res.stderr
+
+
+def test_record_then_replay_serves_the_same_conversation_and_refuses_a_new_one(tmp_path):
+    path = write(tmp_path, OK_FLOW)
+    cassette = tmp_path / "eco.cassette.jsonl"
+    rec = flowtui("run", str(path), "--input", "olá", "--record", str(cassette))
+    assert rec.returncode == 0 and cassette.exists()
+    # The replayed flow's model now raises: only the cassette can answer.
+    path.write_text(path.read_text().replace('lambda m, t: "resposta: " + m[-1].content', "lambda m, t: 1 / 0"))
+    rep = flowtui("run", str(path), "--input", "olá", "--replay", str(cassette))
+    assert rep.returncode == 0 and rep.stdout == "resposta: olá\n"
+    miss = flowtui("run", str(path), "--input", "outra", "--replay", str(cassette))
+    assert miss.returncode == 1
+    assert "no recorded reply for agent 'Eco' turn 1" in miss.stderr and "+    outra" in miss.stderr
