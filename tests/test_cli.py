@@ -13,7 +13,7 @@ HEADER = "from runtime import FunctionProvider, FatalToolError, State, agent, wo
 
 
 def flowtui(*args, cwd=ROOT):
-    return subprocess.run([sys.executable, "-c", "import sys; from runtime.cli import main_run; sys.exit(main_run(sys.argv[2:]))", *args],
+    return subprocess.run([sys.executable, "-c", "from tui.cli import main; main()", *args],
                           capture_output=True, text=True, cwd=cwd, timeout=120)
 
 
