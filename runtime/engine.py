@@ -337,8 +337,8 @@ class Run:
         self.budget_gate()
         reply = await self._chat(spec, prompt)
         calls = [c if c.id else c.model_copy(update={"id": f"call_{i}"}) for i, c in enumerate(reply.tool_calls)]
-        self.state.append("history", Message(role="assistant", content=reply.content, tool_calls=tuple(calls)),
-                          origin=f"agent:{spec.name}")
+        self.state.append("history", Message(role="assistant", content=reply.content, tool_calls=tuple(calls),
+                                             reasoning=reply.reasoning), origin=f"agent:{spec.name}")
         results = []
         for call in calls:
             await self.pause("tool", call.name)
