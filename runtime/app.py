@@ -27,6 +27,7 @@ from runtime.journal import JournalWriter
 from runtime.markers import constructor_plan, execute_plan, positional_arity, where
 from runtime.observe import make_state
 from runtime.providers.base import Provider
+from runtime.snapshot import Snapshot, load_snapshot
 from runtime.steps import LoopSpec, ParallelSpec
 
 
@@ -228,8 +229,11 @@ class App:
 
     def prepare(self, input: Any = None, *, memory: str | Iterable[str] | Mapping[str, Any] | None = None,
                 budget: Budget | None = None, journal: str | Path | None = None,
-                controller: Controller | None = None, on_event: Callable[[Any], None] | None = None) -> Run:
+                controller: Controller | None = None, on_event: Callable[[Any], None] | None = None,
+                snapshot: str | Path | Snapshot | None = None) -> Run:
         """A run ready to ``await run.execute()`` (the TUI keeps it to send edits and commands)."""
+        if snapshot is not None and not isinstance(snapshot, Snapshot):
+            snapshot = load_snapshot(snapshot)
         sinks: list[Sink] = list(self._subscribers)
         if on_event is not None:
             sinks.append(on_event)
@@ -240,25 +244,29 @@ class App:
         run_id = f"r{next(_run_numbers)}-{uuid.uuid4().hex[:6]}"
         run = Run(plans=self.plans, emitter=Emitter(Stream(sinks), run_id), input=input,
                   memory=memory_items(memory), tracker=BudgetTracker(check_budget_arg(budget)),
-                  controller=controller, offload=self.offload_sync, model=self.model, wrap=self.wrap)
+                  controller=controller, offload=self.offload_sync, model=self.model, wrap=self.wrap,
+                  snapshot=snapshot)
         run.journal = writer
         return run
 
     async def run(self, input: Any = None, *, memory: str | Iterable[str] | Mapping[str, Any] | None = None,
                   budget: Budget | None = None, journal: str | Path | None = None,
                   controller: Controller | None = None,
-                  on_event: Callable[[Any], None] | None = None) -> str | None:
+                  on_event: Callable[[Any], None] | None = None,
+                  snapshot: str | Path | Snapshot | None = None) -> str | None:
         """Run the workflow once and return its output (``ctx.output`` at the end).
 
         ``input`` is a string or ``{"message": ...}`` (the first user turn; a
         mapping without ``message`` is sent as JSON). ``memory`` seeds durable
         context: a string, a list of strings, or a mapping (``key: value`` items).
-        ``journal`` writes every event to that JSONL file as it happens.
+        ``journal`` writes every event to that JSONL file as it happens;
+        ``snapshot`` (a TOML file from :func:`runtime.snapshot.snapshot_toml`)
+        starts from its memory, tasks, history and state fields.
         Raises the run's error when it fails; returns the output so far when a
         ``stop`` budget or a ``stop`` command ended it.
         """
         run = self.prepare(input, memory=memory, budget=budget, journal=journal, controller=controller,
-                           on_event=on_event)
+                           on_event=on_event, snapshot=snapshot)
         try:
             return await run.execute()
         finally:

@@ -14,10 +14,13 @@ import argparse
 import asyncio
 import sys
 import traceback
+from pathlib import Path
 from typing import Any, TextIO
 
 from runtime.errors import FlowLoadError, FlowtuiError
 from runtime.events import event_json
+from runtime.fold import RunView
+from runtime.snapshot import snapshot_toml
 
 
 def parse_memory(pairs: list[str]) -> dict[str, str]:
@@ -76,6 +79,8 @@ def main_run(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="flowtui run", description="Run a flow headless.")
     add_flow_arguments(parser)
     parser.add_argument("--json", action="store_true", help="print the events as JSON lines on stdout")
+    parser.add_argument("--from-snapshot", metavar="FILE", help="start from this TOML snapshot")
+    parser.add_argument("--snapshot-out", metavar="FILE", help="write the final state as a TOML snapshot")
     try:
         args = parser.parse_args(argv)
         memory = parse_memory(args.memory)
@@ -100,18 +105,27 @@ def main_run(argv: list[str]) -> int:
         app.subscribe(lambda ev: (sys.stdout.write(event_json(ev) + "\n"), sys.stdout.flush()))
     else:
         app.subscribe(TreePrinter(sys.stderr))
+    view = RunView()
+    app.subscribe(view.apply)
     try:
-        output = asyncio.run(app.run(args.input, memory=memory or None, journal=args.journal))
+        output = asyncio.run(app.run(args.input, memory=memory or None, journal=args.journal,
+                                     snapshot=args.from_snapshot))
     except KeyboardInterrupt:
         print("flowtui: interrupted", file=sys.stderr)
         return 1
     except Exception as exc:
         from runtime.engine import describe_error
 
+        if view.run_id is None and isinstance(exc, FlowtuiError):
+            print(f"flowtui: {exc}", file=sys.stderr)  # refused before the run started (e.g. a bad snapshot)
+            return 2
         print(f"flowtui: the run failed: {describe_error(exc)}", file=sys.stderr)
         if args.debug:
             traceback.print_exc()
         return 1
+    finally:
+        if args.snapshot_out and view.run_id is not None:
+            Path(args.snapshot_out).write_text(snapshot_toml(view), encoding="utf-8")
     if not args.json and output is not None:
         print(output)
     return 0

@@ -21,12 +21,13 @@ from runtime.control import Controller, PausePoint, RunStopped
 from runtime.conversation import ConversationState
 from runtime.decorators import AgentSpec, WorkflowSpec
 from runtime.edits import Editor
-from runtime.errors import BudgetExceededError, FatalToolError, ProviderError
+from runtime.errors import BudgetExceededError, ConfigError, FatalToolError, ProviderError
 from runtime.events import ChatAttempt, ChatDelta, NodeEnd, NodeStart, RunEnd, RunStart
 from runtime.invoke import call_user
 from runtime.messages import Message
 from runtime.observe import StateObserver
 from runtime.providers.base import AttemptInfo, ChatRequest
+from runtime.snapshot import apply_state
 from runtime.steps import FailInfo, LoopSpec, ParallelSpec
 from runtime.tools import run_tool_call
 
@@ -115,7 +116,7 @@ class Run:
 
     def __init__(self, *, plans: "Plans", emitter: Emitter, input: Any, memory: list[str],
                  tracker: BudgetTracker, controller: Controller | None, offload: bool,
-                 model: str | None, wrap: Any = None, depth: int = 0) -> None:
+                 model: str | None, wrap: Any = None, depth: int = 0, snapshot: Any = None) -> None:
         from runtime.app import build_instances  # the App module builds what plans describe
 
         self.plans = plans
@@ -128,9 +129,16 @@ class Run:
         self.controller = controller
         self.depth = depth
         emit = emitter.emit
+        self._seed = snapshot
+        if snapshot is not None:
+            memory = [*snapshot.memory, *memory]
         self.state = ConversationState(emit, memory=memory)
         self.ctx = AgentContext(self.state, emit, run_id=self.id)
         self.workflow_state = plans.new_state()
+        if snapshot is not None and snapshot.state:
+            if self.workflow_state is None:
+                raise ConfigError(f"the snapshot has [state] but workflow {self.spec.name} declares no state")
+            apply_state(self.workflow_state, self.spec.state, snapshot.state, source="snapshot")
         self.observer = StateObserver(self.workflow_state, emit) if self.workflow_state is not None else None
         self.agents, self.tools, self.providers = build_instances(self, model=model, wrap=wrap)
         self.edits = Editor(self)
@@ -152,6 +160,10 @@ class Run:
         reason = error = None
         status = "finished"
         try:
+            if self._seed is not None:
+                for bucket in ("tasks", "history"):
+                    if getattr(self._seed, bucket):
+                        self.state.set(bucket, getattr(self._seed, bucket), origin="snapshot")
             if message is not None:
                 self.state.append("history", Message(role="user", content=message), origin="input")
             with NodeScope(self, "workflow", self.spec.name):

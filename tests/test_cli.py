@@ -130,3 +130,37 @@ def test_record_then_replay_serves_the_same_conversation_and_refuses_a_new_one(t
     miss = flowtui("run", str(path), "--input", "outra", "--replay", str(cassette))
     assert miss.returncode == 1
     assert "no recorded reply for agent 'Eco' turn 1" in miss.stderr and "+    outra" in miss.stderr
+
+
+def test_snapshot_out_then_from_snapshot_starts_where_it_left(tmp_path):
+    path = write(tmp_path, """
+    class S:
+        rodadas = 0
+        notas = []
+
+    @agent(provider=FunctionProvider(lambda m, t: f"visto {len(m)}"), prompt="p")
+    class A:
+        def __init__(self, s: S = State()):
+            self.s = s
+
+        def after_response(self, r, ctx):
+            self.s.rodadas += 1
+            self.s.notas.append(r)
+
+    @workflow(state=S, steps=[A])
+    class W:
+        pass
+    """)
+    snap = tmp_path / "snap.toml"
+    first = flowtui("run", str(path), "--input", "olá", "--memory", "plano=pro", "--snapshot-out", str(snap))
+    assert first.returncode == 0 and first.stdout == "visto 3\n"
+    text = snap.read_text()
+    assert 'memory = [\n    "plano: pro",\n]' in text and "rodadas = 1" in text and 'role = "assistant"' in text
+    second = flowtui("run", str(path), "--input", "de novo", "--from-snapshot", str(snap),
+                     "--snapshot-out", str(snap))
+    # prompt + memory note + 2 restored turns + the new user turn = 5 messages
+    assert second.returncode == 0 and second.stdout == "visto 5\n", second.stderr
+    assert "rodadas = 2" in snap.read_text() and '"visto 3",\n    "visto 5"' in snap.read_text()
+    snap.write_text('[state]\nrodadas = "muitas"\n')
+    bad = flowtui("run", str(path), "--from-snapshot", str(snap))
+    assert bad.returncode == 2 and "snapshot: [state] rodadas:" in bad.stderr and "Traceback" not in bad.stderr

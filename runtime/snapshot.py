@@ -1,0 +1,105 @@
+"""TOML snapshots of a run's state, and starting a new run from one.
+
+A snapshot holds what the model sees and what the steps exchange: memory,
+tasks, history and the workflow state fields, folded from the events (so a
+live run and a journal give the same file)::
+
+    workflow = "RevisaoWorkflow"
+    memory = ["userId: 123", "Plano a seguir: ..."]
+    tasks = []
+
+    [state]
+    aprovado = false
+    rodadas = 2
+
+    [[history]]
+    role = "user"
+    content = "Escreva sobre ctx.state"
+
+``app.run(snapshot="x.toml")`` (``--from-snapshot``) starts a run with those
+buckets and fields instead of the defaults. TOML has no null: unset (None)
+values are left out and come back as their defaults.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import TypeAdapter, ValidationError
+
+from runtime.errors import ConfigError
+from runtime.messages import Message
+
+
+def _drop_none(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _drop_none(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [_drop_none(v) for v in value if v is not None]
+    return value
+
+
+def snapshot_toml(view: Any) -> str:
+    """The TOML text of a :class:`~runtime.fold.RunView`'s current state."""
+    import tomli_w
+
+    history = [m.model_dump(mode="json", exclude_defaults=True) for m in view.history]
+    data = {"workflow": view.workflow or "", "memory": list(view.memory), "tasks": list(view.tasks),
+            "state": view.state, "history": history}
+    return tomli_w.dumps(_drop_none(data))
+
+
+@dataclass
+class Snapshot:
+    """What a run starts from: buckets and workflow-state fields."""
+
+    memory: list[str] = field(default_factory=list)
+    tasks: list[str] = field(default_factory=list)
+    history: list[Message] = field(default_factory=list)
+    state: dict[str, Any] = field(default_factory=dict)
+    workflow: str | None = None
+
+
+def load_snapshot(path: str | Path) -> Snapshot:
+    """Read a snapshot file; errors name the file and the key at fault."""
+    p = Path(path)
+    try:
+        data = tomllib.loads(p.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ConfigError(f"snapshot file not found: {p}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{p}: not valid TOML: {exc}") from None
+    unknown = set(data) - {"workflow", "memory", "tasks", "history", "state"}
+    if unknown:
+        raise ConfigError(f"{p}: unknown key(s) {sorted(unknown)}; a snapshot has workflow, memory, tasks, "
+                          "history and state")
+    try:
+        history = TypeAdapter(list[Message]).validate_python(data.get("history", []))
+        memory = TypeAdapter(list[str]).validate_python(data.get("memory", []))
+        tasks = TypeAdapter(list[str]).validate_python(data.get("tasks", []))
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(x) for x in first["loc"])
+        raise ConfigError(f"{p}: {where}: {first['msg']}") from None
+    state = data.get("state", {})
+    if not isinstance(state, dict):
+        raise ConfigError(f"{p}: [state] must be a table of field = value")
+    return Snapshot(memory=memory, tasks=tasks, history=history, state=state, workflow=data.get("workflow"))
+
+
+def apply_state(obj: Any, cls: type, values: dict[str, Any], *, source: str) -> None:
+    """Set workflow-state fields from a snapshot, each validated against its type."""
+    from runtime.observe import field_type, state_fields
+
+    known = state_fields(obj)
+    for name, value in values.items():
+        if name not in known:
+            raise ConfigError(f"{source}: [state] {name}: {cls.__name__} has no field {name!r}")
+        try:
+            typed = TypeAdapter(field_type(cls, name)).validate_python(value)
+        except ValidationError as exc:
+            raise ConfigError(f"{source}: [state] {name}: {exc.errors()[0]['msg']}") from None
+        setattr(obj, name, typed)
