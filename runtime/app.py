@@ -193,7 +193,8 @@ def _cassette_wrap(record: str | Path | None, replay: str | Path | None):
     if replay is not None:
         cassette = Cassette.load(replay)  # read once: a missing file fails before the run
         return lambda inner: ReplayProvider(cassette)
-    return lambda inner: RecordingProvider(inner, record)
+    recording = Cassette.new(record)  # one file for the app's runs, emptied now
+    return lambda inner: RecordingProvider(inner, recording)
 
 
 def _replace_provider(aspec: AgentSpec, provider: Provider) -> AgentSpec:

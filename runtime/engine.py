@@ -390,6 +390,7 @@ class Run:
                 reply = await self.providers[spec.cls].complete(request)
             except ProviderError as exc:
                 exc.agent = exc.agent or spec.name
+                scope.data["attempts"] = exc.attempts
                 raise
             usage = reply.usage
             self.tracker.add_chat(tokens=usage.prompt_tokens + usage.completion_tokens, cost_usd=reply.cost_usd)

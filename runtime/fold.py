@@ -145,6 +145,9 @@ class RunView:
     def _on_chat_delta(self, ev: Any) -> None:
         self.streaming += ev.text
 
+    def _on_chat_attempt(self, ev: Any) -> None:
+        self.streaming = ""  # the retry streams again from the start
+
     def _on_run_pause(self, ev: Any) -> None:
         self.status, self.pause = "paused", ev
         if ev.prompt is not None:

@@ -17,6 +17,7 @@ from runtime.decorators import AgentSpec
 from runtime.errors import BudgetExceededError, FatalToolError
 from runtime.invoke import call_user
 from runtime.messages import Message, ToolCall, ToolOutput, ToolResult
+from runtime.providers.base import RAW_ARGUMENTS_KEY
 
 if TYPE_CHECKING:
     from runtime.engine import Run
@@ -91,6 +92,10 @@ async def _execute(run: "Run", spec: AgentSpec, agent: Any, call: ToolCall) -> t
         available = ", ".join(sorted(plans.names)) or "none"
         return f"Unknown tool {call.name!r}. Available tools: {available}.", True, call
     tspec = plans.specs[tool_cls]
+    if RAW_ARGUMENTS_KEY in call.args:
+        raw = str(call.args[RAW_ARGUMENTS_KEY])[:500]
+        return (f"Invalid arguments for tool {call.name}: not a JSON object ({raw!r}). "
+                "Send the arguments as a JSON object."), True, call
     if tspec.schema is not None:
         try:
             args: Any = tspec.schema.model_validate(call.args)

@@ -13,6 +13,7 @@ from pydantic import BaseModel, Field
 
 from runtime import (
     AgentContext,
+    ChatReply,
     Context,
     FatalToolError,
     FunctionProvider,
@@ -24,7 +25,9 @@ from runtime import (
     ToolResult,
     agent,
     bootstrap,
+    loop,
     tool,
+    until_answered,
     workflow,
 )
 
@@ -606,3 +609,35 @@ async def test_sync_tool_that_sleeps_does_not_block_the_event_loop():
     assert out == "slept, ok"
     during = len(ticks) - started[0]
     assert during >= 10, f"the loop ticked only {during} times while the tool slept"
+
+
+async def test_native_arguments_that_are_not_json_become_an_error_observation():
+    from runtime.providers.base import RAW_ARGUMENTS_KEY
+
+    class Args(BaseModel):
+        q: str
+
+    @tool(name="busca", schema=Args)
+    class Busca:
+        def execute(self, args: Args = Input()):
+            return "nunca"
+
+    replies = iter([
+        ChatReply(content="", tool_calls=[ToolCall(name="busca", args={RAW_ARGUMENTS_KEY: "{q: sem aspas"}, id="c1")]),
+        "ok",
+    ])
+
+    @agent(provider=FunctionProvider(lambda m, t: next(replies)), prompt="p", tools=[Busca])
+    class A:
+        pass
+
+    @workflow(steps=[loop(steps=[A], until=until_answered)])
+    class W:
+        pass
+
+    app = bootstrap(W)
+    seen = []
+    app.subscribe(lambda e: seen.append(e) if e.type == "state.append" and e.item.role == "tool" else None)
+    await app.run("x")
+    msg = seen[0].item
+    assert msg.is_error and "not a JSON object" in msg.content and "{q: sem aspas" in msg.content

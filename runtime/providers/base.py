@@ -17,6 +17,11 @@ from pydantic import BaseModel, ConfigDict, Field
 from runtime.messages import Message, ToolCall
 
 
+# A native tool call whose arguments were not a JSON object keeps the raw text
+# under this key, so the engine can tell the model what was wrong.
+RAW_ARGUMENTS_KEY = "__raw_arguments__"
+
+
 class ChatRequest(BaseModel):
     """One model call: the agent's messages (prompt first) and its tools."""
 

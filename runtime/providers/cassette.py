@@ -1,0 +1,249 @@
+"""Record a run's model exchanges to a cassette, and replay them offline.
+
+A cassette is a JSON-lines file: a header line, then one line per exchange::
+
+    {"flowtui_cassette": 1}
+    {"agent": "Revisor", "turn": 1, "request": {"messages": [...], "tools": [...],
+     "sampling": {...}}, "reply": {...}}
+
+Lines are appended and flushed as exchanges happen, so a crashed run keeps
+what it recorded. Nothing secret is written: requests hold messages, tool
+schemas and sampling only, never provider settings such as an API key.
+
+Replay matches on (agent, turn, messages) and ignores tool schemas and
+sampling, so tools, hooks and ``until`` can change between runs as long as the
+conversation the model sees stays the same. Tool-call ids are ignored when
+comparing, since a rerun may number them differently. A request that the
+cassette does not hold raises :class:`~runtime.errors.CassetteMissError`;
+there is no network fallthrough.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import threading
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from runtime.errors import CassetteMissError, ConfigError
+from runtime.providers.base import ChatReply, ChatRequest, Provider
+
+__all__ = ["Cassette", "Exchange", "RecordingProvider", "ReplayProvider"]
+
+_HEADER = {"flowtui_cassette": 1}
+_DIFF_LINES = 40
+
+
+@dataclass
+class Exchange:
+    """One recorded model call."""
+
+    agent: str
+    turn: int
+    messages: list[dict[str, Any]]
+    reply: dict[str, Any]
+    tools: list[dict[str, Any]] = field(default_factory=list)
+    sampling: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, request: ChatRequest, reply: ChatReply) -> "Exchange":
+        return cls(agent=request.agent, turn=request.turn,
+                   messages=[m.model_dump(mode="json") for m in request.messages],
+                   reply=reply.model_dump(mode="json"),
+                   tools=list(request.tools), sampling=dict(request.sampling))
+
+    def to_json(self) -> dict[str, Any]:
+        return {"agent": self.agent, "turn": self.turn,
+                "request": {"messages": self.messages, "tools": self.tools,
+                            "sampling": self.sampling},
+                "reply": self.reply}
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> "Exchange":
+        req = d["request"]
+        return cls(agent=str(d["agent"]), turn=int(d["turn"]), messages=list(req["messages"]),
+                   reply=dict(d["reply"]), tools=list(req.get("tools") or []),
+                   sampling=dict(req.get("sampling") or {}))
+
+
+class Cassette:
+    """A cassette file. ``Cassette.new(path)`` starts an empty one for recording
+    (one per run, shared by every agent's recorder); ``Cassette.load(path)``
+    reads one for replay."""
+
+    def __init__(self, path: str | Path, exchanges: list[Exchange] | None = None) -> None:
+        self.path = Path(path)
+        self.exchanges: list[Exchange] = exchanges or []
+        self._lock = threading.Lock()
+
+    @classmethod
+    def new(cls, path: str | Path) -> "Cassette":
+        """Create (or truncate) ``path`` and write the header."""
+        p = Path(path)
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(json.dumps(_HEADER) + "\n", encoding="utf-8")
+        return cls(p)
+
+    @classmethod
+    def load(cls, path: str | Path) -> "Cassette":
+        """Read a cassette; a missing or damaged file is a :class:`ConfigError`
+        naming the file (and line)."""
+        p = Path(path)
+        if not p.is_file():
+            raise ConfigError(f"cassette {str(p)!r} does not exist: record one first with --record")
+        exchanges: list[Exchange] = []
+        for n, line in enumerate(p.read_text(encoding="utf-8").splitlines(), start=1):
+            if not line.strip():
+                continue
+            try:
+                d = json.loads(line)
+                if isinstance(d, dict) and "flowtui_cassette" in d:
+                    continue
+                exchanges.append(Exchange.from_json(d))
+            except (ValueError, KeyError, TypeError) as exc:
+                raise ConfigError(f"cassette {str(p)!r} line {n} is not a recorded exchange "
+                                  f"({type(exc).__name__}: {exc}); re-record it") from None
+        return cls(p, exchanges)
+
+    def append(self, exchange: Exchange) -> None:
+        """Add an exchange and write it to the file at once."""
+        line = json.dumps(exchange.to_json(), ensure_ascii=False)
+        with self._lock:
+            self.exchanges.append(exchange)
+            if not self.path.exists():
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                self.path.write_text(json.dumps(_HEADER) + "\n", encoding="utf-8")
+            with self.path.open("a", encoding="utf-8") as f:
+                f.write(line + "\n")
+
+
+def _cassette(c: Cassette | str | Path, *, load: bool) -> Cassette:
+    if isinstance(c, Cassette):
+        return c
+    return Cassette.load(c) if load else Cassette(c)
+
+
+class RecordingProvider(Provider):
+    """Wraps ``inner`` and appends every successful exchange to ``cassette``.
+
+    Give several recorders the same :class:`Cassette` to record a whole run in
+    one file. A path appends to that file (creating it).
+    """
+
+    def __init__(self, inner: Provider, cassette: Cassette | str | Path) -> None:
+        self.inner = inner
+        self.cassette = _cassette(cassette, load=False)
+
+    async def complete(self, request: ChatRequest) -> ChatReply:
+        reply = await self.inner.complete(request)
+        self.cassette.append(Exchange.of(request, reply))
+        return reply
+
+    def fork(self) -> "RecordingProvider":
+        return RecordingProvider(self.inner.fork(), self.cassette)
+
+    def override_model(self, model: str) -> "RecordingProvider":
+        return RecordingProvider(self.inner.override_model(model), self.cassette)
+
+    def describe(self) -> str:
+        return f"recording {self.inner.describe()} to {self.cassette.path.name}"
+
+
+class ReplayProvider(Provider):
+    """Serves recorded replies for matching (agent, turn, messages); never calls out.
+
+    With ``request.on_delta`` set, the reply's content is handed over as one
+    fragment, so a streaming UI shows it the same way.
+    """
+
+    def __init__(self, cassette: Cassette | str | Path) -> None:
+        self.cassette = _cassette(cassette, load=True)
+        self._used: set[int] = set()
+        self._lock = threading.Lock()
+
+    def fork(self) -> "ReplayProvider":
+        return ReplayProvider(self.cassette)
+
+    def describe(self) -> str:
+        return f"replaying {self.cassette.path.name}"
+
+    async def complete(self, request: ChatRequest) -> ChatReply:
+        want = _normalize(m.model_dump(mode="json") for m in request.messages)
+        with self._lock:
+            index = self._find(request, want)
+            if index is None:
+                raise CassetteMissError(self._miss_message(request, want), agent=request.agent)
+            self._used.add(index)
+        reply = ChatReply.model_validate(self.cassette.exchanges[index].reply)
+        if request.on_delta is not None and reply.content:
+            request.on_delta(reply.content)
+        return reply
+
+    def _find(self, request: ChatRequest, want: list[dict[str, Any]]) -> int | None:
+        fallback = None
+        for i, ex in enumerate(self.cassette.exchanges):
+            if ex.agent != request.agent or ex.turn != request.turn:
+                continue
+            if _normalize(ex.messages) != want:
+                continue
+            if i not in self._used:
+                return i
+            fallback = i  # the same request asked again (e.g. a second run): serve it again
+        return fallback
+
+    def _miss_message(self, request: ChatRequest, want: list[dict[str, Any]]) -> str:
+        where = (f"cassette {self.cassette.path.name!r} has no recorded reply for agent "
+                 f"{request.agent!r} turn {request.turn}")
+        mine = [ex for ex in self.cassette.exchanges if ex.agent == request.agent]
+        if not mine:
+            agents = sorted({ex.agent for ex in self.cassette.exchanges})
+            return (f"{where}: it holds no exchange of that agent at all (agents recorded: "
+                    f"{', '.join(agents) or 'none'}). Re-record with --record.")
+        new_lines = _render(want)
+        same_turn = [ex for ex in mine if ex.turn == request.turn]
+        candidates = same_turn or mine
+        nearest = max(candidates, key=lambda ex: difflib.SequenceMatcher(
+            None, _render(_normalize(ex.messages)), new_lines, autojunk=False).ratio())
+        diff = list(difflib.unified_diff(_render(_normalize(nearest.messages)), new_lines,
+                                         fromfile=f"recorded (turn {nearest.turn})",
+                                         tofile=f"requested (turn {request.turn})",
+                                         lineterm="", n=1))
+        if len(diff) > _DIFF_LINES:
+            diff = diff[:_DIFF_LINES] + [f"... ({len(diff) - _DIFF_LINES} more diff lines)"]
+        if not diff:
+            why = "the same messages were recorded for a different turn"
+        else:
+            why = "the conversation differs from the nearest recorded request"
+        return (f"{where}: {why}. Re-record with --record if the change is intended.\n"
+                + "\n".join(diff))
+
+
+def _normalize(messages: Any) -> list[dict[str, Any]]:
+    """Messages with tool-call ids dropped: a rerun may number calls differently."""
+    out = []
+    for m in messages:
+        m = {k: v for k, v in dict(m).items() if k != "tool_call_id"}
+        m["tool_calls"] = [{k: v for k, v in dict(c).items() if k != "id"}
+                           for c in (m.get("tool_calls") or [])]
+        m.setdefault("content", "")
+        m.setdefault("tool_name", None)
+        m.setdefault("is_error", False)
+        out.append(m)
+    return out
+
+
+def _render(messages: list[dict[str, Any]]) -> list[str]:
+    """Messages as lines for a readable diff: a header per message, then its
+    content line by line (so a change deep in a long prompt still shows)."""
+    lines = []
+    for i, m in enumerate(messages):
+        head = f"[{i}] {m.get('role')}" + (" (error)" if m.get("is_error") else "") + ":"
+        lines.append(head)
+        for row in str(m.get("content", "")).splitlines() or [""]:
+            lines.append("    " + (row if len(row) <= 200 else row[:199] + "…"))
+        for c in m.get("tool_calls") or []:
+            lines.append(f"    -> {c.get('name')}({json.dumps(c.get('args'), sort_keys=True)[:200]})")
+    return lines

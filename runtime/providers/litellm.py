@@ -1,0 +1,413 @@
+"""Real models through litellm: any model string litellm knows.
+
+    class Fast(LiteLLMProvider):
+        model = "openai/gpt-4o-mini"
+        sampling = {"temperature": 0.2}
+        timeout = 30
+
+    local = LiteLLMProvider("ollama/qwen2.5-coder:7b", api_base="http://localhost:11434",
+                            stream=True, retry=Retry(attempts=5))
+
+litellm itself is imported on the first call (see ``_litellm``), so importing
+this module is cheap. Retries are ours, not litellm's or the OpenAI SDK's:
+one logical call, N attempts, each failed attempt reported through
+``request.on_attempt`` before the wait.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import email.utils
+import os
+import random
+import re
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from runtime.errors import ConfigError, FlowtuiError, ProviderError
+from runtime.providers.base import AttemptInfo, ChatReply, ChatRequest, Provider
+
+__all__ = ["LiteLLMProvider", "Retry", "RETRYABLE_STATUS", "SAMPLING_KEYS"]
+
+SAMPLING_KEYS = frozenset({"temperature", "top_p", "seed", "max_tokens", "stop"})
+RETRYABLE_STATUS = frozenset({408, 425, 429, 500, 502, 503, 504})
+
+_UNSET: Any = object()
+
+
+@dataclass(frozen=True)
+class Retry:
+    """Retry policy: ``attempts`` in all (1 = no retry); the wait before retry
+    *n* is uniform in ``[0, min(max_delay_s, base_delay_s * 2**(n-1))]`` (full
+    jitter), unless the server sent ``Retry-After``, which wins."""
+
+    attempts: int = 3
+    base_delay_s: float = 0.5
+    max_delay_s: float = 20.0
+
+    def __post_init__(self) -> None:
+        if self.attempts < 1:
+            raise ConfigError(f"Retry(attempts={self.attempts}): attempts must be at least 1")
+        if self.base_delay_s < 0 or self.max_delay_s < 0:
+            raise ConfigError("Retry delays must not be negative")
+
+    def backoff_s(self, failed_attempt: int) -> float:
+        """The wait after the ``failed_attempt``-th attempt (1-based) failed."""
+        cap = min(self.max_delay_s, self.base_delay_s * (2 ** (failed_attempt - 1)))
+        return random.uniform(0.0, cap)
+
+
+class LiteLLMProvider(Provider):
+    """A provider that calls ``litellm.acompletion``.
+
+    Configure by subclassing (class attributes) or by constructor keywords;
+    keywords win. ``sampling`` keys (temperature, top_p, seed, max_tokens,
+    stop) may also be given as plain keywords. Only what was set is sent; an
+    agent's own ``sampling`` overrides the provider's key by key (``None``
+    unsets a key). Other keywords (``api_key``, ``api_version``, headers...)
+    go to litellm as they are; ``api_key`` is never shown anywhere.
+
+    ``retry``: ``True`` (3 attempts), ``False`` (1), an int (that many) or a
+    :class:`Retry`. Every failed attempt is reported to ``request.on_attempt``
+    (the last one with ``retry_in_s=None``) before any wait. With ``stream``,
+    raw text fragments go to ``request.on_delta`` as they arrive; after a
+    failed attempt the next attempt streams again from the start.
+    """
+
+    model: str | None = None
+    sampling: Mapping[str, Any] = {}
+    api_base: str | None = None
+    timeout: float | None = None
+    retry: bool | Retry = True
+    cost_per_1k: Mapping[str, float] | None = None
+    rescue_tool_calls: bool = True
+    stream: bool = False
+    extra: Mapping[str, Any] = {}
+
+    # How retry waits happen; tests replace it to record or skip the waits.
+    sleep = staticmethod(asyncio.sleep)
+
+    def __init__(self, model: str | None = _UNSET, *, sampling: Mapping[str, Any] | None = _UNSET,
+                 api_base: str | None = _UNSET, timeout: float | None = _UNSET,
+                 retry: bool | Retry = _UNSET, cost_per_1k: Mapping[str, float] | None = _UNSET,
+                 rescue_tool_calls: bool = _UNSET, stream: bool = _UNSET, **extra: Any) -> None:
+        cls = type(self)
+        # Instance attributes shadow the class defaults (a subclass's configuration).
+        self.model = cls.model if model is _UNSET else model
+        merged = dict(cls.sampling)
+        if sampling is not _UNSET and sampling is not None:
+            merged.update(sampling)
+        for key in SAMPLING_KEYS & extra.keys():
+            merged[key] = extra.pop(key)
+        self.sampling = {k: v for k, v in merged.items() if v is not None}
+        self.api_base = cls.api_base if api_base is _UNSET else api_base
+        self.timeout = cls.timeout if timeout is _UNSET else timeout
+        self.retry = cls.retry if retry is _UNSET else retry
+        self.cost_per_1k = cls.cost_per_1k if cost_per_1k is _UNSET else cost_per_1k
+        self.rescue_tool_calls = (cls.rescue_tool_calls if rescue_tool_calls is _UNSET
+                                  else rescue_tool_calls)
+        self.stream = cls.stream if stream is _UNSET else stream
+        # Our retries are the only retries: litellm's/the SDK's would be invisible.
+        for hidden in ("num_retries", "max_retries"):
+            if hidden in extra:
+                raise ConfigError(f"LiteLLMProvider: pass retry=Retry(attempts=...) instead of {hidden}=")
+        self.extra = {**cls.extra, **extra}
+        self._policy = _policy(self.retry)
+        if self.cost_per_1k is not None:
+            unknown = set(self.cost_per_1k) - {"prompt", "completion"}
+            if unknown:
+                raise ConfigError(f"cost_per_1k keys are 'prompt' and 'completion', not {sorted(unknown)}")
+
+    # -- Provider interface ------------------------------------------------------
+    def override_model(self, model: str) -> "LiteLLMProvider":
+        """A copy that calls ``model`` (``--model``), everything else unchanged."""
+        twin = copy.copy(self)
+        twin.model = model
+        return twin
+
+    def describe(self) -> str:
+        return f"{type(self).__name__}({self.model or 'no model'})"
+
+    def __repr__(self) -> str:  # never show extra kwargs: they may hold an api_key
+        return f"<{self.describe()}>"
+
+    async def complete(self, request: ChatRequest) -> ChatReply:
+        """One logical call with retries; raises :class:`ProviderError` for good failures."""
+        if not self.model:
+            raise ProviderError(
+                f"agent {request.agent!r}: no model set for {type(self).__name__}; give "
+                "LiteLLMProvider(model='provider/name'), set `model = ...` on the subclass, "
+                "or run with --model", agent=request.agent)
+        from runtime.providers import _litellm
+
+        litellm = _litellm.load_litellm()
+        kwargs = self._call_kwargs(request)
+        attempts = self._policy.attempts
+        started = time.monotonic()
+        for attempt in range(1, attempts + 1):
+            try:
+                if self.stream:
+                    resp = await self._streamed(litellm, kwargs, request)
+                else:
+                    resp = await litellm.acompletion(**kwargs)
+                reply = _litellm.parse_response(resp, request, rescue=self.rescue_tool_calls)
+            except FlowtuiError:
+                raise
+            except _CallbackFailed as failed:
+                raise failed.original from None
+            except Exception as exc:  # noqa: BLE001 - every litellm/httpx failure is classified below
+                status, retryable = _classify(exc)
+                final = not retryable or attempt == attempts
+                wait = None if final else self._wait_s(exc, attempt)
+                detail = self._redact(_short(exc))
+                if request.on_attempt is not None:
+                    request.on_attempt(AttemptInfo(attempt=attempt, error=detail,
+                                                   status=status, retry_in_s=wait))
+                if final:
+                    raise ProviderError(
+                        self._failure_message(request, exc, status, retryable, attempt, detail,
+                                              time.monotonic() - started),
+                        agent=request.agent, status=status, attempts=attempt) from None
+                await self.sleep(wait)
+                continue
+            reply.attempts = attempt
+            reply.cost_usd = self._cost(litellm, resp, reply)
+            return reply
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    # -- internals ---------------------------------------------------------------
+    def _call_kwargs(self, request: ChatRequest) -> dict[str, Any]:
+        from runtime.providers._litellm import to_openai_messages
+
+        sampling = {**self.sampling, **request.sampling}
+        kwargs: dict[str, Any] = dict(self.extra)
+        kwargs.update({k: v for k, v in sampling.items() if v is not None})
+        kwargs["model"] = self.model
+        kwargs["messages"] = to_openai_messages(request.messages)
+        if request.tools:
+            kwargs["tools"] = request.tools
+        if self.api_base:
+            kwargs["api_base"] = self.api_base
+        if self.timeout is not None:
+            kwargs["timeout"] = self.timeout
+        if self.stream:
+            kwargs["stream"] = True
+            # Ask for real usage in the stream where the provider can send it;
+            # elsewhere litellm's chunk builder counts tokens itself.
+            if "stream_options" not in kwargs and _supports(self.model, "stream_options"):
+                kwargs["stream_options"] = {"include_usage": True}
+        # The OpenAI SDK retries twice by default; those attempts would be invisible.
+        kwargs["max_retries"] = 0
+        return kwargs
+
+    async def _streamed(self, litellm: Any, kwargs: dict[str, Any], request: ChatRequest) -> Any:
+        """Stream the reply, handing text to ``request.on_delta`` as it comes,
+        and rebuild one full response (tool-call fragments joined) at the end."""
+        stream = await litellm.acompletion(**kwargs)
+        chunks = []
+        async for chunk in stream:
+            chunks.append(chunk)
+            if request.on_delta is not None and chunk.choices:
+                text = getattr(chunk.choices[0].delta, "content", None)
+                if text:
+                    try:
+                        request.on_delta(text)
+                    except Exception as exc:  # the engine's bug, not the provider's failure
+                        raise _CallbackFailed(exc) from exc
+        if not chunks:
+            raise _EmptyStream("the stream ended before any data arrived")
+        return litellm.stream_chunk_builder(chunks, messages=kwargs["messages"])
+
+    def _wait_s(self, exc: BaseException, failed_attempt: int) -> float:
+        after = _retry_after_s(exc)
+        return after if after is not None else self._policy.backoff_s(failed_attempt)
+
+    def _cost(self, litellm: Any, resp: Any, reply: ChatReply) -> float:
+        if self.cost_per_1k is not None:
+            return (reply.usage.prompt_tokens * float(self.cost_per_1k.get("prompt", 0.0))
+                    + reply.usage.completion_tokens * float(self.cost_per_1k.get("completion", 0.0))
+                    ) / 1000.0
+        # litellm already priced the response while building it; pricing it again
+        # doubled the cost of a call (measured by bench/litellm_bench.py).
+        # None there means the model is not in the price table: it costs 0.
+        hidden = getattr(resp, "_hidden_params", None) or {}
+        if "response_cost" in hidden:
+            return float(hidden["response_cost"] or 0.0)
+        try:
+            return float(litellm.completion_cost(completion_response=resp) or 0.0)
+        except Exception:  # noqa: BLE001 - a model missing from the price table costs 0
+            return 0.0
+
+    def _secrets(self) -> list[str]:
+        values = [v for k, v in self.extra.items()
+                  if isinstance(v, str) and re.search(r"key|token|secret|password", k, re.I)]
+        values += [v for k, v in os.environ.items()
+                   if re.search(r"(API_KEY|TOKEN|SECRET)$", k) and len(v) >= 6]
+        return values
+
+    def _redact(self, text: str) -> str:
+        for secret in self._secrets():
+            if secret and len(secret) >= 4:
+                text = text.replace(secret, "[redacted]")
+        # Key-shaped strings providers echo back, masked or not (sk-..., sk-ant-...).
+        return _KEY_RE.sub("[redacted]", text)
+
+    def _failure_message(self, request: ChatRequest, exc: BaseException, status: int | None,
+                         retryable: bool, attempts: int, detail: str, elapsed: float) -> str:
+        who = f"agent {request.agent!r} (turn {request.turn}, model {self.model!r})"
+        if _is_missing_key(exc):
+            what = f"no API key: {self._key_hint()}"
+        elif status == 401:
+            what = f"the API key was rejected (HTTP 401): {self._key_hint(rejected=True)}"
+        elif status == 403:
+            what = "the API key has no access to this model (HTTP 403)"
+        elif status == 404:
+            what = "the model or endpoint was not found (HTTP 404): check the model name and api_base"
+        elif _is_timeout(exc):
+            what = f"the model did not answer within timeout={self.timeout}s"
+        elif status is not None and not retryable:
+            what = f"the request was refused (HTTP {status})"
+        else:
+            what = "the call failed" + (f" (HTTP {status})" if status else "")
+        tries = (f" after {attempts} attempts in {elapsed:.1f}s" if attempts > 1
+                 else " (not retried)" if not retryable else "")
+        return f"{who}: {what}{tries}. Provider said: {detail}"
+
+    def _key_hint(self, *, rejected: bool = False) -> str:
+        """Which environment variable litellm reads for this model (names only, never values)."""
+        names: list[str] = []
+        try:
+            from runtime.providers._litellm import load_litellm
+
+            env = load_litellm().validate_environment(model=self.model)
+            names = [n for n in env.get("missing_keys", []) if n.endswith(("_KEY", "_TOKEN"))]
+            if not names and self.model:  # set but rejected: guess the name to check
+                prefix = self.model.split("/", 1)[0].upper().replace("-", "_")
+                names = [f"{prefix}_API_KEY"]
+        except Exception:  # noqa: BLE001 - only a hint
+            pass
+        where = " or ".join(names) if names else "the provider's API key variable"
+        if rejected:
+            return f"check the key given by {where} in the environment or by api_key="
+        return f"set {where} in the environment, or pass api_key= to the provider"
+
+
+class _CallbackFailed(Exception):
+    """``request.on_delta`` raised: re-raised as it is, never retried or blamed on the model."""
+
+    def __init__(self, original: Exception) -> None:
+        super().__init__(str(original))
+        self.original = original
+
+
+def _supports(model: str | None, param: str) -> bool:
+    try:
+        from runtime.providers._litellm import load_litellm
+
+        return param in (load_litellm().get_supported_openai_params(model=model) or ())
+    except Exception:  # noqa: BLE001 - unknown model: do not send optional extras
+        return False
+
+
+class _EmptyStream(Exception):
+    """A streamed reply that closed with no chunk at all (retried like a drop)."""
+
+    status_code = 502
+
+
+_KEY_RE = re.compile(r"\b(?:sk|rk|pk)-[A-Za-z0-9_\-*]{6,}")
+
+
+def _policy(retry: bool | Retry) -> Retry:
+    if retry is True:
+        return Retry()
+    if retry is False or retry is None:
+        return Retry(attempts=1)
+    if isinstance(retry, Retry):
+        return retry
+    if isinstance(retry, int):
+        return Retry(attempts=retry)
+    raise ConfigError(f"retry must be True, False or Retry(...), not {retry!r}")
+
+
+def _classify(exc: BaseException) -> tuple[int | None, bool]:
+    """(HTTP status if any, whether another attempt may succeed)."""
+    status = getattr(exc, "status_code", None)
+    if not isinstance(status, int):
+        status = None
+    if _is_missing_key(exc):  # reported as 500 by some paths; no retry will find a key
+        return status, False
+    if _is_timeout(exc) or _is_connection(exc):
+        return status, True
+    if status is None:
+        return None, False
+    return status, status in RETRYABLE_STATUS
+
+
+def _is_timeout(exc: BaseException) -> bool:
+    if isinstance(exc, (TimeoutError, asyncio.TimeoutError)):
+        return True
+    return any(c.__name__ in ("Timeout", "APITimeoutError", "TimeoutException", "ReadTimeout",
+                              "ConnectTimeout") for c in type(exc).__mro__)
+
+
+def _is_connection(exc: BaseException) -> bool:
+    if isinstance(exc, (ConnectionError, _EmptyStream)):
+        return True
+    return any(c.__name__ in ("APIConnectionError", "TransportError", "RemoteProtocolError",
+                              "ClientConnectionError", "ServerDisconnectedError")
+               for c in type(exc).__mro__)
+
+
+def _is_missing_key(exc: BaseException) -> bool:
+    """litellm and the SDKs report a missing key in words, with varying statuses."""
+    text = str(exc).lower()
+    return ("missing credentials" in text or re.search(r"missing \w+ api key", text) is not None
+            or ("api_key" in text and "must be set" in text))
+
+
+def _retry_after_s(exc: BaseException) -> float | None:
+    """Seconds from ``Retry-After`` (seconds or HTTP date) or ``retry-after-ms``."""
+    headers = None
+    for source in (getattr(exc, "litellm_response_headers", None),
+                   getattr(getattr(exc, "response", None), "headers", None),
+                   getattr(exc, "headers", None)):
+        if source:
+            headers = source
+            break
+    if not headers:
+        return None
+    try:
+        lowered = {str(k).lower(): str(v) for k, v in dict(headers).items()}
+    except Exception:  # noqa: BLE001
+        return None
+    if "retry-after-ms" in lowered:
+        try:
+            return max(0.0, float(lowered["retry-after-ms"]) / 1000.0)
+        except ValueError:
+            pass
+    value = lowered.get("retry-after")
+    if value is None:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - time.time())
+
+
+def _short(exc: BaseException, limit: int = 300) -> str:
+    """The provider's message without litellm's prefixes and debug noise."""
+    text = str(getattr(exc, "message", None) or exc) or type(exc).__name__
+    text = re.sub(r"^(litellm\.\w+:\s*)+", "", text)
+    text = re.sub(r"^\w+Error:\s*", "", text)
+    text = text.replace("OpenAIException - ", "")
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -1,0 +1,412 @@
+"""A real OpenAI chat-completions server on loopback, scripted per request.
+
+Tests start one, point litellm at it with ``api_base=server.base_url`` and
+queue what each incoming request gets::
+
+    with LoopbackOpenAI() as server:
+        server.script(rate_limited(retry_after_s=0.01), reply("hello"))
+        ...  # first call gets a 429, the retry gets "hello"
+        assert server.requests[1].body["messages"][0]["role"] == "system"
+
+Every request is recorded (path, headers, JSON body) so tests can assert what
+litellm actually sent. Streaming requests (``"stream": true``) get SSE with
+chunked transfer encoding, so a connection dropped mid-stream is a real
+protocol error on the client side rather than a silently short body.
+
+Only the standard library: ``http.server`` in a daemon thread.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+__all__ = [
+    "Action",
+    "LoopbackOpenAI",
+    "RecordedRequest",
+    "drop_mid_stream",
+    "http_error",
+    "malformed_json",
+    "rate_limited",
+    "reply",
+    "server_error",
+    "slow",
+    "unauthorized",
+]
+
+
+# --------------------------------------------------------------------------- actions
+
+
+@dataclass(frozen=True)
+class Action:
+    """What the server does with one request. Build them with the helpers below."""
+
+    kind: str
+    content: str | None = None
+    tool_calls: tuple[dict[str, Any], ...] = ()
+    status: int = 200
+    headers: tuple[tuple[str, str], ...] = ()
+    body: str | None = None
+    delay_s: float = 0.0
+    usage: tuple[int, int] = (11, 7)
+    chunks: int = 3
+
+
+def reply(content: str | None = "", *, tool_calls: list[dict[str, Any]] | None = None,
+          usage: tuple[int, int] = (11, 7), chunks: int = 3) -> Action:
+    """A normal completion. ``tool_calls`` items are ``{"name":..., "args": {...}}``
+    (or ``"arguments"`` as a ready JSON string); ``usage`` is (prompt, completion);
+    streamed replies split the content into ``chunks`` fragments."""
+    calls = tuple(tool_calls or ())
+    return Action("reply", content=content, tool_calls=calls, usage=usage, chunks=chunks)
+
+
+def http_error(status: int, message: str = "scripted error", *,
+               headers: dict[str, str] | None = None) -> Action:
+    """An HTTP error with an OpenAI-shaped error body."""
+    body = json.dumps({"error": {"message": message, "type": "loopback_error",
+                                 "code": str(status)}})
+    return Action("error", status=status, headers=tuple((headers or {}).items()), body=body)
+
+
+def rate_limited(*, retry_after_s: float | None = None) -> Action:
+    """A 429, with a ``Retry-After`` header in seconds when given."""
+    headers = {} if retry_after_s is None else {"Retry-After": _fmt_seconds(retry_after_s)}
+    return http_error(429, "Rate limit reached (scripted)", headers=headers)
+
+
+def server_error(status: int = 500) -> Action:
+    return http_error(status, f"server error {status} (scripted)")
+
+
+def unauthorized(*, echo_key: bool = False) -> Action:
+    """A 401 like OpenAI's for a rejected key. With ``echo_key`` the error
+    message quotes the Authorization header it got, as some servers do, to
+    test that the key never reaches an error message."""
+    if echo_key:
+        return http_error(401, "Incorrect API key provided: {authorization}.")
+    return http_error(401, "Incorrect API key provided (scripted).")
+
+
+def slow(delay_s: float, then: Action | None = None) -> Action:
+    """Wait ``delay_s`` before doing ``then`` (a normal reply by default): past a
+    client timeout the client gives up first. The wait ends early when the
+    server stops, so a test never hangs on it."""
+    inner = then or reply("late reply")
+    return Action(inner.kind, content=inner.content, tool_calls=inner.tool_calls,
+                  status=inner.status, headers=inner.headers, body=inner.body,
+                  delay_s=delay_s, usage=inner.usage, chunks=inner.chunks)
+
+
+def drop_mid_stream(content: str = "partial answer that never ends", *,
+                    chunks: int = 2) -> Action:
+    """Send a few chunks (SSE when streaming, half a JSON body otherwise), then
+    close the socket without finishing the message."""
+    return Action("drop", content=content, chunks=chunks)
+
+
+def malformed_json() -> Action:
+    """A 200 whose body is not JSON (or SSE events that are not JSON)."""
+    return Action("malformed")
+
+
+def _fmt_seconds(s: float) -> str:
+    return str(int(s)) if float(s).is_integer() else f"{s:g}"
+
+
+# --------------------------------------------------------------------------- server
+
+
+@dataclass
+class RecordedRequest:
+    """One request the server received."""
+
+    method: str
+    path: str
+    headers: dict[str, str]
+    body: dict[str, Any] | None
+    received_at: float = field(default_factory=time.monotonic)
+
+
+class LoopbackOpenAI:
+    """A threaded HTTP server on ``127.0.0.1`` with a random free port.
+
+    ``script(*actions)`` appends to the queue; each request to
+    ``/v1/chat/completions`` pops one. With the queue empty the server answers
+    ``default`` if set, else a 500 that says the script ran out (so a test that
+    makes an unexpected call fails loudly instead of hanging).
+    """
+
+    def __init__(self, *, default: Action | None = None) -> None:
+        self.requests: list[RecordedRequest] = []
+        self.default = default
+        self._queue: deque[Action] = deque()
+        self._lock = threading.Lock()
+        self._stopping = threading.Event()
+        self._server: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    # lifecycle -------------------------------------------------------------
+    def start(self) -> "LoopbackOpenAI":
+        handler = _make_handler(self)
+        server = _QuietServer(("127.0.0.1", 0), handler)
+        server.daemon_threads = True
+        # Do not join handler threads on close: a "slow" one may still be waiting.
+        server.block_on_close = False
+        self._server = server
+        self._thread = threading.Thread(target=server.serve_forever,
+                                        kwargs={"poll_interval": 0.05},
+                                        name="loopback-openai", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stopping.set()
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+
+    def __enter__(self) -> "LoopbackOpenAI":
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # scripting -------------------------------------------------------------
+    @property
+    def port(self) -> int:
+        assert self._server is not None, "server not started"
+        return self._server.server_address[1]
+
+    @property
+    def base_url(self) -> str:
+        """The ``api_base`` to give litellm."""
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def script(self, *actions: Action) -> None:
+        with self._lock:
+            self._queue.extend(actions)
+
+    def reset(self) -> None:
+        """Forget the script and the recorded requests (for a shared server)."""
+        with self._lock:
+            self._queue.clear()
+            self.requests.clear()
+        self.default = None
+
+    @property
+    def pending(self) -> int:
+        with self._lock:
+            return len(self._queue)
+
+    def _next_action(self) -> Action | None:
+        with self._lock:
+            if self._queue:
+                return self._queue.popleft()
+        return self.default
+
+    def _record(self, req: RecordedRequest) -> None:
+        with self._lock:
+            self.requests.append(req)
+
+
+class _QuietServer(ThreadingHTTPServer):
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        pass  # a client hanging up on a scripted fault is expected, not news
+
+
+def _make_handler(owner: LoopbackOpenAI) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+            pass  # keep test output clean
+
+        def do_GET(self) -> None:  # noqa: N802
+            self._send_json(404, {"error": {"message": "not found"}})
+
+        def do_POST(self) -> None:  # noqa: N802
+            length = int(self.headers.get("Content-Length") or 0)
+            raw = self.rfile.read(length) if length else b""
+            try:
+                body = json.loads(raw) if raw else None
+            except ValueError:
+                body = None
+            owner._record(RecordedRequest("POST", self.path,
+                                          {k.lower(): v for k, v in self.headers.items()},
+                                          body))
+            if not self.path.rstrip("/").endswith("/chat/completions"):
+                self._send_json(404, {"error": {"message": f"unknown path {self.path}"}})
+                return
+            action = owner._next_action()
+            if action is None:
+                self._send_json(500, {"error": {"message": "loopback: script ran out of actions"}})
+                return
+            if action.delay_s and owner._stopping.wait(action.delay_s):
+                return
+            stream = bool(body and body.get("stream"))
+            model = (body or {}).get("model", "gpt-test")
+            try:
+                self._perform(action, stream=stream, model=model)
+            except (BrokenPipeError, ConnectionResetError):
+                pass  # the client gave up (e.g. its timeout fired): nothing to tell it
+
+        # ------------------------------------------------------------------
+        def _perform(self, action: Action, *, stream: bool, model: str) -> None:
+            if action.kind == "error":
+                self.send_response(action.status)
+                for k, v in action.headers:
+                    self.send_header(k, v)
+                text = (action.body or "").replace(
+                    "{authorization}", self.headers.get("Authorization", "").removeprefix("Bearer "))
+                data = text.encode()
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+            elif action.kind == "malformed":
+                if stream:
+                    self._start_sse()
+                    self._chunk(b"data: {this is not json\n\n")
+                    self._chunk(b"data: [DONE]\n\n")
+                    self._chunk(b"")
+                else:
+                    data = b'{"id": "x", "choices": [ this is not json'
+                    self.send_response(200)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(data)))
+                    self.end_headers()
+                    self.wfile.write(data)
+            elif action.kind == "drop":
+                if stream:
+                    self._start_sse()
+                    for piece in _split(action.content or "", max(action.chunks, 1)):
+                        self._chunk(_sse(_delta_chunk(model, {"content": piece})))
+                else:
+                    whole = json.dumps(_completion(model, action)).encode()
+                    self.send_response(200)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(whole)))
+                    self.end_headers()
+                    self.wfile.write(whole[: len(whole) // 2])
+                self.wfile.flush()
+                self._abort()
+            elif action.kind == "reply":
+                if stream:
+                    self._stream_reply(action, model)
+                else:
+                    self._send_json(200, _completion(model, action))
+            else:  # pragma: no cover - a typo in a test helper
+                self._send_json(500, {"error": {"message": f"unknown action {action.kind}"}})
+
+        def _stream_reply(self, action: Action, model: str) -> None:
+            self._start_sse()
+            self._chunk(_sse(_delta_chunk(model, {"role": "assistant", "content": ""})))
+            for piece in _split(action.content or "", max(action.chunks, 1)):
+                self._chunk(_sse(_delta_chunk(model, {"content": piece})))
+            for i, call in enumerate(action.tool_calls):
+                args = _arguments(call)
+                head = {"index": i, "id": call.get("id") or f"call_{i}", "type": "function",
+                        "function": {"name": call["name"], "arguments": ""}}
+                self._chunk(_sse(_delta_chunk(model, {"tool_calls": [head]})))
+                # Arguments arrive in fragments, as real servers send them.
+                for frag in _split(args, 3):
+                    self._chunk(_sse(_delta_chunk(
+                        model, {"tool_calls": [{"index": i, "function": {"arguments": frag}}]})))
+            finish = "tool_calls" if action.tool_calls else "stop"
+            last = _delta_chunk(model, {}, finish_reason=finish)
+            p, c = action.usage
+            last["usage"] = {"prompt_tokens": p, "completion_tokens": c, "total_tokens": p + c}
+            self._chunk(_sse(last))
+            self._chunk(b"data: [DONE]\n\n")
+            self._chunk(b"")  # terminating zero-length chunk
+
+        # low-level ---------------------------------------------------------
+        def _send_json(self, status: int, obj: Any) -> None:
+            data = json.dumps(obj).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def _start_sse(self) -> None:
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.send_header("Cache-Control", "no-cache")
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+
+        def _chunk(self, data: bytes) -> None:
+            self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+            self.wfile.flush()
+
+        def _abort(self) -> None:
+            # RST rather than FIN, and never reuse this connection.
+            self.close_connection = True
+            try:
+                self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER,
+                                           b"\x01\x00\x00\x00\x00\x00\x00\x00")
+                self.connection.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+    return Handler
+
+
+def _arguments(call: dict[str, Any]) -> str:
+    if isinstance(call.get("arguments"), str):
+        return call["arguments"]
+    return json.dumps(call.get("args") or {})
+
+
+def _completion(model: str, action: Action) -> dict[str, Any]:
+    message: dict[str, Any] = {"role": "assistant", "content": action.content}
+    if action.tool_calls:
+        message["tool_calls"] = [
+            {"id": call.get("id") or f"call_{i}", "type": "function",
+             "function": {"name": call["name"], "arguments": _arguments(call)}}
+            for i, call in enumerate(action.tool_calls)
+        ]
+    p, c = action.usage
+    return {
+        "id": "chatcmpl-loopback",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": model,
+        "choices": [{"index": 0, "message": message,
+                     "finish_reason": "tool_calls" if action.tool_calls else "stop"}],
+        "usage": {"prompt_tokens": p, "completion_tokens": c, "total_tokens": p + c},
+    }
+
+
+def _delta_chunk(model: str, delta: dict[str, Any], *,
+                 finish_reason: str | None = None) -> dict[str, Any]:
+    return {
+        "id": "chatcmpl-loopback",
+        "object": "chat.completion.chunk",
+        "created": int(time.time()),
+        "model": model,
+        "choices": [{"index": 0, "delta": delta, "finish_reason": finish_reason}],
+    }
+
+
+def _sse(obj: Any) -> bytes:
+    return b"data: " + json.dumps(obj).encode() + b"\n\n"
+
+
+def _split(text: str, n: int) -> list[str]:
+    if not text:
+        return []
+    size = max(1, -(-len(text) // n))
+    return [text[i:i + size] for i in range(0, len(text), size)]

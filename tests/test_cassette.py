@@ -1,0 +1,163 @@
+"""Record a run's model exchanges to a cassette, replay them with no network."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from loopback_openai import LoopbackOpenAI, reply
+from runtime.errors import CassetteMissError, ConfigError
+from runtime.messages import Message, ToolCall
+from runtime.providers.base import ChatReply, ChatRequest, Provider
+from runtime.providers.cassette import Cassette, RecordingProvider, ReplayProvider
+from runtime.providers.litellm import LiteLLMProvider, Retry
+
+KEY = "sk-test-SECRET123"
+
+
+class Canned(Provider):
+    """A provider answering from a dict keyed by (agent, turn)."""
+
+    def __init__(self, replies: dict[tuple[str, int], ChatReply]) -> None:
+        self.replies = replies
+        self.calls = 0
+
+    async def complete(self, request: ChatRequest) -> ChatReply:
+        self.calls += 1
+        return self.replies[(request.agent, request.turn)]
+
+
+def req(agent: str, turn: int, *extra: Message, system: str = "You plan.") -> ChatRequest:
+    return ChatRequest(agent=agent, turn=turn,
+                       messages=[Message(role="system", content=system),
+                                 Message(role="user", content="Write a plan."), *extra],
+                       tools=[{"type": "function", "function": {"name": "search"}}],
+                       tool_names=frozenset({"search"}), sampling={"temperature": 0})
+
+
+CALL = ChatReply(content="", tool_calls=[ToolCall(name="search", args={"q": "x"}, id="c1")],
+                 tool_call_source="native")
+TEXT = ChatReply(content="1. Write\n2. Review", reasoning="hm", cost_usd=0.25, attempts=2)
+AFTER_CALL = (Message(role="assistant", tool_calls=(ToolCall(name="search", args={"q": "x"}, id="c1"),)),
+              Message(role="tool", content="found it", tool_name="search", tool_call_id="c1"))
+
+
+async def record(path) -> Canned:
+    inner = Canned({("Planner", 1): CALL, ("Planner", 2): TEXT, ("Critic", 1): TEXT})
+    cassette = Cassette.new(path)
+    planner = RecordingProvider(inner, cassette)
+    critic = RecordingProvider(inner, cassette)  # two agents, one file
+    assert await planner.complete(req("Planner", 1)) == CALL
+    assert await planner.complete(req("Planner", 2, *AFTER_CALL)) == TEXT
+    assert await critic.complete(req("Critic", 1, system="You criticise.")) == TEXT
+    return inner
+
+
+@pytest.mark.asyncio
+async def test_record_then_replay_same_conversation(tmp_path):
+    path = tmp_path / "run.cassette.jsonl"
+    await record(path)
+    lines = path.read_text().splitlines()
+    assert json.loads(lines[0]) == {"flowtui_cassette": 1} and len(lines) == 4
+    first = json.loads(lines[1])
+    assert first["agent"] == "Planner" and first["turn"] == 1
+    assert first["request"]["sampling"] == {"temperature": 0}
+    assert first["reply"]["tool_calls"][0]["name"] == "search"
+
+    replay = ReplayProvider(path)
+    assert await replay.complete(req("Planner", 1)) == CALL
+    assert await replay.complete(req("Planner", 2, *AFTER_CALL)) == TEXT
+    assert await replay.complete(req("Critic", 1, system="You criticise.")) == TEXT
+
+
+@pytest.mark.asyncio
+async def test_tools_sampling_and_call_ids_may_change(tmp_path):
+    path = tmp_path / "c.jsonl"
+    await record(path)
+    replay = ReplayProvider(path)
+    renumbered = (AFTER_CALL[0].model_copy(update={"tool_calls": (ToolCall(name="search", args={"q": "x"}, id="zz"),)}),
+                  AFTER_CALL[1].model_copy(update={"tool_call_id": "zz"}))
+    changed = req("Planner", 2, *renumbered).model_copy(update={"tools": [], "sampling": {}})
+    assert await replay.complete(changed) == TEXT
+
+
+@pytest.mark.asyncio
+async def test_miss_names_agent_and_turn_and_shows_a_diff(tmp_path):
+    path = tmp_path / "c.jsonl"
+    await record(path)
+    replay = ReplayProvider(path)
+    edited = (AFTER_CALL[0], AFTER_CALL[1].model_copy(update={"content": "found nothing"}))
+    with pytest.raises(CassetteMissError) as info:
+        await replay.complete(req("Planner", 2, *edited))
+    msg = str(info.value)
+    assert info.value.agent == "Planner"
+    assert "'Planner' turn 2" in msg and "c.jsonl" in msg
+    assert "-    found it" in msg and "+    found nothing" in msg
+    # A turn never recorded: compared against the nearest request of that agent.
+    with pytest.raises(CassetteMissError) as info:
+        await replay.complete(req("Planner", 3, *AFTER_CALL, Message(role="user", content="more")))
+    assert "turn 3" in str(info.value) and "+    more" in str(info.value)
+    with pytest.raises(CassetteMissError, match="agents recorded: Critic, Planner"):
+        await replay.complete(req("Ghost", 1))
+
+
+@pytest.mark.asyncio
+async def test_replay_never_touches_the_network(tmp_path):
+    """A miss is an error even with a live server and a real provider around."""
+    path = tmp_path / "c.jsonl"
+    with LoopbackOpenAI() as server:
+        server.script(reply("from the wire"))
+        real = LiteLLMProvider("openai/gpt-test", api_base=server.base_url, api_key=KEY,
+                               retry=Retry(attempts=1))
+        rec = RecordingProvider(real, Cassette.new(path))
+        out = await rec.complete(req("Planner", 1))
+        assert out.content == "from the wire"
+        assert KEY not in path.read_text()
+        replay = ReplayProvider(path)
+        assert (await replay.complete(req("Planner", 1))).content == "from the wire"
+        with pytest.raises(CassetteMissError):
+            await replay.complete(req("Planner", 2))
+        assert len(server.requests) == 1
+
+
+@pytest.mark.asyncio
+async def test_replay_streams_content_as_one_delta(tmp_path):
+    path = tmp_path / "c.jsonl"
+    await record(path)
+    deltas: list[str] = []
+    request = req("Critic", 1, system="You criticise.").model_copy(update={"on_delta": deltas.append})
+    await ReplayProvider(path).complete(request)
+    assert deltas == [TEXT.content]
+
+
+@pytest.mark.asyncio
+async def test_fork_and_override_model(tmp_path):
+    path = tmp_path / "c.jsonl"
+    await record(path)
+    replay = ReplayProvider(path)
+    assert replay.override_model("openai/other") is replay
+    run2 = replay.fork()
+    assert await run2.complete(req("Planner", 1)) == CALL
+    lit = LiteLLMProvider("openai/a")
+    rec = RecordingProvider(lit, Cassette(tmp_path / "x.jsonl")).override_model("openai/b")
+    assert isinstance(rec, RecordingProvider) and rec.inner.model == "openai/b"
+
+
+def test_bad_cassettes_are_config_errors(tmp_path):
+    with pytest.raises(ConfigError, match="does not exist"):
+        ReplayProvider(tmp_path / "nope.jsonl")
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"flowtui_cassette": 1}\n{"agent": "A"}\n')
+    with pytest.raises(ConfigError, match="line 2"):
+        Cassette.load(bad)
+
+
+@pytest.mark.asyncio
+async def test_recording_appends_when_given_a_path(tmp_path):
+    path = tmp_path / "sub" / "c.jsonl"
+    inner = Canned({("A", 1): TEXT, ("A", 2): TEXT})
+    await RecordingProvider(inner, path).complete(req("A", 1))
+    await RecordingProvider(inner, path).complete(req("A", 2))
+    assert len(Cassette.load(path).exchanges) == 2
+    assert ReplayProvider(path).describe().startswith("replaying")

@@ -1,0 +1,115 @@
+"""The real litellm path end to end: a flow, the engine, events and journal, against a loopback server."""
+
+import pytest
+from pydantic import BaseModel
+
+from loopback_openai import LoopbackOpenAI, rate_limited, reply, unauthorized
+from runtime import (
+    Budget, Input, LiteLLMProvider, ProviderError, agent, bootstrap, loop, tool, until_answered, workflow,
+)
+from runtime.fold import RunView
+from runtime.providers.litellm import Retry
+
+KEY = "sk-loopback-FAKE-0123456789"
+
+
+@pytest.fixture
+def server():
+    with LoopbackOpenAI() as s:
+        yield s
+
+
+class SomaArgs(BaseModel):
+    a: int
+    b: int
+
+
+@tool(name="somar", description="Adds two integers.", schema=SomaArgs)
+class Somar:
+    def execute(self, args: SomaArgs = Input()):
+        return str(args.a + args.b)
+
+
+def flow(server, **provider_kwargs):
+    class Model(LiteLLMProvider):
+        model = "openai/gpt-test"
+        api_base = server.base_url
+        retry = Retry(attempts=3, base_delay_s=0.001, max_delay_s=0.01)
+
+    provider = Model(api_key=KEY, **provider_kwargs)
+
+    @agent(provider=provider, prompt="Use somar for arithmetic.", tools=[Somar])
+    class Calc:
+        pass
+
+    @workflow(steps=[loop(steps=[Calc], until=until_answered, max_iterations=4)])
+    class CalcWorkflow:
+        pass
+
+    return CalcWorkflow
+
+
+async def test_retries_tool_use_usage_and_no_key_anywhere(server, tmp_path, capfd):
+    server.script(
+        rate_limited(retry_after_s=0.01),
+        reply("", tool_calls=[{"name": "somar", "args": {"a": 2, "b": 3}}], usage=(20, 5)),
+        reply("2 + 3 = 5", usage=(30, 4)),
+    )
+    app = bootstrap(flow(server))
+    events, view = [], RunView()
+    app.subscribe(lambda e: (events.append(e), view.apply(e)))
+    journal = tmp_path / "run.jsonl"
+    out = await app.run("quanto é 2+3?", budget=Budget(max_tokens=1000), journal=journal)
+    assert out == "2 + 3 = 5"
+    attempts = [e for e in events if e.type == "chat.attempt"]
+    assert len(attempts) == 1 and attempts[0].status == 429
+    chats = [e for e in events if e.type == "node.end" and e.kind == "chat"]
+    assert [c.data["attempts"] for c in chats] == [2, 1]
+    assert chats[0].data["tool_call_source"] == "native"
+    assert view.ctx["budget"]["tokens"] == 59 and view.ctx["budget"]["chat_calls"] == 2
+    sent = server.requests[-1].body
+    assert [m["role"] for m in sent["messages"]] == ["system", "user", "assistant", "tool"]
+    assert sent["tools"][0]["function"]["parameters"]["required"] == ["a", "b"]
+    assert "temperature" not in sent and "top_p" not in sent  # nothing sent that was not set
+    written = journal.read_text() + "".join(e.model_dump_json() for e in events)
+    out_err = capfd.readouterr()
+    assert KEY not in written and KEY not in out_err.out + out_err.err
+    assert out_err.out == "" and out_err.err == ""  # litellm printed nothing
+
+
+async def test_rejected_key_fails_the_run_cleanly_without_showing_it(server, tmp_path, capfd):
+    server.script(unauthorized(echo_key=True))
+    app = bootstrap(flow(server))
+    events = []
+    app.subscribe(events.append)
+    journal = tmp_path / "run.jsonl"
+    with pytest.raises(ProviderError) as info:
+        await app.run("oi", journal=journal)
+    assert len(server.requests) == 1  # a 401 is never retried
+    end = events[-1]
+    assert end.type == "run.end" and end.status == "failed" and "401" in end.error
+    assert "Calc" in str(info.value)
+    everything = str(info.value) + journal.read_text() + "".join(e.model_dump_json() for e in events)
+    captured = capfd.readouterr()
+    assert KEY not in everything + captured.out + captured.err
+
+
+async def test_streaming_text_arrives_as_delta_events_before_the_message(server):
+    server.script(reply("uma resposta em pedaços", chunks=4))
+    app = bootstrap(flow(server, stream=True))
+    events = []
+    app.subscribe(events.append)
+    assert await app.run("oi") == "uma resposta em pedaços"
+    kinds = [e.type for e in events]
+    deltas = [e.text for e in events if e.type == "chat.delta"]
+    assert len(deltas) >= 2 and "".join(deltas) == "uma resposta em pedaços"
+    assistant_at = next(i for i, e in enumerate(events) if e.type == "state.append" and e.item.role == "assistant")
+    assert max(i for i, k in enumerate(kinds) if k == "chat.delta") < assistant_at
+    assert server.requests[0].body["stream"] is True
+
+
+async def test_model_override_reaches_the_wire(server):
+    server.script(reply("ok"))
+    app = bootstrap(flow(server), model="openai/other-model")
+    assert await app.run("oi") == "ok"
+    assert server.requests[0].body["model"] == "other-model"

@@ -1,0 +1,509 @@
+"""LiteLLMProvider against a real OpenAI-compatible HTTP server on loopback.
+
+litellm talks to ``tests/loopback_openai.py`` over real HTTP via ``api_base``;
+the server is scripted per request with replies and faults. Nothing here
+touches the internet. Retry waits are tiny (or recorded without waiting).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from loopback_openai import (
+    LoopbackOpenAI,
+    drop_mid_stream,
+    http_error,
+    malformed_json,
+    rate_limited,
+    reply,
+    server_error,
+    slow,
+    unauthorized,
+)
+from runtime.errors import ConfigError, ProviderError
+from runtime.messages import Message, ToolCall
+from runtime.providers import _litellm
+from runtime.providers.base import AttemptInfo, ChatRequest
+from runtime.providers.litellm import LiteLLMProvider, Retry, _retry_after_s
+
+# pytest resets warning filters per test, undoing the ones load_litellm installs
+# (the subprocess test below checks those); keep this file's report clean.
+pytestmark = pytest.mark.filterwarnings("ignore:.*`ReadOnly` qualifier:UserWarning")
+
+ROOT = Path(__file__).resolve().parents[1]
+KEY = "sk-test-SECRET123"
+FAST = Retry(attempts=3, base_delay_s=0.001, max_delay_s=0.01)
+TOOLS = [{"type": "function", "function": {
+    "name": "search", "description": "Search the web",
+    "parameters": {"type": "object", "properties": {"q": {"type": "string"}},
+                   "required": ["q"]}}}]
+
+
+@pytest.fixture(scope="module")
+def server():
+    with LoopbackOpenAI() as s:
+        yield s
+
+
+@pytest.fixture(autouse=True)
+def _fresh(server):
+    server.reset()
+    yield
+
+
+def provider(server: LoopbackOpenAI, **kw) -> LiteLLMProvider:
+    kw.setdefault("retry", FAST)
+    return LiteLLMProvider("openai/gpt-test", api_base=server.base_url, api_key=KEY, **kw)
+
+
+def request(*, tools: bool = False, **kw) -> ChatRequest:
+    base = dict(agent="Revisor", turn=1,
+                messages=[Message(role="system", content="You review."),
+                          Message(role="user", content="Check this.")])
+    if tools:
+        base.update(tools=TOOLS, tool_names=frozenset({"search"}))
+    base.update(kw)
+    return ChatRequest(**base)
+
+
+# --------------------------------------------------------------------------- happy path
+
+
+@pytest.mark.asyncio
+async def test_plain_reply_usage_and_request_shape(server):
+    server.script(reply("All good.", usage=(12, 5)))
+    out = await provider(server).complete(request())
+    assert out.content == "All good."
+    assert out.tool_calls == [] and out.tool_call_source is None
+    assert (out.usage.prompt_tokens, out.usage.completion_tokens) == (12, 5)
+    assert out.attempts == 1
+    body = server.requests[0].body
+    assert body["model"] == "gpt-test"
+    assert body["messages"] == [{"role": "system", "content": "You review."},
+                                {"role": "user", "content": "Check this."}]
+    # Nothing the user did not set is sent.
+    for key in ("temperature", "top_p", "seed", "max_tokens", "stop", "tools", "stream"):
+        assert key not in body, key
+    assert server.requests[0].headers["authorization"] == f"Bearer {KEY}"
+
+
+@pytest.mark.asyncio
+async def test_sampling_provider_then_agent_key_by_key(server):
+    server.script(reply("ok"))
+    p = provider(server, sampling={"temperature": 0.2, "top_p": 0.9}, seed=7)
+    req = request(sampling={"temperature": 0.0, "top_p": None, "stop": ["END"]})
+    await p.complete(req)
+    body = server.requests[0].body
+    assert body["temperature"] == 0.0  # agent wins
+    assert "top_p" not in body  # agent unset it
+    assert body["seed"] == 7 and body["stop"] == ["END"]
+    assert "max_tokens" not in body
+
+
+@pytest.mark.asyncio
+async def test_subclass_configuration_and_override_model(server):
+    class Reviewer(LiteLLMProvider):
+        model = "openai/gpt-test"
+        sampling = {"max_tokens": 50}
+        retry = FAST
+
+    p = Reviewer(api_base=server.base_url, api_key=KEY)
+    other = p.override_model("openai/gpt-other")
+    assert p.model == "openai/gpt-test" and other.model == "openai/gpt-other"
+    server.script(reply("a"), reply("b"))
+    await p.complete(request())
+    await other.complete(request())
+    assert [r.body["model"] for r in server.requests] == ["gpt-test", "gpt-other"]
+    assert server.requests[1].body["max_tokens"] == 50
+
+
+@pytest.mark.asyncio
+async def test_native_tool_calls(server):
+    server.script(reply(None, tool_calls=[{"name": "search", "args": {"q": "litellm"}, "id": "c9"}]))
+    out = await provider(server).complete(request(tools=True))
+    assert out.tool_calls == [ToolCall(name="search", args={"q": "litellm"}, id="c9")]
+    assert out.tool_call_source == "native"
+    assert server.requests[0].body["tools"] == TOOLS
+
+
+@pytest.mark.asyncio
+async def test_tool_history_is_sent_paired(server):
+    server.script(reply("done"))
+    msgs = [Message(role="user", content="find it"),
+            Message(role="assistant", tool_calls=(ToolCall(name="search", args={"q": "x"}),)),
+            Message(role="tool", content="found", tool_name="search")]
+    await provider(server).complete(request(messages=msgs, tools=True))
+    sent = server.requests[0].body["messages"]
+    call_id = sent[1]["tool_calls"][0]["id"]
+    assert json.loads(sent[1]["tool_calls"][0]["function"]["arguments"]) == {"q": "x"}
+    assert sent[2] == {"role": "tool", "tool_call_id": call_id, "content": "found"}
+
+
+@pytest.mark.asyncio
+async def test_text_tool_call_is_rescued_and_think_stripped(server):
+    text = ('<think>I should search.</think>Let me look.\n'
+            '<tool_call>{"name": "search", "arguments": {"q": "flowtui"}}</tool_call>')
+    server.script(reply(text), reply(text))
+    out = await provider(server).complete(request(tools=True))
+    assert out.tool_calls[0].name == "search" and out.tool_calls[0].args == {"q": "flowtui"}
+    assert out.tool_call_source == "rescued"
+    assert out.content == "Let me look."
+    assert out.reasoning == "I should search."
+    off = await provider(server, rescue_tool_calls=False).complete(request(tools=True))
+    assert off.tool_calls == [] and "<tool_call>" in off.content
+
+
+@pytest.mark.asyncio
+async def test_cost_from_cost_per_1k_and_from_price_table(server):
+    server.script(reply("x", usage=(1000, 500)), reply("y", usage=(1000, 500)))
+    out = await provider(server, cost_per_1k={"prompt": 0.5, "completion": 2.0}).complete(request())
+    assert out.cost_usd == pytest.approx(0.5 + 1.0)
+    # A model in litellm's (local) price table gets a cost without configuration.
+    priced = LiteLLMProvider("openai/gpt-4o-mini", api_base=server.base_url, api_key=KEY, retry=FAST)
+    out = await priced.complete(request())
+    assert out.cost_usd > 0
+    # Unknown model, no table entry: cost 0, no error.
+    server.script(reply("z"))
+    assert (await provider(server).complete(request())).cost_usd == 0.0
+
+
+# --------------------------------------------------------------------------- streaming
+
+
+@pytest.mark.asyncio
+async def test_stream_deltas_and_tool_calls_assembled(server):
+    server.script(reply("Searching now, hold on.", chunks=4,
+                        tool_calls=[{"name": "search", "args": {"q": "a b c"}}], usage=(20, 9)))
+    deltas: list[str] = []
+    out = await provider(server, stream=True).complete(request(tools=True, on_delta=deltas.append))
+    assert len(deltas) >= 4 and "".join(deltas) == "Searching now, hold on."
+    assert out.content == "Searching now, hold on."
+    assert out.tool_calls == [ToolCall(name="search", args={"q": "a b c"}, id="call_0")]
+    assert out.tool_call_source == "native"
+    assert (out.usage.prompt_tokens, out.usage.completion_tokens) == (20, 9)
+    assert server.requests[0].body["stream"] is True
+
+
+@pytest.mark.asyncio
+async def test_stream_dropped_mid_way_is_retried(server):
+    server.script(drop_mid_stream("never finished"), reply("complete answer"))
+    deltas: list[str] = []
+    attempts: list[AttemptInfo] = []
+    out = await provider(server, stream=True).complete(
+        request(on_delta=deltas.append, on_attempt=attempts.append))
+    assert out.content == "complete answer" and out.attempts == 2
+    assert len(attempts) == 1 and attempts[0].retry_in_s is not None
+    # The engine gets the partial text, then on_attempt, then the retry's text.
+    assert "".join(deltas).startswith("never finished") and "".join(deltas).endswith("complete answer")
+
+
+@pytest.mark.asyncio
+async def test_a_failing_on_delta_is_not_blamed_on_the_model(server):
+    server.script(reply("some text"), reply("unused"))
+
+    def broken(_text: str) -> None:
+        raise KeyError("engine bug")
+
+    with pytest.raises(KeyError, match="engine bug"):
+        await provider(server, stream=True).complete(request(on_delta=broken))
+    assert len(server.requests) == 1
+
+
+# --------------------------------------------------------------------------- retries and faults
+
+
+@pytest.mark.asyncio
+async def test_429_retry_after_wins_over_backoff(server):
+    server.script(rate_limited(retry_after_s=0.05), reply("ok"))
+    waits: list[float] = []
+    attempts: list[AttemptInfo] = []
+    p = provider(server, retry=Retry(attempts=3, base_delay_s=10, max_delay_s=10))
+
+    async def record(s: float) -> None:
+        waits.append(s)
+
+    p.sleep = record
+    out = await p.complete(request(on_attempt=attempts.append))
+    assert out.attempts == 2 and waits == [0.05]
+    assert attempts == [AttemptInfo(attempt=1, error=attempts[0].error, status=429, retry_in_s=0.05)]
+    assert "Rate limit" in attempts[0].error
+
+
+@pytest.mark.asyncio
+async def test_5xx_backoff_full_jitter_within_caps(server):
+    server.script(server_error(500), server_error(503), reply("ok"))
+    waits: list[float] = []
+
+    async def record(s: float) -> None:
+        waits.append(s)
+
+    p = provider(server, retry=Retry(attempts=3, base_delay_s=1.0, max_delay_s=1.5))
+    p.sleep = record
+    out = await p.complete(request())
+    assert out.attempts == 3 and len(server.requests) == 3
+    assert 0 <= waits[0] <= 1.0 and 0 <= waits[1] <= 1.5
+
+
+@pytest.mark.parametrize("status", [408, 425, 429, 500, 502, 503, 504])
+@pytest.mark.asyncio
+async def test_retryable_statuses(server, status):
+    server.script(http_error(status), reply("ok"))
+    out = await provider(server).complete(request())
+    assert out.attempts == 2 and out.content == "ok"
+
+
+@pytest.mark.asyncio
+async def test_gives_up_after_attempts_with_clear_error(server):
+    server.script(server_error(500), server_error(502), server_error(503))
+    attempts: list[AttemptInfo] = []
+    with pytest.raises(ProviderError) as info:
+        await provider(server).complete(request(turn=4, on_attempt=attempts.append))
+    err = info.value
+    assert err.agent == "Revisor" and err.attempts == 3 and err.status == 503
+    assert "'Revisor'" in str(err) and "turn 4" in str(err) and "3 attempts" in str(err)
+    assert [a.attempt for a in attempts] == [1, 2, 3]
+    assert attempts[-1].retry_in_s is None  # the last failure is reported too, with no retry
+
+
+@pytest.mark.asyncio
+async def test_retry_false_makes_one_attempt(server):
+    server.script(server_error(500), reply("unused"))
+    with pytest.raises(ProviderError) as info:
+        await provider(server, retry=False).complete(request())
+    assert info.value.attempts == 1 and len(server.requests) == 1
+
+
+@pytest.mark.parametrize("status,words", [(400, "refused"), (403, "no access"),
+                                          (404, "not found"), (422, "refused")])
+@pytest.mark.asyncio
+async def test_other_4xx_fail_at_once(server, status, words):
+    server.script(http_error(status, "nope"), reply("unused"))
+    attempts: list[AttemptInfo] = []
+    with pytest.raises(ProviderError) as info:
+        await provider(server).complete(request(on_attempt=attempts.append))
+    assert info.value.status == status and info.value.attempts == 1
+    assert words in str(info.value) and "not retried" in str(info.value)
+    assert len(server.requests) == 1 and len(attempts) == 1
+
+
+@pytest.mark.asyncio
+async def test_401_names_the_problem_and_never_the_key(server, capfd):
+    server.script(unauthorized(echo_key=True))
+    attempts: list[AttemptInfo] = []
+    with pytest.raises(ProviderError) as info:
+        await provider(server).complete(request(on_attempt=attempts.append))
+    text = str(info.value)
+    assert info.value.status == 401 and info.value.attempts == 1
+    assert "API key was rejected" in text and "OPENAI_API_KEY" in text
+    assert KEY not in text and "SECRET123" not in text
+    assert all(KEY not in a.error and "SECRET123" not in a.error for a in attempts)
+    assert KEY not in repr(info.value.__dict__)
+    p = provider(server)
+    assert KEY not in repr(p) and KEY not in p.describe()
+    out, err = capfd.readouterr()
+    assert out == "" and err == ""  # litellm's banners are silenced
+
+
+@pytest.mark.asyncio
+async def test_missing_key_fails_at_once(server, monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    p = LiteLLMProvider("openai/gpt-test", api_base=server.base_url, retry=FAST)
+    with pytest.raises(ProviderError) as info:
+        await p.complete(request())
+    assert "no API key" in str(info.value) and "OPENAI_API_KEY" in str(info.value)
+    assert info.value.attempts == 1 and server.requests == []
+
+
+@pytest.mark.asyncio
+async def test_timeout_is_retried_then_fails_cleanly(server):
+    server.script(slow(5.0), reply("in time"))
+    t0 = time.monotonic()
+    out = await provider(server, timeout=0.2).complete(request())
+    assert out.content == "in time" and out.attempts == 2
+    server.script(slow(5.0))
+    with pytest.raises(ProviderError) as info:
+        await provider(server, timeout=0.2, retry=False).complete(request())
+    assert "timeout=0.2" in str(info.value) and info.value.status == 408
+    assert time.monotonic() - t0 < 3
+
+
+@pytest.mark.asyncio
+async def test_malformed_json_is_retried(server):
+    server.script(malformed_json(), reply("fine"))
+    out = await provider(server).complete(request())
+    assert out.content == "fine" and out.attempts == 2
+    server.script(malformed_json(), malformed_json(), malformed_json())
+    with pytest.raises(ProviderError) as info:
+        await provider(server).complete(request())
+    assert info.value.attempts == 3
+
+
+@pytest.mark.asyncio
+async def test_malformed_stream_and_dropped_body_are_retried(server):
+    server.script(malformed_json(), reply("streamed"))
+    out = await provider(server, stream=True).complete(request())
+    assert out.content == "streamed" and out.attempts == 2
+    server.script(drop_mid_stream(), reply("whole"))
+    out = await provider(server).complete(request())
+    assert out.content == "whole" and out.attempts == 2
+
+
+@pytest.mark.asyncio
+async def test_connection_refused_is_retried_then_fails(server):
+    with LoopbackOpenAI() as gone:
+        dead_base = gone.base_url  # a port nobody listens on once it stops
+    p = LiteLLMProvider("openai/gpt-test", api_base=dead_base, api_key=KEY, retry=FAST)
+    attempts: list[AttemptInfo] = []
+    with pytest.raises(ProviderError) as info:
+        await p.complete(request(on_attempt=attempts.append))
+    assert info.value.attempts == 3 and len(attempts) == 3
+    assert KEY not in str(info.value)
+
+
+# --------------------------------------------------------------------------- configuration
+
+
+@pytest.mark.asyncio
+async def test_no_model_is_a_clear_error():
+    with pytest.raises(ProviderError, match="no model set"):
+        await LiteLLMProvider().complete(request())
+
+
+def test_config_errors():
+    with pytest.raises(ConfigError):
+        Retry(attempts=0)
+    with pytest.raises(ConfigError, match="retry=Retry"):
+        LiteLLMProvider("openai/x", num_retries=3)
+    with pytest.raises(ConfigError, match="cost_per_1k"):
+        LiteLLMProvider("openai/x", cost_per_1k={"input": 1.0})
+
+
+def test_retry_after_forms():
+    class E(Exception):
+        def __init__(self, headers):
+            self.litellm_response_headers = headers
+
+    assert _retry_after_s(E({"Retry-After": "2"})) == 2.0
+    assert _retry_after_s(E({"retry-after-ms": "250"})) == 0.25
+    date = time.strftime("%a, %d %b %Y %H:%M:%S GMT", time.gmtime(time.time() + 30))
+    assert 25 <= _retry_after_s(E({"Retry-After": date})) <= 31
+    assert _retry_after_s(E({"Retry-After": "soon"})) is None
+    assert _retry_after_s(E({})) is None
+
+
+# --------------------------------------------------------------------------- the litellm shim
+
+
+def test_to_openai_messages_pairs_ids():
+    msgs = [Message(role="system", content="s"),
+            Message(role="assistant", content="",
+                    tool_calls=(ToolCall(name="a", args={"x": 1}), ToolCall(name="b", id="given"))),
+            Message(role="tool", content="B", tool_name="b"),
+            Message(role="tool", content="A", tool_name="a")]
+    out = _litellm.to_openai_messages(msgs)
+    ids = [c["id"] for c in out[1]["tool_calls"]]
+    assert ids[1] == "given" and ids[0]
+    assert out[1]["content"] is None
+    assert out[1]["tool_calls"][0]["function"]["arguments"] == '{"x": 1}'
+    assert out[2]["tool_call_id"] == "given" and out[3]["tool_call_id"] == ids[0]
+
+
+@pytest.mark.asyncio
+async def test_mock_reply_goes_through_litellm():
+    req = request(tools=True)
+    out = await _litellm.mock_reply(req, "", [{"name": "search", "args": {"q": "x"}}])
+    assert out.tool_calls == [ToolCall(name="search", args={"q": "x"}, id="call_1_0")]
+    assert out.tool_call_source == "native"
+    out = await _litellm.mock_reply(req, '<think>hm</think>```json\n{"tool": "search", "args": {"q": 1}}\n```', [])
+    assert out.tool_call_source == "rescued" and out.tool_calls[0].args == {"q": 1}
+    assert out.reasoning == "hm" and out.content == ""
+    out = await _litellm.mock_reply(req, "just text", [])
+    assert out.content == "just text" and out.tool_calls == []
+
+
+def test_bad_native_arguments_are_kept_raw():
+    class Fn:
+        name = "search"
+        arguments = "{not json"
+
+    class Call:
+        id = "c1"
+        function = Fn()
+
+    call = _litellm._native_call(Call())
+    assert call.args == {_litellm.RAW_ARGUMENTS_KEY: "{not json"}
+
+
+def test_importing_providers_does_not_import_litellm():
+    code = ("import sys, runtime.providers.litellm, runtime.providers.rescue, "
+            "runtime.providers.cassette, runtime.providers._litellm\n"
+            "from runtime.providers.litellm import LiteLLMProvider\n"
+            "LiteLLMProvider('openai/x', temperature=0)\n"
+            "print('litellm' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
+                         text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "False"
+
+
+def test_import_runtime_does_not_import_litellm():
+    code = "import sys, runtime\nruntime.LiteLLMProvider\nprint('litellm' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
+                         text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "False"
+
+
+_QUIET_SCRIPT = r'''
+import asyncio, os, sys
+sys.path.insert(0, os.path.join(os.getcwd(), "tests"))
+os.environ.pop("OPENAI_API_KEY", None)
+from loopback_openai import *
+from runtime.errors import ProviderError
+from runtime.messages import Message
+from runtime.providers.base import ChatRequest
+from runtime.providers.litellm import LiteLLMProvider, Retry
+
+async def main():
+    fast = Retry(attempts=2, base_delay_s=0.001)
+    req = ChatRequest(agent="A", turn=1, messages=[Message(role="user", content="hi")],
+                      tool_names=frozenset({"f"}), on_delta=lambda s: None)
+    with LoopbackOpenAI() as s:
+        p = LiteLLMProvider("openai/gpt-test", api_base=s.base_url, api_key="sk-test-SECRET123",
+                            retry=fast, timeout=0.3)
+        ps = LiteLLMProvider("openai/gpt-test", api_base=s.base_url, api_key="sk-test-SECRET123",
+                             retry=fast, stream=True)
+        s.script(reply("a"), rate_limited(retry_after_s=0.01), reply("b"),
+                 drop_mid_stream(), reply("c", tool_calls=[{"name": "f", "args": {}}]),
+                 malformed_json(), malformed_json(), unauthorized(echo_key=True), slow(2), slow(2))
+        await p.complete(req)
+        await p.complete(req)
+        await ps.complete(req)
+        for prov in (ps, p, p):
+            try:
+                await prov.complete(req)
+            except ProviderError:
+                pass
+        try:
+            await LiteLLMProvider("openai/gpt-test", api_base=s.base_url, retry=fast).complete(req)
+        except ProviderError:
+            pass
+    print("done")
+
+asyncio.run(main())
+'''
+
+
+def test_litellm_prints_nothing_on_replies_and_faults():
+    """stdout/stderr belong to the app: no banner, log line or warning from litellm."""
+    out = subprocess.run([sys.executable, "-c", _QUIET_SCRIPT], cwd=ROOT, capture_output=True,
+                         text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout == "done\n"
+    assert out.stderr == ""
