@@ -30,7 +30,7 @@ from tui.session import LaunchConfig, Session
 from tui.widgets.sidebar import Sidebar
 
 FLUSH_INTERVAL = 1 / 20
-FLUSH_BUDGET_S = 0.008  # fold events at most this long per tick, so input stays answered
+FLUSH_BUDGET_S = 0.005  # fold events at most this long per tick, so input stays answered
 
 
 class FlowApp(App[int]):
@@ -99,8 +99,8 @@ class FlowApp(App[int]):
     def _loaded(self) -> None:
         if isinstance(self.screen, LoadErrorScreen):
             self.pop_screen()
-        if self.config.preload_litellm:
-            self.run_worker(_preload_litellm, thread=True, group="preload", name="preload", exit_on_error=False)
+        self.run_worker(_preload(self.config.preload_litellm), thread=True, group="preload", name="preload",
+                        exit_on_error=False)
         if self._ask_input:
             self._ask_input = False
             self.push_screen(FirstMessageDialog(self.session.workflow_name), self.start_run)
@@ -121,7 +121,7 @@ class FlowApp(App[int]):
         n = session.drain(FLUSH_BUDGET_S)
         while everything and session.pending:
             n += session.drain(1.0)
-        if n or force:
+        if n or force or self.main.stale:
             self.main.sync(session, force=force)
             self.post_message(RunFlushed(n))
         return n
@@ -357,10 +357,18 @@ def _nonempty(text: str) -> bool:
     return True
 
 
-def _preload_litellm() -> None:
-    from runtime.providers._litellm import load_litellm
+def _preload(litellm: bool):
+    """Heavy imports, after the first paint: Markdown for assistant blocks, litellm for the first call."""
 
-    load_litellm()
+    def load() -> None:
+        import rich.markdown  # noqa: F401
+
+        if litellm:
+            from runtime.providers._litellm import load_litellm
+
+            load_litellm()
+
+    return load
 
 
 def make_app(target: str, **options: Any) -> FlowApp:

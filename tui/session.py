@@ -45,6 +45,7 @@ class Session:
         self.input: str | None = config.input
         self._buffer: deque[Any] = deque()
         self.generation = 0  # bumps with each new run, so stale events are dropped
+        self.sink: Any = None  # the current run's event sink (thread-safe: it only appends)
 
     # --- loading -----------------------------------------------------------
     def load(self) -> Any:
@@ -81,6 +82,7 @@ class Session:
         def sink(event: Any) -> None:  # may be called from worker threads: only append
             buffer.append((generation, event))
 
+        self.sink = sink
         self.input = input
         self.view = RunView()
         self.events = []

@@ -3,6 +3,7 @@ the sidebar, and the control pane. It renders the session's RunView when the app
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from textual.app import ComposeResult
@@ -16,6 +17,7 @@ from tui.widgets.message_list import MessageList
 from tui.widgets.node_tree import NodeTree
 from tui.widgets.sidebar import Sidebar
 
+SLOW_PANES_S = 0.15
 VIEWS = {
     "conversation": "Conversation",
     "model-sees": "What the model sees",
@@ -26,6 +28,11 @@ VIEWS = {
 
 class MainScreen(Screen):
     """Where a run is watched and driven."""
+
+    stale = False  # the slow panes are behind the view: the next flush redraws them
+    _slow_at = 0.0
+    _seen: tuple = (None, -1, ())
+    _history: tuple = (None, -1)
 
     def compose(self) -> ComposeResult:
         with Horizontal(id="body"):
@@ -40,8 +47,6 @@ class MainScreen(Screen):
 
     def on_mount(self) -> None:
         self.query_one("#sidebar").border_title = "Memory · Tasks · State"
-        self._seen: tuple[Any, int, int] = (None, -1, -1)
-        self._history: tuple[Any, int] = (None, -1)
         self._title()
 
     # --- views -----------------------------------------------------------------
@@ -74,14 +79,21 @@ class MainScreen(Screen):
     def sync(self, session: Any, *, force: bool = False, loading: str | None = None) -> None:
         """Render the session's view; cheap when nothing changed."""
         view = session.view
-        key = (view, view.events if view is not None else -1, len(session.breakpoints))
+        key = (view, view.events if view is not None else -1, tuple(session.breakpoints))
         if key == self._seen and not force:
             return
-        self._seen = key
-        self.query_one(ControlPane).sync(view, session.breakpoints, loading=loading)
+        now = time.monotonic()
+        # The sidebar and status lines are small but costly to rebuild: at most ~6 times a second.
+        self.stale = not force and now - self._slow_at < SLOW_PANES_S
+        if not self.stale:
+            self._seen = key
+        if not self.stale:
+            self._slow_at = now
+            self.query_one(ControlPane).sync(view, session.breakpoints, loading=loading)
         if view is None:
             return
-        self.sidebar.sync(view)
+        if not self.stale:
+            self.sidebar.sync(view)
         history_key = (view, view.history_resets)
         self.conversation.set_messages(view.history, reset=history_key != self._history)
         self._history = history_key

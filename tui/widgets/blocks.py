@@ -8,8 +8,10 @@ arguments, tool results collapsed to a few lines until expanded.
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
+from rich.cells import cell_len
 from rich.console import Console, RenderableType
 from rich.segment import Segment
 from rich.style import Style
@@ -35,14 +37,21 @@ def is_collapsible(msg: Any) -> bool:
     return msg.role == "tool" or bool(msg.tool_calls)
 
 
-def estimate_height(msg: Any, width: int) -> int:
-    """A cheap guess of a block's height (replaced by the real one once it is rendered)."""
+def estimate_heights(messages: Any, width: int) -> list[int]:
+    """A cheap guess of each block's height (replaced by the real one once it is rendered)."""
     inner = max(width - 2, 10)
-    text = msg.content
-    lines = text.count("\n") + 1 + len(text) // inner if text else 0
-    if msg.role == "tool":
-        lines = min(lines, COLLAPSED_LINES + 1)
-    return 2 + lines + len(msg.tool_calls)
+    out = []
+    append = out.append
+    for msg in messages:
+        text = msg.content
+        lines = text.count("\n") + 1 + len(text) // inner if text else 0
+        if lines > COLLAPSED_LINES + 1 and msg.role == "tool":
+            lines = COLLAPSED_LINES + 1
+        append(2 + lines + len(msg.tool_calls))
+    return out
+
+
+_MARKUP = re.compile(r"[*_`#>|\[]|^\s*(?:[-+]|\d+\.)\s", re.MULTILINE)
 
 
 def _markdown(text: str) -> RenderableType:
@@ -80,7 +89,7 @@ def render_block(console: Console, msg: Any, index: int, width: int, *, expanded
     content = msg.content
     if content:
         if msg.role == "assistant":
-            parts.append(_markdown(content))
+            parts.append(_markdown(content) if _MARKUP.search(content) else Text(content, overflow="fold"))
         elif msg.role == "tool" and not expanded:
             lines = content.splitlines()
             shown = Text("\n".join(lines[:COLLAPSED_LINES]), overflow="fold")
@@ -102,6 +111,17 @@ def render_block(console: Console, msg: Any, index: int, width: int, *, expanded
 
     options = console.options.update(width=inner, highlight=False)
     strips: list[Strip] = []
+    if isinstance(parts[-1], Text) and not msg.tool_calls and len(parts) == 2 and not parts[-1].spans \
+            and not parts[-1].style:
+        # Fast path for short plain text (most messages): no wrapping needed, no Rich layout.
+        lines = parts[-1].plain.split("\n")
+        if all(len(line) <= inner and line.isprintable() and cell_len(line) <= inner for line in lines):
+            for part in console.render_lines(header, options, pad=True):
+                strips.append(Strip([gutter, *part], inner + 2))
+            for line in lines:
+                strips.append(Strip([gutter, Segment(line), Segment(" " * (inner - cell_len(line)))], inner + 2))
+            strips.append(Strip([blank_gutter, Segment(" " * inner)], inner + 2))
+            return strips
     for part in parts:
         for line in console.render_lines(part, options, pad=True):
             strips.append(Strip([gutter, *line], inner + 2))

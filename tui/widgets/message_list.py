@@ -22,7 +22,7 @@ from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from tui.widgets.blocks import estimate_height, is_collapsible, render_block
+from tui.widgets.blocks import estimate_heights, is_collapsible, render_block
 
 CURSOR_STYLE = Style(bgcolor="#1f3347")
 _CACHE_LIMIT = 1500
@@ -61,6 +61,8 @@ class MessageList(ScrollView, can_focus=True):
         self._width = 0
         self._expanded: set[int] = set()
         self.cursor = -1
+        self._base = Style()
+        self._cursor_style = CURSOR_STYLE
 
     # --- data ----------------------------------------------------------------
     @property
@@ -74,14 +76,14 @@ class MessageList(ScrollView, can_focus=True):
         width = self._content_width()
         if reset or len(messages) < old:
             self._messages = list(messages)
-            self._heights = [estimate_height(m, width) for m in self._messages]
+            self._heights = estimate_heights(self._messages, width)
             self._cache.clear()
             self._expanded.clear()
             self._dirty_from = 0
         elif len(messages) > old:
             new = messages[old:]
             self._messages.extend(new)
-            self._heights.extend(estimate_height(m, width) for m in new)
+            self._heights.extend(estimate_heights(new, width))
             self._dirty_from = min(self._dirty_from, old)
         else:
             return
@@ -145,6 +147,8 @@ class MessageList(ScrollView, can_focus=True):
 
     # --- rendering -------------------------------------------------------------
     def render_lines(self, crop: Region) -> list[Strip]:
+        base = self.rich_style  # computed once per paint, not once per line
+        self._base, self._cursor_style = base, base + CURSOR_STYLE
         if self._messages:
             for _ in range(3):  # exact heights for what is on screen, then the offsets agree
                 self._ensure_offsets()
@@ -159,7 +163,7 @@ class MessageList(ScrollView, can_focus=True):
 
     def render_line(self, y: int) -> Strip:
         width = self._content_width()
-        base = self.rich_style
+        base = self._base
         line = self.scroll_offset.y + y
         n = len(self._messages)
         if n == 0:
@@ -173,13 +177,13 @@ class MessageList(ScrollView, can_focus=True):
         strips = self._block(i)
         k = line - self._offsets[i]
         strip = strips[k] if k < len(strips) else Strip.blank(width)
-        style = base + CURSOR_STYLE if i == self.cursor else base
+        style = self._cursor_style if i == self.cursor else base
         return strip.apply_style(style).crop_extend(0, width, base)
 
     def on_resize(self, event: Resize) -> None:
         width = self._content_width()
         if width != self._width:
-            self._heights = [estimate_height(m, width) for m in self._messages]
+            self._heights = estimate_heights(self._messages, width)
             self._cache.clear()
             self._width = width
             self._dirty_from = 0

@@ -1,0 +1,252 @@
+"""Benchmarks of the terminal app (a command, not a test).
+
+    .venv/bin/python bench/tui_bench.py
+
+1. Time from process start to first paint of `flowtui flows/revisao.py`, against a
+   minimal Textual app measured the same way in the same run (median of runs, ratio).
+2. The conversation pane with 10,000 messages: first paint, memory growth, append at 10k.
+3. Events per second absorbed by the app while the longest event-loop stall stays under 20 ms.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import pty
+import shutil
+import statistics
+import struct
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import tracemalloc
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+MINIMAL_APP = '''
+import os, time
+from textual.app import App
+from textual.widgets import Static
+
+class Minimal(App):
+    def compose(self):
+        yield Static("hello")
+
+    def on_mount(self):
+        self.call_after_refresh(self.painted)
+
+    def painted(self):
+        with open(os.environ["FLOWTUI_FIRST_PAINT_FILE"], "w") as fh:
+            fh.write(repr(time.time()))
+        self.exit()
+
+Minimal().run()
+'''
+
+
+def _time_to_paint(cmd: list[str], size=(160, 48)) -> float:
+    """Seconds from spawning ``cmd`` on a pseudo-terminal to its first paint."""
+    import fcntl
+    import termios
+
+    with tempfile.TemporaryDirectory() as tmp:
+        marker = os.path.join(tmp, "painted")
+        env = dict(os.environ, FLOWTUI_FIRST_PAINT_FILE=marker, TERM="xterm-256color")
+        master, slave = pty.openpty()
+        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", size[1], size[0], 0, 0))
+        drain = threading.Thread(target=_drain, args=(master,), daemon=True)
+        drain.start()
+        t0 = time.time()
+        proc = subprocess.Popen(cmd, stdin=slave, stdout=slave, stderr=slave, env=env, cwd=ROOT)
+        try:
+            proc.wait(timeout=60)
+        finally:
+            os.close(slave)
+        painted = float(Path(marker).read_text())
+        os.close(master)
+        return painted - t0
+
+
+def _drain(fd: int) -> None:
+    try:
+        while os.read(fd, 65536):
+            pass
+    except OSError:
+        pass
+
+
+def bench_first_paint(rounds: int = 7) -> dict[str, float]:
+    flowtui = shutil.which("flowtui", path=os.path.dirname(sys.executable)) or "flowtui"
+    with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as fh:
+        fh.write(MINIMAL_APP)
+        minimal = fh.name
+    app_cmd = [flowtui, "flows/revisao.py", "--input", "Escreva sobre ctx.state"]
+    min_cmd = [sys.executable, minimal]
+    _time_to_paint(min_cmd), _time_to_paint(app_cmd)  # warm the file cache
+    ours, base = [], []
+    for _ in range(rounds):
+        base.append(_time_to_paint(min_cmd))
+        ours.append(_time_to_paint(app_cmd))
+    os.unlink(minimal)
+    a, b = statistics.median(ours), statistics.median(base)
+    return {"flowtui_ms": a * 1000, "minimal_ms": b * 1000, "ratio": a / b}
+
+
+def _messages(n: int):
+    from runtime import Message, ToolCall
+
+    out = []
+    for i in range(n):
+        kind = i % 4
+        if kind == 0:
+            out.append(Message(role="user", content=f"question {i}: what does ctx.state hold?"))
+        elif kind == 1:
+            out.append(Message(role="assistant", content=f"**Answer {i}**: history, memory and tasks.\n\n- one\n- two",
+                               tool_calls=(ToolCall(name="record", args={"i": i}, id=f"c{i}"),)))
+        elif kind == 2:
+            out.append(Message(role="tool", content=f"recorded {i}\nline two\nline three\nline four",
+                               tool_name="record", tool_call_id=f"c{i}"))
+        else:
+            out.append(Message(role="assistant", content=f"Plain reply number {i}. " * 6))
+    return out
+
+
+async def bench_conversation(n: int = 10_000) -> dict[str, float]:
+    from textual.app import App
+    from textual.geometry import Region
+
+    from tui.widgets.message_list import MessageList
+
+    class Pane(App):
+        def compose(self):
+            yield MessageList(id="c")
+
+    import rich.markdown  # noqa: F401  (the app imports it in a thread after its first paint)
+
+    msgs = _messages(n)
+    app = Pane()
+    async with app.run_test(size=(160, 48)) as pilot:
+        pane = app.query_one(MessageList)
+        await pilot.pause(0.05)
+        region = Region(0, 0, pane.size.width, pane.size.height)
+        t0 = time.perf_counter()
+        pane.set_messages(msgs, reset=True)
+        pane.render_lines(region)
+        first = time.perf_counter() - t0
+        pane.set_messages([], reset=True)
+        tracemalloc.start()  # again, under tracemalloc, for the memory the pane holds
+        snap0 = tracemalloc.take_snapshot()
+        pane.set_messages(msgs, reset=True)
+        pane.render_lines(region)
+        grown = sum(s.size_diff for s in tracemalloc.take_snapshot().compare_to(snap0, "filename"))
+        tracemalloc.stop()
+        await pilot.pause(0.05)
+        extra = _messages(n + 1)[-1]
+        t0 = time.perf_counter()
+        msgs.append(extra)
+        pane.set_messages(msgs)
+        pane.render_lines(region)
+        append = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        pane.set_messages(msgs + [extra])  # the widget's own work: data, layout, the new block
+        append_widget = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        pane.select(n // 2)
+        pane.render_lines(region)
+        jump = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        for _ in range(20):
+            pane.action_page(1)
+            pane.render_lines(region)
+        page = (time.perf_counter() - t0) / 20
+    return {"first_paint_ms": first * 1000, "memory_growth_mb": grown / 1e6, "append_ms": append * 1000,
+            "append_widget_ms": append_widget * 1000,
+            "jump_to_middle_ms": jump * 1000, "page_down_ms": page * 1000}
+
+
+async def bench_events(rates=(25_000, 50_000, 100_000, 200_000, 400_000), seconds: float = 1.5) -> list[dict]:
+    """Feed synthetic events into a live app at fixed rates; measure absorption and loop stalls."""
+    from runtime import Message
+    from runtime.events import CtxSet, StateAppend
+    from tui.app import make_app
+
+    app = make_app("flows/revisao.py", input="bench", preload_litellm=False)
+    results = []
+    async with app.run_test(size=(160, 48)) as pilot:
+        while not (app.session.view and app.session.view.status == "paused"):
+            await pilot.pause(0.02)
+        app.flush(everything=True)
+        run_id = app.session.view.run_id
+        seq = 10_000
+        for rate in rates:
+            total = int(rate * seconds)
+            events = []
+            for i in range(total):
+                seq += 1
+                if i % 10 == 0:
+                    events.append(StateAppend.model_construct(
+                        seq=seq, ts=0.0, run_id=run_id, node_id=None, parent_id=None, origin="bench",
+                        type="state.append", bucket="history", item=Message(role="assistant", content=f"m{i}")))
+                else:
+                    events.append(CtxSet.model_construct(seq=seq, ts=0.0, run_id=run_id, node_id=None,
+                                                         parent_id=None, origin="bench", type="ctx.set",
+                                                         name="counter", value=i))
+            before = app.session.view.events
+            stop = threading.Event()
+            sink = app.session.sink
+
+            def produce() -> None:
+                chunk = max(rate // 1000, 1)  # one chunk per millisecond
+                start = time.perf_counter()
+                for k in range(0, total, chunk):
+                    due = start + k / rate
+                    while time.perf_counter() < due:
+                        time.sleep(0.0005)
+                    for ev in events[k:k + chunk]:
+                        sink(ev)
+                stop.set()
+
+            worst = 0.0
+            producer = threading.Thread(target=produce)
+            t0 = time.perf_counter()
+            producer.start()
+            while not stop.is_set() or app.session.pending:
+                a = time.perf_counter()
+                await asyncio.sleep(0.005)
+                worst = max(worst, time.perf_counter() - a - 0.005)
+            elapsed = time.perf_counter() - t0
+            producer.join()
+            absorbed = app.session.view.events - before
+            results.append({"offered_per_s": rate, "absorbed_per_s": absorbed / elapsed,
+                            "worst_stall_ms": worst * 1000, "backlog_s": elapsed - seconds})
+    return results
+
+
+def main() -> None:
+    print("flowtui TUI bench")
+    fp = bench_first_paint()
+    print(f"first paint: flowtui flows/revisao.py {fp['flowtui_ms']:.0f} ms, minimal Textual app "
+          f"{fp['minimal_ms']:.0f} ms, ratio {fp['ratio']:.2f} (target <= 1.5)")
+    conv = asyncio.run(bench_conversation())
+    print(f"conversation pane, 10,000 messages: first paint {conv['first_paint_ms']:.1f} ms (target <= 100), "
+          f"memory growth {conv['memory_growth_mb']:.1f} MB (target <= 30), append at 10k "
+          f"{conv['append_ms']:.2f} ms with a full repaint of the 160x48 pane "
+          f"({conv['append_widget_ms']:.2f} ms without; target <= 5), jump to middle {conv['jump_to_middle_ms']:.1f} ms, "
+          f"page down {conv['page_down_ms']:.1f} ms")
+    rows = asyncio.run(bench_events())
+    best = 0.0
+    for r in rows:
+        ok = r["worst_stall_ms"] < 20
+        if ok:
+            best = max(best, r["absorbed_per_s"])
+        print(f"events: offered {r['offered_per_s']:>7,}/s absorbed {r['absorbed_per_s']:>9,.0f}/s "
+              f"worst stall {r['worst_stall_ms']:5.1f} ms backlog {r['backlog_s']:+.2f} s {'ok' if ok else 'STALL'}")
+    print(f"events absorbed with every stall < 20 ms: {best:,.0f}/s (target >= 100,000)")
+
+
+if __name__ == "__main__":
+    main()
