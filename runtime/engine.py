@@ -1,114 +1,37 @@
-"""Executing one run: steps, loops, agent turns, with an event for every change.
+"""Executing one run: the workflow, its steps, loops and parallel blocks.
 
 A :class:`Run` owns everything of one run (its ``ctx``, its state instance, its
-agents, tools and providers) so concurrent runs never meet. Tool execution is
-in :mod:`runtime.tools`; bootstrapping and the public ``App`` in
-:mod:`runtime.app`.
+agents, tools and providers) so concurrent runs never meet. An agent turn is
+in :mod:`runtime.turn`, a tool call in :mod:`runtime.tools`, the node tree in
+:mod:`runtime.nodes`; bootstrapping and the public ``App`` in :mod:`runtime.app`.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextvars
 import json
 import time
 from typing import TYPE_CHECKING, Any
 
 from runtime.budget import BudgetTracker
 from runtime.bus import Emitter, current_node, current_origin
-from runtime.context import AgentContext, LoopInfo, TurnInfo
+from runtime.context import AgentContext, LoopInfo
 from runtime.control import Controller, PausePoint, RunStopped
 from runtime.conversation import ConversationState
-from runtime.decorators import AgentSpec, WorkflowSpec
+from runtime.decorators import WorkflowSpec
 from runtime.edits import Editor
-from runtime.errors import BudgetExceededError, ConfigError, FatalToolError, ProviderError
-from runtime.events import ChatAttempt, ChatDelta, NodeEnd, NodeStart, RunEnd, RunStart
+from runtime.errors import BudgetExceededError, ConfigError
+from runtime.events import RunEnd, RunStart
 from runtime.invoke import call_user
 from runtime.messages import Message
+from runtime.nodes import BudgetStop, FailCounter, NodeScope, describe_error, fail_counter, loops_var, path_var
 from runtime.observe import StateObserver
-from runtime.providers.base import AttemptInfo, ChatRequest
 from runtime.snapshot import apply_state
 from runtime.steps import FailInfo, LoopSpec, ParallelSpec
-from runtime.tools import run_tool_call
+from runtime.turn import run_agent
 
 if TYPE_CHECKING:
     from runtime.app import Plans
-
-# Labels of the nodes around the running code, for "where the run is".
-_path: contextvars.ContextVar[tuple[str, ...]] = contextvars.ContextVar("flowtui_path", default=())
-# Node ids of the loops around the running code, outermost first.
-_loops: contextvars.ContextVar[tuple[str, ...]] = contextvars.ContextVar("flowtui_loops", default=())
-
-
-class BudgetStop(Exception):
-    """A budget in ``stop`` mode was reached: unwind and finish with the output so far."""
-
-    def __init__(self, limit: str) -> None:
-        super().__init__(limit)
-        self.limit = limit
-
-
-class FailCounter:
-    """Consecutive tool failures inside the innermost loop (a success resets it)."""
-
-    __slots__ = ("count", "tool", "error")
-
-    def __init__(self) -> None:
-        self.count = 0
-        self.tool: str | None = None
-        self.error = ""
-
-
-fail_counter: contextvars.ContextVar[FailCounter | None] = contextvars.ContextVar("flowtui_fails", default=None)
-
-
-class NodeScope:
-    """Emits ``node.start``/``node.end`` around a block and makes it the current node."""
-
-    __slots__ = ("run", "kind", "name", "label", "data", "status", "error", "id", "_t0", "_tokens")
-
-    def __init__(self, run: "Run", kind: str, name: str, *, label: str | None = None,
-                 data: dict[str, Any] | None = None) -> None:
-        self.run, self.kind, self.name = run, kind, name
-        self.label = label or name
-        self.data = data if data is not None else {}
-        self.status = "ok"
-        self.error: str | None = None
-
-    def __enter__(self) -> "NodeScope":
-        run = self.run
-        self.id = run.emitter.stream.next_node_id()
-        parent = current_node.get()[0]
-        run.emitter.emit(NodeStart, node_id=self.id, parent_id=parent, kind=self.kind, name=self.name,
-                         data=dict(self.data))
-        self._tokens = (current_node.set((self.id, parent)), _path.set(_path.get() + (self.label,)))
-        self._t0 = time.perf_counter()
-        return self
-
-    def relabel(self, label: str) -> None:
-        _path.set(_path.get()[:-1] + (label,))
-
-    def __exit__(self, exc_type, exc, tb) -> None:
-        ms = (time.perf_counter() - self._t0) * 1000
-        _path.reset(self._tokens[1])
-        current_node.reset(self._tokens[0])
-        if exc is not None:
-            if isinstance(exc, (RunStopped, BudgetStop, asyncio.CancelledError)):
-                self.status = "stopped"
-            else:
-                self.status = "error"
-                self.error = describe_error(exc)
-        node_id, parent = self.id, current_node.get()[0]
-        self.run.emitter.emit(NodeEnd, node_id=node_id, parent_id=parent, kind=self.kind, name=self.name,
-                              status=self.status, duration_ms=round(ms, 3), error=self.error, data=self.data)
-
-
-def describe_error(exc: BaseException) -> str:
-    """A one-line description safe to show and to write (a FatalToolError's cause stays out)."""
-    if isinstance(exc, FatalToolError):
-        return f"FatalToolError: {exc.message}"
-    text = str(exc)
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
 class Run:
@@ -197,7 +120,7 @@ class Run:
         elif isinstance(step, ParallelSpec):
             await self._parallel(step)
         else:
-            await self._agent(self.plans.agent_specs[step])
+            await run_agent(self, self.plans.agent_specs[step])
         self.check_state()
 
     def check_state(self) -> None:
@@ -208,7 +131,7 @@ class Run:
         controller = self.controller
         if controller is None:
             return
-        point = PausePoint(kind=kind, name=name, node_id=current_node.get()[0], loops=_loops.get(), path=_path.get())  # type: ignore[arg-type]
+        point = PausePoint(kind=kind, name=name, node_id=current_node.get()[0], loops=loops_var.get(), path=path_var.get())  # type: ignore[arg-type]
 
         def emit(cls, **fields):
             if prompt is not None:
@@ -252,7 +175,7 @@ class Run:
         ctx = self.ctx
         with NodeScope(self, "loop", spec.name, data={"max_iterations": spec.max_iterations}) as scope:
             fails = FailCounter()
-            tokens = (fail_counter.set(fails), _loops.set(_loops.get() + (scope.id,)))
+            tokens = (fail_counter.set(fails), loops_var.set(loops_var.get() + (scope.id,)))
             i, stopped_by = 0, None
             try:
                 while True:
@@ -289,7 +212,7 @@ class Run:
                 raise
             finally:
                 fail_counter.reset(tokens[0])
-                _loops.reset(tokens[1])
+                loops_var.reset(tokens[1])
                 scope.data.update(iterations=i, stopped_by=stopped_by)
                 if stopped_by is not None:
                     ctx._set("loop", LoopInfo(iterations=i, exhausted=stopped_by == "exhausted",
@@ -313,95 +236,6 @@ class Run:
                     t.cancel()
                 await asyncio.gather(*tasks, return_exceptions=True)
                 raise
-
-    # --- agents ------------------------------------------------------------
-    async def _agent(self, spec: AgentSpec) -> None:
-        await self.pause("agent", spec.name, prompt=spec.prompt)
-        self.budget_gate()
-        inst = self.agents[spec.cls]
-        with NodeScope(self, "agent", spec.name) as scope:
-            if spec.takes_over:
-                out = await self.hook(inst.run, spec.name, "run", (self.input, self.ctx))
-                self.ctx._set("output", None if out is None else str(out), origin="runtime")
-                return
-            try:
-                await self._turn(spec, inst)
-            except (RunStopped, BudgetStop, BudgetExceededError, FatalToolError, asyncio.CancelledError):
-                raise
-            except Exception as exc:
-                if "on_error" not in spec.hooks:
-                    raise
-                recovered = await self.hook(inst.on_error, spec.name, "on_error", (exc, self.ctx))
-                if recovered is None:
-                    raise
-                scope.status, scope.error = "error", describe_error(exc)
-                scope.data["recovered"] = True
-                self.ctx._set("output", str(recovered), origin="runtime")
-
-    async def _turn(self, spec: AgentSpec, inst: Any) -> None:
-        ctx = self.ctx
-        prompt = spec.prompt
-        if "before_prompt" in spec.hooks:
-            new = await self.hook(inst.before_prompt, spec.name, "before_prompt", (prompt, ctx))
-            if new is not None:
-                prompt = str(new)
-        await self.pause("chat", spec.name, prompt=prompt)
-        self.budget_gate()
-        reply = await self._chat(spec, prompt)
-        calls = [c if c.id else c.model_copy(update={"id": f"call_{i}"}) for i, c in enumerate(reply.tool_calls)]
-        self.state.append("history", Message(role="assistant", content=reply.content, tool_calls=tuple(calls),
-                                             reasoning=reply.reasoning), origin=f"agent:{spec.name}")
-        results = []
-        for call in calls:
-            await self.pause("tool", call.name)
-            self.budget_gate()
-            results.append(await run_tool_call(self, spec, inst, call))
-        last = results[-1] if results else None
-        response = last.output if last is not None else reply.content
-        if "after_response" in spec.hooks:
-            new = await self.hook(inst.after_response, spec.name, "after_response", (response, ctx))
-            if new is not None:
-                response = str(new)
-        ctx._set("turn", TurnInfo(
-            agent=spec.name, called_tool=last is not None, tool_name=last.name if last else None,
-            tool_error=any(r.is_error for r in results), tool_call_source=reply.tool_call_source if calls else None,
-            response=response), origin="runtime")
-        ctx._set("output", response, origin="runtime")
-
-    async def _chat(self, spec: AgentSpec, prompt: str):
-        n = self._turns[spec.name] = self._turns.get(spec.name, 0) + 1
-        messages = [Message(role="system", content=prompt)] if prompt else []
-        messages += self.state.to_messages()
-        with NodeScope(self, "chat", spec.name, data={"turn": n, "messages": len(messages)}) as scope:
-            emit = self.emitter.emit
-
-            def on_delta(text: str) -> None:
-                emit(ChatDelta, text=text)
-
-            def on_attempt(info: AttemptInfo) -> None:
-                emit(ChatAttempt, attempt=info.attempt, error=info.error, status=info.status,
-                     retry_in_s=info.retry_in_s)
-
-            tool_specs = self.plans.tool_specs[spec.cls]
-            request = ChatRequest.model_construct(
-                agent=spec.name, turn=n, messages=messages, tools=tool_specs.schemas,
-                tool_names=tool_specs.names, sampling=spec.sampling, on_delta=on_delta, on_attempt=on_attempt)
-            try:
-                reply = await self.providers[spec.cls].complete(request)
-            except ProviderError as exc:
-                exc.agent = exc.agent or spec.name
-                scope.data["attempts"] = exc.attempts
-                raise
-            usage = reply.usage
-            self.tracker.add_chat(tokens=usage.prompt_tokens + usage.completion_tokens, cost_usd=reply.cost_usd)
-            scope.data.update(
-                prompt_tokens=usage.prompt_tokens, completion_tokens=usage.completion_tokens,
-                cost_usd=reply.cost_usd, attempts=reply.attempts, tool_calls=len(reply.tool_calls),
-                tool_call_source=reply.tool_call_source, model=reply.model)
-            if reply.reasoning:
-                scope.data["reasoning"] = reply.reasoning
-        self.publish_budget()
-        return reply
 
 
 def _first_message(input: Any) -> str | None:

@@ -17,6 +17,7 @@ from runtime.decorators import AgentSpec
 from runtime.errors import BudgetExceededError, FatalToolError
 from runtime.invoke import call_user
 from runtime.messages import Message, ToolCall, ToolOutput, ToolResult
+from runtime.nodes import NodeScope, fail_counter
 from runtime.providers.base import RAW_ARGUMENTS_KEY
 
 if TYPE_CHECKING:
@@ -48,8 +49,6 @@ def _validation_text(name: str, exc: ValidationError) -> str:
 
 async def run_tool_call(run: "Run", spec: AgentSpec, agent: Any, call: ToolCall) -> ToolResult:
     """Execute ``call`` for ``agent``; append its tool message; return the result."""
-    from runtime.engine import NodeScope, fail_counter
-
     ctx = run.ctx
     with NodeScope(run, "tool", call.name, data={"args": dict(call.args)}) as scope:
         output, is_error, ran = await _execute(run, spec, agent, call)  # ran: the call before_tool left

@@ -23,7 +23,6 @@ from __future__ import annotations
 import difflib
 import json
 import threading
-from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any

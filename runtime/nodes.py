@@ -1,0 +1,97 @@
+"""Nodes of the run tree and the bookkeeping around them.
+
+:class:`NodeScope` emits ``node.start``/``node.end`` around a block of work and
+makes it the current node (context variables, so concurrent steps and worker
+threads each see their own). Shared by the engine, agent turns and tools.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import time
+from typing import TYPE_CHECKING, Any
+
+from runtime.bus import current_node
+from runtime.control import RunStopped
+from runtime.errors import FatalToolError
+from runtime.events import NodeEnd, NodeStart
+
+if TYPE_CHECKING:
+    from runtime.engine import Run
+
+# Labels of the nodes around the running code, for "where the run is".
+path_var: contextvars.ContextVar[tuple[str, ...]] = contextvars.ContextVar("flowtui_path", default=())
+# Node ids of the loops around the running code, outermost first.
+loops_var: contextvars.ContextVar[tuple[str, ...]] = contextvars.ContextVar("flowtui_loops", default=())
+
+
+class BudgetStop(Exception):
+    """A budget in ``stop`` mode was reached: unwind and finish with the output so far."""
+
+    def __init__(self, limit: str) -> None:
+        super().__init__(limit)
+        self.limit = limit
+
+
+class FailCounter:
+    """Consecutive tool failures inside the innermost loop (a success resets it)."""
+
+    __slots__ = ("count", "tool", "error")
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.tool: str | None = None
+        self.error = ""
+
+
+fail_counter: contextvars.ContextVar[FailCounter | None] = contextvars.ContextVar("flowtui_fails", default=None)
+
+
+class NodeScope:
+    """Emits ``node.start``/``node.end`` around a block and makes it the current node."""
+
+    __slots__ = ("run", "kind", "name", "label", "data", "status", "error", "id", "_t0", "_tokens")
+
+    def __init__(self, run: "Run", kind: str, name: str, *, label: str | None = None,
+                 data: dict[str, Any] | None = None) -> None:
+        self.run, self.kind, self.name = run, kind, name
+        self.label = label or name
+        self.data = data if data is not None else {}
+        self.status = "ok"
+        self.error: str | None = None
+
+    def __enter__(self) -> "NodeScope":
+        run = self.run
+        self.id = run.emitter.stream.next_node_id()
+        parent = current_node.get()[0]
+        run.emitter.emit(NodeStart, node_id=self.id, parent_id=parent, kind=self.kind, name=self.name,
+                         data=dict(self.data))
+        self._tokens = (current_node.set((self.id, parent)), path_var.set(path_var.get() + (self.label,)))
+        self._t0 = time.perf_counter()
+        return self
+
+    def relabel(self, label: str) -> None:
+        path_var.set(path_var.get()[:-1] + (label,))
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        ms = (time.perf_counter() - self._t0) * 1000
+        path_var.reset(self._tokens[1])
+        current_node.reset(self._tokens[0])
+        if exc is not None:
+            if isinstance(exc, (RunStopped, BudgetStop, asyncio.CancelledError)):
+                self.status = "stopped"
+            else:
+                self.status = "error"
+                self.error = describe_error(exc)
+        node_id, parent = self.id, current_node.get()[0]
+        self.run.emitter.emit(NodeEnd, node_id=node_id, parent_id=parent, kind=self.kind, name=self.name,
+                              status=self.status, duration_ms=round(ms, 3), error=self.error, data=self.data)
+
+
+def describe_error(exc: BaseException) -> str:
+    """A one-line description safe to show and to write (a FatalToolError's cause stays out)."""
+    if isinstance(exc, FatalToolError):
+        return f"FatalToolError: {exc.message}"
+    text = str(exc)
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__

@@ -1,0 +1,116 @@
+"""One agent step: a turn is one model call and the tool calls it asked for.
+
+``before_prompt`` → pause → model call (agent prompt first, then
+``ctx.state.to_messages()``) → the assistant message joins ``history`` → each
+tool call (:mod:`runtime.tools`) → ``after_response`` → ``ctx.turn``,
+``ctx.output``. Any raise goes to ``on_error``; an agent with ``run()`` takes
+the whole turn over.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import TYPE_CHECKING, Any
+
+from runtime.context import TurnInfo
+from runtime.control import RunStopped
+from runtime.decorators import AgentSpec
+from runtime.errors import BudgetExceededError, FatalToolError, ProviderError
+from runtime.events import ChatAttempt, ChatDelta
+from runtime.messages import Message
+from runtime.nodes import BudgetStop, NodeScope, describe_error
+from runtime.providers.base import AttemptInfo, ChatReply, ChatRequest
+from runtime.tools import run_tool_call
+
+if TYPE_CHECKING:
+    from runtime.engine import Run
+
+
+async def run_agent(run: "Run", spec: AgentSpec) -> None:
+    """One agent step: pause, budget, then a turn (or the agent's own run())."""
+    await run.pause("agent", spec.name, prompt=spec.prompt)
+    run.budget_gate()
+    inst = run.agents[spec.cls]
+    with NodeScope(run, "agent", spec.name) as scope:
+        if spec.takes_over:
+            out = await run.hook(inst.run, spec.name, "run", (run.input, run.ctx))
+            run.ctx._set("output", None if out is None else str(out), origin="runtime")
+            return
+        try:
+            await _turn(run, spec, inst)
+        except (RunStopped, BudgetStop, BudgetExceededError, FatalToolError, asyncio.CancelledError):
+            raise
+        except Exception as exc:
+            if "on_error" not in spec.hooks:
+                raise
+            recovered = await run.hook(inst.on_error, spec.name, "on_error", (exc, run.ctx))
+            if recovered is None:
+                raise
+            scope.status, scope.error = "error", describe_error(exc)
+            scope.data["recovered"] = True
+            run.ctx._set("output", str(recovered), origin="runtime")
+
+async def _turn(run: "Run", spec: AgentSpec, inst: Any) -> None:
+    ctx = run.ctx
+    prompt = spec.prompt
+    if "before_prompt" in spec.hooks:
+        new = await run.hook(inst.before_prompt, spec.name, "before_prompt", (prompt, ctx))
+        if new is not None:
+            prompt = str(new)
+    await run.pause("chat", spec.name, prompt=prompt)
+    run.budget_gate()
+    reply = await _chat(run, spec, prompt)
+    calls = [c if c.id else c.model_copy(update={"id": f"call_{i}"}) for i, c in enumerate(reply.tool_calls)]
+    run.state.append("history", Message(role="assistant", content=reply.content, tool_calls=tuple(calls),
+                                         reasoning=reply.reasoning), origin=f"agent:{spec.name}")
+    results = []
+    for call in calls:
+        await run.pause("tool", call.name)
+        run.budget_gate()
+        results.append(await run_tool_call(run, spec, inst, call))
+    last = results[-1] if results else None
+    response = last.output if last is not None else reply.content
+    if "after_response" in spec.hooks:
+        new = await run.hook(inst.after_response, spec.name, "after_response", (response, ctx))
+        if new is not None:
+            response = str(new)
+    ctx._set("turn", TurnInfo(
+        agent=spec.name, called_tool=last is not None, tool_name=last.name if last else None,
+        tool_error=any(r.is_error for r in results), tool_call_source=reply.tool_call_source if calls else None,
+        response=response), origin="runtime")
+    ctx._set("output", response, origin="runtime")
+
+async def _chat(run: "Run", spec: AgentSpec, prompt: str) -> ChatReply:
+    n = run._turns[spec.name] = run._turns.get(spec.name, 0) + 1
+    messages = [Message(role="system", content=prompt)] if prompt else []
+    messages += run.state.to_messages()
+    with NodeScope(run, "chat", spec.name, data={"turn": n, "messages": len(messages)}) as scope:
+        emit = run.emitter.emit
+
+        def on_delta(text: str) -> None:
+            emit(ChatDelta, text=text)
+
+        def on_attempt(info: AttemptInfo) -> None:
+            emit(ChatAttempt, attempt=info.attempt, error=info.error, status=info.status,
+                 retry_in_s=info.retry_in_s)
+
+        tool_specs = run.plans.tool_specs[spec.cls]
+        request = ChatRequest.model_construct(
+            agent=spec.name, turn=n, messages=messages, tools=tool_specs.schemas,
+            tool_names=tool_specs.names, sampling=spec.sampling, on_delta=on_delta, on_attempt=on_attempt)
+        try:
+            reply = await run.providers[spec.cls].complete(request)
+        except ProviderError as exc:
+            exc.agent = exc.agent or spec.name
+            scope.data["attempts"] = exc.attempts
+            raise
+        usage = reply.usage
+        run.tracker.add_chat(tokens=usage.prompt_tokens + usage.completion_tokens, cost_usd=reply.cost_usd)
+        scope.data.update(
+            prompt_tokens=usage.prompt_tokens, completion_tokens=usage.completion_tokens,
+            cost_usd=reply.cost_usd, attempts=reply.attempts, tool_calls=len(reply.tool_calls),
+            tool_call_source=reply.tool_call_source, model=reply.model)
+        if reply.reasoning:
+            scope.data["reasoning"] = reply.reasoning
+    run.publish_budget()
+    return reply
