@@ -131,7 +131,9 @@ class Run:
         controller = self.controller
         if controller is None:
             return
-        point = PausePoint(kind=kind, name=name, node_id=current_node.get()[0], loops=loops_var.get(), path=path_var.get())  # type: ignore[arg-type]
+        path = path_var.get() + ((name,) if kind in ("agent", "tool") else ("chat",) if kind == "chat" else ())
+        point = PausePoint(kind=kind, name=name, node_id=current_node.get()[0], loops=loops_var.get(),  # type: ignore[arg-type]
+                           path=path)
 
         def emit(cls, **fields):
             if prompt is not None:

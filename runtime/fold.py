@@ -71,9 +71,21 @@ class RunView:
     def apply(self, ev: Any) -> None:
         self.events += 1
         self.last_seq = ev.seq
-        handler = getattr(self, "_on_" + ev.type.replace(".", "_"), None)
+        handler = _HANDLERS.get(ev.type)
         if handler is not None:
-            handler(ev)
+            handler(self, ev)
+
+    def apply_many(self, events: Any) -> None:
+        """Fold a batch of events (the TUI drains its buffer this way)."""
+        handlers = _HANDLERS
+        n = 0
+        for ev in events:
+            n += 1
+            handler = handlers.get(ev.type)
+            if handler is not None:
+                handler(self, ev)
+            self.last_seq = ev.seq
+        self.events += n
 
     def _mine(self, ev: Any) -> bool:
         return ev.run_id == self.run_id
@@ -165,7 +177,13 @@ class RunView:
 
     # --- derived views -----------------------------------------------------
     def path(self) -> list[str]:
-        """Where the run is: ``RevisaoWorkflow › loop 2/5 › RevisorAgent › chat``."""
+        """Where the run is: ``RevisaoWorkflow › loop 2/5 › RevisorAgent › chat``.
+
+        While paused this is the pause point's own path, which names the agent
+        or tool about to run (its node has not started yet).
+        """
+        if self.pause is not None and self.pause.path:
+            return list(self.pause.path)
         if not self._active:
             return []
         labels: list[str] = []
@@ -197,3 +215,14 @@ class RunView:
             messages.append(Message(role="system", content=note))
         messages.extend(self.history)
         return messages
+
+
+# event type -> RunView method, looked up once per event (a hot path: every event goes through it)
+_HANDLERS = {
+    "run.start": RunView._on_run_start, "run.end": RunView._on_run_end,
+    "node.start": RunView._on_node_start, "node.end": RunView._on_node_end,
+    "state.append": RunView._on_state_append, "state.set": RunView._on_state_set,
+    "workflow_state.change": RunView._on_workflow_state_change, "ctx.set": RunView._on_ctx_set,
+    "chat.delta": RunView._on_chat_delta, "chat.attempt": RunView._on_chat_attempt,
+    "run.pause": RunView._on_run_pause, "run.resume": RunView._on_run_resume,
+}

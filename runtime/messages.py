@@ -35,6 +35,8 @@ class Message(BaseModel):
     tool_name: str | None = None
     tool_call_id: str | None = None
     is_error: bool = False
+    agent: str | None = Field(
+        default=None, description="the agent whose turn produced it; for people, never sent to the model")
     reasoning: str | None = Field(
         default=None, description="the model's <think> text, kept for people; never sent back to the model")
 

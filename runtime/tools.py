@@ -60,7 +60,8 @@ async def run_tool_call(run: "Run", spec: AgentSpec, agent: Any, call: ToolCall)
             elif new is not None:
                 output = str(new)
         run.state.append("history", Message(role="tool", content=output, tool_name=call.name,
-                                            tool_call_id=call.id, is_error=is_error), origin=f"tool:{call.name}")
+                                            tool_call_id=call.id, is_error=is_error, agent=spec.name),
+                          origin=f"tool:{call.name}")
         run.tracker.add_tool()
         scope.data["is_error"] = is_error
         if is_error:

@@ -62,7 +62,7 @@ async def _turn(run: "Run", spec: AgentSpec, inst: Any) -> None:
     reply = await _chat(run, spec, prompt)
     calls = [c if c.id else c.model_copy(update={"id": f"call_{i}"}) for i, c in enumerate(reply.tool_calls)]
     run.state.append("history", Message(role="assistant", content=reply.content, tool_calls=tuple(calls),
-                                         reasoning=reply.reasoning), origin=f"agent:{spec.name}")
+                                         reasoning=reply.reasoning, agent=spec.name), origin=f"agent:{spec.name}")
     results = []
     for call in calls:
         await run.pause("tool", call.name)

@@ -135,6 +135,7 @@ async def test_start_paused_then_step_next_turn_loop_once_and_resume():
 
     first = await d.paused(1)
     assert where(first) == ("agent", "Planner", "start")
+    assert first.path == ["Rev", "Planner"]  # names the agent about to run
     assert first.prompt == "You plan."
     assert calls["Planner"] == []  # nothing ran yet
     assert [(e.type, getattr(e, "kind", None)) for e in d.events] == [
@@ -143,7 +144,7 @@ async def test_start_paused_then_step_next_turn_loop_once_and_resume():
     # step: to the very next pause point, the Planner's model call
     p = await d.command(d.ctl.step)
     assert where(p) == ("chat", "Planner", "step")
-    assert p.path == ["Rev", "Planner"]
+    assert p.path == ["Rev", "Planner", "chat"]
     assert calls["Planner"] == []
 
     # next turn: the Planner's call happens, then the first Writer turn is about to start

@@ -39,7 +39,7 @@ async def test_s_steps_to_each_pause_point_in_order():
             ("tool", "record_problem", "step"), ("tool", "record_problem", "step"),
             ("loop_iteration", "loop", "step"), ("agent", "Writer", "step"),
         ]
-        assert app.session.view.path() == ["ReviewWorkflow", "loop 2/4"]
+        assert app.session.view.path() == ["ReviewWorkflow", "loop 2/4", "Writer"]  # names the agent about to run
 
 
 async def test_n_runs_to_the_next_agent_turn_and_l_to_the_end_of_the_iteration():
