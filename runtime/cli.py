@@ -3,6 +3,11 @@
     flowtui run flows/revisao.py --input "Olá" --memory plano=pro
     flowtui run flows/revisao.py --json > events.jsonl
 
+Every run is journaled: its events go to
+``.flowtui/runs/<Workflow>-<YYYYmmdd-HHMMSS>.jsonl`` in the current directory
+(``--journal FILE`` picks the file, ``--no-journal`` writes none), and the
+path is printed on stderr at the end (``flowtui replay`` opens it).
+
 Exit codes: 0 the run finished (or was stopped), 1 it failed, 2 the flow
 could not be loaded (or the command line is wrong). No traceback unless
 ``--debug``.
@@ -14,6 +19,7 @@ import argparse
 import asyncio
 import sys
 import traceback
+from datetime import datetime
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -21,6 +27,8 @@ from runtime.errors import FlowLoadError, FlowtuiError
 from runtime.events import event_json
 from runtime.fold import RunView
 from runtime.snapshot import snapshot_toml
+
+JOURNAL_DIR = Path(".flowtui") / "runs"
 
 
 def parse_memory(pairs: list[str]) -> dict[str, str]:
@@ -44,8 +52,29 @@ def add_flow_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--replies", metavar="FILE", help="serve every ScriptedProvider from this TOML file")
     parser.add_argument("--record", metavar="FILE", help="keep every model exchange in this cassette file")
     parser.add_argument("--replay", metavar="FILE", help="serve model replies from this cassette, no network")
-    parser.add_argument("--journal", metavar="FILE", help="write every event to this JSONL file")
+    journal = parser.add_mutually_exclusive_group()
+    journal.add_argument("--journal", metavar="FILE",
+                         help=f"write every event to this JSONL file (default: {JOURNAL_DIR}/<Workflow>-<time>.jsonl)")
+    journal.add_argument("--no-journal", action="store_true", help="do not journal the run")
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
+
+
+def default_journal_path(workflow: str, *, now: datetime | None = None, directory: Path = JOURNAL_DIR) -> Path:
+    """``.flowtui/runs/RevisaoWorkflow-20250101-120000.jsonl``; a suffix keeps two runs of one second apart."""
+    stamp = (now or datetime.now()).strftime("%Y%m%d-%H%M%S")
+    path = directory / f"{workflow}-{stamp}.jsonl"
+    n = 1
+    while path.exists():
+        n += 1
+        path = directory / f"{workflow}-{stamp}-{n}.jsonl"
+    return path
+
+
+def journal_path(args: argparse.Namespace, workflow: str) -> Path | None:
+    """Where this run's journal goes: ``--journal``, none with ``--no-journal``, else the default."""
+    if args.no_journal:
+        return None
+    return Path(args.journal) if args.journal else default_journal_path(workflow)
 
 
 class TreePrinter:
@@ -107,8 +136,9 @@ def main_run(argv: list[str]) -> int:
         app.subscribe(TreePrinter(sys.stderr))
     view = RunView()
     app.subscribe(view.apply)
+    journal = journal_path(args, app.workflow.name)
     try:
-        output = asyncio.run(app.run(args.input, memory=memory or None, journal=args.journal,
+        output = asyncio.run(app.run(args.input, memory=memory or None, journal=journal,
                                      snapshot=args.from_snapshot))
     except KeyboardInterrupt:
         print("flowtui: interrupted", file=sys.stderr)
@@ -126,6 +156,8 @@ def main_run(argv: list[str]) -> int:
     finally:
         if args.snapshot_out and view.run_id is not None:
             Path(args.snapshot_out).write_text(snapshot_toml(view), encoding="utf-8")
+        if journal is not None and journal.exists():
+            print(f"journal: {journal}", file=sys.stderr)
     if not args.json and output is not None:
         print(output)
     return 0

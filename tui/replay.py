@@ -1,0 +1,164 @@
+"""``flowtui replay JOURNAL``: open a recorded run read-only and scrub through it.
+
+The panes are the live app's, fed a :class:`runtime.fold.RunView` folded
+from the journal's first ``k`` events (see :mod:`tui.timeline`), so what you
+see at event ``k`` is what the live app showed then. There are no run
+commands and no edits: a journal is history.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from textual.app import App, SystemCommand
+from textual.binding import Binding
+from textual.screen import Screen
+
+from tui.screens.dialogs import HelpScreen
+from tui.screens.replay import ReplayScreen
+from tui.timeline import JournalError, Timeline, clone_view, load_runs
+
+
+class Key(NamedTuple):
+    keys: str
+    action: str
+    group: str
+    title: str
+    help: str
+    show: bool = True
+    priority: bool = True  # scrubbing wins over the focused pane's own keys
+
+
+KEYS: list[Key] = [
+    Key("left,h", "step(-1)", "replay", "back", "One event back"),
+    Key("right,l", "step(1)", "replay", "forward", "One event forward"),
+    Key("shift+left,pageup", "step(-100)", "replay", "back 100", "100 events back", False),
+    Key("shift+right,pagedown", "step(100)", "replay", "forward 100", "100 events forward", False),
+    Key("home", "go(0)", "replay", "start", "Before the first event", False),
+    Key("end", "go(-1)", "replay", "end", "After the last event", False),
+    Key("left_square_bracket", "turn(-1)", "replay", "previous turn", "Back to the previous agent turn's start"),
+    Key("right_square_bracket", "turn(1)", "replay", "next turn", "On to the next agent turn's start"),
+    Key("1", "view('conversation')", "view", "conversation", "Show the conversation (ctx.state.history)", False,
+        False),
+    Key("2", "view('model-sees')", "view", "what the model sees",
+        "Show the messages the next model call would send", False, False),
+    Key("3", "view('events')", "view", "event log", "Show the events up to this one", False, False),
+    Key("4", "view('nodes')", "view", "node tree", "Show workflow › loop › agent › chat › tool", False, False),
+    Key("question_mark", "help", "app", "keys", "Show the keys", True, False),
+    Key("q", "quit", "app", "quit", "Close the replay", True, False),
+]
+KEY_NAMES = {"left_square_bracket": "[", "right_square_bracket": "]", "question_mark": "?", "left,h": "← h",
+             "right,l": "→ l", "shift+left,pageup": "shift+← pgup", "shift+right,pagedown": "shift+→ pgdn"}
+
+
+def help_groups() -> list[tuple[str, list[tuple[str, str]]]]:
+    groups: dict[str, list[tuple[str, str]]] = {}
+    for key in KEYS:
+        groups.setdefault(key.group, []).append((KEY_NAMES.get(key.keys, key.keys), key.help))
+    groups["view"].append(("tab", "Move the focus to the next pane (↑ ↓ move over messages)"))
+    groups["app"].append(("ctrl+p", "Command palette: every action, by name"))
+    return list(groups.items())
+
+
+class ReplayApp(App[int]):
+    """A recorded run, one event at a time."""
+
+    CSS_PATH = "flowtui.tcss"
+    TITLE = "flowtui replay"
+    BINDINGS = [
+        Binding(k.keys, k.action, k.title.capitalize(), show=k.show, priority=k.priority,
+                id=f"{k.group}.{k.title.replace(' ', '-')}", tooltip=k.help)
+        for k in KEYS
+    ]
+
+    def __init__(self, events: list[Any], *, source: str = "", at: int | None = None) -> None:
+        super().__init__()
+        self.timeline = Timeline(events)
+        self.final = clone_view(self.timeline.view_at(len(self.timeline)))  # also lays the checkpoints down
+        self.final_status = self.final.status
+        self.source = source
+        self.position = len(self.timeline) if at is None else at
+        self.main = ReplayScreen()
+        self.view: Any = None
+
+    async def on_mount(self) -> None:
+        await self.push_screen(self.main)
+        self.go(self.position)
+
+    # --- position ---------------------------------------------------------------
+    def go(self, k: int) -> None:
+        """Show the state after event ``k`` (clamped to the run)."""
+        n = len(self.timeline)
+        self.position = k = max(0, min(k, n))
+        self.view = self.timeline.view_at(k)
+        self.main.sync(self.timeline, k, self.view, self.final, source=Path(self.source).name)
+
+    def action_step(self, delta: int) -> None:
+        self.go(self.position + delta)
+
+    def action_go(self, k: int) -> None:
+        self.go(len(self.timeline) if k < 0 else k)
+
+    def action_turn(self, direction: int) -> None:
+        timeline = self.timeline
+        k = timeline.next_agent(self.position) if direction > 0 else timeline.previous_agent(self.position)
+        if k is None:
+            self.notify("No later agent turn." if direction > 0 else "No earlier agent turn.")
+            return
+        self.go(k)
+
+    def action_view(self, name: str) -> None:
+        if self.screen is self.main:
+            self.main.show_view(name)
+            self.go(self.position)
+
+    def action_help(self) -> None:
+        self.push_screen(HelpScreen(help_groups()))
+
+    def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
+        for key in KEYS:
+            yield SystemCommand(f"{key.group}: {key.title}", f"{key.help}  [{KEY_NAMES.get(key.keys, key.keys)}]",
+                                _action(self, key.action))
+        yield from super().get_system_commands(screen)
+
+
+def _action(app: App, action: str):
+    async def run() -> None:
+        await app.run_action(action)
+
+    return run
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="flowtui replay",
+                                     description="Open a recorded run (a JSONL journal) read-only and scrub through it.")
+    parser.add_argument("journal", metavar="JOURNAL", help="e.g. .flowtui/runs/RevisaoWorkflow-20250101-120000.jsonl")
+    parser.add_argument("--at", type=int, metavar="K", help="open at event K (default: the last one)")
+    parser.add_argument("--run", type=int, metavar="N",
+                        help="which run, when the file holds several (1 is the first; default: the last)")
+    return parser
+
+
+def make_replay(path: str | Path, *, run: int | None = None, **options: Any) -> ReplayApp:
+    """The replay app for a journal file; raises :class:`JournalError` for a file it cannot replay."""
+    runs = load_runs(path)
+    if run is not None and not 1 <= run <= len(runs):
+        raise JournalError(f"{path}: --run {run}: the file holds {len(runs)} run{'s' if len(runs) != 1 else ''}")
+    events = runs[(run or len(runs)) - 1]
+    return ReplayApp(events, source=str(path), **options)
+
+
+def main_replay(argv: list[str]) -> int:
+    """``flowtui replay JOURNAL``: 0 when closed, 2 when the journal cannot be read."""
+    args = build_parser().parse_args(argv)
+    try:
+        app = make_replay(args.journal, run=args.run, at=args.at)
+    except JournalError as exc:
+        print(f"flowtui replay: {exc}", file=sys.stderr)
+        return 2
+    app.run()
+    return app.return_code or 0

@@ -1,0 +1,128 @@
+"""A recorded run as a timeline: the state at event ``k`` is the fold of the events before it.
+
+``view_at(k)`` folds ``events[:k]`` into a :class:`runtime.fold.RunView` — the
+same class the live app renders — starting from the nearest checkpoint (a
+copy of the view kept every ``every`` events), so scrubbing a long journal
+never refolds it from the start. Nothing here imports textual.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+from bisect import bisect_left, bisect_right
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+CHECKPOINT_EVERY = 500
+
+
+class JournalError(Exception):
+    """A journal file that cannot be replayed; the message names the file (and line)."""
+
+
+def load_runs(path: str | Path) -> list[list[Any]]:
+    """The runs recorded in a journal, each a list of events. Raises :class:`JournalError`.
+
+    A journal normally holds one run; a file written to twice holds several,
+    each restarting its sequence numbers at 1.
+    """
+    from runtime.journal import read_journal
+
+    try:
+        events = list(read_journal(path))
+    except FileNotFoundError:
+        raise JournalError(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise JournalError(f"{path}: is a directory, not a journal file") from None
+    except OSError as exc:
+        raise JournalError(f"{path}: cannot read it: {exc.strerror or exc}") from None
+    except UnicodeDecodeError:
+        raise JournalError(f"{path}: not a text file (a flowtui journal is JSON lines)") from None
+    except ValueError as exc:  # read_journal names file and line: "path:12: not a flowtui event: ..."
+        raise JournalError(_first_lines(str(exc))) from None
+    if not events:
+        raise JournalError(f"{path}: empty, no events recorded")
+    runs: list[list[Any]] = [[]]
+    for ev in events:
+        if runs[-1] and ev.seq <= runs[-1][-1].seq:
+            runs.append([])
+        runs[-1].append(ev)
+    return runs
+
+
+def _first_lines(text: str, n: int = 3) -> str:
+    lines = [line for line in text.splitlines() if line.strip()]
+    return "\n  ".join(lines[:n]) + ("\n  …" if len(lines) > n else "")
+
+
+def clone_view(view: Any) -> Any:
+    """A copy of a RunView that further folding of either leaves the other untouched.
+
+    Events and messages are frozen and state values are replaced, never changed
+    in place, so copying the containers is enough. A node that has ended is
+    never changed again by the fold (only running nodes gain children, data
+    and iterations), so ended nodes are shared and only running ones copied.
+    """
+    twin = copy.copy(view)
+    for name, value in vars(view).items():
+        if isinstance(value, (list, dict, set)):
+            setattr(twin, name, copy.copy(value))
+    twin.nodes = {node_id: node if node.status != "running"
+                  else dataclasses.replace(node, data=dict(node.data), children=list(node.children))
+                  for node_id, node in view.nodes.items()}
+    return twin
+
+
+class Timeline:
+    """The events of one run, with the RunView at any position ``0 <= k <= len(events)``."""
+
+    def __init__(self, events: Iterable[Any], *, every: int = CHECKPOINT_EVERY) -> None:
+        from runtime.fold import RunView
+
+        self.events: list[Any] = list(events)
+        self.every = max(every, 1)
+        self._checkpoints: dict[int, Any] = {0: RunView()}
+        self._view: Any = None  # the last view handed out, at self._at (mutated when stepping forward)
+        self._at = -1
+        self.agent_starts = [i + 1 for i, ev in enumerate(self.events)
+                             if ev.type == "node.start" and ev.kind == "agent"]
+
+    def __len__(self) -> int:
+        return len(self.events)
+
+    def view_at(self, k: int) -> Any:
+        """The view after the first ``k`` events. Stepping forward reuses (and changes) the last view."""
+        k = max(0, min(k, len(self.events)))
+        if self._view is not None and self._at <= k and k - self._at <= self.every:
+            view, at = self._view, self._at
+        else:
+            at = max(c for c in self._checkpoints if c <= k)
+            view = clone_view(self._checkpoints[at])
+        self._fold(view, at, k)
+        self._view, self._at = view, k
+        return view
+
+    def _fold(self, view: Any, start: int, end: int) -> None:
+        events, every, checkpoints = self.events, self.every, self._checkpoints
+        i = start
+        while i < end:
+            stop = min(end, (i // every + 1) * every)
+            view.apply_many(events[i:stop])
+            i = stop
+            if i % every == 0 and i not in checkpoints:
+                checkpoints[i] = clone_view(view)
+
+    def event(self, k: int) -> Any | None:
+        """The event that position ``k`` has just applied (``None`` at 0)."""
+        return self.events[k - 1] if 0 < k <= len(self.events) else None
+
+    def next_agent(self, k: int) -> int | None:
+        """The position just after the next ``node.start`` of an agent (its turn begins)."""
+        i = bisect_right(self.agent_starts, k)
+        return self.agent_starts[i] if i < len(self.agent_starts) else None
+
+    def previous_agent(self, k: int) -> int | None:
+        i = bisect_left(self.agent_starts, k)
+        return self.agent_starts[i - 1] if i > 0 else None
