@@ -20,42 +20,15 @@ from runtime import (
     tool,
     workflow,
 )
+from fakes import call, counting, run_collect
+from fakes import scripted as _scripted
 from runtime.providers.base import Usage
 
 
 # --- helpers ---------------------------------------------------------------
 
-def counting(prefix: str):
-    calls: list = []
-
-    def handler(messages, tools):
-        calls.append(messages)
-        return f"{prefix} {len(calls)}"
-
-    return FunctionProvider(handler), calls
-
-
 def scripted(*replies):
-    queue = list(replies)
-    calls: list = []
-
-    def handler(messages, tools):
-        calls.append(messages)
-        return queue.pop(0) if queue else "no more"
-
-    return FunctionProvider(handler), calls
-
-
-def call(name, **args):
-    return {"content": "", "tool_calls": [{"name": name, "args": args}]}
-
-
-async def run_collect(wf, input="go", **kw):
-    app = bootstrap(wf)
-    events: list = []
-    run = app.prepare(input, on_event=events.append, **kw)
-    out = await run.execute()
-    return out, events, run
+    return _scripted(*replies, when_done="no more")
 
 
 def agent_nodes(events):

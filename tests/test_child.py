@@ -17,6 +17,7 @@ from runtime import (
     tool,
     workflow,
 )
+from fakes import call
 
 
 class Q(BaseModel):
@@ -31,10 +32,6 @@ class ChildState:
 class ParentState:
     def __init__(self):
         self.notes: list[str] = []
-
-
-def call(name, **args):
-    return {"content": "", "tool_calls": [{"name": name, "args": args}]}
 
 
 def build(child_handler, parent_replies, *, seen_parent: list, seen_child: list, states: dict):

@@ -151,7 +151,7 @@ async def test_start_paused_then_step_next_turn_loop_once_and_resume():
     p = await d.command(d.ctl.next_turn)
     assert where(p) == ("agent", "Writer", "next_turn")
     assert len(calls["Planner"]) == 1 and calls["Writer"] == []
-    assert p.path == ["Rev", "loop 1/2"]
+    assert p.path == ["Rev", "loop 1/2", "Writer"]
 
     # step twice: the Writer's model call, then its tool call
     assert where(await d.command(d.ctl.step)) == ("chat", "Writer", "step")

@@ -13,7 +13,6 @@ from runtime import (
     State,
     ToolOutput,
     agent,
-    bootstrap,
     called_tool,
     loop,
     parallel,
@@ -23,43 +22,10 @@ from runtime import (
     was_exhausted,
     workflow,
 )
+from fakes import call, counting, run_collect, scripted
 
 
 # --- helpers ---------------------------------------------------------------
-
-def counting(prefix: str = "reply"):
-    """A FunctionProvider answering "<prefix> 1", "<prefix> 2", ... and the list of its calls."""
-    calls: list = []
-
-    def handler(messages, tools):
-        calls.append(messages)
-        return f"{prefix} {len(calls)}"
-
-    return FunctionProvider(handler), calls
-
-
-def scripted(*replies):
-    queue = list(replies)
-    calls: list = []
-
-    def handler(messages, tools):
-        calls.append(messages)
-        return queue.pop(0)
-
-    return FunctionProvider(handler), calls
-
-
-def call(name, **args):
-    return {"content": "", "tool_calls": [{"name": name, "args": args}]}
-
-
-async def run_collect(wf, input="go", **kw):
-    app = bootstrap(wf)
-    events: list = []
-    run = app.prepare(input, on_event=events.append, **kw)
-    out = await run.execute()
-    return out, events, run
-
 
 def loop_end(events, name="loop"):
     (end,) = [e for e in events if e.type == "node.end" and e.kind == "loop" and e.name == name]

@@ -30,6 +30,7 @@ from runtime import (
     until_answered,
     workflow,
 )
+from fakes import call
 
 
 # --- helpers ---------------------------------------------------------------
@@ -46,10 +47,6 @@ def script(*replies, seen: list | None = None, tools_seen: list | None = None):
         return queue.pop(0) if queue else "done"
 
     return FunctionProvider(handler)
-
-
-def call(name, **args):
-    return {"content": "", "tool_calls": [{"name": name, "args": args}]}
 
 
 async def run_collect(wf, input="go", **kw):
@@ -233,7 +230,7 @@ async def test_tool_result_becomes_tool_message_and_turn_summary():
     assert [m.role for m in history] == ["user", "assistant", "tool"]
     assert history[1].tool_calls[0].name == "echo"
     assert history[2] == Message(role="tool", content='{"echo": "x"}', tool_name="echo",
-                                 tool_call_id=history[1].tool_calls[0].id, is_error=False)
+                                 tool_call_id=history[1].tool_calls[0].id, is_error=False, agent="A")
     turn = run.ctx.turn
     assert (turn.agent, turn.called_tool, turn.tool_name, turn.tool_error, turn.tool_call_source) == \
         ("A", True, "echo", False, "native")

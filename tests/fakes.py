@@ -1,0 +1,44 @@
+"""Fakes shared by the runtime tests: scripted models and a run that records its events."""
+
+from runtime import FunctionProvider, bootstrap
+
+_RAISE = object()
+
+
+def counting(prefix: str = "reply"):
+    """A FunctionProvider answering "<prefix> 1", "<prefix> 2", ... and the list of what it was sent."""
+    calls: list = []
+
+    def handler(messages, tools):
+        calls.append(messages)
+        return f"{prefix} {len(calls)}"
+
+    return FunctionProvider(handler), calls
+
+
+def scripted(*replies, when_done=_RAISE):
+    """A FunctionProvider answering ``replies`` in order (then ``when_done``, or IndexError)
+    and the list of what it was sent."""
+    queue = list(replies)
+    calls: list = []
+
+    def handler(messages, tools):
+        calls.append(messages)
+        if not queue and when_done is not _RAISE:
+            return when_done
+        return queue.pop(0)
+
+    return FunctionProvider(handler), calls
+
+
+def call(name, **args):
+    """A reply that calls tool ``name`` with ``args``."""
+    return {"content": "", "tool_calls": [{"name": name, "args": args}]}
+
+
+async def run_collect(wf, input="go", **kw):
+    """Run ``wf`` once; returns (output, its events, the run)."""
+    events: list = []
+    run = bootstrap(wf).prepare(input, on_event=events.append, **kw)
+    out = await run.execute()
+    return out, events, run
