@@ -13,6 +13,8 @@ HEADER = "from runtime import FunctionProvider, FatalToolError, State, agent, wo
 
 
 def flowtui(*args, cwd=ROOT):
+    if args[:1] == ("run",) and not {"--journal", "--no-journal"} & set(args):
+        args = (*args, "--no-journal")  # journaling by default is tested in tests/tui/test_cli_tui.py
     return subprocess.run([sys.executable, "-c", "from tui.cli import main; main()", *args],
                           capture_output=True, text=True, cwd=cwd, timeout=120)
 

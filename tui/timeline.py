@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import re
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterable
 from pathlib import Path
@@ -53,8 +54,20 @@ def load_runs(path: str | Path) -> list[list[Any]]:
 
 
 def _first_lines(text: str, n: int = 3) -> str:
-    lines = [line for line in text.splitlines() if line.strip()]
-    return "\n  ".join(lines[:n]) + ("\n  …" if len(lines) > n else "")
+    """``file:12: not a flowtui event`` and the first reasons (``field: what``), without pydantic's boilerplate."""
+    first, *rest = text.splitlines()
+    head = re.sub(r":?\s*\d+ validation errors? for .*$", "", first)
+    reasons: list[str] = []
+    for line in rest:
+        if not line.strip() or line.strip().startswith("For further information"):
+            continue
+        line = re.sub(r"\s*\[type=.*\]$", "", line)
+        if line.startswith(" ") and reasons:  # pydantic indents the message under its field
+            reasons[-1] += f": {line.strip()}"
+        else:
+            reasons.append(line.strip())
+    more = ["…"] if len(reasons) > n else []
+    return "\n  ".join([head, *reasons[:n], *more])
 
 
 def clone_view(view: Any) -> Any:

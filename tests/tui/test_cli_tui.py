@@ -1,0 +1,166 @@
+"""The `flowtui` command line: the app shares `flowtui run`'s arguments, every run is journaled,
+`flowtui run` never imports textual, `flowtui replay` refuses a bad file cleanly."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from conftest import REVIEW
+
+from runtime.journal import read_journal
+from tui import cli
+from tui.session import LaunchConfig
+
+FLOW = textwrap.dedent("""
+    import sys
+    from runtime import FunctionProvider, agent, workflow
+
+    def reply(messages, tools):
+        return "echo: " + messages[-1].content
+
+    @agent(provider=FunctionProvider(reply), prompt="p")
+    class Echo:
+        pass
+
+    @workflow(steps=[Echo])
+    class EchoWorkflow:
+        pass
+""")
+JOURNAL_LINE = re.compile(r"^journal: \.flowtui/runs/EchoWorkflow-\d{8}-\d{6}\.jsonl$")
+
+
+def flowtui(*args: str, cwd: Path, code: str = "from tui.cli import main; main()") -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, cwd=cwd, timeout=120)
+
+
+@pytest.fixture
+def flow(tmp_path: Path) -> Path:
+    path = tmp_path / "echo.py"
+    path.write_text(FLOW)
+    return path
+
+
+# --- flowtui run ----------------------------------------------------------------------------------------
+
+
+def test_run_never_imports_textual(flow, tmp_path):
+    code = ("import atexit, sys\n"
+            "atexit.register(lambda: print('loaded:', sorted(m for m in ('textual', 'rich') if m in sys.modules),"
+            " file=sys.stderr))\n"
+            "from tui.cli import main; main()")
+    res = flowtui("run", str(flow), "--input", "hi", cwd=tmp_path, code=code)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout == "echo: hi\n"
+    assert res.stderr.splitlines()[-1] == "loaded: []"
+
+
+def test_run_journals_by_default(flow, tmp_path):
+    res = flowtui("run", str(flow), "--input", "hi", cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    last = res.stderr.splitlines()[-1]
+    assert JOURNAL_LINE.match(last), res.stderr
+    journal = tmp_path / last.removeprefix("journal: ")
+    events = list(read_journal(journal))
+    assert [ev.type for ev in events[:3]] == ["run.start", "state.append", "node.start"]
+    assert events[-1].type == "run.end" and events[-1].output == "echo: hi"
+    # a second run in the same second gets a file of its own
+    again = flowtui("run", str(flow), "--input", "again", cwd=tmp_path)
+    assert len(list((tmp_path / ".flowtui" / "runs").iterdir())) == 2, again.stderr
+
+
+def test_run_no_journal_writes_none(flow, tmp_path):
+    res = flowtui("run", str(flow), "--input", "hi", "--no-journal", cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    assert not (tmp_path / ".flowtui").exists()
+    assert "journal:" not in res.stderr
+
+
+def test_run_journal_file_is_where_asked(flow, tmp_path):
+    res = flowtui("run", str(flow), "--input", "hi", "--journal", "out/run.jsonl", cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    assert res.stderr.splitlines()[-1] == "journal: out/run.jsonl"
+    assert [ev.type for ev in read_journal(tmp_path / "out" / "run.jsonl")][-1] == "run.end"
+    assert not (tmp_path / ".flowtui").exists()
+    both = flowtui("run", str(flow), "--journal", "x.jsonl", "--no-journal", cwd=tmp_path)
+    assert both.returncode == 2 and "not allowed with" in both.stderr
+
+
+def test_a_flow_that_cannot_load_writes_no_journal(tmp_path):
+    res = flowtui("run", str(tmp_path / "missing.py"), cwd=tmp_path)
+    assert res.returncode == 2
+    assert not (tmp_path / ".flowtui").exists()
+
+
+# --- the app's command line ------------------------------------------------------------------------------
+
+
+def options(*argv: str) -> dict:
+    return cli.app_options(cli.build_parser().parse_args(list(argv)))
+
+
+def test_the_app_shares_the_run_arguments():
+    args = cli.build_parser().parse_args([REVIEW, "--input", "hi", "--memory", "plano=pro", "--memory", "id=1",
+                                          "--model", "m", "--replies", "r.toml", "--record", "c.yaml", "--debug"])
+    assert (args.flow, args.input, args.memory, args.model, args.replies, args.record, args.debug) == (
+        REVIEW, "hi", ["plano=pro", "id=1"], "m", "r.toml", "c.yaml", True)
+    assert cli.build_parser().parse_args([REVIEW, "--replay", "c.yaml"]).replay == "c.yaml"
+
+
+def test_app_options_choose_the_journal():
+    opts = options(REVIEW, "--input", "hi", "--memory", "plano=pro")
+    assert opts["memory"] == {"plano": "pro"} and opts["input"] == "hi"
+    assert re.fullmatch(r"\.flowtui/runs/ReviewWorkflow-\d{8}-\d{6}\.jsonl", opts["journal"])
+    assert "ReviewWorkflow-" in options(f"{REVIEW}:ReviewWorkflow")["journal"]
+    assert options(REVIEW, "--no-journal")["journal"] is None
+    assert options(REVIEW, "--journal", "mine.jsonl")["journal"] == "mine.jsonl"
+
+
+def test_workflow_name_without_importing_the_flow(tmp_path):
+    assert cli.workflow_name("flows/revisao.py") == "RevisaoWorkflow"
+    assert cli.workflow_name("flows/revisao.py:Other") == "Other"
+    assert cli.workflow_name(str(tmp_path / "missing.py")) == "missing"
+    assert cli.workflow_name("tests/tui/flows/broken_flow.py") == "broken_flow"
+
+
+def test_record_and_replay_reach_the_app(monkeypatch):
+    made = {}
+
+    class Fake:
+        return_code = 0
+
+        def run(self):
+            pass
+
+    monkeypatch.setattr("tui.app.make_app", lambda target, **kw: made.update(target=target, **kw) or Fake())
+    supported = {"record", "replay"} <= {f.name for f in dataclasses.fields(LaunchConfig)}
+    with pytest.raises(SystemExit) as exit:
+        cli.main([REVIEW, "--input", "hi", "--record", "c.yaml", "--no-journal"])
+    if supported:
+        assert exit.value.code == 0 and made["record"] == "c.yaml" and made["journal"] is None
+    else:  # until LaunchConfig carries them: a clear refusal, not a crash
+        assert exit.value.code == 2 and made == {}
+
+
+def test_the_app_refuses_a_bad_memory_item(capsys):
+    with pytest.raises(SystemExit) as exit:
+        cli.main([REVIEW, "--memory", "no-equals"])
+    assert exit.value.code == 2
+    assert "expected KEY=VALUE" in capsys.readouterr().err
+
+
+# --- flowtui replay -------------------------------------------------------------------------------------
+
+
+def test_replay_of_a_bad_file_exits_2_naming_file_and_line(tmp_path):
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("{not json\n")
+    res = flowtui("replay", str(bad), cwd=tmp_path)
+    assert res.returncode == 2
+    assert res.stderr.startswith(f"flowtui replay: {bad}:1: not a flowtui event")
+    assert "Traceback" not in res.stderr

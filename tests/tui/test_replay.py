@@ -1,0 +1,200 @@
+"""flowtui replay: a recorded journal, folded to any event, scrubbed with keys; bad files refused."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+from pathlib import Path
+
+import pytest
+from conftest import REVIEW
+
+from runtime.fold import RunView
+from runtime.journal import read_journal
+from tui.replay import ReplayApp, main_replay, make_replay
+from tui.timeline import JournalError, Timeline, load_runs
+
+SIZE = (130, 36)
+
+
+def record(path: Path, input: str = "Write about ctx.state") -> Path:
+    """Run the review flow headlessly (FunctionProvider models) with its journal at ``path``."""
+    from runtime.loader import load_flow
+
+    asyncio.run(load_flow(REVIEW).run(input, journal=path, memory={"user": "Castro"}))
+    return path
+
+
+@pytest.fixture
+def journal(tmp_path: Path) -> Path:
+    return record(tmp_path / "review.jsonl")
+
+
+def fold(events) -> RunView:
+    view = RunView()
+    for ev in events:
+        view.apply(ev)
+    return view
+
+
+def summary(view: RunView) -> dict:
+    """What the panes render, as plain data."""
+    return {
+        "history": [(m.role, m.content, m.agent) for m in view.history], "memory": list(view.memory),
+        "tasks": list(view.tasks), "state": dict(view.state), "ctx": dict(view.ctx), "status": view.status,
+        "path": view.path(), "events": view.events, "changed": view.last_changed,
+        "nodes": {i: (n.status, n.label, list(n.children), dict(n.data)) for i, n in view.nodes.items()},
+    }
+
+
+# --- the timeline -------------------------------------------------------------------------------------
+
+
+def test_view_at_any_event_is_the_fold_of_the_events_before_it(journal):
+    events = list(read_journal(journal))
+    timeline = Timeline(events, every=7)  # small checkpoints, so clones are folded on and on
+    order = list(range(len(events) + 1))
+    random.Random(4).shuffle(order)
+    for k in [*order, *range(len(events) + 1), *reversed(range(len(events) + 1))]:
+        assert summary(timeline.view_at(k)) == summary(fold(events[:k])), f"at event {k}"
+
+
+def test_agent_turns_are_the_node_starts_of_agents(journal):
+    timeline = Timeline(read_journal(journal))
+    turns, k = [], 0
+    while (k := timeline.next_agent(k)) is not None:
+        ev = timeline.event(k)
+        turns.append((ev.type, ev.kind, ev.name))
+    assert turns == [("node.start", "agent", name) for name in ["Writer", "Reviewer", "Writer", "Reviewer"]]
+    last = timeline.agent_starts[-1]
+    assert timeline.previous_agent(last) == timeline.agent_starts[-2]
+    assert timeline.previous_agent(timeline.agent_starts[0]) is None
+
+
+def test_a_file_written_twice_holds_two_runs(tmp_path):
+    path = record(tmp_path / "twice.jsonl", "first")
+    record(path, "second")
+    runs = load_runs(path)
+    assert [(run[0].type, run[0].input, run[-1].type) for run in runs] == [
+        ("run.start", "first", "run.end"), ("run.start", "second", "run.end")]
+    assert make_replay(path).timeline.events[0].input == "second"
+    assert make_replay(path, run=1).timeline.events[0].input == "first"
+    with pytest.raises(JournalError, match="holds 2 runs"):
+        make_replay(path, run=3)
+
+
+@pytest.mark.parametrize(("content", "message"), [
+    ("", "empty, no events recorded"),
+    ('{"type": "run.start"}\n', ":1: not a flowtui event"),
+    (None, ":2: not a flowtui event"),
+])
+def test_a_bad_journal_names_file_and_line(tmp_path, journal, content, message):
+    bad = tmp_path / "bad.jsonl"
+    if content is None:  # a good first line, then garbage
+        content = journal.read_text().splitlines()[0] + "\nthis is not json\n"
+    bad.write_text(content)
+    with pytest.raises(JournalError) as info:
+        load_runs(bad)
+    assert str(bad) in str(info.value) and message in str(info.value)
+
+
+def test_replay_command_exits_2_without_a_traceback(tmp_path, capsys):
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"nope": 1}\n')
+    assert main_replay([str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"flowtui replay: {bad}:1: not a flowtui event") and "Traceback" not in err
+    assert main_replay([str(tmp_path / "missing.jsonl")]) == 2
+    assert "missing.jsonl: no such file" in capsys.readouterr().err
+
+
+# --- the app ------------------------------------------------------------------------------------------
+
+
+def position(app: ReplayApp) -> str:
+    return str(app.main.query_one("#position").content).split("   ")[0]
+
+
+async def test_keys_scrub_through_the_run(journal):
+    events = list(read_journal(journal))
+    n = len(events)
+    app = make_replay(journal)
+    async with app.run_test(size=SIZE) as pilot:
+        conversation = app.main.query_one("#conversation")
+        # it opens at the end: the run finished, the last event is run.end
+        assert app.position == n and app.view.status == "finished"
+        assert position(app) == f"event {n}/{n} · run.end · runtime"
+        assert "run result: finished" in str(app.main.query_one("#status").content)
+
+        await pilot.press("home")
+        assert app.position == 0 and app.view.history == []
+        assert position(app) == f"event 0/{n} · before the first event"
+        lengths = []
+        for _ in range(n):
+            await pilot.press("right")
+            lengths.append(len(app.view.history))
+            assert len(conversation.messages) == lengths[-1]
+        assert app.position == n and app.view.status == "finished"
+        assert lengths == sorted(lengths) and lengths[-1] == len(fold(events).history) > 1
+
+        await pilot.press("left", "h")
+        assert app.position == n - 2 and summary(app.view) == summary(fold(events[:n - 2]))
+        await pilot.press("l")
+        assert app.position == n - 1
+
+        # turn by turn: ] stops where each agent's turn starts
+        await pilot.press("home", "right_square_bracket", "right_square_bracket")
+        ev = events[app.position - 1]
+        assert (ev.type, ev.kind, ev.name) == ("node.start", "agent", "Reviewer")
+        assert app.view.path() == ["ReviewWorkflow", "loop 1/4", "Reviewer"]
+        assert app.view.state == {"approved": False, "rounds": 0, "problems": []}
+        assert [m.role for m in app.view.history] == ["user", "assistant"]
+        await pilot.press("right_square_bracket")  # the second Writer turn: the first review is recorded
+        assert app.view.state["rounds"] == 1 and app.view.state["problems"] == ["No example.", "No closing rule."]
+        await pilot.press("left_square_bracket")
+        assert events[app.position - 1].name == "Reviewer"
+
+        await pilot.press("end")
+        assert app.position == n
+        await pilot.press("pageup")
+        assert app.position == max(n - 100, 0)
+        await pilot.press("shift+right")
+        assert app.position == n
+
+
+async def test_the_panes_follow_the_position(journal):
+    events = list(read_journal(journal))
+    first_change = next(i for i, ev in enumerate(events, 1) if ev.type == "workflow_state.change")
+    app = make_replay(journal)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("3")  # the event log shows the events up to the position
+        app.go(first_change)
+        await pilot.pause()
+        log = app.main.query_one("#events")
+        assert log._events == events[:first_change]
+        assert app.view.last_changed == events[first_change - 1].path
+        await pilot.press("4")
+        tree = app.main.query_one("#nodes")
+        assert len(tree._items) == len(app.view.nodes)
+        await pilot.press("1", "q")
+    assert app.return_code == 0
+
+
+def test_replay_mid_run(snap_compare, journal):
+    """A replay of the review flow at the Reviewer's first turn (two `]` from the start):
+    the conversation holds the user's input (#0) and Writer's `Draft 1` (#1); the sidebar
+    shows memory item `user: Castro` and the state at its defaults; below, `event 12/51 ·
+    node.start · runtime` with a part-filled bar and `replay of review.jsonl`, then
+    `● running · run result: finished`, then `ReviewWorkflow › loop 1/4 › Reviewer ← agent
+    Reviewer`; the footer lists Back, Forward, Previous turn, Next turn, Keys, Quit."""
+
+    async def run_before(pilot):
+        await pilot.press("home", "right_square_bracket", "right_square_bracket")
+
+    assert snap_compare(make_replay(journal), terminal_size=SIZE, run_before=run_before)
+
+
+def test_the_journal_is_json_lines(journal):
+    lines = journal.read_text().splitlines()
+    assert json.loads(lines[0])["type"] == "run.start" and json.loads(lines[-1])["type"] == "run.end"
