@@ -64,7 +64,8 @@ class RunView:
         self.output: str | None = None
         self.events = 0
         self.last_seq = 0
-        self.streaming = ""
+        self.streaming = ""  # the text of the model reply arriving now (chat.delta), "" between replies
+        self.streaming_agent: str | None = None  # whose reply ``streaming`` is
         self.user_edits = 0
 
     # --- folding -----------------------------------------------------------
@@ -115,6 +116,7 @@ class RunView:
         self._active.append(node.id)
         if ev.kind == "chat":
             self.streaming = ""
+            self.streaming_agent = ev.name
 
     def _on_node_end(self, ev: Any) -> None:
         node = self.nodes.get(ev.node_id)

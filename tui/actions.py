@@ -26,7 +26,7 @@ ACTIONS: list[ActionSpec] = [
     ActionSpec("p", "pause", "run", "pause", "Pause at the next pause point"),
     ActionSpec("x", "stop", "run", "stop", "End the run cleanly (status stopped)"),
     ActionSpec("b", "toggle_breakpoint", "run", "toggle breakpoint",
-               "Breakpoint on the agent or tool under the cursor (or where the run is paused)"),
+               "Breakpoint on the agent (assistant message) or tool under the cursor, or where the run is paused"),
     ActionSpec("r", "reload", "run", "reload", "Reload the flow file and start a new run"),
     ActionSpec("m", "promote", "edit", "promote to memory", "Move the assistant message under the cursor to memory"),
     ActionSpec("e", "edit", "edit", "edit", "Edit the message, memory item, task or state field under the cursor"),
@@ -53,5 +53,5 @@ def help_groups() -> list[tuple[str, list[tuple[str, str]]]]:
         groups.setdefault(spec.group, []).append((KEY_NAMES.get(spec.key, spec.key), spec.help))
     groups["app"].append(("ctrl+p", "Command palette: every action, by name"))
     groups["view"][0:0] = [("↑ ↓ home end", "Move the selection over messages"),
-                           ("enter", "Expand or collapse a tool call or result")]
+                           ("enter", "Expand or collapse a tool call, tool result or reasoning")]
     return list(groups.items())

@@ -167,7 +167,8 @@ class FlowApp(App[int]):
     def action_toggle_breakpoint(self, name: str | None = None) -> None:
         name = name or self._breakpoint_target()
         if name is None:
-            self.notify("Put the cursor on an agent or tool (node tree, tool call) or pause at one.",
+            self.notify("Put the cursor on an agent or tool (node tree, assistant message, tool result) "
+                        "or pause at one.",
                         severity="warning")
             return
         on = self.session.toggle_breakpoint(name)
@@ -186,6 +187,8 @@ class FlowApp(App[int]):
                 msg = view.history[i]
                 if msg.role == "tool" and msg.tool_name:
                     return msg.tool_name
+                if msg.role == "assistant" and msg.agent:
+                    return msg.agent
                 if msg.tool_calls:
                     return msg.tool_calls[0].name
         if view is not None and view.pause is not None and view.pause.point in ("agent", "chat", "tool"):

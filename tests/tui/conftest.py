@@ -27,6 +27,7 @@ def _quiet(monkeypatch: pytest.MonkeyPatch) -> None:
     flowcapture.REQUESTS.clear()
     monkeypatch.setattr(flowcapture, "TOOL_DELAY", 0.0, raising=False)
     monkeypatch.setattr(flowcapture, "HOOK_RAISES", False, raising=False)
+    monkeypatch.setattr(flowcapture, "GATE", None, raising=False)
     real_connect = socket.socket.connect
 
     def guarded(self, address):  # loopback only

@@ -128,9 +128,9 @@ async def test_b_on_the_node_tree_cursor_and_on_a_tool_message():
         await paused(pilot)
         await press_and_pause(pilot, "n", "n", "s", "s")  # Reviewer ran: tool calls in the history
         conversation = app.main.conversation
-        conversation.select(2)  # the reviewer's message with tool calls
+        conversation.select(3)  # a result of the reviewer's tool call
         await pilot.press("b")
-        assert "record_problem" in app.session.breakpoints
+        assert app.session.breakpoints == {"record_problem"}
         await pilot.press("4")
         tree = app.main.query_one("#nodes")
         await pilot.pause(0.05)

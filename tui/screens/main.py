@@ -11,6 +11,7 @@ from textual.containers import Horizontal
 from textual.screen import Screen
 from textual.widgets import ContentSwitcher, Footer
 
+from tui.widgets.blocks import Provisional
 from tui.widgets.control import ControlPane
 from tui.widgets.event_log import EventLog
 from tui.widgets.message_list import MessageList
@@ -33,6 +34,7 @@ class MainScreen(Screen):
     _slow_at = 0.0
     _seen: tuple = (None, -1, ())
     _history: tuple = (None, -1)
+    _streamed: Provisional | None = None
 
     def compose(self) -> ComposeResult:
         with Horizontal(id="body"):
@@ -76,6 +78,15 @@ class MainScreen(Screen):
         return self.query_one(Sidebar)
 
     # --- projection ------------------------------------------------------------
+    def _provisional(self, view: Any) -> Provisional | None:
+        """The streamed reply so far, as a block after the history (the same object while it is unchanged)."""
+        text = view.streaming
+        if not text:
+            self._streamed = None
+        elif self._streamed is None or self._streamed.content != text:
+            self._streamed = Provisional(text, view.streaming_agent)
+        return self._streamed
+
     def sync(self, session: Any, *, force: bool = False, loading: str | None = None) -> None:
         """Render the session's view; cheap when nothing changed."""
         view = session.view
@@ -95,7 +106,8 @@ class MainScreen(Screen):
         if not self.stale:
             self.sidebar.sync(view)
         history_key = (view, view.history_resets)
-        self.conversation.set_messages(view.history, reset=history_key != self._history)
+        self.conversation.set_messages(view.history, reset=history_key != self._history,
+                                       provisional=self._provisional(view))
         self._history = history_key
         current = self.current_view
         if current == "model-sees":

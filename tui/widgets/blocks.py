@@ -1,15 +1,17 @@
 """Rendering one history message as a block of strips (used by the virtual message list).
 
-A block is a role-coloured gutter, a header line (role, tool name, error mark,
-index) and the body: assistant text as Markdown, tool calls with their
-arguments, tool results collapsed to a few lines until expanded.
+A block is a role-coloured gutter, a header line (role, the agent that produced
+it, tool name, error mark, index) and the body: the model's reasoning collapsed
+to one line until expanded, assistant text as Markdown, tool calls with their
+arguments, tool results collapsed to a few lines until expanded. A streamed
+reply still arriving is a provisional block (plain text, marked ``streaming…``).
 """
 
 from __future__ import annotations
 
 import json
 import re
-from typing import Any
+from typing import Any, NamedTuple
 
 from rich.cells import cell_len
 from rich.console import Console, RenderableType
@@ -33,8 +35,24 @@ def args_text(args: dict[str, Any], *, indent: int | None = None) -> str:
     return json.dumps(args, ensure_ascii=False, indent=indent, default=repr)
 
 
+AGENT_STYLE = Style(color="#87afaf")
+REASONING_STYLE = Style(dim=True, italic=True)
+
+
+class Provisional(NamedTuple):
+    """A reply still streaming in, shaped like a message (no runtime import before the first paint)."""
+
+    content: str
+    agent: str | None = None
+    role: str = "assistant"
+    tool_calls: tuple = ()
+    tool_name: str | None = None
+    is_error: bool = False
+    reasoning: str | None = None
+
+
 def is_collapsible(msg: Any) -> bool:
-    return msg.role == "tool" or bool(msg.tool_calls)
+    return msg.role == "tool" or bool(msg.tool_calls) or bool(msg.reasoning)
 
 
 def estimate_heights(messages: Any, width: int) -> list[int]:
@@ -47,7 +65,7 @@ def estimate_heights(messages: Any, width: int) -> list[int]:
         lines = text.count("\n") + 1 + len(text) // inner if text else 0
         if lines > COLLAPSED_LINES + 1 and msg.role == "tool":
             lines = COLLAPSED_LINES + 1
-        append(2 + lines + len(msg.tool_calls))
+        append(2 + lines + len(msg.tool_calls) + (1 if msg.reasoning else 0))
     return out
 
 
@@ -61,8 +79,12 @@ def _markdown(text: str) -> RenderableType:
 
 
 def render_block(console: Console, msg: Any, index: int, width: int, *, expanded: bool,
-                 label: str | None = None) -> list[Strip]:
-    """The strips of message ``index`` at ``width`` cells (a trailing blank line separates blocks)."""
+                 label: str | None = None, provisional: bool = False) -> list[Strip]:
+    """The strips of message ``index`` at ``width`` cells (a trailing blank line separates blocks).
+
+    ``provisional``: a reply still streaming in; its text is shown plain (a
+    half-written Markdown table would jump around) and it has no index.
+    """
     inner = max(width - 2, 10)
     role_style = ERROR_STYLE if msg.is_error else ROLE_STYLES.get(msg.role, DIM)
     gutter = Segment("▌ ", role_style)
@@ -74,21 +96,33 @@ def render_block(console: Console, msg: Any, index: int, width: int, *, expanded
     header.append(label or msg.role, role_style)
     if msg.role == "tool" and msg.tool_name:
         header.append(f" {msg.tool_name}", Style(bold=True))
+    if msg.agent and msg.role in ("assistant", "tool"):
+        header.append(f" · {msg.agent}", AGENT_STYLE)
     if msg.is_error:
         header.append("  ✗ error", ERROR_STYLE)
     if msg.tool_calls:
         n = len(msg.tool_calls)
         header.append(f"  {n} tool call{'s' if n > 1 else ''}", DIM)
-    tag = f"#{index}"
+    tag = "streaming…" if provisional else f"#{index}"
     pad = inner - header.cell_len - len(tag)
     if pad > 0:
         header.append(" " * pad)
         header.append(tag, DIM)
 
     parts: list[RenderableType] = [header]
+    if msg.reasoning:
+        if expanded:
+            parts.append(Text("reasoning", Style(dim=True, bold=True)))
+            parts.append(Text(msg.reasoning, REASONING_STYLE, overflow="fold"))
+        else:
+            n = msg.reasoning.count("\n") + 1
+            parts.append(Text(f"▸ reasoning ({n} line{'s' if n > 1 else ''}, enter expands)", REASONING_STYLE,
+                              no_wrap=True, overflow="ellipsis"))
     content = msg.content
     if content:
-        if msg.role == "assistant":
+        if provisional:
+            parts.append(Text(content, overflow="fold"))
+        elif msg.role == "assistant":
             parts.append(_markdown(content) if _MARKUP.search(content) else Text(content, overflow="fold"))
         elif msg.role == "tool" and not expanded:
             lines = content.splitlines()

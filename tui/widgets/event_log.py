@@ -90,7 +90,7 @@ class EventLog(ScrollView, can_focus=True):
             self._lines.clear()
         self.virtual_size = Size(self.size.width, len(events))
         if at_end:
-            self.scroll_end(animate=False, immediate=True, x_axis=False)
+            self.scroll_end(animate=False, immediate=True, force=True, x_axis=False)
         self.refresh()
 
     def _format(self, i: int) -> Strip:

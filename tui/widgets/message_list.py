@@ -5,6 +5,9 @@ height starts as a cheap estimate and becomes exact once the block is
 rendered; offsets are prefix sums rebuilt from the first changed block, so
 10,000 messages paint, scroll and append without re-rendering the others
 (the ``render_line`` technique of toolong and textual's ``Log``).
+
+A reply still streaming in is a provisional tail below the last message: it
+is not selectable and is re-rendered alone as text arrives.
 """
 
 from __future__ import annotations
@@ -57,27 +60,36 @@ class MessageList(ScrollView, can_focus=True):
         self._heights: list[int] = []
         self._offsets: list[int] = [0]
         self._dirty_from = 0
-        self._cache: dict[int, list[Strip]] = {}
+        self._cache: dict[int, list[Strip]] = {}  # rendered blocks, the base style already applied
+        self._raw: dict[int, list[Strip]] = {}  # the same blocks unstyled (for the cursor)
         self._width = 0
         self._expanded: set[int] = set()
         self.cursor = -1
         self._base = Style()
         self._cursor_style = CURSOR_STYLE
+        self._provisional: Any = None  # a streaming reply shown after the last message
+        self._tail: list[Strip] | None = None
 
     # --- data ----------------------------------------------------------------
     @property
     def messages(self) -> list[Any]:
         return self._messages
 
-    def set_messages(self, messages: list[Any], *, reset: bool = False) -> None:
-        """Show ``messages``; without ``reset`` only the new tail is added (the rest is kept)."""
+    def set_messages(self, messages: list[Any], *, reset: bool = False, provisional: Any = None) -> None:
+        """Show ``messages``; without ``reset`` only the new tail is added (the rest is kept).
+
+        ``provisional``: a message still arriving (a streamed reply), shown after the others.
+        """
         old = len(self._messages)
         following = self.cursor >= old - 1
-        width = self._content_width()
+        width = self._measure_width()
+        tail_changed = provisional is not self._provisional
+        if tail_changed:
+            self._provisional, self._tail = provisional, None
         if reset or len(messages) < old:
             self._messages = list(messages)
             self._heights = estimate_heights(self._messages, width)
-            self._cache.clear()
+            self._forget()
             self._expanded.clear()
             self._dirty_from = 0
         elif len(messages) > old:
@@ -85,6 +97,12 @@ class MessageList(ScrollView, can_focus=True):
             self._messages.extend(new)
             self._heights.extend(estimate_heights(new, width))
             self._dirty_from = min(self._dirty_from, old)
+        elif tail_changed:
+            self._update_size()
+            if following:
+                self.scroll_end(animate=False, immediate=True, force=True, x_axis=False)
+            self.refresh()
+            return
         else:
             return
         n = len(self._messages)
@@ -94,14 +112,27 @@ class MessageList(ScrollView, can_focus=True):
         if following:
             self._measure_range(n - 1, -1, self.size.height or 24)
             self._update_size()
-            self.scroll_end(animate=False, immediate=True, x_axis=False)
+            self.scroll_end(animate=False, immediate=True, force=True, x_axis=False)
         self.post_message(self.CursorMoved(self, self.cursor))
         self.refresh()
 
     # --- geometry --------------------------------------------------------------
+    def _measure_width(self) -> int:
+        """The width blocks are rendered at (costly to ask Textual: once per update, not per line)."""
+        width = max(self.scrollable_content_region.width or self.size.width, 20)
+        if width != self._width:
+            self._width = width
+            self._forget()
+            self._tail = None
+        return width
+
+    def _forget(self) -> None:
+        """Drop every rendered block (new width, new style, new messages)."""
+        self._cache.clear()
+        self._raw.clear()
+
     def _content_width(self) -> int:
-        width = self.scrollable_content_region.width or self.size.width
-        return max(width, 20)
+        return self._width or self._measure_width()
 
     def _ensure_offsets(self) -> None:
         start = self._dirty_from
@@ -116,20 +147,31 @@ class MessageList(ScrollView, can_focus=True):
 
     def _update_size(self) -> None:
         self._ensure_offsets()
-        self.virtual_size = Size(self._content_width(), self._offsets[-1])
+        size = Size(self._content_width(), self._offsets[-1] + len(self._tail_strips()))
+        if size != self.virtual_size:
+            self.virtual_size = size
+
+    def _tail_strips(self) -> list[Strip]:
+        if self._provisional is None:
+            return []
+        if self._tail is None:
+            base = self._base
+            self._tail = [s.apply_style(base) for s in render_block(
+                self.app.console, self._provisional, len(self._messages), self._content_width(),
+                expanded=True, provisional=True)]
+        return self._tail
 
     def _block(self, i: int) -> list[Strip]:
-        width = self._content_width()
-        if width != self._width:
-            self._width = width
-            self._cache.clear()
         strips = self._cache.get(i)
         if strips is None:
             if len(self._cache) > _CACHE_LIMIT:
-                self._cache.clear()
-            strips = render_block(self.app.console, self._messages[i], i, width,
-                                  expanded=i in self._expanded, label=self.labels.get(i))
+                self._forget()
+            raw = render_block(self.app.console, self._messages[i], i, self._content_width(),
+                               expanded=i in self._expanded, label=self.labels.get(i))
+            base = self._base
+            strips = [s.apply_style(base) for s in raw]
             self._cache[i] = strips
+            self._raw[i] = raw  # the cursor's style goes under the segments' own, like the base
             if len(strips) != self._heights[i]:
                 self._heights[i] = len(strips)
                 self._dirty_from = min(self._dirty_from, i)
@@ -148,7 +190,11 @@ class MessageList(ScrollView, can_focus=True):
     # --- rendering -------------------------------------------------------------
     def render_lines(self, crop: Region) -> list[Strip]:
         base = self.rich_style  # computed once per paint, not once per line
-        self._base, self._cursor_style = base, base + CURSOR_STYLE
+        if base != self._base:
+            self._base, self._cursor_style = base, base + CURSOR_STYLE
+            self._forget()
+            self._tail = None
+        self._measure_width()
         if self._messages:
             for _ in range(3):  # exact heights for what is on screen, then the offsets agree
                 self._ensure_offsets()
@@ -166,30 +212,35 @@ class MessageList(ScrollView, can_focus=True):
         base = self._base
         line = self.scroll_offset.y + y
         n = len(self._messages)
-        if n == 0:
+        if n == 0 and self._provisional is None:
             if y == 1:
                 return Strip([Segment("  " + self.empty_text, base + Style(dim=True))]).crop_extend(0, width, base)
             return Strip.blank(width, base)
         self._ensure_offsets()
-        if line >= self._offsets[-1]:
-            return Strip.blank(width, base)
+        end = self._offsets[-1]
+        if line >= end:
+            tail = self._tail_strips()
+            k = line - end
+            return tail[k] if k < len(tail) else Strip.blank(width, base)
         i = self._index_at(line)
         strips = self._block(i)
         k = line - self._offsets[i]
-        strip = strips[k] if k < len(strips) else Strip.blank(width)
-        style = self._cursor_style if i == self.cursor else base
-        return strip.apply_style(style).crop_extend(0, width, base)
+        if k >= len(strips):
+            return Strip.blank(width, base)
+        if i == self.cursor:
+            raw = self._raw.get(i) or strips
+            return raw[k].apply_style(self._cursor_style)
+        return strips[k]  # already the pane's width and style
 
     def on_resize(self, event: Resize) -> None:
-        width = self._content_width()
-        if width != self._width:
+        old = self._width
+        width = self._measure_width()
+        if width != old:
             self._heights = estimate_heights(self._messages, width)
-            self._cache.clear()
-            self._width = width
             self._dirty_from = 0
             self._update_size()
             if self.cursor == len(self._messages) - 1:
-                self.scroll_end(animate=False, immediate=True, x_axis=False)
+                self.scroll_end(animate=False, immediate=True, force=True, x_axis=False)
 
     # --- cursor ----------------------------------------------------------------
     def select(self, index: int) -> None:
@@ -203,9 +254,9 @@ class MessageList(ScrollView, can_focus=True):
         top, bottom = self._offsets[index], self._offsets[index + 1]
         scroll_y, height = self.scroll_offset.y, self.size.height
         if top < scroll_y:
-            self.scroll_to(y=top, animate=False, immediate=True)
+            self.scroll_to(y=top, animate=False, immediate=True, force=True)
         elif bottom > scroll_y + height:
-            self.scroll_to(y=min(top, bottom - height), animate=False, immediate=True)
+            self.scroll_to(y=min(top, bottom - height), animate=False, immediate=True, force=True)
         self.post_message(self.CursorMoved(self, index))
         self.refresh()
 
@@ -221,7 +272,7 @@ class MessageList(ScrollView, can_focus=True):
         self._ensure_offsets()
         target = self.scroll_offset.y + direction * max(self.size.height - 1, 1)
         target = max(0, min(target, self._offsets[-1] - 1))
-        self.scroll_to(y=target, animate=False, immediate=True)
+        self.scroll_to(y=target, animate=False, immediate=True, force=True)
         self.select(self._index_at(target))
 
     def action_toggle(self) -> None:
@@ -230,6 +281,7 @@ class MessageList(ScrollView, can_focus=True):
             return
         self._expanded.symmetric_difference_update({i})
         self._cache.pop(i, None)
+        self._raw.pop(i, None)
         self._block(i)
         self._update_size()
         self.refresh()

@@ -1,0 +1,87 @@
+"""What a message block shows: streamed text as it arrives, reasoning, the agent that spoke."""
+
+from __future__ import annotations
+
+import asyncio
+
+import flowcapture
+from conftest import ended, make, paused, press_and_pause, wait_until
+from textual.geometry import Region
+
+STREAM = "tests/tui/flows/stream_fn.py"
+
+
+def pane_text(pane) -> str:
+    """The conversation pane's lines as they would be painted now."""
+    return "\n".join(strip.text for strip in pane.render_lines(Region(0, 0, pane.size.width, pane.size.height)))
+
+
+async def test_streamed_text_shows_live_and_is_replaced_by_the_message():
+    gate = flowcapture.GATE = asyncio.Event()
+    app = make(STREAM, input="hi")
+    async with app.run_test(size=(120, 30)) as pilot:
+        await paused(pilot)
+        await press_and_pause(pilot, "s")  # before the model call
+        pane = app.main.conversation
+        await pilot.press("s")
+        await wait_until(pilot, lambda: "streaming…" in pane_text(pane), what="the first fragment")
+        text = pane_text(pane)
+        assert "assistant · Streamer" in text and "Hel" in text and "Hello, wor" not in text
+        assert len(pane.messages) == 1 and pane.cursor == 0  # provisional: not a message, not selectable
+        gate.set()
+        await wait_until(pilot, lambda: "Hello, wor" in pane_text(pane), what="the second fragment")
+        assert "Hello, world" not in pane_text(pane)
+        gate.set()
+        await wait_until(pilot, lambda: "Hello, world: ctx.state" in pane_text(pane), what="the third fragment")
+        assert "holds history" not in pane_text(pane)
+        gate.set()
+        await wait_until(pilot, lambda: "Hello, world: ctx.state holds history." in pane_text(pane),
+                         what="the last fragment")
+        assert app.session.view.streaming == "Hello, world: ctx.state holds history."
+        gate.set()  # the reply lands in the history: the provisional block gives way to message #1
+        await ended(pilot)
+        text = pane_text(pane)
+        assert "streaming…" not in text and "#1" in text
+        assert text.count("Hello, world: ctx.state holds history.") == 1
+        assert [m.role for m in pane.messages] == ["user", "assistant"]
+
+
+async def test_reasoning_is_collapsed_and_enter_expands_it():
+    app = make(STREAM, input="hi")
+    async with app.run_test(size=(120, 30)) as pilot:
+        await paused(pilot)
+        await pilot.press("c")
+        await ended(pilot)
+        pane = app.main.conversation
+        pane.focus()
+        pane.select(1)
+        await pilot.pause()
+        text = pane_text(pane)
+        assert "▸ reasoning (2 lines, enter expands)" in text
+        assert "The user wants a greeting." not in text
+        await pilot.press("enter")
+        text = pane_text(pane)
+        assert "The user wants a greeting." in text and "Keep it short." in text
+        assert text.index("Keep it short.") < text.index("Hello, world")  # reasoning first, then the reply
+        await pilot.press("enter")
+        assert "The user wants a greeting." not in pane_text(pane)
+
+
+async def test_assistant_header_names_its_agent_and_b_breaks_on_that_agent():
+    app = make(input="go")  # the review flow: Writer, then Reviewer with tool calls
+    async with app.run_test(size=(120, 36)) as pilot:
+        await paused(pilot)
+        await press_and_pause(pilot, "n", "n", "s", "s")
+        pane = app.main.conversation
+        text = pane_text(pane)
+        assert "assistant · Writer" in text and "assistant · Reviewer" in text
+        assert [m.agent for m in pane.messages[:3]] == [None, "Writer", "Reviewer"]
+        pane.select(1)  # the writer's draft
+        await pilot.press("b")
+        assert app.session.breakpoints == {"Writer"}
+        pane.select(2)  # the reviewer's reply (it has tool calls: still its agent)
+        await pilot.press("b")
+        assert app.session.breakpoints == {"Writer", "Reviewer"}
+        await pilot.press("b")
+        assert app.session.breakpoints == {"Writer"}
+        assert app.session.controller.breakpoints == {"Writer"}
