@@ -23,11 +23,6 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, TextIO
 
-from runtime.errors import FlowLoadError, FlowtuiError
-from runtime.events import event_json
-from runtime.fold import RunView
-from runtime.snapshot import snapshot_toml
-
 JOURNAL_DIR = Path(".flowtui") / "runs"
 
 
@@ -105,6 +100,12 @@ def _ms(ms: float) -> str:
 
 
 def main_run(argv: list[str]) -> int:
+    # imported here, not at the top: the app imports this module for its arguments before its first paint
+    from runtime.errors import FlowLoadError, FlowtuiError
+    from runtime.events import event_json
+    from runtime.fold import RunView
+    from runtime.snapshot import snapshot_toml
+
     parser = argparse.ArgumentParser(prog="flowtui run", description="Run a flow headless.")
     add_flow_arguments(parser)
     parser.add_argument("--json", action="store_true", help="print the events as JSON lines on stdout")
