@@ -97,6 +97,12 @@ class ReplayApp(App[int]):
         self.view = self.timeline.view_at(k)
         self.main.sync(self.timeline, k, self.view, self.final, source=Path(self.source).name)
 
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        # the scrub keys are priority bindings: let a dialog or the palette keep its own arrows
+        if action in ("step", "go", "turn") and self.screen is not self.main:
+            return False
+        return True
+
     def action_step(self, delta: int) -> None:
         self.go(self.position + delta)
 

@@ -198,3 +198,15 @@ def test_replay_mid_run(snap_compare, journal):
 def test_the_journal_is_json_lines(journal):
     lines = journal.read_text().splitlines()
     assert json.loads(lines[0])["type"] == "run.start" and json.loads(lines[-1])["type"] == "run.end"
+
+
+async def test_scrub_keys_leave_the_palette_alone(journal):
+    app = make_replay(journal)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("home", "ctrl+p")
+        await pilot.pause()
+        assert app.screen is not app.main
+        await pilot.press("n", "e", "x", "t", "left", "left", "home")
+        assert app.position == 0
+        await pilot.press("escape", "right")
+        assert app.position == 1
