@@ -45,8 +45,9 @@ def add_flow_arguments(parser: argparse.ArgumentParser) -> None:
                         help="seed durable memory (repeatable)")
     parser.add_argument("--model", help="use this litellm model for every agent (also FLOWTUI_MODEL)")
     parser.add_argument("--replies", metavar="FILE", help="serve every ScriptedProvider from this TOML file")
-    parser.add_argument("--record", metavar="FILE", help="keep every model exchange in this cassette file")
-    parser.add_argument("--replay", metavar="FILE", help="serve model replies from this cassette, no network")
+    cassette = parser.add_mutually_exclusive_group()
+    cassette.add_argument("--record", metavar="FILE", help="keep every model exchange in this cassette file")
+    cassette.add_argument("--replay", metavar="FILE", help="serve model replies from this cassette, no network")
     journal = parser.add_mutually_exclusive_group()
     journal.add_argument("--journal", metavar="FILE",
                          help=f"write every event to this JSONL file (default: {JOURNAL_DIR}/<Workflow>-<time>.jsonl)")

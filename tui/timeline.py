@@ -31,8 +31,10 @@ def load_runs(path: str | Path) -> list[list[Any]]:
     """
     from runtime.journal import read_journal
 
+    events: list[Any] = []
     try:
-        events = list(read_journal(path))
+        for ev in read_journal(path):
+            events.append(ev)
     except FileNotFoundError:
         raise JournalError(f"{path}: no such file") from None
     except IsADirectoryError:
@@ -42,7 +44,8 @@ def load_runs(path: str | Path) -> list[list[Any]]:
     except UnicodeDecodeError:
         raise JournalError(f"{path}: not a text file (a flowtui journal is JSON lines)") from None
     except ValueError as exc:  # read_journal names file and line: "path:12: not a flowtui event: ..."
-        raise JournalError(_first_lines(str(exc))) from None
+        if not _cut_short(path, len(events)):
+            raise JournalError(_first_lines(str(exc))) from None
     if not events:
         raise JournalError(f"{path}: empty, no events recorded")
     runs: list[list[Any]] = [[]]
@@ -51,6 +54,12 @@ def load_runs(path: str | Path) -> list[list[Any]]:
             runs.append([])
         runs[-1].append(ev)
     return runs
+
+
+def _cut_short(path: str | Path, good: int) -> bool:
+    """The bad line is the file's last and has no newline: the writer died mid-line; keep what came before."""
+    data = Path(path).read_bytes()
+    return bool(data) and not data.endswith(b"\n") and sum(1 for line in data.splitlines() if line.strip()) == good + 1
 
 
 def _first_lines(text: str, n: int = 3) -> str:

@@ -110,6 +110,8 @@ def test_the_app_shares_the_run_arguments():
     assert (args.flow, args.input, args.memory, args.model, args.replies, args.record, args.debug) == (
         REVIEW, "hi", ["plano=pro", "id=1"], "m", "r.toml", "c.yaml", True)
     assert cli.build_parser().parse_args([REVIEW, "--replay", "c.yaml"]).replay == "c.yaml"
+    with pytest.raises(SystemExit):  # one cassette, recorded or replayed
+        cli.build_parser().parse_args([REVIEW, "--record", "a.yaml", "--replay", "b.yaml"])
 
 
 def test_app_options_choose_the_journal():

@@ -210,3 +210,17 @@ async def test_scrub_keys_leave_the_palette_alone(journal):
         assert app.position == 0
         await pilot.press("escape", "right")
         assert app.position == 1
+
+
+async def test_a_run_cut_short_replays_what_was_written(tmp_path, journal):
+    lines = journal.read_text().splitlines()
+    cut = tmp_path / "cut.jsonl"
+    cut.write_text("\n".join(lines[:20]) + "\n" + lines[20][:30])  # the writer died mid-line
+    app = make_replay(cut)
+    assert len(app.timeline) == 20
+    async with app.run_test(size=SIZE):
+        status = str(app.main.query_one("#status").content)
+        assert "run result: none (no run.end" in status
+    cut.write_text("\n".join(lines[:20]) + "\n" + lines[20][:30] + "\n" + lines[21])  # garbage mid-file: refused
+    with pytest.raises(JournalError, match=":21: not a flowtui event"):
+        load_runs(cut)
