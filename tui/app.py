@@ -1,8 +1,9 @@
 """The flowtui App: loads a flow, runs it as a worker, and projects its events onto the panes.
 
 Events from the runtime land in the session's buffer (from any thread); a
-timer folds them into the RunView and redraws at most 20 times a second, so a
-burst of events never freezes input. Keys only send commands to the run's
+fast timer folds them into the RunView in slices of a few milliseconds, and
+the panes are redrawn at most ~20 times a second, one group of panes per
+redraw, so a burst of events never freezes input. Keys only send commands to the run's
 controller or edits to ``run.edits``; what the panes show always comes back
 through the event stream.
 """
@@ -29,8 +30,9 @@ from tui.screens.main import MainScreen
 from tui.session import LaunchConfig, Session
 from tui.widgets.sidebar import Sidebar
 
-FLUSH_INTERVAL = 1 / 20
-FLUSH_BUDGET_S = 0.005  # fold events at most this long per tick, so input stays answered
+DRAIN_INTERVAL = 1 / 100  # how often buffered events are folded into the view
+FLUSH_BUDGET_S = 0.004  # fold events at most this long per tick, so input stays answered
+REDRAW_INTERVAL = 1 / 20  # panes are redrawn at most this often
 
 
 class FlowApp(App[int]):
@@ -51,11 +53,13 @@ class FlowApp(App[int]):
         self.main = MainScreen()
         self._ask_input = config.input is None
         self.first_paint: float | None = None
+        self._undrawn = 0  # events folded since the last redraw
+        self._drawn_at = 0.0
 
     # --- lifecycle -------------------------------------------------------------
     def on_mount(self) -> None:
         self.push_screen(self.main)
-        self.set_interval(FLUSH_INTERVAL, self.flush)
+        self.set_interval(DRAIN_INTERVAL, self.flush)
         self.call_after_refresh(self._after_first_paint)
 
     def _after_first_paint(self) -> None:
@@ -116,14 +120,23 @@ class FlowApp(App[int]):
 
     # --- the event buffer ----------------------------------------------------
     def flush(self, *, everything: bool = False, force: bool = False) -> int:
-        """Fold buffered events into the view and redraw once (called by the timer)."""
+        """Fold buffered events into the view; redraw if due (called by the timer, and after commands).
+
+        ``everything`` folds the whole buffer and redraws now; ``force`` redraws every pane now.
+        """
         session = self.session
         n = session.drain(FLUSH_BUDGET_S)
         while everything and session.pending:
             n += session.drain(1.0)
-        if n or force or self.main.stale:
-            self.main.sync(session, force=force)
-            self.post_message(RunFlushed(n))
+        self._undrawn += n
+        now = time.monotonic()
+        if not (force or everything or now - self._drawn_at >= REDRAW_INTERVAL):
+            return n
+        if self._undrawn or force or self.main.stale:
+            self._drawn_at = now
+            self.main.sync(session, force=force or everything)
+            self.post_message(RunFlushed(self._undrawn))
+            self._undrawn = 0
         return n
 
     # --- run commands ----------------------------------------------------------

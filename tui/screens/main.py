@@ -32,7 +32,9 @@ class MainScreen(Screen):
 
     stale = False  # the slow panes are behind the view: the next flush redraws them
     _slow_at = 0.0
-    _seen: tuple = (None, -1, ())
+    _seen_fast: tuple = (None, -2, ())
+    _seen_slow: tuple = (None, -2, ())
+    _last = "slow"
     _history: tuple = (None, -1)
     _streamed: Provisional | None = None
 
@@ -88,23 +90,45 @@ class MainScreen(Screen):
         return self._streamed
 
     def sync(self, session: Any, *, force: bool = False, loading: str | None = None) -> None:
-        """Render the session's view; cheap when nothing changed."""
+        """Render the session's view; cheap when nothing changed.
+
+        The panes are two groups redrawn on alternate calls while events pour in
+        (each redraw then costs one group's repaint, not the whole screen's): the
+        left view, and the slow panes (sidebar, status lines, title; at most
+        every ``SLOW_PANES_S``). ``force`` redraws both now.
+        """
         view = session.view
         key = (view, view.events if view is not None else -1, tuple(session.breakpoints))
-        if key == self._seen and not force:
-            return
-        now = time.monotonic()
-        # The sidebar and status lines are small but costly to rebuild: at most ~6 times a second.
-        self.stale = not force and now - self._slow_at < SLOW_PANES_S
-        if not self.stale:
-            self._seen = key
-        if not self.stale:
-            self._slow_at = now
-            self.query_one(ControlPane).sync(view, session.breakpoints, loading=loading)
+        fast_behind = force or key != self._seen_fast
+        slow_behind = force or key != self._seen_slow
+        if fast_behind and slow_behind and not force:
+            slow_due = time.monotonic() - self._slow_at >= SLOW_PANES_S
+            if slow_due and self._last == "fast":
+                fast_behind = False
+            else:
+                slow_behind = False
+        elif slow_behind and not force and time.monotonic() - self._slow_at < SLOW_PANES_S:
+            slow_behind = False
+        if slow_behind:
+            self._slow_at = time.monotonic()
+            self._seen_slow, self._last = key, "slow"
+            self._sync_slow(session, view, loading)
+        if fast_behind:
+            self._seen_fast, self._last = key, "fast"
+            self._sync_fast(session, view)
+        self.stale = key != self._seen_fast or key != self._seen_slow
+
+    def _sync_slow(self, session: Any, view: Any, loading: str | None) -> None:
+        self.query_one(ControlPane).sync(view, session.breakpoints, loading=loading)
         if view is None:
             return
-        if not self.stale:
-            self.sidebar.sync(view)
+        self.sidebar.sync(view)
+        n = len(view.history)
+        self._title(f" ({n} message{'s' if n != 1 else ''})" if self.current_view == "conversation" else "")
+
+    def _sync_fast(self, session: Any, view: Any) -> None:
+        if view is None:
+            return
         history_key = (view, view.history_resets)
         self.conversation.set_messages(view.history, reset=history_key != self._history,
                                        provisional=self._provisional(view))
@@ -124,5 +148,3 @@ class MainScreen(Screen):
             self.query_one(EventLog).set_events(session.events)
         elif current == "nodes":
             self.query_one(NodeTree).sync(view)
-        n = len(view.history)
-        self._title(f" ({n} message{'s' if n != 1 else ''})" if current == "conversation" else "")

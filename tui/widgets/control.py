@@ -55,7 +55,10 @@ def where_text(view: Any, breakpoints: set[str]) -> Text:
 class ControlPane(Vertical):
     """Buttons (each runs the same action as its key) and the status lines."""
 
+    _shown: dict[str, tuple]
+
     def compose(self) -> ComposeResult:
+        self._shown = {}
         with Horizontal(id="buttons"):
             for action, label, key, tip in BUTTONS:
                 button = Button(f"{label} \\[{key}]", id=f"btn-{action}", action=f"app.{action}", compact=True)
@@ -65,8 +68,12 @@ class ControlPane(Vertical):
         yield Static("", id="where")
 
     def sync(self, view: Any, breakpoints: set[str], *, loading: str | None = None) -> None:
-        self.query_one("#status", Static).update(status_text(view, loading=loading))
-        self.query_one("#where", Static).update(where_text(view, breakpoints))
+        # One line each (fixed height in the stylesheet): no layout pass, and only when the text changed.
+        for name, text in (("status", status_text(view, loading=loading)), ("where", where_text(view, breakpoints))):
+            key = (text.plain, tuple(text.spans))
+            if self._shown.get(name) != key:
+                self._shown[name] = key
+                self.query_one(f"#{name}", Static).update(text, layout=False)
         active = view is not None and view.status in ("running", "paused")
         paused = view is not None and view.status == "paused"
         for action in ("step", "next_turn", "loop_once", "resume"):
