@@ -1,49 +1,45 @@
 """flowtui's runtime: agents, tools, loops and a typed workflow state, with an event per change.
 
-Imports nothing heavy: no textual, no rich, no litellm (loaded on the first
-real model call).
+Names load on first use (``from runtime import agent`` imports only what
+``agent`` needs), so ``import runtime`` is instant and imports nothing heavy:
+no textual, no rich, no litellm (loaded on the first real model call). That
+keeps ``flowtui``'s first paint and ``flowtui run`` fast.
 """
 
-from runtime.app import App, bootstrap, run_workflow
-from runtime.budget import Budget, BudgetUsage
-from runtime.context import AgentContext, LoopInfo, TurnInfo
-from runtime.control import Controller
-from runtime.decorators import agent, tool, workflow
-from runtime.errors import (
-    BudgetExceededError,
-    CassetteMissError,
-    ConfigError,
-    FatalToolError,
-    FlowLoadError,
-    FlowtuiError,
-    InjectionError,
-    PromptNotFoundError,
-    ProviderError,
-    ScriptExhaustedError,
-)
-from runtime.markers import Context, Input, State
-from runtime.messages import Message, ToolCall, ToolOutput, ToolResult
-from runtime.providers.base import ChatReply, ChatRequest, Provider, Usage
-from runtime.providers.function import FunctionProvider
-from runtime.providers.scripted import ScriptedProvider
-from runtime.steps import called_tool, loop, parallel, turn_of, until_answered, was_exhausted
-from runtime.workflow_runtime import WorkflowRuntime
+from importlib import import_module
+from typing import Any
+
+_EXPORTS = {
+    "runtime.app": ("App", "bootstrap", "run_workflow"),
+    "runtime.budget": ("Budget", "BudgetUsage"),
+    "runtime.context": ("AgentContext", "LoopInfo", "TurnInfo"),
+    "runtime.control": ("Controller",),
+    "runtime.decorators": ("agent", "tool", "workflow"),
+    "runtime.errors": ("BudgetExceededError", "CassetteMissError", "ConfigError", "FatalToolError",
+                       "FlowLoadError", "FlowtuiError", "InjectionError", "PromptNotFoundError",
+                       "ProviderError", "ScriptExhaustedError"),
+    "runtime.markers": ("Context", "Input", "State"),
+    "runtime.messages": ("Message", "ToolCall", "ToolOutput", "ToolResult"),
+    "runtime.providers.base": ("ChatReply", "ChatRequest", "Provider", "Usage"),
+    "runtime.providers.function": ("FunctionProvider",),
+    "runtime.providers.litellm": ("LiteLLMProvider",),
+    "runtime.providers.scripted": ("ScriptedProvider",),
+    "runtime.steps": ("called_tool", "loop", "parallel", "turn_of", "until_answered", "was_exhausted"),
+    "runtime.workflow_runtime": ("WorkflowRuntime",),
+}
+_WHERE = {name: module for module, names in _EXPORTS.items() for name in names}
+
+__all__ = sorted(_WHERE)
 
 
-def __getattr__(name: str):
-    # LiteLLMProvider's module is light, but keep the door explicit and lazy.
-    if name == "LiteLLMProvider":
-        from runtime.providers.litellm import LiteLLMProvider
+def __getattr__(name: str) -> Any:
+    module = _WHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module 'runtime' has no attribute {name!r}")
+    value = getattr(import_module(module), name)
+    globals()[name] = value  # later lookups skip this function
+    return value
 
-        return LiteLLMProvider
-    raise AttributeError(f"module 'runtime' has no attribute {name!r}")
 
-
-__all__ = [
-    "AgentContext", "App", "Budget", "BudgetExceededError", "BudgetUsage", "CassetteMissError", "ChatReply",
-    "ChatRequest", "ConfigError", "Context", "Controller", "FatalToolError", "FlowLoadError", "FlowtuiError",
-    "FunctionProvider", "InjectionError", "Input", "LiteLLMProvider", "LoopInfo", "Message", "PromptNotFoundError",
-    "Provider", "ProviderError", "ScriptExhaustedError", "ScriptedProvider", "State", "ToolCall", "ToolOutput",
-    "ToolResult", "TurnInfo", "Usage", "WorkflowRuntime", "agent", "bootstrap", "called_tool", "loop", "parallel",
-    "run_workflow", "tool", "turn_of", "until_answered", "was_exhausted", "workflow",
-]
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
