@@ -13,9 +13,7 @@ from textual.widgets import ContentSwitcher, Footer
 
 from tui.widgets.blocks import Provisional
 from tui.widgets.control import ControlPane
-from tui.widgets.event_log import EventLog
 from tui.widgets.message_list import MessageList
-from tui.widgets.node_tree import NodeTree
 from tui.widgets.sidebar import Sidebar
 
 SLOW_PANES_S = 0.15
@@ -42,9 +40,7 @@ class MainScreen(Screen):
         with Horizontal(id="body"):
             with ContentSwitcher(id="views", initial="conversation"):
                 yield MessageList(id="conversation", empty_text="No messages yet.")
-                yield MessageList(id="model-sees", empty_text="Nothing to send yet.")
-                yield EventLog(id="events")
-                yield NodeTree(id="nodes")
+                # The other views are mounted on first show (fewer widgets before the first paint).
             yield Sidebar(id="sidebar")
         yield ControlPane(id="control")
         yield Footer()
@@ -60,10 +56,16 @@ class MainScreen(Screen):
 
     def show_view(self, name: str) -> None:
         switcher = self.query_one(ContentSwitcher)
+        if not switcher.query_children(f"#{name}"):
+            switcher.mount(_make_view(name))
         switcher.current = name
         self._title()
-        self.query_one(f"#{name}").focus()
+        self.call_after_refresh(self._focus_view, name)
         self.sync(self.app.session, force=True)  # type: ignore[attr-defined]
+
+    def _focus_view(self, name: str) -> None:
+        if self.current_view == name:
+            self.query_one(f"#{name}").focus()
 
     def _title(self, extra: str = "") -> None:
         name = self.current_view
@@ -145,6 +147,21 @@ class MainScreen(Screen):
             widget.labels = labels
             widget.set_messages(seen, reset=True)
         elif current == "events":
-            self.query_one(EventLog).set_events(session.events)
+            self.query_one("#events").set_events(session.events)  # type: ignore[attr-defined]
         elif current == "nodes":
-            self.query_one(NodeTree).sync(view)
+            self.query_one("#nodes").sync(view)  # type: ignore[attr-defined]
+
+
+def _make_view(name: str) -> Any:
+    """A left-pane view other than the conversation (imported and built when first shown)."""
+    if name == "model-sees":
+        return MessageList(id="model-sees", empty_text="Nothing to send yet.")
+    if name == "events":
+        from tui.widgets.event_log import EventLog
+
+        return EventLog(id="events")
+    if name == "nodes":
+        from tui.widgets.node_tree import NodeTree
+
+        return NodeTree(id="nodes")
+    raise ValueError(f"no view named {name!r}")
