@@ -52,3 +52,37 @@ async def test_subagente_runs_the_child_in_isolation():
 @pytest.mark.parametrize("flow", ["revisao.py", "leitor.py", "subagente.py", "pesquisa.py"])
 def test_every_example_flow_loads(flow):
     assert load_flow(str(FLOWS / flow)).workflow.name
+
+
+def test_the_first_scripted_call_imports_litellm_without_freezing_the_event_loop():
+    """litellm takes seconds to import; the app's event loop must keep ticking meanwhile."""
+    import subprocess
+    import sys
+
+    code = """
+import asyncio, sys, time
+from runtime.loader import load_flow
+async def main():
+    app = load_flow(sys.argv[1])
+    worst, done = 0.0, False
+    async def ticker():
+        nonlocal worst
+        last = time.perf_counter()
+        while not done:
+            await asyncio.sleep(0.005)
+            now = time.perf_counter()
+            worst, last = max(worst, now - last), now
+    t = asyncio.create_task(ticker())
+    await asyncio.sleep(0.02)  # the ticker is running before the run starts
+    t0 = time.perf_counter()
+    await app.run("oi")
+    done = True
+    await t
+    print(worst, time.perf_counter() - t0)
+asyncio.run(main())
+"""
+    res = subprocess.run([sys.executable, "-c", code, str(FLOWS / "revisao.py")], capture_output=True,
+                         text=True, timeout=300, check=True)
+    worst, total = map(float, res.stdout.split())
+    assert total > 1.0  # the import really happened inside the run
+    assert worst < min(2.0, total / 2), (worst, total)

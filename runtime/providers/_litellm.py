@@ -9,6 +9,7 @@ OpenAI-shaped dicts and responses.
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import json
 import logging
@@ -29,11 +30,15 @@ __all__ = [
     "to_openai_messages",
 ]
 
-# When a native tool call's ``arguments`` is not a JSON object, the call keeps
-# the raw text under this key so the tool's validation error can show it to
-# the model (instead of a misleading "field required").
-
 _LITELLM_LOGGERS = ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy", "litellm")
+
+
+async def aload_litellm() -> ModuleType:
+    """:func:`load_litellm` from async code: the first import (seconds) runs in a
+    worker thread, so the event loop (and the app drawn on it) keeps answering."""
+    if load_litellm.cache_info().currsize:
+        return load_litellm()
+    return await asyncio.to_thread(load_litellm)
 
 
 @functools.cache
@@ -198,7 +203,7 @@ async def mock_reply(request: ChatRequest, content: str,
     ``tool_calls`` items are ``{"name": ..., "args": {...}}``. Nothing leaves
     the process: litellm answers ``mock_response`` itself.
     """
-    litellm = load_litellm()
+    litellm = await aload_litellm()
     kwargs: dict[str, Any] = {}
     if tool_calls:
         kwargs["mock_tool_calls"] = openai_tool_calls(tool_calls, turn=request.turn)

@@ -143,7 +143,7 @@ class LiteLLMProvider(Provider):
                 "or run with --model", agent=request.agent)
         from runtime.providers import _litellm
 
-        litellm = _litellm.load_litellm()
+        litellm = await _litellm.aload_litellm()
         kwargs = self._call_kwargs(request)
         attempts = self._policy.attempts
         started = time.monotonic()
