@@ -28,7 +28,6 @@ from tui.screens.dialogs import ConfirmDialog, FirstMessageDialog, HelpScreen, T
 from tui.screens.error import LoadErrorScreen
 from tui.screens.main import MainScreen
 from tui.session import LaunchConfig, Session
-from tui.widgets.sidebar import Sidebar
 
 DRAIN_INTERVAL = 1 / 100  # how often buffered events are folded into the view
 FLUSH_BUDGET_S = 0.004  # fold events at most this long per tick, so input stays answered

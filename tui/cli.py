@@ -11,8 +11,6 @@ Textual is imported only when the app (or the replay) is launched, so
 from __future__ import annotations
 
 import argparse
-import ast
-import dataclasses
 import sys
 from pathlib import Path
 
@@ -31,51 +29,14 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def workflow_name(target: str) -> str:
-    """The workflow a ``FLOW[:Class]`` target names, without importing it (for the journal's file name).
-
-    ``:Class`` when given; else the one class decorated with ``@workflow`` in the file; else the file's stem.
-    """
-    path, sep, name = target.rpartition(":")
-    if sep and path and name and not name.startswith(("\\", "/")):
-        return name
-    file = Path(target)
-    try:
-        tree = ast.parse(file.read_text(encoding="utf-8"))
-    except (OSError, SyntaxError, ValueError):
-        return file.stem
-    found = [node.name for node in tree.body if isinstance(node, ast.ClassDef)
-             and any(_decorator_name(d) == "workflow" for d in node.decorator_list)]
-    return found[0] if len(found) == 1 else file.stem
-
-
-def _decorator_name(node: ast.expr) -> str | None:
-    if isinstance(node, ast.Call):
-        node = node.func
-    if isinstance(node, ast.Attribute):
-        return node.attr
-    return node.id if isinstance(node, ast.Name) else None
-
-
 def app_options(args: argparse.Namespace) -> dict:
     """``make_app`` keyword arguments from the parsed command line (the journal path chosen here)."""
-    from runtime.cli import journal_path, parse_memory
+    from runtime.cli import parse_memory
 
-    options = dict(input=args.input, memory=parse_memory(args.memory) or None, model=args.model,
-                   replies=args.replies, debug=args.debug)
-    journal = journal_path(args, workflow_name(args.flow))
-    options["journal"] = str(journal) if journal is not None else None
-    from tui.session import LaunchConfig
-
-    fields = {f.name for f in dataclasses.fields(LaunchConfig)}
-    for name in ("record", "replay"):
-        value = getattr(args, name)
-        if value is None:
-            continue
-        if name not in fields:
-            raise SystemExit(f"flowtui: --{name} is not supported by the app yet; use `flowtui run ... --{name}`")
-        options[name] = value
-    return options
+    return dict(input=args.input, memory=parse_memory(args.memory) or None, model=args.model,
+                replies=args.replies, record=args.record, replay=args.replay, debug=args.debug,
+                # each run (a reload starts one) gets its own file unless one is named
+                journal=args.journal, journal_auto=not (args.journal or args.no_journal))
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -101,9 +62,9 @@ def main(argv: list[str] | None = None) -> None:
 
     app = make_app(args.flow, **options)
     app.run()
-    journal = options["journal"]
-    if journal is not None and Path(journal).exists():
-        print(f"journal: {journal}", file=sys.stderr)
+    for journal in app.session.journals:
+        if Path(journal).exists():
+            print(f"journal: {journal}", file=sys.stderr)
     sys.exit(app.return_code or 0)
 
 

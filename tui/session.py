@@ -24,7 +24,10 @@ class LaunchConfig:
     memory: dict[str, str] | list[str] | None = None
     model: str | None = None
     replies: str | None = None
-    journal: str | None = None
+    record: str | None = None  # cassette file to record every model exchange into
+    replay: str | None = None  # cassette file to serve model replies from (no network)
+    journal: str | None = None  # one file for every run of this session
+    journal_auto: bool = False  # a new .flowtui/runs/<Workflow>-<time>.jsonl per run (reloads included)
     debug: bool = False
     preload_litellm: bool = True
     cursor_blink: bool = True  # tests and snapshots switch it off
@@ -46,13 +49,15 @@ class Session:
         self._buffer: deque[Any] = deque()
         self.generation = 0  # bumps with each new run, so stale events are dropped
         self.sink: Any = None  # the current run's event sink (thread-safe: it only appends)
+        self.journals: list[str] = []  # the journal files this session's runs wrote
 
     # --- loading -----------------------------------------------------------
     def load(self) -> Any:
         """Load (or reload) the flow file. Raises ``FlowLoadError``."""
         from runtime.loader import load_flow
 
-        self.flow = load_flow(self.config.target, model=self.config.model, replies=self.config.replies)
+        c = self.config
+        self.flow = load_flow(c.target, model=c.model, replies=c.replies, record=c.record, replay=c.replay)
         return self.flow
 
     @property
@@ -87,7 +92,14 @@ class Session:
         self.view = RunView()
         self.events = []
         self.controller = Controller(start_paused=True, breakpoints=self.breakpoints)
-        self.run = self.flow.prepare(input, memory=self.config.memory, journal=self.config.journal,
+        journal = self.config.journal
+        if journal is None and self.config.journal_auto:
+            from runtime.cli import default_journal_path
+
+            journal = str(default_journal_path(self.workflow_name))
+        if journal is not None and journal not in self.journals:
+            self.journals.append(journal)
+        self.run = self.flow.prepare(input, memory=self.config.memory, journal=journal,
                                      controller=self.controller, on_event=sink)
         return self.run
 

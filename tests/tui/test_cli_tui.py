@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import re
 import subprocess
 import sys
@@ -15,7 +14,7 @@ from conftest import REVIEW
 
 from runtime.journal import read_journal
 from tui import cli
-from tui.session import LaunchConfig
+from tui.session import LaunchConfig, Session
 
 FLOW = textwrap.dedent("""
     import sys
@@ -117,17 +116,25 @@ def test_the_app_shares_the_run_arguments():
 def test_app_options_choose_the_journal():
     opts = options(REVIEW, "--input", "hi", "--memory", "plano=pro")
     assert opts["memory"] == {"plano": "pro"} and opts["input"] == "hi"
-    assert re.fullmatch(r"\.flowtui/runs/ReviewWorkflow-\d{8}-\d{6}\.jsonl", opts["journal"])
-    assert "ReviewWorkflow-" in options(f"{REVIEW}:ReviewWorkflow")["journal"]
-    assert options(REVIEW, "--no-journal")["journal"] is None
-    assert options(REVIEW, "--journal", "mine.jsonl")["journal"] == "mine.jsonl"
+    assert (opts["journal"], opts["journal_auto"]) == (None, True)  # a new file per run, reloads included
+    assert (options(REVIEW, "--no-journal")["journal"], options(REVIEW, "--no-journal")["journal_auto"]) == (
+        None, False)
+    mine = options(REVIEW, "--journal", "mine.jsonl")
+    assert (mine["journal"], mine["journal_auto"]) == ("mine.jsonl", False)
 
 
-def test_workflow_name_without_importing_the_flow(tmp_path):
-    assert cli.workflow_name("flows/revisao.py") == "RevisaoWorkflow"
-    assert cli.workflow_name("flows/revisao.py:Other") == "Other"
-    assert cli.workflow_name(str(tmp_path / "missing.py")) == "missing"
-    assert cli.workflow_name("tests/tui/flows/broken_flow.py") == "broken_flow"
+async def test_each_run_of_the_app_gets_its_own_journal(tmp_path, monkeypatch):
+    target = str(Path(REVIEW).resolve())
+    monkeypatch.chdir(tmp_path)
+    session = Session(LaunchConfig(target=target, journal_auto=True))
+    session.load()
+    first = session.prepare("hi")
+    second = session.prepare("again")  # what a reload does
+    assert len(session.journals) == 2 and session.journals[0] != session.journals[1]
+    assert all(re.fullmatch(r"\.flowtui/runs/ReviewWorkflow-\d{8}-\d{6}(-\d+)?\.jsonl", j)
+               for j in session.journals)
+    for run in (first, second):
+        run.journal.close()
 
 
 def test_record_and_replay_reach_the_app(monkeypatch):
@@ -139,14 +146,13 @@ def test_record_and_replay_reach_the_app(monkeypatch):
         def run(self):
             pass
 
+        session = Session(LaunchConfig(target=REVIEW))
+
     monkeypatch.setattr("tui.app.make_app", lambda target, **kw: made.update(target=target, **kw) or Fake())
-    supported = {"record", "replay"} <= {f.name for f in dataclasses.fields(LaunchConfig)}
     with pytest.raises(SystemExit) as exit:
         cli.main([REVIEW, "--input", "hi", "--record", "c.yaml", "--no-journal"])
-    if supported:
-        assert exit.value.code == 0 and made["record"] == "c.yaml" and made["journal"] is None
-    else:  # until LaunchConfig carries them: a clear refusal, not a crash
-        assert exit.value.code == 2 and made == {}
+    assert exit.value.code == 0 and made["record"] == "c.yaml" and made["journal"] is None
+    LaunchConfig(target=REVIEW, **{k: v for k, v in made.items() if k != "target"})  # the app takes them all
 
 
 def test_the_app_refuses_a_bad_memory_item(capsys):

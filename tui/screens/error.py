@@ -35,7 +35,7 @@ class LoadErrorScreen(Screen):
         loc.append("file  ", "dim")
         loc.append(f"{where}", "bold")
         if line:
-            loc.append(f"\nline  ", "dim")
+            loc.append("\nline  ", "dim")
             loc.append(str(line), "bold")
         if cls:
             loc.append("\nclass ", "dim")
