@@ -33,6 +33,50 @@ current_origin: contextvars.ContextVar[str] = contextvars.ContextVar(
 )
 
 
+_BUILDERS: dict[type, Callable[[dict[str, Any]], Any]] = {}
+
+
+def _builder(cls: type) -> Callable[[dict[str, Any]], Any]:
+    """A constructor for event class ``cls`` that skips validation, like
+    ``model_construct``, but with the defaults worked out once per class.
+
+    ``model_construct`` re-resolves every default on every call; events are the
+    hottest path of the runtime (several per turn, measured by
+    bench/runtime_bench.py), so they are built from a prepared dict instead.
+    """
+    _unset = object()
+    # (name, default, factory) in declaration order, so events serialize with `type` first as declared.
+    spec = [(name, info.default if info.default_factory is None and not info.is_required() else _unset,
+             info.default_factory) for name, info in cls.model_fields.items()]
+    new = cls.__new__
+    setattr_ = object.__setattr__
+
+    def build(fields: dict[str, Any]) -> Any:
+        values = {}
+        for name, default, factory in spec:
+            if name in fields:
+                values[name] = fields[name]
+            elif factory is not None:
+                values[name] = factory()
+            elif default is not _unset:
+                values[name] = default
+        event = new(cls)
+        setattr_(event, "__dict__", values)
+        setattr_(event, "__pydantic_fields_set__", set(fields))
+        setattr_(event, "__pydantic_extra__", None)
+        setattr_(event, "__pydantic_private__", None)
+        return event
+
+    return build
+
+
+def build_event(cls: type, fields: dict[str, Any]) -> Any:
+    builder = _BUILDERS.get(cls)
+    if builder is None:
+        builder = _BUILDERS[cls] = _builder(cls)
+    return builder(fields)
+
+
 def sink_name(sink: Sink) -> str:
     return getattr(sink, "__qualname__", None) or type(sink).__name__
 
@@ -62,7 +106,7 @@ class Stream:
             fields["seq"] = self._seq
             fields["ts"] = time.time()
             fields["run_id"] = run_id
-            event = cls.model_construct(**fields)
+            event = build_event(cls, fields)
             failed = None
             for sink in self._sinks:
                 try:
@@ -80,10 +124,10 @@ class Stream:
             return
         self._reported.add(id(bad))
         self._seq += 1
-        report = SubscriberError.model_construct(
+        report = build_event(SubscriberError, dict(
             seq=self._seq, ts=time.time(), run_id=run_id, node_id=None, parent_id=None,
             origin="runtime", subscriber=sink_name(bad), error=f"{type(exc).__name__}: {exc}",
-        )
+        ))
         for sink in self._sinks:
             if sink is bad:
                 continue
