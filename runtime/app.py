@@ -181,7 +181,7 @@ def bootstrap(workflow_cls: type, *, offload_sync: bool = True, model: str | Non
             if isinstance(inst, ScriptedProvider):
                 plans.agent_specs[cls] = _replace_provider(aspec, inst.with_replies(replies))
     model = model or os.environ.get("FLOWTUI_MODEL") or None
-    return App(plans, offload_sync=offload_sync, model=model, wrap=_cassette_wrap(record, replay))
+    return App(plans, offload_sync=offload_sync, model=model, wrap=_cassette_wrap(record, replay), replies=replies)
 
 
 def _cassette_wrap(record: str | Path | None, replay: str | Path | None):
@@ -210,9 +210,10 @@ class App:
     """A bootstrapped workflow. ``await app.run(...)`` as often as you like, concurrently too."""
 
     def __init__(self, plans: Plans, *, offload_sync: bool, model: str | None,
-                 wrap: Callable[[Provider], Provider] | None = None) -> None:
+                 wrap: Callable[[Provider], Provider] | None = None, replies: str | Path | None = None) -> None:
         self.plans = plans
         self.wrap = wrap
+        self.replies = replies
         self.workflow = plans.spec
         self.offload_sync = offload_sync
         self.model = model
@@ -238,16 +239,14 @@ class App:
         sinks: list[Sink] = list(self._subscribers)
         if on_event is not None:
             sinks.append(on_event)
-        writer = None
-        if journal is not None:
-            writer = JournalWriter(journal)
-            sinks.insert(0, writer)
         run_id = f"r{next(_run_numbers)}-{uuid.uuid4().hex[:6]}"
         run = Run(plans=self.plans, emitter=Emitter(Stream(sinks), run_id), input=input,
                   memory=memory_items(memory), tracker=BudgetTracker(check_budget_arg(budget)),
                   controller=controller, offload=self.offload_sync, model=self.model, wrap=self.wrap,
-                  snapshot=snapshot)
-        run.journal = writer
+                  replies=self.replies, snapshot=snapshot)
+        if journal is not None:  # opened only once the run could be built: a refused run leaves no file
+            run.journal = JournalWriter(journal)
+            sinks.insert(0, run.journal)
         return run
 
     async def run(self, input: Any = None, *, memory: str | Iterable[str] | Mapping[str, Any] | None = None,

@@ -3,9 +3,9 @@
 A :class:`Stream` numbers events and hands each to every sink in order. A
 sink that raises is isolated: its first failure is reported to the other
 sinks as a ``subscriber.error`` event (after the event it failed on), and the
-run goes on. Events may be emitted from
-worker threads (sync user code runs there), so numbering and delivery happen
-under a lock: ``seq`` order is delivery order.
+run goes on. Events may be emitted from worker threads (sync user code runs
+there), so numbering and delivery happen under a lock: ``seq`` order is
+delivery order.
 
 The node an event belongs to and its origin come from context variables set
 by the engine, so user code (hooks, tools) never passes them along.
@@ -82,17 +82,26 @@ def sink_name(sink: Sink) -> str:
 
 
 class Stream:
-    """The numbered event stream of one top-level run (its child runs share it)."""
+    """The numbered event stream of one top-level run (its child runs share it).
+
+    ``lock`` is reentrant and held while an event is numbered and delivered, so
+    code that changes state and emits under it (``ctx.state``, ``ctx``, the
+    workflow state) keeps the events in the order the changes happened, even
+    from worker threads. An event emitted by a sink while it receives another
+    is queued and delivered after the current one, in order.
+    """
 
     def __init__(self, sinks: list[Sink]) -> None:
         self._sinks = sinks
         self._seq = 0
         self._nodes = 0
         self._reported: set[int] = set()
-        self._lock = threading.Lock()
+        self.lock = threading.RLock()
+        self._delivering = False
+        self._queued: list[Any] = []
 
     def next_node_id(self) -> str:
-        with self._lock:
+        with self.lock:
             self._nodes += 1
             return f"n{self._nodes}"
 
@@ -101,22 +110,34 @@ class Stream:
         return self._seq
 
     def emit(self, cls: type, run_id: str, fields: dict[str, Any]) -> Any:
-        with self._lock:
+        with self.lock:
             self._seq += 1
             fields["seq"] = self._seq
             fields["ts"] = time.time()
             fields["run_id"] = run_id
             event = build_event(cls, fields)
-            failed = None
-            for sink in self._sinks:
-                try:
-                    sink(event)
-                except Exception as exc:  # a subscriber never breaks the run
-                    failed = (failed or []) + [(sink, exc)]
-            if failed:
-                for sink, exc in failed:
-                    self._report(sink, exc, run_id)
+            if self._delivering:  # emitted by a sink: after the event it is handling
+                self._queued.append(event)
+                return event
+            self._delivering = True
+            try:
+                self._deliver(event)
+                while self._queued:
+                    self._deliver(self._queued.pop(0))
+            finally:
+                self._delivering = False
         return event
+
+    def _deliver(self, event: Any) -> None:
+        failed = None
+        for sink in self._sinks:
+            try:
+                sink(event)
+            except Exception as exc:  # a subscriber never breaks the run
+                failed = (failed or []) + [(sink, exc)]
+        if failed:
+            for sink, exc in failed:
+                self._report(sink, exc, event.run_id)
 
     def _report(self, bad: Sink, exc: Exception, run_id: str) -> None:
         """Tell the other sinks, once per failing sink (it keeps receiving events)."""
@@ -138,15 +159,27 @@ class Stream:
 
 
 class Emitter:
-    """Emits events for one run (a child run has its own emitter on its parent's stream)."""
+    """Emits events for one run (a child run has its own emitter on its parent's stream).
 
-    __slots__ = ("stream", "run_id")
+    Once the run has ended (``close()``), late emits (say, from a worker
+    thread of a cancelled tool that is still running) are dropped, so nothing
+    follows ``run.end``.
+    """
+
+    __slots__ = ("stream", "run_id", "lock", "closed")
 
     def __init__(self, stream: Stream, run_id: str) -> None:
         self.stream = stream
         self.run_id = run_id
+        self.lock = stream.lock
+        self.closed = False
+
+    def close(self) -> None:
+        self.closed = True
 
     def emit(self, cls: type, **fields: Any) -> Any:
+        if self.closed:
+            return None
         if "node_id" not in fields:
             fields["node_id"], fields["parent_id"] = current_node.get()
         if "origin" not in fields:

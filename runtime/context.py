@@ -8,6 +8,7 @@ sees is ``ctx.state``.
 
 from __future__ import annotations
 
+import threading
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
@@ -17,7 +18,6 @@ from runtime.conversation import ConversationState
 from runtime.events import CtxSet
 
 _MISSING = object()
-RUNTIME_FIELDS = frozenset({"turn", "output", "loop", "budget"})
 _RESERVED = frozenset({"state", "get", "run_id", "fields"})
 
 
@@ -53,8 +53,9 @@ def jsonable(value: Any) -> Any:
 class AgentContext:
     """The type of ``ctx``. Reading an unset field raises ``AttributeError``."""
 
-    def __init__(self, state: ConversationState, emit, *, run_id: str) -> None:
+    def __init__(self, state: ConversationState, emit, *, run_id: str, lock: Any = None) -> None:
         object.__setattr__(self, "state", state)
+        object.__setattr__(self, "_lock", lock if lock is not None else threading.RLock())
         object.__setattr__(self, "run_id", run_id)
         object.__setattr__(self, "_fields", {})
         object.__setattr__(self, "_emit", emit)
@@ -83,15 +84,17 @@ class AgentContext:
     def __delattr__(self, name: str) -> None:
         if name not in self._fields:
             raise AttributeError(f"ctx has no field {name!r}")
-        del self._fields[name]
-        self._emit(CtxSet, name=name, value=None)
+        with self._lock:
+            del self._fields[name]
+            self._emit(CtxSet, name=name, value=None)
 
     def _set(self, name: str, value: Any, *, origin: str | None) -> None:
-        self._fields[name] = value
         fields: dict[str, Any] = {"name": name, "value": _event_value(value)}
         if origin:
             fields["origin"] = origin
-        self._emit(CtxSet, **fields)
+        with self._lock:  # the change and its event together
+            self._fields[name] = value
+            self._emit(CtxSet, **fields)
 
     def get(self, name: str, default: Any = None) -> Any:
         """The field ``name``, or ``default`` when it was never set."""

@@ -23,8 +23,11 @@ PointKind = Literal["agent", "chat", "tool", "loop_iteration"]
 Mode = Literal["run", "step", "next_turn", "loop_once", "pause"]
 
 
-class RunStopped(Exception):
-    """Raised at a checkpoint after ``stop()``; the engine ends the run as ``stopped``."""
+class RunStopped(BaseException):
+    """Raised at a checkpoint after ``stop()``; the engine ends the run as ``stopped``.
+
+    A ``BaseException`` (like ``asyncio.CancelledError``) so that user code's
+    ``except Exception`` (a tool, a hook) cannot swallow it."""
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,7 @@ system message). Reads return read-only sequences; every change goes through
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, overload
 
@@ -95,11 +96,13 @@ def system_note(memory: Sequence[str], tasks: Sequence[str]) -> str | None:
 class ConversationState:
     """``ctx.state`` of one run."""
 
-    __slots__ = ("_buckets", "_emit")
+    __slots__ = ("_buckets", "_emit", "_lock")
 
-    def __init__(self, emit, *, memory: list[str] | None = None) -> None:
+    def __init__(self, emit, *, memory: list[str] | None = None, lock: Any = None) -> None:
         self._buckets: dict[str, list] = {"history": [], "memory": list(memory or []), "tasks": []}
         self._emit = emit
+        # The stream's lock: a change and its event happen together, so threads cannot reorder them.
+        self._lock = lock if lock is not None else threading.RLock()
 
     # reads -------------------------------------------------------------
     @property
@@ -126,11 +129,13 @@ class ConversationState:
         """Add ``item`` at the end of ``bucket`` (a ``Message`` for history, a ``str`` otherwise)."""
         items = self._bucket(bucket)
         _check_item(bucket, item, None)
-        items.append(item)
         fields = {"bucket": bucket, "item": item}
         if origin:
             fields["origin"] = origin
-        self._emit(StateAppend, **fields)
+        with self._lock:
+            items = self._buckets[bucket]
+            items.append(item)
+            self._emit(StateAppend, **fields)
 
     def set(self, bucket: str, items: Iterable[Any], *, origin: str | None = None) -> None:
         """Replace ``bucket`` whole, e.g. ``set("history", history[:-1])``."""
@@ -143,11 +148,12 @@ class ConversationState:
         new = list(items)
         for i, item in enumerate(new):
             _check_item(bucket, item, i)
-        self._buckets[bucket] = new
         fields = {"bucket": bucket, "items": list(new)}
         if origin:
             fields["origin"] = origin
-        self._emit(StateSet, **fields)
+        with self._lock:
+            self._buckets[bucket] = new
+            self._emit(StateSet, **fields)
 
     # projection --------------------------------------------------------
     def to_messages(self) -> list[Message]:

@@ -23,11 +23,13 @@ class Editor:
 
     def __init__(self, run: "Run") -> None:
         self._run = run
-        self._undo: list[tuple[str, str, Any] | list[tuple[str, str, Any]]] = []
+        self._undo: list[list[tuple[str, str, Any]]] = []
+        self._mark = -1  # stream position right after the last edit or undo
 
     # --- buckets -------------------------------------------------------------
     def promote(self, index: int, text: str | None = None) -> None:
         """Move history message ``index`` into memory (``text`` edited by hand, if given)."""
+        self._begin()
         history = list(self._run.state.history)
         msg = _at(history, index, "history")
         if msg.role != "assistant":
@@ -41,41 +43,45 @@ class Editor:
         with _as_user():
             self._run.state.set("history", history, origin="user")
             self._run.state.append("memory", item, origin="user")
-        self._undo.append(before)
+        self._done(before)
 
     def edit_message(self, index: int, content: str) -> None:
+        self._begin()
         history = list(self._run.state.history)
         msg = _at(history, index, "history")
         before = self._snapshot("history")
         history[index] = msg.model_copy(update={"content": content})
         with _as_user():
             self._run.state.set("history", history, origin="user")
-        self._undo.append(before)
+        self._done(before)
 
     def set_item(self, bucket: str, index: int, text: str) -> None:
         """Replace item ``index`` of ``memory`` or ``tasks``."""
+        self._begin()
         items = list(self._run.state.get(bucket))
         _at(items, index, bucket)
         before = self._snapshot(bucket)
         items[index] = text
         with _as_user():
             self._run.state.set(bucket, items, origin="user")
-        self._undo.append(before)
+        self._done(before)
 
     def delete_item(self, bucket: str, index: int) -> None:
+        self._begin()
         items = list(self._run.state.get(bucket))
         _at(items, index, bucket)
         before = self._snapshot(bucket)
         del items[index]
         with _as_user():
             self._run.state.set(bucket, items, origin="user")
-        self._undo.append(before)
+        self._done(before)
 
     def add_item(self, bucket: str, text: str) -> None:
+        self._begin()
         before = self._snapshot(bucket)
         with _as_user():
             self._run.state.append(bucket, text, origin="user")
-        self._undo.append(before)
+        self._done(before)
 
     # --- workflow state ------------------------------------------------------
     def set_field(self, name: str, text: str) -> Any:
@@ -83,6 +89,7 @@ class Editor:
 
         Raises ``ValueError`` (with the reason) for a value its type refuses.
         """
+        self._begin()
         obj = self._run.workflow_state
         if obj is None:
             raise ConfigError(f"workflow {self._run.spec.name} has no state to edit")
@@ -93,18 +100,30 @@ class Editor:
         old = getattr(obj, name)
         with _as_user():
             setattr(obj, name, value)
-        self._undo.append([("field", name, old)])
+        self._done([("field", name, old)])
         return value
 
     # --- undo ----------------------------------------------------------------
     @property
     def can_undo(self) -> bool:
-        return bool(self._undo)
+        return bool(self._undo) and not self._moved_on()
+
+    def _moved_on(self) -> bool:
+        """True when the run emitted anything since the last edit (it went on)."""
+        return self._run.emitter.stream.last_seq != self._mark
 
     def undo(self) -> bool:
-        """Revert the last edit; False when there is none."""
+        """Revert the last edit; False when there is none.
+
+        Only while the run has not moved on since: restoring a bucket as it was
+        would otherwise throw away the turns that came after. Raises
+        ``ConfigError`` then (and forgets the older edits).
+        """
         if not self._undo:
             return False
+        if self._moved_on():
+            self._undo.clear()
+            raise ConfigError("the run has gone on since the last edit; undo works only before it continues")
         entries = self._undo.pop()
         with _as_user():
             for kind, name, value in entries:
@@ -112,7 +131,16 @@ class Editor:
                     self._run.state.set(name, value, origin="user")
                 else:
                     setattr(self._run.workflow_state, name, value)
+        self._mark = self._run.emitter.stream.last_seq
         return True
+
+    def _begin(self) -> None:
+        if self._moved_on():
+            self._undo.clear()  # older edits sit before turns the run has taken since
+
+    def _done(self, undo: list[tuple[str, str, Any]]) -> None:
+        self._undo.append(undo)
+        self._mark = self._run.emitter.stream.last_seq
 
     def _snapshot(self, *buckets: str) -> list[tuple[str, str, Any]]:
         return [("bucket", b, list(self._run.state.get(b))) for b in buckets]

@@ -14,14 +14,14 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from runtime.budget import BudgetTracker
-from runtime.bus import Emitter, current_node, current_origin
+from runtime.bus import Emitter, current_node
 from runtime.context import AgentContext, LoopInfo
 from runtime.control import Controller, PausePoint, RunStopped
 from runtime.conversation import ConversationState
 from runtime.decorators import WorkflowSpec
 from runtime.edits import Editor
 from runtime.errors import BudgetExceededError, ConfigError
-from runtime.events import RunEnd, RunStart
+from runtime.events import RunEnd, RunPause, RunStart
 from runtime.invoke import call_user
 from runtime.messages import Message
 from runtime.nodes import BudgetStop, FailCounter, NodeScope, describe_error, fail_counter, loops_var, path_var
@@ -39,7 +39,8 @@ class Run:
 
     def __init__(self, *, plans: "Plans", emitter: Emitter, input: Any, memory: list[str],
                  tracker: BudgetTracker, controller: Controller | None, offload: bool,
-                 model: str | None, wrap: Any = None, depth: int = 0, snapshot: Any = None) -> None:
+                 model: str | None, wrap: Any = None, replies: Any = None, depth: int = 0,
+                 snapshot: Any = None) -> None:
         from runtime.app import build_instances  # the App module builds what plans describe
 
         self.plans = plans
@@ -55,20 +56,23 @@ class Run:
         self._seed = snapshot
         if snapshot is not None:
             memory = [*snapshot.memory, *memory]
-        self.state = ConversationState(emit, memory=memory)
-        self.ctx = AgentContext(self.state, emit, run_id=self.id)
+        self.state = ConversationState(emit, memory=memory, lock=emitter.lock)
+        self.ctx = AgentContext(self.state, emit, run_id=self.id, lock=emitter.lock)
         self.workflow_state = plans.new_state()
         if snapshot is not None and snapshot.state:
             if self.workflow_state is None:
                 raise ConfigError(f"the snapshot has [state] but workflow {self.spec.name} declares no state")
             apply_state(self.workflow_state, self.spec.state, snapshot.state, source="snapshot")
-        self.observer = StateObserver(self.workflow_state, emit) if self.workflow_state is not None else None
+        self.observer = (StateObserver(self.workflow_state, emit, lock=emitter.lock)
+                         if self.workflow_state is not None else None)
         self.agents, self.tools, self.providers = build_instances(self, model=model, wrap=wrap)
+        # What a child workflow inherits: the same --model, cassette and --replies.
+        self.model, self.wrap, self.replies = model, wrap, replies
+        self.child_apps: dict[type, Any] = {}
+        self.children = 0  # numbers child runs: <run id>.1, .2, ...
         self.edits = Editor(self)
         self.journal: Any = None
         self._turns: dict[str, int] = {}
-        self.status: str | None = None
-        self.output: str | None = None
         self.error: BaseException | None = None
 
     # --- the run ---------------------------------------------------------
@@ -77,7 +81,8 @@ class Run:
         t0 = time.perf_counter()
         message = _first_message(self.input)
         self.emitter.emit(
-            RunStart, node_id=None, parent_id=current_node.get()[0], workflow=self.spec.name, input=_jsonable_input(self.input), memory=list(self.state.memory),
+            RunStart, node_id=None, parent_id=current_node.get()[0], workflow=self.spec.name,
+            input=_jsonable_input(self.input), memory=list(self.state.memory),
             state=self.observer.snapshot() if self.observer else {}, file=self.spec.file,
         )
         reason = error = None
@@ -94,8 +99,10 @@ class Run:
                     await self.step(step)
         except BudgetStop as stop:
             reason = f"budget: {stop.limit}"
-        except RunStopped:
+        except RunStopped as exc:
             status, reason = "stopped", "stopped by user"
+            if self.depth:  # a child: the stop ends its parent too
+                self.error = exc
         except asyncio.CancelledError as exc:  # the host (e.g. the app quitting) cancelled the run
             status, reason = "stopped", "cancelled"
             self.error = exc
@@ -106,13 +113,13 @@ class Run:
             self.check_state()
             if self.observer is not None:
                 self.observer.detach()
-        self.status = status
-        self.output = self.ctx.get("output")
-        self.emitter.emit(RunEnd, node_id=None, parent_id=current_node.get()[0], status=status, output=self.output, error=error,
-                          reason=reason, duration_ms=round((time.perf_counter() - t0) * 1000, 3))
+        output = self.ctx.get("output")
+        self.emitter.emit(RunEnd, node_id=None, parent_id=current_node.get()[0], status=status, output=output,
+                          error=error, reason=reason, duration_ms=round((time.perf_counter() - t0) * 1000, 3))
+        self.emitter.close()
         if self.error is not None:
             raise self.error
-        return self.output
+        return output
 
     async def step(self, step: Any) -> None:
         if isinstance(step, LoopSpec):
@@ -136,14 +143,16 @@ class Run:
                            path=path)
 
         def emit(cls, **fields):
-            if prompt is not None:
+            if cls is RunPause and prompt is not None:
                 fields["prompt"] = prompt
             return self.emitter.emit(cls, origin="runtime", **fields)
 
         await controller.checkpoint(point, emit)
 
-    def budget_gate(self) -> None:
-        """Between units of work: stop or raise when a budget limit is reached."""
+    async def budget_gate(self) -> None:
+        """Between units of work: stop or raise when a budget limit is reached.
+
+        ``on_exceeded(ctx, usage)`` (sync or async) is called once per budget."""
         found = self.tracker.exceeded_in()
         if found is None:
             return
@@ -153,11 +162,8 @@ class Run:
         usage = tracker.usage()
         if not tracker.reported and budget.on_exceeded is not None:
             tracker.reported = True
-            token = current_origin.set("budget")
-            try:
-                budget.on_exceeded(self.ctx, usage)
-            finally:
-                current_origin.reset(token)
+            await call_user(budget.on_exceeded, (self.ctx, usage), origin="budget", offload=False,
+                            then=self.check_state)
         if budget.mode == "raise":
             raise BudgetExceededError(f"budget exceeded: {limit}={getattr(budget, limit)} (used: {usage.model_dump()})",
                                       limit=limit, usage=usage)
@@ -205,7 +211,7 @@ class Run:
                         if spec.on_exhausted is not None:
                             await self._call(spec.on_exhausted, (ctx, i), "on_exhausted")
                         break
-                    self.budget_gate()
+                    await self.budget_gate()
             except BudgetStop:
                 stopped_by = "budget"
                 raise

@@ -26,7 +26,7 @@ path_var: contextvars.ContextVar[tuple[str, ...]] = contextvars.ContextVar("flow
 loops_var: contextvars.ContextVar[tuple[str, ...]] = contextvars.ContextVar("flowtui_loops", default=())
 
 
-class BudgetStop(Exception):
+class BudgetStop(BaseException):  # like RunStopped: not for user code to catch
     """A budget in ``stop`` mode was reached: unwind and finish with the output so far."""
 
     def __init__(self, limit: str) -> None:

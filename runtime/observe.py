@@ -138,9 +138,10 @@ def coerce(cls: type, name: str, text: str) -> Any:
 class StateObserver:
     """Reports changes of one run's state instance as events."""
 
-    def __init__(self, obj: Any, emit) -> None:
+    def __init__(self, obj: Any, emit, *, lock: Any = None) -> None:
         self.obj = obj
         self._emit = emit
+        self._lock = lock if lock is not None else threading.RLock()
         self.fields = state_fields(obj)
         self._snap = {f: jsonable(getattr(obj, f, None)) for f in self.fields}
         _OBSERVERS[id(obj)] = self
@@ -149,24 +150,26 @@ class StateObserver:
         return dict(self._snap)
 
     def assigned(self, name: str, value: Any) -> None:
-        if name not in self._snap:
-            self.fields.append(name)
         new = jsonable(value)
-        old = self._snap.get(name)
-        if new == old and name in self._snap:
-            return
-        self._snap[name] = new
-        self._emit(WorkflowStateChange, path=name, old=old, new=new)
+        with self._lock:
+            if name not in self._snap:
+                self.fields.append(name)
+            elif new == self._snap[name]:
+                return
+            old = self._snap.get(name)
+            self._snap[name] = new
+            self._emit(WorkflowStateChange, path=name, old=old, new=new)
 
     def check(self) -> None:
         """Compare every field with the snapshot; emit one event per changed field."""
         obj, snap = self.obj, self._snap
-        for name in self.fields:
-            new = jsonable(getattr(obj, name, None))
-            old = snap[name]
-            if new != old:
-                snap[name] = new
-                self._emit(WorkflowStateChange, path=name, old=old, new=new)
+        with self._lock:
+            for name in self.fields:
+                new = jsonable(getattr(obj, name, None))
+                old = snap[name]
+                if new != old:
+                    snap[name] = new
+                    self._emit(WorkflowStateChange, path=name, old=old, new=new)
 
     def detach(self) -> None:
         if _OBSERVERS.get(id(self.obj)) is self:

@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 async def run_agent(run: "Run", spec: AgentSpec) -> None:
     """One agent step: pause, budget, then a turn (or the agent's own run())."""
     await run.pause("agent", spec.name, prompt=spec.prompt)
-    run.budget_gate()
+    await run.budget_gate()
     inst = run.agents[spec.cls]
     with NodeScope(run, "agent", spec.name) as scope:
         if spec.takes_over:
@@ -48,7 +48,10 @@ async def run_agent(run: "Run", spec: AgentSpec) -> None:
                 raise
             scope.status, scope.error = "error", describe_error(exc)
             scope.data["recovered"] = True
+            # This turn's summary, not the previous one's: until_answered & co. decide on it.
+            run.ctx._set("turn", TurnInfo(agent=spec.name, response=str(recovered)), origin="runtime")
             run.ctx._set("output", str(recovered), origin="runtime")
+
 
 async def _turn(run: "Run", spec: AgentSpec, inst: Any) -> None:
     ctx = run.ctx
@@ -58,7 +61,7 @@ async def _turn(run: "Run", spec: AgentSpec, inst: Any) -> None:
         if new is not None:
             prompt = str(new)
     await run.pause("chat", spec.name, prompt=prompt)
-    run.budget_gate()
+    await run.budget_gate()
     reply = await _chat(run, spec, prompt)
     calls = [c if c.id else c.model_copy(update={"id": f"call_{i}"}) for i, c in enumerate(reply.tool_calls)]
     run.state.append("history", Message(role="assistant", content=reply.content, tool_calls=tuple(calls),
@@ -66,7 +69,7 @@ async def _turn(run: "Run", spec: AgentSpec, inst: Any) -> None:
     results = []
     for call in calls:
         await run.pause("tool", call.name)
-        run.budget_gate()
+        await run.budget_gate()
         results.append(await run_tool_call(run, spec, inst, call))
     last = results[-1] if results else None
     response = last.output if last is not None else reply.content

@@ -10,7 +10,9 @@
 
 The child has its own ``ctx``, state and history; its events go into the
 parent's stream, its workflow node under the calling tool's node; it counts
-toward the parent's budget and obeys the parent's controller (pause, stop).
+toward the parent's budget, obeys the parent's controller (pause, stop: a
+stop inside the child ends the parent too) and inherits ``--model``,
+``--replies`` and the ``--record``/``--replay`` cassette.
 """
 
 from __future__ import annotations
@@ -25,15 +27,11 @@ from runtime.conversation import memory_items
 if TYPE_CHECKING:
     from runtime.engine import Run
 
-_APPS: dict[type, Any] = {}
-
-
 class WorkflowRuntime:
     """Runs child workflows inside the run that built this tool."""
 
     def __init__(self, parent: "Run") -> None:
         self._parent = parent
-        self._children = 0
 
     async def run(self, workflow_cls: type, input: Any = None, *,
                   memory: str | Iterable[str] | Mapping[str, Any] | None = None,
@@ -43,13 +41,15 @@ class WorkflowRuntime:
         from runtime.engine import Run
 
         parent = self._parent
-        app = _APPS.get(workflow_cls)
+        app = parent.child_apps.get(workflow_cls)
         if app is None:
-            app = _APPS[workflow_cls] = bootstrap(workflow_cls, offload_sync=parent.offload)
-        self._children += 1
-        child = Run(plans=app.plans, emitter=Emitter(parent.emitter.stream, f"{parent.id}.{self._children}"),
+            app = parent.child_apps[workflow_cls] = bootstrap(
+                workflow_cls, offload_sync=parent.offload, model=parent.model, replies=parent.replies)
+        parent.children += 1
+        child = Run(plans=app.plans, emitter=Emitter(parent.emitter.stream, f"{parent.id}.{parent.children}"),
                     input=input, memory=memory_items(memory),
                     tracker=BudgetTracker(check_budget_arg(budget), parent=parent.tracker),
-                    controller=parent.controller, offload=parent.offload, model=app.model, depth=parent.depth + 1)
+                    controller=parent.controller, offload=parent.offload, model=parent.model, wrap=parent.wrap,
+                    replies=parent.replies, depth=parent.depth + 1)
         output = await child.execute()
         return "" if output is None else str(output)

@@ -225,3 +225,31 @@ def test_prompt_path_is_relative_to_the_defining_file(tmp_path):
     assert ns["X"].__flowtui__.prompt == "You are X."
     assert str(tmp_path / "missing.agent.md") in str(info.value)
     assert info.value.cls == "Y"
+
+
+async def test_a_recovered_turn_is_the_turn_until_answered_sees():
+    from runtime import loop, until_answered
+
+    replies = iter([{"content": "", "tool_calls": [{"name": "busca", "args": {"q": "x"}}]}, RuntimeError("down")])
+
+    def model(messages, tools):
+        reply = next(replies)
+        if isinstance(reply, Exception):
+            raise reply
+        return reply
+
+    @agent(provider=FunctionProvider(model), prompt="p", tools=[Busca])
+    class A:
+        def on_error(self, error, ctx):
+            return "fallback"
+
+    @workflow(steps=[loop(steps=[A], until=until_answered, max_iterations=5)])
+    class W:
+        pass
+
+    out, events = await run_collect(W)
+    assert out == "fallback"
+    turns = [e.value for e in events if e.type == "ctx.set" and e.name == "turn"]
+    assert turns[-1]["called_tool"] is False and turns[-1]["response"] == "fallback"
+    loop_end = [e for e in events if e.type == "node.end" and e.kind == "loop"][0]
+    assert loop_end.data["iterations"] == 2 and loop_end.data["stopped_by"] == "until"

@@ -360,3 +360,17 @@ async def test_child_hitting_parent_budget_in_raise_mode_raises_out_of_the_paren
     # not swallowed as a tool error observation
     assert not [e for e in events if e.type == "state.append" and getattr(e.item, "role", None) == "tool"]
     assert [e.status for e in events if e.type == "run.end"] == ["failed", "failed"]
+
+
+async def test_an_async_on_exceeded_is_awaited():
+    seen = []
+
+    async def on_exceeded(ctx, usage):
+        seen.append(usage.chat_calls)
+        ctx.state.append("memory", "budget hit")
+
+    wf, _ = three_agents()
+    out, events, run = await run_collect(wf, budget=Budget(max_chat_calls=1, on_exceeded=on_exceeded))
+    assert seen == [1]
+    assert list(run.state.memory) == ["budget hit"]
+    assert [e.origin for e in events if e.type == "state.append" and e.bucket == "memory"] == ["budget"]

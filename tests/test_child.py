@@ -3,6 +3,8 @@ with its own ctx, state and history, in the parent's event stream."""
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 from pydantic import BaseModel
 
@@ -280,3 +282,71 @@ async def test_each_child_run_gets_a_fresh_state_and_its_own_run_id():
     assert id1 != id2
     assert s1 is not s2
     assert notes1 == ["ok"] and notes2 == ["ok"]
+
+
+def _delegating_flow(child_agent_provider):
+    """A parent agent whose tool runs a one-agent child workflow using ``child_agent_provider``."""
+
+    @agent(provider=child_agent_provider, prompt="You research.")
+    class Researcher:
+        pass
+
+    @workflow(steps=[Researcher])
+    class ResearchWorkflow:
+        pass
+
+    @tool(name="research", description="Delegates.", schema=Q)
+    class ResearchTool:
+        def __init__(self, runtime: WorkflowRuntime):
+            self.runtime = runtime
+
+        async def execute(self, args: Q = Input()):
+            return await self.runtime.run(ResearchWorkflow, input=args.q)
+
+    replies = iter([call("research", q="why?"), "done"])
+
+    @agent(provider=FunctionProvider(lambda m, t: next(replies)), prompt="You plan.", tools=[ResearchTool])
+    class Planner:
+        pass
+
+    @workflow(steps=[Planner, Planner])
+    class PlanWorkflow:
+        pass
+
+    return PlanWorkflow
+
+
+async def test_a_child_workflow_inherits_the_cassette_so_replay_never_reaches_its_model(tmp_path):
+    from runtime import bootstrap
+
+    cassette = tmp_path / "c.jsonl"
+    calls = []
+    recorded = bootstrap(_delegating_flow(FunctionProvider(lambda m, t: calls.append(1) or "because")),
+                         record=cassette)
+    assert await recorded.run("go") == "done" and calls == [1]
+    broken = FunctionProvider(lambda m, t: pytest.fail("the child's model was called during a replay"))
+    replayed = bootstrap(_delegating_flow(broken), replay=cassette)
+    events: list = []
+    assert await replayed.run("go", on_event=events.append) == "done"
+    child_tool = [e for e in events if e.type == "node.end" and e.kind == "tool"][0]
+    assert child_tool.status == "ok"
+
+
+async def test_a_stop_inside_a_child_workflow_stops_the_parent():
+    from runtime import Controller, bootstrap
+
+    ctl = Controller(breakpoints={"Researcher"})
+    app = bootstrap(_delegating_flow(FunctionProvider(lambda m, t: "because")))
+    events: list = []
+    run = app.prepare("go", controller=ctl, on_event=events.append)
+    task = asyncio.ensure_future(run.execute())
+    while not ctl.paused:
+        await asyncio.sleep(0.001)
+    assert ctl.paused_at.name == "Researcher"  # paused inside the child
+    ctl.stop()
+    assert await task is None
+    ends = [(e.run_id == run.id, e.status) for e in events if e.type == "run.end"]
+    assert ends == [(False, "stopped"), (True, "stopped")]
+    tool_end = [e for e in events if e.type == "node.end" and e.kind == "tool"][0]
+    assert tool_end.status == "stopped"
+    assert not any(e.type == "state.append" and e.item.role == "tool" for e in events)  # no fake tool result

@@ -10,6 +10,7 @@ import pytest
 from pydantic import BaseModel
 
 from runtime import (
+    ConfigError,
     Controller,
     FunctionProvider,
     Input,
@@ -400,3 +401,23 @@ async def test_edits_undo_restores_promoted_message_and_field():
     first = calls["Writer"][0]
     assert [(m.role, m.content) for m in first] == [
         ("system", "You write. Round 0."), ("user", "go"), ("assistant", "the plan")]
+
+
+async def test_undo_after_the_run_went_on_is_refused_and_loses_nothing():
+    wf, calls = make_flow()
+    d = Driver(wf, Controller(start_paused=True))
+    await d.paused(1)
+    p = await d.command(d.ctl.next_turn)
+    assert where(p) == ("agent", "Writer", "next_turn")
+    run = d.run
+    run.edits.promote(1)                      # the plan goes to memory
+    run.edits.add_item("tasks", "one")
+    assert run.edits.undo() is True            # fine: nothing happened in between
+    assert run.edits.can_undo
+    await d.command(d.ctl.next_turn)          # the run goes on: turns join the history
+    history = list(run.state.history)
+    assert not run.edits.can_undo
+    with pytest.raises(ConfigError, match="gone on since the last edit"):
+        run.edits.undo()
+    assert list(run.state.history) == history  # nothing thrown away
+    await d.finish(d.ctl.resume)

@@ -5,6 +5,7 @@ import json
 import subprocess
 import sys
 
+import pytest
 from pydantic import BaseModel
 
 from runtime import FunctionProvider, State, agent, bootstrap, loop, workflow
@@ -132,3 +133,60 @@ def test_import_runtime_does_not_import_textual_rich_or_litellm():
             "print(','.join(m for m in ('textual', 'rich', 'litellm') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == ""
+
+
+async def test_a_subscriber_that_changes_ctx_does_not_deadlock_and_order_holds():
+    app = bootstrap(make_flow())
+    runs = {}
+    seen = []
+
+    def reactive(event):
+        seen.append(event)
+        if event.type == "node.end" and event.kind == "agent":
+            runs[event.run_id].ctx.seen_agents = runs[event.run_id].ctx.get("seen_agents", 0) + 1
+
+    run = app.prepare("x", on_event=reactive)
+    runs[run.id] = run
+    assert await asyncio.wait_for(run.execute(), 5) == "turn 2"
+    assert [e.seq for e in seen] == list(range(1, len(seen) + 1))  # delivered in order, none lost
+    marks = [i for i, e in enumerate(seen) if e.type == "ctx.set" and e.name == "seen_agents"]
+    ends = [i for i, e in enumerate(seen) if e.type == "node.end" and e.kind == "agent"]
+    assert [m - 1 for m in marks] == ends  # each lands right after the event that caused it
+    assert run.ctx.seen_agents == 3
+
+
+async def test_threads_changing_state_keep_events_in_the_order_of_the_changes():
+    """Sync hooks run in worker threads; the folded view must match what the model will see."""
+    from runtime import parallel
+
+    def model(messages, tools):
+        return "ok"
+
+    def make(name):
+        @agent(provider=FunctionProvider(model), prompt="p", name=name)
+        class A:
+            def after_response(self, response, ctx):  # sync: runs in a worker thread
+                for i in range(200):
+                    ctx.state.append("memory", f"{name}-{i}")
+
+        return A
+
+    @workflow(steps=[parallel([make("a"), make("b"), make("c")])])
+    class W:
+        pass
+
+    view = RunView()
+    run = bootstrap(W).prepare("x", on_event=view.apply)
+    await run.execute()
+    assert view.memory == list(run.state.memory) and len(view.memory) == 600
+
+
+async def test_a_run_refused_before_it_starts_leaves_no_journal(tmp_path):
+    from runtime import ConfigError
+
+    snap = tmp_path / "bad.toml"
+    snap.write_text('[state]\nrodadas = "muitas"\n')
+    journal = tmp_path / "j.jsonl"
+    with pytest.raises(ConfigError, match="rodadas"):
+        bootstrap(make_flow()).prepare("x", journal=journal, snapshot=snap)
+    assert not journal.exists()
