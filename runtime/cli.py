@@ -23,6 +23,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, TextIO
 
+from runtime.secrets import redact, secret_values  # light: os and re only
+
 JOURNAL_DIR = Path(".flowtui") / "runs"
 
 
@@ -79,6 +81,8 @@ class TreePrinter:
     def __init__(self, out: TextIO) -> None:
         self.out = out
         self.depth: dict[str, int] = {}
+        self.secrets = secret_values()
+        self._shown: str | None = None  # an error is shown once, at the deepest node that failed
 
     def __call__(self, ev: Any) -> None:
         if ev.type == "node.start":
@@ -87,10 +91,13 @@ class TreePrinter:
         elif ev.type == "node.end":
             d = self.depth.pop(ev.node_id, 0)
             mark = {"ok": "✓", "error": "✗", "stopped": "■"}.get(ev.status, "?")
-            extra = f"  {ev.error}" if ev.error and ev.status == "error" else ""
+            extra = ""
+            if ev.error and ev.status == "error" and ev.error != self._shown:
+                self._shown = ev.error
+                extra = "  " + redact(ev.error.splitlines()[0], self.secrets)
             self.out.write(f"{'  ' * d}◂ {ev.kind} {ev.name} {_ms(ev.duration_ms)} {mark}{extra}\n")
         elif ev.type == "subscriber.error":
-            self.out.write(f"! subscriber {ev.subscriber} raised: {ev.error}\n")
+            self.out.write(redact(f"! subscriber {ev.subscriber} raised: {ev.error}\n", self.secrets))
         else:
             return
         self.out.flush()
@@ -133,7 +140,8 @@ def main_run(argv: list[str]) -> int:
         print(f"flowtui: {exc}", file=sys.stderr)
         return 2
     if args.json:
-        app.subscribe(lambda ev: (sys.stdout.write(event_json(ev) + "\n"), sys.stdout.flush()))
+        secrets = secret_values()
+        app.subscribe(lambda ev: (sys.stdout.write(redact(event_json(ev), secrets) + "\n"), sys.stdout.flush()))
     else:
         app.subscribe(TreePrinter(sys.stderr))
     view = RunView()
@@ -151,7 +159,7 @@ def main_run(argv: list[str]) -> int:
         if view.run_id is None and isinstance(exc, FlowtuiError):
             print(f"flowtui: {exc}", file=sys.stderr)  # refused before the run started (e.g. a bad snapshot)
             return 2
-        print(f"flowtui: the run failed: {describe_error(exc)}", file=sys.stderr)
+        print(f"flowtui: the run failed: {redact(describe_error(exc), secret_values())}", file=sys.stderr)
         if args.debug:
             traceback.print_exc()
         return 1
@@ -161,5 +169,5 @@ def main_run(argv: list[str]) -> int:
         if journal is not None and journal.exists():
             print(f"journal: {journal}", file=sys.stderr)
     if not args.json and output is not None:
-        print(output)
+        print(redact(output, secret_values()))
     return 0

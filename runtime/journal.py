@@ -1,36 +1,17 @@
 """The run journal: every event as one JSON line, written as it happens.
 
-A crash loses nothing already emitted (each line is flushed). Secrets are
-redacted: the value of every environment variable whose name looks like a
-credential (``*_API_KEY``, ``*_TOKEN``, ``*_SECRET``, ``*PASSWORD*``) is
-replaced by ``[redacted]`` before a line is written.
+A crash loses nothing already emitted (each line is flushed). Credentials are
+redacted before a line is written (:mod:`runtime.secrets`).
 """
 
 from __future__ import annotations
 
-import os
-import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from runtime.events import event_json, parse_event
-
-_SECRET_NAME = re.compile(r"(API_KEY|_KEY$|TOKEN|SECRET|PASSWORD)", re.IGNORECASE)
-
-
-def secret_values() -> list[str]:
-    """Credential values from the environment, longest first (min. 8 characters)."""
-    values = {v for k, v in os.environ.items() if _SECRET_NAME.search(k) and len(v) >= 8}
-    return sorted(values, key=len, reverse=True)
-
-
-def redact(text: str, secrets: list[str]) -> str:
-    for value in secrets:
-        if value in text:
-            text = text.replace(value, "[redacted]")
-    return text
-
+from runtime.secrets import redact, secret_values
 
 class JournalWriter:
     """A sink that appends each event to ``path`` as a JSON line."""

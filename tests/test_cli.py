@@ -166,3 +166,34 @@ def test_snapshot_out_then_from_snapshot_starts_where_it_left(tmp_path):
     snap.write_text('[state]\nrodadas = "muitas"\n')
     bad = flowtui("run", str(path), "--from-snapshot", str(snap))
     assert bad.returncode == 2 and "snapshot: [state] rodadas:" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_a_credential_never_reaches_the_terminal(tmp_path):
+    import os
+
+    path = write(tmp_path, """
+    import os
+
+    @tool(name="leak", description="x")
+    class Leak:
+        def execute(self, args):
+            raise RuntimeError("token is " + os.environ["MY_SERVICE_TOKEN"])
+
+    @agent(provider=FunctionProvider(lambda m, t: {"content": "", "tool_calls": [{"name": "leak", "args": {}}]}
+                                     if len(m) < 3 else "key " + os.environ["MY_SERVICE_TOKEN"]),
+           prompt="p", tools=[Leak])
+    class A:
+        pass
+
+    @workflow(steps=[A, A])
+    class W:
+        pass
+    """)
+    secret = "tok-1234567890-secret"
+    env = {**os.environ, "MY_SERVICE_TOKEN": secret}
+    for args in (["--json"], []):
+        res = subprocess.run([sys.executable, "-c", "from tui.cli import main; main()", "run", str(path), "--input",
+                              "x", "--no-journal", *args], capture_output=True, text=True, cwd=ROOT, env=env,
+                             timeout=120)
+        assert res.returncode == 0, res.stderr
+        assert secret not in res.stdout + res.stderr and "[redacted]" in res.stdout + res.stderr

@@ -19,7 +19,6 @@ from __future__ import annotations
 import asyncio
 import copy
 import email.utils
-import os
 import random
 import re
 import time
@@ -29,6 +28,7 @@ from typing import Any
 
 from runtime.errors import ConfigError, FlowtuiError, ProviderError
 from runtime.providers.base import AttemptInfo, ChatReply, ChatRequest, Provider
+from runtime.secrets import redact, secret_values
 
 __all__ = ["LiteLLMProvider", "Retry", "RETRYABLE_STATUS", "SAMPLING_KEYS"]
 
@@ -241,19 +241,8 @@ class LiteLLMProvider(Provider):
         except Exception:  # noqa: BLE001 - a model missing from the price table costs 0
             return 0.0
 
-    def _secrets(self) -> list[str]:
-        values = [v for k, v in self.extra.items()
-                  if isinstance(v, str) and re.search(r"key|token|secret|password", k, re.I)]
-        values += [v for k, v in os.environ.items()
-                   if re.search(r"(API_KEY|TOKEN|SECRET)$", k) and len(v) >= 6]
-        return values
-
     def _redact(self, text: str) -> str:
-        for secret in self._secrets():
-            if secret and len(secret) >= 4:
-                text = text.replace(secret, "[redacted]")
-        # Key-shaped strings providers echo back, masked or not (sk-..., sk-ant-...).
-        return _KEY_RE.sub("[redacted]", text)
+        return redact(text, secret_values(self.extra))
 
     def _failure_message(self, request: ChatRequest, exc: BaseException, status: int | None,
                          retryable: bool, attempts: int, detail: str, elapsed: float) -> str:
@@ -316,9 +305,6 @@ class _EmptyStream(Exception):
     """A streamed reply that closed with no chunk at all (retried like a drop)."""
 
     status_code = 502
-
-
-_KEY_RE = re.compile(r"\b(?:sk|rk|pk)-[A-Za-z0-9_\-*]{6,}")
 
 
 def _policy(retry: bool | Retry) -> Retry:
