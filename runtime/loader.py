@@ -69,7 +69,7 @@ def load_module(path: Path) -> Any:
         line, func = _user_frame(exc, file)
         where_ = f" (in {func})" if func and func != "<module>" else ""
         raise FlowLoadError(f"{type(exc).__name__} while importing{where_}: {exc}", file=str(path),
-                            line=line) from None
+                            line=line) from exc  # --debug shows the flow's own traceback
     return module
 
 

@@ -197,3 +197,11 @@ def test_a_credential_never_reaches_the_terminal(tmp_path):
                              timeout=120)
         assert res.returncode == 0, res.stderr
         assert secret not in res.stdout + res.stderr and "[redacted]" in res.stdout + res.stderr
+
+
+def test_debug_shows_the_flows_own_traceback(tmp_path):
+    path = write(tmp_path, "def helper():\n    return 1 / 0\nhelper()\n")
+    res = flowtui("run", str(path), "--debug")
+    assert res.returncode == 2
+    assert f'File "{path}", line 3' in res.stderr and "ZeroDivisionError" in res.stderr
+    assert "flow.py:3: ZeroDivisionError while importing (in helper): division by zero" in res.stderr
