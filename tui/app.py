@@ -11,7 +11,6 @@ through the event stream.
 from __future__ import annotations
 
 import json
-import os
 import time
 import traceback
 from collections.abc import Iterable
@@ -24,8 +23,6 @@ from textual.worker import Worker, WorkerState
 
 from tui.actions import ACTIONS, help_groups
 from tui.messages import RunFlushed
-from tui.screens.dialogs import ConfirmDialog, FirstMessageDialog, HelpScreen, TextDialog
-from tui.screens.error import LoadErrorScreen
 from tui.screens.main import MainScreen
 from tui.session import LaunchConfig, Session
 
@@ -56,26 +53,30 @@ class FlowApp(App[int]):
         self._drawn_at = 0.0
 
     # --- lifecycle -------------------------------------------------------------
+    def get_default_screen(self) -> Screen:
+        # The main screen is the app's first screen (not pushed from on_mount): it is composed
+        # with the app, and its first frame is not one drawn inside the app's mount batch (dropped).
+        return self.main
+
     def on_mount(self) -> None:
-        self.push_screen(self.main)
         self.set_interval(DRAIN_INTERVAL, self.flush)
         self.call_after_refresh(self._after_first_paint)
 
     def _after_first_paint(self) -> None:
         self.first_paint = time.time()
-        marker = os.environ.get("FLOWTUI_FIRST_PAINT_FILE")  # used by bench/tui_bench.py
-        if marker:
-            with open(marker, "w") as fh:
-                fh.write(repr(self.first_paint))
-            self.exit(0)
-            return
+        self.main.complete()
         self.load()
 
     def load(self) -> None:
         """Load (or reload) the flow in a thread: importing the runtime never delays a paint."""
         self.main.sync(self.session, force=True, loading=f"loading {self.config.target}…")
-        self.run_worker(self.session.load, thread=True, exclusive=True, group="load", name="load",
+        self.run_worker(self._load, thread=True, exclusive=True, group="load", name="load",
                         exit_on_error=False)
+
+    def _load(self) -> Any:
+        import tui.screens.dialogs  # noqa: F401  (needed once loaded; imported here, off the event loop)
+
+        return self.session.load()
 
     def start_run(self, input: str | None) -> None:
         """A new run of the loaded flow, paused before its first step."""
@@ -100,6 +101,9 @@ class FlowApp(App[int]):
                 self.flush(everything=True)
 
     def _loaded(self) -> None:
+        from tui.screens.dialogs import FirstMessageDialog
+        from tui.screens.error import LoadErrorScreen
+
         if isinstance(self.screen, LoadErrorScreen):
             self.pop_screen()
         self.run_worker(_preload(self.config.preload_litellm), thread=True, group="preload", name="preload",
@@ -111,6 +115,8 @@ class FlowApp(App[int]):
             self.start_run(self.session.input)
 
     def _load_failed(self, error: BaseException | None) -> None:
+        from tui.screens.error import LoadErrorScreen
+
         assert error is not None
         details = "".join(traceback.format_exception(error)) if self.config.debug else None
         if isinstance(self.screen, LoadErrorScreen):
@@ -208,6 +214,9 @@ class FlowApp(App[int]):
         return None
 
     def action_reload(self) -> None:
+        from tui.screens.dialogs import ConfirmDialog
+        from tui.screens.error import LoadErrorScreen
+
         view = self.session.view
         if isinstance(self.screen, LoadErrorScreen) or view is None or view.status not in ("running", "paused"):
             self._reload()
@@ -257,6 +266,8 @@ class FlowApp(App[int]):
         return sidebar.highlighted_id if self.focused is sidebar else None
 
     def action_promote(self) -> None:
+        from tui.screens.dialogs import TextDialog
+
         if (editor := self._editor()) is None:
             return
         i = self.main.conversation.cursor
@@ -270,6 +281,8 @@ class FlowApp(App[int]):
                          self._edited(f"Message #{i} promoted to memory."))
 
     def action_edit(self) -> None:
+        from tui.screens.dialogs import TextDialog
+
         if (editor := self._editor()) is None:
             return
         view = self.session.view
@@ -318,6 +331,8 @@ class FlowApp(App[int]):
         self._add("memory", "Add a memory item")
 
     def _add(self, bucket: str, title: str) -> None:
+        from tui.screens.dialogs import TextDialog
+
         if (editor := self._editor()) is None:
             return
         self.push_screen(TextDialog(title, "", lambda text: _nonempty(text) and editor.add_item(bucket, text),
@@ -339,6 +354,8 @@ class FlowApp(App[int]):
             self.main.show_view(name)
 
     def action_help(self) -> None:
+        from tui.screens.dialogs import HelpScreen
+
         self.push_screen(HelpScreen(help_groups()))
 
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:

@@ -43,7 +43,11 @@ class MainScreen(Screen):
                 # The other views are mounted on first show (fewer widgets before the first paint).
             yield Sidebar(id="sidebar")
         yield ControlPane(id="control")
-        yield Footer()
+        yield Footer()  # its keys are composed after the first paint (when the screen's bindings are known)
+
+    def complete(self) -> None:
+        """Mount what the first paint does without: the control pane's buttons."""
+        self.query_one(ControlPane).add_buttons()
 
     def on_mount(self) -> None:
         self.query_one("#sidebar").border_title = "Memory · Tasks · State"

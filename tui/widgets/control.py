@@ -53,19 +53,31 @@ def where_text(view: Any, breakpoints: set[str]) -> Text:
 
 
 class ControlPane(Vertical):
-    """Buttons (each runs the same action as its key) and the status lines."""
+    """Buttons (each runs the same action as its key) and the status lines.
+
+    The buttons are mounted after the first paint (:meth:`add_buttons`): their
+    row is there from the start, so nothing moves when they arrive.
+    """
 
     _shown: dict[str, tuple]
 
     def compose(self) -> ComposeResult:
         self._shown = {}
-        with Horizontal(id="buttons"):
-            for action, label, key, tip in BUTTONS:
-                button = Button(f"{label} \\[{key}]", id=f"btn-{action}", action=f"app.{action}", compact=True)
-                button.tooltip = tip
-                yield button
-        yield Static(Text("loading…", "dim"), id="status")
-        yield Static("", id="where")
+        self._disabled: dict[str, bool] = {}
+        self._buttons: dict[str, Button] = {}
+        self._lines = {"status": Static(Text("loading…", "dim"), id="status"), "where": Static("", id="where")}
+        yield Horizontal(id="buttons")
+        yield from self._lines.values()
+
+    def add_buttons(self) -> None:
+        if self._buttons:
+            return
+        for action, label, key, tip in BUTTONS:
+            button = Button(f"{label} \\[{key}]", id=f"btn-{action}", action=f"app.{action}", compact=True)
+            button.tooltip = tip
+            button.disabled = self._disabled.get(action, False)
+            self._buttons[action] = button
+        self.query_one("#buttons").mount_all(self._buttons.values())
 
     def sync(self, view: Any, breakpoints: set[str], *, loading: str | None = None) -> None:
         # One line each (fixed height in the stylesheet): no layout pass, and only when the text changed.
@@ -73,10 +85,13 @@ class ControlPane(Vertical):
             key = (text.plain, tuple(text.spans))
             if self._shown.get(name) != key:
                 self._shown[name] = key
-                self.query_one(f"#{name}", Static).update(text, layout=False)
+                self._lines[name].update(text, layout=False)
         active = view is not None and view.status in ("running", "paused")
         paused = view is not None and view.status == "paused"
+        disabled = self._disabled
         for action in ("step", "next_turn", "loop_once", "resume"):
-            self.query_one(f"#btn-{action}", Button).disabled = not active
-        self.query_one("#btn-pause", Button).disabled = not (active and not paused)
-        self.query_one("#btn-stop", Button).disabled = not active
+            disabled[action] = not active
+        disabled["pause"] = not (active and not paused)
+        disabled["stop"] = not active
+        for action, button in self._buttons.items():
+            button.disabled = disabled.get(action, False)
