@@ -50,7 +50,6 @@ class Plans:
     tool_specs: dict[type, AgentTools] = field(default_factory=dict)
     ctor_plans: dict[type, list[tuple[str, str]]] = field(default_factory=dict)
     execute_plans: dict[type, list[tuple[str, str]]] = field(default_factory=dict)
-    loops: list[LoopSpec] = field(default_factory=list)
     _arity: dict[Any, int] = field(default_factory=dict)
 
     def new_state(self) -> Any:
@@ -76,7 +75,6 @@ def _plan(spec: WorkflowSpec) -> Plans:
 
     def visit(step: Any) -> None:
         if isinstance(step, LoopSpec):
-            plans.loops.append(step)
             if step.until is not None:
                 n = positional_arity(step.until)
                 if n >= 2 and not has_state:

@@ -82,11 +82,6 @@ class BudgetTracker:
         return BudgetUsage(duration_s=round(time.perf_counter() - self._t0, 6), chat_calls=self.chat_calls,
                            tool_calls=self.tool_calls, tokens=self.tokens, cost_usd=self.cost_usd)
 
-    def exceeded(self) -> str | None:
-        """The name of the first limit reached (here or in a parent's budget), or None."""
-        found = self.exceeded_in()
-        return found[1] if found is not None else None
-
     def exceeded_in(self) -> "tuple[BudgetTracker, str] | None":
         """(the tracker whose budget was reached, the limit's name), here or in a parent; or None."""
         limit = self._own_limit()

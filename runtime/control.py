@@ -12,7 +12,6 @@ then ends cleanly with status ``stopped``.
 from __future__ import annotations
 
 import asyncio
-import threading
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Literal
@@ -49,7 +48,6 @@ class Controller:
         self._stop = False
         self._wake: asyncio.Event | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._lock = threading.Lock()
         self.breakpoints: set[str] = set(breakpoints)
         self.paused_at: PausePoint | None = None
         self._last: PausePoint | None = None

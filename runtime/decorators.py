@@ -28,7 +28,6 @@ class AgentSpec:
     name: str
     provider: Any  # a Provider subclass or instance
     prompt: str
-    prompt_path: Path | None
     tools: tuple[type, ...]
     sampling: dict[str, Any]
     hooks: frozenset[str]
@@ -98,7 +97,7 @@ def agent(*, provider: Any, prompt: str = "", tools: list[type] | tuple[type, ..
             if not hasattr(t, SPEC_ATTR) or not isinstance(getattr(t, SPEC_ATTR), ToolSpec):
                 raise ConfigError(f"{cls.__name__}: tools=[...] holds {t!r}, which is not a @tool class")
         spec = AgentSpec(
-            cls=cls, name=name or cls.__name__, provider=provider, prompt=text, prompt_path=path,
+            cls=cls, name=name or cls.__name__, provider=provider, prompt=text,
             tools=tuple(tools), sampling=dict(sampling or {}),
             hooks=frozenset(h for h in HOOKS if callable(getattr(cls, h, None))),
             takes_over=callable(getattr(cls, "run", None)),

@@ -146,8 +146,6 @@ def execute_plan(cls: type, *, schema: type | None, has_state: bool, workflow: s
                 f"State() in execute() parameter {p.name!r}, but workflow {workflow} declares no state; "
                 "add state=YourStateClass to @workflow(...)",
                 file=file, line=line, cls=cls.__name__)
-        if kind == "runtime":
-            continue
         plan.append((p.name, kind))
     return plan
 
