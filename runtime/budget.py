@@ -110,3 +110,11 @@ def check_budget_arg(budget: Any) -> Budget | None:
     if budget is None or isinstance(budget, Budget):
         return budget
     raise ConfigError(f"run(budget=...) must be a Budget(...), got {type(budget).__name__}")
+
+
+class BudgetStop(BaseException):  # like RunStopped: not for user code to catch
+    """A budget in ``stop`` mode was reached: unwind and finish with the output so far."""
+
+    def __init__(self, limit: str) -> None:
+        super().__init__(limit)
+        self.limit = limit

@@ -154,7 +154,7 @@ def main_run(argv: list[str]) -> int:
         print("flowtui: interrupted", file=sys.stderr)
         return 1
     except Exception as exc:
-        from runtime.nodes import describe_error
+        from runtime.errors import describe_error
 
         if view.run_id is None and isinstance(exc, FlowtuiError):
             print(f"flowtui: {exc}", file=sys.stderr)  # refused before the run started (e.g. a bad snapshot)

@@ -13,18 +13,18 @@ import json
 import time
 from typing import TYPE_CHECKING, Any
 
-from runtime.budget import BudgetTracker
+from runtime.budget import BudgetStop, BudgetTracker
 from runtime.bus import Emitter, current_node
 from runtime.context import AgentContext, LoopInfo
 from runtime.control import Controller, PausePoint, RunStopped
 from runtime.conversation import ConversationState
 from runtime.decorators import WorkflowSpec
 from runtime.edits import Editor
-from runtime.errors import BudgetExceededError, ConfigError
+from runtime.errors import BudgetExceededError, ConfigError, describe_error
 from runtime.events import RunEnd, RunPause, RunStart
 from runtime.invoke import call_user
 from runtime.messages import Message
-from runtime.nodes import BudgetStop, FailCounter, NodeScope, describe_error, fail_counter, loops_var, path_var
+from runtime.nodes import FailCounter, NodeScope, fail_counter, loops_var, path_var
 from runtime.observe import StateObserver
 from runtime.snapshot import apply_state
 from runtime.steps import FailInfo, LoopSpec, ParallelSpec

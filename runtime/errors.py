@@ -102,3 +102,11 @@ class FatalToolError(FlowtuiError):
 
     def __reduce__(self):  # pickling/logging never carries the cause
         return (FatalToolError, (self.message,))
+
+
+def describe_error(exc: BaseException) -> str:
+    """A one-line description safe to show and to write (a FatalToolError's cause stays out)."""
+    if isinstance(exc, FatalToolError):
+        return f"FatalToolError: {exc.message}"
+    text = str(exc)
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__

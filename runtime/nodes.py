@@ -12,9 +12,10 @@ import contextvars
 import time
 from typing import TYPE_CHECKING, Any
 
+from runtime.budget import BudgetStop
 from runtime.bus import current_node
 from runtime.control import RunStopped
-from runtime.errors import FatalToolError
+from runtime.errors import describe_error
 from runtime.events import NodeEnd, NodeStart
 
 if TYPE_CHECKING:
@@ -24,14 +25,6 @@ if TYPE_CHECKING:
 path_var: contextvars.ContextVar[tuple[str, ...]] = contextvars.ContextVar("flowtui_path", default=())
 # Node ids of the loops around the running code, outermost first.
 loops_var: contextvars.ContextVar[tuple[str, ...]] = contextvars.ContextVar("flowtui_loops", default=())
-
-
-class BudgetStop(BaseException):  # like RunStopped: not for user code to catch
-    """A budget in ``stop`` mode was reached: unwind and finish with the output so far."""
-
-    def __init__(self, limit: str) -> None:
-        super().__init__(limit)
-        self.limit = limit
 
 
 class FailCounter:
@@ -87,11 +80,3 @@ class NodeScope:
         node_id, parent = self.id, current_node.get()[0]
         self.run.emitter.emit(NodeEnd, node_id=node_id, parent_id=parent, kind=self.kind, name=self.name,
                               status=self.status, duration_ms=round(ms, 3), error=self.error, data=self.data)
-
-
-def describe_error(exc: BaseException) -> str:
-    """A one-line description safe to show and to write (a FatalToolError's cause stays out)."""
-    if isinstance(exc, FatalToolError):
-        return f"FatalToolError: {exc.message}"
-    text = str(exc)
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__

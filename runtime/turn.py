@@ -12,13 +12,14 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING, Any
 
+from runtime.budget import BudgetStop
 from runtime.context import TurnInfo
 from runtime.control import RunStopped
 from runtime.decorators import AgentSpec
-from runtime.errors import BudgetExceededError, FatalToolError, ProviderError
+from runtime.errors import BudgetExceededError, FatalToolError, ProviderError, describe_error
 from runtime.events import ChatAttempt, ChatDelta
 from runtime.messages import Message
-from runtime.nodes import BudgetStop, NodeScope, describe_error
+from runtime.nodes import NodeScope
 from runtime.providers.base import AttemptInfo, ChatReply, ChatRequest
 from runtime.tools import run_tool_call
 
