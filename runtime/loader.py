@@ -50,6 +50,7 @@ def load_module(path: Path) -> Any:
     if spec is None or spec.loader is None:
         raise FlowLoadError("not a Python file", file=str(path))
     module = importlib.util.module_from_spec(spec)
+    _forget_siblings(file.parent)
     sys.modules[name] = module
     added = str(file.parent)
     if added not in sys.path:
@@ -71,6 +72,15 @@ def load_module(path: Path) -> Any:
         raise FlowLoadError(f"{type(exc).__name__} while importing{where_}: {exc}", file=str(path),
                             line=line) from exc  # --debug shows the flow's own traceback
     return module
+
+
+def _forget_siblings(folder: Path) -> None:
+    """Drop modules imported from the flow's folder, so a reload (``r``) reads
+    the sibling files (a child workflow, shared tools) again too."""
+    for mod_name, mod in list(sys.modules.items()):
+        mod_file = getattr(mod, "__file__", None)
+        if mod_file and Path(mod_file).resolve().parent == folder:
+            del sys.modules[mod_name]
 
 
 def find_workflow(module: Any, path: Path, name: str | None) -> type:

@@ -205,3 +205,25 @@ def test_debug_shows_the_flows_own_traceback(tmp_path):
     assert res.returncode == 2
     assert f'File "{path}", line 3' in res.stderr and "ZeroDivisionError" in res.stderr
     assert "flow.py:3: ZeroDivisionError while importing (in helper): division by zero" in res.stderr
+
+
+def test_loading_again_reads_changed_sibling_modules(tmp_path):
+    from runtime.loader import load_flow
+
+    (tmp_path / "helper_mod.py").write_text("ANSWER = 'one'\n")
+    path = write(tmp_path, """
+    from helper_mod import ANSWER
+
+    @agent(provider=FunctionProvider(lambda m, t: ANSWER), prompt="p")
+    class A:
+        pass
+
+    @workflow(steps=[A])
+    class W:
+        pass
+    """)
+    import asyncio
+
+    assert asyncio.run(load_flow(str(path)).run("x")) == "one"
+    (tmp_path / "helper_mod.py").write_text("ANSWER = 'two'\n")
+    assert asyncio.run(load_flow(str(path)).run("x")) == "two"  # what `r` in the app does
