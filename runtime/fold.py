@@ -116,6 +116,8 @@ class RunView:
         self._active.append(node.id)
         if ev.kind == "chat":
             self.streaming = ""
+            if ev.run_id == self.run_id and ev.data.get("prompt") is not None:
+                self.prompt = ev.data["prompt"]  # the prompt this call sent (a journal without pauses has it too)
             self.streaming_agent = ev.name
 
     def _on_node_end(self, ev: Any) -> None:

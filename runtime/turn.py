@@ -88,7 +88,9 @@ async def _chat(run: "Run", spec: AgentSpec, prompt: str) -> ChatReply:
     n = run._turns[spec.name] = run._turns.get(spec.name, 0) + 1
     messages = [Message(role="system", content=prompt)] if prompt else []
     messages += run.state.to_messages()
-    with NodeScope(run, "chat", spec.name, data={"turn": n, "messages": len(messages)}) as scope:
+    with NodeScope(run, "chat", spec.name,
+                   data={"turn": n, "messages": len(messages), "prompt": prompt}) as scope:
+        del scope.data["prompt"]  # on node.start only: node.end need not repeat it
         emit = run.emitter.emit
 
         def on_delta(text: str) -> None:

@@ -190,3 +190,21 @@ async def test_a_run_refused_before_it_starts_leaves_no_journal(tmp_path):
     with pytest.raises(ConfigError, match="rodadas"):
         bootstrap(make_flow()).prepare("x", journal=journal, snapshot=snap)
     assert not journal.exists()
+
+
+async def test_a_journal_without_pauses_still_knows_the_prompt_each_call_sent(tmp_path):
+    @agent(provider=FunctionProvider(lambda m, t: "ok"), prompt="Você escreve.")
+    class Escritor:
+        def before_prompt(self, prompt, ctx):
+            return prompt + " Curto."
+
+    @workflow(steps=[Escritor])
+    class W:
+        pass
+
+    path = tmp_path / "j.jsonl"
+    await bootstrap(W).run("oi", journal=path)
+    view = RunView()
+    for event in read_journal(path):
+        view.apply(event)
+    assert [(m.role, m.content) for m in view.model_sees()][0] == ("system", "Você escreve. Curto.")
