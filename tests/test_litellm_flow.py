@@ -113,3 +113,10 @@ async def test_model_override_reaches_the_wire(server):
     app = bootstrap(flow(server), model="openai/other-model")
     assert await app.run("oi") == "ok"
     assert server.requests[0].body["model"] == "other-model"
+
+
+async def test_flowtui_model_environment_variable_overrides_too(server, monkeypatch):
+    monkeypatch.setenv("FLOWTUI_MODEL", "openai/from-env")
+    server.script(reply("ok"))
+    assert await bootstrap(flow(server)).run("oi") == "ok"
+    assert server.requests[0].body["model"] == "from-env"
