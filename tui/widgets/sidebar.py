@@ -1,8 +1,9 @@
 """The sidebar: memory items, tasks, the workflow state's fields, ``ctx``, turn, loop and budget.
 
 An ``OptionList`` so a cursor can pick the memory item, task or state field
-to edit (``e``), delete (``d``); section headers are disabled options. It is
-rebuilt only when what it shows changed.
+to edit (``e``), delete (``d``); section headers are disabled options. Rows
+whose text changed are replaced in place; the list is rebuilt only when rows
+come or go.
 """
 
 from __future__ import annotations
@@ -102,7 +103,14 @@ class Sidebar(OptionList):
         plain = [(rid, text.plain + str(text.spans)) for rid, text in rows]
         if plain == self._rows:
             return
-        self._rows = plain
+        old, self._rows = self._rows, plain
+        if len(old) == len(plain) == self.option_count and all(a[0] == b[0] for a, b in zip(old, plain)):
+            # The same rows with new text (a ctx value, a state field): replace those prompts in
+            # place. Rebuilding the list would relayout the screen and repaint all of it.
+            for i, (a, b) in enumerate(zip(old, plain)):
+                if a != b:
+                    self.replace_option_prompt_at_index(i, rows[i][1])
+            return
         keep = self.highlighted_id
         self.clear_options()
         self.add_options([Option(text, id=None, disabled=rid is None) for rid, text in rows])
