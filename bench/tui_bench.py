@@ -172,8 +172,15 @@ async def bench_conversation(n: int = 10_000) -> dict[str, float]:
             "jump_to_middle_ms": jump * 1000, "page_down_ms": page * 1000}
 
 
-async def bench_events(rates=(25_000, 50_000, 100_000, 200_000), seconds: float = 1.0) -> list[dict]:
-    """Feed synthetic events into a live app at fixed rates; measure absorption and loop stalls."""
+async def bench_events(rates=(25_000, 50_000, 100_000, 200_000), seconds: float = 1.0,
+                       producers=("loop", "thread")) -> list[dict]:
+    """Feed synthetic events into a live app at fixed rates; measure absorption and loop stalls.
+
+    Two producers, as in a real run: ``loop`` emits on the event loop (what the
+    runtime does when a flow's hooks are async), a little every millisecond;
+    ``thread`` emits from a worker thread (sync code run in a thread). Both call
+    the session's sink, as the runtime's emitter does.
+    """
     from runtime import Message
     from runtime.events import CtxSet, StateAppend
     from tui.app import make_app
@@ -186,51 +193,69 @@ async def bench_events(rates=(25_000, 50_000, 100_000, 200_000), seconds: float 
         app.flush(everything=True)
         run_id = app.session.view.run_id
         seq = 10_000
-        for rate in rates:
-            total = int(rate * seconds)
-            events = []
-            for i in range(total):
-                seq += 1
-                if i % 10 == 0:
-                    events.append(StateAppend.model_construct(
-                        seq=seq, ts=0.0, run_id=run_id, node_id=None, parent_id=None, origin="bench",
-                        type="state.append", bucket="history", item=Message(role="assistant", content=f"m{i}")))
+        for producer in producers:
+            for rate in rates:
+                total = int(rate * seconds)
+                events = []
+                for i in range(total):
+                    seq += 1
+                    if i % 10 == 0:
+                        events.append(StateAppend.model_construct(
+                            seq=seq, ts=0.0, run_id=run_id, node_id=None, parent_id=None, origin="bench",
+                            type="state.append", bucket="history", item=Message(role="assistant", content=f"m{i}")))
+                    else:
+                        events.append(CtxSet.model_construct(seq=seq, ts=0.0, run_id=run_id, node_id=None,
+                                                             parent_id=None, origin="bench", type="ctx.set",
+                                                             name="counter", value=i))
+                before = app.session.view.events
+                gc.collect()
+                gc.freeze()  # the pre-built events are the bench's, not the app's: keep them out of GC passes
+                stop = threading.Event()
+                sink = app.session.sink
+
+                def produce() -> None:
+                    chunk = max(rate // 1000, 1)  # one chunk per millisecond
+                    start = time.perf_counter()
+                    for k in range(0, total, chunk):
+                        due = start + k / rate
+                        while time.perf_counter() < due:
+                            time.sleep(0.0005)
+                        for ev in events[k:k + chunk]:
+                            sink(ev)
+                    stop.set()
+
+                async def produce_on_loop() -> None:
+                    start = time.perf_counter()
+                    sent = 0
+                    while sent < total:
+                        due = min(int((time.perf_counter() - start) * rate), total)
+                        for ev in events[sent:due]:
+                            sink(ev)
+                        sent = due
+                        await asyncio.sleep(0.001)
+                    stop.set()
+
+                worst = 0.0
+                t0 = time.perf_counter()
+                if producer == "thread":
+                    thread = threading.Thread(target=produce)
+                    thread.start()
                 else:
-                    events.append(CtxSet.model_construct(seq=seq, ts=0.0, run_id=run_id, node_id=None,
-                                                         parent_id=None, origin="bench", type="ctx.set",
-                                                         name="counter", value=i))
-            before = app.session.view.events
-            gc.collect()
-            gc.freeze()  # the pre-built events are the bench's, not the app's: keep them out of GC passes
-            stop = threading.Event()
-            sink = app.session.sink
-
-            def produce() -> None:
-                chunk = max(rate // 1000, 1)  # one chunk per millisecond
-                start = time.perf_counter()
-                for k in range(0, total, chunk):
-                    due = start + k / rate
-                    while time.perf_counter() < due:
-                        time.sleep(0.0005)
-                    for ev in events[k:k + chunk]:
-                        sink(ev)
-                stop.set()
-
-            worst = 0.0
-            producer = threading.Thread(target=produce)
-            t0 = time.perf_counter()
-            producer.start()
-            give_up = time.perf_counter() + seconds + 10
-            while (not stop.is_set() or app.session.pending) and time.perf_counter() < give_up:
-                a = time.perf_counter()
-                await asyncio.sleep(0.005)
-                worst = max(worst, time.perf_counter() - a - 0.005)
-            elapsed = time.perf_counter() - t0
-            producer.join()
-            app.session._buffer.clear()  # what was not absorbed in time
-            absorbed = app.session.view.events - before
-            results.append({"offered_per_s": rate, "absorbed_per_s": absorbed / elapsed,
-                            "worst_stall_ms": worst * 1000, "backlog_s": elapsed - seconds})
+                    task = asyncio.create_task(produce_on_loop())
+                give_up = time.perf_counter() + seconds + 10
+                while (not stop.is_set() or app.session.pending) and time.perf_counter() < give_up:
+                    a = time.perf_counter()
+                    await asyncio.sleep(0.005)
+                    worst = max(worst, time.perf_counter() - a - 0.005)
+                elapsed = time.perf_counter() - t0
+                if producer == "thread":
+                    thread.join()
+                else:
+                    await task
+                app.session._buffer.clear()  # what was not absorbed in time
+                absorbed = app.session.view.events - before
+                results.append({"producer": producer, "offered_per_s": rate, "absorbed_per_s": absorbed / elapsed,
+                                "worst_stall_ms": worst * 1000, "backlog_s": elapsed - seconds})
     return results
 
 
@@ -246,14 +271,16 @@ def main() -> None:
           f"({conv['append_widget_ms']:.2f} ms without; target <= 5), jump to middle {conv['jump_to_middle_ms']:.1f} ms, "
           f"page down {conv['page_down_ms']:.1f} ms")
     rows = asyncio.run(bench_events())
-    best = 0.0
+    best: dict[str, float] = {}
     for r in rows:
         ok = r["worst_stall_ms"] < 20
+        best.setdefault(r["producer"], 0.0)
         if ok:
-            best = max(best, r["absorbed_per_s"])
-        print(f"events: offered {r['offered_per_s']:>7,}/s absorbed {r['absorbed_per_s']:>9,.0f}/s "
+            best[r["producer"]] = max(best[r["producer"]], r["absorbed_per_s"])
+        print(f"events ({r['producer']:>6}): offered {r['offered_per_s']:>7,}/s absorbed {r['absorbed_per_s']:>9,.0f}/s "
               f"worst stall {r['worst_stall_ms']:5.1f} ms backlog {r['backlog_s']:+.2f} s {'ok' if ok else 'STALL'}")
-    print(f"events absorbed with every stall < 20 ms: {best:,.0f}/s (target >= 100,000)")
+    print(f"events absorbed with every stall < 20 ms: {min(best.values()):,.0f}/s (target >= 100,000; "
+          + ", ".join(f"{k} {v:,.0f}/s" for k, v in best.items()) + ")")
 
 
 if __name__ == "__main__":

@@ -10,6 +10,7 @@ through the event stream.
 
 from __future__ import annotations
 
+import gc
 import json
 import time
 import traceback
@@ -51,6 +52,7 @@ class FlowApp(App[int]):
         self.first_paint: float | None = None
         self._undrawn = 0  # events folded since the last redraw
         self._drawn_at = 0.0
+        self._frozen = False
 
     # --- lifecycle -------------------------------------------------------------
     def get_default_screen(self) -> Screen:
@@ -106,6 +108,12 @@ class FlowApp(App[int]):
 
         if isinstance(self.screen, LoadErrorScreen):
             self.pop_screen()
+        if not self._frozen:
+            # What startup built (modules, classes, widgets, the flow) lives as long as the app:
+            # out of the collector's way, so its full passes during a run stay short.
+            self._frozen = True
+            gc.collect()
+            gc.freeze()
         self.run_worker(_preload(self.config.preload_litellm), thread=True, group="preload", name="preload",
                         exit_on_error=False)
         if self._ask_input:

@@ -103,6 +103,8 @@ class MainScreen(Screen):
         left view, and the slow panes (sidebar, status lines, title; at most
         every ``SLOW_PANES_S``). ``force`` redraws both now.
         """
+        if self._closing or self._closed or not self.is_attached:
+            return  # the app is quitting: the panes may be gone already
         view = session.view
         key = (view, view.events if view is not None else -1, tuple(session.breakpoints))
         fast_behind = force or key != self._seen_fast
