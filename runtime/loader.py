@@ -50,7 +50,8 @@ def load_module(path: Path) -> Any:
     if spec is None or spec.loader is None:
         raise FlowLoadError("not a Python file", file=str(path))
     module = importlib.util.module_from_spec(spec)
-    _forget_siblings(file.parent)
+    _forget_siblings(file)
+    before = set(sys.modules)
     sys.modules[name] = module
     added = str(file.parent)
     if added not in sys.path:
@@ -71,16 +72,27 @@ def load_module(path: Path) -> Any:
         where_ = f" (in {func})" if func and func != "<module>" else ""
         raise FlowLoadError(f"{type(exc).__name__} while importing{where_}: {exc}", file=str(path),
                             line=line) from exc  # --debug shows the flow's own traceback
+    _remember_siblings(file, before | {name})
     return module
 
 
-def _forget_siblings(folder: Path) -> None:
-    """Drop modules imported from the flow's folder, so a reload (``r``) reads
-    the sibling files (a child workflow, shared tools) again too."""
-    for mod_name, mod in list(sys.modules.items()):
-        mod_file = getattr(mod, "__file__", None)
-        if mod_file and Path(mod_file).resolve().parent == folder:
-            del sys.modules[mod_name]
+# flow file -> the sibling modules its last load imported (dropped on the next load)
+_SIBLINGS: dict[Path, set[str]] = {}
+
+
+def _forget_siblings(file: Path) -> None:
+    """Drop the modules the previous load of ``file`` imported from its folder, so
+    a reload (``r``) reads the sibling files (a child workflow, shared tools)
+    again too. Modules imported by anything else stay."""
+    for mod_name in _SIBLINGS.pop(file, ()):
+        sys.modules.pop(mod_name, None)
+
+
+def _remember_siblings(file: Path, before: set[str]) -> None:
+    _SIBLINGS[file] = {
+        name for name in set(sys.modules) - before
+        if (mod_file := getattr(sys.modules[name], "__file__", None)) and Path(mod_file).resolve().parent == file.parent
+    }
 
 
 def find_workflow(module: Any, path: Path, name: str | None) -> type:
