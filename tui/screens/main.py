@@ -13,7 +13,7 @@ from textual.widgets import ContentSwitcher, Footer
 
 from tui.widgets.blocks import Provisional
 from tui.widgets.control import ControlPane
-from tui.widgets.message_list import MessageList
+from tui.widgets.message_list import MessageList, show_model_sees
 from tui.widgets.sidebar import Sidebar
 
 SLOW_PANES_S = 0.15
@@ -143,15 +143,7 @@ class MainScreen(Screen):
         self._history = history_key
         current = self.current_view
         if current == "model-sees":
-            seen = view.model_sees()
-            widget = self.query_one("#model-sees", MessageList)
-            labels = {}
-            if view.prompt:
-                labels[0] = "system · agent prompt"
-            if len(seen) > len(view.history) + (1 if view.prompt else 0):
-                labels[1 if view.prompt else 0] = "system · memory and tasks"
-            widget.labels = labels
-            widget.set_messages(seen, reset=True)
+            show_model_sees(self.query_one("#model-sees", MessageList), view)
         elif current == "events":
             self.query_one("#events").set_events(session.events)  # type: ignore[attr-defined]
         elif current == "nodes":

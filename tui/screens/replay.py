@@ -13,7 +13,7 @@ from textual.widgets import ContentSwitcher, Footer, Static
 from tui.screens.main import VIEWS
 from tui.widgets.control import STATUS_STYLES, status_text
 from tui.widgets.event_log import EventLog, summarize
-from tui.widgets.message_list import MessageList
+from tui.widgets.message_list import MessageList, show_model_sees
 from tui.widgets.node_tree import NodeTree
 from tui.widgets.sidebar import Sidebar
 
@@ -117,15 +117,7 @@ class ReplayScreen(Screen):
         self._history = history_key
         current = self.current_view
         if current == "model-sees":
-            seen = view.model_sees()
-            widget = self.query_one("#model-sees", MessageList)
-            labels = {}
-            if view.prompt:
-                labels[0] = "system · agent prompt"
-            if len(seen) > len(view.history) + (1 if view.prompt else 0):
-                labels[1 if view.prompt else 0] = "system · memory and tasks"
-            widget.labels = labels
-            widget.set_messages(seen, reset=True)
+            show_model_sees(self.query_one("#model-sees", MessageList), view)
         elif current == "events":
             self.query_one(EventLog).set_events(timeline.events[:k])
         elif current == "nodes":

@@ -309,3 +309,15 @@ class MessageList(ScrollView, can_focus=True):
         line = self.scroll_offset.y + event.y
         if line < self._offsets[-1]:
             self.select(self._index_at(line))
+
+
+def show_model_sees(widget: MessageList, view: Any) -> None:
+    """Fill ``widget`` with exactly what the next model call sends, its system parts labelled."""
+    seen = view.model_sees()
+    labels = {}
+    if view.prompt:
+        labels[0] = "system · agent prompt"
+    if len(seen) > len(view.history) + (1 if view.prompt else 0):
+        labels[1 if view.prompt else 0] = "system · memory and tasks"
+    widget.labels = labels
+    widget.set_messages(seen, reset=True)
