@@ -144,27 +144,32 @@ def main_run(argv: list[str]) -> int:
         app.subscribe(lambda ev: (sys.stdout.write(redact(event_json(ev), secrets) + "\n"), sys.stdout.flush()))
     else:
         app.subscribe(TreePrinter(sys.stderr))
-    view = RunView()
-    app.subscribe(view.apply)
+    view = None
+    if args.snapshot_out:  # fold the events only when a snapshot is asked for
+        view = RunView()
+        app.subscribe(view.apply)
     journal = journal_path(args, app.workflow.name)
     try:
-        output = asyncio.run(app.run(args.input, memory=memory or None, journal=journal,
-                                     snapshot=args.from_snapshot))
+        run = app.prepare(args.input, memory=memory or None, journal=journal, snapshot=args.from_snapshot)
+    except FlowtuiError as exc:  # refused before the run started (e.g. a bad snapshot)
+        print(f"flowtui: {exc}", file=sys.stderr)
+        return 2
+    try:
+        output = asyncio.run(run.execute())
     except KeyboardInterrupt:
         print("flowtui: interrupted", file=sys.stderr)
         return 1
     except Exception as exc:
         from runtime.errors import describe_error
 
-        if view.run_id is None and isinstance(exc, FlowtuiError):
-            print(f"flowtui: {exc}", file=sys.stderr)  # refused before the run started (e.g. a bad snapshot)
-            return 2
         print(f"flowtui: the run failed: {redact(describe_error(exc), secret_values())}", file=sys.stderr)
         if args.debug:
             traceback.print_exc()
         return 1
     finally:
-        if args.snapshot_out and view.run_id is not None:
+        if run.journal is not None:
+            run.journal.close()
+        if view is not None and view.run_id is not None:
             Path(args.snapshot_out).write_text(snapshot_toml(view), encoding="utf-8")
         if journal is not None and journal.exists():
             print(f"journal: {journal}", file=sys.stderr)

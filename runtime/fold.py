@@ -70,11 +70,8 @@ class RunView:
 
     # --- folding -----------------------------------------------------------
     def apply(self, ev: Any) -> None:
-        self.events += 1
-        self.last_seq = ev.seq
-        handler = _HANDLERS.get(ev.type)
-        if handler is not None:
-            handler(self, ev)
+        """Fold one event."""
+        self.apply_many((ev,))
 
     def apply_many(self, events: Any) -> None:
         """Fold a batch of events (the TUI drains its buffer this way)."""

@@ -45,6 +45,6 @@ def to_reply(reply: Any, *, where: str) -> ChatReply:
     content, calls = split_reply(reply, where=where)
     return ChatReply(
         content=content,
-        tool_calls=[ToolCall(name=c["name"], args=c["args"], id=f"call_{i}") for i, c in enumerate(calls)],
+        tool_calls=[ToolCall(name=c["name"], args=c["args"]) for c in calls],  # the engine numbers them
         tool_call_source="native" if calls else None,
     )
