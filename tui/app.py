@@ -10,7 +10,6 @@ through the event stream.
 
 from __future__ import annotations
 
-import gc
 import json
 import time
 import traceback
@@ -23,12 +22,14 @@ from textual.screen import Screen
 from textual.worker import Worker, WorkerState
 
 from tui.actions import ACTIONS, help_groups
+from tui.heap import Heap
 from tui.messages import RunFlushed
 from tui.screens.main import MainScreen
 from tui.session import LaunchConfig, Session
 
 DRAIN_INTERVAL = 1 / 100  # how often buffered events are folded into the view
-FLUSH_BUDGET_S = 0.004  # fold events at most this long per tick, so input stays answered
+FLUSH_BUDGET_S = 0.005  # collect and fold at most this long per tick, so input stays answered
+MIN_FOLD_S = 0.001  # ...but fold for at least this long, so a flood is never starved
 REDRAW_INTERVAL = 1 / 20  # panes are redrawn at most this often
 
 
@@ -52,7 +53,7 @@ class FlowApp(App[int]):
         self.first_paint: float | None = None
         self._undrawn = 0  # events folded since the last redraw
         self._drawn_at = 0.0
-        self._frozen = False
+        self.heap = Heap()
 
     # --- lifecycle -------------------------------------------------------------
     def get_default_screen(self) -> Screen:
@@ -61,8 +62,12 @@ class FlowApp(App[int]):
         return self.main
 
     def on_mount(self) -> None:
+        self.heap.start()
         self.set_interval(DRAIN_INTERVAL, self.flush)
         self.call_after_refresh(self._after_first_paint)
+
+    def on_unmount(self) -> None:
+        self.heap.stop()
 
     def _after_first_paint(self) -> None:
         self.first_paint = time.time()
@@ -83,6 +88,9 @@ class FlowApp(App[int]):
     def start_run(self, input: str | None) -> None:
         """A new run of the loaded flow, paused before its first step."""
         self.session.prepare(input)
+        # What startup built (modules, classes, widgets, the flow) lives as long as the app, and
+        # the previous run is gone: one full collection now, then none of it is walked again.
+        self.heap.settle()
         self.main.sync(self.session, force=True)
         self.run_worker(self.session.execute(), group="run", name="run", exclusive=True, exit_on_error=False)
 
@@ -108,12 +116,6 @@ class FlowApp(App[int]):
 
         if isinstance(self.screen, LoadErrorScreen):
             self.pop_screen()
-        if not self._frozen:
-            # What startup built (modules, classes, widgets, the flow) lives as long as the app:
-            # out of the collector's way, so its full passes during a run stay short.
-            self._frozen = True
-            gc.collect()
-            gc.freeze()
         self.run_worker(_preload(self.config.preload_litellm), thread=True, group="preload", name="preload",
                         exit_on_error=False)
         if self._ask_input:
@@ -133,24 +135,35 @@ class FlowApp(App[int]):
 
     # --- the event buffer ----------------------------------------------------
     def flush(self, *, everything: bool = False, force: bool = False) -> int:
-        """Fold buffered events into the view; redraw if due (called by the timer, and after commands).
+        """Fold buffered events into the view, or redraw when one is due (the timer calls it; commands too).
 
+        A tick either folds (after collecting the garbage that is due) or redraws,
+        never both: each stays a few milliseconds, so a key press waits at most one.
         ``everything`` folds the whole buffer and redraws now; ``force`` redraws every pane now.
         """
         session = self.session
-        n = session.drain(FLUSH_BUDGET_S)
-        while everything and session.pending:
-            n += session.drain(1.0)
-        self._undrawn += n
         now = time.monotonic()
-        if not (force or everything or now - self._drawn_at >= REDRAW_INTERVAL):
+        n = 0
+        if everything:
+            while session.pending:
+                n += session.drain(1.0)
+        elif not (force or (now - self._drawn_at >= REDRAW_INTERVAL and self._behind())):
+            start = time.perf_counter()  # the garbage that is due, then folding in what time is left
+            self.heap.tick()
+            n = session.drain(max(FLUSH_BUDGET_S - (time.perf_counter() - start), MIN_FOLD_S))
+            self._undrawn += n
             return n
-        if self._undrawn or force or self.main.stale:
+        self._undrawn += n
+        if force or self._behind():
             self._drawn_at = now
             self.main.sync(session, force=force or everything)
             self.post_message(RunFlushed(self._undrawn))
             self._undrawn = 0
         return n
+
+    def _behind(self) -> bool:
+        """The panes do not show everything folded so far."""
+        return bool(self._undrawn) or self.main.stale
 
     # --- run commands ----------------------------------------------------------
     def _controller(self) -> Any:
