@@ -207,9 +207,10 @@ async def bench_events(rates=(25_000, 50_000, 100_000, 200_000), seconds: float 
                         events.append(CtxSet.model_construct(seq=seq, ts=0.0, run_id=run_id, node_id=None,
                                                              parent_id=None, origin="bench", type="ctx.set",
                                                              name="counter", value=i))
-                before = app.session.view.events
                 gc.collect()
                 gc.freeze()  # the pre-built events are the bench's, not the app's: keep them out of GC passes
+                await pilot.pause(0.2)  # the frames due before the feed (building the events held the loop)
+                before = app.session.view.events
                 stop = threading.Event()
                 sink = app.session.sink
 

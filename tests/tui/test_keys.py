@@ -256,7 +256,7 @@ async def _sidebar_to(pilot, row_id: str) -> None:
     sidebar = app.main.sidebar
     sidebar.focus()
     await pilot.pause()
-    sidebar.highlighted = sidebar._ids.index(row_id)
+    assert sidebar.select_id(row_id)
     await pilot.pause()
     assert sidebar.highlighted_id == row_id
 

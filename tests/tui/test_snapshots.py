@@ -77,7 +77,7 @@ def test_edit_dialog_refuses_a_bad_value(snap_compare):
         await paused(pilot)
         sidebar = app.main.sidebar
         sidebar.focus()
-        sidebar.highlighted = sidebar._ids.index("field:rounds")
+        sidebar.select_id("field:rounds")
         await pilot.press("e")
         await wait_until(pilot, lambda: isinstance(app.screen, TextDialog), what="dialog")
         app.screen.query_one("Input").value = "abc"

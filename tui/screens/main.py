@@ -17,6 +17,7 @@ from tui.widgets.message_list import MessageList, show_model_sees
 from tui.widgets.sidebar import Sidebar
 
 SLOW_PANES_S = 0.15
+TITLE_EVERY_S = 1.0
 VIEWS = {
     "conversation": "Conversation",
     "model-sees": "What the model sees",
@@ -35,6 +36,9 @@ class MainScreen(Screen):
     _last = "slow"
     _history: tuple = (None, -1)
     _streamed: Provisional | None = None
+    _titled = ""  # the message count the left pane's title shows
+    _titled_at = 0.0
+    _title_behind = False
 
     def compose(self) -> ComposeResult:
         with Horizontal(id="body"):
@@ -76,6 +80,7 @@ class MainScreen(Screen):
         keys = "  [1] conversation [2] model sees [3] events [4] nodes"
         self.query_one("#views").border_title = f"{VIEWS[name]}{extra}"
         self.query_one("#views").border_subtitle = keys
+        self._titled, self._titled_at = extra, time.monotonic()
 
     @property
     def conversation(self) -> MessageList:
@@ -108,7 +113,7 @@ class MainScreen(Screen):
         view = session.view
         key = (view, view.events if view is not None else -1, tuple(session.breakpoints))
         fast_behind = force or key != self._seen_fast
-        slow_behind = force or key != self._seen_slow
+        slow_behind = force or key != self._seen_slow or self._title_behind
         if fast_behind and slow_behind and not force:
             slow_due = time.monotonic() - self._slow_at >= SLOW_PANES_S
             if slow_due and self._last == "fast":
@@ -124,7 +129,7 @@ class MainScreen(Screen):
         if fast_behind:
             self._seen_fast, self._last = key, "fast"
             self._sync_fast(session, view)
-        self.stale = key != self._seen_fast or key != self._seen_slow
+        self.stale = key != self._seen_fast or key != self._seen_slow or self._title_behind
 
     def _sync_slow(self, session: Any, view: Any, loading: str | None) -> None:
         self.query_one(ControlPane).sync(view, session.breakpoints, loading=loading)
@@ -132,7 +137,13 @@ class MainScreen(Screen):
             return
         self.sidebar.sync(view)
         n = len(view.history)
-        self._title(f" ({n} message{'s' if n != 1 else ''})" if self.current_view == "conversation" else "")
+        title = f" ({n} message{'s' if n != 1 else ''})" if self.current_view == "conversation" else ""
+        # A new title repaints the whole left pane (its border): while a run pours messages in,
+        # the count moves on at most once a second.
+        now = time.monotonic()
+        self._title_behind = title != self._titled and view.status == "running" and now - self._titled_at < TITLE_EVERY_S
+        if title != self._titled and not self._title_behind:
+            self._title(title)
 
     def _sync_fast(self, session: Any, view: Any) -> None:
         if view is None:

@@ -12,6 +12,9 @@ from textual.geometry import Size
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
+from tui.widgets.paint import DirectLines
+from tui.widgets.scrollbar import SteadyScrollbars
+
 TYPE_STYLES = {
     "run": Style(color="#af87d7", bold=True),
     "node": Style(color="#5fafff"),
@@ -68,7 +71,7 @@ def _j(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, default=repr)
 
 
-class EventLog(ScrollView, can_focus=True):
+class EventLog(DirectLines, SteadyScrollbars, ScrollView, can_focus=True):
     """A virtual view over the session's event list; follows the tail unless scrolled up."""
 
     BINDINGS = [

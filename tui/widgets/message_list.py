@@ -26,12 +26,14 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from tui.widgets.blocks import estimate_heights, is_collapsible, render_block
+from tui.widgets.paint import DirectLines
+from tui.widgets.scrollbar import SteadyScrollbars
 
 CURSOR_STYLE = Style(bgcolor="#1f3347")
 _CACHE_LIMIT = 1500
 
 
-class MessageList(ScrollView, can_focus=True):
+class MessageList(DirectLines, SteadyScrollbars, ScrollView, can_focus=True):
     """Messages as blocks, with a selection cursor (up/down, home/end) and collapsible tool blocks."""
 
     BINDINGS = [
@@ -149,23 +151,7 @@ class MessageList(ScrollView, can_focus=True):
         self._ensure_offsets()
         size = Size(self._content_width(), self._offsets[-1] + len(self._tail_strips()))
         if size != self.virtual_size:
-            self._set_virtual_size(size)
-
-    def _set_virtual_size(self, size: Size) -> None:
-        """A new virtual size without a layout pass of the screen.
-
-        Assigning ``virtual_size`` asks for a layout of the whole screen, then a
-        full-screen repaint: tens of ms at 160x48, once per redraw while messages
-        pour in. The size is only this pane's business: set it quietly, update the
-        scrollbar (a layout happens only if the scrollbar appears or goes) and
-        repaint this pane.
-        """
-        if not self.is_mounted or not self.container_size:
-            self.virtual_size = size
-            return
-        self.set_reactive(ScrollView.virtual_size, size)
-        self._scroll_update(size)
-        self.refresh()
+            self.set_virtual_size(size)
 
     def _tail_strips(self) -> list[Strip]:
         if self._provisional is None:

@@ -1,9 +1,7 @@
 """The sidebar: memory items, tasks, the workflow state's fields, ``ctx``, turn, loop and budget.
 
-An ``OptionList`` so a cursor can pick the memory item, task or state field
-to edit (``e``), delete (``d``); section headers are disabled options. Rows
-whose text changed are replaced in place; the list is rebuilt only when rows
-come or go.
+A cursor picks the memory item, task or state field to edit (``e``) or
+delete (``d``); headers and ``ctx`` rows are skipped by the cursor.
 """
 
 from __future__ import annotations
@@ -11,9 +9,17 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from rich.console import Console
+from rich.segment import Segment
+from rich.style import Style
 from rich.text import Text
-from textual.widgets import OptionList
-from textual.widgets.option_list import Option
+from textual.binding import Binding
+from textual.events import Click, Resize
+from textual.geometry import Region, Size
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
+
+from tui.widgets.scrollbar import SteadyScrollbars
 
 RUNTIME_CTX = ("turn", "output", "loop", "budget")
 
@@ -90,39 +96,163 @@ def sidebar_rows(view: Any, width: int = 42) -> list[tuple[str | None, Text]]:
     return rows
 
 
-class Sidebar(OptionList):
-    """Memory, tasks, state and ctx, with a cursor over the editable rows."""
+def _segments(text: Text, console: Console) -> list[Segment]:
+    """One row's segments (``Text.render`` leaves out the text's own style when it has no spans)."""
+    if not text.spans and text.style:
+        return [Segment(text.plain, console.get_style(text.style))]
+    return list(text.render(console))
+
+
+class Sidebar(SteadyScrollbars, ScrollView, can_focus=True):
+    """Memory, tasks, state and ctx, one row per line, with a cursor over the editable rows.
+
+    Drawn line by line (``render_line``) from a cache of rendered rows: when a
+    value changes while the run pours events in, only the lines whose text
+    changed are repainted, not the whole pane.
+    """
+
+    COMPONENT_CLASSES = {"sidebar--cursor"}
+    DEFAULT_CSS = """
+    Sidebar > .sidebar--cursor {
+        background: $block-cursor-blurred-background;
+    }
+    Sidebar:focus > .sidebar--cursor {
+        color: $block-cursor-foreground;
+        background: $block-cursor-background;
+        text-style: $block-cursor-text-style;
+    }
+    """
+    BINDINGS = [
+        Binding("up", "move(-1)", "Previous", show=False),
+        Binding("down", "move(1)", "Next", show=False),
+        Binding("home", "move_to(0)", "First", show=False),
+        Binding("end", "move_to(-1)", "Last", show=False),
+    ]
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
-        self._rows: list[tuple[str | None, str]] = []
+        self._rows: list[tuple[str | None, Text]] = []
+        self._keys: list[tuple] = []  # what each row shows, to find the rows that changed
+        self._strips: dict[int, Strip] = {}  # rendered rows, the base style applied
+        self._style: tuple[Style, Style] | None = None  # (base, cursor) the cache was drawn with
+        self._highlighted: int | None = None
 
+    # --- data ----------------------------------------------------------------
     def sync(self, view: Any) -> None:
-        width = max((self.scrollable_content_region.width or 44) - 2, 20)
+        width = self._text_width()
         rows = sidebar_rows(view, width) if view is not None else []
-        plain = [(rid, text.plain + str(text.spans)) for rid, text in rows]
-        if plain == self._rows:
+        keys = [(rid, text.plain, tuple(text.spans), text.style) for rid, text in rows]
+        if keys == self._keys:
             return
-        old, self._rows = self._rows, plain
-        if len(old) == len(plain) == self.option_count and all(a[0] == b[0] for a, b in zip(old, plain)):
-            # The same rows with new text (a ctx value, a state field): replace those prompts in
-            # place. Rebuilding the list would relayout the screen and repaint all of it.
-            for i, (a, b) in enumerate(zip(old, plain)):
+        old, self._rows, self._keys = self._keys, rows, keys
+        if len(old) == len(keys) and all(a[0] == b[0] for a, b in zip(old, keys)):
+            # The same rows with new text (a ctx value, a state field): repaint just those lines.
+            top, height = self.scroll_offset.y, self.size.height
+            for y, (a, b) in enumerate(zip(old, keys)):
                 if a != b:
-                    self.replace_option_prompt_at_index(i, rows[i][1])
+                    self._strips.pop(y, None)
+                    if top <= y < top + height:
+                        self.refresh(Region(0, y - top, self.size.width, 1))
             return
         keep = self.highlighted_id
-        self.clear_options()
-        self.add_options([Option(text, id=None, disabled=rid is None) for rid, text in rows])
-        self._ids = [rid for rid, _ in rows]
-        if keep is not None and keep in self._ids:
-            self.highlighted = self._ids.index(keep)
+        self._strips.clear()
+        ids = self.ids
+        self._highlighted = ids.index(keep) if keep is not None and keep in ids else self._first_selectable()
+        self.set_virtual_size(Size(width, len(rows)))
+        self.refresh()
+
+    def _text_width(self) -> int:
+        return max(self.scrollable_content_region.width or 44, 20)
+
+    @property
+    def ids(self) -> list[str | None]:
+        """Each row's id (``None`` for rows that cannot be picked: headers, ctx)."""
+        return [rid for rid, _ in self._rows]
+
+    @property
+    def highlighted(self) -> int | None:
+        return self._highlighted
+
+    @highlighted.setter
+    def highlighted(self, index: int | None) -> None:
+        if index is not None and not (0 <= index < len(self._rows) and self._rows[index][0] is not None):
+            return
+        old, self._highlighted = self._highlighted, index
+        for y in (old, index):
+            self._strips.pop(y, None)  # type: ignore[arg-type]
+        if index is not None:
+            self.scroll_to_region(Region(0, index, 1, 1), animate=False, immediate=True, force=True)
+        self.refresh()
 
     @property
     def highlighted_id(self) -> str | None:
         """``memory:i``, ``tasks:i`` or ``field:name`` under the cursor."""
-        ids = getattr(self, "_ids", [])
-        i = self.highlighted
-        if i is None or not 0 <= i < len(ids):
-            return None
-        return ids[i]
+        i = self._highlighted
+        return self._rows[i][0] if i is not None and 0 <= i < len(self._rows) else None
+
+    def select_id(self, row_id: str) -> bool:
+        """Put the cursor on the row ``row_id``; False when there is none."""
+        ids = self.ids
+        if row_id not in ids:
+            return False
+        self.highlighted = ids.index(row_id)
+        return True
+
+    def _first_selectable(self) -> int | None:
+        return next((i for i, (rid, _) in enumerate(self._rows) if rid is not None), None)
+
+    # --- keys and mouse ----------------------------------------------------------
+    def action_move(self, delta: int) -> None:
+        ids, i = self.ids, self._highlighted
+        if i is None:
+            self.highlighted = self._first_selectable()
+            return
+        j = i + delta
+        while 0 <= j < len(ids) and ids[j] is None:
+            j += delta
+        if 0 <= j < len(ids):
+            self.highlighted = j
+
+    def action_move_to(self, where: int) -> None:
+        picks = [i for i, rid in enumerate(self.ids) if rid is not None]
+        if picks:
+            self.highlighted = picks[where]
+
+    def on_click(self, event: Click) -> None:
+        self.highlighted = self.scroll_offset.y + event.y
+
+    def on_focus(self) -> None:
+        self._style = None  # the cursor's style depends on focus
+        self.refresh()
+
+    def on_blur(self) -> None:
+        self._style = None
+        self.refresh()
+
+    def on_resize(self, event: Resize) -> None:
+        if self._rows and self.app.is_running:
+            self._keys = []  # truncated to the old width: render the rows again
+            self._strips.clear()
+
+    # --- rendering -------------------------------------------------------------
+    def render_lines(self, crop: Region) -> list[Strip]:
+        style = (self.rich_style, self.get_component_rich_style("sidebar--cursor"))
+        if style != self._style:
+            self._style = style
+            self._strips.clear()
+        return super().render_lines(crop)
+
+    def render_line(self, y: int) -> Strip:
+        base, cursor = self._style or (self.rich_style, Style())
+        width = self.scrollable_content_region.width
+        line = self.scroll_offset.y + y
+        strip = self._strips.get(line)
+        if strip is None:
+            if line >= len(self._rows):
+                return Strip.blank(width, base)
+            text = self._rows[line][1]
+            style = base + cursor if line == self._highlighted else base
+            strip = Strip(_segments(text, self.app.console), text.cell_len).crop_extend(0, width, style) \
+                .apply_style(style)
+            self._strips[line] = strip
+        return strip
