@@ -172,7 +172,7 @@ async def bench_conversation(n: int = 10_000) -> dict[str, float]:
             "jump_to_middle_ms": jump * 1000, "page_down_ms": page * 1000}
 
 
-async def bench_events(rates=(25_000, 50_000, 100_000, 200_000), seconds: float = 1.0,
+async def bench_events(rates=(25_000, 50_000, 100_000, 150_000, 200_000), seconds: float = 1.0,
                        producers=("loop", "thread")) -> list[dict]:
     """Feed synthetic events into a live app at fixed rates; measure absorption and loop stalls.
 

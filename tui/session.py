@@ -46,8 +46,7 @@ class Session:
         self.events: list[Any] = []  # every event of the current run, for the event log
         self.breakpoints: set[str] = set(config.breakpoints)
         self.input: str | None = config.input
-        self._buffer: deque[Any] = deque()
-        self.generation = 0  # bumps with each new run, so stale events are dropped
+        self._buffer: deque[Any] = deque()  # the current run's events not folded yet (a new one per run)
         self.sink: Any = None  # the current run's event sink (thread-safe: it only appends)
         self.journals: list[str] = []  # the journal files this session's runs wrote
 
@@ -79,15 +78,9 @@ class Session:
         from runtime.control import Controller
         from runtime.fold import RunView
 
-        self.generation += 1
-        generation = self.generation
-        buffer = self._buffer
-        buffer.clear()
-
-        def sink(event: Any) -> None:  # may be called from worker threads: only append
-            buffer.append((generation, event))
-
-        self.sink = sink
+        # A new buffer per run: a thread of the previous run that still emits fills the old one.
+        self._buffer = deque()
+        self.sink = self._buffer.append  # may be called from worker threads: deque.append is atomic
         self.input = input
         self.view = RunView()
         self.events = []
@@ -100,7 +93,7 @@ class Session:
         if journal is not None and journal not in self.journals:
             self.journals.append(journal)
         self.run = self.flow.prepare(input, memory=self.config.memory, journal=journal,
-                                     controller=self.controller, on_event=sink)
+                                     controller=self.controller, on_event=self.sink)
         return self.run
 
     async def execute(self) -> Any:
@@ -126,7 +119,7 @@ class Session:
         Events are taken ``chunk`` at a time and folded with ``RunView.apply_many``
         (one call per chunk, not per event); the clock is read between chunks.
         """
-        buffer, view, events, generation = self._buffer, self.view, self.events, self.generation
+        buffer, view, events = self._buffer, self.view, self.events
         if view is None or not buffer:
             return 0
         clock = time.perf_counter
@@ -134,12 +127,10 @@ class Session:
         popleft = buffer.popleft
         n = 0
         while buffer:
-            take = min(chunk, len(buffer))
-            batch = [popleft() for _ in range(take)]
-            mine = [ev for gen, ev in batch if gen == generation]
-            view.apply_many(mine)
-            events.extend(mine)
-            n += len(mine)
+            batch = [popleft() for _ in range(min(chunk, len(buffer)))]
+            view.apply_many(batch)
+            events.extend(batch)
+            n += len(batch)
             if clock() > deadline:
                 break
         return n
