@@ -7,6 +7,8 @@ key: the flowtui side runs a one-agent loop whose LiteLLMProvider passes
 ``mock_response`` through; the reference calls ``litellm.acompletion`` directly
 with the same growing conversation, in the same process, in alternating
 rounds. Prints the median ms per turn for both and their ratio (target <= 1.05).
+Then the litellm layer alone: LiteLLMProvider.complete against a bare call,
+alternating call by call over the same conversation.
 """
 
 import argparse
@@ -60,6 +62,35 @@ async def bare_turns(turns: int) -> list[float]:
     return times
 
 
+async def provider_vs_bare(calls: int) -> tuple[list[float], list[float]]:
+    """Seconds per call of LiteLLMProvider.complete and of a bare acompletion, alternating call by call.
+
+    The same conversation both ways: this is what the litellm layer (request
+    building, retries, parsing the reply, cost) adds to one model call.
+    """
+    import litellm
+
+    from runtime import Message
+    from runtime.providers.base import ChatRequest
+
+    provider = LiteLLMProvider("openai/bench-model", mock_response="texto", retry=False)
+    history = [Message(role="system", content="Você escreve."), Message(role="user", content="Escreva sobre ctx.state")]
+    dicts = [{"role": m.role, "content": m.content} for m in history]
+    ours, bare = [], []
+    for _ in range(calls):
+        request = ChatRequest(agent="Escritor", turn=len(history), messages=list(history))
+        t0 = time.perf_counter()
+        reply = await provider.complete(request)
+        t1 = time.perf_counter()
+        await litellm.acompletion(model="openai/bench-model", messages=list(dicts), mock_response="texto")
+        t2 = time.perf_counter()
+        ours.append(t1 - t0)
+        bare.append(t2 - t1)
+        history.append(Message(role="assistant", content=reply.content))
+        dicts.append({"role": "assistant", "content": reply.content})
+    return ours, bare
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--turns", type=int, default=60, help="turns per round")
@@ -84,6 +115,15 @@ def main() -> None:
     print(f"bare litellm.acompletion (mock): {bare_ms:7.3f} ms/turn")
     print(f"flowtui turn via LiteLLMProvider: {ours_ms:7.3f} ms/turn")
     print(f"ratio flowtui/bare: {ours_ms / bare_ms:.3f}   (target <= 1.05)")
+    ours, bare = [], []
+    for _ in range(args.rounds):
+        a, b = asyncio.run(provider_vs_bare(args.turns))
+        ours += a
+        bare += b
+    ours_ms = statistics.median(ours) * 1000
+    bare_ms = statistics.median(bare) * 1000
+    print("the litellm layer alone, call by call: LiteLLMProvider.complete "
+          f"{ours_ms:7.3f} ms/call, bare {bare_ms:7.3f} ms/call, ratio {ours_ms / bare_ms:.3f}")
 
 
 if __name__ == "__main__":
