@@ -29,6 +29,12 @@ def secret_values(extra: Mapping[str, Any] | None = None) -> list[str]:
     return sorted(values, key=len, reverse=True)
 
 
+def found(text: str, secrets: Iterable[str]) -> list[str]:
+    """The credentials in ``text``, in the order they appear (what :func:`redact` replaces)."""
+    pattern = "|".join([re.escape(s) for s in secrets] + [_KEY_SHAPE.pattern])
+    return [m.group(0) for m in re.finditer(pattern, text)]
+
+
 def redact(text: str, secrets: Iterable[str]) -> str:
     for value in secrets:
         if value in text:

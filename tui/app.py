@@ -26,6 +26,7 @@ from tui.heap import Heap
 from tui.messages import RunFlushed
 from tui.screens.main import MainScreen
 from tui.session import LaunchConfig, Session
+from tui.shown import shown
 
 DRAIN_INTERVAL = 1 / 100  # how often buffered events are folded into the view
 FLUSH_BUDGET_S = 0.005  # collect and fold at most this long per tick, so input stays answered
@@ -105,7 +106,7 @@ class FlowApp(App[int]):
             if state == WorkerState.ERROR:
                 self.flush(everything=True)
                 error = worker.error
-                self.notify(f"{type(error).__name__}: {error}", title="The run failed", severity="error",
+                self.notify(shown(f"{type(error).__name__}: {error}"), title="The run failed", severity="error",
                             timeout=10)
             elif state in (WorkerState.SUCCESS, WorkerState.CANCELLED):
                 self.flush(everything=True)

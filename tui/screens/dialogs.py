@@ -12,6 +12,8 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Static, TextArea
 
+from tui.shown import shown, unshown
+
 
 def _no_blink(screen: ModalScreen) -> None:
     config = getattr(screen.app, "config", None)
@@ -76,10 +78,11 @@ class TextDialog(ModalScreen[str | None]):
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog", id="text-dialog"):
             yield Label(self.title_text, classes="dialog-title")
+            # Credentials are shown as [redacted]; saving puts back the ones left untouched.
             if self.single_line:
-                yield Input(self.text, id="dialog-input")
+                yield Input(shown(self.text), id="dialog-input")
             else:
-                yield TextArea(self.text, id="dialog-text", soft_wrap=True, show_line_numbers=False)
+                yield TextArea(shown(self.text), id="dialog-text", soft_wrap=True, show_line_numbers=False)
             yield Static("", id="dialog-error")
             if self.hint:
                 yield Static(Text(self.hint, "dim"), id="dialog-hint")
@@ -97,11 +100,11 @@ class TextDialog(ModalScreen[str | None]):
         return self.query_one(TextArea).text
 
     def action_save(self) -> None:
-        text = self.value
+        text = unshown(self.value, self.text)
         try:
             self.apply(text)
         except Exception as exc:  # the runtime says why (ValueError, ConfigError): show it, stay open
-            self.query_one("#dialog-error", Static).update(Text(f"✗ {exc}", "bold #ff5f5f"))
+            self.query_one("#dialog-error", Static).update(Text(f"✗ {shown(str(exc))}", "bold #ff5f5f"))
             return
         self.dismiss(text)
 

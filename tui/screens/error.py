@@ -9,6 +9,8 @@ from textual.containers import Vertical
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 
+from tui.shown import shown
+
 
 class LoadErrorScreen(Screen):
     """A flow that failed to load, and what to do about it."""
@@ -43,10 +45,10 @@ class LoadErrorScreen(Screen):
         with Vertical(id="error-box"):
             yield Static(head, id="error-title")
             yield Static(loc, id="error-where")
-            yield Static(Text(message), id="error-message")
-            yield Static(Text(str(err), "dim"), id="error-line")
+            yield Static(Text(shown(message)), id="error-message")
+            yield Static(Text(shown(str(err)), "dim"), id="error-line")
             if self.details:
-                yield Static(Text(self.details, "dim"), id="error-details")
+                yield Static(Text(shown(self.details), "dim"), id="error-details")
             yield Static(Text.assemble("Fix the file, then press ", ("r", "bold reverse"), " to reload, or ",
                                        ("q", "bold reverse"), " to quit."), id="error-hint")
         yield Footer()

@@ -20,6 +20,8 @@ from rich.style import Style
 from rich.text import Text
 from textual.strip import Strip
 
+from tui.shown import shown
+
 ROLE_STYLES = {
     "user": Style(color="#5fafff", bold=True),
     "assistant": Style(color="#87d787", bold=True),
@@ -32,7 +34,7 @@ COLLAPSED_LINES = 3
 
 
 def args_text(args: dict[str, Any], *, indent: int | None = None) -> str:
-    return json.dumps(args, ensure_ascii=False, indent=indent, default=repr)
+    return shown(json.dumps(args, ensure_ascii=False, indent=indent, default=repr))
 
 
 AGENT_STYLE = Style(color="#87afaf")
@@ -113,12 +115,12 @@ def render_block(console: Console, msg: Any, index: int, width: int, *, expanded
     if msg.reasoning:
         if expanded:
             parts.append(Text("reasoning", Style(dim=True, bold=True)))
-            parts.append(Text(msg.reasoning, REASONING_STYLE, overflow="fold"))
+            parts.append(Text(shown(msg.reasoning), REASONING_STYLE, overflow="fold"))
         else:
             n = msg.reasoning.count("\n") + 1
             parts.append(Text(f"▸ reasoning ({n} line{'s' if n > 1 else ''}, enter expands)", REASONING_STYLE,
                               no_wrap=True, overflow="ellipsis"))
-    content = msg.content
+    content = shown(msg.content)
     if content:
         if provisional:
             parts.append(Text(content, overflow="fold"))
@@ -126,10 +128,10 @@ def render_block(console: Console, msg: Any, index: int, width: int, *, expanded
             parts.append(_markdown(content) if _MARKUP.search(content) else Text(content, overflow="fold"))
         elif msg.role == "tool" and not expanded:
             lines = content.splitlines()
-            shown = Text("\n".join(lines[:COLLAPSED_LINES]), overflow="fold")
+            preview = Text("\n".join(lines[:COLLAPSED_LINES]), overflow="fold")
             if len(lines) > COLLAPSED_LINES:
-                shown.append(f"\n… {len(lines) - COLLAPSED_LINES} more lines (enter expands)", DIM)
-            parts.append(shown)
+                preview.append(f"\n… {len(lines) - COLLAPSED_LINES} more lines (enter expands)", DIM)
+            parts.append(preview)
         else:
             style = Style(italic=True) if msg.role == "system" else Style()
             parts.append(Text(content, style=style, overflow="fold"))

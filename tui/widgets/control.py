@@ -9,6 +9,8 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.widgets import Button, Static
 
+from tui.shown import shown
+
 BUTTONS = [
     ("step", "Step", "s", "Run to the next pause point"),
     ("next_turn", "Next turn", "n", "Run until the next agent turn is about to start"),
@@ -25,7 +27,7 @@ STATUS_STYLES = {"paused": "bold #ffd75f", "running": "bold #5fafff", "finished"
 def status_text(view: Any, *, loading: str | None = None) -> Text:
     if view is None:
         return Text(loading or "loading…", "dim")
-    line = view.status_line()
+    line = shown(view.status_line())
     text = Text("● ", STATUS_STYLES.get(view.status, ""))
     text.append(line, STATUS_STYLES.get(view.status, ""))
     return text
@@ -39,7 +41,7 @@ def where_text(view: Any, breakpoints: set[str]) -> Text:
     if path:
         text.append(" › ".join(path), "bold")
     elif view is not None and view.status == "finished" and view.output is not None:
-        out = view.output.replace("\n", " ")
+        out = shown(view.output).replace("\n", " ")
         text.append("output: ", "dim")
         text.append(out if len(out) <= 70 else out[:69] + "…")
     else:

@@ -12,6 +12,7 @@ from textual.geometry import Size
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
+from tui.shown import shown
 from tui.widgets.paint import DirectLines
 from tui.widgets.scrollbar import SteadyScrollbars
 
@@ -104,7 +105,7 @@ class EventLog(DirectLines, SteadyScrollbars, ScrollView, can_focus=True):
             user = ev.origin == "user"
             segs = [Segment(f"{ev.seq:>6} ", DIM), Segment(f"{ev.type:<22}", TYPE_STYLES.get(kind, Style())),
                     Segment(f"{_fit(ev.origin, 26):<26} ", USER_STYLE if user else DIM),
-                    Segment(summarize(ev).replace("\n", " ⏎ "))]
+                    Segment(shown(summarize(ev)).replace("\n", " ⏎ "))]
             strip = Strip(segs)
             if len(self._lines) > 4000:
                 self._lines.clear()

@@ -8,6 +8,8 @@ from rich.text import Text
 from textual.widgets import Tree
 from textual.widgets.tree import TreeNode
 
+from tui.shown import shown
+
 STATUS = {"running": ("●", "#5fafff"), "ok": ("✓", "#87d787"), "error": ("✗", "#ff5f5f"),
           "stopped": ("■", "#d7af5f")}
 
@@ -21,7 +23,7 @@ def node_label(node: Any) -> Text:
     if node.duration_ms is not None:
         text.append(f"  {node.duration_ms:.1f} ms", "dim")
     if node.error:
-        text.append(f"  {node.error}", "#ff5f5f")
+        text.append(f"  {shown(node.error)}", "#ff5f5f")
     return text
 
 

@@ -19,6 +19,7 @@ from textual.geometry import Region, Size
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
+from tui.shown import shown
 from tui.widgets.scrollbar import SteadyScrollbars
 
 RUNTIME_CTX = ("turn", "output", "loop", "budget")
@@ -26,7 +27,7 @@ RUNTIME_CTX = ("turn", "output", "loop", "budget")
 
 def _short(value: Any, limit: int = 200) -> str:
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=repr)
-    text = text.replace("\n", " ⏎ ")
+    text = shown(text).replace("\n", " ⏎ ")
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 

@@ -1,0 +1,57 @@
+"""A credential the model, a tool or the flow echoes never reaches the screen, in any view,
+and editing a text that holds one keeps it."""
+
+from __future__ import annotations
+
+import pytest
+from conftest import ended, make, paused, wait_until
+
+from tui import shown as shown_module
+from tui.screens.dialogs import TextDialog
+
+KEY = "sk-test-FAKEKEY0123456789abcdef"
+
+
+@pytest.fixture
+def leaky_key(monkeypatch):
+    monkeypatch.setenv("LEAKY_API_KEY", KEY)
+    shown_module._secrets.cache_clear()  # the app reads the environment once
+    yield KEY
+    shown_module._secrets.cache_clear()
+
+
+def _screen_text(app) -> str:
+    return "\n".join(strip.text for strip in app.screen._compositor.render_strips())
+
+
+async def test_no_view_draws_the_key(leaky_key):
+    app = make("tests/tui/flows/leaky.py", input=f"please use {leaky_key}")
+    async with app.run_test(size=(160, 48)) as pilot:
+        await paused(pilot)
+        await pilot.press("c")
+        await ended(pilot)
+        view = app.session.view
+        assert leaky_key in view.history[1].content and leaky_key in view.memory[0]  # the data keeps it
+        for key in ("1", "2", "3", "4"):
+            await pilot.press(key)
+            await pilot.pause(0.1)
+            app.main.conversation.action_toggle()  # expanded blocks too (reasoning, tool arguments)
+            await pilot.pause(0.1)
+            text = _screen_text(app)
+            assert leaky_key not in text, key
+            assert "[redacted]" in text, key
+
+
+async def test_an_edit_keeps_the_key_it_did_not_show(leaky_key):
+    app = make("tests/tui/flows/leaky.py", input=f"please use {leaky_key} twice: {leaky_key}")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await paused(pilot)
+        app.main.conversation.select(0)
+        await pilot.press("e")
+        await wait_until(pilot, lambda: isinstance(app.screen, TextDialog), what="the edit dialog")
+        area = app.screen.query_one("TextArea")
+        assert leaky_key not in area.text and area.text.count("[redacted]") == 2
+        area.text = area.text.replace("please use", "now use")
+        await pilot.press("ctrl+s")
+        await wait_until(pilot, lambda: app.session.view.history[0].content.startswith("now use"), what="edit")
+        assert app.session.view.history[0].content == f"now use {leaky_key} twice: {leaky_key}"
