@@ -12,6 +12,7 @@ then ends cleanly with status ``stopped``.
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Literal
@@ -51,6 +52,7 @@ class Controller:
         self.breakpoints: set[str] = set(breakpoints)
         self.paused_at: PausePoint | None = None
         self._last: PausePoint | None = None
+        self.paused_s = 0.0  # time the run has spent paused: node durations leave it out
 
     # --- the engine's side -------------------------------------------------
     async def checkpoint(self, point: PausePoint, emit) -> None:
@@ -67,15 +69,19 @@ class Controller:
         self.paused_at = point
         emit(RunPause, point=point.kind, name=point.name, reason=reason, path=list(point.path))
         assert self._wake is not None
-        while True:
-            self._wake.clear()
-            await self._wake.wait()
-            if self._stop:
-                self.paused_at = None
-                emit(RunResume, command="stop")
-                raise RunStopped()
-            if self._mode != "pause":
-                break
+        since = time.perf_counter()
+        try:
+            while True:
+                self._wake.clear()
+                await self._wake.wait()
+                if self._stop:
+                    self.paused_at = None
+                    emit(RunResume, command="stop")
+                    raise RunStopped()
+                if self._mode != "pause":
+                    break
+        finally:
+            self.paused_s += time.perf_counter() - since
         self.paused_at = None
         emit(RunResume, command=self._mode if self._mode != "run" else "continue")
 

@@ -44,7 +44,7 @@ fail_counter: contextvars.ContextVar[FailCounter | None] = contextvars.ContextVa
 class NodeScope:
     """Emits ``node.start``/``node.end`` around a block and makes it the current node."""
 
-    __slots__ = ("run", "kind", "name", "label", "data", "status", "error", "id", "_t0", "_tokens")
+    __slots__ = ("run", "kind", "name", "label", "data", "status", "error", "id", "_t0", "_paused0", "_tokens")
 
     def __init__(self, run: "Run", kind: str, name: str, *, label: str | None = None,
                  data: dict[str, Any] | None = None) -> None:
@@ -61,6 +61,8 @@ class NodeScope:
         run.emitter.emit(NodeStart, node_id=self.id, parent_id=parent, kind=self.kind, name=self.name,
                          data=dict(self.data))
         self._tokens = (current_node.set((self.id, parent)), path_var.set(path_var.get() + (self.label,)))
+        controller = run.controller
+        self._paused0 = controller.paused_s if controller is not None else 0.0
         self._t0 = time.perf_counter()
         return self
 
@@ -68,7 +70,9 @@ class NodeScope:
         path_var.set(path_var.get()[:-1] + (label,))
 
     def __exit__(self, exc_type, exc, tb) -> None:
-        ms = (time.perf_counter() - self._t0) * 1000
+        controller = self.run.controller  # time spent paused inside the node is not its duration
+        paused = controller.paused_s - self._paused0 if controller is not None else 0.0
+        ms = (time.perf_counter() - self._t0 - paused) * 1000
         path_var.reset(self._tokens[1])
         current_node.reset(self._tokens[0])
         if exc is not None:

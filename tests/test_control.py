@@ -421,3 +421,16 @@ async def test_undo_after_the_run_went_on_is_refused_and_loses_nothing():
         run.edits.undo()
     assert list(run.state.history) == history  # nothing thrown away
     await d.finish(d.ctl.resume)
+
+
+async def test_node_durations_leave_out_the_time_spent_paused():
+    wf, calls = make_flow(max_iterations=1)
+    d = Driver(wf, Controller(start_paused=True))
+    await d.paused(1)
+    await d.command(d.ctl.step)  # paused before the Planner's model call, inside its agent node
+    await asyncio.sleep(0.4)  # the person reads the screen
+    d.ctl.resume()
+    await d.task
+    ends = {(e.kind, e.name): e.duration_ms for e in d.events if e.type == "node.end"}
+    assert ends[("agent", "Planner")] < 200
+    assert ends[("workflow", wf.__name__)] < 200  # the pause at the very start too
