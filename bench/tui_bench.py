@@ -211,6 +211,7 @@ async def bench_events(rates=(25_000, 50_000, 100_000, 150_000, 200_000), second
                 gc.freeze()  # the pre-built events are the bench's, not the app's: keep them out of GC passes
                 await pilot.pause(0.2)  # the frames due before the feed (building the events held the loop)
                 before = app.session.view.events
+                app.wake()  # as a step/continue command does: the run is paused, so the fast tick sleeps
                 stop = threading.Event()
                 sink = app.session.sink
 

@@ -19,6 +19,7 @@ from typing import Any
 from textual.app import App, SystemCommand
 from textual.binding import Binding
 from textual.screen import Screen
+from textual.timer import Timer
 from textual.worker import Worker, WorkerState
 
 from tui.actions import ACTIONS, help_groups
@@ -28,7 +29,9 @@ from tui.screens.main import MainScreen
 from tui.session import LaunchConfig, Session
 from tui.shown import shown
 
-DRAIN_INTERVAL = 1 / 100  # how often buffered events are folded into the view
+DRAIN_INTERVAL = 1 / 100  # how often buffered events are folded into the view while a run is busy
+IDLE_CHECK_S = 1 / 4  # how often an idle app looks for work (the fast tick sleeps meanwhile)
+STAY_AWAKE_S = 1.0  # the fast tick keeps going this long after the last event (events come in bursts)
 FLUSH_BUDGET_S = 0.005  # collect and fold at most this long per tick, so input stays answered
 MIN_FOLD_S = 0.001  # ...but fold for at least this long, so a flood is never starved
 REDRAW_INTERVAL = 1 / 20  # panes are redrawn at most this often
@@ -55,6 +58,8 @@ class FlowApp(App[int]):
         self._undrawn = 0  # events folded since the last redraw
         self._drawn_at = 0.0
         self.heap = Heap()
+        self._ticker: Timer | None = None
+        self._folded_at = 0.0  # when the last events were folded
 
     # --- lifecycle -------------------------------------------------------------
     def get_default_screen(self) -> Screen:
@@ -64,7 +69,8 @@ class FlowApp(App[int]):
 
     def on_mount(self) -> None:
         self.heap.start()
-        self.set_interval(DRAIN_INTERVAL, self.flush)
+        self._ticker = self.set_interval(DRAIN_INTERVAL, self._tick)
+        self.set_interval(IDLE_CHECK_S, self._idle_check)
         self.call_after_refresh(self._after_first_paint)
 
     def on_unmount(self) -> None:
@@ -94,6 +100,7 @@ class FlowApp(App[int]):
         self.heap.settle()
         self.main.sync(self.session, force=True)
         self.run_worker(self.session.execute(), group="run", name="run", exclusive=True, exit_on_error=False)
+        self.wake()
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         worker, state = event.worker, event.state
@@ -166,6 +173,30 @@ class FlowApp(App[int]):
         """The panes do not show everything folded so far."""
         return bool(self._undrawn) or self.main.stale
 
+    # The fast tick runs only while there is work: a run running, events waiting, panes behind.
+    # Idle (paused, finished), it sleeps; commands wake it at once, and a slow check catches
+    # anything else (a thread still emitting). An idle app then costs next to no CPU.
+    def _busy(self) -> bool:
+        view = self.session.view
+        return (bool(self.session.pending) or self._behind() or (view is not None and view.status == "running")
+                or time.monotonic() - self._folded_at < STAY_AWAKE_S)
+
+    def _tick(self) -> None:
+        if self.flush():
+            self._folded_at = time.monotonic()
+        if not self._busy() and self._ticker is not None:
+            self._ticker.pause()
+
+    def _idle_check(self) -> None:
+        self.heap.tick()  # threads may allocate while the app is idle
+        if self._busy():
+            self.wake()
+
+    def wake(self) -> None:
+        """Run the fast tick again (after a command that sets the run going)."""
+        if self._ticker is not None:
+            self._ticker.resume()
+
     # --- run commands ----------------------------------------------------------
     def _controller(self) -> Any:
         session = self.session
@@ -176,6 +207,7 @@ class FlowApp(App[int]):
         if view.status in ("finished", "failed", "stopped"):
             self.notify(f"The run has {view.status}; r starts a new one.", severity="warning")
             return None
+        self.wake()
         return session.controller
 
     def action_step(self) -> None:

@@ -394,3 +394,21 @@ async def test_ten_thousand_messages_still_answer_a_key():
             moved = (lambda: conversation.cursor == want) if want is not None else (lambda: conversation.cursor != before)
             await wait_until(pilot, moved, timeout=1.0, what=key)
             assert time.perf_counter() - t0 < 1.0, key
+
+
+async def test_an_idle_app_stops_ticking_and_a_key_wakes_it():
+    app = make(input="go")
+    async with app.run_test() as pilot:
+        await paused(pilot)
+        ticks = []
+        flush = app.flush
+        app.flush = lambda **kw: (ticks.append(1), flush(**kw))[1]
+        await asyncio.sleep(1.6)  # past the second the tick stays awake after the last events
+        ticks.clear()
+        await asyncio.sleep(0.5)
+        assert len(ticks) <= 2  # at 100 Hz it would be ~50
+        seq = app.session.view.pause.seq
+        app.simulate_key("s")
+        await asyncio.sleep(0.3)
+        assert len(ticks) > 10  # awake again: the step's events are folded as they come
+        await paused(pilot, after=seq)
