@@ -140,9 +140,10 @@ class MainScreen(Screen):
         title = f" ({n} message{'s' if n != 1 else ''})" if self.current_view == "conversation" else ""
         # A new title repaints the whole left pane (its border): while a run pours messages in,
         # the count moves on at most once a second.
-        now = time.monotonic()
-        self._title_behind = title != self._titled and view.status == "running" and now - self._titled_at < TITLE_EVERY_S
-        if title != self._titled and not self._title_behind:
+        changed = title != self._titled
+        self._title_behind = (changed and view.status == "running"
+                              and time.monotonic() - self._titled_at < TITLE_EVERY_S)
+        if changed and not self._title_behind:
             self._title(title)
 
     def _sync_fast(self, session: Any, view: Any) -> None:

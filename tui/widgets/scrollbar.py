@@ -79,7 +79,8 @@ class SteadyScrollbars:
     def vertical_scrollbar(self) -> ScrollBar:
         # Widget.vertical_scrollbar with the bar's class swapped (textual is pinned exactly).
         if self._vertical_scrollbar is None:  # type: ignore[attr-defined]
-            bar = SteadyScrollBar(vertical=True, name="vertical", thickness=self.scrollbar_size_vertical)  # type: ignore[attr-defined]
+            thickness = self.scrollbar_size_vertical  # type: ignore[attr-defined]
+            bar = SteadyScrollBar(vertical=True, name="vertical", thickness=thickness)
             bar.display = False
             self._vertical_scrollbar = bar
             self.app._start_widget(self, bar)  # type: ignore[attr-defined]

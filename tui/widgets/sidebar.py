@@ -137,9 +137,11 @@ class Sidebar(SteadyScrollbars, ScrollView, can_focus=True):
         self._strips: dict[int, Strip] = {}  # rendered rows, the base style applied
         self._style: tuple[Style, Style] | None = None  # (base, cursor) the cache was drawn with
         self._highlighted: int | None = None
+        self._view: Any = None  # the RunView last shown (rows are built again from it on a resize)
 
     # --- data ----------------------------------------------------------------
     def sync(self, view: Any) -> None:
+        self._view = view
         width = self._text_width()
         rows = sidebar_rows(view, width) if view is not None else []
         keys = [(rid, text.plain, tuple(text.spans), text.style) for rid, text in rows]
@@ -231,9 +233,10 @@ class Sidebar(SteadyScrollbars, ScrollView, can_focus=True):
         self.refresh()
 
     def on_resize(self, event: Resize) -> None:
-        if self._rows and self.app.is_running:
-            self._keys = []  # truncated to the old width: render the rows again
+        if self._rows:
+            self._keys = []  # truncated to the old width: build and render the rows again
             self._strips.clear()
+            self.sync(self._view)
 
     # --- rendering -------------------------------------------------------------
     def render_lines(self, crop: Region) -> list[Strip]:
