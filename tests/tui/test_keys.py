@@ -84,8 +84,11 @@ async def test_p_pauses_at_the_next_point_while_a_slow_sync_tool_keeps_the_app_r
         app.simulate_key("question_mark")  # a key is answered before the tool returns
         await wait_until(pilot, lambda: isinstance(app.screen, HelpScreen), timeout=0.5, what="the help")
         assert not any(ev.type == "node.end" and ev.kind == "tool" for ev in app.session.events)
-        await pilot.press("escape")
-        await pilot.press("p")
+        # As a terminal sends them (pilot.press would first wait up to a second for the busy app
+        # to look idle, and the first tool could be over by then).
+        app.simulate_key("escape")
+        await wait_until(pilot, lambda: not isinstance(app.screen, HelpScreen), timeout=0.5, what="help closed")
+        app.simulate_key("p")
         await paused(pilot)
         pause = app.session.view.pause
         assert (pause.point, pause.name, pause.reason) == ("tool", "record_problem", "pause")
@@ -409,6 +412,6 @@ async def test_an_idle_app_stops_ticking_and_a_key_wakes_it():
         assert len(ticks) <= 2  # at 100 Hz it would be ~50
         seq = app.session.view.pause.seq
         app.simulate_key("s")
-        await asyncio.sleep(0.3)
-        assert len(ticks) > 10  # awake again: the step's events are folded as they come
+        await asyncio.sleep(0.5)
+        assert len(ticks) >= 5  # awake again (asleep it would be at most 2)
         await paused(pilot, after=seq)
