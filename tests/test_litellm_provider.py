@@ -31,6 +31,7 @@ from runtime.messages import Message, ToolCall
 from runtime.providers import _litellm
 from runtime.providers.base import AttemptInfo, ChatRequest
 from runtime.providers.litellm import LiteLLMProvider, Retry, _retry_after_s
+from runtime.providers.scripted import ScriptedProvider
 
 # pytest resets warning filters per test, undoing the ones load_litellm installs
 # (the subprocess test below checks those); keep this file's report clean.
@@ -415,16 +416,20 @@ def test_to_openai_messages_pairs_ids():
 
 
 @pytest.mark.asyncio
-async def test_mock_reply_goes_through_litellm():
+async def test_scripted_replies_are_parsed_like_a_model_answer_without_litellm():
+    provider = ScriptedProvider([{"content": "", "tool_calls": [{"name": "search", "args": {"q": "x"}}]},
+                                 '<think>hm</think>```json\n{"tool": "search", "args": {"q": 1}}\n```',
+                                 "just text"])
     req = request(tools=True)
-    out = await _litellm.mock_reply(req, "", [{"name": "search", "args": {"q": "x"}}])
+    out = await provider.complete(req)
     assert out.tool_calls == [ToolCall(name="search", args={"q": "x"}, id="call_1_0")]
     assert out.tool_call_source == "native"
-    out = await _litellm.mock_reply(req, '<think>hm</think>```json\n{"tool": "search", "args": {"q": 1}}\n```', [])
+    out = await provider.complete(req)
     assert out.tool_call_source == "rescued" and out.tool_calls[0].args == {"q": 1}
     assert out.reasoning == "hm" and out.content == ""
-    out = await _litellm.mock_reply(req, "just text", [])
+    out = await provider.complete(req)
     assert out.content == "just text" and out.tool_calls == []
+    assert out.usage.completion_tokens == 3 and out.usage.prompt_tokens >= 1
 
 
 def test_bad_native_arguments_are_kept_raw():

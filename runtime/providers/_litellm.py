@@ -19,13 +19,12 @@ from types import ModuleType
 from typing import Any
 
 from runtime.messages import Message, ToolCall
-from runtime.providers.base import RAW_ARGUMENTS_KEY, ChatReply, ChatRequest, Usage
-from runtime.providers.rescue import find_tool_calls, strip_think
+from runtime.providers.base import RAW_ARGUMENTS_KEY, ChatReply, ChatRequest
+from runtime.providers.replies import model_reply
 
 __all__ = [
     "RAW_ARGUMENTS_KEY",
     "load_litellm",
-    "mock_reply",
     "parse_response",
     "to_openai_messages",
 ]
@@ -138,42 +137,19 @@ def openai_tool_calls(calls: list[dict[str, Any]], *, turn: int) -> list[dict[st
 
 
 def parse_response(resp: Any, request: ChatRequest, *, rescue: bool) -> ChatReply:
-    """A litellm ``ModelResponse`` as a :class:`ChatReply`.
-
-    ``<think>`` blocks move from the content to ``reasoning``. Native tool
-    calls win; without them and with ``rescue`` on, calls written as text
-    (restricted to ``request.tool_names``) are rescued and cut from the content.
-    Cost is left at 0: the provider fills it in.
-    """
+    """A litellm ``ModelResponse`` as a :class:`ChatReply` (see :func:`model_reply`)."""
     choice = resp.choices[0] if getattr(resp, "choices", None) else None
     message = getattr(choice, "message", None)
-    raw_content = getattr(message, "content", None) or ""
-    content, reasoning = strip_think(raw_content)
     # Providers that return reasoning separately (deepseek, o-series via litellm).
     extra_reasoning = getattr(message, "reasoning_content", None)
-    if isinstance(extra_reasoning, str) and extra_reasoning.strip():
-        reasoning = extra_reasoning.strip() + ("\n\n" + reasoning if reasoning else "")
-
-    calls = [_native_call(c) for c in (getattr(message, "tool_calls", None) or [])]
-    source = "native" if calls else None
-    if not calls and rescue and request.tool_names:
-        calls, content = find_tool_calls(content, request.tool_names)
-        if calls:
-            source = "rescued"
-            # Stable ids so a replayed conversation is byte-identical to the recorded one.
-            calls = [c if c.id else c.model_copy(update={"id": f"call_{request.turn}_{i}"})
-                     for i, c in enumerate(calls)]
-
     usage = getattr(resp, "usage", None)
-    return ChatReply(
-        content=content,
-        tool_calls=calls,
-        tool_call_source=source,
-        reasoning=reasoning,
-        usage=Usage(prompt_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
-                    completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0)),
-        model=getattr(resp, "model", None),
-    )
+    return model_reply(
+        request, getattr(message, "content", None) or "",
+        [_native_call(c) for c in (getattr(message, "tool_calls", None) or [])],
+        rescue=rescue, reasoning=extra_reasoning if isinstance(extra_reasoning, str) else None,
+        prompt_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
+        completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
+        model=getattr(resp, "model", None))
 
 
 def _native_call(call: Any) -> ToolCall:
@@ -191,26 +167,3 @@ def _native_call(call: Any) -> ToolCall:
             parsed = None
         args = parsed if isinstance(parsed, dict) else {RAW_ARGUMENTS_KEY: str(raw)}
     return ToolCall(name=name, args=args, id=getattr(call, "id", None))
-
-
-# --------------------------------------------------------------------------- mock path
-
-
-async def mock_reply(request: ChatRequest, content: str,
-                     tool_calls: list[dict[str, Any]]) -> ChatReply:
-    """A scripted reply sent through litellm's mock path, parsed like a real one.
-
-    ``tool_calls`` items are ``{"name": ..., "args": {...}}``. Nothing leaves
-    the process: litellm answers ``mock_response`` itself.
-    """
-    litellm = await aload_litellm()
-    kwargs: dict[str, Any] = {}
-    if tool_calls:
-        kwargs["mock_tool_calls"] = openai_tool_calls(tool_calls, turn=request.turn)
-    resp = await litellm.acompletion(
-        model="openai/scripted",
-        messages=to_openai_messages(request.messages),
-        mock_response=content,
-        **kwargs,
-    )
-    return parse_response(resp, request, rescue=True)

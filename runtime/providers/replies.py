@@ -1,4 +1,6 @@
-"""The reply shapes fakes accept: a string, or ``{"content": ..., "tool_calls": [{"name", "args"}]}``."""
+"""Replies: the shapes fakes accept (a string, or ``{"content": ..., "tool_calls": [{"name", "args"}]}``),
+and :func:`model_reply`, how a model's raw answer becomes a :class:`ChatReply` (litellm's responses
+and scripted replies alike)."""
 
 from __future__ import annotations
 
@@ -8,7 +10,8 @@ from typing import Any
 
 from runtime.errors import ConfigError
 from runtime.messages import ToolCall
-from runtime.providers.base import ChatReply
+from runtime.providers.base import ChatReply, ChatRequest, Usage
+from runtime.providers.rescue import find_tool_calls, strip_think
 
 
 def split_reply(reply: Any, *, where: str) -> tuple[str, list[dict[str, Any]]]:
@@ -48,3 +51,28 @@ def to_reply(reply: Any, *, where: str) -> ChatReply:
         tool_calls=[ToolCall(name=c["name"], args=c["args"]) for c in calls],  # the engine numbers them
         tool_call_source="native" if calls else None,
     )
+
+
+def model_reply(request: ChatRequest, raw_content: str, native_calls: list[ToolCall], *, rescue: bool,
+                reasoning: str | None = None, prompt_tokens: int = 0, completion_tokens: int = 0,
+                model: Any = None) -> ChatReply:
+    """A model's answer as a :class:`ChatReply`.
+
+    ``<think>`` blocks move from the content to ``reasoning`` (after any the
+    provider sent apart). Native tool calls win; without them and with
+    ``rescue`` on, calls written as text (restricted to ``request.tool_names``)
+    are rescued and cut from the content. Calls without an id get
+    ``call_<turn>_<i>``, so a replayed conversation is byte-identical to the
+    recorded one. Cost is left at 0: the provider fills it in.
+    """
+    content, think = strip_think(raw_content)
+    if reasoning and reasoning.strip():
+        think = reasoning.strip() + ("\n\n" + think if think else "")
+    calls, source = native_calls, "native" if native_calls else None
+    if not calls and rescue and request.tool_names:
+        calls, content = find_tool_calls(content, request.tool_names)
+        source = "rescued" if calls else None
+    calls = [c if c.id else c.model_copy(update={"id": f"call_{request.turn}_{i}"}) for i, c in enumerate(calls)]
+    return ChatReply(content=content, tool_calls=calls, tool_call_source=source, reasoning=think,
+                     usage=Usage(prompt_tokens=prompt_tokens, completion_tokens=completion_tokens),
+                     model=model if isinstance(model, str) else None)

@@ -10,8 +10,8 @@ of agent name to such a list, or the path of a TOML file holding either::
     content = "REPROVADO: falta um exemplo"
 
 A path is relative to the file that defines the provider subclass. Replies go
-through litellm's mock path (``mock_response``/``mock_tool_calls``), so they
-are parsed exactly like a real model's, tool-call rescue included.
+through the parser a real model's answer goes through (:func:`model_reply`:
+``<think>`` blocks, tool-call rescue, call ids), without importing litellm.
 """
 
 from __future__ import annotations
@@ -25,7 +25,8 @@ from typing import Any
 
 from runtime.errors import ConfigError, ScriptExhaustedError
 from runtime.providers.base import ChatReply, ChatRequest, Provider
-from runtime.providers.replies import split_reply
+from runtime.messages import ToolCall
+from runtime.providers.replies import model_reply, split_reply
 
 
 def load_replies(source: Any, *, base: Path | None = None) -> list[Any] | dict[str, list[Any]]:
@@ -110,6 +111,13 @@ class ScriptedProvider(Provider):
     async def complete(self, request: ChatRequest) -> ChatReply:
         reply, i, _ = self._next(request.agent)
         content, calls = split_reply(reply, where=f"{type(self).__name__} reply {i + 1} for {request.agent}")
-        from runtime.providers._litellm import mock_reply
+        # Parsed as a model's answer is (think blocks, rescue, call ids), without litellm: an
+        # offline run never waits seconds for it to import. Tokens are estimated (4 characters each).
+        prompt = sum(len(m.content) for m in request.messages)
+        return model_reply(request, content, [ToolCall(name=c["name"], args=c["args"]) for c in calls],
+                           rescue=True, prompt_tokens=_tokens(prompt), completion_tokens=_tokens(len(content)),
+                           model="scripted")
 
-        return await mock_reply(request, content, calls)
+
+def _tokens(chars: int) -> int:
+    return max(1, (chars + 3) // 4)
