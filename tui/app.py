@@ -124,7 +124,8 @@ class FlowApp(App[int]):
 
         if isinstance(self.screen, LoadErrorScreen):
             self.pop_screen()
-        self.run_worker(_preload(self.config.preload_litellm), thread=True, group="preload", name="preload",
+        litellm = self.config.preload_litellm and self.session.uses_litellm()
+        self.run_worker(_preload(litellm), thread=True, group="preload", name="preload",
                         exit_on_error=False)
         if self._ask_input:
             self._ask_input = False

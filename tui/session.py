@@ -63,6 +63,20 @@ class Session:
     def workflow_name(self) -> str:
         return self.flow.workflow.name if self.flow is not None else self.config.target
 
+    def uses_litellm(self) -> bool:
+        """Some agent of the loaded flow calls litellm (then it is imported ahead, in a thread).
+
+        A scripted flow never imports it: the import is seconds of a thread holding
+        the interpreter lock that the app would share for nothing.
+        """
+        from runtime.providers.litellm import LiteLLMProvider
+
+        for spec in self.flow.plans.agent_specs.values():
+            p = spec.provider
+            if isinstance(p, LiteLLMProvider) or (isinstance(p, type) and issubclass(p, LiteLLMProvider)):
+                return True
+        return False
+
     def step_names(self) -> tuple[list[str], list[str]]:
         """The agents and tools of the loaded flow (for breakpoint commands)."""
         if self.flow is None:

@@ -172,3 +172,27 @@ def test_replay_of_a_bad_file_exits_2_naming_file_and_line(tmp_path):
     assert res.returncode == 2
     assert res.stderr.startswith(f"flowtui replay: {bad}:1: not a flowtui event")
     assert "Traceback" not in res.stderr
+
+
+def test_litellm_is_imported_ahead_only_for_flows_that_call_it(tmp_path):
+    scripted = Session(LaunchConfig(target="flows/revisao.py"))
+    scripted.load()
+    assert not scripted.uses_litellm()  # the offline example: no seconds-long import in the background
+    real = tmp_path / "real.py"
+    real.write_text(textwrap.dedent("""
+        from runtime import LiteLLMProvider, agent, workflow
+
+        class Fast(LiteLLMProvider):
+            model = "openai/gpt-4o-mini"
+
+        @agent(provider=Fast, prompt="p")
+        class Writer:
+            pass
+
+        @workflow(steps=[Writer])
+        class W:
+            pass
+    """))
+    session = Session(LaunchConfig(target=str(real)))
+    session.load()
+    assert session.uses_litellm()
