@@ -1,11 +1,12 @@
 """The flowtui App: loads a flow, runs it as a worker, and projects its events onto the panes.
 
 Events from the runtime land in the session's buffer (from any thread); a
-fast timer folds them into the RunView in slices of a few milliseconds, and
+fast tick folds them into the RunView in slices of a few milliseconds, and
 the panes are redrawn at most ~20 times a second, one group of panes per
-redraw, so a burst of events never freezes input. Keys only send commands to the run's
-controller or edits to ``run.edits``; what the panes show always comes back
-through the event stream.
+redraw, so a burst of events never freezes input. The garbage collector runs
+in those ticks too (:mod:`tui.heap`), and the tick sleeps while the app is idle.
+Keys only send commands to the run's controller or edits to ``run.edits``;
+what the panes show always comes back through the event stream.
 """
 
 from __future__ import annotations
