@@ -1,6 +1,6 @@
 """What flowtui adds to a litellm turn: a turn through LiteLLMProvider against a bare litellm call.
 
-    python bench/litellm_bench.py [--turns 60] [--rounds 21]
+    python bench/litellm_bench.py [--turns 60] [--rounds 21] [--probe-gap]
 
 Both sides use litellm's mock path (``mock_response``), so no network and no
 key: the flowtui side runs a one-agent loop whose LiteLLMProvider passes
@@ -8,7 +8,9 @@ key: the flowtui side runs a one-agent loop whose LiteLLMProvider passes
 with the same growing conversation, in the same process, in alternating
 rounds. Prints the median ms per turn for both and their ratio (target <= 1.05).
 Then the litellm layer alone: LiteLLMProvider.complete against a bare call,
-alternating call by call over the same conversation.
+alternating call by call over the same conversation. With ``--probe-gap``,
+bare calls with a fixed amount of CPU work between them: what any work
+between two calls costs per turn on this machine.
 """
 
 import argparse
@@ -91,10 +93,43 @@ async def provider_vs_bare(calls: int) -> tuple[list[float], list[float]]:
     return ours, bare
 
 
+async def bare_with_gap(turns: int, gap_us: int) -> list[float]:
+    """Like :func:`bare_turns`, with ``gap_us`` of CPU work (a busy loop) after each call."""
+    import litellm
+
+    messages = [{"role": "user", "content": "Escreva sobre ctx.state"}]
+    times = []
+    for _ in range(turns):
+        t0 = time.perf_counter()
+        resp = await litellm.acompletion(model="openai/bench-model", messages=list(messages), mock_response="texto")
+        end = time.thread_time() + gap_us / 1e6
+        while time.thread_time() < end:
+            pass
+        messages.append({"role": "assistant", "content": resp.choices[0].message.content})
+        times.append(time.perf_counter() - t0)
+    return times
+
+
+def probe_gap(rounds: int) -> None:
+    """What CPU work between two bare calls costs per turn: the floor under any engine's ratio here."""
+    gaps = (0, 50, 100, 150, 300)
+    per: dict[int, list[float]] = {g: [] for g in gaps}
+    for _ in range(rounds):
+        for g in gaps:
+            per[g] += asyncio.run(bare_with_gap(40, g))
+    base = statistics.median(per[0])
+    for g in gaps:
+        m = statistics.median(per[g])
+        print(f"bare calls with {g:3d} us of CPU between them: {m * 1000:6.3f} ms/turn "
+              f"(+{(m - base) * 1e6:4.0f} us, ratio {m / base:.3f})")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--turns", type=int, default=60, help="turns per round")
     parser.add_argument("--rounds", type=int, default=21)
+    parser.add_argument("--probe-gap", action="store_true",
+                        help="also time bare calls with a fixed CPU gap between them")
     args = parser.parse_args()
     from runtime.providers._litellm import load_litellm
 
@@ -124,6 +159,8 @@ def main() -> None:
     bare_ms = statistics.median(bare) * 1000
     print("the litellm layer alone, call by call: LiteLLMProvider.complete "
           f"{ours_ms:7.3f} ms/call, bare {bare_ms:7.3f} ms/call, ratio {ours_ms / bare_ms:.3f}")
+    if args.probe_gap:
+        probe_gap(max(args.rounds // 2, 5))
 
 
 if __name__ == "__main__":
