@@ -120,22 +120,6 @@ def _pair(pending: list[tuple[str, str]], name: str | None) -> str | None:
     return None
 
 
-def openai_tool_calls(calls: list[dict[str, Any]], *, turn: int) -> list[dict[str, Any]]:
-    """``[{"name", "args"}]`` (or ``arguments`` as dict/JSON string) as OpenAI tool calls."""
-    out = []
-    for i, call in enumerate(calls):
-        if "name" not in call:
-            raise ValueError(f"scripted tool call {i + 1} has no 'name': {call!r}")
-        args = call.get("args", call.get("arguments", {}))
-        arguments = args if isinstance(args, str) else json.dumps(args or {})
-        out.append({"id": call.get("id") or f"call_{turn}_{i}", "type": "function",
-                    "function": {"name": call["name"], "arguments": arguments}})
-    return out
-
-
-# --------------------------------------------------------------------------- responses
-
-
 def parse_response(resp: Any, request: ChatRequest, *, rescue: bool) -> ChatReply:
     """A litellm ``ModelResponse`` as a :class:`ChatReply` (see :func:`model_reply`)."""
     choice = resp.choices[0] if getattr(resp, "choices", None) else None
