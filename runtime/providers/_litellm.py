@@ -120,6 +120,9 @@ def _pair(pending: list[tuple[str, str]], name: str | None) -> str | None:
     return None
 
 
+# --------------------------------------------------------------------------- responses
+
+
 def parse_response(resp: Any, request: ChatRequest, *, rescue: bool) -> ChatReply:
     """A litellm ``ModelResponse`` as a :class:`ChatReply` (see :func:`model_reply`)."""
     choice = resp.choices[0] if getattr(resp, "choices", None) else None
