@@ -42,24 +42,27 @@ def _builder(cls: type) -> Callable[[dict[str, Any]], Any]:
 
     ``model_construct`` re-resolves every default on every call; events are the
     hottest path of the runtime (several per turn, measured by
-    bench/runtime_bench.py), so they are built from a prepared dict instead.
+    bench/runtime_bench.py), so they are built from a prepared dict instead:
+    the defaults in declaration order (so events serialize with ``type`` first
+    as declared), overlaid with the fields given.
     """
-    _unset = object()
-    # (name, default, factory) in declaration order, so events serialize with `type` first as declared.
-    spec = [(name, info.default if info.default_factory is None and not info.is_required() else _unset,
-             info.default_factory) for name, info in cls.model_fields.items()]
+    template: dict[str, Any] = {}
+    factories = []
+    for name, info in cls.model_fields.items():
+        if info.default_factory is not None:
+            factories.append((name, info.default_factory))
+        template[name] = None if info.is_required() or info.default_factory is not None else info.default
+    size = len(template)
     new = cls.__new__
     setattr_ = object.__setattr__
 
     def build(fields: dict[str, Any]) -> Any:
-        values = {}
-        for name, default, factory in spec:
-            if name in fields:
-                values[name] = fields[name]
-            elif factory is not None:
+        values = {**template, **fields}
+        if len(values) != size:
+            raise TypeError(f"{cls.__name__} has no field(s) {sorted(set(fields) - set(template))}")
+        for name, factory in factories:
+            if name not in fields:
                 values[name] = factory()
-            elif default is not _unset:
-                values[name] = default
         event = new(cls)
         setattr_(event, "__dict__", values)
         setattr_(event, "__pydantic_fields_set__", set(fields))
