@@ -1,9 +1,9 @@
 """Keep the garbage collector out of the app's frames.
 
 While the app runs, automatic collection is off, and :meth:`Heap.tick` (from
-the app's 100 Hz timer, between frames) runs the young collections CPython
-would have run by then, by the same volumes: a collection no longer lands in
-the middle of a frame and adds its milliseconds to it.
+the app's 100 Hz timer, between frames) runs the young collections: a
+collection no longer lands in the middle of a frame and adds its
+milliseconds to it.
 
 A run's events and messages live as long as the run is on screen, and
 CPython's full collection walks every tracked object: with a few hundred
@@ -19,10 +19,13 @@ from __future__ import annotations
 
 import gc
 
+MIDDLE_EVERY = 3  # ticks between collections of the middle generation
+FREEZE_EVERY = 10  # middle collections between two hand-offs to the permanent generation
+
 
 class Heap:
     def __init__(self) -> None:
-        self._young = 0  # objects through young collections since the last middle one
+        self._ticks = 0
         self._middle = 0  # middle collections since the last hand-off
         self._was_enabled = False
 
@@ -35,22 +38,23 @@ class Heap:
         if self._was_enabled:
             gc.enable()
 
-    def tick(self) -> int | None:
-        """Run the collection that is due, if any; returns its generation."""
-        count = gc.get_count()[0]
-        threshold0, threshold1, threshold2 = gc.get_threshold()
-        if count < threshold0:
-            return None
-        # CPython collects generation 1 after `threshold1` collections of `threshold0` new objects;
-        # between ticks more than that piles up, so the count is of objects, not collections.
-        self._young += count
-        if self._young < threshold0 * threshold1:
+    def tick(self) -> int:
+        """Collect the young generation, and every third tick the middle one; returns which.
+
+        By time, not by CPython's count: the count is allocations minus
+        deallocations, so while a flood both renders new lines and drops old
+        ones it stays low and the young generation grows unseen, until one
+        collection walks all of it (26-42 ms measured). A tick's young
+        collection covers what 10 ms left behind, a middle one what 30 ms did
+        (a flood renders new lines all the time: each pass stays a few ms).
+        """
+        self._ticks += 1
+        if self._ticks % MIDDLE_EVERY:
             gc.collect(0)
             return 0
-        self._young = 0
         gc.collect(1)
         self._middle += 1
-        if self._middle >= threshold2:  # where CPython would walk everything: hand the survivors off
+        if self._middle >= FREEZE_EVERY:  # instead of full passes: hand the survivors off
             self._middle = 0
             gc.freeze()
         return 1
@@ -60,4 +64,4 @@ class Heap:
         gc.unfreeze()
         gc.collect()
         gc.freeze()
-        self._young = self._middle = 0
+        self._ticks = self._middle = 0

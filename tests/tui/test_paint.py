@@ -126,12 +126,12 @@ def test_heap_collects_between_frames_and_restores_the_collector():
         for _ in range(3):
             _Cycle()  # garbage only a collection frees
         alive = lambda: sum(isinstance(o, _Cycle) for o in gc.get_objects(0))  # noqa: E731
+        junk = [[] for _ in range(5 * gc.get_threshold()[0])]  # CPython would have collected by now
         assert alive() == 3
-        junk = [[] for _ in range(gc.get_threshold()[0])]  # enough new objects for a young collection
-        assert heap.tick() == 0
-        del junk
+        assert heap.tick() == 0  # a tick collects the young generation
         assert alive() == 0
-        assert heap.tick() is None  # nothing due right after one
+        assert [heap.tick() for _ in range(5)] == [0, 1, 0, 0, 1]  # and every third one the middle one
+        del junk
     finally:
         heap.stop()
     assert gc.isenabled() == was
@@ -149,3 +149,18 @@ def test_heap_settle_frees_cycles_handed_off_by_an_earlier_run():
         assert not any(isinstance(o, _Cycle) for o in gc.get_objects())
     finally:
         gc.unfreeze()
+
+
+async def test_a_full_block_cache_drops_its_oldest_blocks_not_all_of_them():
+    from tui.widgets import message_list
+
+    pane = MessageList(id="c")
+    app = _Pane(pane)
+    async with app.run_test(size=(80, 24)) as pilot:
+        pane.set_messages(_messages(message_list._CACHE_LIMIT + 200), reset=True)
+        await pilot.pause()
+        for i in range(message_list._CACHE_LIMIT + 200):
+            pane._block(i)
+        cached = len(pane._cache)
+        assert message_list._CACHE_LIMIT - message_list._EVICT_BATCH <= cached <= message_list._CACHE_LIMIT
+        assert message_list._CACHE_LIMIT + 199 in pane._cache and 0 not in pane._cache  # oldest went first
