@@ -164,3 +164,16 @@ async def test_a_full_block_cache_drops_its_oldest_blocks_not_all_of_them():
         cached = len(pane._cache)
         assert message_list._CACHE_LIMIT - message_list._EVICT_BATCH <= cached <= message_list._CACHE_LIMIT
         assert message_list._CACHE_LIMIT + 199 in pane._cache and 0 not in pane._cache  # oldest went first
+
+
+async def test_a_click_on_a_sidebar_row_picks_that_row():
+    from conftest import make, paused
+
+    app = make(input="go")
+    async with app.run_test(size=(140, 40)) as pilot:
+        await paused(pilot)
+        sidebar = app.main.sidebar
+        row = sidebar.ids.index("field:rounds")
+        await pilot.click("#sidebar", offset=(5, 1 + row))  # 1: the border above the first row
+        await pilot.pause()
+        assert sidebar.highlighted_id == "field:rounds"

@@ -222,7 +222,9 @@ class Sidebar(SteadyScrollbars, ScrollView, can_focus=True):
             self.highlighted = picks[where]
 
     def on_click(self, event: Click) -> None:
-        self.highlighted = self.scroll_offset.y + event.y
+        offset = event.get_content_offset(self)  # inside the border and padding, or None
+        if offset is not None:
+            self.highlighted = self.scroll_offset.y + offset.y
 
     def on_focus(self) -> None:
         self._style = None  # the cursor's style depends on focus
