@@ -33,6 +33,7 @@ from tui.shown import shown
 DRAIN_INTERVAL = 1 / 100  # how often buffered events are folded into the view while a run is busy
 IDLE_CHECK_S = 1 / 4  # how often an idle app looks for work (the fast tick sleeps meanwhile)
 STAY_AWAKE_S = 1.0  # the fast tick keeps going this long after the last event (events come in bursts)
+SETTLE_AFTER_S = 2.0  # idle this long after a busy spell: one full garbage collection
 FLUSH_BUDGET_S = 0.005  # collect and fold at most this long per tick, so input stays answered
 MIN_FOLD_S = 0.001  # ...but fold for at least this long, so a flood is never starved
 REDRAW_INTERVAL = 1 / 20  # panes are redrawn at most this often
@@ -61,6 +62,7 @@ class FlowApp(App[int]):
         self.heap = Heap()
         self._ticker: Timer | None = None
         self._folded_at = 0.0  # when the last events were folded
+        self._asleep_at: float | None = None  # when the fast tick last went to sleep
 
     # --- lifecycle -------------------------------------------------------------
     def get_default_screen(self) -> Screen:
@@ -188,16 +190,21 @@ class FlowApp(App[int]):
             self._folded_at = time.monotonic()
         if not self._busy() and self._ticker is not None:
             self._ticker.pause()
+            self._asleep_at = time.monotonic()
 
     def _idle_check(self) -> None:
-        self.heap.tick()  # threads may allocate while the app is idle
+        self.heap.idle_tick()
         if self._busy():
             self.wake()
+        elif (self.heap.handed_off and self._asleep_at is not None
+              and time.monotonic() - self._asleep_at >= SETTLE_AFTER_S):
+            self.heap.settle()
 
     def wake(self) -> None:
         """Run the fast tick again (after a command that sets the run going)."""
         if self._ticker is not None:
             self._ticker.resume()
+            self._asleep_at = None
 
     # --- run commands ----------------------------------------------------------
     def _controller(self) -> Any:

@@ -10,9 +10,9 @@ CPython's full collection walks every tracked object: with a few hundred
 thousand events each full pass froze the app for 50–150 ms. So what has
 survived the young collections a few times over is handed to the permanent
 generation (``gc.freeze``) instead of being walked again and again; it is
-still freed by reference counting when the run is dropped, and each new run
-starts with one full collection after thawing (:meth:`Heap.settle`), so
-cycles are not kept past their run.
+still freed by reference counting when the run is dropped, and a full
+collection after thawing (:meth:`Heap.settle`) runs when a new run starts and
+when the app goes idle after a busy spell, so cycles are not kept for long.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ class Heap:
         self._ticks = 0
         self._middle = 0  # middle collections since the last hand-off
         self._was_enabled = False
+        self.handed_off = False  # something was frozen since the last settle
 
     def start(self) -> None:
         """Collections happen at :meth:`tick`, not on allocation."""
@@ -57,11 +58,22 @@ class Heap:
         if self._middle >= FREEZE_EVERY:  # instead of full passes: hand the survivors off
             self._middle = 0
             gc.freeze()
+            self.handed_off = True
         return 1
 
+    def idle_tick(self) -> int | None:
+        """From the idle check: a tick only if CPython would collect by now (threads may allocate
+        while the app is idle); an idle app with nothing allocating collects nothing."""
+        if gc.get_count()[0] < gc.get_threshold()[0]:
+            return None
+        return self.tick()
+
     def settle(self) -> None:
-        """At a load or a new run: thaw, collect everything once, freeze what is alive."""
+        """Thaw, collect everything once, freeze what is alive: at a new run, and when the app
+        has been idle a while after a busy spell (what was handed off and has died since, a
+        closed dialog or a dismissed notification, is freed then, not at the next run)."""
         gc.unfreeze()
         gc.collect()
         gc.freeze()
         self._ticks = self._middle = 0
+        self.handed_off = False

@@ -5,6 +5,7 @@ frames, not inside them."""
 
 from __future__ import annotations
 
+import asyncio
 import gc
 from types import SimpleNamespace
 
@@ -177,3 +178,35 @@ async def test_a_click_on_a_sidebar_row_picks_that_row():
         await pilot.click("#sidebar", offset=(5, 1 + row))  # 1: the border above the first row
         await pilot.pause()
         assert sidebar.highlighted_id == "field:rounds"
+
+
+def test_an_idle_heap_collects_only_when_something_allocates():
+    heap = Heap()
+    heap.start()
+    try:
+        gc.collect()
+        assert heap.idle_tick() is None  # nothing allocated: nothing collected, nothing frozen
+        junk = [[] for _ in range(2 * gc.get_threshold()[0])]
+        assert heap.idle_tick() == 0
+        del junk
+    finally:
+        heap.stop()
+
+
+async def test_an_app_idle_after_a_busy_spell_runs_one_full_collection(monkeypatch):
+    import tui.app
+    from conftest import make, paused
+
+    monkeypatch.setattr(tui.app, "SETTLE_AFTER_S", 0.3)
+    monkeypatch.setattr(tui.app, "STAY_AWAKE_S", 0.1)
+    app = make(input="go")
+    async with app.run_test() as pilot:
+        await paused(pilot)
+        settles = []
+        settle = app.heap.settle
+        app.heap.settle = lambda: (settles.append(1), settle())
+        app.heap.handed_off = True  # as after a flood of events
+        await asyncio.sleep(1.5)
+        assert settles == [1] and not app.heap.handed_off
+        await asyncio.sleep(0.6)
+        assert settles == [1]  # once per busy spell, not over and over while idle
