@@ -13,7 +13,7 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from tui.shown import shown
-from tui.widgets.paint import DirectLines
+from tui.widgets.paint import DirectLines, drop_oldest
 from tui.widgets.scrollbar import SteadyScrollbars
 
 TYPE_STYLES = {
@@ -26,6 +26,8 @@ TYPE_STYLES = {
     "subscriber": Style(color="#ff5f5f"),
 }
 USER_STYLE = Style(color="#ffd75f", bold=True)
+_CACHE_LIMIT = 4000  # formatted lines kept
+_EVICT_BATCH = 200  # dropped together when the cache is full (oldest first)
 DIM = Style(dim=True)
 
 
@@ -92,7 +94,7 @@ class EventLog(DirectLines, SteadyScrollbars, ScrollView, can_focus=True):
         if events is not self._events:
             self._events = events
             self._lines.clear()
-        self.virtual_size = Size(self.size.width, len(events))
+        self.set_virtual_size(Size(self.size.width, len(events)))  # no screen layout per redraw
         if at_end:
             self.scroll_end(animate=False, immediate=True, force=True, x_axis=False)
         self.refresh()
@@ -107,8 +109,8 @@ class EventLog(DirectLines, SteadyScrollbars, ScrollView, can_focus=True):
                     Segment(f"{_fit(ev.origin, 26):<26} ", USER_STYLE if user else DIM),
                     Segment(shown(summarize(ev)).replace("\n", " ⏎ "))]
             strip = Strip(segs)
-            if len(self._lines) > 4000:
-                self._lines.clear()
+            if len(self._lines) >= _CACHE_LIMIT:
+                drop_oldest(self._lines, _EVICT_BATCH)
             self._lines[i] = strip
         return strip
 

@@ -13,7 +13,7 @@ is not selectable and is re-rendered alone as text arrives.
 from __future__ import annotations
 
 from bisect import bisect_right
-from itertools import accumulate, islice
+from itertools import accumulate
 from typing import Any
 
 from rich.segment import Segment
@@ -26,7 +26,7 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from tui.widgets.blocks import estimate_heights, is_collapsible, render_block
-from tui.widgets.paint import DirectLines
+from tui.widgets.paint import DirectLines, drop_oldest
 from tui.widgets.scrollbar import SteadyScrollbars
 
 CURSOR_STYLE = Style(bgcolor="#1f3347")
@@ -134,17 +134,6 @@ class MessageList(DirectLines, SteadyScrollbars, ScrollView, can_focus=True):
         self._cache.clear()
         self._raw.clear()
 
-    def _evict(self) -> None:
-        """Drop the blocks rendered longest ago, a few at a time.
-
-        Dropping all 1,500 at once freed tens of thousands of objects in one go:
-        a 60-90 ms freeze in the middle of a flood of messages (bench/tui_bench.py).
-        """
-        cache, raw = self._cache, self._raw
-        for i in list(islice(cache, _EVICT_BATCH)):
-            del cache[i]
-            raw.pop(i, None)
-
     def _content_width(self) -> int:
         return self._width or self._measure_width()
 
@@ -179,7 +168,7 @@ class MessageList(DirectLines, SteadyScrollbars, ScrollView, can_focus=True):
         strips = self._cache.get(i)
         if strips is None:
             if len(self._cache) >= _CACHE_LIMIT:
-                self._evict()
+                drop_oldest(self._cache, _EVICT_BATCH, self._raw)
             raw = render_block(self.app.console, self._messages[i], i, self._content_width(),
                                expanded=i in self._expanded, label=self.labels.get(i))
             base = self._base

@@ -7,10 +7,14 @@ lines are cached (the message list, the event log) and whose box is plain
 repaint. :class:`DirectLines` hands the compositor the cached lines instead:
 widened to the pane with the same background, filtered, cropped — each step
 cached on the line itself, so an unchanged line costs a few lookups.
-Any other box falls back to Textual's own path.
+Any other box falls back to Textual's own path. :func:`drop_oldest` trims
+such a line cache when it is full.
 """
 
 from __future__ import annotations
+
+from itertools import islice
+from typing import Any
 
 from textual.geometry import Region
 from textual.strip import Strip
@@ -47,3 +51,16 @@ class DirectLines:
         if (x1, x2) != (0, width):
             lines = [strip.crop(x1, x2) for strip in lines]
         return lines
+
+
+def drop_oldest(cache: dict[Any, Any], n: int, *alongside: dict[Any, Any]) -> None:
+    """Drop the ``n`` entries put in ``cache`` longest ago (and the same keys from ``alongside``).
+
+    A full line cache is trimmed a little at a time: clearing thousands of
+    rendered lines at once freed tens of thousands of objects in one go, a
+    60-90 ms freeze in the middle of a flood (bench/tui_bench.py).
+    """
+    for key in list(islice(cache, n)):
+        del cache[key]
+        for other in alongside:
+            other.pop(key, None)
