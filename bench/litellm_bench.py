@@ -19,7 +19,7 @@ import gc
 import statistics
 import time
 
-from runtime import LiteLLMProvider, agent, bootstrap, loop, workflow
+from flowtui import LiteLLMProvider, agent, bootstrap, loop, workflow
 
 
 def build(turns: int):
@@ -72,8 +72,8 @@ async def provider_vs_bare(calls: int) -> tuple[list[float], list[float]]:
     """
     import litellm
 
-    from runtime import Message
-    from runtime.providers.base import ChatRequest
+    from flowtui import Message
+    from flowtui.runtime.providers.base import ChatRequest
 
     provider = LiteLLMProvider("openai/bench-model", mock_response="texto", retry=False)
     history = [Message(role="system", content="Você escreve."), Message(role="user", content="Escreva sobre ctx.state")]
@@ -131,7 +131,7 @@ def main() -> None:
     parser.add_argument("--probe-gap", action="store_true",
                         help="also time bare calls with a fixed CPU gap between them")
     args = parser.parse_args()
-    from runtime.providers._litellm import load_litellm
+    from flowtui.runtime.providers._litellm import load_litellm
 
     load_litellm()  # import and silence litellm once, outside the timings
     asyncio.run(flowtui_turns(20))

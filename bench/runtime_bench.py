@@ -24,7 +24,7 @@ import time
 
 from pydantic import BaseModel
 
-from runtime import FunctionProvider, State, agent, bootstrap, loop, workflow
+from flowtui import FunctionProvider, State, agent, bootstrap, loop, workflow
 
 
 class RevisaoState(BaseModel):

@@ -101,7 +101,7 @@ def bench_first_paint(rounds: int = 7) -> dict[str, float]:
 
 
 def _messages(n: int):
-    from runtime import Message, ToolCall
+    from flowtui import Message, ToolCall
 
     out = []
     for i in range(n):
@@ -123,7 +123,7 @@ async def bench_conversation(n: int = 10_000) -> dict[str, float]:
     from textual.app import App
     from textual.geometry import Region
 
-    from tui.widgets.message_list import MessageList
+    from flowtui.tui.widgets.message_list import MessageList
 
     class Pane(App):
         def compose(self):
@@ -181,9 +181,9 @@ async def bench_events(rates=(25_000, 50_000, 100_000, 150_000, 200_000), second
     ``thread`` emits from a worker thread (sync code run in a thread). Both call
     the session's sink, as the runtime's emitter does.
     """
-    from runtime import Message
-    from runtime.events import CtxSet, StateAppend
-    from tui.app import make_app
+    from flowtui import Message
+    from flowtui.runtime.events import CtxSet, StateAppend
+    from flowtui.tui.app import make_app
 
     app = make_app("flows/revisao.py", input="bench", preload_litellm=False)
     results = []

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from runtime import Input, ScriptedProvider, agent, loop, tool, until_answered, workflow
+from flowtui import Input, ScriptedProvider, agent, loop, tool, until_answered, workflow
 
 HERE = Path(__file__).parent
 

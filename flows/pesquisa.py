@@ -1,6 +1,6 @@
 """The child workflow that ``subagente.py``'s tool runs in isolation (also runnable alone)."""
 
-from runtime import ScriptedProvider, agent, workflow
+from flowtui import ScriptedProvider, agent, workflow
 
 
 @agent(provider=ScriptedProvider([

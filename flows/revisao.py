@@ -15,7 +15,7 @@ import re
 
 from pydantic import BaseModel, Field
 
-from runtime import (
+from flowtui import (
     AgentContext, Context, Input, ScriptedProvider, State, agent, loop, tool, workflow,
 )
 

@@ -11,7 +11,7 @@ from pydantic import BaseModel, Field
 
 from pesquisa import PesquisaWorkflow  # the child lives in its own file: one workflow per flow file
 
-from runtime import (
+from flowtui import (
     AgentContext, Context, Input, ScriptedProvider, WorkflowRuntime, agent, loop, tool, until_answered, workflow,
 )
 

@@ -16,19 +16,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from runtime.budget import Budget, BudgetTracker, check_budget_arg
-from runtime.bus import Emitter, Sink, Stream
-from runtime.control import Controller
-from runtime.conversation import memory_items
-from runtime.decorators import AgentSpec, ToolSpec, WorkflowSpec, spec_of
-from runtime.engine import Run
-from runtime.errors import ConfigError, InjectionError
-from runtime.journal import JournalWriter
-from runtime.markers import constructor_plan, execute_plan, positional_arity, where
-from runtime.observe import make_state
-from runtime.providers.base import Provider
-from runtime.snapshot import Snapshot, load_snapshot
-from runtime.steps import LoopSpec, ParallelSpec
+from flowtui.runtime.budget import Budget, BudgetTracker, check_budget_arg
+from flowtui.runtime.bus import Emitter, Sink, Stream
+from flowtui.runtime.control import Controller
+from flowtui.runtime.conversation import memory_items
+from flowtui.runtime.decorators import AgentSpec, ToolSpec, WorkflowSpec, spec_of
+from flowtui.runtime.engine import Run
+from flowtui.runtime.errors import ConfigError, InjectionError
+from flowtui.runtime.journal import JournalWriter
+from flowtui.runtime.markers import constructor_plan, execute_plan, positional_arity, where
+from flowtui.runtime.observe import make_state
+from flowtui.runtime.providers.base import Provider
+from flowtui.runtime.snapshot import Snapshot, load_snapshot
+from flowtui.runtime.steps import LoopSpec, ParallelSpec
 
 
 @dataclass
@@ -68,7 +68,7 @@ class Plans:
 
 
 def _plan(spec: WorkflowSpec) -> Plans:
-    from runtime.workflow_runtime import WorkflowRuntime
+    from flowtui.runtime.workflow_runtime import WorkflowRuntime
 
     plans = Plans(spec=spec)
     has_state = spec.state is not None
@@ -123,7 +123,7 @@ def _plan(spec: WorkflowSpec) -> Plans:
 def build_instances(run: Run, *, model: str | None, wrap: Callable[[Provider], Provider] | None = None
                     ) -> tuple[dict, dict, dict]:
     """Agents, tools and providers for one run (so ``State()`` gets that run's instance)."""
-    from runtime.workflow_runtime import WorkflowRuntime
+    from flowtui.runtime.workflow_runtime import WorkflowRuntime
 
     plans = run.plans
     made: dict[type, Any] = {}
@@ -171,7 +171,7 @@ def bootstrap(workflow_cls: type, *, offload_sync: bool = True, model: str | Non
         raise ConfigError(f"{getattr(workflow_cls, '__name__', workflow_cls)!r} is not a @workflow class")
     plans = _plan(spec)
     if replies is not None:
-        from runtime.providers.scripted import ScriptedProvider
+        from flowtui.runtime.providers.scripted import ScriptedProvider
 
         for cls, aspec in list(plans.agent_specs.items()):
             p = aspec.provider
@@ -186,7 +186,7 @@ def _cassette_wrap(record: str | Path | None, replay: str | Path | None):
     """A function wrapping each run's providers for --record / --replay, or None."""
     if record is None and replay is None:
         return None
-    from runtime.providers.cassette import Cassette, RecordingProvider, ReplayProvider
+    from flowtui.runtime.providers.cassette import Cassette, RecordingProvider, ReplayProvider
 
     if replay is not None:
         cassette = Cassette.load(replay)  # read once: a missing file fails before the run

@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, model_validator
 
-from runtime.errors import ConfigError
+from flowtui.runtime.errors import ConfigError
 
 LIMITS = ("max_duration_s", "max_chat_calls", "max_tool_calls", "max_tokens", "max_cost_usd")
 

@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from runtime.events import SubscriberError
+from flowtui.runtime.events import SubscriberError
 
 Sink = Callable[[Any], None]
 

@@ -23,7 +23,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, TextIO
 
-from runtime.secrets import redact, secret_values  # light: os and re only
+from flowtui.runtime.secrets import redact, secret_values  # light: os and re only
 
 JOURNAL_DIR = Path(".flowtui") / "runs"
 
@@ -109,10 +109,10 @@ def _ms(ms: float) -> str:
 
 def main_run(argv: list[str]) -> int:
     # imported here, not at the top: the app imports this module for its arguments before its first paint
-    from runtime.errors import FlowLoadError, FlowtuiError
-    from runtime.events import event_json
-    from runtime.fold import RunView
-    from runtime.snapshot import snapshot_toml
+    from flowtui.runtime.errors import FlowLoadError, FlowtuiError
+    from flowtui.runtime.events import event_json
+    from flowtui.runtime.fold import RunView
+    from flowtui.runtime.snapshot import snapshot_toml
 
     parser = argparse.ArgumentParser(prog="flowtui run", description="Run a flow headless.")
     add_flow_arguments(parser)
@@ -126,7 +126,7 @@ def main_run(argv: list[str]) -> int:
         if isinstance(exc.code, str):
             print(exc.code, file=sys.stderr)
         return 2
-    from runtime.loader import load_flow
+    from flowtui.runtime.loader import load_flow
 
     try:
         app = load_flow(args.flow, model=args.model, replies=args.replies, record=args.record,
@@ -160,7 +160,7 @@ def main_run(argv: list[str]) -> int:
         print("flowtui: interrupted", file=sys.stderr)
         return 1
     except Exception as exc:
-        from runtime.errors import describe_error
+        from flowtui.runtime.errors import describe_error
 
         print(f"flowtui: the run failed: {redact(describe_error(exc), secret_values())}", file=sys.stderr)
         if args.debug:

@@ -14,8 +14,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict
 from pydantic_core import to_jsonable_python
 
-from runtime.conversation import ConversationState
-from runtime.events import CtxSet
+from flowtui.runtime.conversation import ConversationState
+from flowtui.runtime.events import CtxSet
 
 _MISSING = object()
 _RESERVED = frozenset({"state", "get", "run_id", "fields"})

@@ -17,7 +17,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Literal
 
-from runtime.events import RunPause, RunResume
+from flowtui.runtime.events import RunPause, RunResume
 
 PointKind = Literal["agent", "chat", "tool", "loop_iteration"]
 Mode = Literal["run", "step", "next_turn", "loop_once", "pause"]

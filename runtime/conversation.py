@@ -13,8 +13,8 @@ import threading
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, overload
 
-from runtime.events import StateAppend, StateSet
-from runtime.messages import Message
+from flowtui.runtime.events import StateAppend, StateSet
+from flowtui.runtime.messages import Message
 
 BUCKETS = ("history", "memory", "tasks")
 

@@ -14,9 +14,9 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from runtime.errors import ConfigError, PromptNotFoundError
-from runtime.markers import where
-from runtime.providers.base import Provider
+from flowtui.runtime.errors import ConfigError, PromptNotFoundError
+from flowtui.runtime.markers import where
+from flowtui.runtime.providers.base import Provider
 
 HOOKS = ("before_prompt", "before_tool", "after_tool", "after_response", "on_error")
 SPEC_ATTR = "__flowtui__"

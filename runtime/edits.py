@@ -10,12 +10,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from runtime.bus import current_origin
-from runtime.errors import ConfigError
-from runtime.observe import coerce
+from flowtui.runtime.bus import current_origin
+from flowtui.runtime.errors import ConfigError
+from flowtui.runtime.observe import coerce
 
 if TYPE_CHECKING:
-    from runtime.engine import Run
+    from flowtui.runtime.engine import Run
 
 
 class Editor:

@@ -13,25 +13,25 @@ import json
 import time
 from typing import TYPE_CHECKING, Any
 
-from runtime.budget import BudgetStop, BudgetTracker
-from runtime.bus import Emitter, current_node
-from runtime.context import AgentContext, LoopInfo
-from runtime.control import Controller, PausePoint, RunStopped
-from runtime.conversation import ConversationState
-from runtime.decorators import WorkflowSpec
-from runtime.edits import Editor
-from runtime.errors import BudgetExceededError, ConfigError, describe_error
-from runtime.events import RunEnd, RunPause, RunStart
-from runtime.invoke import call_user
-from runtime.messages import Message
-from runtime.nodes import FailCounter, NodeScope, fail_counter, loops_var, path_var
-from runtime.observe import StateObserver
-from runtime.snapshot import apply_state
-from runtime.steps import FailInfo, LoopSpec, ParallelSpec
-from runtime.turn import run_agent
+from flowtui.runtime.budget import BudgetStop, BudgetTracker
+from flowtui.runtime.bus import Emitter, current_node
+from flowtui.runtime.context import AgentContext, LoopInfo
+from flowtui.runtime.control import Controller, PausePoint, RunStopped
+from flowtui.runtime.conversation import ConversationState
+from flowtui.runtime.decorators import WorkflowSpec
+from flowtui.runtime.edits import Editor
+from flowtui.runtime.errors import BudgetExceededError, ConfigError, describe_error
+from flowtui.runtime.events import RunEnd, RunPause, RunStart
+from flowtui.runtime.invoke import call_user
+from flowtui.runtime.messages import Message
+from flowtui.runtime.nodes import FailCounter, NodeScope, fail_counter, loops_var, path_var
+from flowtui.runtime.observe import StateObserver
+from flowtui.runtime.snapshot import apply_state
+from flowtui.runtime.steps import FailInfo, LoopSpec, ParallelSpec
+from flowtui.runtime.turn import run_agent
 
 if TYPE_CHECKING:
-    from runtime.app import Plans
+    from flowtui.runtime.app import Plans
 
 
 class Run:
@@ -41,7 +41,7 @@ class Run:
                  tracker: BudgetTracker, controller: Controller | None, offload: bool,
                  model: str | None, wrap: Any = None, replies: Any = None, depth: int = 0,
                  snapshot: Any = None) -> None:
-        from runtime.app import build_instances  # the App module builds what plans describe
+        from flowtui.runtime.app import build_instances  # the App module builds what plans describe
 
         self.plans = plans
         self.spec: WorkflowSpec = plans.spec

@@ -18,7 +18,7 @@ from typing import Annotated, Any, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
-from runtime.messages import Message
+from flowtui.runtime.messages import Message
 
 NodeKind = Literal["workflow", "loop", "parallel", "agent", "chat", "tool"]
 NodeStatus = Literal["ok", "error", "stopped"]

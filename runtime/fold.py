@@ -11,8 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from runtime.conversation import system_note
-from runtime.messages import Message
+from flowtui.runtime.conversation import system_note
+from flowtui.runtime.messages import Message
 
 
 @dataclass

@@ -13,7 +13,7 @@ import inspect
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from runtime.bus import current_origin
+from flowtui.runtime.bus import current_origin
 
 _IS_ASYNC: dict[Any, bool] = {}
 

@@ -10,8 +10,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from runtime.events import event_json, parse_event
-from runtime.secrets import redact, secret_values
+from flowtui.runtime.events import event_json, parse_event
+from flowtui.runtime.secrets import redact, secret_values
 
 class JournalWriter:
     """A sink that appends each event to ``path`` as a JSON line."""

@@ -14,9 +14,9 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from runtime.decorators import WorkflowSpec, spec_of
-from runtime.errors import FlowLoadError, FlowtuiError
-from runtime.markers import where
+from flowtui.runtime.decorators import WorkflowSpec, spec_of
+from flowtui.runtime.errors import FlowLoadError, FlowtuiError
+from flowtui.runtime.markers import where
 
 _loaded = 0
 
@@ -117,7 +117,7 @@ def find_workflow(module: Any, path: Path, name: str | None) -> type:
 
 def load_flow(target: str, **bootstrap_config: Any):
     """Load ``FILE[:Class]`` and bootstrap it. Raises :class:`FlowLoadError` only."""
-    from runtime.app import bootstrap
+    from flowtui.runtime.app import bootstrap
 
     path, name = split_target(target)
     module = load_module(path)

@@ -13,7 +13,7 @@ import inspect
 import typing
 from typing import Annotated, Any, Literal, get_args, get_origin
 
-from runtime.errors import InjectionError
+from flowtui.runtime.errors import InjectionError
 
 Want = Literal["state", "ctx", "input", "runtime"]
 

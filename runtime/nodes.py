@@ -12,14 +12,14 @@ import contextvars
 import time
 from typing import TYPE_CHECKING, Any
 
-from runtime.budget import BudgetStop
-from runtime.bus import current_node
-from runtime.control import RunStopped
-from runtime.errors import describe_error
-from runtime.events import NodeEnd, NodeStart
+from flowtui.runtime.budget import BudgetStop
+from flowtui.runtime.bus import current_node
+from flowtui.runtime.control import RunStopped
+from flowtui.runtime.errors import describe_error
+from flowtui.runtime.events import NodeEnd, NodeStart
 
 if TYPE_CHECKING:
-    from runtime.engine import Run
+    from flowtui.runtime.engine import Run
 
 # Labels of the nodes around the running code, for "where the run is".
 path_var: contextvars.ContextVar[tuple[str, ...]] = contextvars.ContextVar("flowtui_path", default=())

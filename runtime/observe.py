@@ -23,9 +23,9 @@ from typing import Any
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
-from runtime.context import jsonable
-from runtime.errors import ConfigError
-from runtime.events import WorkflowStateChange
+from flowtui.runtime.context import jsonable
+from flowtui.runtime.errors import ConfigError
+from flowtui.runtime.events import WorkflowStateChange
 
 # id(state instance) -> its observer, while its run lives.
 _OBSERVERS: dict[int, "StateObserver"] = {}

@@ -30,8 +30,8 @@ from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
 
-from runtime.errors import ConfigError
-from runtime.messages import Message
+from flowtui.runtime.errors import ConfigError
+from flowtui.runtime.messages import Message
 
 
 def _drop_none(value: Any) -> Any:
@@ -92,7 +92,7 @@ def load_snapshot(path: str | Path) -> Snapshot:
 
 def apply_state(obj: Any, cls: type, values: dict[str, Any], *, source: str) -> None:
     """Set workflow-state fields from a snapshot, each validated against its type."""
-    from runtime.observe import field_type, state_fields
+    from flowtui.runtime.observe import field_type, state_fields
 
     known = state_fields(obj)
     for name, value in values.items():

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from runtime.errors import ConfigError
+from flowtui.runtime.errors import ConfigError
 
 
 @dataclass(frozen=True)

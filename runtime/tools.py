@@ -13,15 +13,15 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ValidationError
 
-from runtime.decorators import AgentSpec
-from runtime.errors import BudgetExceededError, FatalToolError
-from runtime.invoke import call_user
-from runtime.messages import Message, ToolCall, ToolOutput, ToolResult
-from runtime.nodes import NodeScope, fail_counter
-from runtime.providers.base import RAW_ARGUMENTS_KEY
+from flowtui.runtime.decorators import AgentSpec
+from flowtui.runtime.errors import BudgetExceededError, FatalToolError
+from flowtui.runtime.invoke import call_user
+from flowtui.runtime.messages import Message, ToolCall, ToolOutput, ToolResult
+from flowtui.runtime.nodes import NodeScope, fail_counter
+from flowtui.runtime.providers.base import RAW_ARGUMENTS_KEY
 
 if TYPE_CHECKING:
-    from runtime.engine import Run
+    from flowtui.runtime.engine import Run
 
 
 def _text(value: Any) -> tuple[str, bool]:

@@ -12,19 +12,19 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING, Any
 
-from runtime.budget import BudgetStop
-from runtime.context import TurnInfo
-from runtime.control import RunStopped
-from runtime.decorators import AgentSpec
-from runtime.errors import BudgetExceededError, FatalToolError, ProviderError, describe_error
-from runtime.events import ChatAttempt, ChatDelta
-from runtime.messages import Message
-from runtime.nodes import NodeScope
-from runtime.providers.base import AttemptInfo, ChatReply, ChatRequest
-from runtime.tools import run_tool_call
+from flowtui.runtime.budget import BudgetStop
+from flowtui.runtime.context import TurnInfo
+from flowtui.runtime.control import RunStopped
+from flowtui.runtime.decorators import AgentSpec
+from flowtui.runtime.errors import BudgetExceededError, FatalToolError, ProviderError, describe_error
+from flowtui.runtime.events import ChatAttempt, ChatDelta
+from flowtui.runtime.messages import Message
+from flowtui.runtime.nodes import NodeScope
+from flowtui.runtime.providers.base import AttemptInfo, ChatReply, ChatRequest
+from flowtui.runtime.tools import run_tool_call
 
 if TYPE_CHECKING:
-    from runtime.engine import Run
+    from flowtui.runtime.engine import Run
 
 
 async def run_agent(run: "Run", spec: AgentSpec) -> None:

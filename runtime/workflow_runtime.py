@@ -20,12 +20,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from runtime.budget import Budget, BudgetTracker, check_budget_arg
-from runtime.bus import Emitter
-from runtime.conversation import memory_items
+from flowtui.runtime.budget import Budget, BudgetTracker, check_budget_arg
+from flowtui.runtime.bus import Emitter
+from flowtui.runtime.conversation import memory_items
 
 if TYPE_CHECKING:
-    from runtime.engine import Run
+    from flowtui.runtime.engine import Run
 
 class WorkflowRuntime:
     """Runs child workflows inside the run that built this tool."""
@@ -37,8 +37,8 @@ class WorkflowRuntime:
                   memory: str | Iterable[str] | Mapping[str, Any] | None = None,
                   budget: Budget | None = None) -> str:
         """Run ``workflow_cls`` to the end and return its output as one string."""
-        from runtime.app import bootstrap
-        from runtime.engine import Run
+        from flowtui.runtime.app import bootstrap
+        from flowtui.runtime.engine import Run
 
         parent = self._parent
         app = parent.child_apps.get(workflow_cls)

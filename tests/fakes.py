@@ -1,6 +1,6 @@
 """Fakes shared by the runtime tests: scripted models and a run that records its events."""
 
-from runtime import FunctionProvider, bootstrap
+from flowtui import FunctionProvider, bootstrap
 
 _RAISE = object()
 

@@ -3,7 +3,7 @@
 import pytest
 from pydantic import BaseModel
 
-from runtime import (
+from flowtui import (
     AgentContext, FunctionProvider, Input, PromptNotFoundError, ToolCall, agent, bootstrap, tool, workflow,
 )
 
@@ -214,7 +214,7 @@ def test_prompt_path_is_relative_to_the_defining_file(tmp_path):
     (tmp_path / "x.agent.md").write_text("You are X.\n")
     src = tmp_path / "flow.py"
     src.write_text(
-        "from runtime import FunctionProvider, agent\n"
+        "from flowtui import FunctionProvider, agent\n"
         "@agent(provider=FunctionProvider(lambda m, t: 'ok'), prompt='./x.agent.md')\n"
         "class X: pass\n"
         "@agent(provider=FunctionProvider(lambda m, t: 'ok'), prompt='./missing.agent.md')\n"
@@ -228,7 +228,7 @@ def test_prompt_path_is_relative_to_the_defining_file(tmp_path):
 
 
 async def test_a_recovered_turn_is_the_turn_until_answered_sees():
-    from runtime import loop, until_answered
+    from flowtui import loop, until_answered
 
     replies = iter([{"content": "", "tool_calls": [{"name": "busca", "args": {"q": "x"}}]}, RuntimeError("down")])
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from pydantic import BaseModel
 
-from runtime import (
+from flowtui import (
     Budget,
     BudgetExceededError,
     BudgetUsage,
@@ -22,7 +22,7 @@ from runtime import (
 )
 from fakes import call, counting, run_collect
 from fakes import scripted as _scripted
-from runtime.providers.base import Usage
+from flowtui.runtime.providers.base import Usage
 
 
 # --- helpers ---------------------------------------------------------------

@@ -7,11 +7,11 @@ import json
 import pytest
 
 from loopback_openai import LoopbackOpenAI, reply
-from runtime.errors import CassetteMissError, ConfigError
-from runtime.messages import Message, ToolCall
-from runtime.providers.base import ChatReply, ChatRequest, Provider
-from runtime.providers.cassette import Cassette, RecordingProvider, ReplayProvider
-from runtime.providers.litellm import LiteLLMProvider, Retry
+from flowtui.runtime.errors import CassetteMissError, ConfigError
+from flowtui.runtime.messages import Message, ToolCall
+from flowtui.runtime.providers.base import ChatReply, ChatRequest, Provider
+from flowtui.runtime.providers.cassette import Cassette, RecordingProvider, ReplayProvider
+from flowtui.runtime.providers.litellm import LiteLLMProvider, Retry
 
 KEY = "sk-test-SECRET123"
 

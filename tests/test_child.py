@@ -8,7 +8,7 @@ import asyncio
 import pytest
 from pydantic import BaseModel
 
-from runtime import (
+from flowtui import (
     FatalToolError,
     FunctionProvider,
     Input,
@@ -317,7 +317,7 @@ def _delegating_flow(child_agent_provider):
 
 
 async def test_a_child_workflow_inherits_the_cassette_so_replay_never_reaches_its_model(tmp_path):
-    from runtime import bootstrap
+    from flowtui import bootstrap
 
     cassette = tmp_path / "c.jsonl"
     calls = []
@@ -333,7 +333,7 @@ async def test_a_child_workflow_inherits_the_cassette_so_replay_never_reaches_it
 
 
 async def test_a_stop_inside_a_child_workflow_stops_the_parent():
-    from runtime import Controller, bootstrap
+    from flowtui import Controller, bootstrap
 
     ctl = Controller(breakpoints={"Researcher"})
     app = bootstrap(_delegating_flow(FunctionProvider(lambda m, t: "because")))

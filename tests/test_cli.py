@@ -9,13 +9,13 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-HEADER = "from runtime import FunctionProvider, FatalToolError, State, agent, workflow, loop, tool, Input\n"
+HEADER = "from flowtui import FunctionProvider, FatalToolError, State, agent, workflow, loop, tool, Input\n"
 
 
 def flowtui(*args, cwd=ROOT):
     if args[:1] == ("run",) and not {"--journal", "--no-journal"} & set(args):
         args = (*args, "--no-journal")  # journaling by default is tested in tests/tui/test_cli_tui.py
-    return subprocess.run([sys.executable, "-c", "from tui.cli import main; main()", *args],
+    return subprocess.run([sys.executable, "-c", "from flowtui.tui.cli import main; main()", *args],
                           capture_output=True, text=True, cwd=cwd, timeout=120)
 
 
@@ -192,7 +192,7 @@ def test_a_credential_never_reaches_the_terminal(tmp_path):
     secret = "tok-1234567890-secret"
     env = {**os.environ, "MY_SERVICE_TOKEN": secret}
     for args in (["--json"], []):
-        res = subprocess.run([sys.executable, "-c", "from tui.cli import main; main()", "run", str(path), "--input",
+        res = subprocess.run([sys.executable, "-c", "from flowtui.tui.cli import main; main()", "run", str(path), "--input",
                               "x", "--no-journal", *args], capture_output=True, text=True, cwd=ROOT, env=env,
                              timeout=120)
         assert res.returncode == 0, res.stderr
@@ -208,7 +208,7 @@ def test_debug_shows_the_flows_own_traceback(tmp_path):
 
 
 def test_loading_again_reads_changed_sibling_modules(tmp_path):
-    from runtime.loader import load_flow
+    from flowtui.runtime.loader import load_flow
 
     (tmp_path / "helper_mod.py").write_text("ANSWER = 'one'\n")
     path = write(tmp_path, """

@@ -2,9 +2,9 @@
 
 import pytest
 
-from runtime import FunctionProvider, LoopInfo, TurnInfo, agent, bootstrap, loop, workflow
-from runtime.context import AgentContext
-from runtime.conversation import ConversationState
+from flowtui import FunctionProvider, LoopInfo, TurnInfo, agent, bootstrap, loop, workflow
+from flowtui.runtime.context import AgentContext
+from flowtui.runtime.conversation import ConversationState
 
 
 def test_free_fields_get_and_unset_attribute_error():

@@ -9,7 +9,7 @@ import time
 import pytest
 from pydantic import BaseModel
 
-from runtime import (
+from flowtui import (
     ConfigError,
     Controller,
     FunctionProvider,

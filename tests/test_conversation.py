@@ -3,8 +3,8 @@
 import pytest
 from pydantic import BaseModel
 
-from runtime import FunctionProvider, Message, agent, bootstrap, workflow
-from runtime.conversation import ConversationState, memory_items
+from flowtui import FunctionProvider, Message, agent, bootstrap, workflow
+from flowtui.runtime.conversation import ConversationState, memory_items
 
 
 def make_state():

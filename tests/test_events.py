@@ -8,9 +8,9 @@ import sys
 import pytest
 from pydantic import BaseModel
 
-from runtime import FunctionProvider, State, agent, bootstrap, loop, workflow
-from runtime.fold import RunView
-from runtime.journal import read_journal
+from flowtui import FunctionProvider, State, agent, bootstrap, loop, workflow
+from flowtui.runtime.fold import RunView
+from flowtui.runtime.journal import read_journal
 
 
 class S(BaseModel):
@@ -129,9 +129,10 @@ async def test_fifty_concurrent_runs_never_see_each_other():
 
 
 def test_import_runtime_does_not_import_textual_rich_or_litellm():
-    code = ("import sys, runtime, runtime.cli, runtime.providers.litellm, runtime.providers.cassette; "
+    code = ("import sys, flowtui, flowtui.runtime.cli, flowtui.runtime.providers.litellm, "
+            "flowtui.runtime.providers.cassette; "
             "print(','.join(m for m in ('textual', 'rich', 'litellm') if m in sys.modules))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd="/")
     assert out.stdout.strip() == ""
 
 
@@ -157,7 +158,7 @@ async def test_a_subscriber_that_changes_ctx_does_not_deadlock_and_order_holds()
 
 async def test_threads_changing_state_keep_events_in_the_order_of_the_changes():
     """Sync hooks run in worker threads; the folded view must match what the model will see."""
-    from runtime import parallel
+    from flowtui import parallel
 
     def model(messages, tools):
         return "ok"
@@ -182,7 +183,7 @@ async def test_threads_changing_state_keep_events_in_the_order_of_the_changes():
 
 
 async def test_a_run_refused_before_it_starts_leaves_no_journal(tmp_path):
-    from runtime import ConfigError
+    from flowtui import ConfigError
 
     snap = tmp_path / "bad.toml"
     snap.write_text('[state]\nrodadas = "muitas"\n')

@@ -4,8 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from runtime.fold import RunView
-from runtime.loader import load_flow
+from flowtui.runtime.fold import RunView
+from flowtui.runtime.loader import load_flow
 
 FLOWS = Path(__file__).resolve().parent.parent / "flows"
 
@@ -61,7 +61,7 @@ def test_a_scripted_run_never_imports_litellm():
 
     code = """
 import asyncio, sys, time
-from runtime.loader import load_flow
+from flowtui.runtime.loader import load_flow
 t0 = time.perf_counter()
 out = asyncio.run(load_flow(sys.argv[1]).run("Escreva sobre ctx.state"))
 print("litellm" in sys.modules, time.perf_counter() - t0)
@@ -80,7 +80,7 @@ def test_the_first_litellm_call_imports_it_without_freezing_the_event_loop():
 
     code = """
 import asyncio, time
-from runtime import LiteLLMProvider, agent, bootstrap, workflow
+from flowtui import LiteLLMProvider, agent, bootstrap, workflow
 
 @agent(provider=LiteLLMProvider("openai/offline", mock_response="oi", retry=False))
 class Agente:

@@ -5,7 +5,7 @@ from typing import Annotated
 import pytest
 from pydantic import BaseModel
 
-from runtime import (
+from flowtui import (
     Context, FunctionProvider, InjectionError, Input, State, agent, bootstrap, loop, tool, workflow,
 )
 

@@ -4,11 +4,11 @@ import pytest
 from pydantic import BaseModel
 
 from loopback_openai import LoopbackOpenAI, rate_limited, reply, unauthorized
-from runtime import (
+from flowtui import (
     Budget, Input, LiteLLMProvider, ProviderError, agent, bootstrap, loop, tool, until_answered, workflow,
 )
-from runtime.fold import RunView
-from runtime.providers.litellm import Retry
+from flowtui.runtime.fold import RunView
+from flowtui.runtime.providers.litellm import Retry
 
 KEY = "sk-loopback-FAKE-0123456789"
 

@@ -26,12 +26,12 @@ from loopback_openai import (
     slow,
     unauthorized,
 )
-from runtime.errors import ConfigError, ProviderError
-from runtime.messages import Message, ToolCall
-from runtime.providers import _litellm
-from runtime.providers.base import AttemptInfo, ChatRequest
-from runtime.providers.litellm import LiteLLMProvider, Retry, _retry_after_s
-from runtime.providers.scripted import ScriptedProvider
+from flowtui.runtime.errors import ConfigError, ProviderError
+from flowtui.runtime.messages import Message, ToolCall
+from flowtui.runtime.providers import _litellm
+from flowtui.runtime.providers.base import AttemptInfo, ChatRequest
+from flowtui.runtime.providers.litellm import LiteLLMProvider, Retry, _retry_after_s
+from flowtui.runtime.providers.scripted import ScriptedProvider
 
 # pytest resets warning filters per test, undoing the ones load_litellm installs
 # (the subprocess test below checks those); keep this file's report clean.
@@ -446,9 +446,9 @@ def test_bad_native_arguments_are_kept_raw():
 
 
 def test_importing_providers_does_not_import_litellm():
-    code = ("import sys, runtime.providers.litellm, runtime.providers.rescue, "
-            "runtime.providers.cassette, runtime.providers._litellm\n"
-            "from runtime.providers.litellm import LiteLLMProvider\n"
+    code = ("import sys, flowtui.runtime.providers.litellm, flowtui.runtime.providers.rescue, "
+            "flowtui.runtime.providers.cassette, flowtui.runtime.providers._litellm\n"
+            "from flowtui.runtime.providers.litellm import LiteLLMProvider\n"
             "LiteLLMProvider('openai/x', temperature=0)\n"
             "print('litellm' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
@@ -458,8 +458,8 @@ def test_importing_providers_does_not_import_litellm():
 
 
 def test_import_runtime_does_not_import_litellm():
-    code = "import sys, runtime\nruntime.LiteLLMProvider\nprint('litellm' in sys.modules)"
-    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
+    code = "import sys, flowtui\nflowtui.LiteLLMProvider\nprint('litellm' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], cwd="/", capture_output=True,
                          text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "False"
@@ -470,10 +470,10 @@ import asyncio, os, sys
 sys.path.insert(0, os.path.join(os.getcwd(), "tests"))
 os.environ.pop("OPENAI_API_KEY", None)
 from loopback_openai import *
-from runtime.errors import ProviderError
-from runtime.messages import Message
-from runtime.providers.base import ChatRequest
-from runtime.providers.litellm import LiteLLMProvider, Retry
+from flowtui.runtime.errors import ProviderError
+from flowtui.runtime.messages import Message
+from flowtui.runtime.providers.base import ChatRequest
+from flowtui.runtime.providers.litellm import LiteLLMProvider, Retry
 
 async def main():
     fast = Retry(attempts=2, base_delay_s=0.001)

@@ -7,7 +7,7 @@ import asyncio
 
 from pydantic import BaseModel
 
-from runtime import (
+from flowtui import (
     FunctionProvider,
     Input,
     State,

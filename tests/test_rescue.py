@@ -7,8 +7,8 @@ import json
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from runtime.messages import ToolCall
-from runtime.providers.rescue import find_tool_calls, strip_think
+from flowtui.runtime.messages import ToolCall
+from flowtui.runtime.providers.rescue import find_tool_calls, strip_think
 
 NAMES = frozenset({"search", "read_file", "ler_arquivo"})
 

@@ -11,7 +11,7 @@ from typing import Annotated
 import pytest
 from pydantic import BaseModel, Field
 
-from runtime import (
+from flowtui import (
     AgentContext,
     ChatReply,
     Context,
@@ -609,7 +609,7 @@ async def test_sync_tool_that_sleeps_does_not_block_the_event_loop():
 
 
 async def test_native_arguments_that_are_not_json_become_an_error_observation():
-    from runtime.providers.base import RAW_ARGUMENTS_KEY
+    from flowtui.runtime.providers.base import RAW_ARGUMENTS_KEY
 
     class Args(BaseModel):
         q: str

@@ -6,8 +6,8 @@ from dataclasses import dataclass, field
 import pytest
 from pydantic import BaseModel
 
-from runtime import FunctionProvider, State, agent, bootstrap, loop, workflow
-from runtime.observe import coerce
+from flowtui import FunctionProvider, State, agent, bootstrap, loop, workflow
+from flowtui.runtime.observe import coerce
 
 
 class PlainState:  # a plain class: its list default lives on the class

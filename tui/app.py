@@ -23,12 +23,12 @@ from textual.screen import Screen
 from textual.timer import Timer
 from textual.worker import Worker, WorkerState
 
-from tui.actions import ACTIONS, help_groups
-from tui.heap import Heap
-from tui.messages import RunFlushed
-from tui.screens.main import MainScreen
-from tui.session import LaunchConfig, Session
-from tui.shown import shown
+from flowtui.tui.actions import ACTIONS, help_groups
+from flowtui.tui.heap import Heap
+from flowtui.tui.messages import RunFlushed
+from flowtui.tui.screens.main import MainScreen
+from flowtui.tui.session import LaunchConfig, Session
+from flowtui.tui.shown import shown
 
 DRAIN_INTERVAL = 1 / 100  # how often buffered events are folded into the view while a run is busy
 IDLE_CHECK_S = 1 / 4  # how often an idle app looks for work (the fast tick sleeps meanwhile)
@@ -91,7 +91,7 @@ class FlowApp(App[int]):
                         exit_on_error=False)
 
     def _load(self) -> Any:
-        import tui.screens.dialogs  # noqa: F401  (needed once loaded; imported here, off the event loop)
+        import flowtui.tui.screens.dialogs  # noqa: F401  (needed once loaded; imported here, off the event loop)
 
         return self.session.load()
 
@@ -122,8 +122,8 @@ class FlowApp(App[int]):
                 self.flush(everything=True)
 
     def _loaded(self) -> None:
-        from tui.screens.dialogs import FirstMessageDialog
-        from tui.screens.error import LoadErrorScreen
+        from flowtui.tui.screens.dialogs import FirstMessageDialog
+        from flowtui.tui.screens.error import LoadErrorScreen
 
         if isinstance(self.screen, LoadErrorScreen):
             self.pop_screen()
@@ -137,7 +137,7 @@ class FlowApp(App[int]):
             self.start_run(self.session.input)
 
     def _load_failed(self, error: BaseException | None) -> None:
-        from tui.screens.error import LoadErrorScreen
+        from flowtui.tui.screens.error import LoadErrorScreen
 
         assert error is not None
         details = "".join(traceback.format_exception(error)) if self.config.debug else None
@@ -277,8 +277,8 @@ class FlowApp(App[int]):
         return None
 
     def action_reload(self) -> None:
-        from tui.screens.dialogs import ConfirmDialog
-        from tui.screens.error import LoadErrorScreen
+        from flowtui.tui.screens.dialogs import ConfirmDialog
+        from flowtui.tui.screens.error import LoadErrorScreen
 
         view = self.session.view
         if isinstance(self.screen, LoadErrorScreen) or view is None or view.status not in ("running", "paused"):
@@ -329,7 +329,7 @@ class FlowApp(App[int]):
         return sidebar.highlighted_id if self.focused is sidebar else None
 
     def action_promote(self) -> None:
-        from tui.screens.dialogs import TextDialog
+        from flowtui.tui.screens.dialogs import TextDialog
 
         if (editor := self._editor()) is None:
             return
@@ -344,7 +344,7 @@ class FlowApp(App[int]):
                          self._edited(f"Message #{i} promoted to memory."))
 
     def action_edit(self) -> None:
-        from tui.screens.dialogs import TextDialog
+        from flowtui.tui.screens.dialogs import TextDialog
 
         if (editor := self._editor()) is None:
             return
@@ -394,7 +394,7 @@ class FlowApp(App[int]):
         self._add("memory", "Add a memory item")
 
     def _add(self, bucket: str, title: str) -> None:
-        from tui.screens.dialogs import TextDialog
+        from flowtui.tui.screens.dialogs import TextDialog
 
         if (editor := self._editor()) is None:
             return
@@ -417,7 +417,7 @@ class FlowApp(App[int]):
             self.main.show_view(name)
 
     def action_help(self) -> None:
-        from tui.screens.dialogs import HelpScreen
+        from flowtui.tui.screens.dialogs import HelpScreen
 
         self.push_screen(HelpScreen(help_groups()))
 
@@ -459,7 +459,7 @@ def _preload(litellm: bool):
         import rich.markdown  # noqa: F401
 
         if litellm:
-            from runtime.providers._litellm import load_litellm
+            from flowtui.runtime.providers._litellm import load_litellm
 
             load_litellm()
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 def build_parser() -> argparse.ArgumentParser:
     """The app's parser: the same flow arguments as ``flowtui run``."""
-    from runtime.cli import add_flow_arguments
+    from flowtui.runtime.cli import add_flow_arguments
 
     parser = argparse.ArgumentParser(
         prog="flowtui",
@@ -31,7 +31,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def app_options(args: argparse.Namespace) -> dict:
     """``make_app`` keyword arguments from the parsed command line (the journal path chosen here)."""
-    from runtime.cli import parse_memory
+    from flowtui.runtime.cli import parse_memory
 
     return dict(input=args.input, memory=parse_memory(args.memory) or None, model=args.model,
                 replies=args.replies, record=args.record, replay=args.replay, debug=args.debug,
@@ -42,11 +42,11 @@ def app_options(args: argparse.Namespace) -> dict:
 def main(argv: list[str] | None = None) -> None:
     argv = sys.argv[1:] if argv is None else argv
     if argv and argv[0] == "run":
-        from runtime.cli import main_run
+        from flowtui.runtime.cli import main_run
 
         sys.exit(main_run(argv[1:]))
     if argv and argv[0] == "replay":
-        from tui.replay import main_replay
+        from flowtui.tui.replay import main_replay
 
         sys.exit(main_replay(argv[1:]))
     args = build_parser().parse_args(argv)
@@ -58,7 +58,7 @@ def main(argv: list[str] | None = None) -> None:
             sys.exit(2)
         raise
 
-    from tui.app import make_app
+    from flowtui.tui.app import make_app
 
     app = make_app(args.flow, **options)
     app.run()

@@ -18,9 +18,9 @@ from textual.app import App, SystemCommand
 from textual.binding import Binding
 from textual.screen import Screen
 
-from tui.screens.dialogs import HelpScreen
-from tui.screens.replay import ReplayScreen
-from tui.timeline import JournalError, Timeline, clone_view, load_runs
+from flowtui.tui.screens.dialogs import HelpScreen
+from flowtui.tui.screens.replay import ReplayScreen
+from flowtui.tui.timeline import JournalError, Timeline, clone_view, load_runs
 
 
 class Key(NamedTuple):

@@ -53,7 +53,7 @@ class Session:
     # --- loading -----------------------------------------------------------
     def load(self) -> Any:
         """Load (or reload) the flow file. Raises ``FlowLoadError``."""
-        from runtime.loader import load_flow
+        from flowtui.runtime.loader import load_flow
 
         c = self.config
         self.flow = load_flow(c.target, model=c.model, replies=c.replies, record=c.record, replay=c.replay)
@@ -69,7 +69,7 @@ class Session:
         A scripted flow never imports it: the import is seconds of a thread holding
         the interpreter lock that the app would share for nothing.
         """
-        from runtime.providers.litellm import LiteLLMProvider
+        from flowtui.runtime.providers.litellm import LiteLLMProvider
 
         for spec in self.flow.plans.agent_specs.values():
             p = spec.provider
@@ -89,8 +89,8 @@ class Session:
     # --- running -------------------------------------------------------------
     def prepare(self, input: str | None) -> Any:
         """A new run, paused before its first step, its events going to the buffer."""
-        from runtime.control import Controller
-        from runtime.fold import RunView
+        from flowtui.runtime.control import Controller
+        from flowtui.runtime.fold import RunView
 
         # A new buffer per run: a thread of the previous run that still emits fills the old one.
         self._buffer = deque()
@@ -101,7 +101,7 @@ class Session:
         self.controller = Controller(start_paused=True, breakpoints=self.breakpoints)
         journal = self.config.journal
         if journal is None and self.config.journal_auto:
-            from runtime.cli import default_journal_path
+            from flowtui.runtime.cli import default_journal_path
 
             journal = str(default_journal_path(self.workflow_name))
         if journal is not None and journal not in self.journals:

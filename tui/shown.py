@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-from runtime.secrets import found, redact, secret_values
+from flowtui.runtime.secrets import found, redact, secret_values
 
 MARK = "[redacted]"
 

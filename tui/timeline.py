@@ -29,7 +29,7 @@ def load_runs(path: str | Path) -> list[list[Any]]:
     A journal normally holds one run; a file written to twice holds several,
     each restarting its sequence numbers at 1.
     """
-    from runtime.journal import read_journal
+    from flowtui.runtime.journal import read_journal
 
     events: list[Any] = []
     try:
@@ -101,7 +101,7 @@ class Timeline:
     """The events of one run, with the RunView at any position ``0 <= k <= len(events)``."""
 
     def __init__(self, events: Iterable[Any], *, every: int = CHECKPOINT_EVERY) -> None:
-        from runtime.fold import RunView
+        from flowtui.runtime.fold import RunView
 
         self.events: list[Any] = list(events)
         self.every = max(every, 1)

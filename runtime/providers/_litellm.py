@@ -18,9 +18,9 @@ import warnings
 from types import ModuleType
 from typing import Any
 
-from runtime.messages import Message, ToolCall
-from runtime.providers.base import RAW_ARGUMENTS_KEY, ChatReply, ChatRequest
-from runtime.providers.replies import model_reply
+from flowtui.runtime.messages import Message, ToolCall
+from flowtui.runtime.providers.base import RAW_ARGUMENTS_KEY, ChatReply, ChatRequest
+from flowtui.runtime.providers.replies import model_reply
 
 __all__ = [
     "RAW_ARGUMENTS_KEY",

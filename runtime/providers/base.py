@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from runtime.messages import Message, ToolCall
+from flowtui.runtime.messages import Message, ToolCall
 
 
 # A native tool call whose arguments were not a JSON object keeps the raw text

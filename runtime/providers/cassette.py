@@ -27,8 +27,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from runtime.errors import CassetteMissError, ConfigError
-from runtime.providers.base import ChatReply, ChatRequest, Provider
+from flowtui.runtime.errors import CassetteMissError, ConfigError
+from flowtui.runtime.providers.base import ChatReply, ChatRequest, Provider
 
 __all__ = ["Cassette", "Exchange", "RecordingProvider", "ReplayProvider"]
 

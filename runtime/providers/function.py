@@ -6,9 +6,9 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
-from runtime.messages import Message
-from runtime.providers.base import ChatReply, ChatRequest, Provider
-from runtime.providers.replies import to_reply
+from flowtui.runtime.messages import Message
+from flowtui.runtime.providers.base import ChatReply, ChatRequest, Provider
+from flowtui.runtime.providers.replies import to_reply
 
 
 class FunctionProvider(Provider):

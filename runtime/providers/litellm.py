@@ -26,9 +26,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from runtime.errors import ConfigError, FlowtuiError, ProviderError
-from runtime.providers.base import AttemptInfo, ChatReply, ChatRequest, Provider
-from runtime.secrets import redact, secret_values
+from flowtui.runtime.errors import ConfigError, FlowtuiError, ProviderError
+from flowtui.runtime.providers.base import AttemptInfo, ChatReply, ChatRequest, Provider
+from flowtui.runtime.secrets import redact, secret_values
 
 __all__ = ["LiteLLMProvider", "Retry", "RETRYABLE_STATUS", "SAMPLING_KEYS"]
 
@@ -141,7 +141,7 @@ class LiteLLMProvider(Provider):
                 f"agent {request.agent!r}: no model set for {type(self).__name__}; give "
                 "LiteLLMProvider(model='provider/name'), set `model = ...` on the subclass, "
                 "or run with --model", agent=request.agent)
-        from runtime.providers import _litellm
+        from flowtui.runtime.providers import _litellm
 
         litellm = await _litellm.aload_litellm()
         kwargs = self._call_kwargs(request)
@@ -180,7 +180,7 @@ class LiteLLMProvider(Provider):
 
     # -- internals ---------------------------------------------------------------
     def _call_kwargs(self, request: ChatRequest) -> dict[str, Any]:
-        from runtime.providers._litellm import to_openai_messages
+        from flowtui.runtime.providers._litellm import to_openai_messages
 
         sampling = {**self.sampling, **request.sampling}
         kwargs: dict[str, Any] = dict(self.extra)
@@ -269,7 +269,7 @@ class LiteLLMProvider(Provider):
         """Which environment variable litellm reads for this model (names only, never values)."""
         names: list[str] = []
         try:
-            from runtime.providers._litellm import load_litellm
+            from flowtui.runtime.providers._litellm import load_litellm
 
             env = load_litellm().validate_environment(model=self.model)
             names = [n for n in env.get("missing_keys", []) if n.endswith(("_KEY", "_TOKEN"))]
@@ -294,7 +294,7 @@ class _CallbackFailed(Exception):
 
 def _supports(model: str | None, param: str) -> bool:
     try:
-        from runtime.providers._litellm import load_litellm
+        from flowtui.runtime.providers._litellm import load_litellm
 
         return param in (load_litellm().get_supported_openai_params(model=model) or ())
     except Exception:  # noqa: BLE001 - unknown model: do not send optional extras

@@ -8,10 +8,10 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from runtime.errors import ConfigError
-from runtime.messages import ToolCall
-from runtime.providers.base import ChatReply, ChatRequest, Usage
-from runtime.providers.rescue import find_tool_calls, strip_think
+from flowtui.runtime.errors import ConfigError
+from flowtui.runtime.messages import ToolCall
+from flowtui.runtime.providers.base import ChatReply, ChatRequest, Usage
+from flowtui.runtime.providers.rescue import find_tool_calls, strip_think
 
 
 def split_reply(reply: Any, *, where: str) -> tuple[str, list[dict[str, Any]]]:

@@ -21,7 +21,7 @@ import json
 import re
 from typing import Any
 
-from runtime.messages import ToolCall
+from flowtui.runtime.messages import ToolCall
 
 __all__ = ["find_tool_calls", "strip_think"]
 

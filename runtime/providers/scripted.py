@@ -23,10 +23,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from runtime.errors import ConfigError, ScriptExhaustedError
-from runtime.providers.base import ChatReply, ChatRequest, Provider
-from runtime.messages import ToolCall
-from runtime.providers.replies import model_reply, split_reply
+from flowtui.runtime.errors import ConfigError, ScriptExhaustedError
+from flowtui.runtime.providers.base import ChatReply, ChatRequest, Provider
+from flowtui.runtime.messages import ToolCall
+from flowtui.runtime.providers.replies import model_reply, split_reply
 
 
 def load_replies(source: Any, *, base: Path | None = None) -> list[Any] | dict[str, list[Any]]:

@@ -41,7 +41,7 @@ def _quiet(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def make(target: str = REVIEW, **options):
     """The app under test: same factory as the CLI, no litellm preload, no cursor blink."""
-    from tui.app import make_app
+    from flowtui.tui.app import make_app
 
     options.setdefault("preload_litellm", False)
     options.setdefault("cursor_blink", False)

@@ -12,13 +12,13 @@ from pathlib import Path
 import pytest
 from conftest import REVIEW
 
-from runtime.journal import read_journal
-from tui import cli
-from tui.session import LaunchConfig, Session
+from flowtui.runtime.journal import read_journal
+from flowtui.tui import cli
+from flowtui.tui.session import LaunchConfig, Session
 
 FLOW = textwrap.dedent("""
     import sys
-    from runtime import FunctionProvider, agent, workflow
+    from flowtui import FunctionProvider, agent, workflow
 
     def reply(messages, tools):
         return "echo: " + messages[-1].content
@@ -34,7 +34,7 @@ FLOW = textwrap.dedent("""
 JOURNAL_LINE = re.compile(r"^journal: \.flowtui/runs/EchoWorkflow-\d{8}-\d{6}\.jsonl$")
 
 
-def flowtui(*args: str, cwd: Path, code: str = "from tui.cli import main; main()") -> subprocess.CompletedProcess:
+def flowtui(*args: str, cwd: Path, code: str = "from flowtui.tui.cli import main; main()") -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, cwd=cwd, timeout=120)
 
 
@@ -52,7 +52,7 @@ def test_run_never_imports_textual(flow, tmp_path):
     code = ("import atexit, sys\n"
             "atexit.register(lambda: print('loaded:', sorted(m for m in ('textual', 'rich') if m in sys.modules),"
             " file=sys.stderr))\n"
-            "from tui.cli import main; main()")
+            "from flowtui.tui.cli import main; main()")
     res = flowtui("run", str(flow), "--input", "hi", cwd=tmp_path, code=code)
     assert res.returncode == 0, res.stderr
     assert res.stdout == "echo: hi\n"
@@ -148,7 +148,7 @@ def test_record_and_replay_reach_the_app(monkeypatch):
 
         session = Session(LaunchConfig(target=REVIEW))
 
-    monkeypatch.setattr("tui.app.make_app", lambda target, **kw: made.update(target=target, **kw) or Fake())
+    monkeypatch.setattr("flowtui.tui.app.make_app", lambda target, **kw: made.update(target=target, **kw) or Fake())
     with pytest.raises(SystemExit) as exit:
         cli.main([REVIEW, "--input", "hi", "--record", "c.yaml", "--no-journal"])
     assert exit.value.code == 0 and made["record"] == "c.yaml" and made["journal"] is None
@@ -180,7 +180,7 @@ def test_litellm_is_imported_ahead_only_for_flows_that_call_it(tmp_path):
     assert not scripted.uses_litellm()  # the offline example: no seconds-long import in the background
     real = tmp_path / "real.py"
     real.write_text(textwrap.dedent("""
-        from runtime import LiteLLMProvider, agent, workflow
+        from flowtui import LiteLLMProvider, agent, workflow
 
         class Fast(LiteLLMProvider):
             model = "openai/gpt-4o-mini"

@@ -10,8 +10,8 @@ import flowcapture
 from conftest import REVIEW, ended, make, paused, press_and_pause, status, types, wait_until
 from textual.command import CommandPalette
 
-from tui.screens.dialogs import ConfirmDialog, FirstMessageDialog, HelpScreen, TextDialog
-from tui.screens.error import LoadErrorScreen
+from flowtui.tui.screens.dialogs import ConfirmDialog, FirstMessageDialog, HelpScreen, TextDialog
+from flowtui.tui.screens.error import LoadErrorScreen
 
 
 async def test_opens_paused_before_the_first_step_with_input_and_memory_seeded():
@@ -188,7 +188,7 @@ async def test_question_mark_shows_every_key():
         await paused(pilot)
         await pilot.press("question_mark")
         await wait_until(pilot, lambda: isinstance(app.screen, HelpScreen), what="help")
-        from tui.actions import help_groups
+        from flowtui.tui.actions import help_groups
 
         assert app.screen.groups == help_groups()
         text = " ".join(what for _, keys in help_groups() for _, what in keys)
@@ -367,7 +367,7 @@ async def test_first_message_dialog_without_input():
 
 async def test_load_error_screen_then_r_reloads_after_the_fix(tmp_path):
     flow = tmp_path / "flow.py"
-    flow.write_text("from runtime import workflow\n\n@workflow(steps=[]\nclass W:\n    pass\n")
+    flow.write_text("from flowtui import workflow\n\n@workflow(steps=[]\nclass W:\n    pass\n")
     app = make(str(flow), input="go")
     async with app.run_test() as pilot:
         await wait_until(pilot, lambda: isinstance(app.screen, LoadErrorScreen), what="the error screen")

@@ -13,10 +13,10 @@ from textual.app import App
 from textual.geometry import Region
 from textual.widget import Widget
 
-from runtime import Message
-from tui.heap import Heap
-from tui.widgets.message_list import MessageList
-from tui.widgets.sidebar import Sidebar
+from flowtui import Message
+from flowtui.tui.heap import Heap
+from flowtui.tui.widgets.message_list import MessageList
+from flowtui.tui.widgets.sidebar import Sidebar
 
 
 def _view(**ctx):
@@ -153,7 +153,7 @@ def test_heap_settle_frees_cycles_handed_off_by_an_earlier_run():
 
 
 async def test_a_full_block_cache_drops_its_oldest_blocks_not_all_of_them():
-    from tui.widgets import message_list
+    from flowtui.tui.widgets import message_list
 
     pane = MessageList(id="c")
     app = _Pane(pane)
@@ -194,11 +194,11 @@ def test_an_idle_heap_collects_only_when_something_allocates():
 
 
 async def test_an_app_idle_after_a_busy_spell_runs_one_full_collection(monkeypatch):
-    import tui.app
+    from flowtui.tui import app as tui_app
     from conftest import make, paused
 
-    monkeypatch.setattr(tui.app, "SETTLE_AFTER_S", 0.3)
-    monkeypatch.setattr(tui.app, "STAY_AWAKE_S", 0.1)
+    monkeypatch.setattr(tui_app, "SETTLE_AFTER_S", 0.3)
+    monkeypatch.setattr(tui_app, "STAY_AWAKE_S", 0.1)
     app = make(input="go")
     async with app.run_test() as pilot:
         await paused(pilot)

@@ -10,17 +10,17 @@ from pathlib import Path
 import pytest
 from conftest import REVIEW
 
-from runtime.fold import RunView
-from runtime.journal import read_journal
-from tui.replay import ReplayApp, main_replay, make_replay
-from tui.timeline import JournalError, Timeline, load_runs
+from flowtui.runtime.fold import RunView
+from flowtui.runtime.journal import read_journal
+from flowtui.tui.replay import ReplayApp, main_replay, make_replay
+from flowtui.tui.timeline import JournalError, Timeline, load_runs
 
 SIZE = (130, 36)
 
 
 def record(path: Path, input: str = "Write about ctx.state") -> Path:
     """Run the review flow headlessly (FunctionProvider models) with its journal at ``path``."""
-    from runtime.loader import load_flow
+    from flowtui.runtime.loader import load_flow
 
     asyncio.run(load_flow(REVIEW).run(input, journal=path, memory={"user": "Castro"}))
     return path

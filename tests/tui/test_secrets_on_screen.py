@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 from conftest import ended, make, paused, wait_until
 
-from tui import shown as shown_module
-from tui.screens.dialogs import TextDialog
+from flowtui.tui import shown as shown_module
+from flowtui.tui.screens.dialogs import TextDialog
 
 KEY = "sk-test-FAKEKEY0123456789abcdef"
 

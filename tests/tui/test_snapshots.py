@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from conftest import make, paused, press_and_pause, wait_until
 
-from tui.screens.dialogs import TextDialog
-from tui.screens.error import LoadErrorScreen
+from flowtui.tui.screens.dialogs import TextDialog
+from flowtui.tui.screens.error import LoadErrorScreen
 
 SIZE = (130, 36)
 

@@ -12,7 +12,7 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Static, TextArea
 
-from tui.shown import shown, unshown
+from flowtui.tui.shown import shown, unshown
 
 
 def _no_blink(screen: ModalScreen) -> None:

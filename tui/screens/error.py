@@ -9,7 +9,7 @@ from textual.containers import Vertical
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 
-from tui.shown import shown
+from flowtui.tui.shown import shown
 
 
 class LoadErrorScreen(Screen):

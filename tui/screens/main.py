@@ -11,10 +11,10 @@ from textual.containers import Horizontal
 from textual.screen import Screen
 from textual.widgets import ContentSwitcher, Footer
 
-from tui.widgets.blocks import Provisional
-from tui.widgets.control import ControlPane
-from tui.widgets.message_list import MessageList, show_model_sees
-from tui.widgets.sidebar import Sidebar
+from flowtui.tui.widgets.blocks import Provisional
+from flowtui.tui.widgets.control import ControlPane
+from flowtui.tui.widgets.message_list import MessageList, show_model_sees
+from flowtui.tui.widgets.sidebar import Sidebar
 
 SLOW_PANES_S = 0.15
 TITLE_EVERY_S = 1.0
@@ -167,11 +167,11 @@ def _make_view(name: str) -> Any:
     if name == "model-sees":
         return MessageList(id="model-sees", empty_text="Nothing to send yet.")
     if name == "events":
-        from tui.widgets.event_log import EventLog
+        from flowtui.tui.widgets.event_log import EventLog
 
         return EventLog(id="events")
     if name == "nodes":
-        from tui.widgets.node_tree import NodeTree
+        from flowtui.tui.widgets.node_tree import NodeTree
 
         return NodeTree(id="nodes")
     raise ValueError(f"no view named {name!r}")

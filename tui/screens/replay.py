@@ -10,12 +10,12 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
 from textual.widgets import ContentSwitcher, Footer, Static
 
-from tui.screens.main import VIEWS
-from tui.widgets.control import STATUS_STYLES, status_text
-from tui.widgets.event_log import EventLog, summarize
-from tui.widgets.message_list import MessageList, show_model_sees
-from tui.widgets.node_tree import NodeTree
-from tui.widgets.sidebar import Sidebar
+from flowtui.tui.screens.main import VIEWS
+from flowtui.tui.widgets.control import STATUS_STYLES, status_text
+from flowtui.tui.widgets.event_log import EventLog, summarize
+from flowtui.tui.widgets.message_list import MessageList, show_model_sees
+from flowtui.tui.widgets.node_tree import NodeTree
+from flowtui.tui.widgets.sidebar import Sidebar
 
 BAR_WIDTH = 24
 

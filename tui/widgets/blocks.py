@@ -20,7 +20,7 @@ from rich.style import Style
 from rich.text import Text
 from textual.strip import Strip
 
-from tui.shown import shown
+from flowtui.tui.shown import shown
 
 ROLE_STYLES = {
     "user": Style(color="#5fafff", bold=True),

@@ -9,7 +9,7 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.widgets import Button, Static
 
-from tui.shown import shown
+from flowtui.tui.shown import shown
 
 BUTTONS = [
     ("step", "Step", "s", "Run to the next pause point"),

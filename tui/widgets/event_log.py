@@ -12,9 +12,9 @@ from textual.geometry import Size
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from tui.shown import shown
-from tui.widgets.paint import DirectLines, drop_oldest
-from tui.widgets.scrollbar import SteadyScrollbars
+from flowtui.tui.shown import shown
+from flowtui.tui.widgets.paint import DirectLines, drop_oldest
+from flowtui.tui.widgets.scrollbar import SteadyScrollbars
 
 TYPE_STYLES = {
     "run": Style(color="#af87d7", bold=True),

@@ -25,9 +25,9 @@ from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from tui.widgets.blocks import estimate_heights, is_collapsible, render_block
-from tui.widgets.paint import DirectLines, drop_oldest
-from tui.widgets.scrollbar import SteadyScrollbars
+from flowtui.tui.widgets.blocks import estimate_heights, is_collapsible, render_block
+from flowtui.tui.widgets.paint import DirectLines, drop_oldest
+from flowtui.tui.widgets.scrollbar import SteadyScrollbars
 
 CURSOR_STYLE = Style(bgcolor="#1f3347")
 _CACHE_LIMIT = 1500  # rendered blocks kept

@@ -8,7 +8,7 @@ from rich.text import Text
 from textual.widgets import Tree
 from textual.widgets.tree import TreeNode
 
-from tui.shown import shown
+from flowtui.tui.shown import shown
 
 STATUS = {"running": ("●", "#5fafff"), "ok": ("✓", "#87d787"), "error": ("✗", "#ff5f5f"),
           "stopped": ("■", "#d7af5f")}

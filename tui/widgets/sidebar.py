@@ -19,8 +19,8 @@ from textual.geometry import Region, Size
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from tui.shown import shown
-from tui.widgets.scrollbar import SteadyScrollbars
+from flowtui.tui.shown import shown
+from flowtui.tui.widgets.scrollbar import SteadyScrollbars
 
 RUNTIME_CTX = ("turn", "output", "loop", "budget")
 

@@ -1,6 +1,6 @@
 """A flow file with a syntax error (for the error screen)."""
 
-from runtime import agent, workflow
+from flowtui import agent, workflow
 
 
 @workflow(steps=[]

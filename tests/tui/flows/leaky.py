@@ -5,7 +5,7 @@ import os
 
 from pydantic import BaseModel, Field
 
-from runtime import AgentContext, Context, FunctionProvider, Input, State, agent, tool, workflow
+from flowtui import AgentContext, Context, FunctionProvider, Input, State, agent, tool, workflow
 
 KEY = os.environ.get("LEAKY_API_KEY", "")
 

@@ -1,6 +1,6 @@
 """A flow whose only agent appends 10,000 messages to the history, one event each."""
 
-from runtime import Message, ScriptedProvider, agent, workflow
+from flowtui import Message, ScriptedProvider, agent, workflow
 
 COUNT = 10_000
 

@@ -5,7 +5,7 @@ import time
 from pydantic import BaseModel, Field
 
 import flowcapture
-from runtime import AgentContext, Context, FunctionProvider, Input, State, agent, loop, tool, workflow
+from flowtui import AgentContext, Context, FunctionProvider, Input, State, agent, loop, tool, workflow
 
 
 class ReviewState(BaseModel):

@@ -1,7 +1,7 @@
 """One agent whose model streams its reply in fragments, waiting for the test between them."""
 
 import flowcapture
-from runtime import ChatReply, FunctionProvider, agent, workflow
+from flowtui import ChatReply, FunctionProvider, agent, workflow
 
 FRAGMENTS = ["Hel", "lo, wor", "ld: ctx.state ", "holds history."]
 REASONING = "The user wants a greeting.\nKeep it short."

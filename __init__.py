@@ -1,0 +1,50 @@
+"""flowtui: agents, tools, loops and a typed workflow state, with an event per change.
+
+Everything a flow uses is imported from here (``from flowtui import agent,
+tool, workflow, loop, State, ...``); the implementation lives in
+``flowtui.runtime`` (this repository's ``runtime/`` folder) and the terminal
+app in ``flowtui.tui`` (``tui/``).
+
+Names load on first use (``from flowtui import agent`` imports only what
+``agent`` needs), so ``import flowtui`` is instant and imports nothing heavy:
+no textual, no rich, no litellm (loaded on the first real model call). That
+keeps the app's first paint and ``flowtui run`` fast.
+"""
+
+from importlib import import_module
+from typing import Any
+
+_EXPORTS = {
+    "flowtui.runtime.app": ("App", "bootstrap", "run_workflow"),
+    "flowtui.runtime.budget": ("Budget", "BudgetUsage"),
+    "flowtui.runtime.context": ("AgentContext", "LoopInfo", "TurnInfo"),
+    "flowtui.runtime.control": ("Controller",),
+    "flowtui.runtime.decorators": ("agent", "tool", "workflow"),
+    "flowtui.runtime.errors": ("BudgetExceededError", "CassetteMissError", "ConfigError", "FatalToolError",
+                       "FlowLoadError", "FlowtuiError", "InjectionError", "PromptNotFoundError",
+                       "ProviderError", "ScriptExhaustedError"),
+    "flowtui.runtime.markers": ("Context", "Input", "State"),
+    "flowtui.runtime.messages": ("Message", "ToolCall", "ToolOutput", "ToolResult"),
+    "flowtui.runtime.providers.base": ("ChatReply", "ChatRequest", "Provider", "Usage"),
+    "flowtui.runtime.providers.function": ("FunctionProvider",),
+    "flowtui.runtime.providers.litellm": ("LiteLLMProvider",),
+    "flowtui.runtime.providers.scripted": ("ScriptedProvider",),
+    "flowtui.runtime.steps": ("called_tool", "loop", "parallel", "turn_of", "until_answered", "was_exhausted"),
+    "flowtui.runtime.workflow_runtime": ("WorkflowRuntime",),
+}
+_WHERE = {name: module for module, names in _EXPORTS.items() for name in names}
+
+__all__ = sorted(_WHERE)
+
+
+def __getattr__(name: str) -> Any:
+    module = _WHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module 'flowtui' has no attribute {name!r}")
+    value = getattr(import_module(module), name)
+    globals()[name] = value  # later lookups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
