@@ -179,20 +179,21 @@ def bootstrap(workflow_cls: type, *, offload_sync: bool = True, model: str | Non
             if isinstance(inst, ScriptedProvider):
                 plans.agent_specs[cls] = _replace_provider(aspec, inst.with_replies(replies))
     model = model or os.environ.get("FLOWTUI_MODEL") or None
-    return App(plans, offload_sync=offload_sync, model=model, wrap=_cassette_wrap(record, replay), replies=replies)
+    wrap, recording = _cassette_wrap(record, replay)
+    return App(plans, offload_sync=offload_sync, model=model, wrap=wrap, replies=replies, recording=recording)
 
 
-def _cassette_wrap(record: str | Path | None, replay: str | Path | None):
-    """A function wrapping each run's providers for --record / --replay, or None."""
+def _cassette_wrap(record: str | Path | None, replay: str | Path | None) -> tuple[Any, Any]:
+    """(a function wrapping each run's providers for --record / --replay, the cassette being recorded)."""
     if record is None and replay is None:
-        return None
+        return None, None
     from flowtui.runtime.providers.cassette import Cassette, RecordingProvider, ReplayProvider
 
     if replay is not None:
         cassette = Cassette.load(replay)  # read once: a missing file fails before the run
-        return lambda inner: ReplayProvider(cassette)
-    recording = Cassette.new(record)  # one file for the app's runs, emptied now
-    return lambda inner: RecordingProvider(inner, recording)
+        return (lambda inner: ReplayProvider(cassette)), None
+    recording = Cassette.new(record)  # replaces the file when a run ends, not before
+    return (lambda inner: RecordingProvider(inner, recording)), recording
 
 
 def _replace_provider(aspec: AgentSpec, provider: Provider) -> AgentSpec:
@@ -208,9 +209,11 @@ class App:
     """A bootstrapped workflow. ``await app.run(...)`` as often as you like, concurrently too."""
 
     def __init__(self, plans: Plans, *, offload_sync: bool, model: str | None,
-                 wrap: Callable[[Provider], Provider] | None = None, replies: str | Path | None = None) -> None:
+                 wrap: Callable[[Provider], Provider] | None = None, replies: str | Path | None = None,
+                 recording: Any = None) -> None:
         self.plans = plans
         self.wrap = wrap
+        self.recording = recording  # the --record cassette: put in place when a run ends
         self.replies = replies
         self.workflow = plans.spec
         self.offload_sync = offload_sync
@@ -245,6 +248,7 @@ class App:
         if journal is not None:  # opened only once the run could be built: a refused run leaves no file
             run.journal = JournalWriter(journal)
             sinks.insert(0, run.journal)
+        run.recording = self.recording
         return run
 
     async def run(self, input: Any = None, *, memory: str | Iterable[str] | Mapping[str, Any] | None = None,
@@ -265,11 +269,7 @@ class App:
         """
         run = self.prepare(input, memory=memory, budget=budget, journal=journal, controller=controller,
                            on_event=on_event, snapshot=snapshot)
-        try:
-            return await run.execute()
-        finally:
-            if run.journal is not None:
-                run.journal.close()
+        return await run.execute()
 
 
 async def run_workflow(workflow_cls: type, input: Any = None, **run_kwargs: Any) -> str | None:

@@ -26,7 +26,7 @@ from flowtui.runtime.invoke import call_user
 from flowtui.runtime.messages import Message
 from flowtui.runtime.nodes import FailCounter, NodeScope, fail_counter, loops_var, path_var
 from flowtui.runtime.observe import StateObserver
-from flowtui.runtime.snapshot import apply_state
+from flowtui.runtime.snapshot import apply_state, check_workflow
 from flowtui.runtime.steps import FailInfo, LoopSpec, ParallelSpec
 from flowtui.runtime.turn import run_agent
 
@@ -55,14 +55,16 @@ class Run:
         emit = emitter.emit
         self._seed = snapshot
         if snapshot is not None:
+            check_workflow(snapshot, self.spec.name)
             memory = [*snapshot.memory, *memory]
         self.state = ConversationState(emit, memory=memory, lock=emitter.lock)
         self.ctx = AgentContext(self.state, emit, run_id=self.id, lock=emitter.lock)
         self.workflow_state = plans.new_state()
         if snapshot is not None and snapshot.state:
             if self.workflow_state is None:
-                raise ConfigError(f"the snapshot has [state] but workflow {self.spec.name} declares no state")
-            apply_state(self.workflow_state, self.spec.state, snapshot.state, source="snapshot")
+                raise ConfigError(f"{snapshot.source}: the snapshot has [state] but workflow {self.spec.name} "
+                                  "declares no state")
+            apply_state(self.workflow_state, self.spec.state, snapshot.state, source=snapshot.source)
         self.observer = (StateObserver(self.workflow_state, emit, lock=emitter.lock)
                          if self.workflow_state is not None else None)
         self.agents, self.tools, self.providers = build_instances(self, model=model, wrap=wrap)
@@ -71,7 +73,9 @@ class Run:
         self.child_apps: dict[type, Any] = {}
         self.children = 0  # numbers child runs: <run id>.1, .2, ...
         self.edits = Editor(self)
-        self.journal: Any = None
+        self.journal: Any = None  # the JournalWriter, closed when the run ends
+        self.recording: Any = None  # the --record cassette, put in place when the run ends
+        self.recorded: bool | None = None  # what that did: True replaced a file, False wrote a new one
         self._turns: dict[str, int] = {}
         self.error: BaseException | None = None
 
@@ -117,9 +121,17 @@ class Run:
         self.emitter.emit(RunEnd, node_id=None, parent_id=current_node.get()[0], status=status, output=output,
                           error=error, reason=reason, duration_ms=round((time.perf_counter() - t0) * 1000, 3))
         self.emitter.close()
+        self.close_files()
         if self.error is not None:
             raise self.error
         return output
+
+    def close_files(self) -> None:
+        """Close the journal and put the recorded cassette in place (a top-level run's files)."""
+        if self.journal is not None:
+            self.journal.close()
+        if self.recording is not None and not self.depth:
+            self.recorded, self.recording = self.recording.commit(), None
 
     async def step(self, step: Any) -> None:
         if isinstance(step, LoopSpec):

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_validator
 
 from flowtui.runtime.messages import Message
 
@@ -72,12 +72,26 @@ class NodeEnd(_Event):
     data: dict[str, Any] = Field(default_factory=dict)
 
 
+def _check_items(bucket: str, items: list[Any]) -> None:
+    """History holds messages, memory and tasks hold strings (checked when an event is read back)."""
+    want = Message if bucket == "history" else str
+    for i, item in enumerate(items):
+        if not isinstance(item, want):
+            raise ValueError(f"{bucket} item {i} is {type(item).__name__}; {bucket} holds "
+                             f"{'messages' if want is Message else 'strings'}")
+
+
 class StateAppend(_Event):
     """An item joined a ``ctx.state`` bucket."""
 
     type: Literal["state.append"] = "state.append"
     bucket: Bucket
     item: Message | str
+
+    @model_validator(mode="after")
+    def _item_fits(self) -> "StateAppend":
+        _check_items(self.bucket, [self.item])
+        return self
 
 
 class StateSet(_Event):
@@ -86,6 +100,11 @@ class StateSet(_Event):
     type: Literal["state.set"] = "state.set"
     bucket: Bucket
     items: list[Message] | list[str]
+
+    @model_validator(mode="after")
+    def _items_fit(self) -> "StateSet":
+        _check_items(self.bucket, list(self.items))
+        return self
 
 
 class WorkflowStateChange(_Event):
@@ -103,6 +122,14 @@ class CtxSet(_Event):
     type: Literal["ctx.set"] = "ctx.set"
     name: str
     value: Any = None
+
+    @model_validator(mode="after")
+    def _runtime_fields_fit(self) -> "CtxSet":
+        # The fields the runtime writes have a shape the app relies on; a journal from
+        # elsewhere that breaks it is refused here (shown as invalid), not drawn.
+        if self.value is not None and self.name in _RUNTIME_FIELDS:
+            _RUNTIME_FIELDS[self.name]().model_validate(self.value, strict=True)
+        return self
 
 
 class ChatDelta(_Event):
@@ -146,23 +173,38 @@ class SubscriberError(_Event):
     error: str
 
 
-Event = Annotated[
-    Union[
-        RunStart, RunEnd, NodeStart, NodeEnd, StateAppend, StateSet,
-        WorkflowStateChange, CtxSet, ChatDelta, ChatAttempt, RunPause, RunResume,
-        SubscriberError,
-    ],
-    Field(discriminator="type"),
-]
+EVENT_CLASSES = (
+    RunStart, RunEnd, NodeStart, NodeEnd, StateAppend, StateSet,
+    WorkflowStateChange, CtxSet, ChatDelta, ChatAttempt, RunPause, RunResume,
+    SubscriberError,
+)
+Event = Annotated[Union[EVENT_CLASSES], Field(discriminator="type")]
 
 _ADAPTER: TypeAdapter[Any] = TypeAdapter(Event)
+EVENT_TYPES = frozenset(cls.model_fields["type"].default for cls in EVENT_CLASSES)
+
+
+def _turn() -> type:
+    from flowtui.runtime.context import TurnInfo
+
+    return TurnInfo
+
+
+def _loop() -> type:
+    from flowtui.runtime.context import LoopInfo
+
+    return LoopInfo
+
+
+def _budget() -> type:
+    from flowtui.runtime.budget import BudgetUsage
+
+    return BudgetUsage
+
+
+_RUNTIME_FIELDS = {"turn": _turn, "loop": _loop, "budget": _budget}
 
 
 def parse_event(line: str | bytes) -> Any:
     """Validate one JSON line (as written by the journal) back into an event."""
     return _ADAPTER.validate_json(line)
-
-
-def event_json(event: BaseModel) -> str:
-    """One event as one JSON line (no newline)."""
-    return event.model_dump_json(fallback=repr)

@@ -105,7 +105,7 @@ class RunView:
         node = NodeView(id=ev.node_id, kind=ev.kind, name=ev.name, parent_id=ev.parent_id, run_id=ev.run_id,
                         data=dict(ev.data))
         self.nodes[node.id] = node
-        parent = self.nodes.get(ev.parent_id) if ev.parent_id else None
+        parent = self.nodes.get(ev.parent_id) if ev.parent_id and ev.parent_id != ev.node_id else None
         if parent is not None:
             parent.children.append(node.id)
         else:
@@ -153,7 +153,8 @@ class RunView:
             return
         self.ctx[ev.name] = ev.value
         if ev.name == "loop" and ev.node_id in self.nodes and isinstance(ev.value, dict):
-            self.nodes[ev.node_id].iterations_done = ev.value.get("iterations", 0)
+            done = ev.value.get("iterations", 0)
+            self.nodes[ev.node_id].iterations_done = done if isinstance(done, int) else 0
 
     def _on_chat_delta(self, ev: Any) -> None:
         self.streaming += ev.text
@@ -189,7 +190,12 @@ class RunView:
             return []
         labels: list[str] = []
         node = self.nodes.get(self._active[-1])
+        seen: set[str] = set()
         while node is not None:
+            if node.id in seen:  # a journal from elsewhere may link nodes in a circle: show it, stop
+                labels.append(f"(broken link: {node.id} is its own ancestor)")
+                break
+            seen.add(node.id)
             labels.append("chat" if node.kind == "chat" else node.label)
             node = self.nodes.get(node.parent_id) if node.parent_id else None
         return labels[::-1]

@@ -1,43 +1,208 @@
-"""The run journal: every event as one JSON line, written as it happens.
+"""The run journal: every event as one JSON line, written as it happens, read back whatever happened.
 
-A crash loses nothing already emitted (each line is flushed). Credentials are
-redacted before a line is written (:mod:`runtime.secrets`).
+Writing (:class:`JournalWriter`, and :func:`encode_event` for every other
+place an event leaves the process: ``--json``, the worker's pipe):
+
+- credentials are redacted in the event's values *before* encoding
+  (:func:`~flowtui.runtime.secrets.redact` on each string);
+- whatever a value holds, the line is valid UTF-8 JSON that :func:`read_journal`
+  reads back: a lone surrogate becomes U+FFFD, an integer too long for a JSON
+  reader (over 4,000 digits) becomes its abbreviated text, a NaN ``null``;
+- control characters stay escaped inside the JSON strings (C1 ones and the
+  bidirectional overrides too, which ``json`` would leave raw), so ``cat``-ing a
+  journal never drives the terminal;
+- each line is written with one ``write`` on an unbuffered file: a crash loses
+  nothing already emitted, and tears at most the line being written.
+
+Reading (:func:`read_journal`): the file is read as bytes, line by line. A BOM
+is accepted; a torn or undecodable line is skipped and reported as a
+:class:`Skipped` notice naming its line number; a line that is JSON but not a
+valid event is kept as an :class:`Invalid` event (shown in the event log with
+the reason, skipped by the fold), and an event of a type this flowtui does not
+know (from a newer one) as an :class:`Unknown` event, shown by its type.
 """
 
 from __future__ import annotations
 
+import json
+import math
+import re
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from flowtui.runtime.events import event_json, parse_event
+from pydantic import ValidationError
+
+from flowtui.runtime.events import EVENT_TYPES, parse_event
+from flowtui.runtime.files import open_append
 from flowtui.runtime.secrets import redact, secret_values
 
+MAX_INT_DIGITS = 4000
+_RAW_IN_JSON = re.compile("[\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+
+
+def _safe(value: Any, secrets: tuple[str, ...]) -> Any:
+    """``value`` redacted, and made encodable and readable back (one walk)."""
+    if isinstance(value, str):
+        if not value.isascii():
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError:  # lone surrogates: not UTF-8, replace them
+                value = value.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+        return redact(value, secrets)
+    if isinstance(value, bool) or value is None:
+        return value
+    if isinstance(value, int):
+        if abs(value).bit_length() > MAX_INT_DIGITS * 3.32:  # ~digits * log2(10)
+            return f"<int of about {int(abs(value).bit_length() / 3.3219)} digits>"
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {str(_safe(k, secrets)): _safe(v, secrets) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_safe(v, secrets) for v in value]
+    return repr(value)
+
+
+def encode_data(data: Any, secrets: tuple[str, ...]) -> str:
+    """JSON-shaped ``data`` as one line of JSON: redacted, valid UTF-8, readable back, terminal-inert."""
+    text = json.dumps(_safe(data, secrets), ensure_ascii=False, separators=(",", ":"))
+    if _RAW_IN_JSON.search(text):
+        text = _RAW_IN_JSON.sub(lambda m: f"\\u{ord(m.group(0)):04x}", text)
+    return text
+
+
+def encode_event(event: Any, secrets: tuple[str, ...]) -> str:
+    """One event as one JSON line (no newline); see :func:`encode_data`."""
+    return encode_data(event.model_dump(mode="json", fallback=repr, warnings=False), secrets)
+
+
 class JournalWriter:
-    """A sink that appends each event to ``path`` as a JSON line."""
+    """A sink that appends each event to ``path`` as a JSON line.
+
+    An existing file is appended to (a run after the runs it holds); a torn
+    last line left by a crash is closed first, so the new run stands apart.
+    """
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._file = self.path.open("a", encoding="utf-8")
-        self._secrets = secret_values()
+        self.appended_to = _runs_in(self.path)  # runs already in the file
+        self._file = open_append(self.path)
+        self._secrets = tuple(secret_values())
 
     def __call__(self, event: Any) -> None:
-        if self._file.closed:
+        # Streamed fragments stay out: the assembled reply is journaled, redacted as a whole,
+        # while a credential split over fragments could not be redacted in each.
+        if self._file.closed or event.type == "chat.delta":
             return
-        self._file.write(redact(event_json(event), self._secrets) + "\n")
-        self._file.flush()
+        self._file.write((encode_event(event, self._secrets) + "\n").encode("utf-8"))
 
     def close(self) -> None:
         self._file.close()
 
 
-def read_journal(path: str | Path) -> Iterator[Any]:
-    """The events of a journal file, validated, in order."""
-    with Path(path).open(encoding="utf-8") as f:
-        for n, line in enumerate(f, 1):
-            if line.strip():
-                try:
-                    yield parse_event(line)
-                except ValueError as exc:
-                    raise ValueError(f"{path}:{n}: not a flowtui event: {exc}") from None
+def _runs_in(path: Path) -> int:
+    """How many runs a journal file already holds (each starts with the event of seq 1)."""
+    try:
+        with path.open("rb") as f:
+            return sum(1 for line in f if line.startswith(b'{"seq":1,'))
+    except OSError:
+        return 0
+
+
+# --- reading ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Skipped:
+    """A line of a journal that could not be read (torn by a crash, not UTF-8, not JSON)."""
+
+    line: int
+    reason: str
+
+
+@dataclass(frozen=True)
+class Invalid:
+    """A journal line that is JSON but not a valid event: shown in the event log, skipped by the fold."""
+
+    line: int
+    reason: str
+    data: dict[str, Any] = field(default_factory=dict)
+    type: str = "invalid"
+    origin: str = "?"
+
+    @property
+    def seq(self) -> int:
+        seq = self.data.get("seq")
+        return seq if isinstance(seq, int) and not isinstance(seq, bool) else 0
+
+    @property
+    def run_id(self) -> str:
+        return str(self.data.get("run_id", ""))
+
+    node_id = None
+    parent_id = None
+
+
+@dataclass(frozen=True)
+class Unknown(Invalid):
+    """An event of a type this flowtui does not know (written by a newer one): kept and shown by type."""
+
+    type: str = "unknown"
+
+
+def read_journal(path: str | Path, *, notices: list[Skipped] | None = None) -> Iterator[Any]:
+    """The events of a journal file, in order: valid events, :class:`Invalid` and :class:`Unknown` ones.
+
+    Lines that cannot be read at all are skipped; each one is added to
+    ``notices`` (when given). Raises ``OSError`` for a file that cannot be opened.
+    """
+    with Path(path).open("rb") as f:
+        for n, raw in enumerate(f, 1):
+            if n == 1 and raw.startswith(b"\xef\xbb\xbf"):
+                raw = raw[3:]
+            line = raw.strip()
+            if not line:
+                continue
+            item = parse_line(line, n)
+            if isinstance(item, Skipped) and not raw.endswith(b"\n"):
+                item = Skipped(n, f"{item.reason}, and the last line, cut short (the writer was killed?)")
+            if isinstance(item, Skipped):
+                if notices is not None:
+                    notices.append(item)
+                continue
+            yield item
+
+
+def parse_line(line: bytes, n: int = 0) -> Any:
+    """One journal line as an event, an :class:`Invalid`/:class:`Unknown` one, or a :class:`Skipped` notice."""
+    try:
+        text = line.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return Skipped(n, f"not UTF-8 text (byte {exc.start})")
+    try:
+        data = json.loads(text)
+    except (ValueError, RecursionError):
+        return Skipped(n, "not JSON")
+    if not isinstance(data, dict) or "type" not in data:
+        return Skipped(n, "not an event (no 'type')")
+    kind = data.get("type")
+    if kind not in EVENT_TYPES:
+        return Unknown(n, f"an event type this flowtui does not know: {str(kind)[:80]}", data,
+                       type=str(kind)[:80], origin=str(data.get("origin", "?"))[:80])
+    try:
+        return parse_event(text)
+    except (ValidationError, ValueError) as exc:
+        return Invalid(n, f"{str(kind)[:40]}: {_reason(exc)}", data, origin=str(data.get("origin", "?"))[:80])
+
+
+def _reason(exc: Exception) -> str:
+    if isinstance(exc, ValidationError):
+        parts = []
+        for e in exc.errors()[:3]:
+            loc = ".".join(str(p) for p in e["loc"][1:] or e["loc"])
+            parts.append(f"{loc}: {e['msg']}")
+        return "; ".join(parts)
+    return str(exc).splitlines()[0]

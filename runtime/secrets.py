@@ -1,11 +1,22 @@
 """Keeping credentials out of everything flowtui writes or shows.
 
-One rule for the whole runtime: the value of every environment variable whose
-name looks like a credential (``*_API_KEY``, ``*_KEY``, ``*TOKEN*``,
-``*SECRET*``, ``*PASSWORD*``; at least 6 characters), any credential-looking
-keyword a provider was given, and anything shaped like an ``sk-…``/``rk-…``/``pk-…`` key is
-replaced by ``[redacted]``. The journal, ``flowtui run``'s output and provider
-error messages all go through :func:`redact`.
+One rule for the whole of flowtui. A credential is:
+
+- the value of an environment variable whose name looks like one
+  (``*_API_KEY``, ``*_KEY``, ``*TOKEN*``, ``*SECRET*``, ``*PASSWORD*``,
+  ``*PASSWD*``, ``*CREDENTIAL*``, ``*PRIVATE*``; at least 6 characters), and
+  each long line of such a value when it spans several (a PEM key);
+- a credential-looking keyword a provider was given (``api_key=...``);
+- anything shaped like one, whatever it is called: ``sk-…``/``rk-…``/``pk-…``,
+  ``ghp_…``/``github_pat_…``, ``xoxb-…``/``xoxp-…``, ``AKIA…``, ``hf_…``,
+  ``Bearer …``, a JWT, a PEM private-key block, and the password part of a
+  connection URL (``scheme://user:PASSWORD@host``).
+
+Each is replaced by ``[redacted]``. Text is redacted with :func:`redact`;
+structured data (an event, a snapshot, a cassette exchange) with
+:func:`redact_data`, *before* it is encoded: JSON or TOML escaping changes the
+bytes of a value holding ``"``, ``\\`` or a newline, so redacting the encoded
+text would miss it.
 """
 
 from __future__ import annotations
@@ -15,28 +26,91 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-SECRET_NAME = re.compile(r"(API_KEY|_KEY$|TOKEN|SECRET|PASSWORD)", re.IGNORECASE)
-_KEY_SHAPE = re.compile(r"\b(?:sk|rk|pk)-[A-Za-z0-9_\-*]{6,}")
+MARK = "[redacted]"
+SECRET_NAME = re.compile(r"(API_KEY|_KEY$|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|PRIVATE)", re.IGNORECASE)
 MIN_LENGTH = 6
+_LINE_MIN = 16  # a line of a multi-line secret this long is a secret of its own
+
+# Shapes that are credentials whatever they are called. Group "keep" (when
+# present) is kept in front of the redaction: the scheme and user of a URL, "Bearer ".
+_SHAPES = [
+    r"\b(?:sk|rk|pk)-[A-Za-z0-9_\-*]{6,}",
+    r"\bgh[pousr]_[A-Za-z0-9]{16,}",
+    r"\bgithub_pat_[A-Za-z0-9_]{16,}",
+    r"\bxox[abposr]-[A-Za-z0-9-]{8,}",
+    r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b",
+    r"\bhf_[A-Za-z0-9]{16,}",
+    r"\beyJ[A-Za-z0-9_-]{4,}\.eyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]{4,}",
+    r"-----BEGIN[A-Z0-9 ]*PRIVATE KEY-----.*?(?:-----END[A-Z0-9 ]*PRIVATE KEY-----|\Z)",
+    r"(?P<bearer>\bBearer\s+)[A-Za-z0-9._~+/=-]{8,}",
+    r"(?P<url>\b[A-Za-z][A-Za-z0-9+.-]*://[^\s:/@\"']+:)[^\s@/\"']+(?=@)",
+]
+_SHAPE = re.compile("|".join(f"(?:{s})" for s in _SHAPES), re.DOTALL)
+# Cheap test before the full pattern: every shape holds one of these.
+_HINT = re.compile(r"sk-|rk-|pk-|gh[pousr]_|github_pat_|xox|AKIA|ASIA|hf_|eyJ|PRIVATE KEY|Bearer|://")
+
+
+def _keep(m: re.Match[str]) -> str:
+    return (m.group("bearer") or m.group("url") or "") + MARK
 
 
 def secret_values(extra: Mapping[str, Any] | None = None) -> list[str]:
     """Credential values from the environment (and ``extra`` keywords), longest first."""
-    values = {v for k, v in os.environ.items() if SECRET_NAME.search(k) and len(v) >= MIN_LENGTH}
+    values = {v for k, v in os.environ.items() if SECRET_NAME.search(k) and len(v.strip()) >= MIN_LENGTH}
     if extra:
         values |= {v for k, v in extra.items()
                    if isinstance(v, str) and len(v) >= MIN_LENGTH and re.search(r"key|token|secret|password", k, re.I)}
+    for v in list(values):
+        if "\n" in v.strip():  # a PEM key or a certificate: a tool may print one line of it
+            values |= {line.strip() for line in v.splitlines() if len(line.strip()) >= _LINE_MIN}
     return sorted(values, key=len, reverse=True)
 
 
 def found(text: str, secrets: Iterable[str]) -> list[str]:
     """The credentials in ``text``, in the order they appear (what :func:`redact` replaces)."""
-    pattern = "|".join([re.escape(s) for s in secrets] + [_KEY_SHAPE.pattern])
-    return [m.group(0) for m in re.finditer(pattern, text)]
+    parts = [re.escape(s) for s in secrets] + [_SHAPE.pattern]
+    pattern = re.compile("|".join(f"(?:{p})" for p in parts), re.DOTALL)
+    out = []
+    for m in pattern.finditer(text):
+        keep = (m.groupdict().get("bearer") or m.groupdict().get("url") or "")
+        out.append(m.group(0)[len(keep):])
+    return out
 
 
 def redact(text: str, secrets: Iterable[str]) -> str:
+    """``text`` with every credential replaced by ``[redacted]``."""
     for value in secrets:
         if value in text:
-            text = text.replace(value, "[redacted]")
-    return _KEY_SHAPE.sub("[redacted]", text) if "k-" in text else text
+            text = text.replace(value, MARK)
+    if _HINT.search(text):
+        text = _SHAPE.sub(_keep, text)
+    return text
+
+
+def redact_data(value: Any, secrets: Iterable[str]) -> Any:
+    """A copy of JSON-shaped ``value`` (dicts, lists, strings, numbers) with every string redacted."""
+    secrets = tuple(secrets)
+    return _walk(value, secrets)
+
+
+def _walk(value: Any, secrets: tuple[str, ...]) -> Any:
+    if isinstance(value, str):
+        return redact(value, secrets)
+    if isinstance(value, dict):
+        return {(redact(k, secrets) if isinstance(k, str) else k): _walk(v, secrets) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_walk(v, secrets) for v in value]
+    return value
+
+
+def restore(edited: str, original: str, secrets: Iterable[str]) -> str:
+    """``edited`` (typed over ``redact(original)``) with each untouched ``[redacted]`` back to its credential.
+
+    An edit made on a redacted text then loses nothing: the credentials the
+    person never saw go back where they were.
+    """
+    secrets = tuple(secrets)
+    if MARK not in edited or redact(original, secrets) == original:
+        return edited
+    hidden = iter(found(original, secrets))
+    return re.sub(re.escape(MARK), lambda m: next(hidden, MARK), edited)

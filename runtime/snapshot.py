@@ -23,6 +23,7 @@ values are left out and come back as their defaults.
 
 from __future__ import annotations
 
+import json
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,7 +32,11 @@ from typing import Any
 from pydantic import TypeAdapter, ValidationError
 
 from flowtui.runtime.errors import ConfigError
+from flowtui.runtime.files import write_atomic
 from flowtui.runtime.messages import Message
+from flowtui.runtime.secrets import redact_data, secret_values
+
+KEYS = ("workflow", "memory", "tasks", "history", "state")
 
 
 def _drop_none(value: Any) -> Any:
@@ -43,13 +48,18 @@ def _drop_none(value: Any) -> Any:
 
 
 def snapshot_toml(view: Any) -> str:
-    """The TOML text of a :class:`~runtime.fold.RunView`'s current state."""
+    """The TOML text of a :class:`~flowtui.runtime.fold.RunView`'s current state, credentials redacted."""
     import tomli_w
 
     history = [m.model_dump(mode="json", exclude_defaults=True) for m in view.history]
     data = {"workflow": view.workflow or "", "memory": list(view.memory), "tasks": list(view.tasks),
             "state": view.state, "history": history}
-    return tomli_w.dumps(_drop_none(data))
+    return tomli_w.dumps(redact_data(_drop_none(data), secret_values()))
+
+
+def write_snapshot(view: Any, path: str | Path) -> bool:
+    """Write ``view``'s snapshot to ``path`` atomically (owner-only); True when it replaced a file."""
+    return write_atomic(Path(path), snapshot_toml(view))
 
 
 @dataclass
@@ -61,25 +71,42 @@ class Snapshot:
     history: list[Message] = field(default_factory=list)
     state: dict[str, Any] = field(default_factory=dict)
     workflow: str | None = None
+    source: str = "snapshot"  # the file it came from, for error messages
 
 
 def load_snapshot(path: str | Path) -> Snapshot:
-    """Read a snapshot file; errors name the file and the key at fault."""
+    """Read a snapshot file; errors name the file and the key at fault.
+
+    An empty or partial file (a snapshot cut short by a crash) is refused, not
+    read as "start from the defaults".
+    """
     p = Path(path)
     try:
-        data = tomllib.loads(p.read_text(encoding="utf-8"))
+        raw = p.read_bytes()
     except FileNotFoundError:
         raise ConfigError(f"snapshot file not found: {p}") from None
+    except IsADirectoryError:
+        raise ConfigError(f"{p}: is a folder, not a snapshot file") from None
+    except OSError as exc:
+        raise ConfigError(f"{p}: cannot read it: {exc.strerror or exc}") from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ConfigError(f"{p}: not a snapshot (a binary file, not TOML text)") from None
+    if not text.strip():
+        raise ConfigError(f"{p}: empty, not a snapshot; write one with --snapshot-out") from None
+    try:
+        data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{p}: not valid TOML: {exc}") from None
-    unknown = set(data) - {"workflow", "memory", "tasks", "history", "state"}
+    unknown = set(data) - set(KEYS)
     if unknown:
         raise ConfigError(f"{p}: unknown key(s) {sorted(unknown)}; a snapshot has workflow, memory, tasks, "
                           "history and state")
     try:
         history = TypeAdapter(list[Message]).validate_python(data.get("history", []))
-        memory = TypeAdapter(list[str]).validate_python(data.get("memory", []))
-        tasks = TypeAdapter(list[str]).validate_python(data.get("tasks", []))
+        memory = TypeAdapter(list[str]).validate_python(data.get("memory", []), strict=True)
+        tasks = TypeAdapter(list[str]).validate_python(data.get("tasks", []), strict=True)
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(x) for x in first["loc"])
@@ -87,11 +114,20 @@ def load_snapshot(path: str | Path) -> Snapshot:
     state = data.get("state", {})
     if not isinstance(state, dict):
         raise ConfigError(f"{p}: [state] must be a table of field = value")
-    return Snapshot(memory=memory, tasks=tasks, history=history, state=state, workflow=data.get("workflow"))
+    return Snapshot(memory=memory, tasks=tasks, history=history, state=state, workflow=str(data.get("workflow") or "") or None,
+                    source=str(p))
+
+
+def check_workflow(snapshot: Snapshot, workflow: str) -> None:
+    """Refuse a snapshot taken from another workflow."""
+    if snapshot.workflow and snapshot.workflow != workflow:
+        raise ConfigError(f"{snapshot.source}: a snapshot of workflow {snapshot.workflow}, not {workflow}; "
+                          "start it with that workflow's flow file")
 
 
 def apply_state(obj: Any, cls: type, values: dict[str, Any], *, source: str) -> None:
-    """Set workflow-state fields from a snapshot, each validated against its type."""
+    """Set workflow-state fields from a snapshot, each strictly validated against its type
+    (``true`` is not an ``int``, ``"3"`` is not a number)."""
     from flowtui.runtime.observe import field_type, state_fields
 
     known = state_fields(obj)
@@ -99,7 +135,13 @@ def apply_state(obj: Any, cls: type, values: dict[str, Any], *, source: str) -> 
         if name not in known:
             raise ConfigError(f"{source}: [state] {name}: {cls.__name__} has no field {name!r}")
         try:
-            typed = TypeAdapter(field_type(cls, name)).validate_python(value)
+            # Through JSON: strict about scalars, yet a TOML array fills a tuple and a table a model.
+            typed = TypeAdapter(field_type(cls, name)).validate_json(json.dumps(value, default=str), strict=True)
         except ValidationError as exc:
-            raise ConfigError(f"{source}: [state] {name}: {exc.errors()[0]['msg']}") from None
+            raise ConfigError(f"{source}: [state] {name} = {value!r}: {exc.errors()[0]['msg']} "
+                              f"(the field is {_type_name(field_type(cls, name))})") from None
         setattr(obj, name, typed)
+
+
+def _type_name(tp: Any) -> str:
+    return getattr(tp, "__name__", None) or str(tp).replace("typing.", "")

@@ -51,6 +51,8 @@ async def record(path) -> Canned:
     assert await planner.complete(req("Planner", 1)) == CALL
     assert await planner.complete(req("Planner", 2, *AFTER_CALL)) == TEXT
     assert await critic.complete(req("Critic", 1, system="You criticise.")) == TEXT
+    assert not path.exists()  # nothing replaces the file before the run ends
+    assert cassette.commit() is False  # a new file
     return inner
 
 
@@ -113,6 +115,7 @@ async def test_replay_never_touches_the_network(tmp_path):
         rec = RecordingProvider(real, Cassette.new(path))
         out = await rec.complete(req("Planner", 1))
         assert out.content == "from the wire"
+        rec.cassette.commit()
         assert KEY not in path.read_text()
         replay = ReplayProvider(path)
         assert (await replay.complete(req("Planner", 1))).content == "from the wire"

@@ -165,7 +165,7 @@ def test_snapshot_out_then_from_snapshot_starts_where_it_left(tmp_path):
     assert "rodadas = 2" in snap.read_text() and '"visto 3",\n    "visto 5"' in snap.read_text()
     snap.write_text('[state]\nrodadas = "muitas"\n')
     bad = flowtui("run", str(path), "--from-snapshot", str(snap))
-    assert bad.returncode == 2 and "snapshot: [state] rodadas:" in bad.stderr and "Traceback" not in bad.stderr
+    assert bad.returncode == 2 and "snap.toml: [state] rodadas = 'muitas'" in bad.stderr and "Traceback" not in bad.stderr
 
 
 def test_a_credential_never_reaches_the_terminal(tmp_path):

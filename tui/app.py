@@ -28,7 +28,7 @@ from flowtui.tui.heap import Heap
 from flowtui.tui.messages import RunFlushed
 from flowtui.tui.screens.main import MainScreen
 from flowtui.tui.session import LaunchConfig, Session
-from flowtui.tui.shown import shown
+from flowtui.tui.shown import PlainNotify, shown
 
 DRAIN_INTERVAL = 1 / 100  # how often buffered events are folded into the view while a run is busy
 IDLE_CHECK_S = 1 / 4  # how often an idle app looks for work (the fast tick sleeps meanwhile)
@@ -39,7 +39,7 @@ MIN_FOLD_S = 0.001  # ...but fold for at least this long, so a flood is never st
 REDRAW_INTERVAL = 1 / 20  # panes are redrawn at most this often
 
 
-class FlowApp(App[int]):
+class FlowApp(PlainNotify, App[int]):
     """The terminal app of flowtui."""
 
     CSS_PATH = "flowtui.tcss"
@@ -116,7 +116,7 @@ class FlowApp(App[int]):
             if state == WorkerState.ERROR:
                 self.flush(everything=True)
                 error = worker.error
-                self.notify(shown(f"{type(error).__name__}: {error}"), title="The run failed", severity="error",
+                self.notify(f"{type(error).__name__}: {error}", title="The run failed", severity="error",
                             timeout=10)
             elif state in (WorkerState.SUCCESS, WorkerState.CANCELLED):
                 self.flush(everything=True)
@@ -430,7 +430,7 @@ class FlowApp(App[int]):
         agents, tools = self.session.step_names()
         for name in agents + tools:
             state = "remove" if name in self.session.breakpoints else "set"
-            yield SystemCommand(f"breakpoint: {state} on {name}", f"Pause before {name}",
+            yield SystemCommand(shown(f"breakpoint: {state} on {name}"), shown(f"Pause before {name}"),
                                 _bind(self.action_toggle_breakpoint, name))
         yield from super().get_system_commands(screen)
 

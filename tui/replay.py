@@ -18,7 +18,9 @@ from textual.app import App, SystemCommand
 from textual.binding import Binding
 from textual.screen import Screen
 
+from flowtui.runtime.cli import say
 from flowtui.tui.screens.dialogs import HelpScreen
+from flowtui.tui.shown import PlainNotify
 from flowtui.tui.screens.replay import ReplayScreen
 from flowtui.tui.timeline import JournalError, Timeline, clone_view, load_runs
 
@@ -64,7 +66,7 @@ def help_groups() -> list[tuple[str, list[tuple[str, str]]]]:
     return list(groups.items())
 
 
-class ReplayApp(App[int]):
+class ReplayApp(PlainNotify, App[int]):
     """A recorded run, one event at a time."""
 
     CSS_PATH = "flowtui.tcss"
@@ -75,8 +77,10 @@ class ReplayApp(App[int]):
         for k in KEYS
     ]
 
-    def __init__(self, events: list[Any], *, source: str = "", at: int | None = None) -> None:
+    def __init__(self, events: list[Any], *, source: str = "", at: int | None = None,
+                 notices: list[Any] = ()) -> None:
         super().__init__()
+        self.notices = list(notices)  # journal lines that could not be read
         self.timeline = Timeline(events)
         self.final = clone_view(self.timeline.view_at(len(self.timeline)))  # also lays the checkpoints down
         self.final_status = self.final.status
@@ -88,6 +92,12 @@ class ReplayApp(App[int]):
     async def on_mount(self) -> None:
         await self.push_screen(self.main)
         self.go(self.position)
+        if self.notices:
+            lines = [f"line {n.line}: {n.reason}" for n in self.notices[:5]]
+            more = len(self.notices) - len(lines)
+            self.notify("\n".join(lines) + (f"\n… and {more} more" if more > 0 else ""),
+                        title=f"Skipped {len(self.notices)} unreadable line{'s' if len(self.notices) > 1 else ''}",
+                        severity="warning", timeout=15)
 
     # --- position ---------------------------------------------------------------
     def go(self, k: int) -> None:
@@ -151,11 +161,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 def make_replay(path: str | Path, *, run: int | None = None, **options: Any) -> ReplayApp:
     """The replay app for a journal file; raises :class:`JournalError` for a file it cannot replay."""
-    runs = load_runs(path)
+    notices: list[Any] = []
+    runs = load_runs(path, notices=notices)
     if run is not None and not 1 <= run <= len(runs):
         raise JournalError(f"{path}: --run {run}: the file holds {len(runs)} run{'s' if len(runs) != 1 else ''}")
     events = runs[(run or len(runs)) - 1]
-    return ReplayApp(events, source=str(path), **options)
+    return ReplayApp(events, source=str(path), notices=notices, **options)
 
 
 def main_replay(argv: list[str]) -> int:
@@ -164,7 +175,7 @@ def main_replay(argv: list[str]) -> int:
     try:
         app = make_replay(args.journal, run=args.run, at=args.at)
     except JournalError as exc:
-        print(f"flowtui replay: {exc}", file=sys.stderr)
+        say(f"flowtui replay: {exc}")
         return 2
     app.run()
     return app.return_code or 0

@@ -101,9 +101,9 @@ class Session:
         self.controller = Controller(start_paused=True, breakpoints=self.breakpoints)
         journal = self.config.journal
         if journal is None and self.config.journal_auto:
-            from flowtui.runtime.cli import default_journal_path
+            from flowtui.runtime.cli import new_journal
 
-            journal = str(default_journal_path(self.workflow_name))
+            journal = str(new_journal(self.workflow_name))
         if journal is not None and journal not in self.journals:
             self.journals.append(journal)
         self.run = self.flow.prepare(input, memory=self.config.memory, journal=journal,

@@ -1,23 +1,27 @@
-"""What reaches the screen never holds a credential.
+"""What reaches the screen: no credential, and nothing a terminal would act on.
 
-The runtime redacts what it writes (the journal, ``flowtui run``'s output,
-provider errors); the app draws model text, tool output and values as they
-came, and a model or a tool can echo a key. Every text the panes draw goes
-through :func:`shown`, with the same rule as the runtime
-(:mod:`runtime.secrets`: credential-named environment variables, ``sk-…``
-shapes). An edit dialog shows the redacted text too, and :func:`unshown` puts
-the credentials back where the user left ``[redacted]`` untouched, so saving
-an edit loses nothing.
+Every text the app draws that it did not write itself (model replies, tool
+names and output, errors, memory, tasks, state and ``ctx`` values, names from
+the flow, journals recorded elsewhere, file names) goes through :func:`shown`:
+the runtime's redaction rule (:mod:`flowtui.runtime.secrets`) and its
+inertness rule (:mod:`flowtui.runtime.inert`: control characters shown as
+``␛``, ``␇``, ``\\x9b``...). Widgets receive it as plain ``Text``/``Segment``
+content, never as markup, and notifications are sent with ``markup=False``
+(:class:`PlainNotify`).
+
+An edit dialog shows the shown text too, and :func:`unshown` puts back, where
+the person left them untouched, the credentials and control characters the
+original held, so saving an edit loses nothing.
 """
 
 from __future__ import annotations
 
-import re
 from functools import lru_cache
 
-from flowtui.runtime.secrets import found, redact, secret_values
+from flowtui.runtime.inert import unvisible, visible
+from flowtui.runtime.secrets import MARK, redact, restore, secret_values
 
-MARK = "[redacted]"
+__all__ = ["MARK", "PlainNotify", "shown", "unshown"]
 
 
 @lru_cache(maxsize=1)
@@ -27,12 +31,19 @@ def _secrets() -> tuple[str, ...]:
 
 def shown(text: str) -> str:
     """``text`` as it may be drawn."""
-    return redact(text, _secrets())
+    return visible(redact(text, _secrets()))
 
 
 def unshown(edited: str, original: str) -> str:
-    """``edited`` (typed over ``shown(original)``) with each untouched ``[redacted]`` back to its credential."""
-    if MARK not in edited or shown(original) == original:
-        return edited
-    hidden = iter(found(original, _secrets()))
-    return re.sub(re.escape(MARK), lambda m: next(hidden, MARK), edited)
+    """``edited`` (typed over ``shown(original)``) with what :func:`shown` hid put back where untouched."""
+    redacted = redact(original, _secrets())
+    return restore(unvisible(edited, redacted), original, _secrets())
+
+
+class PlainNotify:
+    """App mixin: every notification is shown text, never parsed as markup."""
+
+    def notify(self, message: str, *, title: str = "", severity: str = "information",  # type: ignore[override]
+               timeout: float | None = None, markup: bool = False) -> None:
+        super().notify(shown(message), title=shown(title), severity=severity, timeout=timeout,  # type: ignore[misc]
+                       markup=False)

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import re
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterable
 from pathlib import Path
@@ -23,60 +22,43 @@ class JournalError(Exception):
     """A journal file that cannot be replayed; the message names the file (and line)."""
 
 
-def load_runs(path: str | Path) -> list[list[Any]]:
+def load_runs(path: str | Path, *, notices: list[Any] | None = None) -> list[list[Any]]:
     """The runs recorded in a journal, each a list of events. Raises :class:`JournalError`.
 
     A journal normally holds one run; a file written to twice holds several,
-    each restarting its sequence numbers at 1.
+    each restarting its sequence numbers at 1. Lines that cannot be read (torn
+    by a crash, not UTF-8) are skipped and added to ``notices``; events that do
+    not validate stay in their run as invalid ones (see :mod:`flowtui.runtime.journal`).
     """
-    from flowtui.runtime.journal import read_journal
+    from flowtui.runtime.journal import Invalid, read_journal
 
-    events: list[Any] = []
+    p = Path(path)
+    if p.is_dir():
+        raise JournalError(f"{path}: is a folder, not a journal file")
+    skipped: list[Any] = []
     try:
-        for ev in read_journal(path):
-            events.append(ev)
+        events = list(read_journal(p, notices=skipped))
     except FileNotFoundError:
         raise JournalError(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise JournalError(f"{path}: is a directory, not a journal file") from None
     except OSError as exc:
         raise JournalError(f"{path}: cannot read it: {exc.strerror or exc}") from None
-    except UnicodeDecodeError:
-        raise JournalError(f"{path}: not a text file (a flowtui journal is JSON lines)") from None
-    except ValueError as exc:  # read_journal names file and line: "path:12: not a flowtui event: ..."
-        if not _cut_short(path, len(events)):
-            raise JournalError(_first_lines(str(exc))) from None
-    if not events:
+    if notices is not None:
+        notices.extend(skipped)
+    valid = [ev for ev in events if not isinstance(ev, Invalid)]
+    if not valid:
+        if skipped or events:
+            first = skipped[0] if skipped else events[0]
+            raise JournalError(f"{path}: not a flowtui journal (line {first.line}: {first.reason})")
         raise JournalError(f"{path}: empty, no events recorded")
     runs: list[list[Any]] = [[]]
+    last = 0
     for ev in events:
-        if runs[-1] and ev.seq <= runs[-1][-1].seq:
-            runs.append([])
+        if not isinstance(ev, Invalid):  # a run starts where the sequence numbers start again
+            if runs[-1] and ev.seq <= last:
+                runs.append([])
+            last = ev.seq
         runs[-1].append(ev)
     return runs
-
-
-def _cut_short(path: str | Path, good: int) -> bool:
-    """The bad line is the file's last and has no newline: the writer died mid-line; keep what came before."""
-    data = Path(path).read_bytes()
-    return bool(data) and not data.endswith(b"\n") and sum(1 for line in data.splitlines() if line.strip()) == good + 1
-
-
-def _first_lines(text: str, n: int = 3) -> str:
-    """``file:12: not a flowtui event`` and the first reasons (``field: what``), without pydantic's boilerplate."""
-    first, *rest = text.splitlines()
-    head = re.sub(r":?\s*\d+ validation errors? for .*$", "", first)
-    reasons: list[str] = []
-    for line in rest:
-        if not line.strip() or line.strip().startswith("For further information"):
-            continue
-        line = re.sub(r"\s*\[type=.*\]$", "", line)
-        if line.startswith(" ") and reasons:  # pydantic indents the message under its field
-            reasons[-1] += f": {line.strip()}"
-        else:
-            reasons.append(line.strip())
-    more = ["…"] if len(reasons) > n else []
-    return "\n  ".join([head, *reasons[:n], *more])
 
 
 def clone_view(view: Any) -> Any:

@@ -6,9 +6,14 @@ A cassette is a JSON-lines file: a header line, then one line per exchange::
     {"agent": "Revisor", "turn": 1, "request": {"messages": [...], "tools": [...],
      "sampling": {...}}, "reply": {...}}
 
-Lines are appended and flushed as exchanges happen, so a crashed run keeps
-what it recorded. Nothing secret is written: requests hold messages, tool
-schemas and sampling only, never provider settings such as an API key.
+Recording never touches an existing cassette until the run ends: exchanges
+are appended (and flushed) to a hidden ``.NAME.recording`` file beside it as
+they happen, so a crashed run keeps what it recorded there, and
+:meth:`Cassette.commit` renames that file over ``NAME`` atomically at the end.
+Nothing secret is written: requests hold messages, tool schemas and sampling
+only, never provider settings such as an API key, and every value is redacted
+(:mod:`flowtui.runtime.secrets`) before it is written. Replay redacts the live
+request the same way before matching, so a redacted cassette still replays.
 
 Replay matches on (agent, turn, messages) and ignores tool schemas and
 sampling, so tools, hooks and ``until`` can change between runs as long as the
@@ -22,13 +27,16 @@ from __future__ import annotations
 
 import difflib
 import json
+import os
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from flowtui.runtime.errors import CassetteMissError, ConfigError
+from flowtui.runtime.files import FILE_MODE, private_dir
 from flowtui.runtime.providers.base import ChatReply, ChatRequest, Provider
+from flowtui.runtime.secrets import redact_data, secret_values
 
 __all__ = ["Cassette", "Exchange", "RecordingProvider", "ReplayProvider"]
 
@@ -49,10 +57,12 @@ class Exchange:
 
     @classmethod
     def of(cls, request: ChatRequest, reply: ChatReply) -> "Exchange":
+        """The exchange as it is written: every value redacted."""
+        secrets = secret_values()
         return cls(agent=request.agent, turn=request.turn,
-                   messages=[m.model_dump(mode="json") for m in request.messages],
-                   reply=reply.model_dump(mode="json"),
-                   tools=list(request.tools), sampling=dict(request.sampling))
+                   messages=redact_data([m.model_dump(mode="json") for m in request.messages], secrets),
+                   reply=redact_data(reply.model_dump(mode="json"), secrets),
+                   tools=list(request.tools), sampling=redact_data(dict(request.sampling), secrets))
 
     def to_json(self) -> dict[str, Any]:
         return {"agent": self.agent, "turn": self.turn,
@@ -70,21 +80,39 @@ class Exchange:
 
 class Cassette:
     """A cassette file. ``Cassette.new(path)`` starts an empty one for recording
-    (one per run, shared by every agent's recorder); ``Cassette.load(path)``
-    reads one for replay."""
+    (shared by every agent's recorder of a run; :meth:`commit` puts it in place);
+    ``Cassette.load(path)`` reads one for replay."""
 
     def __init__(self, path: str | Path, exchanges: list[Exchange] | None = None) -> None:
         self.path = Path(path)
         self.exchanges: list[Exchange] = exchanges or []
         self._lock = threading.Lock()
+        self._recording: Path | None = None
+        self._atomic = False  # new(): record beside the file, commit() puts it in place
 
     @classmethod
     def new(cls, path: str | Path) -> "Cassette":
-        """Create (or truncate) ``path`` and write the header."""
-        p = Path(path)
-        p.parent.mkdir(parents=True, exist_ok=True)
-        p.write_text(json.dumps(_HEADER) + "\n", encoding="utf-8")
-        return cls(p)
+        """A cassette to record into ``path``: nothing touches ``path`` until :meth:`commit`."""
+        cassette = cls(Path(path))
+        cassette._atomic = True
+        return cassette
+
+    @property
+    def recording_path(self) -> Path:
+        return self.path.parent / f".{self.path.name}.recording"
+
+    def commit(self) -> bool | None:
+        """Put what was recorded in place of ``path`` atomically; True when a file was replaced,
+        False when a new one was written, None when nothing was recorded."""
+        with self._lock:
+            tmp, self._recording = self._recording, None
+            if tmp is None:
+                return None
+            existed = self.path.exists()
+            with open(tmp, "rb+") as f:
+                os.fsync(f.fileno())
+            os.replace(tmp, self.path)
+            return existed
 
     @classmethod
     def load(cls, path: str | Path) -> "Cassette":
@@ -94,7 +122,11 @@ class Cassette:
         if not p.is_file():
             raise ConfigError(f"cassette {str(p)!r} does not exist: record one first with --record")
         exchanges: list[Exchange] = []
-        for n, line in enumerate(p.read_text(encoding="utf-8").splitlines(), start=1):
+        try:
+            text = p.read_bytes().decode("utf-8-sig")
+        except UnicodeDecodeError:
+            raise ConfigError(f"cassette {str(p)!r} is not a cassette (not text); record one with --record") from None
+        for n, line in enumerate(text.splitlines(), start=1):
             if not line.strip():
                 continue
             try:
@@ -108,15 +140,28 @@ class Cassette:
         return cls(p, exchanges)
 
     def append(self, exchange: Exchange) -> None:
-        """Add an exchange and write it to the file at once."""
+        """Add an exchange and write it to the recording at once (see :meth:`commit`)."""
         line = json.dumps(exchange.to_json(), ensure_ascii=False)
         with self._lock:
             self.exchanges.append(exchange)
-            if not self.path.exists():
-                self.path.parent.mkdir(parents=True, exist_ok=True)
-                self.path.write_text(json.dumps(_HEADER) + "\n", encoding="utf-8")
-            with self.path.open("a", encoding="utf-8") as f:
+            target = self.path
+            if self._atomic:
+                if self._recording is None:
+                    self._recording = self.recording_path
+                    _create(self._recording, truncate=True)
+                target = self._recording
+            elif not target.exists():
+                _create(target, truncate=False)
+            with target.open("a", encoding="utf-8") as f:
                 f.write(line + "\n")
+
+
+def _create(path: Path, *, truncate: bool) -> None:
+    """A new cassette file (owner-only) holding the header line."""
+    private_dir(path.parent)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | (os.O_TRUNC if truncate else 0), FILE_MODE)
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        f.write(json.dumps(_HEADER) + "\n")
 
 
 def _cassette(c: Cassette | str | Path, *, load: bool) -> Cassette:
@@ -170,7 +215,8 @@ class ReplayProvider(Provider):
         return f"replaying {self.cassette.path.name}"
 
     async def complete(self, request: ChatRequest) -> ChatReply:
-        want = _normalize(m.model_dump(mode="json") for m in request.messages)
+        # redacted like the recorded side, so a request that echoes a credential still matches
+        want = _normalize(redact_data([m.model_dump(mode="json") for m in request.messages], secret_values()))
         with self._lock:
             index = self._find(request, want)
             if index is None:

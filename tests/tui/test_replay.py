@@ -86,17 +86,26 @@ def test_a_file_written_twice_holds_two_runs(tmp_path):
 
 @pytest.mark.parametrize(("content", "message"), [
     ("", "empty, no events recorded"),
-    ('{"type": "run.start"}\n', ":1: not a flowtui event"),
-    (None, ":2: not a flowtui event"),
+    ('{"type": "run.start"}\n', "not a flowtui journal (line 1: run.start: seq: Field required"),
+    ("\x00\xff\xfe binary \x89PNG\n", "not a flowtui journal (line 1: not UTF-8 text"),
+    ("a,b,c\n1,2,3\n", "not a flowtui journal (line 1: not JSON)"),
 ])
-def test_a_bad_journal_names_file_and_line(tmp_path, journal, content, message):
+def test_a_file_that_is_not_a_journal_names_file_and_line(tmp_path, content, message):
     bad = tmp_path / "bad.jsonl"
-    if content is None:  # a good first line, then garbage
-        content = journal.read_text().splitlines()[0] + "\nthis is not json\n"
-    bad.write_text(content)
+    bad.write_bytes(content.encode("latin-1"))
     with pytest.raises(JournalError) as info:
         load_runs(bad)
     assert str(bad) in str(info.value) and message in str(info.value)
+
+
+def test_a_bad_line_amid_good_ones_is_skipped_with_its_line_number(tmp_path, journal):
+    lines = journal.read_text().splitlines()
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("\n".join([lines[0], "this is not json", *lines[1:]]) + "\n")
+    notices: list = []
+    (run,) = load_runs(bad, notices=notices)
+    assert [(n.line, n.reason) for n in notices] == [(2, "not JSON")]
+    assert len(run) == len(lines)
 
 
 def test_replay_command_exits_2_without_a_traceback(tmp_path, capsys):
@@ -104,7 +113,10 @@ def test_replay_command_exits_2_without_a_traceback(tmp_path, capsys):
     bad.write_text('{"nope": 1}\n')
     assert main_replay([str(bad)]) == 2
     err = capsys.readouterr().err
-    assert err.startswith(f"flowtui replay: {bad}:1: not a flowtui event") and "Traceback" not in err
+    assert err.startswith(f"flowtui replay: {bad}: not a flowtui journal (line 1: not an event (no 'type'))")
+    assert "Traceback" not in err
+    assert main_replay([str(tmp_path)]) == 2
+    assert "is a folder, not a journal file" in capsys.readouterr().err
     assert main_replay([str(tmp_path / "missing.jsonl")]) == 2
     assert "missing.jsonl: no such file" in capsys.readouterr().err
 
@@ -221,6 +233,8 @@ async def test_a_run_cut_short_replays_what_was_written(tmp_path, journal):
     async with app.run_test(size=SIZE):
         status = str(app.main.query_one("#status").content)
         assert "run result: none (no run.end" in status
-    cut.write_text("\n".join(lines[:20]) + "\n" + lines[20][:30] + "\n" + lines[21])  # garbage mid-file: refused
-    with pytest.raises(JournalError, match=":21: not a flowtui event"):
-        load_runs(cut)
+    # the same journal appended to after the crash: the torn line is skipped, both sides open
+    cut.write_text("\n".join(lines[:20]) + "\n" + lines[20][:30] + "\n" + "\n".join(lines[21:]) + "\n")
+    notices: list = []
+    (run,) = load_runs(cut, notices=notices)
+    assert [n.line for n in notices] == [21] and len(run) == len(lines) - 1

@@ -34,7 +34,7 @@ class FirstMessageDialog(ModalScreen[str | None]):
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog"):
-            yield Label(Text.assemble("First message for ", (self.workflow, "bold")), classes="dialog-title")
+            yield Label(Text.assemble("First message for ", (shown(self.workflow), "bold")), classes="dialog-title")
             yield Input(placeholder="What should the flow work on?", id="first-input")
             with Horizontal(classes="dialog-buttons"):
                 yield Button("Start", variant="primary", id="first-start")
@@ -77,7 +77,7 @@ class TextDialog(ModalScreen[str | None]):
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog", id="text-dialog"):
-            yield Label(self.title_text, classes="dialog-title")
+            yield Label(Text(shown(self.title_text)), classes="dialog-title")
             # Credentials are shown as [redacted]; saving puts back the ones left untouched.
             if self.single_line:
                 yield Input(shown(self.text), id="dialog-input")
@@ -137,7 +137,7 @@ class ConfirmDialog(ModalScreen[bool]):
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog"):
-            yield Label(self.question, classes="dialog-title")
+            yield Label(Text(shown(self.question)), classes="dialog-title")
             with Horizontal(classes="dialog-buttons"):
                 yield Button("Yes \\[y]", variant="warning", id="confirm-yes")
                 yield Button("No \\[n]", id="confirm-no")

@@ -35,13 +35,13 @@ class LoadErrorScreen(Screen):
         head = Text("Could not load the flow", "bold #ff5f5f")
         loc = Text()
         loc.append("file  ", "dim")
-        loc.append(f"{where}", "bold")
+        loc.append(shown(f"{where}"), "bold")
         if line:
             loc.append("\nline  ", "dim")
-            loc.append(str(line), "bold")
+            loc.append(shown(str(line)), "bold")
         if cls:
             loc.append("\nclass ", "dim")
-            loc.append(cls, "bold")
+            loc.append(shown(str(cls)), "bold")
         with Vertical(id="error-box"):
             yield Static(head, id="error-title")
             yield Static(loc, id="error-where")

@@ -15,6 +15,7 @@ from flowtui.tui.widgets.control import STATUS_STYLES, status_text
 from flowtui.tui.widgets.event_log import EventLog, summarize
 from flowtui.tui.widgets.message_list import MessageList, show_model_sees
 from flowtui.tui.widgets.node_tree import NodeTree
+from flowtui.tui.shown import shown
 from flowtui.tui.widgets.sidebar import Sidebar
 
 BAR_WIDTH = 24
@@ -27,14 +28,14 @@ def position_text(k: int, n: int, ev: Any, source: str = "") -> Text:
     if ev is None:
         text.append(" · before the first event", "dim")
     else:
-        text.append(f" · {ev.type}", "bold #5fafff")
-        text.append(f" · {ev.origin}", "bold #ffd75f" if ev.origin == "user" else "")
+        text.append(f" · {shown(ev.type)}", "bold #5fafff")
+        text.append(f" · {shown(ev.origin)}", "bold #ffd75f" if ev.origin == "user" else "")
     done = round(BAR_WIDTH * k / n) if n else 0
     text.append("   ")
     text.append("━" * done, "#5fafff")
     text.append("─" * (BAR_WIDTH - done), "dim")
     if source:
-        text.append(f"   replay of {source}", "dim")
+        text.append(f"   replay of {shown(source)}", "dim")
     return text
 
 
@@ -44,7 +45,7 @@ def final_text(final: Any) -> Text:
     if final.status in ("running", "paused", "idle"):
         text.append("none (no run.end: it crashed or is still going)", "bold #d7af5f")
     else:
-        text.append(final.status_line(), STATUS_STYLES.get(final.status, ""))
+        text.append(shown(final.status_line()), STATUS_STYLES.get(final.status, ""))
     return text
 
 
@@ -53,14 +54,14 @@ def where_text(view: Any, ev: Any) -> Text:
     text = Text()
     path = view.path()
     if path:
-        text.append(" › ".join(path), "bold")
+        text.append(shown(" › ".join(path)), "bold")
     elif view.status == "finished" and view.output is not None:
         text.append("output: ", "dim")
-        text.append(view.output.replace("\n", " "))
+        text.append(shown(view.output).replace("\n", " "))
     else:
         text.append("—", "dim")
     if ev is not None:
-        what = summarize(ev).replace("\n", " ⏎ ")
+        what = shown(summarize(ev)).replace("\n", " ⏎ ")
         if what:
             text.append("   ← ", "dim")
             text.append(what, "dim")

@@ -95,11 +95,11 @@ def render_block(console: Console, msg: Any, index: int, width: int, *, expanded
     header = Text(no_wrap=True, overflow="ellipsis")
     if is_collapsible(msg):
         header.append("▾ " if expanded else "▸ ", DIM)
-    header.append(label or msg.role, role_style)
+    header.append(label or shown(msg.role), role_style)
     if msg.role == "tool" and msg.tool_name:
-        header.append(f" {msg.tool_name}", Style(bold=True))
+        header.append(f" {shown(msg.tool_name)}", Style(bold=True))
     if msg.agent and msg.role in ("assistant", "tool"):
-        header.append(f" · {msg.agent}", AGENT_STYLE)
+        header.append(f" · {shown(msg.agent)}", AGENT_STYLE)
     if msg.is_error:
         header.append("  ✗ error", ERROR_STYLE)
     if msg.tool_calls:
@@ -137,7 +137,7 @@ def render_block(console: Console, msg: Any, index: int, width: int, *, expanded
             parts.append(Text(content, style=style, overflow="fold"))
     for call in msg.tool_calls:
         line = Text("→ ", DIM)
-        line.append(call.name, Style(bold=True, color="#d7af5f"))
+        line.append(shown(call.name), Style(bold=True, color="#d7af5f"))
         if expanded:
             line.append("\n" + args_text(call.args, indent=2))
         else:

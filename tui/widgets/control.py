@@ -39,7 +39,7 @@ def where_text(view: Any, breakpoints: set[str]) -> Text:
     if not path and view is not None and view.pause is not None:
         path = list(view.pause.path)
     if path:
-        text.append(" › ".join(path), "bold")
+        text.append(shown(" › ".join(path)), "bold")
     elif view is not None and view.status == "finished" and view.output is not None:
         out = shown(view.output).replace("\n", " ")
         text.append("output: ", "dim")
@@ -50,7 +50,8 @@ def where_text(view: Any, breakpoints: set[str]) -> Text:
     if view is not None and view.user_edits:
         text.append(f" · edits {view.user_edits}", "#ffd75f")
     text.append("   breakpoints: ", "dim")
-    text.append(", ".join(sorted(breakpoints)) if breakpoints else "none", "#ff875f" if breakpoints else "dim")
+    text.append(shown(", ".join(sorted(breakpoints))) if breakpoints else "none",
+                "#ff875f" if breakpoints else "dim")
     return text
 
 

@@ -55,13 +55,14 @@ def summarize(ev: Any) -> str:
         return f"{ev.workflow} input={_j(ev.input)}"
     if t == "run.end":
         return f"{ev.status}" + (f": {ev.error}" if ev.error else "") + (f" ({ev.reason})" if ev.reason else "")
-    if t == "chat.delta":
-        return repr(ev.text)
+    if t == "chat.delta":  # never the text: a credential split over fragments would show in pieces
+        return f"+{len(ev.text)} characters streamed"
     if t == "chat.attempt":
         return f"attempt {ev.attempt}: {ev.error}"
     if t == "subscriber.error":
         return f"{ev.subscriber}: {ev.error}"
-    return ""
+    reason = getattr(ev, "reason", None)  # a journal line that is not a valid event (runtime.journal.Invalid)
+    return f"line {ev.line}: {reason}" if reason and hasattr(ev, "line") else ""
 
 
 def _fit(text: str, width: int) -> str:
@@ -105,8 +106,8 @@ class EventLog(DirectLines, SteadyScrollbars, ScrollView, can_focus=True):
             ev = self._events[i]
             kind = ev.type.split(".")[0]
             user = ev.origin == "user"
-            segs = [Segment(f"{ev.seq:>6} ", DIM), Segment(f"{ev.type:<22}", TYPE_STYLES.get(kind, Style())),
-                    Segment(f"{_fit(ev.origin, 26):<26} ", USER_STYLE if user else DIM),
+            segs = [Segment(f"{ev.seq:>6} ", DIM), Segment(f"{shown(ev.type):<22}", TYPE_STYLES.get(kind, Style())),
+                    Segment(f"{_fit(shown(ev.origin), 26):<26} ", USER_STYLE if user else DIM),
                     Segment(shown(summarize(ev)).replace("\n", " ⏎ "))]
             strip = Strip(segs)
             if len(self._lines) >= _CACHE_LIMIT:

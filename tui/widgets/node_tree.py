@@ -19,7 +19,7 @@ def node_label(node: Any) -> Text:
     text = Text()
     text.append(f"{mark} ", color)
     text.append(f"{node.kind} ", "dim")
-    text.append(node.label, "bold")
+    text.append(shown(node.label), "bold")
     if node.duration_ms is not None:
         text.append(f"  {node.duration_ms:.1f} ms", "dim")
     if node.error:

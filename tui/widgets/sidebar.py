@@ -61,24 +61,25 @@ def sidebar_rows(view: Any, width: int = 42) -> list[tuple[str | None, Text]]:
             mark = ("● ", "bold #ffd75f") if changed else ("  ", "")
             name_style = "bold #ffd75f" if changed else "bold"
             if isinstance(value, list) and value:
-                rows.append((f"field:{name}", Text.assemble(mark, (name, name_style), (f" [{len(value)}]", "dim"))))
+                rows.append((f"field:{name}", Text.assemble(mark, (shown(name), name_style),
+                                                            (f" [{len(value)}]", "dim"))))
                 for j, item in enumerate(value):
                     rows.append((f"field:{name}", Text.assemble("    ", (f"{j} ", "dim"), _short(item))))
             elif isinstance(value, dict) and value:
-                rows.append((f"field:{name}", Text.assemble(mark, (name, name_style))))
+                rows.append((f"field:{name}", Text.assemble(mark, (shown(name), name_style))))
                 for key, item in value.items():
-                    rows.append((f"field:{name}", Text.assemble("    ", (f"{key}: ", "dim"), _short(item))))
+                    rows.append((f"field:{name}", Text.assemble("    ", (f"{shown(str(key))}: ", "dim"), _short(item))))
             else:
-                rows.append((f"field:{name}", Text.assemble(mark, (name, name_style), " = ", _short(value))))
+                rows.append((f"field:{name}", Text.assemble(mark, (shown(name), name_style), " = ", _short(value))))
     user = {k: v for k, v in view.ctx.items() if k not in RUNTIME_CTX}
     section("ctx")
     for name, value in user.items():
-        rows.append((None, Text.assemble((f"  {name}", "bold"), " = ", _short(value, 120))))
+        rows.append((None, Text.assemble((f"  {shown(name)}", "bold"), " = ", _short(value, 120))))
     turn = view.ctx.get("turn")
     if isinstance(turn, dict):
         tool = f" · tool {turn.get('tool_name')}" + (" ✗" if turn.get("tool_error") else "") \
             if turn.get("called_tool") else ""
-        rows.append((None, Text.assemble(("  turn", "bold"), f" {turn.get('agent')}{tool}")))
+        rows.append((None, Text.assemble(("  turn", "bold"), shown(f" {turn.get('agent')}{tool}"))))
     loop = view.ctx.get("loop")
     if isinstance(loop, dict):
         stopped = f" · stopped by {loop['stopped_by']}" if loop.get("stopped_by") else ""
