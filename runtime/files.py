@@ -23,11 +23,19 @@ DIR_MODE = 0o700
 
 
 def private_dir(path: Path) -> None:
-    """Create folder ``path`` (and its parents) owner-only; an existing folder is left as it is."""
-    if path.is_dir():
-        return
-    path.mkdir(parents=True, exist_ok=True, mode=DIR_MODE)
-    os.chmod(path, DIR_MODE)  # mkdir's mode is masked by the umask
+    """Create folder ``path`` and any missing parents owner-only; existing folders are left as they are."""
+    missing = []
+    while not path.is_dir():
+        missing.append(path)
+        if path.parent == path:
+            break
+        path = path.parent
+    for folder in reversed(missing):
+        try:
+            folder.mkdir(mode=DIR_MODE)
+        except FileExistsError:
+            continue
+        os.chmod(folder, DIR_MODE)  # mkdir's mode is masked by the umask
 
 
 def open_append(path: Path) -> IO[bytes]:

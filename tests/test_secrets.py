@@ -1,0 +1,245 @@
+"""No credential is ever written: the journal, `--json`, the snapshot, the cassette, stderr, stdout
+and `--debug` tracebacks hold none, whether the model, a tool or an exception echoes it, whatever
+characters it holds; files are created owner-only."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from hypothesis import given, strategies as st
+
+from flowtui.runtime.secrets import MARK, found, redact, redact_data, restore, secret_values
+
+ROOT = Path(__file__).resolve().parents[1]
+
+PEM = ("-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEAu1SU1LfVLPHCozMxH2Mo4lgOEePzNm0tRgeLezV6ffAt0gun\n"
+       "VTLw7onLRnrq0/IzW7yWR7QkrmBL7jTKEn5u+qKhbwKfBstIs+bMY2Zkp18gnTxK\n-----END RSA PRIVATE KEY-----")
+ENV = {
+    "OPENAI_API_KEY": "sk-test-OPENAIKEY1234567890",
+    "ANTHROPIC_API_KEY": "anthropic-key-0987654321zyx",
+    "DB_PASSWORD": 'pa"ss\\word-with"quote',
+    "SSH_PRIVATE_KEY": PEM,
+    "HF_TOKEN": "hf_aBcDeFgHiJkLmNoPqRsTuVwXyZ012345",
+    "AWS_SECRET_ACCESS_KEY": "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+    "DATABASE_URL": "postgres://admin:Sup3rS3cretPW@db.internal/x",
+}
+# Shapes that are credentials whatever they are called (none of these is in the environment).
+SHAPES = {
+    "github": "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8",
+    "github_pat": "github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyz",
+    "slack": "xoxb-1234567890-0987654321-AbCdEfGhIjKl",
+    "aws_id": "AKIAIOSFODNN7EXAMPLE",
+    "hf": "hf_ZyXwVuTsRqPoNmLkJiHgFeDcBa987654",
+    "bearer": "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
+    "openai": "sk-proj-abcdefghijklmnop123456",
+}
+SECRET_PARTS = [*ENV.values(), *SHAPES.values(), "Sup3rS3cretPW", "MIIEowIBAAKCAQEAu1SU1LfVLPHCozMxH2Mo4lgOEePzNm0tRgeLezV6ffAt0gun"]
+
+FLOW = '''
+import os
+from pydantic import BaseModel
+from flowtui import AgentContext, Context, FunctionProvider, Input, State, agent, tool, workflow
+
+NAMES = {names!r}
+SHAPES = {shapes!r}
+
+def everything():
+    return " | ".join([os.environ[n] for n in NAMES] + list(SHAPES.values())
+                      + ["Authorization: Bearer " + SHAPES["bearer"], "url " + os.environ["DATABASE_URL"]])
+
+class S(BaseModel):
+    note: str = ""
+    notes: list[str] = []
+
+class Args(BaseModel):
+    text: str = ""
+
+@tool(name="echo", description="echo", schema=Args)
+class Echo:
+    def execute(self, args: Args = Input(), ctx: AgentContext = Context(), s: S = State()):
+        ctx.leak = everything()
+        s.note = everything()
+        s.notes.append(os.environ["DB_PASSWORD"])
+        ctx.state.append("memory", everything())
+        ctx.state.append("tasks", os.environ["SSH_PRIVATE_KEY"])
+        return "tool says " + everything()
+
+@tool(name="boom", description="raises", schema=Args)
+class Boom:
+    def execute(self, args: Args = Input()):
+        raise RuntimeError("tool failed with " + everything())
+
+def model(messages, tools):
+    if not any(m.role == "tool" for m in messages):
+        return {{"content": "model says " + everything(),
+                "tool_calls": [{{"name": "echo", "args": {{"text": everything()}}}},
+                               {{"name": "boom", "args": {{"text": os.environ["OPENAI_API_KEY"]}}}}]}}
+    return "final " + everything()
+
+@agent(provider=FunctionProvider(model), prompt="p", tools=[Echo, Boom])
+class A:
+    pass
+
+class Crash:
+    def after_response(self, response, ctx):
+        raise RuntimeError("hook crashed with " + everything())
+
+@agent(provider=FunctionProvider(model), prompt="p", tools=[Echo, Boom])
+class B(Crash):
+    pass
+
+@workflow(steps=[A, A], state=S)
+class W:
+    pass
+
+@workflow(steps=[A, B], state=S)
+class Failing:
+    pass
+'''
+
+
+@pytest.fixture
+def leaky(tmp_path) -> Path:
+    flow = tmp_path / "leaky.py"
+    flow.write_text(FLOW.format(names=list(ENV), shapes=SHAPES))
+    return flow
+
+
+def flowtui(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    env = {**os.environ, **ENV}
+    return subprocess.run([sys.executable, "-c", "from flowtui.tui.cli import main; main()", *args],
+                          capture_output=True, text=True, cwd=cwd, env=env, timeout=120)
+
+
+def leaks(text: str) -> list[str]:
+    return [s[:12] for s in SECRET_PARTS if s in text]
+
+
+def test_no_artefact_of_a_run_holds_a_credential(leaky, tmp_path):
+    journal, snap, cassette = tmp_path / "j.jsonl", tmp_path / "snap.toml", tmp_path / "c.jsonl"
+    res = flowtui("run", f"{leaky}:W", "--input", "go " + ENV["DB_PASSWORD"], "--journal", str(journal),
+                  "--snapshot-out", str(snap), "--record", str(cassette), cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    js = flowtui("run", f"{leaky}:W", "--input", "go", "--json", "--no-journal", cwd=tmp_path)
+    for name, text in [("stdout", res.stdout), ("stderr", res.stderr), ("--json", js.stdout),
+                       ("journal", journal.read_text()), ("snapshot", snap.read_text()),
+                       ("cassette", cassette.read_text())]:
+        assert leaks(text) == [], name
+        assert MARK in text, name
+    assert "Bearer [redacted]" in journal.read_text() and "postgres://admin:[redacted]@db.internal" in res.stdout
+    for path in (journal, snap, cassette):
+        assert stat.S_IMODE(path.stat().st_mode) == 0o600, path
+    # what matching needs survives: the redacted cassette replays the same run
+    again = flowtui("run", f"{leaky}:W", "--input", "go " + ENV["DB_PASSWORD"], "--replay", str(cassette),
+                    "--no-journal", cwd=tmp_path)
+    assert again.returncode == 0, again.stderr
+    assert again.stdout == res.stdout
+
+
+def test_a_failing_run_and_its_debug_traceback_hold_no_credential(leaky, tmp_path):
+    res = flowtui("run", f"{leaky}:Failing", "--input", "go", "--debug", "--journal", str(tmp_path / "j.jsonl"),
+                  cwd=tmp_path)
+    assert res.returncode == 1
+    assert "hook crashed with" in res.stderr and "Traceback" in res.stderr
+    assert leaks(res.stderr + res.stdout + (tmp_path / "j.jsonl").read_text()) == []
+
+
+def test_a_flow_failing_at_import_shows_no_credential(tmp_path):
+    flow = tmp_path / "bad.py"
+    flow.write_text('import os\nraise RuntimeError("cannot start with " + os.environ["OPENAI_API_KEY"])\n')
+    res = flowtui("run", str(flow), "--debug", cwd=tmp_path)
+    assert res.returncode == 2 and "cannot start with [redacted]" in res.stderr
+    assert leaks(res.stderr) == []
+
+
+def test_default_journals_are_unique_and_private(tmp_path):
+    flow = tmp_path / "quick.py"
+    flow.write_text(textwrap.dedent('''
+        from flowtui import FunctionProvider, agent, workflow
+
+        @agent(provider=FunctionProvider(lambda m, t: "ok"), prompt="p")
+        class A:
+            pass
+
+        @workflow(steps=[A])
+        class Quick:
+            pass
+    '''))
+    procs = [subprocess.Popen([sys.executable, "-c", "from flowtui.tui.cli import main; main()", "run", str(flow),
+                               "--input", f"run {i}"], cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              text=True) for i in range(12)]
+    outs = [p.communicate(timeout=120) for p in procs]
+    assert all(p.returncode == 0 for p in procs), outs
+    runs = tmp_path / ".flowtui" / "runs"
+    files = sorted(runs.iterdir())
+    assert len(files) == 12  # one file per run, whatever second they started in
+    for f in files:
+        lines = f.read_text().splitlines()
+        assert sum(1 for line in lines if '"type":"run.start"' in line) == 1
+        assert stat.S_IMODE(f.stat().st_mode) == 0o600
+    assert stat.S_IMODE(runs.stat().st_mode) == 0o700
+    assert stat.S_IMODE((tmp_path / ".flowtui").stat().st_mode) == 0o700
+
+
+# --- the rule -------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("text,kept", [
+    ("key " + SHAPES["github"], "key [redacted]"),
+    ("pat " + SHAPES["github_pat"], "pat [redacted]"),
+    ("slack " + SHAPES["slack"], "slack [redacted]"),
+    ("aws " + SHAPES["aws_id"] + " ok", "aws [redacted] ok"),
+    ("hf " + SHAPES["hf"], "hf [redacted]"),
+    ("jwt " + SHAPES["bearer"], "jwt [redacted]"),
+    ("Authorization: Bearer abc.DEF-ghi_123", "Authorization: Bearer [redacted]"),
+    ("dsn postgres://admin:hunter22@db/x", "dsn postgres://admin:[redacted]@db/x"),
+    ("before\n" + PEM + "\nafter", "before\n[redacted]\nafter"),
+    ("sk-abc", "sk-abc"),  # too short to be a key
+    ("see https://example.com/path and user@host", "see https://example.com/path and user@host"),
+])
+def test_credential_shapes(text, kept):
+    assert redact(text, []) == kept
+
+
+def test_environment_values_are_credentials_line_by_line(monkeypatch):
+    monkeypatch.setenv("SSH_PRIVATE_KEY", PEM)
+    monkeypatch.setenv("SHORT_TOKEN", "abc")  # too short to tell from ordinary text
+    secrets = secret_values()
+    line = PEM.splitlines()[1]
+    assert line in secrets and "abc" not in secrets
+    assert redact(f"a tool printed one line: {line}", secrets) == "a tool printed one line: [redacted]"
+
+
+def test_redact_data_walks_keys_and_values():
+    data = {"k": ["x " + SHAPES["hf"], {SHAPES["slack"]: 3}], "n": 1}
+    assert redact_data(data, []) == {"k": ["x [redacted]", {"[redacted]": 3}], "n": 1}
+
+
+def test_restore_puts_back_the_credentials_left_untouched():
+    original = f"use {SHAPES['openai']} then Bearer abcdefghij"
+    edited = redact(original, []).replace("use", "now use")
+    assert restore(edited, original, []) == f"now use {SHAPES['openai']} then Bearer abcdefghij"
+    assert found(original, []) == [SHAPES["openai"], "abcdefghij"]
+
+
+@given(st.text(), st.sampled_from(list(ENV.values())))
+def test_a_value_is_redacted_wherever_it_sits_in_any_text(prefix, secret):
+    text = prefix + secret + prefix
+    out = redact(text, sorted(ENV.values(), key=len, reverse=True))
+    assert secret not in out
+
+
+@given(st.text(alphabet=st.characters(), max_size=50))
+def test_journal_lines_never_hold_a_value_whatever_it_is_next_to(noise):
+    from flowtui.runtime.journal import encode_data
+
+    secret = ENV["DB_PASSWORD"]
+    line = encode_data({"value": noise + secret + noise, "list": [secret]}, (secret,))
+    assert secret not in json.loads(line)["value"] and json.loads(line)["list"] == [MARK]

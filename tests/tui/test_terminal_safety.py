@@ -1,0 +1,136 @@
+"""Untrusted text is inert: in a real terminal (a pty), nothing a model, a tool, the flow or a
+journal from elsewhere writes changes the window title, writes the clipboard, leaves the
+alternate screen or asks the terminal anything, in the app, the replay and `flowtui run`; and the
+text is still there to read, in visible form."""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from terminal import Terminal  # noqa: E402
+
+from flowtui.runtime.inert import is_inert, visible  # noqa: E402
+
+HOSTILE = "tests/tui/flows/hostile.py"
+VISIBLE = "␛]0;pwned␇␛]52;c;cHduZWQ=␇"  # how the payload's first two sequences look on screen
+MARKUP = "[bold red]markup[/]"
+# Textual's own: it sets the pointer shape with OSC 22, ended by BEL.
+TEXTUAL_BEL = b"\x1b]22;default\x07"
+
+
+def assert_inert(out: bytes, title: str) -> None:
+    """No byte of the payload reached the terminal as a control sequence."""
+    assert b"\x1b]0;pwned" not in out and b"\x1b]2;pwned" not in out and "pwned" not in title
+    assert b"\x1b]52;" not in out  # the clipboard
+    assert b"\x1b[6n" not in out  # a cursor-position request (its answer is typed into the shell)
+    assert b"\x1b[?1049l" not in out[:-200]  # leaving the alternate screen (allowed at exit only)
+    assert b"\xc2\x9b" not in out and b"\xc2\x9d" not in out  # C1 CSI / OSC
+    assert "\u202e".encode() not in out  # right-to-left override
+    assert out.count(b"\x07") == out.count(TEXTUAL_BEL)  # no BEL but Textual's own
+
+
+@pytest.fixture
+def journal(tmp_path) -> Path:
+    from flowtui.tui.cli import main
+
+    path = tmp_path / "hostile.jsonl"
+    with pytest.raises(SystemExit) as exit:
+        main(["run", HOSTILE, "--input", "hi", "--journal", str(path)])
+    assert exit.value.code == 0
+    return path
+
+
+def test_the_app_draws_every_source_visibly_and_inertly(tmp_path):
+    with Terminal.flowtui(HOSTILE, "--input", "hi \x1b]0;typed\x07", "--journal", str(tmp_path / "j.jsonl"),
+                          cols=160, rows=48) as term:
+        term.wait_for("paused before Hostile")
+        term.send("c")
+        term.wait_for("● finished")
+        screen = term.text()
+        assert VISIBLE in screen and MARKUP in screen  # the reply, and markup shown as written
+        assert "memory ␛]0;pwned" in screen and "task ␛]0;pwned" in screen and "note = ␛]0;pwned" in screen
+        assert "hostile = ␛]0;pwned" in screen and "hi ␛]0;typed␇" in screen  # ctx, what the user typed
+        for key in "234":  # what the model sees, the event log, the node tree
+            term.send(key)
+            term.wait_for(lambda: "pwned" in term.text(), timeout=10)
+        term.send("3")
+        term.wait_for("tool␛]0;pwned")  # the tool name the model chose, in the event log
+        term.send("1")
+        term.send("q")
+        assert term.wait_exit(15) == 0
+        assert_inert(bytes(term.output), term.title)
+
+
+def test_the_replay_of_a_hostile_journal_is_inert(journal):
+    with Terminal.flowtui("replay", str(journal), cols=160, rows=48) as term:
+        term.wait_for("run result: finished")
+        assert VISIBLE in term.text()
+        for key in ["2", "3", "4", "1", "home", "end"]:
+            term.send({"home": "\x1b[H", "end": "\x1b[F"}.get(key, key))
+        term.wait_for("event ")
+        for _ in range(40):  # scrub back through every event
+            term.send("\x1b[D")
+        term.wait_for(lambda: "pwned" in term.text(), timeout=10)
+        term.send("q")
+        assert term.wait_exit(15) == 0
+        assert_inert(bytes(term.output), term.title)
+
+
+def test_flowtui_run_prints_inertly(tmp_path):
+    with Terminal.flowtui("run", HOSTILE, "--input", "hi", "--journal", str(tmp_path / "j.jsonl"),
+                          cols=200, rows=60) as term:
+        assert term.wait_exit(30) == 0
+        out = bytes(term.output)
+        assert_inert(out, term.title)
+        assert "final ␛]0;pwned␇".encode() in out and b"Unknown tool 'tool" in out
+        assert b"\x07" not in out  # no Textual here: no BEL at all
+
+
+def test_flowtui_run_json_and_the_journal_escape_every_control_character(tmp_path, journal):
+    with Terminal.flowtui("run", HOSTILE, "--input", "hi", "--json", "--no-journal", cols=200, rows=60) as term:
+        assert term.wait_exit(30) == 0
+        assert_inert(bytes(term.output), term.title)
+    raw = journal.read_bytes()
+    assert b"\x1b" not in raw and b"\x07" not in raw and b"\xc2\x9b" not in raw and "\u202e".encode() not in raw
+    assert b"\\u001b]0;pwned\\u0007" in raw and b"\\u009b" in raw and b"\\u202e" in raw
+
+
+def test_a_load_error_holding_escapes_is_shown_inertly(tmp_path):
+    flow = tmp_path / "bad.py"
+    flow.write_text('raise RuntimeError("broken \\x1b]0;pwned\\x07 [bold]x[/bold]")\n')
+    with Terminal.flowtui(str(flow), "--input", "x", cols=120, rows=30) as term:
+        term.wait_for("Could not load the flow")
+        term.wait_for("broken ␛]0;pwned␇ [bold]x[/bold]")
+        term.send("q")
+        term.wait_exit(15)
+        assert_inert(bytes(term.output), term.title)
+    with Terminal.flowtui("run", str(flow), cols=200, rows=30) as term:
+        assert term.wait_exit(30) == 2
+        assert_inert(bytes(term.output), term.title)
+        assert "broken ␛]0;pwned␇".encode() in bytes(term.output)
+
+
+# --- the rule itself -------------------------------------------------------------------------------------
+
+from hypothesis import given, strategies as st  # noqa: E402
+
+
+@given(st.text())
+def test_visible_text_is_always_inert_and_keeps_the_printable_text(text):
+    shown = visible(text)
+    assert is_inert(shown)
+    printable = [c for c in text if c.isprintable() and c not in "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"]
+    assert all(c in shown for c in printable)
+
+
+def test_visible_forms():
+    assert visible("\x1b]0;pwned\x07") == "␛]0;pwned␇"
+    assert visible("a\r\nb\rc\x7f\x08") == "a\nb␍c␡␈"
+    assert visible("\x9b31m \u202eabc\u2066") == "\\x9b31m \\u202eabc\\u2066"
+    assert visible("tab\tand newline\n stay") == "tab\tand newline\n stay"
+    assert re.fullmatch(r"[^\x00-\x08\x0b-\x1f\x7f-\x9f]*", visible("".join(map(chr, range(0xA0)))))
