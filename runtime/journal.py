@@ -202,7 +202,8 @@ def _reason(exc: Exception) -> str:
     if isinstance(exc, ValidationError):
         parts = []
         for e in exc.errors()[:3]:
-            loc = ".".join(str(p) for p in e["loc"][1:] or e["loc"])
-            parts.append(f"{loc}: {e['msg']}")
+            loc = ".".join(str(p) for p in e["loc"][1:])  # the first is the event type
+            msg = e["msg"].removeprefix("Value error, ")
+            parts.append(f"{loc}: {msg}" if loc else msg)
         return "; ".join(parts)
     return str(exc).splitlines()[0]

@@ -87,6 +87,30 @@ def redact(text: str, secrets: Iterable[str]) -> str:
     return text
 
 
+# The start of a credential shape at the end of a text still arriving (a streamed reply).
+_PARTIAL_SHAPE = re.compile(
+    r"(?:\b(?:sk|rk|pk)-[A-Za-z0-9_\-*]*|\bgh[pousr]_\w*|\bgithub_pat_\w*|\bxox[a-z]-[\w-]*|\b(?:AKIA|ASIA)\w*"
+    r"|\bhf_\w*|\beyJ[\w.-]*|\bBearer\s+\S*|-----BEGIN[^\n]*PRIVATE KEY-----[\s\S]*)\Z")
+_PARTIAL_MIN = 3
+
+
+def redact_streaming(text: str, secrets: Iterable[str]) -> str:
+    """:func:`redact` for a text still arriving in fragments (a streamed reply).
+
+    A credential split over fragments is whole only at the end; until then,
+    the end of the text may hold its first characters. They are hidden too: a
+    tail that begins a credential value or a credential shape.
+    """
+    secrets = tuple(secrets)
+    text = redact(text, secrets)
+    for value in secrets:
+        for k in range(min(len(value) - 1, len(text)), _PARTIAL_MIN - 1, -1):
+            if text.endswith(value[:k]):
+                return text[:-k] + MARK
+    return _PARTIAL_SHAPE.sub(MARK, text) if "-" in text or "_" in text or "eyJ" in text or "Bearer" in text \
+        else text
+
+
 def redact_data(value: Any, secrets: Iterable[str]) -> Any:
     """A copy of JSON-shaped ``value`` (dicts, lists, strings, numbers) with every string redacted."""
     secrets = tuple(secrets)

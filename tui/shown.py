@@ -19,9 +19,9 @@ from __future__ import annotations
 from functools import lru_cache
 
 from flowtui.runtime.inert import unvisible, visible
-from flowtui.runtime.secrets import MARK, redact, restore, secret_values
+from flowtui.runtime.secrets import MARK, redact, redact_streaming, restore, secret_values
 
-__all__ = ["MARK", "PlainNotify", "shown", "unshown"]
+__all__ = ["MARK", "PlainNotify", "shown", "shown_streaming", "unshown"]
 
 
 @lru_cache(maxsize=1)
@@ -32,6 +32,11 @@ def _secrets() -> tuple[str, ...]:
 def shown(text: str) -> str:
     """``text`` as it may be drawn."""
     return visible(redact(text, _secrets()))
+
+
+def shown_streaming(text: str) -> str:
+    """A reply still arriving, as it may be drawn: the first characters of a credential at its end hidden too."""
+    return visible(redact_streaming(text, _secrets()))
 
 
 def unshown(edited: str, original: str) -> str:

@@ -36,9 +36,15 @@ def load_replies(source: Any, *, base: Path | None = None) -> list[Any] | dict[s
         if not path.is_absolute() and base is not None:
             path = base / path
         try:
-            data = tomllib.loads(path.read_text(encoding="utf-8"))
+            data = tomllib.loads(path.read_bytes().decode("utf-8"))
         except FileNotFoundError:
             raise ConfigError(f"ScriptedProvider: replies file not found: {path.resolve()}") from None
+        except IsADirectoryError:
+            raise ConfigError(f"ScriptedProvider: {path}: is a folder, not a TOML replies file") from None
+        except UnicodeDecodeError:
+            raise ConfigError(f"ScriptedProvider: {path}: not a TOML replies file (binary)") from None
+        except OSError as exc:
+            raise ConfigError(f"ScriptedProvider: {path}: cannot read it: {exc.strerror or exc}") from None
         except tomllib.TOMLDecodeError as exc:
             raise ConfigError(f"ScriptedProvider: {path}: not valid TOML: {exc}") from None
         if set(data) == {"replies"}:

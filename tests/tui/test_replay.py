@@ -14,6 +14,7 @@ from flowtui.runtime.fold import RunView
 from flowtui.runtime.journal import read_journal
 from flowtui.tui.replay import ReplayApp, main_replay, make_replay
 from flowtui.tui.timeline import JournalError, Timeline, load_runs
+from flowtui.tui.widgets.event_log import EventLog
 
 SIZE = (130, 36)
 
@@ -238,3 +239,41 @@ async def test_a_run_cut_short_replays_what_was_written(tmp_path, journal):
     notices: list = []
     (run,) = load_runs(cut, notices=notices)
     assert [n.line for n in notices] == [21] and len(run) == len(lines) - 1
+
+
+async def test_a_hostile_journal_opens_and_every_key_still_works(tmp_path, journal):
+    """Nodes that are each other's parent, invalid events and an unknown type: shown, never a hang."""
+    lines = journal.read_text().splitlines()
+    start = json.loads(lines[0])
+    run_id = start["run_id"]
+
+    def line(seq, **fields):
+        return json.dumps({"seq": seq, "ts": 0, "run_id": run_id, "origin": "runtime", **fields})
+
+    hostile = [
+        lines[0],
+        line(2, type="node.start", node_id="x", parent_id="y", kind="agent", name="Loops"),
+        line(3, type="node.start", node_id="y", parent_id="x", kind="loop", name="Back"),
+        line(4, type="node.start", node_id="z", parent_id="z", kind="tool", name="Self"),
+        line(5, type="state.append", bucket="history", item="a plain string"),
+        line(6, type="ctx.set", name="loop", value={"iterations": "three"}),
+        line(7, type="state.set", bucket="memory", items=[{"role": "user", "content": "x"}]),
+        line(8, type="tool.progress", done=0.5),
+        line(9, type="run.pause", point="agent", name="Loops", reason="step", path=["W", "Loops"]),
+    ]
+    bad = tmp_path / "hostile.jsonl"
+    bad.write_text("\n".join(hostile) + "\n")
+    app = make_replay(bad)
+    async with app.run_test(size=(220, 36)) as pilot:
+        for key in ["home", "right", "right", "right", "right", "end", "3", "4", "2", "1", "left", "pageup", "end"]:
+            await asyncio.wait_for(pilot.press(key), timeout=10)
+        await pilot.press("3")
+        await pilot.pause(0.1)
+        log = app.main.query_one(EventLog)
+        rows = [log.render_line(y).text for y in range(len(hostile))]
+        assert any("invalid" in r and "history item 0 is str" in r for r in rows)
+        assert any("invalid" in r and "iterations" in r for r in rows)
+        assert any("tool.progress" in r for r in rows)
+        assert app.view.history == [] and app.view.memory == ["user: Castro"]  # the invalid ones: skipped
+        await pilot.press("4")
+        await pilot.press("q")

@@ -3,6 +3,8 @@ and editing a text that holds one keeps it."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from conftest import ended, make, paused, wait_until
 
@@ -55,3 +57,48 @@ async def test_an_edit_keeps_the_key_it_did_not_show(leaky_key):
         await pilot.press("ctrl+s")
         await wait_until(pilot, lambda: app.session.view.history[0].content.startswith("now use"), what="edit")
         assert app.session.view.history[0].content == f"now use {leaky_key} twice: {leaky_key}"
+
+
+async def test_a_key_streamed_in_fragments_is_never_on_screen_even_in_part(monkeypatch, tmp_path):
+    """`sk-` `test-` `SECRE` `T123`...: neither the pane nor the event log ever shows a piece that
+    would let someone put it back together."""
+    import asyncio
+
+    import flowcapture
+    from conftest import press_and_pause
+    from textual.geometry import Region
+
+    monkeypatch.setenv("DB_PASSWORD", "hunter2-correct-horse")
+    shown_module._secrets.cache_clear()
+    fragments = ["The key is sk-", "test-", "SECRE", "T1234567 and the password ", "hunt", "er2-cor", "rect-horse",
+                 ". Done."]
+    flow = tmp_path / "stream_key.py"
+    flow.write_text(Path("tests/tui/flows/stream_fn.py").read_text().replace(
+        'FRAGMENTS = ["Hel", "lo, wor", "ld: ctx.state ", "holds history."]', f"FRAGMENTS = {fragments!r}"))
+    gate = flowcapture.GATE = asyncio.Event()
+    app = make(str(flow), input="hi")
+    try:
+        async with app.run_test(size=(120, 30)) as pilot:
+            await paused(pilot)
+            await press_and_pause(pilot, "s")
+            await pilot.press("s")
+            pane = app.main.conversation
+            seen = []
+            for i in range(8):
+                await wait_until(pilot, lambda: app.session.view.streaming.endswith(fragments[i]),
+                                 what=f"fragment {i}")
+                await pilot.pause(0.05)
+                app.flush(everything=True, force=True)
+                text = "\n".join(s.text for s in pane.render_lines(Region(0, 0, pane.size.width, pane.size.height)))
+                seen.append(text)
+                gate.set()
+            await ended(pilot)
+            await pilot.press("3")
+            await pilot.pause(0.1)
+            seen.append(_screen_text(app))
+        for text in seen:
+            for piece in ("sk-test", "test-SECRE", "SECRET1234567", "hunt", "er2-cor", "rect-horse"):
+                assert piece not in text, (piece, text)
+        assert "[redacted]" in seen[-2]
+    finally:
+        shown_module._secrets.cache_clear()

@@ -134,3 +134,26 @@ def test_visible_forms():
     assert visible("\x9b31m \u202eabc\u2066") == "\\x9b31m \\u202eabc\\u2066"
     assert visible("tab\tand newline\n stay") == "tab\tand newline\n stay"
     assert re.fullmatch(r"[^\x00-\x08\x0b-\x1f\x7f-\x9f]*", visible("".join(map(chr, range(0xA0)))))
+
+
+async def test_the_edit_dialog_shows_control_characters_and_saving_keeps_them():
+    from conftest import make, paused, press_and_pause, wait_until
+
+    from flowtui.tui.screens.dialogs import TextDialog
+
+    app = make(HOSTILE, input="hi")
+    async with app.run_test(size=(140, 40)) as pilot:
+        await paused(pilot)
+        await press_and_pause(pilot, "n")  # the first turn, to the pause before the second agent turn
+        view = app.session.view
+        original = view.history[1].content
+        assert "\x1b]0;pwned\x07" in original
+        app.main.conversation.select(1)
+        await pilot.press("e")
+        await wait_until(pilot, lambda: isinstance(app.screen, TextDialog), what="the edit dialog")
+        area = app.screen.query_one("TextArea")
+        assert "\x1b" not in area.text and "␛]0;pwned␇" in area.text
+        area.text = area.text.replace("reply", "REPLY")
+        await pilot.press("ctrl+s")
+        await wait_until(pilot, lambda: "REPLY" in app.session.view.history[1].content, what="the edit")
+        assert app.session.view.history[1].content == original.replace("reply", "REPLY")

@@ -20,7 +20,7 @@ from rich.style import Style
 from rich.text import Text
 from textual.strip import Strip
 
-from flowtui.tui.shown import shown
+from flowtui.tui.shown import shown, shown_streaming
 
 ROLE_STYLES = {
     "user": Style(color="#5fafff", bold=True),
@@ -120,7 +120,7 @@ def render_block(console: Console, msg: Any, index: int, width: int, *, expanded
             n = msg.reasoning.count("\n") + 1
             parts.append(Text(f"▸ reasoning ({n} line{'s' if n > 1 else ''}, enter expands)", REASONING_STYLE,
                               no_wrap=True, overflow="ellipsis"))
-    content = shown(msg.content)
+    content = shown_streaming(msg.content) if provisional else shown(msg.content)
     if content:
         if provisional:
             parts.append(Text(content, overflow="fold"))

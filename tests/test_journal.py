@@ -1,0 +1,191 @@
+"""The journal: whatever a run writes, the reader reads back; a crash loses nothing already
+written; a torn or foreign line never costs the rest of the file."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from flowtui import FunctionProvider, Input, agent, bootstrap, tool, workflow
+from flowtui.runtime.bus import build_event
+from flowtui.runtime.events import CtxSet, StateAppend
+from flowtui.runtime.journal import Invalid, JournalWriter, Unknown, encode_event, read_journal
+from flowtui.runtime.messages import Message
+from pydantic import BaseModel
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def ev(cls, **fields):
+    base = dict(seq=1, ts=0.0, run_id="r1", node_id=None, parent_id=None, origin="runtime")
+    return build_event(cls, {**base, **fields})
+
+
+def roundtrip(tmp_path, *events) -> list:
+    path = tmp_path / "j.jsonl"
+    writer = JournalWriter(path)
+    for e in events:
+        writer(e)
+    writer.close()
+    return list(read_journal(path))
+
+
+def test_values_json_cannot_hold_are_written_so_they_read_back(tmp_path):
+    surrogate = "a\udc80b"
+    huge = 10 ** 5000
+    events = roundtrip(tmp_path, ev(CtxSet, name="s", value=surrogate), ev(CtxSet, seq=2, name="n", value=huge),
+                       ev(CtxSet, seq=3, name="f", value=float("nan")),
+                       ev(StateAppend, seq=4, bucket="history", item=Message(role="tool", content=surrogate)))
+    assert [e.seq for e in events] == [1, 2, 3, 4]  # none dropped
+    assert events[0].value == "a\ufffdb"
+    assert events[1].value.startswith("<int of about 500")
+    assert events[2].value is None
+    assert events[3].item.content == "a\ufffdb"
+
+
+async def test_a_tool_output_with_a_lone_surrogate_loses_no_event(tmp_path):
+    class Args(BaseModel):
+        pass
+
+    @tool(name="odd", schema=Args)
+    class Odd:
+        def execute(self, args: Args = Input()):
+            return "broken \udcff text"
+
+    def model(messages, tools):
+        return "done" if any(m.role == "tool" for m in messages) else {"content": "", "tool_calls": [{"name": "odd"}]}
+
+    @agent(provider=FunctionProvider(model), prompt="p", tools=[Odd])
+    class A:
+        pass
+
+    @workflow(steps=[A, A])
+    class W:
+        pass
+
+    seen = []
+    app = bootstrap(W)
+    app.subscribe(seen.append)
+    path = tmp_path / "j.jsonl"
+    await app.run("go", journal=path)
+    written = list(read_journal(path))
+    assert [e.seq for e in written] == [e.seq for e in seen if e.type != "chat.delta"]
+    assert any(getattr(e, "item", None) and "broken \ufffd text" in str(e.item) for e in written)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.recursive(st.none() | st.booleans() | st.integers() | st.floats() | st.text(),
+                    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+                    max_leaves=12))
+def test_whatever_a_ctx_value_holds_the_reader_reads_the_line(tmp_path_factory, value):
+    path = tmp_path_factory.mktemp("j") / "j.jsonl"
+    writer = JournalWriter(path)
+    writer(ev(CtxSet, name="x", value=value))
+    writer.close()
+    (back,) = read_journal(path)
+    assert back.type == "ctx.set" and back.name == "x"
+    raw = path.read_bytes()
+    raw.decode("utf-8")  # valid UTF-8
+    assert b"\x1b" not in raw and b"\xc2\x9b" not in raw  # cat-ing it drives no terminal
+
+
+def test_torn_lines_a_bom_and_foreign_lines(tmp_path):
+    lines = [encode_event(ev(CtxSet, seq=i, name="i", value=i), ()) for i in range(1, 6)]
+    path = tmp_path / "j.jsonl"
+    unknown = json.dumps({"seq": 4, "ts": 0, "run_id": "r1", "type": "tool.progress", "origin": "tool:x"})
+    invalid = json.dumps({"seq": 5, "ts": 0, "run_id": "r1", "type": "state.append", "bucket": "history",
+                          "item": "a plain string"})
+    path.write_bytes(b"\xef\xbb\xbf" + "\n".join([lines[0], lines[1][:17] + "\udcff".encode("utf-8", "surrogatepass").decode("latin-1"),
+                                                  lines[2], unknown, invalid]).encode("utf-8", "surrogatepass")
+                     + b"\n" + lines[4][:25].encode())
+    notices: list = []
+    events = list(read_journal(path, notices=notices))
+    assert [n.line for n in notices] == [2, 6]
+    assert "cut short" in notices[1].reason
+    kinds = [type(e).__name__ for e in events]
+    assert kinds == ["CtxSet", "CtxSet", "Unknown", "Invalid"]
+    assert events[2].type == "tool.progress" and isinstance(events[2], Unknown)
+    assert "history item 0 is str" in events[3].reason and isinstance(events[3], Invalid)
+
+
+def test_appending_after_a_torn_line_keeps_the_new_run_whole(tmp_path):
+    path = tmp_path / "j.jsonl"
+    path.write_text(encode_event(ev(CtxSet, name="a", value=1), ()) + "\n" + '{"seq":2,"ts":0,"run_')
+    writer = JournalWriter(path)
+    assert writer.appended_to == 1
+    writer(ev(CtxSet, name="b", value=2))
+    writer.close()
+    notices: list = []
+    events = list(read_journal(path, notices=notices))
+    assert [e.name for e in events] == ["a", "b"] and [n.line for n in notices] == [2]
+
+
+def test_fold_skips_invalid_events_and_survives_a_node_cycle():
+    from flowtui.runtime.events import NodeStart
+    from flowtui.runtime.fold import RunView
+
+    view = RunView()
+    view.apply_many([
+        Invalid(3, "bad", {"seq": 3}),
+        ev(NodeStart, seq=4, node_id="a", parent_id="b", kind="agent", name="A"),
+        ev(NodeStart, seq=5, node_id="b", parent_id="a", kind="loop", name="L"),
+        ev(NodeStart, seq=6, node_id="c", parent_id="c", kind="tool", name="T"),
+    ])
+    assert view.events == 4
+    assert view.nodes["c"].children == []  # its own parent: not its own child
+    assert "broken link" in " ".join(view.path())  # where the run is: a bounded walk, not a hang
+
+
+# --- crashes -------------------------------------------------------------------------------------------
+
+SLOW_FLOW = textwrap.dedent('''
+    import time
+    from flowtui import FunctionProvider, agent, loop, workflow
+
+    def model(messages, tools):
+        time.sleep(0.002)
+        return "x" * 200
+
+    @agent(provider=FunctionProvider(model), prompt="p")
+    class A:
+        def after_response(self, r, ctx):
+            ctx.n = ctx.get("n", 0) + 1
+            ctx.state.append("memory", f"item {ctx.n} " + "y" * 100)
+
+    @workflow(steps=[loop(steps=[A], until=lambda ctx: False, max_iterations=100000)])
+    class Slow:
+        pass
+''')
+
+
+def test_kill_9_loses_no_event_already_written(tmp_path):
+    """Killed at random moments, the journal keeps a prefix of the run: every line before the
+    last one whole and in order, at most that last one torn."""
+    flow = tmp_path / "slow.py"
+    flow.write_text(SLOW_FLOW)
+    for i in range(4):
+        path = tmp_path / f"j{i}.jsonl"
+        proc = subprocess.Popen([sys.executable, "-c", "from flowtui.tui.cli import main; main()", "run", str(flow),
+                                 "--input", "go", "--journal", str(path)], cwd=tmp_path,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 60
+        while (not path.exists() or path.stat().st_size < 20000 * (i + 1)) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+        notices: list = []
+        events = list(read_journal(path, notices=notices))
+        assert [e.seq for e in events] == list(range(1, len(events) + 1))  # no gap, nothing lost
+        assert len(events) > 50
+        lines = path.read_bytes().split(b"\n")
+        assert [n.line for n in notices] in ([], [len(lines)])  # only the very last may be torn

@@ -1,0 +1,125 @@
+"""Snapshots: written atomically and redacted; refused when empty, partial, binary, a folder, from
+another workflow, or holding a value of the wrong type."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from flowtui.runtime import files
+
+FLOW = textwrap.dedent('''
+    from pydantic import BaseModel
+    from flowtui import FunctionProvider, agent, workflow
+
+    class S(BaseModel):
+        count: int = 0
+        notes: list[str] = []
+
+    @agent(provider=FunctionProvider(lambda m, t: "ok " * 20), prompt="p")
+    class A:
+        def __init__(self, s: S = State()):
+            self.s = s
+        def after_response(self, r, ctx):
+            self.s.count += 1
+            self.s.notes.append(r * 50)
+
+    @workflow(steps=[A, A, A], state=S)
+    class W:
+        pass
+
+    @workflow(steps=[A])
+    class Other:
+        pass
+''').replace("from flowtui import FunctionProvider", "from flowtui import FunctionProvider, State")
+
+
+def flowtui(*args, cwd):
+    return subprocess.run([sys.executable, "-c", "from flowtui.tui.cli import main; main()", *args],
+                          capture_output=True, text=True, cwd=cwd, timeout=120)
+
+
+@pytest.fixture
+def flow(tmp_path) -> Path:
+    path = tmp_path / "flow.py"
+    path.write_text(FLOW)
+    return path
+
+
+def test_a_failed_rewrite_leaves_the_old_snapshot_whole(tmp_path, monkeypatch):
+    target = tmp_path / "snap.toml"
+    files.write_atomic(target, 'workflow = "W"\nmemory = ["old"]\n')
+
+    def crash(*args):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(files.os, "replace", crash)
+    with pytest.raises(OSError):
+        files.write_atomic(target, 'workflow = "W"\nmemory = ["new"]\n')
+    assert tomllib.loads(target.read_text())["memory"] == ["old"]
+    assert [p.name for p in tmp_path.iterdir()] == ["snap.toml"]  # no temporary file left behind
+
+
+def test_kills_during_a_rewrite_never_destroy_the_snapshot(flow, tmp_path):
+    """The measure from the issue: 6 kill -9 while --snapshot-out rewrites an existing file."""
+    snap = tmp_path / "snap.toml"
+    assert flowtui("run", f"{flow}:W", "--no-journal", "--snapshot-out", str(snap), cwd=tmp_path).returncode == 0
+    good = snap.read_bytes()
+    for delay in (0.05, 0.1, 0.2, 0.3, 0.4, 0.6):
+        proc = subprocess.Popen([sys.executable, "-c", "from flowtui.tui.cli import main; main()", "run", f"{flow}:W",
+                                 "--no-journal", "--snapshot-out", str(snap)], cwd=tmp_path,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(delay)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+        data = tomllib.loads(snap.read_text())  # whole, whichever run wrote it
+        assert data["state"]["count"] == 3 and snap.read_bytes() == good
+    assert flowtui("run", f"{flow}:W", "--no-journal", "--from-snapshot", str(snap), cwd=tmp_path).returncode == 0
+
+
+@pytest.mark.parametrize("content,message", [
+    (b"", "empty, not a snapshot"),
+    (b"\x89PNG\r\n\x1a\n\x00\x00", "not a snapshot (a binary file"),
+    (b'workflow = "W"\n[state]\ncount = tr', "not valid TOML"),
+    (b'workflow = "Other"\n', "a snapshot of workflow Other, not W"),
+    (b'workflow = "W"\n[state]\ncount = true\n', "[state] count = True: Input should be a valid integer"),
+    (b'workflow = "W"\n[state]\ncount = "3"\n', "[state] count = '3': Input should be a valid integer"),
+    (b'workflow = "W"\n[state]\nnotes = [1, 2]\n', "[state] notes = [1, 2]: Input should be a valid string"),
+])
+def test_bad_snapshots_exit_2_naming_the_file(flow, tmp_path, content, message):
+    snap = tmp_path / "snap.toml"
+    snap.write_bytes(content)
+    res = flowtui("run", f"{flow}:W", "--no-journal", "--from-snapshot", str(snap), cwd=tmp_path)
+    assert res.returncode == 2, res.stderr
+    assert str(snap) in res.stderr and message in res.stderr and "Traceback" not in res.stderr
+    assert not (tmp_path / ".flowtui").exists()
+
+
+@pytest.mark.parametrize("option", ["--from-snapshot", "--replies", "--replay"])
+def test_a_folder_or_a_binary_file_given_as_input_exits_2_naming_it(flow, tmp_path, option):
+    folder = tmp_path / "folder"
+    folder.mkdir()
+    binary = tmp_path / "bin.dat"
+    binary.write_bytes(b"\x00\xff\xfe\x89")
+    target = "flows/revisao.py" if option == "--replies" else f"{flow}:W"  # a flow with scripted replies
+    for path in (folder, binary):
+        res = flowtui("run", target, "--no-journal", option, str(path), cwd=Path(__file__).resolve().parents[1])
+        assert res.returncode == 2, (option, res.stderr)
+        assert path.name in res.stderr and "Traceback" not in res.stderr
+
+
+def test_snapshot_out_says_what_it_did(flow, tmp_path):
+    snap = tmp_path / "snap.toml"
+    first = flowtui("run", f"{flow}:W", "--no-journal", "--snapshot-out", str(snap), cwd=tmp_path)
+    assert f"snapshot: wrote {snap}" in first.stderr
+    second = flowtui("run", f"{flow}:W", "--no-journal", "--snapshot-out", str(snap), cwd=tmp_path)
+    assert f"snapshot: replaced {snap}" in second.stderr
+    assert oct(snap.stat().st_mode & 0o777) == "0o600"
