@@ -133,13 +133,14 @@ def _traceback() -> None:
 def json_printer(out: TextIO):
     """``--json``: each event as a JSON line (redacted, inert); streamed fragments stay out, as in the
     journal, since a credential split over several of them could be put back together."""
-    from flowtui.runtime.journal import encode_event
+    from flowtui.runtime.encoding import encode_event
+    from flowtui.runtime.secrets import Redactor
 
-    secrets = tuple(secret_values())
+    redactor = Redactor.from_environment()
 
     def write(ev: Any) -> None:
         if ev.type != "chat.delta":
-            out.write(encode_event(ev, secrets) + "\n")
+            out.write(encode_event(ev, redactor).decode("utf-8") + "\n")
             out.flush()
 
     return write

@@ -1,18 +1,11 @@
 """The run journal: every event as one JSON line, written as it happens, read back whatever happened.
 
-Writing (:class:`JournalWriter`, and :func:`encode_event` for every other
-place an event leaves the process: ``--json``, the worker's pipe):
-
-- credentials are redacted in the event's values *before* encoding
-  (:func:`~flowtui.runtime.secrets.redact` on each string);
-- whatever a value holds, the line is valid UTF-8 JSON that :func:`read_journal`
-  reads back: a lone surrogate becomes U+FFFD, an integer too long for a JSON
-  reader (over 4,000 digits) becomes its abbreviated text, a NaN ``null``;
-- control characters stay escaped inside the JSON strings (C1 ones and the
-  bidirectional overrides too, which ``json`` would leave raw), so ``cat``-ing a
-  journal never drives the terminal;
-- each line is written with one ``write`` on an unbuffered file: a crash loses
-  nothing already emitted, and tears at most the line being written.
+Writing (:class:`JournalWriter`): each event is encoded by
+:func:`~flowtui.runtime.encoding.encode_event` (credentials redacted, valid
+UTF-8 that this reader reads back whatever a value held, inert in a terminal)
+and written with one ``write`` on an unbuffered file: a crash loses nothing
+already emitted, and tears at most the line being written. Streamed fragments
+(``chat.delta``) stay out: the assembled reply is journaled, redacted whole.
 
 Reading (:func:`read_journal`): the file is read as bytes, line by line. A BOM
 is accepted; a torn or undecodable line is skipped and reported as a
@@ -25,8 +18,6 @@ know (from a newer one) as an :class:`Unknown` event, shown by its type.
 from __future__ import annotations
 
 import json
-import math
-import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,50 +25,10 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from flowtui.runtime.encoding import encode_event
 from flowtui.runtime.events import EVENT_TYPES, parse_event
 from flowtui.runtime.files import open_append
-from flowtui.runtime.secrets import redact, secret_values
-
-MAX_INT_DIGITS = 4000
-_RAW_IN_JSON = re.compile("[\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
-
-
-def _safe(value: Any, secrets: tuple[str, ...]) -> Any:
-    """``value`` redacted, and made encodable and readable back (one walk)."""
-    if isinstance(value, str):
-        if not value.isascii():
-            try:
-                value.encode("utf-8")
-            except UnicodeEncodeError:  # lone surrogates: not UTF-8, replace them
-                value = value.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
-        return redact(value, secrets)
-    if isinstance(value, bool) or value is None:
-        return value
-    if isinstance(value, int):
-        if abs(value).bit_length() > MAX_INT_DIGITS * 3.32:  # ~digits * log2(10)
-            return f"<int of about {int(abs(value).bit_length() / 3.3219)} digits>"
-        return value
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if isinstance(value, dict):
-        return {str(_safe(k, secrets)): _safe(v, secrets) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_safe(v, secrets) for v in value]
-    return repr(value)
-
-
-def encode_data(data: Any, secrets: tuple[str, ...]) -> str:
-    """JSON-shaped ``data`` as one line of JSON: redacted, valid UTF-8, readable back, terminal-inert."""
-    text = json.dumps(_safe(data, secrets), ensure_ascii=False, separators=(",", ":"))
-    if _RAW_IN_JSON.search(text):
-        text = _RAW_IN_JSON.sub(lambda m: f"\\u{ord(m.group(0)):04x}", text)
-    return text
-
-
-def encode_event(event: Any, secrets: tuple[str, ...]) -> str:
-    """One event as one JSON line (no newline); see :func:`encode_data`."""
-    return encode_data(event.model_dump(mode="json", fallback=repr, warnings=False), secrets)
-
+from flowtui.runtime.secrets import Redactor
 
 class JournalWriter:
     """A sink that appends each event to ``path`` as a JSON line.
@@ -90,14 +41,13 @@ class JournalWriter:
         self.path = Path(path)
         self.appended_to = _runs_in(self.path)  # runs already in the file
         self._file = open_append(self.path)
-        self._secrets = tuple(secret_values())
+        self._redactor = Redactor.from_environment()
 
     def __call__(self, event: Any) -> None:
-        # Streamed fragments stay out: the assembled reply is journaled, redacted as a whole,
-        # while a credential split over fragments could not be redacted in each.
+        # Streamed fragments stay out: a credential split over fragments could not be redacted in each.
         if self._file.closed or event.type == "chat.delta":
             return
-        self._file.write((encode_event(event, self._secrets) + "\n").encode("utf-8"))
+        self._file.write(encode_event(event, self._redactor) + b"\n")
 
     def close(self) -> None:
         self._file.close()

@@ -21,6 +21,7 @@ text would miss it.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from collections.abc import Iterable, Mapping
@@ -75,6 +76,36 @@ def found(text: str, secrets: Iterable[str]) -> list[str]:
         keep = (m.groupdict().get("bearer") or m.groupdict().get("url") or "")
         out.append(m.group(0)[len(keep):])
     return out
+
+
+class Redactor:
+    """The credentials of one process, ready to redact text and to tell quickly whether an
+    encoded line may hold one (see :mod:`flowtui.runtime.encoding`)."""
+
+    def __init__(self, values: Iterable[str]) -> None:
+        self.values = tuple(values)
+        marks = [_HINT.pattern.encode()]
+        for value in self.values:
+            marks.append(re.escape(_fingerprint(value).encode("utf-8", "surrogatepass")))
+        self._marks = re.compile(b"|".join(marks))
+
+    @classmethod
+    def from_environment(cls, extra: Mapping[str, Any] | None = None) -> "Redactor":
+        return cls(secret_values(extra))
+
+    def may_hold(self, raw: bytes) -> bool:
+        """Whether a JSON line may hold a credential (then it is redacted value by value)."""
+        return self._marks.search(raw) is not None
+
+    def redact(self, text: str) -> str:
+        return redact(text, self.values)
+
+
+def _fingerprint(value: str) -> str:
+    """The longest part of ``value`` that JSON writes unchanged (so it is found in an encoded line)."""
+    runs = re.split(r'["\\\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]', value)
+    best = max(runs, key=len)
+    return best if len(best) >= 4 else json.dumps(value, ensure_ascii=False)[1:-1]
 
 
 def redact(text: str, secrets: Iterable[str]) -> str:

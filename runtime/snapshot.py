@@ -34,7 +34,7 @@ from pydantic import TypeAdapter, ValidationError
 from flowtui.runtime.errors import ConfigError
 from flowtui.runtime.files import write_atomic
 from flowtui.runtime.messages import Message
-from flowtui.runtime.secrets import redact_data, secret_values
+from flowtui.runtime.secrets import Redactor
 
 KEYS = ("workflow", "memory", "tasks", "history", "state")
 
@@ -54,7 +54,9 @@ def snapshot_toml(view: Any) -> str:
     history = [m.model_dump(mode="json", exclude_defaults=True) for m in view.history]
     data = {"workflow": view.workflow or "", "memory": list(view.memory), "tasks": list(view.tasks),
             "state": view.state, "history": history}
-    return tomli_w.dumps(redact_data(_drop_none(data), secret_values()))
+    from flowtui.runtime.encoding import safe_data
+
+    return tomli_w.dumps(_drop_none(safe_data(data, Redactor.from_environment())))
 
 
 def write_snapshot(view: Any, path: str | Path) -> bool:

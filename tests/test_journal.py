@@ -19,11 +19,14 @@ from hypothesis import given, settings, strategies as st
 from flowtui import FunctionProvider, Input, agent, bootstrap, tool, workflow
 from flowtui.runtime.bus import build_event
 from flowtui.runtime.events import CtxSet, StateAppend
-from flowtui.runtime.journal import Invalid, JournalWriter, Unknown, encode_event, read_journal
+from flowtui.runtime.encoding import encode_event
+from flowtui.runtime.journal import Invalid, JournalWriter, Unknown, read_journal
+from flowtui.runtime.secrets import Redactor
 from flowtui.runtime.messages import Message
 from pydantic import BaseModel
 
 ROOT = Path(__file__).resolve().parents[1]
+NONE = Redactor([])
 
 
 def ev(cls, **fields):
@@ -100,7 +103,7 @@ def test_whatever_a_ctx_value_holds_the_reader_reads_the_line(tmp_path_factory, 
 
 
 def test_torn_lines_a_bom_and_foreign_lines(tmp_path):
-    lines = [encode_event(ev(CtxSet, seq=i, name="i", value=i), ()) for i in range(1, 6)]
+    lines = [encode_event(ev(CtxSet, seq=i, name="i", value=i), NONE).decode() for i in range(1, 6)]
     path = tmp_path / "j.jsonl"
     unknown = json.dumps({"seq": 4, "ts": 0, "run_id": "r1", "type": "tool.progress", "origin": "tool:x"})
     invalid = json.dumps({"seq": 5, "ts": 0, "run_id": "r1", "type": "state.append", "bucket": "history",
@@ -120,7 +123,7 @@ def test_torn_lines_a_bom_and_foreign_lines(tmp_path):
 
 def test_appending_after_a_torn_line_keeps_the_new_run_whole(tmp_path):
     path = tmp_path / "j.jsonl"
-    path.write_text(encode_event(ev(CtxSet, name="a", value=1), ()) + "\n" + '{"seq":2,"ts":0,"run_')
+    path.write_text(encode_event(ev(CtxSet, name="a", value=1), NONE).decode() + "\n" + '{"seq":2,"ts":0,"run_')
     writer = JournalWriter(path)
     assert writer.appended_to == 1
     writer(ev(CtxSet, name="b", value=2))

@@ -238,8 +238,11 @@ def test_a_value_is_redacted_wherever_it_sits_in_any_text(prefix, secret):
 
 @given(st.text(alphabet=st.characters(), max_size=50))
 def test_journal_lines_never_hold_a_value_whatever_it_is_next_to(noise):
-    from flowtui.runtime.journal import encode_data
+    from flowtui.runtime.encoding import encode_event
+    from flowtui.runtime.events import CtxSet
+    from flowtui.runtime.secrets import Redactor
 
     secret = ENV["DB_PASSWORD"]
-    line = encode_data({"value": noise + secret + noise, "list": [secret]}, (secret,))
-    assert secret not in json.loads(line)["value"] and json.loads(line)["list"] == [MARK]
+    event = CtxSet(seq=1, ts=0, run_id="r", name="x", value={"value": noise + secret + noise, "list": [secret]})
+    line = json.loads(encode_event(event, Redactor([secret])))["value"]
+    assert secret not in line["value"] and line["list"] == [MARK]

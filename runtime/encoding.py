@@ -1,0 +1,110 @@
+"""One event as one line of JSON, for every place an event leaves the process.
+
+The journal, ``flowtui run --json`` and the worker's pipe to the app all
+write events with :func:`encode_event`. Whatever a value holds, the line:
+
+- holds no credential: values are redacted *before* encoding
+  (:func:`~flowtui.runtime.secrets.redact` on each string), since JSON
+  escaping would change the bytes of a key holding ``"``, ``\\`` or a newline;
+- is valid UTF-8 JSON that the reader reads back: a lone surrogate becomes
+  U+FFFD, an integer too long for a JSON reader (over 4,000 digits) becomes
+  its abbreviated text, a NaN ``null``;
+- is inert in a terminal: control characters stay escaped inside the JSON
+  strings, C1 ones, DEL, the line separators and the bidirectional overrides
+  too (which JSON encoders leave raw);
+- on the wire to the app, optionally, cuts strings longer than ``limit``
+  characters to their first ones, naming each cut in the event's ``elided``
+  field (``{"item.content": 52428800}``) so the app shows a preview and can
+  fetch the whole value; the journal never cuts.
+
+Events are hot (several per turn), so the common case is one pass of
+pydantic-core's encoder and one regular-expression search over the bytes; only
+a line that may need one of the fixes above is encoded again, value by value.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from typing import Any
+
+from pydantic_core import PydanticSerializationError, to_json
+
+from flowtui.runtime.secrets import Redactor, redact
+
+MAX_INT_DIGITS = 4000
+_RAW_IN_JSON = re.compile("[\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+# In the UTF-8 bytes of a line: a C1 character, U+2028/2029, a bidi override or isolate
+# (DEL and long digit runs are looked for apart). Any of them: encode again, value by value.
+_FIX = re.compile(rb"\xc2[\x80-\x9f]|\xe2\x80[\xa8-\xae]|\xe2\x81[\xa6-\xa9]")
+_DIGITS = re.compile(rb"[0-9]{%d}" % MAX_INT_DIGITS)
+
+
+def _needs_fix(raw: bytes) -> bool:
+    return (b"\x7f" in raw or (not raw.isascii() and _FIX.search(raw) is not None)
+            or (len(raw) > MAX_INT_DIGITS and _DIGITS.search(raw) is not None))
+
+
+def encode_event(event: Any, redactor: Redactor, *, limit: int | None = None) -> bytes:
+    """``event`` as one JSON line (UTF-8, no newline); see the module docstring."""
+    try:
+        raw = to_json(event.__dict__, fallback=repr, inf_nan_mode="null")
+    except (PydanticSerializationError, ValueError):  # a lone surrogate, or worse: value by value
+        raw = None
+    if raw is not None and (limit is None or len(raw) <= limit) and not _needs_fix(raw) \
+            and not redactor.may_hold(raw):
+        return raw
+    data = event.model_dump(mode="python", warnings=False)
+    elided: dict[str, int] = {}
+    data = _safe(data, redactor.values, limit, elided, "")
+    if elided:
+        data["elided"] = elided
+    return encode_data(data)
+
+
+def encode_data(data: Any) -> bytes:
+    """JSON-shaped, already safe ``data`` as one inert line of JSON."""
+    text = json.dumps(data, ensure_ascii=False, separators=(",", ":"), default=repr)
+    if _RAW_IN_JSON.search(text):
+        text = _RAW_IN_JSON.sub(lambda m: f"\\u{ord(m.group(0)):04x}", text)
+    return text.encode("utf-8")
+
+
+def safe_data(value: Any, redactor: Redactor) -> Any:
+    """A copy of ``value`` redacted and made encodable (for a snapshot, a cassette, a reply)."""
+    return _safe(value, redactor.values, None, {}, "")
+
+
+def _safe(value: Any, secrets: tuple[str, ...], limit: int | None, elided: dict[str, int], path: str) -> Any:
+    if isinstance(value, str):
+        if not value.isascii():
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError:  # lone surrogates: not UTF-8, replace them
+                value = value.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+        value = redact(value, secrets)
+        if limit is not None and len(value) > limit:
+            elided[path] = len(value)
+            value = value[:limit]
+        return value
+    if isinstance(value, bool) or value is None:
+        return value
+    if isinstance(value, int):
+        if abs(value).bit_length() > MAX_INT_DIGITS * 3.32:  # ~ digits * log2(10)
+            return f"<int of about {int(abs(value).bit_length() / 3.3219)} digits>"
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {str(_safe(k, secrets, None, elided, path)): _safe(v, secrets, limit, elided, _join(path, k))
+                for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_safe(v, secrets, limit, elided, _join(path, i)) for i, v in enumerate(value)]
+    if hasattr(value, "model_dump"):
+        return _safe(value.model_dump(mode="python", warnings=False), secrets, limit, elided, path)
+    return _safe(repr(value), secrets, limit, elided, path)
+
+
+def _join(path: str, key: Any) -> str:
+    return f"{path}.{key}" if path else str(key)
