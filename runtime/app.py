@@ -152,13 +152,12 @@ def build_instances(run: Run, *, model: str | None, wrap: Callable[[Provider], P
     return agents, tools, providers
 
 
-def bootstrap(workflow_cls: type, *, offload_sync: bool = True, model: str | None = None,
+def bootstrap(workflow_cls: type, *, model: str | None = None,
               replies: str | Path | None = None, record: str | Path | None = None,
               replay: str | Path | None = None) -> "App":
     """Check a workflow and return an :class:`App` that runs it.
 
-    ``offload_sync`` runs sync hooks and tools in worker threads (so a slow one
-    cannot freeze the TUI); ``model`` overrides every agent's model
+    ``model`` overrides every agent's model
     (``--model``); ``replies`` gives every ``ScriptedProvider`` this TOML file
     (``--replies``); ``record`` keeps every model exchange in that cassette
     file and ``replay`` serves them back with no network (``--record``,
@@ -180,7 +179,7 @@ def bootstrap(workflow_cls: type, *, offload_sync: bool = True, model: str | Non
                 plans.agent_specs[cls] = _replace_provider(aspec, inst.with_replies(replies))
     model = model or os.environ.get("FLOWTUI_MODEL") or None
     wrap, recording = _cassette_wrap(record, replay)
-    return App(plans, offload_sync=offload_sync, model=model, wrap=wrap, replies=replies, recording=recording)
+    return App(plans, model=model, wrap=wrap, replies=replies, recording=recording)
 
 
 def _cassette_wrap(record: str | Path | None, replay: str | Path | None) -> tuple[Any, Any]:
@@ -208,7 +207,7 @@ _run_numbers = itertools.count(1)
 class App:
     """A bootstrapped workflow. ``await app.run(...)`` as often as you like, concurrently too."""
 
-    def __init__(self, plans: Plans, *, offload_sync: bool, model: str | None,
+    def __init__(self, plans: Plans, *, model: str | None,
                  wrap: Callable[[Provider], Provider] | None = None, replies: str | Path | None = None,
                  recording: Any = None) -> None:
         self.plans = plans
@@ -216,7 +215,6 @@ class App:
         self.recording = recording  # the --record cassette: put in place when a run ends
         self.replies = replies
         self.workflow = plans.spec
-        self.offload_sync = offload_sync
         self.model = model
         self._subscribers: list[Sink] = []
 
@@ -243,7 +241,7 @@ class App:
         run_id = f"r{next(_run_numbers)}-{uuid.uuid4().hex[:6]}"
         run = Run(plans=self.plans, emitter=Emitter(Stream(sinks), run_id), input=input,
                   memory=memory_items(memory), tracker=BudgetTracker(check_budget_arg(budget)),
-                  controller=controller, offload=self.offload_sync, model=self.model, wrap=self.wrap,
+                  controller=controller, model=self.model, wrap=self.wrap,
                   replies=self.replies, snapshot=snapshot)
         if journal is not None:  # opened only once the run could be built: a refused run leaves no file
             run.journal = JournalWriter(journal)

@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
-import traceback
 from datetime import datetime
 from pathlib import Path
 from typing import Any, TextIO
@@ -125,39 +124,28 @@ def _ms(ms: float) -> str:
     return f"{ms:.0f}ms" if ms >= 1 else f"{ms:.2f}ms"
 
 
-def _traceback() -> None:
-    """The current exception's traceback (``--debug``), redacted and inert like everything printed."""
-    say(traceback.format_exc().rstrip())
-
-
 def json_printer(out: TextIO):
-    """``--json``: each event as a JSON line (redacted, inert); streamed fragments stay out, as in the
-    journal, since a credential split over several of them could be put back together."""
-    from flowtui.runtime.encoding import encode_event
-    from flowtui.runtime.secrets import Redactor
+    """``--json``: each event as the worker wrote it (redacted, inert); streamed fragments stay out,
+    as in the journal, since a credential split over several of them could be put back together."""
 
-    redactor = Redactor.from_environment()
-
-    def write(ev: Any) -> None:
+    def write(line: bytes, ev: Any) -> None:
         if ev.type != "chat.delta":
-            out.write(encode_event(ev, redactor).decode("utf-8") + "\n")
+            out.write(line.decode("utf-8") + "\n")
             out.flush()
 
     return write
 
 
 def main_run(argv: list[str]) -> int:
-    # imported here, not at the top: the app imports this module for its arguments before its first paint
-    from flowtui.runtime.errors import FlowLoadError, FlowtuiError
-    from flowtui.runtime.fold import RunView
-    from flowtui.runtime.snapshot import write_snapshot
-
+    """``flowtui run``: a client of a worker process, like the app; see the module docstring."""
     parser = argparse.ArgumentParser(prog="flowtui run", description="Run a flow headless.")
     add_flow_arguments(parser)
     parser.add_argument("--json", action="store_true", help="print the events as JSON lines on stdout")
     parser.add_argument("--from-snapshot", metavar="FILE", help="start from this TOML snapshot")
     parser.add_argument("--snapshot-out", metavar="FILE",
                         help="write the final state as a TOML snapshot (replaces the file, atomically)")
+    parser.add_argument("--load-timeout", type=float, default=None, metavar="S",
+                        help="give up on a flow whose import takes longer (default: 30 s)")
     try:
         args = parser.parse_args(argv)
         memory = parse_memory(args.memory)
@@ -165,58 +153,105 @@ def main_run(argv: list[str]) -> int:
         if isinstance(exc.code, str):
             say(exc.code)
         return 2
-    from flowtui.runtime.loader import load_flow
+    try:
+        return asyncio.run(_run_headless(args, memory))
+    except KeyboardInterrupt:  # a third ctrl-C while the worker is killed: nothing left to wait for
+        return 1
 
+
+async def _run_headless(args: argparse.Namespace, memory: dict[str, str]) -> int:
+    import signal
+
+    from flowtui.runtime import protocol as p
+    from flowtui.runtime.channel import LOAD_TIMEOUT_S, Channel, LoadTimeout, Options
+    from flowtui.runtime.fold import RunView
+    from flowtui.runtime.journal import runs_in
+    from flowtui.runtime.snapshot import write_snapshot
+
+    view = RunView()
+    tree = TreePrinter(sys.stderr)
+    printer = json_printer(sys.stdout) if args.json else None
+
+    def on_messages(batch: list[tuple[bytes, Any]]) -> None:
+        for line, ev in batch:
+            view.apply(ev)
+            if printer is not None:
+                printer(line, ev)
+            else:
+                tree(ev)
+
+    channel = Channel(on_messages, on_log=lambda text: say(text))
+    journal = None
+    appended_to = 0
+    if not args.no_journal:
+        if args.journal:
+            journal, appended_to = Path(args.journal), runs_in(Path(args.journal))
+    options = Options(target=args.flow, model=args.model, replies=args.replies, record=args.record,
+                      replay=args.replay, snapshot=args.from_snapshot, wire_limit=0, debug=args.debug)
     try:
-        app = load_flow(args.flow, model=args.model, replies=args.replies, record=args.record,
-                        replay=args.replay)
-    except FlowLoadError as exc:
+        hello = await channel.spawn(options, load_timeout=args.load_timeout or LOAD_TIMEOUT_S)
+    except LoadTimeout as exc:
         say(f"flowtui: cannot load {args.flow}\n  {exc}")
-        if args.debug:
-            _traceback()
         return 2
-    except FlowtuiError as exc:  # e.g. a bad --replies file
-        say(f"flowtui: {exc}")
+    if isinstance(hello, p.LoadError):
+        where = hello.file or args.flow
+        where += f":{hello.line}" if hello.line else ""
+        say(f"flowtui: cannot load {args.flow}\n  {where}: {(hello.cls + ': ') if hello.cls else ''}{hello.message}")
+        if args.debug and hello.traceback:
+            say(hello.traceback.rstrip())
+        await channel.wait()
         return 2
-    app.subscribe(json_printer(sys.stdout) if args.json else TreePrinter(sys.stderr))
-    view = None
-    if args.snapshot_out:  # fold the events only when a snapshot is asked for
-        view = RunView()
-        app.subscribe(view.apply)
-    try:
-        journal = journal_path(args, app.workflow.name)
-    except OSError as exc:
-        say(f"flowtui: cannot create the journal: {exc}; pick one with --journal FILE or use --no-journal")
-        return 2
-    try:
-        run = app.prepare(args.input, memory=memory or None, journal=journal, snapshot=args.from_snapshot)
-    except (FlowtuiError, OSError) as exc:  # refused before the run started (e.g. a bad snapshot)
+    if not args.no_journal and journal is None:
+        try:
+            journal = new_journal(hello.workflow)
+        except OSError as exc:
+            say(f"flowtui: cannot create the journal: {exc}; pick one with --journal FILE or use --no-journal")
+            await channel.kill()
+            return 2
+    channel.journal = str(journal) if journal is not None else None
+    reply = await channel.command(p.Start(input=args.input, memory=memory or None, paused=False,
+                                          journal=channel.journal))
+    if not reply.ok:  # refused before the run started (e.g. a bad snapshot)
         if journal is not None and not args.journal:
             journal.unlink(missing_ok=True)  # the new default file: a refused run leaves none
-        say(f"flowtui: {exc}")
+        say(f"flowtui: {reply.error}")
+        await channel.kill()
         return 2
-    code = 0
-    try:
-        output = asyncio.run(run.execute())
-    except KeyboardInterrupt:
-        say("flowtui: interrupted")
-        code, output = 1, None
-    except Exception as exc:
-        from flowtui.runtime.errors import describe_error
+    loop = asyncio.get_running_loop()
+    interrupts = 0
 
-        say(f"flowtui: the run failed: {describe_error(exc)}")
-        if args.debug:
-            _traceback()
-        code, output = 1, None
+    def interrupted() -> None:  # ctrl-C: stop cleanly within the grace period; again: kill now
+        nonlocal interrupts
+        interrupts += 1
+        if interrupts == 1:
+            say("flowtui: stopping the run (ctrl-C again kills it)")
+            asyncio.ensure_future(channel.stop())
+        else:
+            asyncio.ensure_future(channel.kill())
+
+    loop.add_signal_handler(signal.SIGINT, interrupted)
+    try:
+        await channel.wait()
     finally:
-        run.close_files()
-        if view is not None and view.run_id is not None:
-            replaced = write_snapshot(view, args.snapshot_out)
-            say(f"snapshot: {'replaced' if replaced else 'wrote'} {args.snapshot_out}")
-        if run.recorded is not None:
-            say(f"cassette: {'replaced' if run.recorded else 'wrote'} {args.record}")
-        if journal is not None and journal.exists():
-            say(journal_note(journal, run.journal.appended_to))
-    if code == 0 and not args.json and output is not None:
-        say(output, file=sys.stdout)
-    return code
+        loop.remove_signal_handler(signal.SIGINT)
+    if not channel.ended:  # killed, crashed, exited in a hook: the run's end, said by us
+        status, why = channel.ending()
+        event = channel.write_run_end(status, why)
+        if event is not None:
+            view.apply(event)
+        else:
+            view.status = status
+            view.error = view.reason = why
+        say(f"flowtui: the run {status}: {why}")
+    elif view.status == "failed":
+        say(f"flowtui: the run failed: {view.error}")
+    if args.snapshot_out and view.run_id is not None:
+        replaced = write_snapshot(view, args.snapshot_out)
+        say(f"snapshot: {'replaced' if replaced else 'wrote'} {args.snapshot_out}")
+    if journal is not None and journal.exists():
+        say(journal_note(journal, appended_to))
+    if view.status == "failed":
+        return 1
+    if not args.json and view.output is not None:
+        say(view.output, file=sys.stdout)
+    return 0

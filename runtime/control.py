@@ -27,7 +27,17 @@ class RunStopped(BaseException):
     """Raised at a checkpoint after ``stop()``; the engine ends the run as ``stopped``.
 
     A ``BaseException`` (like ``asyncio.CancelledError``) so that user code's
-    ``except Exception`` (a tool, a hook) cannot swallow it."""
+    ``except Exception`` (a tool, a hook) cannot swallow it. ``reason`` is what
+    the run's end says (``stopped by user`` by default)."""
+
+    def __init__(self, reason: str = "stopped by user") -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class Terminated(RunStopped):
+    """Raised inside whatever code is running when the worker is told to terminate: a tool or
+    hook that never reaches a pause point is unwound, and the run ends as ``stopped``."""
 
 
 @dataclass(frozen=True)

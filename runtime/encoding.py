@@ -31,7 +31,7 @@ from typing import Any
 
 from pydantic_core import PydanticSerializationError, to_json
 
-from flowtui.runtime.secrets import Redactor, redact
+from flowtui.runtime.secrets import Redactor, redact, redact_streaming
 
 MAX_INT_DIGITS = 4000
 _RAW_IN_JSON = re.compile("[\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
@@ -43,11 +43,15 @@ _DIGITS = re.compile(rb"[0-9]{%d}" % MAX_INT_DIGITS)
 
 def _needs_fix(raw: bytes) -> bool:
     return (b"\x7f" in raw or (not raw.isascii() and _FIX.search(raw) is not None)
-            or (len(raw) > MAX_INT_DIGITS and _DIGITS.search(raw) is not None))
+            or (len(raw) > MAX_INT_DIGITS and len(raw) - len(raw.translate(None, b"0123456789")) >= MAX_INT_DIGITS
+                and _DIGITS.search(raw) is not None))
 
 
-def encode_event(event: Any, redactor: Redactor, *, limit: int | None = None) -> bytes:
-    """``event`` as one JSON line (UTF-8, no newline); see the module docstring."""
+def encode_event(event: Any, redactor: Redactor, *, limit: int | None = None,
+                 kept: dict[str, str] | None = None) -> bytes:
+    """``event`` as one JSON line (UTF-8, no newline); see the module docstring.
+
+    ``kept`` (with ``limit``) receives each string that was cut, whole, by its path."""
     try:
         raw = to_json(event.__dict__, fallback=repr, inf_nan_mode="null")
     except (PydanticSerializationError, ValueError):  # a lone surrogate, or worse: value by value
@@ -57,7 +61,7 @@ def encode_event(event: Any, redactor: Redactor, *, limit: int | None = None) ->
         return raw
     data = event.model_dump(mode="python", warnings=False)
     elided: dict[str, int] = {}
-    data = _safe(data, redactor.values, limit, elided, "")
+    data = _safe(data, redactor.values, limit, elided, "", kept)
     if elided:
         data["elided"] = elided
     return encode_data(data)
@@ -73,21 +77,23 @@ def encode_data(data: Any) -> bytes:
 
 def safe_data(value: Any, redactor: Redactor) -> Any:
     """A copy of ``value`` redacted and made encodable (for a snapshot, a cassette, a reply)."""
-    return _safe(value, redactor.values, None, {}, "")
+    return _safe(value, redactor.values, None, {}, "", None)
 
 
-def _safe(value: Any, secrets: tuple[str, ...], limit: int | None, elided: dict[str, int], path: str) -> Any:
+def _safe(value: Any, secrets: tuple[str, ...], limit: int | None, elided: dict[str, int], path: str,
+          kept: dict[str, str] | None) -> Any:
     if isinstance(value, str):
         if not value.isascii():
             try:
                 value.encode("utf-8")
             except UnicodeEncodeError:  # lone surrogates: not UTF-8, replace them
                 value = value.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
-        value = redact(value, secrets)
-        if limit is not None and len(value) > limit:
+        if limit is not None and len(value) > limit:  # cut first: only what is sent is redacted
             elided[path] = len(value)
-            value = value[:limit]
-        return value
+            if kept is not None:
+                kept[path] = value
+            return redact_streaming(value[:limit], secrets)  # a credential cut in two: its start hidden too
+        return redact(value, secrets)
     if isinstance(value, bool) or value is None:
         return value
     if isinstance(value, int):
@@ -97,13 +103,13 @@ def _safe(value: Any, secrets: tuple[str, ...], limit: int | None, elided: dict[
     if isinstance(value, float):
         return value if math.isfinite(value) else None
     if isinstance(value, dict):
-        return {str(_safe(k, secrets, None, elided, path)): _safe(v, secrets, limit, elided, _join(path, k))
+        return {str(_safe(k, secrets, None, elided, path, None)): _safe(v, secrets, limit, elided, _join(path, k), kept)
                 for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [_safe(v, secrets, limit, elided, _join(path, i)) for i, v in enumerate(value)]
+        return [_safe(v, secrets, limit, elided, _join(path, i), kept) for i, v in enumerate(value)]
     if hasattr(value, "model_dump"):
-        return _safe(value.model_dump(mode="python", warnings=False), secrets, limit, elided, path)
-    return _safe(repr(value), secrets, limit, elided, path)
+        return _safe(value.model_dump(mode="python", warnings=False), secrets, limit, elided, path, kept)
+    return _safe(repr(value), secrets, limit, elided, path, kept)
 
 
 def _join(path: str, key: Any) -> str:

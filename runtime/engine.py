@@ -38,7 +38,7 @@ class Run:
     """One execution of a workflow. Built by ``App``; ``await run.execute()``."""
 
     def __init__(self, *, plans: "Plans", emitter: Emitter, input: Any, memory: list[str],
-                 tracker: BudgetTracker, controller: Controller | None, offload: bool,
+                 tracker: BudgetTracker, controller: Controller | None,
                  model: str | None, wrap: Any = None, replies: Any = None, depth: int = 0,
                  snapshot: Any = None) -> None:
         from flowtui.runtime.app import build_instances  # the App module builds what plans describe
@@ -48,7 +48,6 @@ class Run:
         self.emitter = emitter
         self.id = emitter.run_id
         self.input = input
-        self.offload = offload
         self.tracker = tracker
         self.controller = controller
         self.depth = depth
@@ -78,6 +77,9 @@ class Run:
         self.recorded: bool | None = None  # what that did: True replaced a file, False wrote a new one
         self._turns: dict[str, int] = {}
         self.error: BaseException | None = None
+        self.status = "idle"  # then running; at the end finished, failed or stopped (as run.end says)
+        self.root: Run = self  # the top-level run; child runs register in its `runs`
+        self.runs: dict[str, Run] = {self.id: self}
 
     # --- the run ---------------------------------------------------------
     async def execute(self) -> str | None:
@@ -90,6 +92,7 @@ class Run:
             state=self.observer.snapshot() if self.observer else {}, file=self.spec.file,
         )
         reason = error = None
+        self.status = "running"
         status = "finished"
         try:
             if self._seed is not None:
@@ -104,11 +107,11 @@ class Run:
         except BudgetStop as stop:
             reason = f"budget: {stop.limit}"
         except RunStopped as exc:
-            status, reason = "stopped", "stopped by user"
+            status, reason = "stopped", exc.reason
             if self.depth:  # a child: the stop ends its parent too
                 self.error = exc
         except asyncio.CancelledError as exc:  # the host (e.g. the app quitting) cancelled the run
-            status, reason = "stopped", "cancelled"
+            status, reason = "stopped", (exc.args[0] if exc.args and isinstance(exc.args[0], str) else "cancelled")
             self.error = exc
         except BaseException as exc:
             status, error = "failed", describe_error(exc)
@@ -118,6 +121,7 @@ class Run:
             if self.observer is not None:
                 self.observer.detach()
         output = self.ctx.get("output")
+        self.status = status
         self.emitter.emit(RunEnd, node_id=None, parent_id=current_node.get()[0], status=status, output=output,
                           error=error, reason=reason, duration_ms=round((time.perf_counter() - t0) * 1000, 3))
         self.emitter.close()
@@ -125,6 +129,13 @@ class Run:
         if self.error is not None:
             raise self.error
         return output
+
+    def edits_for(self, run_id: str | None) -> Editor:
+        """The editor of run ``run_id`` (this one or a child that is running), for an edit sent by a client."""
+        run = self.runs.get(run_id or self.id)
+        if run is None or run.status != "running":
+            raise ConfigError(f"run {run_id} is not running (a child workflow that has ended cannot be edited)")
+        return run.edits
 
     def close_files(self) -> None:
         """Close the journal and put the recorded cassette in place (a top-level run's files)."""
@@ -174,7 +185,7 @@ class Run:
         usage = tracker.usage()
         if not tracker.reported and budget.on_exceeded is not None:
             tracker.reported = True
-            await call_user(budget.on_exceeded, (self.ctx, usage), origin="budget", offload=False,
+            await call_user(budget.on_exceeded, (self.ctx, usage), origin="budget",
                             then=self.check_state)
         if budget.mode == "raise":
             raise BudgetExceededError(f"budget exceeded: {limit}={getattr(budget, limit)} (used: {usage.model_dump()})",
@@ -187,7 +198,7 @@ class Run:
 
     async def hook(self, fn: Any, agent: str, hook: str, args: tuple) -> Any:
         arity = self.plans.arity(fn)
-        return await call_user(fn, args[:arity], origin=f"hook:{agent}.{hook}", offload=self.offload,
+        return await call_user(fn, args[:arity], origin=f"hook:{agent}.{hook}",
                                then=self.check_state)
 
     # --- loops and parallel ------------------------------------------------
@@ -244,7 +255,7 @@ class Run:
         return bool(await self._call(spec.until, args, "until"))
 
     async def _call(self, fn: Any, args: tuple, origin: str) -> Any:
-        return await call_user(fn, args, origin=origin, offload=False, then=self.check_state)
+        return await call_user(fn, args, origin=origin, then=self.check_state)
 
     async def _parallel(self, spec: ParallelSpec) -> None:
         with NodeScope(self, "parallel", spec.name):

@@ -1,14 +1,14 @@
-"""Calling user code: sync or async, with the right origin, never freezing the loop.
+"""Calling user code: sync or async, under the right origin.
 
-Async functions are awaited. Sync functions run in a worker thread when
-``offload`` is on (a sync tool that sleeps must not freeze the app), inline
-otherwise. Context variables (the current node, the origin) follow into the
-thread, so events emitted there are attributed correctly.
+Async functions are awaited; sync functions are called inline, on the run's
+own thread: the run lives in its own process (:mod:`flowtui.runtime.worker`),
+so a slow or stuck hook or tool holds up that process only, never the app,
+and the client stops it however long it takes (see
+:mod:`flowtui.runtime.channel`). No thread hop per call.
 """
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -29,19 +29,15 @@ def is_async(fn: Callable[..., Any]) -> bool:
         return inspect.iscoroutinefunction(fn)
 
 
-async def call_user(fn: Callable[..., Any], args: Sequence[Any], *, origin: str, offload: bool,
+async def call_user(fn: Callable[..., Any], args: Sequence[Any], *, origin: str,
                     kwargs: dict[str, Any] | None = None, then: Callable[[], None] | None = None) -> Any:
     """Call ``fn``; ``then()`` runs right after, still under ``origin`` (so the
     state changes it finds are attributed to this code)."""
     token = current_origin.set(origin)
     try:
         if is_async(fn):
-            result = await fn(*args, **(kwargs or {}))
-            return result
-        if offload:
-            result = await asyncio.to_thread(fn, *args, **(kwargs or {}))
-        else:
-            result = fn(*args, **(kwargs or {}))
+            return await fn(*args, **(kwargs or {}))
+        result = fn(*args, **(kwargs or {}))
         if inspect.isawaitable(result):
             result = await result
         return result

@@ -39,7 +39,7 @@ class JournalWriter:
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
-        self.appended_to = _runs_in(self.path)  # runs already in the file
+        self.appended_to = runs_in(self.path)  # runs already in the file
         self._file = open_append(self.path)
         self._redactor = Redactor.from_environment()
 
@@ -53,7 +53,7 @@ class JournalWriter:
         self._file.close()
 
 
-def _runs_in(path: Path) -> int:
+def runs_in(path: Path) -> int:
     """How many runs a journal file already holds (each starts with the event of seq 1)."""
     try:
         with path.open("rb") as f:
@@ -157,3 +157,23 @@ def _reason(exc: Exception) -> str:
             parts.append(f"{loc}: {msg}" if loc else msg)
         return "; ".join(parts)
     return str(exc).splitlines()[0]
+
+
+def last_seq(path: Path) -> int:
+    """The ``seq`` of the last complete event line of a journal (0 when there is none)."""
+    try:
+        with path.open("rb") as f:
+            f.seek(0, 2)
+            size = f.tell()
+            f.seek(max(0, size - (1 << 16)))
+            tail = f.read()
+    except OSError:
+        return 0
+    for line in reversed(tail.split(b"\n")[1 if size > (1 << 16) else 0:]):
+        try:
+            seq = json.loads(line).get("seq")
+        except (ValueError, AttributeError):
+            continue
+        if isinstance(seq, int):
+            return seq
+    return 0

@@ -109,7 +109,7 @@ async def _execute(run: "Run", spec: AgentSpec, agent: Any, call: ToolCall) -> t
     instance = run.tools[tool_cls]
     try:
         value = await call_user(instance.execute, (), kwargs=kwargs, origin=f"tool:{call.name}",
-                                offload=run.offload, then=run.check_state)
+                                then=run.check_state)
     except (FatalToolError, BudgetExceededError):  # a child workflow's budget error ends the run too
         raise
     except Exception as exc:

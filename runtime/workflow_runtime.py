@@ -44,12 +44,17 @@ class WorkflowRuntime:
         app = parent.child_apps.get(workflow_cls)
         if app is None:
             app = parent.child_apps[workflow_cls] = bootstrap(
-                workflow_cls, offload_sync=parent.offload, model=parent.model, replies=parent.replies)
+                workflow_cls, model=parent.model, replies=parent.replies)
         parent.children += 1
         child = Run(plans=app.plans, emitter=Emitter(parent.emitter.stream, f"{parent.id}.{parent.children}"),
                     input=input, memory=memory_items(memory),
                     tracker=BudgetTracker(check_budget_arg(budget), parent=parent.tracker),
-                    controller=parent.controller, offload=parent.offload, model=parent.model, wrap=parent.wrap,
+                    controller=parent.controller, model=parent.model, wrap=parent.wrap,
                     replies=parent.replies, depth=parent.depth + 1)
-        output = await child.execute()
+        child.root = parent.root
+        child.root.runs[child.id] = child
+        try:
+            output = await child.execute()
+        finally:
+            child.root.runs.pop(child.id, None)
         return "" if output is None else str(output)

@@ -572,42 +572,6 @@ async def test_fatal_tool_error_ends_the_run_and_keeps_its_cause_private(tmp_pat
     assert "ConnectionError" not in text
 
 
-# --- sync tools don't block the loop --------------------------------------------------
-
-async def test_sync_tool_that_sleeps_does_not_block_the_event_loop():
-    ticks = []
-    started = []
-
-    @tool(name="slow", schema=EchoArgs)
-    class Slow:
-        def execute(self, args: EchoArgs = Input()):
-            started.append(len(ticks))
-            time.sleep(0.3)
-            return f"slept, {args.text}"
-
-    @agent(provider=script(call("slow", text="ok")), tools=[Slow])
-    class A:
-        pass
-
-    @workflow(steps=[A])
-    class W:
-        pass
-
-    async def ticker():
-        while True:
-            ticks.append(time.perf_counter())
-            await asyncio.sleep(0.01)
-
-    t = asyncio.create_task(ticker())
-    try:
-        out = await bootstrap(W).run("go")
-    finally:
-        t.cancel()
-    assert out == "slept, ok"
-    during = len(ticks) - started[0]
-    assert during >= 10, f"the loop ticked only {during} times while the tool slept"
-
-
 async def test_native_arguments_that_are_not_json_become_an_error_observation():
     from flowtui.runtime.providers.base import RAW_ARGUMENTS_KEY
 

@@ -1,0 +1,337 @@
+"""The client's end of a worker: start one (or connect to one), read what it says, send it commands,
+and stop it whatever the flow is doing.
+
+Used by the app (:mod:`flowtui.tui.client`) and by ``flowtui run``; nothing
+here imports textual. A :class:`Channel` owns one worker for one run:
+
+- :meth:`Channel.spawn` starts ``python -m flowtui.runtime.worker`` in its own
+  session (the terminal's ctrl-C is the client's to handle) and waits for its
+  ``hello`` or ``load.error`` (:class:`LoadTimeout` after ``load_timeout`` s);
+- every line the worker writes is parsed (a batch at a time) and handed to
+  ``on_messages``; replies complete the :meth:`command` that asked;
+- :meth:`stop` is graceful, then forceful, with a stated grace period: a
+  ``stop`` command, then ``SIGTERM`` (the worker unwinds the code that does
+  not return), then ``SIGKILL``;
+- when the worker is gone without a ``run.end`` (killed, crashed, exited from
+  a hook), :meth:`ending` says why, and the journal gets the ``run.end`` the
+  worker could not write.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from flowtui.runtime import protocol as p
+
+LOAD_TIMEOUT_S = 30.0  # a flow whose import has not finished by then is a load error
+STOP_GRACE_S = 1.0  # a stop that has not ended the run by then: terminate, then kill
+CHUNK = 1 << 16
+
+
+class LoadTimeout(Exception):
+    """The flow's import did not finish within the limit."""
+
+
+@dataclass
+class Options:
+    """How to start a worker (the command line's flow arguments)."""
+
+    target: str
+    model: str | None = None
+    replies: str | None = None
+    record: str | None = None
+    replay: str | None = None
+    journal: str | None = None
+    snapshot: str | None = None
+    breakpoints: list[str] = field(default_factory=list)
+    grace: float = STOP_GRACE_S
+    wire_limit: int | None = None  # None: the protocol's default; 0: never cut
+    debug: bool = False
+    env: dict[str, str] | None = None
+
+    def argv(self) -> list[str]:
+        argv = [sys.executable, "-m", "flowtui.runtime.worker", self.target, "--grace", str(self.grace)]
+        if self.wire_limit is not None:
+            argv += ["--wire-limit", str(self.wire_limit)]
+        if self.debug:
+            argv.append("--debug")
+        for flag in ("model", "replies", "record", "replay", "journal", "snapshot"):
+            value = getattr(self, flag)
+            if value is not None:
+                argv += [f"--{flag}", str(value)]
+        for name in self.breakpoints:
+            argv += ["--breakpoint", name]
+        return argv
+
+
+class Channel:
+    """One worker process (or socket) and the client's side of the protocol."""
+
+    def __init__(self, on_messages: Callable[[list[tuple[bytes, Any]]], None],
+                 on_log: Callable[[str], None] | None = None) -> None:
+        self.on_messages = on_messages  # (line, parsed message) pairs, in order; never replies
+        self.on_log = on_log or (lambda text: None)
+        self.proc: asyncio.subprocess.Process | None = None
+        self.hello: p.Hello | None = None
+        self.load_error: p.LoadError | None = None
+        self.journal: str | None = None
+        self.grace = STOP_GRACE_S
+        self._writer: Any = None
+        self._ids = 0
+        self._pending: dict[int, asyncio.Future] = {}
+        self._greeted = asyncio.Event()
+        self.closed = asyncio.Event()  # the worker is gone (its output ended)
+        self.run_id: str | None = None  # the top-level run, from its run.start
+        self.last_seq = 0
+        self.ended = False  # the top-level run.end went by
+        self.stopping_since: float | None = None  # when stop() began, for what run.end says
+        self.killed = False
+        self.paused = asyncio.Event()  # set by the consumer's flow control: read on
+        self.paused.set()
+        self._tasks: list[asyncio.Task] = []
+
+    # --- starting --------------------------------------------------------------------------
+    async def spawn(self, options: Options, *, load_timeout: float = LOAD_TIMEOUT_S) -> p.Hello | p.LoadError:
+        """Start a worker for ``options`` and wait until the flow has loaded (or failed to)."""
+        self.journal, self.grace = options.journal, options.grace
+        env = {**os.environ, **(options.env or {}), "PYTHONUNBUFFERED": "1"}
+        self.proc = await asyncio.create_subprocess_exec(
+            *options.argv(), stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE, start_new_session=True, env=env, limit=CHUNK)
+        self._writer = self.proc.stdin
+        self._tasks = [asyncio.ensure_future(self._read(self.proc.stdout)),
+                       asyncio.ensure_future(self._read_log(self.proc.stderr))]
+        return await self._greeting(load_timeout)
+
+    async def connect(self, host: str, port: int, token: str, *, timeout: float = 10.0) -> p.Hello | p.LoadError:
+        """Attach to a worker listening on ``host:port``; a wrong token is a :class:`PermissionError`."""
+        reader, writer = await asyncio.wait_for(asyncio.open_connection(host, port, limit=1 << 24), timeout)
+        self._writer = writer
+        writer.write(p.encode(p.Auth(token=token)))
+        self._tasks = [asyncio.ensure_future(self._read(reader))]
+        return await self._greeting(timeout)
+
+    async def _greeting(self, timeout: float) -> p.Hello | p.LoadError:
+        waiter = asyncio.ensure_future(self._greeted.wait())
+        gone = asyncio.ensure_future(self.closed.wait())
+        try:
+            done, _ = await asyncio.wait([waiter, gone], timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            waiter.cancel()
+            gone.cancel()
+        if self.hello is not None:
+            return self.hello
+        if self.load_error is not None:
+            return self.load_error
+        if not done:
+            await self.kill()
+            raise LoadTimeout(f"the flow did not finish loading within {timeout:g} s (an endless loop or a "
+                              "blocking call at import?)")
+        if self.refused:
+            raise PermissionError(self.refused)
+        await self.wait()
+        return p.LoadError(message=f"the worker process ended before the flow loaded ({self.ending()[1]})")
+
+    refused: str | None = None
+
+    # --- reading ---------------------------------------------------------------------------
+    async def _read(self, stream: asyncio.StreamReader) -> None:
+        pending = bytearray()  # the start of a line whose end has not arrived (a long one: many chunks)
+        try:
+            while True:
+                await self.paused.wait()  # the consumer's flow control: the worker blocks, not us
+                chunk = await stream.read(CHUNK if len(pending) < CHUNK else 1 << 22)
+                if not chunk:
+                    break
+                end = chunk.rfind(b"\n")
+                if end < 0:
+                    pending += chunk
+                    continue
+                pending += chunk[:end]
+                lines = [bytes(line) for line in pending.split(b"\n") if line.strip()]
+                pending = bytearray(chunk[end + 1:])
+                if lines:
+                    self._dispatch(lines)
+            if pending.strip():
+                self._dispatch([bytes(pending)])
+        except (ConnectionError, OSError):
+            pass
+        finally:
+            for future in self._pending.values():
+                if not future.done():
+                    future.set_exception(ConnectionError("the worker is gone"))
+            self.closed.set()
+
+    def _dispatch(self, lines: list[bytes]) -> None:
+        try:
+            messages = p.parse_worker_lines(lines)
+        except ValidationError:  # one bad line: parse them one by one to keep the good ones
+            messages = [self._parse_one(line) for line in lines]
+        try:
+            self._route(lines, messages)
+        except Exception as exc:  # the consumer's bug must not cut the run off: say it, read on
+            self.on_log(f"flowtui: could not show an event: {type(exc).__name__}: {exc}")
+
+    def _route(self, lines: list[bytes], messages: list[Any]) -> None:
+        out = []
+        for line, msg in zip(lines, messages):
+            kind = msg.type if msg is not None else None
+            if kind == "reply":
+                future = self._pending.pop(msg.id, None)
+                if future is not None and not future.done():
+                    future.set_result(msg)
+                elif not msg.ok and self.hello is None:
+                    self.refused = msg.error
+                continue
+            if kind == "hello":
+                self.hello = msg
+                self._greeted.set()
+                continue
+            if kind == "load.error":
+                self.load_error = msg
+                self._greeted.set()
+                continue
+            if kind == "log":
+                self.on_log(msg.text)
+                continue
+            if msg is None:
+                continue
+            if kind == "run.start" and self.run_id is None and msg.parent_id is None:
+                self.run_id = msg.run_id
+            if msg.run_id == self.run_id:
+                self.last_seq = max(self.last_seq, msg.seq)
+                if kind == "run.end":
+                    self.ended = True
+            elif msg.seq > self.last_seq:
+                self.last_seq = msg.seq
+            out.append((line, msg))
+        if out:
+            self.on_messages(out)
+
+    def _parse_one(self, line: bytes) -> Any:
+        try:
+            return p.parse_worker_line(line)
+        except ValidationError as exc:
+            self.on_log(f"flowtui: a line from the worker is not a protocol message: {exc.errors()[0]['msg']}")
+            return None
+
+    async def _read_log(self, stream: asyncio.StreamReader) -> None:
+        while line := await stream.readline():
+            self.on_log(line.decode("utf-8", "replace").rstrip("\n"))
+
+    # --- commands ------------------------------------------------------------------------------
+    async def command(self, command: p.BaseModel, *, timeout: float | None = None) -> p.Reply:
+        """Send ``command`` and wait for its reply (``ConnectionError`` when the worker is gone)."""
+        if self.closed.is_set() or self._writer is None:
+            raise ConnectionError("the run's process has ended")
+        self._ids += 1
+        command = command.model_copy(update={"id": self._ids})
+        future = asyncio.get_running_loop().create_future()
+        self._pending[self._ids] = future
+        try:
+            self._writer.write(p.encode(command))
+        except (ConnectionError, RuntimeError) as exc:
+            self._pending.pop(self._ids, None)
+            raise ConnectionError("the run's process has ended") from exc
+        return await asyncio.wait_for(future, timeout)
+
+    def send(self, command: p.BaseModel) -> None:
+        """Send ``command`` without waiting for its reply."""
+        if self.closed.is_set() or self._writer is None:
+            return
+        self._ids += 1
+        try:
+            self._writer.write(p.encode(command.model_copy(update={"id": self._ids})))
+        except (ConnectionError, RuntimeError):
+            pass
+
+    # --- stopping ------------------------------------------------------------------------------
+    async def stop(self, grace: float | None = None) -> None:
+        """Stop the run within about ``grace`` seconds whatever it is doing: a ``stop`` command,
+        then ``SIGTERM`` (the worker unwinds the code that does not return), then ``SIGKILL``."""
+        grace = self.grace if grace is None else grace
+        if self.stopping_since is None:
+            self.stopping_since = time.monotonic()
+        self.send(p.Stop())
+        if await self._exited_within(grace):
+            return
+        self._signal(signal.SIGTERM)
+        if await self._exited_within(grace / 2):
+            return
+        await self.kill()
+
+    async def kill(self) -> None:
+        self.killed = True
+        self._signal(signal.SIGKILL)
+        await self.wait()
+
+    def _signal(self, signum: int) -> None:
+        if self.proc is not None and self.proc.returncode is None:
+            try:
+                os.killpg(self.proc.pid, signum)  # the worker and anything the flow started
+            except ProcessLookupError:
+                pass
+
+    async def _exited_within(self, seconds: float) -> bool:
+        if self.proc is None:
+            await asyncio.wait_for(self.closed.wait(), seconds)
+            return True
+        try:
+            await asyncio.wait_for(self.proc.wait(), seconds)
+            return True
+        except asyncio.TimeoutError:
+            return False
+
+    async def wait(self) -> int | None:
+        """Until the worker's output has ended (and the process exited); its exit code."""
+        await self.closed.wait()
+        for task in self._tasks:
+            if not task.done():
+                await asyncio.wait([task], timeout=1.0)
+        return await self.proc.wait() if self.proc is not None else None
+
+    def ending(self) -> tuple[str, str]:
+        """(status, why) of a run whose worker is gone without a ``run.end``."""
+        code = self.proc.returncode if self.proc is not None else None
+        if self.stopping_since is not None:
+            waited = time.monotonic() - self.stopping_since
+            return "stopped", f"killed after {waited:.1f} s: a tool or hook did not return"
+        if code is None:
+            return "failed", "the connection to the run was lost"
+        if code < 0:
+            try:
+                name = signal.Signals(-code).name
+            except ValueError:
+                name = f"signal {-code}"
+            return "failed", f"the flow process was killed by {name} ({-code})"
+        return "failed", f"the flow process exited with code {code}"
+
+    def write_run_end(self, status: str, why: str) -> None:
+        """Append the ``run.end`` the worker could not write to the run's journal."""
+        if self.journal is None or self.run_id is None or not Path(self.journal).exists():
+            return
+        from flowtui.runtime.bus import build_event
+        from flowtui.runtime.encoding import encode_event
+        from flowtui.runtime.events import RunEnd
+        from flowtui.runtime.files import open_append
+        from flowtui.runtime.journal import last_seq
+        from flowtui.runtime.secrets import Redactor
+
+        seq = max(self.last_seq, last_seq(Path(self.journal))) + 1
+        fields = {"error": why} if status == "failed" else {"reason": why}
+        event = build_event(RunEnd, dict(seq=seq, ts=time.time(), run_id=self.run_id, node_id=None, parent_id=None,
+                                         origin="flowtui", status=status, output=None, duration_ms=0.0,
+                                         **{"error": None, "reason": None, **fields}))
+        with open_append(Path(self.journal)) as f:
+            f.write(encode_event(event, Redactor.from_environment()) + b"\n")
+        return event

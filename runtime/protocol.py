@@ -1,0 +1,227 @@
+"""The protocol between a run's worker process and its clients (the app, ``flowtui run``, ``flowtui attach``).
+
+Newline-delimited JSON, one message a line, over the worker's pipes or a
+socket. Every message is a pydantic model with a ``type``; the worker's
+messages and the client's are two discriminated unions.
+
+Worker → client:
+
+============  ====================================================================
+``hello``     the flow loaded: protocol version, workflow, file, agents, tools
+``load.error`` the flow could not be loaded: file, line, class, message (then the worker exits 2)
+events        every event of the run, exactly as the journal writes them
+              (``run.start``, ``node.start``, ``state.append`` ...), except that
+              strings longer than the wire's limit are cut and named in ``elided``
+``reply``     the answer to a command: ``id``, ``ok``, ``error``, ``value``
+``log``       a line the flow printed (for clients that do not read the worker's stderr)
+============  ====================================================================
+
+Client → worker (each with an ``id``; each answered by one ``reply``):
+
+===================================  =========================================================
+``auth`` {token}                     first message on a socket; a wrong token is refused
+``start`` {input, memory, journal}   start the run (paused unless ``paused`` is false), journaled there
+``step`` ``next_turn`` ``loop_once`` move the run: to the next pause point, the next agent turn,
+``continue`` ``pause`` ``stop``      the end of the loop iteration, the next breakpoint; pause; stop
+``breakpoint`` {name, on}            set or clear a breakpoint on an agent, tool or loop
+``promote`` {index, text}            move history message ``index`` to memory (``text``: edited)
+``edit_message`` {index, text}       replace a history message's text
+``set_item`` {bucket, index, text}   replace a memory item or task
+``delete_item`` {bucket, index}      delete one
+``add_item`` {bucket, text}          add one
+``set_field`` {name, text}           set a workflow-state field (typed as JSON or plain text)
+``undo``                             revert the last edit
+``fetch`` {seq, path}                the whole of a string cut on the wire (``elided``)
+``detach``                           an attached client leaves; the run waits for the next one
+===================================  =========================================================
+
+Edits apply to the run named by ``run_id`` (a child workflow's run id), or to
+the top-level run when it is left out.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+
+from flowtui.runtime.events import EVENT_CLASSES
+
+PROTOCOL_VERSION = 1
+WIRE_LIMIT = 64 * 1024  # strings longer than this many characters reach the app cut (see ``fetch``)
+
+
+class _Message(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+
+# --- worker → client -------------------------------------------------------------------
+
+
+class Hello(_Message):
+    type: Literal["hello"] = "hello"
+    protocol: int = PROTOCOL_VERSION
+    workflow: str
+    file: str | None = None
+    agents: list[str] = Field(default_factory=list)
+    tools: list[str] = Field(default_factory=list)
+    pid: int = 0
+    started: bool = Field(default=False, description="the run has started already (an attach)")
+
+
+class LoadError(_Message):
+    type: Literal["load.error"] = "load.error"
+    message: str
+    file: str | None = None
+    line: int | None = None
+    cls: str | None = None
+    traceback: str | None = None
+
+
+class Reply(_Message):
+    type: Literal["reply"] = "reply"
+    id: int
+    ok: bool = True
+    error: str | None = None
+    value: Any = None
+
+
+class Log(_Message):
+    type: Literal["log"] = "log"
+    text: str
+
+
+WorkerMessage = Annotated[Union[(Hello, LoadError, Reply, Log, *EVENT_CLASSES)], Field(discriminator="type")]
+_WORKER = TypeAdapter(WorkerMessage)
+_WORKER_BATCH = TypeAdapter(list[WorkerMessage])
+
+
+def parse_worker_line(line: bytes | str) -> Any:
+    """One line from a worker, validated."""
+    return _WORKER.validate_json(line)
+
+
+def parse_worker_lines(lines: list[bytes]) -> list[Any]:
+    """Many lines at once (one call into pydantic-core: a flood of events costs less)."""
+    return _WORKER_BATCH.validate_json(b"[" + b",".join(lines) + b"]")
+
+
+# --- client → worker -------------------------------------------------------------------
+
+
+class _Command(_Message):
+    id: int = 0
+
+
+class Auth(_Command):
+    type: Literal["auth"] = "auth"
+    token: str
+
+
+class Start(_Command):
+    type: Literal["start"] = "start"
+    input: Any = None
+    memory: list[str] | dict[str, str] | None = None
+    paused: bool = True
+    journal: str | None = Field(default=None, description="append the run's events to this file")
+
+
+class Step(_Command):
+    type: Literal["step"] = "step"
+
+
+class NextTurn(_Command):
+    type: Literal["next_turn"] = "next_turn"
+
+
+class LoopOnce(_Command):
+    type: Literal["loop_once"] = "loop_once"
+
+
+class Continue(_Command):
+    type: Literal["continue"] = "continue"
+
+
+class Pause(_Command):
+    type: Literal["pause"] = "pause"
+
+
+class Stop(_Command):
+    type: Literal["stop"] = "stop"
+
+
+class SetBreakpoint(_Command):
+    type: Literal["breakpoint"] = "breakpoint"
+    name: str
+    on: bool = True
+
+
+class _Edit(_Command):
+    run_id: str | None = None
+
+
+class Promote(_Edit):
+    type: Literal["promote"] = "promote"
+    index: int
+    text: str | None = None
+
+
+class EditMessage(_Edit):
+    type: Literal["edit_message"] = "edit_message"
+    index: int
+    text: str
+
+
+class SetItem(_Edit):
+    type: Literal["set_item"] = "set_item"
+    bucket: Literal["memory", "tasks"]
+    index: int
+    text: str
+
+
+class DeleteItem(_Edit):
+    type: Literal["delete_item"] = "delete_item"
+    bucket: Literal["memory", "tasks"]
+    index: int
+
+
+class AddItem(_Edit):
+    type: Literal["add_item"] = "add_item"
+    bucket: Literal["memory", "tasks"]
+    text: str
+
+
+class SetField(_Edit):
+    type: Literal["set_field"] = "set_field"
+    name: str
+    text: str
+
+
+class Undo(_Edit):
+    type: Literal["undo"] = "undo"
+
+
+class Fetch(_Command):
+    type: Literal["fetch"] = "fetch"
+    seq: int
+    path: str
+
+
+class Detach(_Command):
+    type: Literal["detach"] = "detach"
+
+
+COMMANDS = (Auth, Start, Step, NextTurn, LoopOnce, Continue, Pause, Stop, SetBreakpoint, Promote, EditMessage,
+            SetItem, DeleteItem, AddItem, SetField, Undo, Fetch, Detach)
+Command = Annotated[Union[COMMANDS], Field(discriminator="type")]
+_COMMAND = TypeAdapter(Command)
+
+
+def parse_command(line: bytes | str) -> Any:
+    """One line from a client, validated (raises ``pydantic.ValidationError``)."""
+    return _COMMAND.validate_json(line)
+
+
+def encode(message: BaseModel) -> bytes:
+    """A protocol message (not an event: those go through :mod:`flowtui.runtime.encoding`) as one line."""
+    return message.model_dump_json().encode("utf-8") + b"\n"

@@ -1,0 +1,297 @@
+"""The worker: the process a run lives in, serving the protocol (:mod:`flowtui.runtime.protocol`).
+
+    python -m flowtui.runtime.worker FLOW[:Class] [--journal FILE] [--model M] ...   # on its pipes
+    flowtui run FLOW --listen 127.0.0.1:0                                            # on a socket
+
+It loads the flow, says ``hello`` (or ``load.error`` and exits 2), starts the
+run when told (``start``) and sends every event; it answers every command.
+The flow's code runs inline here, on this process's event loop: a hook, a
+tool or ``until`` that loops, blocks, exits or crashes takes this process
+down, never the app.
+
+- On its pipes, the protocol goes out on a private copy of stdout; what the
+  flow prints goes to stderr, which the client reads.
+- ``SIGTERM`` (the client's stop, when a cooperative ``stop`` did not reach a
+  pause point within the grace period) raises :class:`~flowtui.runtime.control.Terminated`
+  inside whatever code is running, so the run still ends with ``run.end``
+  (``stopped (killed after 1.0 s: a tool or hook did not return)``).
+- ``SIGINT`` is the client's business on pipes (ignored here); listening, the
+  first stops the run cooperatively and the second terminates it.
+- Exit codes: 0 the run finished or was stopped, 1 it failed, 2 the flow
+  could not be loaded.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import hmac
+import os
+import signal
+import sys
+import traceback
+from pathlib import Path
+from typing import Any, Callable
+
+from pydantic import ValidationError
+
+from flowtui.runtime import protocol as p
+from flowtui.runtime.control import Controller, Terminated
+from flowtui.runtime.encoding import encode_event
+from flowtui.runtime.inert import visible
+from flowtui.runtime.secrets import Redactor
+
+DEFAULT_GRACE_S = 1.0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m flowtui.runtime.worker",
+                                     description="Run one flow and serve the flowtui protocol on stdin/stdout.")
+    parser.add_argument("flow")
+    parser.add_argument("--model")
+    parser.add_argument("--replies")
+    parser.add_argument("--record")
+    parser.add_argument("--replay")
+    parser.add_argument("--journal", help="append the run's events to this file")
+    parser.add_argument("--breakpoint", action="append", default=[])
+    parser.add_argument("--snapshot", help="start the run from this TOML snapshot")
+    parser.add_argument("--debug", action="store_true", help="print a failed run's traceback on stderr")
+    parser.add_argument("--wire-limit", type=int, default=p.WIRE_LIMIT,
+                        help="cut strings longer than this on the way to the client (0: never)")
+    parser.add_argument("--grace", type=float, default=DEFAULT_GRACE_S,
+                        help="how long the client waits for a stop before terminating (said in run.end)")
+    return parser
+
+
+class Worker:
+    """One loaded flow and its run, driven by commands."""
+
+    def __init__(self, app: Any, *, journal: str | None, breakpoints: list[str], grace: float,
+                 send: Callable[[bytes], None], snapshot: str | None = None,
+                 wire_limit: int | None = p.WIRE_LIMIT, debug: bool = False) -> None:
+        self.app = app
+        self.debug = debug
+        self.journal = journal
+        self.snapshot = snapshot
+        self.wire_limit = wire_limit or None
+        self.grace = grace
+        self.send = send  # writes one protocol line (blocking: a slow client slows the run down)
+        self.redactor = Redactor.from_environment()
+        self.controller = Controller(start_paused=True, breakpoints=breakpoints)
+        self.run: Any = None
+        self.task: asyncio.Task | None = None
+        self.elided: dict[tuple[int, str], str] = {}  # (seq, path) -> a value cut on the wire
+        self.backlog: list[bytes] | None = None  # every event line, for clients that attach later
+        self.started = asyncio.Event()
+
+    # --- output --------------------------------------------------------------------------
+    def hello(self) -> p.Hello:
+        plans = self.app.plans
+        tools = sorted({name for t in plans.tool_specs.values() for name in t.names})
+        return p.Hello(workflow=self.app.workflow.name, file=self.app.workflow.file,
+                       agents=[s.name for s in plans.agent_specs.values()], tools=tools, pid=os.getpid(),
+                       started=self.run is not None)
+
+    def on_event(self, event: Any) -> None:
+        kept: dict[str, str] = {}
+        line = encode_event(event, self.redactor, limit=self.wire_limit, kept=kept) + b"\n"
+        for path, value in kept.items():
+            self.elided[(event.seq, path)] = value
+        if self.backlog is not None:
+            self.backlog.append(line)
+        self.send(line)
+
+    def reply(self, command: Any, error: str | None = None, value: Any = None) -> None:
+        self.send(p.encode(p.Reply(id=command.id, ok=error is None, error=error, value=value)))
+
+    # --- the run -------------------------------------------------------------------------
+    def start(self, input: Any, memory: Any, *, paused: bool = True, journal: str | None = None) -> None:
+        if not paused:
+            self.controller.resume()
+        self.run = self.app.prepare(input, memory=memory or None, journal=journal or self.journal,
+                                    controller=self.controller, on_event=self.on_event, snapshot=self.snapshot)
+        self.task = asyncio.ensure_future(self._execute())
+        self.started.set()
+
+    async def _execute(self) -> None:
+        try:
+            await self.run.execute()
+        except BaseException as exc:  # the run's end (run.end) already says how and why
+            if self.debug and self.run.status == "failed":
+                tb = "".join(traceback.format_exception(exc)).rstrip()
+                print(visible(self.redactor.redact(tb)), file=sys.stderr, flush=True)
+        if self.run.recorded is not None:  # said on stderr: the client shows it
+            print(f"cassette: {'replaced' if self.run.recorded else 'wrote'} {self.app.recording.path}",
+                  file=sys.stderr, flush=True)
+
+    @property
+    def exit_code(self) -> int:
+        return 1 if self.run is not None and self.run.status == "failed" else 0
+
+    # --- commands ------------------------------------------------------------------------
+    def handle(self, command: Any) -> None:
+        """Apply one command and answer it (an edit's refusal is an answer, not a failure)."""
+        try:
+            value = self._apply(command)
+        except Exception as exc:  # the reason goes back to the client; the run goes on
+            self.reply(command, error=visible(self.redactor.redact(str(exc) or type(exc).__name__)))
+            return
+        self.reply(command, value=value)
+
+    def _apply(self, c: Any) -> Any:
+        kind = c.type
+        if kind == "start":
+            if self.run is not None:
+                raise ValueError("the run has started already")
+            self.start(c.input, c.memory, paused=c.paused, journal=c.journal)
+            return None
+        if kind == "breakpoint":
+            if c.on:
+                self.controller.breakpoints.add(c.name)
+            else:
+                self.controller.breakpoints.discard(c.name)
+            return sorted(self.controller.breakpoints)
+        if kind == "fetch":
+            value = self.elided.get((c.seq, c.path))
+            if value is None:
+                raise ValueError(f"no value was cut at event {c.seq}, {c.path}")
+            return self.redactor.redact(value)
+        if self.run is None:
+            raise ValueError("the run has not started yet")
+        if kind in _MOVES:
+            if self.run_over():
+                raise ValueError("the run has ended")
+            getattr(self.controller, _MOVES[kind])()
+            if kind == "stop":  # a run awaiting (a model call) reaches no pause point: cancel what it awaits
+                asyncio.get_running_loop().call_later(self.grace / 2, self._cancel)
+            return None
+        return self._edit(c)
+
+    def _edit(self, c: Any) -> Any:
+        if not self.controller.paused:
+            raise ValueError("edits apply to a paused run; pause it first (p)")
+        edits = self.run.edits_for(c.run_id)
+        kind = c.type
+        if kind == "promote":
+            return edits.promote(c.index, c.text)
+        if kind == "edit_message":
+            return edits.edit_message(c.index, c.text)
+        if kind == "set_item":
+            return edits.set_item(c.bucket, c.index, c.text)
+        if kind == "delete_item":
+            return edits.delete_item(c.bucket, c.index)
+        if kind == "add_item":
+            return edits.add_item(c.bucket, c.text)
+        if kind == "set_field":
+            value = edits.set_field(c.name, c.text)
+            return None if value is None else repr(value)
+        if kind == "undo":
+            return edits.undo()
+        raise ValueError(f"unknown command {kind!r}")
+
+    def _cancel(self) -> None:
+        if self.task is not None and not self.task.done():
+            self.task.cancel(f"stopped by user after {self.grace / 2:.1f} s (what it awaited was cancelled)")
+
+    def run_over(self) -> bool:
+        return self.task is not None and self.task.done()
+
+
+_MOVES = {"step": "step", "next_turn": "next_turn", "loop_once": "loop_once", "continue": "resume",
+          "pause": "pause", "stop": "stop"}
+
+
+def load(args: argparse.Namespace) -> Any:
+    """The flow's App, or a :class:`~flowtui.runtime.protocol.LoadError` saying why not."""
+    from flowtui.runtime.errors import FlowLoadError, FlowtuiError
+    from flowtui.runtime.loader import load_flow
+
+    redactor = Redactor.from_environment()
+
+    def error(message: str, exc: BaseException | None = None, **where: Any) -> p.LoadError:
+        tb = "".join(traceback.format_exception(exc)) if exc is not None else None
+        return p.LoadError(message=redactor.redact(message), traceback=redactor.redact(tb) if tb else None, **where)
+
+    try:
+        return load_flow(args.flow, model=args.model, replies=args.replies, record=args.record, replay=args.replay)
+    except FlowLoadError as exc:
+        return error(exc.message, exc.__cause__ or exc, file=exc.file, line=exc.line, cls=exc.cls)
+    except FlowtuiError as exc:  # a bad --replies or cassette file
+        return error(str(exc))
+    except SystemExit as exc:
+        return error(f"the flow called sys.exit({exc.code!r}) while it was being imported; a flow file "
+                     "must only define its workflow", exc, file=args.flow)
+    except BaseException as exc:  # KeyboardInterrupt, MemoryError... while importing
+        return error(f"{type(exc).__name__} while importing: {exc}", exc, file=args.flow)
+
+
+def _terminate(signum: int, frame: Any) -> None:
+    raise Terminated(_TERMINATED)
+
+
+_TERMINATED = f"killed after {DEFAULT_GRACE_S:.1f} s: a tool or hook did not return"
+
+
+def main(argv: list[str] | None = None) -> int:
+    """The worker on its pipes: the protocol on stdin and (a private copy of) stdout."""
+    global _TERMINATED
+    args = build_parser().parse_args(argv)
+    out_fd = os.dup(1)
+    os.dup2(2, 1)  # what the flow prints goes to stderr, never into the protocol
+    sys.stdout = os.fdopen(1, "w", buffering=1, closefd=False)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _TERMINATED = f"killed after {args.grace:.1f} s: a tool or hook did not return"
+    signal.signal(signal.SIGTERM, _terminate)
+
+    def send(data: bytes) -> None:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(out_fd, view):]
+
+    app = load(args)
+    if isinstance(app, p.LoadError):
+        send(p.encode(app))
+        return 2
+    worker = Worker(app, journal=args.journal, breakpoints=args.breakpoint, grace=args.grace, send=send,
+                    snapshot=args.snapshot, wire_limit=args.wire_limit, debug=args.debug)
+    send(p.encode(worker.hello()))
+    try:
+        asyncio.run(_serve_pipe(worker))
+    except Terminated:
+        pass
+    return worker.exit_code
+
+
+async def _serve_pipe(worker: Worker) -> None:
+    loop = asyncio.get_running_loop()
+    reader = asyncio.StreamReader(limit=1 << 24)
+    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), os.fdopen(0, "rb", buffering=0))
+    commands = asyncio.ensure_future(_read_commands(worker, reader))
+    started = asyncio.ensure_future(worker.started.wait())
+    try:
+        await asyncio.wait([started, commands], return_when=asyncio.FIRST_COMPLETED)
+        if worker.task is None:  # the client went away before `start`
+            return
+        await asyncio.wait([worker.task, commands], return_when=asyncio.FIRST_COMPLETED)
+        if not worker.task.done():  # the client went away: stop the run cleanly
+            worker.controller.stop()
+            await worker.task
+    finally:
+        started.cancel()
+        commands.cancel()
+
+
+async def _read_commands(worker: Worker, reader: asyncio.StreamReader) -> None:
+    while line := await reader.readline():
+        if not line.strip():
+            continue
+        try:
+            command = p.parse_command(line)
+        except ValidationError as exc:
+            worker.send(p.encode(p.Reply(id=-1, ok=False, error=f"not a command: {exc.errors()[0]['msg']}")))
+            continue
+        worker.handle(command)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
