@@ -8,10 +8,11 @@ sees is ``ctx.state``.
 
 from __future__ import annotations
 
+import math
 import threading
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, field_serializer
 from pydantic_core import to_jsonable_python
 
 from flowtui.runtime.conversation import ConversationState
@@ -35,14 +36,24 @@ class TurnInfo(BaseModel):
 
 
 class LoopInfo(BaseModel):
-    """The most recent loop (``ctx.loop``); ``stopped_by`` is None while it runs."""
+    """The most recent loop (``ctx.loop``); ``stopped_by`` is None while it runs.
+
+    ``stopped_by``: ``until``, ``exhausted`` (``max_iterations``), ``fails``
+    (``max_fails``), ``budget``, ``stop`` (``ctx.stop()``) or ``stopped`` (the
+    stop command). ``max_iterations`` is ``math.inf`` for a loop without a
+    ceiling (``None`` in events: JSON has no infinity).
+    """
 
     model_config = ConfigDict(frozen=True)
 
     iterations: int = 0
     exhausted: bool = False
-    max_iterations: int = 0
-    stopped_by: Literal["until", "exhausted", "fails", "budget", "stopped"] | None = None
+    max_iterations: int | float | None = 0
+    stopped_by: Literal["until", "exhausted", "fails", "budget", "stop", "stopped"] | None = None
+
+    @field_serializer("max_iterations")
+    def _no_ceiling_as_none(self, value: int | float | None) -> int | None:
+        return None if value is None or value == math.inf else int(value)
 
 
 def jsonable(value: Any) -> Any:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -27,7 +28,7 @@ from flowtui.runtime.messages import Message
 from flowtui.runtime.nodes import FailCounter, NodeScope, fail_counter, loops_var, path_var
 from flowtui.runtime.observe import StateObserver
 from flowtui.runtime.snapshot import apply_state
-from flowtui.runtime.steps import FailInfo, LoopSpec, ParallelSpec
+from flowtui.runtime.steps import LoopSpec, ParallelSpec
 from flowtui.runtime.turn import run_agent
 
 if TYPE_CHECKING:
@@ -181,32 +182,31 @@ class Run:
     # --- loops and parallel ------------------------------------------------
     async def _loop(self, spec: LoopSpec) -> None:
         ctx = self.ctx
-        with NodeScope(self, "loop", spec.name, data={"max_iterations": spec.max_iterations}) as scope:
-            fails = FailCounter()
+        ceiling = spec.max_iterations
+        shown = None if ceiling == math.inf else ceiling  # events are JSON: no infinity
+        with NodeScope(self, "loop", spec.name, data={"max_iterations": shown}) as scope:
+            fails = FailCounter(on_fail=spec.on_fail, max_fails=spec.max_fails)
             tokens = (fail_counter.set(fails), loops_var.set(loops_var.get() + (scope.id,)))
             i, stopped_by = 0, None
             try:
                 while True:
                     i += 1
-                    scope.relabel(f"{spec.name} {i}/{spec.max_iterations}")
+                    scope.relabel(f"{spec.name} {i}/{shown or '∞'}")
                     for step in spec.steps:
                         await self.step(step)
                         if fails.count >= spec.max_fails:
                             break
-                    ctx._set("loop", LoopInfo(iterations=i, max_iterations=spec.max_iterations), origin="runtime")
+                    ctx._set("loop", LoopInfo(iterations=i, max_iterations=ceiling), origin="runtime")
                     await self.pause("loop_iteration", spec.name)
                     if fails.count >= spec.max_fails:
                         stopped_by = "fails"
-                        if spec.on_fail is not None:
-                            info = FailInfo(fails=fails.count, tool_name=fails.tool, error=fails.error)
-                            await self._call(spec.on_fail, (ctx, info), "on_fail")
                         break
                     if spec.until is not None and await self._until(spec):
                         stopped_by = "until"
                         break
-                    if i >= spec.max_iterations:
+                    if i >= ceiling:
                         stopped_by = "exhausted"
-                        ctx._set("loop", LoopInfo(iterations=i, exhausted=True, max_iterations=spec.max_iterations,
+                        ctx._set("loop", LoopInfo(iterations=i, exhausted=True, max_iterations=ceiling,
                                                   stopped_by="exhausted"), origin="runtime")
                         if spec.on_exhausted is not None:
                             await self._call(spec.on_exhausted, (ctx, i), "on_exhausted")
@@ -224,7 +224,7 @@ class Run:
                 scope.data.update(iterations=i, stopped_by=stopped_by)
                 if stopped_by is not None:
                     ctx._set("loop", LoopInfo(iterations=i, exhausted=stopped_by == "exhausted",
-                                              max_iterations=spec.max_iterations, stopped_by=stopped_by),
+                                              max_iterations=ceiling, stopped_by=stopped_by),
                              origin="runtime")
 
     async def _until(self, spec: LoopSpec) -> bool:

@@ -33,6 +33,8 @@ class NodeView:
     def label(self) -> str:
         if self.kind == "loop":
             total = self.data.get("max_iterations", "?")
+            if total is None:  # a loop with max_iterations=math.inf
+                total = "∞"
             if self.status == "running":
                 return f"{self.name} {self.iterations_done + 1}/{total}"
             return f"{self.name} {self.data.get('iterations', self.iterations_done)}/{total}"

@@ -19,6 +19,7 @@ from flowtui.runtime.invoke import call_user
 from flowtui.runtime.messages import Message, ToolCall, ToolOutput, ToolResult
 from flowtui.runtime.nodes import NodeScope, fail_counter
 from flowtui.runtime.providers.base import RAW_ARGUMENTS_KEY
+from flowtui.runtime.steps import FailInfo
 
 if TYPE_CHECKING:
     from flowtui.runtime.engine import Run
@@ -66,14 +67,25 @@ async def run_tool_call(run: "Run", spec: AgentSpec, agent: Any, call: ToolCall)
         scope.data["is_error"] = is_error
         if is_error:
             scope.status, scope.error = "error", output[:200]
-        fails = fail_counter.get()
-        if fails is not None:
-            if is_error:
-                fails.count, fails.tool, fails.error = fails.count + 1, call.name, output
-            else:
-                fails.count = 0
     run.publish_budget()
+    await _count_failure(run, call.name, output, is_error)
     return ToolResult(name=ran.name, args=dict(ran.args), output=output, is_error=is_error)
+
+
+async def _count_failure(run: "Run", tool: str, output: str, is_error: bool) -> None:
+    """Count the call in the innermost loop's fails; ``on_fail`` hears of every failure at once."""
+    fails = fail_counter.get()
+    if fails is None:
+        return
+    if not is_error:
+        fails.count = 0
+        return
+    fails.count += 1
+    fails.total += 1
+    if fails.on_fail is not None:
+        info = FailInfo(tool=tool, error=output, consecutive=fails.count, total=fails.total,
+                        max_fails=fails.max_fails)
+        await call_user(fails.on_fail, (run.ctx, info), origin="on_fail", offload=False, then=run.check_state)
 
 
 async def _execute(run: "Run", spec: AgentSpec, agent: Any, call: ToolCall) -> tuple[str, bool, ToolCall]:

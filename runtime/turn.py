@@ -35,8 +35,12 @@ async def run_agent(run: "Run", spec: AgentSpec) -> None:
     with NodeScope(run, "agent", spec.name) as scope:
         if spec.takes_over:
             out = await run.hook(inst.run, spec.name, "run", (run.input, run.ctx))
-            run.ctx._set("output", None if out is None else str(out), origin="runtime")
+            text = None if out is None else str(out)
+            # A turn that called no tool, as far as until_answered & co. can tell.
+            run.ctx._set("turn", TurnInfo(agent=spec.name, response=text or ""), origin="runtime")
+            run.ctx._set("output", text, origin="runtime")
             return
+        history_at_start = len(run.state.history)
         try:
             await _turn(run, spec, inst)
         except (RunStopped, BudgetStop, BudgetExceededError, FatalToolError, asyncio.CancelledError):
@@ -49,9 +53,27 @@ async def run_agent(run: "Run", spec: AgentSpec) -> None:
                 raise
             scope.status, scope.error = "error", describe_error(exc)
             scope.data["recovered"] = True
+            speech = str(recovered)
+            # The recovery is the agent's speech: the next agent reads it like any reply.
+            origin = f"hook:{spec.name}.on_error"
+            _answer_dangling_calls(run, spec.name, since=history_at_start, why=describe_error(exc), origin=origin)
+            run.state.append("history", Message(role="assistant", content=speech, agent=spec.name), origin=origin)
             # This turn's summary, not the previous one's: until_answered & co. decide on it.
-            run.ctx._set("turn", TurnInfo(agent=spec.name, response=str(recovered)), origin="runtime")
-            run.ctx._set("output", str(recovered), origin="runtime")
+            run.ctx._set("turn", TurnInfo(agent=spec.name, response=speech), origin="runtime")
+            run.ctx._set("output", speech, origin="runtime")
+
+
+def _answer_dangling_calls(run: "Run", agent: str, *, since: int, why: str, origin: str) -> None:
+    """Give every tool call this turn asked for and never ran an error result, so the history
+    stays a conversation a model accepts (each call answered) before the recovery is appended."""
+    history = run.state.history
+    answered = {m.tool_call_id for m in history[since:] if m.role == "tool"}
+    for m in history[since:]:
+        for call in m.tool_calls if m.role == "assistant" else ():
+            if call.id not in answered:
+                run.state.append("history", Message(
+                    role="tool", content=f"Tool call {call.name} was not run: the turn failed ({why}).",
+                    tool_name=call.name, tool_call_id=call.id, is_error=True, agent=agent), origin=origin)
 
 
 async def _turn(run: "Run", spec: AgentSpec, inst: Any) -> None:
