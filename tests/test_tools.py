@@ -546,7 +546,12 @@ async def test_fatal_tool_error_ends_the_run_and_keeps_its_cause_private(tmp_pat
     with pytest.raises(FatalToolError) as info:
         await app.run("go", journal=journal)
     assert info.value.message == "database unavailable"
-    assert SECRET in str(info.value.private_cause)  # the caller may still inspect it
+    assert isinstance(info.value.cause, ConnectionError)  # the caller may still inspect it
+    assert SECRET in str(info.value.cause)
+    import pickle
+    import traceback
+    assert SECRET not in repr(info.value) and SECRET not in "".join(traceback.format_exception(info.value))
+    assert pickle.loads(pickle.dumps(info.value)).cause is None  # a copy sent elsewhere leaves it behind
 
     # the run ended, failed, and no later step ran
     assert len(seen) == 1
