@@ -14,7 +14,7 @@ import math
 import time
 from typing import TYPE_CHECKING, Any
 
-from flowtui.runtime.budget import BudgetStop, BudgetTracker
+from flowtui.runtime.budget import BudgetStop, BudgetTracker, RunTotals
 from flowtui.runtime.bus import Emitter, current_node
 from flowtui.runtime.context import AgentContext, LoopInfo
 from flowtui.runtime.control import Controller, PausePoint, RunStopped
@@ -75,6 +75,7 @@ class Run:
         self.journal: Any = None
         self._turns: dict[str, int] = {}
         self.error: BaseException | None = None
+        self.exceeded: str | None = None  # the budget limit that ended the run
 
     # --- the run ---------------------------------------------------------
     async def execute(self) -> str | None:
@@ -95,9 +96,12 @@ class Run:
                         self.state.set(bucket, getattr(self._seed, bucket), origin="snapshot")
             if message is not None:
                 self.state.append("history", Message(role="user", content=message), origin="input")
-            with NodeScope(self, "workflow", self.spec.name):
-                for step in self.spec.steps:
-                    await self.step(step)
+            with NodeScope(self, "workflow", self.spec.name) as scope:
+                try:
+                    for step in self.spec.steps:
+                        await self.step(step)
+                finally:
+                    scope.data["totals"] = self.totals().model_dump(mode="json")
         except BudgetStop as stop:
             reason = f"budget: {stop.limit}"
         except RunStopped as exc:
@@ -116,7 +120,8 @@ class Run:
                 self.observer.detach()
         output = self.ctx.get("output")
         self.emitter.emit(RunEnd, node_id=None, parent_id=current_node.get()[0], status=status, output=output,
-                          error=error, reason=reason, duration_ms=round((time.perf_counter() - t0) * 1000, 3))
+                          error=error, reason=reason, duration_ms=round((time.perf_counter() - t0) * 1000, 3),
+                          totals=self.totals())
         self.emitter.close()
         if self.error is not None:
             raise self.error
@@ -153,22 +158,28 @@ class Run:
     async def budget_gate(self) -> None:
         """Between units of work: stop or raise when a budget limit is reached.
 
-        ``on_exceeded(ctx, usage)`` (sync or async) is called once per budget."""
+        ``on_exceeded(ctx, usage, limit)`` (sync or async, may take fewer
+        parameters) is called once per budget."""
         found = self.tracker.exceeded_in()
         if found is None:
             return
         tracker, limit = found  # a child run may hit its parent's budget
+        self.exceeded = limit
         budget = tracker.budget
         assert budget is not None
         usage = tracker.usage()
         if not tracker.reported and budget.on_exceeded is not None:
             tracker.reported = True
-            await call_user(budget.on_exceeded, (self.ctx, usage), origin="budget", offload=False,
-                            then=self.check_state)
+            args = (self.ctx, usage, limit)[:self.plans.arity(budget.on_exceeded)]
+            await call_user(budget.on_exceeded, args, origin="budget", offload=False, then=self.check_state)
         if budget.mode == "raise":
             raise BudgetExceededError(f"budget exceeded: {limit}={getattr(budget, limit)} (used: {usage.model_dump()})",
                                       limit=limit, usage=usage)
         raise BudgetStop(limit)
+
+    def totals(self) -> RunTotals:
+        """What this run (its children included) consumed so far."""
+        return self.tracker.totals(exceeded=self.exceeded)
 
     def publish_budget(self) -> None:
         if self.tracker.budget is not None:

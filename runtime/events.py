@@ -18,6 +18,7 @@ from typing import Annotated, Any, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
+from flowtui.runtime.budget import RunTotals
 from flowtui.runtime.messages import Message
 
 NodeKind = Literal["workflow", "loop", "parallel", "agent", "chat", "tool"]
@@ -53,6 +54,7 @@ class RunEnd(_Event):
     error: str | None = None
     reason: str | None = Field(default=None, description="e.g. 'budget' when a budget stopped it")
     duration_ms: float = 0.0
+    totals: RunTotals | None = Field(default=None, description="what the run consumed")
 
 
 class NodeStart(_Event):

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from flowtui.runtime.budget import RunTotals, TokenTotals
 from flowtui.runtime.conversation import system_note
 from flowtui.runtime.messages import Message
 
@@ -69,6 +70,9 @@ class RunView:
         self.streaming = ""  # the text of the model reply arriving now (chat.delta), "" between replies
         self.streaming_agent: str | None = None  # whose reply ``streaming`` is
         self.user_edits = 0
+        # What the run consumed: counted from chat and tool nodes as they end (child workflows
+        # included), then replaced by the run's own figures on run.end (elapsed_s, exceeded).
+        self.totals = RunTotals()
 
     # --- folding -----------------------------------------------------------
     def apply(self, ev: Any) -> None:
@@ -100,6 +104,8 @@ class RunView:
     def _on_run_end(self, ev: Any) -> None:
         if self._mine(ev):
             self.status, self.error, self.reason, self.output = ev.status, ev.error, ev.reason, ev.output
+            if ev.totals is not None:
+                self.totals = ev.totals
             self.pause = None
             self._active.clear()
 
@@ -125,8 +131,21 @@ class RunView:
             return
         node.status, node.duration_ms, node.error = ev.status, ev.duration_ms, ev.error
         node.data.update(ev.data)
+        if ev.kind in ("chat", "tool"):
+            self._count(ev)
         if ev.node_id in self._active:
             self._active.remove(ev.node_id)
+
+    def _count(self, ev: Any) -> None:
+        t, data = self.totals, ev.data
+        if ev.kind == "tool" and "is_error" in data:  # a call that ran to a result (a fatal one did not)
+            self.totals = t.model_copy(update={"tool_calls": t.tool_calls + 1})
+        elif ev.kind == "chat" and "prompt_tokens" in data:  # a call that got a reply
+            prompt, completion = data["prompt_tokens"] or 0, data["completion_tokens"] or 0
+            tokens = TokenTotals(prompt=t.tokens.prompt + prompt, completion=t.tokens.completion + completion,
+                                 total=t.tokens.total + prompt + completion)
+            self.totals = t.model_copy(update={"chat_calls": t.chat_calls + 1, "tokens": tokens,
+                                               "cost_usd": t.cost_usd + (data.get("cost_usd") or 0.0)})
 
     def _on_state_append(self, ev: Any) -> None:
         if not self._mine(ev):

@@ -133,7 +133,8 @@ async def _chat(run: "Run", spec: AgentSpec, prompt: str) -> ChatReply:
             scope.data["attempts"] = exc.attempts
             raise
         usage = reply.usage
-        run.tracker.add_chat(tokens=usage.prompt_tokens + usage.completion_tokens, cost_usd=reply.cost_usd)
+        run.tracker.add_chat(prompt_tokens=usage.prompt_tokens, completion_tokens=usage.completion_tokens,
+                             cost_usd=reply.cost_usd)
         scope.data.update(
             prompt_tokens=usage.prompt_tokens, completion_tokens=usage.completion_tokens,
             cost_usd=reply.cost_usd, attempts=reply.attempts, tool_calls=len(reply.tool_calls),
