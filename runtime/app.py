@@ -18,6 +18,7 @@ from typing import Any
 
 from flowtui.runtime.budget import Budget, BudgetTracker, check_budget_arg
 from flowtui.runtime.bus import Emitter, Sink, Stream
+from flowtui.runtime.context import check_data_arg
 from flowtui.runtime.control import Controller
 from flowtui.runtime.conversation import memory_items
 from flowtui.runtime.decorators import AgentSpec, ToolSpec, WorkflowSpec, spec_of
@@ -228,10 +229,12 @@ class App:
         return unsubscribe
 
     def prepare(self, input: Any = None, *, memory: str | Iterable[str] | Mapping[str, Any] | None = None,
-                budget: Budget | None = None, journal: str | Path | None = None,
-                controller: Controller | None = None, on_event: Callable[[Any], None] | None = None,
+                data: Mapping[str, Any] | None = None, budget: Budget | None = None,
+                journal: str | Path | None = None, controller: Controller | None = None,
+                on_event: Callable[[Any], None] | None = None,
                 snapshot: str | Path | Snapshot | None = None) -> Run:
         """A run ready to ``await run.execute()`` (the TUI keeps it to send edits and commands)."""
+        data = check_data_arg(data)
         if snapshot is not None and not isinstance(snapshot, Snapshot):
             snapshot = load_snapshot(snapshot)
         sinks: list[Sink] = list(self._subscribers)
@@ -239,7 +242,7 @@ class App:
             sinks.append(on_event)
         run_id = f"r{next(_run_numbers)}-{uuid.uuid4().hex[:6]}"
         run = Run(plans=self.plans, emitter=Emitter(Stream(sinks), run_id), input=input,
-                  memory=memory_items(memory), tracker=BudgetTracker(check_budget_arg(budget)),
+                  memory=memory_items(memory), data=data, tracker=BudgetTracker(check_budget_arg(budget)),
                   controller=controller, offload=self.offload_sync, model=self.model, wrap=self.wrap,
                   replies=self.replies, snapshot=snapshot)
         if journal is not None:  # opened only once the run could be built: a refused run leaves no file
@@ -248,8 +251,8 @@ class App:
         return run
 
     async def run(self, input: Any = None, *, memory: str | Iterable[str] | Mapping[str, Any] | None = None,
-                  budget: Budget | None = None, journal: str | Path | None = None,
-                  controller: Controller | None = None,
+                  data: Mapping[str, Any] | None = None, budget: Budget | None = None,
+                  journal: str | Path | None = None, controller: Controller | None = None,
                   on_event: Callable[[Any], None] | None = None,
                   snapshot: str | Path | Snapshot | None = None) -> str | None:
         """Run the workflow once and return its output (``ctx.output`` at the end).
@@ -257,14 +260,16 @@ class App:
         ``input`` is a string or ``{"message": ...}`` (the first user turn; a
         mapping without ``message`` is sent as JSON). ``memory`` seeds durable
         context: a string, a list of strings, or a mapping (``key: value`` items).
+        ``data`` is the run's own data, read as ``ctx.data`` by tools, hooks
+        and ``until`` and never put in a message (per-tenant ids, flags).
         ``journal`` writes every event to that JSONL file as it happens;
         ``snapshot`` (a TOML file from :func:`runtime.snapshot.snapshot_toml`)
         starts from its memory, tasks, history and state fields.
         Raises the run's error when it fails; returns the output so far when a
         ``stop`` budget or a ``stop`` command ended it.
         """
-        run = self.prepare(input, memory=memory, budget=budget, journal=journal, controller=controller,
-                           on_event=on_event, snapshot=snapshot)
+        run = self.prepare(input, memory=memory, data=data, budget=budget, journal=journal,
+                           controller=controller, on_event=on_event, snapshot=snapshot)
         try:
             return await run.execute()
         finally:

@@ -1,6 +1,7 @@
 """``flowtui run``: a flow headless, with the live node tree on stderr.
 
     flowtui run flows/revisao.py --input "Olá" --memory plano=pro
+    flowtui run flows/conta.py --input "Quanto devo?" --data conta_id=acme
     flowtui run flows/revisao.py --json > events.jsonl
 
 Every run is journaled: its events go to
@@ -28,15 +29,20 @@ from flowtui.runtime.secrets import redact, secret_values  # light: os and re on
 JOURNAL_DIR = Path(".flowtui") / "runs"
 
 
-def parse_memory(pairs: list[str]) -> dict[str, str]:
+def parse_pairs(pairs: list[str], *, option: str = "--memory", example: str = "plano=pro") -> dict[str, str]:
     """``["plano=pro", "userId=123"]`` → ``{"plano": "pro", "userId": "123"}``."""
-    memory: dict[str, str] = {}
+    found: dict[str, str] = {}
     for pair in pairs:
         key, sep, value = pair.partition("=")
         if not sep or not key.strip():
-            raise SystemExit(f"flowtui: --memory {pair!r}: expected KEY=VALUE, e.g. --memory plano=pro")
-        memory[key.strip()] = value
-    return memory
+            raise SystemExit(f"flowtui: {option} {pair!r}: expected KEY=VALUE, e.g. {option} {example}")
+        found[key.strip()] = value
+    return found
+
+
+def parse_memory(pairs: list[str]) -> dict[str, str]:
+    """``--memory`` pairs as a mapping (each becomes a ``key: value`` memory item)."""
+    return parse_pairs(pairs)
 
 
 def add_flow_arguments(parser: argparse.ArgumentParser) -> None:
@@ -116,12 +122,15 @@ def main_run(argv: list[str]) -> int:
 
     parser = argparse.ArgumentParser(prog="flowtui run", description="Run a flow headless.")
     add_flow_arguments(parser)
+    parser.add_argument("--data", action="append", default=[], metavar="KEY=VALUE",
+                        help="the run's data, read as ctx.data and never sent to the model (repeatable)")
     parser.add_argument("--json", action="store_true", help="print the events as JSON lines on stdout")
     parser.add_argument("--from-snapshot", metavar="FILE", help="start from this TOML snapshot")
     parser.add_argument("--snapshot-out", metavar="FILE", help="write the final state as a TOML snapshot")
     try:
         args = parser.parse_args(argv)
         memory = parse_memory(args.memory)
+        data = parse_pairs(args.data, option="--data", example="conta_id=acme")
     except SystemExit as exc:
         if isinstance(exc.code, str):
             print(exc.code, file=sys.stderr)
@@ -150,7 +159,8 @@ def main_run(argv: list[str]) -> int:
         app.subscribe(view.apply)
     journal = journal_path(args, app.workflow.name)
     try:
-        run = app.prepare(args.input, memory=memory or None, journal=journal, snapshot=args.from_snapshot)
+        run = app.prepare(args.input, memory=memory or None, data=data, journal=journal,
+                          snapshot=args.from_snapshot)
     except FlowtuiError as exc:  # refused before the run started (e.g. a bad snapshot)
         print(f"flowtui: {exc}", file=sys.stderr)
         return 2

@@ -3,23 +3,27 @@
 Your own fields live here (``ctx.tentativas = ctx.get("tentativas", 0) + 1``)
 next to the ones the runtime writes: ``turn``, ``output``, ``loop`` and
 ``budget``. Every set emits a ``ctx.set`` event. The conversation the model
-sees is ``ctx.state``.
+sees is ``ctx.state``; ``ctx.data`` is the run's read-only data
+(``app.run(data=...)``), which the model never sees.
 """
 
 from __future__ import annotations
 
 import math
 import threading
+from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, field_serializer
 from pydantic_core import to_jsonable_python
 
 from flowtui.runtime.conversation import ConversationState
+from flowtui.runtime.errors import ConfigError
 from flowtui.runtime.events import CtxSet
 
 _MISSING = object()
-_RESERVED = frozenset({"state", "get", "run_id", "fields"})
+_RESERVED = frozenset({"state", "get", "run_id", "fields", "data"})
 
 
 class TurnInfo(BaseModel):
@@ -56,6 +60,19 @@ class LoopInfo(BaseModel):
         return None if value is None or value == math.inf else int(value)
 
 
+def check_data_arg(data: Any) -> dict[str, Any]:
+    """``run(data=...)`` as a plain dict: a mapping with ``str`` keys, or ``None``."""
+    if data is None:
+        return {}
+    if not isinstance(data, Mapping):
+        raise ConfigError(f"run(data=...) must be a mapping such as {{'conta_id': 'acme'}}, "
+                          f"got {type(data).__name__}")
+    bad = [k for k in data if not isinstance(k, str)]
+    if bad:
+        raise ConfigError(f"run(data=...): keys must be str, got {bad[0]!r}")
+    return dict(data)
+
+
 def jsonable(value: Any) -> Any:
     """A JSON-safe copy of ``value`` for an event (unknown objects become their repr)."""
     return to_jsonable_python(value, fallback=repr)
@@ -64,12 +81,15 @@ def jsonable(value: Any) -> Any:
 class AgentContext:
     """The type of ``ctx``. Reading an unset field raises ``AttributeError``."""
 
-    def __init__(self, state: ConversationState, emit, *, run_id: str, lock: Any = None) -> None:
+    def __init__(self, state: ConversationState, emit, *, run_id: str, lock: Any = None,
+                 data: Mapping[str, Any] | None = None) -> None:
         object.__setattr__(self, "state", state)
         object.__setattr__(self, "_lock", lock if lock is not None else threading.RLock())
         object.__setattr__(self, "run_id", run_id)
         object.__setattr__(self, "_fields", {})
         object.__setattr__(self, "_emit", emit)
+        # The run's own data (app.run(data=...)): for your code, never for the model.
+        object.__setattr__(self, "data", MappingProxyType(dict(data or {})))
 
     def __getattr__(self, name: str) -> Any:
         # Only called when normal lookup fails: i.e. for fields.
@@ -89,6 +109,7 @@ class AgentContext:
             raise AttributeError(
                 f"ctx.{name} is reserved; pick another field name"
                 + (" (the conversation is changed with ctx.state.append/set)" if name == "state" else "")
+                + (" (ctx.data is the run's read-only data, given as app.run(data=...))" if name == "data" else "")
             )
         self._set(name, value, origin=None)
 

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from flowtui.runtime.budget import BudgetStop, BudgetTracker, RunTotals
 from flowtui.runtime.bus import Emitter, current_node
-from flowtui.runtime.context import AgentContext, LoopInfo
+from flowtui.runtime.context import AgentContext, LoopInfo, jsonable
 from flowtui.runtime.control import Controller, PausePoint, RunStopped
 from flowtui.runtime.conversation import ConversationState
 from flowtui.runtime.decorators import WorkflowSpec
@@ -39,7 +39,7 @@ class Run:
     """One execution of a workflow. Built by ``App``; ``await run.execute()``."""
 
     def __init__(self, *, plans: "Plans", emitter: Emitter, input: Any, memory: list[str],
-                 tracker: BudgetTracker, controller: Controller | None, offload: bool,
+                 data: dict[str, Any], tracker: BudgetTracker, controller: Controller | None, offload: bool,
                  model: str | None, wrap: Any = None, replies: Any = None, depth: int = 0,
                  snapshot: Any = None) -> None:
         from flowtui.runtime.app import build_instances  # the App module builds what plans describe
@@ -57,8 +57,9 @@ class Run:
         self._seed = snapshot
         if snapshot is not None:
             memory = [*snapshot.memory, *memory]
+            data = {**snapshot.data, **data}
         self.state = ConversationState(emit, memory=memory, lock=emitter.lock)
-        self.ctx = AgentContext(self.state, emit, run_id=self.id, lock=emitter.lock)
+        self.ctx = AgentContext(self.state, emit, run_id=self.id, lock=emitter.lock, data=data)
         self.workflow_state = plans.new_state()
         if snapshot is not None and snapshot.state:
             if self.workflow_state is None:
@@ -86,6 +87,7 @@ class Run:
             RunStart, node_id=None, parent_id=current_node.get()[0], workflow=self.spec.name,
             input=_jsonable_input(self.input), memory=list(self.state.memory),
             state=self.observer.snapshot() if self.observer else {}, file=self.spec.file,
+            data=jsonable(dict(self.ctx.data)),
         )
         reason = error = None
         status = "finished"

@@ -45,6 +45,7 @@ class RunStart(_Event):
     memory: list[str] = Field(default_factory=list)
     state: dict[str, Any] = Field(default_factory=dict, description="initial workflow state")
     file: str | None = None
+    data: dict[str, Any] = Field(default_factory=dict, description="the run's data (ctx.data); never sent to the model")
 
 
 class RunEnd(_Event):

@@ -54,6 +54,7 @@ class RunView:
         self.memory: list[str] = []
         self.tasks: list[str] = []
         self.state: dict[str, Any] = {}
+        self.data: dict[str, Any] = {}  # ctx.data: the run's own data, never sent to the model
         self.last_changed: str | None = None
         self.ctx: dict[str, Any] = {}
         self.nodes: dict[str, NodeView] = {}
@@ -99,6 +100,7 @@ class RunView:
             self.run_id, self.workflow, self.file = ev.run_id, ev.workflow, ev.file
             self.memory = list(ev.memory)
             self.state = dict(ev.state)
+            self.data = dict(ev.data)
             self.status = "running"
 
     def _on_run_end(self, ev: Any) -> None:
