@@ -21,7 +21,7 @@ from flowtui.runtime.bus import Emitter, Sink, Stream
 from flowtui.runtime.context import check_data_arg
 from flowtui.runtime.control import Controller
 from flowtui.runtime.conversation import memory_items
-from flowtui.runtime.decorators import AgentSpec, ToolSpec, WorkflowSpec, spec_of
+from flowtui.runtime.decorators import AgentSpec, WorkflowSpec, spec_of
 from flowtui.runtime.engine import Run
 from flowtui.runtime.errors import ConfigError, InjectionError
 from flowtui.runtime.journal import JournalWriter
@@ -30,14 +30,14 @@ from flowtui.runtime.observe import make_state
 from flowtui.runtime.providers.base import Provider
 from flowtui.runtime.snapshot import Snapshot, load_snapshot
 from flowtui.runtime.steps import LoopSpec, ParallelSpec
+from flowtui.runtime.tool_forms import ToolSpec
 
 
 @dataclass
 class AgentTools:
     """The tools one agent offers the model."""
 
-    specs: dict[type, ToolSpec]
-    by_name: dict[str, type]
+    by_name: dict[str, ToolSpec]
     names: frozenset[str]
     schemas: list[dict[str, Any]]
 
@@ -50,7 +50,7 @@ class Plans:
     agent_specs: dict[type, AgentSpec] = field(default_factory=dict)
     tool_specs: dict[type, AgentTools] = field(default_factory=dict)
     ctor_plans: dict[type, list[tuple[str, str]]] = field(default_factory=dict)
-    execute_plans: dict[type, list[tuple[str, str]]] = field(default_factory=dict)
+    execute_plans: dict[ToolSpec, list[tuple[str, str]]] = field(default_factory=dict)
     _arity: dict[Any, int] = field(default_factory=dict)
 
     def new_state(self) -> Any:
@@ -103,22 +103,36 @@ def _plan(spec: WorkflowSpec) -> Plans:
             plans.agent_specs[step] = aspec
             plans.ctor_plans[step] = constructor_plan(step, has_state=has_state, workflow=spec.name,
                                                       runtime_type=WorkflowRuntime)
-            tspecs: dict[type, ToolSpec] = {}
             for t in aspec.tools:
-                tspec: ToolSpec = spec_of(t)
-                tspecs[t] = tspec
-                if t not in plans.ctor_plans:
-                    plans.ctor_plans[t] = constructor_plan(t, has_state=has_state, workflow=spec.name,
-                                                           runtime_type=WorkflowRuntime)
-                    plans.execute_plans[t] = execute_plan(t, schema=tspec.schema, has_state=has_state,
-                                                          workflow=spec.name)
-            by_name = {s.name: t for t, s in tspecs.items()}
-            plans.tool_specs[step] = AgentTools(specs=tspecs, by_name=by_name, names=frozenset(by_name),
-                                                schemas=[s.function_schema() for s in tspecs.values()])
+                if t not in plans.execute_plans:
+                    if t.form == "class":
+                        plans.ctor_plans[t.target] = constructor_plan(
+                            t.target, has_state=has_state, workflow=spec.name, runtime_type=WorkflowRuntime)
+                    plans.execute_plans[t] = _call_plan(t, has_state=has_state, workflow=spec.name)
+            by_name = {t.name: t for t in aspec.tools}
+            plans.tool_specs[step] = AgentTools(by_name=by_name, names=frozenset(by_name),
+                                                schemas=[t.function_schema() for t in aspec.tools])
 
     for s in spec.steps:
         visit(s)
     return plans
+
+
+def _call_plan(t: ToolSpec, *, has_state: bool, workflow: str) -> list[tuple[str, str]]:
+    """How to call a tool of any form: which parameter gets the arguments, ctx or the state."""
+    if t.fields_from_signature:  # a function whose parameters are the schema
+        for param, want in t.injected.items():
+            if want == "state" and not has_state:
+                file, line = where(t.target)
+                raise InjectionError(f"State() in tool function parameter {param!r}, but workflow {workflow} "
+                                     "declares no state; add state=YourStateClass to @workflow(...)",
+                                     file=file, line=line, cls=t.name)
+        assert t.schema is not None
+        return [(f, "field") for f in t.schema.model_fields] + list(t.injected.items())
+    fn = {"class": lambda: t.target.execute, "function": lambda: t.target, "object": lambda: t.target.execute}[t.form]()
+    owner = t.target.__name__ if t.form == "class" else t.name
+    return execute_plan(fn, owner=owner, schema=t.schema, has_state=has_state, workflow=workflow,
+                        skip_self=t.form == "class")
 
 
 def build_instances(run: Run, *, model: str | None, wrap: Callable[[Provider], Provider] | None = None
@@ -136,11 +150,10 @@ def build_instances(run: Run, *, model: str | None, wrap: Callable[[Provider], P
         return cls(**kwargs)
 
     agents = {cls: build(cls) for cls in plans.agent_specs}
-    tools: dict[type, Any] = {}
-    for agent_tools in plans.tool_specs.values():
-        for t in agent_tools.specs:
-            if t not in tools:
-                tools[t] = build(t)
+    tools: dict[ToolSpec, Any] = {}  # what to call for each tool: execute of this run's instance, or the function
+    for t in plans.execute_plans:
+        tools[t] = (build(t.target).execute if t.form == "class" else t.target if t.form == "function"
+                    else t.target.execute)
     providers: dict[type, Provider] = {}
     for cls, aspec in plans.agent_specs.items():
         p = aspec.provider

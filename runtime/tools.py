@@ -99,11 +99,10 @@ async def _execute(run: "Run", spec: AgentSpec, agent: Any, call: ToolCall) -> t
         if isinstance(new, ToolCall):
             call = new
     plans = run.plans.tool_specs[spec.cls]
-    tool_cls = plans.by_name.get(call.name)
-    if tool_cls is None:
+    tspec = plans.by_name.get(call.name)
+    if tspec is None:
         available = ", ".join(sorted(plans.names)) or "none"
         return f"Unknown tool {call.name!r}. Available tools: {available}.", True, call
-    tspec = plans.specs[tool_cls]
     if RAW_ARGUMENTS_KEY in call.args:
         raw = str(call.args[RAW_ARGUMENTS_KEY])[:500]
         return (f"Invalid arguments for tool {call.name}: not a JSON object ({raw!r}). "
@@ -116,11 +115,11 @@ async def _execute(run: "Run", spec: AgentSpec, agent: Any, call: ToolCall) -> t
     else:
         args = dict(call.args)
     kwargs = {}
-    for param, want in run.plans.execute_plans[tool_cls]:
-        kwargs[param] = args if want == "input" else run.ctx if want == "ctx" else run.workflow_state
-    instance = run.tools[tool_cls]
+    for param, want in run.plans.execute_plans[tspec]:
+        kwargs[param] = (args if want == "input" else run.ctx if want == "ctx" else run.workflow_state
+                         if want == "state" else getattr(args, param))
     try:
-        value = await call_user(instance.execute, (), kwargs=kwargs, origin=f"tool:{call.name}",
+        value = await call_user(run.tools[tspec], (), kwargs=kwargs, origin=f"tool:{call.name}",
                                 offload=run.offload, then=run.check_state)
     except (FatalToolError, BudgetExceededError):  # a child workflow's budget error ends the run too
         raise
