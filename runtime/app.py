@@ -159,11 +159,33 @@ def build_instances(run: Run, *, model: str | None, wrap: Callable[[Provider], P
         p = aspec.provider
         key = p if isinstance(p, type) else id(p)
         if key not in made:
-            inst = p() if isinstance(p, type) else p.fork()
+            inst = _provider_for_run(p, aspec, replies=run.replies)
             inst = inst.override_model(model) if model else inst
             made[key] = wrap(inst) if wrap is not None else inst
         providers[cls] = made[key]
     return agents, tools, providers
+
+
+def _provider_for_run(p: Any, aspec: AgentSpec, *, replies: str | Path | None) -> Provider:
+    """This run's provider: a class built, an instance forked, a factory called."""
+    if isinstance(p, type):
+        return p()
+    if isinstance(p, Provider):
+        return p.fork()
+    try:
+        made = p()
+    except Exception as exc:
+        raise ConfigError(f"{aspec.name}: the provider function {getattr(p, '__qualname__', p)!r} raised "
+                          f"{type(exc).__name__}: {exc}") from exc
+    if not isinstance(made, Provider):
+        raise ConfigError(f"{aspec.name}: the provider function {getattr(p, '__qualname__', p)!r} returned "
+                          f"{made!r}, not a Provider")
+    if replies is not None:  # --replies reaches the ScriptedProviders a factory makes too
+        from flowtui.runtime.providers.scripted import ScriptedProvider
+
+        if isinstance(made, ScriptedProvider):
+            made = made.with_replies(replies)
+    return made
 
 
 def bootstrap(workflow_cls: type, *, offload_sync: bool = True, model: str | None = None,

@@ -27,7 +27,7 @@ HOOKS = ("before_prompt", "before_tool", "after_tool", "after_response", "on_err
 class AgentSpec:
     cls: type
     name: str
-    provider: Any  # a Provider subclass or instance
+    provider: Any  # a Provider subclass, an instance, or a function returning one
     prompt: str
     tools: tuple[ToolSpec, ...]
     sampling: dict[str, Any]
@@ -58,15 +58,14 @@ def agent(*, provider: Any, prompt: str = "", tools: list[type] | tuple[type, ..
 
     ``prompt`` is a path relative to the file that defines the agent (read now),
     or the prompt text itself. ``provider`` is a provider class (built with no
-    arguments, once per run) or an instance.
+    arguments, once per run), an instance (forked per run), or a function of
+    no arguments that returns a provider, called once per run (per-tenant keys
+    and clients: ``provider=lambda: LiteLLMProvider(api_key=...)``).
     """
     defining_file = _caller_file()
 
     def wrap(cls: type) -> type:
-        if not (isinstance(provider, Provider) or (isinstance(provider, type) and issubclass(provider, Provider))):
-            raise ConfigError(
-                f"{cls.__name__}: @agent(provider=...) must be a Provider class or instance "
-                f"(e.g. ScriptedProvider, FunctionProvider, LiteLLMProvider), got {provider!r}")
+        _check_provider(provider, cls.__name__)
         text, path = prompt, None
         if prompt and _looks_like_path(prompt):
             base = Path(defining_file).parent if defining_file else Path.cwd()
@@ -95,6 +94,22 @@ def agent(*, provider: Any, prompt: str = "", tools: list[type] | tuple[type, ..
         return cls
 
     return wrap
+
+
+def _check_provider(provider: Any, agent: str) -> None:
+    if isinstance(provider, Provider) or (isinstance(provider, type) and issubclass(provider, Provider)):
+        return
+    what = ("must be a Provider class or instance (e.g. ScriptedProvider, FunctionProvider, "
+            "LiteLLMProvider) or a function of no arguments returning one")
+    if isinstance(provider, type) or not callable(provider):
+        raise ConfigError(f"{agent}: @agent(provider=...) {what}, got {provider!r}")
+    try:
+        required = [p.name for p in inspect.signature(provider).parameters.values()
+                    if p.default is p.empty and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+    except (TypeError, ValueError):  # a builtin without a signature: trust it
+        required = []
+    if required:
+        raise ConfigError(f"{agent}: @agent(provider=...) {what}; this function needs {', '.join(required)}")
 
 
 def tool(target: Any = None, /, *, name: str | None = None, description: str = "",

@@ -67,9 +67,9 @@ class Run:
             apply_state(self.workflow_state, self.spec.state, snapshot.state, source="snapshot")
         self.observer = (StateObserver(self.workflow_state, emit, lock=emitter.lock)
                          if self.workflow_state is not None else None)
-        self.agents, self.tools, self.providers = build_instances(self, model=model, wrap=wrap)
         # What a child workflow inherits: the same --model, cassette and --replies.
         self.model, self.wrap, self.replies = model, wrap, replies
+        self.agents, self.tools, self.providers = build_instances(self, model=model, wrap=wrap)
         self.child_apps: dict[type, Any] = {}
         self.children = 0  # numbers child runs: <run id>.1, .2, ...
         self.edits = Editor(self)

@@ -358,3 +358,62 @@ async def test_on_error_after_a_tool_call_answers_the_calls_left_unanswered_befo
     assert history[4].content == "recuperado"
     assert seen[1] == [("system", None), ("user", None), ("assistant", None), ("tool", ids[0]), ("tool", ids[1]),
                        ("assistant", None)]
+
+
+# --- a provider factory: a function called once per run ------------------------------------
+
+async def test_a_provider_factory_is_called_once_per_run_and_shared_by_its_agents():
+    made = []
+
+    def per_tenant():
+        n = len(made) + 1
+        made.append(n)
+        return FunctionProvider(lambda m, t: f"provider {n}")
+
+    @agent(provider=per_tenant)
+    class A:
+        pass
+
+    @agent(provider=per_tenant)
+    class B:
+        pass
+
+    @workflow(steps=[A, B])
+    class W:
+        pass
+
+    app = bootstrap(W)
+    assert made == []  # not at import, not at bootstrap
+    assert await app.run("x") == "provider 1"
+    assert await app.run("y") == "provider 2"
+    assert made == [1, 2]
+
+
+async def test_a_lambda_provider_works_and_a_bad_factory_is_named():
+    from flowtui import ConfigError
+
+    @agent(provider=lambda: FunctionProvider(lambda m, t: "from a lambda"))
+    class A:
+        pass
+
+    @workflow(steps=[A])
+    class W:
+        pass
+
+    assert await bootstrap(W).run("x") == "from a lambda"
+
+    with pytest.raises(ConfigError, match="this function needs key"):
+        @agent(provider=lambda key: FunctionProvider(lambda m, t: key))
+        class NeedsArgs:
+            pass
+
+    @agent(provider=lambda: "not a provider")
+    class Wrong:
+        pass
+
+    @workflow(steps=[Wrong])
+    class W2:
+        pass
+
+    with pytest.raises(ConfigError, match=r"Wrong: the provider function .* returned 'not a provider', not a Provider"):
+        await bootstrap(W2).run("x")
