@@ -104,6 +104,8 @@ class TreePrinter:
             self.out.write(f"{'  ' * d}◂ {ev.kind} {ev.name} {_ms(ev.duration_ms)} {mark}{extra}\n")
         elif ev.type == "subscriber.error":
             self.out.write(redact(f"! subscriber {ev.subscriber} raised: {ev.error}\n", self.secrets))
+        elif ev.type == "dispose.error":
+            self.out.write(redact(f"! cleanup {ev.cleanup} raised: {ev.error}\n", self.secrets))
         else:
             return
         self.out.flush()

@@ -11,19 +11,20 @@ from __future__ import annotations
 
 import math
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, field_serializer
 from pydantic_core import to_jsonable_python
 
+from flowtui.runtime.bus import current_origin
 from flowtui.runtime.conversation import ConversationState
 from flowtui.runtime.errors import ConfigError
 from flowtui.runtime.events import CtxSet
 
 _MISSING = object()
-_RESERVED = frozenset({"state", "get", "run_id", "fields", "data"})
+_RESERVED = frozenset({"state", "get", "run_id", "fields", "data", "stop", "on_dispose"})
 
 
 class TurnInfo(BaseModel):
@@ -90,6 +91,8 @@ class AgentContext:
         object.__setattr__(self, "_emit", emit)
         # The run's own data (app.run(data=...)): for your code, never for the model.
         object.__setattr__(self, "data", MappingProxyType(dict(data or {})))
+        object.__setattr__(self, "_stop_by", None)  # who called ctx.stop(), once someone did
+        object.__setattr__(self, "_disposers", [])
 
     def __getattr__(self, name: str) -> Any:
         # Only called when normal lookup fails: i.e. for fields.
@@ -127,6 +130,29 @@ class AgentContext:
         with self._lock:  # the change and its event together
             self._fields[name] = value
             self._emit(CtxSet, **fields)
+
+    def stop(self) -> None:
+        """End the run gracefully after the current unit of work, with the output so far.
+
+        Call it from a tool, a hook or ``until``. A tool's turn still finishes
+        (its other tool calls are answered as not run, ``after_response`` runs);
+        then the run ends with status ``stopped``, the enclosing loop with
+        ``ctx.loop.stopped_by == "stop"``.
+        """
+        if self._stop_by is None:
+            object.__setattr__(self, "_stop_by", current_origin.get())
+
+    def on_dispose(self, fn: Callable[[], Any]) -> Callable[[], Any]:
+        """Run ``fn()`` (sync or async) when the run ends, whatever the outcome.
+
+        Cleanups run last registered first; one that raises is reported (a
+        ``dispose.error`` event) and the others still run. Returns ``fn``, so
+        it also works as a decorator.
+        """
+        if not callable(fn):
+            raise TypeError(f"ctx.on_dispose(fn): fn must be callable, got {fn!r}")
+        self._disposers.append(fn)
+        return fn
 
     def get(self, name: str, default: Any = None) -> Any:
         """The field ``name``, or ``default`` when it was never set."""

@@ -17,12 +17,12 @@ from typing import TYPE_CHECKING, Any
 from flowtui.runtime.budget import BudgetStop, BudgetTracker, RunTotals
 from flowtui.runtime.bus import Emitter, current_node
 from flowtui.runtime.context import AgentContext, LoopInfo, jsonable
-from flowtui.runtime.control import Controller, PausePoint, RunStopped
+from flowtui.runtime.control import Controller, PausePoint, RunStopped, StopRequested
 from flowtui.runtime.conversation import ConversationState
 from flowtui.runtime.decorators import WorkflowSpec
 from flowtui.runtime.edits import Editor
 from flowtui.runtime.errors import BudgetExceededError, ConfigError, describe_error
-from flowtui.runtime.events import RunEnd, RunPause, RunStart
+from flowtui.runtime.events import DisposeError, RunEnd, RunPause, RunStart
 from flowtui.runtime.invoke import call_user
 from flowtui.runtime.messages import Message
 from flowtui.runtime.nodes import FailCounter, NodeScope, fail_counter, loops_var, path_var
@@ -106,6 +106,8 @@ class Run:
                     scope.data["totals"] = self.totals().model_dump(mode="json")
         except BudgetStop as stop:
             reason = f"budget: {stop.limit}"
+        except StopRequested as stop:  # ctx.stop(): this run ends, a parent goes on
+            status, reason = "stopped", f"stopped by ctx.stop() in {stop.origin}"
         except RunStopped as exc:
             status, reason = "stopped", "stopped by user"
             if self.depth:  # a child: the stop ends its parent too
@@ -117,9 +119,12 @@ class Run:
             status, error = "failed", describe_error(exc)
             self.error = exc
         finally:
+            await self._dispose()
             self.check_state()
             if self.observer is not None:
                 self.observer.detach()
+        if status == "finished" and self.ctx._stop_by is not None:  # ctx.stop() with nothing left to skip
+            status, reason = "stopped", f"stopped by ctx.stop() in {self.ctx._stop_by}"
         output = self.ctx.get("output")
         self.emitter.emit(RunEnd, node_id=None, parent_id=current_node.get()[0], status=status, output=output,
                           error=error, reason=reason, duration_ms=round((time.perf_counter() - t0) * 1000, 3),
@@ -128,6 +133,18 @@ class Run:
         if self.error is not None:
             raise self.error
         return output
+
+    async def _dispose(self) -> None:
+        """The ``ctx.on_dispose`` cleanups, last registered first; one that raises is reported
+        and the others still run."""
+        disposers = self.ctx._disposers
+        while disposers:
+            fn = disposers.pop()
+            try:
+                await call_user(fn, (), origin="dispose", offload=self.offload)
+            except Exception as exc:
+                self.emitter.emit(DisposeError, node_id=None, parent_id=current_node.get()[0], origin="dispose",
+                                  cleanup=getattr(fn, "__qualname__", None) or repr(fn), error=describe_error(exc))
 
     async def step(self, step: Any) -> None:
         if isinstance(step, LoopSpec):
@@ -157,11 +174,11 @@ class Run:
 
         await controller.checkpoint(point, emit)
 
-    async def budget_gate(self) -> None:
-        """Between units of work: stop or raise when a budget limit is reached.
-
-        ``on_exceeded(ctx, usage, limit)`` (sync or async, may take fewer
-        parameters) is called once per budget."""
+    async def gate(self) -> None:
+        """Between units of work: end the run after ``ctx.stop()``; stop or raise when a budget
+        limit is reached (``on_exceeded(ctx, usage, limit)``, sync or async, may take fewer
+        parameters, is called once per budget)."""
+        self.check_stop()
         found = self.tracker.exceeded_in()
         if found is None:
             return
@@ -178,6 +195,10 @@ class Run:
             raise BudgetExceededError(f"budget exceeded: {limit}={getattr(budget, limit)} (used: {usage.model_dump()})",
                                       limit=limit, usage=usage)
         raise BudgetStop(limit)
+
+    def check_stop(self) -> None:
+        if self.ctx._stop_by is not None:
+            raise StopRequested(self.ctx._stop_by)
 
     def totals(self) -> RunTotals:
         """What this run (its children included) consumed so far."""
@@ -210,11 +231,13 @@ class Run:
                         if fails.count >= spec.max_fails:
                             break
                     ctx._set("loop", LoopInfo(iterations=i, max_iterations=ceiling), origin="runtime")
+                    self.check_stop()  # ctx.stop() in the last turn: no pause, no until
                     await self.pause("loop_iteration", spec.name)
                     if fails.count >= spec.max_fails:
                         stopped_by = "fails"
                         break
                     if spec.until is not None and await self._until(spec):
+                        self.check_stop()  # until called ctx.stop(): the stop is what ended the loop
                         stopped_by = "until"
                         break
                     if i >= ceiling:
@@ -224,12 +247,12 @@ class Run:
                         if spec.on_exhausted is not None:
                             await self._call(spec.on_exhausted, (ctx, i), "on_exhausted")
                         break
-                    await self.budget_gate()
+                    await self.gate()
             except BudgetStop:
                 stopped_by = "budget"
                 raise
-            except RunStopped:
-                stopped_by = "stopped"
+            except RunStopped as exc:
+                stopped_by = "stop" if isinstance(exc, StopRequested) else "stopped"
                 raise
             finally:
                 fail_counter.reset(tokens[0])

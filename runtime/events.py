@@ -149,11 +149,19 @@ class SubscriberError(_Event):
     error: str
 
 
+class DisposeError(_Event):
+    """A cleanup registered with ``ctx.on_dispose`` raised; the other cleanups still ran."""
+
+    type: Literal["dispose.error"] = "dispose.error"
+    cleanup: str
+    error: str
+
+
 Event = Annotated[
     Union[
         RunStart, RunEnd, NodeStart, NodeEnd, StateAppend, StateSet,
         WorkflowStateChange, CtxSet, ChatDelta, ChatAttempt, RunPause, RunResume,
-        SubscriberError,
+        SubscriberError, DisposeError,
     ],
     Field(discriminator="type"),
 ]

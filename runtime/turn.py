@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 async def run_agent(run: "Run", spec: AgentSpec) -> None:
     """One agent step: pause, budget, then a turn (or the agent's own run())."""
     await run.pause("agent", spec.name, prompt=spec.prompt)
-    await run.budget_gate()
+    await run.gate()
     inst = run.agents[spec.cls]
     with NodeScope(run, "agent", spec.name) as scope:
         if spec.takes_over:
@@ -56,7 +56,8 @@ async def run_agent(run: "Run", spec: AgentSpec) -> None:
             speech = str(recovered)
             # The recovery is the agent's speech: the next agent reads it like any reply.
             origin = f"hook:{spec.name}.on_error"
-            _answer_dangling_calls(run, spec.name, since=history_at_start, why=describe_error(exc), origin=origin)
+            _answer_dangling_calls(run, spec.name, since=history_at_start,
+                                   why=f"the turn failed ({describe_error(exc)})", origin=origin)
             run.state.append("history", Message(role="assistant", content=speech, agent=spec.name), origin=origin)
             # This turn's summary, not the previous one's: until_answered & co. decide on it.
             run.ctx._set("turn", TurnInfo(agent=spec.name, response=speech), origin="runtime")
@@ -72,7 +73,7 @@ def _answer_dangling_calls(run: "Run", agent: str, *, since: int, why: str, orig
         for call in m.tool_calls if m.role == "assistant" else ():
             if call.id not in answered:
                 run.state.append("history", Message(
-                    role="tool", content=f"Tool call {call.name} was not run: the turn failed ({why}).",
+                    role="tool", content=f"Tool call {call.name} was not run: {why}.",
                     tool_name=call.name, tool_call_id=call.id, is_error=True, agent=agent), origin=origin)
 
 
@@ -84,15 +85,20 @@ async def _turn(run: "Run", spec: AgentSpec, inst: Any) -> None:
         if new is not None:
             prompt = str(new)
     await run.pause("chat", spec.name, prompt=prompt)
-    await run.budget_gate()
+    await run.gate()
     reply = await _chat(run, spec, prompt)
     calls = [c if c.id else c.model_copy(update={"id": f"call_{i}"}) for i, c in enumerate(reply.tool_calls)]
+    asked_at = len(run.state.history)
     run.state.append("history", Message(role="assistant", content=reply.content, tool_calls=tuple(calls),
                                          reasoning=reply.reasoning, agent=spec.name), origin=f"agent:{spec.name}")
     results = []
     for call in calls:
+        if ctx._stop_by is not None:  # ctx.stop() in a tool: this turn finishes, the rest is not run
+            _answer_dangling_calls(run, spec.name, since=asked_at, why="the run is stopping (ctx.stop())",
+                                   origin="runtime")
+            break
         await run.pause("tool", call.name)
-        await run.budget_gate()
+        await run.gate()
         results.append(await run_tool_call(run, spec, inst, call))
     last = results[-1] if results else None
     response = last.output if last is not None else reply.content
