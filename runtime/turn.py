@@ -133,7 +133,8 @@ async def _chat(run: "Run", spec: AgentSpec, prompt: str) -> ChatReply:
             agent=spec.name, turn=n, messages=messages, tools=tool_specs.schemas,
             tool_names=tool_specs.names, sampling=spec.sampling, on_delta=on_delta, on_attempt=on_attempt)
         try:
-            reply = await run.providers[spec.cls].complete(request)
+            provider = run.providers[spec.cls]
+            reply = provider.finish(request, await provider.complete(request))
         except ProviderError as exc:
             exc.agent = exc.agent or spec.name
             scope.data["attempts"] = exc.attempts

@@ -67,7 +67,7 @@ async def test_hook_order_of_a_turn_with_a_tool():
     assert [e.seq for e in events] == list(range(1, len(events) + 1))
     tool_msg = [e.item for e in events if e.type == "state.append"][-1]
     assert (tool_msg.role, tool_msg.tool_name, tool_msg.content, tool_msg.tool_call_id) == (
-        "tool", "busca", "achei x", "call_0")
+        "tool", "busca", "achei x", "call_1_0")
 
 
 async def test_returning_a_value_replaces_and_none_keeps():
