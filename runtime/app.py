@@ -26,6 +26,7 @@ from flowtui.runtime.engine import Run
 from flowtui.runtime.errors import ConfigError, InjectionError
 from flowtui.runtime.journal import JournalWriter
 from flowtui.runtime.markers import constructor_plan, execute_plan, positional_arity, where
+from flowtui.runtime.middleware import Plugins
 from flowtui.runtime.observe import make_state
 from flowtui.runtime.providers.base import Provider
 from flowtui.runtime.snapshot import Snapshot, load_snapshot
@@ -252,6 +253,49 @@ class App:
         self.offload_sync = offload_sync
         self.model = model
         self._subscribers: list[Sink] = []
+        self._plugins = Plugins()
+        for mw in plans.spec.middlewares:  # the workflow's own, outermost
+            self.use(mw)
+
+    @property
+    def middlewares(self) -> tuple[Any, ...]:
+        """The middlewares in use, outermost (first registered) first."""
+        return tuple(self._plugins.items)
+
+    def use(self, middleware: Any) -> Any:
+        """Wrap every model call and tool call of this app's runs with ``middleware``.
+
+        Any object with some of ``tool(invocation, call_next)``,
+        ``model(request, call_next)``, ``setup(app)``, ``dispose()`` (see
+        :mod:`runtime.middleware`); the first registered is the outermost.
+        ``setup(app)`` runs now (an async one before the next run starts).
+        Returns ``middleware``.
+        """
+        self._plugins.add(middleware, self)
+        return middleware
+
+    async def start(self) -> None:
+        """Await the async ``setup`` of middlewares added so far (runs do it themselves)."""
+        await self._plugins.start()
+
+    async def dispose_all(self) -> list[tuple[str, BaseException]]:
+        """Call each middleware's ``dispose()`` once, last added first; returns what raised."""
+        return await self._plugins.dispose_all()
+
+    async def aclose(self) -> None:
+        """Dispose the middlewares (each once, last added first); re-raises what raised, after all ran."""
+        failed = await self.dispose_all()
+        if len(failed) == 1:
+            raise failed[0][1]
+        if failed:
+            raise ExceptionGroup(f"{len(failed)} middlewares raised in dispose()", [exc for _, exc in failed])
+
+    async def __aenter__(self) -> "App":
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc_info: Any) -> None:
+        await self.aclose()
 
     def subscribe(self, callback: Callable[[Any], None]) -> Callable[[], None]:
         """Call ``callback(event)`` for every event of every run; returns a function that unsubscribes."""
@@ -276,10 +320,14 @@ class App:
         if on_event is not None:
             sinks.append(on_event)
         run_id = f"r{next(_run_numbers)}-{uuid.uuid4().hex[:6]}"
+        async def startup() -> None:
+            await self.start()
+            sinks.extend(s for s in self._subscribers if s not in sinks)  # subscribed by an async setup
+
         run = Run(plans=self.plans, emitter=Emitter(Stream(sinks), run_id), input=input,
                   memory=memory_items(memory), data=data, tracker=BudgetTracker(check_budget_arg(budget)),
                   controller=controller, offload=self.offload_sync, model=self.model, wrap=self.wrap,
-                  replies=self.replies, snapshot=snapshot)
+                  replies=self.replies, snapshot=snapshot, middlewares=self.middlewares, startup=startup)
         if journal is not None:  # opened only once the run could be built: a refused run leaves no file
             run.journal = JournalWriter(journal)
             sinks.insert(0, run.journal)
@@ -312,6 +360,53 @@ class App:
                 run.journal.close()
 
 
-async def run_workflow(workflow_cls: type, input: Any = None, **run_kwargs: Any) -> str | None:
-    """Bootstrap and run ``workflow_cls`` once; returns its output."""
-    return await bootstrap(workflow_cls).run(input, **run_kwargs)
+_BOOTSTRAP_OPTIONS = frozenset({"offload_sync", "model", "replies", "record", "replay"})
+_RUN_OPTIONS = frozenset({"memory", "data", "budget", "journal", "controller", "on_event", "snapshot"})
+
+
+async def run(target: type, input: Any = None, /, *, max_iterations: int | float = 10,
+              state: type | None = None, middlewares: Iterable[Any] = (), **options: Any) -> str | None:
+    """One call: run a workflow, or a single agent without writing one, and return the output.
+
+    An ``@agent`` class runs in ``loop([Agent], until=until_answered,
+    max_iterations=...)``: until it answers (one turn when it calls no
+    tool); ``state=`` gives it a workflow state for ``State()``.
+    ``middlewares`` are used for this run (then disposed). Other options
+    go to :func:`bootstrap` (``model``, ``replies``, ``record``, ``replay``,
+    ``offload_sync``) or to :meth:`App.run` (``memory``, ``data``,
+    ``budget``, ``journal``, ``snapshot``, ...).
+    """
+    unknown = set(options) - _BOOTSTRAP_OPTIONS - _RUN_OPTIONS
+    if unknown:
+        raise ConfigError(f"run({getattr(target, '__name__', target)}, ...): unknown option(s) "
+                          f"{', '.join(sorted(unknown))}; known: max_iterations, state, middlewares, "
+                          f"{', '.join(sorted(_BOOTSTRAP_OPTIONS | _RUN_OPTIONS))}")
+    spec = spec_of(target)
+    if isinstance(spec, AgentSpec):
+        target = _agent_workflow(target, spec, max_iterations=max_iterations, state=state)
+    elif not isinstance(spec, WorkflowSpec):
+        raise ConfigError(f"run({getattr(target, '__name__', target)!r}, ...): pass an @agent or a @workflow class")
+    elif state is not None:
+        raise ConfigError(f"run({spec.name}, state=...): a workflow declares its own state in @workflow(state=...)")
+    app = bootstrap(target, **{k: v for k, v in options.items() if k in _BOOTSTRAP_OPTIONS})
+    for mw in middlewares:
+        app.use(mw)
+    async with app:
+        return await app.run(input, **{k: v for k, v in options.items() if k in _RUN_OPTIONS})
+
+
+run_workflow = run  # the older name
+
+
+def _agent_workflow(agent_cls: type, spec: AgentSpec, *, max_iterations: int | float, state: type | None) -> type:
+    """A workflow of one agent, looping until it answers."""
+    from dataclasses import replace
+
+    from flowtui.runtime.decorators import workflow
+    from flowtui.runtime.steps import loop, until_answered
+
+    cls = workflow(steps=[loop([agent_cls], until=until_answered, max_iterations=max_iterations)],
+                   state=state, name=spec.name)(type(f"{spec.name}Workflow", (), {}))
+    wf: WorkflowSpec = spec_of(cls)
+    setattr(cls, "__flowtui__", replace(wf, file=where(agent_cls)[0]))  # the agent's file, not this one
+    return cls

@@ -17,6 +17,7 @@ from pydantic import BaseModel
 
 from flowtui.runtime.errors import ConfigError, PromptNotFoundError
 from flowtui.runtime.markers import where
+from flowtui.runtime.middleware import check_middleware
 from flowtui.runtime.providers.base import Provider
 from flowtui.runtime.tool_forms import SPEC_ATTR, ToolSpec, as_tool, function_tool
 
@@ -42,6 +43,7 @@ class WorkflowSpec:
     state: type | None
     steps: tuple[Any, ...]
     file: str | None = field(default=None)
+    middlewares: tuple[Any, ...] = ()
 
 
 def _caller_file(depth: int = 2) -> str | None:
@@ -141,15 +143,20 @@ def tool(target: Any = None, /, *, name: str | None = None, description: str = "
     return wrap(target) if target is not None else wrap
 
 
-def workflow(*, steps: list[Any], state: type | None = None, name: str | None = None):
-    """Declare a workflow: its ``steps`` and the class of its typed ``state``."""
+def workflow(*, steps: list[Any], state: type | None = None, name: str | None = None,
+             middlewares: list[Any] | tuple[Any, ...] = ()):
+    """Declare a workflow: its ``steps``, the class of its typed ``state``, and the
+    ``middlewares`` every app made from it uses (``app.use`` each, in order, before yours)."""
     defining_file = _caller_file()
 
     def wrap(cls: type) -> type:
         if not steps:
             raise ConfigError(f"@workflow {cls.__name__}: steps=[...] is empty")
+        for mw in middlewares:
+            check_middleware(mw, where=f"@workflow(middlewares=[...]) of {cls.__name__}")
         setattr(cls, SPEC_ATTR, WorkflowSpec(cls=cls, name=name or cls.__name__, state=state,
-                                             steps=tuple(steps), file=defining_file))
+                                             steps=tuple(steps), file=defining_file,
+                                             middlewares=tuple(middlewares)))
         return cls
 
     return wrap

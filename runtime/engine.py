@@ -12,6 +12,7 @@ import asyncio
 import json
 import math
 import time
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from flowtui.runtime.budget import BudgetStop, BudgetTracker, RunTotals
@@ -25,6 +26,7 @@ from flowtui.runtime.errors import BudgetExceededError, ConfigError, describe_er
 from flowtui.runtime.events import DisposeError, RunEnd, RunPause, RunStart
 from flowtui.runtime.invoke import call_user
 from flowtui.runtime.messages import Message
+from flowtui.runtime.middleware import layers
 from flowtui.runtime.nodes import FailCounter, NodeScope, fail_counter, loops_var, path_var
 from flowtui.runtime.observe import StateObserver
 from flowtui.runtime.snapshot import apply_state
@@ -41,7 +43,8 @@ class Run:
     def __init__(self, *, plans: "Plans", emitter: Emitter, input: Any, memory: list[str],
                  data: dict[str, Any], tracker: BudgetTracker, controller: Controller | None, offload: bool,
                  model: str | None, wrap: Any = None, replies: Any = None, depth: int = 0,
-                 snapshot: Any = None) -> None:
+                 snapshot: Any = None, middlewares: tuple[Any, ...] = (),
+                 startup: Callable[[], Awaitable[None]] | None = None) -> None:
         from flowtui.runtime.app import build_instances  # the App module builds what plans describe
 
         self.plans = plans
@@ -74,6 +77,9 @@ class Run:
         self.children = 0  # numbers child runs: <run id>.1, .2, ...
         self.edits = Editor(self)
         self.journal: Any = None
+        self.middlewares = middlewares  # outermost first; a child's come after its parent's
+        self.model_layers, self.tool_layers = layers(middlewares, "model"), layers(middlewares, "tool")
+        self._startup = startup  # the app's async plugin setups, awaited before run.start
         self._turns: dict[str, int] = {}
         self.error: BaseException | None = None
         self.exceeded: str | None = None  # the budget limit that ended the run
@@ -81,6 +87,8 @@ class Run:
     # --- the run ---------------------------------------------------------
     async def execute(self) -> str | None:
         """Run the workflow to the end; returns ``ctx.output``. Raises when it fails."""
+        if self._startup is not None:
+            await self._startup()
         t0 = time.perf_counter()
         message = _first_message(self.input)
         self.emitter.emit(
@@ -135,16 +143,22 @@ class Run:
         return output
 
     async def _dispose(self) -> None:
-        """The ``ctx.on_dispose`` cleanups, last registered first; one that raises is reported
-        and the others still run."""
+        """The ``ctx.on_dispose`` cleanups, last registered first, then the child workflows' apps
+        (their plugins' ``dispose``); one that raises is reported and the others still run."""
         disposers = self.ctx._disposers
         while disposers:
             fn = disposers.pop()
             try:
                 await call_user(fn, (), origin="dispose", offload=self.offload)
             except Exception as exc:
-                self.emitter.emit(DisposeError, node_id=None, parent_id=current_node.get()[0], origin="dispose",
-                                  cleanup=getattr(fn, "__qualname__", None) or repr(fn), error=describe_error(exc))
+                self._report_dispose(getattr(fn, "__qualname__", None) or repr(fn), exc)
+        for app in self.child_apps.values():
+            for name, exc in await app.dispose_all():
+                self._report_dispose(name, exc)
+
+    def _report_dispose(self, cleanup: str, exc: BaseException) -> None:
+        self.emitter.emit(DisposeError, node_id=None, parent_id=current_node.get()[0], origin="dispose",
+                          cleanup=cleanup, error=describe_error(exc))
 
     async def step(self, step: Any) -> None:
         if isinstance(step, LoopSpec):

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from flowtui.runtime.budget import RunTotals, TokenTotals
-from flowtui.runtime.conversation import system_note
+from flowtui.runtime.conversation import model_messages
 from flowtui.runtime.messages import Message
 
 
@@ -232,13 +232,10 @@ class RunView:
         return self.status
 
     def model_sees(self) -> list[Message]:
-        """The exact messages the next model call will send: prompt, memory/tasks note, history."""
-        messages = [Message(role="system", content=self.prompt)] if self.prompt else []
-        note = system_note(self.memory, self.tasks)
-        if note is not None:
-            messages.append(Message(role="system", content=note))
-        messages.extend(self.history)
-        return messages
+        """The messages the next model call will build: prompt, memory/tasks note, history (the
+        function a turn's request is built with; a model middleware may still change it, as the
+        chat node's ``trimmed`` records)."""
+        return model_messages(self.prompt, self.memory, self.tasks, self.history)
 
 
 # event type -> RunView method, looked up once per event (a hot path: every event goes through it)

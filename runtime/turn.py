@@ -4,24 +4,25 @@
 ``ctx.state.to_messages()``) → the assistant message joins ``history`` → each
 tool call (:mod:`runtime.tools`) → ``after_response`` → ``ctx.turn``,
 ``ctx.output``. Any raise goes to ``on_error``; an agent with ``run()`` takes
-the whole turn over.
+the whole turn over, with ``self.prompt``, ``self.provider`` and ``self.tools``
+set first, and its output counts as a turn that called no tool.
 """
 
 from __future__ import annotations
 
 import asyncio
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from flowtui.runtime.budget import BudgetStop
+from flowtui.runtime.chat import AgentProvider, build_request, call_model
 from flowtui.runtime.context import TurnInfo
 from flowtui.runtime.control import RunStopped
 from flowtui.runtime.decorators import AgentSpec
-from flowtui.runtime.errors import BudgetExceededError, FatalToolError, ProviderError, describe_error
-from flowtui.runtime.events import ChatAttempt, ChatDelta
+from flowtui.runtime.errors import BudgetExceededError, FatalToolError, describe_error
 from flowtui.runtime.messages import Message
 from flowtui.runtime.nodes import NodeScope
-from flowtui.runtime.providers.base import AttemptInfo, ChatReply, ChatRequest
-from flowtui.runtime.tools import run_tool_call
+from flowtui.runtime.tools import AgentTool, run_tool_call
 
 if TYPE_CHECKING:
     from flowtui.runtime.engine import Run
@@ -34,6 +35,9 @@ async def run_agent(run: "Run", spec: AgentSpec) -> None:
     inst = run.agents[spec.cls]
     with NodeScope(run, "agent", spec.name) as scope:
         if spec.takes_over:
+            # What run() works with, as the seed's escape hatch promises.
+            inst.prompt, inst.provider = spec.prompt, AgentProvider(run, spec)
+            inst.tools = MappingProxyType({t.name: AgentTool(run, spec, t) for t in spec.tools})
             out = await run.hook(inst.run, spec.name, "run", (run.input, run.ctx))
             text = None if out is None else str(out)
             # A turn that called no tool, as far as until_answered & co. can tell.
@@ -86,7 +90,7 @@ async def _turn(run: "Run", spec: AgentSpec, inst: Any) -> None:
             prompt = str(new)
     await run.pause("chat", spec.name, prompt=prompt)
     await run.gate()
-    reply = await _chat(run, spec, prompt)
+    reply = await call_model(run, spec, build_request(run, spec, prompt), prompt=prompt)
     calls = [c if c.id else c.model_copy(update={"id": f"call_{i}"}) for i, c in enumerate(reply.tool_calls)]
     asked_at = len(run.state.history)
     run.state.append("history", Message(role="assistant", content=reply.content, tool_calls=tuple(calls),
@@ -111,42 +115,3 @@ async def _turn(run: "Run", spec: AgentSpec, inst: Any) -> None:
         tool_error=any(r.is_error for r in results), tool_call_source=reply.tool_call_source if calls else None,
         response=response), origin="runtime")
     ctx._set("output", response, origin="runtime")
-
-async def _chat(run: "Run", spec: AgentSpec, prompt: str) -> ChatReply:
-    n = run._turns[spec.name] = run._turns.get(spec.name, 0) + 1
-    messages = [Message(role="system", content=prompt)] if prompt else []
-    messages += run.state.to_messages()
-    with NodeScope(run, "chat", spec.name,
-                   data={"turn": n, "messages": len(messages), "prompt": prompt}) as scope:
-        del scope.data["prompt"]  # on node.start only: node.end need not repeat it
-        emit = run.emitter.emit
-
-        def on_delta(text: str) -> None:
-            emit(ChatDelta, text=text)
-
-        def on_attempt(info: AttemptInfo) -> None:
-            emit(ChatAttempt, attempt=info.attempt, error=info.error, status=info.status,
-                 retry_in_s=info.retry_in_s)
-
-        tool_specs = run.plans.tool_specs[spec.cls]
-        request = ChatRequest.model_construct(
-            agent=spec.name, turn=n, messages=messages, tools=tool_specs.schemas,
-            tool_names=tool_specs.names, sampling=spec.sampling, on_delta=on_delta, on_attempt=on_attempt)
-        try:
-            provider = run.providers[spec.cls]
-            reply = provider.finish(request, await provider.complete(request))
-        except ProviderError as exc:
-            exc.agent = exc.agent or spec.name
-            scope.data["attempts"] = exc.attempts
-            raise
-        usage = reply.usage
-        run.tracker.add_chat(prompt_tokens=usage.prompt_tokens, completion_tokens=usage.completion_tokens,
-                             cost_usd=reply.cost_usd)
-        scope.data.update(
-            prompt_tokens=usage.prompt_tokens, completion_tokens=usage.completion_tokens,
-            cost_usd=reply.cost_usd, attempts=reply.attempts, tool_calls=len(reply.tool_calls),
-            tool_call_source=reply.tool_call_source, model=reply.model)
-        if reply.reasoning:
-            scope.data["reasoning"] = reply.reasoning
-    run.publish_budget()
-    return reply

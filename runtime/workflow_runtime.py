@@ -11,8 +11,10 @@
 The child has its own ``ctx``, state and history; its events go into the
 parent's stream, its workflow node under the calling tool's node; it counts
 toward the parent's budget, obeys the parent's controller (pause, stop: a
-stop inside the child ends the parent too) and inherits ``ctx.data``,
-``--model``, ``--replies`` and the ``--record``/``--replay`` cassette.
+stop inside the child ends the parent too) and inherits ``ctx.data``, the
+parent's middlewares (outside its own), ``--model``, ``--replies`` and the
+``--record``/``--replay`` cassette. The child's own plugins are disposed when
+the parent run ends.
 """
 
 from __future__ import annotations
@@ -54,6 +56,8 @@ class WorkflowRuntime:
                     data=dict(parent.ctx.data) if data is None else check_data_arg(data),
                     tracker=BudgetTracker(check_budget_arg(budget), parent=parent.tracker),
                     controller=parent.controller, offload=parent.offload, model=parent.model, wrap=parent.wrap,
-                    replies=parent.replies, depth=parent.depth + 1)
+                    replies=parent.replies, depth=parent.depth + 1,
+                    middlewares=(*parent.middlewares, *(m for m in app.middlewares if m not in parent.middlewares)),
+                    startup=app.start)
         output = await child.execute()
         return "" if output is None else str(output)
