@@ -115,6 +115,17 @@ def _ms(ms: float) -> str:
     return f"{ms:.0f}ms" if ms >= 1 else f"{ms:.2f}ms"
 
 
+async def _execute_then_close(app: Any, run: Any) -> Any:
+    """The run, then the app's middlewares disposed (a failing dispose is shown, not fatal)."""
+    from flowtui.runtime.errors import describe_error
+
+    try:
+        return await run.execute()
+    finally:
+        for name, exc in await app.dispose_all():
+            print(redact(f"! {name} raised: {describe_error(exc)}", secret_values()), file=sys.stderr)
+
+
 def main_run(argv: list[str]) -> int:
     # imported here, not at the top: the app imports this module for its arguments before its first paint
     from flowtui.runtime.errors import FlowLoadError, FlowtuiError
@@ -167,7 +178,7 @@ def main_run(argv: list[str]) -> int:
         print(f"flowtui: {exc}", file=sys.stderr)
         return 2
     try:
-        output = asyncio.run(run.execute())
+        output = asyncio.run(_execute_then_close(app, run))
     except KeyboardInterrupt:
         print("flowtui: interrupted", file=sys.stderr)
         return 1

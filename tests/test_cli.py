@@ -264,3 +264,27 @@ def test_data_reaches_ctx_data_never_the_model_and_survives_a_snapshot(tmp_path)
     assert without.returncode == 0 and without.stdout == "saldo: conta desconhecida\n", without.stderr
     bad = flowtui("run", str(path), "--data", "conta_id")
     assert bad.returncode == 2 and "--data 'conta_id': expected KEY=VALUE, e.g. --data conta_id=acme" in bad.stderr
+
+
+def test_run_disposes_the_workflows_middlewares_and_shows_a_failing_one(tmp_path):
+    marker = tmp_path / "closed.txt"
+    path = write(tmp_path, f"""
+    from pathlib import Path
+    from flowtui import Middleware
+
+    def broken():
+        raise OSError("pool already closed")
+
+    @agent(provider=FunctionProvider(lambda m, t: "ok"))
+    class A:
+        pass
+
+    @workflow(steps=[A], middlewares=[Middleware(name="pool", dispose=lambda: Path({str(marker)!r}).write_text("yes")),
+                                      Middleware(name="cache", dispose=broken)])
+    class W:
+        pass
+    """)
+    res = flowtui("run", str(path), "--input", "x")
+    assert res.returncode == 0 and res.stdout == "ok\n"
+    assert marker.read_text() == "yes"
+    assert "! cache.dispose raised: OSError: pool already closed" in res.stderr
