@@ -1,23 +1,24 @@
-"""Executing one run: the workflow, its steps, loops and parallel blocks.
+"""Executing one run: the workflow and its steps, from ``run.start`` to ``run.end``.
 
 A :class:`Run` owns everything of one run (its ``ctx``, its state instance, its
-agents, tools and providers) so concurrent runs never meet. An agent turn is
-in :mod:`runtime.turn`, a tool call in :mod:`runtime.tools`, the node tree in
-:mod:`runtime.nodes`; bootstrapping and the public ``App`` in :mod:`runtime.app`.
+agents, tools and providers) so concurrent runs never meet. Loops and parallel
+blocks are in :mod:`runtime.loops`, an agent turn in :mod:`runtime.turn`, a
+model call in :mod:`runtime.chat`, a tool call in :mod:`runtime.tools`, the node
+tree in :mod:`runtime.nodes`; bootstrapping and the public ``App`` in
+:mod:`runtime.app`.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-import math
 import time
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from flowtui.runtime.budget import BudgetStop, BudgetTracker, RunTotals
 from flowtui.runtime.bus import Emitter, current_node
-from flowtui.runtime.context import AgentContext, LoopInfo, jsonable
+from flowtui.runtime.context import AgentContext, jsonable
 from flowtui.runtime.control import Controller, PausePoint, RunStopped, StopRequested
 from flowtui.runtime.conversation import ConversationState
 from flowtui.runtime.decorators import WorkflowSpec
@@ -27,14 +28,15 @@ from flowtui.runtime.events import DisposeError, RunEnd, RunPause, RunStart
 from flowtui.runtime.invoke import call_user
 from flowtui.runtime.messages import Message
 from flowtui.runtime.middleware import layers
-from flowtui.runtime.nodes import FailCounter, NodeScope, fail_counter, loops_var, path_var
+from flowtui.runtime.loops import run_loop, run_parallel
+from flowtui.runtime.nodes import NodeScope, loops_var, path_var
 from flowtui.runtime.observe import StateObserver
 from flowtui.runtime.snapshot import apply_state
 from flowtui.runtime.steps import LoopSpec, ParallelSpec
 from flowtui.runtime.turn import run_agent
 
 if TYPE_CHECKING:
-    from flowtui.runtime.app import Plans
+    from flowtui.runtime.plans import Plans
 
 
 class Run:
@@ -45,7 +47,7 @@ class Run:
                  model: str | None, wrap: Any = None, replies: Any = None, depth: int = 0,
                  snapshot: Any = None, middlewares: tuple[Any, ...] = (),
                  startup: Callable[[], Awaitable[None]] | None = None) -> None:
-        from flowtui.runtime.app import build_instances  # the App module builds what plans describe
+        from flowtui.runtime.plans import build_instances  # what bootstrap planned, made for this run
 
         self.plans = plans
         self.spec: WorkflowSpec = plans.spec
@@ -162,9 +164,9 @@ class Run:
 
     async def step(self, step: Any) -> None:
         if isinstance(step, LoopSpec):
-            await self._loop(step)
+            await run_loop(self, step)
         elif isinstance(step, ParallelSpec):
-            await self._parallel(step)
+            await run_parallel(self, step)
         else:
             await run_agent(self, self.plans.agent_specs[step])
         self.check_state()
@@ -226,74 +228,6 @@ class Run:
         arity = self.plans.arity(fn)
         return await call_user(fn, args[:arity], origin=f"hook:{agent}.{hook}", offload=self.offload,
                                then=self.check_state)
-
-    # --- loops and parallel ------------------------------------------------
-    async def _loop(self, spec: LoopSpec) -> None:
-        ctx = self.ctx
-        ceiling = spec.max_iterations
-        shown = None if ceiling == math.inf else ceiling  # events are JSON: no infinity
-        with NodeScope(self, "loop", spec.name, data={"max_iterations": shown}) as scope:
-            fails = FailCounter(on_fail=spec.on_fail, max_fails=spec.max_fails)
-            tokens = (fail_counter.set(fails), loops_var.set(loops_var.get() + (scope.id,)))
-            i, stopped_by = 0, None
-            try:
-                while True:
-                    i += 1
-                    scope.relabel(f"{spec.name} {i}/{shown or '∞'}")
-                    for step in spec.steps:
-                        await self.step(step)
-                        if fails.count >= spec.max_fails:
-                            break
-                    ctx._set("loop", LoopInfo(iterations=i, max_iterations=ceiling), origin="runtime")
-                    self.check_stop()  # ctx.stop() in the last turn: no pause, no until
-                    await self.pause("loop_iteration", spec.name)
-                    if fails.count >= spec.max_fails:
-                        stopped_by = "fails"
-                        break
-                    if spec.until is not None and await self._until(spec):
-                        self.check_stop()  # until called ctx.stop(): the stop is what ended the loop
-                        stopped_by = "until"
-                        break
-                    if i >= ceiling:
-                        stopped_by = "exhausted"
-                        ctx._set("loop", LoopInfo(iterations=i, exhausted=True, max_iterations=ceiling,
-                                                  stopped_by="exhausted"), origin="runtime")
-                        if spec.on_exhausted is not None:
-                            await self._call(spec.on_exhausted, (ctx, i), "on_exhausted")
-                        break
-                    await self.gate()
-            except BudgetStop:
-                stopped_by = "budget"
-                raise
-            except RunStopped as exc:
-                stopped_by = "stop" if isinstance(exc, StopRequested) else "stopped"
-                raise
-            finally:
-                fail_counter.reset(tokens[0])
-                loops_var.reset(tokens[1])
-                scope.data.update(iterations=i, stopped_by=stopped_by)
-                if stopped_by is not None:
-                    ctx._set("loop", LoopInfo(iterations=i, exhausted=stopped_by == "exhausted",
-                                              max_iterations=ceiling, stopped_by=stopped_by),
-                             origin="runtime")
-
-    async def _until(self, spec: LoopSpec) -> bool:
-        args = (self.ctx, self.workflow_state) if self.plans.until_arity(spec) >= 2 else (self.ctx,)
-        return bool(await self._call(spec.until, args, "until"))
-
-    async def _call(self, fn: Any, args: tuple, origin: str) -> Any:
-        return await call_user(fn, args, origin=origin, offload=False, then=self.check_state)
-
-    async def _parallel(self, spec: ParallelSpec) -> None:
-        with NodeScope(self, "parallel", spec.name):
-            tasks = [asyncio.ensure_future(self.step(s)) for s in spec.steps]
-            try:
-                await asyncio.gather(*tasks)
-            except BaseException:
-                for t in tasks:
-                    t.cancel()
-                await asyncio.gather(*tasks, return_exceptions=True)
-                raise
 
 
 def _first_message(input: Any) -> str | None:

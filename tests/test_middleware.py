@@ -9,7 +9,7 @@ import pytest
 from pydantic import BaseModel
 
 from flowtui import (
-    ChatReply, ConfigError, ContextWindow, FunctionProvider, Input, Message, Middleware, ToolOutput,
+    ConfigError, ContextWindow, FunctionProvider, Input, Message, Middleware, ToolOutput,
     WorkflowRuntime, agent, bootstrap, loop, tool, until_answered, workflow,
 )
 from fakes import call, scripted
