@@ -207,7 +207,7 @@ _BOOTSTRAP_OPTIONS = frozenset({"offload_sync", "model", "replies", "record", "r
 _RUN_OPTIONS = frozenset({"memory", "data", "budget", "journal", "controller", "on_event", "snapshot"})
 
 
-async def run(target: type, input: Any = None, /, *, max_iterations: int | float = 10,
+async def run(target: type, /, input: Any = None, *, max_iterations: int | float = 10,
               state: type | None = None, middlewares: Iterable[Any] = (), **options: Any) -> str | None:
     """One call: run a workflow, or a single agent without writing one, and return the output.
 

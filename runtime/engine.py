@@ -27,8 +27,8 @@ from flowtui.runtime.errors import BudgetExceededError, ConfigError, describe_er
 from flowtui.runtime.events import DisposeError, RunEnd, RunPause, RunStart
 from flowtui.runtime.invoke import call_user
 from flowtui.runtime.messages import Message
-from flowtui.runtime.middleware import layers
 from flowtui.runtime.loops import run_loop, run_parallel
+from flowtui.runtime.middleware import layers
 from flowtui.runtime.nodes import NodeScope, loops_var, path_var
 from flowtui.runtime.observe import StateObserver
 from flowtui.runtime.snapshot import apply_state

@@ -150,7 +150,8 @@ class SubscriberError(_Event):
 
 
 class DisposeError(_Event):
-    """A cleanup registered with ``ctx.on_dispose`` raised; the other cleanups still ran."""
+    """A cleanup raised when the run ended (one of ``ctx.on_dispose``, or a child workflow's
+    middleware ``dispose``); the other cleanups still ran."""
 
     type: Literal["dispose.error"] = "dispose.error"
     cleanup: str

@@ -74,6 +74,7 @@ async def run_loop(run: "Run", spec: LoopSpec) -> None:
                                           max_iterations=ceiling, stopped_by=stopped_by),
                          origin="runtime")
 
+
 async def _until(run: "Run", spec: LoopSpec) -> bool:
     args = (run.ctx, run.workflow_state) if run.plans.until_arity(spec) >= 2 else (run.ctx,)
     return bool(await _call(run, spec.until, args, "until"))
@@ -82,6 +83,7 @@ async def _until(run: "Run", spec: LoopSpec) -> bool:
 async def _call(run: "Run", fn: Any, args: tuple, origin: str) -> Any:
     """Loop callbacks run inline: they decide, they should not wait."""
     return await call_user(fn, args, origin=origin, offload=False, then=run.check_state)
+
 
 async def run_parallel(run: "Run", spec: ParallelSpec) -> None:
     """``spec``'s steps concurrently on the same ``ctx`` (the last writer of ctx.output wins)."""

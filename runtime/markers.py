@@ -52,7 +52,7 @@ def where(obj: Any) -> tuple[str | None, int | None]:
         return None, None
 
 
-def _marker_of(param: inspect.Parameter, hint: Any) -> Want | None:
+def marker_of(param: inspect.Parameter, hint: Any) -> Want | None:
     if isinstance(param.default, _Marker):
         return param.default.kind
     if get_origin(hint) is Annotated:
@@ -62,7 +62,7 @@ def _marker_of(param: inspect.Parameter, hint: Any) -> Want | None:
     return None
 
 
-def _hints(fn: Any) -> dict[str, Any]:
+def type_hints(fn: Any) -> dict[str, Any]:
     try:
         return typing.get_type_hints(fn, include_extras=True)
     except Exception:
@@ -81,10 +81,10 @@ def constructor_plan(cls: type, *, has_state: bool, workflow: str, runtime_type:
         return []
     file, line = where(cls)
     plan: list[tuple[str, Want]] = []
-    hints = _hints(cls.__init__)
+    hints = type_hints(cls.__init__)
     for p in _params(cls.__init__):
         hint = hints.get(p.name)
-        kind = _marker_of(p, hint)
+        kind = marker_of(p, hint)
         base = get_args(hint)[0] if get_origin(hint) is Annotated else hint
         if kind is None and base is runtime_type:
             kind = "runtime"
@@ -118,11 +118,11 @@ def execute_plan(fn: Any, *, owner: str, schema: type | None, has_state: bool, w
     """What a tool's ``execute`` (or tool function) wants; with no markers its one parameter gets
     the arguments. ``skip_self`` drops the first parameter (an unbound method)."""
     file, line = where(fn)
-    hints = _hints(fn)
+    hints = type_hints(fn)
     params = _params(fn, skip_self=skip_self)
     label = f"{getattr(fn, '__name__', 'execute')}()"
     plan: list[tuple[str, Want]] = []
-    marked = [(p, _marker_of(p, hints.get(p.name))) for p in params]
+    marked = [(p, marker_of(p, hints.get(p.name))) for p in params]
     if not any(kind for _, kind in marked):
         if len(params) == 1:
             return [(params[0].name, "input")]

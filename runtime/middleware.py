@@ -13,8 +13,8 @@ A middleware is any object with some of:
 - ``async model(request, call_next) -> ChatReply``: around each model call,
   with the :class:`~runtime.providers.base.ChatRequest` the agent built;
   pass a changed one on with ``request.model_copy(update={...})``.
-- ``setup(app)``: once, when it is registered (an async one before the app's
-  first run starts); ``dispose()``: when the app closes (``await app.aclose()``,
+- ``setup(app)``: once, when it is registered (an async one is awaited before
+  the app's next run starts); ``dispose()``: when the app closes (``await app.aclose()``,
   ``async with app``, or the end of ``flowtui run``).
 - ``name``: shown in events (defaults to the class name).
 

@@ -123,7 +123,7 @@ def _call_plan(t: ToolSpec, *, has_state: bool, workflow: str) -> list[tuple[str
                                      file=file, line=line, cls=t.name)
         assert t.schema is not None
         return [(f, "field") for f in t.schema.model_fields] + list(t.injected.items())
-    fn = {"class": lambda: t.target.execute, "function": lambda: t.target, "object": lambda: t.target.execute}[t.form]()
+    fn = t.target if t.form == "function" else t.target.execute
     owner = t.target.__name__ if t.form == "class" else t.name
     return execute_plan(fn, owner=owner, schema=t.schema, has_state=has_state, workflow=workflow,
                         skip_self=t.form == "class")

@@ -21,13 +21,13 @@ from __future__ import annotations
 import inspect
 import re
 from dataclasses import dataclass, field
-from typing import Any, Literal, get_origin
+from typing import Annotated, Any, Literal, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, Field, PydanticSchemaGenerationError, create_model
 from pydantic.fields import FieldInfo
 
 from flowtui.runtime.errors import ConfigError
-from flowtui.runtime.markers import _hints, _marker_of, where
+from flowtui.runtime.markers import marker_of, type_hints, where
 
 SPEC_ATTR = "__flowtui__"
 OBJECT_TOOL_ATTRS = ("name", "description", "schema", "execute")
@@ -79,7 +79,7 @@ def signature_schema(fn: Any, tool_name: str, doc_params: dict[str, str]) -> tup
     """A pydantic model of ``fn``'s parameters (descriptions from the docstring), and the
     parameters to inject instead (``Context()``/``State()``)."""
     file, line = where(fn)
-    hints = _hints(fn)
+    hints = type_hints(fn)
     fields: dict[str, Any] = {}
     injected: dict[str, str] = {}
     for p in inspect.signature(fn).parameters.values():
@@ -87,7 +87,7 @@ def signature_schema(fn: Any, tool_name: str, doc_params: dict[str, str]) -> tup
             raise ConfigError(f"{_at(file, line)}@tool {fn.__name__}: *{p.name} cannot be a tool argument; "
                               "name each argument the model fills")
         hint = hints.get(p.name, Any)
-        kind = _marker_of(p, hint)
+        kind = marker_of(p, hint)
         if kind in ("ctx", "state"):
             injected[p.name] = kind
             continue
@@ -179,8 +179,6 @@ def parse_docstring(doc: str) -> tuple[str, dict[str, str]]:
 
 def _described_in(hint: Any) -> bool:
     """``Annotated[int, Field(description=...)]`` keeps its own description."""
-    from typing import Annotated, get_args
-
     if get_origin(hint) is not Annotated:
         return False
     return any(isinstance(m, FieldInfo) and m.description for m in get_args(hint)[1:])

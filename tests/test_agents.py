@@ -262,8 +262,9 @@ async def test_a_run_escape_hatch_is_a_turn_that_called_no_tool_so_until_answere
 
     runs = []
 
-    @agent(provider=FunctionProvider(lambda m, t: {"content": "", "tool_calls": [{"name": "busca", "args": {"q": "a"}}]}),
-           prompt="p", tools=[Busca])
+    calls_busca = {"content": "", "tool_calls": [{"name": "busca", "args": {"q": "a"}}]}
+
+    @agent(provider=FunctionProvider(lambda m, t: calls_busca), prompt="p", tools=[Busca])
     class CallsATool:  # leaves a stale ctx.turn with called_tool=True behind
         pass
 

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from pydantic import BaseModel
 
-from flowtui import ChatReply, ChatRequest, Input, Provider, Usage, agent, bootstrap, loop, tool, until_answered, workflow
+from flowtui import (
+    ChatReply, ChatRequest, Input, Provider, Usage, agent, bootstrap, loop, tool, until_answered, workflow,
+)
 
 
 class Q(BaseModel):
@@ -27,7 +29,8 @@ class RawTextModel(Provider):
     async def complete(self, request: ChatRequest) -> ChatReply:
         self.requests.append(request)
         if len(self.requests) == 1:
-            text = '<think>I should search.</think>\n<tool_call>{"name": "buscar", "arguments": {"q": "ctx"}}</tool_call>'
+            text = ('<think>I should search.</think>\n'
+                    '<tool_call>{"name": "buscar", "arguments": {"q": "ctx"}}</tool_call>')
         else:
             text = "<think>Found it.</think>Está em ctx.state."
         return ChatReply(content=text, usage=Usage(prompt_tokens=3, completion_tokens=2))

@@ -256,7 +256,8 @@ def test_context_window_drops_the_oldest_turns_never_a_tool_result_without_its_c
     messages = [Message(role="system", content="prompt"), Message(role="system", content="memory"),
                 Message(role="user", content="u1"),
                 Message(role="assistant", tool_calls=calls),
-                Message(role="tool", content="r1", tool_call_id="c1"), Message(role="tool", content="r2", tool_call_id="c2"),
+                Message(role="tool", content="r1", tool_call_id="c1"),
+                Message(role="tool", content="r2", tool_call_id="c2"),
                 Message(role="assistant", content="a1"), Message(role="user", content="u2")]
     assert fit(messages, 100, one) == messages
     kept = fit(messages, 6, one)  # u1 goes, then the call and both its results go together

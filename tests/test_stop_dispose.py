@@ -129,7 +129,8 @@ async def test_ctx_stop_in_the_last_step_still_reports_the_run_as_stopped():
         pass
 
     out, events, run = await run_collect(W)
-    assert (out, events[-1].status, events[-1].reason) == ("a 1", "stopped", "stopped by ctx.stop() in hook:A.after_response")
+    assert (out, events[-1].status) == ("a 1", "stopped")
+    assert events[-1].reason == "stopped by ctx.stop() in hook:A.after_response"
 
 
 async def test_ctx_stop_in_a_child_workflow_ends_the_child_only():
