@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from flowtui.runtime.bus import current_origin
-from flowtui.runtime.errors import ConfigError
+from flowtui.runtime.errors import ConfigError, FlowtuiError
 from flowtui.runtime.invoke import call_user
 
 HOOKS = ("tool", "model", "setup", "dispose")
@@ -136,7 +136,12 @@ class Plugins:
         self.items.append(mw)
         setup = getattr(mw, "setup", None)
         if callable(setup):
-            result = setup(app)
+            try:
+                result = setup(app)
+            except FlowtuiError:
+                raise
+            except Exception as exc:  # a flow file's plugin: a load error naming it, not a traceback
+                raise ConfigError(f"{middleware_name(mw)}.setup(app) raised {type(exc).__name__}: {exc}") from exc
             if inspect.isawaitable(result):
                 self._pending.append(result)
 

@@ -332,3 +332,21 @@ async def test_run_gets_prompt_provider_and_tools_that_go_through_the_app():
     assert kinds == [("workflow", "W"), ("agent", "Manual"), ("tool", "busca"), ("chat", "Manual")]
     assert events[-1].totals.chat_calls == 1 and events[-1].totals.tool_calls == 1
     assert [e for e in events if e.type == "state.append" and e.item.role == "tool"] == []  # no history
+
+
+def test_a_plugin_whose_setup_raises_is_a_load_error_naming_it(tmp_path):
+    from flowtui import FlowLoadError
+    from flowtui.runtime.loader import load_flow
+
+    path = tmp_path / "flow.py"
+    path.write_text(
+        "from flowtui import FunctionProvider, Middleware, agent, workflow\n"
+        "def setup(app):\n"
+        "    raise KeyError('METRICS_URL')\n"
+        "@agent(provider=FunctionProvider(lambda m, t: 'ok'))\n"
+        "class A: pass\n"
+        "@workflow(steps=[A], middlewares=[Middleware(name='metrics', setup=setup)])\n"
+        "class W: pass\n")
+    with pytest.raises(FlowLoadError, match=r"metrics.setup\(app\) raised KeyError: 'METRICS_URL'") as info:
+        load_flow(str(path))
+    assert info.value.cls == "W"
