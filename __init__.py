@@ -15,9 +15,10 @@ from importlib import import_module
 from typing import Any
 
 _EXPORTS = {
-    "flowtui.runtime.app": ("App", "bootstrap", "run_workflow"),
-    "flowtui.runtime.budget": ("Budget", "BudgetUsage"),
+    "flowtui.runtime.app": ("App", "bootstrap", "run", "run_workflow"),
+    "flowtui.runtime.budget": ("Budget", "BudgetUsage", "RunTotals", "TokenTotals"),
     "flowtui.runtime.context": ("AgentContext", "LoopInfo", "TurnInfo"),
+    "flowtui.runtime.context_window": ("ContextWindow",),
     "flowtui.runtime.control": ("Controller",),
     "flowtui.runtime.decorators": ("agent", "tool", "workflow"),
     "flowtui.runtime.errors": ("BudgetExceededError", "CassetteMissError", "ConfigError", "FatalToolError",
@@ -25,11 +26,13 @@ _EXPORTS = {
                        "ProviderError", "ScriptExhaustedError"),
     "flowtui.runtime.markers": ("Context", "Input", "State"),
     "flowtui.runtime.messages": ("Message", "ToolCall", "ToolOutput", "ToolResult"),
+    "flowtui.runtime.middleware": ("Middleware", "ToolInvocation"),
     "flowtui.runtime.providers.base": ("ChatReply", "ChatRequest", "Provider", "Usage"),
     "flowtui.runtime.providers.function": ("FunctionProvider",),
     "flowtui.runtime.providers.litellm": ("LiteLLMProvider",),
     "flowtui.runtime.providers.scripted": ("ScriptedProvider",),
-    "flowtui.runtime.steps": ("called_tool", "loop", "parallel", "turn_of", "until_answered", "was_exhausted"),
+    "flowtui.runtime.steps": ("FailInfo", "called_tool", "loop", "parallel", "turn_of", "until_answered",
+                              "was_exhausted"),
     "flowtui.runtime.workflow_runtime": ("WorkflowRuntime",),
 }
 _WHERE = {name: module for module, names in _EXPORTS.items() for name in names}

@@ -1,9 +1,10 @@
-"""``bootstrap(Workflow) -> App`` and ``app.run(...)``: the public way to run a flow.
+"""``bootstrap(Workflow) -> App``, ``app.run(...)`` and ``run(Agent or Workflow, ...)``:
+the public ways to run a flow.
 
-``bootstrap`` walks the workflow once and computes every injection plan, so a
-marker that cannot be satisfied fails before any run starts. ``App`` then
-makes one :class:`~runtime.engine.Run` per ``run()`` call; runs share nothing
-but the app's subscribers.
+``bootstrap`` walks the workflow once and computes every injection plan
+(:mod:`runtime.plans`), so a marker that cannot be satisfied fails before any
+run starts. ``App`` then makes one :class:`~runtime.engine.Run` per ``run()``
+call; runs share nothing but the app's subscribers and middlewares.
 """
 
 from __future__ import annotations
@@ -12,144 +13,23 @@ import itertools
 import os
 import uuid
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from flowtui.runtime.budget import Budget, BudgetTracker, check_budget_arg
 from flowtui.runtime.bus import Emitter, Sink, Stream
+from flowtui.runtime.context import check_data_arg
 from flowtui.runtime.control import Controller
 from flowtui.runtime.conversation import memory_items
-from flowtui.runtime.decorators import AgentSpec, ToolSpec, WorkflowSpec, spec_of
+from flowtui.runtime.decorators import AgentSpec, WorkflowSpec, spec_of
 from flowtui.runtime.engine import Run
-from flowtui.runtime.errors import ConfigError, InjectionError
+from flowtui.runtime.errors import ConfigError
 from flowtui.runtime.journal import JournalWriter
-from flowtui.runtime.markers import constructor_plan, execute_plan, positional_arity, where
-from flowtui.runtime.observe import make_state
+from flowtui.runtime.markers import where
+from flowtui.runtime.middleware import Plugins
+from flowtui.runtime.plans import Plans, make_plans
 from flowtui.runtime.providers.base import Provider
 from flowtui.runtime.snapshot import Snapshot, load_snapshot
-from flowtui.runtime.steps import LoopSpec, ParallelSpec
-
-
-@dataclass
-class AgentTools:
-    """The tools one agent offers the model."""
-
-    specs: dict[type, ToolSpec]
-    by_name: dict[str, type]
-    names: frozenset[str]
-    schemas: list[dict[str, Any]]
-
-
-@dataclass
-class Plans:
-    """Everything ``bootstrap`` worked out about a workflow, reused by every run."""
-
-    spec: WorkflowSpec
-    agent_specs: dict[type, AgentSpec] = field(default_factory=dict)
-    tool_specs: dict[type, AgentTools] = field(default_factory=dict)
-    ctor_plans: dict[type, list[tuple[str, str]]] = field(default_factory=dict)
-    execute_plans: dict[type, list[tuple[str, str]]] = field(default_factory=dict)
-    _arity: dict[Any, int] = field(default_factory=dict)
-
-    def new_state(self) -> Any:
-        return make_state(self.spec.state) if self.spec.state is not None else None
-
-    def arity(self, fn: Any) -> int:
-        key = getattr(fn, "__func__", fn)
-        n = self._arity.get(key)
-        if n is None:
-            n = positional_arity(fn)
-            self._arity[key] = n
-        return n
-
-    def until_arity(self, loop: LoopSpec) -> int:
-        return self.arity(loop.until)
-
-
-def _plan(spec: WorkflowSpec) -> Plans:
-    from flowtui.runtime.workflow_runtime import WorkflowRuntime
-
-    plans = Plans(spec=spec)
-    has_state = spec.state is not None
-
-    def visit(step: Any) -> None:
-        if isinstance(step, LoopSpec):
-            if step.until is not None:
-                n = positional_arity(step.until)
-                if n >= 2 and not has_state:
-                    file, line = where(step.until)
-                    raise InjectionError(
-                        f"{step.name}(until=...) takes (ctx, s) but workflow {spec.name} declares no state; "
-                        "add state=YourStateClass to @workflow(...) or make until take only ctx",
-                        file=file, line=line, cls=spec.name)
-                if n == 0:
-                    file, line = where(step.until)
-                    raise InjectionError(f"{step.name}(until=...) must take ctx (and optionally the state)",
-                                         file=file, line=line, cls=spec.name)
-            for s in step.steps:
-                visit(s)
-        elif isinstance(step, ParallelSpec):
-            for s in step.steps:
-                visit(s)
-        else:
-            aspec = spec_of(step)
-            if not isinstance(aspec, AgentSpec):
-                raise ConfigError(
-                    f"workflow {spec.name}: step {step!r} is not an @agent class, loop(...) or parallel([...])")
-            if step in plans.agent_specs:
-                return
-            plans.agent_specs[step] = aspec
-            plans.ctor_plans[step] = constructor_plan(step, has_state=has_state, workflow=spec.name,
-                                                      runtime_type=WorkflowRuntime)
-            tspecs: dict[type, ToolSpec] = {}
-            for t in aspec.tools:
-                tspec: ToolSpec = spec_of(t)
-                tspecs[t] = tspec
-                if t not in plans.ctor_plans:
-                    plans.ctor_plans[t] = constructor_plan(t, has_state=has_state, workflow=spec.name,
-                                                           runtime_type=WorkflowRuntime)
-                    plans.execute_plans[t] = execute_plan(t, schema=tspec.schema, has_state=has_state,
-                                                          workflow=spec.name)
-            by_name = {s.name: t for t, s in tspecs.items()}
-            plans.tool_specs[step] = AgentTools(specs=tspecs, by_name=by_name, names=frozenset(by_name),
-                                                schemas=[s.function_schema() for s in tspecs.values()])
-
-    for s in spec.steps:
-        visit(s)
-    return plans
-
-
-def build_instances(run: Run, *, model: str | None, wrap: Callable[[Provider], Provider] | None = None
-                    ) -> tuple[dict, dict, dict]:
-    """Agents, tools and providers for one run (so ``State()`` gets that run's instance)."""
-    from flowtui.runtime.workflow_runtime import WorkflowRuntime
-
-    plans = run.plans
-    made: dict[type, Any] = {}
-
-    def build(cls: type) -> Any:
-        kwargs = {}
-        for param, want in plans.ctor_plans[cls]:
-            kwargs[param] = run.workflow_state if want == "state" else WorkflowRuntime(run)
-        return cls(**kwargs)
-
-    agents = {cls: build(cls) for cls in plans.agent_specs}
-    tools: dict[type, Any] = {}
-    for agent_tools in plans.tool_specs.values():
-        for t in agent_tools.specs:
-            if t not in tools:
-                tools[t] = build(t)
-    providers: dict[type, Provider] = {}
-    for cls, aspec in plans.agent_specs.items():
-        p = aspec.provider
-        key = p if isinstance(p, type) else id(p)
-        if key not in made:
-            inst = p() if isinstance(p, type) else p.fork()
-            inst = inst.override_model(model) if model else inst
-            made[key] = wrap(inst) if wrap is not None else inst
-        providers[cls] = made[key]
-    return agents, tools, providers
 
 
 def bootstrap(workflow_cls: type, *, model: str | None = None,
@@ -168,7 +48,7 @@ def bootstrap(workflow_cls: type, *, model: str | None = None,
     spec = spec_of(workflow_cls)
     if not isinstance(spec, WorkflowSpec):
         raise ConfigError(f"{getattr(workflow_cls, '__name__', workflow_cls)!r} is not a @workflow class")
-    plans = _plan(spec)
+    plans = make_plans(spec)
     if replies is not None:
         from flowtui.runtime.providers.scripted import ScriptedProvider
 
@@ -217,6 +97,49 @@ class App:
         self.workflow = plans.spec
         self.model = model
         self._subscribers: list[Sink] = []
+        self._plugins = Plugins()
+        for mw in plans.spec.middlewares:  # the workflow's own, outermost
+            self.use(mw)
+
+    @property
+    def middlewares(self) -> tuple[Any, ...]:
+        """The middlewares in use, outermost (first registered) first."""
+        return tuple(self._plugins.items)
+
+    def use(self, middleware: Any) -> Any:
+        """Wrap every model call and tool call of this app's runs with ``middleware``.
+
+        Any object with some of ``tool(invocation, call_next)``,
+        ``model(request, call_next)``, ``setup(app)``, ``dispose()`` (see
+        :mod:`runtime.middleware`); the first registered is the outermost.
+        ``setup(app)`` runs now (an async one before the next run starts).
+        Returns ``middleware``.
+        """
+        self._plugins.add(middleware, self)
+        return middleware
+
+    async def start(self) -> None:
+        """Await the async ``setup`` of middlewares added so far (runs do it themselves)."""
+        await self._plugins.start()
+
+    async def dispose_all(self) -> list[tuple[str, BaseException]]:
+        """Call each middleware's ``dispose()`` once, last added first; returns what raised."""
+        return await self._plugins.dispose_all()
+
+    async def aclose(self) -> None:
+        """Dispose the middlewares (each once, last added first); re-raises what raised, after all ran."""
+        failed = await self.dispose_all()
+        if len(failed) == 1:
+            raise failed[0][1]
+        if failed:
+            raise ExceptionGroup(f"{len(failed)} middlewares raised in dispose()", [exc for _, exc in failed])
+
+    async def __aenter__(self) -> "App":
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc_info: Any) -> None:
+        await self.aclose()
 
     def subscribe(self, callback: Callable[[Any], None]) -> Callable[[], None]:
         """Call ``callback(event)`` for every event of every run; returns a function that unsubscribes."""
@@ -229,20 +152,26 @@ class App:
         return unsubscribe
 
     def prepare(self, input: Any = None, *, memory: str | Iterable[str] | Mapping[str, Any] | None = None,
-                budget: Budget | None = None, journal: str | Path | None = None,
-                controller: Controller | None = None, on_event: Callable[[Any], None] | None = None,
+                data: Mapping[str, Any] | None = None, budget: Budget | None = None,
+                journal: str | Path | None = None, controller: Controller | None = None,
+                on_event: Callable[[Any], None] | None = None,
                 snapshot: str | Path | Snapshot | None = None) -> Run:
         """A run ready to ``await run.execute()`` (the TUI keeps it to send edits and commands)."""
+        data = check_data_arg(data)
         if snapshot is not None and not isinstance(snapshot, Snapshot):
             snapshot = load_snapshot(snapshot)
         sinks: list[Sink] = list(self._subscribers)
         if on_event is not None:
             sinks.append(on_event)
         run_id = f"r{next(_run_numbers)}-{uuid.uuid4().hex[:6]}"
+        async def startup() -> None:
+            await self.start()
+            sinks.extend(s for s in self._subscribers if s not in sinks)  # subscribed by an async setup
+
         run = Run(plans=self.plans, emitter=Emitter(Stream(sinks), run_id), input=input,
-                  memory=memory_items(memory), tracker=BudgetTracker(check_budget_arg(budget)),
+                  memory=memory_items(memory), data=data, tracker=BudgetTracker(check_budget_arg(budget)),
                   controller=controller, model=self.model, wrap=self.wrap,
-                  replies=self.replies, snapshot=snapshot)
+                  replies=self.replies, snapshot=snapshot, middlewares=self.middlewares, startup=startup)
         if journal is not None:  # opened only once the run could be built: a refused run leaves no file
             run.journal = JournalWriter(journal)
             sinks.insert(0, run.journal)
@@ -250,8 +179,8 @@ class App:
         return run
 
     async def run(self, input: Any = None, *, memory: str | Iterable[str] | Mapping[str, Any] | None = None,
-                  budget: Budget | None = None, journal: str | Path | None = None,
-                  controller: Controller | None = None,
+                  data: Mapping[str, Any] | None = None, budget: Budget | None = None,
+                  journal: str | Path | None = None, controller: Controller | None = None,
                   on_event: Callable[[Any], None] | None = None,
                   snapshot: str | Path | Snapshot | None = None) -> str | None:
         """Run the workflow once and return its output (``ctx.output`` at the end).
@@ -259,17 +188,66 @@ class App:
         ``input`` is a string or ``{"message": ...}`` (the first user turn; a
         mapping without ``message`` is sent as JSON). ``memory`` seeds durable
         context: a string, a list of strings, or a mapping (``key: value`` items).
+        ``data`` is the run's own data, read as ``ctx.data`` by tools, hooks
+        and ``until`` and never put in a message (per-tenant ids, flags).
         ``journal`` writes every event to that JSONL file as it happens;
         ``snapshot`` (a TOML file from :func:`runtime.snapshot.snapshot_toml`)
         starts from its memory, tasks, history and state fields.
         Raises the run's error when it fails; returns the output so far when a
         ``stop`` budget or a ``stop`` command ended it.
         """
-        run = self.prepare(input, memory=memory, budget=budget, journal=journal, controller=controller,
-                           on_event=on_event, snapshot=snapshot)
+        run = self.prepare(input, memory=memory, data=data, budget=budget, journal=journal,
+                           controller=controller, on_event=on_event, snapshot=snapshot)
         return await run.execute()
 
 
-async def run_workflow(workflow_cls: type, input: Any = None, **run_kwargs: Any) -> str | None:
-    """Bootstrap and run ``workflow_cls`` once; returns its output."""
-    return await bootstrap(workflow_cls).run(input, **run_kwargs)
+_BOOTSTRAP_OPTIONS = frozenset({"model", "replies", "record", "replay"})
+_RUN_OPTIONS = frozenset({"memory", "data", "budget", "journal", "controller", "on_event", "snapshot"})
+
+
+async def run(target: type, /, input: Any = None, *, max_iterations: int | float = 10,
+              state: type | None = None, middlewares: Iterable[Any] = (), **options: Any) -> str | None:
+    """One call: run a workflow, or a single agent without writing one, and return the output.
+
+    An ``@agent`` class runs in ``loop([Agent], until=until_answered,
+    max_iterations=...)``: until it answers (one turn when it calls no
+    tool); ``state=`` gives it a workflow state for ``State()``.
+    ``middlewares`` are used for this run (then disposed). Other options
+    go to :func:`bootstrap` (``model``, ``replies``, ``record``, ``replay``)
+    or to :meth:`App.run` (``memory``, ``data``,
+    ``budget``, ``journal``, ``snapshot``, ...).
+    """
+    unknown = set(options) - _BOOTSTRAP_OPTIONS - _RUN_OPTIONS
+    if unknown:
+        raise ConfigError(f"run({getattr(target, '__name__', target)}, ...): unknown option(s) "
+                          f"{', '.join(sorted(unknown))}; known: max_iterations, state, middlewares, "
+                          f"{', '.join(sorted(_BOOTSTRAP_OPTIONS | _RUN_OPTIONS))}")
+    spec = spec_of(target)
+    if isinstance(spec, AgentSpec):
+        target = _agent_workflow(target, spec, max_iterations=max_iterations, state=state)
+    elif not isinstance(spec, WorkflowSpec):
+        raise ConfigError(f"run({getattr(target, '__name__', target)!r}, ...): pass an @agent or a @workflow class")
+    elif state is not None:
+        raise ConfigError(f"run({spec.name}, state=...): a workflow declares its own state in @workflow(state=...)")
+    app = bootstrap(target, **{k: v for k, v in options.items() if k in _BOOTSTRAP_OPTIONS})
+    for mw in middlewares:
+        app.use(mw)
+    async with app:
+        return await app.run(input, **{k: v for k, v in options.items() if k in _RUN_OPTIONS})
+
+
+run_workflow = run  # the older name
+
+
+def _agent_workflow(agent_cls: type, spec: AgentSpec, *, max_iterations: int | float, state: type | None) -> type:
+    """A workflow of one agent, looping until it answers."""
+    from dataclasses import replace
+
+    from flowtui.runtime.decorators import workflow
+    from flowtui.runtime.steps import loop, until_answered
+
+    cls = workflow(steps=[loop([agent_cls], until=until_answered, max_iterations=max_iterations)],
+                   state=state, name=spec.name)(type(f"{spec.name}Workflow", (), {}))
+    wf: WorkflowSpec = spec_of(cls)
+    setattr(cls, "__flowtui__", replace(wf, file=where(agent_cls)[0]))  # the agent's file, not this one
+    return cls

@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from flowtui.runtime.errors import ConfigError
 
@@ -53,6 +53,32 @@ class BudgetUsage(BaseModel):
     cost_usd: float = 0.0
 
 
+class TokenTotals(BaseModel):
+    """Tokens a run used."""
+
+    model_config = ConfigDict(frozen=True)
+
+    prompt: int = 0
+    completion: int = 0
+    total: int = 0
+
+
+class RunTotals(BaseModel):
+    """What a run consumed, with or without a budget: ``run.end`` and the
+    workflow node's end carry it. ``exceeded`` names the budget limit that
+    ended the run (``max_chat_calls``, ...), if one did. A parent's totals
+    include its child workflows'."""
+
+    model_config = ConfigDict(frozen=True)
+
+    chat_calls: int = 0
+    tool_calls: int = 0
+    tokens: TokenTotals = Field(default_factory=TokenTotals)
+    cost_usd: float = 0.0
+    elapsed_s: float = 0.0
+    exceeded: str | None = None
+
+
 class BudgetTracker:
     """Accumulates usage for a run and its children."""
 
@@ -63,15 +89,20 @@ class BudgetTracker:
         self.chat_calls = 0
         self.tool_calls = 0
         self.tokens = 0
+        self.prompt_tokens = 0
+        self.completion_tokens = 0
         self.cost_usd = 0.0
         self.reported = False  # on_exceeded was called (once per budget, children included)
 
-    def add_chat(self, *, tokens: int, cost_usd: float) -> None:
+    def add_chat(self, *, prompt_tokens: int, completion_tokens: int, cost_usd: float) -> None:
         self.chat_calls += 1
-        self.tokens += tokens
+        self.prompt_tokens += prompt_tokens
+        self.completion_tokens += completion_tokens
+        self.tokens += prompt_tokens + completion_tokens
         self.cost_usd += cost_usd
         if self.parent is not None:
-            self.parent.add_chat(tokens=tokens, cost_usd=cost_usd)
+            self.parent.add_chat(prompt_tokens=prompt_tokens, completion_tokens=completion_tokens,
+                                 cost_usd=cost_usd)
 
     def add_tool(self) -> None:
         self.tool_calls += 1
@@ -81,6 +112,13 @@ class BudgetTracker:
     def usage(self) -> BudgetUsage:
         return BudgetUsage(duration_s=round(time.perf_counter() - self._t0, 6), chat_calls=self.chat_calls,
                            tool_calls=self.tool_calls, tokens=self.tokens, cost_usd=self.cost_usd)
+
+    def totals(self, *, exceeded: str | None = None) -> RunTotals:
+        return RunTotals(chat_calls=self.chat_calls, tool_calls=self.tool_calls,
+                         tokens=TokenTotals(prompt=self.prompt_tokens, completion=self.completion_tokens,
+                                            total=self.tokens),
+                         cost_usd=self.cost_usd, elapsed_s=round(time.perf_counter() - self._t0, 6),
+                         exceeded=exceeded)
 
     def exceeded_in(self) -> "tuple[BudgetTracker, str] | None":
         """(the tracker whose budget was reached, the limit's name), here or in a parent; or None."""

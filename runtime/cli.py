@@ -1,6 +1,7 @@
 """``flowtui run``: a flow headless, with the live node tree on stderr.
 
     flowtui run flows/revisao.py --input "Olá" --memory plano=pro
+    flowtui run flows/conta.py --input "Quanto devo?" --data conta_id=acme
     flowtui run flows/revisao.py --json > events.jsonl
 
 Every run is journaled: its events go to
@@ -39,15 +40,20 @@ def say(text: str, *, file: TextIO | None = None) -> None:
     print(printable(text), file=file or sys.stderr)
 
 
-def parse_memory(pairs: list[str]) -> dict[str, str]:
+def parse_pairs(pairs: list[str], *, option: str = "--memory", example: str = "plano=pro") -> dict[str, str]:
     """``["plano=pro", "userId=123"]`` → ``{"plano": "pro", "userId": "123"}``."""
-    memory: dict[str, str] = {}
+    found: dict[str, str] = {}
     for pair in pairs:
         key, sep, value = pair.partition("=")
         if not sep or not key.strip():
-            raise SystemExit(f"flowtui: --memory {pair!r}: expected KEY=VALUE, e.g. --memory plano=pro")
-        memory[key.strip()] = value
-    return memory
+            raise SystemExit(f"flowtui: {option} {pair!r}: expected KEY=VALUE, e.g. {option} {example}")
+        found[key.strip()] = value
+    return found
+
+
+def parse_memory(pairs: list[str]) -> dict[str, str]:
+    """``--memory`` pairs as a mapping (each becomes a ``key: value`` memory item)."""
+    return parse_pairs(pairs)
 
 
 def add_flow_arguments(parser: argparse.ArgumentParser) -> None:
@@ -114,6 +120,8 @@ class TreePrinter:
             line = f"{'  ' * d}◂ {ev.kind} {ev.name} {_ms(ev.duration_ms)} {mark}{extra}"
         elif ev.type == "subscriber.error":
             line = f"! subscriber {ev.subscriber} raised: {ev.error}"
+        elif ev.type == "dispose.error":
+            line = f"! cleanup {ev.cleanup} raised: {ev.error}"
         else:
             return
         self.out.write(printable(line, self.secrets).replace("\n", " ⏎ ") + "\n")
@@ -140,6 +148,8 @@ def main_run(argv: list[str]) -> int:
     """``flowtui run``: a client of a worker process, like the app; see the module docstring."""
     parser = argparse.ArgumentParser(prog="flowtui run", description="Run a flow headless.")
     add_flow_arguments(parser)
+    parser.add_argument("--data", action="append", default=[], metavar="KEY=VALUE",
+                        help="the run's data, read as ctx.data and never sent to the model (repeatable)")
     parser.add_argument("--json", action="store_true", help="print the events as JSON lines on stdout")
     parser.add_argument("--from-snapshot", metavar="FILE", help="start from this TOML snapshot")
     parser.add_argument("--snapshot-out", metavar="FILE",
@@ -149,17 +159,18 @@ def main_run(argv: list[str]) -> int:
     try:
         args = parser.parse_args(argv)
         memory = parse_memory(args.memory)
+        data = parse_pairs(args.data, option="--data", example="conta_id=acme")
     except SystemExit as exc:
         if isinstance(exc.code, str):
             say(exc.code)
         return 2
     try:
-        return asyncio.run(_run_headless(args, memory))
+        return asyncio.run(_run_headless(args, memory, data))
     except KeyboardInterrupt:  # a third ctrl-C while the worker is killed: nothing left to wait for
         return 1
 
 
-async def _run_headless(args: argparse.Namespace, memory: dict[str, str]) -> int:
+async def _run_headless(args: argparse.Namespace, memory: dict[str, str], data: dict[str, str]) -> int:
     import signal
 
     from flowtui.runtime import protocol as p
@@ -209,8 +220,8 @@ async def _run_headless(args: argparse.Namespace, memory: dict[str, str]) -> int
             await channel.kill()
             return 2
     channel.journal = str(journal) if journal is not None else None
-    reply = await channel.command(p.Start(input=args.input, memory=memory or None, paused=False,
-                                          journal=channel.journal))
+    reply = await channel.command(p.Start(input=args.input, memory=memory or None, data=data or None,
+                                          paused=False, journal=channel.journal))
     if not reply.ok:  # refused before the run started (e.g. a bad snapshot)
         if journal is not None and not args.journal:
             journal.unlink(missing_ok=True)  # the new default file: a refused run leaves none

@@ -3,22 +3,28 @@
 Your own fields live here (``ctx.tentativas = ctx.get("tentativas", 0) + 1``)
 next to the ones the runtime writes: ``turn``, ``output``, ``loop`` and
 ``budget``. Every set emits a ``ctx.set`` event. The conversation the model
-sees is ``ctx.state``.
+sees is ``ctx.state``; ``ctx.data`` is the run's read-only data
+(``app.run(data=...)``), which the model never sees.
 """
 
 from __future__ import annotations
 
+import math
 import threading
+from collections.abc import Callable, Mapping
+from types import MappingProxyType
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, field_serializer
 from pydantic_core import to_jsonable_python
 
+from flowtui.runtime.bus import current_origin
 from flowtui.runtime.conversation import ConversationState
+from flowtui.runtime.errors import ConfigError
 from flowtui.runtime.events import CtxSet
 
 _MISSING = object()
-_RESERVED = frozenset({"state", "get", "run_id", "fields"})
+_RESERVED = frozenset({"state", "get", "run_id", "fields", "data", "stop", "on_dispose"})
 
 
 class TurnInfo(BaseModel):
@@ -35,14 +41,37 @@ class TurnInfo(BaseModel):
 
 
 class LoopInfo(BaseModel):
-    """The most recent loop (``ctx.loop``); ``stopped_by`` is None while it runs."""
+    """The most recent loop (``ctx.loop``); ``stopped_by`` is None while it runs.
+
+    ``stopped_by``: ``until``, ``exhausted`` (``max_iterations``), ``fails``
+    (``max_fails``), ``budget``, ``stop`` (``ctx.stop()``) or ``stopped`` (the
+    stop command). ``max_iterations`` is ``math.inf`` for a loop without a
+    ceiling (``None`` in events: JSON has no infinity).
+    """
 
     model_config = ConfigDict(frozen=True)
 
     iterations: int = 0
     exhausted: bool = False
-    max_iterations: int = 0
-    stopped_by: Literal["until", "exhausted", "fails", "budget", "stopped"] | None = None
+    max_iterations: int | float | None = 0
+    stopped_by: Literal["until", "exhausted", "fails", "budget", "stop", "stopped"] | None = None
+
+    @field_serializer("max_iterations")
+    def _no_ceiling_as_none(self, value: int | float | None) -> int | None:
+        return None if value is None or value == math.inf else int(value)
+
+
+def check_data_arg(data: Any) -> dict[str, Any]:
+    """``run(data=...)`` as a plain dict: a mapping with ``str`` keys, or ``None``."""
+    if data is None:
+        return {}
+    if not isinstance(data, Mapping):
+        raise ConfigError(f"run(data=...) must be a mapping such as {{'conta_id': 'acme'}}, "
+                          f"got {type(data).__name__}")
+    bad = [k for k in data if not isinstance(k, str)]
+    if bad:
+        raise ConfigError(f"run(data=...): keys must be str, got {bad[0]!r}")
+    return dict(data)
 
 
 def jsonable(value: Any) -> Any:
@@ -53,12 +82,17 @@ def jsonable(value: Any) -> Any:
 class AgentContext:
     """The type of ``ctx``. Reading an unset field raises ``AttributeError``."""
 
-    def __init__(self, state: ConversationState, emit, *, run_id: str, lock: Any = None) -> None:
+    def __init__(self, state: ConversationState, emit, *, run_id: str, lock: Any = None,
+                 data: Mapping[str, Any] | None = None) -> None:
         object.__setattr__(self, "state", state)
         object.__setattr__(self, "_lock", lock if lock is not None else threading.RLock())
         object.__setattr__(self, "run_id", run_id)
         object.__setattr__(self, "_fields", {})
         object.__setattr__(self, "_emit", emit)
+        # The run's own data (app.run(data=...)): for your code, never for the model.
+        object.__setattr__(self, "data", MappingProxyType(dict(data or {})))
+        object.__setattr__(self, "_stop_by", None)  # who called ctx.stop(), once someone did
+        object.__setattr__(self, "_disposers", [])
 
     def __getattr__(self, name: str) -> Any:
         # Only called when normal lookup fails: i.e. for fields.
@@ -78,6 +112,7 @@ class AgentContext:
             raise AttributeError(
                 f"ctx.{name} is reserved; pick another field name"
                 + (" (the conversation is changed with ctx.state.append/set)" if name == "state" else "")
+                + (" (ctx.data is the run's read-only data, given as app.run(data=...))" if name == "data" else "")
             )
         self._set(name, value, origin=None)
 
@@ -95,6 +130,29 @@ class AgentContext:
         with self._lock:  # the change and its event together
             self._fields[name] = value
             self._emit(CtxSet, **fields)
+
+    def stop(self) -> None:
+        """End the run gracefully after the current unit of work, with the output so far.
+
+        Call it from a tool, a hook or ``until``. A tool's turn still finishes
+        (its other tool calls are answered as not run, ``after_response`` runs);
+        then the run ends with status ``stopped``, the enclosing loop with
+        ``ctx.loop.stopped_by == "stop"``.
+        """
+        if self._stop_by is None:
+            object.__setattr__(self, "_stop_by", current_origin.get())
+
+    def on_dispose(self, fn: Callable[[], Any]) -> Callable[[], Any]:
+        """Run ``fn()`` (sync or async) when the run ends, whatever the outcome.
+
+        Cleanups run last registered first; one that raises is reported (a
+        ``dispose.error`` event) and the others still run. Returns ``fn``, so
+        it also works as a decorator.
+        """
+        if not callable(fn):
+            raise TypeError(f"ctx.on_dispose(fn): fn must be callable, got {fn!r}")
+        self._disposers.append(fn)
+        return fn
 
     def get(self, name: str, default: Any = None) -> Any:
         """The field ``name``, or ``default`` when it was never set."""

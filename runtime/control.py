@@ -40,6 +40,16 @@ class Terminated(RunStopped):
     hook that never reaches a pause point is unwound, and the run ends as ``stopped``."""
 
 
+class StopRequested(RunStopped):
+    """Raised at the next unit of work after ``ctx.stop()``; ``origin`` is the code that asked
+    (``tool:x``, ``hook:A.after_response``, ``until``). Only that run ends: a child's stop
+    returns to its parent's tool like a finished child."""
+
+    def __init__(self, origin: str) -> None:
+        super().__init__(origin)
+        self.origin = origin
+
+
 @dataclass(frozen=True)
 class PausePoint:
     kind: PointKind

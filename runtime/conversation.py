@@ -93,6 +93,19 @@ def system_note(memory: Sequence[str], tasks: Sequence[str]) -> str | None:
     return "\n\n".join(parts) if parts else None
 
 
+def model_messages(prompt: str | None, memory: Sequence[str], tasks: Sequence[str],
+                   history: Sequence[Message]) -> list[Message]:
+    """What a model call sends (before middlewares): the agent's prompt as the first ``system``
+    message, memory and tasks as one ``system`` note, then the history. The one function
+    behind both a turn's request and "what the model sees"."""
+    messages = [Message(role="system", content=prompt)] if prompt else []
+    note = system_note(memory, tasks)
+    if note is not None:
+        messages.append(Message(role="system", content=note))
+    messages.extend(history)
+    return messages
+
+
 class ConversationState:
     """``ctx.state`` of one run."""
 
@@ -156,13 +169,11 @@ class ConversationState:
             self._emit(StateSet, **fields)
 
     # projection --------------------------------------------------------
-    def to_messages(self) -> list[Message]:
-        """What the model sees after the agent's prompt: memory/tasks as one system message, then history."""
-        note = system_note(self._buckets["memory"], self._buckets["tasks"])
-        history = self._buckets["history"]
-        if note is None:
-            return list(history)
-        return [Message(role="system", content=note), *history]
+    def to_messages(self, *, prompt: str | None = None) -> list[Message]:
+        """What the model sees: memory/tasks as one system message, then history; with
+        ``prompt``, the agent's prompt first (exactly a turn's request before middlewares)."""
+        b = self._buckets
+        return model_messages(prompt, b["memory"], b["tasks"], b["history"])
 
     def _bucket(self, bucket: str) -> list:
         try:

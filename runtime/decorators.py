@@ -7,6 +7,7 @@ a pydantic model, ``execute`` exists) and leave the rest (injection plans) to
 
 from __future__ import annotations
 
+import inspect
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,38 +17,23 @@ from pydantic import BaseModel
 
 from flowtui.runtime.errors import ConfigError, PromptNotFoundError
 from flowtui.runtime.markers import where
+from flowtui.runtime.middleware import check_middleware
 from flowtui.runtime.providers.base import Provider
+from flowtui.runtime.tool_forms import SPEC_ATTR, ToolSpec, as_tool, function_tool
 
 HOOKS = ("before_prompt", "before_tool", "after_tool", "after_response", "on_error")
-SPEC_ATTR = "__flowtui__"
 
 
 @dataclass(frozen=True)
 class AgentSpec:
     cls: type
     name: str
-    provider: Any  # a Provider subclass or instance
+    provider: Any  # a Provider subclass, an instance, or a function returning one
     prompt: str
-    tools: tuple[type, ...]
+    tools: tuple[ToolSpec, ...]
     sampling: dict[str, Any]
     hooks: frozenset[str]
     takes_over: bool  # defines run(self, input, ctx)
-
-
-@dataclass(frozen=True)
-class ToolSpec:
-    cls: type
-    name: str
-    description: str
-    schema: type[BaseModel] | None
-
-    def function_schema(self) -> dict[str, Any]:
-        """The OpenAI-style function schema the model sees (from the pydantic model)."""
-        params = (self.schema.model_json_schema() if self.schema is not None
-                  else {"type": "object", "properties": {}})
-        params.pop("title", None)
-        return {"type": "function",
-                "function": {"name": self.name, "description": self.description, "parameters": params}}
 
 
 @dataclass(frozen=True)
@@ -57,6 +43,7 @@ class WorkflowSpec:
     state: type | None
     steps: tuple[Any, ...]
     file: str | None = field(default=None)
+    middlewares: tuple[Any, ...] = ()
 
 
 def _caller_file(depth: int = 2) -> str | None:
@@ -73,15 +60,14 @@ def agent(*, provider: Any, prompt: str = "", tools: list[type] | tuple[type, ..
 
     ``prompt`` is a path relative to the file that defines the agent (read now),
     or the prompt text itself. ``provider`` is a provider class (built with no
-    arguments, once per run) or an instance.
+    arguments, once per run), an instance (forked per run), or a function of
+    no arguments that returns a provider, called once per run (per-tenant keys
+    and clients: ``provider=lambda: LiteLLMProvider(api_key=...)``).
     """
     defining_file = _caller_file()
 
     def wrap(cls: type) -> type:
-        if not (isinstance(provider, Provider) or (isinstance(provider, type) and issubclass(provider, Provider))):
-            raise ConfigError(
-                f"{cls.__name__}: @agent(provider=...) must be a Provider class or instance "
-                f"(e.g. ScriptedProvider, FunctionProvider, LiteLLMProvider), got {provider!r}")
+        _check_provider(provider, cls.__name__)
         text, path = prompt, None
         if prompt and _looks_like_path(prompt):
             base = Path(defining_file).parent if defining_file else Path.cwd()
@@ -93,12 +79,16 @@ def agent(*, provider: Any, prompt: str = "", tools: list[type] | tuple[type, ..
                     "that defines the agent); create it or fix the path",
                     file=file or defining_file, line=line, cls=cls.__name__)
             text = path.read_text(encoding="utf-8").strip()
-        for t in tools:
-            if not hasattr(t, SPEC_ATTR) or not isinstance(getattr(t, SPEC_ATTR), ToolSpec):
-                raise ConfigError(f"{cls.__name__}: tools=[...] holds {t!r}, which is not a @tool class")
+        specs = tuple(as_tool(t, agent=cls.__name__) for t in tools)
+        seen: dict[str, Any] = {}
+        for t in specs:
+            if t.name in seen:
+                raise ConfigError(f"{cls.__name__}: two tools are named {t.name!r} ({seen[t.name]!r} and "
+                                  f"{t.target!r}); give one another name=")
+            seen[t.name] = t.target
         spec = AgentSpec(
             cls=cls, name=name or cls.__name__, provider=provider, prompt=text,
-            tools=tuple(tools), sampling=dict(sampling or {}),
+            tools=specs, sampling=dict(sampling or {}),
             hooks=frozenset(h for h in HOOKS if callable(getattr(cls, h, None))),
             takes_over=callable(getattr(cls, "run", None)),
         )
@@ -108,33 +98,69 @@ def agent(*, provider: Any, prompt: str = "", tools: list[type] | tuple[type, ..
     return wrap
 
 
-def tool(*, name: str | None = None, description: str = "", schema: type[BaseModel] | None = None):
-    """Declare a tool: a class with ``execute`` (sync or async) and a pydantic ``schema``."""
+def _check_provider(provider: Any, agent: str) -> None:
+    if isinstance(provider, Provider) or (isinstance(provider, type) and issubclass(provider, Provider)):
+        return
+    what = ("must be a Provider class or instance (e.g. ScriptedProvider, FunctionProvider, "
+            "LiteLLMProvider) or a function of no arguments returning one")
+    if isinstance(provider, type) or not callable(provider):
+        raise ConfigError(f"{agent}: @agent(provider=...) {what}, got {provider!r}")
+    try:
+        required = [p.name for p in inspect.signature(provider).parameters.values()
+                    if p.default is p.empty and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+    except (TypeError, ValueError):  # a builtin without a signature: trust it
+        required = []
+    if required:
+        raise ConfigError(f"{agent}: @agent(provider=...) {what}; this function needs {', '.join(required)}")
 
-    def wrap(cls: type) -> type:
-        if not callable(getattr(cls, "execute", None)):
-            raise ConfigError(f"@tool class {cls.__name__} has no execute() method")
-        if schema is not None and not (isinstance(schema, type) and issubclass(schema, BaseModel)):
-            raise ConfigError(f"@tool {cls.__name__}: schema= must be a pydantic BaseModel subclass, got {schema!r}")
-        setattr(cls, SPEC_ATTR, ToolSpec(cls=cls, name=name or cls.__name__, description=description or (cls.__doc__ or "").strip(), schema=schema))
-        return cls
 
-    return wrap
+def tool(target: Any = None, /, *, name: str | None = None, description: str = "",
+         schema: type[BaseModel] | None = None):
+    """Declare a tool: a class with ``execute`` (sync or async) and a pydantic ``schema``,
+    or a function (``@tool`` or ``@tool(name=...)``) whose parameters are its schema.
+
+    The description defaults to the docstring (for a function, the text before
+    its ``Args:`` section, whose lines describe the parameters). A decorated
+    function stays an ordinary function you can call in a test.
+    """
+    if schema is not None and not (isinstance(schema, type) and issubclass(schema, BaseModel)):
+        raise ConfigError(f"@tool({getattr(target, '__name__', name or '')}): schema= must be a pydantic "
+                          f"BaseModel subclass, got {schema!r}")
+
+    def wrap(obj: Any) -> Any:
+        if isinstance(obj, type):
+            if not callable(getattr(obj, "execute", None)):
+                raise ConfigError(f"@tool class {obj.__name__} has no execute() method")
+            spec = ToolSpec(target=obj, form="class", name=name or obj.__name__,
+                            description=description or (obj.__doc__ or "").strip(), schema=schema)
+        elif inspect.isfunction(obj):
+            spec = function_tool(obj, name=name, description=description, schema=schema)
+        else:
+            raise ConfigError(f"@tool decorates a class with execute() or a function, not {obj!r}")
+        setattr(obj, SPEC_ATTR, spec)
+        return obj
+
+    return wrap(target) if target is not None else wrap
 
 
-def workflow(*, steps: list[Any], state: type | None = None, name: str | None = None):
-    """Declare a workflow: its ``steps`` and the class of its typed ``state``."""
+def workflow(*, steps: list[Any], state: type | None = None, name: str | None = None,
+             middlewares: list[Any] | tuple[Any, ...] = ()):
+    """Declare a workflow: its ``steps``, the class of its typed ``state``, and the
+    ``middlewares`` every app made from it uses (``app.use`` each, in order, before yours)."""
     defining_file = _caller_file()
 
     def wrap(cls: type) -> type:
         if not steps:
             raise ConfigError(f"@workflow {cls.__name__}: steps=[...] is empty")
+        for mw in middlewares:
+            check_middleware(mw, where=f"@workflow(middlewares=[...]) of {cls.__name__}")
         setattr(cls, SPEC_ATTR, WorkflowSpec(cls=cls, name=name or cls.__name__, state=state,
-                                             steps=tuple(steps), file=defining_file))
+                                             steps=tuple(steps), file=defining_file,
+                                             middlewares=tuple(middlewares)))
         return cls
 
     return wrap
 
 
 def spec_of(obj: Any) -> Any:
-    return getattr(obj, SPEC_ATTR, None) if isinstance(obj, type) else None
+    return getattr(obj, SPEC_ATTR, None) if isinstance(obj, type) or inspect.isfunction(obj) else None

@@ -1,9 +1,11 @@
-"""Executing one run: the workflow, its steps, loops and parallel blocks.
+"""Executing one run: the workflow and its steps, from ``run.start`` to ``run.end``.
 
 A :class:`Run` owns everything of one run (its ``ctx``, its state instance, its
-agents, tools and providers) so concurrent runs never meet. An agent turn is
-in :mod:`runtime.turn`, a tool call in :mod:`runtime.tools`, the node tree in
-:mod:`runtime.nodes`; bootstrapping and the public ``App`` in :mod:`runtime.app`.
+agents, tools and providers) so concurrent runs never meet. Loops and parallel
+blocks are in :mod:`runtime.loops`, an agent turn in :mod:`runtime.turn`, a
+model call in :mod:`runtime.chat`, a tool call in :mod:`runtime.tools`, the node
+tree in :mod:`runtime.nodes`; bootstrapping and the public ``App`` in
+:mod:`runtime.app`.
 """
 
 from __future__ import annotations
@@ -11,37 +13,41 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
-from flowtui.runtime.budget import BudgetStop, BudgetTracker
+from flowtui.runtime.budget import BudgetStop, BudgetTracker, RunTotals
 from flowtui.runtime.bus import Emitter, current_node
-from flowtui.runtime.context import AgentContext, LoopInfo
-from flowtui.runtime.control import Controller, PausePoint, RunStopped
+from flowtui.runtime.context import AgentContext, jsonable
+from flowtui.runtime.control import Controller, PausePoint, RunStopped, StopRequested
 from flowtui.runtime.conversation import ConversationState
 from flowtui.runtime.decorators import WorkflowSpec
 from flowtui.runtime.edits import Editor
 from flowtui.runtime.errors import BudgetExceededError, ConfigError, describe_error
-from flowtui.runtime.events import RunEnd, RunPause, RunStart
+from flowtui.runtime.events import DisposeError, RunEnd, RunPause, RunStart
 from flowtui.runtime.invoke import call_user
 from flowtui.runtime.messages import Message
-from flowtui.runtime.nodes import FailCounter, NodeScope, fail_counter, loops_var, path_var
+from flowtui.runtime.loops import run_loop, run_parallel
+from flowtui.runtime.middleware import layers
+from flowtui.runtime.nodes import NodeScope, loops_var, path_var
 from flowtui.runtime.observe import StateObserver
 from flowtui.runtime.snapshot import apply_state, check_workflow
-from flowtui.runtime.steps import FailInfo, LoopSpec, ParallelSpec
+from flowtui.runtime.steps import LoopSpec, ParallelSpec
 from flowtui.runtime.turn import run_agent
 
 if TYPE_CHECKING:
-    from flowtui.runtime.app import Plans
+    from flowtui.runtime.plans import Plans
 
 
 class Run:
     """One execution of a workflow. Built by ``App``; ``await run.execute()``."""
 
     def __init__(self, *, plans: "Plans", emitter: Emitter, input: Any, memory: list[str],
-                 tracker: BudgetTracker, controller: Controller | None,
+                 data: dict[str, Any], tracker: BudgetTracker, controller: Controller | None,
                  model: str | None, wrap: Any = None, replies: Any = None, depth: int = 0,
-                 snapshot: Any = None) -> None:
-        from flowtui.runtime.app import build_instances  # the App module builds what plans describe
+                 snapshot: Any = None, middlewares: tuple[Any, ...] = (),
+                 startup: Callable[[], Awaitable[None]] | None = None) -> None:
+        from flowtui.runtime.plans import build_instances  # what bootstrap planned, made for this run
 
         self.plans = plans
         self.spec: WorkflowSpec = plans.spec
@@ -56,8 +62,9 @@ class Run:
         if snapshot is not None:
             check_workflow(snapshot, self.spec.name)
             memory = [*snapshot.memory, *memory]
+            data = {**snapshot.data, **data}
         self.state = ConversationState(emit, memory=memory, lock=emitter.lock)
-        self.ctx = AgentContext(self.state, emit, run_id=self.id, lock=emitter.lock)
+        self.ctx = AgentContext(self.state, emit, run_id=self.id, lock=emitter.lock, data=data)
         self.workflow_state = plans.new_state()
         if snapshot is not None and snapshot.state:
             if self.workflow_state is None:
@@ -66,17 +73,21 @@ class Run:
             apply_state(self.workflow_state, self.spec.state, snapshot.state, source=snapshot.source)
         self.observer = (StateObserver(self.workflow_state, emit, lock=emitter.lock)
                          if self.workflow_state is not None else None)
-        self.agents, self.tools, self.providers = build_instances(self, model=model, wrap=wrap)
         # What a child workflow inherits: the same --model, cassette and --replies.
         self.model, self.wrap, self.replies = model, wrap, replies
+        self.agents, self.tools, self.providers = build_instances(self, model=model, wrap=wrap)
         self.child_apps: dict[type, Any] = {}
         self.children = 0  # numbers child runs: <run id>.1, .2, ...
         self.edits = Editor(self)
         self.journal: Any = None  # the JournalWriter, closed when the run ends
         self.recording: Any = None  # the --record cassette, put in place when the run ends
         self.recorded: bool | None = None  # what that did: True replaced a file, False wrote a new one
+        self.middlewares = middlewares  # outermost first; a child's come after its parent's
+        self.model_layers, self.tool_layers = layers(middlewares, "model"), layers(middlewares, "tool")
+        self._startup = startup  # the app's async plugin setups, awaited before run.start
         self._turns: dict[str, int] = {}
         self.error: BaseException | None = None
+        self.exceeded: str | None = None  # the budget limit that ended the run
         self.status = "idle"  # then running; at the end finished, failed or stopped (as run.end says)
         self.root: Run = self  # the top-level run; child runs register in its `runs`
         self.runs: dict[str, Run] = {self.id: self}
@@ -84,12 +95,15 @@ class Run:
     # --- the run ---------------------------------------------------------
     async def execute(self) -> str | None:
         """Run the workflow to the end; returns ``ctx.output``. Raises when it fails."""
+        if self._startup is not None:
+            await self._startup()
         t0 = time.perf_counter()
         message = _first_message(self.input)
         self.emitter.emit(
             RunStart, node_id=None, parent_id=current_node.get()[0], workflow=self.spec.name,
             input=_jsonable_input(self.input), memory=list(self.state.memory),
             state=self.observer.snapshot() if self.observer else {}, file=self.spec.file,
+            data=jsonable(dict(self.ctx.data)),
         )
         reason = error = None
         self.status = "running"
@@ -101,11 +115,16 @@ class Run:
                         self.state.set(bucket, getattr(self._seed, bucket), origin="snapshot")
             if message is not None:
                 self.state.append("history", Message(role="user", content=message), origin="input")
-            with NodeScope(self, "workflow", self.spec.name):
-                for step in self.spec.steps:
-                    await self.step(step)
+            with NodeScope(self, "workflow", self.spec.name) as scope:
+                try:
+                    for step in self.spec.steps:
+                        await self.step(step)
+                finally:
+                    scope.data["totals"] = self.totals().model_dump(mode="json")
         except BudgetStop as stop:
             reason = f"budget: {stop.limit}"
+        except StopRequested as stop:  # ctx.stop(): this run ends, a parent goes on
+            status, reason = "stopped", f"stopped by ctx.stop() in {stop.origin}"
         except RunStopped as exc:
             status, reason = "stopped", exc.reason
             if self.depth:  # a child: the stop ends its parent too
@@ -117,13 +136,17 @@ class Run:
             status, error = "failed", describe_error(exc)
             self.error = exc
         finally:
+            await self._dispose()
             self.check_state()
             if self.observer is not None:
                 self.observer.detach()
+        if status == "finished" and self.ctx._stop_by is not None:  # ctx.stop() with nothing left to skip
+            status, reason = "stopped", f"stopped by ctx.stop() in {self.ctx._stop_by}"
         output = self.ctx.get("output")
         self.status = status
         self.emitter.emit(RunEnd, node_id=None, parent_id=current_node.get()[0], status=status, output=output,
-                          error=error, reason=reason, duration_ms=round((time.perf_counter() - t0) * 1000, 3))
+                          error=error, reason=reason, duration_ms=round((time.perf_counter() - t0) * 1000, 3),
+                          totals=self.totals())
         self.emitter.close()
         self.close_files()
         if self.error is not None:
@@ -144,11 +167,29 @@ class Run:
         if self.recording is not None and not self.depth:
             self.recorded, self.recording = self.recording.commit(), None
 
+    async def _dispose(self) -> None:
+        """The ``ctx.on_dispose`` cleanups, last registered first, then the child workflows' apps
+        (their plugins' ``dispose``); one that raises is reported and the others still run."""
+        disposers = self.ctx._disposers
+        while disposers:
+            fn = disposers.pop()
+            try:
+                await call_user(fn, (), origin="dispose")
+            except Exception as exc:
+                self._report_dispose(getattr(fn, "__qualname__", None) or repr(fn), exc)
+        for app in self.child_apps.values():
+            for name, exc in await app.dispose_all():
+                self._report_dispose(name, exc)
+
+    def _report_dispose(self, cleanup: str, exc: BaseException) -> None:
+        self.emitter.emit(DisposeError, node_id=None, parent_id=current_node.get()[0], origin="dispose",
+                          cleanup=cleanup, error=describe_error(exc))
+
     async def step(self, step: Any) -> None:
         if isinstance(step, LoopSpec):
-            await self._loop(step)
+            await run_loop(self, step)
         elif isinstance(step, ParallelSpec):
-            await self._parallel(step)
+            await run_parallel(self, step)
         else:
             await run_agent(self, self.plans.agent_specs[step])
         self.check_state()
@@ -172,25 +213,35 @@ class Run:
 
         await controller.checkpoint(point, emit)
 
-    async def budget_gate(self) -> None:
-        """Between units of work: stop or raise when a budget limit is reached.
-
-        ``on_exceeded(ctx, usage)`` (sync or async) is called once per budget."""
+    async def gate(self) -> None:
+        """Between units of work: end the run after ``ctx.stop()``; stop or raise when a budget
+        limit is reached (``on_exceeded(ctx, usage, limit)``, sync or async, may take fewer
+        parameters, is called once per budget)."""
+        self.check_stop()
         found = self.tracker.exceeded_in()
         if found is None:
             return
         tracker, limit = found  # a child run may hit its parent's budget
+        self.exceeded = limit
         budget = tracker.budget
         assert budget is not None
         usage = tracker.usage()
         if not tracker.reported and budget.on_exceeded is not None:
             tracker.reported = True
-            await call_user(budget.on_exceeded, (self.ctx, usage), origin="budget",
-                            then=self.check_state)
+            args = (self.ctx, usage, limit)[:self.plans.arity(budget.on_exceeded)]
+            await call_user(budget.on_exceeded, args, origin="budget", then=self.check_state)
         if budget.mode == "raise":
             raise BudgetExceededError(f"budget exceeded: {limit}={getattr(budget, limit)} (used: {usage.model_dump()})",
                                       limit=limit, usage=usage)
         raise BudgetStop(limit)
+
+    def check_stop(self) -> None:
+        if self.ctx._stop_by is not None:
+            raise StopRequested(self.ctx._stop_by)
+
+    def totals(self) -> RunTotals:
+        """What this run (its children included) consumed so far."""
+        return self.tracker.totals(exceeded=self.exceeded)
 
     def publish_budget(self) -> None:
         if self.tracker.budget is not None:
@@ -200,73 +251,6 @@ class Run:
         arity = self.plans.arity(fn)
         return await call_user(fn, args[:arity], origin=f"hook:{agent}.{hook}",
                                then=self.check_state)
-
-    # --- loops and parallel ------------------------------------------------
-    async def _loop(self, spec: LoopSpec) -> None:
-        ctx = self.ctx
-        with NodeScope(self, "loop", spec.name, data={"max_iterations": spec.max_iterations}) as scope:
-            fails = FailCounter()
-            tokens = (fail_counter.set(fails), loops_var.set(loops_var.get() + (scope.id,)))
-            i, stopped_by = 0, None
-            try:
-                while True:
-                    i += 1
-                    scope.relabel(f"{spec.name} {i}/{spec.max_iterations}")
-                    for step in spec.steps:
-                        await self.step(step)
-                        if fails.count >= spec.max_fails:
-                            break
-                    ctx._set("loop", LoopInfo(iterations=i, max_iterations=spec.max_iterations), origin="runtime")
-                    await self.pause("loop_iteration", spec.name)
-                    if fails.count >= spec.max_fails:
-                        stopped_by = "fails"
-                        if spec.on_fail is not None:
-                            info = FailInfo(fails=fails.count, tool_name=fails.tool, error=fails.error)
-                            await self._call(spec.on_fail, (ctx, info), "on_fail")
-                        break
-                    if spec.until is not None and await self._until(spec):
-                        stopped_by = "until"
-                        break
-                    if i >= spec.max_iterations:
-                        stopped_by = "exhausted"
-                        ctx._set("loop", LoopInfo(iterations=i, exhausted=True, max_iterations=spec.max_iterations,
-                                                  stopped_by="exhausted"), origin="runtime")
-                        if spec.on_exhausted is not None:
-                            await self._call(spec.on_exhausted, (ctx, i), "on_exhausted")
-                        break
-                    await self.budget_gate()
-            except BudgetStop:
-                stopped_by = "budget"
-                raise
-            except RunStopped:
-                stopped_by = "stopped"
-                raise
-            finally:
-                fail_counter.reset(tokens[0])
-                loops_var.reset(tokens[1])
-                scope.data.update(iterations=i, stopped_by=stopped_by)
-                if stopped_by is not None:
-                    ctx._set("loop", LoopInfo(iterations=i, exhausted=stopped_by == "exhausted",
-                                              max_iterations=spec.max_iterations, stopped_by=stopped_by),
-                             origin="runtime")
-
-    async def _until(self, spec: LoopSpec) -> bool:
-        args = (self.ctx, self.workflow_state) if self.plans.until_arity(spec) >= 2 else (self.ctx,)
-        return bool(await self._call(spec.until, args, "until"))
-
-    async def _call(self, fn: Any, args: tuple, origin: str) -> Any:
-        return await call_user(fn, args, origin=origin, then=self.check_state)
-
-    async def _parallel(self, spec: ParallelSpec) -> None:
-        with NodeScope(self, "parallel", spec.name):
-            tasks = [asyncio.ensure_future(self.step(s)) for s in spec.steps]
-            try:
-                await asyncio.gather(*tasks)
-            except BaseException:
-                for t in tasks:
-                    t.cancel()
-                await asyncio.gather(*tasks, return_exceptions=True)
-                raise
 
 
 def _first_message(input: Any) -> str | None:

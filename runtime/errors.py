@@ -89,14 +89,15 @@ class CassetteMissError(ProviderError):
 class FatalToolError(FlowtuiError):
     """Raised by a tool to end the whole run.
 
-    ``message`` is what the run reports; ``cause`` stays private: it never
+    ``message`` is what the run reports. ``cause`` (the original error) is
+    yours to inspect from Python (``err.cause``) but stays private: it never
     reaches the model's context, the events or anything written to disk.
     """
 
     def __init__(self, message: str, *, cause: BaseException | None = None) -> None:
         super().__init__(message)
         self.message = message
-        self.private_cause = cause
+        self.cause = cause
         # Keep Python from chaining the cause into tracebacks written anywhere.
         self.__suppress_context__ = True
 

@@ -18,6 +18,7 @@ from typing import Annotated, Any, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_validator
 
+from flowtui.runtime.budget import RunTotals
 from flowtui.runtime.messages import Message
 
 NodeKind = Literal["workflow", "loop", "parallel", "agent", "chat", "tool"]
@@ -44,6 +45,7 @@ class RunStart(_Event):
     memory: list[str] = Field(default_factory=list)
     state: dict[str, Any] = Field(default_factory=dict, description="initial workflow state")
     file: str | None = None
+    data: dict[str, Any] = Field(default_factory=dict, description="the run's data (ctx.data); never sent to the model")
 
 
 class RunEnd(_Event):
@@ -53,6 +55,7 @@ class RunEnd(_Event):
     error: str | None = None
     reason: str | None = Field(default=None, description="e.g. 'budget' when a budget stopped it")
     duration_ms: float = 0.0
+    totals: RunTotals | None = Field(default=None, description="what the run consumed")
 
 
 class NodeStart(_Event):
@@ -173,10 +176,19 @@ class SubscriberError(_Event):
     error: str
 
 
+class DisposeError(_Event):
+    """A cleanup raised when the run ended (one of ``ctx.on_dispose``, or a child workflow's
+    middleware ``dispose``); the other cleanups still ran."""
+
+    type: Literal["dispose.error"] = "dispose.error"
+    cleanup: str
+    error: str
+
+
 EVENT_CLASSES = (
     RunStart, RunEnd, NodeStart, NodeEnd, StateAppend, StateSet,
     WorkflowStateChange, CtxSet, ChatDelta, ChatAttempt, RunPause, RunResume,
-    SubscriberError,
+    SubscriberError, DisposeError,
 )
 Event = Annotated[Union[EVENT_CLASSES], Field(discriminator="type")]
 

@@ -11,7 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from flowtui.runtime.conversation import system_note
+from flowtui.runtime.budget import RunTotals, TokenTotals
+from flowtui.runtime.conversation import model_messages
 from flowtui.runtime.messages import Message
 
 
@@ -33,6 +34,8 @@ class NodeView:
     def label(self) -> str:
         if self.kind == "loop":
             total = self.data.get("max_iterations", "?")
+            if total is None:  # a loop with max_iterations=math.inf
+                total = "∞"
             if self.status == "running":
                 return f"{self.name} {self.iterations_done + 1}/{total}"
             return f"{self.name} {self.data.get('iterations', self.iterations_done)}/{total}"
@@ -51,6 +54,7 @@ class RunView:
         self.memory: list[str] = []
         self.tasks: list[str] = []
         self.state: dict[str, Any] = {}
+        self.data: dict[str, Any] = {}  # ctx.data: the run's own data, never sent to the model
         self.last_changed: str | None = None
         self.ctx: dict[str, Any] = {}
         self.nodes: dict[str, NodeView] = {}
@@ -67,6 +71,9 @@ class RunView:
         self.streaming = ""  # the text of the model reply arriving now (chat.delta), "" between replies
         self.streaming_agent: str | None = None  # whose reply ``streaming`` is
         self.user_edits = 0
+        # What the run consumed: counted from chat and tool nodes as they end (child workflows
+        # included), then replaced by the run's own figures on run.end (elapsed_s, exceeded).
+        self.totals = RunTotals()
 
     # --- folding -----------------------------------------------------------
     def apply(self, ev: Any) -> None:
@@ -93,11 +100,14 @@ class RunView:
             self.run_id, self.workflow, self.file = ev.run_id, ev.workflow, ev.file
             self.memory = list(ev.memory)
             self.state = dict(ev.state)
+            self.data = dict(ev.data)
             self.status = "running"
 
     def _on_run_end(self, ev: Any) -> None:
         if self._mine(ev):
             self.status, self.error, self.reason, self.output = ev.status, ev.error, ev.reason, ev.output
+            if ev.totals is not None:
+                self.totals = ev.totals
             self.pause = None
             self._active.clear()
 
@@ -123,8 +133,21 @@ class RunView:
             return
         node.status, node.duration_ms, node.error = ev.status, ev.duration_ms, ev.error
         node.data.update(ev.data)
+        if ev.kind in ("chat", "tool"):
+            self._count(ev)
         if ev.node_id in self._active:
             self._active.remove(ev.node_id)
+
+    def _count(self, ev: Any) -> None:
+        t, data = self.totals, ev.data
+        if ev.kind == "tool" and "is_error" in data:  # a call that ran to a result (a fatal one did not)
+            self.totals = t.model_copy(update={"tool_calls": t.tool_calls + 1})
+        elif ev.kind == "chat" and "prompt_tokens" in data:  # a call that got a reply
+            prompt, completion = data["prompt_tokens"] or 0, data["completion_tokens"] or 0
+            tokens = TokenTotals(prompt=t.tokens.prompt + prompt, completion=t.tokens.completion + completion,
+                                 total=t.tokens.total + prompt + completion)
+            self.totals = t.model_copy(update={"chat_calls": t.chat_calls + 1, "tokens": tokens,
+                                               "cost_usd": t.cost_usd + (data.get("cost_usd") or 0.0)})
 
     def _on_state_append(self, ev: Any) -> None:
         if not self._mine(ev):
@@ -215,13 +238,10 @@ class RunView:
         return self.status
 
     def model_sees(self) -> list[Message]:
-        """The exact messages the next model call will send: prompt, memory/tasks note, history."""
-        messages = [Message(role="system", content=self.prompt)] if self.prompt else []
-        note = system_note(self.memory, self.tasks)
-        if note is not None:
-            messages.append(Message(role="system", content=note))
-        messages.extend(self.history)
-        return messages
+        """The messages the next model call will build: prompt, memory/tasks note, history (the
+        function a turn's request is built with; a model middleware may still change it, as the
+        chat node's ``trimmed`` records)."""
+        return model_messages(self.prompt, self.memory, self.tasks, self.history)
 
 
 # event type -> RunView method, looked up once per event (a hot path: every event goes through it)

@@ -15,7 +15,7 @@ from typing import Annotated, Any, Literal, get_args, get_origin
 
 from flowtui.runtime.errors import InjectionError
 
-Want = Literal["state", "ctx", "input", "runtime"]
+Want = Literal["state", "ctx", "input", "runtime", "field"]  # field: one argument of a function tool
 
 
 class _Marker:
@@ -52,7 +52,7 @@ def where(obj: Any) -> tuple[str | None, int | None]:
         return None, None
 
 
-def _marker_of(param: inspect.Parameter, hint: Any) -> Want | None:
+def marker_of(param: inspect.Parameter, hint: Any) -> Want | None:
     if isinstance(param.default, _Marker):
         return param.default.kind
     if get_origin(hint) is Annotated:
@@ -62,16 +62,17 @@ def _marker_of(param: inspect.Parameter, hint: Any) -> Want | None:
     return None
 
 
-def _hints(fn: Any) -> dict[str, Any]:
+def type_hints(fn: Any) -> dict[str, Any]:
     try:
         return typing.get_type_hints(fn, include_extras=True)
     except Exception:
         return getattr(fn, "__annotations__", {}) or {}
 
 
-def _params(fn: Any) -> list[inspect.Parameter]:
-    return [p for p in inspect.signature(fn).parameters.values()
-            if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)][1:]  # drop self
+def _params(fn: Any, *, skip_self: bool = True) -> list[inspect.Parameter]:
+    params = [p for p in inspect.signature(fn).parameters.values()
+              if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+    return params[1:] if skip_self else params
 
 
 def constructor_plan(cls: type, *, has_state: bool, workflow: str, runtime_type: type) -> list[tuple[str, Want]]:
@@ -80,10 +81,10 @@ def constructor_plan(cls: type, *, has_state: bool, workflow: str, runtime_type:
         return []
     file, line = where(cls)
     plan: list[tuple[str, Want]] = []
-    hints = _hints(cls.__init__)
+    hints = type_hints(cls.__init__)
     for p in _params(cls.__init__):
         hint = hints.get(p.name)
-        kind = _marker_of(p, hint)
+        kind = marker_of(p, hint)
         base = get_args(hint)[0] if get_origin(hint) is Annotated else hint
         if kind is None and base is runtime_type:
             kind = "runtime"
@@ -112,14 +113,16 @@ def constructor_plan(cls: type, *, has_state: bool, workflow: str, runtime_type:
     return plan
 
 
-def execute_plan(cls: type, *, schema: type | None, has_state: bool, workflow: str) -> list[tuple[str, Want]]:
-    """What a tool's ``execute`` wants; with no markers its one parameter gets the arguments."""
-    fn = cls.execute
+def execute_plan(fn: Any, *, owner: str, schema: type | None, has_state: bool, workflow: str,
+                 skip_self: bool = True) -> list[tuple[str, Want]]:
+    """What a tool's ``execute`` (or tool function) wants; with no markers its one parameter gets
+    the arguments. ``skip_self`` drops the first parameter (an unbound method)."""
     file, line = where(fn)
-    hints = _hints(fn)
-    params = _params(fn)
+    hints = type_hints(fn)
+    params = _params(fn, skip_self=skip_self)
+    label = f"{getattr(fn, '__name__', 'execute')}()"
     plan: list[tuple[str, Want]] = []
-    marked = [(p, _marker_of(p, hints.get(p.name))) for p in params]
+    marked = [(p, marker_of(p, hints.get(p.name))) for p in params]
     if not any(kind for _, kind in marked):
         if len(params) == 1:
             return [(params[0].name, "input")]
@@ -127,9 +130,9 @@ def execute_plan(cls: type, *, schema: type | None, has_state: bool, workflow: s
         if not params or not required:
             return []
         raise InjectionError(
-            f"execute() takes {len(params)} parameters without markers ({', '.join(p.name for p in params)}); "
+            f"{label} takes {len(params)} parameters without markers ({', '.join(p.name for p in params)}); "
             "mark them with Input(), Context() and State()",
-            file=file, line=line, cls=cls.__name__)
+            file=file, line=line, cls=owner)
     for p, kind in marked:
         if kind is None:
             base = hints.get(p.name)
@@ -139,13 +142,13 @@ def execute_plan(cls: type, *, schema: type | None, has_state: bool, workflow: s
                 continue
             else:
                 raise InjectionError(
-                    f"execute() parameter {p.name!r} has no marker; use Input(), Context() or State()",
-                    file=file, line=line, cls=cls.__name__)
+                    f"{label} parameter {p.name!r} has no marker; use Input(), Context() or State()",
+                    file=file, line=line, cls=owner)
         if kind == "state" and not has_state:
             raise InjectionError(
-                f"State() in execute() parameter {p.name!r}, but workflow {workflow} declares no state; "
+                f"State() in {label} parameter {p.name!r}, but workflow {workflow} declares no state; "
                 "add state=YourStateClass to @workflow(...)",
-                file=file, line=line, cls=cls.__name__)
+                file=file, line=line, cls=owner)
         plan.append((p.name, kind))
     return plan
 

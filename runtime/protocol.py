@@ -20,7 +20,8 @@ Client → worker (each with an ``id``; each answered by one ``reply``):
 
 ===================================  =========================================================
 ``auth`` {token}                     first message on a socket; a wrong token is refused
-``start`` {input, memory, journal}   start the run (paused unless ``paused`` is false), journaled there
+``start`` {input, memory, data,      start the run (paused unless ``paused`` is false), journaled
+journal}                             to ``journal``
 ``step`` ``next_turn`` ``loop_once`` move the run: to the next pause point, the next agent turn,
 ``continue`` ``pause`` ``stop``      the end of the loop iteration, the next breakpoint; pause; stop
 ``breakpoint`` {name, on}            set or clear a breakpoint on an agent, tool or loop
@@ -122,6 +123,7 @@ class Start(_Command):
     type: Literal["start"] = "start"
     input: Any = None
     memory: list[str] | dict[str, str] | None = None
+    data: dict[str, Any] | None = Field(default=None, description="the run's ctx.data, never sent to the model")
     paused: bool = True
     journal: str | None = Field(default=None, description="append the run's events to this file")
 

@@ -1,8 +1,8 @@
 """TOML snapshots of a run's state, and starting a new run from one.
 
 A snapshot holds what the model sees and what the steps exchange: memory,
-tasks, history and the workflow state fields, folded from the events (so a
-live run and a journal give the same file)::
+tasks, history, the workflow state fields and the run's data (``ctx.data``),
+folded from the events (so a live run and a journal give the same file)::
 
     workflow = "RevisaoWorkflow"
     memory = ["userId: 123", "Plano a seguir: ..."]
@@ -12,12 +12,16 @@ live run and a journal give the same file)::
     aprovado = false
     rodadas = 2
 
+    [data]
+    conta_id = "acme"
+
     [[history]]
     role = "user"
     content = "Escreva sobre ctx.state"
 
 ``app.run(snapshot="x.toml")`` (``--from-snapshot``) starts a run with those
-buckets and fields instead of the defaults. TOML has no null: unset (None)
+buckets and fields instead of the defaults, and with that data (``data=`` given
+to the run wins key by key). TOML has no null: unset (None)
 values are left out and come back as their defaults.
 """
 
@@ -36,7 +40,7 @@ from flowtui.runtime.files import write_atomic
 from flowtui.runtime.messages import Message
 from flowtui.runtime.secrets import Redactor
 
-KEYS = ("workflow", "memory", "tasks", "history", "state")
+KEYS = ("workflow", "memory", "tasks", "history", "state", "data")
 
 
 def _drop_none(value: Any) -> Any:
@@ -53,7 +57,7 @@ def snapshot_toml(view: Any) -> str:
 
     history = [m.model_dump(mode="json", exclude_defaults=True) for m in view.history]
     data = {"workflow": view.workflow or "", "memory": list(view.memory), "tasks": list(view.tasks),
-            "state": view.state, "history": history}
+            "state": view.state, "data": view.data, "history": history}
     from flowtui.runtime.encoding import safe_data
 
     return tomli_w.dumps(_drop_none(safe_data(data, Redactor.from_environment())))
@@ -72,6 +76,7 @@ class Snapshot:
     tasks: list[str] = field(default_factory=list)
     history: list[Message] = field(default_factory=list)
     state: dict[str, Any] = field(default_factory=dict)
+    data: dict[str, Any] = field(default_factory=dict)
     workflow: str | None = None
     source: str = "snapshot"  # the file it came from, for error messages
 
@@ -104,7 +109,7 @@ def load_snapshot(path: str | Path) -> Snapshot:
     unknown = set(data) - set(KEYS)
     if unknown:
         raise ConfigError(f"{p}: unknown key(s) {sorted(unknown)}; a snapshot has workflow, memory, tasks, "
-                          "history and state")
+                          "history, state and data")
     try:
         history = TypeAdapter(list[Message]).validate_python(data.get("history", []))
         memory = TypeAdapter(list[str]).validate_python(data.get("memory", []), strict=True)
@@ -116,8 +121,11 @@ def load_snapshot(path: str | Path) -> Snapshot:
     state = data.get("state", {})
     if not isinstance(state, dict):
         raise ConfigError(f"{p}: [state] must be a table of field = value")
-    return Snapshot(memory=memory, tasks=tasks, history=history, state=state, workflow=str(data.get("workflow") or "") or None,
-                    source=str(p))
+    run_data = data.get("data", {})
+    if not isinstance(run_data, dict):
+        raise ConfigError(f"{p}: [data] must be a table of key = value")
+    return Snapshot(memory=memory, tasks=tasks, history=history, state=state, data=run_data,
+                    workflow=str(data.get("workflow") or "") or None, source=str(p))
 
 
 def check_workflow(snapshot: Snapshot, workflow: str) -> None:

@@ -5,6 +5,7 @@ A step is an ``@agent`` class, a ``loop(...)`` or a ``parallel([...])``; they ne
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -16,8 +17,8 @@ from flowtui.runtime.errors import ConfigError
 class LoopSpec:
     steps: tuple[Any, ...]
     until: Callable[..., Any] | None
-    max_iterations: int
-    max_fails: int
+    max_iterations: int | float  # math.inf: no ceiling
+    max_fails: int | float
     on_exhausted: Callable[..., Any] | None
     on_fail: Callable[..., Any] | None
     name: str
@@ -31,28 +32,46 @@ class ParallelSpec:
 
 @dataclass(frozen=True)
 class FailInfo:
-    """What ``on_fail(ctx, info)`` receives when ``max_fails`` consecutive tool failures stop a loop."""
+    """What ``on_fail(ctx, info)`` receives after every failed tool call inside a loop.
 
-    fails: int
-    tool_name: str | None
+    ``consecutive`` counts the failures since the last success (the loop stops
+    when it reaches ``max_fails``); ``total`` every failure of this loop.
+    """
+
+    tool: str
     error: str
+    consecutive: int
+    total: int
+    max_fails: int | float
 
 
-def loop(steps: list[Any], until: Callable[..., Any] | None = None, *, max_iterations: int = 10,
-         max_fails: int = 5, on_exhausted: Callable[..., Any] | None = None,
+def loop(steps: list[Any], until: Callable[..., Any] | None = None, *, max_iterations: int | float = 10,
+         max_fails: int | float = 5, on_exhausted: Callable[..., Any] | None = None,
          on_fail: Callable[..., Any] | None = None, name: str = "loop") -> LoopSpec:
     """Run ``steps`` again and again: at least once, until ``until(ctx[, s])`` is true.
 
-    Stops at ``max_iterations`` (then ``on_exhausted(ctx, n)``) or after
-    ``max_fails`` consecutive tool failures (then ``on_fail(ctx, info)``).
+    Stops at ``max_iterations`` (then ``on_exhausted(ctx, n)``) or when
+    ``max_fails`` tool calls in a row have failed. ``on_fail(ctx, info)`` is
+    called after *every* failed tool call, with a :class:`FailInfo`, so it can
+    warn early. ``math.inf`` turns either brake off (``until`` and the budget
+    remain).
     """
     if not steps:
         raise ConfigError(f"{name}(steps=[...]) is empty")
-    if max_iterations < 1:
-        raise ConfigError(f"{name}(max_iterations={max_iterations}): must be at least 1")
-    if max_fails < 1:
-        raise ConfigError(f"{name}(max_fails={max_fails}): must be at least 1")
+    max_iterations = _brake(name, "max_iterations", max_iterations)
+    max_fails = _brake(name, "max_fails", max_fails)
     return LoopSpec(tuple(steps), until, max_iterations, max_fails, on_exhausted, on_fail, name)
+
+
+def _brake(loop_name: str, param: str, value: Any) -> int | float:
+    """A whole number of at least 1, or ``math.inf`` (no limit); anything else is refused now,
+    not when the loop first reaches it."""
+    if isinstance(value, float) and value == math.inf:
+        return value
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 1:
+        return value
+    raise ConfigError(f"{loop_name}(..., {param}={value!r}): must be a whole number of at least 1, "
+                      f"or math.inf for no limit")
 
 
 def parallel(steps: list[Any], *, name: str = "parallel") -> ParallelSpec:

@@ -9,6 +9,7 @@ arguments that fail the schema all become a ``tool`` message with
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ValidationError
@@ -17,8 +18,11 @@ from flowtui.runtime.decorators import AgentSpec
 from flowtui.runtime.errors import BudgetExceededError, FatalToolError
 from flowtui.runtime.invoke import call_user
 from flowtui.runtime.messages import Message, ToolCall, ToolOutput, ToolResult
+from flowtui.runtime.middleware import ToolInvocation, through
 from flowtui.runtime.nodes import NodeScope, fail_counter
 from flowtui.runtime.providers.base import RAW_ARGUMENTS_KEY
+from flowtui.runtime.steps import FailInfo
+from flowtui.runtime.tool_forms import ToolSpec
 
 if TYPE_CHECKING:
     from flowtui.runtime.engine import Run
@@ -62,21 +66,60 @@ async def run_tool_call(run: "Run", spec: AgentSpec, agent: Any, call: ToolCall)
         run.state.append("history", Message(role="tool", content=output, tool_name=call.name,
                                             tool_call_id=call.id, is_error=is_error, agent=spec.name),
                           origin=f"tool:{call.name}")
-        run.tracker.add_tool()
-        scope.data["is_error"] = is_error
-        if is_error:
-            scope.status, scope.error = "error", output[:200]
-        fails = fail_counter.get()
-        if fails is not None:
-            if is_error:
-                fails.count, fails.tool, fails.error = fails.count + 1, call.name, output
-            else:
-                fails.count = 0
+        _ran(run, scope, output, is_error)
     run.publish_budget()
+    await _count_failure(run, call.name, output, is_error)
     return ToolResult(name=ran.name, args=dict(ran.args), output=output, is_error=is_error)
 
 
+def _ran(run: "Run", scope: NodeScope, output: str, is_error: bool) -> None:
+    """A tool call ran to a result: count it, and mark its node."""
+    run.tracker.add_tool()
+    scope.data["is_error"] = is_error
+    if is_error:
+        scope.status, scope.error = "error", output[:200]
+
+
+class AgentTool:
+    """One of ``self.tools`` inside an agent's ``run()``: ``await self.tools["x"](q="...")`` runs
+    the tool like a turn's tool call (middlewares, validation, a tool node, the budget) and
+    returns its :class:`ToolOutput`; it adds nothing to the history."""
+
+    def __init__(self, run: "Run", spec: AgentSpec, tool: ToolSpec) -> None:
+        self._run, self._spec = run, spec
+        self.name, self.description = tool.name, tool.description
+        self.schema = tool.function_schema()  # what a ChatRequest's tools=[...] holds
+
+    async def __call__(self, args: Mapping[str, Any] | None = None, /, **kwargs: Any) -> ToolOutput:
+        run, call = self._run, ToolCall(name=self.name, args={**(args or {}), **kwargs})
+        with NodeScope(run, "tool", self.name, data={"args": dict(call.args)}) as scope:
+            output, is_error, _ = await invoke_tool(run, self._spec, call)
+            _ran(run, scope, output, is_error)
+        run.publish_budget()
+        return ToolOutput(content=output, is_error=is_error)
+
+    def __repr__(self) -> str:
+        return f"<tool {self.name}>"
+
+
+async def _count_failure(run: "Run", tool: str, output: str, is_error: bool) -> None:
+    """Count the call in the innermost loop's fails; ``on_fail`` hears of every failure at once."""
+    fails = fail_counter.get()
+    if fails is None:
+        return
+    if not is_error:
+        fails.count = 0
+        return
+    fails.count += 1
+    fails.total += 1
+    if fails.on_fail is not None:
+        info = FailInfo(tool=tool, error=output, consecutive=fails.count, total=fails.total,
+                        max_fails=fails.max_fails)
+        await call_user(fails.on_fail, (run.ctx, info), origin="on_fail", then=run.check_state)
+
+
 async def _execute(run: "Run", spec: AgentSpec, agent: Any, call: ToolCall) -> tuple[str, bool, ToolCall]:
+    """``before_tool``, then the call through the middlewares to the tool."""
     if "before_tool" in spec.hooks:
         try:
             new = await run.hook(agent.before_tool, spec.name, "before_tool", (call, run.ctx))
@@ -86,33 +129,60 @@ async def _execute(run: "Run", spec: AgentSpec, agent: Any, call: ToolCall) -> t
             return f"Tool call {call.name} was cancelled: {exc}", True, call
         if isinstance(new, ToolCall):
             call = new
+    return await invoke_tool(run, spec, call)
+
+
+async def invoke_tool(run: "Run", spec: AgentSpec, call: ToolCall) -> tuple[str, bool, ToolCall]:
+    """``call`` through the app's tool middlewares to the tool: (output, is_error, the call that
+    reached the tool). A middleware that raises fails the call like the tool would."""
+    reached = [call]
+
+    async def to_tool(inv: ToolInvocation) -> ToolOutput:
+        ran = call if (inv.name, inv.args) == (call.name, call.args) else ToolCall(name=inv.name, args=inv.args,
+                                                                                  id=call.id)
+        reached.append(ran)
+        text, is_error = await _run_tool(run, spec, ran)
+        return ToolOutput(content=text, is_error=is_error)
+
+    invocation = ToolInvocation(name=call.name, args=dict(call.args), agent=spec.name, ctx=run.ctx, call_id=call.id)
+    try:
+        out = await through(run.tool_layers, invocation, to_tool)
+    except (FatalToolError, BudgetExceededError):
+        raise
+    except Exception as exc:
+        return f"Tool {call.name} failed: {str(exc) or type(exc).__name__}", True, reached[-1]
+    text, is_error = _text(out)
+    return text, is_error, reached[-1]
+
+
+async def _run_tool(run: "Run", spec: AgentSpec, call: ToolCall) -> tuple[str, bool]:
+    """Validate ``call``'s arguments and execute the tool; every failure is an observation."""
     plans = run.plans.tool_specs[spec.cls]
-    tool_cls = plans.by_name.get(call.name)
-    if tool_cls is None:
+    tspec = plans.by_name.get(call.name)
+    if tspec is None:
         available = ", ".join(sorted(plans.names)) or "none"
-        return f"Unknown tool {call.name!r}. Available tools: {available}.", True, call
-    tspec = plans.specs[tool_cls]
+        return f"Unknown tool {call.name!r}. Available tools: {available}.", True
     if RAW_ARGUMENTS_KEY in call.args:
         raw = str(call.args[RAW_ARGUMENTS_KEY])[:500]
         return (f"Invalid arguments for tool {call.name}: not a JSON object ({raw!r}). "
-                "Send the arguments as a JSON object."), True, call
+                "Send the arguments as a JSON object."), True
     if tspec.schema is not None:
         try:
             args: Any = tspec.schema.model_validate(call.args)
         except ValidationError as exc:
-            return _validation_text(call.name, exc), True, call
+            return _validation_text(call.name, exc), True
     else:
         args = dict(call.args)
     kwargs = {}
-    for param, want in run.plans.execute_plans[tool_cls]:
-        kwargs[param] = args if want == "input" else run.ctx if want == "ctx" else run.workflow_state
-    instance = run.tools[tool_cls]
+    for param, want in run.plans.execute_plans[tspec]:
+        kwargs[param] = (args if want == "input" else run.ctx if want == "ctx" else run.workflow_state
+                         if want == "state" else getattr(args, param))
     try:
-        value = await call_user(instance.execute, (), kwargs=kwargs, origin=f"tool:{call.name}",
+        value = await call_user(run.tools[tspec], (), kwargs=kwargs, origin=f"tool:{call.name}",
                                 then=run.check_state)
     except (FatalToolError, BudgetExceededError):  # a child workflow's budget error ends the run too
         raise
     except Exception as exc:
         text = str(exc) or type(exc).__name__
-        return f"Tool {call.name} failed: {text}", True, call
-    return (*_text(value), call)
+        return f"Tool {call.name} failed: {text}", True
+    return _text(value)

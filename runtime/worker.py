@@ -105,10 +105,11 @@ class Worker:
         self.send(p.encode(p.Reply(id=command.id, ok=error is None, error=error, value=value)))
 
     # --- the run -------------------------------------------------------------------------
-    def start(self, input: Any, memory: Any, *, paused: bool = True, journal: str | None = None) -> None:
+    def start(self, input: Any, memory: Any, *, data: Any = None, paused: bool = True,
+              journal: str | None = None) -> None:
         if not paused:
             self.controller.resume()
-        self.run = self.app.prepare(input, memory=memory or None, journal=journal or self.journal,
+        self.run = self.app.prepare(input, memory=memory or None, data=data, journal=journal or self.journal,
                                     controller=self.controller, on_event=self.on_event, snapshot=self.snapshot)
         self.task = asyncio.ensure_future(self._execute())
         self.started.set()
@@ -120,6 +121,9 @@ class Worker:
             if self.debug and self.run.status == "failed":
                 tb = "".join(traceback.format_exception(exc)).rstrip()
                 print(visible(self.redactor.redact(tb)), file=sys.stderr, flush=True)
+        for name, exc in await self.app.dispose_all():  # the middlewares' cleanups: said, not fatal
+            print(visible(self.redactor.redact(f"! {name} raised: {type(exc).__name__}: {exc}")),
+                  file=sys.stderr, flush=True)
         if self.run.recorded is not None:  # said on stderr: the client shows it
             print(f"cassette: {'replaced' if self.run.recorded else 'wrote'} {self.app.recording.path}",
                   file=sys.stderr, flush=True)
@@ -143,7 +147,7 @@ class Worker:
         if kind == "start":
             if self.run is not None:
                 raise ValueError("the run has started already")
-            self.start(c.input, c.memory, paused=c.paused, journal=c.journal)
+            self.start(c.input, c.memory, data=c.data, paused=c.paused, journal=c.journal)
             return None
         if kind == "breakpoint":
             if c.on:

@@ -11,8 +11,10 @@
 The child has its own ``ctx``, state and history; its events go into the
 parent's stream, its workflow node under the calling tool's node; it counts
 toward the parent's budget, obeys the parent's controller (pause, stop: a
-stop inside the child ends the parent too) and inherits ``--model``,
-``--replies`` and the ``--record``/``--replay`` cassette.
+stop inside the child ends the parent too) and inherits ``ctx.data``, the
+parent's middlewares (outside its own), ``--model``, ``--replies`` and the
+``--record``/``--replay`` cassette. The child's own plugins are disposed when
+the parent run ends.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from flowtui.runtime.budget import Budget, BudgetTracker, check_budget_arg
 from flowtui.runtime.bus import Emitter
+from flowtui.runtime.context import check_data_arg
 from flowtui.runtime.conversation import memory_items
 
 if TYPE_CHECKING:
@@ -35,8 +38,10 @@ class WorkflowRuntime:
 
     async def run(self, workflow_cls: type, input: Any = None, *,
                   memory: str | Iterable[str] | Mapping[str, Any] | None = None,
-                  budget: Budget | None = None) -> str:
-        """Run ``workflow_cls`` to the end and return its output as one string."""
+                  data: Mapping[str, Any] | None = None, budget: Budget | None = None) -> str:
+        """Run ``workflow_cls`` to the end and return its output as one string.
+
+        The child reads the parent's ``ctx.data`` unless ``data=`` gives it its own."""
         from flowtui.runtime.app import bootstrap
         from flowtui.runtime.engine import Run
 
@@ -48,9 +53,12 @@ class WorkflowRuntime:
         parent.children += 1
         child = Run(plans=app.plans, emitter=Emitter(parent.emitter.stream, f"{parent.id}.{parent.children}"),
                     input=input, memory=memory_items(memory),
+                    data=dict(parent.ctx.data) if data is None else check_data_arg(data),
                     tracker=BudgetTracker(check_budget_arg(budget), parent=parent.tracker),
                     controller=parent.controller, model=parent.model, wrap=parent.wrap,
-                    replies=parent.replies, depth=parent.depth + 1)
+                    replies=parent.replies, depth=parent.depth + 1,
+                    middlewares=(*parent.middlewares, *(m for m in app.middlewares if m not in parent.middlewares)),
+                    startup=app.start)
         child.root = parent.root
         child.root.runs[child.id] = child
         try:

@@ -67,7 +67,7 @@ async def test_hook_order_of_a_turn_with_a_tool():
     assert [e.seq for e in events] == list(range(1, len(events) + 1))
     tool_msg = [e.item for e in events if e.type == "state.append"][-1]
     assert (tool_msg.role, tool_msg.tool_name, tool_msg.content, tool_msg.tool_call_id) == (
-        "tool", "busca", "achei x", "call_0")
+        "tool", "busca", "achei x", "call_1_0")
 
 
 async def test_returning_a_value_replaces_and_none_keeps():
@@ -253,3 +253,168 @@ async def test_a_recovered_turn_is_the_turn_until_answered_sees():
     assert turns[-1]["called_tool"] is False and turns[-1]["response"] == "fallback"
     loop_end = [e for e in events if e.type == "node.end" and e.kind == "loop"][0]
     assert loop_end.data["iterations"] == 2 and loop_end.data["stopped_by"] == "until"
+
+
+# --- the run() escape hatch is a turn; on_error's string is the agent's speech --------------
+
+async def test_a_run_escape_hatch_is_a_turn_that_called_no_tool_so_until_answered_ends_the_loop():
+    from flowtui import loop, until_answered
+
+    runs = []
+
+    calls_busca = {"content": "", "tool_calls": [{"name": "busca", "args": {"q": "a"}}]}
+
+    @agent(provider=FunctionProvider(lambda m, t: calls_busca), prompt="p", tools=[Busca])
+    class CallsATool:  # leaves a stale ctx.turn with called_tool=True behind
+        pass
+
+    @agent(provider=FunctionProvider(lambda m, t: pytest.fail("no model call")))
+    class Custom:
+        def run(self, input, ctx):
+            runs.append(ctx.turn.agent)  # the turn before this one
+            return "pronto"
+
+    @workflow(steps=[CallsATool, loop([Custom], until=until_answered, max_iterations=5)])
+    class W:
+        pass
+
+    out, events = await run_collect(W)
+    assert out == "pronto"
+    assert runs == ["CallsATool"]  # one iteration: the loop ended on Custom's own turn
+    turns = [e.value for e in events if e.type == "ctx.set" and e.name == "turn"]
+    assert turns[-1] == {"agent": "Custom", "called_tool": False, "tool_name": None, "tool_error": False,
+                         "tool_call_source": None, "response": "pronto"}
+    loop_end = [e for e in events if e.type == "node.end" and e.kind == "loop"][0]
+    assert (loop_end.data["iterations"], loop_end.data["stopped_by"]) == (1, "until")
+
+
+async def test_on_errors_string_enters_history_as_the_agents_reply_for_the_next_agent():
+    seen = []
+
+    def broken(messages, tools):
+        raise RuntimeError("model down")
+
+    def next_model(messages, tools):
+        seen.append([(m.role, m.content) for m in messages])
+        return "ok"
+
+    @agent(provider=FunctionProvider(broken), prompt="first")
+    class First:
+        def on_error(self, error, ctx):
+            return "Não consegui agora; siga sem mim."
+
+    @agent(provider=FunctionProvider(next_model), prompt="second")
+    class Second:
+        pass
+
+    @workflow(steps=[First, Second])
+    class W:
+        pass
+
+    out, events = await run_collect(W, input="Olá")
+    assert seen == [[("system", "second"), ("user", "Olá"), ("assistant", "Não consegui agora; siga sem mim.")]]
+    appended = [(e.item.role, e.item.agent, e.origin) for e in events
+                if e.type == "state.append" and e.bucket == "history"]
+    assert appended[1] == ("assistant", "First", "hook:First.on_error")
+
+
+async def test_on_error_after_a_tool_call_answers_the_calls_left_unanswered_before_its_speech():
+    seen = []
+
+    def model(messages, tools):
+        if not seen:
+            seen.append(None)
+            return {"content": "", "tool_calls": [{"name": "busca", "args": {"q": "a"}},
+                                                  {"name": "busca", "args": {"q": "b"}}]}
+        seen.append([(m.role, m.tool_call_id) for m in messages])
+        return "fim"
+
+    @agent(provider=FunctionProvider(model), prompt="p", tools=[Busca])
+    class A:
+        def after_tool(self, result, ctx):
+            raise RuntimeError("hook bug")  # the first call ran; neither result joined history
+
+        def on_error(self, error, ctx):
+            return "recuperado"
+
+    @agent(provider=FunctionProvider(model), prompt="q")
+    class B:
+        pass
+
+    @workflow(steps=[A, B])
+    class W:
+        pass
+
+    out, events = await run_collect(W)
+    history = [e.item for e in events if e.type == "state.append" and e.bucket == "history"]
+    ids = [c.id for c in history[1].tool_calls]
+    assert [(m.role, m.tool_call_id, m.is_error) for m in history[1:]] == [
+        ("assistant", None, False),
+        ("tool", ids[0], True),  # each call answered, so B's model gets a valid conversation
+        ("tool", ids[1], True),
+        ("assistant", None, False),
+        ("assistant", None, False),  # B's reply
+    ]
+    assert "was not run" in history[2].content and "hook bug" in history[2].content
+    assert history[4].content == "recuperado"
+    assert seen[1] == [("system", None), ("user", None), ("assistant", None), ("tool", ids[0]), ("tool", ids[1]),
+                       ("assistant", None)]
+
+
+# --- a provider factory: a function called once per run ------------------------------------
+
+async def test_a_provider_factory_is_called_once_per_run_and_shared_by_its_agents():
+    made = []
+
+    def per_tenant():
+        n = len(made) + 1
+        made.append(n)
+        return FunctionProvider(lambda m, t: f"provider {n}")
+
+    @agent(provider=per_tenant)
+    class A:
+        pass
+
+    @agent(provider=per_tenant)
+    class B:
+        pass
+
+    @workflow(steps=[A, B])
+    class W:
+        pass
+
+    app = bootstrap(W)
+    assert made == []  # not at import, not at bootstrap
+    assert await app.run("x") == "provider 1"
+    assert await app.run("y") == "provider 2"
+    assert made == [1, 2]
+
+
+async def test_a_lambda_provider_works_and_a_bad_factory_is_named():
+    from flowtui import ConfigError
+
+    @agent(provider=lambda: FunctionProvider(lambda m, t: "from a lambda"))
+    class A:
+        pass
+
+    @workflow(steps=[A])
+    class W:
+        pass
+
+    assert await bootstrap(W).run("x") == "from a lambda"
+
+    with pytest.raises(ConfigError, match="this function needs key"):
+        @agent(provider=lambda key: FunctionProvider(lambda m, t: key))
+        class NeedsArgs:
+            pass
+
+    @agent(provider=lambda: "not a provider")
+    class Wrong:
+        pass
+
+    @workflow(steps=[Wrong])
+    class W2:
+        pass
+
+    with pytest.raises(ConfigError, match=r"Wrong: the provider function .* returned 'not a provider', not a Provider"):
+        await bootstrap(W2).run("x")

@@ -374,3 +374,77 @@ async def test_an_async_on_exceeded_is_awaited():
     assert seen == [1]
     assert list(run.state.memory) == ["budget hit"]
     assert [e.origin for e in events if e.type == "state.append" and e.bucket == "memory"] == ["budget"]
+
+
+# --- run totals ------------------------------------------------------------------------
+
+def _priced(*replies):
+    """A FunctionProvider whose replies report 10 prompt and 5 completion tokens, 0.01 USD each."""
+    queue = list(replies)
+
+    def handler(messages, tools):
+        reply = queue.pop(0)
+        content, calls_ = (reply, []) if isinstance(reply, str) else (reply["content"], reply["tool_calls"])
+        from flowtui import ToolCall
+        return ChatReply(content=content, tool_calls=[ToolCall(name=c["name"], args=c["args"]) for c in calls_],
+                         usage=Usage(prompt_tokens=10, completion_tokens=5), cost_usd=0.01)
+
+    return FunctionProvider(handler)
+
+
+async def test_run_end_and_the_workflow_node_carry_the_runs_totals_without_a_budget():
+    executed: list = []
+
+    @agent(provider=_priced(call("noop", n=1), "answer"), tools=[_noop_tool(executed)])
+    class A:
+        pass
+
+    @workflow(steps=[A, A])
+    class W:
+        pass
+
+    out, events, run = await run_collect(W)
+    end = events[-1]
+    assert end.type == "run.end" and end.totals is not None
+    t = end.totals
+    assert (t.chat_calls, t.tool_calls, t.tokens.prompt, t.tokens.completion, t.tokens.total) == (2, 1, 20, 10, 30)
+    assert t.cost_usd == pytest.approx(0.02) and t.elapsed_s > 0 and t.exceeded is None
+    (wf_end,) = [e for e in events if e.type == "node.end" and e.kind == "workflow"]
+    assert wf_end.data["totals"]["tokens"] == {"prompt": 20, "completion": 10, "total": 30}
+    assert wf_end.data["totals"]["chat_calls"] == 2 and wf_end.data["totals"]["exceeded"] is None
+
+
+async def test_totals_name_the_budget_limit_that_was_exceeded_and_on_exceeded_receives_it():
+    got = []
+    W, calls = three_agents()
+
+    def on_exceeded(ctx, usage, limit):
+        got.append(limit)
+
+    out, events, run = await run_collect(W, budget=Budget(max_chat_calls=2, on_exceeded=on_exceeded))
+    assert got == ["max_chat_calls"]
+    assert events[-1].totals.exceeded == "max_chat_calls" and events[-1].totals.chat_calls == 2
+
+
+async def test_the_fold_counts_totals_as_the_run_goes_and_takes_the_runs_own_at_the_end(tmp_path):
+    from flowtui.runtime.fold import RunView
+    from flowtui.runtime.journal import read_journal
+
+    W, parent_calls, child_calls = _parent_with_child(2)
+    app = bootstrap(W)
+    live, during = RunView(), []
+
+    def watch(ev):
+        live.apply(ev)
+        if ev.type == "node.end" and ev.kind == "agent" and ev.run_id == live.run_id:
+            during.append((live.totals.chat_calls, live.totals.tool_calls))
+
+    app.subscribe(watch)
+    await app.run("go", journal=tmp_path / "j.jsonl", budget=Budget(max_chat_calls=4))
+    # parent turn 1 (1 call + the child's 2, one tool call), then parent turn 2; the third is skipped
+    assert during == [(3, 1), (4, 1)]
+    assert (live.totals.chat_calls, live.totals.tool_calls, live.totals.exceeded) == (4, 1, "max_chat_calls")
+    replay = RunView()
+    for ev in read_journal(tmp_path / "j.jsonl"):
+        replay.apply(ev)
+    assert replay.totals == live.totals

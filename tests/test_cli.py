@@ -227,3 +227,64 @@ def test_loading_again_reads_changed_sibling_modules(tmp_path):
     assert asyncio.run(load_flow(str(path)).run("x")) == "one"
     (tmp_path / "helper_mod.py").write_text("ANSWER = 'two'\n")
     assert asyncio.run(load_flow(str(path)).run("x")) == "two"  # what `r` in the app does
+
+
+def test_data_reaches_ctx_data_never_the_model_and_survives_a_snapshot(tmp_path):
+    path = write(tmp_path, """
+    from flowtui import AgentContext, Context
+
+    @tool
+    def saldo(ctx: AgentContext = Context()) -> str:
+        \"\"\"The balance of the current account.\"\"\"
+        return "saldo: " + {"acme": "10"}.get(ctx.data.get("conta_id"), "conta desconhecida")
+
+    def model(messages, tools):
+        text = " | ".join(m.content for m in messages)
+        assert "acme" not in text  # the model never sees the run's data
+        if messages[-1].role == "tool":
+            return messages[-1].content
+        return {"content": "", "tool_calls": [{"name": "saldo", "args": {}}]}
+
+    @agent(provider=FunctionProvider(model), tools=[saldo])
+    class A:
+        pass
+
+    @workflow(steps=[loop([A], until=lambda ctx: ctx.turn.called_tool is False, max_iterations=3)])
+    class W:
+        pass
+    """)
+    snap = tmp_path / "snap.toml"
+    res = flowtui("run", str(path), "--input", "quanto?", "--data", "conta_id=acme", "--snapshot-out", str(snap))
+    assert res.returncode == 0, res.stderr
+    assert res.stdout == "saldo: 10\n"
+    assert '[data]\nconta_id = "acme"' in snap.read_text()
+    again = flowtui("run", str(path), "--input", "e agora?", "--from-snapshot", str(snap))
+    assert again.returncode == 0 and again.stdout == "saldo: 10\n", again.stderr
+    without = flowtui("run", str(path), "--input", "quanto?")
+    assert without.returncode == 0 and without.stdout == "saldo: conta desconhecida\n", without.stderr
+    bad = flowtui("run", str(path), "--data", "conta_id")
+    assert bad.returncode == 2 and "--data 'conta_id': expected KEY=VALUE, e.g. --data conta_id=acme" in bad.stderr
+
+
+def test_run_disposes_the_workflows_middlewares_and_shows_a_failing_one(tmp_path):
+    marker = tmp_path / "closed.txt"
+    path = write(tmp_path, f"""
+    from pathlib import Path
+    from flowtui import Middleware
+
+    def broken():
+        raise OSError("pool already closed")
+
+    @agent(provider=FunctionProvider(lambda m, t: "ok"))
+    class A:
+        pass
+
+    @workflow(steps=[A], middlewares=[Middleware(name="pool", dispose=lambda: Path({str(marker)!r}).write_text("yes")),
+                                      Middleware(name="cache", dispose=broken)])
+    class W:
+        pass
+    """)
+    res = flowtui("run", str(path), "--input", "x")
+    assert res.returncode == 0 and res.stdout == "ok\n"
+    assert marker.read_text() == "yes"
+    assert "! cache.dispose raised: OSError: pool already closed" in res.stderr

@@ -49,7 +49,22 @@ async def test_subagente_runs_the_child_in_isolation():
     assert view.ctx["pesquisas"] == 1
 
 
-@pytest.mark.parametrize("flow", ["revisao.py", "leitor.py", "subagente.py", "pesquisa.py"])
+async def test_conta_reads_the_account_from_data_denies_the_cancel_and_closes_its_connection():
+    app = load_flow(str(FLOWS / "conta.py"))
+    events = []
+    app.subscribe(events.append)
+    run = app.prepare("Quero cancelar a fatura de 2025-03", data={"conta_id": "acme"})
+    out = await run.execute()
+    assert out == "A fatura de 2025-03 é R$ 1.200,00. Não permitido: só um atendente pode cancelar faturas."
+    assert run.ctx.conexao.aberta is False  # closed by ctx.on_dispose when the run ended
+    assert not any("acme" in m.model_dump_json() for m in run.state.history)  # the data never reached the model
+    tools = [(e.name, e.status) for e in events if e.type == "node.end" and e.kind == "tool"]
+    assert tools == [("faturas", "ok"), ("cancelar_fatura", "error")]
+    allowed = await app.run("Quero cancelar a fatura de 2025-03", data={"conta_id": "acme", "papel": "atendente"})
+    assert allowed.endswith("A fatura de 2025-03 foi cancelada.")
+
+
+@pytest.mark.parametrize("flow", ["revisao.py", "leitor.py", "subagente.py", "pesquisa.py", "conta.py"])
 def test_every_example_flow_loads(flow):
     assert load_flow(str(FLOWS / flow)).workflow.name
 

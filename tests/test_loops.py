@@ -250,7 +250,7 @@ async def test_max_fails_consecutive_tool_failures_stop_the_loop_and_call_on_fai
         pass
 
     def on_fail(ctx, info):
-        infos.append((info.fails, info.tool_name, info.error, ctx.loop.iterations))
+        infos.append((info.consecutive, info.total, info.tool, info.error, ctx.get("loop")))
 
     @workflow(steps=[loop([A], until=until_answered, max_iterations=10, max_fails=3, on_fail=on_fail)])
     class W:
@@ -258,7 +258,10 @@ async def test_max_fails_consecutive_tool_failures_stop_the_loop_and_call_on_fai
 
     out, events, run = await run_collect(W)
     assert len(calls) == 3
-    assert infos == [(3, "flaky", "it broke", 3)]
+    # every failure is reported as it happens (the first before any ctx.loop exists), not only the third
+    assert [i[:4] for i in infos] == [(1, 1, "flaky", "it broke"), (2, 2, "flaky", "it broke"),
+                                      (3, 3, "flaky", "it broke")]
+    assert [i[4] and i[4].iterations for i in infos] == [None, 1, 2]
     end = loop_end(events)
     assert (end.data["iterations"], end.data["stopped_by"]) == (3, "fails")
     assert run.ctx.loop.stopped_by == "fails"
@@ -277,13 +280,13 @@ async def test_a_success_resets_the_consecutive_fail_count():
         pass
 
     @workflow(steps=[loop([A], until=until_answered, max_iterations=20, max_fails=3,
-                          on_fail=lambda ctx, info: infos.append(info.fails))])
+                          on_fail=lambda ctx, info: infos.append((info.consecutive, info.total)))])
     class W:
         pass
 
     out, events, run = await run_collect(W)
     assert len(calls) == 9
-    assert infos == [3]
+    assert infos == [(1, 1), (2, 2), (1, 3), (2, 4), (1, 5), (2, 6), (3, 7)]
     assert (loop_end(events).data["iterations"], loop_end(events).data["stopped_by"]) == (9, "fails")
 
 
@@ -508,3 +511,111 @@ async def test_parallel_inside_a_loop():
     assert len(ca) == 3 and len(cb) == 3
     assert loop_end(events).data["iterations"] == 3
     assert [e.type for e in events if getattr(e, "kind", None) == "parallel"] == ["node.start", "node.end"] * 3
+
+
+# --- on_fail warns on every failure; math.inf turns a brake off ----------------------------------
+
+async def test_on_fail_hears_every_failure_early_and_can_be_async():
+    bad, good = call("flaky", ok=False), call("flaky", ok=True)
+    provider, calls = scripted(bad, good, bad, "done")
+    warned = []
+
+    @agent(provider=provider, tools=[_flaky_tool()])
+    class A:
+        pass
+
+    async def on_fail(ctx, info):
+        warned.append(info)
+        ctx.warnings = ctx.get("warnings", 0) + 1  # a warning the run can act on
+
+    @workflow(steps=[loop([A], until=until_answered, max_iterations=10, max_fails=3, on_fail=on_fail)])
+    class W:
+        pass
+
+    out, events, run = await run_collect(W)
+    from flowtui.runtime.steps import FailInfo
+    assert warned == [FailInfo(tool="flaky", error="it broke", consecutive=1, total=1, max_fails=3),
+                      FailInfo(tool="flaky", error="it broke", consecutive=1, total=2, max_fails=3)]
+    assert out == "done" and run.ctx.loop.stopped_by == "until"
+    sets = [e for e in events if e.type == "ctx.set" and e.name == "warnings"]
+    assert [(e.value, e.origin) for e in sets] == [(1, "on_fail"), (2, "on_fail")]
+
+
+async def test_max_iterations_inf_leaves_until_as_the_only_stop():
+    import math
+
+    provider, calls = counting()
+
+    @agent(provider=provider)
+    class A:
+        pass
+
+    @workflow(steps=[loop([A], until=lambda ctx: ctx.output == "reply 12", max_iterations=math.inf)])
+    class W:
+        pass
+
+    out, events, run = await run_collect(W)
+    assert out == "reply 12" and len(calls) == 12
+    end = loop_end(events)
+    assert (end.status, end.data["iterations"], end.data["stopped_by"], end.data["max_iterations"]) == \
+        ("ok", 12, "until", None)  # no ceiling: None in the (JSON) events
+    assert run.ctx.loop.max_iterations == math.inf and run.ctx.loop.stopped_by == "until"
+    assert loop_infos(events)[-1]["max_iterations"] is None
+
+
+async def test_max_iterations_inf_leaves_the_budget_as_the_stop():
+    import math
+
+    from flowtui import Budget
+
+    provider, calls = counting()
+
+    @agent(provider=provider)
+    class A:
+        pass
+
+    @workflow(steps=[loop([A], max_iterations=math.inf, max_fails=math.inf)])
+    class W:
+        pass
+
+    out, events, run = await run_collect(W, budget=Budget(max_chat_calls=7))
+    assert len(calls) == 7 and out == "reply 7"
+    assert loop_end(events).data["stopped_by"] == "budget"
+    assert events[-1].status == "finished" and events[-1].reason == "budget: max_chat_calls"
+
+
+async def test_max_fails_inf_never_stops_on_failures():
+    import math
+
+    provider, calls = scripted(*[call("flaky", ok=False)] * 8, "gave up")
+
+    @agent(provider=provider, tools=[_flaky_tool()])
+    class A:
+        pass
+
+    @workflow(steps=[loop([A], until=until_answered, max_iterations=20, max_fails=math.inf)])
+    class W:
+        pass
+
+    out, events, run = await run_collect(W)
+    assert out == "gave up" and len(calls) == 9 and run.ctx.loop.stopped_by == "until"
+
+
+def test_a_bad_brake_is_refused_when_loop_is_called_naming_the_parameter():
+    import math
+
+    import pytest
+
+    from flowtui import ConfigError
+
+    @agent(provider=counting()[0])
+    class A:
+        pass
+
+    for param, value in [("max_iterations", 0), ("max_iterations", -1), ("max_iterations", "5"),
+                         ("max_iterations", 2.5), ("max_iterations", True), ("max_iterations", math.nan),
+                         ("max_fails", 0), ("max_fails", -math.inf), ("max_fails", None)]:
+        with pytest.raises(ConfigError) as info:
+            loop([A], name="revisao", **{param: value})
+        assert f"revisao(..., {param}={value!r})" in str(info.value)
+        assert "math.inf" in str(info.value)

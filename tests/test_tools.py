@@ -348,7 +348,7 @@ async def test_before_tool_returning_a_toolcall_replaces_the_call():
     events: list = []
     run = bootstrap(W).prepare("go", on_event=events.append)
     out = await run.execute()
-    assert calls_seen == [ToolCall(name="echo", args={"text": "hi"}, id="call_0")]
+    assert calls_seen == [ToolCall(name="echo", args={"text": "hi"}, id="call_1_0")]  # turn 1, call 0
     assert executed == [("shout", "hi there")]
     assert out == "HI THERE!"
     # after_tool and ctx.turn see the call that actually ran
@@ -357,7 +357,7 @@ async def test_before_tool_returning_a_toolcall_replaces_the_call():
     # the tool message still answers the model's call id
     (msg,) = tool_messages(events)
     assert msg.content == "HI THERE!" and msg.is_error is False
-    assert msg.tool_call_id == "call_0"
+    assert msg.tool_call_id == "call_1_0"
 
 
 async def test_before_tool_returning_none_keeps_the_call():
@@ -546,7 +546,12 @@ async def test_fatal_tool_error_ends_the_run_and_keeps_its_cause_private(tmp_pat
     with pytest.raises(FatalToolError) as info:
         await app.run("go", journal=journal)
     assert info.value.message == "database unavailable"
-    assert SECRET in str(info.value.private_cause)  # the caller may still inspect it
+    assert isinstance(info.value.cause, ConnectionError)  # the caller may still inspect it
+    assert SECRET in str(info.value.cause)
+    import pickle
+    import traceback
+    assert SECRET not in repr(info.value) and SECRET not in "".join(traceback.format_exception(info.value))
+    assert pickle.loads(pickle.dumps(info.value)).cause is None  # a copy sent elsewhere leaves it behind
 
     # the run ended, failed, and no later step ran
     assert len(seen) == 1

@@ -1,20 +1,31 @@
 """The one interface every model provider implements.
 
 The engine builds a :class:`ChatRequest` for each model call and awaits
-``provider.complete(request)``; it gets a :class:`ChatReply` back. Fakes
-(:class:`~runtime.providers.scripted.ScriptedProvider`,
+``provider.complete(request)``; it gets a :class:`ChatReply` back, and hands
+it to :meth:`Provider.finish`, which moves ``<think>`` blocks to ``reasoning``
+and rescues tool calls the model wrote as text. So a provider of yours only
+turns a request into the model's raw answer::
+
+    class EchoProvider(Provider):
+        async def complete(self, request: ChatRequest) -> ChatReply:
+            text = await my_client.chat([m.model_dump() for m in request.messages])
+            return ChatReply(content=text, usage=Usage(prompt_tokens=..., completion_tokens=...))
+
+Fakes (:class:`~runtime.providers.scripted.ScriptedProvider`,
 :class:`~runtime.providers.function.FunctionProvider`) are real classes of this
 interface, so the engine never knows whether a model is real.
 """
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from flowtui.runtime.messages import Message, ToolCall
+from flowtui.runtime.providers.rescue import find_tool_calls, strip_think
 
 
 # A native tool call whose arguments were not a JSON object keeps the raw text
@@ -27,8 +38,8 @@ class ChatRequest(BaseModel):
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
-    agent: str
-    turn: int = Field(description="1-based count of this agent's turns in the run")
+    agent: str = ""
+    turn: int = Field(default=1, description="1-based count of this agent's turns in the run")
     messages: list[Message]
     tools: list[dict[str, Any]] = Field(
         default_factory=list, description="OpenAI-style function schemas"
@@ -51,12 +62,20 @@ class AttemptInfo(BaseModel):
 
 
 class Usage(BaseModel):
+    """Tokens one model call used (the budget and the run totals add them up)."""
+
     prompt_tokens: int = 0
     completion_tokens: int = 0
 
 
 class ChatReply(BaseModel):
-    """What one model call produced."""
+    """What one model call produced.
+
+    A provider may return the raw text in ``content``: :meth:`Provider.finish`
+    moves ``<think>`` blocks to ``reasoning`` and, with no native
+    ``tool_calls``, rescues calls written as text (``tool_call_source``
+    ``"rescued"``).
+    """
 
     content: str = ""
     tool_calls: list[ToolCall] = Field(default_factory=list)
@@ -68,16 +87,52 @@ class ChatReply(BaseModel):
     model: str | None = None
 
 
+# Replies already through finish_reply (by id, held weakly): a provider that finished its own
+# replies (litellm's, scripted ones) is not scanned twice. Not a field: it must not change equality.
+_FINISHED: weakref.WeakValueDictionary[int, ChatReply] = weakref.WeakValueDictionary()
+
+
+def finish_reply(request: ChatRequest, reply: ChatReply, *, rescue: bool) -> ChatReply:
+    """``reply`` with ``<think>`` blocks moved from the content to ``reasoning`` (after any
+    the provider sent apart), tool calls written as text rescued when there are no
+    native ones (only names in ``request.tool_names``; off with ``rescue=False``), and
+    ids ``call_<turn>_<i>`` for calls without one, so a replayed conversation is
+    byte-identical to the recorded one."""
+    if _FINISHED.get(id(reply)) is reply:
+        return reply
+    content, think = strip_think(reply.content)
+    if reply.reasoning and reply.reasoning.strip():
+        think = reply.reasoning.strip() + ("\n\n" + think if think else "")
+    calls, source = reply.tool_calls, reply.tool_call_source or ("native" if reply.tool_calls else None)
+    if not calls and rescue and request.tool_names:
+        calls, content = find_tool_calls(content, request.tool_names)
+        source = "rescued" if calls else None
+    calls = [c if c.id else c.model_copy(update={"id": f"call_{request.turn}_{i}"}) for i, c in enumerate(calls)]
+    done = reply.model_copy(update={"content": content, "reasoning": think, "tool_calls": calls,
+                                    "tool_call_source": source})
+    _FINISHED[id(done)] = done
+    return done
+
+
 class Provider:
     """Base class of providers. Subclasses implement :meth:`complete`.
 
     A provider given to ``@agent`` as a class is instantiated with no
     arguments once per run; one given as an instance is :meth:`fork`-ed per
-    run, so runs never share cursors or counters.
+    run, so runs never share cursors or counters. Set ``rescue_tool_calls =
+    False`` on a provider whose model never writes tool calls as text.
     """
 
+    rescue_tool_calls: bool = True
+
     async def complete(self, request: ChatRequest) -> ChatReply:  # pragma: no cover
+        """One model call: ``request.messages`` (prompt first) and ``request.tools`` in, the
+        model's answer out. Raise :class:`~runtime.errors.ProviderError` for a failure."""
         raise NotImplementedError
+
+    def finish(self, request: ChatRequest, reply: ChatReply) -> ChatReply:
+        """What the engine does to every reply of this provider (see :func:`finish_reply`)."""
+        return finish_reply(request, reply, rescue=self.rescue_tool_calls)
 
     def fork(self) -> "Provider":
         """A copy for one run. Stateless providers return ``self``."""

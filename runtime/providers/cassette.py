@@ -182,7 +182,8 @@ class RecordingProvider(Provider):
         self.cassette = _cassette(cassette, load=False)
 
     async def complete(self, request: ChatRequest) -> ChatReply:
-        reply = await self.inner.complete(request)
+        # Recorded as the inner provider finishes it (its own rescue setting), as it is replayed.
+        reply = self.inner.finish(request, await self.inner.complete(request))
         self.cassette.append(Exchange.of(request, reply))
         return reply
 

@@ -83,7 +83,6 @@ class LiteLLMProvider(Provider):
     timeout: float | None = None
     retry: bool | Retry = True
     cost_per_1k: Mapping[str, float] | None = None
-    rescue_tool_calls: bool = True
     stream: bool = False
     extra: Mapping[str, Any] = {}
 

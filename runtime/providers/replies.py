@@ -10,8 +10,7 @@ from typing import Any
 
 from flowtui.runtime.errors import ConfigError
 from flowtui.runtime.messages import ToolCall
-from flowtui.runtime.providers.base import ChatReply, ChatRequest, Usage
-from flowtui.runtime.providers.rescue import find_tool_calls, strip_think
+from flowtui.runtime.providers.base import ChatReply, ChatRequest, Usage, finish_reply
 
 
 def split_reply(reply: Any, *, where: str) -> tuple[str, list[dict[str, Any]]]:
@@ -42,37 +41,19 @@ def split_reply(reply: Any, *, where: str) -> tuple[str, list[dict[str, Any]]]:
 
 
 def to_reply(reply: Any, *, where: str) -> ChatReply:
-    """A ChatReply built directly (no litellm), for FunctionProvider."""
+    """A ChatReply from any accepted shape (the engine finishes it: think blocks, rescue, ids)."""
     if isinstance(reply, ChatReply):
         return reply
     content, calls = split_reply(reply, where=where)
-    return ChatReply(
-        content=content,
-        tool_calls=[ToolCall(name=c["name"], args=c["args"]) for c in calls],  # the engine numbers them
-        tool_call_source="native" if calls else None,
-    )
+    return ChatReply(content=content, tool_calls=[ToolCall(name=c["name"], args=c["args"]) for c in calls])
 
 
 def model_reply(request: ChatRequest, raw_content: str, native_calls: list[ToolCall], *, rescue: bool,
                 reasoning: str | None = None, prompt_tokens: int = 0, completion_tokens: int = 0,
                 model: Any = None) -> ChatReply:
-    """A model's answer as a :class:`ChatReply`.
-
-    ``<think>`` blocks move from the content to ``reasoning`` (after any the
-    provider sent apart). Native tool calls win; without them and with
-    ``rescue`` on, calls written as text (restricted to ``request.tool_names``)
-    are rescued and cut from the content. Calls without an id get
-    ``call_<turn>_<i>``, so a replayed conversation is byte-identical to the
-    recorded one. Cost is left at 0: the provider fills it in.
-    """
-    content, think = strip_think(raw_content)
-    if reasoning and reasoning.strip():
-        think = reasoning.strip() + ("\n\n" + think if think else "")
-    calls, source = native_calls, "native" if native_calls else None
-    if not calls and rescue and request.tool_names:
-        calls, content = find_tool_calls(content, request.tool_names)
-        source = "rescued" if calls else None
-    calls = [c if c.id else c.model_copy(update={"id": f"call_{request.turn}_{i}"}) for i, c in enumerate(calls)]
-    return ChatReply(content=content, tool_calls=calls, tool_call_source=source, reasoning=think,
-                     usage=Usage(prompt_tokens=prompt_tokens, completion_tokens=completion_tokens),
-                     model=model if isinstance(model, str) else None)
+    """A model's raw answer as a finished :class:`ChatReply` (see
+    :func:`~runtime.providers.base.finish_reply`). Cost is left at 0: the provider fills it in."""
+    raw = ChatReply(content=raw_content, tool_calls=native_calls, reasoning=reasoning,
+                    usage=Usage(prompt_tokens=prompt_tokens, completion_tokens=completion_tokens),
+                    model=model if isinstance(model, str) else None)
+    return finish_reply(request, raw, rescue=rescue)

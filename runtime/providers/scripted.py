@@ -121,8 +121,8 @@ class ScriptedProvider(Provider):
         # offline run never waits seconds for it to import. Tokens are estimated (4 characters each).
         prompt = sum(len(m.content) for m in request.messages)
         return model_reply(request, content, [ToolCall(name=c["name"], args=c["args"]) for c in calls],
-                           rescue=True, prompt_tokens=_tokens(prompt), completion_tokens=_tokens(len(content)),
-                           model="scripted")
+                           rescue=self.rescue_tool_calls, prompt_tokens=_tokens(prompt),
+                           completion_tokens=_tokens(len(content)), model="scripted")
 
 
 def _tokens(chars: int) -> int:

@@ -1,0 +1,98 @@
+"""Loops and parallel blocks: the step combinators at run time.
+
+A loop runs its body at least once and stops on the first of: ``until`` true,
+``max_iterations`` reached (``on_exhausted``), ``max_fails`` tool failures in
+a row (``on_fail`` hears of each failure as it happens, in :mod:`runtime.tools`),
+``ctx.stop()``, a budget, or the stop command; ``ctx.loop.stopped_by`` says
+which. ``math.inf`` turns a ceiling off.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from typing import TYPE_CHECKING, Any
+
+from flowtui.runtime.budget import BudgetStop
+from flowtui.runtime.context import LoopInfo
+from flowtui.runtime.control import RunStopped, StopRequested
+from flowtui.runtime.invoke import call_user
+from flowtui.runtime.nodes import FailCounter, NodeScope, fail_counter, loops_var
+from flowtui.runtime.steps import LoopSpec, ParallelSpec
+
+if TYPE_CHECKING:
+    from flowtui.runtime.engine import Run
+
+
+async def run_loop(run: "Run", spec: LoopSpec) -> None:
+    """``spec``'s steps again and again, at least once, until one of its stops."""
+    ctx = run.ctx
+    ceiling = spec.max_iterations
+    shown = None if ceiling == math.inf else ceiling  # events are JSON: no infinity
+    with NodeScope(run, "loop", spec.name, data={"max_iterations": shown}) as scope:
+        fails = FailCounter(on_fail=spec.on_fail, max_fails=spec.max_fails)
+        tokens = (fail_counter.set(fails), loops_var.set(loops_var.get() + (scope.id,)))
+        i, stopped_by = 0, None
+        try:
+            while True:
+                i += 1
+                scope.relabel(f"{spec.name} {i}/{shown or '∞'}")
+                for step in spec.steps:
+                    await run.step(step)
+                    if fails.count >= spec.max_fails:
+                        break
+                ctx._set("loop", LoopInfo(iterations=i, max_iterations=ceiling), origin="runtime")
+                run.check_stop()  # ctx.stop() in the last turn: no pause, no until
+                await run.pause("loop_iteration", spec.name)
+                if fails.count >= spec.max_fails:
+                    stopped_by = "fails"
+                    break
+                if spec.until is not None and await _until(run, spec):
+                    run.check_stop()  # until called ctx.stop(): the stop is what ended the loop
+                    stopped_by = "until"
+                    break
+                if i >= ceiling:
+                    stopped_by = "exhausted"
+                    ctx._set("loop", LoopInfo(iterations=i, exhausted=True, max_iterations=ceiling,
+                                              stopped_by="exhausted"), origin="runtime")
+                    if spec.on_exhausted is not None:
+                        await _call(run, spec.on_exhausted, (ctx, i), "on_exhausted")
+                    break
+                await run.gate()
+        except BudgetStop:
+            stopped_by = "budget"
+            raise
+        except RunStopped as exc:
+            stopped_by = "stop" if isinstance(exc, StopRequested) else "stopped"
+            raise
+        finally:
+            fail_counter.reset(tokens[0])
+            loops_var.reset(tokens[1])
+            scope.data.update(iterations=i, stopped_by=stopped_by)
+            if stopped_by is not None:
+                ctx._set("loop", LoopInfo(iterations=i, exhausted=stopped_by == "exhausted",
+                                          max_iterations=ceiling, stopped_by=stopped_by),
+                         origin="runtime")
+
+
+async def _until(run: "Run", spec: LoopSpec) -> bool:
+    args = (run.ctx, run.workflow_state) if run.plans.until_arity(spec) >= 2 else (run.ctx,)
+    return bool(await _call(run, spec.until, args, "until"))
+
+
+async def _call(run: "Run", fn: Any, args: tuple, origin: str) -> Any:
+    """Loop callbacks run inline: they decide, they should not wait."""
+    return await call_user(fn, args, origin=origin, then=run.check_state)
+
+
+async def run_parallel(run: "Run", spec: ParallelSpec) -> None:
+    """``spec``'s steps concurrently on the same ``ctx`` (the last writer of ctx.output wins)."""
+    with NodeScope(run, "parallel", spec.name):
+        tasks = [asyncio.ensure_future(run.step(s)) for s in spec.steps]
+        try:
+            await asyncio.gather(*tasks)
+        except BaseException:
+            for t in tasks:
+                t.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            raise

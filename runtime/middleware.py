@@ -1,0 +1,171 @@
+"""Middlewares and plugins: code of yours around every model call and tool call of an app's runs.
+
+    app.use(mw)          # or @workflow(..., middlewares=[mw])
+
+A middleware is any object with some of:
+
+- ``async tool(invocation, call_next) -> ToolOutput``: around each tool call.
+  ``invocation`` is a :class:`ToolInvocation`; ``await call_next(invocation)``
+  runs the rest (later middlewares, then the tool) and returns its
+  :class:`ToolOutput`. Return your own ``ToolOutput(content=..., is_error=True)``
+  to deny the call (the model reads it), pass a changed invocation on
+  (``invocation.replace(args=...)``), or call ``call_next`` again to retry.
+- ``async model(request, call_next) -> ChatReply``: around each model call,
+  with the :class:`~runtime.providers.base.ChatRequest` the agent built;
+  pass a changed one on with ``request.model_copy(update={...})``.
+- ``setup(app)``: once, when it is registered (an async one is awaited before
+  the app's next run starts); ``dispose()``: when the app closes (``await app.aclose()``,
+  ``async with app``, or the end of ``flowtui run``).
+- ``name``: shown in events (defaults to the class name).
+
+The first registered is the outermost. Sync methods work too: a sync
+``tool``/``model`` returns ``call_next(...)`` (an awaitable) or a value, and
+runs inline, so keep it quick. Use :class:`Middleware` for the inline case.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import inspect
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from flowtui.runtime.bus import current_origin
+from flowtui.runtime.errors import ConfigError, FlowtuiError
+from flowtui.runtime.invoke import call_user
+
+HOOKS = ("tool", "model", "setup", "dispose")
+
+Layer = tuple[str, Callable[..., Any]]  # (middleware name, its tool or model method)
+
+
+@dataclass(frozen=True)
+class ToolInvocation:
+    """A tool call on its way to the tool, as tool middlewares see it."""
+
+    name: str
+    args: dict[str, Any]
+    agent: str
+    ctx: Any  # the run's AgentContext
+    call_id: str | None = None
+
+    def replace(self, **changes: Any) -> "ToolInvocation":
+        """A copy with ``changes`` (e.g. ``invocation.replace(args={...})``) to pass on."""
+        return dataclasses.replace(self, **changes)
+
+
+class Middleware:
+    """A middleware from functions: ``Middleware(name="audit", tool=fn, model=fn)``.
+
+    ``tool(invocation, call_next)`` and ``model(request, call_next)`` as
+    described in this module; ``setup(app)`` and ``dispose()`` optional.
+    """
+
+    def __init__(self, *, name: str = "middleware", tool: Callable[..., Any] | None = None,
+                 model: Callable[..., Any] | None = None, setup: Callable[..., Any] | None = None,
+                 dispose: Callable[..., Any] | None = None) -> None:
+        for hook, fn in (("tool", tool), ("model", model), ("setup", setup), ("dispose", dispose)):
+            if fn is not None and not callable(fn):
+                raise ConfigError(f"Middleware(name={name!r}, {hook}=...): must be a function, got {fn!r}")
+        if tool is None and model is None and setup is None and dispose is None:
+            raise ConfigError(f"Middleware(name={name!r}): give at least one of tool=, model=, setup=, dispose=")
+        self.name, self.tool, self.model, self.setup, self.dispose = name, tool, model, setup, dispose
+
+    def __repr__(self) -> str:
+        return f"Middleware(name={self.name!r})"
+
+
+def middleware_name(mw: Any) -> str:
+    return str(getattr(mw, "name", None) or type(mw).__name__)
+
+
+def check_middleware(mw: Any, *, where: str = "app.use(...)") -> None:
+    """Refuse what cannot be a middleware, saying what one looks like."""
+    if isinstance(mw, type):
+        raise ConfigError(f"{where}: {mw.__name__} is a class; pass an instance, e.g. {mw.__name__}(...)")
+    if not any(callable(getattr(mw, hook, None)) for hook in HOOKS):
+        raise ConfigError(f"{where}: {mw!r} is not a middleware: it needs at least one of "
+                          "tool(invocation, call_next), model(request, call_next), setup(app), dispose(); "
+                          "or use Middleware(name=..., tool=..., model=...)")
+
+
+def layers(middlewares: Sequence[Any], hook: str) -> list[Layer]:
+    """The ``hook`` methods of ``middlewares``, outermost first."""
+    return [(middleware_name(mw), fn) for mw in middlewares if callable(fn := getattr(mw, hook, None))]
+
+
+async def through(chain: list[Layer], value: Any, innermost: Callable[[Any], Awaitable[Any]], *,
+                  on_pass: Callable[[str, Any, Any], None] | None = None) -> Any:
+    """``value`` through each layer, then ``innermost``. ``on_pass(name, received, passed)`` hears
+    what each middleware handed on (to record a changed request)."""
+    origin = current_origin.get()
+
+    async def at(i: int, current: Any) -> Any:
+        if i == len(chain):
+            token = current_origin.set(origin)  # the provider or tool is not the middleware's code
+            try:
+                return await innermost(current)
+            finally:
+                current_origin.reset(token)
+        name, fn = chain[i]
+
+        async def call_next(passed: Any) -> Any:
+            if on_pass is not None:
+                on_pass(name, current, passed)
+            return await at(i + 1, passed)
+
+        return await call_user(fn, (current, call_next), origin=f"middleware:{name}")
+
+    return await at(0, value)
+
+
+class Plugins:
+    """An app's middlewares, outermost first, and their life cycle: ``setup`` once when added
+    (an async one awaited before the first run), ``dispose`` once, last added first."""
+
+    def __init__(self) -> None:
+        self.items: list[Any] = []
+        self._pending: list[Awaitable[Any]] = []  # async setups not awaited yet
+        self._lock: asyncio.Lock | None = None
+        self._disposed = False
+
+    def add(self, mw: Any, app: Any) -> None:
+        check_middleware(mw)
+        self.items.append(mw)
+        setup = getattr(mw, "setup", None)
+        if callable(setup):
+            try:
+                result = setup(app)
+            except FlowtuiError:
+                raise
+            except Exception as exc:  # a flow file's plugin: a load error naming it, not a traceback
+                raise ConfigError(f"{middleware_name(mw)}.setup(app) raised {type(exc).__name__}: {exc}") from exc
+            if inspect.isawaitable(result):
+                self._pending.append(result)
+
+    async def start(self) -> None:
+        if not self._pending:
+            return
+        if self._lock is None:
+            self._lock = asyncio.Lock()
+        async with self._lock:  # two runs starting at once await each setup once
+            while self._pending:
+                await self._pending.pop(0)
+
+    async def dispose_all(self) -> list[tuple[str, BaseException]]:
+        """Call every ``dispose()`` (sync or async), last added first; returns the failures."""
+        if self._disposed:
+            return []
+        self._disposed = True
+        failed = []
+        for mw in reversed(self.items):
+            dispose = getattr(mw, "dispose", None)
+            if not callable(dispose):
+                continue
+            try:
+                await call_user(dispose, (), origin=f"middleware:{middleware_name(mw)}")
+            except Exception as exc:
+                failed.append((f"{middleware_name(mw)}.dispose", exc))
+        return failed

@@ -1,0 +1,182 @@
+"""What ``bootstrap`` works out about a workflow once, and what each run builds from it.
+
+:func:`make_plans` walks the workflow's steps and computes every injection
+plan (agent and tool constructors, how each tool is called), so a marker that
+cannot be satisfied fails before any run starts. :func:`build_instances`
+makes one run's agents, tools and providers from those plans, so ``State()``
+receives that run's instance and runs never share a provider's state.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from flowtui.runtime.decorators import AgentSpec, WorkflowSpec, spec_of
+from flowtui.runtime.errors import ConfigError, InjectionError
+from flowtui.runtime.markers import constructor_plan, execute_plan, positional_arity, where
+from flowtui.runtime.observe import make_state
+from flowtui.runtime.providers.base import Provider
+from flowtui.runtime.steps import LoopSpec, ParallelSpec
+from flowtui.runtime.tool_forms import ToolSpec
+
+if TYPE_CHECKING:
+    from flowtui.runtime.engine import Run
+
+
+@dataclass
+class AgentTools:
+    """The tools one agent offers the model."""
+
+    by_name: dict[str, ToolSpec]
+    names: frozenset[str]
+    schemas: list[dict[str, Any]]
+
+
+@dataclass
+class Plans:
+    """Everything ``bootstrap`` worked out about a workflow, reused by every run."""
+
+    spec: WorkflowSpec
+    agent_specs: dict[type, AgentSpec] = field(default_factory=dict)
+    tool_specs: dict[type, AgentTools] = field(default_factory=dict)
+    ctor_plans: dict[type, list[tuple[str, str]]] = field(default_factory=dict)
+    execute_plans: dict[ToolSpec, list[tuple[str, str]]] = field(default_factory=dict)
+    _arity: dict[Any, int] = field(default_factory=dict)
+
+    def new_state(self) -> Any:
+        return make_state(self.spec.state) if self.spec.state is not None else None
+
+    def arity(self, fn: Any) -> int:
+        key = getattr(fn, "__func__", fn)
+        n = self._arity.get(key)
+        if n is None:
+            n = positional_arity(fn)
+            self._arity[key] = n
+        return n
+
+    def until_arity(self, loop: LoopSpec) -> int:
+        return self.arity(loop.until)
+
+
+def make_plans(spec: WorkflowSpec) -> Plans:
+    """Every injection plan of ``spec``'s steps; raises InjectionError/ConfigError naming the fault."""
+    from flowtui.runtime.workflow_runtime import WorkflowRuntime
+
+    plans = Plans(spec=spec)
+    has_state = spec.state is not None
+
+    def visit(step: Any) -> None:
+        if isinstance(step, LoopSpec):
+            if step.until is not None:
+                n = positional_arity(step.until)
+                if n >= 2 and not has_state:
+                    file, line = where(step.until)
+                    raise InjectionError(
+                        f"{step.name}(until=...) takes (ctx, s) but workflow {spec.name} declares no state; "
+                        "add state=YourStateClass to @workflow(...) or make until take only ctx",
+                        file=file, line=line, cls=spec.name)
+                if n == 0:
+                    file, line = where(step.until)
+                    raise InjectionError(f"{step.name}(until=...) must take ctx (and optionally the state)",
+                                         file=file, line=line, cls=spec.name)
+            for s in step.steps:
+                visit(s)
+        elif isinstance(step, ParallelSpec):
+            for s in step.steps:
+                visit(s)
+        else:
+            aspec = spec_of(step)
+            if not isinstance(aspec, AgentSpec):
+                raise ConfigError(
+                    f"workflow {spec.name}: step {step!r} is not an @agent class, loop(...) or parallel([...])")
+            if step in plans.agent_specs:
+                return
+            plans.agent_specs[step] = aspec
+            plans.ctor_plans[step] = constructor_plan(step, has_state=has_state, workflow=spec.name,
+                                                      runtime_type=WorkflowRuntime)
+            for t in aspec.tools:
+                if t not in plans.execute_plans:
+                    if t.form == "class":
+                        plans.ctor_plans[t.target] = constructor_plan(
+                            t.target, has_state=has_state, workflow=spec.name, runtime_type=WorkflowRuntime)
+                    plans.execute_plans[t] = _call_plan(t, has_state=has_state, workflow=spec.name)
+            by_name = {t.name: t for t in aspec.tools}
+            plans.tool_specs[step] = AgentTools(by_name=by_name, names=frozenset(by_name),
+                                                schemas=[t.function_schema() for t in aspec.tools])
+
+    for s in spec.steps:
+        visit(s)
+    return plans
+
+
+def _call_plan(t: ToolSpec, *, has_state: bool, workflow: str) -> list[tuple[str, str]]:
+    """How to call a tool of any form: which parameter gets the arguments, ctx or the state."""
+    if t.fields_from_signature:  # a function whose parameters are the schema
+        for param, want in t.injected.items():
+            if want == "state" and not has_state:
+                file, line = where(t.target)
+                raise InjectionError(f"State() in tool function parameter {param!r}, but workflow {workflow} "
+                                     "declares no state; add state=YourStateClass to @workflow(...)",
+                                     file=file, line=line, cls=t.name)
+        assert t.schema is not None
+        return [(f, "field") for f in t.schema.model_fields] + list(t.injected.items())
+    fn = t.target if t.form == "function" else t.target.execute
+    owner = t.target.__name__ if t.form == "class" else t.name
+    return execute_plan(fn, owner=owner, schema=t.schema, has_state=has_state, workflow=workflow,
+                        skip_self=t.form == "class")
+
+
+def build_instances(run: "Run", *, model: str | None, wrap: Callable[[Provider], Provider] | None = None
+                    ) -> tuple[dict, dict, dict]:
+    """Agents, tools and providers for one run (so ``State()`` gets that run's instance)."""
+    from flowtui.runtime.workflow_runtime import WorkflowRuntime
+
+    plans = run.plans
+    made: dict[type, Any] = {}
+
+    def build(cls: type) -> Any:
+        kwargs = {}
+        for param, want in plans.ctor_plans[cls]:
+            kwargs[param] = run.workflow_state if want == "state" else WorkflowRuntime(run)
+        return cls(**kwargs)
+
+    agents = {cls: build(cls) for cls in plans.agent_specs}
+    tools: dict[ToolSpec, Any] = {}  # what to call for each tool: execute of this run's instance, or the function
+    for t in plans.execute_plans:
+        tools[t] = (build(t.target).execute if t.form == "class" else t.target if t.form == "function"
+                    else t.target.execute)
+    providers: dict[type, Provider] = {}
+    for cls, aspec in plans.agent_specs.items():
+        p = aspec.provider
+        key = p if isinstance(p, type) else id(p)
+        if key not in made:
+            inst = _provider_for_run(p, aspec, replies=run.replies)
+            inst = inst.override_model(model) if model else inst
+            made[key] = wrap(inst) if wrap is not None else inst
+        providers[cls] = made[key]
+    return agents, tools, providers
+
+
+def _provider_for_run(p: Any, aspec: AgentSpec, *, replies: str | Path | None) -> Provider:
+    """This run's provider: a class built, an instance forked, a factory called."""
+    if isinstance(p, type):
+        return p()
+    if isinstance(p, Provider):
+        return p.fork()
+    try:
+        made = p()
+    except Exception as exc:
+        raise ConfigError(f"{aspec.name}: the provider function {getattr(p, '__qualname__', p)!r} raised "
+                          f"{type(exc).__name__}: {exc}") from exc
+    if not isinstance(made, Provider):
+        raise ConfigError(f"{aspec.name}: the provider function {getattr(p, '__qualname__', p)!r} returned "
+                          f"{made!r}, not a Provider")
+    if replies is not None:  # --replies reaches the ScriptedProviders a factory makes too
+        from flowtui.runtime.providers.scripted import ScriptedProvider
+
+        if isinstance(made, ScriptedProvider):
+            made = made.with_replies(replies)
+    return made

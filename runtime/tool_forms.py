@@ -1,0 +1,192 @@
+"""The three forms of a tool, each described by one :class:`ToolSpec`.
+
+- a ``@tool`` class with ``execute`` (and a pydantic ``schema``);
+- a ``@tool`` function: its schema is built from its signature and docstring
+  (parameters with ``Context()``/``State()`` are injected, not in the schema)::
+
+      @tool
+      def saldo(conta: str, ctx: AgentContext = Context()) -> str:
+          \"\"\"The balance of an account.
+
+          Args:
+              conta: the account id, e.g. "acme"
+          \"\"\"
+
+- any object with ``name``, ``description``, ``schema`` (a pydantic model
+  class or a JSON schema dict) and ``execute``: a tool made at run time.
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+from dataclasses import dataclass, field
+from typing import Annotated, Any, Literal, get_args, get_origin
+
+from pydantic import BaseModel, ConfigDict, Field, PydanticSchemaGenerationError, create_model
+from pydantic.fields import FieldInfo
+
+from flowtui.runtime.errors import ConfigError
+from flowtui.runtime.markers import marker_of, type_hints, where
+
+SPEC_ATTR = "__flowtui__"
+OBJECT_TOOL_ATTRS = ("name", "description", "schema", "execute")
+
+Form = Literal["class", "function", "object"]
+
+
+@dataclass(frozen=True, eq=False)
+class ToolSpec:
+    """What the runtime knows of one tool, whatever its form (compared by identity)."""
+
+    target: Any  # the @tool class, the @tool function, or the tool object
+    form: Form
+    name: str
+    description: str
+    schema: type[BaseModel] | None
+    json_schema: dict[str, Any] | None = None  # an object tool's schema given as JSON schema
+    # A function tool with a schema built from its signature: its parameters are the fields.
+    fields_from_signature: bool = False
+    injected: dict[str, str] = field(default_factory=dict)  # param -> "ctx" | "state" (function tools)
+
+    def function_schema(self) -> dict[str, Any]:
+        """The OpenAI-style function schema the model sees (from the pydantic model)."""
+        if self.json_schema is not None:
+            params = dict(self.json_schema)
+        elif self.schema is not None:
+            params = self.schema.model_json_schema()
+        else:
+            params = {"type": "object", "properties": {}}
+        params.pop("title", None)
+        return {"type": "function",
+                "function": {"name": self.name, "description": self.description, "parameters": params}}
+
+
+def function_tool(fn: Any, *, name: str | None, description: str, schema: type[BaseModel] | None) -> ToolSpec:
+    """The spec of a ``@tool`` function. With ``schema=`` it takes arguments like a class's
+    ``execute``; without, its own parameters are the schema."""
+    doc_text, doc_params = parse_docstring(inspect.getdoc(fn) or "")
+    tool_name = name or fn.__name__
+    if schema is not None:
+        return ToolSpec(target=fn, form="function", name=tool_name, description=description or doc_text,
+                        schema=schema)
+    model, injected = signature_schema(fn, tool_name, doc_params)
+    return ToolSpec(target=fn, form="function", name=tool_name, description=description or doc_text,
+                    schema=model, fields_from_signature=True, injected=injected)
+
+
+def signature_schema(fn: Any, tool_name: str, doc_params: dict[str, str]) -> tuple[type[BaseModel], dict[str, str]]:
+    """A pydantic model of ``fn``'s parameters (descriptions from the docstring), and the
+    parameters to inject instead (``Context()``/``State()``)."""
+    file, line = where(fn)
+    hints = type_hints(fn)
+    fields: dict[str, Any] = {}
+    injected: dict[str, str] = {}
+    for p in inspect.signature(fn).parameters.values():
+        if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+            raise ConfigError(f"{_at(file, line)}@tool {fn.__name__}: *{p.name} cannot be a tool argument; "
+                              "name each argument the model fills")
+        hint = hints.get(p.name, Any)
+        kind = marker_of(p, hint)
+        if kind in ("ctx", "state"):
+            injected[p.name] = kind
+            continue
+        if kind is not None:
+            raise ConfigError(f"{_at(file, line)}@tool {fn.__name__}: parameter {p.name!r} is marked "
+                              f"{kind.title()}(); a tool function's own parameters are its arguments "
+                              "(give schema= to receive them as one model with Input())")
+        default = p.default if p.default is not inspect.Parameter.empty else ...
+        # The docstring describes a parameter unless Field(description=...) already does;
+        # description=None is never passed: it would erase an Annotated[..., Field(...)] one.
+        doc = {} if _described_in(hint) or p.name not in doc_params else {"description": doc_params[p.name]}
+        if isinstance(default, FieldInfo):  # `x: int = Field(3, ge=0)`
+            info = default if default.description else FieldInfo.merge_field_infos(default, **doc)
+        else:
+            info = Field(default, **doc)
+        fields[p.name] = (hint, info)
+    try:
+        model = create_model(f"{_camel(tool_name)}Args", __config__=ConfigDict(extra="forbid"), **fields)
+        model.model_json_schema()
+    except (PydanticSchemaGenerationError, TypeError) as exc:
+        raise ConfigError(f"{_at(file, line)}@tool {fn.__name__}: cannot build a schema from its parameters "
+                          f"({exc}); annotate each with a JSON-friendly type (str, int, a pydantic model...)"
+                          ) from None
+    return model, injected
+
+
+def object_tool(obj: Any, *, agent: str) -> ToolSpec:
+    """The spec of a tool object (``name``, ``description``, ``schema``, ``execute``)."""
+    missing = [a for a in OBJECT_TOOL_ATTRS if not hasattr(obj, a)]
+    if missing:
+        raise ConfigError(f"{agent}: tools=[...] holds {obj!r}, which is not a @tool class or function, "
+                          f"and as a tool object it lacks {', '.join(missing)} (a tool object has "
+                          f"{', '.join(OBJECT_TOOL_ATTRS)})")
+    if not callable(obj.execute):
+        raise ConfigError(f"{agent}: tool object {obj.name!r}: execute must be a method or function")
+    schema, json_schema = obj.schema, None
+    if isinstance(schema, dict):
+        schema, json_schema = None, schema
+    elif schema is not None and not (isinstance(schema, type) and issubclass(schema, BaseModel)):
+        raise ConfigError(f"{agent}: tool object {obj.name!r}: schema must be a pydantic BaseModel subclass "
+                          f"or a JSON schema dict, got {schema!r}")
+    return ToolSpec(target=obj, form="object", name=str(obj.name), description=str(obj.description or ""),
+                    schema=schema, json_schema=json_schema)
+
+
+def as_tool(obj: Any, *, agent: str) -> ToolSpec:
+    """An entry of ``@agent(tools=[...])`` as a spec; a clear error when it is none of the forms."""
+    spec = getattr(obj, SPEC_ATTR, None) if (isinstance(obj, type) or inspect.isroutine(obj)) else None
+    if isinstance(spec, ToolSpec):
+        return spec
+    if isinstance(obj, type):
+        raise ConfigError(f"{agent}: tools=[...] holds {obj!r}, which is not a @tool class")
+    if inspect.isroutine(obj):
+        raise ConfigError(f"{agent}: tools=[...] holds the function {obj.__name__}, which is not a tool; "
+                          "decorate it with @tool")
+    return object_tool(obj, agent=agent)
+
+
+_SECTION_RE = re.compile(r"^(Args|Arguments|Parameters|Params)\s*:\s*$", re.IGNORECASE)
+_OTHER_SECTION_RE = re.compile(r"^(Returns?|Raises|Yields|Examples?|Notes?)\s*:\s*$", re.IGNORECASE)
+_ARG_RE = re.compile(r"^(\*{0,2}\w+)\s*(?:\([^)]*\))?\s*:\s*(.*)$")
+_SPHINX_RE = re.compile(r"^:param\s+(?:\S+\s+)?(\w+)\s*:\s*(.*)$")
+
+
+def parse_docstring(doc: str) -> tuple[str, dict[str, str]]:
+    """(the description, {param: its description}) from a Google-style ``Args:`` section or
+    Sphinx ``:param x:`` lines. The description is the text before any section."""
+    description: list[str] = []
+    params: dict[str, str] = {}
+    section, current, arg_indent = "text", None, None
+    for raw in doc.splitlines():
+        line, indent = raw.strip(), len(raw) - len(raw.lstrip())
+        if _SECTION_RE.match(line):
+            section, current = "args", None
+        elif _OTHER_SECTION_RE.match(line) or (line.startswith(":") and not _SPHINX_RE.match(line)):
+            section, current = "other", None
+        elif m := _SPHINX_RE.match(line):
+            section, current = "params", m.group(1)
+            params[current] = m.group(2).strip()
+        elif section == "text":
+            description.append(line)
+        elif section == "args" and (m := _ARG_RE.match(line)) and (arg_indent is None or indent <= arg_indent):
+            arg_indent, current = indent, m.group(1).lstrip("*")  # deeper lines continue this argument
+            params[current] = m.group(2).strip()
+        elif section in ("args", "params") and line and current is not None:
+            params[current] = f"{params[current]} {line}".strip()
+    return "\n".join(description).strip(), params
+
+
+def _described_in(hint: Any) -> bool:
+    """``Annotated[int, Field(description=...)]`` keeps its own description."""
+    if get_origin(hint) is not Annotated:
+        return False
+    return any(isinstance(m, FieldInfo) and m.description for m in get_args(hint)[1:])
+
+
+def _camel(name: str) -> str:
+    return "".join(part[:1].upper() + part[1:] for part in re.split(r"[^0-9a-zA-Z]+", name) if part) or "Tool"
+
+
+def _at(file: str | None, line: int | None) -> str:
+    return f"{file}:{line}: " if file and line else ""

@@ -1,0 +1,80 @@
+"""Writing your own provider: implement ``async complete(request)``; the base class strips
+``<think>`` blocks and rescues tool calls written as text, for every provider."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel
+
+from flowtui import (
+    ChatReply, ChatRequest, Input, Provider, Usage, agent, bootstrap, loop, tool, until_answered, workflow,
+)
+
+
+class Q(BaseModel):
+    q: str
+
+
+@tool(name="buscar", description="Searches.", schema=Q)
+class Buscar:
+    def execute(self, args: Q = Input()):
+        return f"achei {args.q}"
+
+
+class RawTextModel(Provider):
+    """A custom provider whose model writes tool calls as text and thinks out loud."""
+
+    def __init__(self) -> None:
+        self.requests: list[ChatRequest] = []
+
+    async def complete(self, request: ChatRequest) -> ChatReply:
+        self.requests.append(request)
+        if len(self.requests) == 1:
+            text = ('<think>I should search.</think>\n'
+                    '<tool_call>{"name": "buscar", "arguments": {"q": "ctx"}}</tool_call>')
+        else:
+            text = "<think>Found it.</think>Está em ctx.state."
+        return ChatReply(content=text, usage=Usage(prompt_tokens=3, completion_tokens=2))
+
+
+def _flow(provider):
+    @agent(provider=provider, prompt="Answer.", tools=[Buscar])
+    class A:
+        pass
+
+    @workflow(steps=[loop([A], until=until_answered, max_iterations=4)])
+    class W:
+        pass
+
+    return W
+
+
+async def test_a_custom_provider_returning_raw_text_gets_rescue_and_think_stripping():
+    provider = RawTextModel()
+    app = bootstrap(_flow(provider))
+    events = []
+    app.subscribe(events.append)
+    assert await app.run("Onde fica?") == "Está em ctx.state."
+    history = [e.item for e in events if e.type == "state.append" and e.bucket == "history"]
+    call_msg = history[1]
+    assert call_msg.content == "" and call_msg.reasoning == "I should search."
+    assert [(c.name, c.args, c.id) for c in call_msg.tool_calls] == [("buscar", {"q": "ctx"}, "call_1_0")]
+    assert (history[2].role, history[2].content) == ("tool", "achei ctx")
+    assert (history[3].content, history[3].reasoning) == ("Está em ctx.state.", "Found it.")
+    turns = [e.value for e in events if e.type == "ctx.set" and e.name == "turn"]
+    assert turns[0]["tool_call_source"] == "rescued"  # marked as the rescue's
+    chat_ends = [e.data for e in events if e.type == "node.end" and e.kind == "chat"]
+    assert [d["tool_call_source"] for d in chat_ends] == ["rescued", None]
+    assert events[-1].totals.tokens.total == 10  # its Usage counts like any provider's
+    # the request it got: the agent's prompt first, then the conversation, and the tool specs
+    first = provider.requests[0]
+    assert [(m.role, m.content) for m in first.messages] == [("system", "Answer."), ("user", "Onde fica?")]
+    assert first.tools[0]["function"]["name"] == "buscar" and first.tool_names == frozenset({"buscar"})
+
+
+async def test_rescue_can_be_turned_off_per_provider():
+    class Literal(RawTextModel):
+        rescue_tool_calls = False
+
+    app = bootstrap(_flow(Literal()))
+    out = await app.run("x")
+    assert out == '<tool_call>{"name": "buscar", "arguments": {"q": "ctx"}}</tool_call>'  # answered, as text

@@ -1,0 +1,352 @@
+"""Middlewares and plugins: app.use(...) around every model and tool call, first registered
+outermost; deny, change, retry; setup/dispose; ContextWindow."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from pydantic import BaseModel
+
+from flowtui import (
+    ConfigError, ContextWindow, FunctionProvider, Input, Message, Middleware, ToolOutput,
+    WorkflowRuntime, agent, bootstrap, loop, tool, until_answered, workflow,
+)
+from fakes import call, scripted
+
+
+class Q(BaseModel):
+    q: str
+
+
+def _busca(executed: list):
+    @tool(name="busca", schema=Q)
+    class Busca:
+        def execute(self, args: Q = Input()):
+            executed.append(args.q)
+            if args.q == "falha":
+                raise RuntimeError("índice fora do ar")
+            return f"achei {args.q}"
+
+    return Busca
+
+
+def _flow(provider, executed, **workflow_kwargs):
+    @agent(provider=provider, prompt="p", tools=[_busca(executed)])
+    class A:
+        pass
+
+    @workflow(steps=[loop([A], until=until_answered, max_iterations=6)], **workflow_kwargs)
+    class W:
+        pass
+
+    return W
+
+
+async def _run(app, input="oi", **kw):
+    events = []
+    app.subscribe(events.append)
+    out = await app.run(input, **kw)
+    return out, events
+
+
+def tool_results(events):
+    return [(e.item.content, e.item.is_error) for e in events if e.type == "state.append" and e.item.role == "tool"]
+
+
+class Tracer:
+    """Records when its tool and model layers are entered and left."""
+
+    def __init__(self, name, log):
+        self.name, self.log = name, log
+
+    async def tool(self, invocation, call_next):
+        self.log.append(f"{self.name}>tool:{invocation.name}")
+        out = await call_next(invocation)
+        self.log.append(f"{self.name}<tool")
+        return out
+
+    async def model(self, request, call_next):
+        self.log.append(f"{self.name}>model:{request.agent}")
+        reply = await call_next(request)
+        self.log.append(f"{self.name}<model")
+        return reply
+
+
+async def test_middlewares_wrap_every_call_in_registration_order_first_outermost():
+    log, executed = [], []
+    provider, _ = scripted(call("busca", q="x"), "fim")
+    app = bootstrap(_flow(provider, executed))
+    app.use(Tracer("outer", log))
+    app.use(Tracer("inner", log))
+    out, events = await _run(app)
+    assert out == "fim" and executed == ["x"]
+    assert log == ["outer>model:A", "inner>model:A", "inner<model", "outer<model",
+                   "outer>tool:busca", "inner>tool:busca", "inner<tool", "outer<tool",
+                   "outer>model:A", "inner>model:A", "inner<model", "outer<model"]
+
+
+async def test_a_tool_middleware_denies_a_call_and_the_model_reads_why():
+    executed, seen = [], []
+
+    def model(messages, tools):
+        seen.append(messages[-1])
+        return call("busca", q="segredo") if len(seen) == 1 else "entendi"
+
+    def guard(invocation, call_next):  # a sync middleware: returns a value or call_next(...)
+        if invocation.args.get("q") == "segredo":
+            return ToolOutput(content="busca por 'segredo' não é permitida", is_error=True)
+        return call_next(invocation)
+
+    app = bootstrap(_flow(FunctionProvider(model), executed))
+    app.use(Middleware(name="guard", tool=guard))
+    out, events = await _run(app)
+    assert executed == [] and out == "entendi"
+    assert tool_results(events) == [("busca por 'segredo' não é permitida", True)]
+    assert (seen[1].role, seen[1].content, seen[1].is_error) == ("tool", "busca por 'segredo' não é permitida", True)
+    (tool_end,) = [e for e in events if e.type == "node.end" and e.kind == "tool"]
+    assert tool_end.status == "error"
+
+
+async def test_a_tool_middleware_changes_the_arguments_and_retries_a_failure():
+    executed = []
+    provider, _ = scripted(call("busca", q="falha"), "fim")
+
+    async def retry_once(invocation, call_next):
+        out = await call_next(invocation)
+        if out.is_error:
+            out = await call_next(invocation.replace(args={"q": "de novo"}))
+        return out
+
+    app = bootstrap(_flow(provider, executed))
+    app.use(Middleware(name="retry", tool=retry_once))
+    turns = []
+    app.subscribe(lambda e: turns.append(e.value) if e.type == "ctx.set" and e.name == "turn" else None)
+    out, events = await _run(app)
+    assert executed == ["falha", "de novo"]
+    assert tool_results(events) == [("achei de novo", False)]
+    assert turns[0]["tool_name"] == "busca" and turns[0]["tool_error"] is False
+
+
+async def test_a_model_middleware_changes_the_request_and_the_chat_node_records_it():
+    executed, sent = [], []
+
+    def model(messages, tools):
+        sent.append([(m.role, m.content) for m in messages])
+        return "ok"
+
+    async def tone(request, call_next):
+        extra = Message(role="system", content="Responda em português.")
+        return await call_next(request.model_copy(update={"messages": [*request.messages, extra]}))
+
+    app = bootstrap(_flow(FunctionProvider(model), executed))
+    app.use(Middleware(name="tone", model=tone))
+    out, events = await _run(app, "hi")
+    assert sent == [[("system", "p"), ("user", "hi"), ("system", "Responda em português.")]]
+    (chat_end,) = [e for e in events if e.type == "node.end" and e.kind == "chat"]
+    assert chat_end.data["changed_by"] == ["tone"] and chat_end.data["sent"] == 3 and "trimmed" not in chat_end.data
+    (chat_start,) = [e for e in events if e.type == "node.start" and e.kind == "chat"]
+    assert chat_start.data["messages"] == 2  # what the agent built; sent=3 is what left
+
+
+async def test_events_a_middleware_causes_name_it_as_their_origin():
+    executed = []
+    provider, _ = scripted(call("busca", q="x"), "fim")
+
+    def count(invocation, call_next):
+        invocation.ctx.chamadas = invocation.ctx.get("chamadas", 0) + 1
+        return call_next(invocation)
+
+    app = bootstrap(_flow(provider, executed))
+    app.use(Middleware(name="contador", tool=count))
+    out, events = await _run(app)
+    assert [(e.value, e.origin) for e in events if e.type == "ctx.set" and e.name == "chamadas"] == \
+        [(1, "middleware:contador")]
+
+
+def test_what_is_not_a_middleware_is_refused_naming_it():
+    app = bootstrap(_flow(scripted("x")[0], []))
+    with pytest.raises(ConfigError, match=r"ContextWindow is a class; pass an instance, e.g. ContextWindow\(...\)"):
+        app.use(ContextWindow)
+    with pytest.raises(ConfigError, match="is not a middleware: it needs at least one of tool"):
+        app.use(object())
+    with pytest.raises(ConfigError, match="give at least one of tool=, model=, setup=, dispose="):
+        Middleware(name="nada")
+    with pytest.raises(ConfigError, match=r"ContextWindow\(max_tokens=0\)"):
+        ContextWindow(max_tokens=0)
+
+
+async def test_setup_runs_once_async_before_the_first_run_and_dispose_when_the_app_closes():
+    log = []
+
+    class Plugin:
+        name = "audit"
+
+        async def setup(self, app):
+            log.append("setup")
+            app.subscribe(lambda e: log.append("seen run.start") if e.type == "run.start" else None)
+
+        async def dispose(self):
+            await asyncio.sleep(0)
+            log.append("dispose audit")
+
+    class Broken:
+        def dispose(self):
+            raise OSError("already closed")
+
+    other = Middleware(name="other", dispose=lambda: log.append("dispose other"))
+    W = _flow(scripted("a", "b", when_done="c")[0], [])
+    async with bootstrap(W) as app:
+        app.use(Plugin())
+        app.use(Broken())
+        app.use(other)
+        await app.run("1")
+        await app.run("2")
+        with pytest.raises(OSError, match="already closed"):
+            await app.aclose()
+    # setup once, its subscription saw the first run; dispose once, last registered first
+    assert log == ["setup", "seen run.start", "seen run.start", "dispose other", "dispose audit"]
+
+
+async def test_workflow_middlewares_apply_to_every_app_and_wrap_child_workflows_too():
+    log = []
+
+    @tool(name="busca", schema=Q)
+    class Busca:
+        def execute(self, args: Q = Input()):
+            return "filho achou"
+
+    @agent(provider=scripted(call("busca", q="y"), "filho pronto")[0], tools=[Busca])
+    class ChildAgent:
+        pass
+
+    @workflow(steps=[loop([ChildAgent], until=until_answered, max_iterations=3)])
+    class Child:
+        pass
+
+    @tool(name="delegar", schema=Q)
+    class Delegar:
+        def __init__(self, runtime: WorkflowRuntime):
+            self.runtime = runtime
+
+        async def execute(self, args: Q = Input()):
+            return await self.runtime.run(Child, input=args.q)
+
+    @agent(provider=scripted(call("delegar", q="sub"), "pai pronto")[0], tools=[Delegar])
+    class Parent:
+        pass
+
+    @workflow(steps=[loop([Parent], until=until_answered, max_iterations=3)], middlewares=[Tracer("wf", log)])
+    class W:
+        pass
+
+    out, events = await _run(bootstrap(W))
+    assert out == "pai pronto"
+    assert [x for x in log if ">tool" in x] == ["wf>tool:delegar", "wf>tool:busca"]
+
+
+# --- ContextWindow -------------------------------------------------------------------------
+
+def test_context_window_drops_the_oldest_turns_never_a_tool_result_without_its_call():
+    from flowtui.runtime.context_window import fit
+    from flowtui.runtime.messages import ToolCall
+
+    one = lambda m: 1  # noqa: E731 - every message costs one token
+    calls = (ToolCall(name="busca", args={}, id="c1"), ToolCall(name="busca", args={}, id="c2"))
+    messages = [Message(role="system", content="prompt"), Message(role="system", content="memory"),
+                Message(role="user", content="u1"),
+                Message(role="assistant", tool_calls=calls),
+                Message(role="tool", content="r1", tool_call_id="c1"),
+                Message(role="tool", content="r2", tool_call_id="c2"),
+                Message(role="assistant", content="a1"), Message(role="user", content="u2")]
+    assert fit(messages, 100, one) == messages
+    kept = fit(messages, 6, one)  # u1 goes, then the call and both its results go together
+    assert [m.content for m in kept] == ["prompt", "memory", "a1", "u2"]
+    kept = fit(messages, 7, one)
+    assert [m.content for m in kept] == ["prompt", "memory", "", "r1", "r2", "a1", "u2"]
+    assert [m.content for m in fit(messages, 1, one)] == ["prompt", "memory", "u2"]  # the latest turn always goes
+
+
+async def test_context_window_trims_what_is_sent_keeps_history_and_shows_it_on_the_chat_node():
+    from flowtui.runtime.fold import RunView
+
+    sent = []
+
+    def model(messages, tools):
+        sent.append([m.content for m in messages])
+        return f"resposta {len(sent)} " + "x" * 40
+
+    @agent(provider=FunctionProvider(model), prompt="Seja breve.")
+    class A:
+        pass
+
+    @workflow(steps=[A, A, A], middlewares=[ContextWindow(max_tokens=40)])
+    class W:
+        pass
+
+    app = bootstrap(W)
+    view = RunView()
+    app.subscribe(view.apply)
+    out, events = await _run(app, "pergunta " + "y" * 40)
+    assert sent[0] == ["Seja breve.", "pergunta " + "y" * 40]
+    assert sent[2][0] == "Seja breve." and len(sent[2]) == 2  # only the latest turn fits beside the prompt
+    assert len(view.history) == 4  # the history keeps everything
+    chats = [e.data for e in events if e.type == "node.end" and e.kind == "chat"]
+    assert "trimmed" not in chats[0]
+    assert chats[2]["trimmed"] == {"dropped": 2, "by": ["ContextWindow"]} and chats[2]["sent"] == 2
+    last_chat = [n for n in view.nodes.values() if n.kind == "chat"][-1]
+    assert last_chat.data["trimmed"]["by"] == ["ContextWindow"]
+    assert len(view.model_sees()) == 5  # prompt + 4: before the middleware; the node says what it left out
+
+
+# --- inside run(): self.prompt, self.provider, self.tools ----------------------------------------
+
+async def test_run_gets_prompt_provider_and_tools_that_go_through_the_app():
+    from flowtui import ChatRequest
+
+    log, executed = [], []
+
+    def model(messages, tools):
+        return f"modelo viu {len(messages)} mensagens e {len(tools)} tool"
+
+    @agent(provider=FunctionProvider(model), prompt="Você é o agente.", tools=[_busca(executed)])
+    class Manual:
+        async def run(self, input, ctx):
+            found = await self.tools["busca"](q=input)
+            request = ChatRequest(messages=[Message(role="system", content=self.prompt),
+                                            Message(role="user", content=found.content)],
+                                  tools=[t.schema for t in self.tools.values()])
+            reply = await self.provider.complete(request)
+            return reply.content
+
+    @workflow(steps=[Manual])
+    class W:
+        pass
+
+    app = bootstrap(W)
+    app.use(Tracer("mw", log))
+    out, events = await _run(app, "ctx")
+    assert out == "modelo viu 2 mensagens e 1 tool" and executed == ["ctx"]
+    assert log == ["mw>tool:busca", "mw<tool", "mw>model:Manual", "mw<model"]
+    kinds = [(e.kind, e.name) for e in events if e.type == "node.start"]
+    assert kinds == [("workflow", "W"), ("agent", "Manual"), ("tool", "busca"), ("chat", "Manual")]
+    assert events[-1].totals.chat_calls == 1 and events[-1].totals.tool_calls == 1
+    assert [e for e in events if e.type == "state.append" and e.item.role == "tool"] == []  # no history
+
+
+def test_a_plugin_whose_setup_raises_is_a_load_error_naming_it(tmp_path):
+    from flowtui import FlowLoadError
+    from flowtui.runtime.loader import load_flow
+
+    path = tmp_path / "flow.py"
+    path.write_text(
+        "from flowtui import FunctionProvider, Middleware, agent, workflow\n"
+        "def setup(app):\n"
+        "    raise KeyError('METRICS_URL')\n"
+        "@agent(provider=FunctionProvider(lambda m, t: 'ok'))\n"
+        "class A: pass\n"
+        "@workflow(steps=[A], middlewares=[Middleware(name='metrics', setup=setup)])\n"
+        "class W: pass\n")
+    with pytest.raises(FlowLoadError, match=r"metrics.setup\(app\) raised KeyError: 'METRICS_URL'") as info:
+        load_flow(str(path))
+    assert info.value.cls == "W"

@@ -1,0 +1,75 @@
+"""One call: run(Agent or Workflow, input, **options) returns the output."""
+
+from __future__ import annotations
+
+import pytest
+
+from flowtui import (
+    AgentContext, ConfigError, FunctionProvider, Middleware, State, agent, run, run_workflow, tool, workflow,
+)
+from fakes import call, scripted
+
+
+@tool
+def somar(a: int, b: int) -> int:
+    """Adds two numbers."""
+    return a + b
+
+
+async def test_run_an_agent_without_a_workflow_until_it_answers():
+    provider, calls = scripted(call("somar", a=2, b=3), "Dá 5.")
+
+    @agent(provider=provider, prompt="Calcule.", tools=[somar])
+    class Calculadora:
+        pass
+
+    events = []
+    assert await run(Calculadora, "2 + 3?", on_event=events.append) == "Dá 5."
+    assert len(calls) == 2
+    assert [(e.kind, e.name) for e in events if e.type == "node.start" and e.kind in ("workflow", "agent")] == \
+        [("workflow", "Calculadora"), ("agent", "Calculadora"), ("agent", "Calculadora")]
+
+
+async def test_run_a_workflow_with_run_options_and_the_old_name_still_works():
+    @agent(provider=FunctionProvider(lambda m, t: "ok"))
+    class A:
+        def after_response(self, r, ctx: AgentContext):
+            return f"{r} para {ctx.data['conta_id']}"
+
+    @workflow(steps=[A])
+    class W:
+        pass
+
+    assert await run(W, "x", data={"conta_id": "acme"}) == "ok para acme"
+    assert await run_workflow(W, "x", data={"conta_id": "beta"}) == "ok para beta"
+
+
+async def test_an_agent_asking_for_state_gets_one_with_state_and_middlewares_are_disposed():
+    class Notas:
+        vistas: list[str] = []
+
+    closed = []
+
+    @agent(provider=FunctionProvider(lambda m, t: "lido"))
+    class Leitor:
+        def __init__(self, s: Notas = State()):
+            self.s = s
+
+        def after_response(self, r, ctx):
+            self.s.vistas.append(r)
+            return ", ".join(self.s.vistas)
+
+    mw = Middleware(name="m", dispose=lambda: closed.append("m"))
+    assert await run(Leitor, "x", state=Notas, middlewares=[mw], max_iterations=1) == "lido"
+    assert closed == ["m"]
+
+
+async def test_mistakes_in_the_one_call_are_named():
+    @agent(provider=FunctionProvider(lambda m, t: "ok"))
+    class A:
+        pass
+
+    with pytest.raises(ConfigError, match="unknown option\\(s\\) memroy; known: "):
+        await run(A, "x", memroy="typo")
+    with pytest.raises(ConfigError, match="pass an @agent or a @workflow class"):
+        await run(dict, "x")

@@ -1,0 +1,234 @@
+"""ctx.stop() (end the run gracefully after the current unit) and ctx.on_dispose (cleanups when
+the run ends, whatever the outcome)."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from pydantic import BaseModel
+
+from flowtui import (
+    AgentContext, Context, FunctionProvider, Input, WorkflowRuntime, agent, bootstrap, loop, tool, until_answered,
+    workflow,
+)
+from fakes import call, counting, run_collect, scripted
+
+
+class Nada(BaseModel):
+    pass
+
+
+@tool(name="finalizar", schema=Nada)
+class Finalizar:
+    def execute(self, args: Nada = Input(), ctx: AgentContext = Context()):
+        ctx.stop()
+        return "relatório final"
+
+
+@tool(name="outra", schema=Nada)
+class Outra:
+    def execute(self, args: Nada = Input()):
+        raise AssertionError("never runs: the run is stopping")
+
+
+def agent_names(events):
+    return [e.name for e in events if e.type == "node.start" and e.kind == "agent"]
+
+
+async def test_ctx_stop_in_a_tool_finishes_the_turn_then_ends_the_run_with_its_output():
+    provider, calls = scripted({"content": "", "tool_calls": [{"name": "finalizar", "args": {}},
+                                                              {"name": "outra", "args": {}}]})
+    after = []
+
+    @agent(provider=provider, tools=[Finalizar, Outra])
+    class A:
+        def after_response(self, response, ctx):
+            after.append(response)
+
+    later, later_calls = counting("later")
+
+    @agent(provider=later)
+    class Later:
+        pass
+
+    @workflow(steps=[loop([A], until=until_answered, max_iterations=5), Later])
+    class W:
+        pass
+
+    out, events, run = await run_collect(W)
+    assert out == "relatório final"  # the output so far: the stopping tool's result
+    assert after == ["relatório final"] and later_calls == []
+    tools = [(e.item.tool_name, e.item.content, e.item.is_error) for e in events
+             if e.type == "state.append" and e.item.role == "tool"]
+    assert tools == [("finalizar", "relatório final", False),
+                     ("outra", "Tool call outra was not run: the run is stopping (ctx.stop()).", True)]
+    assert run.ctx.loop.stopped_by == "stop" and run.ctx.turn.tool_name == "finalizar"
+    (loop_end,) = [e for e in events if e.type == "node.end" and e.kind == "loop"]
+    assert (loop_end.status, loop_end.data["stopped_by"], loop_end.data["iterations"]) == ("stopped", "stop", 1)
+    end = events[-1]
+    assert (end.type, end.status, end.reason, end.output) == \
+        ("run.end", "stopped", "stopped by ctx.stop() in tool:finalizar", "relatório final")
+    assert agent_names(events) == ["A"]
+
+
+async def test_ctx_stop_in_until_ends_the_loop_as_a_stop():
+    provider, calls = counting()
+
+    @agent(provider=provider)
+    class A:
+        pass
+
+    def until(ctx):
+        if ctx.output == "reply 2":
+            ctx.stop()
+        return False
+
+    @workflow(steps=[loop([A], until=until, max_iterations=10)])
+    class W:
+        pass
+
+    out, events, run = await run_collect(W)
+    assert out == "reply 2" and len(calls) == 2
+    assert run.ctx.loop.stopped_by == "stop"
+    assert (events[-1].status, events[-1].reason) == ("stopped", "stopped by ctx.stop() in until")
+
+
+async def test_ctx_stop_in_a_hook_skips_the_remaining_steps():
+    a, _ = counting("a")
+    b, b_calls = counting("b")
+
+    @agent(provider=a)
+    class A:
+        async def after_response(self, response, ctx):
+            ctx.stop()
+
+    @agent(provider=b)
+    class B:
+        pass
+
+    @workflow(steps=[A, B])
+    class W:
+        pass
+
+    out, events, run = await run_collect(W)
+    assert out == "a 1" and b_calls == []
+    assert (events[-1].status, events[-1].reason) == ("stopped", "stopped by ctx.stop() in hook:A.after_response")
+
+
+async def test_ctx_stop_in_the_last_step_still_reports_the_run_as_stopped():
+    a, _ = counting("a")
+
+    @agent(provider=a)
+    class A:
+        def after_response(self, response, ctx):
+            ctx.stop()
+
+    @workflow(steps=[A])
+    class W:
+        pass
+
+    out, events, run = await run_collect(W)
+    assert (out, events[-1].status) == ("a 1", "stopped")
+    assert events[-1].reason == "stopped by ctx.stop() in hook:A.after_response"
+
+
+async def test_ctx_stop_in_a_child_workflow_ends_the_child_only():
+    @agent(provider=FunctionProvider(lambda m, t: call("finalizar")), tools=[Finalizar])
+    class ChildAgent:
+        pass
+
+    @workflow(steps=[ChildAgent, ChildAgent])
+    class Child:
+        pass
+
+    @tool(name="delegar", schema=Nada)
+    class Delegar:
+        def __init__(self, runtime: WorkflowRuntime):
+            self.runtime = runtime
+
+        async def execute(self, args: Nada = Input()):
+            return await self.runtime.run(Child, input="x")
+
+    provider, _ = scripted(call("delegar"), "o pai continua")
+
+    @agent(provider=provider, tools=[Delegar])
+    class Parent:
+        pass
+
+    @workflow(steps=[loop([Parent], until=until_answered, max_iterations=3)])
+    class W:
+        pass
+
+    out, events, run = await run_collect(W)
+    assert out == "o pai continua"
+    ends = [(e.run_id == run.id, e.status) for e in events if e.type == "run.end"]
+    assert ends == [(False, "stopped"), (True, "finished")]
+    assert agent_names(events).count("ChildAgent") == 1
+
+
+# --- ctx.on_dispose ---------------------------------------------------------------------
+
+async def test_cleanups_run_last_first_sync_and_async_and_one_that_raises_is_reported():
+    done = []
+
+    @agent(provider=FunctionProvider(lambda m, t: "ok"))
+    class A:
+        def before_prompt(self, prompt, ctx):
+            ctx.on_dispose(lambda: done.append("first"))
+
+            @ctx.on_dispose
+            async def close_client():
+                await asyncio.sleep(0)
+                done.append("second")
+
+            @ctx.on_dispose
+            def broken():
+                raise OSError("socket already closed")
+
+            ctx.on_dispose(lambda: done.append("fourth"))
+
+    @workflow(steps=[A])
+    class W:
+        pass
+
+    out, events, run = await run_collect(W)
+    assert done == ["fourth", "second", "first"]
+    tail = [(e.type, getattr(e, "cleanup", None), getattr(e, "error", None)) for e in events[-2:]]
+    assert tail[0][0] == "dispose.error" and tail[0][1].endswith("broken")
+    assert tail[0][2] == "OSError: socket already closed"
+    assert tail[1][0] == "run.end" and events[-1].status == "finished"
+
+
+async def test_cleanups_run_when_the_run_fails_too():
+    done = []
+
+    def model(messages, tools):
+        raise RuntimeError("model down")
+
+    @agent(provider=FunctionProvider(model))
+    class A:
+        def before_prompt(self, prompt, ctx):
+            ctx.on_dispose(lambda: done.append("closed"))
+
+    @workflow(steps=[A])
+    class W:
+        pass
+
+    app = bootstrap(W)
+    events = []
+    app.subscribe(events.append)
+    with pytest.raises(RuntimeError, match="model down"):
+        await app.run("x")
+    assert done == ["closed"] and events[-1].status == "failed"
+
+
+def test_stop_and_on_dispose_are_not_fields():
+    from flowtui.runtime.context import AgentContext as Ctx
+    from flowtui.runtime.conversation import ConversationState
+
+    ctx = Ctx(ConversationState(lambda *a, **k: None), lambda *a, **k: None, run_id="r")
+    with pytest.raises(AttributeError, match="ctx.stop is reserved"):
+        ctx.stop = True
+    with pytest.raises(TypeError, match="must be callable"):
+        ctx.on_dispose("close")
