@@ -62,6 +62,8 @@ def add_flow_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--input", help="the first user message")
     parser.add_argument("--memory", action="append", default=[], metavar="KEY=VALUE",
                         help="seed durable memory (repeatable)")
+    parser.add_argument("--data", action="append", default=[], metavar="KEY=VALUE",
+                        help="the run's data, read as ctx.data and never sent to the model (repeatable)")
     parser.add_argument("--model", help="use this litellm model for every agent (also FLOWTUI_MODEL)")
     parser.add_argument("--replies", metavar="FILE", help="serve every ScriptedProvider from this TOML file")
     cassette = parser.add_mutually_exclusive_group()
@@ -148,8 +150,6 @@ def main_run(argv: list[str]) -> int:
     """``flowtui run``: a client of a worker process, like the app; see the module docstring."""
     parser = argparse.ArgumentParser(prog="flowtui run", description="Run a flow headless.")
     add_flow_arguments(parser)
-    parser.add_argument("--data", action="append", default=[], metavar="KEY=VALUE",
-                        help="the run's data, read as ctx.data and never sent to the model (repeatable)")
     parser.add_argument("--json", action="store_true", help="print the events as JSON lines on stdout")
     parser.add_argument("--from-snapshot", metavar="FILE", help="start from this TOML snapshot")
     parser.add_argument("--snapshot-out", metavar="FILE",

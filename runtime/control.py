@@ -80,11 +80,13 @@ class Controller:
             self._loop = asyncio.get_running_loop()
             self._wake = asyncio.Event()
         self._last = point
+        # Yield first: a command that arrived while user code held the loop (pause, stop) is
+        # handled now, and decides this very pause point.
+        await asyncio.sleep(0)
         if self._stop:
             raise RunStopped()
         reason = self._should_pause(point)
         if reason is None:
-            await asyncio.sleep(0)  # let the UI breathe between units of work
             return
         self.paused_at = point
         emit(RunPause, point=point.kind, name=point.name, reason=reason, path=list(point.path))

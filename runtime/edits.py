@@ -4,6 +4,10 @@ Each edit goes through ``ctx.state.set`` or a state-field assignment, so it is
 an ordinary event with origin ``user``: it shows in the log and the journal,
 and the next model call sees it. Every edit can be undone (``undo``), which is
 itself an event with origin ``user``.
+
+A client only ever sees redacted text (credentials read ``[redacted]``), so a
+text typed over one is given back the credentials it left untouched
+(:func:`~flowtui.runtime.secrets.restore`): an edit loses nothing it did not change.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from flowtui.runtime.bus import current_origin
 from flowtui.runtime.errors import ConfigError
 from flowtui.runtime.observe import coerce
+from flowtui.runtime.secrets import restore, secret_values
 
 if TYPE_CHECKING:
     from flowtui.runtime.engine import Run
@@ -35,7 +40,7 @@ class Editor:
         if msg.role != "assistant":
             raise ConfigError(f"history message {index} is a {msg.role} message; only assistant replies "
                               "can be promoted to memory")
-        item = msg.content if text is None else text
+        item = msg.content if text is None else _restore(text, msg.content)
         if not item.strip():
             raise ConfigError("the promoted text is empty; type what memory should hold")
         before = self._snapshot("history", "memory")
@@ -50,7 +55,7 @@ class Editor:
         history = list(self._run.state.history)
         msg = _at(history, index, "history")
         before = self._snapshot("history")
-        history[index] = msg.model_copy(update={"content": content})
+        history[index] = msg.model_copy(update={"content": _restore(content, msg.content)})
         with _as_user():
             self._run.state.set("history", history, origin="user")
         self._done(before)
@@ -59,9 +64,9 @@ class Editor:
         """Replace item ``index`` of ``memory`` or ``tasks``."""
         self._begin()
         items = list(self._run.state.get(bucket))
-        _at(items, index, bucket)
+        old = _at(items, index, bucket)
         before = self._snapshot(bucket)
-        items[index] = text
+        items[index] = _restore(text, old)
         with _as_user():
             self._run.state.set(bucket, items, origin="user")
         self._done(before)
@@ -154,6 +159,10 @@ class _as_user:
 
     def __exit__(self, *exc: object) -> None:
         current_origin.reset(self._token)
+
+
+def _restore(edited: str, original: str) -> str:
+    return restore(edited, original, secret_values())
 
 
 def _at(items: list, index: int, bucket: str) -> Any:

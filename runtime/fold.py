@@ -224,7 +224,8 @@ class RunView:
         return labels[::-1]
 
     def status_line(self) -> str:
-        """``paused before RevisorAgent``, ``running``, ``finished``, ``failed: …``, ``stopped``."""
+        """``paused before RevisorAgent``, ``running``, ``finished``, ``failed: …``, ``stopped``,
+        ``stopped (killed after 1.0 s: a tool or hook did not return)``."""
         if self.status == "paused" and self.pause is not None:
             p = self.pause
             what = {"agent": f"before {p.name}", "chat": f"before the model call of {p.name}",
@@ -233,8 +234,8 @@ class RunView:
             return text + (" (breakpoint)" if p.reason == "breakpoint" else "")
         if self.status == "failed":
             return f"failed: {self.error}"
-        if self.status == "finished" and self.reason:
-            return f"finished ({self.reason})"
+        if self.status in ("finished", "stopped") and self.reason and self.reason != "stopped by user":
+            return f"{self.status} ({self.reason})"
         return self.status
 
     def model_sees(self) -> list[Message]:

@@ -29,6 +29,7 @@ import hmac
 import os
 import signal
 import sys
+import threading
 import traceback
 from pathlib import Path
 from typing import Any, Callable
@@ -219,7 +220,7 @@ def load(args: argparse.Namespace) -> Any:
     try:
         return load_flow(args.flow, model=args.model, replies=args.replies, record=args.record, replay=args.replay)
     except FlowLoadError as exc:
-        return error(exc.message, exc.__cause__ or exc, file=exc.file, line=exc.line, cls=exc.cls)
+        return error(exc.message, exc.__cause__ or exc.__context__ or exc, file=exc.file, line=exc.line, cls=exc.cls)
     except FlowtuiError as exc:  # a bad --replies or cassette file
         return error(str(exc))
     except SystemExit as exc:
@@ -268,33 +269,47 @@ def main(argv: list[str] | None = None) -> int:
 
 async def _serve_pipe(worker: Worker) -> None:
     loop = asyncio.get_running_loop()
-    reader = asyncio.StreamReader(limit=1 << 24)
-    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), os.fdopen(0, "rb", buffering=0))
-    commands = asyncio.ensure_future(_read_commands(worker, reader))
+    gone = asyncio.Event()
+    # Commands are read by a thread: while the flow's code holds the event loop (a sync tool), a
+    # pause or stop still arrives, and takes effect at the very next pause point.
+    reader = threading.Thread(target=_read_commands, args=(worker, os.fdopen(0, "rb", buffering=0), loop, gone),
+                              name="flowtui-commands", daemon=True)
+    reader.start()
     started = asyncio.ensure_future(worker.started.wait())
+    left = asyncio.ensure_future(gone.wait())
     try:
-        await asyncio.wait([started, commands], return_when=asyncio.FIRST_COMPLETED)
+        await asyncio.wait([started, left], return_when=asyncio.FIRST_COMPLETED)
         if worker.task is None:  # the client went away before `start`
             return
-        await asyncio.wait([worker.task, commands], return_when=asyncio.FIRST_COMPLETED)
+        await asyncio.wait([worker.task, left], return_when=asyncio.FIRST_COMPLETED)
         if not worker.task.done():  # the client went away: stop the run cleanly
             worker.controller.stop()
             await worker.task
     finally:
         started.cancel()
-        commands.cancel()
+        left.cancel()
 
 
-async def _read_commands(worker: Worker, reader: asyncio.StreamReader) -> None:
-    while line := await reader.readline():
-        if not line.strip():
-            continue
+def _read_commands(worker: Worker, stream: Any, loop: asyncio.AbstractEventLoop, gone: asyncio.Event) -> None:
+    """In a thread: each command line, parsed here, applied on the loop."""
+    try:
+        for line in stream:
+            if not line.strip():
+                continue
+            try:
+                command = p.parse_command(line)
+            except ValidationError as exc:
+                error = p.Reply(id=-1, ok=False, error=f"not a command: {exc.errors()[0]['msg']}")
+                loop.call_soon_threadsafe(worker.send, p.encode(error))
+                continue
+            loop.call_soon_threadsafe(worker.handle, command)
+    except (OSError, ValueError):
+        pass
+    finally:
         try:
-            command = p.parse_command(line)
-        except ValidationError as exc:
-            worker.send(p.encode(p.Reply(id=-1, ok=False, error=f"not a command: {exc.errors()[0]['msg']}")))
-            continue
-        worker.handle(command)
+            loop.call_soon_threadsafe(gone.set)
+        except RuntimeError:  # the loop is closed: the worker is ending anyway
+            pass
 
 
 if __name__ == "__main__":

@@ -1,19 +1,20 @@
-"""The flowtui App: loads a flow, runs it as a worker, and projects its events onto the panes.
+"""The flowtui App: a client of a run that lives in its own process, projecting its events onto the panes.
 
-Events from the runtime land in the session's buffer (from any thread); a
-fast tick folds them into the RunView in slices of a few milliseconds, and
-the panes are redrawn at most ~20 times a second, one group of panes per
-redraw, so a burst of events never freezes input. The garbage collector runs
-in those ticks too (:mod:`tui.heap`), and the tick sleeps while the app is idle.
-Keys only send commands to the run's controller or edits to ``run.edits``;
-what the panes show always comes back through the event stream.
+The run's worker process (:mod:`flowtui.runtime.worker`) is started as the
+app mounts, so the flow loads while the first frame is drawn. Its events
+arrive on this event loop into the client's buffer (:mod:`flowtui.tui.client`);
+a fast tick folds them into the RunView in slices of a few milliseconds, and
+the panes are redrawn at most ~20 times a second — at once when the run
+pauses or ends, so a step answers without waiting for a tick. The tick sleeps
+while the app is idle. Keys send commands and edits over the protocol; what
+the panes show always comes back through the event stream. Whatever the
+flow does, ``x`` stops the run and ``q`` quits, each within about a second.
 """
 
 from __future__ import annotations
 
 import json
 import time
-import traceback
 from collections.abc import Iterable
 from typing import Any
 
@@ -23,20 +24,20 @@ from textual.screen import Screen
 from textual.timer import Timer
 from textual.worker import Worker, WorkerState
 
+from flowtui.runtime import protocol as p
 from flowtui.tui.actions import ACTIONS, help_groups
-from flowtui.tui.heap import Heap
+from flowtui.tui.client import LaunchConfig, RunClient
 from flowtui.tui.messages import RunFlushed
 from flowtui.tui.screens.main import MainScreen
-from flowtui.tui.session import LaunchConfig, Session
 from flowtui.tui.shown import PlainNotify, shown
 
 DRAIN_INTERVAL = 1 / 100  # how often buffered events are folded into the view while a run is busy
 IDLE_CHECK_S = 1 / 4  # how often an idle app looks for work (the fast tick sleeps meanwhile)
 STAY_AWAKE_S = 1.0  # the fast tick keeps going this long after the last event (events come in bursts)
-SETTLE_AFTER_S = 2.0  # idle this long after a busy spell: one full garbage collection
-FLUSH_BUDGET_S = 0.005  # collect and fold at most this long per tick, so input stays answered
-MIN_FOLD_S = 0.001  # ...but fold for at least this long, so a flood is never starved
-REDRAW_INTERVAL = 1 / 20  # panes are redrawn at most this often
+FLUSH_BUDGET_S = 0.008  # fold at most this long per tick, so input stays answered
+REDRAW_INTERVAL = 1 / 20  # panes are redrawn at most this often (a pause or the end: at once)
+QUIT_GRACE_S = 0.4  # q: how long a run gets to stop before its process is terminated, then killed
+LOG_NOTICE_S = 2.0  # the flow's printed lines are announced at most this often
 
 
 class FlowApp(PlainNotify, App[int]):
@@ -53,16 +54,19 @@ class FlowApp(PlainNotify, App[int]):
     def __init__(self, config: LaunchConfig) -> None:
         super().__init__()
         self.config = config
-        self.session = Session(config)
+        self.client = RunClient(config)
+        self.client.on_arrival = self.wake
         self.main = MainScreen()
         self._ask_input = config.input is None
         self.first_paint: float | None = None
         self._undrawn = 0  # events folded since the last redraw
         self._drawn_at = 0.0
-        self.heap = Heap()
         self._ticker: Timer | None = None
         self._folded_at = 0.0  # when the last events were folded
-        self._asleep_at: float | None = None  # when the fast tick last went to sleep
+        self._loading_since: float | None = None
+        self._logs_seen = 0
+        self._logs_said_at = 0.0
+        self.quitting = False
 
     # --- lifecycle -------------------------------------------------------------
     def get_default_screen(self) -> Screen:
@@ -71,55 +75,47 @@ class FlowApp(PlainNotify, App[int]):
         return self.main
 
     def on_mount(self) -> None:
-        self.heap.start()
         self._ticker = self.set_interval(DRAIN_INTERVAL, self._tick)
         self.set_interval(IDLE_CHECK_S, self._idle_check)
+        self.load()  # the worker starts now: the flow loads while the first frame is drawn
         self.call_after_refresh(self._after_first_paint)
 
-    def on_unmount(self) -> None:
-        self.heap.stop()
+    async def on_unmount(self) -> None:
+        """However the app ends (q, an error, a test's end), the run's process ends with it."""
+        await self.client.close(grace=QUIT_GRACE_S)
 
     def _after_first_paint(self) -> None:
         self.first_paint = time.time()
         self.main.complete()
-        self.load()
+        self.flush(force=True)
 
     def load(self) -> None:
-        """Load (or reload) the flow in a thread: importing the runtime never delays a paint."""
-        self.main.sync(self.session, force=True, loading=f"loading {self.config.target}…")
-        self.run_worker(self._load, thread=True, exclusive=True, group="load", name="load",
-                        exit_on_error=False)
+        """Start a fresh worker process for the flow (a reload too); the status shows the time it takes."""
+        self._loading_since = time.monotonic()
+        self.run_worker(self.client.load(), exclusive=True, group="load", name="load", exit_on_error=False)
+        if self.main.is_mounted:
+            self.flush(force=True)
 
-    def _load(self) -> Any:
-        import flowtui.tui.screens.dialogs  # noqa: F401  (needed once loaded; imported here, off the event loop)
-
-        return self.session.load()
-
-    def start_run(self, input: str | None) -> None:
-        """A new run of the loaded flow, paused before its first step."""
-        self.session.prepare(input)
-        # What startup built (modules, classes, widgets, the flow) lives as long as the app, and
-        # the previous run is gone: one full collection now, then none of it is walked again.
-        self.heap.settle()
-        self.main.sync(self.session, force=True)
-        self.run_worker(self.session.execute(), group="run", name="run", exclusive=True, exit_on_error=False)
-        self.wake()
+    def _loading_text(self) -> str:
+        waited = time.monotonic() - (self._loading_since or time.monotonic())
+        return (f"loading {self.config.target}… {waited:.1f} s (given up after "
+                f"{self.config.load_timeout:g} s)" if waited >= 0.5 else f"loading {self.config.target}…")
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         worker, state = event.worker, event.state
         if worker.group == "load":
             if state == WorkerState.SUCCESS:
-                self._loaded()
+                self._loading_since = None
+                reply = worker.result
+                if isinstance(reply, p.Hello):
+                    self._loaded()
+                else:
+                    self._load_failed(reply)
             elif state == WorkerState.ERROR:
+                self._loading_since = None
                 self._load_failed(worker.error)
-        elif worker.group == "run":
-            if state == WorkerState.ERROR:
-                self.flush(everything=True)
-                error = worker.error
-                self.notify(f"{type(error).__name__}: {error}", title="The run failed", severity="error",
-                            timeout=10)
-            elif state in (WorkerState.SUCCESS, WorkerState.CANCELLED):
-                self.flush(everything=True)
+        elif state == WorkerState.ERROR and worker.group in ("command", "watch"):
+            self.notify(f"{type(worker.error).__name__}: {worker.error}", title="flowtui", severity="error")
 
     def _loaded(self) -> None:
         from flowtui.tui.screens.dialogs import FirstMessageDialog
@@ -127,48 +123,68 @@ class FlowApp(PlainNotify, App[int]):
 
         if isinstance(self.screen, LoadErrorScreen):
             self.pop_screen()
-        litellm = self.config.preload_litellm and self.session.uses_litellm()
-        self.run_worker(_preload(litellm), thread=True, group="preload", name="preload",
-                        exit_on_error=False)
+        self.run_worker(_preload_markdown, thread=True, group="preload", name="preload", exit_on_error=False)
+        self.run_worker(self._watch(), group="watch", name="watch", exit_on_error=False)
         if self._ask_input:
             self._ask_input = False
-            self.push_screen(FirstMessageDialog(self.session.workflow_name), self.start_run)
+            self.push_screen(FirstMessageDialog(self.client.workflow_name), self.start_run)
         else:
-            self.start_run(self.session.input)
+            self.start_run(self.client.input)
 
-    def _load_failed(self, error: BaseException | None) -> None:
+    async def _watch(self) -> None:
+        """Until the worker is gone; then the run's end is shown, said by us when the worker could not."""
+        channel = self.client.channel
+        if channel is not None:
+            await channel.wait()
+            self.client.gone()
+            self.wake()
+
+    def _load_failed(self, error: Any) -> None:
         from flowtui.tui.screens.error import LoadErrorScreen
 
-        assert error is not None
-        details = "".join(traceback.format_exception(error)) if self.config.debug else None
+        details = getattr(error, "traceback", None) if self.config.debug else None
         if isinstance(self.screen, LoadErrorScreen):
             self.pop_screen()
         self.push_screen(LoadErrorScreen(self.config.target, error, details=details))
+
+    def start_run(self, input: str | None) -> None:
+        """Start the loaded flow's run, paused before its first step."""
+        self.main.sync(self.client, force=True)
+        self.run_worker(self._begin(input), group="command", name="start", exit_on_error=False)
+
+    async def _begin(self, input: str | None) -> None:
+        reply = await self.client.begin(input)
+        if not reply.ok:
+            self.notify(reply.error or "the run could not start", title="The run could not start", severity="error",
+                        timeout=10)
+        self.wake()
 
     # --- the event buffer ----------------------------------------------------
     def flush(self, *, everything: bool = False, force: bool = False) -> int:
         """Fold buffered events into the view, or redraw when one is due (the timer calls it; commands too).
 
-        A tick either folds (after collecting the garbage that is due) or redraws,
-        never both: each stays a few milliseconds, so a key press waits at most one.
-        ``everything`` folds the whole buffer and redraws now; ``force`` redraws every pane now.
+        A tick either folds or redraws, never both: each stays a few
+        milliseconds, so a key press waits at most one. ``everything`` folds
+        the whole buffer and redraws now; ``force`` redraws every pane now.
         """
-        session = self.session
+        client = self.client
         now = time.monotonic()
         n = 0
+        if client.urgent:  # the run paused or ended: show it now, not at the next redraw
+            client.urgent = False
+            everything = True
         if everything:
-            while session.pending:
-                n += session.drain(1.0)
+            while client.pending:
+                n += client.drain(1.0)
         elif not (force or (now - self._drawn_at >= REDRAW_INTERVAL and self._behind())):
-            start = time.perf_counter()  # the garbage that is due, then folding in what time is left
-            self.heap.tick()
-            n = session.drain(max(FLUSH_BUDGET_S - (time.perf_counter() - start), MIN_FOLD_S))
+            n = client.drain(FLUSH_BUDGET_S)
             self._undrawn += n
             return n
         self._undrawn += n
-        if force or self._behind():
+        if force or everything or self._behind():
             self._drawn_at = now
-            self.main.sync(session, force=force or everything)
+            self.main.sync(client, force=force or everything,
+                           loading=self._loading_text() if self._loading_since is not None else None)
             self.post_message(RunFlushed(self._undrawn))
             self._undrawn = 0
         return n
@@ -178,11 +194,12 @@ class FlowApp(PlainNotify, App[int]):
         return bool(self._undrawn) or self.main.stale
 
     # The fast tick runs only while there is work: a run running, events waiting, panes behind.
-    # Idle (paused, finished), it sleeps; commands wake it at once, and a slow check catches
-    # anything else (a thread still emitting). An idle app then costs next to no CPU.
+    # Idle (paused, finished), it sleeps; arriving events and commands wake it at once, and a
+    # slow check catches anything else. An idle app then costs next to no CPU.
     def _busy(self) -> bool:
-        view = self.session.view
-        return (bool(self.session.pending) or self._behind() or (view is not None and view.status == "running")
+        view = self.client.view
+        return (bool(self.client.pending) or self.client.urgent or self._behind()
+                or (view is not None and view.status == "running")
                 or time.monotonic() - self._folded_at < STAY_AWAKE_S)
 
     def _tick(self) -> None:
@@ -190,74 +207,84 @@ class FlowApp(PlainNotify, App[int]):
             self._folded_at = time.monotonic()
         if not self._busy() and self._ticker is not None:
             self._ticker.pause()
-            self._asleep_at = time.monotonic()
 
     def _idle_check(self) -> None:
-        self.heap.idle_tick()
+        if self._loading_since is not None and self.main.is_mounted:
+            self.flush(force=True)
+        self._say_logs()
         if self._busy():
             self.wake()
-        elif (self.heap.handed_off and self._asleep_at is not None
-              and time.monotonic() - self._asleep_at >= SETTLE_AFTER_S):
-            self.heap.settle()
+
+    def _say_logs(self) -> None:
+        """What the flow printed reaches the app as a message (at most one every few seconds)."""
+        logs = self.client.logs
+        total = self.client.logs_total
+        if total > self._logs_seen and time.monotonic() - self._logs_said_at >= LOG_NOTICE_S:
+            new = total - self._logs_seen
+            self._logs_seen, self._logs_said_at = total, time.monotonic()
+            last = logs[-1] if logs else ""
+            self.notify(last if new == 1 else f"{last}\n(+{new - 1} more lines)", title="The flow printed")
 
     def wake(self) -> None:
-        """Run the fast tick again (after a command that sets the run going)."""
+        """Run the fast tick again (events arrived, or a command sets the run going)."""
         if self._ticker is not None:
             self._ticker.resume()
-            self._asleep_at = None
 
     # --- run commands ----------------------------------------------------------
-    def _controller(self) -> Any:
-        session = self.session
-        view = session.view
-        if view is None or session.controller is None:
+    def _movable(self) -> bool:
+        view = self.client.view
+        if view is None or view.run_id is None:
             self.notify("No run yet.", severity="warning")
-            return None
+            return False
         if view.status in ("finished", "failed", "stopped"):
             self.notify(f"The run has {view.status}; r starts a new one.", severity="warning")
-            return None
+            return False
         self.wake()
-        return session.controller
+        return True
+
+    def _command(self, command: p.BaseModel) -> None:
+        self.client.send(command)  # at once: the answer is the next pause, through the event stream
 
     def action_step(self) -> None:
-        if c := self._controller():
-            c.step()
+        if self._movable():
+            self._command(p.Step())
 
     def action_next_turn(self) -> None:
-        if c := self._controller():
-            c.next_turn()
+        if self._movable():
+            self._command(p.NextTurn())
 
     def action_loop_once(self) -> None:
-        if c := self._controller():
-            c.loop_once()
+        if self._movable():
+            self._command(p.LoopOnce())
 
     def action_resume(self) -> None:
-        if c := self._controller():
-            c.resume()
+        if self._movable():
+            self._command(p.Continue())
 
     def action_pause(self) -> None:
-        if c := self._controller():
-            if c.paused:
+        if self._movable():
+            if self.client.view.status == "paused":
                 self.notify("Already paused.")
-            c.pause()
+            self._command(p.Pause())
 
     def action_stop(self) -> None:
-        if c := self._controller():
-            c.stop()
+        if self._movable():
+            self.client.stopping = True  # the status says "stopping…" at once
+            self.flush(force=True)
+            self.run_worker(self.client.stop(), group="stop", name="stop", exclusive=True, exit_on_error=False)
 
     def action_toggle_breakpoint(self, name: str | None = None) -> None:
         name = name or self._breakpoint_target()
         if name is None:
             self.notify("Put the cursor on an agent or tool (node tree, assistant message, tool result) "
-                        "or pause at one.",
-                        severity="warning")
+                        "or pause at one.", severity="warning")
             return
-        on = self.session.toggle_breakpoint(name)
+        on = self.client.toggle_breakpoint(name)
         self.notify(f"Breakpoint on {name} {'set' if on else 'removed'}.")
         self.flush(force=True)
 
     def _breakpoint_target(self) -> str | None:
-        main, view = self.main, self.session.view
+        main, view = self.main, self.client.view
         if main.current_view == "nodes":
             picked = main.query_one("#nodes").selected_name  # type: ignore[attr-defined]
             if picked and picked[0] in ("agent", "tool", "loop", "chat"):
@@ -280,8 +307,7 @@ class FlowApp(PlainNotify, App[int]):
         from flowtui.tui.screens.dialogs import ConfirmDialog
         from flowtui.tui.screens.error import LoadErrorScreen
 
-        view = self.session.view
-        if isinstance(self.screen, LoadErrorScreen) or view is None or view.status not in ("running", "paused"):
+        if isinstance(self.screen, LoadErrorScreen) or not self.client.active or self.client.view.run_id is None:
             self._reload()
             return
 
@@ -292,35 +318,45 @@ class FlowApp(PlainNotify, App[int]):
         self.push_screen(ConfirmDialog("A run is in progress. Stop it and reload the flow?"), answer)
 
     def _reload(self) -> None:
-        if self.session.controller is not None:
-            self.session.controller.stop()
-        self.workers.cancel_group(self, "run")
-        self.load()
+        self.client.stopping = self.client.active
+        self.load()  # the client stops the old worker first; the new one reads the code afresh
 
     async def action_quit(self) -> None:
-        if self.session.controller is not None:
-            self.session.controller.stop()
+        """Quit within about a second, whatever the flow is doing: its run is stopped (then its
+        process terminated, then killed) and the journal ends with the run's end."""
+        if self.quitting:
+            return
+        self.quitting = True
+        if self.client.channel is not None and not self.client.channel.closed.is_set():
+            self.notify("Stopping the run…", timeout=2)
+            await self.client.close(grace=QUIT_GRACE_S)
         self.exit(0)
 
     # --- edits -----------------------------------------------------------------
-    def _editor(self) -> Any:
+    def _editable(self) -> bool:
         self.flush(everything=True)
-        session = self.session
-        view = session.view
-        if view is None or session.run is None:
+        view = self.client.view
+        if view is None or view.run_id is None:
             self.notify("No run yet.", severity="warning")
-            return None
+            return False
         if view.status != "paused":
             hint = "pause it first (p)" if view.status == "running" else "r starts a new one"
             self.notify(f"Edits apply to a paused run; this one is {view.status}: {hint}.", severity="warning")
-            return None
-        return session.run.edits
+            return False
+        return True
+
+    async def edit(self, command: p.BaseModel) -> Any:
+        """Send an edit and wait for its answer; a refusal raises ``ValueError`` with the reason (the dialog shows it)."""
+        reply = await self.client.command(command)
+        if not reply.ok:
+            raise ValueError(reply.error)
+        return reply.value
 
     def _edited(self, message: str) -> Any:
         def done(result: str | None) -> None:
             if result is not None:
-                self.flush(everything=True, force=True)
                 self.notify(message)
+                self.wake()
 
         return done
 
@@ -331,24 +367,24 @@ class FlowApp(PlainNotify, App[int]):
     def action_promote(self) -> None:
         from flowtui.tui.screens.dialogs import TextDialog
 
-        if (editor := self._editor()) is None:
+        if not self._editable():
             return
         i = self.main.conversation.cursor
-        history = self.session.view.history
+        history = self.client.view.history
         if not 0 <= i < len(history) or history[i].role != "assistant":
             self.notify("Put the cursor on an assistant message to promote it.", severity="warning")
             return
         self.push_screen(TextDialog(f"Promote message #{i} to memory", history[i].content,
-                                    lambda text: editor.promote(i, text), save_label="Promote",
+                                    lambda text: self.edit(p.Promote(index=i, text=text)), save_label="Promote",
                                     hint="It leaves the history and joins memory; u undoes."),
                          self._edited(f"Message #{i} promoted to memory."))
 
     def action_edit(self) -> None:
         from flowtui.tui.screens.dialogs import TextDialog
 
-        if (editor := self._editor()) is None:
+        if not self._editable():
             return
-        view = self.session.view
+        view = self.client.view
         target = self._sidebar_target()
         if target is not None:
             kind, _, key = target.partition(":")
@@ -356,12 +392,13 @@ class FlowApp(PlainNotify, App[int]):
                 i = int(key)
                 items = view.memory if kind == "memory" else view.tasks
                 self.push_screen(TextDialog(f"Edit {kind} item {i + 1}", items[i],
-                                            lambda text: editor.set_item(kind, i, text)),
+                                            lambda text: self.edit(p.SetItem(bucket=kind, index=i, text=text))),
                                  self._edited(f"{kind.capitalize()} item {i + 1} edited."))
             else:
                 value = view.state.get(key)
                 text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-                self.push_screen(TextDialog(f"Edit state field {key}", text, lambda t: editor.set_field(key, t),
+                self.push_screen(TextDialog(f"Edit state field {key}", text,
+                                            lambda t: self.edit(p.SetField(name=key, text=t)),
                                             single_line=True, hint="Typed as JSON or plain text; checked "
                                             "against the field's type."),
                                  self._edited(f"State field {key} set."))
@@ -372,7 +409,7 @@ class FlowApp(PlainNotify, App[int]):
                         severity="warning")
             return
         self.push_screen(TextDialog(f"Edit message #{i} ({view.history[i].role})", view.history[i].content,
-                                    lambda text: editor.edit_message(i, text)),
+                                    lambda text: self.edit(p.EditMessage(index=i, text=text))),
                          self._edited(f"Message #{i} edited."))
 
     def action_delete(self) -> None:
@@ -380,12 +417,12 @@ class FlowApp(PlainNotify, App[int]):
         if target is None or not target.startswith(("memory:", "tasks:")):
             self.notify("Select a memory item or task in the sidebar (tab) to delete it.", severity="warning")
             return
-        if (editor := self._editor()) is None:
+        if not self._editable():
             return
         kind, _, key = target.partition(":")
-        editor.delete_item(kind, int(key))
-        self.flush(everything=True, force=True)
-        self.notify(f"{kind.capitalize()} item {int(key) + 1} deleted; u undoes.")
+        self.run_worker(self._apply(p.DeleteItem(bucket=kind, index=int(key)),
+                                    f"{kind.capitalize()} item {int(key) + 1} deleted; u undoes."),
+                        group="command", exit_on_error=False)
 
     def action_add_task(self) -> None:
         self._add("tasks", "Add a task")
@@ -396,20 +433,30 @@ class FlowApp(PlainNotify, App[int]):
     def _add(self, bucket: str, title: str) -> None:
         from flowtui.tui.screens.dialogs import TextDialog
 
-        if (editor := self._editor()) is None:
+        if not self._editable():
             return
-        self.push_screen(TextDialog(title, "", lambda text: _nonempty(text) and editor.add_item(bucket, text),
-                                    single_line=True, save_label="Add"),
+
+        async def add(text: str) -> Any:
+            if not text.strip():
+                raise ValueError("type some text first")
+            return await self.edit(p.AddItem(bucket=bucket, text=text))
+
+        self.push_screen(TextDialog(title, "", add, single_line=True, save_label="Add"),
                          self._edited(f"Added to {bucket}."))
 
     def action_undo(self) -> None:
-        if (editor := self._editor()) is None:
+        if self._editable():
+            self.run_worker(self._apply(p.Undo(), "Last edit undone.", nothing="Nothing to undo."),
+                            group="command", exit_on_error=False)
+
+    async def _apply(self, command: p.BaseModel, done: str, *, nothing: str | None = None) -> None:
+        try:
+            value = await self.edit(command)
+        except (ValueError, ConnectionError) as exc:
+            self.notify(str(exc), severity="warning")
             return
-        if editor.undo():
-            self.flush(everything=True, force=True)
-            self.notify("Last edit undone.")
-        else:
-            self.notify("Nothing to undo.")
+        self.notify(nothing if nothing is not None and value is False else done)
+        self.wake()
 
     # --- views -----------------------------------------------------------------
     def action_view(self, name: str) -> None:
@@ -427,9 +474,9 @@ class FlowApp(PlainNotify, App[int]):
                 continue
             yield SystemCommand(f"{spec.group}: {spec.title}", f"{spec.help}  [{spec.key}]",
                                 _action_callback(self, spec.action))
-        agents, tools = self.session.step_names()
+        agents, tools = self.client.step_names()
         for name in agents + tools:
-            state = "remove" if name in self.session.breakpoints else "set"
+            state = "remove" if name in self.client.breakpoints else "set"
             yield SystemCommand(shown(f"breakpoint: {state} on {name}"), shown(f"Pause before {name}"),
                                 _bind(self.action_toggle_breakpoint, name))
         yield from super().get_system_commands(screen)
@@ -446,24 +493,9 @@ def _bind(fn, *args):
     return lambda: fn(*args)
 
 
-def _nonempty(text: str) -> bool:
-    if not text.strip():
-        raise ValueError("type some text first")
-    return True
-
-
-def _preload(litellm: bool):
-    """Heavy imports, after the first paint: Markdown for assistant blocks, litellm for the first call."""
-
-    def load() -> None:
-        import rich.markdown  # noqa: F401
-
-        if litellm:
-            from flowtui.runtime.providers._litellm import load_litellm
-
-            load_litellm()
-
-    return load
+def _preload_markdown() -> None:
+    """Markdown for assistant blocks, imported after the first paint (in a thread)."""
+    import rich.markdown  # noqa: F401
 
 
 def make_app(target: str, **options: Any) -> FlowApp:

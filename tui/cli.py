@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -31,9 +30,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 def app_options(args: argparse.Namespace) -> dict:
     """``make_app`` keyword arguments from the parsed command line (the journal path chosen here)."""
-    from flowtui.runtime.cli import parse_memory
+    from flowtui.runtime.cli import parse_memory, parse_pairs
 
     return dict(input=args.input, memory=parse_memory(args.memory) or None, model=args.model,
+                data=parse_pairs(args.data, option="--data", example="conta_id=acme") or None,
                 replies=args.replies, record=args.record, replay=args.replay, debug=args.debug,
                 # each run (a reload starts one) gets its own file unless one is named
                 journal=args.journal, journal_auto=not (args.journal or args.no_journal))
@@ -49,22 +49,29 @@ def main(argv: list[str] | None = None) -> None:
         from flowtui.tui.replay import main_replay
 
         sys.exit(main_replay(argv[1:]))
+    from flowtui.runtime.cli import say
+
     args = build_parser().parse_args(argv)
     try:
         options = app_options(args)
     except SystemExit as exc:
         if isinstance(exc.code, str):
-            print(exc.code, file=sys.stderr)
+            say(exc.code)
             sys.exit(2)
         raise
+    from flowtui.runtime.loader import split_target
+
+    path, _ = split_target(args.flow)
+    if not path.is_file():  # before the screen is taken: a typo is a plain error, exit 2
+        say(f"flowtui: cannot load {args.flow}: no such flow file (resolved to {path.resolve()})")
+        sys.exit(2)
 
     from flowtui.tui.app import make_app
 
     app = make_app(args.flow, **options)
     app.run()
-    for journal in app.session.journals:
-        if Path(journal).exists():
-            print(f"journal: {journal}", file=sys.stderr)
+    for note in app.client.journal_notes:
+        say(note)
     sys.exit(app.return_code or 0)
 
 

@@ -1,8 +1,14 @@
-"""Fixtures for the app's tests: test flows on sys.path, no blinking, no network, no litellm."""
+"""Fixtures for the app's tests: test flows on sys.path, no blinking, no network.
+
+The flows run in a worker process: ``flowcapture`` (their shared module) talks
+to the tests through a folder named by ``FLOWCAPTURE_DIR`` and knobs in the
+environment, which the worker inherits. So does the network guard: a proxy
+that refuses everything but loopback."""
 
 from __future__ import annotations
 
 import asyncio
+import os
 import socket
 import sys
 from collections.abc import Callable
@@ -17,17 +23,21 @@ REVIEW = "tests/tui/flows/review_fn.py"
 if str(FLOWS) not in sys.path:
     sys.path.insert(0, str(FLOWS))
 
-import flowcapture  # noqa: E402
 
 
 @pytest.fixture(autouse=True)
-def _quiet(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Run from the repo root (paths in snapshots), fresh request log, and no real network."""
+def _quiet(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Run from the repo root (paths in snapshots), a fresh request log, and no real network."""
     monkeypatch.chdir(ROOT)
-    flowcapture.REQUESTS.clear()
-    monkeypatch.setattr(flowcapture, "TOOL_DELAY", 0.0, raising=False)
-    monkeypatch.setattr(flowcapture, "HOOK_RAISES", False, raising=False)
-    monkeypatch.setattr(flowcapture, "GATE", None, raising=False)
+    monkeypatch.setenv("FLOWCAPTURE_DIR", str(tmp_path_factory.mktemp("capture")))
+    # the test flows' shared module, for flows copied elsewhere (the worker imports them)
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(FLOWS), os.environ.get("PYTHONPATH")])))
+    for knob in ("TOOL_DELAY", "HOOK_RAISES", "GATES"):
+        monkeypatch.delenv(f"FLOWCAPTURE_{knob}", raising=False)
+    # the worker process: a proxy that refuses all but loopback
+    monkeypatch.setenv("HTTP_PROXY", "http://127.0.0.1:9")
+    monkeypatch.setenv("HTTPS_PROXY", "http://127.0.0.1:9")
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost,::1")
     real_connect = socket.socket.connect
 
     def guarded(self, address):  # loopback only
@@ -40,10 +50,9 @@ def _quiet(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def make(target: str = REVIEW, **options):
-    """The app under test: same factory as the CLI, no litellm preload, no cursor blink."""
+    """The app under test: same factory as the CLI, no cursor blink."""
     from flowtui.tui.app import make_app
 
-    options.setdefault("preload_litellm", False)
     options.setdefault("cursor_blink", False)
     return make_app(target, **options)
 
@@ -61,7 +70,7 @@ async def wait_until(pilot, cond: Callable[[], bool], timeout: float = 10.0, wha
 
 
 def status(app) -> str:
-    view = app.session.view
+    view = app.client.view
     return "none" if view is None else view.status
 
 
@@ -71,7 +80,7 @@ async def paused(pilot, *, after: int | None = None, timeout: float = 10.0) -> N
 
     def ok() -> bool:
         app.flush(everything=True)
-        view = app.session.view
+        view = app.client.view
         return view is not None and view.status == "paused" and (after is None or view.pause.seq > after)
 
     await wait_until(pilot, ok, timeout, "the run to pause")
@@ -90,10 +99,10 @@ async def ended(pilot, timeout: float = 10.0) -> None:
 async def press_and_pause(pilot, *keys: str) -> None:
     """Press keys on a paused run and wait until it pauses again."""
     for key in keys:
-        seq = pilot.app.session.view.pause.seq
+        seq = pilot.app.client.view.pause.seq
         await pilot.press(key)
         await paused(pilot, after=seq)
 
 
 def types(app) -> list[str]:
-    return [ev.type for ev in app.session.events]
+    return [ev.type for ev in app.client.events]

@@ -16,8 +16,8 @@ def pane_text(pane) -> str:
     return "\n".join(strip.text for strip in pane.render_lines(Region(0, 0, pane.size.width, pane.size.height)))
 
 
-async def test_streamed_text_shows_live_and_is_replaced_by_the_message():
-    gate = flowcapture.GATE = asyncio.Event()
+async def test_streamed_text_shows_live_and_is_replaced_by_the_message(monkeypatch):
+    monkeypatch.setenv("FLOWCAPTURE_GATES", "1")
     app = make(STREAM, input="hi")
     async with app.run_test(size=(120, 30)) as pilot:
         await paused(pilot)
@@ -28,17 +28,17 @@ async def test_streamed_text_shows_live_and_is_replaced_by_the_message():
         text = pane_text(pane)
         assert "assistant · Streamer" in text and "Hel" in text and "Hello, wor" not in text
         assert len(pane.messages) == 1 and pane.cursor == 0  # provisional: not a message, not selectable
-        gate.set()
+        flowcapture.open_gate(0)
         await wait_until(pilot, lambda: "Hello, wor" in pane_text(pane), what="the second fragment")
         assert "Hello, world" not in pane_text(pane)
-        gate.set()
+        flowcapture.open_gate(1)
         await wait_until(pilot, lambda: "Hello, world: ctx.state" in pane_text(pane), what="the third fragment")
         assert "holds history" not in pane_text(pane)
-        gate.set()
+        flowcapture.open_gate(2)
         await wait_until(pilot, lambda: "Hello, world: ctx.state holds history." in pane_text(pane),
                          what="the last fragment")
-        assert app.session.view.streaming == "Hello, world: ctx.state holds history."
-        gate.set()  # the reply lands in the history: the provisional block gives way to message #1
+        assert app.client.view.streaming == "Hello, world: ctx.state holds history."
+        flowcapture.open_gate(3)  # the reply lands in the history: the provisional block gives way to message #1
         await ended(pilot)
         text = pane_text(pane)
         assert "streaming…" not in text and "#1" in text
@@ -78,10 +78,21 @@ async def test_assistant_header_names_its_agent_and_b_breaks_on_that_agent():
         assert [m.agent for m in pane.messages[:3]] == [None, "Writer", "Reviewer"]
         pane.select(1)  # the writer's draft
         await pilot.press("b")
-        assert app.session.breakpoints == {"Writer"}
+        assert app.client.breakpoints == {"Writer"}
         pane.select(2)  # the reviewer's reply (it has tool calls: still its agent)
         await pilot.press("b")
-        assert app.session.breakpoints == {"Writer", "Reviewer"}
+        assert app.client.breakpoints == {"Writer", "Reviewer"}
         await pilot.press("b")
-        assert app.session.breakpoints == {"Writer"}
-        assert app.session.controller.breakpoints == {"Writer"}
+        assert app.client.breakpoints == {"Writer"}
+
+
+async def test_b_where_the_run_is_paused_sets_a_breakpoint_the_run_obeys():
+    app = make(input="go")
+    async with app.run_test(size=(120, 36)) as pilot:
+        await paused(pilot)  # before Writer
+        await pilot.press("b")
+        assert app.client.breakpoints == {"Writer"}
+        await press_and_pause(pilot, "c")  # the run's process holds it: round 2 stops before Writer
+        pause = app.client.view.pause
+        assert (pause.point, pause.name, pause.reason) == ("agent", "Writer", "breakpoint")
+        assert app.client.view.path() == ["ReviewWorkflow", "loop 2/4", "Writer"]

@@ -14,7 +14,7 @@ from conftest import REVIEW
 
 from flowtui.runtime.journal import read_journal
 from flowtui.tui import cli
-from flowtui.tui.session import LaunchConfig, Session
+from flowtui.tui.client import LaunchConfig, RunClient
 
 FLOW = textwrap.dedent("""
     import sys
@@ -126,15 +126,16 @@ def test_app_options_choose_the_journal():
 async def test_each_run_of_the_app_gets_its_own_journal(tmp_path, monkeypatch):
     target = str(Path(REVIEW).resolve())
     monkeypatch.chdir(tmp_path)
-    session = Session(LaunchConfig(target=target, journal_auto=True))
-    session.load()
-    first = session.prepare("hi")
-    second = session.prepare("again")  # what a reload does
-    assert len(session.journals) == 2 and session.journals[0] != session.journals[1]
+    client = RunClient(LaunchConfig(target=target, journal_auto=True))
+    for input in ("hi", "again"):  # the second: what a reload does (a fresh worker process)
+        await client.load()
+        assert (await client.begin(input)).ok
+        await client.close()
+    assert len(client.journals) == 2 and client.journals[0] != client.journals[1]
     assert all(re.fullmatch(r"\.flowtui/runs/ReviewWorkflow-\d{8}-\d{6}(-\d+)?\.jsonl", j)
-               for j in session.journals)
-    for run in (first, second):
-        run.journal.close()
+               for j in client.journals)
+    for journal in client.journals:  # stopped by close(): each ends with the run's end
+        assert '"type":"run.end","status":"stopped"' in Path(journal).read_text()
 
 
 def test_record_and_replay_reach_the_app(monkeypatch):
@@ -146,7 +147,7 @@ def test_record_and_replay_reach_the_app(monkeypatch):
         def run(self):
             pass
 
-        session = Session(LaunchConfig(target=REVIEW))
+        client = RunClient(LaunchConfig(target=REVIEW))
 
     monkeypatch.setattr("flowtui.tui.app.make_app", lambda target, **kw: made.update(target=target, **kw) or Fake())
     with pytest.raises(SystemExit) as exit:
@@ -174,18 +175,14 @@ def test_replay_of_a_bad_file_exits_2_naming_file_and_line(tmp_path):
     assert "Traceback" not in res.stderr
 
 
-def test_litellm_is_imported_ahead_only_for_flows_that_call_it(tmp_path):
-    scripted = Session(LaunchConfig(target="flows/revisao.py"))
-    scripted.load()
-    assert not scripted.uses_litellm()  # the offline example: no seconds-long import in the background
-    real = tmp_path / "real.py"
-    real.write_text(textwrap.dedent("""
-        from flowtui import LiteLLMProvider, agent, workflow
+def test_the_app_never_imports_the_flow_or_litellm(tmp_path):
+    """The flow is the worker's: the app process imports neither it nor litellm (seconds of import)."""
+    flow = tmp_path / "real.py"
+    flow.write_text(textwrap.dedent("""
+        from flowtui import FunctionProvider, LiteLLMProvider, agent, workflow
+        import litellm  # the flow's own import: the worker's business
 
-        class Fast(LiteLLMProvider):
-            model = "openai/gpt-4o-mini"
-
-        @agent(provider=Fast, prompt="p")
+        @agent(provider=FunctionProvider(lambda m, t: "ok"), prompt="p")
         class Writer:
             pass
 
@@ -193,6 +190,22 @@ def test_litellm_is_imported_ahead_only_for_flows_that_call_it(tmp_path):
         class W:
             pass
     """))
-    session = Session(LaunchConfig(target=str(real)))
-    session.load()
-    assert session.uses_litellm()
+    script = textwrap.dedent(f"""
+        import asyncio, sys
+        from flowtui.tui.app import make_app
+
+        async def main():
+            app = make_app({str(flow)!r}, input="hi", cursor_blink=False, journal=None)
+            async with app.run_test() as pilot:
+                while app.client.view is None or app.client.view.status != "paused":
+                    await pilot.pause(0.05)
+                await pilot.press("c")
+                while app.client.view.status != "finished":
+                    await pilot.pause(0.05)
+            print(sorted(m for m in sys.modules if m.startswith("flowtui_flow") or m == "litellm"))
+
+        asyncio.run(main())
+    """)
+    res = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.strip() == "[]"

@@ -18,12 +18,12 @@ async def test_opens_paused_before_the_first_step_with_input_and_memory_seeded()
     app = make(input="Write about ctx.state", memory={"user": "Castro"})
     async with app.run_test(size=(140, 40)) as pilot:
         await paused(pilot)
-        view = app.session.view
+        view = app.client.view
         assert view.status_line() == "paused before Writer"
         assert [m.content for m in view.history] == ["Write about ctx.state"]
         assert view.memory == ["user: Castro"]
         assert types(app) == ["run.start", "state.append", "node.start", "node.start", "run.pause"]
-        assert flowcapture.REQUESTS == []  # nothing ran
+        assert flowcapture.requests() == []  # nothing ran
 
 
 async def test_s_steps_to_each_pause_point_in_order():
@@ -33,14 +33,14 @@ async def test_s_steps_to_each_pause_point_in_order():
         points = []
         for _ in range(7):
             await press_and_pause(pilot, "s")
-            p = app.session.view.pause
+            p = app.client.view.pause
             points.append((p.point, p.name, p.reason))
         assert points == [
             ("chat", "Writer", "step"), ("agent", "Reviewer", "step"), ("chat", "Reviewer", "step"),
             ("tool", "record_problem", "step"), ("tool", "record_problem", "step"),
             ("loop_iteration", "loop", "step"), ("agent", "Writer", "step"),
         ]
-        assert app.session.view.path() == ["ReviewWorkflow", "loop 2/4", "Writer"]  # names the agent about to run
+        assert app.client.view.path() == ["ReviewWorkflow", "loop 2/4", "Writer"]  # names the agent about to run
 
 
 async def test_n_runs_to_the_next_agent_turn_and_l_to_the_end_of_the_iteration():
@@ -48,11 +48,11 @@ async def test_n_runs_to_the_next_agent_turn_and_l_to_the_end_of_the_iteration()
     async with app.run_test() as pilot:
         await paused(pilot)
         await press_and_pause(pilot, "n")
-        assert (app.session.view.pause.point, app.session.view.pause.name) == ("agent", "Reviewer")
+        assert (app.client.view.pause.point, app.client.view.pause.name) == ("agent", "Reviewer")
         await press_and_pause(pilot, "l")
-        pause = app.session.view.pause
+        pause = app.client.view.pause
         assert (pause.point, pause.reason) == ("loop_iteration", "loop_once")
-        assert app.session.view.state["problems"] == ["No example.", "No closing rule."]
+        assert app.client.view.state["problems"] == ["No example.", "No closing rule."]
 
 
 async def test_c_continues_to_the_end():
@@ -61,20 +61,20 @@ async def test_c_continues_to_the_end():
         await paused(pilot)
         await pilot.press("c")
         await ended(pilot)
-        view = app.session.view
+        view = app.client.view
         assert view.status == "finished" and view.output == "APPROVED: it has everything."
         assert types(app)[-1] == "run.end"
         assert view.state["approved"] is True and view.state["rounds"] == 2
 
 
 async def test_p_pauses_at_the_next_point_while_a_slow_sync_tool_keeps_the_app_responsive(monkeypatch):
-    monkeypatch.setattr(flowcapture, "TOOL_DELAY", 2.0)
+    monkeypatch.setenv("FLOWCAPTURE_TOOL_DELAY", "2.0")
     app = make(input="go")
     async with app.run_test() as pilot:
         await paused(pilot)
         app.simulate_key("c")
         await wait_until(pilot, lambda: any(ev.type == "node.start" and ev.kind == "tool"
-                                            for ev in app.session.events), what="the slow tool")
+                                            for ev in app.client.events), what="the slow tool")
         worst = 0.0
         for _ in range(20):  # the event loop keeps turning while the tool sleeps in its thread
             t0 = time.perf_counter()
@@ -83,14 +83,14 @@ async def test_p_pauses_at_the_next_point_while_a_slow_sync_tool_keeps_the_app_r
         assert worst < 0.1
         app.simulate_key("question_mark")  # a key is answered before the tool returns
         await wait_until(pilot, lambda: isinstance(app.screen, HelpScreen), timeout=0.5, what="the help")
-        assert not any(ev.type == "node.end" and ev.kind == "tool" for ev in app.session.events)
+        assert not any(ev.type == "node.end" and ev.kind == "tool" for ev in app.client.events)
         # As a terminal sends them (pilot.press would first wait up to a second for the busy app
         # to look idle, and the first tool could be over by then).
         app.simulate_key("escape")
         await wait_until(pilot, lambda: not isinstance(app.screen, HelpScreen), timeout=0.5, what="help closed")
         app.simulate_key("p")
         await paused(pilot)
-        pause = app.session.view.pause
+        pause = app.client.view.pause
         assert (pause.point, pause.name, pause.reason) == ("tool", "record_problem", "pause")
 
 
@@ -101,9 +101,9 @@ async def test_x_stops_the_run_cleanly():
         await press_and_pause(pilot, "s")
         await pilot.press("x")
         await ended(pilot)
-        end = app.session.events[-1]
+        end = app.client.events[-1]
         assert (end.type, end.status) == ("run.end", "stopped")
-        assert app.session.view.status_line() == "stopped"
+        assert app.client.view.status_line() == "stopped"
 
 
 async def test_b_sets_a_breakpoint_and_the_run_says_it_stopped_there():
@@ -111,19 +111,19 @@ async def test_b_sets_a_breakpoint_and_the_run_says_it_stopped_there():
     async with app.run_test() as pilot:
         await paused(pilot)
         await pilot.press("b")  # on the agent the run is paused before
-        assert app.session.breakpoints == {"Writer"}
+        assert app.client.breakpoints == {"Writer"}
         assert "breakpoints: Writer" in str(app.main.query_one("#where").render())
         await pilot.press("c")
         await paused(pilot)
-        view = app.session.view
+        view = app.client.view
         assert (view.pause.name, view.pause.reason) == ("Writer", "breakpoint")
         assert view.status_line() == "paused before Writer (breakpoint)"
         assert flowcapture.count("Writer") == 1  # the second turn has not run
         await pilot.press("b")  # the cursor follows the last message: the tool result
-        assert app.session.breakpoints == {"Writer", "record_problem"}
+        assert app.client.breakpoints == {"Writer", "record_problem"}
         app.main.conversation.select(0)  # a user message: back to where the run is paused
         await pilot.press("b")
-        assert app.session.breakpoints == {"record_problem"}
+        assert app.client.breakpoints == {"record_problem"}
 
 
 async def test_b_on_the_node_tree_cursor_and_on_a_tool_message():
@@ -134,7 +134,7 @@ async def test_b_on_the_node_tree_cursor_and_on_a_tool_message():
         conversation = app.main.conversation
         conversation.select(3)  # a result of the reviewer's tool call
         await pilot.press("b")
-        assert app.session.breakpoints == {"record_problem"}
+        assert app.client.breakpoints == {"record_problem"}
         await pilot.press("4")
         tree = app.main.query_one("#nodes")
         await pilot.pause(0.05)
@@ -142,20 +142,21 @@ async def test_b_on_the_node_tree_cursor_and_on_a_tool_message():
         tree.cursor_line = 2  # workflow › loop › agent Writer
         assert tree.selected_name == ("agent", "Writer")
         await pilot.press("b")
-        assert app.session.breakpoints == {"record_problem", "Writer"}
+        assert app.client.breakpoints == {"record_problem", "Writer"}
 
 
 async def test_r_reloads_after_confirming_and_starts_a_new_run():
     app = make(input="go")
     async with app.run_test() as pilot:
         await paused(pilot)
-        first = app.session.view.run_id
+        first = app.client.view.run_id
         await pilot.press("r")
         await wait_until(pilot, lambda: isinstance(app.screen, ConfirmDialog), what="confirm")
         await pilot.press("y")
-        await wait_until(pilot, lambda: app.session.view.run_id not in (None, first) and status(app) == "paused",
+        await wait_until(pilot, lambda: app.client.view is not None and app.client.view.run_id not in (None, first)
+                         and status(app) == "paused",
                          what="a new run")
-        assert app.session.view.status_line() == "paused before Writer"
+        assert app.client.view.status_line() == "paused before Writer"
 
 
 async def test_q_quits_and_stops_the_run():
@@ -165,7 +166,7 @@ async def test_q_quits_and_stops_the_run():
         await pilot.press("q")
         await pilot.pause()
     assert app.return_code == 0
-    assert app.session.controller.stopping
+    assert app.client.view.status == "stopped" and app.client.channel.closed.is_set()  # its process is gone
 
 
 async def test_ctrl_p_palette_runs_actions_by_group_name():
@@ -176,10 +177,10 @@ async def test_ctrl_p_palette_runs_actions_by_group_name():
         await wait_until(pilot, lambda: isinstance(app.screen, CommandPalette), what="the palette")
         await pilot.press(*"run: step")
         await pilot.pause(0.3)
-        seq = app.session.view.pause.seq
+        seq = app.client.view.pause.seq
         await pilot.press("enter")
         await paused(pilot, after=seq)
-        assert app.session.view.pause.point == "chat"
+        assert app.client.view.pause.point == "chat"
 
 
 async def test_question_mark_shows_every_key():
@@ -208,21 +209,21 @@ async def test_m_promotes_the_draft_and_the_next_request_sees_it_in_memory():
     app = make(input="go")
     async with app.run_test(size=(140, 40)) as pilot:
         await _to_reviewer(pilot)
-        view = app.session.view
+        view = app.client.view
         assert [m.role for m in view.history] == ["user", "assistant"]
         app.main.conversation.select(1)
         await pilot.press("m")
         await wait_until(pilot, lambda: isinstance(app.screen, TextDialog), what="the promote dialog")
         app.screen.query_one("TextArea").text = "Draft 1, kept as context."
         await pilot.press("ctrl+s")
-        await wait_until(pilot, lambda: len(app.session.view.memory) == 1, what="memory +1")
-        view = app.session.view
+        await wait_until(pilot, lambda: len(app.client.view.memory) == 1, what="memory +1")
+        view = app.client.view
         assert view.memory == ["Draft 1, kept as context."]
         assert [m.role for m in view.history] == ["user"]
-        user = [(ev.type, ev.bucket) for ev in app.session.events if ev.origin == "user"]
+        user = [(ev.type, ev.bucket) for ev in app.client.events if ev.origin == "user"]
         assert user == [("state.set", "history"), ("state.append", "memory")]
         await press_and_pause(pilot, "s", "s")  # the reviewer's model call runs
-        _, messages = flowcapture.REQUESTS[-1]
+        _, messages = flowcapture.requests()[-1]
         assert [m.role for m in messages] == ["system", "system", "user"]
         assert "Draft 1, kept as context." in messages[1].content
         assert all("Draft 1:" not in m.content for m in messages)
@@ -236,11 +237,11 @@ async def test_u_undoes_the_promotion():
         await pilot.press("m")
         await wait_until(pilot, lambda: isinstance(app.screen, TextDialog), what="dialog")
         await pilot.press("ctrl+s")
-        await wait_until(pilot, lambda: len(app.session.view.memory) == 1, what="memory +1")
+        await wait_until(pilot, lambda: len(app.client.view.memory) == 1, what="memory +1")
         await pilot.press("u")
-        await wait_until(pilot, lambda: len(app.session.view.history) == 2, what="history back")
-        assert app.session.view.memory == []
-        assert app.session.view.history[1].content.startswith("Draft 1")
+        await wait_until(pilot, lambda: len(app.client.view.history) == 2, what="history back")
+        assert app.client.view.memory == []
+        assert app.client.view.history[1].content.startswith("Draft 1")
 
 
 async def test_m_refuses_a_user_message_and_a_running_run():
@@ -251,7 +252,7 @@ async def test_m_refuses_a_user_message_and_a_running_run():
         await pilot.press("m")
         await pilot.pause()
         assert not isinstance(app.screen, TextDialog)
-        assert app.session.view.memory == []
+        assert app.client.view.memory == []
 
 
 async def _sidebar_to(pilot, row_id: str) -> None:
@@ -277,13 +278,13 @@ async def test_e_on_a_state_field_validates_against_its_type():
         await pilot.pause()
         error = str(app.screen.query_one("#dialog-error").render())
         assert "ReviewState.rounds is int" in error and "'abc' refused" in error
-        assert app.session.view.state["rounds"] == 0
+        assert app.client.view.state["rounds"] == 0
         field.value = "3"
         await pilot.press("enter")
-        await wait_until(pilot, lambda: app.session.view.state["rounds"] == 3, what="rounds = 3")
-        ev = app.session.events[-1]
+        await wait_until(pilot, lambda: app.client.view.state["rounds"] == 3, what="rounds = 3")
+        ev = app.client.events[-1]
         assert (ev.type, ev.path, ev.old, ev.new, ev.origin) == ("workflow_state.change", "rounds", 0, 3, "user")
-        assert app.session.view.last_changed == "rounds"
+        assert app.client.view.last_changed == "rounds"
 
 
 async def test_e_edits_a_history_message_and_the_model_receives_it():
@@ -295,9 +296,9 @@ async def test_e_edits_a_history_message_and_the_model_receives_it():
         await wait_until(pilot, lambda: isinstance(app.screen, TextDialog), what="dialog")
         app.screen.query_one("TextArea").text = "Write about ctx.state, briefly."
         await pilot.press("ctrl+s")
-        await wait_until(pilot, lambda: app.session.view.history[0].content.endswith("briefly."), what="edit")
+        await wait_until(pilot, lambda: app.client.view.history[0].content.endswith("briefly."), what="edit")
         await press_and_pause(pilot, "s", "s")
-        _, messages = flowcapture.REQUESTS[0]
+        _, messages = flowcapture.requests()[0]
         assert messages[-1].content == "Write about ctx.state, briefly."
 
 
@@ -309,19 +310,19 @@ async def test_a_adds_a_task_then_e_edits_it_and_d_deletes_it():
         await wait_until(pilot, lambda: isinstance(app.screen, TextDialog), what="dialog")
         app.screen.query_one("Input").value = "cite the docs"
         await pilot.press("enter")
-        await wait_until(pilot, lambda: app.session.view.tasks == ["cite the docs"], what="task added")
+        await wait_until(pilot, lambda: app.client.view.tasks == ["cite the docs"], what="task added")
         await _sidebar_to(pilot, "tasks:0")
         await pilot.press("e")
         await wait_until(pilot, lambda: isinstance(app.screen, TextDialog), what="dialog")
         app.screen.query_one("TextArea").text = "cite the docs twice"
         await pilot.press("ctrl+s")
-        await wait_until(pilot, lambda: app.session.view.tasks == ["cite the docs twice"], what="task edited")
+        await wait_until(pilot, lambda: app.client.view.tasks == ["cite the docs twice"], what="task edited")
         await _sidebar_to(pilot, "tasks:0")
         await pilot.press("d")
-        await wait_until(pilot, lambda: app.session.view.tasks == [], what="task deleted")
-        assert [ev.origin for ev in app.session.events[-3:]] == ["user", "user", "user"]
+        await wait_until(pilot, lambda: app.client.view.tasks == [], what="task deleted")
+        assert [ev.origin for ev in app.client.events[-3:]] == ["user", "user", "user"]
         await pilot.press("u")
-        await wait_until(pilot, lambda: app.session.view.tasks == ["cite the docs twice"], what="undo")
+        await wait_until(pilot, lambda: app.client.view.tasks == ["cite the docs twice"], what="undo")
 
 
 async def test_view_keys_switch_panes_and_the_model_sees_view_is_exact():
@@ -334,21 +335,21 @@ async def test_view_keys_switch_panes_and_the_model_sees_view_is_exact():
             assert app.main.current_view == name
             if name == "model-sees":
                 shown = app.main.query_one("#model-sees").messages
-                assert shown == app.session.view.model_sees()
+                assert shown == app.client.view.model_sees()
                 assert [m.role for m in shown] == ["system", "system", "user"]
         await press_and_pause(pilot, "s")
-        _, sent = flowcapture.REQUESTS[0]
+        _, sent = flowcapture.requests()[0]
         assert [(m.role, m.content) for m in sent] == [(m.role, m.content) for m in shown]
 
 
 async def test_a_hook_that_raises_fails_the_run_not_the_app(monkeypatch):
-    monkeypatch.setattr(flowcapture, "HOOK_RAISES", True)
+    monkeypatch.setenv("FLOWCAPTURE_HOOK_RAISES", "1")
     app = make(input="go")
     async with app.run_test() as pilot:
         await paused(pilot)
         await pilot.press("c")
         await ended(pilot)
-        view = app.session.view
+        view = app.client.view
         assert view.status == "failed"
         assert "the after_response hook broke" in view.status_line()
         await pilot.press("3")  # the app still answers
@@ -362,7 +363,7 @@ async def test_first_message_dialog_without_input():
         app.screen.query_one("Input").value = "Hello flow"
         await pilot.press("enter")
         await paused(pilot)
-        assert [m.content for m in app.session.view.history] == ["Hello flow"]
+        assert [m.content for m in app.client.view.history] == ["Hello flow"]
 
 
 async def test_load_error_screen_then_r_reloads_after_the_fix(tmp_path):
@@ -376,7 +377,7 @@ async def test_load_error_screen_then_r_reloads_after_the_fix(tmp_path):
         await pilot.press("r")
         await wait_until(pilot, lambda: not isinstance(app.screen, LoadErrorScreen) and status(app) == "paused",
                          what="the reloaded run")
-        assert app.session.view.workflow == "ReviewWorkflow"
+        assert app.client.view.workflow == "ReviewWorkflow"
 
 
 async def test_ten_thousand_messages_still_answer_a_key():
@@ -410,7 +411,7 @@ async def test_an_idle_app_stops_ticking_and_a_key_wakes_it():
         ticks.clear()
         await asyncio.sleep(0.5)
         assert len(ticks) <= 2  # at 100 Hz it would be ~50
-        seq = app.session.view.pause.seq
+        seq = app.client.view.pause.seq
         app.simulate_key("s")
         await asyncio.sleep(0.5)
         assert len(ticks) >= 5  # awake again (asleep it would be at most 2)

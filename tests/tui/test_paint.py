@@ -1,12 +1,10 @@
 """What keeps redraws short while a run pours events in: the sidebar repaints only the
-rows that changed, the scrollbar only when its thumb moves, the message list paints from
-its cached lines exactly what Textual's own path paints, and the collector runs between
-frames, not inside them."""
+rows that changed, and the message list paints from its cached lines exactly what
+Textual's own path paints."""
 
 from __future__ import annotations
 
 import asyncio
-import gc
 from types import SimpleNamespace
 
 from textual.app import App
@@ -14,7 +12,6 @@ from textual.geometry import Region
 from textual.widget import Widget
 
 from flowtui import Message
-from flowtui.tui.heap import Heap
 from flowtui.tui.widgets.message_list import MessageList
 from flowtui.tui.widgets.sidebar import Sidebar
 
@@ -91,65 +88,9 @@ async def test_message_list_paints_the_same_lines_as_textuals_own_path():
         assert [list(s) for s in pane.render_lines(part)] == [list(s) for s in Widget.render_lines(pane, part)]
 
 
-async def test_scrollbar_is_not_redrawn_while_its_thumb_stays_put():
-    pane = MessageList(id="c")
-    app = _Pane(pane)
-    async with app.run_test(size=(80, 24)) as pilot:
-        messages = _messages(2000)
-        pane.set_messages(messages, reset=True)
-        await pilot.pause()
-        bar = pane.vertical_scrollbar
-        looks = []
-        for extra in range(4):  # following the tail of a long history: the thumb stays at the bottom
-            messages.append(Message(role="user", content=f"more {extra}"))
-            pane.set_messages(messages)
-            await pilot.pause()
-            looks.append(bar.render_lines(bar.size.region))
-        assert all(lines is looks[0] for lines in looks), [bar._look()]
-        drawn = looks[0]
-        pane.select(0)  # to the top: the thumb moves, the bar is drawn again
-        await pilot.pause()
-        assert bar.render_lines(bar.size.region) is not drawn
-
-
 class _Cycle:
     def __init__(self) -> None:
         self.me = self
-
-
-def test_heap_collects_between_frames_and_restores_the_collector():
-    heap = Heap()
-    was = gc.isenabled()
-    heap.start()
-    try:
-        assert not gc.isenabled()
-        gc.collect()
-        for _ in range(3):
-            _Cycle()  # garbage only a collection frees
-        alive = lambda: sum(isinstance(o, _Cycle) for o in gc.get_objects(0))  # noqa: E731
-        junk = [[] for _ in range(5 * gc.get_threshold()[0])]  # CPython would have collected by now
-        assert alive() == 3
-        assert heap.tick() == 0  # a tick collects the young generation
-        assert alive() == 0
-        assert [heap.tick() for _ in range(5)] == [0, 1, 0, 0, 1]  # and every third one the middle one
-        del junk
-    finally:
-        heap.stop()
-    assert gc.isenabled() == was
-
-
-def test_heap_settle_frees_cycles_handed_off_by_an_earlier_run():
-    heap = Heap()
-    cycle = _Cycle()
-    gc.freeze()  # handed off during a run
-    try:
-        del cycle
-        assert any(isinstance(o, _Cycle) for o in gc.get_objects()) or gc.get_freeze_count() > 0
-        heap.settle()  # a new run: thaw, collect, freeze again
-        gc.unfreeze()
-        assert not any(isinstance(o, _Cycle) for o in gc.get_objects())
-    finally:
-        gc.unfreeze()
 
 
 async def test_a_full_block_cache_drops_its_oldest_blocks_not_all_of_them():
@@ -180,33 +121,3 @@ async def test_a_click_on_a_sidebar_row_picks_that_row():
         assert sidebar.highlighted_id == "field:rounds"
 
 
-def test_an_idle_heap_collects_only_when_something_allocates():
-    heap = Heap()
-    heap.start()
-    try:
-        gc.collect()
-        assert heap.idle_tick() is None  # nothing allocated: nothing collected, nothing frozen
-        junk = [[] for _ in range(2 * gc.get_threshold()[0])]
-        assert heap.idle_tick() == 0
-        del junk
-    finally:
-        heap.stop()
-
-
-async def test_an_app_idle_after_a_busy_spell_runs_one_full_collection(monkeypatch):
-    from flowtui.tui import app as tui_app
-    from conftest import make, paused
-
-    monkeypatch.setattr(tui_app, "SETTLE_AFTER_S", 0.3)
-    monkeypatch.setattr(tui_app, "STAY_AWAKE_S", 0.1)
-    app = make(input="go")
-    async with app.run_test() as pilot:
-        await paused(pilot)
-        settles = []
-        settle = app.heap.settle
-        app.heap.settle = lambda: (settles.append(1), settle())
-        app.heap.handed_off = True  # as after a flood of events
-        await asyncio.sleep(1.5)
-        assert settles == [1] and not app.heap.handed_off
-        await asyncio.sleep(0.6)
-        assert settles == [1]  # once per busy spell, not over and over while idle

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import flowcapture
 from conftest import ended, make, paused, wait_until
 
 from flowtui.tui import shown as shown_module
@@ -32,8 +33,10 @@ async def test_no_view_draws_the_key(leaky_key):
         await paused(pilot)
         await pilot.press("c")
         await ended(pilot)
-        view = app.session.view
-        assert leaky_key in view.history[1].content and leaky_key in view.memory[0]  # the data keeps it
+        view = app.client.view
+        _, sent = flowcapture.requests()[-1]
+        assert leaky_key in sent[1].content and any(leaky_key in m.content for m in sent)  # the run keeps it...
+        assert leaky_key not in repr(view.history) + repr(view.memory) + repr(view.ctx)  # ...the app never has it
         for key in ("1", "2", "3", "4"):
             await pilot.press(key)
             await pilot.pause(0.1)
@@ -55,16 +58,17 @@ async def test_an_edit_keeps_the_key_it_did_not_show(leaky_key):
         assert leaky_key not in area.text and area.text.count("[redacted]") == 2
         area.text = area.text.replace("please use", "now use")
         await pilot.press("ctrl+s")
-        await wait_until(pilot, lambda: app.session.view.history[0].content.startswith("now use"), what="edit")
-        assert app.session.view.history[0].content == f"now use {leaky_key} twice: {leaky_key}"
+        await wait_until(pilot, lambda: app.client.view.history[0].content.startswith("now use"), what="edit")
+        assert app.client.view.history[0].content == "now use [redacted] twice: [redacted]"  # what the app sees
+        await pilot.press("c")
+        await ended(pilot)
+        _, sent = flowcapture.requests()[0]
+        assert sent[1].content == f"now use {leaky_key} twice: {leaky_key}"  # what the model got
 
 
 async def test_a_key_streamed_in_fragments_is_never_on_screen_even_in_part(monkeypatch, tmp_path):
     """`sk-` `test-` `SECRE` `T123`...: neither the pane nor the event log ever shows a piece that
     would let someone put it back together."""
-    import asyncio
-
-    import flowcapture
     from conftest import press_and_pause
     from textual.geometry import Region
 
@@ -75,7 +79,7 @@ async def test_a_key_streamed_in_fragments_is_never_on_screen_even_in_part(monke
     flow = tmp_path / "stream_key.py"
     flow.write_text(Path("tests/tui/flows/stream_fn.py").read_text().replace(
         'FRAGMENTS = ["Hel", "lo, wor", "ld: ctx.state ", "holds history."]', f"FRAGMENTS = {fragments!r}"))
-    gate = flowcapture.GATE = asyncio.Event()
+    monkeypatch.setenv("FLOWCAPTURE_GATES", "1")
     app = make(str(flow), input="hi")
     try:
         async with app.run_test(size=(120, 30)) as pilot:
@@ -85,13 +89,13 @@ async def test_a_key_streamed_in_fragments_is_never_on_screen_even_in_part(monke
             pane = app.main.conversation
             seen = []
             for i in range(8):
-                await wait_until(pilot, lambda: app.session.view.streaming.endswith(fragments[i]),
+                await wait_until(pilot, lambda: app.client.view.streaming.endswith(fragments[i]),
                                  what=f"fragment {i}")
                 await pilot.pause(0.05)
                 app.flush(everything=True, force=True)
                 text = "\n".join(s.text for s in pane.render_lines(Region(0, 0, pane.size.width, pane.size.height)))
                 seen.append(text)
-                gate.set()
+                flowcapture.open_gate(i)
             await ended(pilot)
             await pilot.press("3")
             await pilot.pause(0.1)

@@ -51,7 +51,7 @@ def test_after_a_promotion(snap_compare):
         await pilot.press("m")
         await wait_until(pilot, lambda: isinstance(pilot.app.screen, TextDialog), what="dialog")
         await pilot.press("ctrl+s")
-        await wait_until(pilot, lambda: len(pilot.app.session.view.memory) == 1, what="promotion")
+        await wait_until(pilot, lambda: len(pilot.app.client.view.memory) == 1, what="promotion")
 
     assert snap_compare(make(input="Write about ctx.state"), terminal_size=SIZE, run_before=run_before)
 

@@ -145,7 +145,7 @@ async def test_the_edit_dialog_shows_control_characters_and_saving_keeps_them():
     async with app.run_test(size=(140, 40)) as pilot:
         await paused(pilot)
         await press_and_pause(pilot, "n")  # the first turn, to the pause before the second agent turn
-        view = app.session.view
+        view = app.client.view
         original = view.history[1].content
         assert "\x1b]0;pwned\x07" in original
         app.main.conversation.select(1)
@@ -155,5 +155,5 @@ async def test_the_edit_dialog_shows_control_characters_and_saving_keeps_them():
         assert "\x1b" not in area.text and "␛]0;pwned␇" in area.text
         area.text = area.text.replace("reply", "REPLY")
         await pilot.press("ctrl+s")
-        await wait_until(pilot, lambda: "REPLY" in app.session.view.history[1].content, what="the edit")
-        assert app.session.view.history[1].content == original.replace("reply", "REPLY")
+        await wait_until(pilot, lambda: "REPLY" in app.client.view.history[1].content, what="the edit")
+        assert app.client.view.history[1].content == original.replace("reply", "REPLY")

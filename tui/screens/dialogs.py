@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 
 from rich.table import Table
@@ -99,11 +100,13 @@ class TextDialog(ModalScreen[str | None]):
             return self.query_one(Input).value
         return self.query_one(TextArea).text
 
-    def action_save(self) -> None:
+    async def action_save(self) -> None:
         text = unshown(self.value, self.text)
         try:
-            self.apply(text)
-        except Exception as exc:  # the runtime says why (ValueError, ConfigError): show it, stay open
+            result = self.apply(text)
+            if inspect.isawaitable(result):  # an edit sent to the run: wait for its answer
+                await result
+        except Exception as exc:  # the run says why (a refused value, a run gone): show it, stay open
             self.query_one("#dialog-error", Static).update(Text(f"✗ {shown(str(exc))}", "bold #ff5f5f"))
             return
         self.dismiss(text)
@@ -111,14 +114,14 @@ class TextDialog(ModalScreen[str | None]):
     def action_cancel(self) -> None:
         self.dismiss(None)
 
-    def on_input_submitted(self, event: Input.Submitted) -> None:
+    async def on_input_submitted(self, event: Input.Submitted) -> None:
         event.stop()
-        self.action_save()
+        await self.action_save()
 
-    def on_button_pressed(self, event: Button.Pressed) -> None:
+    async def on_button_pressed(self, event: Button.Pressed) -> None:
         event.stop()
         if event.button.id == "dialog-save":
-            self.action_save()
+            await self.action_save()
         else:
             self.action_cancel()
 

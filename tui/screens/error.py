@@ -27,11 +27,12 @@ class LoadErrorScreen(Screen):
         self.details = details
 
     def compose(self) -> ComposeResult:
-        err = self.error
+        err = self.error  # a LoadError from the worker, or why the worker could not say (a load timeout)
         where = getattr(err, "file", None) or self.target
         line = getattr(err, "line", None)
         cls = getattr(err, "cls", None)
         message = getattr(err, "message", None) or str(err)
+        summary = f"{where}{f':{line}' if line else ''}: {f'{cls}: ' if cls else ''}{message}"
         head = Text("Could not load the flow", "bold #ff5f5f")
         loc = Text()
         loc.append("file  ", "dim")
@@ -46,7 +47,7 @@ class LoadErrorScreen(Screen):
             yield Static(head, id="error-title")
             yield Static(loc, id="error-where")
             yield Static(Text(shown(message)), id="error-message")
-            yield Static(Text(shown(str(err)), "dim"), id="error-line")
+            yield Static(Text(shown(summary), "dim"), id="error-line")
             if self.details:
                 yield Static(Text(shown(self.details), "dim"), id="error-details")
             yield Static(Text.assemble("Fix the file, then press ", ("r", "bold reverse"), " to reload, or ",

@@ -1,5 +1,5 @@
 """The main screen: a switchable left pane (conversation, model sees, event log, node tree),
-the sidebar, and the control pane. It renders the session's RunView when the app flushes."""
+the sidebar, and the control pane. It renders the run client's RunView when the app flushes."""
 
 from __future__ import annotations
 
@@ -69,7 +69,7 @@ class MainScreen(Screen):
         switcher.current = name
         self._title()
         self.call_after_refresh(self._focus_view, name)
-        self.sync(self.app.session, force=True)  # type: ignore[attr-defined]
+        self.sync(self.app.client, force=True)  # type: ignore[attr-defined]
 
     def _focus_view(self, name: str) -> None:
         if self.current_view == name:
@@ -100,18 +100,18 @@ class MainScreen(Screen):
             self._streamed = Provisional(text, view.streaming_agent)
         return self._streamed
 
-    def sync(self, session: Any, *, force: bool = False, loading: str | None = None) -> None:
-        """Render the session's view; cheap when nothing changed.
+    def sync(self, client: Any, *, force: bool = False, loading: str | None = None) -> None:
+        """Render the client's view; cheap when nothing changed.
 
         The panes are two groups redrawn on alternate calls while events pour in
         (each redraw then costs one group's repaint, not the whole screen's): the
         left view, and the slow panes (sidebar, status lines, title; at most
         every ``SLOW_PANES_S``). ``force`` redraws both now.
         """
-        if self._closing or self._closed or not self.is_attached:
+        if not self.is_attached or not self.app.is_running:
             return  # the app is quitting: the panes may be gone already
-        view = session.view
-        key = (view, view.events if view is not None else -1, tuple(session.breakpoints))
+        view = client.view
+        key = (view, view.events if view is not None else -1, tuple(client.breakpoints), client.stopping, loading)
         fast_behind = force or key != self._seen_fast
         slow_behind = force or key != self._seen_slow or self._title_behind
         if fast_behind and slow_behind and not force:
@@ -125,14 +125,15 @@ class MainScreen(Screen):
         if slow_behind:
             self._slow_at = time.monotonic()
             self._seen_slow, self._last = key, "slow"
-            self._sync_slow(session, view, loading)
+            self._sync_slow(client, view, loading)
         if fast_behind:
             self._seen_fast, self._last = key, "fast"
-            self._sync_fast(session, view)
+            self._sync_fast(client, view)
         self.stale = key != self._seen_fast or key != self._seen_slow or self._title_behind
 
-    def _sync_slow(self, session: Any, view: Any, loading: str | None) -> None:
-        self.query_one(ControlPane).sync(view, session.breakpoints, loading=loading)
+    def _sync_slow(self, client: Any, view: Any, loading: str | None) -> None:
+        self.query_one(ControlPane).sync(view, client.breakpoints, loading=loading,
+                                         stopping=client.stopping and client.active)
         if view is None:
             return
         self.sidebar.sync(view)
@@ -146,7 +147,7 @@ class MainScreen(Screen):
         if changed and not self._title_behind:
             self._title(title)
 
-    def _sync_fast(self, session: Any, view: Any) -> None:
+    def _sync_fast(self, client: Any, view: Any) -> None:
         if view is None:
             return
         history_key = (view, view.history_resets)
@@ -157,7 +158,7 @@ class MainScreen(Screen):
         if current == "model-sees":
             show_model_sees(self.query_one("#model-sees", MessageList), view)
         elif current == "events":
-            self.query_one("#events").set_events(session.events)  # type: ignore[attr-defined]
+            self.query_one("#events").set_events(client.lines)  # type: ignore[attr-defined]
         elif current == "nodes":
             self.query_one("#nodes").sync(view)  # type: ignore[attr-defined]
 

@@ -24,9 +24,11 @@ STATUS_STYLES = {"paused": "bold #ffd75f", "running": "bold #5fafff", "finished"
                  "failed": "bold #ff5f5f", "stopped": "bold #d7af5f", "idle": "dim"}
 
 
-def status_text(view: Any, *, loading: str | None = None) -> Text:
-    if view is None:
-        return Text(loading or "loading…", "dim")
+def status_text(view: Any, *, loading: str | None = None, stopping: bool = False) -> Text:
+    if view is None or loading is not None:
+        return Text(shown(loading or "loading…"), "dim")
+    if stopping:
+        return Text("● stopping…", STATUS_STYLES["stopped"])
     line = shown(view.status_line())
     text = Text("● ", STATUS_STYLES.get(view.status, ""))
     text.append(line, STATUS_STYLES.get(view.status, ""))
@@ -62,13 +64,14 @@ class ControlPane(Vertical):
     row is there from the start, so nothing moves when they arrive.
     """
 
-    _shown: dict[str, tuple]
-
-    def compose(self) -> ComposeResult:
-        self._shown = {}
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self._shown: dict[str, tuple] = {}
         self._disabled: dict[str, bool] = {}
         self._buttons: dict[str, Button] = {}
         self._lines = {"status": Static(Text("loading…", "dim"), id="status"), "where": Static("", id="where")}
+
+    def compose(self) -> ComposeResult:
         yield Horizontal(id="buttons")
         yield from self._lines.values()
 
@@ -82,9 +85,10 @@ class ControlPane(Vertical):
             self._buttons[action] = button
         self.query_one("#buttons").mount_all(self._buttons.values())
 
-    def sync(self, view: Any, breakpoints: set[str], *, loading: str | None = None) -> None:
+    def sync(self, view: Any, breakpoints: set[str], *, loading: str | None = None, stopping: bool = False) -> None:
         # One line each (fixed height in the stylesheet): no layout pass, and only when the text changed.
-        for name, text in (("status", status_text(view, loading=loading)), ("where", where_text(view, breakpoints))):
+        for name, text in (("status", status_text(view, loading=loading, stopping=stopping)),
+                           ("where", where_text(view, breakpoints))):
             key = (text.plain, tuple(text.spans))
             if self._shown.get(name) != key:
                 self._shown[name] = key

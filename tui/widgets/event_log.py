@@ -14,7 +14,6 @@ from textual.strip import Strip
 
 from flowtui.tui.shown import shown
 from flowtui.tui.widgets.paint import DirectLines, drop_oldest
-from flowtui.tui.widgets.scrollbar import SteadyScrollbars
 
 TYPE_STYLES = {
     "run": Style(color="#af87d7", bold=True),
@@ -65,6 +64,13 @@ def summarize(ev: Any) -> str:
     return f"line {ev.line}: {reason}" if reason and hasattr(ev, "line") else ""
 
 
+def _parse(line: bytes, i: int) -> Any:
+    from flowtui.runtime.journal import Invalid, Skipped, parse_line
+
+    ev = parse_line(line, i + 1)
+    return Invalid(i + 1, ev.reason) if isinstance(ev, Skipped) else ev
+
+
 def _fit(text: str, width: int) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
@@ -75,8 +81,12 @@ def _j(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, default=repr)
 
 
-class EventLog(DirectLines, SteadyScrollbars, ScrollView, can_focus=True):
-    """A virtual view over the session's event list; follows the tail unless scrolled up."""
+class EventLog(DirectLines, ScrollView, can_focus=True):
+    """A virtual view over a run's events; follows the tail unless scrolled up.
+
+    The live app hands it the lines the worker sent (bytes: a million of them
+    cost the garbage collector nothing) and only the rows on screen are parsed;
+    the replay hands it events already parsed."""
 
     BINDINGS = [
         Binding("up", "scroll_up", show=False), Binding("down", "scroll_down", show=False),
@@ -90,12 +100,12 @@ class EventLog(DirectLines, SteadyScrollbars, ScrollView, can_focus=True):
         self._lines: dict[int, Strip] = {}
 
     def set_events(self, events: list[Any]) -> None:
-        """Show ``events`` (the session's list; a new list means a new run)."""
+        """Show ``events`` (events, or their JSON lines; a new list means a new run)."""
         at_end = self.scroll_offset.y >= self.max_scroll_y - 1
         if events is not self._events:
             self._events = events
             self._lines.clear()
-        self.set_virtual_size(Size(self.size.width, len(events)))  # no screen layout per redraw
+        self.virtual_size = Size(self.size.width, len(events))
         if at_end:
             self.scroll_end(animate=False, immediate=True, force=True, x_axis=False)
         self.refresh()
@@ -104,6 +114,8 @@ class EventLog(DirectLines, SteadyScrollbars, ScrollView, can_focus=True):
         strip = self._lines.get(i)
         if strip is None:
             ev = self._events[i]
+            if isinstance(ev, bytes):
+                ev = _parse(ev, i)
             kind = ev.type.split(".")[0]
             user = ev.origin == "user"
             segs = [Segment(f"{ev.seq:>6} ", DIM), Segment(f"{shown(ev.type):<22}", TYPE_STYLES.get(kind, Style())),

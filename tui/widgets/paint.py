@@ -26,7 +26,7 @@ def _plain_box(widget) -> bool:  # type: ignore[no-untyped-def]
     return (not any(edge for edge, _ in styles.border) and not any(edge for edge, _ in styles.outline)
             and not any(styles.padding) and not styles.tint.a and styles.text_opacity == 1.0
             and widget.opacity == 1.0 and (not styles.has_rule("hatch") or styles.hatch == "none")
-            and widget._border_title is None and widget._border_subtitle is None)
+            and widget.border_title is None and widget.border_subtitle is None)
 
 
 class DirectLines:

@@ -20,7 +20,6 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from flowtui.tui.shown import shown
-from flowtui.tui.widgets.scrollbar import SteadyScrollbars
 
 RUNTIME_CTX = ("turn", "output", "loop", "budget")
 
@@ -105,7 +104,7 @@ def _segments(text: Text, console: Console) -> list[Segment]:
     return list(text.render(console))
 
 
-class Sidebar(SteadyScrollbars, ScrollView, can_focus=True):
+class Sidebar(ScrollView, can_focus=True):
     """Memory, tasks, state and ctx, one row per line, with a cursor over the editable rows.
 
     Drawn line by line (``render_line``) from a cache of rendered rows: when a
@@ -162,7 +161,7 @@ class Sidebar(SteadyScrollbars, ScrollView, can_focus=True):
         self._strips.clear()
         ids = self.ids
         self._highlighted = ids.index(keep) if keep is not None and keep in ids else self._first_selectable()
-        self.set_virtual_size(Size(width, len(rows)))
+        self.virtual_size = Size(width, len(rows))
         self.refresh()
 
     def _text_width(self) -> int:

@@ -1,9 +1,65 @@
-"""Shared with the test flows: every model request they receive, in order."""
+"""Shared by the tests and their test flows, across the process boundary (the flows run in a worker
+process): what the model was sent, knobs the tests turn, and a gate a streaming model waits at.
 
-REQUESTS: list[tuple[str, list]] = []
+The tests' conftest points ``FLOWCAPTURE_DIR`` at a fresh folder for each test; the worker inherits it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+from pathlib import Path
+
+
+def _dir() -> Path | None:
+    where = os.environ.get("FLOWCAPTURE_DIR")
+    return Path(where) if where else None
+
+
+def record(agent: str, messages: list) -> None:
+    """In a flow: note the request ``agent``'s model received."""
+    folder = _dir()
+    if folder is not None:
+        with (folder / "requests.jsonl").open("a", encoding="utf-8") as f:
+            f.write(json.dumps([agent, [m.model_dump(mode="json") for m in messages]]) + "\n")
+
+
+def requests() -> list[tuple[str, list]]:
+    """Every request recorded so far, in order, as (agent, [Message])."""
+    from flowtui import Message
+
+    folder = _dir()
+    path = folder / "requests.jsonl" if folder is not None else None
+    if path is None or not path.exists():
+        return []
+    out = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        agent, messages = json.loads(line)
+        out.append((agent, [Message.model_validate(m) for m in messages]))
+    return out
 
 
 def count(agent: str) -> int:
-    return sum(1 for who, _ in REQUESTS if who == agent)
+    return sum(1 for who, _ in requests() if who == agent)
 
-GATE = None  # an asyncio.Event a streaming test model awaits between fragments (tests set it)
+
+def knob(name: str, default: float = 0.0) -> float:
+    """A number a test set with ``FLOWCAPTURE_<NAME>`` (0 when unset)."""
+    return float(os.environ.get(f"FLOWCAPTURE_{name.upper()}", default))
+
+
+async def gate(i: int) -> None:
+    """In a streaming model: wait until the test opens gate ``i`` (when gates are on)."""
+    folder = _dir()
+    if folder is None or not knob("gates"):
+        return
+    while not (folder / f"gate{i}").exists():
+        await asyncio.sleep(0.01)
+
+
+def open_gate(i: int) -> None:
+    """In a test: let the model past gate ``i``."""
+    folder = _dir()
+    assert folder is not None
+    (folder / f"gate{i}").touch()

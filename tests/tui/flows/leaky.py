@@ -5,6 +5,7 @@ import os
 
 from pydantic import BaseModel, Field
 
+import flowcapture
 from flowtui import AgentContext, Context, FunctionProvider, Input, State, agent, tool, workflow
 
 KEY = os.environ.get("LEAKY_API_KEY", "")
@@ -15,6 +16,7 @@ class LeakyState(BaseModel):
 
 
 def model(messages, tools):
+    flowcapture.record("Leaker", messages)
     if not any(m.role == "tool" for m in messages):
         return {"content": f"<think>the key is {KEY}</think>Calling with {KEY}.",
                 "tool_calls": [{"name": "echo", "args": {"text": KEY}}]}

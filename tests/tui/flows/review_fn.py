@@ -15,13 +15,13 @@ class ReviewState(BaseModel):
 
 
 def writer(messages, tools):
-    flowcapture.REQUESTS.append(("Writer", list(messages)))
+    flowcapture.record("Writer", messages)
     n = flowcapture.count("Writer")
     return f"Draft {n}: **ctx.state** holds history, memory and tasks."
 
 
 def reviewer(messages, tools):
-    flowcapture.REQUESTS.append(("Reviewer", list(messages)))
+    flowcapture.record("Reviewer", messages)
     n = flowcapture.count("Reviewer")
     if n == 1:
         return {"content": "REJECTED: needs an example.",
@@ -37,9 +37,9 @@ class ProblemArgs(BaseModel):
 @tool(name="record_problem", description="Records a problem in the draft.", schema=ProblemArgs)
 class RecordProblem:
     def execute(self, args: ProblemArgs = Input(), ctx: AgentContext = Context(), s: ReviewState = State()):
-        delay = getattr(flowcapture, "TOOL_DELAY", 0.0)
+        delay = flowcapture.knob("tool_delay")
         if delay:
-            time.sleep(delay)  # a slow sync tool: it runs in a thread, the app stays responsive
+            time.sleep(delay)  # a slow sync tool: the run's process waits, the app does not
         s.problems.append(args.text)
         ctx.last_problem = args.text
         return f"Recorded ({len(s.problems)} so far): {args.text}"
@@ -58,7 +58,7 @@ class Reviewer:
     def after_response(self, response: str, ctx: AgentContext):
         self.s.rounds += 1
         self.s.approved = "APPROVED" in response
-        if getattr(flowcapture, "HOOK_RAISES", False):
+        if flowcapture.knob("hook_raises"):
             raise RuntimeError("the after_response hook broke")
 
 

@@ -8,18 +8,15 @@ REASONING = "The user wants a greeting.\nKeep it short."
 
 
 class StreamingModel(FunctionProvider):
-    """Hands each fragment to ``request.on_delta``, then awaits ``flowcapture.GATE`` before the next."""
+    """Hands each fragment to ``request.on_delta``, then waits at the test's gate before the next."""
 
     def handler(self, messages, tools):  # complete() below does the work
         raise AssertionError("not called")
 
     async def complete(self, request):
-        for fragment in FRAGMENTS:
+        for i, fragment in enumerate(FRAGMENTS):
             request.on_delta(fragment)
-            gate = flowcapture.GATE
-            if gate is not None:
-                await gate.wait()
-                gate.clear()
+            await flowcapture.gate(i)
         return ChatReply(content="".join(FRAGMENTS), reasoning=REASONING)
 
 

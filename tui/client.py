@@ -1,0 +1,233 @@
+"""The app's side of a run: a worker process it started (or one it attached to), the fold of the
+run's events, and the commands the keys send.
+
+The app never imports the flow: a :class:`~flowtui.runtime.channel.Channel`
+starts ``python -m flowtui.runtime.worker`` for it, and the panes render
+``client.view`` — a :class:`~flowtui.runtime.fold.RunView` folded from the
+events the worker sends, the same code a replay runs. Events arrive on the
+app's event loop, a batch at a time, into a buffer that the app folds in
+slices of a few milliseconds; the event log keeps each event's line as it
+came (bytes, cheap to hold) and parses only the rows on screen.
+
+Nothing here imports textual.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from flowtui.runtime import protocol as p
+from flowtui.runtime.channel import LOAD_TIMEOUT_S, STOP_GRACE_S, Channel, Options
+from flowtui.runtime.encoding import encode_event
+from flowtui.runtime.secrets import Redactor
+
+MAX_BUFFERED = 50_000  # events read but not folded yet: past this, reading waits (the worker blocks)
+LOG_LINES = 500  # lines the flow printed, kept for the log view
+
+
+@dataclass
+class LaunchConfig:
+    """What the command line asked for (shared by the CLI, the tests and the bench)."""
+
+    target: str
+    input: str | None = None
+    memory: dict[str, str] | list[str] | None = None
+    data: dict[str, str] | None = None
+    model: str | None = None
+    replies: str | None = None
+    record: str | None = None  # cassette file to record every model exchange into
+    replay: str | None = None  # cassette file to serve model replies from (no network)
+    journal: str | None = None  # one file for every run of this session
+    journal_auto: bool = False  # a new .flowtui/runs/<Workflow>-<time>.jsonl per run (reloads included)
+    debug: bool = False
+    cursor_blink: bool = True  # tests and snapshots switch it off
+    breakpoints: set[str] = field(default_factory=set)
+    grace: float = STOP_GRACE_S  # a stop that has not ended the run by then terminates its process
+    load_timeout: float = LOAD_TIMEOUT_S
+    attach: tuple[str, int, str] | None = None  # (host, port, token): a run that lives elsewhere
+
+
+class RunClient:
+    """One run of the loaded flow, in its own process."""
+
+    def __init__(self, config: LaunchConfig) -> None:
+        self.config = config
+        self.channel: Channel | None = None
+        self.hello: p.Hello | None = None
+        self.view: Any = None  # flowtui.runtime.fold.RunView of the current run
+        self.lines: list[bytes] = []  # every event of the current run, as it came (for the event log)
+        self.breakpoints: set[str] = set(config.breakpoints)
+        self.input: str | None = config.input
+        self.journals: list[str] = []  # the journal files this session's runs wrote
+        self.logs: deque[str] = deque(maxlen=LOG_LINES)  # the last lines the flow printed
+        self.logs_total = 0
+        self.stopping = False  # x was pressed: the status says so until the run ends
+        self.urgent = False  # a pause or the run's end arrived: redraw now, not at the next tick
+        self._buffer: deque[tuple[bytes, Any]] = deque()
+        self.on_arrival: Any = None  # called (no arguments) when events arrive: the app wakes up
+
+    # --- the worker --------------------------------------------------------------------------
+    async def load(self) -> p.Hello | p.LoadError:
+        """Start a fresh worker for the flow (a reload is a new process) and wait until it has loaded."""
+        await self.close()
+        from flowtui.runtime.fold import RunView
+
+        self.view, self.lines, self.hello, self.stopping = None, [], None, False
+        self._buffer = deque()
+        self.channel = Channel(self._arrived, on_log=self._log)
+        c = self.config
+        if c.attach is not None:
+            host, port, token = c.attach
+            reply = await self.channel.connect(host, port, token)
+        else:
+            reply = await self.channel.spawn(
+                Options(target=c.target, model=c.model, replies=c.replies, record=c.record, replay=c.replay,
+                        breakpoints=sorted(self.breakpoints), grace=c.grace, debug=c.debug),
+                load_timeout=c.load_timeout)
+        if isinstance(reply, p.Hello):
+            self.hello = reply
+            self.view = RunView()
+        return reply
+
+    @property
+    def workflow_name(self) -> str:
+        return self.hello.workflow if self.hello is not None else self.config.target
+
+    def step_names(self) -> tuple[list[str], list[str]]:
+        """The agents and tools of the loaded flow (for breakpoint commands)."""
+        if self.hello is None:
+            return [], []
+        return list(self.hello.agents), list(self.hello.tools)
+
+    async def begin(self, input: str | None) -> p.Reply:
+        """Start the run, paused before its first step."""
+        from flowtui.runtime.cli import new_journal
+
+        self.input = input
+        c = self.config
+        journal = c.journal
+        if journal is None and c.journal_auto:
+            journal = str(new_journal(self.workflow_name))
+        if journal is not None and journal not in self.journals:
+            self.journals.append(journal)
+        assert self.channel is not None
+        self.channel.journal = journal
+        return await self.channel.command(p.Start(input=input, memory=c.memory, data=c.data, journal=journal))
+
+    def _log(self, text: str) -> None:
+        self.logs.append(text)
+        self.logs_total += 1
+
+    # --- events ---------------------------------------------------------------------------
+    def _arrived(self, batch: list[tuple[bytes, Any]]) -> None:
+        self._buffer.extend(batch)
+        if any(ev.type in ("run.pause", "run.end") for _, ev in batch):
+            self.urgent = True
+        if len(self._buffer) > MAX_BUFFERED and self.channel is not None:
+            self.channel.paused.clear()  # the app is behind: let the worker wait (drain() reads on)
+        if self.on_arrival is not None:
+            self.on_arrival()
+
+    @property
+    def pending(self) -> int:
+        return len(self._buffer)
+
+    @property
+    def events(self) -> list[Any]:
+        """Every event of the run folded so far, parsed from its line (for tests and tools; the
+        app itself parses only the event log's rows on screen)."""
+        return [p.parse_worker_line(line) for line in self.lines if line]
+
+    def drain(self, budget_s: float = 0.004, *, chunk: int = 256) -> int:
+        """Fold buffered events into the view for about ``budget_s`` seconds; returns how many."""
+        buffer, view, lines = self._buffer, self.view, self.lines
+        if view is None or not buffer:
+            return 0
+        clock = time.perf_counter
+        deadline = clock() + budget_s
+        popleft = buffer.popleft
+        n = 0
+        while buffer:
+            batch = [popleft() for _ in range(min(chunk, len(buffer)))]
+            view.apply_many([ev for _, ev in batch])
+            lines.extend(line for line, _ in batch)
+            n += len(batch)
+            if clock() > deadline:
+                break
+        if self.channel is not None and not self.channel.paused.is_set() and len(buffer) < MAX_BUFFERED // 2:
+            self.channel.paused.set()
+        return n
+
+    def gone(self) -> bool:
+        """The worker is gone; when its run never said how it ended, say it (journal and panes). True then."""
+        channel = self.channel
+        if channel is None or not channel.closed.is_set() or channel.ended or self.view is None:
+            return False
+        if self.view.run_id is None:  # it died before the run started
+            return False
+        status, why = channel.ending()
+        event = channel.write_run_end(status, why) or _run_end(self.view, status, why)
+        self._buffer.append((encode_event(event, Redactor([])), event))
+        channel.ended = True
+        self.urgent = True
+        return True
+
+    # --- commands ---------------------------------------------------------------------------
+    @property
+    def active(self) -> bool:
+        """A run exists and has not ended."""
+        return self.view is not None and self.view.status in ("idle", "running", "paused")
+
+    async def command(self, command: p.BaseModel) -> p.Reply:
+        if self.channel is None:
+            raise ConnectionError("no run")
+        return await self.channel.command(command)
+
+    def send(self, command: p.BaseModel) -> None:
+        if self.channel is not None:
+            self.channel.send(command)
+
+    def toggle_breakpoint(self, name: str) -> bool:
+        on = name not in self.breakpoints
+        if on:
+            self.breakpoints.add(name)
+        else:
+            self.breakpoints.discard(name)
+        self.send(p.SetBreakpoint(name=name, on=on))
+        return on
+
+    async def stop(self) -> None:
+        """Stop the run within about the grace period, whatever the flow is doing."""
+        if self.channel is None:
+            return
+        self.stopping = True
+        await self.channel.stop()
+
+    async def close(self, *, grace: float | None = None) -> None:
+        """End the worker (its run stopped first) and say how the run ended if it could not."""
+        channel = self.channel
+        if channel is None:
+            return
+        if not channel.closed.is_set():
+            await channel.stop(grace)
+        await channel.wait()
+        self.gone()
+
+    @property
+    def journal_notes(self) -> list[str]:
+        return [f"journal: {j}" for j in self.journals if Path(j).exists()]
+
+
+def _run_end(view: Any, status: str, why: str) -> Any:
+    """The ``run.end`` of a run whose process died, for the panes (when there is no journal to write it to)."""
+    from flowtui.runtime.bus import build_event
+    from flowtui.runtime.events import RunEnd
+
+    return build_event(RunEnd, dict(seq=view.last_seq + 1, ts=time.time(), run_id=view.run_id, node_id=None,
+                                    parent_id=None, origin="flowtui", status=status, output=None,
+                                    error=why if status == "failed" else None,
+                                    reason=why if status != "failed" else None, duration_ms=0.0))
