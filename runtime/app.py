@@ -182,7 +182,8 @@ class App:
                   data: Mapping[str, Any] | None = None, budget: Budget | None = None,
                   journal: str | Path | None = None, controller: Controller | None = None,
                   on_event: Callable[[Any], None] | None = None,
-                  snapshot: str | Path | Snapshot | None = None) -> str | None:
+                  snapshot: str | Path | Snapshot | None = None, listen: str | None = None,
+                  token: str | None = None, listen_public: bool = False) -> str | None:
         """Run the workflow once and return its output (``ctx.output`` at the end).
 
         ``input`` is a string or ``{"message": ...}`` (the first user turn; a
@@ -195,7 +196,17 @@ class App:
         starts from its memory, tasks, history and state fields.
         Raises the run's error when it fails; returns the output so far when a
         ``stop`` budget or a ``stop`` command ended it.
+
+        ``listen="127.0.0.1:0"`` serves the run to ``flowtui attach`` (see
+        :mod:`flowtui.runtime.listen`): it starts paused, prints where it listens
+        and its ``token`` (random unless given) on stderr, and goes on as the
+        attached app drives it. ``listen_public`` allows an address other than loopback.
         """
+        if listen is not None:
+            from flowtui.runtime.listen import serve_app
+
+            return await serve_app(self, listen, token=token, public=listen_public, input=input, memory=memory,
+                                   data=data, budget=budget, journal=journal, snapshot=snapshot, on_event=on_event)
         run = self.prepare(input, memory=memory, data=data, budget=budget, journal=journal,
                            controller=controller, on_event=on_event, snapshot=snapshot)
         return await run.execute()

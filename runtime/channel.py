@@ -27,11 +27,18 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from pydantic import ValidationError
+if TYPE_CHECKING:
+    from flowtui.runtime import protocol as p
 
-from flowtui.runtime import protocol as p
+def _p():
+    """The protocol module, imported when first needed: a client starts its worker first, so the
+    worker boots while this process builds the protocol's validators."""
+    from flowtui.runtime import protocol
+
+    return protocol
+
 
 LOAD_TIMEOUT_S = 30.0  # a flow whose import has not finished by then is a load error
 STOP_GRACE_S = 1.0  # a stop that has not ended the run by then: terminate, then kill
@@ -98,6 +105,7 @@ class Channel:
         self.killed = False
         self.paused = asyncio.Event()  # set by the consumer's flow control: read on
         self.paused.set()
+        self._progress = asyncio.Event()  # set on each batch of lines and at the end
         self._tasks: list[asyncio.Task] = []
 
     # --- starting --------------------------------------------------------------------------
@@ -117,7 +125,7 @@ class Channel:
         """Attach to a worker listening on ``host:port``; a wrong token is a :class:`PermissionError`."""
         reader, writer = await asyncio.wait_for(asyncio.open_connection(host, port, limit=1 << 24), timeout)
         self._writer = writer
-        writer.write(p.encode(p.Auth(token=token)))
+        writer.write(_p().encode(_p().Auth(token=token)))
         self._tasks = [asyncio.ensure_future(self._read(reader))]
         return await self._greeting(timeout)
 
@@ -140,7 +148,7 @@ class Channel:
         if self.refused:
             raise PermissionError(self.refused)
         await self.wait()
-        return p.LoadError(message=f"the worker process ended before the flow loaded ({self.ending()[1]})")
+        return _p().LoadError(message=f"the worker process ended before the flow loaded ({self.ending()[1]})")
 
     refused: str | None = None
 
@@ -162,11 +170,13 @@ class Channel:
                 pending = bytearray(chunk[end + 1:])
                 if lines:
                     self._dispatch(lines)
+                    self._progress.set()
             if pending.strip():
                 self._dispatch([bytes(pending)])
         except (ConnectionError, OSError):
             pass
         finally:
+            self._progress.set()
             for future in self._pending.values():
                 if not future.done():
                     future.set_exception(ConnectionError("the worker is gone"))
@@ -174,8 +184,8 @@ class Channel:
 
     def _dispatch(self, lines: list[bytes]) -> None:
         try:
-            messages = p.parse_worker_lines(lines)
-        except ValidationError:  # one bad line: parse them one by one to keep the good ones
+            messages = _p().parse_worker_lines(lines)
+        except ValueError:  # one bad line (a pydantic ValidationError): parse them one by one
             messages = [self._parse_one(line) for line in lines]
         try:
             self._route(lines, messages)
@@ -220,9 +230,9 @@ class Channel:
 
     def _parse_one(self, line: bytes) -> Any:
         try:
-            return p.parse_worker_line(line)
-        except ValidationError as exc:
-            self.on_log(f"flowtui: a line from the worker is not a protocol message: {exc.errors()[0]['msg']}")
+            return _p().parse_worker_line(line)
+        except ValueError as exc:
+            self.on_log(f"flowtui: a line from the worker is not a protocol message: {str(exc).splitlines()[0]}")
             return None
 
     async def _read_log(self, stream: asyncio.StreamReader) -> None:
@@ -239,7 +249,7 @@ class Channel:
         future = asyncio.get_running_loop().create_future()
         self._pending[self._ids] = future
         try:
-            self._writer.write(p.encode(command))
+            self._writer.write(_p().encode(command))
         except (ConnectionError, RuntimeError) as exc:
             self._pending.pop(self._ids, None)
             raise ConnectionError("the run's process has ended") from exc
@@ -251,7 +261,7 @@ class Channel:
             return
         self._ids += 1
         try:
-            self._writer.write(p.encode(command.model_copy(update={"id": self._ids})))
+            self._writer.write(_p().encode(command.model_copy(update={"id": self._ids})))
         except (ConnectionError, RuntimeError):
             pass
 
@@ -262,13 +272,38 @@ class Channel:
         grace = self.grace if grace is None else grace
         if self.stopping_since is None:
             self.stopping_since = time.monotonic()
-        self.send(p.Stop())
+        self.send(_p().Stop())
         if await self._exited_within(grace):
             return
         self._signal(signal.SIGTERM)
         if await self._exited_within(grace / 2):
             return
         await self.kill()
+
+    async def finish(self, grace: float | None = None) -> None:
+        """Let go of a worker whose run has ended (it serves ``fetch`` until then): close its input,
+        then kill it if it has not exited within ``grace``."""
+        grace = self.grace if grace is None else grace
+        if self._writer is not None and not self.closed.is_set():
+            self._writer.close()
+        if not await self._exited_within(grace):
+            await self.kill()
+        await self.wait()
+
+    async def ended_or_gone(self) -> None:
+        """Until the run has ended (its run.end went by) or the worker is gone."""
+        while not (self.ended or self.closed.is_set()):
+            self._progress.clear()
+            await self._progress.wait()
+
+    async def detach(self) -> None:
+        """Leave a run served on a socket: it pauses and waits for the next client."""
+        if not self.closed.is_set() and self._writer is not None:
+            try:
+                await asyncio.wait_for(self.command(_p().Detach()), 2.0)
+            except (ConnectionError, asyncio.TimeoutError):
+                pass
+            self._writer.close()
 
     async def kill(self) -> None:
         self.killed = True
@@ -283,8 +318,11 @@ class Channel:
                 pass
 
     async def _exited_within(self, seconds: float) -> bool:
-        if self.proc is None:
-            await asyncio.wait_for(self.closed.wait(), seconds)
+        if self.proc is None:  # a socket: the run's process ends its run itself (it terminates its own code)
+            try:
+                await asyncio.wait_for(self.closed.wait(), 3 * seconds)
+            except asyncio.TimeoutError:
+                pass
             return True
         try:
             await asyncio.wait_for(self.proc.wait(), seconds)

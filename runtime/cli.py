@@ -156,6 +156,11 @@ def main_run(argv: list[str]) -> int:
                         help="write the final state as a TOML snapshot (replaces the file, atomically)")
     parser.add_argument("--load-timeout", type=float, default=None, metavar="S",
                         help="give up on a flow whose import takes longer (default: 30 s)")
+    parser.add_argument("--listen", metavar="HOST:PORT",
+                        help="serve the run to `flowtui attach` (port 0 picks one); it starts paused")
+    parser.add_argument("--token", help="the token attaching clients must give (default: a random one, printed)")
+    parser.add_argument("--listen-public", action="store_true",
+                        help="allow --listen on an address other than loopback")
     try:
         args = parser.parse_args(argv)
         memory = parse_memory(args.memory)
@@ -165,6 +170,10 @@ def main_run(argv: list[str]) -> int:
             say(exc.code)
         return 2
     try:
+        if args.listen:
+            from flowtui.runtime.listen import serve
+
+            return asyncio.run(serve(args, memory, data))
         return asyncio.run(_run_headless(args, memory, data))
     except KeyboardInterrupt:  # a third ctrl-C while the worker is killed: nothing left to wait for
         return 1
@@ -173,17 +182,14 @@ def main_run(argv: list[str]) -> int:
 async def _run_headless(args: argparse.Namespace, memory: dict[str, str], data: dict[str, str]) -> int:
     import signal
 
-    from flowtui.runtime import protocol as p
     from flowtui.runtime.channel import LOAD_TIMEOUT_S, Channel, LoadTimeout, Options
-    from flowtui.runtime.fold import RunView
-    from flowtui.runtime.journal import runs_in
-    from flowtui.runtime.snapshot import write_snapshot
 
-    view = RunView()
     tree = TreePrinter(sys.stderr)
     printer = json_printer(sys.stdout) if args.json else None
+    folded: list[Any] = []  # the RunView, made once the worker is on its way
 
     def on_messages(batch: list[tuple[bytes, Any]]) -> None:
+        view = folded[0]
         for line, ev in batch:
             view.apply(ev)
             if printer is not None:
@@ -192,15 +198,25 @@ async def _run_headless(args: argparse.Namespace, memory: dict[str, str], data: 
                 tree(ev)
 
     channel = Channel(on_messages, on_log=lambda text: say(text))
+    options = Options(target=args.flow, model=args.model, replies=args.replies, record=args.record,
+                      replay=args.replay, snapshot=args.from_snapshot, wire_limit=0, debug=args.debug)
+    # The worker first: it boots while this process imports what it needs.
+    spawned = asyncio.ensure_future(channel.spawn(options, load_timeout=args.load_timeout or LOAD_TIMEOUT_S))
+    await asyncio.sleep(0)
+    from flowtui.runtime import protocol as p
+    from flowtui.runtime.fold import RunView
+    from flowtui.runtime.journal import runs_in
+    from flowtui.runtime.snapshot import write_snapshot
+
+    view = RunView()
+    folded.append(view)
     journal = None
     appended_to = 0
     if not args.no_journal:
         if args.journal:
             journal, appended_to = Path(args.journal), runs_in(Path(args.journal))
-    options = Options(target=args.flow, model=args.model, replies=args.replies, record=args.record,
-                      replay=args.replay, snapshot=args.from_snapshot, wire_limit=0, debug=args.debug)
     try:
-        hello = await channel.spawn(options, load_timeout=args.load_timeout or LOAD_TIMEOUT_S)
+        hello = await spawned
     except LoadTimeout as exc:
         say(f"flowtui: cannot load {args.flow}\n  {exc}")
         return 2
@@ -242,7 +258,8 @@ async def _run_headless(args: argparse.Namespace, memory: dict[str, str], data: 
 
     loop.add_signal_handler(signal.SIGINT, interrupted)
     try:
-        await channel.wait()
+        await channel.ended_or_gone()
+        await channel.finish()
     finally:
         loop.remove_signal_handler(signal.SIGINT)
     if not channel.ended:  # killed, crashed, exited in a hook: the run's end, said by us

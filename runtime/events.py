@@ -14,6 +14,7 @@ read back from a journal.
 
 from __future__ import annotations
 
+from functools import cache
 from typing import Annotated, Any, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_validator
@@ -28,7 +29,9 @@ Bucket = Literal["history", "memory", "tasks"]
 
 
 class _Event(BaseModel):
-    model_config = ConfigDict(frozen=True)
+    # extra fields are kept: ``elided`` on the wire (strings cut on the way to the app), and
+    # whatever a newer flowtui adds to an event this one knows
+    model_config = ConfigDict(frozen=True, extra="allow")
 
     seq: int
     ts: float
@@ -192,7 +195,6 @@ EVENT_CLASSES = (
 )
 Event = Annotated[Union[EVENT_CLASSES], Field(discriminator="type")]
 
-_ADAPTER: TypeAdapter[Any] = TypeAdapter(Event)
 EVENT_TYPES = frozenset(cls.model_fields["type"].default for cls in EVENT_CLASSES)
 
 
@@ -217,6 +219,11 @@ def _budget() -> type:
 _RUNTIME_FIELDS = {"turn": _turn, "loop": _loop, "budget": _budget}
 
 
+@cache
+def _adapter() -> TypeAdapter[Any]:
+    return TypeAdapter(Event)  # built on first use: a run that only writes events never needs it
+
+
 def parse_event(line: str | bytes) -> Any:
     """Validate one JSON line (as written by the journal) back into an event."""
-    return _ADAPTER.validate_json(line)
+    return _adapter().validate_json(line)

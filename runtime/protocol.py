@@ -42,6 +42,7 @@ the top-level run when it is left out.
 
 from __future__ import annotations
 
+from functools import cache
 from typing import Annotated, Any, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
@@ -93,18 +94,23 @@ class Log(_Message):
 
 
 WorkerMessage = Annotated[Union[(Hello, LoadError, Reply, Log, *EVENT_CLASSES)], Field(discriminator="type")]
-_WORKER = TypeAdapter(WorkerMessage)
-_WORKER_BATCH = TypeAdapter(list[WorkerMessage])
+
+
+# Validators are built on first use: a worker never parses its own messages, a client never
+# parses commands, and building one for a large union costs tens of milliseconds at start-up.
+@cache
+def _adapter(tp: Any) -> TypeAdapter[Any]:
+    return TypeAdapter(tp)
 
 
 def parse_worker_line(line: bytes | str) -> Any:
     """One line from a worker, validated."""
-    return _WORKER.validate_json(line)
+    return _adapter(WorkerMessage).validate_json(line)
 
 
 def parse_worker_lines(lines: list[bytes]) -> list[Any]:
     """Many lines at once (one call into pydantic-core: a flood of events costs less)."""
-    return _WORKER_BATCH.validate_json(b"[" + b",".join(lines) + b"]")
+    return _adapter(list[WorkerMessage]).validate_json(b"[" + b",".join(lines) + b"]")
 
 
 # --- client → worker -------------------------------------------------------------------
@@ -216,12 +222,11 @@ class Detach(_Command):
 COMMANDS = (Auth, Start, Step, NextTurn, LoopOnce, Continue, Pause, Stop, SetBreakpoint, Promote, EditMessage,
             SetItem, DeleteItem, AddItem, SetField, Undo, Fetch, Detach)
 Command = Annotated[Union[COMMANDS], Field(discriminator="type")]
-_COMMAND = TypeAdapter(Command)
 
 
 def parse_command(line: bytes | str) -> Any:
     """One line from a client, validated (raises ``pydantic.ValidationError``)."""
-    return _COMMAND.validate_json(line)
+    return _adapter(Command).validate_json(line)
 
 
 def encode(message: BaseModel) -> bytes:

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import hmac
 import os
 import signal
 import sys
@@ -69,9 +68,12 @@ class Worker:
 
     def __init__(self, app: Any, *, journal: str | None, breakpoints: list[str], grace: float,
                  send: Callable[[bytes], None], snapshot: str | None = None,
-                 wire_limit: int | None = p.WIRE_LIMIT, debug: bool = False) -> None:
+                 wire_limit: int | None = p.WIRE_LIMIT, debug: bool = False, self_terminate: bool = False) -> None:
         self.app = app
         self.debug = debug
+        self.self_terminate = self_terminate  # a stop that reaches no pause point: SIGTERM ourselves
+        self.dispose_after = True  # the app's middlewares are disposed when the run ends (the process's last)
+        self.also: Callable[[Any], None] | None = None  # another sink of the run's events (embedded use)
         self.journal = journal
         self.snapshot = snapshot
         self.wire_limit = wire_limit or None
@@ -94,6 +96,8 @@ class Worker:
                        started=self.run is not None)
 
     def on_event(self, event: Any) -> None:
+        if self.also is not None:
+            self.also(event)
         kept: dict[str, str] = {}
         line = encode_event(event, self.redactor, limit=self.wire_limit, kept=kept) + b"\n"
         for path, value in kept.items():
@@ -107,11 +111,12 @@ class Worker:
 
     # --- the run -------------------------------------------------------------------------
     def start(self, input: Any, memory: Any, *, data: Any = None, paused: bool = True,
-              journal: str | None = None) -> None:
+              journal: str | None = None, **options: Any) -> None:
         if not paused:
             self.controller.resume()
         self.run = self.app.prepare(input, memory=memory or None, data=data, journal=journal or self.journal,
-                                    controller=self.controller, on_event=self.on_event, snapshot=self.snapshot)
+                                    controller=self.controller, on_event=self.on_event, snapshot=self.snapshot,
+                                    **options)
         self.task = asyncio.ensure_future(self._execute())
         self.started.set()
 
@@ -122,7 +127,7 @@ class Worker:
             if self.debug and self.run.status == "failed":
                 tb = "".join(traceback.format_exception(exc)).rstrip()
                 print(visible(self.redactor.redact(tb)), file=sys.stderr, flush=True)
-        for name, exc in await self.app.dispose_all():  # the middlewares' cleanups: said, not fatal
+        for name, exc in await self.app.dispose_all() if self.dispose_after else ():  # said, not fatal
             print(visible(self.redactor.redact(f"! {name} raised: {type(exc).__name__}: {exc}")),
                   file=sys.stderr, flush=True)
         if self.run.recorded is not None:  # said on stderr: the client shows it
@@ -169,6 +174,10 @@ class Worker:
             getattr(self.controller, _MOVES[kind])()
             if kind == "stop":  # a run awaiting (a model call) reaches no pause point: cancel what it awaits
                 asyncio.get_running_loop().call_later(self.grace / 2, self._cancel)
+                if self.self_terminate:  # and one held by code that never returns: unwind it (no client can)
+                    timer = threading.Timer(self.grace, self._terminate_if_running)
+                    timer.daemon = True
+                    timer.start()
             return None
         return self._edit(c)
 
@@ -193,6 +202,10 @@ class Worker:
         if kind == "undo":
             return edits.undo()
         raise ValueError(f"unknown command {kind!r}")
+
+    def _terminate_if_running(self) -> None:
+        if self.task is not None and not self.task.done():
+            os.kill(os.getpid(), signal.SIGTERM)
 
     def _cancel(self) -> None:
         if self.task is not None and not self.task.done():
@@ -230,23 +243,24 @@ def load(args: argparse.Namespace) -> Any:
         return error(f"{type(exc).__name__} while importing: {exc}", exc, file=args.flow)
 
 
-def _terminate(signum: int, frame: Any) -> None:
-    raise Terminated(_TERMINATED)
+def install_terminate(grace: float) -> None:
+    """``SIGTERM`` unwinds whatever code is running, so the run still ends with ``run.end``."""
+    reason = f"killed after {grace:.1f} s: a tool or hook did not return"
 
+    def terminate(signum: int, frame: Any) -> None:
+        raise Terminated(reason)
 
-_TERMINATED = f"killed after {DEFAULT_GRACE_S:.1f} s: a tool or hook did not return"
+    signal.signal(signal.SIGTERM, terminate)
 
 
 def main(argv: list[str] | None = None) -> int:
     """The worker on its pipes: the protocol on stdin and (a private copy of) stdout."""
-    global _TERMINATED
     args = build_parser().parse_args(argv)
     out_fd = os.dup(1)
     os.dup2(2, 1)  # what the flow prints goes to stderr, never into the protocol
     sys.stdout = os.fdopen(1, "w", buffering=1, closefd=False)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    _TERMINATED = f"killed after {args.grace:.1f} s: a tool or hook did not return"
-    signal.signal(signal.SIGTERM, _terminate)
+    install_terminate(args.grace)
 
     def send(data: bytes) -> None:
         view = memoryview(data)
@@ -285,6 +299,7 @@ async def _serve_pipe(worker: Worker) -> None:
         if not worker.task.done():  # the client went away: stop the run cleanly
             worker.controller.stop()
             await worker.task
+        await left  # the run is over; what it cut on the wire can still be fetched until the client goes
     finally:
         started.cancel()
         left.cancel()

@@ -34,6 +34,9 @@ ACTIONS: list[ActionSpec] = [
     ActionSpec("a", "add_task", "edit", "add task", "Add a task"),
     ActionSpec("A", "add_memory", "edit", "add memory item", "Add a memory item", False),
     ActionSpec("u", "undo", "edit", "undo", "Undo the last edit"),
+    ActionSpec("o", "open_whole", "view", "open whole text",
+               "Open the whole text of the message under the cursor in your pager ($PAGER), even one cut on "
+               "its way to the app", False),
     ActionSpec("1", "view('conversation')", "view", "conversation", "Show the conversation (ctx.state.history)", False),
     ActionSpec("2", "view('model-sees')", "view", "what the model sees",
                "Show the exact messages the next model call will send", False),

@@ -26,7 +26,7 @@ from textual.worker import Worker, WorkerState
 
 from flowtui.runtime import protocol as p
 from flowtui.tui.actions import ACTIONS, help_groups
-from flowtui.tui.client import LaunchConfig, RunClient
+from flowtui.tui.client import LaunchConfig, RunClient, cut_in
 from flowtui.tui.messages import RunFlushed
 from flowtui.tui.screens.main import MainScreen
 from flowtui.tui.shown import PlainNotify, shown
@@ -67,6 +67,7 @@ class FlowApp(PlainNotify, App[int]):
         self._logs_seen = 0
         self._logs_said_at = 0.0
         self.quitting = False
+        self.refused: str | None = None  # attaching: why the run's process would not have us
 
     # --- lifecycle -------------------------------------------------------------
     def get_default_screen(self) -> Screen:
@@ -113,6 +114,10 @@ class FlowApp(PlainNotify, App[int]):
                     self._load_failed(reply)
             elif state == WorkerState.ERROR:
                 self._loading_since = None
+                if self.config.attach is not None and isinstance(worker.error, (PermissionError, OSError)):
+                    self.refused = str(worker.error) or type(worker.error).__name__
+                    self.exit(2)
+                    return
                 self._load_failed(worker.error)
         elif state == WorkerState.ERROR and worker.group in ("command", "watch"):
             self.notify(f"{type(worker.error).__name__}: {worker.error}", title="flowtui", severity="error")
@@ -125,6 +130,9 @@ class FlowApp(PlainNotify, App[int]):
             self.pop_screen()
         self.run_worker(_preload_markdown, thread=True, group="preload", name="preload", exit_on_error=False)
         self.run_worker(self._watch(), group="watch", name="watch", exit_on_error=False)
+        if self.client.hello is not None and self.client.hello.started:  # attached: the run is going already
+            self.wake()
+            return
         if self._ask_input:
             self._ask_input = False
             self.push_screen(FirstMessageDialog(self.client.workflow_name), self.start_run)
@@ -318,6 +326,9 @@ class FlowApp(PlainNotify, App[int]):
         self.push_screen(ConfirmDialog("A run is in progress. Stop it and reload the flow?"), answer)
 
     def _reload(self) -> None:
+        if self.config.attach is not None:
+            self.notify("Attached to a run that lives elsewhere: reload it where it runs.", severity="warning")
+            return
         self.client.stopping = self.client.active
         self.load()  # the client stops the old worker first; the new one reads the code afresh
 
@@ -328,7 +339,8 @@ class FlowApp(PlainNotify, App[int]):
             return
         self.quitting = True
         if self.client.channel is not None and not self.client.channel.closed.is_set():
-            self.notify("Stopping the run…", timeout=2)
+            self.notify("Detaching: the run waits, paused, for the next client…" if self.config.attach
+                        else "Stopping the run…", timeout=2)
             await self.client.close(grace=QUIT_GRACE_S)
         self.exit(0)
 
@@ -360,6 +372,16 @@ class FlowApp(PlainNotify, App[int]):
 
         return done
 
+    def _too_large_to_edit(self) -> bool:
+        i = self.main.conversation.cursor
+        history = self.client.view.history
+        text = history[i].content if self._sidebar_target() is None and 0 <= i < len(history) else ""
+        cut = cut_in(text)
+        if cut:
+            self.notify(f"This text is {cut[2]:,} characters: too large to edit here. o opens it whole.",
+                        severity="warning")
+        return cut is not None
+
     def _sidebar_target(self) -> str | None:
         sidebar = self.main.sidebar
         return sidebar.highlighted_id if self.focused is sidebar else None
@@ -374,6 +396,10 @@ class FlowApp(PlainNotify, App[int]):
         if not 0 <= i < len(history) or history[i].role != "assistant":
             self.notify("Put the cursor on an assistant message to promote it.", severity="warning")
             return
+        if cut_in(history[i].content):  # too large to edit here: promoted whole, as the run holds it
+            self.run_worker(self._apply(p.Promote(index=i), f"Message #{i} promoted to memory, whole."),
+                            group="command", exit_on_error=False)
+            return
         self.push_screen(TextDialog(f"Promote message #{i} to memory", history[i].content,
                                     lambda text: self.edit(p.Promote(index=i, text=text)), save_label="Promote",
                                     hint="It leaves the history and joins memory; u undoes."),
@@ -385,6 +411,8 @@ class FlowApp(PlainNotify, App[int]):
         if not self._editable():
             return
         view = self.client.view
+        if self._too_large_to_edit():
+            return
         target = self._sidebar_target()
         if target is not None:
             kind, _, key = target.partition(":")
@@ -459,6 +487,25 @@ class FlowApp(PlainNotify, App[int]):
         self.wake()
 
     # --- views -----------------------------------------------------------------
+    def action_open_whole(self) -> None:
+        """The message under the cursor, whole, in the pager: fetched from the run when it was cut."""
+        view = self.client.view
+        i = self.main.conversation.cursor
+        if view is None or not 0 <= i < len(view.history):
+            self.notify("Put the cursor on a message to open it.", severity="warning")
+            return
+        self.run_worker(self._open_whole(view.history[i].content), group="command", exit_on_error=False)
+
+    async def _open_whole(self, text: str) -> None:
+        cut = cut_in(text)
+        if cut is not None:
+            reply = await self.client.command(p.Fetch(seq=cut[0], path=cut[1]))
+            if not reply.ok:
+                self.notify(reply.error or "the run no longer holds it", severity="warning")
+                return
+            text = reply.value
+        await page(self, shown(text))
+
     def action_view(self, name: str) -> None:
         if self.screen is self.main:
             self.main.show_view(name)
@@ -496,6 +543,35 @@ def _bind(fn, *args):
 def _preload_markdown() -> None:
     """Markdown for assistant blocks, imported after the first paint (in a thread)."""
     import rich.markdown  # noqa: F401
+
+
+async def page(app: App, text: str) -> None:
+    """Show ``text`` in the person's pager (``$PAGER``, else ``less``), the app suspended meanwhile.
+
+    The text goes through a private temporary file (0600), removed afterwards; where the
+    terminal cannot be handed over (a test, a web terminal), the notification names the file."""
+    import os
+    import shlex
+    import shutil
+    import subprocess
+    import tempfile
+
+    from textual.app import SuspendNotSupported
+
+    fd, path = tempfile.mkstemp(prefix="flowtui-", suffix=".txt")
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        f.write(text)
+    pager = shlex.split(os.environ.get("PAGER") or "less")
+    if not pager or shutil.which(pager[0]) is None:
+        app.notify(f"No pager found (set PAGER); the text is in {path}", severity="warning", timeout=15)
+        return
+    try:
+        with app.suspend():
+            subprocess.run([*pager, path])
+    except SuspendNotSupported:
+        app.notify(f"This terminal cannot be handed to a pager; the text is in {path}", timeout=15)
+        return
+    os.unlink(path)
 
 
 def make_app(target: str, **options: Any) -> FlowApp:

@@ -49,6 +49,8 @@ def main(argv: list[str] | None = None) -> None:
         from flowtui.tui.replay import main_replay
 
         sys.exit(main_replay(argv[1:]))
+    if argv and argv[0] == "attach":
+        sys.exit(main_attach(argv[1:]))
     from flowtui.runtime.cli import say
 
     args = build_parser().parse_args(argv)
@@ -73,6 +75,34 @@ def main(argv: list[str] | None = None) -> None:
     for note in app.client.journal_notes:
         say(note)
     sys.exit(app.return_code or 0)
+
+
+def main_attach(argv: list[str]) -> int:
+    """``flowtui attach HOST:PORT --token T``: the app, on a run served by ``flowtui run --listen``."""
+    from flowtui.runtime.cli import say
+    from flowtui.runtime.errors import ConfigError
+    from flowtui.runtime.listen import parse_address
+
+    parser = argparse.ArgumentParser(prog="flowtui attach",
+                                     description="Open the app on a run that another process serves "
+                                                 "(flowtui run FLOW --listen HOST:PORT).")
+    parser.add_argument("address", metavar="HOST:PORT")
+    parser.add_argument("--token", required=True, help="the token the listening run printed")
+    parser.add_argument("--debug", action="store_true", help="show tracebacks")
+    args = parser.parse_args(argv)
+    try:
+        host, port = parse_address(args.address)
+    except ConfigError as exc:
+        say(f"flowtui attach: {exc}")
+        return 2
+    from flowtui.tui.app import make_app
+
+    app = make_app(args.address, attach=(host, port, args.token), journal=None, debug=args.debug)
+    app.run()
+    if app.refused:
+        say(f"flowtui attach: {args.address}: {app.refused}")
+        return 2
+    return app.return_code or 0
 
 
 if __name__ == "__main__":

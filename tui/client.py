@@ -14,6 +14,8 @@ Nothing here imports textual.
 
 from __future__ import annotations
 
+import json
+import re
 import time
 from collections import deque
 from dataclasses import dataclass, field
@@ -124,6 +126,8 @@ class RunClient:
 
     # --- events ---------------------------------------------------------------------------
     def _arrived(self, batch: list[tuple[bytes, Any]]) -> None:
+        if any(getattr(ev, "elided", None) for _, ev in batch):
+            batch = [(line, mark_cuts(line, ev) if getattr(ev, "elided", None) else ev) for line, ev in batch]
         self._buffer.extend(batch)
         if any(ev.type in ("run.pause", "run.end") for _, ev in batch):
             self.urgent = True
@@ -208,11 +212,17 @@ class RunClient:
         await self.channel.stop()
 
     async def close(self, *, grace: float | None = None) -> None:
-        """End the worker (its run stopped first) and say how the run ended if it could not."""
+        """End the worker (its run stopped first) and say how the run ended if it could not.
+        Attached to a run that lives elsewhere: detach, and leave it waiting for the next client."""
         channel = self.channel
         if channel is None:
             return
-        if not channel.closed.is_set():
+        if self.config.attach is not None:
+            await channel.detach()
+            return
+        if channel.ended:
+            await channel.finish(grace)
+        elif not channel.closed.is_set():
             await channel.stop(grace)
         await channel.wait()
         self.gone()
@@ -220,6 +230,34 @@ class RunClient:
     @property
     def journal_notes(self) -> list[str]:
         return [f"journal: {j}" for j in self.journals if Path(j).exists()]
+
+
+# A string cut on the wire (see ``protocol.WIRE_LIMIT``) ends with this note, which says where the
+# whole of it is: ``o`` fetches it from the run (``fetch``) and opens it in a pager.
+_CUT_NOTE = ("\n… [cut on the way to the app: {total:,} characters in all (event {seq}, {path}); "
+             "o opens the whole text]")
+CUT = re.compile(r"\[cut on the way to the app: ([\d,]+) characters in all \(event (\d+), ([^)\s]+)\); "
+                 r"o opens the whole text\]")
+
+
+def cut_in(text: str) -> tuple[int, str, int] | None:
+    """(seq, path, characters in all) when ``text`` was cut on the way to the app."""
+    m = CUT.search(text) if "cut on the way" in text else None
+    return (int(m.group(2)), m.group(3), int(m.group(1).replace(",", ""))) if m else None
+
+
+def mark_cuts(line: bytes, event: Any) -> Any:
+    """``event`` with each string it lost on the wire ending in a note saying so (and where it is whole)."""
+    data = json.loads(line)
+    for path, total in dict(event.elided).items():
+        keys = path.split(".")
+        holder = data
+        for key in keys[:-1]:
+            holder = holder[int(key)] if isinstance(holder, list) else holder.get(key)
+        last = int(keys[-1]) if isinstance(holder, list) else keys[-1]
+        if isinstance(holder, (list, dict)) and isinstance(holder[last], str):
+            holder[last] += _CUT_NOTE.format(total=total, seq=event.seq, path=path)
+    return p.parse_worker_line(json.dumps(data))
 
 
 def _run_end(view: Any, status: str, why: str) -> Any:

@@ -31,10 +31,23 @@ ROLE_STYLES = {
 ERROR_STYLE = Style(color="#ff5f5f", bold=True)
 DIM = Style(dim=True)
 COLLAPSED_LINES = 3
+LINE_CHARS = 2_000  # a longer line is cut before it is wrapped (a 50 MB line would take minutes)
+MARKDOWN_CHARS = 16_000  # past this, assistant text is drawn plain: parsing it would hold a key up
+
+
+def cut_long_lines(text: str, limit: int = LINE_CHARS) -> str:
+    """``text`` with every line longer than ``limit`` cut, saying how much of it is not drawn."""
+    if len(text) <= limit:
+        return text
+    lines = text.split("\n")
+    if all(len(line) <= limit for line in lines):
+        return text
+    return "\n".join(line if len(line) <= limit else f"{line[:limit]}… (+{len(line) - limit:,} characters on this line)"
+                     for line in lines)
 
 
 def args_text(args: dict[str, Any], *, indent: int | None = None) -> str:
-    return shown(json.dumps(args, ensure_ascii=False, indent=indent, default=repr))
+    return cut_long_lines(shown(json.dumps(args, ensure_ascii=False, indent=indent, default=repr)))
 
 
 AGENT_STYLE = Style(color="#87afaf")
@@ -115,20 +128,23 @@ def render_block(console: Console, msg: Any, index: int, width: int, *, expanded
     if msg.reasoning:
         if expanded:
             parts.append(Text("reasoning", Style(dim=True, bold=True)))
-            parts.append(Text(shown(msg.reasoning), REASONING_STYLE, overflow="fold"))
+            parts.append(Text(cut_long_lines(shown(msg.reasoning)), REASONING_STYLE, overflow="fold"))
         else:
             n = msg.reasoning.count("\n") + 1
             parts.append(Text(f"▸ reasoning ({n} line{'s' if n > 1 else ''}, enter expands)", REASONING_STYLE,
                               no_wrap=True, overflow="ellipsis"))
-    content = shown_streaming(msg.content) if provisional else shown(msg.content)
+    content = cut_long_lines(shown_streaming(msg.content) if provisional else shown(msg.content))
     if content:
         if provisional:
             parts.append(Text(content, overflow="fold"))
         elif msg.role == "assistant":
-            parts.append(_markdown(content) if _MARKUP.search(content) else Text(content, overflow="fold"))
+            markdown = len(content) <= MARKDOWN_CHARS and _MARKUP.search(content)
+            parts.append(_markdown(content) if markdown else Text(content, overflow="fold"))
         elif msg.role == "tool" and not expanded:
             lines = content.splitlines()
-            preview = Text("\n".join(lines[:COLLAPSED_LINES]), overflow="fold")
+            # a collapsed result is a few rows: each line of the preview at most one row wide
+            preview = Text("\n".join(line if len(line) <= inner else line[:inner - 1] + "…"
+                                     for line in lines[:COLLAPSED_LINES]), overflow="fold")
             if len(lines) > COLLAPSED_LINES:
                 preview.append(f"\n… {len(lines) - COLLAPSED_LINES} more lines (enter expands)", DIM)
             parts.append(preview)

@@ -28,6 +28,7 @@ USER_STYLE = Style(color="#ffd75f", bold=True)
 _CACHE_LIMIT = 4000  # formatted lines kept
 _EVICT_BATCH = 200  # dropped together when the cache is full (oldest first)
 DIM = Style(dim=True)
+SUMMARY_CHARS = 1_000  # an event's description is cut here (wider than any screen)
 
 
 def summarize(ev: Any) -> str:
@@ -120,7 +121,7 @@ class EventLog(DirectLines, ScrollView, can_focus=True):
             user = ev.origin == "user"
             segs = [Segment(f"{ev.seq:>6} ", DIM), Segment(f"{shown(ev.type):<22}", TYPE_STYLES.get(kind, Style())),
                     Segment(f"{_fit(shown(ev.origin), 26):<26} ", USER_STYLE if user else DIM),
-                    Segment(shown(summarize(ev)).replace("\n", " ⏎ "))]
+                    Segment(shown(_fit(summarize(ev), SUMMARY_CHARS)).replace("\n", " ⏎ "))]
             strip = Strip(segs)
             if len(self._lines) >= _CACHE_LIMIT:
                 drop_oldest(self._lines, _EVICT_BATCH)

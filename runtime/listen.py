@@ -1,0 +1,276 @@
+"""Serving a run on a socket, so ``flowtui attach`` (or any client of the protocol) can drive it.
+
+    flowtui run flows/revisao.py --listen 127.0.0.1:0       # prints: listening on 127.0.0.1:PORT, the token
+    flowtui attach 127.0.0.1:PORT --token TOKEN              # the app, on that run
+    await app.run(input=..., listen="127.0.0.1:0")           # a flow inside a service, attachable
+
+The run starts paused and waits for a client. A client's first line must be
+``auth`` with the token (compared in constant time); a wrong one is answered
+``token rejected`` and the connection closed, and the run keeps waiting. One
+client at a time; on attaching it receives ``hello`` and every event so far,
+then the events as they happen, and drives the run like the app drives its
+own worker. When it detaches (``detach``, or the connection drops) the run
+pauses at its next pause point and waits for the next client.
+
+Listening on anything but loopback needs ``public=True`` (``--listen-public``)
+and is warned about: the token is the only thing between the network and the
+flow's process.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import ipaddress
+import secrets
+import socket
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from flowtui.runtime import protocol as p
+from flowtui.runtime.errors import ConfigError
+
+AUTH_TIMEOUT_S = 10.0
+
+
+def parse_address(address: str) -> tuple[str, int]:
+    """``"127.0.0.1:8765"`` → ("127.0.0.1", 8765); ``":0"`` listens on loopback, port chosen by the system."""
+    host, sep, port = address.rpartition(":")
+    if not sep or not port.isdigit():
+        raise ConfigError(f"--listen {address!r}: expected HOST:PORT, e.g. 127.0.0.1:0 (0 picks a free port)")
+    return (host.strip("[]") or "127.0.0.1"), int(port)
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+class Listener:
+    """Serves ``worker``'s protocol on a socket, one client at a time."""
+
+    def __init__(self, worker: Any, address: str, *, token: str | None = None, public: bool = False) -> None:
+        host, port = parse_address(address)
+        if not is_loopback(host) and not public:
+            raise ConfigError(f"--listen {address}: {host} is not loopback; anyone who can reach it and guess the "
+                              "token can run commands in this flow's process. Add --listen-public to mean it")
+        self.worker = worker
+        self.token = token or secrets.token_hex(16)
+        self.public = not is_loopback(host)
+        self._sock = socket.create_server((host, port), family=socket.AF_INET6 if ":" in host else socket.AF_INET)
+        self.host, self.port = self._sock.getsockname()[:2]
+        self._client: socket.socket | None = None
+        self._lock = threading.Lock()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        worker.backlog = []  # whoever attaches later gets every event so far
+        worker.send = _nowhere
+
+    @property
+    def address(self) -> str:
+        return f"[{self.host}]:{self.port}" if ":" in self.host else f"{self.host}:{self.port}"
+
+    def start(self) -> None:
+        """Accept clients from now on (in a thread; commands reach the worker on this event loop)."""
+        self._loop = asyncio.get_running_loop()
+        threading.Thread(target=self._accept, name="flowtui-listen", daemon=True).start()
+
+    def announce(self, out: Any = None) -> None:
+        out = out or sys.stderr
+        print(f"listening on {self.address}", file=out, flush=True)
+        print(f"token: {self.token}", file=out, flush=True)
+        print(f"attach with: flowtui attach {self.address} --token {self.token}", file=out, flush=True)
+        if self.public:
+            print("warning: listening beyond loopback; keep the token secret", file=out, flush=True)
+
+    def close(self) -> None:
+        for s in (self._client, self._sock):
+            if s is not None:
+                try:
+                    s.close()
+                except OSError:
+                    pass
+
+    # --- in the listener's threads ----------------------------------------------------------
+    def _accept(self) -> None:
+        while True:
+            try:
+                conn, _ = self._sock.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._serve, args=(conn,), name="flowtui-client", daemon=True).start()
+
+    def _serve(self, conn: socket.socket) -> None:
+        reader = conn.makefile("rb")
+        try:
+            conn.settimeout(AUTH_TIMEOUT_S)
+            first = reader.readline()
+            conn.settimeout(None)
+            if not self._authorized(first):
+                _refuse(conn, "token rejected")
+                return
+            with self._lock:
+                if self._client is not None:
+                    _refuse(conn, "another client is attached to this run")
+                    return
+                self._client = conn
+            self._call(self._attached, conn)
+            for line in reader:
+                if not line.strip():
+                    continue
+                try:
+                    command = p.parse_command(line)
+                except ValidationError as exc:
+                    self._call(self.worker.send, p.encode(p.Reply(id=-1, ok=False, error=f"not a command: "
+                                                                  f"{exc.errors()[0]['msg']}")))
+                    continue
+                if command.type == "detach":
+                    self._call(self.worker.reply, command)
+                    break
+                self._call(self.worker.handle, command)
+        except OSError:
+            pass
+        finally:
+            self._call(self._detached, conn)
+
+    def _authorized(self, line: bytes) -> bool:
+        try:
+            command = p.parse_command(line)
+        except ValidationError:
+            return False
+        return command.type == "auth" and hmac.compare_digest(command.token.encode(), self.token.encode())
+
+    def _call(self, fn: Any, *args: Any) -> None:
+        assert self._loop is not None
+        try:
+            self._loop.call_soon_threadsafe(fn, *args)
+        except RuntimeError:  # the loop has closed: the run is over
+            pass
+
+    # --- on the event loop ---------------------------------------------------------------
+    def _attached(self, conn: socket.socket) -> None:
+        def send(data: bytes) -> None:
+            try:
+                conn.sendall(data)
+            except OSError:
+                self._detached(conn)
+
+        send(p.encode(self.worker.hello()))
+        for line in self.worker.backlog:
+            send(line)
+        self.worker.send = send
+
+    def _detached(self, conn: socket.socket) -> None:
+        with self._lock:
+            if self._client is not conn:
+                return
+            self._client = None
+        self.worker.send = _nowhere
+        if not self.worker.run_over():
+            self.worker.controller.pause()  # it waits, paused, for the next client
+        try:
+            conn.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        conn.close()
+
+
+def _nowhere(data: bytes) -> None:
+    """No client attached: events go to the backlog only."""
+
+
+def _refuse(conn: socket.socket, why: str) -> None:
+    try:
+        conn.sendall(p.encode(p.Reply(id=0, ok=False, error=why)))
+        conn.shutdown(socket.SHUT_RDWR)
+    except OSError:
+        pass
+    conn.close()
+
+
+async def serve(args: Any, memory: dict[str, str], data: dict[str, str]) -> int:
+    """``flowtui run FLOW --listen HOST:PORT``: this process is the worker, serving a socket."""
+    import signal
+
+    from flowtui.runtime.cli import TreePrinter, journal_note, new_journal, say
+    from flowtui.runtime.worker import Worker, install_terminate, load
+
+    app = load(args)
+    if isinstance(app, p.LoadError):
+        say(f"flowtui: cannot load {args.flow}\n  {app.file or args.flow}"
+            f"{f':{app.line}' if app.line else ''}: {app.message}")
+        return 2
+    journal = None if args.no_journal else (args.journal or str(new_journal(app.workflow.name)))
+    worker = Worker(app, journal=journal, breakpoints=[], grace=1.0, send=_nowhere, snapshot=args.from_snapshot,
+                    debug=args.debug, self_terminate=True)
+    try:
+        listener = Listener(worker, args.listen, token=args.token, public=args.listen_public)
+    except (ConfigError, OSError) as exc:
+        say(f"flowtui: {exc}")
+        return 2
+    app.subscribe(TreePrinter(sys.stderr))
+    try:
+        worker.start(args.input, memory or None, data=data or None, paused=True)
+    except Exception as exc:  # refused before the run started (a bad snapshot)
+        say(f"flowtui: {exc}")
+        listener.close()
+        return 2
+    install_terminate(worker.grace)
+    listener.start()
+    listener.announce()
+    loop = asyncio.get_running_loop()
+    interrupts = 0
+
+    def interrupted() -> None:  # ctrl-C: stop the run cleanly; again: unwind it now
+        nonlocal interrupts
+        interrupts += 1
+        if interrupts == 1:
+            say("flowtui: stopping the run (ctrl-C again ends it now)")
+            worker.handle(p.Stop(id=0))
+        elif worker.task is not None:
+            worker.task.cancel("stopped by ctrl-C")
+
+    loop.add_signal_handler(signal.SIGINT, interrupted)
+    try:
+        assert worker.task is not None
+        await worker.task
+    finally:
+        loop.remove_signal_handler(signal.SIGINT)
+        listener.close()
+    if journal is not None:
+        say(journal_note(Path(journal), 0))
+    if worker.exit_code == 0 and worker.run.ctx.get("output") is not None:
+        say(str(worker.run.ctx.get("output")), file=sys.stdout)
+    return worker.exit_code
+
+
+async def serve_app(app: Any, address: str, *, token: str | None, public: bool, input: Any = None,
+                    **options: Any) -> Any:
+    """``await app.run(..., listen=address)``: the run of a bootstrapped app, served to ``flowtui attach``."""
+    from flowtui.runtime.worker import Worker
+
+    snapshot = options.pop("snapshot", None)
+    journal = options.pop("journal", None)
+    worker = Worker(app, journal=str(journal) if journal is not None else None, breakpoints=[], grace=1.0,
+                    send=_nowhere, snapshot=snapshot)
+    worker.dispose_after = False  # the app is the caller's: it may run again
+    worker.also = options.pop("on_event", None)
+    listener = Listener(worker, address, token=token, public=public)
+    worker.start(input, options.pop("memory", None), data=options.pop("data", None), paused=True, **options)
+    listener.start()
+    listener.announce()
+    try:
+        assert worker.task is not None
+        await worker.task
+    finally:
+        listener.close()
+    if worker.run.error is not None and not worker.run.status == "stopped":
+        raise worker.run.error
+    return worker.run.ctx.get("output")
