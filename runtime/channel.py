@@ -332,6 +332,10 @@ class Channel:
 
     async def wait(self) -> int | None:
         """Until the worker's output has ended (and the process exited); its exit code."""
+        if not self._tasks and self.proc is not None:  # started, never read (its start was cancelled)
+            code = await self.proc.wait()
+            self.closed.set()
+            return code
         await self.closed.wait()
         for task in self._tasks:
             if not task.done():

@@ -128,8 +128,7 @@ class Listener:
                 try:
                     command = p.parse_command(line)
                 except ValidationError as exc:
-                    self._call(self.worker.send, p.encode(p.Reply(id=-1, ok=False, error=f"not a command: "
-                                                                  f"{exc.errors()[0]['msg']}")))
+                    self._call(self.worker.send, p.encode(p.refusal(line, exc)))
                     continue
                 if command.type == "detach":
                     self._call(self.worker.reply, command)

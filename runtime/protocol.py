@@ -229,6 +229,21 @@ def parse_command(line: bytes | str) -> Any:
     return _adapter(Command).validate_json(line)
 
 
+def refusal(line: bytes, error: Exception) -> Reply:
+    """The answer to a line that is not a command: its ``id`` when it has one, and why."""
+    import json
+
+    try:
+        data = json.loads(line)
+        ident = data.get("id") if isinstance(data, dict) else None
+    except ValueError:
+        ident = None
+    first = error.errors()[0] if hasattr(error, "errors") else {"msg": str(error), "loc": ()}
+    where = ".".join(str(x) for x in first.get("loc", ()))
+    return Reply(id=ident if isinstance(ident, int) else -1, ok=False,
+                 error=f"not a command: {where + ': ' if where else ''}{first['msg']}")
+
+
 def encode(message: BaseModel) -> bytes:
     """A protocol message (not an event: those go through :mod:`flowtui.runtime.encoding`) as one line."""
     return message.model_dump_json().encode("utf-8") + b"\n"

@@ -314,8 +314,7 @@ def _read_commands(worker: Worker, stream: Any, loop: asyncio.AbstractEventLoop,
             try:
                 command = p.parse_command(line)
             except ValidationError as exc:
-                error = p.Reply(id=-1, ok=False, error=f"not a command: {exc.errors()[0]['msg']}")
-                loop.call_soon_threadsafe(worker.send, p.encode(error))
+                loop.call_soon_threadsafe(worker.send, p.encode(p.refusal(line, exc)))
                 continue
             loop.call_soon_threadsafe(worker.handle, command)
     except (OSError, ValueError):

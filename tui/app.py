@@ -13,6 +13,7 @@ flow does, ``x`` stops the run and ``q`` quits, each within about a second.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from collections.abc import Iterable
@@ -82,8 +83,9 @@ class FlowApp(PlainNotify, App[int]):
         self.call_after_refresh(self._after_first_paint)
 
     async def on_unmount(self) -> None:
-        """However the app ends (q, an error, a test's end), the run's process ends with it."""
-        await self.client.close(grace=QUIT_GRACE_S)
+        """However the app ends (q, an error, a test's end), the run's process ends with it (bounded:
+        quitting never waits on a run)."""
+        await self._close_client()
 
     def _after_first_paint(self) -> None:
         self.first_paint = time.time()
@@ -94,8 +96,7 @@ class FlowApp(PlainNotify, App[int]):
         """Start a fresh worker process for the flow (a reload too); the status shows the time it takes."""
         self._loading_since = time.monotonic()
         self.run_worker(self.client.load(), exclusive=True, group="load", name="load", exit_on_error=False)
-        if self.main.is_mounted:
-            self.flush(force=True)
+        self.flush(force=True)
 
     def _loading_text(self) -> str:
         waited = time.monotonic() - (self._loading_since or time.monotonic())
@@ -183,7 +184,10 @@ class FlowApp(PlainNotify, App[int]):
             everything = True
         if everything:
             while client.pending:
-                n += client.drain(1.0)
+                folded = client.drain(1.0)
+                if not folded:  # nothing to fold into yet (no view)
+                    break
+                n += folded
         elif not (force or (now - self._drawn_at >= REDRAW_INTERVAL and self._behind())):
             n = client.drain(FLUSH_BUDGET_S)
             self._undrawn += n
@@ -217,7 +221,7 @@ class FlowApp(PlainNotify, App[int]):
             self._ticker.pause()
 
     def _idle_check(self) -> None:
-        if self._loading_since is not None and self.main.is_mounted:
+        if self._loading_since is not None:
             self.flush(force=True)
         self._say_logs()
         if self._busy():
@@ -341,8 +345,16 @@ class FlowApp(PlainNotify, App[int]):
         if self.client.channel is not None and not self.client.channel.closed.is_set():
             self.notify("Detaching: the run waits, paused, for the next client…" if self.config.attach
                         else "Stopping the run…", timeout=2)
-            await self.client.close(grace=QUIT_GRACE_S)
+            await self._close_client()
         self.exit(0)
+
+    async def _close_client(self) -> None:
+        """The run's process ends (or an attached run is left), in a bounded time whatever it does."""
+        try:
+            await asyncio.wait_for(self.client.close(grace=QUIT_GRACE_S), 4 * QUIT_GRACE_S)
+        except (asyncio.TimeoutError, ConnectionError, OSError):
+            if self.client.channel is not None:
+                await self.client.channel.kill()
 
     # --- edits -----------------------------------------------------------------
     def _editable(self) -> bool:

@@ -78,7 +78,8 @@ class RunClient:
         await self.close()
         from flowtui.runtime.fold import RunView
 
-        self.view, self.lines, self.hello, self.stopping = None, [], None, False
+        # the fold exists before the worker says anything: an attached run sends its backlog at once
+        self.view, self.lines, self.hello, self.stopping = RunView(), [], None, False
         self._buffer = deque()
         self.channel = Channel(self._arrived, on_log=self._log)
         c = self.config
@@ -92,7 +93,8 @@ class RunClient:
                 load_timeout=c.load_timeout)
         if isinstance(reply, p.Hello):
             self.hello = reply
-            self.view = RunView()
+        else:
+            self.view = None
         return reply
 
     @property

@@ -53,9 +53,12 @@ class MainScreen(Screen):
         """Mount what the first paint does without: the control pane's buttons."""
         self.query_one(ControlPane).add_buttons()
 
+    ready = False  # composed and mounted: sync() draws from now on
+
     def on_mount(self) -> None:
         self.query_one("#sidebar").border_title = "Memory · Tasks · State"
         self._title()
+        self.ready = True
 
     # --- views -----------------------------------------------------------------
     @property
@@ -108,8 +111,8 @@ class MainScreen(Screen):
         left view, and the slow panes (sidebar, status lines, title; at most
         every ``SLOW_PANES_S``). ``force`` redraws both now.
         """
-        if not self.is_attached or not self.app.is_running:
-            return  # the app is quitting: the panes may be gone already
+        if not self.ready or not self.is_attached or not self.app.is_running:
+            return  # not composed yet, or the app is quitting: the panes may not be there
         view = client.view
         key = (view, view.events if view is not None else -1, tuple(client.breakpoints), client.stopping, loading)
         fast_behind = force or key != self._seen_fast

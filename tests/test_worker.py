@@ -1,0 +1,272 @@
+"""The debugger survives the flow, headless: a flow that loops, blocks, exits, crashes or floods
+makes the *run* fail or stop, with the right exit code, a journal that ends with the run's end,
+and ctrl-C that always works. Time bounds here are generous (they catch a hang, not a slow machine);
+bench/ measures the real times."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+MISBEHAVE = str(ROOT / "tests/tui/flows/misbehave.py")
+HANG = 30  # seconds: past this, something hangs
+
+
+def flowtui(*args: str, cwd: Path, **kwargs) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-c", "from flowtui.tui.cli import main; main()", *args], cwd=cwd,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kwargs)
+
+
+def journal_events(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def wait_for(path: Path, what: str, timeout: float = HANG) -> None:
+    deadline = time.monotonic() + timeout
+    while not (path.exists() and what in path.read_text()):
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what!r} never appeared in {path}")
+        time.sleep(0.05)
+
+
+@pytest.mark.parametrize("flow,reason", [
+    ("SyncLoop", "killed after 1.0 s: a tool or hook did not return"),
+    ("AsyncLoop", "killed after 1.0 s: a tool or hook did not return"),
+    ("BlockingUntil", "killed after 1.0 s: a tool or hook did not return"),
+])
+def test_ctrl_c_stops_a_run_that_never_returns(tmp_path, flow, reason):
+    journal = tmp_path / "j.jsonl"
+    proc = flowtui("run", f"{MISBEHAVE}:{flow}", "--input", "x", "--journal", str(journal), cwd=tmp_path)
+    wait_for(journal, '"kind":"tool"' if "Until" not in flow else '"type":"ctx.set","name":"loop"')
+    time.sleep(0.3)  # well inside the code that never returns
+    t0 = time.monotonic()
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=HANG)
+    elapsed = time.monotonic() - t0
+    assert proc.returncode == 0, err  # stopped, not failed
+    assert elapsed < 10, elapsed
+    end = journal_events(journal)[-1]
+    assert (end["type"], end["status"], end["reason"]) == ("run.end", "stopped", reason)
+    assert "stopping the run" in err
+
+
+def test_a_second_ctrl_c_kills_at_once(tmp_path):
+    journal = tmp_path / "j.jsonl"
+    proc = flowtui("run", f"{MISBEHAVE}:SyncLoop", "--input", "x", "--journal", str(journal), cwd=tmp_path)
+    wait_for(journal, '"kind":"tool"')
+    proc.send_signal(signal.SIGINT)
+    time.sleep(0.1)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=HANG)
+    assert proc.returncode == 0 and journal_events(journal)[-1]["type"] == "run.end"
+
+
+@pytest.mark.parametrize("flow,message", [
+    ("HookSystemExit", "the run failed: SystemExit: 0"),
+    ("HookKeyboardInterrupt", "the run failed: KeyboardInterrupt"),
+    ("ExitsHard", "the run failed: the flow process exited with code 3"),
+    ("Segfault", "the run failed: the flow process was killed by SIGSEGV (11)"),
+])
+def test_a_crash_is_a_failed_run_with_exit_1(tmp_path, flow, message):
+    journal = tmp_path / "j.jsonl"
+    proc = flowtui("run", f"{MISBEHAVE}:{flow}", "--input", "x", "--journal", str(journal), cwd=tmp_path)
+    out, err = proc.communicate(timeout=HANG)
+    assert proc.returncode == 1, err
+    assert message in err and "Traceback" not in err
+    end = journal_events(journal)[-1]  # written by the run, or by flowtui when the process died
+    assert (end["type"], end["status"]) == ("run.end", "failed")
+
+
+def test_sys_exit_at_import_is_a_load_error(tmp_path):
+    flow = tmp_path / "exits.py"
+    flow.write_text("import sys\nsys.exit(0)\n")
+    proc = flowtui("run", str(flow), cwd=tmp_path)
+    out, err = proc.communicate(timeout=HANG)
+    assert proc.returncode == 2
+    assert "the flow called sys.exit(0) while it was being imported" in err
+    assert not (tmp_path / ".flowtui").exists()  # a flow that never loaded leaves no journal
+
+
+def test_an_import_that_never_ends_is_a_load_error_after_the_limit(tmp_path):
+    flow = tmp_path / "loops.py"
+    flow.write_text("while True:\n    pass\n")
+    t0 = time.monotonic()
+    proc = flowtui("run", str(flow), "--load-timeout", "1.5", cwd=tmp_path)
+    out, err = proc.communicate(timeout=HANG)
+    assert proc.returncode == 2 and "did not finish loading within 1.5 s" in err
+    assert time.monotonic() - t0 < 15
+
+
+def test_a_fifty_megabyte_tool_output_runs_through(tmp_path):
+    journal = tmp_path / "j.jsonl"
+    proc = flowtui("run", f"{MISBEHAVE}:BigOutput", "--input", "x", "--journal", str(journal), cwd=tmp_path)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, err
+    assert out == "done\n"
+    tool_message = next(e for e in journal_events(journal) if e["type"] == "state.append"
+                        and e["item"]["role"] == "tool")
+    assert len(tool_message["item"]["content"]) == 50_000_000  # the journal keeps it whole
+
+
+def test_what_a_flow_prints_never_breaks_the_protocol(tmp_path):
+    flow = tmp_path / "noisy.py"
+    flow.write_text(
+        "import sys\nfrom flowtui import FunctionProvider, agent, workflow\n"
+        "print('{\"type\": \"hello\"} at import')\n"
+        "class A:\n"
+        "    def after_response(self, r, ctx):\n"
+        "        print('printed by a hook'); print('on stderr', file=sys.stderr)\n"
+        "A = agent(provider=FunctionProvider(lambda m, t: 'ok'), prompt='p')(A)\n"
+        "@workflow(steps=[A])\nclass W:\n    pass\n")
+    proc = flowtui("run", str(flow), "--input", "x", "--no-journal", cwd=tmp_path)
+    out, err = proc.communicate(timeout=HANG)
+    assert proc.returncode == 0 and out == "ok\n"
+    assert "at import" in err and "printed by a hook" in err and "on stderr" in err
+
+
+# --- the protocol, from a plain socket ------------------------------------------------------------
+
+
+class Client:
+    """A bare protocol client: lines of JSON over a socket."""
+
+    def __init__(self, port: int, token: str) -> None:
+        import socket
+
+        self.sock = socket.create_connection(("127.0.0.1", port), timeout=HANG)
+        self.reader = self.sock.makefile("rb")
+        self.ids = 0
+        self.events: list[dict] = []
+        self.send({"type": "auth", "token": token})
+
+    def send(self, message: dict) -> None:
+        self.sock.sendall(json.dumps(message).encode() + b"\n")
+
+    def read(self) -> dict:
+        line = self.reader.readline()
+        assert line, "the run's process closed the connection"
+        return json.loads(line)
+
+    def command(self, **message) -> dict:
+        self.ids += 1
+        self.send({"id": self.ids, **message})
+        while True:
+            msg = self.read()
+            if msg["type"] == "reply" and msg["id"] == self.ids:
+                return msg
+            if msg["type"] not in ("reply", "hello", "log"):
+                self.events.append(msg)
+
+    def until(self, predicate) -> dict:
+        for ev in self.events:
+            if predicate(ev):
+                self.events.remove(ev)
+                return ev
+        while True:
+            msg = self.read()
+            if msg["type"] not in ("reply", "hello", "log"):
+                self.events.append(msg)
+                if predicate(msg):
+                    self.events.remove(msg)
+                    return msg
+
+    def paused(self) -> dict:
+        return self.until(lambda ev: ev["type"] == "run.pause")
+
+
+@pytest.fixture
+def listening(tmp_path):
+    journal = tmp_path / "j.jsonl"
+    proc = flowtui("run", str(ROOT / "flows/revisao.py"), "--input", "x", "--listen", "127.0.0.1:0",
+                   "--journal", str(journal), cwd=ROOT)
+    lines = []
+    while len(lines) < 2:
+        lines.append(proc.stderr.readline())
+    port = int(lines[0].rsplit(":", 1)[1])
+    token = lines[1].split()[1]
+    yield proc, port, token, journal
+    if proc.poll() is None:
+        proc.kill()
+        proc.wait()
+
+
+def test_a_plain_socket_client_drives_a_run_through_every_command(listening):
+    proc, port, token, journal = listening
+    c = Client(port, token)
+    assert c.read()["type"] == "hello"
+    assert c.paused()["name"] == "PlannerAgent"  # from the backlog: the run started paused
+    assert c.command(type="step")["ok"]
+    assert c.paused()["point"] == "chat"
+    assert c.command(type="next_turn")["ok"]
+    assert c.paused()["name"] == "EscritorAgent"
+    assert c.command(type="breakpoint", name="registrar_problema", on=True)["value"] == ["registrar_problema"]
+    assert c.command(type="continue")["ok"]
+    assert c.paused()["reason"] == "breakpoint"
+    # every edit, each answered, each an event with origin user
+    assert c.command(type="add_item", bucket="tasks", text="cite the docs")["ok"]
+    assert c.command(type="set_item", bucket="tasks", index=0, text="cite the docs twice")["ok"]
+    assert c.command(type="add_item", bucket="memory", text="a note")["ok"]
+    assert c.command(type="delete_item", bucket="memory", index=1)["ok"]
+    assert c.command(type="set_field", name="rodadas", text="7")["ok"]
+    refused = c.command(type="set_field", name="rodadas", text="many")
+    assert not refused["ok"] and "RevisaoState.rodadas is int" in refused["error"]
+    assert c.command(type="edit_message", index=0, text="Escreva sobre ctx.state, com exemplos")["ok"]
+    assert c.command(type="undo")["value"] is True
+    assert c.command(type="promote", index=1, text="o rascunho, como contexto")["ok"]
+    user_edits = [ev for ev in c.events if ev.get("origin") == "user"]
+    assert len(user_edits) >= 7
+    assert c.command(type="fetch", seq=1, path="input")["ok"] is False  # nothing was cut
+    assert c.command(type="loop_once")["ok"]
+    assert c.paused()["point"] in ("loop_iteration", "tool")
+    assert c.command(type="pause")["ok"]
+    bad = c.command(type="nope")
+    assert not bad["ok"]
+    assert c.command(type="stop")["ok"]
+    end = c.until(lambda ev: ev["type"] == "run.end")
+    assert end["status"] == "stopped"
+    assert proc.wait(timeout=HANG) == 0
+    assert journal_events(journal)[-1]["type"] == "run.end"
+
+
+def test_a_wrong_token_is_refused_and_the_run_keeps_waiting(listening, tmp_path):
+    proc, port, token, journal = listening
+    refused = subprocess.run([sys.executable, "-c", "from flowtui.tui.cli import main; main()", "attach",
+                              f"127.0.0.1:{port}", "--token", "not-it"], capture_output=True, text=True,
+                             timeout=HANG, cwd=tmp_path)
+    assert refused.returncode == 2 and "token rejected" in refused.stderr
+    c = Client(port, token)  # the run is still there, waiting
+    assert c.read()["type"] == "hello"
+    assert c.command(type="continue")["ok"]
+    assert c.until(lambda ev: ev["type"] == "run.end")["status"] == "finished"
+
+
+def test_detaching_leaves_the_run_paused_for_the_next_client(listening):
+    proc, port, token, journal = listening
+    first = Client(port, token)
+    first.read()
+    first.paused()
+    assert first.command(type="next_turn")["ok"]
+    first.paused()
+    assert first.command(type="detach")["ok"]
+    second = Client(port, token)
+    assert second.read()["type"] == "hello"
+    pauses = []
+    while len(pauses) < 2:  # the backlog: the start's pause, then where the first client left it
+        pauses.append(second.paused())
+    assert pauses[-1]["name"] == "EscritorAgent"
+    assert second.command(type="continue")["ok"]
+    assert second.until(lambda ev: ev["type"] == "run.end")["status"] == "finished"
+
+
+def test_listening_beyond_loopback_needs_listen_public(tmp_path):
+    proc = flowtui("run", str(ROOT / "flows/revisao.py"), "--listen", "0.0.0.0:0", cwd=ROOT)
+    out, err = proc.communicate(timeout=HANG)
+    assert proc.returncode == 2 and "--listen-public" in err

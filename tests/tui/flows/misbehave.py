@@ -1,0 +1,110 @@
+"""Flows that misbehave, one workflow each (pick with misbehave.py:Name): the debugger must survive them."""
+
+import ctypes
+import os
+import time
+
+from pydantic import BaseModel
+
+from flowtui import FunctionProvider, Input, agent, loop, tool, workflow
+
+
+class Args(BaseModel):
+    pass
+
+
+def calls_the_tool(messages, tools):
+    if any(m.role == "tool" for m in messages):
+        return "done"
+    return {"content": "", "tool_calls": [{"name": "t", "args": {}}]}
+
+
+def make(behaviour, *, hook=None):
+    """A workflow of two agent turns whose tool (or hook) does ``behaviour``."""
+
+    @tool(name="t", schema=Args)
+    class T:
+        execute = behaviour
+
+    attrs = {"after_response": hook} if hook else {}
+    A = agent(provider=FunctionProvider(calls_the_tool), prompt="p", tools=[T])(type("Ag", (), attrs))
+    return [A, A]
+
+
+def spin(self, args: Args = Input()):
+    while True:
+        pass
+
+
+async def async_spin(self, args: Args = Input()):
+    while True:
+        pass
+
+
+def exits_hard(self, args: Args = Input()):
+    os._exit(3)
+
+
+def segfault(self, args: Args = Input()):
+    ctypes.string_at(0)
+
+
+def big(self, args: Args = Input()):
+    return "x" * 50_000_000
+
+
+def system_exit(self, response, ctx):
+    raise SystemExit(0)
+
+
+def keyboard_interrupt(self, response, ctx):
+    raise KeyboardInterrupt
+
+
+def fine(self, args: Args = Input()):
+    return "ok"
+
+
+def never(ctx):
+    time.sleep(3600)  # an until that blocks
+    return True
+
+
+@workflow(steps=make(spin))
+class SyncLoop:
+    pass
+
+
+@workflow(steps=make(async_spin))
+class AsyncLoop:
+    pass
+
+
+@workflow(steps=[loop(steps=make(fine)[:1], until=never, max_iterations=3)])
+class BlockingUntil:
+    pass
+
+
+@workflow(steps=make(fine, hook=system_exit))
+class HookSystemExit:
+    pass
+
+
+@workflow(steps=make(fine, hook=keyboard_interrupt))
+class HookKeyboardInterrupt:
+    pass
+
+
+@workflow(steps=make(exits_hard))
+class ExitsHard:
+    pass
+
+
+@workflow(steps=make(segfault))
+class Segfault:
+    pass
+
+
+@workflow(steps=make(big))
+class BigOutput:
+    pass

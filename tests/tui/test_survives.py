@@ -1,0 +1,167 @@
+"""The debugger survives the flow, in the app: whatever the flow does, x stops the run, q quits, a
+crash is a run result with its cause, r starts a fresh process, and the panes answer keys. Time
+bounds are generous (they catch a hang); bench/ measures the real times."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+from conftest import ended, make, paused, wait_until
+
+from flowtui.runtime.protocol import Fetch
+from flowtui.tui.screens.error import LoadErrorScreen
+
+MISBEHAVE = "tests/tui/flows/misbehave.py"
+
+
+def tool_started(app) -> bool:
+    return any(ev.type == "node.start" and ev.kind == "tool" for ev in app.client.events)
+
+
+@pytest.mark.parametrize("flow", ["SyncLoop", "AsyncLoop"])
+async def test_x_stops_a_run_stuck_in_a_tool(flow):
+    app = make(f"{MISBEHAVE}:{flow}", input="x")
+    async with app.run_test() as pilot:
+        await paused(pilot)
+        await pilot.press("c")
+        await wait_until(pilot, lambda: tool_started(app), what="the stuck tool")
+        t0 = time.monotonic()
+        await pilot.press("x")
+        assert "stopping…" in str(app.main.query_one("#status").content)  # said at once
+        await ended(pilot, timeout=15)
+        assert time.monotonic() - t0 < 10
+        view = app.client.view
+        assert view.status_line() == "stopped (killed after 1.0 s: a tool or hook did not return)"
+        await pilot.press("question_mark")  # the app is all there
+        await wait_until(pilot, lambda: app.screen.__class__.__name__ == "HelpScreen", what="the help")
+
+
+async def test_q_quits_while_a_tool_never_returns(tmp_path):
+    journal = tmp_path / "j.jsonl"
+    app = make(f"{MISBEHAVE}:SyncLoop", input="x", journal=str(journal))
+    async with app.run_test() as pilot:
+        await paused(pilot)
+        await pilot.press("c")
+        await wait_until(pilot, lambda: tool_started(app), what="the stuck tool")
+        t0 = time.monotonic()
+        await pilot.press("q")
+        await wait_until(pilot, lambda: not app.is_running, timeout=15, what="the app to quit")
+    assert time.monotonic() - t0 < 10
+    assert app.return_code == 0
+    assert journal.read_text().splitlines()[-1].count('"type":"run.end"') == 1  # the run's end is written
+
+
+@pytest.mark.parametrize("flow,why", [
+    ("ExitsHard", "failed: the flow process exited with code 3"),
+    ("Segfault", "failed: the flow process was killed by SIGSEGV (11)"),
+    ("HookSystemExit", "failed: SystemExit: 0"),
+    ("HookKeyboardInterrupt", "failed: KeyboardInterrupt"),
+])
+async def test_a_crash_is_a_run_result_and_r_starts_afresh(flow, why):
+    app = make(f"{MISBEHAVE}:{flow}", input="x")
+    async with app.run_test() as pilot:
+        await paused(pilot)
+        first = app.client.view.run_id
+        await pilot.press("c")
+        await ended(pilot, timeout=15)
+        assert app.client.view.status_line() == why
+        assert app.is_running
+        await pilot.press("r")  # a run that has ended: no question asked
+        await wait_until(pilot, lambda: app.client.view is not None and app.client.view.run_id not in (None, first)
+                         and app.client.view.status == "paused", timeout=15, what="a fresh run")
+
+
+async def test_sys_exit_at_import_is_a_load_error(tmp_path):
+    flow = tmp_path / "exits.py"
+    flow.write_text("import sys\nsys.exit(0)\n")
+    app = make(str(flow), input="x")
+    async with app.run_test() as pilot:
+        await wait_until(pilot, lambda: isinstance(app.screen, LoadErrorScreen), what="the error screen")
+        assert "called sys.exit(0) while it was being imported" in app.screen.error.message
+
+
+async def test_an_import_that_never_ends_is_a_load_error_after_the_limit(tmp_path):
+    flow = tmp_path / "loops.py"
+    flow.write_text("while True:\n    pass\n")
+    app = make(str(flow), input="x", load_timeout=1.5)
+    async with app.run_test() as pilot:
+        assert "loading" in str(app.main.query_one("#status").content)
+        await wait_until(pilot, lambda: isinstance(app.screen, LoadErrorScreen), timeout=15, what="the error")
+        assert "did not finish loading within 1.5 s" in str(app.screen.error)
+        flow.write_text(Path("tests/tui/flows/review_fn.py").read_text())  # fixed: r loads it afresh
+        await pilot.press("r")
+        await paused(pilot, timeout=15)
+
+
+async def test_a_fifty_megabyte_output_reaches_the_app_as_a_preview():
+    app = make(f"{MISBEHAVE}:BigOutput", input="x")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await paused(pilot)
+        await pilot.press("c")
+        await ended(pilot, timeout=60)
+        tool = app.client.view.history[2]
+        assert len(tool.content) < 70_000  # what reached the app: the first 64 KiB and a note
+        assert "[cut on the way to the app: 50,000,000 characters in all" in tool.content
+        pane = app.main.conversation
+        pane.select(2)
+        for key in ("enter", "up", "down", "3", "1", "2", "1"):  # each answered, none waits on the text
+            t0 = time.monotonic()
+            await pilot.press(key)
+            assert time.monotonic() - t0 < 5, key
+        reply = await app.client.command(Fetch(seq=_cut_seq(tool.content), path="item.content"))
+        assert reply.ok and len(reply.value) == 50_000_000  # the whole of it, from the run
+
+
+def _cut_seq(text: str) -> int:
+    from flowtui.tui.client import cut_in
+
+    cut = cut_in(text)
+    assert cut is not None
+    return cut[0]
+
+
+async def test_what_a_flow_prints_reaches_the_app_as_a_message(tmp_path):
+    flow = tmp_path / "noisy.py"
+    flow.write_text(
+        "from flowtui import FunctionProvider, agent, workflow\n"
+        "class A:\n"
+        "    def after_response(self, r, ctx):\n"
+        "        print('printed by a hook')\n"
+        "A = agent(provider=FunctionProvider(lambda m, t: 'ok'), prompt='p')(A)\n"
+        "@workflow(steps=[A])\nclass W:\n    pass\n")
+    app = make(str(flow), input="x")
+    async with app.run_test() as pilot:
+        await paused(pilot)
+        await pilot.press("c")
+        await ended(pilot)
+        await wait_until(pilot, lambda: "printed by a hook" in app.client.logs, what="the printed line")
+
+
+async def test_attach_drives_a_run_that_lives_elsewhere_to_its_end(tmp_path):
+    import subprocess
+    import sys
+
+    proc = subprocess.Popen([sys.executable, "-c", "from flowtui.tui.cli import main; main()", "run",
+                             "tests/tui/flows/review_fn.py", "--input", "go", "--listen", "127.0.0.1:0",
+                             "--no-journal"], stderr=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        port = int(proc.stderr.readline().rsplit(":", 1)[1])
+        token = proc.stderr.readline().split()[1]
+        app = make(f"127.0.0.1:{port}", attach=("127.0.0.1", port, token), journal=None)
+        async with app.run_test() as pilot:
+            await paused(pilot)  # where the run waits: before its first step
+            assert app.client.view.status_line() == "paused before Writer"
+            for _ in range(3):
+                seq = app.client.view.pause.seq
+                await pilot.press("s")
+                await paused(pilot, after=seq)
+            await pilot.press("c")
+            await ended(pilot)
+            assert app.client.view.status == "finished"
+        assert proc.wait(timeout=30) == 0 and proc.stdout.read() == "APPROVED: it has everything.\n"
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
