@@ -29,6 +29,7 @@ import os
 import signal
 import sys
 import threading
+import time
 import traceback
 from pathlib import Path
 from typing import Any, Callable
@@ -324,6 +325,17 @@ def _read_commands(worker: Worker, stream: Any, loop: asyncio.AbstractEventLoop,
             loop.call_soon_threadsafe(gone.set)
         except RuntimeError:  # the loop is closed: the worker is ending anyway
             pass
+        _orphaned(worker.grace)
+
+
+def _orphaned(grace: float) -> None:
+    """The client is gone (its end of our stdin closed): the run was told to stop; if code that never
+    returns holds it, unwind that code, and if even that fails, leave. A worker never outlives its
+    client by more than a few seconds, whatever the flow does."""
+    time.sleep(2 * grace)
+    os.kill(os.getpid(), signal.SIGTERM)
+    time.sleep(2 * grace)
+    os._exit(1)
 
 
 if __name__ == "__main__":
