@@ -14,9 +14,7 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from flowtui.runtime.decorators import WorkflowSpec, spec_of
 from flowtui.runtime.errors import FlowLoadError, FlowtuiError
-from flowtui.runtime.markers import where
 
 _loaded = 0
 
@@ -50,8 +48,6 @@ def load_module(path: Path) -> Any:
     if spec is None or spec.loader is None:
         raise FlowLoadError("not a Python file", file=str(path))
     module = importlib.util.module_from_spec(spec)
-    _forget_siblings(file)
-    before = set(sys.modules)
     sys.modules[name] = module
     added = str(file.parent)
     if added not in sys.path:
@@ -72,30 +68,11 @@ def load_module(path: Path) -> Any:
         where_ = f" (in {func})" if func and func != "<module>" else ""
         raise FlowLoadError(f"{type(exc).__name__} while importing{where_}: {exc}", file=str(path),
                             line=line) from exc  # --debug shows the flow's own traceback
-    _remember_siblings(file, before | {name})
     return module
 
 
-# flow file -> the sibling modules its last load imported (dropped on the next load)
-_SIBLINGS: dict[Path, set[str]] = {}
-
-
-def _forget_siblings(file: Path) -> None:
-    """Drop the modules the previous load of ``file`` imported from its folder, so
-    a reload (``r``) reads the sibling files (a child workflow, shared tools)
-    again too. Modules imported by anything else stay."""
-    for mod_name in _SIBLINGS.pop(file, ()):
-        sys.modules.pop(mod_name, None)
-
-
-def _remember_siblings(file: Path, before: set[str]) -> None:
-    _SIBLINGS[file] = {
-        name for name in set(sys.modules) - before
-        if (mod_file := getattr(sys.modules[name], "__file__", None)) and Path(mod_file).resolve().parent == file.parent
-    }
-
-
 def find_workflow(module: Any, path: Path, name: str | None) -> type:
+    from flowtui.runtime.decorators import WorkflowSpec, spec_of
     found = {obj.__name__: obj for obj in vars(module).values()
              if isinstance(obj, type) and isinstance(spec_of(obj), WorkflowSpec) and obj.__module__ == module.__name__}
     if not found:  # a flow may import its workflow from a sibling module
@@ -118,6 +95,7 @@ def find_workflow(module: Any, path: Path, name: str | None) -> type:
 def load_flow(target: str, **bootstrap_config: Any):
     """Load ``FILE[:Class]`` and bootstrap it. Raises :class:`FlowLoadError` only."""
     from flowtui.runtime.app import bootstrap
+    from flowtui.runtime.markers import where
 
     path, name = split_target(target)
     module = load_module(path)

@@ -31,7 +31,6 @@ import sys
 import threading
 import time
 import traceback
-from pathlib import Path
 from typing import Any, Callable
 
 from pydantic import ValidationError

@@ -207,8 +207,12 @@ def test_debug_shows_the_flows_own_traceback(tmp_path):
     assert "flow.py:3: ZeroDivisionError while importing (in helper): division by zero" in res.stderr
 
 
-def test_loading_again_reads_changed_sibling_modules(tmp_path):
-    from flowtui.runtime.loader import load_flow
+def test_a_reload_reads_changed_sibling_modules(tmp_path):
+    """What `r` in the app does: a fresh worker process, so the flow's own modules are read anew."""
+    import asyncio
+
+    from flowtui.runtime.protocol import Continue
+    from flowtui.tui.client import LaunchConfig, RunClient
 
     (tmp_path / "helper_mod.py").write_text("ANSWER = 'one'\n")
     path = write(tmp_path, """
@@ -222,11 +226,23 @@ def test_loading_again_reads_changed_sibling_modules(tmp_path):
     class W:
         pass
     """)
-    import asyncio
 
-    assert asyncio.run(load_flow(str(path)).run("x")) == "one"
-    (tmp_path / "helper_mod.py").write_text("ANSWER = 'two'\n")
-    assert asyncio.run(load_flow(str(path)).run("x")) == "two"  # what `r` in the app does
+    async def load_and_run(client: RunClient) -> str:
+        await client.load()
+        await client.begin("x")
+        client.send(Continue())
+        await client.channel.ended_or_gone()
+        client.drain(5.0)
+        await client.close()
+        return client.view.output
+
+    async def both() -> tuple[str, str]:
+        client = RunClient(LaunchConfig(target=str(path)))
+        first = await load_and_run(client)
+        (tmp_path / "helper_mod.py").write_text("ANSWER = 'two'\n")
+        return first, await load_and_run(client)
+
+    assert asyncio.run(both()) == ("one", "two")
 
 
 def test_data_reaches_ctx_data_never_the_model_and_survives_a_snapshot(tmp_path):

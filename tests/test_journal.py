@@ -3,7 +3,6 @@ written; a torn or foreign line never costs the rest of the file."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import signal
@@ -13,7 +12,6 @@ import textwrap
 import time
 from pathlib import Path
 
-import pytest
 from hypothesis import given, settings, strategies as st
 
 from flowtui import FunctionProvider, Input, agent, bootstrap, tool, workflow

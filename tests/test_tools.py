@@ -3,9 +3,7 @@ hooks around a tool call, FatalToolError, and sync tools that do not block the l
 
 from __future__ import annotations
 
-import asyncio
 import json
-import time
 from typing import Annotated
 
 import pytest

@@ -6,7 +6,6 @@ bench/ measures the real times."""
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys

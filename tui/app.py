@@ -1,7 +1,8 @@
 """The flowtui App: a client of a run that lives in its own process, projecting its events onto the panes.
 
 The run's worker process (:mod:`flowtui.runtime.worker`) is started as the
-app mounts, so the flow loads while the first frame is drawn. Its events
+first frame goes out, so the flow loads while it is drawn (and nothing of the
+runtime is imported before it). Its events
 arrive on this event loop into the client's buffer (:mod:`flowtui.tui.client`);
 a fast tick folds them into the RunView in slices of a few milliseconds, and
 the panes are redrawn at most ~20 times a second — at once when the run
@@ -17,7 +18,7 @@ import asyncio
 import json
 import time
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from textual.app import App, SystemCommand
 from textual.binding import Binding
@@ -25,12 +26,22 @@ from textual.screen import Screen
 from textual.timer import Timer
 from textual.worker import Worker, WorkerState
 
-from flowtui.runtime import protocol as p
 from flowtui.tui.actions import ACTIONS, help_groups
 from flowtui.tui.client import LaunchConfig, RunClient, cut_in
 from flowtui.tui.messages import RunFlushed
 from flowtui.tui.screens.main import MainScreen
 from flowtui.tui.shown import PlainNotify, shown
+
+if TYPE_CHECKING:
+    from flowtui.runtime import protocol as p
+
+
+def _p():
+    """The protocol, imported on first use: the app paints before any of the runtime is imported."""
+    from flowtui.runtime import protocol
+
+    return protocol
+
 
 DRAIN_INTERVAL = 1 / 100  # how often buffered events are folded into the view while a run is busy
 IDLE_CHECK_S = 1 / 4  # how often an idle app looks for work (the fast tick sleeps meanwhile)
@@ -79,7 +90,6 @@ class FlowApp(PlainNotify, App[int]):
     def on_mount(self) -> None:
         self._ticker = self.set_interval(DRAIN_INTERVAL, self._tick)
         self.set_interval(IDLE_CHECK_S, self._idle_check)
-        self.load()  # the worker starts now: the flow loads while the first frame is drawn
         self.call_after_refresh(self._after_first_paint)
 
     async def on_unmount(self) -> None:
@@ -89,6 +99,7 @@ class FlowApp(PlainNotify, App[int]):
 
     def _after_first_paint(self) -> None:
         self.first_paint = time.time()
+        self.load()  # the worker starts as the first frame goes out: the flow loads while it is drawn
         self.main.complete()
         self.flush(force=True)
 
@@ -109,7 +120,7 @@ class FlowApp(PlainNotify, App[int]):
             if state == WorkerState.SUCCESS:
                 self._loading_since = None
                 reply = worker.result
-                if isinstance(reply, p.Hello):
+                if isinstance(reply, _p().Hello):
                     self._loaded()
                 else:
                     self._load_failed(reply)
@@ -259,25 +270,25 @@ class FlowApp(PlainNotify, App[int]):
 
     def action_step(self) -> None:
         if self._movable():
-            self._command(p.Step())
+            self._command(_p().Step())
 
     def action_next_turn(self) -> None:
         if self._movable():
-            self._command(p.NextTurn())
+            self._command(_p().NextTurn())
 
     def action_loop_once(self) -> None:
         if self._movable():
-            self._command(p.LoopOnce())
+            self._command(_p().LoopOnce())
 
     def action_resume(self) -> None:
         if self._movable():
-            self._command(p.Continue())
+            self._command(_p().Continue())
 
     def action_pause(self) -> None:
         if self._movable():
             if self.client.view.status == "paused":
                 self.notify("Already paused.")
-            self._command(p.Pause())
+            self._command(_p().Pause())
 
     def action_stop(self) -> None:
         if self._movable():
@@ -409,11 +420,11 @@ class FlowApp(PlainNotify, App[int]):
             self.notify("Put the cursor on an assistant message to promote it.", severity="warning")
             return
         if cut_in(history[i].content):  # too large to edit here: promoted whole, as the run holds it
-            self.run_worker(self._apply(p.Promote(index=i), f"Message #{i} promoted to memory, whole."),
+            self.run_worker(self._apply(_p().Promote(index=i), f"Message #{i} promoted to memory, whole."),
                             group="command", exit_on_error=False)
             return
         self.push_screen(TextDialog(f"Promote message #{i} to memory", history[i].content,
-                                    lambda text: self.edit(p.Promote(index=i, text=text)), save_label="Promote",
+                                    lambda text: self.edit(_p().Promote(index=i, text=text)), save_label="Promote",
                                     hint="It leaves the history and joins memory; u undoes."),
                          self._edited(f"Message #{i} promoted to memory."))
 
@@ -432,13 +443,13 @@ class FlowApp(PlainNotify, App[int]):
                 i = int(key)
                 items = view.memory if kind == "memory" else view.tasks
                 self.push_screen(TextDialog(f"Edit {kind} item {i + 1}", items[i],
-                                            lambda text: self.edit(p.SetItem(bucket=kind, index=i, text=text))),
+                                            lambda text: self.edit(_p().SetItem(bucket=kind, index=i, text=text))),
                                  self._edited(f"{kind.capitalize()} item {i + 1} edited."))
             else:
                 value = view.state.get(key)
                 text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
                 self.push_screen(TextDialog(f"Edit state field {key}", text,
-                                            lambda t: self.edit(p.SetField(name=key, text=t)),
+                                            lambda t: self.edit(_p().SetField(name=key, text=t)),
                                             single_line=True, hint="Typed as JSON or plain text; checked "
                                             "against the field's type."),
                                  self._edited(f"State field {key} set."))
@@ -449,7 +460,7 @@ class FlowApp(PlainNotify, App[int]):
                         severity="warning")
             return
         self.push_screen(TextDialog(f"Edit message #{i} ({view.history[i].role})", view.history[i].content,
-                                    lambda text: self.edit(p.EditMessage(index=i, text=text))),
+                                    lambda text: self.edit(_p().EditMessage(index=i, text=text))),
                          self._edited(f"Message #{i} edited."))
 
     def action_delete(self) -> None:
@@ -460,7 +471,7 @@ class FlowApp(PlainNotify, App[int]):
         if not self._editable():
             return
         kind, _, key = target.partition(":")
-        self.run_worker(self._apply(p.DeleteItem(bucket=kind, index=int(key)),
+        self.run_worker(self._apply(_p().DeleteItem(bucket=kind, index=int(key)),
                                     f"{kind.capitalize()} item {int(key) + 1} deleted; u undoes."),
                         group="command", exit_on_error=False)
 
@@ -479,14 +490,14 @@ class FlowApp(PlainNotify, App[int]):
         async def add(text: str) -> Any:
             if not text.strip():
                 raise ValueError("type some text first")
-            return await self.edit(p.AddItem(bucket=bucket, text=text))
+            return await self.edit(_p().AddItem(bucket=bucket, text=text))
 
         self.push_screen(TextDialog(title, "", add, single_line=True, save_label="Add"),
                          self._edited(f"Added to {bucket}."))
 
     def action_undo(self) -> None:
         if self._editable():
-            self.run_worker(self._apply(p.Undo(), "Last edit undone.", nothing="Nothing to undo."),
+            self.run_worker(self._apply(_p().Undo(), "Last edit undone.", nothing="Nothing to undo."),
                             group="command", exit_on_error=False)
 
     async def _apply(self, command: p.BaseModel, done: str, *, nothing: str | None = None) -> None:
@@ -511,7 +522,7 @@ class FlowApp(PlainNotify, App[int]):
     async def _open_whole(self, text: str) -> None:
         cut = cut_in(text)
         if cut is not None:
-            reply = await self.client.command(p.Fetch(seq=cut[0], path=cut[1]))
+            reply = await self.client.command(_p().Fetch(seq=cut[0], path=cut[1]))
             if not reply.ok:
                 self.notify(reply.error or "the run no longer holds it", severity="warning")
                 return

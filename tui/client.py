@@ -14,18 +14,27 @@ Nothing here imports textual.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 import time
 from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from flowtui.runtime import protocol as p
 from flowtui.runtime.channel import LOAD_TIMEOUT_S, STOP_GRACE_S, Channel, Options
-from flowtui.runtime.encoding import encode_event
-from flowtui.runtime.secrets import Redactor
+
+if TYPE_CHECKING:
+    from flowtui.runtime import protocol as p
+
+
+def _p():
+    """The protocol, imported on first use: the app paints before any of the runtime is imported."""
+    from flowtui.runtime import protocol
+
+    return protocol
+
 
 MAX_BUFFERED = 50_000  # events read but not folded yet: past this, reading waits (the worker blocks)
 LOG_LINES = 500  # lines the flow printed, kept for the log view
@@ -74,24 +83,30 @@ class RunClient:
 
     # --- the worker --------------------------------------------------------------------------
     async def load(self) -> p.Hello | p.LoadError:
-        """Start a fresh worker for the flow (a reload is a new process) and wait until it has loaded."""
-        await self.close()
-        from flowtui.runtime.fold import RunView
+        """Start a fresh worker for the flow (a reload is a new process) and wait until it has loaded.
 
-        # the fold exists before the worker says anything: an attached run sends its backlog at once
-        self.view, self.lines, self.hello, self.stopping = RunView(), [], None, False
+        The worker is started first; the runtime's modules this process needs (the protocol,
+        the fold) are imported in a thread meanwhile, so they delay neither it nor a frame."""
+        await self.close()
+        self.view, self.lines, self.hello, self.stopping = None, [], None, False
         self._buffer = deque()
         self.channel = Channel(self._arrived, on_log=self._log)
         c = self.config
+        if c.attach is None:
+            spawned = asyncio.ensure_future(self.channel.spawn(
+                Options(target=c.target, model=c.model, replies=c.replies, record=c.record, replay=c.replay,
+                        breakpoints=sorted(self.breakpoints), grace=c.grace, debug=c.debug),
+                load_timeout=c.load_timeout))
+            await asyncio.sleep(0)  # the process is on its way
+        # the fold exists before the worker says anything: an attached run sends its backlog at once
+        RunView = await asyncio.to_thread(_runtime_for_the_app)
+        self.view = RunView()
         if c.attach is not None:
             host, port, token = c.attach
             reply = await self.channel.connect(host, port, token)
         else:
-            reply = await self.channel.spawn(
-                Options(target=c.target, model=c.model, replies=c.replies, record=c.record, replay=c.replay,
-                        breakpoints=sorted(self.breakpoints), grace=c.grace, debug=c.debug),
-                load_timeout=c.load_timeout)
-        if isinstance(reply, p.Hello):
+            reply = await spawned
+        if isinstance(reply, _p().Hello):
             self.hello = reply
         else:
             self.view = None
@@ -120,7 +135,7 @@ class RunClient:
             self.journals.append(journal)
         assert self.channel is not None
         self.channel.journal = journal
-        return await self.channel.command(p.Start(input=input, memory=c.memory, data=c.data, journal=journal))
+        return await self.channel.command(_p().Start(input=input, memory=c.memory, data=c.data, journal=journal))
 
     def _log(self, text: str) -> None:
         self.logs.append(text)
@@ -146,7 +161,7 @@ class RunClient:
     def events(self) -> list[Any]:
         """Every event of the run folded so far, parsed from its line (for tests and tools; the
         app itself parses only the event log's rows on screen)."""
-        return [p.parse_worker_line(line) for line in self.lines if line]
+        return [_p().parse_worker_line(line) for line in self.lines if line]
 
     def drain(self, budget_s: float = 0.004, *, chunk: int = 256) -> int:
         """Fold buffered events into the view for about ``budget_s`` seconds; returns how many."""
@@ -176,6 +191,9 @@ class RunClient:
         if self.view.run_id is None:  # it died before the run started
             return False
         status, why = channel.ending()
+        from flowtui.runtime.encoding import encode_event
+        from flowtui.runtime.secrets import Redactor
+
         event = channel.write_run_end(status, why) or _run_end(self.view, status, why)
         self._buffer.append((encode_event(event, Redactor([])), event))
         channel.ended = True
@@ -203,7 +221,7 @@ class RunClient:
             self.breakpoints.add(name)
         else:
             self.breakpoints.discard(name)
-        self.send(p.SetBreakpoint(name=name, on=on))
+        self.send(_p().SetBreakpoint(name=name, on=on))
         return on
 
     async def stop(self) -> None:
@@ -234,6 +252,14 @@ class RunClient:
         return [f"journal: {j}" for j in self.journals if Path(j).exists()]
 
 
+def _runtime_for_the_app() -> type:
+    """What the app needs of the runtime, imported (in a thread): the protocol and the fold."""
+    from flowtui.runtime import protocol  # noqa: F401
+    from flowtui.runtime.fold import RunView
+
+    return RunView
+
+
 # A string cut on the wire (see ``protocol.WIRE_LIMIT``) ends with this note, which says where the
 # whole of it is: ``o`` fetches it from the run (``fetch``) and opens it in a pager.
 _CUT_NOTE = ("\n… [cut on the way to the app: {total:,} characters in all (event {seq}, {path}); "
@@ -259,7 +285,7 @@ def mark_cuts(line: bytes, event: Any) -> Any:
         last = int(keys[-1]) if isinstance(holder, list) else keys[-1]
         if isinstance(holder, (list, dict)) and isinstance(holder[last], str):
             holder[last] += _CUT_NOTE.format(total=total, seq=event.seq, path=path)
-    return p.parse_worker_line(json.dumps(data))
+    return _p().parse_worker_line(json.dumps(data))
 
 
 def _run_end(view: Any, status: str, why: str) -> Any:

@@ -9,7 +9,6 @@ commands and no edits: a journal is history.
 from __future__ import annotations
 
 import argparse
-import sys
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, NamedTuple

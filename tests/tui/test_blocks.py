@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 
 import flowcapture
 from conftest import ended, make, paused, press_and_pause, wait_until

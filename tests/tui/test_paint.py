@@ -4,7 +4,6 @@ Textual's own path paints."""
 
 from __future__ import annotations
 
-import asyncio
 from types import SimpleNamespace
 
 from textual.app import App
