@@ -7,8 +7,9 @@ here imports textual. A :class:`Channel` owns one worker for one run:
 - :meth:`Channel.spawn` starts ``python -m flowtui.runtime.worker`` in its own
   session (the terminal's ctrl-C is the client's to handle) and waits for its
   ``hello`` or ``load.error`` (:class:`LoadTimeout` after ``load_timeout`` s);
-- every line the worker writes is parsed (a batch at a time) and handed to
-  ``on_messages``; replies complete the :meth:`command` that asked;
+- protocol messages are parsed as they arrive (replies complete the
+  :meth:`command` that asked); event lines go to ``on_lines`` as they came, for
+  the consumer to parse when it folds them (:func:`parse_events`);
 - :meth:`stop` is graceful, then forceful, with a stated grace period: a
   ``stop`` command, then ``SIGTERM`` (the worker unwinds the code that does
   not return), then ``SIGKILL``;
@@ -20,6 +21,7 @@ here imports textual. A :class:`Channel` owns one worker for one run:
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import signal
 import sys
@@ -31,6 +33,21 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from flowtui.runtime import protocol as p
+
+def parse_events(lines: list[bytes], on_bad: Callable[[str], None] | None = None) -> list[tuple[bytes, Any]]:
+    """Event lines parsed in one call (a bad one then line by line, and left out with a word)."""
+    try:
+        return list(zip(lines, _p().parse_worker_lines(lines)))
+    except ValueError:
+        out = []
+        for line in lines:
+            try:
+                out.append((line, _p().parse_worker_line(line)))
+            except ValueError as exc:
+                if on_bad is not None:
+                    on_bad(f"flowtui: a line from the worker is not an event: {str(exc).splitlines()[0]}")
+        return out
+
 
 def _p():
     """The protocol module, imported when first needed: a client starts its worker first, so the
@@ -84,9 +101,9 @@ class Options:
 class Channel:
     """One worker process (or socket) and the client's side of the protocol."""
 
-    def __init__(self, on_messages: Callable[[list[tuple[bytes, Any]]], None],
+    def __init__(self, on_lines: Callable[[list[bytes]], None],
                  on_log: Callable[[str], None] | None = None) -> None:
-        self.on_messages = on_messages  # (line, parsed message) pairs, in order; never replies
+        self.on_lines = on_lines  # event lines as they came, in order (parse them with parse_events)
         self.on_log = on_log or (lambda text: None)
         self.proc: asyncio.subprocess.Process | None = None
         self.hello: p.Hello | None = None
@@ -99,7 +116,6 @@ class Channel:
         self._greeted = asyncio.Event()
         self.closed = asyncio.Event()  # the worker is gone (its output ended)
         self.run_id: str | None = None  # the top-level run, from its run.start
-        self.last_seq = 0
         self.ended = False  # the top-level run.end went by
         self.stopping_since: float | None = None  # when stop() began, for what run.end says
         self.killed = False
@@ -183,50 +199,50 @@ class Channel:
             self.closed.set()
 
     def _dispatch(self, lines: list[bytes]) -> None:
-        try:
-            messages = _p().parse_worker_lines(lines)
-        except ValueError:  # one bad line (a pydantic ValidationError): parse them one by one
-            messages = [self._parse_one(line) for line in lines]
-        try:
-            self._route(lines, messages)
-        except Exception as exc:  # the consumer's bug must not cut the run off: say it, read on
-            self.on_log(f"flowtui: could not show an event: {type(exc).__name__}: {exc}")
+        """Protocol messages are handled now; event lines go to the consumer as they came, to be
+        parsed when it folds them (in slices of its own choosing)."""
+        events = []
+        for line in lines:
+            if line.startswith(b'{"type":'):  # hello, reply, log, load.error (an event starts with its seq)
+                msg = self._parse_one(line)
+                if msg is not None:
+                    self._message(msg)
+                continue
+            if b'"type":"run.start"' in line or b'"type":"run.end"' in line:
+                self._watch(line)
+            events.append(line)
+        if events:
+            try:
+                self.on_lines(events)
+            except Exception as exc:  # the consumer's bug must not cut the run off: say it, read on
+                self.on_log(f"flowtui: could not show an event: {type(exc).__name__}: {exc}")
 
-    def _route(self, lines: list[bytes], messages: list[Any]) -> None:
-        out = []
-        for line, msg in zip(lines, messages):
-            kind = msg.type if msg is not None else None
-            if kind == "reply":
-                future = self._pending.pop(msg.id, None)
-                if future is not None and not future.done():
-                    future.set_result(msg)
-                elif not msg.ok and self.hello is None:
-                    self.refused = msg.error
-                continue
-            if kind == "hello":
-                self.hello = msg
-                self._greeted.set()
-                continue
-            if kind == "load.error":
-                self.load_error = msg
-                self._greeted.set()
-                continue
-            if kind == "log":
-                self.on_log(msg.text)
-                continue
-            if msg is None:
-                continue
-            if kind == "run.start" and self.run_id is None and msg.parent_id is None:
-                self.run_id = msg.run_id
-            if msg.run_id == self.run_id:
-                self.last_seq = max(self.last_seq, msg.seq)
-                if kind == "run.end":
-                    self.ended = True
-            elif msg.seq > self.last_seq:
-                self.last_seq = msg.seq
-            out.append((line, msg))
-        if out:
-            self.on_messages(out)
+    def _message(self, msg: Any) -> None:
+        kind = msg.type
+        if kind == "reply":
+            future = self._pending.pop(msg.id, None)
+            if future is not None and not future.done():
+                future.set_result(msg)
+            elif not msg.ok and self.hello is None:
+                self.refused = msg.error
+        elif kind == "hello":
+            self.hello = msg
+            self._greeted.set()
+        elif kind == "load.error":
+            self.load_error = msg
+            self._greeted.set()
+        elif kind == "log":
+            self.on_log(msg.text)
+
+    def _watch(self, line: bytes) -> None:
+        """The top-level run's start (its id) and end (the worker said how it ended)."""
+        ev = self._parse_one(line)
+        if ev is None:
+            return
+        if ev.type == "run.start" and self.run_id is None and ev.parent_id is None:
+            self.run_id = ev.run_id
+        elif ev.type == "run.end" and ev.run_id == self.run_id:
+            self.ended = True
 
     def _parse_one(self, line: bytes) -> Any:
         try:
@@ -358,18 +374,41 @@ class Channel:
             return "failed", f"the flow process was killed by {name} ({-code})"
         return "failed", f"the flow process exited with code {code}"
 
-    def write_run_end(self, status: str, why: str) -> None:
-        """Append the ``run.end`` the worker could not write to the run's journal."""
+    def recover(self, after_seq: int) -> list[bytes]:
+        """The events the dead worker journaled but never sent (its last batch): from the journal,
+        those of its run after ``after_seq``."""
+        if self.journal is None or not Path(self.journal).exists():
+            return []
+        from flowtui.runtime.journal import runs_in
+
+        lines = Path(self.journal).read_bytes().split(b"\n")
+        start = max((i for i, line in enumerate(lines) if line.startswith(b'{"seq":1,')), default=0)
+        if runs_in(Path(self.journal)) and self.run_id is None:  # its run.start never reached us
+            self._watch(lines[start])
+        out = []
+        for line in lines[start:]:
+            if not line.strip():
+                continue
+            try:
+                seq = json.loads(line).get("seq", 0)
+            except ValueError:
+                continue  # torn by the crash
+            if isinstance(seq, int) and seq > after_seq:
+                out.append(line)
+        return out
+
+    def write_run_end(self, status: str, why: str, last_seq: int) -> Any:
+        """Append the ``run.end`` the worker could not write to the run's journal (and return it)."""
         if self.journal is None or self.run_id is None or not Path(self.journal).exists():
             return
         from flowtui.runtime.bus import build_event
         from flowtui.runtime.encoding import encode_event
         from flowtui.runtime.events import RunEnd
         from flowtui.runtime.files import open_append
-        from flowtui.runtime.journal import last_seq
+        from flowtui.runtime.journal import last_seq as journal_last_seq
         from flowtui.runtime.secrets import Redactor
 
-        seq = max(self.last_seq, last_seq(Path(self.journal))) + 1
+        seq = max(last_seq, journal_last_seq(Path(self.journal))) + 1
         fields = {"error": why} if status == "failed" else {"reason": why}
         event = build_event(RunEnd, dict(seq=seq, ts=time.time(), run_id=self.run_id, node_id=None, parent_id=None,
                                          origin="flowtui", status=status, output=None, duration_ms=0.0,

@@ -182,22 +182,22 @@ def main_run(argv: list[str]) -> int:
 async def _run_headless(args: argparse.Namespace, memory: dict[str, str], data: dict[str, str]) -> int:
     import signal
 
-    from flowtui.runtime.channel import LOAD_TIMEOUT_S, Channel, LoadTimeout, Options
+    from flowtui.runtime.channel import LOAD_TIMEOUT_S, Channel, LoadTimeout, Options, parse_events
 
     tree = TreePrinter(sys.stderr)
     printer = json_printer(sys.stdout) if args.json else None
     folded: list[Any] = []  # the RunView, made once the worker is on its way
 
-    def on_messages(batch: list[tuple[bytes, Any]]) -> None:
+    def on_lines(lines: list[bytes]) -> None:
         view = folded[0]
-        for line, ev in batch:
+        for line, ev in parse_events(lines, say):
             view.apply(ev)
             if printer is not None:
                 printer(line, ev)
             else:
                 tree(ev)
 
-    channel = Channel(on_messages, on_log=lambda text: say(text))
+    channel = Channel(on_lines, on_log=lambda text: say(text))
     options = Options(target=args.flow, model=args.model, replies=args.replies, record=args.record,
                       replay=args.replay, snapshot=args.from_snapshot, wire_limit=0, debug=args.debug)
     # The worker first: it boots while this process imports what it needs.
@@ -263,8 +263,9 @@ async def _run_headless(args: argparse.Namespace, memory: dict[str, str], data: 
     finally:
         loop.remove_signal_handler(signal.SIGINT)
     if not channel.ended:  # killed, crashed, exited in a hook: the run's end, said by us
+        on_lines(channel.recover(view.last_seq))  # what it journaled but never sent
         status, why = channel.ending()
-        event = channel.write_run_end(status, why)
+        event = channel.write_run_end(status, why, view.last_seq)
         if event is not None:
             view.apply(event)
         else:

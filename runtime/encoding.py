@@ -52,12 +52,13 @@ def encode_event(event: Any, redactor: Redactor, *, limit: int | None = None,
     """``event`` as one JSON line (UTF-8, no newline); see the module docstring.
 
     ``kept`` (with ``limit``) receives each string that was cut, whole, by its path."""
+    fields = event.__dict__
     try:
-        raw = to_json(event.__dict__, fallback=repr, inf_nan_mode="null")
+        raw = to_json(fields, fallback=repr, inf_nan_mode="null")
     except (PydanticSerializationError, ValueError):  # a lone surrogate, or worse: value by value
         raw = None
     if raw is not None and (limit is None or len(raw) <= limit) and not _needs_fix(raw) \
-            and not redactor.may_hold(raw):
+            and _clean(event, raw, redactor):
         return raw
     data = event.model_dump(mode="python", warnings=False)
     elided: dict[str, int] = {}
@@ -65,6 +66,30 @@ def encode_event(event: Any, redactor: Redactor, *, limit: int | None = None,
     if elided:
         data["elided"] = elided
     return encode_data(data)
+
+
+_OURS = frozenset({"seq", "ts", "run_id", "node_id", "parent_id", "type"})  # written by the runtime itself
+_PAYLOAD: dict[type, tuple[str, ...]] = {}  # an event class's other fields: what may hold a credential
+_PLAIN = (int, float, bool, type(None))
+
+
+def _clean(event: Any, raw: bytes, redactor: Redactor) -> bool:
+    """No credential can be in this event: its strings are checked one by one (the short ones
+    repeat, and are remembered), or, when it holds structures, the whole encoded line."""
+    cls = event.__class__
+    keys = _PAYLOAD.get(cls)
+    if keys is None:
+        keys = _PAYLOAD[cls] = tuple(k for k in cls.model_fields if k not in _OURS)
+    fields = event.__dict__
+    for key in keys:
+        value = fields[key]
+        kind = value.__class__
+        if kind is str:
+            if not redactor.clean_text(value):
+                return False
+        elif kind not in _PLAIN:
+            return not redactor.may_hold(raw)  # a message, a dict, a list: look at the whole line
+    return True
 
 
 def encode_data(data: Any) -> bytes:

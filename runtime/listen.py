@@ -155,7 +155,7 @@ class Listener:
 
     # --- on the event loop ---------------------------------------------------------------
     def _attached(self, conn: socket.socket) -> None:
-        def send(data: bytes) -> None:
+        def send(data: bytes, at_once: bool = False) -> None:
             try:
                 conn.sendall(data)
             except OSError:
@@ -181,7 +181,7 @@ class Listener:
         conn.close()
 
 
-def _nowhere(data: bytes) -> None:
+def _nowhere(data: bytes, at_once: bool = False) -> None:
     """No client attached: events go to the backlog only."""
 
 

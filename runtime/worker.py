@@ -67,7 +67,7 @@ class Worker:
     """One loaded flow and its run, driven by commands."""
 
     def __init__(self, app: Any, *, journal: str | None, breakpoints: list[str], grace: float,
-                 send: Callable[[bytes], None], snapshot: str | None = None,
+                 send: Callable[[bytes, bool], None], snapshot: str | None = None,
                  wire_limit: int | None = p.WIRE_LIMIT, debug: bool = False, self_terminate: bool = False) -> None:
         self.app = app
         self.debug = debug
@@ -78,7 +78,7 @@ class Worker:
         self.snapshot = snapshot
         self.wire_limit = wire_limit or None
         self.grace = grace
-        self.send = send  # writes one protocol line (blocking: a slow client slows the run down)
+        self.send = send  # send(line, at_once): a slow client slows the run down
         self.redactor = Redactor.from_environment()
         self.controller = Controller(start_paused=True, breakpoints=breakpoints)
         self.run: Any = None
@@ -104,10 +104,10 @@ class Worker:
             self.elided[(event.seq, path)] = value
         if self.backlog is not None:
             self.backlog.append(line)
-        self.send(line)
+        self.send(line, event.type in _AT_ONCE)
 
     def reply(self, command: Any, error: str | None = None, value: Any = None) -> None:
-        self.send(p.encode(p.Reply(id=command.id, ok=error is None, error=error, value=value)))
+        self.send(p.encode(p.Reply(id=command.id, ok=error is None, error=error, value=value)), True)
 
     # --- the run -------------------------------------------------------------------------
     def start(self, input: Any, memory: Any, *, data: Any = None, paused: bool = True,
@@ -215,6 +215,9 @@ class Worker:
         return self.task is not None and self.task.done()
 
 
+# Never batched: what the client waits on (a pause, the end), and where the flow's own code starts
+# and ends (what a crash inside it would otherwise take along unsent; the journal has it anyway).
+_AT_ONCE = frozenset({"run.start", "run.pause", "run.resume", "run.end", "node.start", "node.end"})
 _MOVES = {"step": "step", "next_turn": "next_turn", "loop_once": "loop_once", "continue": "resume",
           "pause": "pause", "stop": "stop"}
 
@@ -262,23 +265,65 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     install_terminate(args.grace)
 
-    def send(data: bytes) -> None:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(out_fd, view):]
-
+    send = Outbox(out_fd)
     app = load(args)
     if isinstance(app, p.LoadError):
-        send(p.encode(app))
+        send(p.encode(app), True)
         return 2
     worker = Worker(app, journal=args.journal, breakpoints=args.breakpoint, grace=args.grace, send=send,
                     snapshot=args.snapshot, wire_limit=args.wire_limit, debug=args.debug)
-    send(p.encode(worker.hello()))
+    send(p.encode(worker.hello()), True)
     try:
         asyncio.run(_serve_pipe(worker))
     except Terminated:
         pass
+    finally:
+        send.flush()
     return worker.exit_code
+
+
+class Outbox:
+    """The protocol's way out on a pipe: lines gathered and written a batch at a time.
+
+    A flood of events then costs one write per 64 KiB instead of one per event. What a client
+    waits on (a reply, a pause, the run's end) goes out at once, and nothing waits longer than
+    ``FLUSH_S``: a thread flushes, even while the flow's code holds the event loop. A slow client
+    blocks the write, and so the run: the app is never flooded beyond what it can read.
+    """
+
+    FLUSH_S = 0.005
+    BATCH = 1 << 16
+
+    def __init__(self, fd: int) -> None:
+        self._fd = fd
+        self._pending = bytearray()
+        self._lock = threading.Lock()
+        threading.Thread(target=self._flusher, name="flowtui-outbox", daemon=True).start()
+
+    def __call__(self, data: bytes, at_once: bool = False) -> None:
+        with self._lock:
+            self._pending += data
+            if at_once or len(self._pending) >= self.BATCH:
+                self._write()
+
+    def flush(self) -> None:
+        with self._lock:
+            self._write()
+
+    def _write(self) -> None:
+        view = memoryview(self._pending)
+        while view:
+            view = view[os.write(self._fd, view):]
+        self._pending = bytearray()
+
+    def _flusher(self) -> None:
+        while True:
+            time.sleep(self.FLUSH_S)
+            if self._pending:
+                try:
+                    self.flush()
+                except OSError:  # the client is gone: nothing to write to
+                    return
 
 
 async def _serve_pipe(worker: Worker) -> None:

@@ -15,6 +15,7 @@ flow does, ``x`` stops the run and ``q`` quits, each within about a second.
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 import time
 from collections.abc import Iterable
@@ -80,6 +81,7 @@ class FlowApp(PlainNotify, App[int]):
         self._logs_said_at = 0.0
         self.quitting = False
         self.refused: str | None = None  # attaching: why the run's process would not have us
+        self._started_up = False
 
     # --- lifecycle -------------------------------------------------------------
     def get_default_screen(self) -> Screen:
@@ -138,6 +140,11 @@ class FlowApp(PlainNotify, App[int]):
         from flowtui.tui.screens.dialogs import FirstMessageDialog
         from flowtui.tui.screens.error import LoadErrorScreen
 
+        if not self._started_up:
+            # Start-up is over (Textual, the screen, the runtime's modules): what it built lives as long
+            # as the app, so Python's own collector need not walk it again on every full pass.
+            self._started_up = True
+            gc.freeze()
         if isinstance(self.screen, LoadErrorScreen):
             self.pop_screen()
         self.run_worker(_preload_markdown, thread=True, group="preload", name="preload", exit_on_error=False)

@@ -78,7 +78,7 @@ class RunClient:
         self.logs_total = 0
         self.stopping = False  # x was pressed: the status says so until the run ends
         self.urgent = False  # a pause or the run's end arrived: redraw now, not at the next tick
-        self._buffer: deque[tuple[bytes, Any]] = deque()
+        self._buffer: deque[bytes] = deque()  # event lines read, not folded yet
         self.on_arrival: Any = None  # called (no arguments) when events arrive: the app wakes up
 
     # --- the worker --------------------------------------------------------------------------
@@ -142,11 +142,9 @@ class RunClient:
         self.logs_total += 1
 
     # --- events ---------------------------------------------------------------------------
-    def _arrived(self, batch: list[tuple[bytes, Any]]) -> None:
-        if any(getattr(ev, "elided", None) for _, ev in batch):
-            batch = [(line, mark_cuts(line, ev) if getattr(ev, "elided", None) else ev) for line, ev in batch]
-        self._buffer.extend(batch)
-        if any(ev.type in ("run.pause", "run.end") for _, ev in batch):
+    def _arrived(self, lines: list[bytes]) -> None:
+        self._buffer.extend(lines)  # parsed when folded, a slice at a time (a flood never holds a key up)
+        if any(b'"type":"run.pause"' in line or b'"type":"run.end"' in line for line in lines):
             self.urgent = True
         if len(self._buffer) > MAX_BUFFERED and self.channel is not None:
             self.channel.paused.clear()  # the app is behind: let the worker wait (drain() reads on)
@@ -168,13 +166,16 @@ class RunClient:
         buffer, view, lines = self._buffer, self.view, self.lines
         if view is None or not buffer:
             return 0
+        from flowtui.runtime.channel import parse_events
+
         clock = time.perf_counter
         deadline = clock() + budget_s
         popleft = buffer.popleft
         n = 0
         while buffer:
-            batch = [popleft() for _ in range(min(chunk, len(buffer)))]
-            view.apply_many([ev for _, ev in batch])
+            batch = parse_events([popleft() for _ in range(min(chunk, len(buffer)))], self._log)
+            events = [mark_cuts(line, ev) if _elided(ev) else ev for line, ev in batch]
+            view.apply_many(events)
             lines.extend(line for line, _ in batch)
             n += len(batch)
             if clock() > deadline:
@@ -188,14 +189,19 @@ class RunClient:
         channel = self.channel
         if channel is None or not channel.closed.is_set() or channel.ended or self.view is None:
             return False
+        while self.drain(5.0):  # what the worker sent before it went: its run's end follows it
+            pass
+        self._buffer.extend(channel.recover(self.view.last_seq))  # and what it journaled but never sent
+        while self.drain(5.0):
+            pass
         if self.view.run_id is None:  # it died before the run started
             return False
         status, why = channel.ending()
         from flowtui.runtime.encoding import encode_event
         from flowtui.runtime.secrets import Redactor
 
-        event = channel.write_run_end(status, why) or _run_end(self.view, status, why)
-        self._buffer.append((encode_event(event, Redactor([])), event))
+        event = channel.write_run_end(status, why, self.view.last_seq) or _run_end(self.view, status, why)
+        self._buffer.append(encode_event(event, Redactor([])))
         channel.ended = True
         self.urgent = True
         return True
@@ -274,10 +280,16 @@ def cut_in(text: str) -> tuple[int, str, int] | None:
     return (int(m.group(2)), m.group(3), int(m.group(1).replace(",", ""))) if m else None
 
 
+def _elided(event: Any) -> Any:
+    """The strings cut on the wire, from the event's extra fields (a plain lookup: every event passes here)."""
+    extra = getattr(event, "__pydantic_extra__", None)
+    return extra.get("elided") if extra else None
+
+
 def mark_cuts(line: bytes, event: Any) -> Any:
     """``event`` with each string it lost on the wire ending in a note saying so (and where it is whole)."""
     data = json.loads(line)
-    for path, total in dict(event.elided).items():
+    for path, total in dict(_elided(event)).items():
         keys = path.split(".")
         holder = data
         for key in keys[:-1]:

@@ -115,7 +115,7 @@ async def test_a_click_on_a_sidebar_row_picks_that_row():
         await paused(pilot)
         sidebar = app.main.sidebar
         row = sidebar.ids.index("field:rounds")
-        await pilot.click("#sidebar", offset=(5, 1 + row))  # 1: the border above the first row
+        await pilot.click("#sidebar", offset=(5, row))  # the border is the box's: row 0 is the first line
         await pilot.pause()
         assert sidebar.highlighted_id == "field:rounds"
 

@@ -7,7 +7,7 @@ import time
 from typing import Any
 
 from textual.app import ComposeResult
-from textual.containers import Horizontal
+from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
 from textual.widgets import ContentSwitcher, Footer
 
@@ -45,7 +45,8 @@ class MainScreen(Screen):
             with ContentSwitcher(id="views", initial="conversation"):
                 yield MessageList(id="conversation", empty_text="No messages yet.")
                 # The other views are mounted on first show (fewer widgets before the first paint).
-            yield Sidebar(id="sidebar")
+            with Vertical(id="sidebar-box"):
+                yield Sidebar(id="sidebar")
         yield ControlPane(id="control")
         yield Footer()  # its keys are composed after the first paint (when the screen's bindings are known)
 
@@ -56,7 +57,7 @@ class MainScreen(Screen):
     ready = False  # composed and mounted: sync() draws from now on
 
     def on_mount(self) -> None:
-        self.query_one("#sidebar").border_title = "Memory · Tasks · State"
+        self.query_one("#sidebar-box").border_title = "Memory · Tasks · State"
         self._title()
         self.ready = True
 

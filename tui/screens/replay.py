@@ -85,7 +85,8 @@ class ReplayScreen(Screen):
                 yield MessageList(id="model-sees", empty_text="Nothing to send yet.")
                 yield EventLog(id="events")
                 yield NodeTree(id="nodes")
-            yield Sidebar(id="sidebar")
+            with Vertical(id="sidebar-box"):
+                yield Sidebar(id="sidebar")
         with Vertical(id="control"):
             yield Static("", id="position")
             yield Static("", id="status")
@@ -93,7 +94,7 @@ class ReplayScreen(Screen):
         yield Footer()
 
     def on_mount(self) -> None:
-        self.query_one("#sidebar").border_title = "Memory · Tasks · State"
+        self.query_one("#sidebar-box").border_title = "Memory · Tasks · State"
 
     @property
     def current_view(self) -> str:

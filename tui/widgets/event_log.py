@@ -13,7 +13,7 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from flowtui.tui.shown import shown
-from flowtui.tui.widgets.paint import DirectLines, drop_oldest
+from flowtui.tui.widgets.paint import DirectLines, QuietVirtualSize, drop_oldest
 
 TYPE_STYLES = {
     "run": Style(color="#af87d7", bold=True),
@@ -82,7 +82,7 @@ def _j(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, default=repr)
 
 
-class EventLog(DirectLines, ScrollView, can_focus=True):
+class EventLog(DirectLines, QuietVirtualSize, ScrollView, can_focus=True):
     """A virtual view over a run's events; follows the tail unless scrolled up.
 
     The live app hands it the lines the worker sent (bytes: a million of them
@@ -106,7 +106,7 @@ class EventLog(DirectLines, ScrollView, can_focus=True):
         if events is not self._events:
             self._events = events
             self._lines.clear()
-        self.virtual_size = Size(self.size.width, len(events))
+        self.grow_to(Size(self.size.width, len(events)))
         if at_end:
             self.scroll_end(animate=False, immediate=True, force=True, x_axis=False)
         self.refresh()

@@ -26,14 +26,14 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from flowtui.tui.widgets.blocks import estimate_heights, is_collapsible, render_block
-from flowtui.tui.widgets.paint import DirectLines, drop_oldest
+from flowtui.tui.widgets.paint import DirectLines, QuietVirtualSize, drop_oldest
 
 CURSOR_STYLE = Style(bgcolor="#1f3347")
 _CACHE_LIMIT = 1500  # rendered blocks kept
 _EVICT_BATCH = 50  # dropped together when the cache is full (oldest first)
 
 
-class MessageList(DirectLines, ScrollView, can_focus=True):
+class MessageList(DirectLines, QuietVirtualSize, ScrollView, can_focus=True):
     """Messages as blocks, with a selection cursor (up/down, home/end) and collapsible tool blocks."""
 
     BINDINGS = [
@@ -150,8 +150,7 @@ class MessageList(DirectLines, ScrollView, can_focus=True):
     def _update_size(self) -> None:
         self._ensure_offsets()
         size = Size(self._content_width(), self._offsets[-1] + len(self._tail_strips()))
-        if size != self.virtual_size:
-            self.virtual_size = size
+        self.grow_to(size)
 
     def _tail_strips(self) -> list[Strip]:
         if self._provisional is None:

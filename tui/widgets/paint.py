@@ -64,3 +64,35 @@ def drop_oldest(cache: dict[Any, Any], n: int, *alongside: dict[Any, Any]) -> No
         del cache[key]
         for other in alongside:
             other.pop(key, None)
+
+
+class QuietVirtualSize:
+    """Mixin for a ``ScrollView`` whose content grows all the time (a run pouring messages in).
+
+    ``virtual_size`` is a reactive with ``layout=True``: every change asks for a layout of the
+    whole screen (measured: 25-45 ms at 160x48), once per redraw while a run floods the pane. When
+    the scrollbar neither appears nor goes and the width stays, only this pane's scrolling changes:
+    :meth:`grow_to` sets the size without the layout (public API: ``set_reactive``, the scrollbar's
+    own reactives) and repaints the pane and its bar. Anything else takes Textual's usual path.
+    """
+
+    def grow_to(self, size: Any) -> None:
+        from textual.widget import Widget
+
+        current = self.virtual_size  # type: ignore[attr-defined]
+        if size == current:
+            return
+        view = self.scrollable_content_region  # type: ignore[attr-defined]
+        shown = self.show_vertical_scrollbar  # type: ignore[attr-defined]
+        overflow = self.styles.overflow_y  # type: ignore[attr-defined]
+        needed = overflow == "scroll" or (overflow == "auto" and size.height > view.height)
+        if not self.is_mounted or size.width != current.width or needed != shown:  # type: ignore[attr-defined]
+            self.virtual_size = size  # type: ignore[attr-defined]
+            return
+        self.set_reactive(Widget.virtual_size, size)  # type: ignore[attr-defined]
+        if shown:
+            bar = self.vertical_scrollbar  # type: ignore[attr-defined]
+            bar.window_virtual_size = size.height
+            bar.window_size = view.height
+            bar.refresh()
+        self.refresh()  # type: ignore[attr-defined]

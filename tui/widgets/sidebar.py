@@ -20,8 +20,10 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from flowtui.tui.shown import shown
+from flowtui.tui.widgets.paint import DirectLines, QuietVirtualSize
 
 RUNTIME_CTX = ("turn", "output", "loop", "budget")
+BUCKET_ROWS = 60  # memory items or tasks listed (the latest), past which the sidebar says how many more
 
 
 def _short(value: Any, limit: int = 200) -> str:
@@ -43,14 +45,20 @@ def sidebar_rows(view: Any, width: int = 42) -> list[tuple[str | None, Text]]:
     def empty(what: str) -> None:
         rows.append((None, Text(f"  {what}", "dim italic")))
 
+    def items(bucket: str, values: list[str], mark: str) -> None:
+        # The sidebar is a summary: a bucket of thousands shows its latest items (a redraw stays short).
+        start = max(0, len(values) - BUCKET_ROWS)
+        if start:
+            rows.append((None, Text(f"  … {start:,} earlier items", "dim italic")))
+        for i in range(start, len(values)):
+            rows.append((f"{bucket}:{i}", Text.assemble((f"{i + 1:>2} ", "dim"), mark, _short(values[i]))))
+
     section("Memory", len(view.memory))
-    for i, item in enumerate(view.memory):
-        rows.append((f"memory:{i}", Text.assemble((f"{i + 1:>2} ", "dim"), _short(item))))
+    items("memory", view.memory, "")
     if not view.memory:
         empty("empty")
     section("Tasks", len(view.tasks))
-    for i, item in enumerate(view.tasks):
-        rows.append((f"tasks:{i}", Text.assemble((f"{i + 1:>2} ", "dim"), "☐ ", _short(item))))
+    items("tasks", view.tasks, "☐ ")
     if not view.tasks:
         empty("none — a adds one")
     if view.state:
@@ -104,7 +112,7 @@ def _segments(text: Text, console: Console) -> list[Segment]:
     return list(text.render(console))
 
 
-class Sidebar(ScrollView, can_focus=True):
+class Sidebar(DirectLines, QuietVirtualSize, ScrollView, can_focus=True):
     """Memory, tasks, state and ctx, one row per line, with a cursor over the editable rows.
 
     Drawn line by line (``render_line``) from a cache of rendered rows: when a
@@ -135,6 +143,7 @@ class Sidebar(ScrollView, can_focus=True):
         self._rows: list[tuple[str | None, Text]] = []
         self._keys: list[tuple] = []  # what each row shows, to find the rows that changed
         self._strips: dict[int, Strip] = {}  # rendered rows, the base style applied
+        self._renders: dict[tuple, Strip] = {}  # the same, by what a row shows: rows that move keep theirs
         self._style: tuple[Style, Style] | None = None  # (base, cursor) the cache was drawn with
         self._highlighted: int | None = None
         self._view: Any = None  # the RunView last shown (rows are built again from it on a resize)
@@ -161,7 +170,7 @@ class Sidebar(ScrollView, can_focus=True):
         self._strips.clear()
         ids = self.ids
         self._highlighted = ids.index(keep) if keep is not None and keep in ids else self._first_selectable()
-        self.virtual_size = Size(width, len(rows))
+        self.grow_to(Size(width, len(rows)))
         self.refresh()
 
     def _text_width(self) -> int:
@@ -246,6 +255,7 @@ class Sidebar(ScrollView, can_focus=True):
         if style != self._style:
             self._style = style
             self._strips.clear()
+            self._renders.clear()
         return super().render_lines(crop)
 
     def render_line(self, y: int) -> Strip:
@@ -257,8 +267,16 @@ class Sidebar(ScrollView, can_focus=True):
             if line >= len(self._rows):
                 return Strip.blank(width, base)
             text = self._rows[line][1]
-            style = base + cursor if line == self._highlighted else base
-            strip = Strip(_segments(text, self.app.console), text.cell_len).crop_extend(0, width, style) \
-                .apply_style(style)
+            selected = line == self._highlighted
+            key = (self._keys[line], selected, width) if line < len(self._keys) else None
+            strip = self._renders.get(key) if key is not None else None
+            if strip is None:
+                style = base + cursor if selected else base
+                strip = Strip(_segments(text, self.app.console), text.cell_len).crop_extend(0, width, style) \
+                    .apply_style(style)
+                if key is not None:
+                    if len(self._renders) > 4 * BUCKET_ROWS:
+                        self._renders.clear()
+                    self._renders[key] = strip
             self._strips[line] = strip
         return strip
