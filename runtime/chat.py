@@ -13,12 +13,16 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from pydantic import BaseModel, model_serializer
+
 from flowtui.runtime.decorators import AgentSpec
-from flowtui.runtime.errors import ProviderError
+from flowtui.runtime.errors import ConversationError, ProviderError
 from flowtui.runtime.events import ChatAttempt, ChatDelta
+from flowtui.runtime.messages import Message
 from flowtui.runtime.middleware import through
 from flowtui.runtime.nodes import NodeScope
 from flowtui.runtime.providers.base import AttemptInfo, ChatReply, ChatRequest, Provider
+from flowtui.runtime.wellformed import problems
 
 if TYPE_CHECKING:
     from flowtui.runtime.engine import Run
@@ -30,7 +34,12 @@ def next_turn(run: "Run", spec: AgentSpec) -> int:
 
 
 def build_request(run: "Run", spec: AgentSpec, prompt: str) -> ChatRequest:
-    """The request of this agent's next turn, before any middleware."""
+    """The request of this agent's next turn, before any middleware. Raises
+    :class:`~flowtui.runtime.errors.ConversationError` when the history is no valid conversation
+    (a provider would refuse it with a 400)."""
+    found = run.state.history_problems()
+    if found:
+        raise ConversationError(spec.name, found)
     emit = run.emitter.emit
 
     def on_delta(text: str) -> None:
@@ -48,14 +57,20 @@ def build_request(run: "Run", spec: AgentSpec, prompt: str) -> ChatRequest:
 
 async def call_model(run: "Run", spec: AgentSpec, request: ChatRequest, *, prompt: str | None = None) -> ChatReply:
     """Send ``request`` for ``spec``'s agent: a ``chat`` node around the middlewares and the provider."""
-    start = {"turn": request.turn, "messages": len(request.messages), "prompt": prompt}
+    provider = run.providers[spec.cls]
+    start = {"turn": request.turn, "messages": len(request.messages), "prompt": prompt,
+             "request": recorded(request, provider)}
     with NodeScope(run, "chat", spec.name, data=start) as scope:
-        del scope.data["prompt"]  # on node.start only: node.end need not repeat it
-        provider = run.providers[spec.cls]
+        del scope.data["prompt"], scope.data["request"]  # on node.start only: node.end need not repeat them
 
         async def send(final: ChatRequest) -> ChatReply:
-            if final is not request:
+            if final is not request:  # a middleware changed it: what really left is recorded too
                 scope.data["sent"] = len(final.messages)
+                scope.data["sent_request"] = recorded(final, provider)
+                found = problems(final.messages, name="messages")
+                if found:
+                    by = ", ".join(scope.data.get("changed_by", [])) or "a middleware"
+                    raise ConversationError(spec.name, found, where=f"the request {by} passed on")
             return provider.finish(final, await provider.complete(final))
 
         def on_pass(name: str, received: Any, passed: Any) -> None:
@@ -88,8 +103,46 @@ async def call_model(run: "Run", spec: AgentSpec, request: ChatRequest, *, promp
             tool_call_source=reply.tool_call_source, model=reply.model)
         if reply.reasoning:
             scope.data["reasoning"] = reply.reasoning
+        scope.data["reply"] = {"content": reply.content, "tool_calls": [_call(c) for c in reply.tool_calls],
+                               "usage": usage.model_dump()}
     run.publish_budget()
     return reply
+
+
+def recorded(request: ChatRequest, provider: Provider) -> "Sent":
+    """A request as the journal keeps it: every message as sent, the tools by name, the model
+    (the provider's description) and the sampling parameters."""
+    return Sent(messages=list(request.messages), tools=sorted(request.tool_names), model=provider.describe(),
+                sampling=dict(request.sampling))
+
+
+class Sent(BaseModel):
+    """A recorded request. Its messages are written out only when the event is (to the journal,
+    to the app), as a provider gets them: who wrote one and its reasoning are for people only.
+    A turn pays for copying the list, not for serializing a long history nobody reads."""
+
+    messages: list[Message]
+    tools: list[str]
+    model: str
+    sampling: dict[str, Any]
+
+    @model_serializer
+    def _as_sent(self) -> dict[str, Any]:
+        return {"messages": [_message(m) for m in self.messages], "tools": self.tools, "model": self.model,
+                "sampling": self.sampling}
+
+
+def _message(m: Message) -> dict[str, Any]:
+    out: dict[str, Any] = {"role": m.role, "content": m.content}
+    if m.tool_calls:
+        out["tool_calls"] = [_call(c) for c in m.tool_calls]
+    if m.role == "tool":
+        out["tool_call_id"] = m.tool_call_id
+    return out
+
+
+def _call(call: Any) -> dict[str, Any]:
+    return {"id": call.id, "name": call.name, "args": dict(call.args)}
 
 
 class AgentProvider(Provider):

@@ -75,6 +75,9 @@ def add_flow_arguments(parser: argparse.ArgumentParser) -> None:
                          help=f"append every event to this JSONL file (default: a new "
                               f"{JOURNAL_DIR}/<Workflow>-<time>.jsonl per run)")
     journal.add_argument("--no-journal", action="store_true", help="do not journal the run")
+    parser.add_argument("--approve", action="append", default=[], metavar="TOOL",
+                        help="pause before every call of this tool for a decision: approve, deny or edit "
+                             "(repeatable; 'all' for every tool)")
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
 
 
@@ -168,6 +171,10 @@ def main_run(argv: list[str]) -> int:
     except SystemExit as exc:
         if isinstance(exc.code, str):
             say(exc.code)
+        return 2
+    if args.approve and not args.listen:
+        say("flowtui run: --approve needs a person to decide: open the flow in the app (flowtui FLOW "
+            "--approve TOOL), or serve it with --listen and decide from `flowtui attach`")
         return 2
     try:
         if args.listen:

@@ -3,6 +3,8 @@
 The engine awaits :meth:`Controller.checkpoint` at every pause point: before
 each agent turn (``agent``), before each model call (``chat``), before each
 tool execution (``tool``) and after each loop iteration (``loop_iteration``).
+A tool listed in ``approve`` pauses before every call, whatever the mode
+(reason ``approval``), until a person decides on it.
 Commands (step, next turn, loop once, continue, pause, stop) only set what the
 next checkpoint does, so the TUI, a headless script or a test drive a run the
 same way. ``stop`` makes the next checkpoint raise :class:`RunStopped`; the run
@@ -62,7 +64,8 @@ class PausePoint:
 class Controller:
     """Decides, at each pause point, whether the run waits for a command."""
 
-    def __init__(self, *, start_paused: bool = False, breakpoints: Iterable[str] = ()) -> None:
+    def __init__(self, *, start_paused: bool = False, breakpoints: Iterable[str] = (),
+                 approve: Iterable[str] = ()) -> None:
         self._mode: Mode = "step" if start_paused else "run"
         self._reason = "start" if start_paused else "step"
         self._target_loop: str | None = None
@@ -70,6 +73,8 @@ class Controller:
         self._wake: asyncio.Event | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self.breakpoints: set[str] = set(breakpoints)
+        # Tools whose every call waits for a person's decision ("all": every tool).
+        self.approve: set[str] = set(approve)
         self.paused_at: PausePoint | None = None
         self._last: PausePoint | None = None
         self.paused_s = 0.0  # time the run has spent paused: node durations leave it out
@@ -107,7 +112,12 @@ class Controller:
         self.paused_at = None
         emit(RunResume, command=self._mode if self._mode != "run" else "continue")
 
+    def needs_approval(self, tool: str) -> bool:
+        return tool in self.approve or "all" in self.approve
+
     def _should_pause(self, point: PausePoint) -> str | None:
+        if point.kind == "tool" and self.approve and self.needs_approval(point.name):
+            return "approval"  # whatever the mode: a call of such a tool never runs undecided
         mode = self._mode
         if mode == "pause":
             return "pause"
@@ -148,6 +158,10 @@ class Controller:
     def resume(self) -> None:
         """Continue to the next breakpoint or the end."""
         self._command("run")
+
+    def proceed(self) -> None:
+        """Go on as the run was going (after a decision on a tool call that waited for approval)."""
+        self._signal()
 
     def pause(self) -> None:
         """Pause at the next pause point."""

@@ -15,6 +15,7 @@ from typing import Any, overload
 
 from flowtui.runtime.events import StateAppend, StateSet
 from flowtui.runtime.messages import Message
+from flowtui.runtime.wellformed import HistoryCheck
 
 BUCKETS = ("history", "memory", "tasks")
 
@@ -109,13 +110,15 @@ def model_messages(prompt: str | None, memory: Sequence[str], tasks: Sequence[st
 class ConversationState:
     """``ctx.state`` of one run."""
 
-    __slots__ = ("_buckets", "_emit", "_lock")
+    __slots__ = ("_buckets", "_emit", "_lock", "_check", "_checked")
 
     def __init__(self, emit, *, memory: list[str] | None = None, lock: Any = None) -> None:
         self._buckets: dict[str, list] = {"history": [], "memory": list(memory or []), "tasks": []}
         self._emit = emit
         # The stream's lock: a change and its event happen together, so threads cannot reorder them.
         self._lock = lock if lock is not None else threading.RLock()
+        self._check = HistoryCheck()
+        self._checked: list | None = None  # the history list _check has read (a set installs a new one)
 
     # reads -------------------------------------------------------------
     @property
@@ -138,19 +141,22 @@ class ConversationState:
         return Snapshot(items, len(items))
 
     # writes ------------------------------------------------------------
-    def append(self, bucket: str, item: Any, *, origin: str | None = None) -> None:
-        """Add ``item`` at the end of ``bucket`` (a ``Message`` for history, a ``str`` otherwise)."""
+    def append(self, bucket: str, item: Any, *, origin: str | None = None, note: str | None = None) -> None:
+        """Add ``item`` at the end of ``bucket`` (a ``Message`` for history, a ``str`` otherwise).
+        ``note`` says in words what an edit did (the app's event log shows it)."""
         items = self._bucket(bucket)
         _check_item(bucket, item, None)
         fields = {"bucket": bucket, "item": item}
         if origin:
             fields["origin"] = origin
+        if note:
+            fields["note"] = note
         with self._lock:
             items = self._buckets[bucket]
             items.append(item)
             self._emit(StateAppend, **fields)
 
-    def set(self, bucket: str, items: Iterable[Any], *, origin: str | None = None) -> None:
+    def set(self, bucket: str, items: Iterable[Any], *, origin: str | None = None, note: str | None = None) -> None:
         """Replace ``bucket`` whole, e.g. ``set("history", history[:-1])``."""
         self._bucket(bucket)
         if isinstance(items, (str, bytes)) or not isinstance(items, Iterable):
@@ -164,6 +170,8 @@ class ConversationState:
         fields = {"bucket": bucket, "items": list(new)}
         if origin:
             fields["origin"] = origin
+        if note:
+            fields["note"] = note
         with self._lock:
             self._buckets[bucket] = new
             self._emit(StateSet, **fields)
@@ -174,6 +182,14 @@ class ConversationState:
         ``prompt``, the agent's prompt first (exactly a turn's request before middlewares)."""
         b = self._buckets
         return model_messages(prompt, b["memory"], b["tasks"], b["history"])
+
+    def history_problems(self) -> list[str]:
+        """Why ``history`` is not a valid conversation for a provider (empty: it is). Checks only
+        what was appended since the last time, unless the history was replaced (``set``)."""
+        items = self._buckets["history"]
+        if items is not self._checked or len(items) < self._check.seen:
+            self._check, self._checked = HistoryCheck(), items
+        return self._check.feed(items, self._check.seen, final=True)
 
     def _bucket(self, bucket: str) -> list:
         try:

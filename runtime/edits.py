@@ -1,5 +1,11 @@
 """Edits made by a person on a paused run (the TUI's ``m``, ``e``, ``d``, ``u``...).
 
+Every edit of the history keeps it a valid conversation
+(:mod:`~flowtui.runtime.wellformed`): a promoted or deleted assistant message
+takes its tool results along, a deleted tool result its call. Each says in
+words what it did (the event's ``note``: ``promoted #3 → memory[2] (removed
+#3, #4, #5)``).
+
 Each edit goes through ``ctx.state.set`` or a state-field assignment, so it is
 an ordinary event with origin ``user``: it shows in the log and the journal,
 and the next model call sees it. Every edit can be undone (``undo``), which is
@@ -12,12 +18,15 @@ text typed over one is given back the credentials it left untouched
 
 from __future__ import annotations
 
+import json
 from typing import TYPE_CHECKING, Any
 
 from flowtui.runtime.bus import current_origin
 from flowtui.runtime.errors import ConfigError
 from flowtui.runtime.observe import coerce
+from flowtui.runtime.pending import PendingCall, decide, edited, maker_of, parse_arguments
 from flowtui.runtime.secrets import restore, secret_values
+from flowtui.runtime.wellformed import call_of, results_of
 
 if TYPE_CHECKING:
     from flowtui.runtime.engine import Run
@@ -31,9 +40,10 @@ class Editor:
         self._undo: list[list[tuple[str, str, Any]]] = []
         self._mark = -1  # stream position right after the last edit or undo
 
-    # --- buckets -------------------------------------------------------------
+    # --- history -------------------------------------------------------------
     def promote(self, index: int, text: str | None = None) -> None:
-        """Move history message ``index`` into memory (``text`` edited by hand, if given)."""
+        """Move history message ``index`` into memory (``text`` edited by hand, if given). The
+        tool results that answer its calls leave the history with it."""
         self._begin()
         history = list(self._run.state.history)
         msg = _at(history, index, "history")
@@ -43,23 +53,109 @@ class Editor:
         item = msg.content if text is None else _restore(text, msg.content)
         if not item.strip():
             raise ConfigError("the promoted text is empty; type what memory should hold")
+        gone = [index, *results_of(history, index)]
+        self._keeps_pending(history, gone)
         before = self._snapshot("history", "memory")
-        del history[index]
+        note = f"promoted #{index} → memory[{len(self._run.state.memory)}] (removed {_numbers(gone)})"
         with _as_user():
-            self._run.state.set("history", history, origin="user")
-            self._run.state.append("memory", item, origin="user")
+            self._run.state.set("history", _without(history, gone), origin="user", note=note)
+            self._run.state.append("memory", item, origin="user", note=note)
         self._done(before)
+
+    def delete_message(self, index: int, *, with_call: bool = True) -> list[int]:
+        """Delete history message ``index``; returns the indices that left. An assistant message
+        takes its tool results along; a tool result takes its call along (``with_call``: the
+        call leaves the assistant message, which leaves too when nothing else is left in it)."""
+        self._begin()
+        history = list(self._run.state.history)
+        msg = _at(history, index, "history")
+        before = self._snapshot("history")
+        gone, note = [index, *results_of(history, index)], f"deleted #{index}"
+        maker = call_of(history, index) if msg.role == "tool" and with_call else None
+        if maker is not None:
+            caller = history[maker]
+            calls = tuple(c for c in caller.tool_calls if c.id != msg.tool_call_id) if msg.tool_call_id else \
+                caller.tool_calls[1:]
+            if calls or caller.content.strip():
+                history[maker] = caller.model_copy(update={"tool_calls": calls})
+                note += f" and its call in #{maker}"
+            else:
+                gone.append(maker)
+        gone.sort()
+        self._keeps_pending(history, gone)
+        if len(gone) > 1:
+            note += f" (removed {_numbers(gone)})"
+        with _as_user():
+            self._run.state.set("history", _without(history, gone), origin="user", note=note)
+        self._done(before)
+        return gone
 
     def edit_message(self, index: int, content: str) -> None:
         self._begin()
         history = list(self._run.state.history)
         msg = _at(history, index, "history")
         before = self._snapshot("history")
-        history[index] = msg.model_copy(update={"content": _restore(content, msg.content)})
+        new = _restore(content, msg.content)
+        history[index] = msg.model_copy(update={"content": new})
         with _as_user():
-            self._run.state.set("history", history, origin="user")
+            self._run.state.set("history", history, origin="user",
+                                note=f"edited #{index}: {_quote(msg.content)} → {_quote(new)}")
         self._done(before)
 
+    # --- the pending tool call -------------------------------------------------
+    def edit_call(self, text: str) -> dict[str, Any]:
+        """Replace the arguments of the tool call the run is paused before (``text``: a JSON
+        object, checked against the tool's schema). The assistant message that made the call
+        changes too, so the model sees the call as edited."""
+        pending = self._pending()
+        args = parse_arguments(self._run, pending, _restore(text, json.dumps(pending.call.args, ensure_ascii=False)))
+        self._begin()
+        old = pending.call
+        history = list(self._run.state.history)
+        found = maker_of(history, old)
+        if found is None:
+            raise ConfigError(f"no message in the history makes call {old.id} any more; undo the edit that "
+                              "removed it (u)")
+        at, place = found
+        calls = list(history[at].tool_calls)
+        new = old.model_copy(update={"args": args})
+        calls[place] = new
+        history[at] = history[at].model_copy(update={"tool_calls": tuple(calls)})
+        before = [*self._snapshot("history"), ("call", "", old)]
+        with _as_user():
+            self._run.state.set("history", history, origin="user",
+                                note=f"edited call {old.id} of {old.name} in #{at}: "
+                                     f"{_quote(_json(old.args))} → {_quote(_json(args))}")
+        pending.call = new
+        edited(self._run, pending, old)
+        self._done(before)
+        return args
+
+    def decide(self, decision: str, reason: str = "") -> None:
+        """Approve or deny the pending tool call, then go on as the run was going."""
+        pending = self._pending()
+        if decision not in ("approve", "deny"):
+            raise ConfigError(f"a decision is 'approve' or 'deny', not {decision!r}")
+        decide(self._run, pending, "approved" if decision == "approve" else "denied", reason.strip())
+        self._undo.clear()  # the run goes on: nothing before this can be undone
+        controller = self._run.controller
+        if controller is not None:
+            controller.proceed()
+
+    def _keeps_pending(self, history: list, gone: list[int]) -> None:
+        pending = self._run.pending
+        found = maker_of(history, pending.call) if pending is not None else None
+        if found is not None and found[0] in gone:
+            raise ConfigError(f"history[{found[0]}] makes {pending.call.id}, the call the run is paused before; "
+                              "deny the call (it then leaves an error result) or step past it first")
+
+    def _pending(self) -> PendingCall:
+        pending = self._run.pending
+        if pending is None:
+            raise ConfigError("the run is not paused before a tool call; step to one (s) first")
+        return pending
+
+    # --- memory and tasks ------------------------------------------------------
     def set_item(self, bucket: str, index: int, text: str) -> None:
         """Replace item ``index`` of ``memory`` or ``tasks``."""
         self._begin()
@@ -68,24 +164,26 @@ class Editor:
         before = self._snapshot(bucket)
         items[index] = _restore(text, old)
         with _as_user():
-            self._run.state.set(bucket, items, origin="user")
+            self._run.state.set(bucket, items, origin="user",
+                                note=f"edited {bucket}[{index}]: {_quote(old)} → {_quote(items[index])}")
         self._done(before)
 
     def delete_item(self, bucket: str, index: int) -> None:
         self._begin()
         items = list(self._run.state.get(bucket))
-        _at(items, index, bucket)
+        old = _at(items, index, bucket)
         before = self._snapshot(bucket)
         del items[index]
         with _as_user():
-            self._run.state.set(bucket, items, origin="user")
+            self._run.state.set(bucket, items, origin="user", note=f"deleted {bucket}[{index}]: {_quote(old)}")
         self._done(before)
 
     def add_item(self, bucket: str, text: str) -> None:
         self._begin()
         before = self._snapshot(bucket)
         with _as_user():
-            self._run.state.append(bucket, text, origin="user")
+            self._run.state.append(bucket, text, origin="user",
+                                   note=f"added {bucket}[{len(self._run.state.get(bucket))}]: {_quote(text)}")
         self._done(before)
 
     # --- workflow state ------------------------------------------------------
@@ -133,7 +231,10 @@ class Editor:
         with _as_user():
             for kind, name, value in entries:
                 if kind == "bucket":
-                    self._run.state.set(name, value, origin="user")
+                    self._run.state.set(name, value, origin="user", note=f"undone: {name} as before the last edit")
+                elif kind == "call":
+                    if self._run.pending is not None:
+                        self._run.pending.call = value
                 else:
                     setattr(self._run.workflow_state, name, value)
         self._mark = self._run.emitter.stream.last_seq
@@ -163,6 +264,27 @@ class _as_user:
 
 def _restore(edited: str, original: str) -> str:
     return restore(edited, original, secret_values())
+
+
+def _without(items: list, gone: list[int]) -> list:
+    drop = set(gone)
+    return [item for i, item in enumerate(items) if i not in drop]
+
+
+def _numbers(indices: list[int]) -> str:
+    return ", ".join(f"#{i}" for i in indices)
+
+
+def _json(args: Any) -> str:
+    return json.dumps(args, ensure_ascii=False, sort_keys=True)
+
+
+def _quote(text: str, width: int = 40) -> str:
+    """A short quote of ``text`` for an edit's note: one line, cut in the middle when long."""
+    one = " ".join(text.split())
+    if len(one) > width:
+        one = one[: width // 2 - 1] + "…" + one[-(width // 2 - 1):]
+    return f'"{one}"'
 
 
 def _at(items: list, index: int, bucket: str) -> Any:

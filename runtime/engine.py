@@ -79,6 +79,7 @@ class Run:
         self.child_apps: dict[type, Any] = {}
         self.children = 0  # numbers child runs: <run id>.1, .2, ...
         self.edits = Editor(self)
+        self.pending: Any = None  # the PendingCall while paused before a tool
         self.journal: Any = None  # the JournalWriter, closed when the run ends
         self.recording: Any = None  # the --record cassette, put in place when the run ends
         self.recorded: bool | None = None  # what that did: True replaced a file, False wrote a new one
@@ -198,7 +199,7 @@ class Run:
         if self.observer is not None:
             self.observer.check()
 
-    async def pause(self, kind: str, name: str, *, prompt: str | None = None) -> None:
+    async def pause(self, kind: str, name: str, *, prompt: str | None = None, call: Any = None) -> None:
         controller = self.controller
         if controller is None:
             return
@@ -207,8 +208,11 @@ class Run:
                            path=path)
 
         def emit(cls, **fields):
-            if cls is RunPause and prompt is not None:
-                fields["prompt"] = prompt
+            if cls is RunPause:
+                if prompt is not None:
+                    fields["prompt"] = prompt
+                if call is not None:
+                    fields["call"] = {"id": call.id, "name": call.name, "args": dict(call.args)}
             return self.emitter.emit(cls, origin="runtime", **fields)
 
         await controller.checkpoint(point, emit)

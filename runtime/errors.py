@@ -7,6 +7,7 @@
      ├── ConfigError              a bad argument to a decorator, loop or run()
      ├── RunError                 raised out of ``app.run``
      │    ├── BudgetExceededError a budget in ``mode="raise"`` was blown
+     │    ├── ConversationError   a model call would send a history no provider accepts
      │    └── ProviderError       a model call failed for good (after retries)
      │         ├── ScriptExhaustedError  a ScriptedProvider ran out of replies
      │         └── CassetteMissError     --replay has no recorded answer
@@ -65,6 +66,18 @@ class BudgetExceededError(RunError):
         super().__init__(message)
         self.limit = limit
         self.usage = usage
+
+
+class ConversationError(RunError):
+    """A model call was refused before it left: what it would send is not a valid conversation
+    (:mod:`~flowtui.runtime.wellformed`). ``problems`` lists each fault, naming the message."""
+
+    def __init__(self, agent: str, problems: list[str], *, where: str = "ctx.state.history") -> None:
+        self.agent, self.problems, self.where = agent, problems, where
+        shown = "; ".join(problems[:3]) + (f"; and {len(problems) - 3} more" if len(problems) > 3 else "")
+        super().__init__(f"the model call of {agent} was not sent: {where} is not a valid conversation "
+                         f"({shown}). Every tool message must answer a call of the assistant message before "
+                         "it; fix the code that wrote the history, or remove the orphan in the app (d)")
 
 
 class ProviderError(RunError):

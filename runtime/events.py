@@ -93,6 +93,7 @@ class StateAppend(_Event):
     type: Literal["state.append"] = "state.append"
     bucket: Bucket
     item: Message | str
+    note: str | None = Field(default=None, description="what a person's edit did, in words")
 
     @model_validator(mode="after")
     def _item_fits(self) -> "StateAppend":
@@ -106,6 +107,8 @@ class StateSet(_Event):
     type: Literal["state.set"] = "state.set"
     bucket: Bucket
     items: list[Message] | list[str]
+    note: str | None = Field(default=None, description="what a person's edit did, in words "
+                                                       "(promoted #3 → memory[2] (removed #3, #4))")
 
     @model_validator(mode="after")
     def _items_fit(self) -> "StateSet":
@@ -164,6 +167,21 @@ class RunPause(_Event):
     reason: str = Field(description="start, step, next_turn, loop_once, pause or breakpoint")
     path: list[str] = Field(default_factory=list)
     prompt: str | None = Field(default=None, description="the agent prompt the next model call will send")
+    call: dict[str, Any] | None = Field(default=None, description="before a tool: the call about to run "
+                                                                 "(id, name, args)")
+
+
+class ToolDecision(_Event):
+    """A person decided on a pending tool call: approved it, denied it (the model gets
+    ``denied by the user: REASON``) or edited its arguments (``args``, were ``before``)."""
+
+    type: Literal["tool.decision"] = "tool.decision"
+    tool: str
+    call_id: str | None = None
+    decision: Literal["approved", "denied", "edited"]
+    reason: str | None = None
+    args: dict[str, Any] | None = None
+    before: dict[str, Any] | None = None
 
 
 class RunResume(_Event):
@@ -190,7 +208,7 @@ class DisposeError(_Event):
 
 EVENT_CLASSES = (
     RunStart, RunEnd, NodeStart, NodeEnd, StateAppend, StateSet,
-    WorkflowStateChange, CtxSet, ChatDelta, ChatAttempt, RunPause, RunResume,
+    WorkflowStateChange, CtxSet, ChatDelta, ChatAttempt, RunPause, RunResume, ToolDecision,
     SubscriberError, DisposeError,
 )
 Event = Annotated[Union[EVENT_CLASSES], Field(discriminator="type")]

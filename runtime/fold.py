@@ -2,12 +2,14 @@
 
 The TUI renders a :class:`RunView`, never the runtime's objects; replaying a
 journal feeds the same class the same events, so a live run and a replay are
-the same code. Only the top-level run's events change the buckets, the state
-and ``ctx``; a child workflow's events add nodes to the tree.
+the same code. Each run (a child workflow's too) keeps its own buckets, state
+and ``ctx`` (:class:`RunState`); the panes show one of them (``RunView.shown``).
 """
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -42,13 +44,19 @@ class NodeView:
         return self.name
 
 
-class RunView:
-    """What the panes show, folded from events with :meth:`apply`."""
+class RunState:
+    """One run's own panes: its ``ctx.state`` buckets, workflow state, ``ctx`` and prompt. A
+    child workflow started by a tool is a run of its own, under that tool's node."""
 
-    def __init__(self) -> None:
-        self.run_id: str | None = None
-        self.workflow: str | None = None
+    __slots__ = ("run_id", "workflow", "file", "parent_node", "parent_run", "status", "history", "history_resets",
+                 "memory", "tasks", "state", "data", "last_changed", "ctx", "prompt", "last_chat")
+
+    def __init__(self, run_id: str | None = None, workflow: str | None = None) -> None:
+        self.run_id, self.workflow = run_id, workflow
         self.file: str | None = None
+        self.parent_node: str | None = None  # the tool node that started it (a child run)
+        self.parent_run: str | None = None
+        self.status = "running"
         self.history: list[Message] = []
         self.history_resets = 0  # bumps when history is replaced whole (not appended)
         self.memory: list[str] = []
@@ -57,12 +65,56 @@ class RunView:
         self.data: dict[str, Any] = {}  # ctx.data: the run's own data, never sent to the model
         self.last_changed: str | None = None
         self.ctx: dict[str, Any] = {}
+        self.prompt: str | None = None
+        self.last_chat: str | None = None  # the latest chat node: the one whose request is kept whole
+
+    def clone(self) -> "RunState":
+        twin = RunState.__new__(RunState)
+        for name in RunState.__slots__:
+            value = getattr(self, name)
+            setattr(twin, name, copy.copy(value) if isinstance(value, (list, dict)) else value)
+        return twin
+
+    def bucket(self, name: str) -> list:
+        return {"history": self.history, "memory": self.memory, "tasks": self.tasks}[name]
+
+
+_NO_RUN = RunState()
+
+
+def _shown(name: str) -> property:
+    return property(lambda view: getattr(view.shown, name), doc=f"The shown run's {name}.")
+
+
+class RunView:
+    """What the panes show, folded from events with :meth:`apply`.
+
+    Every run (the top-level one and each child workflow's) has its own
+    :class:`RunState` in ``runs``; the panes show ``shown``: the run the app's
+    cursor chose (``focus``), else the run paused right now, else the top-level
+    run. ``history``, ``memory``, ``prompt``... read the shown run's.
+    """
+
+    history = _shown("history")
+    memory = _shown("memory")
+    tasks = _shown("tasks")
+    state = _shown("state")
+    data = _shown("data")
+    ctx = _shown("ctx")
+    prompt = _shown("prompt")
+    last_changed = _shown("last_changed")
+    workflow = _shown("workflow")
+    file = _shown("file")
+
+    def __init__(self) -> None:
+        self.run_id: str | None = None  # the top-level run's
+        self.runs: dict[str, RunState] = {}
+        self.focus: str | None = None  # the run the app's cursor is on (None: follow the run)
         self.nodes: dict[str, NodeView] = {}
         self.roots: list[str] = []
         self._active: list[str] = []
-        self.status = "idle"  # idle, running, paused, finished, failed, stopped
+        self.status = "idle"  # idle, running, paused, finished, failed, stopped (the top-level run's)
         self.pause: Any = None
-        self.prompt: str | None = None
         self.error: str | None = None
         self.reason: str | None = None
         self.output: str | None = None
@@ -74,6 +126,44 @@ class RunView:
         # What the run consumed: counted from chat and tool nodes as they end (child workflows
         # included), then replaced by the run's own figures on run.end (elapsed_s, exceeded).
         self.totals = RunTotals()
+
+    @property
+    def shown(self) -> RunState:
+        runs = self.runs
+        if self.focus is not None and self.focus in runs:
+            return runs[self.focus]
+        pause = self.pause
+        if pause is not None and pause.run_id in runs:
+            return runs[pause.run_id]
+        return runs.get(self.run_id, _NO_RUN) if self.run_id else _NO_RUN
+
+    @property
+    def history_resets(self) -> tuple[str | None, int]:
+        """Changes when the shown history is replaced whole, or another run is shown."""
+        shown = self.shown
+        return shown.run_id, shown.history_resets
+
+    def clone(self) -> "RunView":
+        """A copy that further folding of either leaves the other untouched.
+
+        Events and messages are frozen and state values are replaced, never
+        changed in place, so copying the containers is enough. A node that has
+        ended is never changed again by the fold (only running nodes gain
+        children, data and iterations; an old chat node's request is dropped by
+        replacing the node), so ended nodes are shared and only running ones copied.
+        """
+        twin = copy.copy(self)
+        for name, value in vars(self).items():
+            if isinstance(value, (list, dict, set)):
+                setattr(twin, name, copy.copy(value))
+        twin.runs = {run_id: run.clone() for run_id, run in self.runs.items()}
+        twin.nodes = {node_id: node if node.status != "running"
+                      else dataclasses.replace(node, data=dict(node.data), children=list(node.children))
+                      for node_id, node in self.nodes.items()}
+        return twin
+
+    def parent_of(self, run: RunState) -> RunState | None:
+        return self.runs.get(run.parent_run) if run.parent_run else None
 
     # --- folding -----------------------------------------------------------
     def apply(self, ev: Any) -> None:
@@ -92,19 +182,24 @@ class RunView:
             self.last_seq = ev.seq
         self.events += n
 
-    def _mine(self, ev: Any) -> bool:
-        return ev.run_id == self.run_id
-
     def _on_run_start(self, ev: Any) -> None:
+        if ev.run_id in self.runs:
+            return
+        run = self.runs[ev.run_id] = RunState(ev.run_id, ev.workflow)
+        run.file, run.memory, run.state, run.data = ev.file, list(ev.memory), dict(ev.state), dict(ev.data)
         if self.run_id is None:
-            self.run_id, self.workflow, self.file = ev.run_id, ev.workflow, ev.file
-            self.memory = list(ev.memory)
-            self.state = dict(ev.state)
-            self.data = dict(ev.data)
+            self.run_id = ev.run_id
             self.status = "running"
+        else:
+            parent = self.nodes.get(ev.parent_id) if ev.parent_id else None
+            run.parent_node = ev.parent_id
+            run.parent_run = parent.run_id if parent is not None else self.run_id
 
     def _on_run_end(self, ev: Any) -> None:
-        if self._mine(ev):
+        run = self.runs.get(ev.run_id)
+        if run is not None:
+            run.status = ev.status
+        if ev.run_id == self.run_id:
             self.status, self.error, self.reason, self.output = ev.status, ev.error, ev.reason, ev.output
             if ev.totals is not None:
                 self.totals = ev.totals
@@ -112,10 +207,12 @@ class RunView:
             self._active.clear()
 
     def _on_node_start(self, ev: Any) -> None:
+        data = dict(ev.data)
         node = NodeView(id=ev.node_id, kind=ev.kind, name=ev.name, parent_id=ev.parent_id, run_id=ev.run_id,
-                        data=dict(ev.data))
-        self.nodes[node.id] = node
-        parent = self.nodes.get(ev.parent_id) if ev.parent_id and ev.parent_id != ev.node_id else None
+                        data=data)
+        nodes = self.nodes
+        nodes[node.id] = node
+        parent = nodes.get(ev.parent_id) if ev.parent_id and ev.parent_id != ev.node_id else None
         if parent is not None:
             parent.children.append(node.id)
         else:
@@ -123,9 +220,22 @@ class RunView:
         self._active.append(node.id)
         if ev.kind == "chat":
             self.streaming = ""
-            if ev.run_id == self.run_id and ev.data.get("prompt") is not None:
-                self.prompt = ev.data["prompt"]  # the prompt this call sent (a journal without pauses has it too)
             self.streaming_agent = ev.name
+            run = self.runs.get(ev.run_id)
+            if run is not None:
+                if data.get("prompt") is not None:
+                    run.prompt = data["prompt"]  # the prompt this call sent (a journal without pauses has it too)
+                self._keep_request(run, node.id)
+
+    def _keep_request(self, run: RunState, node_id: str) -> None:
+        """Only a run's latest chat node keeps its request whole (a long run's requests would
+        otherwise pile up its history once per turn); the older one keeps the message count."""
+        old = self.nodes.get(run.last_chat) if run.last_chat else None
+        run.last_chat = node_id
+        if old is None or "request" not in old.data:
+            return
+        data = {k: v for k, v in old.data.items() if k not in ("request", "sent_request")}
+        self.nodes[old.id] = dataclasses.replace(old, data=data)  # replaced, not changed: clones share ended nodes
 
     def _on_node_end(self, ev: Any) -> None:
         node = self.nodes.get(ev.node_id)
@@ -150,31 +260,35 @@ class RunView:
                                                "cost_usd": t.cost_usd + (data.get("cost_usd") or 0.0)})
 
     def _on_state_append(self, ev: Any) -> None:
-        if not self._mine(ev):
+        run = self.runs.get(ev.run_id)
+        if run is None:
             return
-        self._bucket(ev.bucket).append(ev.item)
+        run.bucket(ev.bucket).append(ev.item)
         self._count_user(ev)
         if ev.bucket == "history":
             self.streaming = ""
 
     def _on_state_set(self, ev: Any) -> None:
-        if not self._mine(ev):
+        run = self.runs.get(ev.run_id)
+        if run is None:
             return
-        setattr(self, ev.bucket, list(ev.items))
+        setattr(run, ev.bucket, list(ev.items))
         if ev.bucket == "history":
-            self.history_resets += 1
+            run.history_resets += 1
         self._count_user(ev)
 
     def _on_workflow_state_change(self, ev: Any) -> None:
-        if self._mine(ev):
-            self.state[ev.path] = ev.new
-            self.last_changed = ev.path
+        run = self.runs.get(ev.run_id)
+        if run is not None:
+            run.state[ev.path] = ev.new
+            run.last_changed = ev.path
             self._count_user(ev)
 
     def _on_ctx_set(self, ev: Any) -> None:
-        if not self._mine(ev):
+        run = self.runs.get(ev.run_id)
+        if run is None:
             return
-        self.ctx[ev.name] = ev.value
+        run.ctx[ev.name] = ev.value
         if ev.name == "loop" and ev.node_id in self.nodes and isinstance(ev.value, dict):
             done = ev.value.get("iterations", 0)
             self.nodes[ev.node_id].iterations_done = done if isinstance(done, int) else 0
@@ -187,18 +301,19 @@ class RunView:
 
     def _on_run_pause(self, ev: Any) -> None:
         self.status, self.pause = "paused", ev
-        if ev.prompt is not None:
-            self.prompt = ev.prompt
+        run = self.runs.get(ev.run_id)
+        if ev.prompt is not None and run is not None:
+            run.prompt = ev.prompt
 
     def _on_run_resume(self, ev: Any) -> None:
         self.status, self.pause = "running", None
 
+    def _on_tool_decision(self, ev: Any) -> None:
+        self._count_user(ev)
+
     def _count_user(self, ev: Any) -> None:
         if ev.origin == "user":
             self.user_edits += 1
-
-    def _bucket(self, name: str) -> list:
-        return {"history": self.history, "memory": self.memory, "tasks": self.tasks}[name]
 
     # --- derived views -----------------------------------------------------
     def path(self) -> list[str]:
@@ -208,7 +323,7 @@ class RunView:
         or tool about to run (its node has not started yet).
         """
         if self.pause is not None and self.pause.path:
-            return list(self.pause.path)
+            return self._own_path(list(self.pause.path), self.runs.get(self.pause.run_id))
         if not self._active:
             return []
         labels: list[str] = []
@@ -222,6 +337,15 @@ class RunView:
             labels.append("chat" if node.kind == "chat" else node.label)
             node = self.nodes.get(node.parent_id) if node.parent_id else None
         return labels[::-1]
+
+    def _own_path(self, path: list[str], run: RunState | None) -> list[str]:
+        """Inside a child run, the path starts at the child: ``PesquisaWorkflow (child of
+        CoordenadorWorkflow) › PesquisadorAgent``."""
+        parent = self.parent_of(run) if run is not None else None
+        if parent is None or run.workflow not in path:
+            return path
+        at = len(path) - 1 - path[::-1].index(run.workflow)
+        return [f"{run.workflow} (child of {parent.workflow})", *path[at + 1:]]
 
     def status_line(self) -> str:
         """``paused before RevisorAgent``, ``running``, ``finished``, ``failed: …``, ``stopped``,
@@ -253,4 +377,5 @@ _HANDLERS = {
     "workflow_state.change": RunView._on_workflow_state_change, "ctx.set": RunView._on_ctx_set,
     "chat.delta": RunView._on_chat_delta, "chat.attempt": RunView._on_chat_attempt,
     "run.pause": RunView._on_run_pause, "run.resume": RunView._on_run_resume,
+    "tool.decision": RunView._on_tool_decision,
 }

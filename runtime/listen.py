@@ -216,7 +216,7 @@ async def serve(args: Any, memory: dict[str, str], data: dict[str, str]) -> int:
         return 2
     app.subscribe(TreePrinter(sys.stderr))
     try:
-        worker.start(args.input, memory or None, data=data or None, paused=True)
+        worker.start(args.input, memory or None, data=data or None, paused=True, approve=args.approve)
     except Exception as exc:  # refused before the run started (a bad snapshot)
         say(f"flowtui: {exc}")
         listener.close()

@@ -21,12 +21,16 @@ Client → worker (each with an ``id``; each answered by one ``reply``):
 ===================================  =========================================================
 ``auth`` {token}                     first message on a socket; a wrong token is refused
 ``start`` {input, memory, data,      start the run (paused unless ``paused`` is false), journaled
-journal}                             to ``journal``
+journal, approve}                    to ``journal``; calls of the ``approve`` tools wait for a decision
 ``step`` ``next_turn`` ``loop_once`` move the run: to the next pause point, the next agent turn,
 ``continue`` ``pause`` ``stop``      the end of the loop iteration, the next breakpoint; pause; stop
 ``breakpoint`` {name, on}            set or clear a breakpoint on an agent, tool or loop
 ``promote`` {index, text}            move history message ``index`` to memory (``text``: edited)
 ``edit_message`` {index, text}       replace a history message's text
+``delete_message`` {index,           delete a history message: an assistant message with its tool
+with_call}                           results, a tool result with its call (unless ``with_call`` is false)
+``edit_call`` {text}                 new arguments (JSON) for the tool call the run is paused before
+``decide`` {decision, reason}        ``approve`` or ``deny`` that call, then go on
 ``set_item`` {bucket, index, text}   replace a memory item or task
 ``delete_item`` {bucket, index}      delete one
 ``add_item`` {bucket, text}          add one
@@ -132,6 +136,8 @@ class Start(_Command):
     data: dict[str, Any] | None = Field(default=None, description="the run's ctx.data, never sent to the model")
     paused: bool = True
     journal: str | None = Field(default=None, description="append the run's events to this file")
+    approve: list[str] = Field(default_factory=list, description="tools whose every call waits for a "
+                                                                "decision ('all': every tool)")
 
 
 class Step(_Command):
@@ -180,6 +186,23 @@ class EditMessage(_Edit):
     text: str
 
 
+class DeleteMessage(_Edit):
+    type: Literal["delete_message"] = "delete_message"
+    index: int
+    with_call: bool = Field(default=True, description="deleting a tool result removes its call too")
+
+
+class EditCall(_Edit):
+    type: Literal["edit_call"] = "edit_call"
+    text: str = Field(description="the pending tool call's new arguments, a JSON object")
+
+
+class Decide(_Edit):
+    type: Literal["decide"] = "decide"
+    decision: Literal["approve", "deny"]
+    reason: str = ""
+
+
 class SetItem(_Edit):
     type: Literal["set_item"] = "set_item"
     bucket: Literal["memory", "tasks"]
@@ -220,7 +243,7 @@ class Detach(_Command):
 
 
 COMMANDS = (Auth, Start, Step, NextTurn, LoopOnce, Continue, Pause, Stop, SetBreakpoint, Promote, EditMessage,
-            SetItem, DeleteItem, AddItem, SetField, Undo, Fetch, Detach)
+            DeleteMessage, EditCall, Decide, SetItem, DeleteItem, AddItem, SetField, Undo, Fetch, Detach)
 Command = Annotated[Union[COMMANDS], Field(discriminator="type")]
 
 

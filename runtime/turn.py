@@ -22,6 +22,7 @@ from flowtui.runtime.decorators import AgentSpec
 from flowtui.runtime.errors import BudgetExceededError, FatalToolError, describe_error
 from flowtui.runtime.messages import Message
 from flowtui.runtime.nodes import NodeScope
+from flowtui.runtime.pending import PendingCall, decide, deny_call
 from flowtui.runtime.tools import AgentTool, run_tool_call
 
 if TYPE_CHECKING:
@@ -101,9 +102,20 @@ async def _turn(run: "Run", spec: AgentSpec, inst: Any) -> None:
             _answer_dangling_calls(run, spec.name, since=asked_at, why="the run is stopping (ctx.stop())",
                                    origin="runtime")
             break
-        await run.pause("tool", call.name)
-        await run.gate()
-        results.append(await run_tool_call(run, spec, inst, call))
+        controller = run.controller
+        pending = run.pending = PendingCall(spec, call, approval=controller is not None
+                                            and controller.needs_approval(call.name))
+        try:
+            await run.pause("tool", call.name, call=call)
+            await run.gate()
+        finally:
+            run.pending = None
+        if pending.approval and pending.decision is None:
+            decide(run, pending, "approved")  # moved on by the person, who saw the call
+        if pending.decision == "denied":
+            results.append(deny_call(run, spec, pending.call, pending.reason))
+            continue
+        results.append(await run_tool_call(run, spec, inst, pending.call))
     last = results[-1] if results else None
     response = last.output if last is not None else reply.content
     if "after_response" in spec.hooks:

@@ -111,9 +111,15 @@ class Worker:
 
     # --- the run -------------------------------------------------------------------------
     def start(self, input: Any, memory: Any, *, data: Any = None, paused: bool = True,
-              journal: str | None = None, **options: Any) -> None:
+              journal: str | None = None, approve: list[str] = (), **options: Any) -> None:
         if not paused:
             self.controller.resume()
+        self.controller.approve.update(approve)
+        known = set(self.hello().tools) | {"all"}
+        for name in sorted(set(approve) - known):  # perhaps a child workflow's tool: said, not refused
+            print(visible(f"--approve {name}: {self.app.workflow.name}'s agents have no tool {name} (theirs: "
+                          f"{', '.join(sorted(known - {'all'})) or 'none'}); it is approved only if a child "
+                          "workflow calls it"), file=sys.stderr, flush=True)
         self.run = self.app.prepare(input, memory=memory or None, data=data, journal=journal or self.journal,
                                     controller=self.controller, on_event=self.on_event, snapshot=self.snapshot,
                                     **options)
@@ -153,7 +159,7 @@ class Worker:
         if kind == "start":
             if self.run is not None:
                 raise ValueError("the run has started already")
-            self.start(c.input, c.memory, data=c.data, paused=c.paused, journal=c.journal)
+            self.start(c.input, c.memory, data=c.data, paused=c.paused, journal=c.journal, approve=c.approve)
             return None
         if kind == "breakpoint":
             if c.on:
@@ -190,6 +196,12 @@ class Worker:
             return edits.promote(c.index, c.text)
         if kind == "edit_message":
             return edits.edit_message(c.index, c.text)
+        if kind == "delete_message":
+            return edits.delete_message(c.index, with_call=c.with_call)
+        if kind == "edit_call":
+            return edits.edit_call(c.text)
+        if kind == "decide":
+            return edits.decide(c.decision, c.reason)
         if kind == "set_item":
             return edits.set_item(c.bucket, c.index, c.text)
         if kind == "delete_item":

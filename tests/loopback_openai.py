@@ -9,7 +9,8 @@ queue what each incoming request gets::
         assert server.requests[1].body["messages"][0]["role"] == "system"
 
 Every request is recorded (path, headers, JSON body) so tests can assert what
-litellm actually sent. Streaming requests (``"stream": true``) get SSE with
+litellm actually sent. A conversation OpenAI refuses (a tool message that
+answers no call, a call left unanswered) gets OpenAI's 400, whatever the script. Streaming requests (``"stream": true``) get SSE with
 chunked transfer encoding, so a connection dropped mid-stream is a real
 protocol error on the client side rather than a silently short body.
 
@@ -248,6 +249,11 @@ def _make_handler(owner: LoopbackOpenAI) -> type[BaseHTTPRequestHandler]:
             if not self.path.rstrip("/").endswith("/chat/completions"):
                 self._send_json(404, {"error": {"message": f"unknown path {self.path}"}})
                 return
+            refused = _refusal(body)
+            if refused is not None:  # what OpenAI answers to such a body, before any script
+                self._send_json(400, {"error": {"message": refused, "type": "invalid_request_error",
+                                                "param": "messages", "code": None}})
+                return
             action = owner._next_action()
             if action is None:
                 self._send_json(500, {"error": {"message": "loopback: script ran out of actions"}})
@@ -362,6 +368,33 @@ def _make_handler(owner: LoopbackOpenAI) -> type[BaseHTTPRequestHandler]:
                 pass
 
     return Handler
+
+
+def _refusal(body: Any) -> str | None:
+    """OpenAI's 400 for a conversation it refuses (its own wording), or None. Written from the
+    API's behaviour, independently of flowtui's own check."""
+    messages = (body or {}).get("messages") if isinstance(body, dict) else None
+    if not isinstance(messages, list):
+        return "Missing required parameter: 'messages'."
+    waiting: list[str] = []
+    for i, m in enumerate(messages):
+        role = m.get("role") if isinstance(m, dict) else None
+        if role == "tool":
+            if m.get("tool_call_id") not in waiting:
+                return (f"Invalid parameter: messages with role 'tool' must be a response to a preceeding "
+                        f"message with 'tool_calls'. (messages.[{i}].role)")
+            waiting.remove(m["tool_call_id"])
+            continue
+        if waiting:
+            return ("An assistant message with 'tool_calls' must be followed by tool messages responding to "
+                    f"each 'tool_call_id'. The following tool_call_ids did not have response messages: "
+                    f"{', '.join(waiting)}")
+        if role == "assistant":
+            waiting = [c.get("id") for c in m.get("tool_calls") or []]
+    if waiting:
+        return ("An assistant message with 'tool_calls' must be followed by tool messages responding to each "
+                f"'tool_call_id'. The following tool_call_ids did not have response messages: {', '.join(waiting)}")
+    return None
 
 
 def _arguments(call: dict[str, Any]) -> str:

@@ -350,3 +350,38 @@ async def test_a_stop_inside_a_child_workflow_stops_the_parent():
     tool_end = [e for e in events if e.type == "node.end" and e.kind == "tool"][0]
     assert tool_end.status == "stopped"
     assert not any(e.type == "state.append" and e.item.role == "tool" for e in events)  # no fake tool result
+
+
+async def test_paused_inside_a_child_run_the_view_shows_the_childs_own_state_and_edits_reach_it():
+    """The panes follow the run that is paused: the child's history, memory and prompt, named
+    as the child of its parent; an edit sent with its run id lands in the child."""
+    from flowtui import Controller
+    from flowtui.runtime.fold import RunView
+
+    seen_parent, seen_child, states = [], [], {}
+    ctl = Controller(breakpoints={"Researcher"})
+    wf = build(lambda m: "because", [call("research", q="why?"), "done"], seen_parent=seen_parent,
+               seen_child=seen_child, states=states)
+    view = RunView()
+    run = bootstrap(wf).prepare("go", controller=ctl, on_event=view.apply)
+    task = asyncio.ensure_future(run.execute())
+    while not ctl.paused:
+        await asyncio.sleep(0.001)
+    child_id = view.pause.run_id
+    assert child_id != run.id and view.shown.run_id == child_id
+    assert view.path()[0] == "ResearchWorkflow (child of PlanWorkflow)"
+    assert [m.content for m in view.history] == ["why?"]  # the child's input, not the parent's history
+    run.edits_for(child_id).add_item("memory", "from the person")
+    assert view.memory == ["topic: why?", "from the person"] and "from the person" not in run.state.memory
+    ctl.step()
+    while not ctl.paused or ctl.paused_at.kind != "chat":
+        await asyncio.sleep(0.001)
+    sees = view.model_sees()
+    assert [m.role for m in sees] == ["system", "system", "user"] and "from the person" in sees[1].content
+    view.focus = view.run_id  # the cursor on a parent node: the parent's panes
+    assert [m.role for m in view.history] == ["user", "assistant"]
+    view.focus = None
+    ctl.resume()
+    await asyncio.wait_for(task, 10)
+    assert [m.role for m in seen_child[0]] == [m.role for m in sees]  # what view 2 showed is what was sent
+    assert [m.content for m in seen_child[0]] == [m.content for m in sees]

@@ -164,6 +164,16 @@ class Client:
             if msg["type"] not in ("reply", "hello", "log"):
                 self.events.append(msg)
 
+    def history(self) -> list[dict]:
+        """The run's history, folded from the events read so far."""
+        history: list[dict] = []
+        for ev in self.events:
+            if ev["type"] == "state.append" and ev["bucket"] == "history":
+                history.append(ev["item"])
+            elif ev["type"] == "state.set" and ev["bucket"] == "history":
+                history = list(ev["items"])
+        return history
+
     def until(self, predicate) -> dict:
         for ev in self.events:
             if predicate(ev):
@@ -220,8 +230,24 @@ def test_a_plain_socket_client_drives_a_run_through_every_command(listening):
     assert c.command(type="edit_message", index=0, text="Escreva sobre ctx.state, com exemplos")["ok"]
     assert c.command(type="undo")["value"] is True
     assert c.command(type="promote", index=1, text="o rascunho, como contexto")["ok"]
+    # the pending call: its arguments, checked against the tool's schema, then a decision
+    wrong = c.command(type="edit_call", text='{"problema": "x"}')
+    assert not wrong["ok"] and "registrar_problema refuses these arguments (ProblemaArgs): descricao" in wrong["error"]
+    assert c.command(type="edit_call", text='{"descricao": "falta um exemplo"}')["value"] == {
+        "descricao": "falta um exemplo"}
+    assert c.command(type="decide", decision="deny", reason="not this one")["ok"]  # and the run goes on
+    denied = c.until(lambda ev: ev["type"] == "state.append" and ev["bucket"] == "history"
+                     and ev["item"]["role"] == "tool")
+    assert denied["item"]["content"] == "denied by the user: not this one" and denied["origin"] == "user"
+    c.paused()  # at the second call (the breakpoint): the denied result is the history's last message
+    last = len(c.history())  # (until() took the denied result's event out of c.events)
+    refused = c.command(type="delete_message", index=last - 1)  # the message that makes the pending call
+    assert not refused["ok"] and "the call the run is paused before" in refused["error"]
+    assert c.command(type="delete_message", index=last)["value"] == [last]  # the result, and its call
+    decisions = [ev["decision"] for ev in c.events if ev["type"] == "tool.decision"]
+    assert decisions == ["edited", "denied"]
     user_edits = [ev for ev in c.events if ev.get("origin") == "user"]
-    assert len(user_edits) >= 7
+    assert len(user_edits) >= 10
     assert c.command(type="fetch", seq=1, path="input")["ok"] is False  # nothing was cut
     assert c.command(type="loop_once")["ok"]
     assert c.paused()["point"] in ("loop_iteration", "tool")

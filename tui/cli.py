@@ -35,6 +35,7 @@ def app_options(args: argparse.Namespace) -> dict:
     return dict(input=args.input, memory=parse_memory(args.memory) or None, model=args.model,
                 data=parse_pairs(args.data, option="--data", example="conta_id=acme") or None,
                 replies=args.replies, record=args.record, replay=args.replay, debug=args.debug,
+                approve=list(args.approve),
                 # each run (a reload starts one) gets its own file unless one is named
                 journal=args.journal, journal_auto=not (args.journal or args.no_journal))
 

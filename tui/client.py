@@ -60,6 +60,7 @@ class LaunchConfig:
     grace: float = STOP_GRACE_S  # a stop that has not ended the run by then terminates its process
     load_timeout: float = LOAD_TIMEOUT_S
     attach: tuple[str, int, str] | None = None  # (host, port, token): a run that lives elsewhere
+    approve: list[str] = field(default_factory=list)  # tools whose calls wait for a decision ("all")
 
 
 class RunClient:
@@ -135,7 +136,8 @@ class RunClient:
             self.journals.append(journal)
         assert self.channel is not None
         self.channel.journal = journal
-        return await self.channel.command(_p().Start(input=input, memory=c.memory, data=c.data, journal=journal))
+        return await self.channel.command(_p().Start(input=input, memory=c.memory, data=c.data, journal=journal,
+                                                     approve=c.approve))
 
     def _log(self, text: str) -> None:
         self.logs.append(text)
@@ -213,8 +215,12 @@ class RunClient:
         return self.view is not None and self.view.status in ("idle", "running", "paused")
 
     async def command(self, command: p.BaseModel) -> p.Reply:
+        """Send ``command``; an edit goes to the run the panes show (a child run's, when shown)."""
         if self.channel is None:
             raise ConnectionError("no run")
+        view = self.view
+        if view is not None and getattr(command, "run_id", False) is None and view.shown.run_id != view.run_id:
+            command = command.model_copy(update={"run_id": view.shown.run_id})
         return await self.channel.command(command)
 
     def send(self, command: p.BaseModel) -> None:

@@ -21,7 +21,7 @@ from flowtui.runtime.cli import say
 from flowtui.tui.screens.dialogs import HelpScreen
 from flowtui.tui.shown import PlainNotify
 from flowtui.tui.screens.replay import ReplayScreen
-from flowtui.tui.timeline import JournalError, Timeline, clone_view, load_runs
+from flowtui.tui.timeline import JournalError, Timeline, load_runs
 
 
 class Key(NamedTuple):
@@ -81,7 +81,7 @@ class ReplayApp(PlainNotify, App[int]):
         super().__init__()
         self.notices = list(notices)  # journal lines that could not be read
         self.timeline = Timeline(events)
-        self.final = clone_view(self.timeline.view_at(len(self.timeline)))  # also lays the checkpoints down
+        self.final = self.timeline.view_at(len(self.timeline)).clone()  # also lays the checkpoints down
         self.final_status = self.final.status
         self.source = source
         self.position = len(self.timeline) if at is None else at

@@ -8,8 +8,6 @@ never refolds it from the start. Nothing here imports textual.
 
 from __future__ import annotations
 
-import copy
-import dataclasses
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterable
 from pathlib import Path
@@ -61,24 +59,6 @@ def load_runs(path: str | Path, *, notices: list[Any] | None = None) -> list[lis
     return runs
 
 
-def clone_view(view: Any) -> Any:
-    """A copy of a RunView that further folding of either leaves the other untouched.
-
-    Events and messages are frozen and state values are replaced, never changed
-    in place, so copying the containers is enough. A node that has ended is
-    never changed again by the fold (only running nodes gain children, data
-    and iterations), so ended nodes are shared and only running ones copied.
-    """
-    twin = copy.copy(view)
-    for name, value in vars(view).items():
-        if isinstance(value, (list, dict, set)):
-            setattr(twin, name, copy.copy(value))
-    twin.nodes = {node_id: node if node.status != "running"
-                  else dataclasses.replace(node, data=dict(node.data), children=list(node.children))
-                  for node_id, node in view.nodes.items()}
-    return twin
-
-
 class Timeline:
     """The events of one run, with the RunView at any position ``0 <= k <= len(events)``."""
 
@@ -103,7 +83,7 @@ class Timeline:
             view, at = self._view, self._at
         else:
             at = max(c for c in self._checkpoints if c <= k)
-            view = clone_view(self._checkpoints[at])
+            view = self._checkpoints[at].clone()
         self._fold(view, at, k)
         self._view, self._at = view, k
         return view
@@ -116,7 +96,7 @@ class Timeline:
             view.apply_many(events[i:stop])
             i = stop
             if i % every == 0 and i not in checkpoints:
-                checkpoints[i] = clone_view(view)
+                checkpoints[i] = view.clone()
 
     def event(self, k: int) -> Any | None:
         """The event that position ``k`` has just applied (``None`` at 0)."""

@@ -1,0 +1,100 @@
+"""The tool call a paused run is about to make, and what a person decides about it.
+
+While a run waits before a tool (``run.pause("tool", ...)``), its
+:class:`PendingCall` is the call as it will run. A person may
+
+- edit its arguments (:meth:`Editor.edit_call
+  <flowtui.runtime.edits.Editor.edit_call>`): checked against the tool's
+  schema, and written into the assistant message that made the call, so the
+  model sees the call as edited;
+- deny it: the tool does not run and the model gets ``denied by the user:
+  REASON`` as the call's error result;
+- approve it. A tool named in ``--approve`` pauses before every call
+  (reason ``approval``); moving the run on without a decision approves it.
+
+Every decision is a ``tool.decision`` event with origin ``user``.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from pydantic import ValidationError
+
+from flowtui.runtime.errors import ConfigError
+from flowtui.runtime.events import ToolDecision
+from flowtui.runtime.messages import Message, ToolCall, ToolResult
+from flowtui.runtime.nodes import NodeScope
+
+if TYPE_CHECKING:
+    from flowtui.runtime.decorators import AgentSpec
+    from flowtui.runtime.engine import Run
+
+DENIED = "denied by the user"
+
+
+@dataclass
+class PendingCall:
+    spec: "AgentSpec"
+    call: ToolCall
+    approval: bool  # a person must decide (the tool is in --approve)
+    decision: str | None = None  # approved, denied
+    reason: str = ""
+
+
+def maker_of(history: Any, call: ToolCall) -> tuple[int, int] | None:
+    """Where in ``history`` the call is made: (message index, place among its calls)."""
+    for i in range(len(history) - 1, -1, -1):
+        msg = history[i]
+        if msg.role == "assistant":
+            for k, made in enumerate(msg.tool_calls):
+                if made.id == call.id:
+                    return i, k
+    return None
+
+
+def parse_arguments(run: "Run", pending: PendingCall, text: str) -> dict[str, Any]:
+    """Typed arguments as the call's new ``args``; ``ConfigError`` says what is wrong with them."""
+    name = pending.call.name
+    try:
+        args = json.loads(text)
+    except ValueError as exc:
+        raise ConfigError(f"the arguments of {name} are not JSON ({exc.msg} at line {exc.lineno}, column "
+                          f"{exc.colno}); write them as a JSON object, e.g. {{\"query\": \"...\"}}") from None
+    if not isinstance(args, dict):
+        raise ConfigError(f"the arguments of {name} must be a JSON object ({{...}}), not {type(args).__name__}")
+    tool = run.plans.tool_specs[pending.spec.cls].by_name.get(name)
+    if tool is not None and tool.schema is not None:
+        try:
+            tool.schema.model_validate(args)
+        except ValidationError as exc:
+            problems = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or '(arguments)'}: {e['msg']}"
+                                 for e in exc.errors())
+            raise ConfigError(f"{name} refuses these arguments ({tool.schema.__name__}): {problems}") from None
+    return args
+
+
+def decide(run: "Run", pending: PendingCall, decision: str, reason: str = "") -> None:
+    """Record a person's decision on the pending call (an event with origin ``user``)."""
+    pending.decision, pending.reason = decision, reason
+    call = pending.call
+    run.emitter.emit(ToolDecision, origin="user", tool=call.name, call_id=call.id, decision=decision,
+                     reason=reason or None)
+
+
+def edited(run: "Run", pending: PendingCall, before: ToolCall) -> None:
+    call = pending.call
+    run.emitter.emit(ToolDecision, origin="user", tool=call.name, call_id=call.id, decision="edited",
+                     args=dict(call.args), before=dict(before.args))
+
+
+def deny_call(run: "Run", spec: "AgentSpec", call: ToolCall, reason: str) -> ToolResult:
+    """The denied call's result, in place of the tool's: an error the model reads."""
+    text = f"{DENIED}: {reason}" if reason else DENIED
+    with NodeScope(run, "tool", call.name, data={"args": dict(call.args), "denied": True}) as scope:
+        run.state.append("history", Message(role="tool", content=text, tool_name=call.name, tool_call_id=call.id,
+                                            is_error=True, agent=spec.name), origin="user")
+        scope.status, scope.error = "error", text
+    return ToolResult(name=call.name, args=dict(call.args), output=text, is_error=True)

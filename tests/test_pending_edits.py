@@ -1,0 +1,227 @@
+"""Edits that keep the history a valid conversation, the pending tool call, approvals, and
+the request each chat node records: driven like the app drives a paused run."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+from pydantic import BaseModel
+
+from flowtui import ConfigError, Controller, agent, bootstrap, loop, tool, until_answered, workflow
+from flowtui.runtime.wellformed import problems
+from fakes import scripted
+
+
+class Query(BaseModel):
+    query: str
+    limit: int = 3
+
+
+def build(replies, *, ran: list):
+    provider, calls = scripted(*replies)
+
+    @tool(name="busca", description="Searches.", schema=Query)
+    def busca(args: Query) -> str:
+        ran.append(args.model_dump())
+        return f"found {args.query}"
+
+    @agent(provider=provider, prompt="You review.", tools=[busca])
+    class Revisor:
+        pass
+
+    @workflow(steps=[loop(steps=[Revisor], until=until_answered, max_iterations=4)])
+    class Flow:
+        pass
+
+    return Flow, calls
+
+
+TWO_CALLS = {"content": "REPROVADO: veja", "tool_calls": [{"name": "busca", "args": {"query": "a"}},
+                                                            {"name": "busca", "args": {"query": "b"}}]}
+
+
+class Driver:
+    """A run paused at its first pause point, stepped like the app steps it."""
+
+    def __init__(self, flow, *, approve=(), breakpoints=()):
+        self.events: list = []
+        self.ctl = Controller(start_paused=True, approve=approve, breakpoints=breakpoints)
+        self.run = bootstrap(flow).prepare("go", controller=self.ctl, on_event=self.events.append)
+        self.task: asyncio.Task | None = None
+
+    async def __aenter__(self):
+        self.task = asyncio.ensure_future(self.run.execute())
+        await self.paused()
+        return self
+
+    async def __aexit__(self, *exc):
+        if not self.task.done():
+            self.ctl.stop()
+        try:
+            await asyncio.wait_for(self.task, 10)
+        except Exception:
+            pass
+
+    async def paused(self, after: int = 0):
+        """The next pause point (the ``after``-th pause or a later one), or None when the run ended."""
+        for _ in range(5000):
+            if (self.ctl.paused and len(self.of("run.pause")) > after) or self.task.done():
+                return self.ctl.paused_at
+            await asyncio.sleep(0.001)
+        raise AssertionError("the run neither paused nor ended")
+
+    async def go(self, command):
+        """A command (step, resume...), then the pause it leads to."""
+        seen = len(self.of("run.pause"))
+        command()
+        return await self.paused(seen)
+
+    async def step_to(self, kind, name=None):
+        while True:
+            at = await self.go(self.ctl.step)
+            if at is None:
+                raise AssertionError(f"the run ended before a {kind} pause")
+            if at.kind == kind and (name is None or at.name == name):
+                return at
+
+    def of(self, type_):
+        return [e for e in self.events if e.type == type_]
+
+
+async def test_promoting_a_reply_that_called_tools_takes_its_results_and_says_so():
+    ran: list = []
+    flow, calls = build([TWO_CALLS, "APROVADO"], ran=ran)
+    async with Driver(flow) as d:
+        await d.step_to("agent")  # the second turn: the reply and its two results are in history
+        history = list(d.run.state.history)
+        assert [m.role for m in history] == ["user", "assistant", "tool", "tool"]
+        d.run.edits.promote(1)
+        assert [m.role for m in d.run.state.history] == ["user"]
+        assert list(d.run.state.memory) == ["REPROVADO: veja"]
+        assert problems(d.run.state.history) == []
+        sets = [e for e in d.of("state.set") if e.bucket == "history"]
+        assert sets[-1].note == "promoted #1 → memory[0] (removed #1, #2, #3)" and sets[-1].origin == "user"
+        d.ctl.resume()
+        await asyncio.wait_for(d.task, 10)
+    # the next request held no orphan: the user message, then the answer's turn
+    assert [m.role for m in calls[1]] == ["system", "system", "user"]
+
+
+async def test_deleting_messages_keeps_calls_and_results_together():
+    flow, _ = build([TWO_CALLS, "APROVADO"], ran=[])
+    async with Driver(flow) as d:
+        await d.step_to("agent")
+        assert d.run.edits.delete_message(2) == [2]  # one result: its call leaves the assistant message
+        history = d.run.state.history
+        assert [c.args["query"] for c in history[1].tool_calls] == ["b"]
+        assert problems(history) == []
+        assert [e for e in d.of("state.set")][-1].note == "deleted #2 and its call in #1"
+        d.run.edits.undo()
+        assert len(d.run.state.history) == 4
+        assert d.run.edits.delete_message(1) == [1, 2, 3]  # the assistant message takes its results
+        assert [m.role for m in d.run.state.history] == ["user"]
+        d.run.edits.undo()
+        d.run.edits.delete_message(3, with_call=False)  # asked for: the orphan call stays, and is named
+        assert problems(d.run.state.history) == [
+            "history[1] makes call_1_1, which no tool message answers at the end"]
+
+
+async def test_a_history_left_broken_by_an_edit_fails_the_next_call_with_the_reason():
+    from flowtui import ConversationError
+
+    flow, calls = build([TWO_CALLS, "APROVADO"], ran=[])
+    async with Driver(flow) as d:
+        await d.step_to("agent")
+        d.run.edits.delete_message(3, with_call=False)
+        d.ctl.resume()
+        with pytest.raises(ConversationError, match=r"history\[1\] makes call_1_1, which no tool message answers"):
+            await asyncio.wait_for(d.task, 10)
+    assert len(calls) == 1
+
+
+async def test_the_call_the_run_waits_on_cannot_be_deleted_or_promoted_away():
+    flow, _ = build([TWO_CALLS, "APROVADO"], ran=[])
+    async with Driver(flow) as d:
+        await d.step_to("tool")
+        with pytest.raises(ConfigError, match="the call the run is paused before"):
+            d.run.edits.promote(1)
+        with pytest.raises(ConfigError, match="the call the run is paused before"):
+            d.run.edits.delete_message(1)
+
+
+async def test_editing_the_pending_call_is_checked_against_the_schema_and_reaches_tool_and_model():
+    ran: list = []
+    flow, calls = build([TWO_CALLS, "APROVADO"], ran=ran)
+    async with Driver(flow) as d:
+        at = await d.step_to("tool")
+        assert d.of("run.pause")[-1].call == {"id": "call_1_0", "name": "busca", "args": {"query": "a"}}
+        with pytest.raises(ConfigError, match="not JSON"):
+            d.run.edits.edit_call("{query: x}")
+        with pytest.raises(ConfigError, match=r"busca refuses these arguments \(Query\): limit"):
+            d.run.edits.edit_call('{"query": "x", "limit": "many"}')
+        assert at.name == "busca"
+        d.run.edits.edit_call('{"query": "edited", "limit": 1}')
+        made = d.run.state.history[1].tool_calls[0]
+        assert made.args == {"query": "edited", "limit": 1}  # the model will see the call as edited
+        decision = d.of("tool.decision")[-1]
+        assert (decision.decision, decision.origin, decision.args, decision.before) == (
+            "edited", "user", {"query": "edited", "limit": 1}, {"query": "a"})
+        d.ctl.resume()
+        await asyncio.wait_for(d.task, 10)
+    assert ran[0] == {"query": "edited", "limit": 1}
+    sent_call = calls[1][2].tool_calls[0]
+    assert sent_call.args == {"query": "edited", "limit": 1}
+
+
+async def test_approval_pauses_every_call_of_the_tool_even_when_continuing_and_deny_tells_the_model():
+    ran: list = []
+    flow, calls = build([TWO_CALLS, "APROVADO"], ran=ran)
+    async with Driver(flow, approve=["busca"]) as d:
+        at = await d.go(d.ctl.resume)  # continue: only the approvals stop it
+        assert (at.kind, at.name, d.of("run.pause")[-1].reason) == ("tool", "busca", "approval")
+        at = await d.go(lambda: d.run.edits.decide("deny", "no searching today"))
+        assert d.of("run.pause")[-1].reason == "approval" and d.of("run.pause")[-1].call["args"] == {"query": "b"}
+        d.run.edits.decide("approve")
+        await asyncio.wait_for(d.task, 10)
+    assert ran == [{"query": "b", "limit": 3}]  # the denied call never ran
+    decisions = [(e.decision, e.reason, e.origin) for e in d.of("tool.decision")]
+    assert decisions == [("denied", "no searching today", "user"), ("approved", None, "user")]
+    denied = calls[1][3]
+    assert (denied.role, denied.content, denied.is_error) == ("tool", "denied by the user: no searching today", True)
+
+
+async def test_moving_on_from_an_approval_pause_approves_the_call_as_the_person():
+    ran: list = []
+    flow, _ = build([TWO_CALLS, "APROVADO"], ran=ran)
+    async with Driver(flow, approve=["all"]) as d:
+        await d.step_to("tool")
+        await d.go(d.ctl.step)
+        assert [(e.decision, e.origin) for e in d.of("tool.decision")] == [("approved", "user")]
+        assert len(ran) == 1
+
+
+async def test_each_chat_node_records_the_request_as_sent_and_the_reply_as_received():
+    flow, calls = build([TWO_CALLS, "APROVADO"], ran=[])
+    events: list = []
+    run = bootstrap(flow).prepare("go", on_event=events.append)
+    await run.execute()
+    from flowtui.runtime.encoding import encode_event
+    from flowtui.runtime.secrets import Redactor
+
+    starts = [json.loads(encode_event(e, Redactor.from_environment()))
+              for e in events if e.type == "node.start" and e.kind == "chat"]
+    ends = [json.loads(encode_event(e, Redactor.from_environment()))
+            for e in events if e.type == "node.end" and e.kind == "chat"]
+    for start, sent in zip(starts, calls):
+        request = start["data"]["request"]
+        assert [(m["role"], m["content"]) for m in request["messages"]] == [(m.role, m.content) for m in sent]
+        assert request["tools"] == ["busca"] and request["model"] == "FunctionProvider"
+    second = starts[1]["data"]["request"]["messages"]
+    assert second[2]["tool_calls"] == [{"id": "call_1_0", "name": "busca", "args": {"query": "a"}},
+                                       {"id": "call_1_1", "name": "busca", "args": {"query": "b"}}]
+    assert second[3] == {"role": "tool", "content": "found a", "tool_call_id": "call_1_0"}
+    assert ends[0]["data"]["reply"]["content"] == "REPROVADO: veja"
+    assert [c["args"] for c in ends[0]["data"]["reply"]["tool_calls"]] == [{"query": "a"}, {"query": "b"}]
+    assert set(ends[0]["data"]["reply"]["usage"]) >= {"prompt_tokens", "completion_tokens"}
