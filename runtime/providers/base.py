@@ -138,6 +138,13 @@ class Provider:
         """A copy for one run. Stateless providers return ``self``."""
         return self
 
+    def skip(self, request: ChatRequest, reply: ChatReply) -> None:
+        """``request`` was answered with ``reply`` from a journal, not by this provider (a run
+        re-executed with ``--resume-from``): move on as if you had answered it, so the run
+        continues live where the journal's prefix ends. Stateless providers do nothing; a
+        :class:`~flowtui.runtime.providers.scripted.ScriptedProvider` moves to its next reply,
+        a replayed cassette to its next exchange."""
+
     def override_model(self, model: str) -> "Provider":
         """A copy that calls ``model`` instead (``--model``). Fakes ignore it."""
         return self
