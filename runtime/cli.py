@@ -9,9 +9,14 @@ Every run is journaled: its events go to
 (``--journal FILE`` picks the file, ``--no-journal`` writes none), and the
 path is printed on stderr at the end (``flowtui replay`` opens it).
 
+``--resume-from JOURNAL[@K]`` re-executes a recorded run with the flow's current
+code, serving the journal's model replies and tool results up to event K and
+checking every event against it, then goes on live (:mod:`flowtui.runtime.resume`).
+
 Exit codes: 0 the run finished (or was stopped), 1 it failed, 2 the flow
-could not be loaded (or the command line is wrong). No traceback unless
-``--debug``. Everything printed is made inert and redacted first
+could not be loaded (or the command line is wrong, or ``--resume-from`` names
+no journal), 3 a re-executed run diverged from its journal (the report on
+stderr). No traceback unless ``--debug``. Everything printed is made inert and redacted first
 (:func:`printable`): a model's reply can neither drive the terminal nor leak a key.
 """
 
@@ -78,6 +83,9 @@ def add_flow_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--approve", action="append", default=[], metavar="TOOL",
                         help="pause before every call of this tool for a decision: approve, deny or edit "
                              "(repeatable; 'all' for every tool)")
+    parser.add_argument("--resume-from", metavar="JOURNAL[@K]",
+                        help="re-execute that journal's run with this code: model replies and tool results "
+                             "served from it up to event K (default: its end), every event checked, then live")
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
 
 
@@ -244,7 +252,7 @@ async def _run_headless(args: argparse.Namespace, memory: dict[str, str], data: 
             return 2
     channel.journal = str(journal) if journal is not None else None
     reply = await channel.command(p.Start(input=args.input, memory=memory or None, data=data or None,
-                                          paused=False, journal=channel.journal))
+                                          paused=False, journal=channel.journal, resume_from=args.resume_from))
     if not reply.ok:  # refused before the run started (e.g. a bad snapshot)
         if journal is not None and not args.journal:
             journal.unlink(missing_ok=True)  # the new default file: a refused run leaves none
@@ -286,6 +294,11 @@ async def _run_headless(args: argparse.Namespace, memory: dict[str, str], data: 
         say(f"snapshot: {'replaced' if replaced else 'wrote'} {args.snapshot_out}")
     if journal is not None and journal.exists():
         say(journal_note(journal, appended_to))
+    if view.divergence is not None:
+        from flowtui.runtime.divergence import report
+
+        say(f"flowtui: {report(view.divergence)}")
+        return 3
     if view.status == "failed":
         return 1
     if not args.json and view.output is not None:

@@ -92,6 +92,7 @@ class Run:
         self.status = "idle"  # then running; at the end finished, failed or stopped (as run.end says)
         self.root: Run = self  # the top-level run; child runs register in its `runs`
         self.runs: dict[str, Run] = {self.id: self}
+        self.resume: Any = None  # a re-execution against a journal (runtime.resume.Resume), on the top-level run
 
     # --- the run ---------------------------------------------------------
     async def execute(self) -> str | None:
@@ -105,6 +106,7 @@ class Run:
             input=_jsonable_input(self.input), memory=list(self.state.memory),
             state=self.observer.snapshot() if self.observer else {}, file=self.spec.file,
             data=jsonable(dict(self.ctx.data)),
+            resumed_from=self.resume.origin() if self.resume is not None else None,
         )
         reason = error = None
         self.status = "running"
@@ -143,6 +145,8 @@ class Run:
                 self.observer.detach()
         if status == "finished" and self.ctx._stop_by is not None:  # ctx.stop() with nothing left to skip
             status, reason = "stopped", f"stopped by ctx.stop() in {self.ctx._stop_by}"
+        if self.resume is not None:
+            status, reason = self.resume.ending(status, reason)
         output = self.ctx.get("output")
         self.status = status
         self.emitter.emit(RunEnd, node_id=None, parent_id=current_node.get()[0], status=status, output=output,
@@ -200,6 +204,9 @@ class Run:
             self.observer.check()
 
     async def pause(self, kind: str, name: str, *, prompt: str | None = None, call: Any = None) -> None:
+        resume = self.root.resume
+        if resume is not None and await resume.at_pause(self, kind, name):
+            return  # a re-executed prefix: the recorded edits made here are made again, and it goes on
         controller = self.controller
         if controller is None:
             return
@@ -222,6 +229,8 @@ class Run:
         limit is reached (``on_exceeded(ctx, usage, limit)``, sync or async, may take fewer
         parameters, is called once per budget)."""
         self.check_stop()
+        if self.root.resume is not None:
+            self.root.resume.check()  # a re-execution that diverged stops before anything live
         found = self.tracker.exceeded_in()
         if found is None:
             return

@@ -5,6 +5,7 @@
      │    ├── PromptNotFoundError an @agent prompt file is missing (resolved path)
      │    └── InjectionError      a marker cannot be satisfied (class, parameter)
      ├── ConfigError              a bad argument to a decorator, loop or run()
+ │    └── ResumeError         a bad --resume-from: no such journal, not a journal, K beyond its end
      ├── RunError                 raised out of ``app.run``
      │    ├── BudgetExceededError a budget in ``mode="raise"`` was blown
      │    ├── ConversationError   a model call would send a history no provider accepts
@@ -53,6 +54,11 @@ class InjectionError(FlowLoadError):
 
 class ConfigError(FlowtuiError, ValueError):
     """A bad argument given to a decorator, ``loop``, ``Budget`` or ``run``."""
+
+
+class ResumeError(ConfigError):
+    """``--resume-from JOURNAL[@K]`` (``app.run(resume_from=...)``) names no journal that can be
+    re-executed: a missing file, a file that is not a journal, a ``K`` beyond the recorded run."""
 
 
 class RunError(FlowtuiError):

@@ -123,6 +123,8 @@ class RunView:
         self.streaming = ""  # the text of the model reply arriving now (chat.delta), "" between replies
         self.streaming_agent: str | None = None  # whose reply ``streaming`` is
         self.user_edits = 0
+        self.resumed_from: Any = None  # a re-executed run: where it came from (run.start's resumed_from)
+        self.divergence: Any = None  # a re-executed run that diverged: the run.diverged event
         # What the run consumed: counted from chat and tool nodes as they end (child workflows
         # included), then replaced by the run's own figures on run.end (elapsed_s, exceeded).
         self.totals = RunTotals()
@@ -190,10 +192,15 @@ class RunView:
         if self.run_id is None:
             self.run_id = ev.run_id
             self.status = "running"
+            self.resumed_from = getattr(ev, "resumed_from", None)
         else:
             parent = self.nodes.get(ev.parent_id) if ev.parent_id else None
             run.parent_node = ev.parent_id
             run.parent_run = parent.run_id if parent is not None else self.run_id
+
+    def _on_run_diverged(self, ev: Any) -> None:
+        if self.divergence is None:  # the first mismatch is the one that counts
+            self.divergence = ev
 
     def _on_run_end(self, ev: Any) -> None:
         run = self.runs.get(ev.run_id)
@@ -377,5 +384,5 @@ _HANDLERS = {
     "workflow_state.change": RunView._on_workflow_state_change, "ctx.set": RunView._on_ctx_set,
     "chat.delta": RunView._on_chat_delta, "chat.attempt": RunView._on_chat_attempt,
     "run.pause": RunView._on_run_pause, "run.resume": RunView._on_run_resume,
-    "tool.decision": RunView._on_tool_decision,
+    "tool.decision": RunView._on_tool_decision, "run.diverged": RunView._on_run_diverged,
 }

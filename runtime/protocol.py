@@ -21,7 +21,8 @@ Client → worker (each with an ``id``; each answered by one ``reply``):
 ===================================  =========================================================
 ``auth`` {token}                     first message on a socket; a wrong token is refused
 ``start`` {input, memory, data,      start the run (paused unless ``paused`` is false), journaled
-journal, approve}                    to ``journal``; calls of the ``approve`` tools wait for a decision
+journal, approve, resume_from,       to ``journal``; calls of the ``approve`` tools wait for a decision;
+on_divergence}                       ``resume_from`` re-executes a journal first (``run.diverged``)
 ``step`` ``next_turn`` ``loop_once`` move the run: to the next pause point, the next agent turn,
 ``continue`` ``pause`` ``stop``      the end of the loop iteration, the next breakpoint; pause; stop
 ``breakpoint`` {name, on}            set or clear a breakpoint on an agent, tool or loop
@@ -138,6 +139,10 @@ class Start(_Command):
     journal: str | None = Field(default=None, description="append the run's events to this file")
     approve: list[str] = Field(default_factory=list, description="tools whose every call waits for a "
                                                                 "decision ('all': every tool)")
+    resume_from: str | None = Field(default=None, description="JOURNAL[@K]: re-execute that journal's run "
+                                                              "up to event K, checked, then go on live")
+    on_divergence: Literal["stop", "pause"] = Field(default="stop", description="a re-execution that diverges: "
+                                                    "stops, or waits at the next pause point (run.diverged says)")
 
 
 class Step(_Command):

@@ -111,7 +111,8 @@ class Worker:
 
     # --- the run -------------------------------------------------------------------------
     def start(self, input: Any, memory: Any, *, data: Any = None, paused: bool = True,
-              journal: str | None = None, approve: list[str] = (), **options: Any) -> None:
+              journal: str | None = None, approve: list[str] = (), resume_from: str | None = None,
+              on_divergence: str = "stop", **options: Any) -> None:
         if not paused:
             self.controller.resume()
         self.controller.approve.update(approve)
@@ -122,7 +123,7 @@ class Worker:
                           "workflow calls it"), file=sys.stderr, flush=True)
         self.run = self.app.prepare(input, memory=memory or None, data=data, journal=journal or self.journal,
                                     controller=self.controller, on_event=self.on_event, snapshot=self.snapshot,
-                                    **options)
+                                    resume_from=resume_from, on_divergence=on_divergence, **options)
         self.task = asyncio.ensure_future(self._execute())
         self.started.set()
 
@@ -159,7 +160,8 @@ class Worker:
         if kind == "start":
             if self.run is not None:
                 raise ValueError("the run has started already")
-            self.start(c.input, c.memory, data=c.data, paused=c.paused, journal=c.journal, approve=c.approve)
+            self.start(c.input, c.memory, data=c.data, paused=c.paused, journal=c.journal, approve=c.approve,
+                       resume_from=c.resume_from, on_divergence=c.on_divergence)
             return None
         if kind == "breakpoint":
             if c.on:
