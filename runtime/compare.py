@@ -102,6 +102,17 @@ def comparable(ev: dict[str, Any], run: str, path: tuple[str, ...]) -> dict[str,
     return out
 
 
+def align(rec: dict[str, Any], new: dict[str, Any]) -> None:
+    """A request that names no model (a replayed cassette's) leaves the other side's model uncompared."""
+    a, b = rec.get("data"), new.get("data")
+    if not (isinstance(a, dict) and isinstance(b, dict)):
+        return
+    for key in ("request", "sent_request"):
+        x, y = a.get(key), b.get(key)
+        if isinstance(x, dict) and isinstance(y, dict) and (x.get("model") is None) != (y.get("model") is None):
+            a[key], b[key] = {**x, "model": None}, {**y, "model": None}
+
+
 def model_key(described: Any) -> Any:
     """A provider's description as compared: a cassette's wrapper says which cassette, not which
     model (``replaying x.jsonl``: none; ``recording M to x.jsonl``: ``M``)."""

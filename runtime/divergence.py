@@ -28,9 +28,11 @@ EVENT_FIELDS = frozenset({"event", "node", "loop", "edit", "tool"})  # differenc
 class Lookup:
     """What the current code has (its agents and every node name), for the hints."""
 
-    def __init__(self, agent: Callable[[str], Any], known: Callable[[str], bool]) -> None:
+    def __init__(self, agent: Callable[[str], Any], known: Callable[[str], bool],
+                 tool: Callable[[str], Any] = lambda name: None) -> None:
         self.agent = agent  # name -> AgentSpec or None
         self.known = known  # is there a node of this name (workflow, loop, agent, tool)?
+        self.tool = tool  # name -> ToolSpec or None
 
 
 def explain(rec: dict[str, Any], new: dict[str, Any], lookup: Lookup) -> list[Difference]:
@@ -187,6 +189,15 @@ def _why(rec: dict[str, Any], new: dict[str, Any], field: str, now: Any, lookup:
             return "the model changed"
     if rec.get("type") == "node.end" and rec.get("kind") == "tool" and field.startswith("results"):
         return f"tool {rec.get('name')} (replay='rerun') returned another result"
+    origin = str(rec.get("origin") or "")
+    item = rec.get("item")
+    if rec.get("type") == "state.append" and origin.startswith("tool:") and isinstance(item, dict) \
+            and item.get("role") == "tool" and field.startswith("history[+].content"):
+        name = origin.removeprefix("tool:")
+        spec = lookup.tool(name)
+        if spec is not None and spec.replay == "rerun":
+            return f"tool {name} (replay='rerun') returned another result"
+        return f"the result of tool {name} was changed after it ran (its after_tool hook, or a middleware)"
     return None
 
 

@@ -45,7 +45,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import TypeAdapter
 
 from flowtui.runtime.bus import current_node, current_origin
-from flowtui.runtime.compare import IGNORED, PATH, Paths, comparable, show_path
+from flowtui.runtime.compare import IGNORED, PATH, Paths, align, comparable, show_path
 from flowtui.runtime.control import RunStopped
 from flowtui.runtime.divergence import Lookup, describe, explain
 from flowtui.runtime.encoding import encode_event
@@ -172,6 +172,7 @@ class Resume:
         after it, False: the run pauses as a live run does."""
         if not self.checking:
             if self.diverged is not None:
+                self.check()  # stopping: never wait for a person after a divergence
                 self.held = True
             return False
         group = self.edits.get(self.i)
@@ -193,6 +194,7 @@ class Resume:
         from flowtui.runtime.pending import decide, edited
 
         token = current_origin.set("user")
+        node = current_node.set((None, None))  # a person's edit comes from outside any node, as recorded
         try:
             t = ev["type"]
             if t == "state.append":
@@ -211,6 +213,7 @@ class Resume:
                 else:
                     decide(run, pending, str(ev.get("decision")), ev.get("reason") or "")
         finally:
+            current_node.reset(node)
             current_origin.reset(token)
 
     # --- serving ------------------------------------------------------------------------------
@@ -350,6 +353,8 @@ class Resume:
         rec_raw = self.expected[self.i]
         rec = comparable(rec_raw, self.recorded.relative(rec_raw["run_id"]), self._paths[0].of(rec_raw))
         if rec != new:
+            align(rec, new)
+        if rec != new:
             found = explain(rec, new, self._lookup()) or [Difference(field="event")]
             return self._diverge(rec_raw, rec, new, found, now_seq=event.seq)
         if d["type"] == "node.start":
@@ -401,7 +406,10 @@ class Resume:
         def known(name: str) -> bool:
             return any(name in _names(p) for p in plans)
 
-        return Lookup(agent, known)
+        def tool(name: str) -> Any:
+            return next((t.by_name[name] for p in plans for t in p.tool_specs.values() if name in t.by_name), None)
+
+        return Lookup(agent, known, tool)
 
 
 class ServedProvider(Provider):
