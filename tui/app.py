@@ -70,7 +70,7 @@ class FlowApp(PlainNotify, App[int]):
         self.client = RunClient(config)
         self.client.on_arrival = self.wake
         self.main = MainScreen()
-        self._ask_input = config.input is None
+        self._ask_input = config.input is None and config.resume_from is None  # a re-execution has its own
         self.first_paint: float | None = None
         self._undrawn = 0  # events folded since the last redraw
         self._drawn_at = 0.0

@@ -61,6 +61,8 @@ class LaunchConfig:
     load_timeout: float = LOAD_TIMEOUT_S
     attach: tuple[str, int, str] | None = None  # (host, port, token): a run that lives elsewhere
     approve: list[str] = field(default_factory=list)  # tools whose calls wait for a decision ("all")
+    # JOURNAL[@K]: re-execute that journal's run up to event K, then pause, live (a divergence pauses too)
+    resume_from: str | None = None
 
 
 class RunClient:
@@ -137,7 +139,8 @@ class RunClient:
         assert self.channel is not None
         self.channel.journal = journal
         return await self.channel.command(_p().Start(input=input, memory=c.memory, data=c.data, journal=journal,
-                                                     approve=c.approve))
+                                                     approve=c.approve, resume_from=c.resume_from,
+                                                     on_divergence="pause"))
 
     def _log(self, text: str) -> None:
         self.logs.append(text)

@@ -61,6 +61,9 @@ def summarize(ev: Any) -> str:
         return f"attempt {ev.attempt}: {ev.error}"
     if t == "subscriber.error":
         return f"{ev.subscriber}: {ev.error}"
+    if t == "run.diverged":
+        return f"from the journal at event #{ev.at} ({ev.path}): " + "; ".join(
+            f"{d.field}: {d.why}" if d.why else d.field for d in ev.differences)
     reason = getattr(ev, "reason", None)  # a journal line that is not a valid event (runtime.journal.Invalid)
     return f"line {ev.line}: {reason}" if reason and hasattr(ev, "line") else ""
 
