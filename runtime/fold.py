@@ -355,7 +355,7 @@ class RunView:
             what = {"agent": f"before {p.name}", "chat": f"before the model call of {p.name}",
                     "tool": f"before tool {p.name}", "loop_iteration": f"after an iteration of {p.name}"}
             text = f"paused {what.get(p.point, p.name)}"
-            return text + (" (breakpoint)" if p.reason == "breakpoint" else "")
+            return text + {"breakpoint": " (breakpoint)", "approval": " (waiting for approval)"}.get(p.reason, "")
         if self.status == "failed":
             return f"failed: {self.error}"
         if self.status in ("finished", "stopped") and self.reason and self.reason != "stopped by user":
