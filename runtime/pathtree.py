@@ -198,10 +198,10 @@ class _Builder:
         messages = request.get("messages")
         if isinstance(messages, list):
             sent = [message(m) for m in messages]
-            prompt = data.get("prompt")
+            prompt = data.get("prompt")  # none for a call an agent's own run() made: its messages are its own
             prefix = [message(m) for m in model_messages(prompt if isinstance(prompt, str) else None,
                                                          run.memory, run.tasks, [])]
-            if sent[:len(prefix)] == prefix:
+            if isinstance(prompt, str) and sent[:len(prefix)] == prefix:
                 step.set("prompt", prompt)
                 step.set("memory", list(run.memory))
                 step.set("tasks", list(run.tasks))

@@ -12,7 +12,7 @@ import pytest
 from pydantic import BaseModel
 
 from flowtui import FunctionProvider, Input, State, WorkflowRuntime, agent, bootstrap, loop, tool, workflow
-from flowtui.runtime.diff import diff_runs, load_run
+from flowtui.runtime.diff import MISSING, diff_runs, load_run
 from flowtui.runtime.diff_cli import main_diff, shorten
 from flowtui.runtime.inert import is_inert
 
@@ -383,3 +383,44 @@ def test_lists_are_aligned_not_shifted(field):
     assert leaves(field, ["x", "y"], ["new", "x", "y"]) == [(f"{field}[0]", MISSING, "new")]
     assert leaves(field, ["x", "y", "z"], ["x", "z"]) == [(f"{field}[1]", "y", MISSING)]
     assert leaves(field, [{"a": 1}], [{"a": 2}]) == [(f"{field}[0].a", 1, 2)]
+
+
+async def test_an_agent_that_no_longer_exists_and_calls_named_by_their_place(tmp_path):
+    """An agent taking its turn over with run() calls the model twice: ``turn 1`` and ``turn 2``;
+    a flow without it has neither, reported once, where the agent was."""
+    from flowtui import ChatRequest, Message
+
+    def build(*, with_checker: bool, second: str):
+        @agent(provider=FunctionProvider(lambda m, t: f"seen {len(m)}"), prompt="Check twice.")
+        class Checker:
+            async def run(self, input, ctx):
+                for text in ("first look", second):
+                    reply = await self.provider.complete(ChatRequest(messages=[
+                        Message(role="system", content=self.prompt), Message(role="user", content=text)]))
+                return reply.content
+
+        @agent(provider=FunctionProvider(lambda m, t: "done"), prompt="Finish.")
+        class Finisher:
+            pass
+
+        @workflow(steps=[Checker, Finisher] if with_checker else [Finisher])
+        class Flow:
+            pass
+
+        return Flow
+
+    paths = {}
+    for name, kw in {"a": dict(with_checker=True, second="second look"),
+                     "b": dict(with_checker=True, second="another look"),
+                     "c": dict(with_checker=False, second="")}.items():
+        paths[name] = tmp_path / f"{name}.jsonl"
+        await bootstrap(build(**kw)).run("go", journal=paths[name])
+    d, found = first(paths["a"], paths["b"])
+    assert (d.path, d.field, d.a, d.b) == ("Flow › Checker › turn 2", "messages[1].content", "second look",
+                                           "another look")
+    assert len(found) == 1
+    d, found = first(paths["a"], paths["c"])
+    assert (d.path, d.field, d.only, d.a, d.b) == ("Flow › Checker", "step", "a", "agent Checker (2 model calls)",
+                                                    MISSING)
+    # what Finisher's model saw is the same: the checker's reply never joined the history
+    assert [x.path for x in found] == ["Flow › Checker"]
