@@ -128,15 +128,16 @@ def load_run(path: str | Path, run: int | None = None, *, option: str = "--run")
 
 def diff_runs(a_events: list[Any], b_events: list[Any]) -> list[Difference]:
     """What differs between two runs, in the order it happened (the first divergence first)."""
-    a, b = build_tree(a_events), build_tree(b_events)
+    shared: dict[Any, Any] = {}
+    a, b = build_tree(a_events, shared=shared), build_tree(b_events, shared=shared)
     found: list[Difference] = []
     if a.label != b.label:
         found.append(Difference(a.label, "workflow", a.label, b.label))
-    _walk(a, b, [a.label], found)
+    _walk(a, b, [a.label], found, {})
     return _mark(found)
 
 
-def _walk(a: Step, b: Step, path: list[str], out: list[Difference]) -> None:
+def _walk(a: Step, b: Step, path: list[str], out: list[Difference], memo: dict[int, str]) -> None:
     where = " › ".join(path)
     for kind, name in _merged(a.order, b.order):
         if kind == "fact":
@@ -144,14 +145,14 @@ def _walk(a: Step, b: Step, path: list[str], out: list[Difference]) -> None:
             if name.startswith(("state.", "ctx.")):  # a step that left a field alone: what it held then
                 x = a.after.get(name, MISSING) if x is MISSING and a.after is not None else x
                 y = b.after.get(name, MISSING) if y is MISSING and b.after is not None else y
-            for field, x, y in leaves(name, x, y):
+            for field, x, y in leaves(name, x, y, 0, memo):
                 out.append(Difference(where, field, x, y))
             continue
         sa, sb = a.children.get(name), b.children.get(name)
         # a loop's iterations stand for the loop in their path: "loop 2", not "loop › loop 2"
         sub = path[:-1] + [name] if (sa or sb).kind == "iteration" else path + [name]
         if sa is not None and sb is not None:
-            _walk(sa, sb, sub, out)
+            _walk(sa, sb, sub, out, memo)
         else:
             here = sa or sb
             side = "a" if sa is not None else "b"
@@ -172,24 +173,37 @@ def _merged(a: list[tuple[str, str]], b: list[tuple[str, str]]) -> list[tuple[st
     return out
 
 
-def leaves(field: str, a: Any, b: Any, depth: int = 0) -> list[tuple[str, Any, Any]]:
+def leaves(field: str, a: Any, b: Any, depth: int = 0,
+           memo: dict[int, str] | None = None) -> list[tuple[str, Any, Any]]:
     """Where two values differ, as ``(field path, a part, b part)``: mappings key by key, lists
-    item by item, anything else (or anything nested deeper than :data:`_DEPTH`) whole."""
+    item by item, anything else (or anything nested deeper than :data:`_DEPTH`) whole. Values
+    are equal when their JSON is: ``1`` and ``true`` differ, key order does not matter."""
+    if a is b and a is not MISSING:
+        return []
+    if type(a) is type(b) and type(a) in _SCALARS:
+        return [] if a == b else [(field, a, b)]
+    memo = {} if memo is None else memo
     if depth < _DEPTH and isinstance(a, dict) and isinstance(b, dict):
         found = []
         for key in [*a, *(k for k in b if k not in a)]:
-            found += leaves(f"{field}.{key}", a.get(key, MISSING), b.get(key, MISSING), depth + 1)
+            found += leaves(f"{field}.{key}", a.get(key, MISSING), b.get(key, MISSING), depth + 1, memo)
         return found
     if depth < _DEPTH and isinstance(a, list) and isinstance(b, list):
-        return _list_leaves(field, a, b, depth)
-    return [] if _canon(a) == _canon(b) else [(field, a, b)]
+        return _list_leaves(field, a, b, depth, memo)
+    return [] if _canon(a, memo) == _canon(b, memo) else [(field, a, b)]
 
 
-def _list_leaves(field: str, a: list[Any], b: list[Any], depth: int) -> list[tuple[str, Any, Any]]:
+_SCALARS = (str, int, float, bool, type(None))
+
+
+def _list_leaves(field: str, a: list[Any], b: list[Any], depth: int,
+                 memo: dict[int, str]) -> list[tuple[str, Any, Any]]:
     """Lists aligned item by item, so one item added at the front is one difference, not a shift
     of all the others: ``memory[0]`` absent in A, the rest equal. An item only B has is named by
     its index in B; any other by its index in A."""
-    ca, cb = [_canon(x) for x in a], [_canon(x) for x in b]
+    if len(a) == len(b) and all(x is y for x, y in zip(a, b)):
+        return []  # the usual case: the same history, its messages shared (see build_tree)
+    ca, cb = [_canon(x, memo) for x in a], [_canon(x, memo) for x in b]
     if ca == cb:
         return []
     found = []
@@ -200,13 +214,19 @@ def _list_leaves(field: str, a: list[Any], b: list[Any], depth: int) -> list[tup
             i, j = i1 + k, j1 + k
             x = a[i] if i < i2 else MISSING
             y = b[j] if j < j2 else MISSING
-            found += leaves(f"{field}[{i if x is not MISSING else j}]", x, y, depth + 1)
+            found += leaves(f"{field}[{i if x is not MISSING else j}]", x, y, depth + 1, memo)
     return found
 
 
-def _canon(value: Any) -> str:
+def _canon(value: Any, memo: dict[int, str] | None = None) -> str:
+    """A value's JSON (keys sorted), remembered per object in ``memo`` while the trees live."""
     if value is MISSING:
         return "\0missing"
+    if memo is not None and isinstance(value, (dict, list)):
+        known = memo.get(id(value))
+        if known is None:
+            known = memo[id(value)] = _canon(value)
+        return known
     try:
         return json.dumps(value, sort_keys=True, ensure_ascii=False, default=repr)
     except (ValueError, RecursionError):

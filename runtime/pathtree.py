@@ -23,6 +23,7 @@ elsewhere may hold: unknown parents, missing starts, duplicate ids.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -87,9 +88,13 @@ class _Run:
     fields: dict[str, Any] = field(default_factory=dict)  # "state.x" and "ctx.y" as they are now
 
 
-def build_tree(events: Iterable[Any]) -> Step:
-    """The steps of one run (its child workflows included), from its events in order."""
-    builder = _Builder()
+def build_tree(events: Iterable[Any], *, shared: dict[Any, Any] | None = None) -> Step:
+    """The steps of one run (its child workflows included), from its events in order.
+
+    Equal messages become one object (every request repeats the history before it), in
+    ``shared`` when given: two trees built with one ``shared`` compare their messages by identity
+    first, so comparing two long runs costs about their size, not their size times their turns."""
+    builder = _Builder(shared if shared is not None else {})
     for ev in events:
         handler = _HANDLERS.get(ev.type)
         if handler is not None and not isinstance(ev, Invalid):  # what does not validate is not compared
@@ -98,7 +103,8 @@ def build_tree(events: Iterable[Any]) -> Step:
 
 
 class _Builder:
-    def __init__(self) -> None:
+    def __init__(self, shared: dict[Any, Any]) -> None:
+        self.shared = shared
         self.root: Step | None = None
         self.runs: dict[str, _Run] = {}
         self.nodes: dict[str, _Node] = {}
@@ -197,9 +203,9 @@ class _Builder:
             return
         messages = request.get("messages")
         if isinstance(messages, list):
-            sent = [message(m) for m in messages]
+            sent = [self.message(m) for m in messages]
             prompt = data.get("prompt")  # none for a call an agent's own run() made: its messages are its own
-            prefix = [message(m) for m in model_messages(prompt if isinstance(prompt, str) else None,
+            prefix = [self.message(m) for m in model_messages(prompt if isinstance(prompt, str) else None,
                                                          run.memory, run.tasks, [])]
             if isinstance(prompt, str) and sent[:len(prefix)] == prefix:
                 step.set("prompt", prompt)
@@ -228,7 +234,7 @@ class _Builder:
                     step.set(name, data[name])
             sent = data.get("sent_request")
             if isinstance(sent, dict) and isinstance(sent.get("messages"), list):
-                step.set("sent messages", [message(m) for m in sent["messages"]])
+                step.set("sent messages", [self.message(m) for m in sent["messages"]])
         elif ev.kind == "loop":
             for name in ("iterations", "stopped_by"):
                 if name in data:
@@ -242,7 +248,7 @@ class _Builder:
     def on_state_append(self, ev: Any) -> None:
         run, step = self.run(ev.run_id), self.owner(ev)
         if ev.bucket != "history":
-            run.memory.append(ev.item) if ev.bucket == "memory" else run.tasks.append(ev.item)
+            (run.memory if ev.bucket == "memory" else run.tasks).append(ev.item)
             step.add(f"{ev.bucket} appended", ev.item)
             return
         item = ev.item
@@ -251,7 +257,7 @@ class _Builder:
         elif step.kind == "agent" and item.role == "assistant" and ev.origin == f"agent:{item.agent}":
             pass  # the turn's reply, compared where the model gave it
         else:
-            step.add("history appended", message(item))
+            step.add("history appended", self.message(item))
 
     def on_state_set(self, ev: Any) -> None:
         run, step = self.run(ev.run_id), self.owner(ev)
@@ -259,7 +265,7 @@ class _Builder:
             run.memory = list(ev.items)
         elif ev.bucket == "tasks":
             run.tasks = list(ev.items)
-        step.set(f"{ev.bucket} set", [message(m) for m in ev.items])
+        step.set(f"{ev.bucket} set", [self.message(m) if ev.bucket == "history" else m for m in ev.items])
 
     def on_workflow_state_change(self, ev: Any) -> None:
         self.field(ev, f"state.{ev.path}", ev.new)
@@ -280,10 +286,26 @@ class _Builder:
         if step.kind == "iteration":  # no node.end to take the snapshot: it is the last field set
             step.after = dict(fields)
 
+    def message(self, m: Any) -> Any:
+        """:func:`message`, one object for equal messages (keyed by exact values: only text, flags
+        and none, so ``True`` and ``1`` never meet; tool calls by their JSON)."""
+        out = message(m)
+        if not isinstance(out, dict):
+            return out
+        try:
+            key = tuple((k, json.dumps(v, sort_keys=True) if k == "tool_calls" else v) for k, v in out.items())
+        except (TypeError, ValueError, RecursionError):
+            return out
+        if not all(type(v) in _EXACT for _, v in key):
+            return out
+        return self.shared.setdefault(key, out)
+
     def on_tool_decision(self, ev: Any) -> None:
         self.owner(ev).add("decisions", {"tool": ev.tool, "decision": ev.decision, "reason": ev.reason,
                                          "args": ev.args})
 
+
+_EXACT = (str, bool, type(None))
 
 _HANDLERS = {
     "run.start": _Builder.on_run_start, "run.end": _Builder.on_run_end,
