@@ -80,6 +80,9 @@ class LoadedRun:
         return end.status if end is not None else "did not end"
 
 
+_WHICH = "give a journal a run wrote (.flowtui/runs/*.jsonl, or flowtui run --journal FILE)"
+
+
 def read_runs(path: str | Path, *, notices: list[Any] | None = None) -> list[list[Any]]:
     """The runs recorded in a journal, each a list of events (a file appended to holds several,
     each restarting its sequence numbers at 1). Raises :class:`DiffError` for a file that is
@@ -88,7 +91,7 @@ def read_runs(path: str | Path, *, notices: list[Any] | None = None) -> list[lis
 
     p = Path(path)
     if p.is_dir():
-        raise DiffError(f"{path}: is a folder, not a journal file")
+        raise DiffError(f"{path}: is a folder, not a journal file; {_WHICH}")
     skipped: list[Any] = []
     try:
         events = list(read_journal(p, notices=skipped))
@@ -101,7 +104,7 @@ def read_runs(path: str | Path, *, notices: list[Any] | None = None) -> list[lis
     if not any(not isinstance(e, Invalid) for e in events):
         if skipped or events:
             first = skipped[0] if skipped else events[0]
-            raise DiffError(f"{path}: not a flowtui journal (line {first.line}: {first.reason})")
+            raise DiffError(f"{path}: not a flowtui journal (line {first.line}: {first.reason}); {_WHICH}")
         raise DiffError(f"{path}: empty, no events recorded")
     runs: list[list[Any]] = [[]]
     last = 0

@@ -14,6 +14,7 @@ and long values are shortened around where they differ.
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import shutil
 import textwrap
@@ -102,13 +103,15 @@ def render(a: LoadedRun, b: LoadedRun, found: list[Difference], *, width: int = 
     if not found:
         lines.append("The runs are the same (ids, timestamps, durations and sequence numbers aside).")
         return lines
-    steps = list(dict.fromkeys(d.path for d in found))
     repeats = sum(d.same_as is not None for d in found)
-    lines.append(f"The runs differ: {_count(len(found), 'difference')} in {_count(len(steps), 'step')}"
+    places = len({d.path for d in found})
+    lines.append(f"The runs differ: {_count(len(found), 'difference')} in {_count(places, 'step')}"
                  + (f" ({repeats} repeat one above)." if repeats else "."))
     compact = False  # the previous step was one line: steps that only repeat follow without a gap
-    for path in steps:
-        here = [d for d in found if d.path == path]
+    # in the order they happened: a step's differences together, unless another step's came between
+    # (a workflow's input at the start and its output at the end are two groups)
+    for path, group in itertools.groupby(found, key=lambda d: d.path):
+        here = list(group)
         fresh = [d for d in here if d.same_as is None]
         again = [d for d in here if d.same_as is not None]
         mark = "▶ first divergence: " if here[0].first else ""
