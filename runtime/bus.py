@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from flowtui.runtime.construct import build
+from flowtui.runtime.construct import build, builder_for
 from flowtui.runtime.events import SubscriberError
 
 Sink = Callable[[Any], None]
@@ -77,7 +77,7 @@ class Stream:
             fields["seq"] = self._seq
             fields["ts"] = time.time()
             fields["run_id"] = run_id
-            event = build_event(cls, fields)
+            event = builder_for(cls)(fields)
             if self._delivering:  # emitted by a sink: after the event it is handling
                 self._queued.append(event)
                 return event

@@ -16,11 +16,11 @@ cache holds one entry per class of the runtime.
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import cache
 from typing import Any
 
 from pydantic import BaseModel
 
-_BUILDERS: dict[type, Callable[[dict[str, Any]], Any]] = {}
 _setattr = object.__setattr__
 
 
@@ -64,18 +64,14 @@ def _factory(factory: Callable[[], Any]) -> Callable[[], Any]:
     return factory
 
 
-def builder_for(cls: type) -> Callable[[dict[str, Any]], Any]:
-    """The builder of ``cls``: ``builder_for(cls)(fields)`` is ``cls(**fields)`` without validation
-    (``fields``, as given, is the model's fields set)."""
-    builder = _BUILDERS.get(cls)
-    if builder is None:
-        builder = _BUILDERS[cls] = _builder(cls)
-    return builder
+# The builder of a class: ``builder_for(cls)(fields)`` is ``cls(**fields)`` without validation
+# (``fields``, as given, is the model's fields set). Made once per class.
+builder_for: Callable[[type], Callable[[dict[str, Any]], Any]] = cache(_builder)
 
 
 def build(cls: type, fields: dict[str, Any]) -> Any:
     """``cls(**fields)`` without validation (``fields``, as given, is the model's fields set)."""
-    return (_BUILDERS.get(cls) or builder_for(cls))(fields)
+    return builder_for(cls)(fields)
 
 
 def copy_with(model: Any, update: dict[str, Any]) -> Any:
