@@ -243,14 +243,6 @@ async def _run_headless(args: argparse.Namespace, memory: dict[str, str], data: 
             await channel.kill()
             return 2
     channel.journal = str(journal) if journal is not None else None
-    reply = await channel.command(p.Start(input=args.input, memory=memory or None, data=data or None,
-                                          paused=False, journal=channel.journal))
-    if not reply.ok:  # refused before the run started (e.g. a bad snapshot)
-        if journal is not None and not args.journal:
-            journal.unlink(missing_ok=True)  # the new default file: a refused run leaves none
-        say(f"flowtui: {reply.error}")
-        await channel.kill()
-        return 2
     loop = asyncio.get_running_loop()
     interrupts = 0
 
@@ -263,8 +255,20 @@ async def _run_headless(args: argparse.Namespace, memory: dict[str, str], data: 
         else:
             asyncio.ensure_future(channel.kill())
 
+    # Before the run starts: a ctrl-C that comes while the start is on its way still stops it.
     loop.add_signal_handler(signal.SIGINT, interrupted)
     try:
+        try:
+            reply = await channel.command(p.Start(input=args.input, memory=memory or None, data=data or None,
+                                                  paused=False, journal=channel.journal))
+        except ConnectionError:  # killed (two ctrl-C) before the start was answered
+            reply = None
+        if reply is not None and not reply.ok:  # refused before the run started (e.g. a bad snapshot)
+            if journal is not None and not args.journal:
+                journal.unlink(missing_ok=True)  # the new default file: a refused run leaves none
+            say(f"flowtui: {reply.error}")
+            await channel.kill()
+            return 2
         await channel.ended_or_gone()
         await channel.finish()
     finally:
