@@ -114,7 +114,7 @@ class TreePrinter:
     def __call__(self, ev: Any) -> None:
         if ev.type == "node.start":
             d = self.depth[ev.node_id] = self.depth.get(ev.parent_id, -1) + 1 if ev.parent_id else 0
-            line = f"{'  ' * d}▸ {ev.kind} {ev.name}"
+            line = f"{'  ' * d}▸ {_node(ev)}"
         elif ev.type == "node.end":
             d = self.depth.pop(ev.node_id, 0)
             mark = {"ok": "✓", "error": "✗", "stopped": "■"}.get(ev.status, "?")
@@ -122,7 +122,7 @@ class TreePrinter:
             if ev.error and ev.status == "error" and ev.error != self._shown:
                 self._shown = ev.error
                 extra = "  " + ev.error.splitlines()[0]
-            line = f"{'  ' * d}◂ {ev.kind} {ev.name} {_ms(ev.duration_ms)} {mark}{extra}"
+            line = f"{'  ' * d}◂ {_node(ev)} {_ms(ev.duration_ms)} {mark}{extra}"
         elif ev.type == "subscriber.error":
             line = f"! subscriber {ev.subscriber} raised: {ev.error}"
         elif ev.type == "dispose.error":
@@ -131,6 +131,11 @@ class TreePrinter:
             return
         self.out.write(printable(line, self.secrets).replace("\n", " ⏎ ") + "\n")
         self.out.flush()
+
+
+def _node(ev: Any) -> str:
+    """``agent RevisorAgent``; the default loop (named "loop") is ``loop``, not ``loop loop``."""
+    return ev.name if ev.name == ev.kind else f"{ev.kind} {ev.name}"
 
 
 def _ms(ms: float) -> str:
@@ -235,6 +240,8 @@ async def _run_headless(args: argparse.Namespace, memory: dict[str, str], data: 
             say(hello.traceback.rstrip())
         await channel.wait()
         return 2
+    for note in hello.notes:
+        say(f"flowtui: {note}")
     if not args.no_journal and journal is None:
         try:
             journal = new_journal(hello.workflow)

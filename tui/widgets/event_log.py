@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from rich.segment import Segment
@@ -23,46 +24,72 @@ TYPE_STYLES = {
     "ctx": Style(color="#87afaf"),
     "chat": Style(color="#808080"),
     "subscriber": Style(color="#ff5f5f"),
+    "dispose": Style(color="#ff5f5f"),
 }
 USER_STYLE = Style(color="#ffd75f", bold=True)
 _CACHE_LIMIT = 4000  # formatted lines kept
 _EVICT_BATCH = 200  # dropped together when the cache is full (oldest first)
 DIM = Style(dim=True)
 SUMMARY_CHARS = 1_000  # an event's description is cut here (wider than any screen)
+SEQ_CELLS = 7  # "    42 "
+TYPE_MIN, TYPE_MAX = 12, 21  # "workflow_state.change" is 21
+ORIGIN_MIN, ORIGIN_MAX = 8, 26
+
+
+def _node(ev: Any) -> str:
+    extra = f" {ev.status} {ev.duration_ms:.1f} ms" if ev.type == "node.end" else ""
+    return f"{ev.kind} {ev.name}{extra}"
+
+
+def _append(ev: Any) -> str:
+    item = ev.item
+    text = item if isinstance(item, str) else f"{item.role}: {item.content}"
+    return f"{ev.bucket} += {text}"
+
+
+def _end(ev: Any) -> str:
+    return f"{ev.status}" + (f": {ev.error}" if ev.error else "") + (f" ({ev.reason})" if ev.reason else "")
+
+
+# event type -> its one-line description; every type of flowtui.runtime.events has one (a test says so)
+SUMMARIES: dict[str, Callable[[Any], str]] = {
+    "run.start": lambda ev: f"{ev.workflow} input={_j(ev.input)}",
+    "run.end": _end,
+    "node.start": _node,
+    "node.end": _node,
+    "state.append": _append,
+    "state.set": lambda ev: f"{ev.bucket} = [{len(ev.items)} items]",
+    "workflow_state.change": lambda ev: f"{ev.path}: {_j(ev.old)} → {_j(ev.new)}",
+    "ctx.set": lambda ev: f"ctx.{ev.name} = {_j(ev.value)}",
+    "run.pause": lambda ev: f"{ev.reason}: {ev.point} {ev.name}",
+    "run.resume": lambda ev: ev.command,
+    # never the text: a credential split over fragments would show in pieces
+    "chat.delta": lambda ev: f"+{len(ev.text)} characters streamed",
+    "chat.attempt": lambda ev: f"attempt {ev.attempt}: {ev.error}",
+    "subscriber.error": lambda ev: f"{ev.subscriber}: {ev.error}",
+    "dispose.error": lambda ev: f"cleanup {ev.cleanup} raised: {ev.error}",
+}
 
 
 def summarize(ev: Any) -> str:
     """A short, one-line description of an event's payload."""
-    t = ev.type
-    if t in ("node.start", "node.end"):
-        extra = f" {ev.status} {ev.duration_ms:.1f} ms" if t == "node.end" else ""
-        return f"{ev.kind} {ev.name}{extra}"
-    if t == "state.append":
-        item = ev.item
-        text = item if isinstance(item, str) else f"{item.role}: {item.content}"
-        return f"{ev.bucket} += {text}"
-    if t == "state.set":
-        return f"{ev.bucket} = [{len(ev.items)} items]"
-    if t == "workflow_state.change":
-        return f"{ev.path}: {_j(ev.old)} → {_j(ev.new)}"
-    if t == "ctx.set":
-        return f"ctx.{ev.name} = {_j(ev.value)}"
-    if t == "run.pause":
-        return f"{ev.reason}: {ev.point} {ev.name}"
-    if t == "run.resume":
-        return ev.command
-    if t == "run.start":
-        return f"{ev.workflow} input={_j(ev.input)}"
-    if t == "run.end":
-        return f"{ev.status}" + (f": {ev.error}" if ev.error else "") + (f" ({ev.reason})" if ev.reason else "")
-    if t == "chat.delta":  # never the text: a credential split over fragments would show in pieces
-        return f"+{len(ev.text)} characters streamed"
-    if t == "chat.attempt":
-        return f"attempt {ev.attempt}: {ev.error}"
-    if t == "subscriber.error":
-        return f"{ev.subscriber}: {ev.error}"
+    describe = SUMMARIES.get(ev.type)
+    if describe is not None:
+        return describe(ev)
     reason = getattr(ev, "reason", None)  # a journal line that is not a valid event (runtime.journal.Invalid)
     return f"line {ev.line}: {reason}" if reason and hasattr(ev, "line") else ""
+
+
+def columns(width: int) -> tuple[int, int, int]:
+    """Widths of the type and origin columns and of the description, for a pane ``width`` cells wide.
+
+    The description takes what is left: type and origin get at most what their longest usual
+    values need and shrink (origin first) so the description keeps about half the pane.
+    """
+    rest = width - SEQ_CELLS - 2  # a space after the type and after the origin
+    type_w = max(TYPE_MIN, min(TYPE_MAX, rest // 4))
+    origin_w = max(ORIGIN_MIN, min(ORIGIN_MAX, rest // 5))
+    return type_w, origin_w, max(rest - type_w - origin_w, 0)
 
 
 def _parse(line: bytes, i: int) -> Any:
@@ -97,16 +124,22 @@ class EventLog(DirectLines, QuietVirtualSize, ScrollView, can_focus=True):
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
-        self._events: list[Any] = []
+        self._events: Sequence[Any] = []
         self._lines: dict[int, Strip] = {}
+        self._columns = columns(80)
 
-    def set_events(self, events: list[Any]) -> None:
+    @property
+    def events(self) -> Sequence[Any]:
+        """What the log shows: the run's events (or their lines) so far."""
+        return self._events
+
+    def set_events(self, events: Sequence[Any]) -> None:
         """Show ``events`` (events, or their JSON lines; a new list means a new run)."""
         at_end = self.scroll_offset.y >= self.max_scroll_y - 1
         if events is not self._events:
             self._events = events
             self._lines.clear()
-        self.grow_to(Size(self.size.width, len(events)))
+        self.grow_to(Size(0, len(events)))  # lines are cut to the pane: nothing to scroll sideways
         if at_end:
             self.scroll_end(animate=False, immediate=True, force=True, x_axis=False)
         self.refresh()
@@ -119,8 +152,10 @@ class EventLog(DirectLines, QuietVirtualSize, ScrollView, can_focus=True):
                 ev = _parse(ev, i)
             kind = ev.type.split(".")[0]
             user = ev.origin == "user"
-            segs = [Segment(f"{ev.seq:>6} ", DIM), Segment(f"{shown(ev.type):<22}", TYPE_STYLES.get(kind, Style())),
-                    Segment(f"{_fit(shown(ev.origin), 26):<26} ", USER_STYLE if user else DIM),
+            type_w, origin_w, _ = self._columns
+            segs = [Segment(f"{ev.seq:>6} ", DIM),
+                    Segment(f"{_fit(shown(ev.type), type_w):<{type_w}} ", TYPE_STYLES.get(kind, Style())),
+                    Segment(f"{_fit(shown(ev.origin), origin_w):<{origin_w}} ", USER_STYLE if user else DIM),
                     Segment(shown(_fit(summarize(ev), SUMMARY_CHARS)).replace("\n", " ⏎ "))]
             strip = Strip(segs)
             if len(self._lines) >= _CACHE_LIMIT:
@@ -130,6 +165,9 @@ class EventLog(DirectLines, QuietVirtualSize, ScrollView, can_focus=True):
 
     def render_line(self, y: int) -> Strip:
         width, base = self.size.width, self.rich_style
+        if columns(width) != self._columns:  # a new width: the columns move, every line is drawn again
+            self._columns = columns(width)
+            self._lines.clear()
         i = self.scroll_offset.y + y
         if i >= len(self._events):
             if not self._events and y == 0:
