@@ -51,9 +51,10 @@ ACTIONS: list[ActionSpec] = [
     ActionSpec("r", "reload", "run", "reload", "Reload the flow file and start a new run", rank=10, button=True),
     ActionSpec("m", "promote", "edit", "promote to memory", "Move the assistant message under the cursor to memory",
                "promote", rank=11),
-    ActionSpec("e", "edit", "edit", "edit", "Edit the message, memory item, task or state field under the cursor",
-               rank=12),
-    ActionSpec("d", "delete", "edit", "delete", "Delete the memory item or task under the cursor", rank=16),
+    ActionSpec("e", "edit", "edit", "edit", "Edit the message, memory item, task or state field under the cursor; "
+               "paused before a tool, the arguments of its call", rank=12),
+    ActionSpec("d", "delete", "edit", "delete", "Delete the message, memory item or task under the cursor (a dialog "
+               "names what leaves with a message)", rank=16),
     ActionSpec("a", "add_task", "edit", "add task", "Add a task", "add", rank=15),
     ActionSpec("A", "add_memory", "edit", "add memory item", "Add a memory item", "add"),  # shown as "a/A add"
     ActionSpec("u", "undo", "edit", "undo", "Undo the last edit", rank=13),

@@ -15,10 +15,9 @@ flow does, ``x`` stops the run and ``q`` quits, each within about a second.
 from __future__ import annotations
 
 import gc
-import json
 import time
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from textual.app import App, SystemCommand
 from textual.screen import Screen
@@ -28,12 +27,10 @@ from textual.worker import Worker, WorkerState
 from flowtui.tui.actions import ACTIONS, app_help_groups, bindings, palette
 from flowtui.tui.client import LaunchConfig, RunClient, cut_in
 from flowtui.tui.commands import RunCommands
+from flowtui.tui.edits import RunEdits
 from flowtui.tui.messages import RunFlushed
 from flowtui.tui.screens.main import MainScreen
 from flowtui.tui.shown import PlainNotify, shown
-
-if TYPE_CHECKING:
-    from flowtui.runtime import protocol as p
 
 
 def _p():
@@ -51,7 +48,7 @@ REDRAW_INTERVAL = 1 / 20  # panes are redrawn at most this often (a pause or the
 LOG_NOTICE_S = 2.0  # the flow's printed lines are announced at most this often
 
 
-class FlowApp(RunCommands, PlainNotify, App[int]):
+class FlowApp(RunCommands, RunEdits, PlainNotify, App[int]):
     """The terminal app of flowtui."""
 
     CSS_PATH = "flowtui.tcss"
@@ -110,6 +107,11 @@ class FlowApp(RunCommands, PlainNotify, App[int]):
         waited = time.monotonic() - (self._loading_since or time.monotonic())
         return (f"loading {self.config.target}… {waited:.1f} s (given up after "
                 f"{self.config.load_timeout:g} s)" if waited >= 0.5 else f"loading {self.config.target}…")
+
+    def on_event_log_opened(self, message: Any) -> None:
+        from flowtui.tui.screens.decide import EventScreen
+
+        self.push_screen(EventScreen(*message.whole()))
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         worker, state = event.worker, event.state
@@ -217,6 +219,7 @@ class FlowApp(RunCommands, PlainNotify, App[int]):
             self.post_message(RunFlushed(self._undrawn))
             self._undrawn = 0
         self.apply_queued()
+        self.at_pause()
         return n
 
     def _behind(self) -> bool:
@@ -259,148 +262,6 @@ class FlowApp(RunCommands, PlainNotify, App[int]):
         """Run the fast tick again (events arrived, or a command sets the run going)."""
         if self._ticker is not None:
             self._ticker.resume()
-
-    # --- edits -----------------------------------------------------------------
-    def _editable(self) -> bool:
-        self.flush(everything=True)
-        view = self.client.view
-        if view is None or view.run_id is None:
-            self.notify("No run yet.", severity="warning")
-            return False
-        if view.status != "paused":
-            hint = "pause it first (p)" if view.status == "running" else "r starts a new one"
-            self.notify(f"Edits apply to a paused run; this one is {view.status}: {hint}.", severity="warning")
-            return False
-        return True
-
-    async def edit(self, command: p.BaseModel) -> Any:
-        """Send an edit and wait for its answer; a refusal raises ``ValueError`` with the reason (the dialog shows it)."""
-        reply = await self.client.command(command)
-        if not reply.ok:
-            raise ValueError(reply.error)
-        return reply.value
-
-    def _edited(self, message: str) -> Any:
-        def done(result: str | None) -> None:
-            if result is not None:
-                self.notify(message)
-                self.wake()
-
-        return done
-
-    def _too_large_to_edit(self) -> bool:
-        i = self.main.conversation.cursor
-        history = self.client.view.history
-        text = history[i].content if self._sidebar_target() is None and 0 <= i < len(history) else ""
-        cut = cut_in(text)
-        if cut:
-            self.notify(f"This text is {cut[2]:,} characters: too large to edit here. o opens it whole.",
-                        severity="warning")
-        return cut is not None
-
-    def _sidebar_target(self) -> str | None:
-        sidebar = self.main.sidebar
-        return sidebar.highlighted_id if self.focused is sidebar else None
-
-    def action_promote(self) -> None:
-        from flowtui.tui.screens.dialogs import TextDialog
-
-        if not self._editable():
-            return
-        i = self.main.conversation.cursor
-        history = self.client.view.history
-        if not 0 <= i < len(history) or history[i].role != "assistant":
-            self.notify("Put the cursor on an assistant message to promote it.", severity="warning")
-            return
-        if cut_in(history[i].content):  # too large to edit here: promoted whole, as the run holds it
-            self.run_worker(self._apply(_p().Promote(index=i), f"Message #{i} promoted to memory, whole."),
-                            group="command", exit_on_error=False)
-            return
-        self.push_screen(TextDialog(f"Promote message #{i} to memory", history[i].content,
-                                    lambda text: self.edit(_p().Promote(index=i, text=text)), save_label="Promote",
-                                    hint="It leaves the history and joins memory; u undoes."),
-                         self._edited(f"Message #{i} promoted to memory."))
-
-    def action_edit(self) -> None:
-        from flowtui.tui.screens.dialogs import TextDialog
-
-        if not self._editable():
-            return
-        view = self.client.view
-        if self._too_large_to_edit():
-            return
-        target = self._sidebar_target()
-        if target is not None:
-            kind, _, key = target.partition(":")
-            if kind in ("memory", "tasks"):
-                i = int(key)
-                items = view.memory if kind == "memory" else view.tasks
-                self.push_screen(TextDialog(f"Edit {kind} item {i + 1}", items[i],
-                                            lambda text: self.edit(_p().SetItem(bucket=kind, index=i, text=text))),
-                                 self._edited(f"{kind.capitalize()} item {i + 1} edited."))
-            else:
-                value = view.state.get(key)
-                text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-                self.push_screen(TextDialog(f"Edit state field {key}", text,
-                                            lambda t: self.edit(_p().SetField(name=key, text=t)),
-                                            single_line=True, hint="Typed as JSON or plain text; checked "
-                                            "against the field's type."),
-                                 self._edited(f"State field {key} set."))
-            return
-        i = self.main.conversation.cursor
-        if not 0 <= i < len(view.history):
-            self.notify("Nothing selected: pick a message, or a memory item, task or field in the sidebar (tab).",
-                        severity="warning")
-            return
-        self.push_screen(TextDialog(f"Edit message #{i} ({view.history[i].role})", view.history[i].content,
-                                    lambda text: self.edit(_p().EditMessage(index=i, text=text))),
-                         self._edited(f"Message #{i} edited."))
-
-    def action_delete(self) -> None:
-        target = self._sidebar_target()
-        if target is None or not target.startswith(("memory:", "tasks:")):
-            self.notify("Select a memory item or task in the sidebar (tab) to delete it.", severity="warning")
-            return
-        if not self._editable():
-            return
-        kind, _, key = target.partition(":")
-        self.run_worker(self._apply(_p().DeleteItem(bucket=kind, index=int(key)),
-                                    f"{kind.capitalize()} item {int(key) + 1} deleted; u undoes."),
-                        group="command", exit_on_error=False)
-
-    def action_add_task(self) -> None:
-        self._add("tasks", "Add a task")
-
-    def action_add_memory(self) -> None:
-        self._add("memory", "Add a memory item")
-
-    def _add(self, bucket: str, title: str) -> None:
-        from flowtui.tui.screens.dialogs import TextDialog
-
-        if not self._editable():
-            return
-
-        async def add(text: str) -> Any:
-            if not text.strip():
-                raise ValueError("type some text first")
-            return await self.edit(_p().AddItem(bucket=bucket, text=text))
-
-        self.push_screen(TextDialog(title, "", add, single_line=True, save_label="Add"),
-                         self._edited(f"Added to {bucket}."))
-
-    def action_undo(self) -> None:
-        if self._editable():
-            self.run_worker(self._apply(_p().Undo(), "Last edit undone.", nothing="Nothing to undo."),
-                            group="command", exit_on_error=False)
-
-    async def _apply(self, command: p.BaseModel, done: str, *, nothing: str | None = None) -> None:
-        try:
-            value = await self.edit(command)
-        except (ValueError, ConnectionError) as exc:
-            self.notify(str(exc), severity="warning")
-            return
-        self.notify(nothing if nothing is not None and value is False else done)
-        self.wake()
 
     # --- views -----------------------------------------------------------------
     def action_open_whole(self) -> None:

@@ -91,6 +91,8 @@ class RunCommands:
 
     def _send(self: FlowApp, name: str) -> None:
         self.wake()
+        if self.client.view is not None:
+            self.client.view.focus = None  # the panes follow the run again (the node tree's cursor chose one)
         if name == "stop":
             self.client.stopping = True  # the status says "stopping…" at once
             self.flush(force=True)

@@ -76,6 +76,11 @@ class ReplayApp(PlainNotify, App[int]):
                         title=f"Skipped {len(self.notices)} unreadable line{'s' if len(self.notices) > 1 else ''}",
                         severity="warning", timeout=15)
 
+    def on_event_log_opened(self, message: Any) -> None:
+        from flowtui.tui.screens.decide import EventScreen
+
+        self.push_screen(EventScreen(*message.whole()))
+
     # --- position ---------------------------------------------------------------
     def go(self, k: int) -> None:
         """Show the state after event ``k`` (clamped to the run)."""

@@ -224,3 +224,14 @@ def test_status_stopped(snap_compare, size, clocked):
         await ended(pilot)
 
     assert snap_compare(make(input="Write about ctx.state"), terminal_size=size, run_before=run_before)
+
+
+@sizes
+def test_status_inside_a_child_run(snap_compare, size, clocked):
+    """Paused before the model call of Researcher, inside the child workflow a tool started: the
+    path reads `ResearchWorkflow (child of CoordinatorWorkflow) › Researcher`; the conversation is
+    the child's (`What is ctx.state?`), the sidebar's memory the child's (`asked_by: coordinator`)."""
+    from test_child_run import CHILD, inside_the_child
+
+    assert snap_compare(make(CHILD, input="What is ctx.state, in short?"), terminal_size=size,
+                        run_before=inside_the_child)

@@ -7,6 +7,7 @@ import time
 from typing import Any
 
 from textual.app import ComposeResult
+from textual.widgets import Tree
 
 from flowtui.tui.actions import ACTIONS, key_hints
 from flowtui.tui.panes import PaneData
@@ -50,6 +51,18 @@ class MainScreen(PanesScreen):
 
     def redraw(self) -> None:
         self.sync(self.app.client, force=True)  # type: ignore[attr-defined]
+
+    def on_tree_node_highlighted(self, event: Tree.NodeHighlighted) -> None:
+        """The node tree's cursor picks the run the panes show (a child workflow's, or its parent's)
+        until the run moves on."""
+        view = self.app.client.view  # type: ignore[attr-defined]
+        node = event.node.data
+        if view is None or node is None or not event.control.has_focus:
+            return
+        run = node.run_id if node.run_id in view.runs else None
+        if run != view.focus:
+            view.focus = run
+            self.redraw()
 
     def set_pane_title(self, extra: str = "") -> None:
         super().set_pane_title(extra)

@@ -6,6 +6,9 @@ from pydantic import BaseModel
 import flowcapture
 from flowtui import FunctionProvider, Input, WorkflowRuntime, agent, loop, tool, until_answered, workflow
 
+if flowcapture.knob("fake_clock"):
+    flowcapture.fake_clock()
+
 
 class Question(BaseModel):
     question: str
