@@ -18,6 +18,7 @@ from typing import Any
 
 from flowtui.runtime.compare import MISSING, PATH, RUN, diff, show_path
 from flowtui.runtime.events import Difference
+from flowtui.runtime.steps import LoopSpec, ParallelSpec
 
 EXCERPT = 70  # characters of a value shown on each side
 # A chat node's start repeats its prompt and message count beside the request: said once, by the request.
@@ -242,3 +243,35 @@ def _value(value: Any) -> str:
     if isinstance(value, str):
         return json.dumps(value, ensure_ascii=False)
     return json.dumps(value, ensure_ascii=False, default=repr)
+
+
+def lookup_for(run: Any) -> Lookup:
+    """What ``run``'s current code has (its child workflows' too), for the hints."""
+    plans = [run.plans, *(app.plans for app in run.child_apps.values())]
+
+    def agent(name: str) -> Any:
+        return next((s for p in plans for s in p.agent_specs.values() if s.name == name), None)
+
+    def known(name: str) -> bool:
+        return any(name in _names(p) for p in plans)
+
+    def tool(name: str) -> Any:
+        return next((t.by_name[name] for p in plans for t in p.tool_specs.values() if name in t.by_name), None)
+
+    return Lookup(agent, known, tool)
+
+
+def _names(plans: Any) -> set[str]:
+    """Every node name a workflow can have: itself, its loops and parallel blocks, agents, tools."""
+    names = {plans.spec.name}
+    names.update(s.name for s in plans.agent_specs.values())
+    names.update(n for tools in plans.tool_specs.values() for n in tools.names)
+
+    def walk(steps: Any) -> None:
+        for step in steps:
+            if isinstance(step, (LoopSpec, ParallelSpec)):
+                names.add(step.name)
+                walk(step.steps)
+
+    walk(plans.spec.steps)
+    return names

@@ -8,14 +8,14 @@ memory and data. Up to event K of the recorded run (its ``seq``; by default
 its last event), nothing is asked of the world:
 
 - every model call is answered with the reply the journal holds for it
-  (:class:`ServedProvider` wraps each provider of the run, its child runs'
+  (:class:`~flowtui.runtime.serve.ServedProvider` wraps each provider of the run, its child runs'
   too); the provider is told (:meth:`Provider.skip`) so that after K it goes
   on as if it had answered: a ``ScriptedProvider`` at its next reply, a
   replayed cassette at its next exchange;
 - every tool call gets the tool's recorded result, and the tool's recorded
   effects on the run (the ``ctx`` fields, workflow-state fields and
   ``ctx.state`` changes it made, its ``ctx.stop()``) are made again, without
-  running it (:meth:`Resume.tool`). A tool declared ``replay="rerun"`` runs,
+  running it (:mod:`flowtui.runtime.serve`). A tool declared ``replay="rerun"`` runs,
   and so does a tool that runs a child workflow (whose own model calls and
   tools are served in turn); what they do is checked like the rest;
 - a person's edits and decisions made while the recorded run was paused
@@ -37,25 +37,21 @@ holds the whole run, prefix included.
 from __future__ import annotations
 
 import asyncio
-import inspect
-import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from pydantic import TypeAdapter
+from pydantic_core import from_json
 
 from flowtui.runtime.bus import current_node, current_origin
 from flowtui.runtime.compare import IGNORED, PATH, Paths, align, comparable, show_path
 from flowtui.runtime.control import RunStopped
-from flowtui.runtime.divergence import Lookup, describe, explain
+from flowtui.runtime.divergence import describe, explain, lookup_for
 from flowtui.runtime.encoding import encode_event
-from flowtui.runtime.errors import ConfigError, FatalToolError, ProviderError
+from flowtui.runtime.errors import ConfigError
 from flowtui.runtime.events import Difference, ResumedFrom, RunDiverged
-from flowtui.runtime.messages import Message, ToolCall, ToolOutput
-from flowtui.runtime.providers.base import AttemptInfo, ChatReply, ChatRequest, Provider, Usage
 from flowtui.runtime.recorded import Recorded, load_recorded, relative_run
 from flowtui.runtime.secrets import Redactor
-from flowtui.runtime.steps import LoopSpec, ParallelSpec
+from flowtui.runtime.serve import ServedProvider, Server, as_item, set_field
 
 if TYPE_CHECKING:
     from flowtui.runtime.engine import Run
@@ -96,11 +92,8 @@ class Resume:
         self.run: Any = None
         self.controller: Any = None
         self.root_id = ""
-        self.node_map: dict[str, str] = {}  # node id now -> the recorded node it re-executes
-        self.served_models = self.served_tools = 0
+        self.server = Server(self)  # the recorded replies and results, served in the prefix
         self._paths = (Paths(), Paths())  # recorded, now
-        self._executions: dict[str, int] = {}
-        self._served: dict[int, ChatReply] = {}
         self._approve: set[str] = set()
         self._redactor = Redactor.from_environment()
 
@@ -141,7 +134,7 @@ class Resume:
 
     def wrap(self, inner_wrap: Any) -> Any:
         """The provider wrapper for the run (around the cassette's, when there is one)."""
-        return lambda inner: ServedProvider(inner_wrap(inner) if inner_wrap is not None else inner, self)
+        return lambda inner: ServedProvider(inner_wrap(inner) if inner_wrap is not None else inner, self.server)
 
     def attach(self, run: "Run") -> None:
         """Follow ``run``: its events come here (this is its last sink) and its prefix never pauses."""
@@ -151,10 +144,6 @@ class Resume:
         else:  # calls waiting for approval: not in the prefix (the recorded decisions are made again)
             self._approve = set(self.controller.approve)
             self.controller.approve.clear()
-
-    @property
-    def replaying(self) -> bool:
-        return self.checking
 
     def check(self) -> None:
         """Between units of work (``run.gate()``): a diverged run stops here when it should."""
@@ -198,12 +187,12 @@ class Resume:
         try:
             t = ev["type"]
             if t == "state.append":
-                run.state.append(ev["bucket"], _item(ev["bucket"], ev["item"]), origin="user", note=ev.get("note"))
+                run.state.append(ev["bucket"], as_item(ev["bucket"], ev["item"]), origin="user", note=ev.get("note"))
             elif t == "state.set":
-                run.state.set(ev["bucket"], [_item(ev["bucket"], x) for x in ev["items"]], origin="user",
+                run.state.set(ev["bucket"], [as_item(ev["bucket"], x) for x in ev["items"]], origin="user",
                               note=ev.get("note"))
             elif t == "workflow_state.change":
-                _set_field(run, ev["path"], ev.get("new"))
+                set_field(run, ev["path"], ev.get("new"))
             elif t == "tool.decision" and run.pending is not None:
                 pending = run.pending
                 if ev.get("decision") == "edited":
@@ -216,116 +205,11 @@ class Resume:
             current_node.reset(node)
             current_origin.reset(token)
 
-    # --- serving ------------------------------------------------------------------------------
-    def _recorded_node(self) -> tuple[str | None, dict[str, Any] | None]:
-        """The recorded node the current node re-executes, and its node.end (None: not in the prefix)."""
-        rec = self.node_map.get(current_node.get()[0] or "")
-        end = self.recorded.ends.get(rec) if rec is not None else None
-        if end is None or end["seq"] > self.at:
-            return rec, None
-        return rec, end
-
-    async def model_reply(self, request: ChatRequest) -> ChatReply | None:
-        """The recorded reply to this model call, or None to call the model (after the prefix)."""
-        if self.diverged is not None:
-            await self._hold("chat", request.agent)
-            return None
-        if not self.checking:
-            return None
-        rec, end = self._recorded_node()
-        if end is None:
-            return None
-        for ev in self.recorded.inside.get(rec or "", ()):
-            if ev["type"] == "chat.attempt" and request.on_attempt is not None:
-                request.on_attempt(AttemptInfo(attempt=ev.get("attempt", 1), error=ev.get("error", ""),
-                                               status=ev.get("status"), retry_in_s=ev.get("retry_in_s")))
-        data = end.get("data") or {}
-        if end.get("status") == "error":  # the recorded call failed: it fails again, as recorded
-            raise _served_failure(str(end.get("error") or "ProviderError"), request.agent, data.get("attempts", 1))
-        said = data.get("reply") or {}
-        reply = ChatReply(
-            content=said.get("content") or "", tool_calls=[ToolCall(**c) for c in said.get("tool_calls") or []],
-            usage=Usage(**(said.get("usage") or {})), reasoning=data.get("reasoning"),
-            tool_call_source=data.get("tool_call_source"), cost_usd=data.get("cost_usd") or 0.0,
-            attempts=data.get("attempts") or 1, model=data.get("model"))
-        self._served[id(reply)] = reply
-        self.served_models += 1
-        return reply
-
-    def served(self, reply: ChatReply) -> bool:
-        """True for a reply served from the journal (it is final as recorded)."""
-        return self._served.pop(id(reply), None) is reply
-
     def tool(self, run: "Run", tspec: Any, execute: Any) -> Any:
-        """What ``_run_tool`` calls in place of ``execute``: the recorded result, in the prefix."""
-        if not self.checking and self.diverged is None:
-            return execute
+        """What ``_run_tool`` calls in place of ``execute`` (:meth:`Server.tool`)."""
+        return self.server.tool(run, tspec, execute)
 
-        async def served(**kwargs: Any) -> Any:
-            return await self._serve_tool(run, tspec, execute, kwargs)
-
-        return served
-
-    async def _serve_tool(self, run: "Run", tspec: Any, execute: Any, kwargs: dict[str, Any]) -> Any:
-        if self.diverged is not None:
-            await self._hold("tool", tspec.name)
-            return await _call(execute, kwargs)
-        rec, end = self._recorded_node() if self.checking else (None, None)
-        if end is None or tspec.replay == "rerun" or _runs_children(run, tspec):
-            return await _call(execute, kwargs)  # after the prefix, or re-run and checked like the rest
-        data = end.get("data") or {}
-        error = str(end.get("error") or "")
-        if "executed" not in data and end.get("status") == "error" and error.startswith("FatalToolError: "):
-            raise FatalToolError(error.removeprefix("FatalToolError: "))
-        node = current_node.get()[0] or ""
-        k = self._executions[node] = self._executions.get(node, 0) + 1
-        results = self._results(rec or "", data)
-        if k > len(results):
-            self._diverge_at(end, Difference(
-                field="tool", recorded="not run", now="runs",
-                why=f"the recorded run did not run tool {tspec.name} here (a middleware, before_tool, its schema "
-                    "or an unknown name answered in its place); the code now runs it"),
-                recorded=f"tool {tspec.name} not run", current=f"tool {tspec.name} runs")
-            await self._hold("tool", tspec.name)
-            return await _call(execute, kwargs)
-        if k == 1:
-            self._effects(run, tspec.name, rec or "")
-            if data.get("stop"):
-                run.ctx.stop()
-        self.served_tools += 1
-        content, is_error = results[k - 1]
-        return ToolOutput(content=content, is_error=is_error)
-
-    def _results(self, rec: str, data: dict[str, Any]) -> list[tuple[str, bool]]:
-        """What the recorded tool's own code returned each time it ran."""
-        if isinstance(data.get("results"), list):
-            return [(str(r.get("content", "")), bool(r.get("is_error"))) for r in data["results"]]
-        final = ("", bool(data.get("is_error")))
-        for ev in self.recorded.inside.get(rec, ()):
-            item = ev.get("item")
-            if ev["type"] == "state.append" and isinstance(item, dict) and item.get("role") == "tool":
-                final = (str(item.get("content", "")), bool(item.get("is_error")))
-        return [final] * int(data.get("executed", 1))  # a journal from before "executed": once
-
-    def _effects(self, run: "Run", name: str, rec: str) -> None:
-        """Make again what the recorded tool did to the run (in order, attributed to it)."""
-        mine = [ev for ev in self.recorded.inside.get(rec, ()) if ev.get("origin") == f"tool:{name}"]
-        messages = [i for i, ev in enumerate(mine) if ev["type"] == "state.append" and ev.get("bucket") == "history"
-                    and isinstance(ev.get("item"), dict) and ev["item"].get("role") == "tool"]
-        if messages:
-            del mine[messages[-1]]  # its result's message: the runtime appends that one itself
-        for ev in mine:
-            t = ev["type"]
-            if t == "ctx.set":
-                setattr(run.ctx, ev["name"], ev.get("value"))
-            elif t == "workflow_state.change":
-                _set_field(run, ev["path"], ev.get("new"))
-            elif t == "state.append":
-                run.state.append(ev["bucket"], _item(ev["bucket"], ev["item"]))
-            elif t == "state.set":
-                run.state.set(ev["bucket"], [_item(ev["bucket"], x) for x in ev["items"]])
-
-    async def _hold(self, kind: str, name: str) -> None:
+    async def hold(self, kind: str, name: str) -> None:
         """A diverged run is about to do something live: stop it, or pause it once first."""
         if self.on_divergence == "stop":
             raise Diverged(self.reason)
@@ -345,7 +229,7 @@ class Resume:
                 now_seq=event.seq)
 
     def _check(self, event: Any) -> None:
-        d = json.loads(encode_event(event, self._redactor))
+        d = from_json(encode_event(event, self._redactor))
         new = comparable(d, relative_run(d["run_id"], self.root_id), self._paths[1].of(d))
         if self.i >= len(self.expected):
             return self._diverge(None, None, new, [Difference(field="event", why="the recorded run did nothing more")],
@@ -355,10 +239,10 @@ class Resume:
         if rec != new:
             align(rec, new)
         if rec != new:
-            found = explain(rec, new, self._lookup()) or [Difference(field="event")]
+            found = explain(rec, new, lookup_for(self.run)) or [Difference(field="event")]
             return self._diverge(rec_raw, rec, new, found, now_seq=event.seq)
         if d["type"] == "node.start":
-            self.node_map[d["node_id"]] = rec_raw["node_id"]
+            self.server.node_map[d["node_id"]] = rec_raw["node_id"]
         self.i += 1
         if self.i >= len(self.expected) or self.expected[self.i]["seq"] > self.at:
             self._end_prefix()
@@ -374,7 +258,7 @@ class Resume:
             self.controller.approve.update(self._approve)
             self._approve = set()
 
-    def _diverge_at(self, end: dict[str, Any], difference: Difference, *, recorded: str, current: str) -> None:
+    def diverge_at(self, end: dict[str, Any], difference: Difference, *, recorded: str, current: str) -> None:
         path = show_path(self._paths[0].of(end))
         self._report(dict(at=end["seq"], now=None, path=path, recorded=recorded, current=current,
                           differences=[difference]))
@@ -396,105 +280,3 @@ class Resume:
         self.run.emitter.emit(RunDiverged, origin="runtime", **self.diverged)
         if action == "paused":
             self.controller.pause(reason="diverged")
-
-    def _lookup(self) -> Lookup:
-        plans = [self.run.plans, *(app.plans for app in self.run.child_apps.values())]
-
-        def agent(name: str) -> Any:
-            return next((s for p in plans for s in p.agent_specs.values() if s.name == name), None)
-
-        def known(name: str) -> bool:
-            return any(name in _names(p) for p in plans)
-
-        def tool(name: str) -> Any:
-            return next((t.by_name[name] for p in plans for t in p.tool_specs.values() if name in t.by_name), None)
-
-        return Lookup(agent, known, tool)
-
-
-class ServedProvider(Provider):
-    """A run's provider in a re-execution: in the prefix, each call is answered from the journal
-    (and the provider told, :meth:`Provider.skip`); after it, the provider answers."""
-
-    def __init__(self, inner: Provider, resume: Resume) -> None:
-        self.inner, self._resume = inner, resume
-        self.rescue_tool_calls = inner.rescue_tool_calls
-
-    async def complete(self, request: ChatRequest) -> ChatReply:
-        reply = await self._resume.model_reply(request)
-        if reply is None:
-            return await self.inner.complete(request)
-        self.inner.skip(request, reply)
-        return reply
-
-    def finish(self, request: ChatRequest, reply: ChatReply) -> ChatReply:
-        return reply if self._resume.served(reply) else self.inner.finish(request, reply)
-
-    def skip(self, request: ChatRequest, reply: ChatReply) -> None:
-        self.inner.skip(request, reply)
-
-    def fork(self) -> "ServedProvider":
-        return ServedProvider(self.inner.fork(), self._resume)
-
-    def override_model(self, model: str) -> "ServedProvider":
-        return ServedProvider(self.inner.override_model(model), self._resume)
-
-    def describe(self) -> str:
-        return self.inner.describe()
-
-
-def _served_failure(error: str, agent: str, attempts: int) -> ProviderError:
-    """The recorded failure of a model call, raised again under its recorded name."""
-    name, sep, message = error.partition(": ")
-    if not sep or not name.isidentifier():
-        name, message = "ProviderError", error
-    cls = type(name, (ProviderError,), {"__module__": __name__, "__doc__": "A model call's recorded failure."})
-    return cls(message, agent=agent, attempts=attempts)
-
-
-async def _call(fn: Any, kwargs: dict[str, Any]) -> Any:
-    result = fn(**kwargs)
-    if inspect.isawaitable(result):
-        result = await result
-    return result
-
-
-def _runs_children(run: "Run", tspec: Any) -> bool:
-    """A tool whose constructor takes a WorkflowRuntime: it runs child workflows, so it runs again
-    (the children's model calls and tools are served in turn)."""
-    plan = run.plans.ctor_plans.get(tspec.target) if tspec.form == "class" else None
-    return bool(plan) and any(want != "state" for _, want in plan)
-
-
-def _item(bucket: str, value: Any) -> Any:
-    return Message.model_validate(value) if bucket == "history" else str(value)
-
-
-def _set_field(run: "Run", path: str, value: Any) -> None:
-    """Set workflow-state field ``path`` to its recorded (JSON) value, typed as the field is."""
-    from flowtui.runtime.observe import field_type
-
-    obj = run.workflow_state
-    if obj is None:
-        return
-    try:
-        value = TypeAdapter(field_type(run.spec.state, path)).validate_python(value)
-    except Exception:  # not of its type (any more): the comparison that follows says so
-        pass
-    setattr(obj, path, value)
-
-
-def _names(plans: Any) -> set[str]:
-    """Every node name a workflow can have: itself, its loops and parallel blocks, agents, tools."""
-    names = {plans.spec.name}
-    names.update(s.name for s in plans.agent_specs.values())
-    names.update(n for tools in plans.tool_specs.values() for n in tools.names)
-
-    def walk(steps: Any) -> None:
-        for step in steps:
-            if isinstance(step, (LoopSpec, ParallelSpec)):
-                names.add(step.name)
-                walk(step.steps)
-
-    walk(plans.spec.steps)
-    return names
