@@ -369,7 +369,10 @@ class RunView:
             what = {"agent": f"before {p.name}", "chat": f"before the model call of {p.name}",
                     "tool": f"before tool {p.name}", "loop_iteration": f"after an iteration of {p.name}"}
             text = f"paused {what.get(p.point, p.name)}"
-            return text + {"breakpoint": " (breakpoint)", "approval": " (waiting for approval)"}.get(p.reason, "")
+            if p.reason == "resumed" and self.resumed_from is not None:  # the end of a re-executed prefix
+                return f"{text} (re-executed up to event #{self.resumed_from.at} of its journal; live from here)"
+            return text + {"breakpoint": " (breakpoint)", "approval": " (waiting for approval)",
+                           "diverged": " (diverged from its journal)"}.get(p.reason, "")
         if self.status == "failed":
             return f"failed: {self.error}"
         if self.status in ("finished", "stopped") and self.reason and self.reason != "stopped by user":

@@ -1,0 +1,73 @@
+"""The app re-executes a journal (``flowtui FLOW --resume-from JOURNAL``): an unchanged flow runs
+through its prefix without asking for anything; a changed one waits at the divergence screen,
+which continues live or cancels."""
+
+from __future__ import annotations
+
+import shutil
+
+import flowcapture
+from conftest import FLOWS, ended, make, paused, wait_until
+
+from flowtui.runtime.loader import load_flow
+from flowtui.tui.screens.diverged import DivergedScreen
+
+
+async def _recorded(tmp_path):
+    """A copy of the review flow and the journal of one run of it."""
+    flow, journal = tmp_path / "review_copy.py", tmp_path / "run.jsonl"
+    shutil.copy(FLOWS / "review_fn.py", flow)
+    await load_flow(str(flow)).run("go", journal=journal)
+    return flow, journal
+
+
+def _changed(flow):
+    flow.write_text(flow.read_text().replace('prompt="You review the draft."', 'prompt="You review it closely."'))
+
+
+async def test_an_unchanged_flow_reexecutes_to_its_end_without_asking(tmp_path):
+    flow, journal = await _recorded(tmp_path)
+    asked = len(flowcapture.requests())
+    app = make(str(flow), resume_from=str(journal))
+    async with app.run_test(size=(140, 40)) as pilot:
+        await ended(pilot)
+        view = app.client.view
+        assert view.status == "finished" and view.divergence is None
+        assert view.resumed_from.journal == str(journal)
+        assert not isinstance(app.screen, DivergedScreen)
+    assert len(flowcapture.requests()) == asked  # every reply served from the journal
+
+
+async def test_a_changed_prompt_shows_the_divergence_and_continue_goes_on_live(tmp_path):
+    flow, journal = await _recorded(tmp_path)
+    _changed(flow)
+    asked = len(flowcapture.requests())
+    app = make(str(flow), resume_from=str(journal))
+    async with app.run_test(size=(140, 40)) as pilot:
+        await paused(pilot)
+        await wait_until(pilot, lambda: isinstance(app.screen, DivergedScreen), what="the divergence screen")
+        shown = app.screen.diverged
+        assert shown.path == "ReviewWorkflow › loop 1 › Reviewer › chat"
+        assert [(d.field, d.why) for d in shown.differences] == [
+            ("request.messages[0].content", "the prompt of Reviewer changed")]
+        assert app.client.view.status_line().endswith("(diverged from its journal)")
+        assert len(flowcapture.requests()) == asked  # nothing live while it waits
+        await pilot.press("c")
+        await ended(pilot)
+        assert app.client.view.status == "finished"
+    live = flowcapture.requests()[asked:]
+    assert live and live[0][0] == "Reviewer"  # from the divergence on, the model is called
+    assert live[0][1][0].content == "You review it closely."
+
+
+async def test_cancel_on_the_divergence_screen_stops_the_run_before_anything_live(tmp_path):
+    flow, journal = await _recorded(tmp_path)
+    _changed(flow)
+    asked = len(flowcapture.requests())
+    app = make(str(flow), resume_from=str(journal))
+    async with app.run_test(size=(140, 40)) as pilot:
+        await wait_until(pilot, lambda: isinstance(app.screen, DivergedScreen), what="the divergence screen")
+        await pilot.press("x")
+        await ended(pilot)
+        assert app.client.view.status == "stopped"
+    assert len(flowcapture.requests()) == asked
