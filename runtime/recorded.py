@@ -12,11 +12,12 @@ Errors name the file and ``K`` and say what to do (:class:`~flowtui.runtime.erro
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from pydantic_core import from_json
 
 from flowtui.runtime.errors import ResumeError
 from flowtui.runtime.events import EVENT_TYPES
@@ -49,6 +50,7 @@ class Recorded:
     start: dict[str, Any]  # its run.start
     ends: dict[str, dict[str, Any]] = field(default_factory=dict)  # node id -> its node.end
     inside: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # node id -> the events in it
+    lines: dict[int, bytes] = field(default_factory=dict)  # seq -> the event's line, as the journal holds it
 
     def relative(self, run_id: str) -> str:
         """A run id as seen from the top-level run: ``""`` for it, ``".1"`` for its first child."""
@@ -79,12 +81,13 @@ def load_recorded(source: str | Path, *, at: int | None = None) -> Recorded:
                           "(see .flowtui/runs/)") from None
     except OSError as exc:
         raise ResumeError(f"--resume-from {shown}: cannot read it: {exc.strerror or exc}") from None
-    events, first_bad = _events(raw_lines)
+    events, lines, first_bad = _events(raw_lines)
     if not events:
         why = f" (line {first_bad[0]}: {first_bad[1]})" if first_bad else " (it is empty)"
         raise ResumeError(f"--resume-from {shown}: not a flowtui journal{why}; give a .jsonl file that "
                           "`flowtui run` or the app wrote")
-    run = _last_run(events)
+    begin = _last_run(events)
+    run = events[begin:]
     start = run[0]
     if start.get("type") != "run.start" or not isinstance(start.get("run_id"), str):
         raise ResumeError(f"--resume-from {shown}: its last run does not begin with run.start (the start of "
@@ -97,7 +100,8 @@ def load_recorded(source: str | Path, *, at: int | None = None) -> Recorded:
         where = "beyond its end" if k > last else "not an event number"
         raise ResumeError(f"--resume-from {shown}@{k}: K={k} is {where}: the recorded run {root} has events "
                           f"1..{last}; give a K in that range, or none for the whole run")
-    recorded = Recorded(path=shown, run_id=root, at=k, last=last, events=run, start=start)
+    recorded = Recorded(path=shown, run_id=root, at=k, last=last, events=run, start=start,
+                        lines=dict(zip((ev["seq"] for ev in run), lines[begin:])))
     for ev in run:
         node = ev.get("node_id")
         if ev["type"] == "node.end" and node is not None:
@@ -107,10 +111,11 @@ def load_recorded(source: str | Path, *, at: int | None = None) -> Recorded:
     return recorded
 
 
-def _events(lines: list[bytes]) -> tuple[list[dict[str, Any]], tuple[int, str] | None]:
-    """The journal's events as JSON objects; lines that cannot be read are skipped (the first
-    one that could not, with why, for the error when nothing could be read)."""
+def _events(lines: list[bytes]) -> tuple[list[dict[str, Any]], list[bytes], tuple[int, str] | None]:
+    """The journal's events as JSON objects, and their lines; lines that cannot be read are skipped
+    (the first one that could not, with why, for the error when nothing could be read)."""
     out: list[dict[str, Any]] = []
+    kept: list[bytes] = []
     bad: tuple[int, str] | None = None
     for n, line in enumerate(lines, 1):
         if n == 1 and line.startswith(b"\xef\xbb\xbf"):
@@ -119,7 +124,7 @@ def _events(lines: list[bytes]) -> tuple[list[dict[str, Any]], tuple[int, str] |
         if not line:
             continue
         try:
-            data = json.loads(line)
+            data = from_json(line)  # a long run's journal is megabytes: the fast reader
         except (ValueError, RecursionError):
             bad = bad or (n, "not JSON" if _is_text(line) else "not text")
             continue
@@ -129,7 +134,8 @@ def _events(lines: list[bytes]) -> tuple[list[dict[str, Any]], tuple[int, str] |
             bad = bad or (n, "not a flowtui event")
             continue
         out.append(data)
-    return out, bad
+        kept.append(line)
+    return out, kept, bad
 
 
 def _is_text(line: bytes) -> bool:
@@ -140,11 +146,11 @@ def _is_text(line: bytes) -> bool:
     return True
 
 
-def _last_run(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The last of the runs a journal holds (a run starts where the sequence numbers start again)."""
+def _last_run(events: list[dict[str, Any]]) -> int:
+    """Where the last of the runs a journal holds begins (where the sequence numbers start again)."""
     begin, last = 0, 0
     for i, ev in enumerate(events):
         if i and ev["seq"] <= last:
             begin = i
         last = ev["seq"]
-    return events[begin:]
+    return begin
