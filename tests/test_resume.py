@@ -26,6 +26,8 @@ from flowtui import (
 from flowtui.runtime import plans as plans_module
 from flowtui.runtime.compare import model_key
 from flowtui.runtime.errors import ResumeError
+from flowtui.runtime.fold import RunView
+from flowtui.runtime.journal import read_journal
 from flowtui.runtime.loader import load_flow
 from flowtui.runtime.providers.litellm import Retry
 from loopback_openai import LoopbackOpenAI, reply
@@ -123,6 +125,16 @@ async def test_every_flow_reexecuted_against_its_journal_reproduces_it(name, tmp
     assert start["resumed_from"] == {"journal": str(first), "run_id": recorded[0]["run_id"],
                                      "at": recorded[-1]["seq"]}
     assert out == recorded[-1]["output"]
+    again, before = folded(second), folded(first)  # the new journal replays on its own, prefix included
+    assert (again.status, again.output, again.history) == (before.status, before.output, before.history)
+    assert again.resumed_from.journal == str(first)
+
+
+def folded(journal: Path) -> RunView:
+    view = RunView()
+    for event in read_journal(journal):
+        view.apply(event)
+    return view
 
 
 def test_every_flow_of_the_folder_is_covered():
@@ -320,6 +332,20 @@ async def test_resuming_at_k_serves_up_to_k_then_pauses_and_goes_on_live(tmp_pat
     assert asked == [e["name"] for e in chats[4:]]  # the script went on at its next reply
     assert recorded_events(second) == recorded_events(first)
     assert lines(second)[0]["resumed_from"]["at"] == k
+
+
+def test_headless_resume_at_k_goes_on_running_and_journals_the_whole_run(tmp_path):
+    first, second = tmp_path / "first.jsonl", tmp_path / "second.jsonl"
+    flow = str(FLOWS / "revisao.py")
+    res = flowtui("run", flow, "--input", "Escreva", "--journal", str(first), cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    k = [e for e in lines(first) if e["type"] == "node.end" and e["kind"] == "chat"][2]["seq"]
+    again = flowtui("run", flow, "--resume-from", f"{first}@{k}", "--journal", str(second), cwd=tmp_path)
+    assert again.returncode == 0, again.stderr
+    assert again.stdout == res.stdout  # after K, the scripted model went on at its next reply
+    start = lines(second)[0]
+    assert start["resumed_from"] == {"journal": str(first), "run_id": lines(first)[0]["run_id"], "at": k}
+    assert recorded_events(second) == recorded_events(first)  # the whole run, prefix included
 
 
 # --- the checks, in flows of the test's own -----------------------------------------------------
