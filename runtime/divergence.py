@@ -40,6 +40,10 @@ def explain(rec: dict[str, Any], new: dict[str, Any], lookup: Lookup) -> list[Di
     """The differences between recorded event ``rec`` and event ``new`` (both :func:`comparable`)."""
     if _identity(rec) != _identity(new):
         return [_other_event(rec, new, lookup)]
+    if rec.get("type") == "run.start" and rec.get("workflow") != new.get("workflow"):  # its state differs too
+        return [Difference(field="workflow", recorded=rec.get("workflow"), now=new.get("workflow"),
+                           why="the journal is a run of another workflow (a journal of another flow, "
+                               "or the workflow was renamed)")]
     out: list[Difference] = []
     for key, name in ((RUN, "run"), (PATH, "path"), ("origin", "origin")):
         if rec.get(key) != new.get(key):
@@ -102,9 +106,12 @@ def report(ev: Any, *, journal: str | None = None) -> str:
             lines.append(f"  {d.field}: {d.why}: {_value(d.recorded)} → {_value(d.now)}")
         else:
             lines.append(f"  {d.field}: recorded {_value(d.recorded)}, now {_value(d.now)}")
-    if ev.action == "stopped":
+    if ev.action == "stopped" and ev.at <= 1:
+        lines.append("  the run stopped there, before doing anything live; it differs from its very start: "
+                     "run it without --resume-from")
+    elif ev.action == "stopped":
         lines.append(f"  the run stopped there, before doing anything live; to go on live from before it: "
-                     f"--resume-from {source}@{max(ev.at - 1, 1)}")
+                     f"--resume-from {source}@{ev.at - 1}")
     else:
         lines.append("  the run waits at the next pause point: continue goes on live from there, stop cancels it")
     return "\n".join(lines)

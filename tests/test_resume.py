@@ -207,6 +207,19 @@ def test_a_changed_flow_diverges_at_the_right_event_with_the_right_words(change,
     assert res.stdout == ""  # no output: the run did not finish
 
 
+def test_a_journal_of_another_workflow_diverges_at_its_start_saying_so(tmp_path):
+    journal = tmp_path / "run.jsonl"
+    res = flowtui("run", str(FLOWS / "pesquisa.py"), "--input", "x", "--journal", str(journal), cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    res = flowtui("run", str(FLOWS / "revisao.py"), "--resume-from", str(journal), "--no-journal", cwd=tmp_path)
+    assert res.returncode == 3, res.stderr
+    report = res.stderr[res.stderr.index("flowtui: the run diverged"):].splitlines()
+    assert report[0] == f"flowtui: the run diverged from {journal} at event #1"
+    assert report[3] == ('  workflow: the journal is a run of another workflow (a journal of another flow, or the '
+                         'workflow was renamed): "PesquisaWorkflow" → "RevisaoWorkflow"')
+    assert report[4].endswith("it differs from its very start: run it without --resume-from")
+
+
 def test_bad_resume_from_values_exit_2_naming_the_file_and_k(tmp_path):
     journal = tmp_path / "run.jsonl"
     res = flowtui("run", str(FLOWS / "pesquisa.py"), "--input", "x", "--journal", str(journal), cwd=tmp_path)
