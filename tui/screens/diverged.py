@@ -6,6 +6,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
@@ -23,22 +24,29 @@ def _value(value: Any) -> str:
     return shown(value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=repr))
 
 
-def side_by_side(ev: Any) -> Table:
-    """The recorded event and what the code did now, then each difference, in two columns."""
-    table = Table(box=None, expand=True, show_edge=False, padding=(0, 1))
-    table.add_column("", style="bold", ratio=1, overflow="fold")
-    table.add_column("recorded", ratio=2, overflow="fold")
-    table.add_column("now", ratio=2, overflow="fold")
-    now = shown(ev.current) + (f" (event #{ev.now})" if ev.now else "")
-    table.add_row(f"event #{ev.at}", shown(ev.recorded), now)
-    for d in ev.differences:
-        if d.field in EVENT_FIELDS:
-            table.add_row("", Text(shown(d.why or "the code did another thing here"), "italic"), "")
-            continue
-        table.add_row(shown(d.field), _value(d.recorded), _value(d.now))
-        if d.why:
-            table.add_row("", Text(shown(d.why), "italic"), "")
+def _pair(recorded: str, now: str) -> Table:
+    table = Table(box=None, expand=True, show_edge=False, padding=(0, 2, 0, 2), show_header=False)
+    table.add_column("recorded", ratio=1, overflow="fold")
+    table.add_column("now", ratio=1, overflow="fold")
+    table.add_row(recorded, now)
     return table
+
+
+def side_by_side(ev: Any) -> Group:
+    """The recorded event and what the code did now, then each difference: its field (and why),
+    then the recorded value and the value now, in two columns."""
+    head = Table(box=None, expand=True, show_edge=False, padding=(0, 2, 0, 2))
+    head.add_column("recorded", ratio=1, overflow="fold", header_style="bold")
+    head.add_column("now", ratio=1, overflow="fold", header_style="bold")
+    head.add_row(shown(ev.recorded), shown(ev.current) + (f" (event #{ev.now})" if ev.now else ""))
+    parts: list[Any] = [head]
+    for d in ev.differences:
+        if d.field in EVENT_FIELDS:  # another event altogether: the two lines above say which
+            parts.append(Text(shown(d.why or "the code did another thing here"), "italic"))
+            continue
+        parts.append(Text.assemble((shown(d.field), "bold"), (f": {shown(d.why)}" if d.why else "", "italic")))
+        parts.append(_pair(_value(d.recorded), _value(d.now)))
+    return Group(*parts)
 
 
 class DivergedScreen(ModalScreen[str | None]):
@@ -62,8 +70,9 @@ class DivergedScreen(ModalScreen[str | None]):
         ev = self.diverged
         where = f" ({ev.path})" if ev.path else ""
         with Vertical(classes="dialog", id="diverged-dialog"):
-            yield Label(Text.assemble("The run diverged from ", (shown(ev.journal or "its journal"), "bold"),
-                                      f" at event #{ev.at}{shown(where)}"), classes="dialog-title")
+            yield Label("The run diverged from its journal", classes="dialog-title")
+            yield Static(Text.assemble(f"event #{ev.at}{shown(where)} of ", (shown(ev.journal or "its journal"),
+                                                                             "bold")), id="diverged-where")
             with VerticalScroll(id="diverged-report"):
                 yield Static(side_by_side(ev))
             yield Static(Text("Nothing live has happened yet: the run waits here.", "dim"))
