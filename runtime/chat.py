@@ -56,11 +56,14 @@ def build_request(run: "Run", spec: AgentSpec, prompt: str) -> ChatRequest:
         on_attempt=on_attempt))
 
 
-async def call_model(run: "Run", spec: AgentSpec, request: ChatRequest, *, prompt: str | None = None) -> ChatReply:
-    """Send ``request`` for ``spec``'s agent: a ``chat`` node around the middlewares and the provider."""
+async def call_model(run: "Run", spec: AgentSpec, request: ChatRequest, *, prompt: str | None = None,
+                     built: bool = False) -> ChatReply:
+    """Send ``request`` for ``spec``'s agent: a ``chat`` node around the middlewares and the provider.
+    ``built``: the request is :func:`build_request`'s (its messages are the history's, checked when
+    they joined it), not one user code made."""
     provider = run.providers[spec.cls]
     start = {"turn": request.turn, "messages": len(request.messages), "prompt": prompt,
-             "request": recorded(request, provider)}
+             "request": recorded(request, provider, built=built)}
     with NodeScope(run, "chat", spec.name, data=start) as scope:
         del scope.data["prompt"], scope.data["request"]  # on node.start only: node.end need not repeat them
 
@@ -110,11 +113,21 @@ async def call_model(run: "Run", spec: AgentSpec, request: ChatRequest, *, promp
     return reply
 
 
-def recorded(request: ChatRequest, provider: Provider) -> "Sent":
+def recorded(request: ChatRequest, provider: Provider, *, built: bool = False) -> "Sent":
     """A request as the journal keeps it: every message as sent, the tools by name, the model
-    (the provider's description) and the sampling parameters."""
-    return Sent(messages=list(request.messages), tools=sorted(request.tool_names), model=provider.describe(),
-                sampling=dict(request.sampling))
+    (the provider's description) and the sampling parameters.
+
+    A request :func:`build_request` made (``built``) holds only messages: validating them again
+    cost a pass over the whole history every turn, so a long run got slower turn after turn. It
+    is recorded without validation when the few values user code gave (the provider's
+    description, the sampling keys) have their declared types too; any other request is
+    validated, so a malformed one fails as it always did."""
+    fields = dict(messages=list(request.messages), tools=sorted(request.tool_names), model=provider.describe(),
+                  sampling=dict(request.sampling))
+    if built and type(fields["model"]) is str and all(type(k) is str for k in fields["sampling"]) \
+            and all(type(t) is str for t in fields["tools"]):
+        return build(Sent, fields)
+    return Sent(**fields)
 
 
 class Sent(BaseModel):

@@ -92,7 +92,7 @@ async def _turn(run: "Run", spec: AgentSpec, inst: Any) -> None:
             prompt = str(new)
     await run.pause("chat", spec.name, prompt=prompt)
     await run.gate()
-    reply = await call_model(run, spec, build_request(run, spec, prompt), prompt=prompt)
+    reply = await call_model(run, spec, build_request(run, spec, prompt), prompt=prompt, built=True)
     calls = [c if c.id else c.model_copy(update={"id": f"call_{i}"}) for i, c in enumerate(reply.tool_calls)]
     asked_at = len(run.state.history)
     run.state.append("history", _assistant_message(reply, calls, spec.name), origin=f"agent:{spec.name}")
