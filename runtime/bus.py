@@ -14,6 +14,7 @@ by the engine, so user code (hooks, tools) never passes them along.
 from __future__ import annotations
 
 import contextvars
+import itertools
 import threading
 import time
 from collections.abc import Callable
@@ -56,16 +57,14 @@ class Stream:
     def __init__(self, sinks: list[Sink]) -> None:
         self._sinks = sinks
         self._seq = 0
-        self._nodes = 0
+        self._node_ids = itertools.count(1)
         self._reported: set[int] = set()
         self.lock = threading.RLock()
         self._delivering = False
         self._queued: list[Any] = []
 
     def next_node_id(self) -> str:
-        with self.lock:
-            self._nodes += 1
-            return f"n{self._nodes}"
+        return f"n{next(self._node_ids)}"  # one step of a C counter: atomic, no lock needed
 
     @property
     def last_seq(self) -> int:
@@ -77,17 +76,28 @@ class Stream:
             fields["seq"] = self._seq
             fields["ts"] = time.time()
             fields["run_id"] = run_id
-            event = builder_for(cls)(fields)
-            if self._delivering:  # emitted by a sink: after the event it is handling
-                self._queued.append(event)
-                return event
-            self._delivering = True
-            try:
-                self._deliver(event)
-                while self._queued:
-                    self._deliver(self._queued.pop(0))
-            finally:
-                self._delivering = False
+            return self._publish(builder_for(cls)(fields))
+
+    def _publish(self, event: Any) -> Any:
+        """Deliver ``event`` (numbered, under the lock), and what sinks emitted meanwhile after it."""
+        if self._delivering:  # emitted by a sink: after the event it is handling
+            self._queued.append(event)
+            return event
+        self._delivering = True
+        try:
+            failed = None
+            for sink in self._sinks:  # _deliver, inline for the event that is not queued
+                try:
+                    sink(event)
+                except Exception as exc:  # a subscriber never breaks the run
+                    failed = (failed or []) + [(sink, exc)]
+            if failed:
+                for sink, exc in failed:
+                    self._report(sink, exc, event.run_id)
+            while self._queued:
+                self._deliver(self._queued.pop(0))
+        finally:
+            self._delivering = False
         return event
 
     def _deliver(self, event: Any) -> None:
@@ -146,4 +156,11 @@ class Emitter:
             fields["node_id"], fields["parent_id"] = current_node.get()
         if "origin" not in fields:
             fields["origin"] = current_origin.get()
-        return self.stream.emit(cls, self.run_id, fields)
+        # Stream.emit, inline: a run emits a dozen events a turn.
+        stream = self.stream
+        with stream.lock:
+            stream._seq += 1
+            fields["seq"] = stream._seq
+            fields["ts"] = time.time()
+            fields["run_id"] = self.run_id
+            return stream._publish(builder_for(cls)(fields))

@@ -21,7 +21,12 @@ from typing import Any
 
 from pydantic import BaseModel
 
-_setattr = object.__setattr__
+# What pydantic's own construction sets on a new model, as the four slots BaseModel declares;
+# set through their descriptors (what object.__setattr__ finds for them, without the lookup).
+_set_dict = BaseModel.__dict__["__dict__"].__set__
+_set_fields_set = BaseModel.__dict__["__pydantic_fields_set__"].__set__
+_set_extra = BaseModel.__dict__["__pydantic_extra__"].__set__
+_set_private = BaseModel.__dict__["__pydantic_private__"].__set__
 
 
 def _builder(cls: type) -> Callable[[dict[str, Any]], Any]:
@@ -43,10 +48,10 @@ def _builder(cls: type) -> Callable[[dict[str, Any]], Any]:
                 if name not in fields:
                     values[name] = factory()
         obj = new(cls)
-        _setattr(obj, "__dict__", values)
-        _setattr(obj, "__pydantic_fields_set__", set(fields))
-        _setattr(obj, "__pydantic_extra__", None)
-        _setattr(obj, "__pydantic_private__", None)
+        _set_dict(obj, values)
+        _set_fields_set(obj, set(fields))
+        _set_extra(obj, None)
+        _set_private(obj, None)
         return obj
 
     return build
@@ -82,8 +87,8 @@ def copy_with(model: Any, update: dict[str, Any]) -> Any:
             or cls.model_config.get("extra") == "allow":
         return model.model_copy(update=update)
     obj = cls.__new__(cls)
-    _setattr(obj, "__dict__", {**model.__dict__, **update})
-    _setattr(obj, "__pydantic_fields_set__", model.__pydantic_fields_set__ | update.keys())
-    _setattr(obj, "__pydantic_extra__", None)
-    _setattr(obj, "__pydantic_private__", None)
+    _set_dict(obj, {**model.__dict__, **update})
+    _set_fields_set(obj, model.__pydantic_fields_set__ | update.keys())
+    _set_extra(obj, None)
+    _set_private(obj, None)
     return obj
