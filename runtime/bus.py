@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from flowtui.runtime.construct import build, builder_for
+from flowtui.runtime.construct import build, builders
 from flowtui.runtime.events import SubscriberError
 
 Sink = Callable[[Any], None]
@@ -71,34 +71,30 @@ class Stream:
         return self._seq
 
     def emit(self, cls: type, run_id: str, fields: dict[str, Any]) -> Any:
+        """Number ``fields`` as an event of ``cls`` of run ``run_id`` and deliver it (what
+        :meth:`Emitter.emit` does, inline there: a run emits a dozen events a turn)."""
         with self.lock:
             self._seq += 1
             fields["seq"] = self._seq
             fields["ts"] = time.time()
             fields["run_id"] = run_id
-            return self._publish(builder_for(cls)(fields))
-
-    def _publish(self, event: Any) -> Any:
-        """Deliver ``event`` (numbered, under the lock), and what sinks emitted meanwhile after it."""
-        if self._delivering:  # emitted by a sink: after the event it is handling
-            self._queued.append(event)
+            event = builders[cls](fields)
+            if self._delivering:  # emitted by a sink: after the event it is handling
+                self._queued.append(event)
+                return event
+            self._delivering = True
+            try:
+                self._deliver(event)
+                if self._queued:
+                    self._drain()
+            finally:
+                self._delivering = False
             return event
-        self._delivering = True
-        try:
-            failed = None
-            for sink in self._sinks:  # _deliver, inline for the event that is not queued
-                try:
-                    sink(event)
-                except Exception as exc:  # a subscriber never breaks the run
-                    failed = (failed or []) + [(sink, exc)]
-            if failed:
-                for sink, exc in failed:
-                    self._report(sink, exc, event.run_id)
-            while self._queued:
-                self._deliver(self._queued.pop(0))
-        finally:
-            self._delivering = False
-        return event
+
+    def _drain(self) -> None:
+        """Deliver what sinks emitted while they received an event, in order."""
+        while self._queued:
+            self._deliver(self._queued.pop(0))
 
     def _deliver(self, event: Any) -> None:
         failed = None
@@ -163,4 +159,23 @@ class Emitter:
             fields["seq"] = stream._seq
             fields["ts"] = time.time()
             fields["run_id"] = self.run_id
-            return stream._publish(builder_for(cls)(fields))
+            event = builders[cls](fields)
+            if stream._delivering:  # emitted by a sink: after the event it is handling
+                stream._queued.append(event)
+                return event
+            stream._delivering = True
+            try:
+                failed = None
+                for sink in stream._sinks:  # Stream._deliver, inline
+                    try:
+                        sink(event)
+                    except Exception as exc:  # a subscriber never breaks the run
+                        failed = (failed or []) + [(sink, exc)]
+                if failed:
+                    for sink, exc in failed:
+                        stream._report(sink, exc, event.run_id)
+                if stream._queued:
+                    stream._drain()
+            finally:
+                stream._delivering = False
+            return event

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, model_serializer
 
-from flowtui.runtime.construct import build
+from flowtui.runtime.construct import builders
 from flowtui.runtime.decorators import AgentSpec
 from flowtui.runtime.errors import ConversationError, ProviderError
 from flowtui.runtime.events import ChatAttempt, ChatDelta
@@ -50,7 +50,7 @@ def build_request(run: "Run", spec: AgentSpec, prompt: str) -> ChatRequest:
         emit(ChatAttempt, attempt=info.attempt, error=info.error, status=info.status, retry_in_s=info.retry_in_s)
 
     tools = run.plans.tool_specs[spec.cls]
-    return build(ChatRequest, dict(
+    return builders[ChatRequest](dict(
         agent=spec.name, turn=next_turn(run, spec), messages=run.state.to_messages(prompt=prompt),
         tools=tools.schemas, tool_names=tools.names, sampling=spec.sampling, on_delta=on_delta,
         on_attempt=on_attempt))
@@ -126,7 +126,7 @@ def recorded(request: ChatRequest, provider: Provider, *, built: bool = False) -
                   sampling=dict(request.sampling))
     if built and type(fields["model"]) is str and all(type(k) is str for k in fields["sampling"]) \
             and all(type(t) is str for t in fields["tools"]):
-        return build(Sent, fields)
+        return builders[Sent](fields)
     return Sent(**fields)
 
 

@@ -16,7 +16,6 @@ cache holds one entry per class of the runtime.
 from __future__ import annotations
 
 from collections.abc import Callable
-from functools import cache
 from typing import Any
 
 from pydantic import BaseModel
@@ -69,9 +68,18 @@ def _factory(factory: Callable[[], Any]) -> Callable[[], Any]:
     return factory
 
 
-# The builder of a class: ``builder_for(cls)(fields)`` is ``cls(**fields)`` without validation
-# (``fields``, as given, is the model's fields set). Made once per class.
-builder_for: Callable[[type], Callable[[dict[str, Any]], Any]] = cache(_builder)
+class _Builders(dict):
+    """class -> its builder, made on first use (a dict: looking one up is one subscript)."""
+
+    def __missing__(self, cls: type) -> Callable[[dict[str, Any]], Any]:
+        made = self[cls] = _builder(cls)
+        return made
+
+
+# The builder of a class: ``builders[cls](fields)``, or ``builder_for(cls)(fields)``, is
+# ``cls(**fields)`` without validation (``fields``, as given, is the model's fields set).
+builders: dict[type, Callable[[dict[str, Any]], Any]] = _Builders()
+builder_for: Callable[[type], Callable[[dict[str, Any]], Any]] = builders.__getitem__
 
 
 def build(cls: type, fields: dict[str, Any]) -> Any:

@@ -14,7 +14,7 @@ import math
 from typing import TYPE_CHECKING, Any
 
 from flowtui.runtime.budget import BudgetStop
-from flowtui.runtime.construct import build
+from flowtui.runtime.construct import builders
 from flowtui.runtime.context import LoopInfo
 from flowtui.runtime.control import RunStopped, StopRequested
 from flowtui.runtime.invoke import call_user
@@ -83,7 +83,7 @@ def _set_loop(ctx: Any, trusted: bool, shown_ceiling: int | None, **fields: Any)
     if not trusted:
         ctx._set("loop", LoopInfo(**fields), origin="runtime")
         return
-    info = build(LoopInfo, fields)
+    info = builders[LoopInfo](fields)
     ctx._set("loop", info, origin="runtime", shown={
         "iterations": info.iterations, "exhausted": info.exhausted, "max_iterations": shown_ceiling,
         "stopped_by": info.stopped_by})

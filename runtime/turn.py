@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from flowtui.runtime.budget import BudgetStop
 from flowtui.runtime.chat import AgentProvider, build_request, call_model
-from flowtui.runtime.construct import build
+from flowtui.runtime.construct import builders
 from flowtui.runtime.context import TurnInfo
 from flowtui.runtime.control import RunStopped
 from flowtui.runtime.decorators import AgentSpec
@@ -139,7 +139,7 @@ def _assistant_message(reply: Any, calls: list[ToolCall], agent: str) -> Message
                   agent=agent)
     if (type(reply.content) is str and (reply.reasoning is None or type(reply.reasoning) is str)
             and type(agent) is str and all(type(c) is ToolCall for c in calls)):
-        return build(Message, fields)
+        return builders[Message](fields)
     return Message(**fields)
 
 
@@ -149,5 +149,5 @@ def _turn_info(**fields: Any) -> tuple[TurnInfo, dict[str, Any] | None]:
     source = fields["tool_call_source"]
     if (type(fields["response"]) is str and type(fields["agent"]) is str
             and (source is None or (type(source) is str and source in ("native", "rescued")))):
-        return build(TurnInfo, fields), fields
+        return builders[TurnInfo](fields), fields
     return TurnInfo(**fields), None
