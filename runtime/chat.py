@@ -89,8 +89,9 @@ async def call_model(run: "Run", spec: AgentSpec, request: ChatRequest, *, promp
                 trimmed["dropped"] += dropped
                 trimmed["by"].append(name)
 
-        try:
-            reply = await through(run.model_layers, request, send, on_pass=on_pass)
+        layers = run.model_layers
+        try:  # with no model middleware, through() would only call send
+            reply = await (through(layers, request, send, on_pass=on_pass) if layers else send(request))
         except ProviderError as exc:
             exc.agent = exc.agent or spec.name
             scope.data["attempts"] = exc.attempts

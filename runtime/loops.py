@@ -46,7 +46,8 @@ async def run_loop(run: "Run", spec: LoopSpec) -> None:
                         break
                 _set_loop(ctx, trusted, shown, iterations=i, max_iterations=ceiling)
                 run.check_stop()  # ctx.stop() in the last turn: no pause, no until
-                await run.pause("loop_iteration", spec.name)
+                if run.controller is not None:
+                    await run.pause("loop_iteration", spec.name)
                 if fails.count >= spec.max_fails:
                     stopped_by = "fails"
                     break
@@ -61,7 +62,8 @@ async def run_loop(run: "Run", spec: LoopSpec) -> None:
                     if spec.on_exhausted is not None:
                         await _call(run, spec.on_exhausted, (ctx, i), "on_exhausted")
                     break
-                await run.gate()
+                if run.gate_needed():
+                    await run.gate()
         except BudgetStop:
             stopped_by = "budget"
             raise

@@ -32,8 +32,10 @@ if TYPE_CHECKING:
 
 async def run_agent(run: "Run", spec: AgentSpec) -> None:
     """One agent step: pause, budget, then a turn (or the agent's own run())."""
-    await run.pause("agent", spec.name, prompt=spec.prompt)
-    await run.gate()
+    if run.controller is not None:
+        await run.pause("agent", spec.name, prompt=spec.prompt)
+    if run.gate_needed():
+        await run.gate()
     inst = run.agents[spec.cls]
     with NodeScope(run, "agent", spec.name) as scope:
         if spec.takes_over:
@@ -90,8 +92,10 @@ async def _turn(run: "Run", spec: AgentSpec, inst: Any) -> None:
         new = await run.hook(inst.before_prompt, spec.name, "before_prompt", (prompt, ctx))
         if new is not None:
             prompt = str(new)
-    await run.pause("chat", spec.name, prompt=prompt)
-    await run.gate()
+    if run.controller is not None:
+        await run.pause("chat", spec.name, prompt=prompt)
+    if run.gate_needed():
+        await run.gate()
     reply = await call_model(run, spec, build_request(run, spec, prompt), prompt=prompt, built=True)
     calls = [c if c.id else c.model_copy(update={"id": f"call_{i}"}) for i, c in enumerate(reply.tool_calls)]
     asked_at = len(run.state.history)
@@ -106,8 +110,10 @@ async def _turn(run: "Run", spec: AgentSpec, inst: Any) -> None:
         pending = run.pending = PendingCall(spec, call, approval=controller is not None
                                             and controller.needs_approval(call.name))
         try:
-            await run.pause("tool", call.name, call=call)
-            await run.gate()
+            if controller is not None:
+                await run.pause("tool", call.name, call=call)
+            if run.gate_needed():
+                await run.gate()
         finally:
             run.pending = None
         if pending.approval and pending.decision is None:
