@@ -22,7 +22,7 @@ from flowtui.runtime.events import ChatAttempt, ChatDelta
 from flowtui.runtime.messages import Message
 from flowtui.runtime.middleware import through
 from flowtui.runtime.nodes import NodeScope
-from flowtui.runtime.providers.base import AttemptInfo, ChatReply, ChatRequest, Provider
+from flowtui.runtime.providers.base import AttemptInfo, ChatReply, ChatRequest, Provider, Usage
 from flowtui.runtime.wellformed import problems
 
 if TYPE_CHECKING:
@@ -109,7 +109,7 @@ async def call_model(run: "Run", spec: AgentSpec, request: ChatRequest, *, promp
         if reply.reasoning:
             scope.data["reasoning"] = reply.reasoning
         scope.data["reply"] = {"content": reply.content, "tool_calls": [_call(c) for c in reply.tool_calls],
-                               "usage": usage.model_dump()}
+                               "usage": _usage(usage)}
     run.publish_budget()
     return reply
 
@@ -123,10 +123,10 @@ def recorded(request: ChatRequest, provider: Provider, *, built: bool = False) -
     is recorded without validation when the few values user code gave (the provider's
     description, the sampling keys) have their declared types too; any other request is
     validated, so a malformed one fails as it always did."""
-    fields = dict(messages=list(request.messages), tools=sorted(request.tool_names), model=provider.describe(),
-                  sampling=dict(request.sampling))
-    if built and type(fields["model"]) is str and all(type(k) is str for k in fields["sampling"]) \
-            and all(type(t) is str for t in fields["tools"]):
+    tools, model, sampling = sorted(request.tool_names), provider.describe(), dict(request.sampling)
+    fields = dict(messages=list(request.messages), tools=tools, model=model, sampling=sampling)
+    if built and type(model) is str and (not sampling or all(type(k) is str for k in sampling)) \
+            and (not tools or all(type(t) is str for t in tools)):
         return builders[Sent](fields)
     return Sent(**fields)
 
@@ -154,6 +154,14 @@ def _message(m: Message) -> dict[str, Any]:
     if m.role == "tool":
         out["tool_call_id"] = m.tool_call_id
     return out
+
+
+def _usage(usage: Usage) -> dict[str, Any]:
+    """``usage.model_dump()``: built by hand for a plain Usage of ints (what its serializer gives)."""
+    prompt, completion = usage.prompt_tokens, usage.completion_tokens
+    if type(usage) is Usage and type(prompt) is int and type(completion) is int:
+        return {"prompt_tokens": prompt, "completion_tokens": completion}
+    return usage.model_dump()
 
 
 def _call(call: Any) -> dict[str, Any]:

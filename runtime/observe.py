@@ -165,7 +165,7 @@ class StateObserver:
             self._kept.pop(name, None)
 
     def assigned(self, name: str, value: Any) -> None:
-        new = jsonable(value)
+        new = value if value is None or type(value) in _IMMUTABLE else jsonable(value)  # those are JSON
         with self._lock:
             if name not in self._snap:
                 self.fields.append(name)

@@ -48,7 +48,7 @@ async def run_agent(run: "Run", spec: AgentSpec) -> None:
             run.ctx._set("turn", TurnInfo(agent=spec.name, response=text or ""), origin="runtime")
             run.ctx._set("output", text, origin="runtime")
             return
-        history_at_start = len(run.state.history)
+        history_at_start = run.state._history_length()
         try:
             await _turn(run, spec, inst)
         except (RunStopped, BudgetStop, BudgetExceededError, FatalToolError, asyncio.CancelledError):
@@ -98,7 +98,7 @@ async def _turn(run: "Run", spec: AgentSpec, inst: Any) -> None:
         await run.gate()
     reply = await call_model(run, spec, build_request(run, spec, prompt), prompt=prompt, built=True)
     calls = [c if c.id else c.model_copy(update={"id": f"call_{i}"}) for i, c in enumerate(reply.tool_calls)]
-    asked_at = len(run.state.history)
+    asked_at = run.state._history_length()
     run.state.append("history", _assistant_message(reply, calls, spec.name), origin=f"agent:{spec.name}")
     results = []
     for call in calls:
