@@ -97,7 +97,8 @@ async def _turn(run: "Run", spec: AgentSpec, inst: Any) -> None:
     if run.gate_needed():
         await run.gate()
     reply = await call_model(run, spec, build_request(run, spec, prompt), prompt=prompt, built=True)
-    calls = [c if c.id else c.model_copy(update={"id": f"call_{i}"}) for i, c in enumerate(reply.tool_calls)]
+    calls = [c if c.id else c.model_copy(update={"id": f"call_{i}"})
+             for i, c in enumerate(reply.tool_calls)] if reply.tool_calls else []
     asked_at = run.state._history_length()
     run.state.append("history", _assistant_message(reply, calls, spec.name), origin=f"agent:{spec.name}")
     results = []
@@ -130,7 +131,7 @@ async def _turn(run: "Run", spec: AgentSpec, inst: Any) -> None:
             response = str(new)
     info, shown = _turn_info(
         agent=spec.name, called_tool=last is not None, tool_name=last.name if last else None,
-        tool_error=any(r.is_error for r in results), tool_call_source=reply.tool_call_source if calls else None,
+        tool_error=bool(results) and any(r.is_error for r in results), tool_call_source=reply.tool_call_source if calls else None,
         response=response)
     ctx._set("turn", info, origin="runtime", shown=shown)
     ctx._set("output", response, origin="runtime")
@@ -144,7 +145,7 @@ def _assistant_message(reply: Any, calls: list[ToolCall], agent: str) -> Message
     fields = dict(role="assistant", content=reply.content, tool_calls=tuple(calls), reasoning=reply.reasoning,
                   agent=agent)
     if (type(reply.content) is str and (reply.reasoning is None or type(reply.reasoning) is str)
-            and type(agent) is str and all(type(c) is ToolCall for c in calls)):
+            and type(agent) is str and (not calls or all(type(c) is ToolCall for c in calls))):
         return builders[Message](fields)
     return Message(**fields)
 
