@@ -263,10 +263,10 @@ class Run:
         if self.tracker.budget is not None:
             self.ctx._set("budget", self.tracker.usage(), origin="runtime")
 
-    async def hook(self, fn: Any, agent: str, hook: str, args: tuple) -> Any:
+    def hook(self, fn: Any, agent: str, hook: str, args: tuple) -> Awaitable[Any]:
+        """Call hook ``fn`` with the arguments it takes (await the result: call_user's coroutine)."""
         arity = self.plans.arity(fn)
-        return await call_user(fn, args[:arity], origin=f"hook:{agent}.{hook}",
-                               then=self.check_state)
+        return call_user(fn, args[:arity], origin=f"hook:{agent}.{hook}", then=self.check_state)
 
 
 def _first_message(input: Any) -> str | None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Any
 
 from flowtui.runtime.budget import BudgetStop
@@ -96,9 +97,9 @@ async def _until(run: "Run", spec: LoopSpec) -> bool:
     return bool(await _call(run, spec.until, args, "until"))
 
 
-async def _call(run: "Run", fn: Any, args: tuple, origin: str) -> Any:
-    """Loop callbacks run inline: they decide, they should not wait."""
-    return await call_user(fn, args, origin=origin, then=run.check_state)
+def _call(run: "Run", fn: Any, args: tuple, origin: str) -> Awaitable[Any]:
+    """Loop callbacks run inline: they decide, they should not wait (await the result)."""
+    return call_user(fn, args, origin=origin, then=run.check_state)
 
 
 async def run_parallel(run: "Run", spec: ParallelSpec) -> None:
