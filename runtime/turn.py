@@ -131,8 +131,8 @@ async def _turn(run: "Run", spec: AgentSpec, inst: Any) -> None:
             response = str(new)
     info, shown = _turn_info(
         agent=spec.name, called_tool=last is not None, tool_name=last.name if last else None,
-        tool_error=bool(results) and any(r.is_error for r in results), tool_call_source=reply.tool_call_source if calls else None,
-        response=response)
+        tool_error=bool(results) and any(r.is_error for r in results),
+        tool_call_source=reply.tool_call_source if calls else None, response=response)
     ctx._set("turn", info, origin="runtime", shown=shown)
     ctx._set("output", response, origin="runtime")
 
