@@ -262,6 +262,8 @@ class FlowApp(RunCommands, RunEdits, PlainNotify, App[int]):
         """Run the fast tick again (events arrived, or a command sets the run going)."""
         if self._ticker is not None:
             self._ticker.resume()
+        if self.client.urgent:  # the run paused or ended: drawn now, not at the next tick
+            self.call_next(self._tick)
 
     # --- views -----------------------------------------------------------------
     def action_open_whole(self) -> None:

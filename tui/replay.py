@@ -21,7 +21,8 @@ from flowtui.tui.actions import ActionSpec, bindings, help_groups, key_hints, pa
 from flowtui.tui.screens.dialogs import HelpScreen
 from flowtui.tui.shown import PlainNotify
 from flowtui.tui.screens.replay import ReplayScreen
-from flowtui.tui.timeline import JournalError, Timeline, load_runs
+from flowtui.runtime.journal import JournalError, load_runs
+from flowtui.tui.timeline import Timeline
 
 KEYS: list[ActionSpec] = [  # scrubbing wins over the focused pane's own keys (priority)
     ActionSpec("left,h", "step(-1)", "replay", "back", "One event back", rank=3, priority=True),
