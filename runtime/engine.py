@@ -224,10 +224,19 @@ class Run:
 
         await controller.checkpoint(point, emit)
 
+    @property
+    def pauses(self) -> bool:
+        """Whether a pause point does anything: a controller may wait there, and a re-execution
+        (``--resume-from``) makes a person's recorded edits again there. Most runs: no."""
+        return self.controller is not None or self.root.resume is not None
+
     def gate_needed(self) -> bool:
-        """Whether :meth:`gate` has anything to do: a ``ctx.stop()`` to honour or a budget (this
-        run's or a parent's) to check. Most runs have neither: they skip awaiting it."""
+        """Whether :meth:`gate` has anything to do: a ``ctx.stop()`` to honour, a budget (this
+        run's or a parent's) to check, a re-execution that diverged. Most runs have none: they
+        skip awaiting it."""
         if self.ctx._stop_by is not None:
+            return True
+        if self.root.resume is not None and self.root.resume.diverged is not None:
             return True
         tracker = self.tracker
         while tracker is not None:

@@ -47,7 +47,7 @@ async def run_loop(run: "Run", spec: LoopSpec) -> None:
                         break
                 _set_loop(ctx, trusted, shown, iterations=i, max_iterations=ceiling)
                 run.check_stop()  # ctx.stop() in the last turn: no pause, no until
-                if run.controller is not None:
+                if run.pauses:
                     await run.pause("loop_iteration", spec.name)
                 if fails.count >= spec.max_fails:
                     stopped_by = "fails"

@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 
 async def run_agent(run: "Run", spec: AgentSpec) -> None:
     """One agent step: pause, budget, then a turn (or the agent's own run())."""
-    if run.controller is not None:
+    if run.pauses:
         await run.pause("agent", spec.name, prompt=spec.prompt)
     if run.gate_needed():
         await run.gate()
@@ -92,7 +92,7 @@ async def _turn(run: "Run", spec: AgentSpec, inst: Any) -> None:
         new = await run.hook(inst.before_prompt, spec.name, "before_prompt", (prompt, ctx))
         if new is not None:
             prompt = str(new)
-    if run.controller is not None:
+    if run.pauses:
         await run.pause("chat", spec.name, prompt=prompt)
     if run.gate_needed():
         await run.gate()
@@ -111,7 +111,7 @@ async def _turn(run: "Run", spec: AgentSpec, inst: Any) -> None:
         pending = run.pending = PendingCall(spec, call, approval=controller is not None
                                             and controller.needs_approval(call.name))
         try:
-            if controller is not None:
+            if run.pauses:
                 await run.pause("tool", call.name, call=call)
             if run.gate_needed():
                 await run.gate()
