@@ -51,6 +51,14 @@ class Recorded:
     ends: dict[str, dict[str, Any]] = field(default_factory=dict)  # node id -> its node.end
     inside: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # node id -> the events in it
     lines: dict[int, bytes] = field(default_factory=dict)  # seq -> the event's line, as the journal holds it
+    lazy: set[int] = field(default_factory=set)  # seqs of node.start events read up to their name only
+
+    def full(self, ev: dict[str, Any]) -> dict[str, Any]:
+        """``ev`` with all its fields: a node.start read up to its name is read whole (in place)."""
+        if ev["seq"] in self.lazy:
+            ev.update(from_json(self.lines[ev["seq"]]))
+            self.lazy.discard(ev["seq"])
+        return ev
 
     def relative(self, run_id: str) -> str:
         """A run id as seen from the top-level run: ``""`` for it, ``".1"`` for its first child."""
@@ -81,7 +89,7 @@ def load_recorded(source: str | Path, *, at: int | None = None) -> Recorded:
                           "(see .flowtui/runs/)") from None
     except OSError as exc:
         raise ResumeError(f"--resume-from {shown}: cannot read it: {exc.strerror or exc}") from None
-    events, lines, first_bad = _events(raw_lines)
+    events, lines, lazy, first_bad = _events(raw_lines)
     if not events:
         why = f" (line {first_bad[0]}: {first_bad[1]})" if first_bad else " (it is empty)"
         raise ResumeError(f"--resume-from {shown}: not a flowtui journal{why}; give a .jsonl file that "
@@ -101,7 +109,8 @@ def load_recorded(source: str | Path, *, at: int | None = None) -> Recorded:
         raise ResumeError(f"--resume-from {shown}@{k}: K={k} is {where}: the recorded run {root} has events "
                           f"1..{last}; give a K in that range, or none for the whole run")
     recorded = Recorded(path=shown, run_id=root, at=k, last=last, events=run, start=start,
-                        lines=dict(zip((ev["seq"] for ev in run), lines[begin:])))
+                        lines=dict(zip((ev["seq"] for ev in run), lines[begin:])),
+                        lazy={ev["seq"] for ev in run if id(ev) in lazy})
     for ev in run:
         node = ev.get("node_id")
         if ev["type"] == "node.end" and node is not None:
@@ -111,17 +120,36 @@ def load_recorded(source: str | Path, *, at: int | None = None) -> Recorded:
     return recorded
 
 
-def _events(lines: list[bytes]) -> tuple[list[dict[str, Any]], list[bytes], tuple[int, str] | None]:
-    """The journal's events as JSON objects, and their lines; lines that cannot be read are skipped
-    (the first one that could not, with why, for the error when nothing could be read)."""
+# A node.start's line up to its data: a model call's carries the whole request, most of a long
+# journal's bytes, and is compared as bytes while the re-execution agrees (Recorded.full reads it whole).
+_STR = rb'"(?:[^"\\]|\\.)*"'
+_NODE_START = re.compile(rb'\{"seq":(\d+),"ts":[-+.\deE]+,"run_id":(%s),"node_id":(%s|null),"parent_id":(%s|null),'
+                         rb'"origin":(%s),"type":"node\.start","kind":"(\w+)","name":(%s),"data":\{' % ((_STR,) * 5))
+
+
+def _events(lines: list[bytes]) -> tuple[list[dict[str, Any]], list[bytes], set[int], tuple[int, str] | None]:
+    """The journal's events as JSON objects, their lines, the ids of the events read only up to
+    their data (:data:`_NODE_START`); lines that cannot be read are skipped (the first one that
+    could not, with why, for the error when nothing could be read)."""
     out: list[dict[str, Any]] = []
     kept: list[bytes] = []
+    lazy: set[int] = set()
     bad: tuple[int, str] | None = None
     for n, line in enumerate(lines, 1):
         if n == 1 and line.startswith(b"\xef\xbb\xbf"):
             line = line[3:]
         line = line.strip()
         if not line:
+            continue
+        head = _NODE_START.match(line) if line.endswith(b"}}") else None
+        if head is not None:
+            seq, run_id, node, parent, origin, kind, name = head.groups()
+            data = {"seq": int(seq), "run_id": from_json(run_id), "node_id": from_json(node),
+                    "parent_id": from_json(parent), "origin": from_json(origin), "type": "node.start",
+                    "kind": kind.decode(), "name": from_json(name)}
+            lazy.add(id(data))
+            out.append(data)
+            kept.append(line)
             continue
         try:
             data = from_json(line)  # a long run's journal is megabytes: the fast reader
@@ -135,7 +163,7 @@ def _events(lines: list[bytes]) -> tuple[list[dict[str, Any]], list[bytes], tupl
             continue
         out.append(data)
         kept.append(line)
-    return out, kept, bad
+    return out, kept, lazy, bad
 
 
 def _is_text(line: bytes) -> bool:

@@ -245,7 +245,7 @@ class Resume:
                 and payload == _payload(self.recorded.lines.get(rec_raw["seq"], b"")))
         if not same:
             new = comparable(from_json(raw), now_run, now_path)
-            rec = comparable(rec_raw, rec_run, rec_path)
+            rec = comparable(self.recorded.full(rec_raw), rec_run, rec_path)
             if rec != new:
                 align(rec, new)
             if rec != new:
