@@ -79,6 +79,7 @@ class DivergedScreen(ModalScreen[str | None]):
             with Horizontal(classes="dialog-buttons"):
                 yield Button("Continue live from here \\[c]", variant="warning", id="diverged-continue")
                 yield Button("Cancel \\[x]", variant="error", id="diverged-cancel")
+            yield Static(Text("esc: look around first (the run waits; c continues live, x stops it)", "dim"))
 
     def on_mount(self) -> None:
         self.query_one("#diverged-cancel", Button).focus()
