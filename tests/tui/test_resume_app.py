@@ -71,3 +71,18 @@ async def test_cancel_on_the_divergence_screen_stops_the_run_before_anything_liv
         await ended(pilot)
         assert app.client.view.status == "stopped"
     assert len(flowcapture.requests()) == asked
+
+
+async def test_esc_on_the_divergence_screen_leaves_the_run_waiting_there(tmp_path):
+    flow, journal = await _recorded(tmp_path)
+    _changed(flow)
+    asked = len(flowcapture.requests())
+    app = make(str(flow), resume_from=str(journal))
+    async with app.run_test(size=(140, 40)) as pilot:
+        await wait_until(pilot, lambda: isinstance(app.screen, DivergedScreen), what="the divergence screen")
+        await pilot.press("escape")
+        await wait_until(pilot, lambda: app.screen is app.main, what="the screen to close")
+        assert app.client.view.status == "paused" and len(flowcapture.requests()) == asked
+        await pilot.press("c")  # the run key goes on live from there, as the screen's c would
+        await ended(pilot)
+        assert app.client.view.status == "finished" and len(flowcapture.requests()) > asked
