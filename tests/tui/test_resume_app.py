@@ -86,3 +86,24 @@ async def test_esc_on_the_divergence_screen_leaves_the_run_waiting_there(tmp_pat
         await pilot.press("c")  # the run key goes on live from there, as the screen's c would
         await ended(pilot)
         assert app.client.view.status == "finished" and len(flowcapture.requests()) > asked
+
+
+async def test_resuming_at_k_pauses_after_k_then_goes_on_live(tmp_path):
+    flow, journal = await _recorded(tmp_path)
+    import json
+
+    chats = [e for e in map(json.loads, journal.read_text().splitlines())
+             if e["type"] == "node.end" and e["kind"] == "chat"]
+    k = chats[1]["seq"]  # the writer's and the reviewer's first calls served; the rest live
+    asked = len(flowcapture.requests())
+    app = make(str(flow), resume_from=f"{journal}@{k}")
+    async with app.run_test(size=(140, 40)) as pilot:
+        await paused(pilot)
+        view = app.client.view
+        assert view.pause.reason == "resumed" and view.pause.seq > k
+        assert f"(re-executed up to event #{k} of its journal; live from here)" in view.status_line()
+        assert len(flowcapture.requests()) == asked
+        await pilot.press("c")
+        await ended(pilot)
+        assert app.client.view.status == "finished"
+    assert len(flowcapture.requests()) > asked
