@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import itertools
 import os
-import uuid
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -163,7 +162,7 @@ class App:
         sinks: list[Sink] = list(self._subscribers)
         if on_event is not None:
             sinks.append(on_event)
-        run_id = f"r{next(_run_numbers)}-{uuid.uuid4().hex[:6]}"
+        run_id = f"r{next(_run_numbers)}-{os.urandom(3).hex()}"  # what uuid4().hex[:6] is, without the UUID
         async def startup() -> None:
             await self.start()
             sinks.extend(s for s in self._subscribers if s not in sinks)  # subscribed by an async setup

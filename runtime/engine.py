@@ -217,6 +217,18 @@ class Run:
 
         await controller.checkpoint(point, emit)
 
+    def gate_needed(self) -> bool:
+        """Whether :meth:`gate` has anything to do: a ``ctx.stop()`` to honour or a budget (this
+        run's or a parent's) to check. Most runs have neither: they skip awaiting it."""
+        if self.ctx._stop_by is not None:
+            return True
+        tracker = self.tracker
+        while tracker is not None:
+            if tracker.budget is not None:
+                return True
+            tracker = tracker.parent
+        return False
+
     async def gate(self) -> None:
         """Between units of work: end the run after ``ctx.stop()``; stop or raise when a budget
         limit is reached (``on_exceeded(ctx, usage, limit)``, sync or async, may take fewer
@@ -251,10 +263,10 @@ class Run:
         if self.tracker.budget is not None:
             self.ctx._set("budget", self.tracker.usage(), origin="runtime")
 
-    async def hook(self, fn: Any, agent: str, hook: str, args: tuple) -> Any:
+    def hook(self, fn: Any, agent: str, hook: str, args: tuple) -> Awaitable[Any]:
+        """Call hook ``fn`` with the arguments it takes (await the result: call_user's coroutine)."""
         arity = self.plans.arity(fn)
-        return await call_user(fn, args[:arity], origin=f"hook:{agent}.{hook}",
-                               then=self.check_state)
+        return call_user(fn, args[:arity], origin=f"hook:{agent}.{hook}", then=self.check_state)
 
 
 def _first_message(input: Any) -> str | None:
