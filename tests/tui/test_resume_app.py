@@ -107,3 +107,32 @@ async def test_resuming_at_k_pauses_after_k_then_goes_on_live(tmp_path):
         await ended(pilot)
         assert app.client.view.status == "finished"
     assert len(flowcapture.requests()) > asked
+
+
+async def test_f_in_the_replay_forks_a_run_paused_where_the_replay_was(tmp_path):
+    from flowtui.tui.replay import make_replay
+
+    flow, journal = await _recorded(tmp_path)
+    replay = make_replay(journal)
+    async with replay.run_test(size=(140, 40)) as pilot:
+        await pilot.pause()
+        k = replay.timeline.next_agent(0)  # the first agent turn's start
+        replay.go(k + 3)
+        await pilot.pause()
+        shown_at = replay.timeline.event(replay.position)
+        expected_history = [m.content for m in replay.view.history]
+        await pilot.press("f")
+        for _ in range(200):
+            if replay.fork is not None:
+                break
+            await pilot.pause(0.02)
+    target, resume_from = replay.fork
+    assert target == f"{flow}:ReviewWorkflow" and resume_from == f"{journal}@{shown_at.seq}"
+    asked = len(flowcapture.requests())
+    app = make(target, resume_from=resume_from)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await paused(pilot)
+        view = app.client.view
+        assert view.last_seq >= shown_at.seq  # re-executed up to the event the replay showed, then paused
+        assert [m.content for m in view.history] == expected_history
+    assert len(flowcapture.requests()) == asked  # the prefix called no model
