@@ -7,7 +7,7 @@ from __future__ import annotations
 import shutil
 
 import flowcapture
-from conftest import FLOWS, ended, make, paused, wait_until
+from conftest import FLOWS, ended, make, paused, press_and_pause, wait_until
 
 from flowtui.runtime.loader import load_flow
 from flowtui.tui.screens.diverged import DivergedScreen
@@ -136,3 +136,31 @@ async def test_f_in_the_replay_forks_a_run_paused_where_the_replay_was(tmp_path)
         assert view.last_seq >= shown_at.seq  # re-executed up to the event the replay showed, then paused
         assert [m.content for m in view.history] == expected_history
     assert len(flowcapture.requests()) == asked  # the prefix called no model
+
+
+async def test_r_on_a_paused_run_reloads_the_code_and_continues_from_the_same_place(tmp_path):
+    from flowtui.tui.screens.dialogs import ChoiceDialog
+
+    flow = tmp_path / "review_copy.py"
+    shutil.copy(FLOWS / "review_fn.py", flow)
+    app = make(str(flow), input="go", journal=str(tmp_path / "j.jsonl"))
+    async with app.run_test(size=(140, 40)) as pilot:
+        await paused(pilot)
+        while not (app.client.view.pause.point == "chat" and app.client.view.pause.name == "Reviewer"):
+            await press_and_pause(pilot, "s")
+        where, history = app.client.view.status_line(), [m.content for m in app.client.view.history]
+        asked = len(flowcapture.requests())
+        # the code changes where the run has not been yet: the reviewer's tool
+        flow.write_text(flow.read_text().replace('return f"Recorded ({len(s.problems)} so far): {args.text}"',
+                                                 'return f"Noted: {args.text}"'))
+        await pilot.press("r")
+        await wait_until(pilot, lambda: isinstance(app.screen, ChoiceDialog), what="the reload question")
+        await pilot.press("c")
+        await wait_until(pilot, lambda: app.client.view is not None and app.client.view.resumed_from is not None
+                         and app.client.view.status == "paused", timeout=20, what="the run re-executed, paused")
+        assert app.client.view.status_line().startswith(where)
+        assert [m.content for m in app.client.view.history] == history
+        assert len(flowcapture.requests()) == asked  # re-executed: no model called
+        await press_and_pause(pilot, "s", "s")  # the reviewer's call, live, then its first tool: the new code
+        await press_and_pause(pilot, "s")
+        assert any(m.content == "Noted: No example." for m in app.client.view.history)
