@@ -59,6 +59,12 @@ def _nodes() -> Any:
     return NodeTree(id="nodes")
 
 
+def _diff() -> Any:
+    from flowtui.tui.widgets.diff_view import DiffView
+
+    return DiffView(id="diff")
+
+
 def _show_model_sees(widget: Any, data: PaneData) -> None:
     from flowtui.tui.widgets.message_list import show_model_sees
 
@@ -74,6 +80,9 @@ PANES: list[Pane] = [
          _events, lambda w, d: w.set_events(d.events)),
     Pane("nodes", "Node tree", "4", "nodes", "Show workflow › loop › agent › chat › tool",
          _nodes, lambda w, d: w.sync(d.view)),
+    Pane("diff", "Diff against another run", "5", "diff",
+         "Compare this run with another journal (the one it was forked from, else the newest; enter picks)",
+         _diff, lambda w, d: w.sync(d.view, d.events)),
 ]
 BY_NAME = {p.name: p for p in PANES}
 

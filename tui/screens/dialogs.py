@@ -169,9 +169,10 @@ class ChoiceDialog(ModalScreen[str | None]):
             yield Label(Text(shown(self.question)), classes="dialog-title")
             if self.hint:
                 yield Static(Text(self.hint, "dim"))
-            with Horizontal(classes="dialog-buttons"):
+            # a few answers side by side; more (a list of files) one under the other
+            with (Horizontal if len(self.choices) <= 3 else Vertical)(classes="dialog-buttons"):
                 for i, (key, label, value) in enumerate(self.choices):
-                    yield Button(f"{label} \\[{key}]", variant="primary" if i == 0 else "default",
+                    yield Button(f"{shown(label)} \\[{key}]", variant="primary" if i == 0 else "default",
                                  id=f"choice-{value}")
                 yield Button("Cancel \\[esc]", id="choice-")
 

@@ -1,0 +1,54 @@
+"""The diff view (5): the run on screen against another journal, the first divergence first; by
+default the newest other journal of the workflow in .flowtui/runs/, enter picks another."""
+
+from __future__ import annotations
+
+import os
+
+from conftest import FLOWS
+
+from flowtui.runtime.loader import load_flow
+from flowtui.tui.replay import make_replay
+
+
+async def _record(path, input):
+    await load_flow(str(FLOWS / "review_fn.py")).run(input, journal=path)
+
+
+async def _text(pilot, widget) -> str:
+    for _ in range(100):
+        text = widget.report.plain
+        if text.strip():
+            return text
+        await pilot.pause(0.02)
+    return ""
+
+
+async def test_the_diff_view_names_the_first_divergence_against_the_newest_other_journal(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    runs = tmp_path / ".flowtui" / "runs"
+    runs.mkdir(parents=True)
+    a, older, newest = tmp_path / "a.jsonl", runs / "ReviewWorkflow-1.jsonl", runs / "ReviewWorkflow-2.jsonl"
+    await _record(a, "Write about ctx.state")
+    await _record(older, "Write about ctx.state")
+    await _record(newest, "Write about memory")
+    os.utime(older, (1, 1))  # the other one is the newest
+    app = make_replay(a)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await pilot.press("5")
+        await pilot.pause()
+        view = app.main.pane_widget("diff")
+        text = await _text(pilot, view)
+        assert "B: .flowtui/runs/ReviewWorkflow-2.jsonl" in text
+        assert "▶ first divergence" in text and "Write about memory" in text
+        view.focus()
+        await pilot.press("enter")  # pick another: the list, newest first
+        await pilot.pause()
+        await pilot.press("2")
+        await pilot.pause()
+        for _ in range(100):
+            if "ReviewWorkflow-1.jsonl" in view.report.plain:
+                break
+            await pilot.pause(0.02)
+        assert "B: .flowtui/runs/ReviewWorkflow-1.jsonl" in view.report.plain
+        assert "Write about memory" not in view.report.plain  # the same input: other differences only

@@ -1,0 +1,133 @@
+"""The diff view (``5``): the run on screen against another journal, as ``flowtui diff`` says it.
+
+The other journal is, by default, the one the run was re-executed from (``--resume-from``, a
+fork), else the newest other journal of the same workflow in ``.flowtui/runs/``; ``enter`` picks
+another from that folder, newest first. The comparison is made again only when the run has
+new events or the other journal changes.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from rich.text import Text
+from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.widgets import Static
+
+from flowtui.tui.shown import shown
+
+RUNS = Path(".flowtui/runs")
+
+
+def journals(workflow: str | None, *, besides: str | None) -> list[Path]:
+    """The journals of ``.flowtui/runs/``, newest first, that workflow's first (``besides`` left out)."""
+    if not RUNS.is_dir():
+        return []
+    found = [p for p in RUNS.glob("*.jsonl") if p.is_file() and p.stat().st_size
+             and (besides is None or p.resolve() != Path(besides).resolve())]
+    found.sort(key=lambda p: p.stat().st_mtime, reverse=True)
+    if workflow:
+        found.sort(key=lambda p: not p.name.startswith(f"{workflow}-"))  # stable: newest first within
+    return found
+
+
+def _events(items: Any) -> list[Any]:
+    """The run's events so far: parsed already (a replay) or JSON lines (the live app)."""
+    from flowtui.runtime.journal import Invalid, parse_line
+
+    out = []
+    for n, item in enumerate(items, 1):
+        ev = parse_line(item, n) if isinstance(item, bytes) else item
+        if not isinstance(ev, Invalid) and hasattr(ev, "seq"):
+            out.append(ev)
+    return out
+
+
+class DiffView(VerticalScroll, can_focus=True):
+    """What differs between the run on screen (A) and another recorded run (B)."""
+
+    BINDINGS = [Binding("enter", "pick", "Compare with…", show=False,
+                        tooltip="Pick the journal to compare with (.flowtui/runs/, newest first)")]
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.against: str | None = None  # B: a journal file
+        self.report = Text()  # what the view shows
+        self._seen: tuple = ()
+        self._workflow: str | None = None
+        self._text = Static(id="diff-text")
+        self._last: tuple[Any, Any] | None = None
+
+    def compose(self):  # type: ignore[no-untyped-def]
+        yield self._text
+
+    def current_journal(self) -> str | None:
+        """A's file: the replay's journal, or the live run's."""
+        app = self.app
+        source = getattr(app, "source", None)
+        if source:
+            return str(source)
+        channel = getattr(getattr(app, "client", None), "channel", None)
+        return getattr(channel, "journal", None)
+
+    def sync(self, view: Any, events: Any) -> None:
+        self._workflow, self._last = view.workflow, (view, events)
+        if self.against is None:
+            resumed = getattr(view, "resumed_from", None)
+            if resumed is not None and getattr(resumed, "journal", None):
+                self.against = str(resumed.journal)
+            else:
+                others = journals(view.workflow, besides=self.current_journal())
+                self.against = str(others[0]) if others else None
+        key = (len(events), self.against, self.size.width)
+        if key == self._seen:
+            return
+        self._seen = key
+        self.report = self._report(events)
+        self._text.update(self.report)
+
+    def on_resize(self) -> None:
+        if self._last is not None:  # the report is laid out for the width: again at the new one
+            self.sync(*self._last)
+
+    def _report(self, events: Any) -> Text:
+        from flowtui.runtime.diff import DiffError, LoadedRun, diff_runs, load_run
+        from flowtui.runtime.diff_cli import render
+
+        if self.against is None:
+            return Text("Nothing to compare with: no other journal in .flowtui/runs/. enter picks one.", "dim")
+        try:
+            b = load_run(self.against)
+        except DiffError as exc:
+            return Text(f"{shown(str(exc))}\nenter picks another journal.", "bold #ff5f5f")
+        a = LoadedRun(path=self.current_journal() or "this run", number=1, total=1, events=_events(events),
+                      notices=[])
+        try:
+            found = diff_runs(a.events, b.events)
+        except Exception as exc:  # a journal shaped in a way the comparison did not foresee
+            return Text(f"cannot compare with {shown(self.against)}: {type(exc).__name__}: {shown(str(exc))}",
+                        "bold #ff5f5f")
+        width = max((self.size.width or 100) - 2, 40)
+        lines = render(a, b, found, width=width)
+        return Text(shown("\n".join(lines)) + "\n\nenter: compare with another journal", no_wrap=True)
+
+    def action_pick(self) -> None:
+        from flowtui.tui.screens.dialogs import ChoiceDialog
+
+        options = journals(self._workflow, besides=self.current_journal())[:9]
+        if not options:
+            self.app.notify("No other journal in .flowtui/runs/ to compare with.", severity="warning")
+            return
+
+        def chosen(value: str | None) -> None:
+            if value:
+                self.against = str(options[int(value)])
+                self._seen = ()
+                screen = self.screen
+                if hasattr(screen, "redraw"):
+                    screen.redraw()
+
+        self.app.push_screen(ChoiceDialog("Compare this run with…", [
+            (str(i + 1), p.name, str(i)) for i, p in enumerate(options)]), chosen)
