@@ -182,6 +182,27 @@ class RunCommands:
 
         self.push_screen(ConfirmDialog("A run is in progress. Stop it and reload the flow?"), answer)
 
+    def action_fork(self: FlowApp) -> None:
+        """``f``: a new run of the flow's code, re-executed against this run's journal up to the event
+        under the event log's cursor (elsewhere: the last event), paused there; the old run stays
+        in its journal."""
+        from flowtui.tui.widgets.event_log import EventLog, seq_of
+
+        self.flush(everything=True)
+        view, channel = self.client.view, self.client.channel
+        journal = channel.journal if channel is not None else None
+        if view is None or view.run_id is None or self.config.attach is not None:
+            self.notify("No run of this app's own to fork.", severity="warning")
+            return
+        if journal is None:
+            self.notify("This run keeps no journal (--no-journal): there is nothing to re-execute.",
+                        severity="warning")
+            return
+        log = self.focused if isinstance(self.focused, EventLog) else None
+        seq = seq_of(log.events[log.cursor_row]) if log is not None and log.cursor_row >= 0 else view.last_seq
+        self.notify(f"Forking at event #{seq}: the run so far stays in {journal}.")
+        self._reload(resume_from=f"{journal}@{seq}")
+
     def _reload(self: FlowApp, *, resume_from: str | None = None) -> None:
         if self.config.attach is not None:
             self.notify("Attached to a run that lives elsewhere: reload it where it runs.", severity="warning")

@@ -164,3 +164,24 @@ async def test_r_on_a_paused_run_reloads_the_code_and_continues_from_the_same_pl
         await press_and_pause(pilot, "s", "s")  # the reviewer's call, live, then its first tool: the new code
         await press_and_pause(pilot, "s")
         assert any(m.content == "Noted: No example." for m in app.client.view.history)
+
+
+async def test_f_on_an_earlier_event_of_the_log_forks_a_run_paused_there(tmp_path):
+    journal = tmp_path / "j.jsonl"
+    app = make(str(FLOWS / "review_fn.py"), input="go", journal=str(journal))
+    async with app.run_test(size=(140, 40)) as pilot:
+        await paused(pilot)
+        await press_and_pause(pilot, "n", "n")  # the writer's draft and the reviewer's reply are in
+        old_run, old_history = app.client.view.run_id, len(app.client.view.history)
+        draft = next(ev for ev in app.client.events if ev.type == "state.append" and ev.origin == "agent:Writer")
+        await pilot.press("3")
+        log = app.main.pane_widget("events")
+        await wait_until(pilot, lambda: log is not None and log.has_focus, what="the event log")
+        assert log.show_seq(draft.seq)
+        await pilot.press("f")
+        await wait_until(pilot, lambda: app.client.view is not None and app.client.view.run_id not in (None, old_run)
+                         and app.client.view.status == "paused", timeout=20, what="the forked run, paused")
+        view = app.client.view
+        assert view.resumed_from is not None and view.resumed_from.journal == str(journal)
+        assert view.last_seq >= draft.seq
+        assert [m.role for m in view.history] == ["user", "assistant"] and old_history > 2

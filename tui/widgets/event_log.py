@@ -129,7 +129,7 @@ def _parse(line: bytes, i: int) -> Any:
 _SEQ = re.compile(rb'"seq":(\d+)')
 
 
-def _seq_of(item: Any) -> int:
+def seq_of(item: Any) -> int:
     """The sequence number of an event, or of its JSON line (read without parsing the line)."""
     if isinstance(item, bytes):
         found = _SEQ.search(item, 0, 40)
@@ -222,11 +222,11 @@ class EventLog(DirectLines, QuietVirtualSize, ScrollView, can_focus=True):
         lo, hi = 0, len(events)
         while lo < hi:  # events come in order of their sequence numbers
             mid = (lo + hi) // 2
-            if _seq_of(events[mid]) < seq:
+            if seq_of(events[mid]) < seq:
                 lo = mid + 1
             else:
                 hi = mid
-        if lo < len(events) and _seq_of(events[lo]) == seq:
+        if lo < len(events) and seq_of(events[lo]) == seq:
             self._set_cursor(lo)
             return True
         return False
