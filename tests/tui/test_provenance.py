@@ -48,3 +48,23 @@ def test_a_bucket_replaced_whole_keeps_the_provenance_of_the_items_it_kept():
     view.apply(_ev(3, "state.append", "user", bucket="memory", item="c"))
     view.apply(_ev(4, "state.set", "user", bucket="memory", items=["a", "c", "new"]))  # b deleted, one added
     assert view.shown.memory_from == [(1, "input"), (3, "user"), (4, "user")]
+
+
+async def test_enter_on_a_memory_item_in_the_sidebar_shows_the_event_that_put_it_there():
+    app = make(input="go")
+    async with app.run_test(size=(160, 48)) as pilot:
+        await paused(pilot)
+        await pilot.press("A")
+        await wait_until(pilot, lambda: app.screen.__class__.__name__ == "TextDialog", what="the add dialog")
+        app.screen.query_one("Input").value = "a fact"
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: app.client.view.memory == ["a fact"], what="memory +1")
+        added = next(ev for ev in app.client.events if ev.type == "state.append" and ev.bucket == "memory")
+        sidebar = app.main.sidebar
+        sidebar.focus()
+        await pilot.pause()
+        assert sidebar.select_id("memory:0")
+        await pilot.press("enter")
+        log = app.main.pane_widget("events")
+        await wait_until(pilot, lambda: log is not None and app.main.current_view == "events"
+                         and b'"seq":%d,' % added.seq in log.events[log.cursor_row], what="its event in the log")

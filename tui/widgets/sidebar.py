@@ -137,7 +137,22 @@ class Sidebar(DirectLines, QuietVirtualSize, ScrollView, can_focus=True):
         Binding("down", "move(1)", "Next", show=False),
         Binding("home", "move_to(0)", "First", show=False),
         Binding("end", "move_to(-1)", "Last", show=False),
+        Binding("enter", "source", "Show where it came from", show=False,
+                tooltip="A memory item or task: the event that put it there, in the event log"),
     ]
+
+    def action_source(self) -> None:
+        """``enter`` on a memory item or task: the event that put it there, shown in the event log."""
+        from flowtui.tui.widgets.message_list import MessageList
+
+        row, view = self.highlighted_id, self._view
+        kind, _, key = (row or "").partition(":")
+        if view is None or kind not in ("memory", "tasks"):
+            return
+        origins = getattr(view.shown, f"{kind}_from")
+        i = int(key)
+        if 0 <= i < len(origins):
+            self.post_message(MessageList.JumpToEvent(origins[i][0]))
 
     def __init__(self, *, id: str | None = None, editable: bool = True) -> None:
         super().__init__(id=id)
