@@ -65,6 +65,11 @@ ACTIONS: list[ActionSpec] = [
                "Open the whole text of the message under the cursor in your pager ($PAGER), even one cut on "
                "its way to the app", "open", rank=18),
     *pane_actions(),  # the panes' border lists their keys
+    ActionSpec("left", "look(-1)", "view", "look back",
+               "Look back: the panes show the run as it was one event earlier, while it goes on", "back"),
+    ActionSpec("right", "look(1)", "view", "look forward",
+               "Look forward one event; past the last one, the live run again", "forward"),
+    ActionSpec("escape", "live", "view", "back to live", "Stop looking back: the panes show the live run again"),
     ActionSpec("tab", "focus_next", "view", "next pane", "Move the focus to the next pane"),
     ActionSpec("question_mark", "help", "app", "keys", "Show the keys", rank=1),
     ActionSpec("q", "quit", "app", "quit", "Quit flowtui", rank=8),

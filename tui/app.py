@@ -184,6 +184,7 @@ class FlowApp(RunCommands, RunEdits, PlainNotify, App[int]):
 
     def start_run(self, input: str | None) -> None:
         """Start the loaded flow's run, paused before its first step."""
+        self.main.looking = None  # looking back was at the run before
         self.main.sync(self.client, force=True)
         self.run_worker(self._begin(input), group="command", name="start", exit_on_error=False)
 

@@ -182,6 +182,36 @@ class RunCommands:
 
         self.push_screen(ConfirmDialog("A run is in progress. Stop it and reload the flow?"), answer)
 
+    # --- looking back ------------------------------------------------------------------------
+    def action_look(self: FlowApp, delta: int) -> None:
+        """``←`` ``→``: the panes show the run as it was ``delta`` events earlier or later, while the
+        run goes on; past the last event, the live run again."""
+        from flowtui.tui.timeline import Timeline
+
+        self.flush(everything=True)
+        main, n = self.main, len(self.client.lines)
+        if self.client.view is None or not n:
+            return
+        if main.looking is None:
+            if delta > 0:
+                return
+            main.looking = (Timeline(self.client.events), n)
+        timeline, k = main.looking
+        if len(timeline) < n:  # events came meanwhile: look at them too
+            timeline = Timeline(self.client.events)
+        k += delta
+        if k >= n:
+            self.action_live()
+            return
+        main.looking = (timeline, max(k, 0))
+        main.redraw()
+
+    def action_live(self: FlowApp) -> None:
+        """``esc``: back to the live run."""
+        if self.main.looking is not None:
+            self.main.looking = None
+            self.main.redraw()
+
     def action_fork(self: FlowApp) -> None:
         """``f``: a new run of the flow's code, re-executed against this run's journal up to the event
         under the event log's cursor (elsewhere: the last event), paused there; the old run stays

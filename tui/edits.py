@@ -36,6 +36,10 @@ class RunEdits:
 
     def _editable(self: FlowApp) -> bool:
         self.flush(everything=True)
+        if self.main.looking is not None:
+            self.notify("You are looking back at an earlier event: esc returns to the live run, where edits "
+                        "apply.", severity="warning")
+            return False
         view = self.client.view
         if view is None or view.run_id is None:
             self.notify("No run yet.", severity="warning")

@@ -68,3 +68,26 @@ async def test_enter_on_a_memory_item_in_the_sidebar_shows_the_event_that_put_it
         log = app.main.pane_widget("events")
         await wait_until(pilot, lambda: log is not None and app.main.current_view == "events"
                          and b'"seq":%d,' % added.seq in log.events[log.cursor_row], what="its event in the log")
+
+
+async def test_left_looks_back_at_earlier_events_while_the_run_goes_on_and_esc_returns():
+    app = make(input="go")
+    async with app.run_test(size=(160, 48)) as pilot:
+        await paused(pilot)
+        await press_and_pause(pilot, "n", "n")
+        live = [m.role for m in app.client.view.history]
+        n = len(app.client.lines)
+        draft = next(ev for ev in app.client.events if ev.type == "state.append" and ev.origin == "agent:Writer")
+        for _ in range(n - draft.seq):  # back to just after the writer's draft
+            await pilot.press("left")
+        await pilot.pause()
+        assert app.main.looking[1] == draft.seq
+        assert [m.role for m in app.main.conversation.messages] == ["user", "assistant"]
+        await pilot.press("u")  # edits apply to the live run only
+        await pilot.pause()
+        assert app.client.view.user_edits == 0
+        await press_and_pause(pilot, "s")  # the run goes on meanwhile
+        assert app.main.looking is not None
+        await pilot.press("escape")
+        await wait_until(pilot, lambda: app.main.looking is None
+                         and len(app.main.conversation.messages) >= len(live), what="the live run again")

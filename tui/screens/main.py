@@ -32,6 +32,7 @@ class MainScreen(PanesScreen):
     _titled_at = 0.0
     _title_behind = False
     ready = False  # composed and mounted: sync() draws from now on
+    looking: tuple[Any, int] | None = None  # (a Timeline of the run's events, k): the panes show event k
 
     def compose(self) -> ComposeResult:
         yield from self.compose_panes()
@@ -82,8 +83,15 @@ class MainScreen(PanesScreen):
         """
         if not self.ready or not self.is_attached or not self.app.is_running:
             return  # not composed yet, or the app is quitting: the panes may not be there
-        view = client.view
+        view, lines = client.view, client.lines
         stopping = self.app.stopping_text()  # type: ignore[attr-defined]
+        if self.looking is not None:  # the panes show the run as it was at event k; the run goes on
+            timeline, k = self.looking
+            view, lines = timeline.view_at(k), lines[:k]
+            event = timeline.event(k)
+            loading = (f"◂ looking back: event {k}/{len(client.lines)}"
+                       + (f" · {event.type}" if event is not None else "")
+                       + f" · the run is {client.view.status} · ← → move, esc: back to the live run")
         key = (view, view.events if view is not None else -1, tuple(client.breakpoints), stopping, loading)
         fast_behind = force or key != self._seen_fast
         slow_behind = force or key != self._seen_slow or self._title_behind
@@ -102,7 +110,7 @@ class MainScreen(PanesScreen):
         if fast_behind:
             self._seen_fast, self._last = key, "fast"
             if view is not None:
-                self.draw_panes(PaneData(view, client.lines))
+                self.draw_panes(PaneData(view, lines))
         self.stale = key != self._seen_fast or key != self._seen_slow or self._title_behind
 
     def _sync_slow(self, client: Any, view: Any, loading: str | None, stopping: str | None) -> None:
