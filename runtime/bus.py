@@ -112,6 +112,17 @@ class Stream:
     def last_seq(self) -> int:
         return self._seq
 
+    def add_sink(self, sink: Sink) -> None:
+        """Deliver the next events to ``sink`` too (the watchpoints' checker, once one is set)."""
+        with self.lock:
+            if sink not in self._sinks:
+                self._sinks.append(sink)
+
+    def remove_sink(self, sink: Sink) -> None:
+        with self.lock:
+            if sink in self._sinks:
+                self._sinks.remove(sink)
+
     def emit(self, cls: type, run_id: str, fields: dict[str, Any]) -> Any:
         with self.lock:
             self._seq += 1

@@ -78,7 +78,31 @@ def add_flow_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--approve", action="append", default=[], metavar="TOOL",
                         help="pause before every call of this tool for a decision: approve, deny or edit "
                              "(repeatable; 'all' for every tool)")
+    parser.add_argument("--watch", action="append", default=[], metavar="EXPR",
+                        help="pause when EXPR becomes true, e.g. 'state.rodadas >= 3', 'memory ~ /plano/i', "
+                             "'cost > 0.50', 'repeat(ler_arquivo) >= 3' (repeatable; README: Watchpoints). "
+                             "`flowtui run` without --listen stops the run there instead")
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
+
+
+def parse_watches(texts: list[str]) -> list[str]:
+    """``--watch`` expressions, each parsed once here so a malformed one is refused before anything
+    starts (``SystemExit`` with the column and a caret); fields are checked once the flow is loaded."""
+    from flowtui.runtime.errors import WatchError
+    from flowtui.runtime.watch import parse
+
+    for text in texts:
+        try:
+            parse(text)
+        except WatchError as exc:
+            raise SystemExit(exc.render("--watch: ")) from None
+    return list(texts)
+
+
+def refusal_text(error: str | None) -> str:
+    """A refused start, as said on stderr: an error naming the option at fault stands on its own."""
+    error = error or "the run could not start"
+    return error if error.startswith("--") else f"flowtui: {error}"
 
 
 def new_journal(workflow: str, *, now: datetime | None = None, directory: Path = JOURNAL_DIR) -> Path:
@@ -127,6 +151,10 @@ class TreePrinter:
             line = f"! subscriber {ev.subscriber} raised: {ev.error}"
         elif ev.type == "dispose.error":
             line = f"! cleanup {ev.cleanup} raised: {ev.error}"
+        elif ev.type == "run.pause" and ev.watch:
+            from flowtui.runtime.control import watch_reason
+
+            line = f"◆ {watch_reason(ev.watch)}"
         else:
             return
         self.out.write(printable(line, self.secrets).replace("\n", " ⏎ ") + "\n")
@@ -168,6 +196,7 @@ def main_run(argv: list[str]) -> int:
         args = parser.parse_args(argv)
         memory = parse_memory(args.memory)
         data = parse_pairs(args.data, option="--data", example="conta_id=acme")
+        parse_watches(args.watch)
     except SystemExit as exc:
         if isinstance(exc.code, str):
             say(exc.code)
@@ -243,12 +272,14 @@ async def _run_headless(args: argparse.Namespace, memory: dict[str, str], data: 
             await channel.kill()
             return 2
     channel.journal = str(journal) if journal is not None else None
+    # Nobody drives a headless run: a watchpoint that fires stops it there (--listen pauses instead).
     reply = await channel.command(p.Start(input=args.input, memory=memory or None, data=data or None,
-                                          paused=False, journal=channel.journal))
-    if not reply.ok:  # refused before the run started (e.g. a bad snapshot)
+                                          paused=False, journal=channel.journal, watch=args.watch,
+                                          on_watch="stop"))
+    if not reply.ok:  # refused before the run started (e.g. a bad snapshot, an unknown state field)
         if journal is not None and not args.journal:
             journal.unlink(missing_ok=True)  # the new default file: a refused run leaves none
-        say(f"flowtui: {reply.error}")
+        say(refusal_text(reply.error))
         await channel.kill()
         return 2
     loop = asyncio.get_running_loop()
@@ -281,6 +312,8 @@ async def _run_headless(args: argparse.Namespace, memory: dict[str, str], data: 
         say(f"flowtui: the run {status}: {why}")
     elif view.status == "failed":
         say(f"flowtui: the run failed: {view.error}")
+    elif args.json and view.status == "stopped" and (view.reason or "").startswith("watchpoint "):
+        say(f"flowtui: the run stopped at a {view.reason}")  # (without --json, the tree said it)
     if args.snapshot_out and view.run_id is not None:
         replaced = write_snapshot(view, args.snapshot_out)
         say(f"snapshot: {'replaced' if replaced else 'wrote'} {args.snapshot_out}")

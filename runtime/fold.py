@@ -355,6 +355,8 @@ class RunView:
             what = {"agent": f"before {p.name}", "chat": f"before the model call of {p.name}",
                     "tool": f"before tool {p.name}", "loop_iteration": f"after an iteration of {p.name}"}
             text = f"paused {what.get(p.point, p.name)}"
+            if p.watch:
+                return text + f" (watchpoint {p.watch[0].expr}" + (f" +{len(p.watch) - 1}" if len(p.watch) > 1 else "") + ")"
             return text + (" (breakpoint)" if p.reason == "breakpoint" else "")
         if self.status == "failed":
             return f"failed: {self.error}"

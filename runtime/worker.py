@@ -37,6 +37,8 @@ from pydantic import ValidationError
 
 from flowtui.runtime import protocol as p
 from flowtui.runtime.control import Controller, Terminated
+from flowtui.runtime.errors import ConfigError, WatchError
+from flowtui.runtime.observe import state_fields
 from flowtui.runtime.encoding import encode_event
 from flowtui.runtime.inert import visible
 from flowtui.runtime.secrets import Redactor
@@ -81,6 +83,9 @@ class Worker:
         self.send = send  # send(line, at_once): a slow client slows the run down
         self.redactor = Redactor.from_environment()
         self.controller = Controller(start_paused=True, breakpoints=breakpoints)
+        state = app.plans.new_state()  # the fields a watchpoint may name, before the run exists
+        self.controller.watch.describe(app.workflow.name, app.workflow.state,
+                                       state_fields(state) if state is not None else None)
         self.run: Any = None
         self.task: asyncio.Task | None = None
         self.elided: dict[tuple[int, str], str] = {}  # (seq, path) -> a value cut on the wire
@@ -111,7 +116,13 @@ class Worker:
 
     # --- the run -------------------------------------------------------------------------
     def start(self, input: Any, memory: Any, *, data: Any = None, paused: bool = True,
-              journal: str | None = None, approve: list[str] = (), **options: Any) -> None:
+              journal: str | None = None, approve: list[str] = (), watch: list[str] = (),
+              on_watch: str = "pause", **options: Any) -> None:
+        try:
+            self.controller.watch.add_all(watch)
+        except WatchError as exc:  # they come from the command line: say so
+            raise ConfigError(exc.render("--watch: ")) from None
+        self.controller.on_watch = on_watch  # type: ignore[assignment]
         if not paused:
             self.controller.resume()
         self.controller.approve.update(approve)
@@ -150,7 +161,8 @@ class Worker:
         try:
             value = self._apply(command)
         except Exception as exc:  # the reason goes back to the client; the run goes on
-            self.reply(command, error=visible(self.redactor.redact(str(exc) or type(exc).__name__)))
+            where = {"expr": exc.expr, "column": exc.column} if isinstance(exc, WatchError) else None
+            self.reply(command, error=visible(self.redactor.redact(str(exc) or type(exc).__name__)), value=where)
             return
         self.reply(command, value=value)
 
@@ -159,8 +171,13 @@ class Worker:
         if kind == "start":
             if self.run is not None:
                 raise ValueError("the run has started already")
-            self.start(c.input, c.memory, data=c.data, paused=c.paused, journal=c.journal, approve=c.approve)
+            self.start(c.input, c.memory, data=c.data, paused=c.paused, journal=c.journal, approve=c.approve,
+                       watch=c.watch, on_watch=c.on_watch)
             return None
+        if kind == "watch":
+            if c.expr is not None:
+                (self.controller.watch.add if c.on else self.controller.watch.remove)(c.expr)
+            return self.controller.watch.texts
         if kind == "breakpoint":
             if c.on:
                 self.controller.breakpoints.add(c.name)

@@ -61,6 +61,7 @@ class LaunchConfig:
     load_timeout: float = LOAD_TIMEOUT_S
     attach: tuple[str, int, str] | None = None  # (host, port, token): a run that lives elsewhere
     approve: list[str] = field(default_factory=list)  # tools whose calls wait for a decision ("all")
+    watch: list[str] = field(default_factory=list)  # watchpoints set when the run starts (--watch)
 
 
 class RunClient:
@@ -73,6 +74,7 @@ class RunClient:
         self.view: Any = None  # flowtui.runtime.fold.RunView of the current run
         self.lines: list[bytes] = []  # every event of the current run, as it came (for the event log)
         self.breakpoints: set[str] = set(config.breakpoints)
+        self.watches: list[str] = list(config.watch)  # as the worker last listed them
         self.input: str | None = config.input
         self.journals: list[str] = []  # the journal files this session's runs wrote
         self.logs: deque[str] = deque(maxlen=LOG_LINES)  # the last lines the flow printed
@@ -137,7 +139,7 @@ class RunClient:
         assert self.channel is not None
         self.channel.journal = journal
         return await self.channel.command(_p().Start(input=input, memory=c.memory, data=c.data, journal=journal,
-                                                     approve=c.approve))
+                                                     approve=c.approve, watch=self.watches))
 
     def _log(self, text: str) -> None:
         self.logs.append(text)
@@ -235,6 +237,15 @@ class RunClient:
             self.breakpoints.discard(name)
         self.send(_p().SetBreakpoint(name=name, on=on))
         return on
+
+    async def watch(self, expr: str | None = None, *, on: bool = True) -> p.Reply:
+        """Set (or with ``on=False`` clear) watchpoint ``expr``; without one, ask for the list. The
+        reply says why a malformed one is refused (``value``: its ``expr`` and ``column``); when it
+        is accepted, ``watches`` is the worker's list."""
+        reply = await self.command(_p().SetWatch(expr=expr, on=on))
+        if reply.ok and isinstance(reply.value, list):
+            self.watches = list(reply.value)
+        return reply
 
     async def stop(self) -> None:
         """Stop the run within about the grace period, whatever the flow is doing."""
