@@ -79,6 +79,33 @@ class Pty:
                 self.seen += chunk
         raise RuntimeError(f"never saw {marker!r}")
 
+    def wait_until(self, done, timeout: float = 60.0) -> bytes:
+        """Read until ``done(what came since the last send)``; returns it."""
+        import select
+
+        deadline = time.perf_counter() + timeout
+        while time.perf_counter() < deadline:
+            if done(self.seen):
+                return self.seen
+            ready, _, _ = select.select([self.master], [], [], 0.2)
+            if ready:
+                chunk = os.read(self.master, 1 << 16)
+                if not chunk:
+                    break
+                self.seen += chunk
+        raise RuntimeError("the screen never showed it")
+
+    def drain(self) -> bytes:
+        """What arrived since the last send, reading what is waiting without blocking."""
+        import select
+
+        while select.select([self.master], [], [], 0)[0]:
+            chunk = os.read(self.master, 1 << 16)
+            if not chunk:
+                break
+            self.seen += chunk
+        return self.seen
+
     def send(self, keys: bytes) -> float:
         self.seen = b""
         os.write(self.master, keys)
@@ -125,20 +152,34 @@ def bench_first_paint(rounds: int = 7) -> dict[str, float]:
             "interactive_ratio": i / m}
 
 
+def _not_running(out: bytes) -> bool:
+    """The status last drawn is not ``running`` (a status that did not change is not drawn again)."""
+    running = out.rfind(b"running")
+    return running < 0 or max(out.rfind(b"paused"), out.rfind(b"finished")) > running
+
+
 def bench_stepping(steps: int = 40) -> dict[str, float]:
-    """``s`` on the review flow, through the protocol: key written -> the new status on the terminal."""
+    """``s`` on the offline example, through the protocol: key written -> the new pause drawn on the
+    terminal (the control pane's ``events N`` moved on, and the status last drawn is no longer
+    ``running``)."""
+    import re
+
     flowtui = shutil.which("flowtui", path=os.path.dirname(sys.executable)) or "flowtui"
-    flow = ROOT / "tests/tui/flows/review_fn.py"
-    term = Pty([flowtui, str(flow), "--input", "go", "--no-journal"])
+    term = Pty([flowtui, "flows/revisao.py", "--input", "Escreva sobre ctx.state", "--no-journal"])
+    count = re.compile(rb"events (\d+)")
     lat = []
     try:
-        term.wait_for(b"paused before Writer")
+        term.wait_for("paused before PlannerAgent".encode())
+        time.sleep(0.3)
+        last = max((int(n) for n in count.findall(term.drain())), default=0)
         for _ in range(steps):
             sent = term.send(b"s")
-            term.wait_for(b" events ")  # the control pane's line with the event count: drawn anew each step
+            seen = term.wait_until(lambda out: max((int(n) for n in count.findall(out)), default=0) > last
+                                   and _not_running(out))
             lat.append(time.perf_counter() - sent)
+            last = max(int(n) for n in count.findall(seen))
             time.sleep(0.05)
-            if b"finished" in term.seen:
+            if b"finished" in term.drain():
                 break
     finally:
         term.close()

@@ -19,6 +19,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from flowtui.runtime.construct import build, builder_for
 from flowtui.runtime.events import SubscriberError
 
 Sink = Callable[[Any], None]
@@ -33,51 +34,9 @@ current_origin: contextvars.ContextVar[str] = contextvars.ContextVar(
 )
 
 
-_BUILDERS: dict[type, Callable[[dict[str, Any]], Any]] = {}
-
-
-def _builder(cls: type) -> Callable[[dict[str, Any]], Any]:
-    """A constructor for event class ``cls`` that skips validation, like
-    ``model_construct``, but with the defaults worked out once per class.
-
-    ``model_construct`` re-resolves every default on every call; events are the
-    hottest path of the runtime (several per turn, measured by
-    bench/runtime_bench.py), so they are built from a prepared dict instead:
-    the defaults in declaration order (so events serialize with ``type`` first
-    as declared), overlaid with the fields given.
-    """
-    template: dict[str, Any] = {}
-    factories = []
-    for name, info in cls.model_fields.items():
-        if info.default_factory is not None:
-            factories.append((name, info.default_factory))
-        template[name] = None if info.is_required() or info.default_factory is not None else info.default
-    size = len(template)
-    new = cls.__new__
-    setattr_ = object.__setattr__
-
-    def build(fields: dict[str, Any]) -> Any:
-        values = {**template, **fields}
-        if len(values) != size:
-            raise TypeError(f"{cls.__name__} has no field(s) {sorted(set(fields) - set(template))}")
-        for name, factory in factories:
-            if name not in fields:
-                values[name] = factory()
-        event = new(cls)
-        setattr_(event, "__dict__", values)
-        setattr_(event, "__pydantic_fields_set__", set(fields))
-        setattr_(event, "__pydantic_extra__", None)
-        setattr_(event, "__pydantic_private__", None)
-        return event
-
-    return build
-
-
-def build_event(cls: type, fields: dict[str, Any]) -> Any:
-    builder = _BUILDERS.get(cls)
-    if builder is None:
-        builder = _BUILDERS[cls] = _builder(cls)
-    return builder(fields)
+# Events are built like the runtime's other objects: from a per-class template, without
+# validation (every field comes from values the runtime checked). The name stays for callers.
+build_event = build
 
 
 def sink_name(sink: Sink) -> str:
@@ -113,7 +72,8 @@ class Stream:
         return self._seq
 
     def add_sink(self, sink: Sink) -> None:
-        """Deliver the next events to ``sink`` too (the watchpoints' checker, once one is set)."""
+        """Deliver the next events to ``sink`` too (the watchpoints' checker, once one is set). The
+        list is changed in place: the run's startup adds the subscribers an async setup made to it."""
         with self.lock:
             if sink not in self._sinks:
                 self._sinks.append(sink)
@@ -129,7 +89,7 @@ class Stream:
             fields["seq"] = self._seq
             fields["ts"] = time.time()
             fields["run_id"] = run_id
-            event = build_event(cls, fields)
+            event = builder_for(cls)(fields)
             if self._delivering:  # emitted by a sink: after the event it is handling
                 self._queued.append(event)
                 return event

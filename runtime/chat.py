@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, model_serializer
 
+from flowtui.runtime.construct import build
 from flowtui.runtime.decorators import AgentSpec
 from flowtui.runtime.errors import ConversationError, ProviderError
 from flowtui.runtime.events import ChatAttempt, ChatDelta
@@ -49,10 +50,10 @@ def build_request(run: "Run", spec: AgentSpec, prompt: str) -> ChatRequest:
         emit(ChatAttempt, attempt=info.attempt, error=info.error, status=info.status, retry_in_s=info.retry_in_s)
 
     tools = run.plans.tool_specs[spec.cls]
-    return ChatRequest.model_construct(
+    return build(ChatRequest, dict(
         agent=spec.name, turn=next_turn(run, spec), messages=run.state.to_messages(prompt=prompt),
         tools=tools.schemas, tool_names=tools.names, sampling=spec.sampling, on_delta=on_delta,
-        on_attempt=on_attempt)
+        on_attempt=on_attempt))
 
 
 async def call_model(run: "Run", spec: AgentSpec, request: ChatRequest, *, prompt: str | None = None) -> ChatReply:

@@ -138,7 +138,7 @@ class TreePrinter:
     def __call__(self, ev: Any) -> None:
         if ev.type == "node.start":
             d = self.depth[ev.node_id] = self.depth.get(ev.parent_id, -1) + 1 if ev.parent_id else 0
-            line = f"{'  ' * d}▸ {ev.kind} {ev.name}"
+            line = f"{'  ' * d}▸ {_node(ev)}"
         elif ev.type == "node.end":
             d = self.depth.pop(ev.node_id, 0)
             mark = {"ok": "✓", "error": "✗", "stopped": "■"}.get(ev.status, "?")
@@ -146,7 +146,7 @@ class TreePrinter:
             if ev.error and ev.status == "error" and ev.error != self._shown:
                 self._shown = ev.error
                 extra = "  " + ev.error.splitlines()[0]
-            line = f"{'  ' * d}◂ {ev.kind} {ev.name} {_ms(ev.duration_ms)} {mark}{extra}"
+            line = f"{'  ' * d}◂ {_node(ev)} {_ms(ev.duration_ms)} {mark}{extra}"
         elif ev.type == "subscriber.error":
             line = f"! subscriber {ev.subscriber} raised: {ev.error}"
         elif ev.type == "dispose.error":
@@ -159,6 +159,11 @@ class TreePrinter:
             return
         self.out.write(printable(line, self.secrets).replace("\n", " ⏎ ") + "\n")
         self.out.flush()
+
+
+def _node(ev: Any) -> str:
+    """``agent RevisorAgent``; the default loop (named "loop") is ``loop``, not ``loop loop``."""
+    return ev.name if ev.name == ev.kind else f"{ev.kind} {ev.name}"
 
 
 def _ms(ms: float) -> str:
@@ -264,6 +269,8 @@ async def _run_headless(args: argparse.Namespace, memory: dict[str, str], data: 
             say(hello.traceback.rstrip())
         await channel.wait()
         return 2
+    for note in hello.notes:
+        say(f"flowtui: {note}")
     if not args.no_journal and journal is None:
         try:
             journal = new_journal(hello.workflow)
@@ -272,16 +279,6 @@ async def _run_headless(args: argparse.Namespace, memory: dict[str, str], data: 
             await channel.kill()
             return 2
     channel.journal = str(journal) if journal is not None else None
-    # Nobody drives a headless run: a watchpoint that fires stops it there (--listen pauses instead).
-    reply = await channel.command(p.Start(input=args.input, memory=memory or None, data=data or None,
-                                          paused=False, journal=channel.journal, watch=args.watch,
-                                          on_watch="stop"))
-    if not reply.ok:  # refused before the run started (e.g. a bad snapshot, an unknown state field)
-        if journal is not None and not args.journal:
-            journal.unlink(missing_ok=True)  # the new default file: a refused run leaves none
-        say(refusal_text(reply.error))
-        await channel.kill()
-        return 2
     loop = asyncio.get_running_loop()
     interrupts = 0
 
@@ -294,8 +291,22 @@ async def _run_headless(args: argparse.Namespace, memory: dict[str, str], data: 
         else:
             asyncio.ensure_future(channel.kill())
 
+    # Before the run starts: a ctrl-C that comes while the start is on its way still stops it.
     loop.add_signal_handler(signal.SIGINT, interrupted)
     try:
+        try:
+            # Nobody drives a headless run: a watchpoint that fires stops it there (--listen pauses instead).
+            reply = await channel.command(p.Start(input=args.input, memory=memory or None, data=data or None,
+                                                  paused=False, journal=channel.journal, watch=args.watch,
+                                                  on_watch="stop"))
+        except ConnectionError:  # killed (two ctrl-C) before the start was answered
+            reply = None
+        if reply is not None and not reply.ok:  # refused before the run started (a bad snapshot, an unknown
+            if journal is not None and not args.journal:  # state field in --watch)
+                journal.unlink(missing_ok=True)  # the new default file: a refused run leaves none
+            say(refusal_text(reply.error))
+            await channel.kill()
+            return 2
         await channel.ended_or_gone()
         await channel.finish()
     finally:

@@ -123,8 +123,10 @@ class AgentContext:
             del self._fields[name]
             self._emit(CtxSet, name=name, value=None)
 
-    def _set(self, name: str, value: Any, *, origin: str | None) -> None:
-        fields: dict[str, Any] = {"name": name, "value": _event_value(value)}
+    def _set(self, name: str, value: Any, *, origin: str | None, shown: dict[str, Any] | None = None) -> None:
+        """Set field ``name``; ``shown`` is the value as the event carries it, when the runtime
+        made it along with the value (``ctx.turn``, ``ctx.loop``: no dump needed)."""
+        fields: dict[str, Any] = {"name": name, "value": _event_value(value) if shown is None else shown}
         if origin:
             fields["origin"] = origin
         with self._lock:  # the change and its event together
@@ -173,3 +175,4 @@ def _event_value(value: Any) -> Any:
     if isinstance(value, BaseModel):
         return value.model_dump(mode="json", fallback=repr)
     return jsonable(value)
+

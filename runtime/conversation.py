@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, overload
 
 from flowtui.runtime.events import StateAppend, StateSet
-from flowtui.runtime.messages import Message
+from flowtui.runtime.messages import Message, system_message
 from flowtui.runtime.wellformed import HistoryCheck
 
 BUCKETS = ("history", "memory", "tasks")
@@ -99,10 +99,10 @@ def model_messages(prompt: str | None, memory: Sequence[str], tasks: Sequence[st
     """What a model call sends (before middlewares): the agent's prompt as the first ``system``
     message, memory and tasks as one ``system`` note, then the history. The one function
     behind both a turn's request and "what the model sees"."""
-    messages = [Message(role="system", content=prompt)] if prompt else []
+    messages = [system_message(prompt)] if prompt else []
     note = system_note(memory, tasks)
     if note is not None:
-        messages.append(Message(role="system", content=note))
+        messages.append(system_message(note))
     messages.extend(history)
     return messages
 

@@ -26,7 +26,7 @@ from flowtui.runtime.errors import ConfigError
 from flowtui.runtime.observe import coerce
 from flowtui.runtime.pending import PendingCall, decide, edited, maker_of, parse_arguments
 from flowtui.runtime.secrets import restore, secret_values
-from flowtui.runtime.wellformed import call_of, results_of
+from flowtui.runtime.wellformed import removal, results_of
 
 if TYPE_CHECKING:
     from flowtui.runtime.engine import Run
@@ -70,18 +70,14 @@ class Editor:
         history = list(self._run.state.history)
         msg = _at(history, index, "history")
         before = self._snapshot("history")
-        gone, note = [index, *results_of(history, index)], f"deleted #{index}"
-        maker = call_of(history, index) if msg.role == "tool" and with_call else None
+        gone, maker = removal(history, index, with_call=with_call)
+        note = f"deleted #{index}"
         if maker is not None:
             caller = history[maker]
             calls = tuple(c for c in caller.tool_calls if c.id != msg.tool_call_id) if msg.tool_call_id else \
                 caller.tool_calls[1:]
-            if calls or caller.content.strip():
-                history[maker] = caller.model_copy(update={"tool_calls": calls})
-                note += f" and its call in #{maker}"
-            else:
-                gone.append(maker)
-        gone.sort()
+            history[maker] = caller.model_copy(update={"tool_calls": calls})
+            note += f" and its call in #{maker}"
         self._keeps_pending(history, gone)
         if len(gone) > 1:
             note += f" (removed {_numbers(gone)})"

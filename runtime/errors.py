@@ -135,8 +135,50 @@ class FatalToolError(FlowtuiError):
 
 
 def describe_error(exc: BaseException) -> str:
-    """A one-line description safe to show and to write (a FatalToolError's cause stays out)."""
+    """A one-line description safe to show and to write (a FatalToolError's cause stays out), ending
+    with where the flow's own code raised it: ``KeyError: 'x' (at flows/f.py:12 in until)``."""
     if isinstance(exc, FatalToolError):
         return f"FatalToolError: {exc.message}"
     text = str(exc)
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+    described = f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+    where = user_frame(exc)
+    return f"{described} (at {where})" if where else described
+
+
+def user_frame(exc: BaseException) -> str | None:
+    """``flows/f.py:12 in until``: the deepest line of the traceback in the flow's code (not flowtui's,
+    the standard library's or an installed package's), so an error raised in ``until``, ``on_fail``
+    or a hook names its file and line without ``--debug``."""
+    import os
+    import sysconfig
+
+    paths = sysconfig.get_paths()
+    skip = tuple(os.path.join(p, "") for p in {paths["stdlib"], paths["platstdlib"], paths["purelib"],
+                                                paths["platlib"]}) + _OWN
+    found = None
+    tb = exc.__traceback__
+    while tb is not None:
+        code = tb.tb_frame.f_code
+        name = code.co_filename
+        if not name.startswith(("<", *skip)) and name != _OWN_INIT:
+            found = (name, tb.tb_lineno, code.co_name)
+        tb = tb.tb_next
+    if found is None:
+        return None
+    name, line, func = found
+    try:
+        shown = os.path.relpath(name)
+        name = shown if not shown.startswith("..") else name
+    except ValueError:  # another drive
+        pass
+    return f"{name}:{line} in {func}"
+
+
+def _own() -> tuple[tuple[str, ...], str]:
+    import os
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the package: runtime/ and tui/
+    return (os.path.join(root, "runtime", ""), os.path.join(root, "tui", "")), os.path.join(root, "__init__.py")
+
+
+_OWN, _OWN_INIT = _own()

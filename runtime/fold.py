@@ -31,6 +31,10 @@ class NodeView:
     data: dict[str, Any] = field(default_factory=dict)
     children: list[str] = field(default_factory=list)
     iterations_done: int = 0
+    # A loop's current iteration: the one running, or the one just finished while the run is
+    # paused after it (the next one starts when something inside the loop does). The runtime's
+    # path says the same: ``loop 2/5`` from the start of iteration 2 until iteration 3 starts.
+    iteration: int = 1
 
     @property
     def label(self) -> str:
@@ -39,7 +43,7 @@ class NodeView:
             if total is None:  # a loop with max_iterations=math.inf
                 total = "∞"
             if self.status == "running":
-                return f"{self.name} {self.iterations_done + 1}/{total}"
+                return f"{self.name} {self.iteration}/{total}"
             return f"{self.name} {self.data.get('iterations', self.iterations_done)}/{total}"
         return self.name
 
@@ -215,6 +219,7 @@ class RunView:
         parent = nodes.get(ev.parent_id) if ev.parent_id and ev.parent_id != ev.node_id else None
         if parent is not None:
             parent.children.append(node.id)
+            _next_iteration(parent)
         else:
             self.roots.append(node.id)
         self._active.append(node.id)
@@ -301,6 +306,8 @@ class RunView:
 
     def _on_run_pause(self, ev: Any) -> None:
         self.status, self.pause = "paused", ev
+        if ev.point != "loop_iteration" and ev.node_id in self.nodes:  # about to run a step inside the loop
+            _next_iteration(self.nodes[ev.node_id])
         run = self.runs.get(ev.run_id)
         if ev.prompt is not None and run is not None:
             run.prompt = ev.prompt
@@ -355,9 +362,11 @@ class RunView:
             what = {"agent": f"before {p.name}", "chat": f"before the model call of {p.name}",
                     "tool": f"before tool {p.name}", "loop_iteration": f"after an iteration of {p.name}"}
             text = f"paused {what.get(p.point, p.name)}"
-            if p.watch:
-                return text + f" (watchpoint {p.watch[0].expr}" + (f" +{len(p.watch) - 1}" if len(p.watch) > 1 else "") + ")"
-            return text + (" (breakpoint)" if p.reason == "breakpoint" else "")
+            if p.watch:  # "paused before tool x (watchpoint repeat(x) >= 3, at #41)"
+                more = f" +{len(p.watch) - 1} more" if len(p.watch) > 1 else ""
+                waits = "waiting for approval; " if p.reason == "approval" else ""
+                return text + f" ({waits}watchpoint {p.watch[0].expr}, at #{p.watch[0].seq}{more})"
+            return text + {"breakpoint": " (breakpoint)", "approval": " (waiting for approval)"}.get(p.reason, "")
         if self.status == "failed":
             return f"failed: {self.error}"
         if self.status in ("finished", "stopped") and self.reason and self.reason != "stopped by user":
@@ -369,6 +378,12 @@ class RunView:
         function a turn's request is built with; a model middleware may still change it, as the
         chat node's ``trimmed`` records)."""
         return model_messages(self.prompt, self.memory, self.tasks, self.history)
+
+
+def _next_iteration(node: NodeView) -> None:
+    """Something starts inside a loop: after an iteration has finished, that is the next one."""
+    if node.kind == "loop" and node.status == "running" and node.iterations_done >= node.iteration:
+        node.iteration = node.iterations_done + 1
 
 
 # event type -> RunView method, looked up once per event (a hot path: every event goes through it)

@@ -36,9 +36,9 @@ async def call_user(fn: Callable[..., Any], args: Sequence[Any], *, origin: str,
     token = current_origin.set(origin)
     try:
         if is_async(fn):
-            return await fn(*args, **(kwargs or {}))
-        result = fn(*args, **(kwargs or {}))
-        if inspect.isawaitable(result):
+            return await (fn(*args, **kwargs) if kwargs else fn(*args))
+        result = fn(*args, **kwargs) if kwargs else fn(*args)
+        if result is not None and inspect.isawaitable(result):  # a hook returns None most often
             result = await result
         return result
     finally:

@@ -14,6 +14,7 @@ import math
 from typing import TYPE_CHECKING, Any
 
 from flowtui.runtime.budget import BudgetStop
+from flowtui.runtime.construct import build
 from flowtui.runtime.context import LoopInfo
 from flowtui.runtime.control import RunStopped, StopRequested
 from flowtui.runtime.invoke import call_user
@@ -29,6 +30,8 @@ async def run_loop(run: "Run", spec: LoopSpec) -> None:
     ctx = run.ctx
     ceiling = spec.max_iterations
     shown = None if ceiling == math.inf else ceiling  # events are JSON: no infinity
+    # A ceiling loop() accepts: ctx.loop is built without validation (a LoopSpec made by hand is not).
+    trusted = type(ceiling) is int or (type(ceiling) is float and ceiling == math.inf)
     with NodeScope(run, "loop", spec.name, data={"max_iterations": shown}) as scope:
         fails = FailCounter(on_fail=spec.on_fail, max_fails=spec.max_fails)
         tokens = (fail_counter.set(fails), loops_var.set(loops_var.get() + (scope.id,)))
@@ -41,7 +44,7 @@ async def run_loop(run: "Run", spec: LoopSpec) -> None:
                     await run.step(step)
                     if fails.count >= spec.max_fails:
                         break
-                ctx._set("loop", LoopInfo(iterations=i, max_iterations=ceiling), origin="runtime")
+                _set_loop(ctx, trusted, shown, iterations=i, max_iterations=ceiling)
                 run.check_stop()  # ctx.stop() in the last turn: no pause, no until
                 await run.pause("loop_iteration", spec.name)
                 if fails.count >= spec.max_fails:
@@ -53,8 +56,8 @@ async def run_loop(run: "Run", spec: LoopSpec) -> None:
                     break
                 if i >= ceiling:
                     stopped_by = "exhausted"
-                    ctx._set("loop", LoopInfo(iterations=i, exhausted=True, max_iterations=ceiling,
-                                              stopped_by="exhausted"), origin="runtime")
+                    _set_loop(ctx, trusted, shown, iterations=i, exhausted=True, max_iterations=ceiling,
+                              stopped_by="exhausted")
                     if spec.on_exhausted is not None:
                         await _call(run, spec.on_exhausted, (ctx, i), "on_exhausted")
                     break
@@ -70,9 +73,20 @@ async def run_loop(run: "Run", spec: LoopSpec) -> None:
             loops_var.reset(tokens[1])
             scope.data.update(iterations=i, stopped_by=stopped_by)
             if stopped_by is not None:
-                ctx._set("loop", LoopInfo(iterations=i, exhausted=stopped_by == "exhausted",
-                                          max_iterations=ceiling, stopped_by=stopped_by),
-                         origin="runtime")
+                _set_loop(ctx, trusted, shown, iterations=i, exhausted=stopped_by == "exhausted",
+                          max_iterations=ceiling, stopped_by=stopped_by)
+
+
+def _set_loop(ctx: Any, trusted: bool, shown_ceiling: int | None, **fields: Any) -> None:
+    """``ctx.loop``. A trusted one is built without validation, with its event value (what
+    ``model_dump(mode="json")`` gives: the ceiling shown as ``None`` when there is none)."""
+    if not trusted:
+        ctx._set("loop", LoopInfo(**fields), origin="runtime")
+        return
+    info = build(LoopInfo, fields)
+    ctx._set("loop", info, origin="runtime", shown={
+        "iterations": info.iterations, "exhausted": info.exhausted, "max_iterations": shown_ceiling,
+        "stopped_by": info.stopped_by})
 
 
 async def _until(run: "Run", spec: LoopSpec) -> bool:

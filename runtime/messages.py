@@ -7,6 +7,7 @@ place; use ``msg.model_copy(update={...})`` to derive an edited one.
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -39,6 +40,19 @@ class Message(BaseModel):
         default=None, description="the agent whose turn produced it; for people, never sent to the model")
     reasoning: str | None = Field(
         default=None, description="the model's <think> text, kept for people; never sent back to the model")
+
+
+def system_message(content: str) -> Message:
+    """``Message(role="system", content=content)``, shared: an agent's prompt is the same text turn
+    after turn, and a message is frozen, so each text is validated once (the last 128 kept)."""
+    if type(content) is str:
+        return _system_message(content)
+    return Message(role="system", content=content)  # refused as it always was
+
+
+@lru_cache(maxsize=128)
+def _system_message(content: str) -> Message:
+    return Message(role="system", content=content)
 
 
 class ToolOutput(BaseModel):

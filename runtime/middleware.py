@@ -100,6 +100,8 @@ async def through(chain: list[Layer], value: Any, innermost: Callable[[Any], Awa
                   on_pass: Callable[[str, Any, Any], None] | None = None) -> Any:
     """``value`` through each layer, then ``innermost``. ``on_pass(name, received, passed)`` hears
     what each middleware handed on (to record a changed request)."""
+    if not chain:  # no middleware: nothing to wrap, and the origin already is the caller's
+        return await innermost(value)
     origin = current_origin.get()
 
     async def at(i: int, current: Any) -> Any:

@@ -46,7 +46,8 @@ fail_counter: contextvars.ContextVar[FailCounter | None] = contextvars.ContextVa
 class NodeScope:
     """Emits ``node.start``/``node.end`` around a block and makes it the current node."""
 
-    __slots__ = ("run", "kind", "name", "label", "data", "status", "error", "id", "_t0", "_paused0", "_tokens")
+    __slots__ = ("run", "kind", "name", "label", "data", "status", "error", "id", "parent", "_t0", "_paused0",
+                 "_tokens")
 
     def __init__(self, run: "Run", kind: str, name: str, *, label: str | None = None,
                  data: dict[str, Any] | None = None) -> None:
@@ -58,11 +59,12 @@ class NodeScope:
 
     def __enter__(self) -> "NodeScope":
         run = self.run
-        self.id = run.emitter.stream.next_node_id()
-        parent = current_node.get()[0]
-        run.emitter.emit(NodeStart, node_id=self.id, parent_id=parent, kind=self.kind, name=self.name,
-                         data=dict(self.data))
-        self._tokens = (current_node.set((self.id, parent)), path_var.set(path_var.get() + (self.label,)))
+        emitter = run.emitter
+        self.id = node_id = emitter.stream.next_node_id()
+        self.parent = parent = current_node.get()[0]
+        emitter.emit(NodeStart, node_id=node_id, parent_id=parent, kind=self.kind, name=self.name,
+                     data=dict(self.data))
+        self._tokens = (current_node.set((node_id, parent)), path_var.set(path_var.get() + (self.label,)))
         controller = run.controller
         self._paused0 = controller.paused_s if controller is not None else 0.0
         self._t0 = time.perf_counter()
@@ -83,6 +85,5 @@ class NodeScope:
             else:
                 self.status = "error"
                 self.error = describe_error(exc)
-        node_id, parent = self.id, current_node.get()[0]
-        self.run.emitter.emit(NodeEnd, node_id=node_id, parent_id=parent, kind=self.kind, name=self.name,
+        self.run.emitter.emit(NodeEnd, node_id=self.id, parent_id=self.parent, kind=self.kind, name=self.name,
                               status=self.status, duration_ms=round(ms, 3), error=self.error, data=self.data)

@@ -27,6 +27,10 @@ from flowtui.runtime.context import jsonable
 from flowtui.runtime.errors import ConfigError
 from flowtui.runtime.events import WorkflowStateChange
 
+# Values whose JSON cannot change while a field holds them (not float: NaN is not equal to itself).
+_IMMUTABLE = frozenset({bool, int, str})
+_NOTHING = object()
+
 # id(state instance) -> its observer, while its run lives.
 _OBSERVERS: dict[int, "StateObserver"] = {}
 _SUBCLASSES: dict[type, type] = {}
@@ -144,10 +148,21 @@ class StateObserver:
         self._lock = lock if lock is not None else threading.RLock()
         self.fields = state_fields(obj)
         self._snap = {f: jsonable(getattr(obj, f, None)) for f in self.fields}
+        # Fields whose snapshot was taken of an immutable value (an int, a str...): while the field
+        # still holds that very object its JSON is the snapshot, so check() need not make it again.
+        self._kept: dict[str, Any] = {}
+        for f in self.fields:
+            self._keep(f, getattr(obj, f, None))
         _OBSERVERS[id(obj)] = self
 
     def snapshot(self) -> dict[str, Any]:
         return dict(self._snap)
+
+    def _keep(self, name: str, value: Any) -> None:
+        if value is None or type(value) in _IMMUTABLE:
+            self._kept[name] = value
+        else:
+            self._kept.pop(name, None)
 
     def assigned(self, name: str, value: Any) -> None:
         new = jsonable(value)
@@ -158,14 +173,19 @@ class StateObserver:
                 return
             old = self._snap.get(name)
             self._snap[name] = new
+            self._keep(name, value)
             self._emit(WorkflowStateChange, path=name, old=old, new=new)
 
     def check(self) -> None:
         """Compare every field with the snapshot; emit one event per changed field."""
-        obj, snap = self.obj, self._snap
+        obj, snap, kept = self.obj, self._snap, self._kept
         with self._lock:
             for name in self.fields:
-                new = jsonable(getattr(obj, name, None))
+                value = getattr(obj, name, None)
+                if value is kept.get(name, _NOTHING):
+                    continue
+                new = jsonable(value)
+                self._keep(name, value)
                 old = snap[name]
                 if new != old:
                     snap[name] = new

@@ -180,3 +180,30 @@ def _provider_for_run(p: Any, aspec: AgentSpec, *, replies: str | Path | None) -
         if isinstance(made, ScriptedProvider):
             made = made.with_replies(replies)
     return made
+
+
+_NO_MODEL = {"ScriptedProvider": "which plays scripted replies", "FunctionProvider": "whose replies come from a function"}
+
+
+def model_not_applied(plans: Plans, model: str | None) -> list[str]:
+    """What ``--model`` (or ``FLOWTUI_MODEL``) does not change, and why: one line per kind of provider.
+
+    An agent whose provider has no model to override (a scripted or function provider) keeps
+    its provider; a provider made by a function is only known at run time and is not listed."""
+    if not model:
+        return []
+    skipped: dict[type, list[str]] = {}
+    for aspec in plans.agent_specs.values():
+        p = aspec.provider
+        cls = p if isinstance(p, type) else type(p) if isinstance(p, Provider) else None
+        if cls is not None and issubclass(cls, Provider) and cls.override_model is Provider.override_model:
+            skipped.setdefault(cls, []).append(aspec.name)
+    return [f"--model {model} does not apply to {', '.join(names)}: {'its' if len(names) == 1 else 'their'} "
+            f"provider is {_why(name)}" for name, names in skipped.items()]
+
+
+def _why(cls: type) -> str:
+    kind = next((k for k in cls.__mro__ if k.__name__ in _NO_MODEL), None)
+    if kind is None:
+        return f"{cls.__name__}, which takes no model (it has no override_model)"
+    return f"{cls.__name__}{f' (a {kind.__name__})' if kind is not cls else ''}, {_NO_MODEL[kind.__name__]}"

@@ -78,6 +78,9 @@ class Hello(_Message):
     tools: list[str] = Field(default_factory=list)
     pid: int = 0
     started: bool = Field(default=False, description="the run has started already (an attach)")
+    notes: list[str] = Field(default_factory=list,
+                             description="what a person should know about the load, e.g. agents --model does "
+                                         "not apply to")
 
 
 class LoadError(_Message):

@@ -16,11 +16,12 @@ from typing import TYPE_CHECKING, Any
 
 from flowtui.runtime.budget import BudgetStop
 from flowtui.runtime.chat import AgentProvider, build_request, call_model
+from flowtui.runtime.construct import build
 from flowtui.runtime.context import TurnInfo
 from flowtui.runtime.control import RunStopped
 from flowtui.runtime.decorators import AgentSpec
 from flowtui.runtime.errors import BudgetExceededError, FatalToolError, describe_error
-from flowtui.runtime.messages import Message
+from flowtui.runtime.messages import Message, ToolCall
 from flowtui.runtime.nodes import NodeScope
 from flowtui.runtime.pending import PendingCall, decide, deny_call
 from flowtui.runtime.tools import AgentTool, run_tool_call
@@ -94,8 +95,7 @@ async def _turn(run: "Run", spec: AgentSpec, inst: Any) -> None:
     reply = await call_model(run, spec, build_request(run, spec, prompt), prompt=prompt)
     calls = [c if c.id else c.model_copy(update={"id": f"call_{i}"}) for i, c in enumerate(reply.tool_calls)]
     asked_at = len(run.state.history)
-    run.state.append("history", Message(role="assistant", content=reply.content, tool_calls=tuple(calls),
-                                         reasoning=reply.reasoning, agent=spec.name), origin=f"agent:{spec.name}")
+    run.state.append("history", _assistant_message(reply, calls, spec.name), origin=f"agent:{spec.name}")
     results = []
     for call in calls:
         if ctx._stop_by is not None:  # ctx.stop() in a tool: this turn finishes, the rest is not run
@@ -122,8 +122,32 @@ async def _turn(run: "Run", spec: AgentSpec, inst: Any) -> None:
         new = await run.hook(inst.after_response, spec.name, "after_response", (response, ctx))
         if new is not None:
             response = str(new)
-    ctx._set("turn", TurnInfo(
+    info, shown = _turn_info(
         agent=spec.name, called_tool=last is not None, tool_name=last.name if last else None,
         tool_error=any(r.is_error for r in results), tool_call_source=reply.tool_call_source if calls else None,
-        response=response), origin="runtime")
+        response=response)
+    ctx._set("turn", info, origin="runtime", shown=shown)
     ctx._set("output", response, origin="runtime")
+
+
+# A turn's message and summary are built without validation when every value already has its
+# declared type, as the runtime's own values and a finished ChatReply's do. A reply a middleware
+# put together by hand may not: then they are validated, so a malformed one fails as it always did.
+
+def _assistant_message(reply: Any, calls: list[ToolCall], agent: str) -> Message:
+    fields = dict(role="assistant", content=reply.content, tool_calls=tuple(calls), reasoning=reply.reasoning,
+                  agent=agent)
+    if (type(reply.content) is str and (reply.reasoning is None or type(reply.reasoning) is str)
+            and type(agent) is str and all(type(c) is ToolCall for c in calls)):
+        return build(Message, fields)
+    return Message(**fields)
+
+
+def _turn_info(**fields: Any) -> tuple[TurnInfo, dict[str, Any] | None]:
+    """``ctx.turn`` and, when built without validation, its event value: its fields (given in
+    declaration order) are str, bool or None, JSON already."""
+    source = fields["tool_call_source"]
+    if (type(fields["response"]) is str and type(fields["agent"]) is str
+            and (source is None or (type(source) is str and source in ("native", "rescued")))):
+        return build(TurnInfo, fields), fields
+    return TurnInfo(**fields), None

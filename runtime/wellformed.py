@@ -122,3 +122,21 @@ def call_of(history: Sequence[Any], index: int) -> int | None:
         if msg.role != "tool":
             return None
     return None
+
+
+def removal(history: Sequence[Any], index: int, *, with_call: bool = True) -> tuple[list[int], int | None]:
+    """What deleting history message ``index`` takes along so the rest stays a valid conversation:
+    (the indices that leave, sorted; the assistant message that only loses a call, or None).
+
+    An assistant message takes its tool results; a tool result takes its call (``with_call``),
+    and the assistant message that made it when nothing else is left in it."""
+    gone, trimmed = [index, *results_of(history, index)], None
+    msg = history[index]
+    maker = call_of(history, index) if msg.role == "tool" and with_call else None
+    if maker is not None:
+        caller = history[maker]
+        if len(caller.tool_calls) > 1 or caller.content.strip():
+            trimmed = maker
+        else:
+            gone.append(maker)
+    return sorted(gone), trimmed

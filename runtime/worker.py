@@ -94,11 +94,13 @@ class Worker:
 
     # --- output --------------------------------------------------------------------------
     def hello(self) -> p.Hello:
+        from flowtui.runtime.plans import model_not_applied
+
         plans = self.app.plans
         tools = sorted({name for t in plans.tool_specs.values() for name in t.names})
         return p.Hello(workflow=self.app.workflow.name, file=self.app.workflow.file,
                        agents=[s.name for s in plans.agent_specs.values()], tools=tools, pid=os.getpid(),
-                       started=self.run is not None)
+                       started=self.run is not None, notes=model_not_applied(plans, self.app.model))
 
     def on_event(self, event: Any) -> None:
         if self.also is not None:

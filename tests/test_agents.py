@@ -1,5 +1,7 @@
 """Agents: one turn, the five hooks (replace or keep), the run() escape hatch, prompts, promotion."""
 
+import re
+
 import pytest
 from pydantic import BaseModel
 
@@ -151,7 +153,8 @@ async def test_on_error_string_recovers_and_none_reraises():
     app.subscribe(lambda e: ends.append(e) if e.type == "run.end" else None)
     with pytest.raises(RuntimeError, match="model down"):
         await app.run("x")
-    assert ends[0].status == "failed" and ends[0].error == "RuntimeError: model down"
+    assert ends[0].status == "failed"
+    assert re.fullmatch(r"RuntimeError: model down \(at tests/test_agents\.py:\d+ in broken\)", ends[0].error)
 
 
 async def test_run_escape_hatch_takes_over_without_hooks():

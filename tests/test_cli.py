@@ -304,3 +304,114 @@ def test_run_disposes_the_workflows_middlewares_and_shows_a_failing_one(tmp_path
     assert res.returncode == 0 and res.stdout == "ok\n"
     assert marker.read_text() == "yes"
     assert "! cache.dispose raised: OSError: pool already closed" in res.stderr
+
+
+RAISING = """
+def stop_when(ctx):
+    return ctx.missing > 1
+
+def warn(ctx, info):
+    raise KeyError("on_fail broke")
+
+@tool(name="bad", description="always fails")
+class Bad:
+    def execute(self, args=Input()):
+        raise ValueError("no")
+
+@agent(provider=FunctionProvider(lambda m, t: "ok"), prompt="p")
+class A:
+    pass
+
+@agent(provider=FunctionProvider(lambda m, t: {"content": "", "tool_calls": [{"name": "bad", "args": {}}]}),
+       prompt="p", tools=[Bad])
+class Caller:
+    pass
+
+@agent(provider=FunctionProvider(lambda m, t: "ok"), prompt="p")
+class Hooked:
+    def after_response(self, response, ctx):
+        return {}["hook broke"]
+
+@workflow(steps=[loop(steps=[A], until=stop_when, max_iterations=2)])
+class Until:
+    pass
+
+@workflow(steps=[loop(steps=[Caller], on_fail=warn, max_iterations=2)])
+class OnFail:
+    pass
+
+@workflow(steps=[Hooked])
+class Hook:
+    pass
+"""
+
+
+@pytest.mark.parametrize(("name", "error", "func"), [
+    ("Until", "AttributeError: ctx has no field 'missing'", "stop_when"),
+    ("OnFail", "KeyError: 'on_fail broke'", "warn"),
+    ("Hook", "KeyError: 'hook broke'", "after_response"),
+])
+def test_an_error_in_until_on_fail_or_a_hook_names_file_and_line_without_debug(tmp_path, name, error, func):
+    path = write(tmp_path, RAISING)
+    lines = path.read_text().splitlines()
+    line = next(i for i, text in enumerate(lines, 1) if f"def {func}(" in text) + 1  # its body raises
+    res = flowtui("run", f"{path}:{name}", "--input", "x")
+    assert res.returncode == 1, res.stderr
+    assert f"flowtui: the run failed: {error}" in res.stderr
+    assert f"(at {path}:{line} in {func})" in res.stderr.splitlines()[-1]
+    assert "Traceback" not in res.stderr
+
+
+def test_model_says_which_agents_it_does_not_apply_to_and_why(tmp_path):
+    path = write(tmp_path, """
+from flowtui import LiteLLMProvider, ScriptedProvider
+
+class Script(ScriptedProvider):
+    def __init__(self):
+        super().__init__(["hi"])
+
+@agent(provider=Script, prompt="p")
+class Scripted:
+    pass
+
+@agent(provider=FunctionProvider(lambda m, t: "ok"), prompt="p")
+class Function:
+    pass
+
+@agent(provider=LiteLLMProvider("openai/gpt-4o-mini"), prompt="p")
+class Real:
+    pass
+
+@workflow(steps=[Scripted, Function])
+class Mixed:
+    pass
+
+@workflow(steps=[Real])
+class Live:
+    pass
+""")
+    res = flowtui("run", f"{path}:Mixed", "--input", "x", "--model", "openai/x")
+    assert res.returncode == 0, res.stderr
+    assert res.stderr.splitlines()[:2] == [
+        "flowtui: --model openai/x does not apply to Scripted: its provider is Script (a ScriptedProvider), which "
+        "plays scripted replies",
+        "flowtui: --model openai/x does not apply to Function: its provider is FunctionProvider, whose replies come "
+        "from a function",
+    ]
+    quiet = flowtui("run", f"{path}:Mixed", "--input", "x")
+    assert "--model" not in quiet.stderr
+
+
+def test_the_default_loop_is_drawn_once(tmp_path):
+    path = write(tmp_path, """
+@agent(provider=FunctionProvider(lambda m, t: "ok"), prompt="p")
+class A:
+    pass
+
+@workflow(steps=[loop(steps=[A], max_iterations=1), loop(steps=[A], max_iterations=1, name="retries")])
+class W:
+    pass
+""")
+    res = flowtui("run", str(path), "--input", "x")
+    assert res.returncode == 0, res.stderr
+    assert "  ▸ loop\n" in res.stderr and "  ▸ loop retries\n" in res.stderr and "loop loop" not in res.stderr

@@ -1,60 +1,134 @@
-"""Every user action once: its key, its palette title (with a group prefix) and its help text.
+"""Every user action once: its key, its palette title (with a group prefix), its help text, and where
+else it shows (the key bar at the bottom, a button in the control pane).
 
-The app's bindings, the help screen and the command palette are all built
-from this table, so a key can never be missing from one of them.
+The live app's bindings, buttons, key bar, help screen and command palette are all built from
+:data:`ACTIONS`, and the replay's from :data:`flowtui.tui.replay.KEYS`, with the same helpers, so a
+key can never be missing from one of them. The view keys of both come from the pane registry
+(:mod:`flowtui.tui.panes`).
 """
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any, NamedTuple
+
+from flowtui.tui.panes import PANES
 
 
 class ActionSpec(NamedTuple):
-    key: str
+    key: str  # Textual key names, comma-separated for several ("left,h")
     action: str
     group: str
     title: str
     help: str
-    show: bool = True  # in the footer
+    short: str = ""  # its name in the key bar and on a narrow button ("": the title)
+    rank: int = 0  # key bar: the lower the more important (shown first, kept when narrow); 0: not shown
+    button: bool = False  # a button in the control pane
+    priority: bool = False  # the binding wins over the focused pane's own keys
+
+    @property
+    def label(self) -> str:
+        return self.short or self.title
+
+
+def pane_actions() -> list[ActionSpec]:
+    """``1`` ``2`` ``3`` ``4``: one action per pane of the registry (listed on the pane's border)."""
+    return [ActionSpec(p.key, f"view('{p.name}')", "view", p.title.lower(), p.help, short=p.label) for p in PANES]
 
 
 ACTIONS: list[ActionSpec] = [
-    ActionSpec("s", "step", "run", "step", "Run to the next pause point"),
-    ActionSpec("n", "next_turn", "run", "next turn", "Run until the next agent turn is about to start"),
-    ActionSpec("l", "loop_once", "run", "loop once", "Run until the current loop finishes its iteration"),
-    ActionSpec("c", "resume", "run", "continue", "Run to the next breakpoint or the end"),
-    ActionSpec("p", "pause", "run", "pause", "Pause at the next pause point"),
-    ActionSpec("x", "stop", "run", "stop", "End the run cleanly (status stopped)"),
+    ActionSpec("s", "step", "run", "step", "Run to the next pause point", rank=2, button=True),
+    ActionSpec("n", "next_turn", "run", "next turn", "Run until the next agent turn is about to start", "turn",
+               rank=3, button=True),
+    ActionSpec("l", "loop_once", "run", "loop once", "Run until the current loop finishes its iteration", "loop",
+               rank=4, button=True),
+    ActionSpec("c", "resume", "run", "continue", "Run to the next breakpoint or the end", rank=5, button=True),
+    ActionSpec("p", "pause", "run", "pause", "Pause at the next pause point", rank=6, button=True),
+    ActionSpec("x", "stop", "run", "stop", "End the run cleanly (status stopped)", rank=7, button=True),
     ActionSpec("b", "toggle_breakpoint", "run", "toggle breakpoint",
-               "Breakpoint on the agent (assistant message) or tool under the cursor, or where the run is paused"),
-    ActionSpec("r", "reload", "run", "reload", "Reload the flow file and start a new run"),
-    ActionSpec("m", "promote", "edit", "promote to memory", "Move the assistant message under the cursor to memory"),
-    ActionSpec("e", "edit", "edit", "edit", "Edit the message, memory item, task or state field under the cursor"),
-    ActionSpec("d", "delete", "edit", "delete", "Delete the memory item or task under the cursor"),
-    ActionSpec("a", "add_task", "edit", "add task", "Add a task"),
-    ActionSpec("A", "add_memory", "edit", "add memory item", "Add a memory item", False),
-    ActionSpec("u", "undo", "edit", "undo", "Undo the last edit"),
+               "Breakpoint on the agent (assistant message) or tool under the cursor, or where the run is paused",
+               "break", rank=14),
+    ActionSpec("r", "reload", "run", "reload", "Reload the flow file and start a new run", rank=10, button=True),
+    ActionSpec("m", "promote", "edit", "promote to memory", "Move the assistant message under the cursor to memory",
+               "promote", rank=11),
+    ActionSpec("e", "edit", "edit", "edit", "Edit the message, memory item, task or state field under the cursor; "
+               "paused before a tool, the arguments of its call", rank=12),
+    ActionSpec("d", "delete", "edit", "delete", "Delete the message, memory item or task under the cursor (a dialog "
+               "names what leaves with a message)", rank=16),
+    ActionSpec("a", "add_task", "edit", "add task", "Add a task", "add", rank=15),
+    ActionSpec("A", "add_memory", "edit", "add memory item", "Add a memory item", "add"),  # shown as "a/A add"
+    ActionSpec("u", "undo", "edit", "undo", "Undo the last edit", rank=13),
     ActionSpec("o", "open_whole", "view", "open whole text",
                "Open the whole text of the message under the cursor in your pager ($PAGER), even one cut on "
-               "its way to the app", False),
-    ActionSpec("1", "view('conversation')", "view", "conversation", "Show the conversation (ctx.state.history)", False),
-    ActionSpec("2", "view('model-sees')", "view", "what the model sees",
-               "Show the exact messages the next model call will send", False),
-    ActionSpec("3", "view('events')", "view", "event log", "Show every event of the run", False),
-    ActionSpec("4", "view('nodes')", "view", "node tree", "Show workflow › loop › agent › chat › tool", False),
-    ActionSpec("tab", "focus_next", "view", "next pane", "Move the focus to the next pane", False),
-    ActionSpec("question_mark", "help", "app", "keys", "Show the keys"),
-    ActionSpec("q", "quit", "app", "quit", "Quit flowtui"),
+               "its way to the app", "open", rank=18),
+    *pane_actions(),  # the panes' border lists their keys
+    ActionSpec("tab", "focus_next", "view", "next pane", "Move the focus to the next pane"),
+    ActionSpec("question_mark", "help", "app", "keys", "Show the keys", rank=1),
+    ActionSpec("q", "quit", "app", "quit", "Quit flowtui", rank=8),
 ]
 
-KEY_NAMES = {"question_mark": "?", "tab": "tab"}
+KEY_NAMES = {"question_mark": "?", "left_square_bracket": "[", "right_square_bracket": "]",
+             "left": "←", "right": "→", "shift+left": "shift+←", "shift+right": "shift+→",
+             "pageup": "pgup", "pagedown": "pgdn"}
 
 
-def help_groups() -> list[tuple[str, list[tuple[str, str]]]]:
+def key_name(key: str) -> str:
+    """``left,h`` → ``← h``: how a binding's keys are written for a person."""
+    return " ".join(KEY_NAMES.get(k, k) for k in key.split(","))
+
+
+def bindings(specs: Iterable[ActionSpec]) -> list[Any]:
+    """Textual bindings for ``specs`` (``tab`` is Textual's own)."""
+    from textual.binding import Binding
+
+    return [Binding(s.key, s.action, s.title.capitalize(), show=False, priority=s.priority,
+                    id=f"{s.group}.{s.title.replace(' ', '-')}", tooltip=s.help)
+            for s in specs if s.action != "focus_next"]
+
+
+def help_groups(specs: Iterable[ActionSpec] = ACTIONS, *, before: dict[str, list[tuple[str, str]]] | None = None,
+                after: dict[str, list[tuple[str, str]]] | None = None) -> list[tuple[str, list[tuple[str, str]]]]:
+    """(group, [(keys, what)]) for the help screen; ``before``/``after`` add rows that are no action."""
     groups: dict[str, list[tuple[str, str]]] = {}
-    for spec in ACTIONS:
-        groups.setdefault(spec.group, []).append((KEY_NAMES.get(spec.key, spec.key), spec.help))
-    groups["app"].append(("ctrl+p", "Command palette: every action, by name"))
-    groups["view"][0:0] = [("↑ ↓ home end", "Move the selection over messages"),
-                           ("enter", "Expand or collapse a tool call, tool result or reasoning")]
+    for spec in specs:
+        groups.setdefault(spec.group, []).append((key_name(spec.key), spec.help))
+    for group, rows in (before or {}).items():
+        groups.setdefault(group, [])[0:0] = rows
+    for group, rows in (after or {}).items():
+        groups.setdefault(group, []).extend(rows)
     return list(groups.items())
+
+
+def app_help_groups() -> list[tuple[str, list[tuple[str, str]]]]:
+    """The live app's help: every action, and the keys that belong to a pane."""
+    return help_groups(ACTIONS, before={"view": [
+        ("↑ ↓ home end", "Move the selection over messages"),
+        ("enter", "Expand or collapse a tool call, tool result or reasoning"),
+        ("drag, ctrl+c", "Select text with the mouse; ctrl+c copies it")]},
+        after={"app": [("ctrl+p", "Command palette: every action, by name")]})
+
+
+def palette(specs: Iterable[ActionSpec], run: Callable[[str], Any]) -> Iterator[tuple[str, str, Callable[[], Any]]]:
+    """(title, help, callback) for each action, for the command palette (``run: step``)."""
+    for spec in specs:
+        if spec.action != "focus_next":
+            yield f"{spec.group}: {spec.title}", f"{spec.help}  [{key_name(spec.key)}]", _bind(run, spec.action)
+
+
+def _bind(run: Callable[[str], Any], action: str) -> Callable[[], Any]:
+    async def go() -> None:
+        await run(action)
+
+    return go
+
+
+def key_hints(specs: Iterable[ActionSpec]) -> list[tuple[int, str, str, str]]:
+    """(rank, keys, label, action) for the key bar, most important first. An action not ranked
+    itself joins a ranked one of the same label (``a/A add``)."""
+    specs = list(specs)
+    ranked = {s.label: s for s in specs if s.rank}
+    keys = {label: [key_name(s.key)] for label, s in ranked.items()}
+    for s in specs:
+        if not s.rank and s.label in ranked:
+            keys[s.label].append(key_name(s.key))
+    return sorted((s.rank, "/".join(keys[label]), label, s.action) for label, s in ranked.items())

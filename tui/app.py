@@ -14,27 +14,23 @@ flow does, ``x`` stops the run and ``q`` quits, each within about a second.
 
 from __future__ import annotations
 
-import asyncio
 import gc
-import json
 import time
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from textual.app import App, SystemCommand
-from textual.binding import Binding
 from textual.screen import Screen
 from textual.timer import Timer
 from textual.worker import Worker, WorkerState
 
-from flowtui.tui.actions import ACTIONS, help_groups
+from flowtui.tui.actions import ACTIONS, app_help_groups, bindings, palette
 from flowtui.tui.client import LaunchConfig, RunClient, cut_in
+from flowtui.tui.commands import RunCommands
+from flowtui.tui.edits import RunEdits
 from flowtui.tui.messages import RunFlushed
 from flowtui.tui.screens.main import MainScreen
 from flowtui.tui.shown import PlainNotify, shown
-
-if TYPE_CHECKING:
-    from flowtui.runtime import protocol as p
 
 
 def _p():
@@ -49,20 +45,15 @@ IDLE_CHECK_S = 1 / 4  # how often an idle app looks for work (the fast tick slee
 STAY_AWAKE_S = 1.0  # the fast tick keeps going this long after the last event (events come in bursts)
 FLUSH_BUDGET_S = 0.008  # fold at most this long per tick, so input stays answered
 REDRAW_INTERVAL = 1 / 20  # panes are redrawn at most this often (a pause or the end: at once)
-QUIT_GRACE_S = 0.4  # q: how long a run gets to stop before its process is terminated, then killed
 LOG_NOTICE_S = 2.0  # the flow's printed lines are announced at most this often
 
 
-class FlowApp(PlainNotify, App[int]):
+class FlowApp(RunCommands, RunEdits, PlainNotify, App[int]):
     """The terminal app of flowtui."""
 
     CSS_PATH = "flowtui.tcss"
     TITLE = "flowtui"
-    BINDINGS = [
-        Binding(a.key, a.action, a.title.capitalize(), show=a.show, id=f"{a.group}.{a.title.replace(' ', '-')}",
-                tooltip=a.help)
-        for a in ACTIONS if a.action != "focus_next"
-    ]
+    BINDINGS = bindings(ACTIONS)
 
     def __init__(self, config: LaunchConfig) -> None:
         super().__init__()
@@ -79,7 +70,7 @@ class FlowApp(PlainNotify, App[int]):
         self._loading_since: float | None = None
         self._logs_seen = 0
         self._logs_said_at = 0.0
-        self.quitting = False
+        self._init_commands()
         self.refused: str | None = None  # attaching: why the run's process would not have us
         self._started_up = False
 
@@ -108,6 +99,7 @@ class FlowApp(PlainNotify, App[int]):
     def load(self) -> None:
         """Start a fresh worker process for the flow (a reload too); the status shows the time it takes."""
         self._loading_since = time.monotonic()
+        self._queued_at = -1  # a new run: its pauses count from the start again
         self.run_worker(self.client.load(), exclusive=True, group="load", name="load", exit_on_error=False)
         self.flush(force=True)
 
@@ -115,6 +107,11 @@ class FlowApp(PlainNotify, App[int]):
         waited = time.monotonic() - (self._loading_since or time.monotonic())
         return (f"loading {self.config.target}… {waited:.1f} s (given up after "
                 f"{self.config.load_timeout:g} s)" if waited >= 0.5 else f"loading {self.config.target}…")
+
+    def on_event_log_opened(self, message: Any) -> None:
+        from flowtui.tui.screens.decide import EventScreen
+
+        self.push_screen(EventScreen(*message.whole()))
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         worker, state = event.worker, event.state
@@ -170,6 +167,7 @@ class FlowApp(PlainNotify, App[int]):
         from flowtui.tui.screens.error import LoadErrorScreen
 
         details = getattr(error, "traceback", None) if self.config.debug else None
+        self._forget_queue("The flow could not load")
         if isinstance(self.screen, LoadErrorScreen):
             self.pop_screen()
         self.push_screen(LoadErrorScreen(self.config.target, error, details=details))
@@ -180,6 +178,9 @@ class FlowApp(PlainNotify, App[int]):
         self.run_worker(self._begin(input), group="command", name="start", exit_on_error=False)
 
     async def _begin(self, input: str | None) -> None:
+        self.clear_notifications()  # what they said was about the run before
+        for note in self.client.hello.notes if self.client.hello is not None else ():
+            self.notify(note, severity="warning", timeout=10)
         reply = await self.client.begin(input)
         if not reply.ok:
             self.notify(reply.error or "the run could not start", title="The run could not start", severity="error",
@@ -217,6 +218,8 @@ class FlowApp(PlainNotify, App[int]):
                            loading=self._loading_text() if self._loading_since is not None else None)
             self.post_message(RunFlushed(self._undrawn))
             self._undrawn = 0
+        self.apply_queued()
+        self.at_pause()
         return n
 
     def _behind(self) -> bool:
@@ -259,262 +262,8 @@ class FlowApp(PlainNotify, App[int]):
         """Run the fast tick again (events arrived, or a command sets the run going)."""
         if self._ticker is not None:
             self._ticker.resume()
-
-    # --- run commands ----------------------------------------------------------
-    def _movable(self) -> bool:
-        view = self.client.view
-        if view is None or view.run_id is None:
-            self.notify("No run yet.", severity="warning")
-            return False
-        if view.status in ("finished", "failed", "stopped"):
-            self.notify(f"The run has {view.status}; r starts a new one.", severity="warning")
-            return False
-        self.wake()
-        return True
-
-    def _command(self, command: p.BaseModel) -> None:
-        self.client.send(command)  # at once: the answer is the next pause, through the event stream
-
-    def action_step(self) -> None:
-        if self._movable():
-            self._command(_p().Step())
-
-    def action_next_turn(self) -> None:
-        if self._movable():
-            self._command(_p().NextTurn())
-
-    def action_loop_once(self) -> None:
-        if self._movable():
-            self._command(_p().LoopOnce())
-
-    def action_resume(self) -> None:
-        if self._movable():
-            self._command(_p().Continue())
-
-    def action_pause(self) -> None:
-        if self._movable():
-            if self.client.view.status == "paused":
-                self.notify("Already paused.")
-            self._command(_p().Pause())
-
-    def action_stop(self) -> None:
-        if self._movable():
-            self.client.stopping = True  # the status says "stopping…" at once
-            self.flush(force=True)
-            self.run_worker(self.client.stop(), group="stop", name="stop", exclusive=True, exit_on_error=False)
-
-    def action_toggle_breakpoint(self, name: str | None = None) -> None:
-        name = name or self._breakpoint_target()
-        if name is None:
-            self.notify("Put the cursor on an agent or tool (node tree, assistant message, tool result) "
-                        "or pause at one.", severity="warning")
-            return
-        on = self.client.toggle_breakpoint(name)
-        self.notify(f"Breakpoint on {name} {'set' if on else 'removed'}.")
-        self.flush(force=True)
-
-    def _breakpoint_target(self) -> str | None:
-        main, view = self.main, self.client.view
-        if main.current_view == "nodes":
-            picked = main.query_one("#nodes").selected_name  # type: ignore[attr-defined]
-            if picked and picked[0] in ("agent", "tool", "loop", "chat"):
-                return picked[1]
-        if view is not None and main.current_view == "conversation":
-            i = main.conversation.cursor
-            if 0 <= i < len(view.history):
-                msg = view.history[i]
-                if msg.role == "tool" and msg.tool_name:
-                    return msg.tool_name
-                if msg.role == "assistant" and msg.agent:
-                    return msg.agent
-                if msg.tool_calls:
-                    return msg.tool_calls[0].name
-        if view is not None and view.pause is not None and view.pause.point in ("agent", "chat", "tool"):
-            return view.pause.name
-        return None
-
-    def action_reload(self) -> None:
-        from flowtui.tui.screens.dialogs import ConfirmDialog
-        from flowtui.tui.screens.error import LoadErrorScreen
-
-        if isinstance(self.screen, LoadErrorScreen) or not self.client.active or self.client.view.run_id is None:
-            self._reload()
-            return
-
-        def answer(yes: bool | None) -> None:
-            if yes:
-                self._reload()
-
-        self.push_screen(ConfirmDialog("A run is in progress. Stop it and reload the flow?"), answer)
-
-    def _reload(self) -> None:
-        if self.config.attach is not None:
-            self.notify("Attached to a run that lives elsewhere: reload it where it runs.", severity="warning")
-            return
-        self.client.stopping = self.client.active
-        self.load()  # the client stops the old worker first; the new one reads the code afresh
-
-    async def action_quit(self) -> None:
-        """Quit within about a second, whatever the flow is doing: its run is stopped (then its
-        process terminated, then killed) and the journal ends with the run's end."""
-        if self.quitting:
-            return
-        self.quitting = True
-        if self.client.channel is not None and not self.client.channel.closed.is_set():
-            self.notify("Detaching: the run waits, paused, for the next client…" if self.config.attach
-                        else "Stopping the run…", timeout=2)
-            await self._close_client()
-        self.exit(0)
-
-    async def _close_client(self) -> None:
-        """The run's process ends (or an attached run is left), in a bounded time whatever it does."""
-        try:
-            await asyncio.wait_for(self.client.close(grace=QUIT_GRACE_S), 4 * QUIT_GRACE_S)
-        except (asyncio.TimeoutError, ConnectionError, OSError):
-            if self.client.channel is not None:
-                await self.client.channel.kill()
-
-    # --- edits -----------------------------------------------------------------
-    def _editable(self) -> bool:
-        self.flush(everything=True)
-        view = self.client.view
-        if view is None or view.run_id is None:
-            self.notify("No run yet.", severity="warning")
-            return False
-        if view.status != "paused":
-            hint = "pause it first (p)" if view.status == "running" else "r starts a new one"
-            self.notify(f"Edits apply to a paused run; this one is {view.status}: {hint}.", severity="warning")
-            return False
-        return True
-
-    async def edit(self, command: p.BaseModel) -> Any:
-        """Send an edit and wait for its answer; a refusal raises ``ValueError`` with the reason (the dialog shows it)."""
-        reply = await self.client.command(command)
-        if not reply.ok:
-            raise ValueError(reply.error)
-        return reply.value
-
-    def _edited(self, message: str) -> Any:
-        def done(result: str | None) -> None:
-            if result is not None:
-                self.notify(message)
-                self.wake()
-
-        return done
-
-    def _too_large_to_edit(self) -> bool:
-        i = self.main.conversation.cursor
-        history = self.client.view.history
-        text = history[i].content if self._sidebar_target() is None and 0 <= i < len(history) else ""
-        cut = cut_in(text)
-        if cut:
-            self.notify(f"This text is {cut[2]:,} characters: too large to edit here. o opens it whole.",
-                        severity="warning")
-        return cut is not None
-
-    def _sidebar_target(self) -> str | None:
-        sidebar = self.main.sidebar
-        return sidebar.highlighted_id if self.focused is sidebar else None
-
-    def action_promote(self) -> None:
-        from flowtui.tui.screens.dialogs import TextDialog
-
-        if not self._editable():
-            return
-        i = self.main.conversation.cursor
-        history = self.client.view.history
-        if not 0 <= i < len(history) or history[i].role != "assistant":
-            self.notify("Put the cursor on an assistant message to promote it.", severity="warning")
-            return
-        if cut_in(history[i].content):  # too large to edit here: promoted whole, as the run holds it
-            self.run_worker(self._apply(_p().Promote(index=i), f"Message #{i} promoted to memory, whole."),
-                            group="command", exit_on_error=False)
-            return
-        self.push_screen(TextDialog(f"Promote message #{i} to memory", history[i].content,
-                                    lambda text: self.edit(_p().Promote(index=i, text=text)), save_label="Promote",
-                                    hint="It leaves the history and joins memory; u undoes."),
-                         self._edited(f"Message #{i} promoted to memory."))
-
-    def action_edit(self) -> None:
-        from flowtui.tui.screens.dialogs import TextDialog
-
-        if not self._editable():
-            return
-        view = self.client.view
-        if self._too_large_to_edit():
-            return
-        target = self._sidebar_target()
-        if target is not None:
-            kind, _, key = target.partition(":")
-            if kind in ("memory", "tasks"):
-                i = int(key)
-                items = view.memory if kind == "memory" else view.tasks
-                self.push_screen(TextDialog(f"Edit {kind} item {i + 1}", items[i],
-                                            lambda text: self.edit(_p().SetItem(bucket=kind, index=i, text=text))),
-                                 self._edited(f"{kind.capitalize()} item {i + 1} edited."))
-            else:
-                value = view.state.get(key)
-                text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-                self.push_screen(TextDialog(f"Edit state field {key}", text,
-                                            lambda t: self.edit(_p().SetField(name=key, text=t)),
-                                            single_line=True, hint="Typed as JSON or plain text; checked "
-                                            "against the field's type."),
-                                 self._edited(f"State field {key} set."))
-            return
-        i = self.main.conversation.cursor
-        if not 0 <= i < len(view.history):
-            self.notify("Nothing selected: pick a message, or a memory item, task or field in the sidebar (tab).",
-                        severity="warning")
-            return
-        self.push_screen(TextDialog(f"Edit message #{i} ({view.history[i].role})", view.history[i].content,
-                                    lambda text: self.edit(_p().EditMessage(index=i, text=text))),
-                         self._edited(f"Message #{i} edited."))
-
-    def action_delete(self) -> None:
-        target = self._sidebar_target()
-        if target is None or not target.startswith(("memory:", "tasks:")):
-            self.notify("Select a memory item or task in the sidebar (tab) to delete it.", severity="warning")
-            return
-        if not self._editable():
-            return
-        kind, _, key = target.partition(":")
-        self.run_worker(self._apply(_p().DeleteItem(bucket=kind, index=int(key)),
-                                    f"{kind.capitalize()} item {int(key) + 1} deleted; u undoes."),
-                        group="command", exit_on_error=False)
-
-    def action_add_task(self) -> None:
-        self._add("tasks", "Add a task")
-
-    def action_add_memory(self) -> None:
-        self._add("memory", "Add a memory item")
-
-    def _add(self, bucket: str, title: str) -> None:
-        from flowtui.tui.screens.dialogs import TextDialog
-
-        if not self._editable():
-            return
-
-        async def add(text: str) -> Any:
-            if not text.strip():
-                raise ValueError("type some text first")
-            return await self.edit(_p().AddItem(bucket=bucket, text=text))
-
-        self.push_screen(TextDialog(title, "", add, single_line=True, save_label="Add"),
-                         self._edited(f"Added to {bucket}."))
-
-    def action_undo(self) -> None:
-        if self._editable():
-            self.run_worker(self._apply(_p().Undo(), "Last edit undone.", nothing="Nothing to undo."),
-                            group="command", exit_on_error=False)
-
-    async def _apply(self, command: p.BaseModel, done: str, *, nothing: str | None = None) -> None:
-        try:
-            value = await self.edit(command)
-        except (ValueError, ConnectionError) as exc:
-            self.notify(str(exc), severity="warning")
-            return
-        self.notify(nothing if nothing is not None and value is False else done)
-        self.wake()
+        if self.client.urgent:  # the run paused or ended: drawn now, not at the next tick
+            self.call_next(self._tick)
 
     # --- views -----------------------------------------------------------------
     def action_open_whole(self) -> None:
@@ -543,27 +292,17 @@ class FlowApp(PlainNotify, App[int]):
     def action_help(self) -> None:
         from flowtui.tui.screens.dialogs import HelpScreen
 
-        self.push_screen(HelpScreen(help_groups()))
+        self.push_screen(HelpScreen(app_help_groups()))
 
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
-        for spec in ACTIONS:
-            if spec.action == "focus_next":
-                continue
-            yield SystemCommand(f"{spec.group}: {spec.title}", f"{spec.help}  [{spec.key}]",
-                                _action_callback(self, spec.action))
+        for title, help, callback in palette(ACTIONS, self.run_action):
+            yield SystemCommand(title, help, callback)
         agents, tools = self.client.step_names()
         for name in agents + tools:
             state = "remove" if name in self.client.breakpoints else "set"
             yield SystemCommand(shown(f"breakpoint: {state} on {name}"), shown(f"Pause before {name}"),
                                 _bind(self.action_toggle_breakpoint, name))
         yield from super().get_system_commands(screen)
-
-
-def _action_callback(app: App, action: str):
-    async def run() -> None:
-        await app.run_action(action)
-
-    return run
 
 
 def _bind(fn, *args):

@@ -1,8 +1,10 @@
-"""``flowtui``: open a flow in the terminal app; ``flowtui run ...`` headless; ``flowtui replay JOURNAL``.
+"""``flowtui``: open a flow in the terminal app; ``flowtui run ...`` headless; ``flowtui replay JOURNAL``;
+``flowtui diff A.jsonl B.jsonl``.
 
     flowtui flows/revisao.py --input "Olá"       # the app (arguments shared with `flowtui run`)
     flowtui run flows/revisao.py --input "Olá"   # headless, see runtime/cli.py
     flowtui replay .flowtui/runs/RevisaoWorkflow-20250101-120000.jsonl
+    flowtui diff A.jsonl B.jsonl                 # two recorded runs compared, see runtime/diff_cli.py
 
 Textual is imported only when the app (or the replay) is launched, so
 ``flowtui run`` stays light.
@@ -22,7 +24,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="flowtui",
         description="Build and debug LLM agent flows in the terminal.",
         epilog="Also: `flowtui run FLOW ...` runs a flow headless; `flowtui replay JOURNAL` scrubs through a "
-               "recorded run.",
+               "recorded run; `flowtui diff A.jsonl B.jsonl` compares two.",
     )
     add_flow_arguments(parser)
     return parser
@@ -52,6 +54,10 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(main_replay(argv[1:]))
     if argv and argv[0] == "attach":
         sys.exit(main_attach(argv[1:]))
+    if argv and argv[0] == "diff":
+        from flowtui.runtime.diff_cli import main_diff
+
+        sys.exit(main_diff(argv[1:]))
     from flowtui.runtime.cli import say
 
     args = build_parser().parse_args(argv)

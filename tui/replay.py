@@ -11,58 +11,40 @@ from __future__ import annotations
 import argparse
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 from textual.app import App, SystemCommand
-from textual.binding import Binding
 from textual.screen import Screen
 
 from flowtui.runtime.cli import say
+from flowtui.tui.actions import ActionSpec, bindings, help_groups, key_hints, palette, pane_actions
 from flowtui.tui.screens.dialogs import HelpScreen
 from flowtui.tui.shown import PlainNotify
 from flowtui.tui.screens.replay import ReplayScreen
 from flowtui.tui.timeline import JournalError, Timeline, load_runs
 
-
-class Key(NamedTuple):
-    keys: str
-    action: str
-    group: str
-    title: str
-    help: str
-    show: bool = True
-    priority: bool = True  # scrubbing wins over the focused pane's own keys
-
-
-KEYS: list[Key] = [
-    Key("left,h", "step(-1)", "replay", "back", "One event back"),
-    Key("right,l", "step(1)", "replay", "forward", "One event forward"),
-    Key("shift+left,pageup", "step(-100)", "replay", "back 100", "100 events back", False),
-    Key("shift+right,pagedown", "step(100)", "replay", "forward 100", "100 events forward", False),
-    Key("home", "go(0)", "replay", "start", "Before the first event", False),
-    Key("end", "go(-1)", "replay", "end", "After the last event", False),
-    Key("left_square_bracket", "turn(-1)", "replay", "previous turn", "Back to the previous agent turn's start"),
-    Key("right_square_bracket", "turn(1)", "replay", "next turn", "On to the next agent turn's start"),
-    Key("1", "view('conversation')", "view", "conversation", "Show the conversation (ctx.state.history)", False,
-        False),
-    Key("2", "view('model-sees')", "view", "what the model sees",
-        "Show the messages the next model call would send", False, False),
-    Key("3", "view('events')", "view", "event log", "Show the events up to this one", False, False),
-    Key("4", "view('nodes')", "view", "node tree", "Show workflow › loop › agent › chat › tool", False, False),
-    Key("question_mark", "help", "app", "keys", "Show the keys", True, False),
-    Key("q", "quit", "app", "quit", "Close the replay", True, False),
+KEYS: list[ActionSpec] = [  # scrubbing wins over the focused pane's own keys (priority)
+    ActionSpec("left,h", "step(-1)", "replay", "back", "One event back", rank=3, priority=True),
+    ActionSpec("right,l", "step(1)", "replay", "forward", "One event forward", rank=4, priority=True),
+    ActionSpec("shift+left,pageup", "step(-100)", "replay", "back 100", "100 events back", "-100", rank=8,
+               priority=True),
+    ActionSpec("shift+right,pagedown", "step(100)", "replay", "forward 100", "100 events forward", "+100", rank=9,
+               priority=True),
+    ActionSpec("home", "go(0)", "replay", "start", "Before the first event", rank=10, priority=True),
+    ActionSpec("end", "go(-1)", "replay", "end", "After the last event", rank=11, priority=True),
+    ActionSpec("left_square_bracket", "turn(-1)", "replay", "previous turn",
+               "Back to the previous agent turn's start", "prev turn", rank=5, priority=True),
+    ActionSpec("right_square_bracket", "turn(1)", "replay", "next turn", "On to the next agent turn's start", "next turn",
+               rank=6, priority=True),
+    *pane_actions(),
+    ActionSpec("tab", "focus_next", "view", "next pane", "Move the focus to the next pane (↑ ↓ move over messages)"),
+    ActionSpec("question_mark", "help", "app", "keys", "Show the keys", rank=1),
+    ActionSpec("q", "quit", "app", "quit", "Close the replay", rank=7),
 ]
-KEY_NAMES = {"left_square_bracket": "[", "right_square_bracket": "]", "question_mark": "?", "left,h": "← h",
-             "right,l": "→ l", "shift+left,pageup": "shift+← pgup", "shift+right,pagedown": "shift+→ pgdn"}
 
 
-def help_groups() -> list[tuple[str, list[tuple[str, str]]]]:
-    groups: dict[str, list[tuple[str, str]]] = {}
-    for key in KEYS:
-        groups.setdefault(key.group, []).append((KEY_NAMES.get(key.keys, key.keys), key.help))
-    groups["view"].append(("tab", "Move the focus to the next pane (↑ ↓ move over messages)"))
-    groups["app"].append(("ctrl+p", "Command palette: every action, by name"))
-    return list(groups.items())
+def replay_help_groups() -> list[tuple[str, list[tuple[str, str]]]]:
+    return help_groups(KEYS, after={"app": [("ctrl+p", "Command palette: every action, by name")]})
 
 
 class ReplayApp(PlainNotify, App[int]):
@@ -70,11 +52,7 @@ class ReplayApp(PlainNotify, App[int]):
 
     CSS_PATH = "flowtui.tcss"
     TITLE = "flowtui replay"
-    BINDINGS = [
-        Binding(k.keys, k.action, k.title.capitalize(), show=k.show, priority=k.priority,
-                id=f"{k.group}.{k.title.replace(' ', '-')}", tooltip=k.help)
-        for k in KEYS
-    ]
+    BINDINGS = bindings(KEYS)
 
     def __init__(self, events: list[Any], *, source: str = "", at: int | None = None,
                  notices: list[Any] = ()) -> None:
@@ -85,7 +63,7 @@ class ReplayApp(PlainNotify, App[int]):
         self.final_status = self.final.status
         self.source = source
         self.position = len(self.timeline) if at is None else at
-        self.main = ReplayScreen()
+        self.main = ReplayScreen(key_hints(KEYS))
         self.view: Any = None
 
     async def on_mount(self) -> None:
@@ -97,6 +75,11 @@ class ReplayApp(PlainNotify, App[int]):
             self.notify("\n".join(lines) + (f"\n… and {more} more" if more > 0 else ""),
                         title=f"Skipped {len(self.notices)} unreadable line{'s' if len(self.notices) > 1 else ''}",
                         severity="warning", timeout=15)
+
+    def on_event_log_opened(self, message: Any) -> None:
+        from flowtui.tui.screens.decide import EventScreen
+
+        self.push_screen(EventScreen(*message.whole()))
 
     # --- position ---------------------------------------------------------------
     def go(self, k: int) -> None:
@@ -129,23 +112,14 @@ class ReplayApp(PlainNotify, App[int]):
     def action_view(self, name: str) -> None:
         if self.screen is self.main:
             self.main.show_view(name)
-            self.go(self.position)
 
     def action_help(self) -> None:
-        self.push_screen(HelpScreen(help_groups()))
+        self.push_screen(HelpScreen(replay_help_groups()))
 
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
-        for key in KEYS:
-            yield SystemCommand(f"{key.group}: {key.title}", f"{key.help}  [{KEY_NAMES.get(key.keys, key.keys)}]",
-                                _action(self, key.action))
+        for title, help, callback in palette(KEYS, self.run_action):
+            yield SystemCommand(title, help, callback)
         yield from super().get_system_commands(screen)
-
-
-def _action(app: App, action: str):
-    async def run() -> None:
-        await app.run_action(action)
-
-    return run
 
 
 def build_parser() -> argparse.ArgumentParser:

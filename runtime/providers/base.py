@@ -24,6 +24,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from flowtui.runtime.construct import copy_with
 from flowtui.runtime.messages import Message, ToolCall
 from flowtui.runtime.providers.rescue import find_tool_calls, strip_think
 
@@ -108,8 +109,8 @@ def finish_reply(request: ChatRequest, reply: ChatReply, *, rescue: bool) -> Cha
         calls, content = find_tool_calls(content, request.tool_names)
         source = "rescued" if calls else None
     calls = [c if c.id else c.model_copy(update={"id": f"call_{request.turn}_{i}"}) for i, c in enumerate(calls)]
-    done = reply.model_copy(update={"content": content, "reasoning": think, "tool_calls": calls,
-                                    "tool_call_source": source})
+    done = copy_with(reply, {"content": content, "reasoning": think, "tool_calls": calls,
+                             "tool_call_source": source})
     _FINISHED[id(done)] = done
     return done
 

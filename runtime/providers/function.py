@@ -32,6 +32,6 @@ class FunctionProvider(Provider):
 
     async def complete(self, request: ChatRequest) -> ChatReply:
         out = self._fn(request.messages, request.tools)
-        if self._async or inspect.isawaitable(out):
+        if self._async or (type(out) is not str and inspect.isawaitable(out)):  # str: the usual answer
             out = await out
         return to_reply(out, where=f"FunctionProvider for {request.agent}")

@@ -8,6 +8,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from flowtui.runtime.construct import build
 from flowtui.runtime.errors import ConfigError
 from flowtui.runtime.messages import ToolCall
 from flowtui.runtime.providers.base import ChatReply, ChatRequest, Usage, finish_reply
@@ -45,7 +46,10 @@ def to_reply(reply: Any, *, where: str) -> ChatReply:
     if isinstance(reply, ChatReply):
         return reply
     content, calls = split_reply(reply, where=where)
-    return ChatReply(content=content, tool_calls=[ToolCall(name=c["name"], args=c["args"]) for c in calls])
+    tool_calls = [ToolCall(name=c["name"], args=c["args"]) for c in calls]
+    if type(content) is str:  # what validation would keep as is: built without it
+        return build(ChatReply, {"content": content, "tool_calls": tool_calls})
+    return ChatReply(content=content, tool_calls=tool_calls)
 
 
 def model_reply(request: ChatRequest, raw_content: str, native_calls: list[ToolCall], *, rescue: bool,

@@ -189,10 +189,10 @@ async def test_question_mark_shows_every_key():
         await paused(pilot)
         await pilot.press("question_mark")
         await wait_until(pilot, lambda: isinstance(app.screen, HelpScreen), what="help")
-        from flowtui.tui.actions import help_groups
+        from flowtui.tui.actions import app_help_groups
 
-        assert app.screen.groups == help_groups()
-        text = " ".join(what for _, keys in help_groups() for _, what in keys)
+        assert app.screen.groups == app_help_groups()
+        text = " ".join(what for _, keys in app_help_groups() for _, what in keys)
         for key in ("Run to the next pause point", "Move the assistant message under the cursor to memory",
                     "Undo the last edit", "Command palette"):
             assert key in text

@@ -185,7 +185,7 @@ async def test_the_panes_follow_the_position(journal):
         app.go(first_change)
         await pilot.pause()
         log = app.main.query_one("#events")
-        assert log._events == events[:first_change]
+        assert list(log.events) == events[:first_change]
         assert app.view.last_changed == events[first_change - 1].path
         await pilot.press("4")
         tree = app.main.query_one("#nodes")
@@ -200,7 +200,8 @@ def test_replay_mid_run(snap_compare, journal):
     shows memory item `user: Castro` and the state at its defaults; below, `event 12/51 ·
     node.start · runtime` with a part-filled bar and `replay of review.jsonl`, then
     `● running · run result: finished`, then `ReviewWorkflow › loop 1/4 › Reviewer ← agent
-    Reviewer`; the footer lists Back, Forward, Previous turn, Next turn, Keys, Quit."""
+    Reviewer`; the key bar lists `← h back  → l forward  [ prev turn  ] next turn  q quit` and
+    more, and `? keys  ^p palette` at its right end."""
 
     async def run_before(pilot):
         await pilot.press("home", "right_square_bracket", "right_square_bracket")

@@ -5,7 +5,8 @@ Each docstring says what you should see; `pytest --snapshot-update` rewrites the
 
 from __future__ import annotations
 
-from conftest import make, paused, press_and_pause, wait_until
+import pytest
+from conftest import ended, make, paused, press_and_pause, wait_until
 
 from flowtui.tui.screens.dialogs import TextDialog
 from flowtui.tui.screens.error import LoadErrorScreen
@@ -85,3 +86,152 @@ def test_edit_dialog_refuses_a_bad_value(snap_compare):
         await pilot.pause(0.05)
 
     assert snap_compare(make(input="Write about ctx.state"), terminal_size=SIZE, run_before=run_before)
+
+
+# --- every view and every status, at the smallest supported terminal and a large one ------------------------
+
+SIZES = {"80x24": (80, 24), "160x48": (160, 48)}
+sizes = pytest.mark.parametrize("size", list(SIZES.values()), ids=list(SIZES))
+
+
+@pytest.fixture
+def clocked(monkeypatch):
+    """Node durations from a clock that moves 1 ms per reading (the same in every run)."""
+    monkeypatch.setenv("FLOWCAPTURE_FAKE_CLOCK", "1")
+
+
+async def _after_the_first_review(pilot, view_key: str | None = None) -> None:
+    await paused(pilot)
+    await press_and_pause(pilot, "n", "l")
+    if view_key is not None:
+        await pilot.press(view_key)
+    await pilot.pause()
+
+
+@sizes
+def test_view_conversation(snap_compare, size, clocked):
+    """Conversation view after the first review: user #0, Writer's draft #1, Reviewer's reply #2
+    with `2 tool calls` (▸ collapsed), the two tool results #3 and #4. The status line says
+    `● paused after an iteration of loop`, the path `ReviewWorkflow › loop 1/4`, with the events and
+    `breakpoints: none` when there is room. The buttons are whole (`s step`… at 80 columns,
+    `Step [s]`… at 160); the key bar ends in `? keys  ^p palette`."""
+    assert snap_compare(make(input="Write about ctx.state"), terminal_size=size,
+                        run_before=_after_the_first_review)
+
+
+@sizes
+def test_view_model_sees(snap_compare, size, clocked):
+    """What the model sees (2) at the same point: `system · agent prompt` (You write a short
+    paragraph.), then the history as the next call sends it; the pane's title says `What the
+    model sees`."""
+
+    async def run_before(pilot):
+        await _after_the_first_review(pilot, "2")
+
+    assert snap_compare(make(input="Write about ctx.state"), terminal_size=size, run_before=run_before)
+
+
+@sizes
+def test_view_event_log(snap_compare, size, clocked):
+    """The event log (3), following the tail: seq, type, origin and a description that takes the
+    remaining width (`loop_once: loop_iteration loop` on the last row, `run.pause`), at 80 columns
+    too; durations read `… ms` from the test clock."""
+
+    async def run_before(pilot):
+        await _after_the_first_review(pilot, "3")
+
+    assert snap_compare(make(input="Write about ctx.state"), terminal_size=size, run_before=run_before)
+
+
+@sizes
+def test_view_node_tree(snap_compare, size, clocked):
+    """The node tree (4): `workflow ReviewWorkflow` › `loop 1/4` (not `loop loop`, and the same
+    number as the status line) › the agents Writer and Reviewer with their chat nodes and the two
+    `tool record_problem` nodes, each ✓ with its duration."""
+
+    async def run_before(pilot):
+        await _after_the_first_review(pilot, "4")
+
+    assert snap_compare(make(input="Write about ctx.state"), terminal_size=size, run_before=run_before)
+
+
+@sizes
+def test_view_help(snap_compare, size, clocked):
+    """The help (?) over the main screen: `flowtui keys`, the groups run, edit, view, app with
+    each key and what it does; at 80×24 it is cut at the bottom with a scrollbar (it scrolls)."""
+
+    async def run_before(pilot):
+        await paused(pilot)
+        await pilot.press("question_mark")
+        await wait_until(pilot, lambda: pilot.app.screen.__class__.__name__ == "HelpScreen", what="help")
+
+    assert snap_compare(make(input="Write about ctx.state"), terminal_size=size, run_before=run_before)
+
+
+@sizes
+def test_status_running(snap_compare, size, clocked, monkeypatch):
+    """A run busy in a slow tool: `● running`, the path `ReviewWorkflow › loop 1/4 › Reviewer ›
+    record_problem`; the Reviewer's reply with its two tool calls is in the conversation; the Pause
+    and Stop buttons are enabled, Step… disabled."""
+    monkeypatch.setenv("FLOWCAPTURE_TOOL_DELAY", "30")
+
+    async def run_before(pilot):
+        app = pilot.app
+        await paused(pilot)
+        await pilot.press("c")
+        await wait_until(pilot, lambda: any(n.kind == "tool" and n.status == "running"
+                                            for n in app.client.view.nodes.values()), what="the slow tool")
+
+    assert snap_compare(make(input="Write about ctx.state"), terminal_size=size, run_before=run_before)
+
+
+@sizes
+def test_status_finished(snap_compare, size, clocked):
+    """A run that finished: `● finished`, and the output `APPROVED: it has everything.` where
+    the path was; the run buttons are disabled, Reload is not."""
+
+    async def run_before(pilot):
+        await paused(pilot)
+        await pilot.press("c")
+        await ended(pilot)
+
+    assert snap_compare(make(input="Write about ctx.state"), terminal_size=size, run_before=run_before)
+
+
+@sizes
+def test_status_failed(snap_compare, size, clocked, monkeypatch):
+    """A hook that raises: `● failed: RuntimeError: the after_response hook broke (at
+    tests/tui/flows/review_fn.py:… in after_response)`, cut with … when the line is narrower."""
+    monkeypatch.setenv("FLOWCAPTURE_HOOK_RAISES", "1")
+
+    async def run_before(pilot):
+        await paused(pilot)
+        await pilot.press("c")
+        await ended(pilot)
+
+    assert snap_compare(make(input="Write about ctx.state"), terminal_size=size, run_before=run_before)
+
+
+@sizes
+def test_status_stopped(snap_compare, size, clocked):
+    """A run stopped with x before the model call of Writer: `● stopped`, the run buttons
+    disabled."""
+
+    async def run_before(pilot):
+        await paused(pilot)
+        await press_and_pause(pilot, "s")
+        await pilot.press("x")
+        await ended(pilot)
+
+    assert snap_compare(make(input="Write about ctx.state"), terminal_size=size, run_before=run_before)
+
+
+@sizes
+def test_status_inside_a_child_run(snap_compare, size, clocked):
+    """Paused before the model call of Researcher, inside the child workflow a tool started: the
+    path reads `ResearchWorkflow (child of CoordinatorWorkflow) › Researcher`; the conversation is
+    the child's (`What is ctx.state?`), the sidebar's memory the child's (`asked_by: coordinator`)."""
+    from test_child_run import CHILD, inside_the_child
+
+    assert snap_compare(make(CHILD, input="What is ctx.state, in short?"), terminal_size=size,
+                        run_before=inside_the_child)

@@ -29,7 +29,8 @@ async def test_x_stops_a_run_stuck_in_a_tool(flow):
         await wait_until(pilot, lambda: tool_started(app), what="the stuck tool")
         t0 = time.monotonic()
         await pilot.press("x")
-        assert "stopping…" in str(app.main.query_one("#status").content)  # said at once
+        # said at once, with what it waits for
+        assert str(app.main.query_one("#status").content) == "● stopping: waiting for tool t to stop…"
         await ended(pilot, timeout=15)
         assert time.monotonic() - t0 < 10
         view = app.client.view
@@ -56,8 +57,8 @@ async def test_q_quits_while_a_tool_never_returns(tmp_path):
 @pytest.mark.parametrize("flow,why", [
     ("ExitsHard", "failed: the flow process exited with code 3"),
     ("Segfault", "failed: the flow process was killed by SIGSEGV (11)"),
-    ("HookSystemExit", "failed: SystemExit: 0"),
-    ("HookKeyboardInterrupt", "failed: KeyboardInterrupt"),
+    ("HookSystemExit", "failed: SystemExit: 0 (at tests/tui/flows/misbehave.py:57 in system_exit)"),
+    ("HookKeyboardInterrupt", "failed: KeyboardInterrupt (at tests/tui/flows/misbehave.py:61 in keyboard_interrupt)"),
 ])
 async def test_a_crash_is_a_run_result_and_r_starts_afresh(flow, why):
     app = make(f"{MISBEHAVE}:{flow}", input="x")

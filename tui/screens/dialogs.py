@@ -173,9 +173,13 @@ class HelpScreen(ModalScreen[None]):
             table.add_row("", "")
         with Vertical(classes="dialog", id="help"):
             yield Label("flowtui keys", classes="dialog-title")
-            with VerticalScroll():
+            with VerticalScroll(id="help-scroll"):
                 yield Static(table, id="help-keys")
-            yield Static(Text("Every action is also in the command palette (ctrl+p). esc closes.", "dim"))
+            yield Static(Text("↑ ↓ pgup pgdn scroll. Every action is also in the command palette (ctrl+p). "
+                              "esc closes.", "dim"))
+
+    def on_mount(self) -> None:
+        self.query_one("#help-scroll").focus()  # the arrows and page keys scroll it
 
     def action_close(self) -> None:
         self.dismiss(None)

@@ -7,9 +7,10 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
 from textual.screen import Screen
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 
 from flowtui.tui.shown import shown
+from flowtui.tui.widgets.keybar import KeyBar
 
 
 class LoadErrorScreen(Screen):
@@ -32,7 +33,6 @@ class LoadErrorScreen(Screen):
         line = getattr(err, "line", None)
         cls = getattr(err, "cls", None)
         message = getattr(err, "message", None) or str(err)
-        summary = f"{where}{f':{line}' if line else ''}: {f'{cls}: ' if cls else ''}{message}"
         head = Text("Could not load the flow", "bold #ff5f5f")
         loc = Text()
         loc.append("file  ", "dim")
@@ -46,10 +46,9 @@ class LoadErrorScreen(Screen):
         with Vertical(id="error-box"):
             yield Static(head, id="error-title")
             yield Static(loc, id="error-where")
-            yield Static(Text(shown(message)), id="error-message")
-            yield Static(Text(shown(summary), "dim"), id="error-line")
+            yield Static(Text(shown(message)), id="error-message")  # once: file, line and class are above
             if self.details:
                 yield Static(Text(shown(self.details), "dim"), id="error-details")
             yield Static(Text.assemble("Fix the file, then press ", ("r", "bold reverse"), " to reload, or ",
                                        ("q", "bold reverse"), " to quit."), id="error-hint")
-        yield Footer()
+        yield KeyBar([(1, "?", "keys", "help"), (2, "r", "reload", "reload"), (3, "q", "quit", "quit")])

@@ -1,60 +1,119 @@
-"""The control pane: step/loop/continue buttons, the run's status, where it is, breakpoints."""
+"""The control pane: the run's buttons, its status, where it is, breakpoints.
+
+Every line fits the pane's width, whatever it is: the buttons lose their long labels, then
+their names; the status line ends in an ellipsis; the line saying where the run is drops its
+counters, then shortens the path from the left (the innermost step is what matters). The
+replay draws its status lines with the same functions.
+"""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
+from textual.events import Resize
 from textual.widgets import Button, Static
 
+from flowtui.tui.actions import ACTIONS, ActionSpec, key_name
 from flowtui.tui.shown import shown
 
-BUTTONS = [
-    ("step", "Step", "s", "Run to the next pause point"),
-    ("next_turn", "Next turn", "n", "Run until the next agent turn is about to start"),
-    ("loop_once", "Loop once", "l", "Run until the current loop finishes its iteration"),
-    ("resume", "Continue", "c", "Run to the next breakpoint or the end"),
-    ("pause", "Pause", "p", "Pause at the next pause point"),
-    ("stop", "Stop", "x", "End the run cleanly (status stopped)"),
-    ("reload", "Reload", "r", "Reload the flow file and start a new run"),
-]
+BUTTONS: list[ActionSpec] = [a for a in ACTIONS if a.button]
 STATUS_STYLES = {"paused": "bold #ffd75f", "running": "bold #5fafff", "finished": "bold #87d787",
                  "failed": "bold #ff5f5f", "stopped": "bold #d7af5f", "idle": "dim"}
+BUTTON_CHROME = 3  # a compact button's padding and its margin
+_AT = re.compile(r"\(at ([^()]+:\d+ in [^()]+)\)$")  # where the flow's code raised (runtime.errors.describe_error)
 
 
-def status_text(view: Any, *, loading: str | None = None, stopping: bool = False) -> Text:
+def button_labels(width: int) -> list[str]:
+    """The buttons' labels that fit in ``width`` cells: ``Next turn [n]``, else ``n turn``, else ``n``."""
+    forms = [[f"{a.title.capitalize()} \\[{key_name(a.key)}]" for a in BUTTONS],
+             [f"{key_name(a.key)} {a.label}" for a in BUTTONS],
+             [key_name(a.key) for a in BUTTONS]]
+    for labels in forms:
+        if sum(len(label.replace("\\", "")) + BUTTON_CHROME for label in labels) <= width:
+            return labels
+    return forms[-1]
+
+
+def waiting_for(view: Any) -> str | None:
+    """What a running run is busy with (the innermost step still going): ``tool web_search``."""
+    if view is None or view.status != "running":
+        return None
+    for node in reversed(view.nodes.values()):
+        if node.status == "running" and node.kind in ("tool", "chat", "agent"):
+            return {"tool": f"tool {node.name}", "chat": f"the model call of {node.name}"}.get(
+                node.kind, f"agent {node.name}")
+    return None
+
+
+def status_text(view: Any, *, loading: str | None = None, stopping: str | None = None,
+                width: int | None = None) -> Text:
+    """``● paused before RevisorAgent``; ``stopping``: ``stopping``/``quitting``, said with what it waits for."""
     if view is None or loading is not None:
-        return Text(shown(loading or "loading…"), "dim")
-    if stopping:
-        return Text("● stopping…", STATUS_STYLES["stopped"])
-    line = shown(view.status_line())
-    text = Text("● ", STATUS_STYLES.get(view.status, ""))
-    text.append(line, STATUS_STYLES.get(view.status, ""))
+        text = Text(shown(loading or "loading…"), "dim")
+    elif stopping:
+        busy = waiting_for(view)
+        text = Text(f"● {stopping}: waiting for {shown(busy)} to stop…" if busy else f"● {stopping}…",
+                    STATUS_STYLES["stopped"])
+    else:
+        style = STATUS_STYLES.get(view.status, "")
+        text = Text("● ", style)
+        text.append(shown(view.status_line()).replace("\n", " ⏎ "), style)
+    if width is not None:
+        text.truncate(width, overflow="ellipsis")
     return text
 
 
-def where_text(view: Any, breakpoints: set[str]) -> Text:
-    text = Text()
+def where_text(view: Any, *, breakpoints: set[str] | None = None, event: Any = None,
+               width: int | None = None) -> Text:
+    """Where the run is (``RevisaoWorkflow › loop 2/5 › RevisorAgent``), or its output once finished;
+    then the live app's counters and breakpoints, or (a replay) what ``event`` did. At most ``width``."""
     path = view.path() if view is not None else []
     if not path and view is not None and view.pause is not None:
         path = list(view.pause.path)
     if path:
-        text.append(shown(" › ".join(path)), "bold")
+        head, head_style = shown(" › ".join(path)), "bold"
     elif view is not None and view.status == "finished" and view.output is not None:
-        out = shown(view.output).replace("\n", " ")
-        text.append("output: ", "dim")
-        text.append(out if len(out) <= 70 else out[:69] + "…")
+        head, head_style = "output: " + shown(view.output).replace("\n", " "), ""
+    elif view is not None and view.status == "failed" and _AT.search(view.error or ""):
+        head, head_style = "raised at " + shown(_AT.search(view.error).group(1)), "#ff5f5f"  # the cut status's end
     else:
-        text.append("—", "dim")
-    text.append(f"   events {view.events if view is not None else 0}", "dim")
-    if view is not None and view.user_edits:
-        text.append(f" · edits {view.user_edits}", "#ffd75f")
-    text.append("   breakpoints: ", "dim")
-    text.append(shown(", ".join(sorted(breakpoints))) if breakpoints else "none",
-                "#ff875f" if breakpoints else "dim")
+        head, head_style = "—", "dim"
+    tails = _tails(view, breakpoints, event)
+    tail = tails[0]
+    if width is not None:
+        if breakpoints is not None:  # the live app: the longest counters that leave the head some room
+            tail = next((t for t in tails if t.cell_len + len(head) <= width), tails[-1])
+        room = width - (tail.cell_len if breakpoints is not None else 0)  # a replay's tail is cut, not the head
+        if len(head) > room:  # the innermost steps matter: a long path loses its start
+            head = "…" + head[len(head) - room + 1:] if path and room > 1 else head[:max(room - 1, 0)] + "…"
+    text = Text(head, head_style)
+    text.append_text(tail)
+    if width is not None:
+        text.truncate(width, overflow="ellipsis")
     return text
+
+
+def _tails(view: Any, breakpoints: set[str] | None, event: Any) -> list[Text]:
+    """What follows the path, longest first."""
+    if breakpoints is None:  # a replay: what the event did
+        from flowtui.tui.widgets.event_log import summarize
+
+        what = shown(summarize(event)).replace("\n", " ⏎ ") if event is not None else ""
+        return [Text.assemble(("   ← ", "dim"), (what[:400], "dim")) if what else Text()]
+    events = view.events if view is not None else 0
+    edits = view.user_edits if view is not None else 0
+    marks = shown(", ".join(sorted(breakpoints)))
+    bp_style = "#ff875f" if breakpoints else "dim"
+    long = Text.assemble((f"   events {events}", "dim"), (f" · edits {edits}", "#ffd75f") if edits else "",
+                         ("   breakpoints: ", "dim"), (marks or "none", bp_style))
+    short = Text.assemble((f"  {events} ev", "dim"), (f" · {edits} edits", "#ffd75f") if edits else "",
+                          ("  bp: ", "dim"), (marks or "none", bp_style))
+    least = Text.assemble(("  bp: ", "dim"), (marks, bp_style)) if marks else Text()
+    return [long, short, least]
 
 
 class ControlPane(Vertical):
@@ -70,6 +129,7 @@ class ControlPane(Vertical):
         self._disabled: dict[str, bool] = {}
         self._buttons: dict[str, Button] = {}
         self._lines = {"status": Static(Text("loading…", "dim"), id="status"), "where": Static("", id="where")}
+        self._last: tuple | None = None  # what sync() was last given (drawn again on a resize)
 
     def compose(self) -> ComposeResult:
         yield Horizontal(id="buttons")
@@ -78,17 +138,29 @@ class ControlPane(Vertical):
     def add_buttons(self) -> None:
         if self._buttons:
             return
-        for action, label, key, tip in BUTTONS:
-            button = Button(f"{label} \\[{key}]", id=f"btn-{action}", action=f"app.{action}", compact=True)
-            button.tooltip = tip
-            button.disabled = self._disabled.get(action, False)
-            self._buttons[action] = button
+        for spec, label in zip(BUTTONS, button_labels(self._width())):
+            button = Button(label, id=f"btn-{spec.action}", action=f"app.{spec.action}", compact=True)
+            button.tooltip = f"{spec.help} [{key_name(spec.key)}]"
+            button.disabled = self._disabled.get(spec.action, False)
+            self._buttons[spec.action] = button
         self.query_one("#buttons").mount_all(self._buttons.values())
 
-    def sync(self, view: Any, breakpoints: set[str], *, loading: str | None = None, stopping: bool = False) -> None:
+    def _width(self) -> int:
+        return self.content_region.width or 200
+
+    def on_resize(self, event: Resize) -> None:
+        for button, label in zip(self._buttons.values(), button_labels(self._width())):
+            button.label = label
+        if self._last is not None:
+            self.sync(*self._last[0], **self._last[1])
+
+    def sync(self, view: Any, breakpoints: set[str], *, loading: str | None = None,
+             stopping: str | None = None) -> None:
+        self._last = ((view, breakpoints), dict(loading=loading, stopping=stopping))
+        width = self._width()
         # One line each (fixed height in the stylesheet): no layout pass, and only when the text changed.
-        for name, text in (("status", status_text(view, loading=loading, stopping=stopping)),
-                           ("where", where_text(view, breakpoints))):
+        for name, text in (("status", status_text(view, loading=loading, stopping=stopping, width=width)),
+                           ("where", where_text(view, breakpoints=breakpoints, width=width))):
             key = (text.plain, tuple(text.spans))
             if self._shown.get(name) != key:
                 self._shown[name] = key

@@ -8,6 +8,11 @@ rendered; offsets are prefix sums rebuilt from the first changed block, so
 
 A reply still streaming in is a provisional tail below the last message: it
 is not selectable and is re-rendered alone as text arrives.
+
+Text can be selected with the mouse and copied (``ctrl+c``), with Textual's own
+selection: each line carries its place in the list (``Strip.apply_offsets``), the
+selection is drawn over the lines it covers, and :meth:`MessageList.get_selection`
+reads the selected lines' text back (the role gutter left out).
 """
 
 from __future__ import annotations
@@ -16,19 +21,22 @@ from bisect import bisect_right
 from itertools import accumulate
 from typing import Any
 
+from rich.cells import cell_len
 from rich.segment import Segment
 from rich.style import Style
 from textual.binding import Binding
 from textual.events import Click, Resize
-from textual.geometry import Region, Size
+from textual.geometry import Offset, Region, Size
 from textual.message import Message
 from textual.scroll_view import ScrollView
+from textual.selection import Selection
 from textual.strip import Strip
 
-from flowtui.tui.widgets.blocks import estimate_heights, is_collapsible, render_block
+from flowtui.tui.widgets.blocks import Provisional, estimate_heights, is_collapsible, render_block
 from flowtui.tui.widgets.paint import DirectLines, QuietVirtualSize, drop_oldest
 
 CURSOR_STYLE = Style(bgcolor="#1f3347")
+GUTTER = 2  # "▌ ": the role's mark before every line of a block (not part of a selection)
 _CACHE_LIMIT = 1500  # rendered blocks kept
 _EVICT_BATCH = 50  # dropped together when the cache is full (oldest first)
 
@@ -71,6 +79,7 @@ class MessageList(DirectLines, QuietVirtualSize, ScrollView, can_focus=True):
         self._cursor_style = CURSOR_STYLE
         self._provisional: Any = None  # a streaming reply shown after the last message
         self._tail: list[Strip] | None = None
+        self._run_key: tuple = (None, -1)  # the run's view and history resets last shown (show_run)
 
     # --- data ----------------------------------------------------------------
     @property
@@ -117,6 +126,19 @@ class MessageList(DirectLines, QuietVirtualSize, ScrollView, can_focus=True):
             self.scroll_end(animate=False, immediate=True, force=True, x_axis=False)
         self.post_message(self.CursorMoved(self, self.cursor))
         self.refresh()
+
+    def show_run(self, view: Any) -> None:
+        """A run's history, and the reply streaming in after it; the whole history again only when
+        it was replaced (another run, a ``state.set``), else just the new tail."""
+        text = view.streaming
+        streamed = self._provisional
+        if not text:
+            streamed = None
+        elif streamed is None or streamed.content != text:  # the same object while unchanged: no repaint
+            streamed = Provisional(text, view.streaming_agent)
+        key = (view, view.history_resets)
+        self.set_messages(view.history, reset=key != self._run_key, provisional=streamed)
+        self._run_key = key
 
     # --- geometry --------------------------------------------------------------
     def _measure_width(self) -> int:
@@ -217,21 +239,63 @@ class MessageList(DirectLines, QuietVirtualSize, ScrollView, can_focus=True):
             if y == 1:
                 return Strip([Segment("  " + self.empty_text, base + Style(dim=True))]).crop_extend(0, width, base)
             return Strip.blank(width, base)
+        strip = self._line(line)
+        if strip is None:
+            return Strip.blank(width, base)
+        selection = self.text_selection
+        span = selection.get_span(line) if selection is not None else None
+        return self._selectable(strip if span is None else self._selected(strip, span), line)
+
+    def _line(self, line: int, *, styled: bool = True) -> Strip | None:
+        """Line ``line`` of the list (the cursor's style on the selected block's lines)."""
         self._ensure_offsets()
         end = self._offsets[-1]
         if line >= end:
             tail = self._tail_strips()
             k = line - end
-            return tail[k] if k < len(tail) else Strip.blank(width, base)
+            return tail[k] if k < len(tail) else None
         i = self._index_at(line)
         strips = self._block(i)
         k = line - self._offsets[i]
         if k >= len(strips):
-            return Strip.blank(width, base)
-        if i == self.cursor:
+            return None
+        if i == self.cursor and styled:
             raw = self._raw.get(i) or strips
             return raw[k].apply_style(self._cursor_style)
         return strips[k]  # already the pane's width and style
+
+    # --- text selection -------------------------------------------------------------
+    @staticmethod
+    def _selectable(strip: Strip, line: int) -> Strip:
+        """``strip`` marked with where its characters are (what Textual's selection reads): the text
+        from 0, the gutter before it negative (cached on the strip: the same line costs nothing)."""
+        return strip.apply_offsets(-GUTTER, line)
+
+    def _selected(self, strip: Strip, span: tuple[int, int]) -> Strip:
+        """``strip`` with the characters ``span`` of its text drawn as selected."""
+        chars = strip.text[GUTTER:]
+        start, end = span
+        start, end = max(start, 0), len(chars) if end == -1 else max(end, 0)
+        x0, x1 = GUTTER + cell_len(chars[:start]), GUTTER + cell_len(chars[:end])
+        style = self.screen.get_component_rich_style("screen--selection")
+        parts = strip.divide([x0, x1, strip.cell_length])
+        return Strip.join([parts[0], parts[1].apply_style(style), *parts[2:]])
+
+    def get_selection(self, selection: Selection) -> tuple[str, str] | None:
+        """The selected text: the lines it covers, each without its gutter and trailing blanks."""
+        self._ensure_offsets()
+        last = self._offsets[-1] + len(self._tail_strips()) - 1
+        if last < 0:
+            return None
+        start, stop = selection  # a press on the gutter is before the text's first character
+        selection = Selection(start and Offset(max(start.x, 0), start.y), stop and Offset(max(stop.x, 0), stop.y))
+        first = start.y if start is not None else 0
+        end = min(stop.y if stop is not None else last, last)
+        lines = [""] * first
+        for line in range(first, end + 1):
+            strip = self._line(line, styled=False)
+            lines.append(strip.text[GUTTER:].rstrip() if strip is not None else "")
+        return selection.extract("\n".join(lines)), "\n"
 
     def on_resize(self, event: Resize) -> None:
         old = self._width

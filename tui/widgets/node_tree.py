@@ -18,7 +18,8 @@ def node_label(node: Any) -> Text:
     mark, color = STATUS.get(node.status, ("?", "white"))
     text = Text()
     text.append(f"{mark} ", color)
-    text.append(f"{node.kind} ", "dim")
+    if node.name != node.kind:  # the default loop is named "loop": "loop 2/5", not "loop loop 2/5"
+        text.append(f"{node.kind} ", "dim")
     text.append(shown(node.label), "bold")
     if node.duration_ms is not None:
         text.append(f"  {node.duration_ms:.1f} ms", "dim")

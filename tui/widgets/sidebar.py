@@ -32,8 +32,9 @@ def _short(value: Any, limit: int = 200) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def sidebar_rows(view: Any, width: int = 42) -> list[tuple[str | None, Text]]:
-    """(id, text) per row; id is ``memory:i``, ``tasks:i`` or ``field:name`` for editable rows."""
+def sidebar_rows(view: Any, width: int = 42, *, editable: bool = True) -> list[tuple[str | None, Text]]:
+    """(id, text) per row; id is ``memory:i``, ``tasks:i`` or ``field:name`` for editable rows.
+    ``editable``: say how to edit (not in a replay)."""
     rows: list[tuple[str | None, Text]] = []
 
     def section(title: str, count: int | None = None) -> None:
@@ -60,7 +61,7 @@ def sidebar_rows(view: Any, width: int = 42) -> list[tuple[str | None, Text]]:
     section("Tasks", len(view.tasks))
     items("tasks", view.tasks, "☐ ")
     if not view.tasks:
-        empty("none — a adds one")
+        empty("none — a adds one" if editable else "none")
     if view.state:
         section(f"State · {view.workflow or ''}".rstrip(" ·"))
         for name, value in view.state.items():
@@ -138,8 +139,9 @@ class Sidebar(DirectLines, QuietVirtualSize, ScrollView, can_focus=True):
         Binding("end", "move_to(-1)", "Last", show=False),
     ]
 
-    def __init__(self, *, id: str | None = None) -> None:
+    def __init__(self, *, id: str | None = None, editable: bool = True) -> None:
         super().__init__(id=id)
+        self.editable = editable
         self._rows: list[tuple[str | None, Text]] = []
         self._keys: list[tuple] = []  # what each row shows, to find the rows that changed
         self._strips: dict[int, Strip] = {}  # rendered rows, the base style applied
@@ -152,7 +154,7 @@ class Sidebar(DirectLines, QuietVirtualSize, ScrollView, can_focus=True):
     def sync(self, view: Any) -> None:
         self._view = view
         width = self._text_width()
-        rows = sidebar_rows(view, width) if view is not None else []
+        rows = sidebar_rows(view, width, editable=self.editable) if view is not None else []
         keys = [(rid, text.plain, tuple(text.spans), text.style) for rid, text in rows]
         if keys == self._keys:
             return

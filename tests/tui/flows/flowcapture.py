@@ -63,3 +63,17 @@ def open_gate(i: int) -> None:
     folder = _dir()
     assert folder is not None
     (folder / f"gate{i}").touch()
+
+
+def fake_clock() -> None:
+    """In a flow's process: node durations read from a clock that moves 1 ms at each reading, so
+    what the node tree and the event log show is the same in every run (snapshots)."""
+    import itertools
+    import time
+    import types
+
+    from flowtui.runtime import control, nodes
+
+    ticks = itertools.count()
+    clock = types.SimpleNamespace(perf_counter=lambda: next(ticks) / 1000, monotonic=time.monotonic, time=time.time)
+    nodes.time = control.time = clock

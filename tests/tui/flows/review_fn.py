@@ -8,6 +8,10 @@ import flowcapture
 from flowtui import AgentContext, Context, FunctionProvider, Input, State, agent, loop, tool, workflow
 
 
+if flowcapture.knob("fake_clock"):
+    flowcapture.fake_clock()
+
+
 class ReviewState(BaseModel):
     approved: bool = False
     rounds: int = 0

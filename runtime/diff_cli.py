@@ -1,0 +1,223 @@
+"""``flowtui diff A.jsonl B.jsonl``: what differs between two recorded runs, place by place.
+
+    flowtui diff .flowtui/runs/RevisaoWorkflow-20250101-120000.jsonl .flowtui/runs/RevisaoWorkflow-20250101-120500.jsonl
+    flowtui diff runs.jsonl runs.jsonl --run 1 --run-b 2     # two runs of one journal
+    flowtui diff a.jsonl b.jsonl --json                      # for tools
+
+Exit codes: 0 the runs are the same (ids, timestamps, durations, sequence
+numbers aside), 1 they differ, 2 a file is not a journal (or the command line
+is wrong). Everything printed comes from journals that may have been written
+elsewhere: it is made inert (and redacted) before it reaches the terminal,
+and long values are shortened around where they differ.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import shutil
+import textwrap
+import sys
+from typing import Any
+
+from flowtui.runtime.inert import visible
+from flowtui.runtime.diff import MISSING, Difference, DiffError, LoadedRun, diff_runs, load_run
+
+NOTICES_SHOWN = 3
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="flowtui diff",
+        description="Compare two recorded runs (JSONL journals) step by step, aligned by node path. "
+                    "Exit 0 when they are the same, 1 when they differ, 2 when a file is not a journal.")
+    parser.add_argument("a", metavar="A.jsonl", help="the first journal")
+    parser.add_argument("b", metavar="B.jsonl", help="the second journal")
+    parser.add_argument("--run", type=int, metavar="N",
+                        help="which run of each journal, when one holds several (1 is the first; default: the last)")
+    parser.add_argument("--run-b", type=int, metavar="N", help="which run of B, when it is not the same N as A's")
+    parser.add_argument("--json", action="store_true", help="print the result as one JSON object")
+    parser.add_argument("--width", type=int, metavar="COLUMNS",
+                        help="shorten lines to this width (default: the terminal's, at most 120)")
+    parser.add_argument("--debug", action="store_true", help="show a traceback if the comparison itself fails")
+    return parser
+
+
+def main_diff(argv: list[str]) -> int:
+    """``flowtui diff``: 0 same, 1 different, 2 a file that cannot be compared."""
+    from flowtui.runtime.cli import printable, say
+
+    args = build_parser().parse_args(argv)
+    try:
+        a = load_run(args.a, args.run)
+        b = load_run(args.b, args.run_b if args.run_b is not None else args.run,
+                     option="--run-b" if args.run_b is not None else "--run")
+    except DiffError as exc:
+        say(f"flowtui diff: {exc}")
+        return 2
+    try:
+        found = diff_runs(a.events, b.events)
+    except (RecursionError, MemoryError) as exc:
+        if args.debug:
+            raise
+        say(f"flowtui diff: cannot compare {args.a} and {args.b}: a journal nests too deep or holds too much "
+            f"({type(exc).__name__}); --debug shows where")
+        return 2
+    except Exception as exc:  # a journal shaped in a way this code did not foresee: say so, no traceback
+        if args.debug:
+            raise
+        say(f"flowtui diff: cannot compare {args.a} and {args.b}: {type(exc).__name__}: {exc} "
+            f"(a bug in flowtui diff; --debug shows the traceback)")
+        return 2
+    if args.json:
+        out = json.dumps({"same": not found, "a": _about(a), "b": _about(b),
+                          "differences": [d.as_json() for d in found]}, ensure_ascii=True, default=repr)
+        print(printable(out))
+    else:
+        width = args.width or min(120, shutil.get_terminal_size((100, 24)).columns)
+        print(printable("\n".join(render(a, b, found, width=max(width, 40)))))
+    return 1 if found else 0
+
+
+def _about(run: LoadedRun) -> dict[str, Any]:
+    return {"file": run.path, "run": run.number, "runs": run.total, "workflow": run.workflow,
+            "status": run.status, "events": len(run.events), "skipped_lines": [n.line for n in run.notices]}
+
+
+# --- text --------------------------------------------------------------------------------------
+
+
+def render(a: LoadedRun, b: LoadedRun, found: list[Difference], *, width: int = 100) -> list[str]:
+    """The report, one line per item, each at most ``width`` columns (values shortened)."""
+    lines = []
+    for side, run in (("A", a), ("B", b)):
+        one = f"{side}: {run.path} ({_describe(run)})"
+        lines.extend([_fit(one, width)] if len(visible(one)) <= width
+                     else [_fit(f"{side}: {run.path}", width), _fit(f"   {_describe(run)}", width)])
+    for side, run in (("A", a), ("B", b)):
+        for n in run.notices[:NOTICES_SHOWN]:
+            lines.append(_fit(f"   {side}: line {n.line} skipped ({n.reason})", width))
+        if len(run.notices) > NOTICES_SHOWN:
+            lines.append(f"   {side}: and {len(run.notices) - NOTICES_SHOWN} more lines skipped")
+    if not found:
+        lines.append("The runs are the same (ids, timestamps, durations and sequence numbers aside).")
+        return lines
+    repeats = sum(d.same_as is not None for d in found)
+    places = len({d.path for d in found})
+    lines.append(f"The runs differ: {_count(len(found), 'difference')} in {_count(places, 'step')}"
+                 + (f" ({repeats} repeat one above)." if repeats else "."))
+    compact = False  # the previous step was one line: steps that only repeat follow without a gap
+    # in the order they happened: a step's differences together, unless another step's came between
+    # (a workflow's input at the start and its output at the end are two groups)
+    for path, group in itertools.groupby(found, key=lambda d: d.path):
+        here = list(group)
+        fresh = [d for d in here if d.same_as is None]
+        again = [d for d in here if d.same_as is not None]
+        mark = "▶ first divergence: " if here[0].first else ""
+        if not fresh:
+            if not compact:
+                lines.append("")
+            fields = ", ".join(d.field for d in again)
+            one = f"{path}: as above, {fields}"
+            lines.extend([_fit(one, width)] if len(visible(one)) <= width
+                         else [*_wrap_path(path, width), *_wrap(f"  as above, {fields}", width)])
+            compact = True
+            continue
+        lines.append("")
+        compact = False
+        lines.extend(_wrap_path(mark + path, width))
+        for d in fresh:
+            lines.extend(_show(d, width))
+        if again:
+            lines.extend(_wrap(f"  and as above, {', '.join(d.field for d in again)}", width))
+    return lines
+
+
+def _describe(run: LoadedRun) -> str:
+    which = f"run {run.number} of {run.total}" if run.total > 1 else "its only run"
+    return f"{which}: {run.workflow}, {run.status}, {_count(len(run.events), 'event')}"
+
+
+def _count(n: int, what: str) -> str:
+    return f"{n} {what}{'s' if n != 1 else ''}"
+
+
+def _show(d: Difference, width: int) -> list[str]:
+    if d.only is not None:
+        present = d.a if d.only == "a" else d.b
+        return [_fit(f"  only in {d.only.upper()}: {present}", width)]
+    x, y = _value(d.a), _value(d.b)
+    one = f"  {d.field}: {x} → {y}"
+    if len(one) <= width and "\n" not in one:
+        return [one]
+    at = _first_difference(x, y)
+    room = width - 7
+    return [_fit(f"  {d.field}", width), "    A: " + shorten(x, room, focus=at), "    B: " + shorten(y, room, focus=at)]
+
+
+def _value(v: Any) -> str:
+    """A value on one line, inert: text quoted, its newlines and tabs as ``\\n`` ``\\t``, its
+    control characters as pictures (``␛``); structures as JSON."""
+    if v is MISSING:
+        return "(absent)"
+    if isinstance(v, str):
+        return '"' + visible(v).replace("\n", "\\n").replace("\t", "\\t") + '"'
+    try:
+        return visible(json.dumps(v, ensure_ascii=False, default=repr))
+    except (ValueError, RecursionError):
+        return visible(repr(v))
+
+
+def _first_difference(x: str, y: str) -> int:
+    n = min(len(x), len(y))
+    return next((i for i in range(n) if x[i] != y[i]), n)
+
+
+def shorten(text: str, width: int, *, focus: int | None = None) -> str:
+    """``text`` in at most ``width`` characters: cut in the middle (``…``), or, when ``focus``
+    (where two values start to differ) would be cut away, kept around it."""
+    width = max(width, 20)
+    if len(text) <= width:
+        return text
+    cut = f"…({len(text)} chars)…"
+    head = (width - len(cut)) // 2
+    tail = width - len(cut) - head
+    if focus is None or focus < head or focus >= len(text) - tail:
+        return text[:head] + cut + text[len(text) - tail:]
+    # the part around the first difference, with a little of the start for context
+    lead = min(12, head)
+    room = width - lead - 2
+    start = max(lead, focus - room // 3)
+    end = min(len(text), start + room)
+    return text[:lead] + "…" + text[start:end] + ("…" if end < len(text) else "")
+
+
+def _wrap_path(path: str, width: int) -> list[str]:
+    """A step's path over as many lines as it needs, broken before a ``›``."""
+    path = visible(path)
+    if len(path) <= width:
+        return [path]
+    lines: list[str] = []
+    for part in path.split(" › "):
+        if lines and len(lines[-1]) + 3 + len(part) <= width:
+            lines[-1] += " › " + part
+        else:
+            lines.append(("    › " if lines else "") + part)
+    return [_fit(line, width) for line in lines]
+
+
+def _wrap(text: str, width: int) -> list[str]:
+    """A list of fields over as many lines as it needs."""
+    return [_fit(line, width) for line in textwrap.wrap(visible(text), width, subsequent_indent="    ",
+                                                         break_long_words=False, break_on_hyphens=False)]
+
+
+def _fit(line: str, width: int) -> str:
+    """A line of the report: inert (paths and field names come from the journal too), at most ``width``."""
+    line = visible(line)
+    return shorten(line, width) if len(line) > width else line
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main_diff(sys.argv[1:]))

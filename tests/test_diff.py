@@ -1,0 +1,426 @@
+"""flowtui diff: two journals of really run flows, each pair with one known difference, compared
+place by place; the report names that difference first, at the right path."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from pydantic import BaseModel
+
+from flowtui import FunctionProvider, Input, State, WorkflowRuntime, agent, bootstrap, loop, tool, workflow
+from flowtui.runtime.diff import MISSING, diff_runs, load_run
+from flowtui.runtime.diff_cli import main_diff, shorten
+from flowtui.runtime.inert import is_inert
+
+ROOT = Path(__file__).resolve().parent.parent
+WIDTH = 100
+
+
+class ReviewState(BaseModel):
+    approved: bool = False
+    rounds: int = 0
+    problems: list[str] = []
+
+
+class ProblemArgs(BaseModel):
+    text: str
+
+
+class Question(BaseModel):
+    q: str
+
+
+def review_flow(*, prompt="Review the draft.", arg="no example", step=1, approve_at=2, note=None,
+                child_prompt="You research.", reply_extra=""):
+    """A plan-free review loop (writer, reviewer with a tool, a child workflow behind another tool);
+    each keyword changes one thing."""
+
+    @tool(name="note_problem", description="Records a problem.", schema=ProblemArgs)
+    class NoteProblem:
+        def execute(self, args: ProblemArgs = Input(), s: ReviewState = State()):
+            s.problems.append(args.text)
+            return f"noted: {args.text}"
+
+    @agent(provider=FunctionProvider(lambda m, t: "facts: the sky is blue"), prompt=child_prompt)
+    class Researcher:
+        pass
+
+    @workflow(steps=[Researcher])
+    class ResearchWorkflow:
+        pass
+
+    @tool(name="research", description="Asks a sub-agent.", schema=Question)
+    class Research:
+        def __init__(self, runtime: WorkflowRuntime):
+            self.runtime = runtime
+
+        async def execute(self, args: Question = Input()):
+            return await self.runtime.run(ResearchWorkflow, input=args.q)
+
+    writes = iter(range(1, 100))
+
+    def writer(messages, tools):
+        n = next(writes)
+        if n == 1:
+            return {"content": "", "tool_calls": [{"name": "research", "args": {"q": "sky?"}}]}
+        return f"draft {n}" + reply_extra
+
+    reviews = iter(range(1, 100))
+
+    def reviewer(messages, tools):
+        n = next(reviews)
+        if n < approve_at:
+            return {"content": "REJECTED", "tool_calls": [
+                {"name": "note_problem", "args": {"text": arg if n == 1 else f"problem {n}"}},
+                {"name": "note_problem", "args": {"text": "too short"}}]}
+        return "APPROVED"
+
+    @agent(provider=FunctionProvider(writer), prompt="Write the text.", tools=[Research])
+    class Writer:
+        def after_response(self, response, ctx):
+            if note is not None and not ctx.get("noted", False):
+                ctx.noted = True
+                ctx.state.append("memory", note)
+
+    @agent(provider=FunctionProvider(reviewer), prompt=prompt, tools=[NoteProblem])
+    class Reviewer:
+        def __init__(self, s: ReviewState = State()):
+            self.s = s
+
+        def after_response(self, response, ctx):
+            self.s.rounds += step
+            self.s.approved = response == "APPROVED"
+
+    @workflow(state=ReviewState, steps=[Writer, loop(steps=[Writer, Reviewer], until=lambda ctx, s: s.approved,
+                                                      max_iterations=5)])
+    class ReviewWorkflow:
+        pass
+
+    return ReviewWorkflow
+
+
+async def journal(tmp_path, name, *, memory=None, **changes) -> Path:
+    path = tmp_path / f"{name}.jsonl"
+    await bootstrap(review_flow(**changes)).run("write about the sky", memory=memory, journal=path)
+    return path
+
+
+def diff(capsys, *args) -> tuple[int, str, str]:
+    code = main_diff([*map(str, args), "--width", str(WIDTH)])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def first(a: Path, b: Path):
+    found = diff_runs(load_run(a).events, load_run(b).events)
+    assert found and found[0].first and not any(d.first for d in found[1:])
+    return found[0], found
+
+
+async def test_the_same_flow_run_twice_is_the_same(tmp_path, capsys):
+    a, b = await journal(tmp_path, "a"), await journal(tmp_path, "b")
+    assert load_run(a).events[0].run_id != load_run(b).events[0].run_id  # ids and timestamps differ
+    code, out, _ = diff(capsys, a, b)
+    assert code == 0
+    assert "The runs are the same" in out
+
+
+async def test_a_memory_item(tmp_path, capsys):
+    a = await journal(tmp_path, "a", memory={"plan": "pro"})
+    b = await journal(tmp_path, "b", memory={"plan": "free"})
+    d, found = first(a, b)
+    assert (d.path, d.field, d.a, d.b) == ("ReviewWorkflow", "memory[0]", "plan: pro", "plan: free")
+    # every model call saw it: the same change, linked to the first, not a new one
+    seen = [x for x in found if x.field == "memory[0]" and x.path.endswith("turn 1")]
+    assert len(seen) >= 5 and all(x.same_as == 0 for x in seen)
+    assert all(x.same_as == 0 for x in found[1:])
+    code, out, _ = diff(capsys, a, b)
+    assert code == 1
+    lines = out.splitlines()
+    at = lines.index("▶ first divergence: ReviewWorkflow")
+    assert lines[at + 1] == '  memory[0]: "plan: pro" → "plan: free"'
+    assert "ReviewWorkflow › loop 1 › Reviewer › turn 1: as above, memory[0]" in lines
+
+
+async def test_a_memory_item_appended_by_a_hook(tmp_path):
+    a = await journal(tmp_path, "a", note="audience: kids")
+    b = await journal(tmp_path, "b", note="audience: experts")
+    d, _ = first(a, b)
+    assert (d.path, d.field, d.a, d.b) == ("ReviewWorkflow › Writer", "memory appended[0]",
+                                           "audience: kids", "audience: experts")
+
+
+async def test_a_tool_argument(tmp_path, capsys):
+    a = await journal(tmp_path, "a", arg="no example")
+    b = await journal(tmp_path, "b", arg="no ending")
+    d, found = first(a, b)
+    # what the model answered comes first: it chose the argument
+    assert (d.path, d.field, d.a, d.b) == ("ReviewWorkflow › loop 1 › Reviewer › turn 1",
+                                           "reply.tool_calls[0].args.text", "no example", "no ending")
+    tool = [x for x in found if x.path == "ReviewWorkflow › loop 1 › Reviewer › tool note_problem"]
+    assert [(x.field, x.a, x.b) for x in tool if x.same_as is None] == [
+        ("result.content", "noted: no example", "noted: no ending")]
+    assert {x.field for x in tool} == {"args.text", "result.content", "state.problems[0]"}
+    # the second call of the same tool in that turn has its own place, and its own argument is the same
+    second = [x for x in found if x.path == "ReviewWorkflow › loop 1 › Reviewer › tool note_problem #2"]
+    assert [x.field for x in second] == ["state.problems[0]"]
+    code, out, _ = diff(capsys, a, b)
+    assert code == 1
+    assert "▶ first divergence: ReviewWorkflow › loop 1 › Reviewer › turn 1\n  reply.tool_calls[0].args.text: " \
+           '"no example" → "no ending"' in out
+
+
+async def test_a_state_field(tmp_path):
+    a = await journal(tmp_path, "a", step=1)
+    b = await journal(tmp_path, "b", step=2)
+    d, found = first(a, b)
+    assert (d.path, d.field, d.a, d.b) == ("ReviewWorkflow › loop 1 › Reviewer", "state.rounds", 1, 2)
+    assert [(x.path, x.field, x.a, x.b) for x in found[1:]] == [
+        ("ReviewWorkflow › loop 2 › Reviewer", "state.rounds", 2, 4)]
+
+
+async def test_an_extra_loop_iteration(tmp_path, capsys):
+    a = await journal(tmp_path, "a", approve_at=2)
+    b = await journal(tmp_path, "b", approve_at=3)
+    d, found = first(a, b)
+    assert (d.path, d.field, d.a, d.b) == ("ReviewWorkflow › loop 2 › Reviewer › turn 1", "reply.content",
+                                           "APPROVED", "REJECTED")
+    extra = [x for x in found if x.only is not None]
+    assert [(x.path, x.only) for x in extra] == [  # B's reviewer called its tool once more, then approved
+        ("ReviewWorkflow › loop 2 › Reviewer › tool note_problem", "b"),
+        ("ReviewWorkflow › loop 2 › Reviewer › tool note_problem #2", "b"),
+        ("ReviewWorkflow › loop 3", "b")]
+    assert extra[-1].b == "Writer, Reviewer (2 model calls)"
+    # the state a step left alone is compared with what the other run's step set it to
+    assert ("ReviewWorkflow › loop 2 › Reviewer", "state.approved", True, False) in [
+        (x.path, x.field, x.a, x.b) for x in found]
+    assert ("ReviewWorkflow › loop", "iterations", 2, 3) in [(x.path, x.field, x.a, x.b) for x in found]
+    code, out, _ = diff(capsys, a, b)
+    assert "ReviewWorkflow › loop 3\n  only in B: Writer, Reviewer (2 model calls)" in out
+    # and the other way round: the iteration that no longer exists
+    code, out, _ = diff(capsys, b, a)
+    assert code == 1 and "ReviewWorkflow › loop 3\n  only in A: " in out
+
+
+async def test_a_changed_prompt(tmp_path):
+    a = await journal(tmp_path, "a", prompt="Review the draft.")
+    b = await journal(tmp_path, "b", prompt="Review the draft. Be strict.")
+    d, found = first(a, b)
+    assert (d.path, d.field) == ("ReviewWorkflow › loop 1 › Reviewer › turn 1", "prompt")
+    assert (d.a, d.b) == ("Review the draft.", "Review the draft. Be strict.")
+    assert [(x.path, x.same_as) for x in found[1:]] == [("ReviewWorkflow › loop 2 › Reviewer › turn 1", 0)]
+
+
+async def test_a_child_workflow_is_aligned_under_its_tool(tmp_path, capsys):
+    a = await journal(tmp_path, "a", child_prompt="You research.")
+    b = await journal(tmp_path, "b", child_prompt="You research carefully.")
+    d, found = first(a, b)
+    assert d.path == "ReviewWorkflow › Writer › tool research › ResearchWorkflow › Researcher › turn 1"
+    assert (d.field, d.a, d.b) == ("prompt", "You research.", "You research carefully.")
+    assert len(found) == 1
+    code, out, _ = diff(capsys, a, b)
+    assert code == 1 and all(len(line) <= WIDTH for line in out.splitlines())
+
+
+async def test_a_difference_in_the_middle_of_a_long_value_is_shown(tmp_path, capsys):
+    a = await journal(tmp_path, "a", reply_extra=" " + "x" * 150 + " red " + "y" * 150)
+    b = await journal(tmp_path, "b", reply_extra=" " + "x" * 150 + " blue " + "y" * 150)
+    code, out, _ = diff(capsys, a, b)
+    assert code == 1
+    lines = out.splitlines()
+    assert all(len(line) <= WIDTH for line in lines)
+    assert any("x red y" in line for line in lines) and any("x blue y" in line for line in lines)
+
+
+def test_shorten_cuts_in_the_middle_and_keeps_short_text():
+    assert shorten("short", 40) == "short"
+    cut = shorten("a" * 50 + "b" * 50, 40)
+    assert len(cut) <= 40 and cut.startswith("aaaa") and cut.endswith("bbbb") and "(100 chars)" in cut
+
+
+# --- the command line -----------------------------------------------------------------------------
+
+
+async def test_json_lists_the_differences(tmp_path, capsys):
+    a = await journal(tmp_path, "a", arg="no example")
+    b = await journal(tmp_path, "b", arg="no ending")
+    code = main_diff([str(a), str(b), "--json"])
+    out = json.loads(capsys.readouterr().out)
+    assert code == 1 and out["same"] is False
+    assert out["a"]["workflow"] == "ReviewWorkflow" and out["a"]["run"] == 1 and out["a"]["status"] == "finished"
+    found = out["differences"]
+    assert set(found[0]) >= {"path", "field", "a", "b", "first"}
+    assert found[0] == {"path": "ReviewWorkflow › loop 1 › Reviewer › turn 1",
+                        "field": "reply.tool_calls[0].args.text", "a": "no example", "b": "no ending",
+                        "first": True, "only": None, "absent": None, "same_as": None}
+    assert [d["first"] for d in found].count(True) == 1
+
+    same = await journal(tmp_path, "same", arg="no example")
+    assert main_diff([str(a), str(same), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out) | {"a": None, "b": None} == {"same": True, "differences": [],
+                                                                           "a": None, "b": None}
+
+
+async def test_run_picks_a_run_of_a_journal_holding_several(tmp_path, capsys):
+    path = tmp_path / "runs.jsonl"
+    for plan in ("pro", "free", "free"):
+        await bootstrap(review_flow()).run("write", memory={"plan": plan}, journal=path)
+    assert diff(capsys, path, path)[0] == 0  # the last run of each: the same run
+    code, out, _ = diff(capsys, path, path, "--run", "1", "--run-b", "2")
+    assert code == 1 and 'memory[0]: "plan: pro" → "plan: free"' in out
+    assert "A: " in out and "run 1 of 3" in out and "run 2 of 3" in out
+    assert diff(capsys, path, path, "--run", "2", "--run-b", "3")[0] == 0
+    assert diff(capsys, path, path, "--run", "2")[0] == 0
+    code, out, err = diff(capsys, path, path, "--run", "4")
+    assert code == 2 and out == ""
+    assert err.strip() == f"flowtui diff: {path}: --run 4: the file holds 3 runs; pick 1 to 3"
+    code, _, err = diff(capsys, path, path, "--run-b", "0")
+    assert code == 2 and "--run-b 0: the file holds 3 runs" in err
+
+
+async def test_a_bad_file_exits_2_naming_it(tmp_path, capsys):
+    good = await journal(tmp_path, "good")
+    garbage = tmp_path / "notes.txt"
+    garbage.write_text("these are my notes\nnot a journal\n")
+    binary = tmp_path / "blob.jsonl"
+    binary.write_bytes(bytes(range(256)) * 4)
+    empty = tmp_path / "empty.jsonl"
+    empty.write_bytes(b"")
+    cases = {
+        tmp_path / "missing.jsonl": "no such file",
+        tmp_path: "is a folder, not a journal file",
+        garbage: "not a flowtui journal (line 1: not JSON)",
+        binary: "not a flowtui journal (line 1: not JSON)",
+        empty: "empty, no events recorded",
+    }
+    for bad, why in cases.items():
+        for args in ((good, bad), (bad, good)):
+            code, out, err = diff(capsys, *args)
+            assert code == 2 and out == ""
+            assert err.startswith(f"flowtui diff: {bad}: {why}"), err
+            assert "Traceback" not in err
+
+
+async def test_a_torn_journal_is_compared_up_to_where_it_ends(tmp_path, capsys):
+    a = await journal(tmp_path, "a")
+    lines = a.read_bytes().splitlines(keepends=True)
+    torn = tmp_path / "torn.jsonl"
+    torn.write_bytes(b"".join(lines[:len(lines) // 2]) + lines[len(lines) // 2][:30])
+    code, out, _ = diff(capsys, a, torn)
+    assert code == 1
+    assert f"B: line {len(lines) // 2 + 1} skipped" in out and "did not end" in out
+    assert "only in A" in out
+
+
+async def test_a_hostile_journal_is_printed_inert(tmp_path, capsys):
+    """Escape sequences in replies, names and values reach the screen as visible characters."""
+    a = await journal(tmp_path, "a")
+    hostile = "\x1b]0;pwned\x07\x1b[2J\x9b31m\u202eevil\r"
+    b = await journal(tmp_path, "b", reply_extra=hostile, prompt="Review.\x1b[8m")
+    # names and state paths in a journal written elsewhere can hold them too
+    text = b.read_text()
+    names, paths = tmp_path / "names.jsonl", tmp_path / "paths.jsonl"
+    names.write_text(text.replace('"name":"Reviewer"', '"name":"Rev\\u001b[2Jiewer"'))
+    paths.write_text(text.replace('"path":"rounds"', '"path":"rounds\\u009b1m"'))
+    shown = ""
+    for other in (b, names, paths):
+        code, out, _ = diff(capsys, a, other)
+        assert code == 1
+        assert is_inert(out.replace("\n", ""))
+        assert all(len(line) <= WIDTH for line in out.splitlines())
+        shown += out
+    assert "␛]0;pwned␇␛[2J\\x9b31m\\u202eevil␍" in shown
+    assert 'prompt: "Review the draft." → "Review.␛[8m"' in shown
+    assert "Rev␛[2Jiewer" in shown and "state.rounds\\x9b1m" in shown
+    code = main_diff([str(a), str(b), "--json"])
+    raw = capsys.readouterr().out
+    assert code == 1 and is_inert(raw.strip()) and json.loads(raw)["differences"]
+
+
+def test_flowtui_diff_through_the_command_and_revisao(tmp_path):
+    """The real command on journals of the example flow, run headless: the same flow twice is the
+    same, a different replies file is a different tool argument (exit 1), a bad file exit 2."""
+    replies = (ROOT / "flows" / "revisao.replies.toml").read_text()
+    changed = tmp_path / "replies.toml"
+    changed.write_text(replies.replace("Falta um exemplo de append em memory.", "Falta um exemplo de tasks."))
+
+    def flowtui(*args):
+        return subprocess.run([sys.executable, "-c", "from flowtui.tui.cli import main; main()", *map(str, args)],
+                              capture_output=True, text=True, cwd=ROOT, timeout=120)
+
+    for name, extra in (("a", ()), ("b", ()), ("c", ("--replies", changed))):
+        res = flowtui("run", "flows/revisao.py", "--input", "Escreva", "--journal", tmp_path / f"{name}.jsonl", *extra)
+        assert res.returncode == 0, res.stderr
+    res = flowtui("diff", tmp_path / "a.jsonl", tmp_path / "b.jsonl")
+    assert res.returncode == 0, res.stdout + res.stderr
+    res = flowtui("diff", tmp_path / "a.jsonl", tmp_path / "c.jsonl")
+    assert res.returncode == 1, res.stderr
+    assert ("▶ first divergence: RevisaoWorkflow › loop 1 › RevisorAgent › turn 1\n"
+            "  reply.tool_calls[0].args.descricao\n"
+            '    A: "Falta um exemplo de append em memory."\n'
+            '    B: "Falta um exemplo de tasks."\n') in res.stdout
+    res = flowtui("diff", tmp_path / "a.jsonl", tmp_path / "nope.jsonl")
+    assert res.returncode == 2 and "nope.jsonl: no such file" in res.stderr
+    res = flowtui("diff", tmp_path / "a.jsonl")
+    assert res.returncode == 2 and "usage: flowtui diff" in res.stderr
+
+
+def test_diff_loads_no_textual():
+    code = ("import sys, flowtui.runtime.diff, flowtui.runtime.diff_cli; "
+            "print(','.join(m for m in ('textual', 'rich', 'litellm') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd="/")
+    assert out.stdout.strip() == ""
+
+
+@pytest.mark.parametrize("field", ["memory", "state"])
+def test_lists_are_aligned_not_shifted(field):
+    from flowtui.runtime.diff import MISSING, leaves
+
+    assert leaves(field, ["x", "y"], ["new", "x", "y"]) == [(f"{field}[0]", MISSING, "new")]
+    assert leaves(field, ["x", "y", "z"], ["x", "z"]) == [(f"{field}[1]", "y", MISSING)]
+    assert leaves(field, [{"a": 1}], [{"a": 2}]) == [(f"{field}[0].a", 1, 2)]
+
+
+async def test_an_agent_that_no_longer_exists_and_calls_named_by_their_place(tmp_path):
+    """An agent taking its turn over with run() calls the model twice: ``turn 1`` and ``turn 2``;
+    a flow without it has neither, reported once, where the agent was."""
+    from flowtui import ChatRequest, Message
+
+    def build(*, with_checker: bool, second: str):
+        @agent(provider=FunctionProvider(lambda m, t: f"seen {len(m)}"), prompt="Check twice.")
+        class Checker:
+            async def run(self, input, ctx):
+                for text in ("first look", second):
+                    reply = await self.provider.complete(ChatRequest(messages=[
+                        Message(role="system", content=self.prompt), Message(role="user", content=text)]))
+                return reply.content
+
+        @agent(provider=FunctionProvider(lambda m, t: "done"), prompt="Finish.")
+        class Finisher:
+            pass
+
+        @workflow(steps=[Checker, Finisher] if with_checker else [Finisher])
+        class Flow:
+            pass
+
+        return Flow
+
+    paths = {}
+    for name, kw in {"a": dict(with_checker=True, second="second look"),
+                     "b": dict(with_checker=True, second="another look"),
+                     "c": dict(with_checker=False, second="")}.items():
+        paths[name] = tmp_path / f"{name}.jsonl"
+        await bootstrap(build(**kw)).run("go", journal=paths[name])
+    d, found = first(paths["a"], paths["b"])
+    assert (d.path, d.field, d.a, d.b) == ("Flow › Checker › turn 2", "messages[1].content", "second look",
+                                           "another look")
+    assert len(found) == 1
+    d, found = first(paths["a"], paths["c"])
+    assert (d.path, d.field, d.only, d.a, d.b) == ("Flow › Checker", "step", "a", "agent Checker (2 model calls)",
+                                                    MISSING)
+    # what Finisher's model saw is the same: the checker's reply never joined the history
+    assert [x.path for x in found] == ["Flow › Checker"]

@@ -1,0 +1,61 @@
+"""Pilot tests: a child workflow's run is its own run in the app: paused inside it, the panes show
+its history and memory, edits go to it, and the node tree's cursor on the parent shows the parent."""
+
+from __future__ import annotations
+
+import flowcapture
+from conftest import make, paused, press_and_pause, wait_until
+
+from flowtui.tui.screens.dialogs import TextDialog
+
+CHILD = "tests/tui/flows/child_fn.py:CoordinatorWorkflow"
+
+
+async def inside_the_child(pilot) -> None:
+    """Paused before the researcher's model call, inside ResearchWorkflow."""
+    await paused(pilot)
+    view = pilot.app.client.view
+    while not (view.pause.point == "chat" and view.pause.name == "Researcher"):
+        await press_and_pause(pilot, "s")
+        view = pilot.app.client.view
+
+
+async def test_paused_inside_a_child_the_panes_show_the_child_and_edits_go_to_it():
+    app = make(CHILD, input="What is ctx.state, in short?")
+    async with app.run_test(size=(140, 40)) as pilot:
+        await inside_the_child(pilot)
+        view = app.client.view
+        assert [m.content for m in view.history] == ["What is ctx.state?"]
+        assert view.memory == ["asked_by: coordinator"]
+        assert " › ".join(view.path()).startswith("ResearchWorkflow (child of CoordinatorWorkflow)")
+        await pilot.press("A")
+        await wait_until(pilot, lambda: isinstance(app.screen, TextDialog), what="the add dialog")
+        app.screen.query_one("Input").value = "answer in one line"
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: "answer in one line" in app.client.view.memory, what="child memory +1")
+        top = view.runs[view.run_id]
+        assert top.memory == []  # the parent run is untouched
+        await press_and_pause(pilot, "s")  # the child's model call
+        agent, messages = flowcapture.requests()[-1]
+        assert agent == "Researcher"
+        assert "answer in one line" in messages[1].content and messages[-1].content == "What is ctx.state?"
+
+
+async def test_the_node_tree_cursor_on_the_parent_shows_the_parents_panes_until_the_run_moves():
+    app = make(CHILD, input="What is ctx.state, in short?")
+    async with app.run_test(size=(140, 40)) as pilot:
+        await inside_the_child(pilot)
+        await pilot.press("4")
+        tree = app.main.pane_widget("nodes")
+        await wait_until(pilot, lambda: tree.has_focus, what="the node tree focused")
+        await pilot.press("home")  # the top-level workflow's node
+        await wait_until(pilot, lambda: app.client.view.history[0].content == "What is ctx.state, in short?",
+                         what="the parent's history")
+        assert app.client.view.memory == []
+        await pilot.press("end")  # the deepest node: inside the child
+        await wait_until(pilot, lambda: app.client.view.history[0].content == "What is ctx.state?",
+                         what="the child's history")
+        await pilot.press("home")
+        await wait_until(pilot, lambda: app.client.view.memory == [], what="the parent again")
+        await press_and_pause(pilot, "s")  # the run moves: the panes follow it (into the child's reply)
+        assert app.client.view.focus is None

@@ -1,0 +1,139 @@
+"""The smaller promises: one loop counter everywhere, `loop` drawn once, a missing flow file exits 2,
+a load error said once, a replay that offers no edits."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+from conftest import make, paused, press_and_pause, wait_until
+
+from flowtui.runtime.journal import read_journal
+from flowtui.tui.replay import make_replay
+from flowtui.tui.screens.error import LoadErrorScreen
+
+
+def tree_labels(tree) -> list[str]:
+    out, todo = [], list(tree.root.children)
+    while todo:
+        node = todo.pop(0)
+        out.append(str(node.label))
+        todo[0:0] = node.children
+    return out
+
+
+def loop_label(labels: list[str]) -> str:
+    return next(label for label in labels if " loop " in f" {label} ").split("  ")[0]
+
+
+async def test_the_loop_counter_agrees_in_the_status_line_the_node_tree_and_the_replay(tmp_path):
+    journal = tmp_path / "j.jsonl"
+    app = make(input="go", journal=str(journal))
+    seen = []
+    async with app.run_test(size=(120, 36)) as pilot:
+        await paused(pilot)
+        await pilot.press("4")
+        tree = app.main.query_one("#nodes")
+        for key in ("l", "s", "l"):  # iteration 1 ends; iteration 2 starts; iteration 2 ends
+            await press_and_pause(pilot, key)
+            await pilot.pause()
+            where = str(app.main.query_one("#where").render())
+            seen.append((app.client.view.status_line(), where.split("   ")[0], loop_label(tree_labels(tree)),
+                         app.client.view.pause.seq))
+    assert [s[:3] for s in seen] == [
+        ("paused after an iteration of loop", "ReviewWorkflow › loop 1/4", "● loop 1/4"),
+        ("paused before Writer", "ReviewWorkflow › loop 2/4 › Writer", "● loop 2/4"),
+        ("paused after an iteration of loop", "ReviewWorkflow › loop 2/4", "● loop 2/4"),
+    ]
+    replay = make_replay(journal)
+    async with replay.run_test(size=(120, 36)) as pilot:
+        await pilot.press("4")
+        tree = replay.main.query_one("#nodes")
+        for _, path, label, k in seen:  # at the same events, the replay says what the live app said
+            replay.go(k)
+            await pilot.pause()
+            assert loop_label(tree_labels(tree)) == label
+            assert str(replay.main.query_one("#where").render()).startswith(path)
+        for k in range(len(replay.timeline) + 1):  # and at every event, its tree and its path agree
+            replay.go(k)
+            await pilot.pause()
+            where = str(replay.main.query_one("#where").render()).split("   ")[0]
+            loops = [part for part in where.split(" › ") if part.startswith("loop ")]
+            if loops and replay.view.status in ("running", "paused"):
+                assert loop_label(tree_labels(tree)) == f"● {loops[0]}", k
+
+
+def test_the_loop_label_is_the_iteration_in_progress_at_every_event(tmp_path):
+    """Folded from a journal with pauses: at each pause the node tree's loop says what the pause's
+    path says; between pauses, the number moves on only when the next iteration starts."""
+    import asyncio
+
+    from flowtui.runtime.fold import RunView
+    from flowtui.runtime.loader import load_flow
+
+    journal = tmp_path / "j.jsonl"
+    asyncio.run(load_flow("tests/tui/flows/review_fn.py").run("go", journal=journal))
+    view = RunView()
+    labels = []
+    for ev in read_journal(journal):
+        view.apply(ev)
+        loop = next((n for n in view.nodes.values() if n.kind == "loop"), None)
+        if loop is not None:
+            labels.append((ev.type, getattr(ev, "kind", None), getattr(ev, "name", None), loop.label))
+    starts = [label for type, kind, _, label in labels if (type, kind) == ("node.start", "agent")]
+    assert starts == ["loop 1/4", "loop 1/4", "loop 2/4", "loop 2/4"]
+    # an iteration's end (ctx.loop set) keeps its number: the next starts with its first step
+    assert [label for type, _, name, label in labels if (type, name) == ("ctx.set", "loop")] == \
+        ["loop 1/4", "loop 2/4", "loop 2/4"]
+    assert labels[-1][3] == "loop 2/4"  # ended after two iterations
+
+
+def test_a_missing_flow_file_exits_2_from_the_app_too(capsys):
+    from flowtui.tui.cli import main
+
+    with pytest.raises(SystemExit) as exit:
+        main(["nope.py", "--input", "x"])
+    assert exit.value.code == 2
+    err = capsys.readouterr().err
+    assert "flowtui: cannot load nope.py: no such flow file" in err and "Traceback" not in err
+
+
+async def test_a_missing_prompt_file_is_said_once_on_the_error_screen(tmp_path):
+    flow = tmp_path / "flow.py"
+    flow.write_text(textwrap.dedent("""
+        from flowtui import FunctionProvider, agent, workflow
+
+        @agent(provider=FunctionProvider(lambda m, t: "x"), prompt="./missing.agent.md")
+        class A:
+            pass
+
+        @workflow(steps=[A])
+        class W:
+            pass
+    """))
+    app = make(str(flow), input="x")
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_until(pilot, lambda: isinstance(app.screen, LoadErrorScreen), what="the error screen")
+        text = "\n".join(str(w.render()) for w in app.screen.query("Static"))
+        assert text.count("prompt file not found") == 1
+        assert f"{tmp_path / 'missing.agent.md'}" in text and str(flow) in text
+
+
+async def test_the_replay_sidebar_offers_no_edits(tmp_path):
+    from flowtui.runtime.loader import load_flow
+
+    journal = tmp_path / "j.jsonl"
+    await load_flow("tests/tui/flows/review_fn.py").run("go", journal=journal)
+    app = make(input="go")
+    async with app.run_test(size=(120, 36)) as pilot:
+        await paused(pilot)
+        await pilot.pause()
+        live = [line.text for line in map(app.main.sidebar.render_line, range(12))]
+    replay = make_replay(journal)
+    async with replay.run_test(size=(120, 36)) as pilot:
+        replay.go(3)
+        await pilot.pause()
+        replayed = [line.text for line in map(replay.main.sidebar.render_line, range(12))]
+    assert any("a adds one" in line for line in live)
+    assert any(line.strip() == "none" for line in replayed)  # the tasks: none, and nothing about keys
+    assert not any("adds" in line or "press" in line for line in replayed)

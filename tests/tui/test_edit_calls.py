@@ -1,0 +1,154 @@
+"""Pilot tests: deleting and promoting messages keeps a valid conversation (the dialog names what
+leaves), the pending tool call can be edited, approved or denied, and any event opens whole."""
+
+from __future__ import annotations
+
+import flowcapture
+from conftest import make, paused, press_and_pause, wait_until
+
+from flowtui.tui.screens.decide import DecideDialog, EventScreen
+from flowtui.tui.screens.dialogs import ConfirmDialog, TextDialog
+
+
+async def _after_both_tools(pilot) -> None:
+    """Paused after the reviewer's two record_problem calls ran: history is
+    [user, draft, reply with 2 calls, result, result]."""
+    await paused(pilot)
+    while len(pilot.app.client.view.history) < 5 or pilot.app.client.view.pause.point == "tool":
+        await press_and_pause(pilot, "s")
+
+
+async def _next_request(pilot) -> list:
+    """Step until the next model call is made; the messages it sent."""
+    before = len(flowcapture.requests())
+    while len(flowcapture.requests()) == before:
+        await press_and_pause(pilot, "s")
+    return flowcapture.requests()[-1]
+
+
+def _user_events(app) -> list:
+    return [ev for ev in app.client.events if ev.origin == "user"]
+
+
+def _question(app) -> str:
+    return str(app.screen.query_one(".dialog-title").render())
+
+
+async def test_d_on_a_reply_that_called_tools_names_its_results_and_takes_them_along():
+    app = make(input="go")
+    async with app.run_test(size=(140, 40)) as pilot:
+        await _after_both_tools(pilot)
+        assert [m.role for m in app.client.view.history] == ["user", "assistant", "assistant", "tool", "tool"]
+        app.main.conversation.select(2)
+        await pilot.press("d")
+        await wait_until(pilot, lambda: isinstance(app.screen, ConfirmDialog), what="the delete question")
+        assert "Delete message #2 (assistant)? Leaving with it: #3, #4." in _question(app)
+        await pilot.press("y")
+        await wait_until(pilot, lambda: len(app.client.view.history) == 2, what="three messages gone")
+        assert _user_events(app)[-1].note == "deleted #2 (removed #2, #3, #4)"
+        agent, messages = await _next_request(pilot)
+        assert agent == "Writer" and [m.role for m in messages] == ["system", "user", "assistant"]
+
+
+async def test_d_on_a_tool_result_takes_the_call_it_answers_and_n_keeps_everything():
+    app = make(input="go")
+    async with app.run_test(size=(140, 40)) as pilot:
+        await _after_both_tools(pilot)
+        app.main.conversation.select(3)
+        await pilot.press("d")
+        await wait_until(pilot, lambda: isinstance(app.screen, ConfirmDialog), what="the delete question")
+        assert "The call it answers leaves too (in #2)" in _question(app)
+        assert "#2 stays, without that call." in _question(app)
+        await pilot.press("n")
+        await pilot.pause()
+        assert len(app.client.view.history) == 5 and not _user_events(app)
+        await pilot.press("d")
+        await wait_until(pilot, lambda: isinstance(app.screen, ConfirmDialog), what="the delete question")
+        await pilot.press("y")
+        await wait_until(pilot, lambda: len(app.client.view.history) == 4, what="the result gone")
+        reply = app.client.view.history[2]
+        assert [c.args for c in reply.tool_calls] == [{"text": "No closing rule."}]
+        assert app.client.view.history[3].content.endswith("No closing rule.")
+
+
+async def test_promoting_a_reply_that_called_tools_says_its_results_leave_too():
+    app = make(input="go")
+    async with app.run_test(size=(140, 40)) as pilot:
+        await _after_both_tools(pilot)
+        app.main.conversation.select(2)
+        await pilot.press("m")
+        await wait_until(pilot, lambda: isinstance(app.screen, TextDialog), what="the promote dialog")
+        assert "Its tool results #3, #4 leave the history with it." in str(app.screen.query_one("#dialog-hint").render())
+        await pilot.press("ctrl+s")
+        await wait_until(pilot, lambda: len(app.client.view.memory) == 1, what="memory +1")
+        assert [m.role for m in app.client.view.history] == ["user", "assistant"]
+        assert app.client.view.memory == ["REJECTED: needs an example."]
+        agent, messages = await _next_request(pilot)
+        assert agent == "Writer"
+        assert [m.role for m in messages] == ["system", "system", "user", "assistant"]  # no orphan result
+
+
+async def test_e_before_a_tool_edits_its_call_checked_against_the_schema():
+    app = make(input="go")
+    async with app.run_test(size=(140, 40)) as pilot:
+        await paused(pilot)
+        while app.client.view.pause.point != "tool":
+            await press_and_pause(pilot, "s")
+        app.main.conversation.select(2)
+        await pilot.press("e")
+        await wait_until(pilot, lambda: isinstance(app.screen, TextDialog), what="the call editor")
+        area = app.screen.query_one("TextArea")
+        assert '"text": "No example."' in area.text
+        area.text = '{"text": 5}'
+        await pilot.press("ctrl+s")
+        await wait_until(pilot, lambda: "✗" in str(app.screen.query_one("#dialog-error").render()), what="refusal")
+        assert "text" in str(app.screen.query_one("#dialog-error").render())
+        area.text = '{"text": "Edited by hand."}'
+        await pilot.press("ctrl+s")
+        await wait_until(pilot, lambda: not isinstance(app.screen, TextDialog), what="the dialog to close")
+        await wait_until(pilot, lambda: app.client.view.history[2].tool_calls[0].args == {"text": "Edited by hand."},
+                         what="the model's call, as edited")
+        decision = _user_events(app)[-1]
+        assert (decision.type, decision.decision, decision.args) == ("tool.decision", "edited",
+                                                                     {"text": "Edited by hand."})
+        await press_and_pause(pilot, "s")
+        assert app.client.view.state["problems"] == ["Edited by hand."]
+
+
+async def test_approve_asks_before_each_call_deny_sends_the_reason_and_approve_runs_it():
+    app = make(input="go", approve=["record_problem"])
+    async with app.run_test(size=(140, 40)) as pilot:
+        await paused(pilot)
+        await pilot.press("c")
+        await wait_until(pilot, lambda: isinstance(app.screen, DecideDialog), what="the decision dialog")
+        assert app.client.view.pause.call["args"] == {"text": "No example."}
+        app.screen.query_one("#decide-reason").value = "not now"
+        app.screen.query_one("#decide-reason").focus()
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: isinstance(app.screen, DecideDialog)
+                         and app.screen.call["args"] == {"text": "No closing rule."}, what="the second call's dialog")
+        await pilot.press("a")
+        await wait_until(pilot, lambda: app.client.view.state.get("problems") == ["No closing rule."],
+                         what="only the approved call to run")
+        results = [m.content for m in app.client.view.history if m.role == "tool"]
+        assert results[0] == "denied by the user: not now"
+        decisions = [(ev.decision, ev.reason) for ev in _user_events(app) if ev.type == "tool.decision"]
+        assert decisions == [("denied", "not now"), ("approved", None)]
+
+
+async def test_enter_on_the_event_log_opens_the_event_whole():
+    app = make(input="go")
+    async with app.run_test(size=(140, 40)) as pilot:
+        await paused(pilot)
+        await pilot.press("3")
+        await pilot.pause()
+        log = app.main.pane_widget("events")
+        await wait_until(pilot, lambda: log.has_focus, what="the event log focused")
+        await pilot.press("home", "enter")
+        await wait_until(pilot, lambda: isinstance(app.screen, EventScreen), what="the event screen")
+        assert app.screen.event["type"] == "run.start" and app.screen.event["seq"] == 1
+        assert app.screen.event["input"] == "go"
+        await pilot.press("escape")
+        await pilot.press("down", "enter")
+        await wait_until(pilot, lambda: isinstance(app.screen, EventScreen), what="the second event")
+        assert app.screen.event["seq"] == 2

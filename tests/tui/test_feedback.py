@@ -1,0 +1,146 @@
+"""Feedback on slow actions: what a quit waits for, keys typed during a reload, notifications that
+belong to a run and never cover the status line."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import textwrap
+from pathlib import Path
+
+from conftest import REVIEW, ended, make, paused, press_and_pause, status, wait_until
+
+from flowtui.tui.screens.dialogs import ConfirmDialog
+
+MISBEHAVE = "tests/tui/flows/misbehave.py"
+
+
+def toasts(app) -> list[str]:
+    return [str(toast.render()) for toast in app.screen.query("Toast")]
+
+
+def status_line(app) -> str:
+    return str(app.main.query_one("#status").render())
+
+
+async def test_quitting_while_a_tool_runs_says_what_it_waits_for():
+    app = make(f"{MISBEHAVE}:SyncLoop", input="x")
+    async with app.run_test(notifications=True) as pilot:
+        await paused(pilot)
+        await pilot.press("c")
+        await wait_until(pilot, lambda: any(n.kind == "tool" and n.status == "running"
+                                            for n in app.client.view.nodes.values()), what="the stuck tool")
+        app.simulate_key("q")  # as a terminal sends it: the quit takes a while, the test watches it
+        while not app.quitting:
+            await asyncio.sleep(0.005)
+        assert status_line(app) == "● quitting: waiting for tool t to stop…"  # said at once
+        await asyncio.sleep(0.05)
+        assert "Quitting: waiting for tool t to stop…" in toasts(app)
+        await wait_until(pilot, lambda: not app.is_running, timeout=15, what="the app to quit")
+    assert app.return_code == 0
+
+
+def held_flow(tmp_path: Path) -> tuple[Path, Path]:
+    """The review flow, whose import waits while the file ``hold`` exists (a slow reload)."""
+    hold = tmp_path / "hold"
+    flow = tmp_path / "held.py"
+    flow.write_text(textwrap.dedent(f"""
+        import time
+        from pathlib import Path
+        while Path({str(hold)!r}).exists():
+            time.sleep(0.01)
+    """) + Path(REVIEW).read_text())
+    return flow, hold
+
+
+async def test_keys_typed_while_a_reload_runs_are_applied_to_the_new_run(tmp_path):
+    flow, hold = held_flow(tmp_path)
+    app = make(str(flow), input="go")
+    async with app.run_test(notifications=True) as pilot:
+        await paused(pilot)
+        first = app.client.view.run_id
+        hold.touch()
+        await pilot.press("r")
+        await wait_until(pilot, lambda: isinstance(app.screen, ConfirmDialog), what="confirm")
+        await pilot.press("y")
+        await pilot.press("s", "s")  # typed while the flow is still loading
+        assert list(app.queued) == ["step", "step"]  # not sent: there is no run to take them yet
+        assert any("queued" in t for t in toasts(app))
+        os.unlink(hold)
+        await wait_until(pilot, lambda: app.client.view is not None and app.client.view.run_id not in (None, first)
+                         and not app.queued and status(app) == "paused"
+                         and app.client.view.pause.reason == "step" and app.client.view.pause.point == "agent",
+                         what="both steps applied")
+        view = app.client.view
+        # start → (s) the model call of Writer → (s) before Reviewer: each step after the previous pause
+        pauses = [(ev.point, ev.name, ev.reason) for ev in app.client.events if ev.type == "run.pause"]
+        assert pauses == [("agent", "Writer", "start"), ("chat", "Writer", "step"), ("agent", "Reviewer", "step")]
+        assert view.status_line() == "paused before Reviewer"
+
+
+async def test_a_notification_about_a_finished_run_goes_when_a_new_run_starts():
+    app = make(input="go")
+    async with app.run_test(notifications=True) as pilot:
+        await paused(pilot)
+        await pilot.press("c")
+        await ended(pilot)
+        first = app.client.view.run_id
+        await pilot.press("s")
+        await pilot.pause()
+        assert any("The run has finished; r starts a new one." in t for t in toasts(app))
+        await pilot.press("r")
+        await wait_until(pilot, lambda: app.client.view is not None and app.client.view.run_id not in (None, first)
+                         and status(app) == "paused", what="the new run")
+        await pilot.pause()
+        assert not any("has finished" in t for t in toasts(app))
+
+
+async def test_notifications_never_cover_the_status_line():
+    app = make(input="go")
+    async with app.run_test(size=(80, 24), notifications=True) as pilot:
+        await paused(pilot)
+        for i in range(4):
+            app.notify(f"notice {i}\nwith a second line", timeout=30)
+        await pilot.pause()
+        shown = list(app.screen.query("Toast"))
+        assert len(shown) == 4
+        control = app.main.query_one("#control").region
+        keys = app.main.query_one("KeyBar").region
+        for toast in shown:
+            assert not toast.region.overlaps(control) and not toast.region.overlaps(keys)
+
+
+async def test_the_model_option_says_which_agents_it_does_not_apply_to(tmp_path):
+    flow = tmp_path / "mixed.py"
+    flow.write_text(textwrap.dedent("""
+        from flowtui import FunctionProvider, LiteLLMProvider, ScriptedProvider, agent, workflow
+
+        @agent(provider=ScriptedProvider(["hi"]), prompt="p")
+        class Scripted:
+            pass
+
+        @agent(provider=FunctionProvider(lambda m, t: "ok"), prompt="p")
+        class Function:
+            pass
+
+        @agent(provider=LiteLLMProvider("openai/gpt-4o-mini"), prompt="p")
+        class Real:
+            pass
+
+        @workflow(steps=[Scripted, Function, Real])
+        class Mixed:
+            pass
+    """))
+    app = make(str(flow), input="go", model="openai/x")
+    async with app.run_test(size=(160, 48), notifications=True) as pilot:
+        await paused(pilot)
+        await wait_until(pilot, lambda: any("--model" in t for t in toasts(app)), what="the note")
+        notes = " ".join(t for t in toasts(app) if "--model" in t).replace("\n", " ")
+        assert "does not apply to Scripted" in notes and "ScriptedProvider, which plays scripted replies" in notes
+        assert "does not apply to Function" in notes and "FunctionProvider, whose replies come from a function" in notes
+        assert "Real" not in notes
+    assert app.client.hello.notes == [
+        "--model openai/x does not apply to Scripted: its provider is ScriptedProvider, which plays scripted replies",
+        "--model openai/x does not apply to Function: its provider is FunctionProvider, whose replies come from a "
+        "function",
+    ]

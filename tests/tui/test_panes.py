@@ -1,0 +1,115 @@
+"""One place per pane and per action: the registry drives the live app and the replay alike, the
+buttons are the run actions, every event type is folded (or deliberately not) and summarized."""
+
+from __future__ import annotations
+
+import typing
+from pathlib import Path
+
+import pytest
+from conftest import REVIEW, make, paused, press_and_pause
+
+from flowtui.runtime import fold
+from flowtui.runtime.events import EVENT_CLASSES, EVENT_TYPES
+from flowtui.tui.actions import ACTIONS, app_help_groups, key_name
+from flowtui.tui.panes import PANES
+from flowtui.tui.replay import KEYS, make_replay, replay_help_groups
+from flowtui.tui.widgets.event_log import SUMMARIES, summarize
+
+# Event types the fold leaves alone on purpose, and why.
+NOT_FOLDED = {
+    "subscriber.error": "a subscriber of the run's own process broke; the event log shows it",
+    "dispose.error": "a cleanup broke after the run ended; the event log shows it",
+}
+
+
+def sample(cls: type) -> typing.Any:
+    """An event of ``cls`` with plausible values in its required fields."""
+    values: dict[str, typing.Any] = dict(seq=1, ts=0.0, run_id="r1", node_id=None, parent_id=None, origin="runtime")
+    for name, info in cls.model_fields.items():
+        if name in values or name == "type" or not info.is_required():
+            continue
+        annotation = info.annotation
+        args = typing.get_args(annotation)
+        if typing.get_origin(annotation) is typing.Literal:
+            values[name] = args[-1]
+        elif annotation is int:
+            values[name] = 1
+        elif annotation is float:
+            values[name] = 1.0
+        elif annotation is str or str in args:
+            values[name] = "x"
+        elif typing.get_origin(annotation) is list or any(typing.get_origin(a) is list for a in args):
+            values[name] = []
+        else:
+            raise AssertionError(f"{cls.__name__}.{name}: give this test a sample value for it")
+    return cls(**values)
+
+
+def test_every_event_type_is_folded_or_deliberately_ignored():
+    folded = set(fold._HANDLERS)
+    assert folded | set(NOT_FOLDED) == EVENT_TYPES, "a new event type needs a fold handler (or a reason here)"
+    assert not folded & set(NOT_FOLDED)
+
+
+@pytest.mark.parametrize("cls", EVENT_CLASSES, ids=lambda c: c.__name__)
+def test_every_event_type_has_an_event_log_summary(cls):
+    ev = sample(cls)
+    assert ev.type in SUMMARIES
+    assert summarize(ev).strip(), f"{ev.type} is described by nothing in the event log"
+    fold.RunView().apply(ev)  # and the fold takes it
+
+
+def test_the_view_keys_come_from_the_registry_in_the_app_and_the_replay():
+    for specs, groups in ((ACTIONS, app_help_groups()), (KEYS, replay_help_groups())):
+        views = [(s.key, s.action) for s in specs if s.action.startswith("view(")]
+        assert views == [(p.key, f"view('{p.name}')") for p in PANES]
+        helped = {key for _, rows in groups for key, _ in rows}
+        assert {key_name(s.key) for s in specs} <= helped  # every key is on the help screen
+
+
+async def test_each_pane_switches_the_same_way_live_and_in_a_replay(tmp_path: Path):
+    from flowtui.runtime.loader import load_flow
+
+    journal = tmp_path / "j.jsonl"
+    await load_flow(REVIEW).run("Write about ctx.state", journal=journal)
+    app = make(input="Write about ctx.state")
+    async with app.run_test(size=(120, 36)) as pilot:
+        await paused(pilot)
+        await press_and_pause(pilot, "n")
+        live = await _visit_panes(pilot)
+    replay = make_replay(journal)
+    async with replay.run_test(size=(120, 36)) as pilot:
+        replayed = await _visit_panes(pilot)
+    assert [(name, title, kind) for name, title, kind, _ in live] == \
+        [(name, title, kind) for name, title, kind, _ in replayed] == \
+        [(p.name, p.title, type(p.make()).__name__) for p in PANES]
+    assert all(focused for *_, focused in live + replayed)
+
+
+async def _visit_panes(pilot) -> list[tuple[str, str, str, bool]]:
+    screen = pilot.app.main
+    seen = []
+    for p in [*PANES[1:], PANES[0]]:
+        await pilot.press(p.key)
+        await pilot.pause()
+        widget = screen.pane_widget(p.name)
+        seen.append((screen.current_view, screen.query_one("#views").border_title.split(" (")[0],
+                     type(widget).__name__, pilot.app.focused is widget))
+    return [seen[-1], *seen[:-1]]
+
+
+async def test_the_buttons_are_the_run_actions_and_do_what_their_key_does():
+    app = make(input="go")
+    async with app.run_test(size=(120, 36)) as pilot:
+        await paused(pilot)
+        await pilot.pause(0.1)
+        buttons = list(app.main.query("#buttons Button"))
+        assert [b.id for b in buttons] == [f"btn-{a.action}" for a in ACTIONS if a.button]
+        assert [a.action for a in ACTIONS if a.button] == ["step", "next_turn", "loop_once", "resume", "pause",
+                                                             "stop", "reload"]
+        seq = app.client.view.pause.seq
+        await pilot.click("#btn-next_turn")
+        await paused(pilot, after=seq)
+        assert (app.client.view.pause.point, app.client.view.pause.name) == ("agent", "Reviewer")
+

@@ -1,0 +1,206 @@
+"""The run's commands, as the app's actions: step, next turn, loop once, continue, pause, stop,
+breakpoints, reload and quit.
+
+A command is sent at once; its answer is the next pause, through the event stream. A command
+typed while there is no run to take it yet (the flow loading, a reload, the run starting) is
+queued and sent when the run is ready, each after the previous one's pause, so no key is lost.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import deque
+from typing import TYPE_CHECKING
+
+from flowtui.tui.actions import ACTIONS, key_name
+from flowtui.tui.widgets.control import waiting_for
+
+if TYPE_CHECKING:
+    from flowtui.tui.app import FlowApp
+
+QUIT_GRACE_S = 0.4  # q: how long a run gets to stop before its process is terminated, then killed
+SENT = {"step": "Step", "next_turn": "NextTurn", "loop_once": "LoopOnce", "resume": "Continue", "pause": "Pause"}
+QUEUEABLE = (*SENT, "stop")
+KEYS = {a.action: key_name(a.key) for a in ACTIONS}
+
+
+def _p():
+    from flowtui.runtime import protocol
+
+    return protocol
+
+
+class RunCommands:
+    """Mixin of :class:`flowtui.tui.app.FlowApp`: the run's commands."""
+
+    quitting = False
+    _queued_at = -1  # the pause the last queued command was sent from
+
+    def _init_commands(self: FlowApp) -> None:
+        self.queued: deque[str] = deque()  # commands typed before the run could take them
+
+    def stopping_text(self: FlowApp) -> str | None:
+        """``quitting`` or ``stopping`` while the run is being ended (the status line says what it waits for)."""
+        if not self.client.active:
+            return None
+        return "quitting" if self.quitting else "stopping" if self.client.stopping else None
+
+    # --- the queue -------------------------------------------------------------------------
+    def _not_ready(self: FlowApp) -> bool:
+        view = self.client.view
+        return self._loading_since is not None or view is None or view.run_id is None or bool(self.queued)
+
+    def _run(self: FlowApp, name: str) -> None:
+        from flowtui.tui.screens.error import LoadErrorScreen
+
+        if self._not_ready() and not isinstance(self.screen, LoadErrorScreen) and self.config.attach is None:
+            self.queued.append(name)
+            self.notify(f"{KEYS[name]}: queued until the run is ready ({len(self.queued)} waiting).", timeout=3)
+            return
+        if self._movable():
+            self._send(name)
+
+    def apply_queued(self: FlowApp) -> None:
+        """Send the next queued command once the run is ready: paused, at a newer pause than the last."""
+        view = self.client.view
+        if not self.queued or self._loading_since is not None or view is None or view.run_id is None:
+            return
+        if view.status in ("finished", "failed", "stopped"):
+            self.notify(f"The run has {view.status}: {len(self.queued)} queued key(s) dropped.", severity="warning")
+            self.queued.clear()
+        elif view.status == "paused" and view.pause is not None and view.pause.seq > self._queued_at:
+            self._queued_at = view.pause.seq
+            self._send(self.queued.popleft())
+
+    def _forget_queue(self: FlowApp, why: str) -> None:
+        if self.queued:
+            self.notify(f"{why}: {len(self.queued)} queued key(s) dropped.", severity="warning")
+            self.queued.clear()
+
+    # --- commands ----------------------------------------------------------------------------
+    def _movable(self: FlowApp) -> bool:
+        view = self.client.view
+        if view is None or view.run_id is None:
+            self.notify("No run yet.", severity="warning")
+            return False
+        if view.status in ("finished", "failed", "stopped"):
+            self.notify(f"The run has {view.status}; r starts a new one.", severity="warning")
+            return False
+        self.wake()
+        return True
+
+    def _send(self: FlowApp, name: str) -> None:
+        self.wake()
+        if self.client.view is not None:
+            self.client.view.focus = None  # the panes follow the run again (the node tree's cursor chose one)
+        if name == "stop":
+            self.client.stopping = True  # the status says "stopping…" at once
+            self.flush(force=True)
+            self.run_worker(self.client.stop(), group="stop", name="stop", exclusive=True, exit_on_error=False)
+            return
+        if name == "pause" and self.client.view.status == "paused":
+            self.notify("Already paused.")
+        self.client.send(getattr(_p(), SENT[name])())  # the answer is the next pause, in the event stream
+
+    def action_step(self: FlowApp) -> None:
+        self._run("step")
+
+    def action_next_turn(self: FlowApp) -> None:
+        self._run("next_turn")
+
+    def action_loop_once(self: FlowApp) -> None:
+        self._run("loop_once")
+
+    def action_resume(self: FlowApp) -> None:
+        self._run("resume")
+
+    def action_pause(self: FlowApp) -> None:
+        self._run("pause")
+
+    def action_stop(self: FlowApp) -> None:
+        self._run("stop")
+
+    # --- breakpoints ---------------------------------------------------------------------------
+    def action_toggle_breakpoint(self: FlowApp, name: str | None = None) -> None:
+        name = name or self._breakpoint_target()
+        if name is None:
+            self.notify("Put the cursor on an agent or tool (node tree, assistant message, tool result) "
+                        "or pause at one.", severity="warning")
+            return
+        on = self.client.toggle_breakpoint(name)
+        self.notify(f"Breakpoint on {name} {'set' if on else 'removed'}.")
+        self.flush(force=True)
+
+    def _breakpoint_target(self: FlowApp) -> str | None:
+        main, view = self.main, self.client.view
+        if main.current_view == "nodes":
+            picked = main.query_one("#nodes").selected_name  # type: ignore[attr-defined]
+            if picked and picked[0] in ("agent", "tool", "loop", "chat"):
+                return picked[1]
+        if view is not None and main.current_view == "conversation":
+            i = main.conversation.cursor
+            if 0 <= i < len(view.history):
+                msg = view.history[i]
+                if msg.role == "tool" and msg.tool_name:
+                    return msg.tool_name
+                if msg.role == "assistant" and msg.agent:
+                    return msg.agent
+                if msg.tool_calls:
+                    return msg.tool_calls[0].name
+        if view is not None and view.pause is not None and view.pause.point in ("agent", "chat", "tool"):
+            return view.pause.name
+        return None
+
+    # --- reload and quit -------------------------------------------------------------------------
+    def action_reload(self: FlowApp) -> None:
+        from flowtui.tui.screens.dialogs import ConfirmDialog
+        from flowtui.tui.screens.error import LoadErrorScreen
+
+        if isinstance(self.screen, LoadErrorScreen) or not self.client.active or self.client.view.run_id is None:
+            self._reload()
+            return
+
+        def answer(yes: bool | None) -> None:
+            if yes:
+                self._reload()
+
+        self.push_screen(ConfirmDialog("A run is in progress. Stop it and reload the flow?"), answer)
+
+    def _reload(self: FlowApp) -> None:
+        if self.config.attach is not None:
+            self.notify("Attached to a run that lives elsewhere: reload it where it runs.", severity="warning")
+            return
+        self.client.stopping = self.client.active
+        self.load()  # the client stops the old worker first; the new one reads the code afresh
+
+    async def action_quit(self: FlowApp) -> None:
+        """Quit within about a second, whatever the flow is doing: its run is stopped (then its
+        process terminated, then killed) and the journal ends with the run's end. The status line
+        and a notification say what the quit waits for."""
+        if self.quitting:
+            return
+        self.quitting = True
+        if self.client.channel is None or self.client.channel.closed.is_set():
+            self.exit(0)
+            return
+        busy = waiting_for(self.client.view)
+        self.flush(force=True)  # the status line: "quitting: waiting for tool web_search to stop…"
+        self.notify("Detaching: the run waits, paused, for the next client…" if self.config.attach
+                    else f"Quitting: waiting for {busy} to stop…" if busy else "Quitting: stopping the run…",
+                    timeout=5)
+        # In a worker: the app goes on drawing (the notification, the status) while the run stops.
+        self.run_worker(self._quit(), group="quit", name="quit", exclusive=True, exit_on_error=False)
+
+    async def _quit(self: FlowApp) -> None:
+        try:
+            await self._close_client()
+        finally:
+            self.exit(0)
+
+    async def _close_client(self: FlowApp) -> None:
+        """The run's process ends (or an attached run is left), in a bounded time whatever it does."""
+        try:
+            await asyncio.wait_for(self.client.close(grace=QUIT_GRACE_S), 4 * QUIT_GRACE_S)
+        except (asyncio.TimeoutError, ConnectionError, OSError):
+            if self.client.channel is not None:
+                await self.client.channel.kill()

@@ -1,0 +1,102 @@
+"""What the live app's screen and the replay's share: the left pane (one view of the registry at a
+time, :data:`flowtui.tui.panes.PANES`) and the sidebar, drawn from the same :class:`PaneData`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from textual.app import ComposeResult
+from textual.containers import Horizontal, Vertical
+from textual.events import Resize
+from textual.screen import Screen
+from textual.widgets import ContentSwitcher
+
+from flowtui.tui.panes import PANES, PaneData, keys_line, pane
+from flowtui.tui.widgets.sidebar import Sidebar
+
+SIDEBAR_TITLE = "Memory · Tasks · State"
+
+
+class PanesScreen(Screen):
+    """The left pane and the sidebar; subclasses add what goes below them and call :meth:`draw_panes`."""
+
+    editable = True  # the sidebar says how to edit (the replay's does not: a journal is history)
+
+    def compose_panes(self) -> ComposeResult:
+        first = PANES[0]
+        with Horizontal(id="body"):
+            with ContentSwitcher(id="views", initial=first.name):
+                yield first.make()  # the others are mounted when first shown (fewer widgets before the first paint)
+            with Vertical(id="sidebar-box"):
+                yield Sidebar(id="sidebar", editable=self.editable)
+
+    def on_mount(self) -> None:
+        self.query_one("#sidebar-box").border_title = SIDEBAR_TITLE
+        self.set_pane_title()
+
+    # --- which pane ------------------------------------------------------------
+    @property
+    def current_view(self) -> str:
+        return self.query_one(ContentSwitcher).current or PANES[0].name
+
+    def pane_widget(self, name: str) -> Any | None:
+        """The widget of pane ``name``, or None while it has never been shown."""
+        found = self.query_one(ContentSwitcher).query_children(f"#{name}")
+        return found.first() if found else None
+
+    def show_view(self, name: str) -> None:
+        """Switch the left pane to ``name`` (built on first use), focus it and draw it."""
+        switcher = self.query_one(ContentSwitcher)
+        if self.pane_widget(name) is None:
+            switcher.mount(pane(name).make())
+        switcher.current = name
+        self.set_pane_title()
+        self.call_after_refresh(self._focus_view, name)
+        self.redraw()
+
+    def _focus_view(self, name: str) -> None:
+        if self.current_view == name:
+            widget = self.pane_widget(name)
+            if widget is not None:
+                widget.focus()
+
+    def redraw(self) -> None:
+        """Draw every pane now (after a switch); the subclass knows from what."""
+
+    # --- drawing -----------------------------------------------------------------
+    def draw_panes(self, data: PaneData) -> None:
+        """The panes kept up to date while hidden, and the one on screen."""
+        current = self.current_view
+        for p in PANES:
+            if p.always or p.name == current:
+                widget = self.pane_widget(p.name)
+                if widget is not None:
+                    p.update(widget, data)
+
+    def draw_sidebar(self, view: Any) -> None:
+        self.query_one(Sidebar).sync(view)
+
+    @property
+    def sidebar(self) -> Sidebar:
+        return self.query_one(Sidebar)
+
+    def set_pane_title(self, extra: str = "") -> None:
+        """``Conversation (3 messages)`` above, the pane keys below (short when the pane is narrow)."""
+        views = self.query_one("#views")
+        title = f"{pane(self.current_view).title}{extra}"
+        views.border_title = title
+        views.border_subtitle = keys_line(views.size.width - 4 if views.size.width else None)
+
+    def on_resize(self, event: Resize) -> None:
+        self.call_after_refresh(self.set_pane_title, self._title_extra())
+
+    def _title_extra(self) -> str:
+        return ""
+
+
+def count_title(view: Any, current: str) -> str:
+    """`` (3 messages)`` after the conversation's title."""
+    if view is None or current != "conversation":
+        return ""
+    n = len(view.history)
+    return f" ({n} message{'s' if n != 1 else ''})"
