@@ -23,7 +23,8 @@ import json
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from flowtui.runtime.watch import Watch, check_fields, new_items, parse
+from flowtui.runtime.conditions import new_items
+from flowtui.runtime.watch import Watch, check_fields, parse
 
 if TYPE_CHECKING:
     from flowtui.runtime.engine import Run
