@@ -81,7 +81,7 @@ def add_flow_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--watch", action="append", default=[], metavar="EXPR",
                         help="pause when EXPR becomes true, e.g. 'state.rodadas >= 3', 'memory ~ /plano/i', "
                              "'cost > 0.50', 'repeat(ler_arquivo) >= 3' (repeatable; README: Watchpoints). "
-                             "`flowtui run` without --listen stops the run there instead")
+                             "`flowtui run` without --listen stops the run there instead (exit 3)")
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
 
 
@@ -323,7 +323,7 @@ async def _run_headless(args: argparse.Namespace, memory: dict[str, str], data: 
         say(f"flowtui: the run {status}: {why}")
     elif view.status == "failed":
         say(f"flowtui: the run failed: {view.error}")
-    elif args.json and view.status == "stopped" and (view.reason or "").startswith("watchpoint "):
+    elif args.json and stopped_at_watchpoint(view):
         say(f"flowtui: the run stopped at a {view.reason}")  # (without --json, the tree said it)
     if args.snapshot_out and view.run_id is not None:
         replaced = write_snapshot(view, args.snapshot_out)
@@ -334,4 +334,9 @@ async def _run_headless(args: argparse.Namespace, memory: dict[str, str], data: 
         return 1
     if not args.json and view.output is not None:
         say(view.output, file=sys.stdout)
-    return 0
+    return 3 if stopped_at_watchpoint(view) else 0
+
+
+def stopped_at_watchpoint(view: Any) -> bool:
+    """The run ended where a ``--watch`` fired (``flowtui run`` exits 3, so a script can tell)."""
+    return view.status == "stopped" and (view.reason or "").startswith("watchpoint ")
