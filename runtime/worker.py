@@ -122,8 +122,8 @@ class Worker:
               on_watch: str = "pause", **options: Any) -> None:
         try:
             self.controller.watch.add_all(watch)
-        except WatchError as exc:  # they come from the command line: say so
-            raise ConfigError(exc.render("--watch: ")) from None
+        except WatchError as exc:  # they come from the command line: say so (the reply says which one)
+            raise ConfigError(exc.render("--watch: ")) from exc
         self.controller.on_watch = on_watch  # type: ignore[assignment]
         if not paused:
             self.controller.resume()
@@ -163,8 +163,8 @@ class Worker:
         try:
             value = self._apply(command)
         except Exception as exc:  # the reason goes back to the client; the run goes on
-            where = {"expr": exc.expr, "column": exc.column} if isinstance(exc, WatchError) else None
-            self.reply(command, error=visible(self.redactor.redact(str(exc) or type(exc).__name__)), value=where)
+            self.reply(command, error=visible(self.redactor.redact(str(exc) or type(exc).__name__)),
+                       value=watch_refusal(exc))
             return
         self.reply(command, value=value)
 
@@ -403,6 +403,14 @@ def _read_commands(worker: Worker, stream: Any, loop: asyncio.AbstractEventLoop,
         _orphaned(worker.grace)
 
 
+def watch_refusal(exc: BaseException) -> dict[str, Any] | None:
+    """A refused watchpoint, for the reply's ``value``: which one, where, what, and what to do."""
+    cause = exc if isinstance(exc, WatchError) else exc.__cause__
+    if not isinstance(cause, WatchError):
+        return None
+    return {"expr": cause.expr, "column": cause.column, "message": cause.message, "hint": cause.hint}
+
+
 def _orphaned(grace: float) -> None:
     """The client is gone (its end of our stdin closed): the run was told to stop; if code that never
     returns holds it, unwind that code, and if even that fails, leave. A worker never outlives its
@@ -415,3 +423,4 @@ def _orphaned(grace: float) -> None:
 
 if __name__ == "__main__":
     sys.exit(main())
+

@@ -147,10 +147,12 @@ def test_a_client_sets_lists_and_clears_watchpoints_and_the_run_pauses_at_them(l
     assert c.command(type="watch", expr="tasks~/x/", on=False)["value"] == ["memory ~ /plano/i",
                                                                            "state.rounds>=1"]  # as written
     bad = c.command(type="watch", expr="state.rounds >>= 1")
-    assert not bad["ok"] and bad["value"] == {"expr": "state.rounds >>= 1", "column": 15}
+    assert not bad["ok"] and bad["value"] == {"expr": "state.rounds >>= 1", "column": 15, "hint": None,
+                                              "message": "expected a value: a number, 'text', true, false or null"}
     assert bad["error"].startswith("expected a value: a number, 'text', true, false or null at column 15")
     unknown = c.command(type="watch", expr="state.rodadas")
-    assert not unknown["ok"] and "WatchedState (the state of WatchedWorkflow) has the fields" in unknown["error"]
+    assert not unknown["ok"] and unknown["value"]["hint"] == ("WatchedState (the state of WatchedWorkflow) has "
+                                                              "the fields rounds, approved, notes")
     assert c.command(type="continue")["ok"]
     first = c.paused()  # --listen pauses rather than stops
     assert (first["reason"], first["watch"][0]["expr"], first["name"]) == ("watchpoint", "memory ~ /plano/i", "Writer")

@@ -75,6 +75,7 @@ class RunClient:
         self.lines: list[bytes] = []  # every event of the current run, as it came (for the event log)
         self.breakpoints: set[str] = set(config.breakpoints)
         self.watches: list[str] = list(config.watch)  # as the worker last listed them
+        self.refused_watches: list[p.Reply] = []  # dropped when the last run started, each saying why
         self.input: str | None = config.input
         self.journals: list[str] = []  # the journal files this session's runs wrote
         self.logs: deque[str] = deque(maxlen=LOG_LINES)  # the last lines the flow printed
@@ -138,8 +139,20 @@ class RunClient:
             self.journals.append(journal)
         assert self.channel is not None
         self.channel.journal = journal
+        await self._check_watches()
         return await self.channel.command(_p().Start(input=input, memory=c.memory, data=c.data, journal=journal,
                                                      approve=c.approve, watch=self.watches))
+
+    async def _check_watches(self) -> None:
+        """Set the watchpoints one by one before the run starts: one the flow refuses (a state field
+        a reloaded flow no longer has) is dropped, with why, in ``refused_watches``, and the run
+        starts with the others."""
+        self.refused_watches = []
+        for expr in list(self.watches):
+            reply = await self.channel.command(_p().SetWatch(expr=expr))
+            if not reply.ok:
+                self.watches.remove(expr)
+                self.refused_watches.append(reply)
 
     def _log(self, text: str) -> None:
         self.logs.append(text)
