@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import itertools
 import os
-import uuid
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -155,23 +154,42 @@ class App:
                 data: Mapping[str, Any] | None = None, budget: Budget | None = None,
                 journal: str | Path | None = None, controller: Controller | None = None,
                 on_event: Callable[[Any], None] | None = None,
-                snapshot: str | Path | Snapshot | None = None) -> Run:
-        """A run ready to ``await run.execute()`` (the TUI keeps it to send edits and commands)."""
+                snapshot: str | Path | Snapshot | None = None, resume_from: Any = None,
+                on_divergence: str = "stop") -> Run:
+        """A run ready to ``await run.execute()`` (the TUI keeps it to send edits and commands).
+
+        ``resume_from`` (``"JOURNAL[@K]"``, see :mod:`flowtui.runtime.resume`) re-executes the
+        journal's last run with this code, checked against it; the input, memory and data not
+        given are the recorded run's."""
+        resume = None
+        if resume_from is not None:
+            from flowtui.runtime.resume import Resume
+
+            resume = Resume.load(resume_from, on_divergence=on_divergence)
+            recorded = resume.start_values()
+            input = recorded["input"] if input is None else input
+            memory = recorded["memory"] if memory is None else memory
+            data = recorded["data"] if data is None else data
         data = check_data_arg(data)
         if snapshot is not None and not isinstance(snapshot, Snapshot):
             snapshot = load_snapshot(snapshot)
         sinks: list[Sink] = list(self._subscribers)
         if on_event is not None:
             sinks.append(on_event)
-        run_id = f"r{next(_run_numbers)}-{uuid.uuid4().hex[:6]}"
+        run_id = f"r{next(_run_numbers)}-{os.urandom(3).hex()}"  # what uuid4().hex[:6] is, without the UUID
         async def startup() -> None:
             await self.start()
             sinks.extend(s for s in self._subscribers if s not in sinks)  # subscribed by an async setup
 
+        wrap = resume.wrap(self.wrap) if resume is not None else self.wrap
         run = Run(plans=self.plans, emitter=Emitter(Stream(sinks), run_id), input=input,
                   memory=memory_items(memory), data=data, tracker=BudgetTracker(check_budget_arg(budget)),
-                  controller=controller, model=self.model, wrap=self.wrap,
+                  controller=controller, model=self.model, wrap=wrap,
                   replies=self.replies, snapshot=snapshot, middlewares=self.middlewares, startup=startup)
+        if resume is not None:  # the last sink: every other one has had an event when it is compared
+            run.resume = resume
+            resume.attach(run)
+            sinks.append(resume)
         if journal is not None:  # opened only once the run could be built: a refused run leaves no file
             run.journal = JournalWriter(journal)
             sinks.insert(0, run.journal)
@@ -183,7 +201,8 @@ class App:
                   journal: str | Path | None = None, controller: Controller | None = None,
                   on_event: Callable[[Any], None] | None = None,
                   snapshot: str | Path | Snapshot | None = None, listen: str | None = None,
-                  token: str | None = None, listen_public: bool = False) -> str | None:
+                  token: str | None = None, listen_public: bool = False, resume_from: Any = None,
+                  on_divergence: str = "stop") -> str | None:
         """Run the workflow once and return its output (``ctx.output`` at the end).
 
         ``input`` is a string or ``{"message": ...}`` (the first user turn; a
@@ -194,6 +213,10 @@ class App:
         ``journal`` writes every event to that JSONL file as it happens;
         ``snapshot`` (a TOML file from :func:`runtime.snapshot.snapshot_toml`)
         starts from its memory, tasks, history and state fields.
+        ``resume_from="JOURNAL[@K]"`` re-executes that journal's run with this code up to
+        event K, serving the recorded model replies and tool results and checking every
+        event (:mod:`flowtui.runtime.resume`), then goes on live; at a divergence the run
+        stops (``on_divergence="stop"``) or, with a controller, pauses (``"pause"``).
         Raises the run's error when it fails; returns the output so far when a
         ``stop`` budget or a ``stop`` command ended it.
 
@@ -206,14 +229,17 @@ class App:
             from flowtui.runtime.listen import serve_app
 
             return await serve_app(self, listen, token=token, public=listen_public, input=input, memory=memory,
-                                   data=data, budget=budget, journal=journal, snapshot=snapshot, on_event=on_event)
+                                   data=data, budget=budget, journal=journal, snapshot=snapshot, on_event=on_event,
+                                   resume_from=resume_from)
         run = self.prepare(input, memory=memory, data=data, budget=budget, journal=journal,
-                           controller=controller, on_event=on_event, snapshot=snapshot)
+                           controller=controller, on_event=on_event, snapshot=snapshot, resume_from=resume_from,
+                           on_divergence=on_divergence)
         return await run.execute()
 
 
 _BOOTSTRAP_OPTIONS = frozenset({"model", "replies", "record", "replay"})
-_RUN_OPTIONS = frozenset({"memory", "data", "budget", "journal", "controller", "on_event", "snapshot"})
+_RUN_OPTIONS = frozenset({"memory", "data", "budget", "journal", "controller", "on_event", "snapshot",
+                          "resume_from", "on_divergence"})
 
 
 async def run(target: type, /, input: Any = None, *, max_iterations: int | float = 10,

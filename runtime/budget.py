@@ -14,6 +14,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from flowtui.runtime.construct import builders
 from flowtui.runtime.errors import ConfigError
 
 LIMITS = ("max_duration_s", "max_chat_calls", "max_tool_calls", "max_tokens", "max_cost_usd")
@@ -114,11 +115,18 @@ class BudgetTracker:
                            tool_calls=self.tool_calls, tokens=self.tokens, cost_usd=self.cost_usd)
 
     def totals(self, *, exceeded: str | None = None) -> RunTotals:
-        return RunTotals(chat_calls=self.chat_calls, tool_calls=self.tool_calls,
-                         tokens=TokenTotals(prompt=self.prompt_tokens, completion=self.completion_tokens,
-                                            total=self.tokens),
-                         cost_usd=self.cost_usd, elapsed_s=round(time.perf_counter() - self._t0, 6),
-                         exceeded=exceeded)
+        tokens = {"prompt": self.prompt_tokens, "completion": self.completion_tokens, "total": self.tokens}
+        fields = {"chat_calls": self.chat_calls, "tool_calls": self.tool_calls, "tokens": tokens,
+                  "cost_usd": self.cost_usd, "elapsed_s": round(time.perf_counter() - self._t0, 6),
+                  "exceeded": exceeded}
+        # Counted by the runtime, so of their declared types (then built without validation),
+        # unless a provider's reply carried token counts or a cost of other types.
+        if (type(self.chat_calls) is int and type(self.tool_calls) is int and type(self.prompt_tokens) is int
+                and type(self.completion_tokens) is int and type(self.tokens) is int
+                and type(self.cost_usd) is float and (exceeded is None or type(exceeded) is str)):
+            fields["tokens"] = builders[TokenTotals](tokens)
+            return builders[RunTotals](fields)
+        return RunTotals(**fields)
 
     def exceeded_in(self) -> "tuple[BudgetTracker, str] | None":
         """(the tracker whose budget was reached, the limit's name), here or in a parent; or None."""

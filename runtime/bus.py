@@ -14,12 +14,13 @@ by the engine, so user code (hooks, tools) never passes them along.
 from __future__ import annotations
 
 import contextvars
+import itertools
 import threading
 import time
 from collections.abc import Callable
 from typing import Any
 
-from flowtui.runtime.construct import build, builder_for
+from flowtui.runtime.construct import build, builders
 from flowtui.runtime.events import SubscriberError
 
 Sink = Callable[[Any], None]
@@ -56,16 +57,14 @@ class Stream:
     def __init__(self, sinks: list[Sink]) -> None:
         self._sinks = sinks
         self._seq = 0
-        self._nodes = 0
+        self._node_ids = itertools.count(1)
         self._reported: set[int] = set()
         self.lock = threading.RLock()
         self._delivering = False
         self._queued: list[Any] = []
 
     def next_node_id(self) -> str:
-        with self.lock:
-            self._nodes += 1
-            return f"n{self._nodes}"
+        return f"n{next(self._node_ids)}"  # one step of a C counter: atomic, no lock needed
 
     @property
     def last_seq(self) -> int:
@@ -84,23 +83,30 @@ class Stream:
                 self._sinks.remove(sink)
 
     def emit(self, cls: type, run_id: str, fields: dict[str, Any]) -> Any:
+        """Number ``fields`` as an event of ``cls`` of run ``run_id`` and deliver it (what
+        :meth:`Emitter.emit` does, inline there: a run emits a dozen events a turn)."""
         with self.lock:
             self._seq += 1
             fields["seq"] = self._seq
             fields["ts"] = time.time()
             fields["run_id"] = run_id
-            event = builder_for(cls)(fields)
+            event = builders[cls](fields)
             if self._delivering:  # emitted by a sink: after the event it is handling
                 self._queued.append(event)
                 return event
             self._delivering = True
             try:
                 self._deliver(event)
-                while self._queued:
-                    self._deliver(self._queued.pop(0))
+                if self._queued:
+                    self._drain()
             finally:
                 self._delivering = False
-        return event
+            return event
+
+    def _drain(self) -> None:
+        """Deliver what sinks emitted while they received an event, in order."""
+        while self._queued:
+            self._deliver(self._queued.pop(0))
 
     def _deliver(self, event: Any) -> None:
         failed = None
@@ -158,4 +164,30 @@ class Emitter:
             fields["node_id"], fields["parent_id"] = current_node.get()
         if "origin" not in fields:
             fields["origin"] = current_origin.get()
-        return self.stream.emit(cls, self.run_id, fields)
+        # Stream.emit, inline: a run emits a dozen events a turn.
+        stream = self.stream
+        with stream.lock:
+            stream._seq += 1
+            fields["seq"] = stream._seq
+            fields["ts"] = time.time()
+            fields["run_id"] = self.run_id
+            event = builders[cls](fields)
+            if stream._delivering:  # emitted by a sink: after the event it is handling
+                stream._queued.append(event)
+                return event
+            stream._delivering = True
+            try:
+                failed = None
+                for sink in stream._sinks:  # Stream._deliver, inline
+                    try:
+                        sink(event)
+                    except Exception as exc:  # a subscriber never breaks the run
+                        failed = (failed or []) + [(sink, exc)]
+                if failed:
+                    for sink, exc in failed:
+                        stream._report(sink, exc, event.run_id)
+                if stream._queued:
+                    stream._drain()
+            finally:
+                stream._delivering = False
+            return event

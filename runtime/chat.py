@@ -15,14 +15,14 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, model_serializer
 
-from flowtui.runtime.construct import build
+from flowtui.runtime.construct import builders
 from flowtui.runtime.decorators import AgentSpec
 from flowtui.runtime.errors import ConversationError, ProviderError
 from flowtui.runtime.events import ChatAttempt, ChatDelta
 from flowtui.runtime.messages import Message
 from flowtui.runtime.middleware import through
 from flowtui.runtime.nodes import NodeScope
-from flowtui.runtime.providers.base import AttemptInfo, ChatReply, ChatRequest, Provider
+from flowtui.runtime.providers.base import AttemptInfo, ChatReply, ChatRequest, Provider, Usage
 from flowtui.runtime.wellformed import problems
 
 if TYPE_CHECKING:
@@ -50,17 +50,20 @@ def build_request(run: "Run", spec: AgentSpec, prompt: str) -> ChatRequest:
         emit(ChatAttempt, attempt=info.attempt, error=info.error, status=info.status, retry_in_s=info.retry_in_s)
 
     tools = run.plans.tool_specs[spec.cls]
-    return build(ChatRequest, dict(
+    return builders[ChatRequest](dict(
         agent=spec.name, turn=next_turn(run, spec), messages=run.state.to_messages(prompt=prompt),
         tools=tools.schemas, tool_names=tools.names, sampling=spec.sampling, on_delta=on_delta,
         on_attempt=on_attempt))
 
 
-async def call_model(run: "Run", spec: AgentSpec, request: ChatRequest, *, prompt: str | None = None) -> ChatReply:
-    """Send ``request`` for ``spec``'s agent: a ``chat`` node around the middlewares and the provider."""
+async def call_model(run: "Run", spec: AgentSpec, request: ChatRequest, *, prompt: str | None = None,
+                     built: bool = False) -> ChatReply:
+    """Send ``request`` for ``spec``'s agent: a ``chat`` node around the middlewares and the provider.
+    ``built``: the request is :func:`build_request`'s (its messages are the history's, checked when
+    they joined it), not one user code made."""
     provider = run.providers[spec.cls]
     start = {"turn": request.turn, "messages": len(request.messages), "prompt": prompt,
-             "request": recorded(request, provider)}
+             "request": recorded(request, provider, built=built)}
     with NodeScope(run, "chat", spec.name, data=start) as scope:
         del scope.data["prompt"], scope.data["request"]  # on node.start only: node.end need not repeat them
 
@@ -86,8 +89,9 @@ async def call_model(run: "Run", spec: AgentSpec, request: ChatRequest, *, promp
                 trimmed["dropped"] += dropped
                 trimmed["by"].append(name)
 
-        try:
-            reply = await through(run.model_layers, request, send, on_pass=on_pass)
+        layers = run.model_layers
+        try:  # with no model middleware, through() would only call send
+            reply = await (through(layers, request, send, on_pass=on_pass) if layers else send(request))
         except ProviderError as exc:
             exc.agent = exc.agent or spec.name
             scope.data["attempts"] = exc.attempts
@@ -105,16 +109,26 @@ async def call_model(run: "Run", spec: AgentSpec, request: ChatRequest, *, promp
         if reply.reasoning:
             scope.data["reasoning"] = reply.reasoning
         scope.data["reply"] = {"content": reply.content, "tool_calls": [_call(c) for c in reply.tool_calls],
-                               "usage": usage.model_dump()}
+                               "usage": _usage(usage)}
     run.publish_budget()
     return reply
 
 
-def recorded(request: ChatRequest, provider: Provider) -> "Sent":
+def recorded(request: ChatRequest, provider: Provider, *, built: bool = False) -> "Sent":
     """A request as the journal keeps it: every message as sent, the tools by name, the model
-    (the provider's description) and the sampling parameters."""
-    return Sent(messages=list(request.messages), tools=sorted(request.tool_names), model=provider.describe(),
-                sampling=dict(request.sampling))
+    (the provider's description) and the sampling parameters.
+
+    A request :func:`build_request` made (``built``) holds only messages: validating them again
+    cost a pass over the whole history every turn, so a long run got slower turn after turn. It
+    is recorded without validation when the few values user code gave (the provider's
+    description, the sampling keys) have their declared types too; any other request is
+    validated, so a malformed one fails as it always did."""
+    tools, model, sampling = sorted(request.tool_names), provider.describe(), dict(request.sampling)
+    fields = dict(messages=list(request.messages), tools=tools, model=model, sampling=sampling)
+    if built and type(model) is str and (not sampling or all(type(k) is str for k in sampling)) \
+            and (not tools or all(type(t) is str for t in tools)):
+        return builders[Sent](fields)
+    return Sent(**fields)
 
 
 class Sent(BaseModel):
@@ -140,6 +154,14 @@ def _message(m: Message) -> dict[str, Any]:
     if m.role == "tool":
         out["tool_call_id"] = m.tool_call_id
     return out
+
+
+def _usage(usage: Usage) -> dict[str, Any]:
+    """``usage.model_dump()``: built by hand for a plain Usage of ints (what its serializer gives)."""
+    prompt, completion = usage.prompt_tokens, usage.completion_tokens
+    if type(usage) is Usage and type(prompt) is int and type(completion) is int:
+        return {"prompt_tokens": prompt, "completion_tokens": completion}
+    return usage.model_dump()
 
 
 def _call(call: Any) -> dict[str, Any]:

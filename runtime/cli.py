@@ -9,9 +9,14 @@ Every run is journaled: its events go to
 (``--journal FILE`` picks the file, ``--no-journal`` writes none), and the
 path is printed on stderr at the end (``flowtui replay`` opens it).
 
+``--resume-from JOURNAL[@K]`` re-executes a recorded run with the flow's current
+code, serving the journal's model replies and tool results up to event K and
+checking every event against it, then goes on live (:mod:`flowtui.runtime.resume`).
+
 Exit codes: 0 the run finished (or was stopped), 1 it failed, 2 the flow
-could not be loaded (or the command line is wrong). No traceback unless
-``--debug``. Everything printed is made inert and redacted first
+could not be loaded (or the command line is wrong, or ``--resume-from`` names
+no journal), 3 a re-executed run diverged from its journal (the report on
+stderr). No traceback unless ``--debug``. Everything printed is made inert and redacted first
 (:func:`printable`): a model's reply can neither drive the terminal nor leak a key.
 """
 
@@ -78,10 +83,13 @@ def add_flow_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--approve", action="append", default=[], metavar="TOOL",
                         help="pause before every call of this tool for a decision: approve, deny or edit "
                              "(repeatable; 'all' for every tool)")
+    parser.add_argument("--resume-from", metavar="JOURNAL[@K]",
+                        help="re-execute that journal's run with this code: model replies and tool results "
+                             "served from it up to event K (default: its end), every event checked, then live")
     parser.add_argument("--watch", action="append", default=[], metavar="EXPR",
                         help="pause when EXPR becomes true, e.g. 'state.rodadas >= 3', 'memory ~ /plano/i', "
                              "'cost > 0.50', 'repeat(ler_arquivo) >= 3' (repeatable; README: Watchpoints). "
-                             "`flowtui run` without --listen stops the run there instead (exit 3)")
+                             "`flowtui run` without --listen stops the run there instead (exit 4)")
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
 
 
@@ -298,7 +306,7 @@ async def _run_headless(args: argparse.Namespace, memory: dict[str, str], data: 
             # Nobody drives a headless run: a watchpoint that fires stops it there (--listen pauses instead).
             reply = await channel.command(p.Start(input=args.input, memory=memory or None, data=data or None,
                                                   paused=False, journal=channel.journal, watch=args.watch,
-                                                  on_watch="stop"))
+                                                  on_watch="stop", resume_from=args.resume_from))
         except ConnectionError:  # killed (two ctrl-C) before the start was answered
             reply = None
         if reply is not None and not reply.ok:  # refused before the run started (a bad snapshot, an unknown
@@ -330,13 +338,18 @@ async def _run_headless(args: argparse.Namespace, memory: dict[str, str], data: 
         say(f"snapshot: {'replaced' if replaced else 'wrote'} {args.snapshot_out}")
     if journal is not None and journal.exists():
         say(journal_note(journal, appended_to))
+    if view.divergence is not None:
+        from flowtui.runtime.divergence import report
+
+        say(f"flowtui: {report(view.divergence)}")
+        return 3
     if view.status == "failed":
         return 1
     if not args.json and view.output is not None:
         say(view.output, file=sys.stdout)
-    return 3 if stopped_at_watchpoint(view) else 0
+    return 4 if stopped_at_watchpoint(view) else 0
 
 
 def stopped_at_watchpoint(view: Any) -> bool:
-    """The run ended where a ``--watch`` fired (``flowtui run`` exits 3, so a script can tell)."""
+    """The run ended where a ``--watch`` fired (``flowtui run`` exits 4, so a script can tell)."""
     return view.status == "stopped" and (view.reason or "").startswith("watchpoint ")

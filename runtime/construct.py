@@ -16,12 +16,16 @@ cache holds one entry per class of the runtime.
 from __future__ import annotations
 
 from collections.abc import Callable
-from functools import cache
 from typing import Any
 
 from pydantic import BaseModel
 
-_setattr = object.__setattr__
+# What pydantic's own construction sets on a new model, as the four slots BaseModel declares;
+# set through their descriptors (what object.__setattr__ finds for them, without the lookup).
+_set_dict = BaseModel.__dict__["__dict__"].__set__
+_set_fields_set = BaseModel.__dict__["__pydantic_fields_set__"].__set__
+_set_extra = BaseModel.__dict__["__pydantic_extra__"].__set__
+_set_private = BaseModel.__dict__["__pydantic_private__"].__set__
 
 
 def _builder(cls: type) -> Callable[[dict[str, Any]], Any]:
@@ -43,10 +47,10 @@ def _builder(cls: type) -> Callable[[dict[str, Any]], Any]:
                 if name not in fields:
                     values[name] = factory()
         obj = new(cls)
-        _setattr(obj, "__dict__", values)
-        _setattr(obj, "__pydantic_fields_set__", set(fields))
-        _setattr(obj, "__pydantic_extra__", None)
-        _setattr(obj, "__pydantic_private__", None)
+        _set_dict(obj, values)
+        _set_fields_set(obj, set(fields))
+        _set_extra(obj, None)
+        _set_private(obj, None)
         return obj
 
     return build
@@ -64,9 +68,18 @@ def _factory(factory: Callable[[], Any]) -> Callable[[], Any]:
     return factory
 
 
-# The builder of a class: ``builder_for(cls)(fields)`` is ``cls(**fields)`` without validation
-# (``fields``, as given, is the model's fields set). Made once per class.
-builder_for: Callable[[type], Callable[[dict[str, Any]], Any]] = cache(_builder)
+class _Builders(dict):
+    """class -> its builder, made on first use (a dict: looking one up is one subscript)."""
+
+    def __missing__(self, cls: type) -> Callable[[dict[str, Any]], Any]:
+        made = self[cls] = _builder(cls)
+        return made
+
+
+# The builder of a class: ``builders[cls](fields)``, or ``builder_for(cls)(fields)``, is
+# ``cls(**fields)`` without validation (``fields``, as given, is the model's fields set).
+builders: dict[type, Callable[[dict[str, Any]], Any]] = _Builders()
+builder_for: Callable[[type], Callable[[dict[str, Any]], Any]] = builders.__getitem__
 
 
 def build(cls: type, fields: dict[str, Any]) -> Any:
@@ -82,8 +95,8 @@ def copy_with(model: Any, update: dict[str, Any]) -> Any:
             or cls.model_config.get("extra") == "allow":
         return model.model_copy(update=update)
     obj = cls.__new__(cls)
-    _setattr(obj, "__dict__", {**model.__dict__, **update})
-    _setattr(obj, "__pydantic_fields_set__", model.__pydantic_fields_set__ | update.keys())
-    _setattr(obj, "__pydantic_extra__", None)
-    _setattr(obj, "__pydantic_private__", None)
+    _set_dict(obj, {**model.__dict__, **update})
+    _set_fields_set(obj, model.__pydantic_fields_set__ | update.keys())
+    _set_extra(obj, None)
+    _set_private(obj, None)
     return obj

@@ -126,12 +126,14 @@ class AgentContext:
     def _set(self, name: str, value: Any, *, origin: str | None, shown: dict[str, Any] | None = None) -> None:
         """Set field ``name``; ``shown`` is the value as the event carries it, when the runtime
         made it along with the value (``ctx.turn``, ``ctx.loop``: no dump needed)."""
-        fields: dict[str, Any] = {"name": name, "value": _event_value(value) if shown is None else shown}
-        if origin:
-            fields["origin"] = origin
+        if shown is None:
+            shown = _event_value(value)
         with self._lock:  # the change and its event together
             self._fields[name] = value
-            self._emit(CtxSet, **fields)
+            if origin:
+                self._emit(CtxSet, name=name, value=shown, origin=origin)
+            else:
+                self._emit(CtxSet, name=name, value=shown)
 
     def stop(self) -> None:
         """End the run gracefully after the current unit of work, with the output so far.

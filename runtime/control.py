@@ -75,6 +75,7 @@ class Controller:
                  approve: Iterable[str] = (), watch: Iterable[str] = (), on_watch: OnWatch = "pause") -> None:
         self._mode: Mode = "step" if start_paused else "run"
         self._reason = "start" if start_paused else "step"
+        self._pause_reason = "pause"
         self._target_loop: str | None = None
         self._stop = False
         self._wake: asyncio.Event | None = None
@@ -164,7 +165,7 @@ class Controller:
             return "approval"  # whatever the mode: a call of such a tool never runs undecided
         mode = self._mode
         if mode == "pause":
-            return "pause"
+            return self._pause_reason
         if mode == "step":
             return self._reason
         if mode == "next_turn" and point.kind == "agent":
@@ -207,9 +208,16 @@ class Controller:
         """Go on as the run was going (after a decision on a tool call that waited for approval)."""
         self._signal()
 
-    def pause(self) -> None:
-        """Pause at the next pause point."""
+    def pause(self, reason: str = "pause") -> None:
+        """Pause at the next pause point (``reason``: what the pause will say, e.g. ``diverged``)."""
+        self._pause_reason = reason
         self._command("pause", wake=False)
+
+    def resumed(self) -> None:
+        """A re-executed prefix is over (``--resume-from``): a run that started paused pauses at the
+        next pause point, and says why (``resumed``)."""
+        if self._mode == "step" and self._reason == "start":
+            self._reason = "resumed"
 
     def stop(self) -> None:
         """End the run cleanly (status ``stopped``) at the next pause point."""

@@ -136,6 +136,10 @@ class ConversationState:
         items = self._buckets["tasks"]
         return Snapshot(items, len(items))
 
+    def _history_length(self) -> int:
+        """``len(self.history)``, for the runtime: without making the read-only view."""
+        return len(self._buckets["history"])
+
     def get(self, bucket: str) -> Sequence[Any]:
         items = self._bucket(bucket)
         return Snapshot(items, len(items))

@@ -19,7 +19,7 @@ from flowtui.runtime.errors import ConfigError, PromptNotFoundError
 from flowtui.runtime.markers import where
 from flowtui.runtime.middleware import check_middleware
 from flowtui.runtime.providers.base import Provider
-from flowtui.runtime.tool_forms import SPEC_ATTR, ToolSpec, as_tool, function_tool
+from flowtui.runtime.tool_forms import REPLAY_MODES, SPEC_ATTR, ToolSpec, as_tool, function_tool
 
 HOOKS = ("before_prompt", "before_tool", "after_tool", "after_response", "on_error")
 
@@ -34,6 +34,7 @@ class AgentSpec:
     sampling: dict[str, Any]
     hooks: frozenset[str]
     takes_over: bool  # defines run(self, input, ctx)
+    prompt_file: str | None = None  # the file the prompt was read from (a re-execution names it)
 
 
 @dataclass(frozen=True)
@@ -91,6 +92,7 @@ def agent(*, provider: Any, prompt: str = "", tools: list[type] | tuple[type, ..
             tools=specs, sampling=dict(sampling or {}),
             hooks=frozenset(h for h in HOOKS if callable(getattr(cls, h, None))),
             takes_over=callable(getattr(cls, "run", None)),
+            prompt_file=str(path) if path is not None else None,
         )
         setattr(cls, SPEC_ATTR, spec)
         return cls
@@ -115,26 +117,35 @@ def _check_provider(provider: Any, agent: str) -> None:
 
 
 def tool(target: Any = None, /, *, name: str | None = None, description: str = "",
-         schema: type[BaseModel] | None = None):
+         schema: type[BaseModel] | None = None, replay: str = "serve"):
     """Declare a tool: a class with ``execute`` (sync or async) and a pydantic ``schema``,
     or a function (``@tool`` or ``@tool(name=...)``) whose parameters are its schema.
 
     The description defaults to the docstring (for a function, the text before
     its ``Args:`` section, whose lines describe the parameters). A decorated
     function stays an ordinary function you can call in a test.
+
+    ``replay``: what a re-execution against a journal (``--resume-from``) does with the
+    tool's recorded calls. ``"serve"`` (the default): the tool is not run, its recorded
+    result is served (a tool may have side effects); ``"rerun"``: it runs again and its
+    new result is checked against the recorded one (for a tool whose result depends on
+    the world, to see the difference).
     """
     if schema is not None and not (isinstance(schema, type) and issubclass(schema, BaseModel)):
         raise ConfigError(f"@tool({getattr(target, '__name__', name or '')}): schema= must be a pydantic "
                           f"BaseModel subclass, got {schema!r}")
+    if replay not in REPLAY_MODES:
+        raise ConfigError(f"@tool({getattr(target, '__name__', name or '')}): replay= is 'serve' (the "
+                          f"default: a re-execution serves the recorded result) or 'rerun', not {replay!r}")
 
     def wrap(obj: Any) -> Any:
         if isinstance(obj, type):
             if not callable(getattr(obj, "execute", None)):
                 raise ConfigError(f"@tool class {obj.__name__} has no execute() method")
             spec = ToolSpec(target=obj, form="class", name=name or obj.__name__,
-                            description=description or (obj.__doc__ or "").strip(), schema=schema)
+                            description=description or (obj.__doc__ or "").strip(), schema=schema, replay=replay)
         elif inspect.isfunction(obj):
-            spec = function_tool(obj, name=name, description=description, schema=schema)
+            spec = function_tool(obj, name=name, description=description, schema=schema, replay=replay)
         else:
             raise ConfigError(f"@tool decorates a class with execute() or a function, not {obj!r}")
         setattr(obj, SPEC_ATTR, spec)

@@ -84,37 +84,14 @@ _WHICH = "give a journal a run wrote (.flowtui/runs/*.jsonl, or flowtui run --jo
 
 
 def read_runs(path: str | Path, *, notices: list[Any] | None = None) -> list[list[Any]]:
-    """The runs recorded in a journal, each a list of events (a file appended to holds several,
-    each restarting its sequence numbers at 1). Raises :class:`DiffError` for a file that is
-    not a journal. The same reading as the replay's."""
-    from flowtui.runtime.journal import Invalid, read_journal
+    """The runs recorded in a journal (the replay's reading, :func:`flowtui.runtime.journal.load_runs`).
+    Raises :class:`DiffError` for a file that is not a journal."""
+    from flowtui.runtime.journal import JournalError, load_runs
 
-    p = Path(path)
-    if p.is_dir():
-        raise DiffError(f"{path}: is a folder, not a journal file; {_WHICH}")
-    skipped: list[Any] = []
     try:
-        events = list(read_journal(p, notices=skipped))
-    except FileNotFoundError:
-        raise DiffError(f"{path}: no such file") from None
-    except OSError as exc:
-        raise DiffError(f"{path}: cannot read it: {exc.strerror or exc}") from None
-    if notices is not None:
-        notices.extend(skipped)
-    if not any(not isinstance(e, Invalid) for e in events):
-        if skipped or events:
-            first = skipped[0] if skipped else events[0]
-            raise DiffError(f"{path}: not a flowtui journal (line {first.line}: {first.reason}); {_WHICH}")
-        raise DiffError(f"{path}: empty, no events recorded")
-    runs: list[list[Any]] = [[]]
-    last = 0
-    for ev in events:
-        if not isinstance(ev, Invalid):  # a run starts where the sequence numbers start again
-            if runs[-1] and ev.seq <= last:
-                runs.append([])
-            last = ev.seq
-        runs[-1].append(ev)
-    return runs
+        return load_runs(path, notices=notices, hint=_WHICH)
+    except JournalError as exc:
+        raise DiffError(str(exc)) from None
 
 
 def load_run(path: str | Path, run: int | None = None, *, option: str = "--run") -> LoadedRun:

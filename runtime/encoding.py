@@ -52,6 +52,21 @@ def encode_event(event: Any, redactor: Redactor, *, limit: int | None = None,
     """``event`` as one JSON line (UTF-8, no newline); see the module docstring.
 
     ``kept`` (with ``limit``) receives each string that was cut, whole, by its path."""
+    global _LAST
+    if limit is None:  # the journal and a re-execution's check encode the same event: once
+        last = _LAST
+        if last[0] is event and last[1] == redactor.values:
+            return last[2]
+        raw = _encode(event, redactor, None, None)
+        _LAST = (event, redactor.values, raw)
+        return raw
+    return _encode(event, redactor, limit, kept)
+
+
+_LAST: tuple[Any, tuple[str, ...], bytes] = (None, (), b"")  # the last event encoded whole, its line
+
+
+def _encode(event: Any, redactor: Redactor, limit: int | None, kept: dict[str, str] | None) -> bytes:
     fields = event.__dict__
     try:
         raw = to_json(fields, fallback=repr, inf_nan_mode="null")

@@ -92,6 +92,7 @@ class Run:
         self.status = "idle"  # then running; at the end finished, failed or stopped (as run.end says)
         self.root: Run = self  # the top-level run; child runs register in its `runs`
         self.runs: dict[str, Run] = {self.id: self}
+        self.resume: Any = None  # a re-execution against a journal (runtime.resume.Resume), on the top-level run
         if controller is not None and not depth:  # a child's events reach its parent's watchpoints
             controller.watch.bind(self)
 
@@ -107,6 +108,7 @@ class Run:
             input=_jsonable_input(self.input), memory=list(self.state.memory),
             state=self.observer.snapshot() if self.observer else {}, file=self.spec.file,
             data=jsonable(dict(self.ctx.data)),
+            resumed_from=self.resume.origin() if self.resume is not None else None,
         )
         reason = error = None
         self.status = "running"
@@ -145,6 +147,8 @@ class Run:
                 self.observer.detach()
         if status == "finished" and self.ctx._stop_by is not None:  # ctx.stop() with nothing left to skip
             status, reason = "stopped", f"stopped by ctx.stop() in {self.ctx._stop_by}"
+        if self.resume is not None:
+            status, reason = self.resume.ending(status, reason)
         output = self.ctx.get("output")
         self.status = status
         self.emitter.emit(RunEnd, node_id=None, parent_id=current_node.get()[0], status=status, output=output,
@@ -202,6 +206,9 @@ class Run:
             self.observer.check()
 
     async def pause(self, kind: str, name: str, *, prompt: str | None = None, call: Any = None) -> None:
+        resume = self.root.resume
+        if resume is not None and await resume.at_pause(self, kind, name):
+            return  # a re-executed prefix: the recorded edits made here are made again, and it goes on
         controller = self.controller
         if controller is None:
             return
@@ -221,11 +228,34 @@ class Run:
 
         await controller.checkpoint(point, emit)
 
+    @property
+    def pauses(self) -> bool:
+        """Whether a pause point does anything: a controller may wait there, and a re-execution
+        (``--resume-from``) makes a person's recorded edits again there. Most runs: no."""
+        return self.controller is not None or self.root.resume is not None
+
+    def gate_needed(self) -> bool:
+        """Whether :meth:`gate` has anything to do: a ``ctx.stop()`` to honour, a budget (this
+        run's or a parent's) to check, a re-execution that diverged. Most runs have none: they
+        skip awaiting it."""
+        if self.ctx._stop_by is not None:
+            return True
+        if self.root.resume is not None and self.root.resume.diverged is not None:
+            return True
+        tracker = self.tracker
+        while tracker is not None:
+            if tracker.budget is not None:
+                return True
+            tracker = tracker.parent
+        return False
+
     async def gate(self) -> None:
         """Between units of work: end the run after ``ctx.stop()``; stop or raise when a budget
         limit is reached (``on_exceeded(ctx, usage, limit)``, sync or async, may take fewer
         parameters, is called once per budget)."""
         self.check_stop()
+        if self.root.resume is not None:
+            self.root.resume.check()  # a re-execution that diverged stops before anything live
         found = self.tracker.exceeded_in()
         if found is None:
             return
@@ -255,10 +285,10 @@ class Run:
         if self.tracker.budget is not None:
             self.ctx._set("budget", self.tracker.usage(), origin="runtime")
 
-    async def hook(self, fn: Any, agent: str, hook: str, args: tuple) -> Any:
+    def hook(self, fn: Any, agent: str, hook: str, args: tuple) -> Awaitable[Any]:
+        """Call hook ``fn`` with the arguments it takes (await the result: call_user's coroutine)."""
         arity = self.plans.arity(fn)
-        return await call_user(fn, args[:arity], origin=f"hook:{agent}.{hook}",
-                               then=self.check_state)
+        return call_user(fn, args[:arity], origin=f"hook:{agent}.{hook}", then=self.check_state)
 
 
 def _first_message(input: Any) -> str | None:

@@ -5,7 +5,8 @@
      │    ├── PromptNotFoundError an @agent prompt file is missing (resolved path)
      │    └── InjectionError      a marker cannot be satisfied (class, parameter)
      ├── ConfigError              a bad argument to a decorator, loop or run()
-     │    └── WatchError          a watchpoint that cannot be parsed, or names an unknown field (column)
+     │    ├── WatchError          a watchpoint that cannot be parsed, or names an unknown field (column)
+     │    └── ResumeError         a bad --resume-from: no such journal, not a journal, K beyond its end
      ├── RunError                 raised out of ``app.run``
      │    ├── BudgetExceededError a budget in ``mode="raise"`` was blown
      │    ├── ConversationError   a model call would send a history no provider accepts
@@ -69,6 +70,11 @@ class WatchError(ConfigError):
         line = f"{prefix}{self.message} at column {self.column}: {self.expr}"
         caret = " " * (len(line) - len(self.expr) + self.column - 1) + "^"
         return f"{line}\n{caret}" + (f"\n{self.hint}" if self.hint else "")
+
+
+class ResumeError(ConfigError):
+    """``--resume-from JOURNAL[@K]`` (``app.run(resume_from=...)``) names no journal that can be
+    re-executed: a missing file, a file that is not a journal, a ``K`` beyond the recorded run."""
 
 
 class RunError(FlowtuiError):

@@ -41,6 +41,16 @@ class _Event(BaseModel):
     origin: str = "runtime"
 
 
+class ResumedFrom(BaseModel):
+    """Where a re-executed run came from (``flowtui run FLOW --resume-from JOURNAL@K``)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    journal: str = Field(description="the parent journal, as given")
+    run_id: str = Field(description="the id of the recorded run re-executed")
+    at: int = Field(description="K: the recorded events up to this seq were served and checked")
+
+
 class RunStart(_Event):
     type: Literal["run.start"] = "run.start"
     workflow: str
@@ -49,6 +59,7 @@ class RunStart(_Event):
     state: dict[str, Any] = Field(default_factory=dict, description="initial workflow state")
     file: str | None = None
     data: dict[str, Any] = Field(default_factory=dict, description="the run's data (ctx.data); never sent to the model")
+    resumed_from: ResumedFrom | None = Field(default=None, description="a re-executed run: its parent journal")
 
 
 class RunEnd(_Event):
@@ -176,7 +187,8 @@ class RunPause(_Event):
     type: Literal["run.pause"] = "run.pause"
     point: str = Field(description="agent, chat, tool or loop_iteration")
     name: str
-    reason: str = Field(description="start, step, next_turn, loop_once, pause, breakpoint, approval or watchpoint")
+    reason: str = Field(description="start, step, next_turn, loop_once, pause, breakpoint, approval, watchpoint, "
+                                    "resumed (after a re-executed prefix) or diverged")
     path: list[str] = Field(default_factory=list)
     prompt: str | None = Field(default=None, description="the agent prompt the next model call will send")
     call: dict[str, Any] | None = Field(default=None, description="before a tool: the call about to run "
@@ -196,6 +208,40 @@ class ToolDecision(_Event):
     reason: str | None = None
     args: dict[str, Any] | None = None
     before: dict[str, Any] | None = None
+
+
+class Difference(BaseModel):
+    """One value a re-executed event has otherwise than the recorded one."""
+
+    model_config = ConfigDict(frozen=True)
+
+    field: str = Field(description="what differs: 'request.messages[0].content', 'state.rodadas', 'node'")
+    recorded: Any = None
+    now: Any = None
+    why: str | None = Field(default=None, description="what changed, when it can be told "
+                                                     "('prompt file revisor.agent.md changed')")
+
+
+class RunDiverged(_Event):
+    """A re-executed run (``--resume-from``) did otherwise than its journal: the first mismatch.
+
+    ``at`` is the recorded event's ``seq`` (``now`` the seq of what the code emitted instead,
+    none when the run ended short); ``path`` where it happened
+    (``RevisaoWorkflow › loop 2 › RevisorAgent › chat``); ``recorded`` and ``current`` describe
+    both events in a line; ``differences`` say what differs. ``action``: ``stopped`` (the run
+    stops before doing anything live) or ``paused`` (it waits at the next pause point; continuing
+    goes on live from there).
+    """
+
+    type: Literal["run.diverged"] = "run.diverged"
+    at: int
+    now: int | None = None
+    path: str = ""
+    recorded: str = ""
+    current: str = ""
+    differences: list[Difference] = Field(default_factory=list)
+    action: Literal["stopped", "paused"] = "stopped"
+    journal: str = ""
 
 
 class RunResume(_Event):
@@ -223,7 +269,7 @@ class DisposeError(_Event):
 EVENT_CLASSES = (
     RunStart, RunEnd, NodeStart, NodeEnd, StateAppend, StateSet,
     WorkflowStateChange, CtxSet, ChatDelta, ChatAttempt, RunPause, RunResume, ToolDecision,
-    SubscriberError, DisposeError,
+    SubscriberError, DisposeError, RunDiverged,
 )
 Event = Annotated[Union[EVENT_CLASSES], Field(discriminator="type")]
 

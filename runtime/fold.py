@@ -53,7 +53,8 @@ class RunState:
     child workflow started by a tool is a run of its own, under that tool's node."""
 
     __slots__ = ("run_id", "workflow", "file", "parent_node", "parent_run", "status", "history", "history_resets",
-                 "memory", "tasks", "state", "data", "last_changed", "ctx", "prompt", "last_chat")
+                 "memory", "tasks", "state", "data", "last_changed", "ctx", "prompt", "last_chat",
+                 "history_from", "memory_from", "tasks_from", "prompt_from")
 
     def __init__(self, run_id: str | None = None, workflow: str | None = None) -> None:
         self.run_id, self.workflow = run_id, workflow
@@ -71,6 +72,11 @@ class RunState:
         self.ctx: dict[str, Any] = {}
         self.prompt: str | None = None
         self.last_chat: str | None = None  # the latest chat node: the one whose request is kept whole
+        # Provenance: for each item of a bucket, the event that put it there and its origin.
+        self.history_from: list[tuple[int, str]] = []
+        self.memory_from: list[tuple[int, str]] = []
+        self.tasks_from: list[tuple[int, str]] = []
+        self.prompt_from: tuple[int, str] | None = None
 
     def clone(self) -> "RunState":
         twin = RunState.__new__(RunState)
@@ -81,6 +87,22 @@ class RunState:
 
     def bucket(self, name: str) -> list:
         return {"history": self.history, "memory": self.memory, "tasks": self.tasks}[name]
+
+    def carry(self, bucket: str, items: list, ev: Any) -> None:
+        """A bucket replaced whole by ``ev``: items that were there already keep where they came
+        from (matched in order), the others come from ``ev``."""
+        old, origins = self.bucket(bucket), getattr(self, f"{bucket}_from")
+        kept, j = [], 0
+        for item in items:
+            k = j
+            while k < len(old) and old[k] != item:
+                k += 1
+            if k < len(old) and k < len(origins):
+                kept.append(origins[k])
+                j = k + 1
+            else:
+                kept.append((ev.seq, ev.origin))
+        setattr(self, f"{bucket}_from", kept)
 
 
 _NO_RUN = RunState()
@@ -127,6 +149,8 @@ class RunView:
         self.streaming = ""  # the text of the model reply arriving now (chat.delta), "" between replies
         self.streaming_agent: str | None = None  # whose reply ``streaming`` is
         self.user_edits = 0
+        self.resumed_from: Any = None  # a re-executed run: where it came from (run.start's resumed_from)
+        self.divergence: Any = None  # a re-executed run that diverged: the run.diverged event
         # What the run consumed: counted from chat and tool nodes as they end (child workflows
         # included), then replaced by the run's own figures on run.end (elapsed_s, exceeded).
         self.totals = RunTotals()
@@ -191,13 +215,19 @@ class RunView:
             return
         run = self.runs[ev.run_id] = RunState(ev.run_id, ev.workflow)
         run.file, run.memory, run.state, run.data = ev.file, list(ev.memory), dict(ev.state), dict(ev.data)
+        run.memory_from = [(ev.seq, "input")] * len(run.memory)  # seeded by the run's start (--memory)
         if self.run_id is None:
             self.run_id = ev.run_id
             self.status = "running"
+            self.resumed_from = getattr(ev, "resumed_from", None)
         else:
             parent = self.nodes.get(ev.parent_id) if ev.parent_id else None
             run.parent_node = ev.parent_id
             run.parent_run = parent.run_id if parent is not None else self.run_id
+
+    def _on_run_diverged(self, ev: Any) -> None:
+        if self.divergence is None:  # the first mismatch is the one that counts
+            self.divergence = ev
 
     def _on_run_end(self, ev: Any) -> None:
         run = self.runs.get(ev.run_id)
@@ -230,6 +260,7 @@ class RunView:
             if run is not None:
                 if data.get("prompt") is not None:
                     run.prompt = data["prompt"]  # the prompt this call sent (a journal without pauses has it too)
+                    run.prompt_from = (ev.seq, f"agent:{ev.name}")
                 self._keep_request(run, node.id)
 
     def _keep_request(self, run: RunState, node_id: str) -> None:
@@ -269,6 +300,7 @@ class RunView:
         if run is None:
             return
         run.bucket(ev.bucket).append(ev.item)
+        getattr(run, f"{ev.bucket}_from").append((ev.seq, ev.origin))
         self._count_user(ev)
         if ev.bucket == "history":
             self.streaming = ""
@@ -277,6 +309,7 @@ class RunView:
         run = self.runs.get(ev.run_id)
         if run is None:
             return
+        run.carry(ev.bucket, ev.items, ev)
         setattr(run, ev.bucket, list(ev.items))
         if ev.bucket == "history":
             run.history_resets += 1
@@ -311,6 +344,7 @@ class RunView:
         run = self.runs.get(ev.run_id)
         if ev.prompt is not None and run is not None:
             run.prompt = ev.prompt
+            run.prompt_from = (ev.seq, f"agent:{ev.name}")
 
     def _on_run_resume(self, ev: Any) -> None:
         self.status, self.pause = "running", None
@@ -366,12 +400,30 @@ class RunView:
                 more = f" +{len(p.watch) - 1} more" if len(p.watch) > 1 else ""
                 waits = "waiting for approval; " if p.reason == "approval" else ""
                 return text + f" ({waits}watchpoint {p.watch[0].expr}, at #{p.watch[0].seq}{more})"
-            return text + {"breakpoint": " (breakpoint)", "approval": " (waiting for approval)"}.get(p.reason, "")
+            if p.reason == "resumed" and self.resumed_from is not None:  # the end of a re-executed prefix
+                return f"{text} (re-executed up to event #{self.resumed_from.at} of its journal; live from here)"
+            return text + {"breakpoint": " (breakpoint)", "approval": " (waiting for approval)",
+                           "diverged": " (diverged from its journal)"}.get(p.reason, "")
         if self.status == "failed":
             return f"failed: {self.error}"
         if self.status in ("finished", "stopped") and self.reason and self.reason != "stopped by user":
             return f"{self.status} ({self.reason})"
         return self.status
+
+    def provenance(self) -> list[tuple[int | None, str]]:
+        """For each message of :meth:`model_sees`, (the event that put it there, its origin): the
+        prompt's, one entry for the memory-and-tasks note (its items' events listed), the history's."""
+        run = self.shown
+        out: list[tuple[int | None, str]] = []
+        if run.prompt:
+            out.append(run.prompt_from or (None, "agent prompt"))
+        if run.memory or run.tasks:
+            items = [f"#{seq} {origin}" for seq, origin in (*run.memory_from, *run.tasks_from)]
+            first = min((seq for seq, _ in (*run.memory_from, *run.tasks_from)), default=None)
+            out.append((first, ", ".join(items)))
+        out.extend(run.history_from[:len(run.history)])
+        out.extend((None, "") for _ in range(len(run.history) - len(run.history_from)))
+        return out
 
     def model_sees(self) -> list[Message]:
         """The messages the next model call will build: prompt, memory/tasks note, history (the
@@ -394,5 +446,5 @@ _HANDLERS = {
     "workflow_state.change": RunView._on_workflow_state_change, "ctx.set": RunView._on_ctx_set,
     "chat.delta": RunView._on_chat_delta, "chat.attempt": RunView._on_chat_attempt,
     "run.pause": RunView._on_run_pause, "run.resume": RunView._on_run_resume,
-    "tool.decision": RunView._on_tool_decision,
+    "tool.decision": RunView._on_tool_decision, "run.diverged": RunView._on_run_diverged,
 }

@@ -16,6 +16,7 @@ from typing import Any
 from flowtui.runtime.bus import current_origin
 
 _IS_ASYNC: dict[Any, bool] = {}
+_PLAIN = frozenset({bool, int, float, str})
 
 
 def is_async(fn: Callable[..., Any]) -> bool:
@@ -38,7 +39,9 @@ async def call_user(fn: Callable[..., Any], args: Sequence[Any], *, origin: str,
         if is_async(fn):
             return await (fn(*args, **kwargs) if kwargs else fn(*args))
         result = fn(*args, **kwargs) if kwargs else fn(*args)
-        if result is not None and inspect.isawaitable(result):  # a hook returns None most often
+        # A hook returns None most often, ``until`` a bool: neither can be awaited (isawaitable's
+        # check against the Awaitable ABC is what a sync call costs most).
+        if result is not None and type(result) not in _PLAIN and inspect.isawaitable(result):
             result = await result
         return result
     finally:

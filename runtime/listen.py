@@ -217,7 +217,7 @@ async def serve(args: Any, memory: dict[str, str], data: dict[str, str]) -> int:
     app.subscribe(TreePrinter(sys.stderr))
     try:
         worker.start(args.input, memory or None, data=data or None, paused=True, approve=args.approve,
-                     watch=args.watch)
+                     watch=args.watch, resume_from=args.resume_from, on_divergence="pause")
     except Exception as exc:  # refused before the run started (a bad snapshot, an unknown state field)
         say(refusal_text(str(exc)))
         listener.close()
@@ -263,7 +263,8 @@ async def serve_app(app: Any, address: str, *, token: str | None, public: bool, 
     worker.dispose_after = False  # the app is the caller's: it may run again
     worker.also = options.pop("on_event", None)
     listener = Listener(worker, address, token=token, public=public)
-    worker.start(input, options.pop("memory", None), data=options.pop("data", None), paused=True, **options)
+    worker.start(input, options.pop("memory", None), data=options.pop("data", None), paused=True,
+                 on_divergence="pause", **options)
     listener.start()
     listener.announce()
     try:

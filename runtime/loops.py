@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import asyncio
 import math
+from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Any
 
 from flowtui.runtime.budget import BudgetStop
-from flowtui.runtime.construct import build
+from flowtui.runtime.construct import builders
 from flowtui.runtime.context import LoopInfo
 from flowtui.runtime.control import RunStopped, StopRequested
 from flowtui.runtime.invoke import call_user
@@ -46,7 +47,8 @@ async def run_loop(run: "Run", spec: LoopSpec) -> None:
                         break
                 _set_loop(ctx, trusted, shown, iterations=i, max_iterations=ceiling)
                 run.check_stop()  # ctx.stop() in the last turn: no pause, no until
-                await run.pause("loop_iteration", spec.name)
+                if run.pauses:
+                    await run.pause("loop_iteration", spec.name)
                 if fails.count >= spec.max_fails:
                     stopped_by = "fails"
                     break
@@ -61,7 +63,8 @@ async def run_loop(run: "Run", spec: LoopSpec) -> None:
                     if spec.on_exhausted is not None:
                         await _call(run, spec.on_exhausted, (ctx, i), "on_exhausted")
                     break
-                await run.gate()
+                if run.gate_needed():
+                    await run.gate()
         except BudgetStop:
             stopped_by = "budget"
             raise
@@ -83,7 +86,7 @@ def _set_loop(ctx: Any, trusted: bool, shown_ceiling: int | None, **fields: Any)
     if not trusted:
         ctx._set("loop", LoopInfo(**fields), origin="runtime")
         return
-    info = build(LoopInfo, fields)
+    info = builders[LoopInfo](fields)
     ctx._set("loop", info, origin="runtime", shown={
         "iterations": info.iterations, "exhausted": info.exhausted, "max_iterations": shown_ceiling,
         "stopped_by": info.stopped_by})
@@ -94,9 +97,9 @@ async def _until(run: "Run", spec: LoopSpec) -> bool:
     return bool(await _call(run, spec.until, args, "until"))
 
 
-async def _call(run: "Run", fn: Any, args: tuple, origin: str) -> Any:
-    """Loop callbacks run inline: they decide, they should not wait."""
-    return await call_user(fn, args, origin=origin, then=run.check_state)
+def _call(run: "Run", fn: Any, args: tuple, origin: str) -> Awaitable[Any]:
+    """Loop callbacks run inline: they decide, they should not wait (await the result)."""
+    return call_user(fn, args, origin=origin, then=run.check_state)
 
 
 async def run_parallel(run: "Run", spec: ParallelSpec) -> None:

@@ -60,7 +60,7 @@ class NodeScope:
     def __enter__(self) -> "NodeScope":
         run = self.run
         emitter = run.emitter
-        self.id = node_id = emitter.stream.next_node_id()
+        self.id = node_id = f"n{next(emitter.stream._node_ids)}"  # Stream.next_node_id, inline
         self.parent = parent = current_node.get()[0]
         emitter.emit(NodeStart, node_id=node_id, parent_id=parent, kind=self.kind, name=self.name,
                      data=dict(self.data))

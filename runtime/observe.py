@@ -165,7 +165,7 @@ class StateObserver:
             self._kept.pop(name, None)
 
     def assigned(self, name: str, value: Any) -> None:
-        new = jsonable(value)
+        new = value if value is None or type(value) in _IMMUTABLE else jsonable(value)  # those are JSON
         with self._lock:
             if name not in self._snap:
                 self.fields.append(name)
@@ -179,6 +179,11 @@ class StateObserver:
     def check(self) -> None:
         """Compare every field with the snapshot; emit one event per changed field."""
         obj, snap, kept = self.obj, self._snap, self._kept
+        for name in self.fields:
+            if getattr(obj, name, None) is not kept.get(name, _NOTHING):
+                break
+        else:  # every field holds the very immutable value its snapshot was made of: nothing to compare
+            return
         with self._lock:
             for name in self.fields:
                 value = getattr(obj, name, None)

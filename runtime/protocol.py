@@ -21,9 +21,10 @@ Client → worker (each with an ``id``; each answered by one ``reply``):
 ===================================  =========================================================
 ``auth`` {token}                     first message on a socket; a wrong token is refused
 ``start`` {input, memory, data,      start the run (paused unless ``paused`` is false), journaled
-journal, approve, watch, on_watch}   to ``journal``; calls of the ``approve`` tools wait for a decision;
-                                     the ``watch`` watchpoints are set (``on_watch``: ``pause`` there,
-                                     or ``stop`` the run there); a bad one refuses the start
+journal, approve, watch, on_watch,  to ``journal``; calls of the ``approve`` tools wait for a decision;
+resume_from, on_divergence}          the ``watch`` watchpoints are set (``on_watch``: ``pause`` there,
+                                     or ``stop`` the run there; a bad one refuses the start);
+                                     ``resume_from`` re-executes a journal first (``run.diverged``)
 ``step`` ``next_turn`` ``loop_once`` move the run: to the next pause point, the next agent turn,
 ``continue`` ``pause`` ``stop``      the end of the loop iteration, the next breakpoint; pause; stop
 ``breakpoint`` {name, on}            set or clear a breakpoint on an agent, tool or loop
@@ -149,6 +150,10 @@ class Start(_Command):
     watch: list[str] = Field(default_factory=list, description="watchpoints, e.g. 'state.rodadas >= 3'")
     on_watch: Literal["pause", "stop"] = Field(default="pause", description="what a watchpoint that fires "
                                                                             "does: pause the run, or stop it")
+    resume_from: str | None = Field(default=None, description="JOURNAL[@K]: re-execute that journal's run "
+                                                              "up to event K, checked, then go on live")
+    on_divergence: Literal["stop", "pause"] = Field(default="stop", description="a re-execution that diverges: "
+                                                    "stops, or waits at the next pause point (run.diverged says)")
 
 
 class Step(_Command):

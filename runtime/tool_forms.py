@@ -33,6 +33,7 @@ SPEC_ATTR = "__flowtui__"
 OBJECT_TOOL_ATTRS = ("name", "description", "schema", "execute")
 
 Form = Literal["class", "function", "object"]
+REPLAY_MODES = ("serve", "rerun")  # what a re-execution against a journal does with a tool's calls
 
 
 @dataclass(frozen=True, eq=False)
@@ -48,6 +49,8 @@ class ToolSpec:
     # A function tool with a schema built from its signature: its parameters are the fields.
     fields_from_signature: bool = False
     injected: dict[str, str] = field(default_factory=dict)  # param -> "ctx" | "state" (function tools)
+    # --resume-from: "serve" the recorded result (the tool is not run) or "rerun" it and compare.
+    replay: str = "serve"
 
     def function_schema(self) -> dict[str, Any]:
         """The OpenAI-style function schema the model sees (from the pydantic model)."""
@@ -62,17 +65,18 @@ class ToolSpec:
                 "function": {"name": self.name, "description": self.description, "parameters": params}}
 
 
-def function_tool(fn: Any, *, name: str | None, description: str, schema: type[BaseModel] | None) -> ToolSpec:
+def function_tool(fn: Any, *, name: str | None, description: str, schema: type[BaseModel] | None,
+                  replay: str = "serve") -> ToolSpec:
     """The spec of a ``@tool`` function. With ``schema=`` it takes arguments like a class's
     ``execute``; without, its own parameters are the schema."""
     doc_text, doc_params = parse_docstring(inspect.getdoc(fn) or "")
     tool_name = name or fn.__name__
     if schema is not None:
         return ToolSpec(target=fn, form="function", name=tool_name, description=description or doc_text,
-                        schema=schema)
+                        schema=schema, replay=replay)
     model, injected = signature_schema(fn, tool_name, doc_params)
     return ToolSpec(target=fn, form="function", name=tool_name, description=description or doc_text,
-                    schema=model, fields_from_signature=True, injected=injected)
+                    schema=model, fields_from_signature=True, injected=injected, replay=replay)
 
 
 def signature_schema(fn: Any, tool_name: str, doc_params: dict[str, str]) -> tuple[type[BaseModel], dict[str, str]]:
@@ -129,8 +133,11 @@ def object_tool(obj: Any, *, agent: str) -> ToolSpec:
     elif schema is not None and not (isinstance(schema, type) and issubclass(schema, BaseModel)):
         raise ConfigError(f"{agent}: tool object {obj.name!r}: schema must be a pydantic BaseModel subclass "
                           f"or a JSON schema dict, got {schema!r}")
+    replay = getattr(obj, "replay", "serve")
+    if replay not in REPLAY_MODES:
+        raise ConfigError(f"{agent}: tool object {obj.name!r}: replay is 'serve' or 'rerun', not {replay!r}")
     return ToolSpec(target=obj, form="object", name=str(obj.name), description=str(obj.description or ""),
-                    schema=schema, json_schema=json_schema)
+                    schema=schema, json_schema=json_schema, replay=replay)
 
 
 def as_tool(obj: Any, *, agent: str) -> ToolSpec:

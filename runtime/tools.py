@@ -54,8 +54,12 @@ def _validation_text(name: str, exc: ValidationError) -> str:
 async def run_tool_call(run: "Run", spec: AgentSpec, agent: Any, call: ToolCall) -> ToolResult:
     """Execute ``call`` for ``agent``; append its tool message; return the result."""
     ctx = run.ctx
+    executed: list[tuple[str, bool]] = []  # what the tool itself returned, each time it ran
+    stop_before = ctx._stop_by
     with NodeScope(run, "tool", call.name, data={"args": dict(call.args)}) as scope:
-        output, is_error, ran = await _execute(run, spec, agent, call)  # ran: the call before_tool left
+        output, is_error, ran = await _execute(run, spec, agent, call, executed)  # ran: the call before_tool left
+        if stop_before is None and ctx._stop_by == f"tool:{call.name}":
+            scope.data["stop"] = True  # the tool called ctx.stop(): a re-execution that serves it does too
         if "after_tool" in spec.hooks:
             result = ToolResult(name=ran.name, args=dict(ran.args), output=output, is_error=is_error)
             new = await run.hook(agent.after_tool, spec.name, "after_tool", (result, ctx))
@@ -66,16 +70,22 @@ async def run_tool_call(run: "Run", spec: AgentSpec, agent: Any, call: ToolCall)
         run.state.append("history", Message(role="tool", content=output, tool_name=call.name,
                                             tool_call_id=call.id, is_error=is_error, agent=spec.name),
                           origin=f"tool:{call.name}")
-        _ran(run, scope, output, is_error)
+        _ran(run, scope, output, is_error, executed)
     run.publish_budget()
     await _count_failure(run, call.name, output, is_error)
     return ToolResult(name=ran.name, args=dict(ran.args), output=output, is_error=is_error)
 
 
-def _ran(run: "Run", scope: NodeScope, output: str, is_error: bool) -> None:
-    """A tool call ran to a result: count it, and mark its node."""
+def _ran(run: "Run", scope: NodeScope, output: str, is_error: bool, executed: list[tuple[str, bool]]) -> None:
+    """A tool call ran to a result: count it, and mark its node. The node also says how often the
+    tool's own code ran (``executed``: 0 when a middleware, ``before_tool``, the schema or an
+    unknown name answered) and, when a middleware or ``after_tool`` changed what it returned,
+    its own ``results``: what a re-execution against the journal serves in its place."""
     run.tracker.add_tool()
     scope.data["is_error"] = is_error
+    scope.data["executed"] = len(executed)
+    if any(result != (output, is_error) for result in executed):
+        scope.data["results"] = [{"content": text, "is_error": error} for text, error in executed]
     if is_error:
         scope.status, scope.error = "error", output[:200]
 
@@ -92,9 +102,10 @@ class AgentTool:
 
     async def __call__(self, args: Mapping[str, Any] | None = None, /, **kwargs: Any) -> ToolOutput:
         run, call = self._run, ToolCall(name=self.name, args={**(args or {}), **kwargs})
+        executed: list[tuple[str, bool]] = []
         with NodeScope(run, "tool", self.name, data={"args": dict(call.args)}) as scope:
-            output, is_error, _ = await invoke_tool(run, self._spec, call)
-            _ran(run, scope, output, is_error)
+            output, is_error, _ = await invoke_tool(run, self._spec, call, executed)
+            _ran(run, scope, output, is_error, executed)
         run.publish_budget()
         return ToolOutput(content=output, is_error=is_error)
 
@@ -118,7 +129,8 @@ async def _count_failure(run: "Run", tool: str, output: str, is_error: bool) -> 
         await call_user(fails.on_fail, (run.ctx, info), origin="on_fail", then=run.check_state)
 
 
-async def _execute(run: "Run", spec: AgentSpec, agent: Any, call: ToolCall) -> tuple[str, bool, ToolCall]:
+async def _execute(run: "Run", spec: AgentSpec, agent: Any, call: ToolCall,
+                   executed: list[tuple[str, bool]]) -> tuple[str, bool, ToolCall]:
     """``before_tool``, then the call through the middlewares to the tool."""
     if "before_tool" in spec.hooks:
         try:
@@ -129,19 +141,21 @@ async def _execute(run: "Run", spec: AgentSpec, agent: Any, call: ToolCall) -> t
             return f"Tool call {call.name} was cancelled: {exc}", True, call
         if isinstance(new, ToolCall):
             call = new
-    return await invoke_tool(run, spec, call)
+    return await invoke_tool(run, spec, call, executed)
 
 
-async def invoke_tool(run: "Run", spec: AgentSpec, call: ToolCall) -> tuple[str, bool, ToolCall]:
+async def invoke_tool(run: "Run", spec: AgentSpec, call: ToolCall,
+                      executed: list[tuple[str, bool]] | None = None) -> tuple[str, bool, ToolCall]:
     """``call`` through the app's tool middlewares to the tool: (output, is_error, the call that
-    reached the tool). A middleware that raises fails the call like the tool would."""
+    reached the tool). A middleware that raises fails the call like the tool would. Each result
+    of the tool's own code is added to ``executed``."""
     reached = [call]
 
     async def to_tool(inv: ToolInvocation) -> ToolOutput:
         ran = call if (inv.name, inv.args) == (call.name, call.args) else ToolCall(name=inv.name, args=inv.args,
                                                                                   id=call.id)
         reached.append(ran)
-        text, is_error = await _run_tool(run, spec, ran)
+        text, is_error = await _run_tool(run, spec, ran, executed)
         return ToolOutput(content=text, is_error=is_error)
 
     invocation = ToolInvocation(name=call.name, args=dict(call.args), agent=spec.name, ctx=run.ctx, call_id=call.id)
@@ -155,8 +169,12 @@ async def invoke_tool(run: "Run", spec: AgentSpec, call: ToolCall) -> tuple[str,
     return text, is_error, reached[-1]
 
 
-async def _run_tool(run: "Run", spec: AgentSpec, call: ToolCall) -> tuple[str, bool]:
-    """Validate ``call``'s arguments and execute the tool; every failure is an observation."""
+async def _run_tool(run: "Run", spec: AgentSpec, call: ToolCall,
+                    executed: list[tuple[str, bool]] | None) -> tuple[str, bool]:
+    """Validate ``call``'s arguments and execute the tool; every failure is an observation.
+
+    In a re-execution against a journal (``--resume-from``) the tool's recorded result is
+    served in place of running it (:meth:`~flowtui.runtime.resume.Resume.tool`)."""
     plans = run.plans.tool_specs[spec.cls]
     tspec = plans.by_name.get(call.name)
     if tspec is None:
@@ -177,12 +195,18 @@ async def _run_tool(run: "Run", spec: AgentSpec, call: ToolCall) -> tuple[str, b
     for param, want in run.plans.execute_plans[tspec]:
         kwargs[param] = (args if want == "input" else run.ctx if want == "ctx" else run.workflow_state
                          if want == "state" else getattr(args, param))
+    execute = run.tools[tspec]
+    resume = run.root.resume
+    if resume is not None:
+        execute = resume.tool(run, tspec, execute)
     try:
-        value = await call_user(run.tools[tspec], (), kwargs=kwargs, origin=f"tool:{call.name}",
-                                then=run.check_state)
+        value = await call_user(execute, (), kwargs=kwargs, origin=f"tool:{call.name}", then=run.check_state)
     except (FatalToolError, BudgetExceededError):  # a child workflow's budget error ends the run too
         raise
     except Exception as exc:
-        text = str(exc) or type(exc).__name__
-        return f"Tool {call.name} failed: {text}", True
-    return _text(value)
+        result = f"Tool {call.name} failed: {str(exc) or type(exc).__name__}", True
+    else:
+        result = _text(value)
+    if executed is not None:
+        executed.append(result)
+    return result

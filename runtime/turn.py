@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from flowtui.runtime.budget import BudgetStop
 from flowtui.runtime.chat import AgentProvider, build_request, call_model
-from flowtui.runtime.construct import build
+from flowtui.runtime.construct import builders
 from flowtui.runtime.context import TurnInfo
 from flowtui.runtime.control import RunStopped
 from flowtui.runtime.decorators import AgentSpec
@@ -32,8 +32,10 @@ if TYPE_CHECKING:
 
 async def run_agent(run: "Run", spec: AgentSpec) -> None:
     """One agent step: pause, budget, then a turn (or the agent's own run())."""
-    await run.pause("agent", spec.name, prompt=spec.prompt)
-    await run.gate()
+    if run.pauses:
+        await run.pause("agent", spec.name, prompt=spec.prompt)
+    if run.gate_needed():
+        await run.gate()
     inst = run.agents[spec.cls]
     with NodeScope(run, "agent", spec.name) as scope:
         if spec.takes_over:
@@ -46,7 +48,7 @@ async def run_agent(run: "Run", spec: AgentSpec) -> None:
             run.ctx._set("turn", TurnInfo(agent=spec.name, response=text or ""), origin="runtime")
             run.ctx._set("output", text, origin="runtime")
             return
-        history_at_start = len(run.state.history)
+        history_at_start = run.state._history_length()
         try:
             await _turn(run, spec, inst)
         except (RunStopped, BudgetStop, BudgetExceededError, FatalToolError, asyncio.CancelledError):
@@ -90,11 +92,14 @@ async def _turn(run: "Run", spec: AgentSpec, inst: Any) -> None:
         new = await run.hook(inst.before_prompt, spec.name, "before_prompt", (prompt, ctx))
         if new is not None:
             prompt = str(new)
-    await run.pause("chat", spec.name, prompt=prompt)
-    await run.gate()
-    reply = await call_model(run, spec, build_request(run, spec, prompt), prompt=prompt)
-    calls = [c if c.id else c.model_copy(update={"id": f"call_{i}"}) for i, c in enumerate(reply.tool_calls)]
-    asked_at = len(run.state.history)
+    if run.pauses:
+        await run.pause("chat", spec.name, prompt=prompt)
+    if run.gate_needed():
+        await run.gate()
+    reply = await call_model(run, spec, build_request(run, spec, prompt), prompt=prompt, built=True)
+    calls = [c if c.id else c.model_copy(update={"id": f"call_{i}"})
+             for i, c in enumerate(reply.tool_calls)] if reply.tool_calls else []
+    asked_at = run.state._history_length()
     run.state.append("history", _assistant_message(reply, calls, spec.name), origin=f"agent:{spec.name}")
     results = []
     for call in calls:
@@ -106,8 +111,10 @@ async def _turn(run: "Run", spec: AgentSpec, inst: Any) -> None:
         pending = run.pending = PendingCall(spec, call, approval=controller is not None
                                             and controller.needs_approval(call.name))
         try:
-            await run.pause("tool", call.name, call=call)
-            await run.gate()
+            if run.pauses:
+                await run.pause("tool", call.name, call=call)
+            if run.gate_needed():
+                await run.gate()
         finally:
             run.pending = None
         if pending.approval and pending.decision is None:
@@ -124,8 +131,8 @@ async def _turn(run: "Run", spec: AgentSpec, inst: Any) -> None:
             response = str(new)
     info, shown = _turn_info(
         agent=spec.name, called_tool=last is not None, tool_name=last.name if last else None,
-        tool_error=any(r.is_error for r in results), tool_call_source=reply.tool_call_source if calls else None,
-        response=response)
+        tool_error=bool(results) and any(r.is_error for r in results),
+        tool_call_source=reply.tool_call_source if calls else None, response=response)
     ctx._set("turn", info, origin="runtime", shown=shown)
     ctx._set("output", response, origin="runtime")
 
@@ -138,8 +145,8 @@ def _assistant_message(reply: Any, calls: list[ToolCall], agent: str) -> Message
     fields = dict(role="assistant", content=reply.content, tool_calls=tuple(calls), reasoning=reply.reasoning,
                   agent=agent)
     if (type(reply.content) is str and (reply.reasoning is None or type(reply.reasoning) is str)
-            and type(agent) is str and all(type(c) is ToolCall for c in calls)):
-        return build(Message, fields)
+            and type(agent) is str and (not calls or all(type(c) is ToolCall for c in calls))):
+        return builders[Message](fields)
     return Message(**fields)
 
 
@@ -149,5 +156,5 @@ def _turn_info(**fields: Any) -> tuple[TurnInfo, dict[str, Any] | None]:
     source = fields["tool_call_source"]
     if (type(fields["response"]) is str and type(fields["agent"]) is str
             and (source is None or (type(source) is str and source in ("native", "rescued")))):
-        return build(TurnInfo, fields), fields
+        return builders[TurnInfo](fields), fields
     return TurnInfo(**fields), None

@@ -302,6 +302,9 @@ class Watchpoints:
         true, fresh, detail = watch.condition.eval(t, change, self.totals)
         was = prev.get(watch.key, False)
         prev[watch.key] = true
+        resume = getattr(self.root, "resume", None)
+        if resume is not None and resume.checking:  # a re-executed prefix (--resume-from, r): seen, not new
+            return
         if true and (fresh or not was):
             from flowtui.runtime.events import WatchHit
 

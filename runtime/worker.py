@@ -119,7 +119,8 @@ class Worker:
     # --- the run -------------------------------------------------------------------------
     def start(self, input: Any, memory: Any, *, data: Any = None, paused: bool = True,
               journal: str | None = None, approve: list[str] = (), watch: list[str] = (),
-              on_watch: str = "pause", **options: Any) -> None:
+              on_watch: str = "pause", resume_from: str | None = None, on_divergence: str = "stop",
+              **options: Any) -> None:
         try:
             self.controller.watch.add_all(watch)
         except WatchError as exc:  # they come from the command line: say so (the reply says which one)
@@ -135,7 +136,7 @@ class Worker:
                           "workflow calls it"), file=sys.stderr, flush=True)
         self.run = self.app.prepare(input, memory=memory or None, data=data, journal=journal or self.journal,
                                     controller=self.controller, on_event=self.on_event, snapshot=self.snapshot,
-                                    **options)
+                                    resume_from=resume_from, on_divergence=on_divergence, **options)
         self.task = asyncio.ensure_future(self._execute())
         self.started.set()
 
@@ -174,7 +175,8 @@ class Worker:
             if self.run is not None:
                 raise ValueError("the run has started already")
             self.start(c.input, c.memory, data=c.data, paused=c.paused, journal=c.journal, approve=c.approve,
-                       watch=c.watch, on_watch=c.on_watch)
+                       watch=c.watch, on_watch=c.on_watch, resume_from=c.resume_from,
+                       on_divergence=c.on_divergence)
             return None
         if kind == "watch":
             if c.expr is not None:

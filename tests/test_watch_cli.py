@@ -1,5 +1,5 @@
 """Watchpoints from the command line and over the protocol: `flowtui run --watch EXPR` stops the run
-at the pause point after the event that made EXPR true (exit 3) and says which watchpoint and which
+at the pause point after the event that made EXPR true (exit 4) and says which watchpoint and which
 event; a malformed or unknown one is refused before anything runs (exit 2, a caret under the fault);
 a run served with --listen pauses there instead, and a client sets and clears watchpoints."""
 
@@ -59,7 +59,7 @@ def test_state_memory_and_tasks_watchpoints_stop_the_run_after_the_event_that_di
     end = events[-1]
     assert (end["type"], end["status"]) == ("run.end", "stopped")
     assert end["reason"].startswith(f"watchpoint {expr} fired at event #{trigger['seq']} in WatchedWorkflow")
-    assert res.returncode == 3 and f"the run stopped at a watchpoint {expr} fired" in res.stderr
+    assert res.returncode == 4 and f"the run stopped at a watchpoint {expr} fired" in res.stderr
 
 
 def test_prompt_tokens_stops_before_the_first_model_call_whose_prompt_is_over():
@@ -68,7 +68,7 @@ def test_prompt_tokens_stops_before_the_first_model_call_whose_prompt_is_over():
     assert [m["role"] for m in history_before(events, pause["seq"])].count("tool") == 2  # ~1,000 tokens each
     assert not [e for e in events if e["type"] == "node.start" and e["kind"] == "chat" and e["seq"] > pause["seq"]]
     tokens = int(pause["watch"][0]["detail"].removeprefix("prompt.tokens = "))
-    assert 2000 < tokens < 2500 and res.returncode == 3
+    assert 2000 < tokens < 2500 and res.returncode == 4
 
 
 def test_cost_stops_after_the_model_call_that_crosses_it():
@@ -90,7 +90,7 @@ def test_the_tree_says_which_watchpoint_fired_and_where():
     res = run("--watch", "state.rounds >= 2", "--no-journal")
     (line,) = [line for line in res.stderr.splitlines() if line.startswith("◆")]
     assert line.startswith("◆ watchpoint state.rounds >= 2 fired at event #")
-    assert line.endswith(" in WatchedWorkflow (state.rounds = 2)") and res.returncode == 3
+    assert line.endswith(" in WatchedWorkflow (state.rounds = 2)") and res.returncode == 4
 
 
 def test_a_watchpoint_that_never_fires_lets_the_run_finish():

@@ -107,7 +107,8 @@ def app_help_groups() -> list[tuple[str, list[tuple[str, str]]]]:
     """The live app's help: every action, and the keys that belong to a pane."""
     return help_groups(ACTIONS, before={"view": [
         ("↑ ↓ home end", "Move the selection over messages"),
-        ("enter", "Expand or collapse a tool call, tool result or reasoning"),
+        ("enter space", "Expand or collapse a tool call, tool result or reasoning (in what the model sees, enter "
+                        "shows the event that put the block there)"),
         ("drag, ctrl+c", "Select text with the mouse; ctrl+c copies it")]},
         after={"app": [("ctrl+p", "Command palette: every action, by name")]})
 

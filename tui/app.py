@@ -62,7 +62,7 @@ class FlowApp(RunCommands, RunEdits, RunWatches, PlainNotify, App[int]):
         self.client = RunClient(config)
         self.client.on_arrival = self.wake
         self.main = MainScreen()
-        self._ask_input = config.input is None
+        self._ask_input = config.input is None and config.resume_from is None  # a re-execution has its own
         self.first_paint: float | None = None
         self._undrawn = 0  # events folded since the last redraw
         self._drawn_at = 0.0
@@ -108,6 +108,16 @@ class FlowApp(RunCommands, RunEdits, RunWatches, PlainNotify, App[int]):
         waited = time.monotonic() - (self._loading_since or time.monotonic())
         return (f"loading {self.config.target}… {waited:.1f} s (given up after "
                 f"{self.config.load_timeout:g} s)" if waited >= 0.5 else f"loading {self.config.target}…")
+
+    def on_message_list_jump_to_event(self, message: Any) -> None:
+        """``enter`` on a block of what the model sees: the event that put it there, in the event log."""
+        self.main.show_view("events")
+        self.call_after_refresh(self._show_seq, message.seq)
+
+    def _show_seq(self, seq: int) -> None:
+        log = self.main.pane_widget("events")
+        if log is None or not log.show_seq(seq):
+            self.notify(f"Event #{seq} is not in the log.", severity="warning")
 
     def on_event_log_opened(self, message: Any) -> None:
         from flowtui.tui.screens.decide import EventScreen

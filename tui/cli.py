@@ -37,7 +37,7 @@ def app_options(args: argparse.Namespace) -> dict:
     return dict(input=args.input, memory=parse_memory(args.memory) or None, model=args.model,
                 data=parse_pairs(args.data, option="--data", example="conta_id=acme") or None,
                 replies=args.replies, record=args.record, replay=args.replay, debug=args.debug,
-                approve=list(args.approve), watch=parse_watches(args.watch),
+                approve=list(args.approve), watch=parse_watches(args.watch), resume_from=args.resume_from,
                 # each run (a reload starts one) gets its own file unless one is named
                 journal=args.journal, journal_auto=not (args.journal or args.no_journal))
 
@@ -74,6 +74,15 @@ def main(argv: list[str] | None = None) -> None:
     if not path.is_file():  # before the screen is taken: a typo is a plain error, exit 2
         say(f"flowtui: cannot load {args.flow}: no such flow file (resolved to {path.resolve()})")
         sys.exit(2)
+    if args.resume_from is not None:  # the same: a journal that cannot be re-executed is said here
+        from flowtui.runtime.errors import ResumeError
+        from flowtui.runtime.recorded import load_recorded
+
+        try:
+            load_recorded(args.resume_from)
+        except ResumeError as exc:
+            say(f"flowtui: {exc}")
+            sys.exit(2)
 
     from flowtui.tui.app import make_app
 

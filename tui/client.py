@@ -62,6 +62,8 @@ class LaunchConfig:
     attach: tuple[str, int, str] | None = None  # (host, port, token): a run that lives elsewhere
     approve: list[str] = field(default_factory=list)  # tools whose calls wait for a decision ("all")
     watch: list[str] = field(default_factory=list)  # watchpoints set when the run starts (--watch)
+    # JOURNAL[@K]: re-execute that journal's run up to event K, then pause, live (a divergence pauses too)
+    resume_from: str | None = None
 
 
 class RunClient:
@@ -141,7 +143,8 @@ class RunClient:
         self.channel.journal = journal
         await self._check_watches()
         return await self.channel.command(_p().Start(input=input, memory=c.memory, data=c.data, journal=journal,
-                                                     approve=c.approve, watch=self.watches))
+                                                     approve=c.approve, watch=self.watches,
+                                                     resume_from=c.resume_from, on_divergence="pause"))
 
     async def _check_watches(self) -> None:
         """Set the watchpoints one by one before the run starts: one the flow refuses (a state field

@@ -153,11 +153,27 @@ class RunCommands:
 
     # --- reload and quit -------------------------------------------------------------------------
     def action_reload(self: FlowApp) -> None:
-        from flowtui.tui.screens.dialogs import ConfirmDialog
+        from flowtui.tui.screens.dialogs import ChoiceDialog, ConfirmDialog
         from flowtui.tui.screens.error import LoadErrorScreen
 
         if isinstance(self.screen, LoadErrorScreen) or not self.client.active or self.client.view.run_id is None:
             self._reload()
+            return
+        view, journal = self.client.view, self.client.channel.journal if self.client.channel else None
+        if view.status == "paused" and journal is not None and self.config.attach is None:
+            # Edit and continue: the new code re-executed against this run's journal up to this pause.
+            def chosen(choice: str | None) -> None:
+                if choice == "continue":
+                    self._reload(resume_from=f"{journal}@{view.last_seq}")
+                elif choice == "restart":
+                    self._reload()
+
+            self.push_screen(ChoiceDialog(
+                "Reload the flow's code, and then?",
+                [("c", "Continue from here", "continue"), ("r", "Start over", "restart")],
+                hint=f"Continue from here: the new code is re-executed against this run's journal up to event "
+                     f"#{view.last_seq} (no model or tool is called), then pauses here; if it does something else "
+                     "before, you see where. Start over: a new run from the first step."), chosen)
             return
 
         def answer(yes: bool | None) -> None:
@@ -166,10 +182,11 @@ class RunCommands:
 
         self.push_screen(ConfirmDialog("A run is in progress. Stop it and reload the flow?"), answer)
 
-    def _reload(self: FlowApp) -> None:
+    def _reload(self: FlowApp, *, resume_from: str | None = None) -> None:
         if self.config.attach is not None:
             self.notify("Attached to a run that lives elsewhere: reload it where it runs.", severity="warning")
             return
+        self.config.resume_from = resume_from  # the next run (only): re-executed up to that event
         self.client.stopping = self.client.active
         self.load()  # the client stops the old worker first; the new one reads the code afresh
 

@@ -269,6 +269,10 @@ class RunEdits:
             self._checked_at = pause.seq
             self._check_history()
         self.ask_decision()
+        if pause.reason == "diverged":  # a re-execution (--resume-from) that did otherwise than its journal
+            from flowtui.tui.screens.diverged import ask_about_divergence
+
+            ask_about_divergence(self, self.action_resume, self.action_stop)
 
     def _check_history(self: FlowApp) -> None:
         """History the flow's code broke (a tool message answering no call...): said before the call fails."""

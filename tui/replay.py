@@ -21,7 +21,8 @@ from flowtui.tui.actions import ActionSpec, bindings, help_groups, key_hints, pa
 from flowtui.tui.screens.dialogs import HelpScreen
 from flowtui.tui.shown import PlainNotify
 from flowtui.tui.screens.replay import ReplayScreen
-from flowtui.tui.timeline import JournalError, Timeline, load_runs
+from flowtui.runtime.journal import JournalError, load_runs
+from flowtui.tui.timeline import Timeline
 
 KEYS: list[ActionSpec] = [  # scrubbing wins over the focused pane's own keys (priority)
     ActionSpec("left,h", "step(-1)", "replay", "back", "One event back", rank=3, priority=True),
@@ -37,6 +38,8 @@ KEYS: list[ActionSpec] = [  # scrubbing wins over the focused pane's own keys (p
     ActionSpec("right_square_bracket", "turn(1)", "replay", "next turn", "On to the next agent turn's start", "next turn",
                rank=6, priority=True),
     *pane_actions(),
+    ActionSpec("f", "fork", "replay", "fork", "Fork: open the app on a new run of the flow's current code, re-executed "
+               "against this journal up to this event and paused there, ready for edits", rank=6),
     ActionSpec("tab", "focus_next", "view", "next pane", "Move the focus to the next pane (↑ ↓ move over messages)"),
     ActionSpec("question_mark", "help", "app", "keys", "Show the keys", rank=1),
     ActionSpec("q", "quit", "app", "quit", "Close the replay", rank=7),
@@ -55,8 +58,10 @@ class ReplayApp(PlainNotify, App[int]):
     BINDINGS = bindings(KEYS)
 
     def __init__(self, events: list[Any], *, source: str = "", at: int | None = None,
-                 notices: list[Any] = ()) -> None:
+                 notices: list[Any] = (), last_run: bool = True) -> None:
         super().__init__()
+        self.last_run = last_run  # the journal's last run: the one --resume-from re-executes
+        self.fork: tuple[str, str] | None = None  # (FLOW:Class, JOURNAL@K) when f closed the replay
         self.notices = list(notices)  # journal lines that could not be read
         self.timeline = Timeline(events)
         self.final = self.timeline.view_at(len(self.timeline)).clone()  # also lays the checkpoints down
@@ -75,6 +80,32 @@ class ReplayApp(PlainNotify, App[int]):
             self.notify("\n".join(lines) + (f"\n… and {more} more" if more > 0 else ""),
                         title=f"Skipped {len(self.notices)} unreadable line{'s' if len(self.notices) > 1 else ''}",
                         severity="warning", timeout=15)
+
+    def action_fork(self) -> None:
+        """``f``: leave the replay for the app, on a run re-executed up to the event shown."""
+        event = self.timeline.event(self.position)
+        start = self.timeline.events[0] if self.timeline.events else None
+        if event is None or start is None or getattr(start, "type", None) != "run.start":
+            self.notify("Move to an event first (→): the fork re-executes the run up to it.", severity="warning")
+        elif not self.last_run:
+            self.notify("Only the journal's last run can be re-executed; replay it with --run omitted.",
+                        severity="warning")
+        elif not start.file or not Path(start.file).is_file():
+            self.notify(f"The flow's file {start.file or '(not recorded)'} is not there: the fork runs the flow's "
+                        "current code.", severity="error")
+        else:
+            self.fork = (f"{start.file}:{start.workflow}", f"{self.source}@{event.seq}")
+            self.exit(0)
+
+    def on_message_list_jump_to_event(self, message: Any) -> None:
+        """``enter`` on a block of what the model sees: the event that put it there, in the event log."""
+        self.main.show_view("events")
+        self.call_after_refresh(self._show_seq, message.seq)
+
+    def _show_seq(self, seq: int) -> None:
+        log = self.main.pane_widget("events")
+        if log is None or not log.show_seq(seq):
+            self.notify(f"Event #{seq} is not in the log.", severity="warning")
 
     def on_event_log_opened(self, message: Any) -> None:
         from flowtui.tui.screens.decide import EventScreen
@@ -139,7 +170,7 @@ def make_replay(path: str | Path, *, run: int | None = None, **options: Any) -> 
     if run is not None and not 1 <= run <= len(runs):
         raise JournalError(f"{path}: --run {run}: the file holds {len(runs)} run{'s' if len(runs) != 1 else ''}")
     events = runs[(run or len(runs)) - 1]
-    return ReplayApp(events, source=str(path), notices=notices, **options)
+    return ReplayApp(events, source=str(path), notices=notices, last_run=run in (None, len(runs)), **options)
 
 
 def main_replay(argv: list[str]) -> int:
@@ -151,4 +182,13 @@ def main_replay(argv: list[str]) -> int:
         say(f"flowtui replay: {exc}")
         return 2
     app.run()
+    if app.fork is not None:  # f: the app, on the run re-executed up to the event that was shown
+        from flowtui.tui.app import make_app
+
+        target, resume_from = app.fork
+        live = make_app(target, resume_from=resume_from, journal_auto=True)
+        live.run()
+        for note in live.client.journal_notes:
+            say(note)
+        return live.return_code or 0
     return app.return_code or 0

@@ -10,53 +10,9 @@ from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterable
-from pathlib import Path
 from typing import Any
 
 CHECKPOINT_EVERY = 500
-
-
-class JournalError(Exception):
-    """A journal file that cannot be replayed; the message names the file (and line)."""
-
-
-def load_runs(path: str | Path, *, notices: list[Any] | None = None) -> list[list[Any]]:
-    """The runs recorded in a journal, each a list of events. Raises :class:`JournalError`.
-
-    A journal normally holds one run; a file written to twice holds several,
-    each restarting its sequence numbers at 1. Lines that cannot be read (torn
-    by a crash, not UTF-8) are skipped and added to ``notices``; events that do
-    not validate stay in their run as invalid ones (see :mod:`flowtui.runtime.journal`).
-    """
-    from flowtui.runtime.journal import Invalid, read_journal
-
-    p = Path(path)
-    if p.is_dir():
-        raise JournalError(f"{path}: is a folder, not a journal file")
-    skipped: list[Any] = []
-    try:
-        events = list(read_journal(p, notices=skipped))
-    except FileNotFoundError:
-        raise JournalError(f"{path}: no such file") from None
-    except OSError as exc:
-        raise JournalError(f"{path}: cannot read it: {exc.strerror or exc}") from None
-    if notices is not None:
-        notices.extend(skipped)
-    valid = [ev for ev in events if not isinstance(ev, Invalid)]
-    if not valid:
-        if skipped or events:
-            first = skipped[0] if skipped else events[0]
-            raise JournalError(f"{path}: not a flowtui journal (line {first.line}: {first.reason})")
-        raise JournalError(f"{path}: empty, no events recorded")
-    runs: list[list[Any]] = [[]]
-    last = 0
-    for ev in events:
-        if not isinstance(ev, Invalid):  # a run starts where the sequence numbers start again
-            if runs[-1] and ev.seq <= last:
-                runs.append([])
-            last = ev.seq
-        runs[-1].append(ev)
-    return runs
 
 
 class Timeline:

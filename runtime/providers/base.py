@@ -88,9 +88,28 @@ class ChatReply(BaseModel):
     model: str | None = None
 
 
-# Replies already through finish_reply (by id, held weakly): a provider that finished its own
-# replies (litellm's, scripted ones) is not scanned twice. Not a field: it must not change equality.
-_FINISHED: weakref.WeakValueDictionary[int, ChatReply] = weakref.WeakValueDictionary()
+# Replies already through finish_reply: id -> a weak reference to the reply, so a provider that
+# finished its own replies (litellm's, scripted ones) is not scanned twice. Not a field: it must not
+# change equality. Plain weak references (no callback, unlike a WeakValueDictionary's, which cost
+# more than the rest of finishing a short reply); the entries of replies gone are dropped now and
+# then, so the table stays about as large as the replies alive.
+_FINISHED: dict[int, weakref.ref] = {}
+_prune_at = 256
+
+
+def _finished(reply: ChatReply) -> bool:
+    ref = _FINISHED.get(id(reply))
+    return ref is not None and ref() is reply
+
+
+def _mark_finished(reply: ChatReply) -> None:
+    global _prune_at
+    if len(_FINISHED) >= _prune_at:
+        for key, ref in list(_FINISHED.items()):
+            if ref() is None and _FINISHED.get(key) is ref:
+                _FINISHED.pop(key, None)
+        _prune_at = max(256, 2 * len(_FINISHED))
+    _FINISHED[id(reply)] = weakref.ref(reply)
 
 
 def finish_reply(request: ChatRequest, reply: ChatReply, *, rescue: bool) -> ChatReply:
@@ -99,7 +118,7 @@ def finish_reply(request: ChatRequest, reply: ChatReply, *, rescue: bool) -> Cha
     native ones (only names in ``request.tool_names``; off with ``rescue=False``), and
     ids ``call_<turn>_<i>`` for calls without one, so a replayed conversation is
     byte-identical to the recorded one."""
-    if _FINISHED.get(id(reply)) is reply:
+    if _finished(reply):
         return reply
     content, think = strip_think(reply.content)
     if reply.reasoning and reply.reasoning.strip():
@@ -108,10 +127,11 @@ def finish_reply(request: ChatRequest, reply: ChatReply, *, rescue: bool) -> Cha
     if not calls and rescue and request.tool_names:
         calls, content = find_tool_calls(content, request.tool_names)
         source = "rescued" if calls else None
-    calls = [c if c.id else c.model_copy(update={"id": f"call_{request.turn}_{i}"}) for i, c in enumerate(calls)]
+    calls = [c if c.id else c.model_copy(update={"id": f"call_{request.turn}_{i}"})
+             for i, c in enumerate(calls)] if calls else []
     done = copy_with(reply, {"content": content, "reasoning": think, "tool_calls": calls,
                              "tool_call_source": source})
-    _FINISHED[id(done)] = done
+    _mark_finished(done)
     return done
 
 
@@ -138,6 +158,13 @@ class Provider:
     def fork(self) -> "Provider":
         """A copy for one run. Stateless providers return ``self``."""
         return self
+
+    def skip(self, request: ChatRequest, reply: ChatReply) -> None:
+        """``request`` was answered with ``reply`` from a journal, not by this provider (a run
+        re-executed with ``--resume-from``): move on as if you had answered it, so the run
+        continues live where the journal's prefix ends. Stateless providers do nothing; a
+        :class:`~flowtui.runtime.providers.scripted.ScriptedProvider` moves to its next reply,
+        a replayed cassette to its next exchange."""
 
     def override_model(self, model: str) -> "Provider":
         """A copy that calls ``model`` instead (``--model``). Fakes ignore it."""

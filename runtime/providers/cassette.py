@@ -190,6 +190,11 @@ class RecordingProvider(Provider):
     def fork(self) -> "RecordingProvider":
         return RecordingProvider(self.inner.fork(), self.cassette)
 
+    def skip(self, request: ChatRequest, reply: ChatReply) -> None:
+        """Served from a journal: recorded all the same, so the cassette holds the whole run."""
+        self.inner.skip(request, reply)
+        self.cassette.append(Exchange.of(request, reply))
+
     def override_model(self, model: str) -> "RecordingProvider":
         return RecordingProvider(self.inner.override_model(model), self.cassette)
 
@@ -214,6 +219,15 @@ class ReplayProvider(Provider):
 
     def describe(self) -> str:
         return f"replaying {self.cassette.path.name}"
+
+    def skip(self, request: ChatRequest, reply: ChatReply) -> None:
+        """Served from a journal: the exchange it matches counts as used, so the next request
+        is answered by the exchange after it."""
+        want = _normalize(redact_data([m.model_dump(mode="json") for m in request.messages], secret_values()))
+        with self._lock:
+            index = self._find(request, want)
+            if index is not None:
+                self._used.add(index)
 
     async def complete(self, request: ChatRequest) -> ChatReply:
         # redacted like the recorded side, so a request that echoes a credential still matches

@@ -8,7 +8,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from flowtui.runtime.construct import build
+from flowtui.runtime.construct import builders
 from flowtui.runtime.errors import ConfigError
 from flowtui.runtime.messages import ToolCall
 from flowtui.runtime.providers.base import ChatReply, ChatRequest, Usage, finish_reply
@@ -48,7 +48,7 @@ def to_reply(reply: Any, *, where: str) -> ChatReply:
     content, calls = split_reply(reply, where=where)
     tool_calls = [ToolCall(name=c["name"], args=c["args"]) for c in calls]
     if type(content) is str:  # what validation would keep as is: built without it
-        return build(ChatReply, {"content": content, "tool_calls": tool_calls})
+        return builders[ChatReply]({"content": content, "tool_calls": tool_calls})
     return ChatReply(content=content, tool_calls=tool_calls)
 
 

@@ -114,6 +114,11 @@ class ScriptedProvider(Provider):
         self._cursor[key] = i + 1
         return pool[i], i, len(pool)
 
+    def skip(self, request: ChatRequest, reply: ChatReply) -> None:
+        """The reply was served from a journal: the next call gets the reply after it."""
+        key = request.agent if isinstance(self._replies, dict) else ""
+        self._cursor[key] = self._cursor.get(key, 0) + 1
+
     async def complete(self, request: ChatRequest) -> ChatReply:
         reply, i, _ = self._next(request.agent)
         content, calls = split_reply(reply, where=f"{type(self).__name__} reply {i + 1} for {request.agent}")

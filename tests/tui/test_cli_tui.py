@@ -163,6 +163,15 @@ def test_the_app_refuses_a_bad_memory_item(capsys):
     assert "expected KEY=VALUE" in capsys.readouterr().err
 
 
+def test_the_app_checks_resume_from_before_taking_the_screen(capsys, tmp_path):
+    missing = tmp_path / "gone.jsonl"
+    with pytest.raises(SystemExit) as exit:
+        cli.main([REVIEW, "--resume-from", f"{missing}@3"])
+    assert exit.value.code == 2
+    assert f"flowtui: --resume-from {missing}: no such file" in capsys.readouterr().err
+    assert options(REVIEW, "--resume-from", "run.jsonl@40")["resume_from"] == "run.jsonl@40"
+
+
 # --- flowtui replay -------------------------------------------------------------------------------------
 
 

@@ -13,7 +13,8 @@ from conftest import REVIEW
 from flowtui.runtime.fold import RunView
 from flowtui.runtime.journal import read_journal
 from flowtui.tui.replay import ReplayApp, main_replay, make_replay
-from flowtui.tui.timeline import JournalError, Timeline, load_runs
+from flowtui.runtime.journal import JournalError, load_runs
+from flowtui.tui.timeline import Timeline
 from flowtui.tui.widgets.event_log import EventLog
 
 SIZE = (130, 36)

@@ -54,6 +54,7 @@ class DecideDialog(ModalScreen[str | None]):
                 yield Button("Approve \\[a]", variant="success", id="decide-approve")
                 yield Button("Deny", variant="error", id="decide-deny")
                 yield Button("Edit arguments \\[e]", id="decide-edit")
+            yield Static(Text("esc: decide later (the run waits; a run key then runs the call as it is)", "dim"))
 
     def on_mount(self) -> None:
         self.query_one("#decide-approve", Button).focus()

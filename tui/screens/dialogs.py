@@ -1,4 +1,4 @@
-"""Modal dialogs: the first message, editing a text (promote, edit, add), confirm, help."""
+"""Modal dialogs: the first message, editing a text (promote, edit, add), confirm, a choice, help."""
 
 from __future__ import annotations
 
@@ -151,6 +151,42 @@ class ConfirmDialog(ModalScreen[bool]):
 
     def action_answer(self, yes: bool) -> None:
         self.dismiss(yes)
+
+
+class ChoiceDialog(ModalScreen[str | None]):
+    """A question with a few answers, each with its key; dismisses with the chosen answer's value
+    (None: escape)."""
+
+    BINDINGS = [Binding("escape", "choose('')", "Cancel", id="choice.cancel", tooltip="Close, nothing done")]
+
+    def __init__(self, question: str, choices: list[tuple[str, str, str]], *, hint: str = "") -> None:
+        """``choices``: (key, label, value) for each answer."""
+        super().__init__()
+        self.question, self.choices, self.hint = question, choices, hint
+
+    def compose(self) -> ComposeResult:
+        with Vertical(classes="dialog"):
+            yield Label(Text(shown(self.question)), classes="dialog-title")
+            if self.hint:
+                yield Static(Text(self.hint, "dim"))
+            with Horizontal(classes="dialog-buttons"):
+                for i, (key, label, value) in enumerate(self.choices):
+                    yield Button(f"{label} \\[{key}]", variant="primary" if i == 0 else "default",
+                                 id=f"choice-{value}")
+                yield Button("Cancel \\[esc]", id="choice-")
+
+    def on_key(self, event) -> None:  # type: ignore[no-untyped-def]
+        for key, _, value in self.choices:
+            if event.key == key:
+                event.stop()
+                self.dismiss(value)
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        event.stop()
+        self.dismiss((event.button.id or "choice-").removeprefix("choice-") or None)
+
+    def action_choose(self, value: str) -> None:
+        self.dismiss(value or None)
 
 
 class HelpScreen(ModalScreen[None]):

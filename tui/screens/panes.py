@@ -95,8 +95,14 @@ class PanesScreen(Screen):
 
 
 def count_title(view: Any, current: str) -> str:
-    """`` (3 messages)`` after the conversation's title."""
-    if view is None or current != "conversation":
+    """`` (3 messages)`` after the conversation's title; `` (5 messages, ~812 tokens)`` after what the
+    model sees."""
+    if view is None or current not in ("conversation", "model-sees"):
         return ""
+    if current == "model-sees":
+        from flowtui.tui.widgets.message_list import model_sees_tokens
+
+        n = len(view.model_sees())
+        return f" ({n} message{'s' if n != 1 else ''}, ~{model_sees_tokens(view):,} tokens)"
     n = len(view.history)
     return f" ({n} message{'s' if n != 1 else ''})"

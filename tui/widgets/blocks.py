@@ -94,7 +94,7 @@ def _markdown(text: str) -> RenderableType:
 
 
 def render_block(console: Console, msg: Any, index: int, width: int, *, expanded: bool,
-                 label: str | None = None, provisional: bool = False) -> list[Strip]:
+                 label: str | None = None, tag: str | None = None, provisional: bool = False) -> list[Strip]:
     """The strips of message ``index`` at ``width`` cells (a trailing blank line separates blocks).
 
     ``provisional``: a reply still streaming in; its text is shown plain (a
@@ -118,7 +118,7 @@ def render_block(console: Console, msg: Any, index: int, width: int, *, expanded
     if msg.tool_calls:
         n = len(msg.tool_calls)
         header.append(f"  {n} tool call{'s' if n > 1 else ''}", DIM)
-    tag = "streaming…" if provisional else f"#{index}"
+    tag = "streaming…" if provisional else tag or f"#{index}"
     pad = inner - header.cell_len - len(tag)
     if pad > 0:
         header.append(" " * pad)

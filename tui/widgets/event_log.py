@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -80,6 +81,8 @@ SUMMARIES: dict[str, Callable[[Any], str]] = {
     "chat.attempt": lambda ev: f"attempt {ev.attempt}: {ev.error}",
     "subscriber.error": lambda ev: f"{ev.subscriber}: {ev.error}",
     "dispose.error": lambda ev: f"cleanup {ev.cleanup} raised: {ev.error}",
+    "run.diverged": lambda ev: f"from the journal at event #{ev.at} ({ev.path}): " + "; ".join(
+        f"{d.field}: {d.why}" if d.why else d.field for d in ev.differences),
 }
 
 
@@ -121,6 +124,17 @@ def _parse(line: bytes, i: int) -> Any:
 
     ev = parse_line(line, i + 1)
     return Invalid(i + 1, ev.reason) if isinstance(ev, Skipped) else ev
+
+
+_SEQ = re.compile(rb'"seq":(\d+)')
+
+
+def _seq_of(item: Any) -> int:
+    """The sequence number of an event, or of its JSON line (read without parsing the line)."""
+    if isinstance(item, bytes):
+        found = _SEQ.search(item, 0, 40)
+        return int(found.group(1)) if found else 0
+    return getattr(item, "seq", 0)
 
 
 def _fit(text: str, width: int) -> str:
@@ -201,6 +215,21 @@ class EventLog(DirectLines, QuietVirtualSize, ScrollView, can_focus=True):
         elif i >= top + height:
             self.scroll_to(y=i - height + 1, animate=False, immediate=True)
         self.refresh()
+
+    def show_seq(self, seq: int) -> bool:
+        """Put the cursor on event ``seq`` (False: the log does not hold it)."""
+        events = self._events
+        lo, hi = 0, len(events)
+        while lo < hi:  # events come in order of their sequence numbers
+            mid = (lo + hi) // 2
+            if _seq_of(events[mid]) < seq:
+                lo = mid + 1
+            else:
+                hi = mid
+        if lo < len(events) and _seq_of(events[lo]) == seq:
+            self._set_cursor(lo)
+            return True
+        return False
 
     def action_move(self, delta: int) -> None:
         self._set_cursor(self.cursor_row + delta)

@@ -32,6 +32,7 @@ from textual.scroll_view import ScrollView
 from textual.selection import Selection
 from textual.strip import Strip
 
+from flowtui.tui.shown import shown
 from flowtui.tui.widgets.blocks import Provisional, estimate_heights, is_collapsible, render_block
 from flowtui.tui.widgets.paint import DirectLines, QuietVirtualSize, drop_oldest
 
@@ -51,8 +52,17 @@ class MessageList(DirectLines, QuietVirtualSize, ScrollView, can_focus=True):
         Binding("end", "cursor_to(-1)", "Last", show=False),
         Binding("pageup", "page(-1)", "Page up", show=False),
         Binding("pagedown", "page(1)", "Page down", show=False),
-        Binding("enter,space", "toggle", "Expand", show=False, tooltip="Expand or collapse the block"),
+        Binding("enter", "enter", "Expand", show=False, tooltip="Expand or collapse the block (what the model "
+                "sees: show the event that put it there)"),
+        Binding("space", "toggle", "Expand", show=False, tooltip="Expand or collapse the block"),
     ]
+
+    class JumpToEvent(Message):
+        """``enter`` on a block whose event is known: show event ``seq`` in the event log."""
+
+        def __init__(self, seq: int) -> None:
+            super().__init__()
+            self.seq = seq
 
     class CursorMoved(Message):
         """The selection moved to message ``index`` (-1: none)."""
@@ -66,6 +76,8 @@ class MessageList(DirectLines, QuietVirtualSize, ScrollView, can_focus=True):
         super().__init__(id=id)
         self.empty_text = empty_text
         self.labels: dict[int, str] = {}  # optional header label per index ("agent prompt")
+        self.tags: dict[int, str] = {}  # optional right-hand tag per index (default "#index")
+        self.sources: dict[int, int] = {}  # the event behind each block: enter opens it in the event log
         self._messages: list[Any] = []
         self._heights: list[int] = []
         self._offsets: list[int] = [0]
@@ -190,7 +202,7 @@ class MessageList(DirectLines, QuietVirtualSize, ScrollView, can_focus=True):
             if len(self._cache) >= _CACHE_LIMIT:
                 drop_oldest(self._cache, _EVICT_BATCH, self._raw)
             raw = render_block(self.app.console, self._messages[i], i, self._content_width(),
-                               expanded=i in self._expanded, label=self.labels.get(i))
+                               expanded=i in self._expanded, label=self.labels.get(i), tag=self.tags.get(i))
             base = self._base
             strips = [s.apply_style(base) for s in raw]
             self._cache[i] = strips
@@ -340,6 +352,13 @@ class MessageList(DirectLines, QuietVirtualSize, ScrollView, can_focus=True):
         self.scroll_to(y=target, animate=False, immediate=True, force=True)
         self.select(self._index_at(target))
 
+    def action_enter(self) -> None:
+        seq = self.sources.get(self.cursor)
+        if seq is not None:
+            self.post_message(self.JumpToEvent(seq))
+        else:
+            self.action_toggle()
+
     def action_toggle(self) -> None:
         i = self.cursor
         if not (0 <= i < len(self._messages)) or not is_collapsible(self._messages[i]):
@@ -361,12 +380,33 @@ class MessageList(DirectLines, QuietVirtualSize, ScrollView, can_focus=True):
 
 
 def show_model_sees(widget: MessageList, view: Any) -> None:
-    """Fill ``widget`` with exactly what the next model call sends, its system parts labelled."""
+    """Fill ``widget`` with exactly what the next model call sends, its system parts labelled, each
+    block tagged with the event that put it there, its origin and its size in tokens (an estimate)."""
+    from flowtui.runtime.context_window import estimate_tokens
+
     seen = view.model_sees()
+    origins = view.provenance()
     labels = {}
     if view.prompt:
         labels[0] = "system · agent prompt"
-    if len(seen) > len(view.history) + (1 if view.prompt else 0):
-        labels[1 if view.prompt else 0] = "system · memory and tasks"
-    widget.labels = labels
+    note = 1 if view.prompt else 0
+    if len(seen) > len(view.history) + note:
+        labels[note] = f"system · memory and tasks ({shown(origins[note][1])})"
+    tags, sources = {}, {}
+    for i, (msg, (seq, origin)) in enumerate(zip(seen, origins)):
+        size = f"{estimate_tokens(msg)} tok"
+        if i == note and i in labels:
+            tags[i] = size
+        else:
+            tags[i] = " · ".join(part for part in (f"#{seq}" if seq else "", shown(origin), size) if part)
+        if seq:
+            sources[i] = seq
+    widget.labels, widget.tags, widget.sources = labels, tags, sources
     widget.set_messages(seen, reset=True)
+
+
+def model_sees_tokens(view: Any) -> int:
+    """The next call's size in tokens (an estimate, the same as each block's)."""
+    from flowtui.runtime.context_window import estimate_tokens
+
+    return sum(estimate_tokens(m) for m in view.model_sees())

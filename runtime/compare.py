@@ -1,0 +1,157 @@
+"""Comparing a re-executed event with the recorded one.
+
+Both sides are compared as the journal writes them (JSON, credentials
+redacted), with what may differ between two runs of the same code left out:
+ids (node ids, run ids: a child run is compared by its place, ``.1``), ``seq``,
+timestamps, durations, elapsed times, a retry's jittered wait, the flow's file
+path. Pauses and resumes are not compared (a re-execution does not stop where
+a person stopped the recorded run; their edits are re-applied instead, see
+:mod:`flowtui.runtime.resume`), nor streamed fragments, which the journal does
+not keep.
+
+What is compared: the event's type, its node path (:class:`Paths`:
+``RevisaoWorkflow › loop 2 › RevisorAgent › chat``), its origin, and its
+values: the messages appended, the state fields set, the request sent to the
+model (messages as sent, tools, sampling and model; a cassette's
+``replaying``/``recording`` label stands for no model), a model's reply, a
+tool's result.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+# Never compared: pause points (re-applied instead), fragments, the app's subscribers, the report itself.
+IGNORED = frozenset({"run.pause", "run.resume", "chat.delta", "subscriber.error", "run.diverged"})
+_VOLATILE = frozenset({"seq", "ts", "run_id", "node_id", "parent_id", "duration_ms", "elided"})
+RUN, PATH = "(run)", "(path)"  # added to a compared event: its run (relative: "", ".1") and node path
+MISSING = object()
+
+
+class Paths:
+    """The node path of each event of one stream, fed in order.
+
+    A node's path is its parent's and its own name; under a loop, the loop's
+    segment says the iteration (``loop 2``), counted by the ``ctx.set loop``
+    the loop emits at the end of each iteration.
+    """
+
+    def __init__(self) -> None:
+        self._nodes: dict[str, tuple[tuple[str, ...], str]] = {}
+        self._iterations: dict[str, int] = {}
+
+    def of(self, ev: dict[str, Any]) -> tuple[str, ...]:
+        t, node = ev.get("type"), ev.get("node_id")
+        if t == "node.start":
+            path = self.inside(ev.get("parent_id")) + (_label(ev),)
+            if node is not None:
+                self._nodes[node] = (path, str(ev.get("kind")))
+            return path
+        if t == "node.end":
+            found = self._nodes.get(node) if node is not None else None
+            return found[0] if found else self.inside(ev.get("parent_id")) + (_label(ev),)
+        if node is None:  # run.start and run.end: where a child run was started
+            return self.inside(ev.get("parent_id"))
+        path = self.inside(node)
+        if t == "ctx.set" and ev.get("name") == "loop" and self._nodes.get(node, ((), ""))[1] == "loop":
+            self._iterations[node] = self._iterations.get(node, 1) + 1
+        return path
+
+    def inside(self, node: str | None) -> tuple[str, ...]:
+        """The path of what runs inside ``node`` (a loop's current iteration included)."""
+        found = self._nodes.get(node) if node is not None else None
+        if found is None:
+            return ()
+        path, kind = found
+        if kind == "loop":
+            return path[:-1] + (f"{path[-1]} {self._iterations.get(node, 1)}",)
+        return path
+
+
+def _label(ev: dict[str, Any]) -> str:
+    """A node's segment of a path: its name; a model call is ``chat`` (its agent is the segment before)."""
+    return "chat" if ev.get("kind") == "chat" else str(ev.get("name", "?"))
+
+
+def show_path(path: tuple[str, ...] | list[str]) -> str:
+    return " › ".join(path)
+
+
+def comparable(ev: dict[str, Any], run: str, path: tuple[str, ...]) -> dict[str, Any]:
+    """``ev`` (as journaled) with what may differ between runs left out, and its run and path added."""
+    out = {k: v for k, v in ev.items() if k not in _VOLATILE}
+    out[RUN], out[PATH] = run, path
+    t = out.get("type")
+    if t == "run.start":
+        out.pop("resumed_from", None)
+        out.pop("file", None)
+    elif t == "run.end":
+        out["totals"] = _without(out.get("totals"), "elapsed_s")
+    elif t in ("node.start", "node.end") and isinstance(out.get("data"), dict):
+        data = dict(out["data"])
+        if "totals" in data:
+            data["totals"] = _without(data["totals"], "elapsed_s")
+        for key in ("request", "sent_request"):
+            if isinstance(data.get(key), dict) and "model" in data[key]:
+                data[key] = {**data[key], "model": model_key(data[key]["model"])}
+        out["data"] = data
+    elif t == "ctx.set" and out.get("name") == "budget":
+        out["value"] = _without(out.get("value"), "duration_s")
+    elif t == "chat.attempt":
+        out.pop("retry_in_s", None)
+    return out
+
+
+def align(rec: dict[str, Any], new: dict[str, Any]) -> None:
+    """A request that names no model (a replayed cassette's) leaves the other side's model uncompared."""
+    a, b = rec.get("data"), new.get("data")
+    if not (isinstance(a, dict) and isinstance(b, dict)):
+        return
+    for key in ("request", "sent_request"):
+        x, y = a.get(key), b.get(key)
+        if isinstance(x, dict) and isinstance(y, dict) and (x.get("model") is None) != (y.get("model") is None):
+            a[key], b[key] = {**x, "model": None}, {**y, "model": None}
+
+
+def model_key(described: Any) -> Any:
+    """A provider's description as compared: a cassette's wrapper says which cassette, not which
+    model (``replaying x.jsonl``: none; ``recording M to x.jsonl``: ``M``)."""
+    if not isinstance(described, str):
+        return described
+    if described.startswith("replaying "):
+        return None
+    if described.startswith("recording ") and " to " in described:
+        return described[len("recording "):].rpartition(" to ")[0]
+    return described
+
+
+def _without(value: Any, key: str) -> Any:
+    if isinstance(value, dict) and key in value:
+        return {k: v for k, v in value.items() if k != key}
+    return value
+
+
+def diff(a: Any, b: Any, path: str = "", *, limit: int = 8) -> list[tuple[str, Any, Any]]:
+    """Where two JSON values differ: ``(path, a's value, b's value)``, first ones first.
+
+    Lists are compared item by item; a list that is longer or shorter says so once
+    (``path[…]``, with both lengths) after the items both have."""
+    out: list[tuple[str, Any, Any]] = []
+    _diff(a, b, path, out, limit)
+    return out
+
+
+def _diff(a: Any, b: Any, path: str, out: list, limit: int) -> None:
+    if len(out) >= limit or a == b:
+        return
+    if isinstance(a, dict) and isinstance(b, dict):
+        for key in [*a, *(k for k in b if k not in a)]:
+            _diff(a.get(key, MISSING), b.get(key, MISSING), f"{path}.{key}" if path else str(key), out, limit)
+        return
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        for i in range(min(len(a), len(b))):
+            _diff(a[i], b[i], f"{path}[{i}]", out, limit)
+        if len(a) != len(b) and len(out) < limit:
+            out.append((f"{path}[…]", f"{len(a)} items", f"{len(b)} items"))
+        return
+    out.append((path, a, b))

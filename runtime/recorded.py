@@ -1,0 +1,184 @@
+"""The recorded side of a re-execution: one run of a journal, read for ``--resume-from JOURNAL[@K]``.
+
+A journal file holds one run, or several when it was appended to (each run's
+``seq`` starts again at 1); the last one is re-executed. Its events are kept
+as the JSON the journal holds (what the comparison needs), indexed by node:
+each node's ``node.end`` (a model call's reply, a tool's result) and the
+events that happened inside it (a tool's own effects, a model call's failed
+attempts). Lines torn by a crash are skipped, as the replay skips them.
+
+Errors name the file and ``K`` and say what to do (:class:`~flowtui.runtime.errors.ResumeError`).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic_core import from_json
+
+from flowtui.runtime.errors import ResumeError
+from flowtui.runtime.events import EVENT_TYPES
+
+_AT = re.compile(r"^(.*)@(\d+)$", re.DOTALL)
+
+
+def parse_resume_arg(text: str | Path) -> tuple[Path, int | None]:
+    """``runs/x.jsonl@40`` → (``runs/x.jsonl``, 40); ``runs/x.jsonl`` → (``runs/x.jsonl``, None).
+
+    A path that itself ends in ``@digits`` and exists is taken whole."""
+    raw = str(text)
+    if not raw.strip():
+        raise ResumeError("--resume-from needs a journal file, e.g. --resume-from .flowtui/runs/X.jsonl@40")
+    m = _AT.match(raw)
+    if m is None or Path(raw).is_file():
+        return Path(raw), None
+    return Path(m.group(1)), int(m.group(2))
+
+
+@dataclass
+class Recorded:
+    """One recorded run, ready to be re-executed up to event ``at`` (K)."""
+
+    path: str  # the journal, as given
+    run_id: str
+    at: int  # K: the events with seq <= at are served and checked
+    last: int  # the last seq of the recorded run
+    events: list[dict[str, Any]]  # every event of the run (its child runs' too), in order
+    start: dict[str, Any]  # its run.start
+    ends: dict[str, dict[str, Any]] = field(default_factory=dict)  # node id -> its node.end
+    inside: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # node id -> the events in it
+    lines: dict[int, bytes] = field(default_factory=dict)  # seq -> the event's line, as the journal holds it
+    lazy: set[int] = field(default_factory=set)  # seqs of node.start events read up to their name only
+
+    def full(self, ev: dict[str, Any]) -> dict[str, Any]:
+        """``ev`` with all its fields: a node.start read up to its name is read whole (in place)."""
+        if ev["seq"] in self.lazy:
+            ev.update(from_json(self.lines[ev["seq"]]))
+            self.lazy.discard(ev["seq"])
+        return ev
+
+    def relative(self, run_id: str) -> str:
+        """A run id as seen from the top-level run: ``""`` for it, ``".1"`` for its first child."""
+        return relative_run(run_id, self.run_id)
+
+
+def relative_run(run_id: str, root: str) -> str:
+    if run_id == root:
+        return ""
+    return run_id[len(root):] if run_id.startswith(root + ".") else run_id
+
+
+def load_recorded(source: str | Path, *, at: int | None = None) -> Recorded:
+    """The last run of journal ``source`` (``"FILE@K"`` also accepted when ``at`` is not given).
+
+    Raises :class:`ResumeError` naming the file (and K) for a missing file, a folder, a file
+    that is not a flowtui journal, a journal without a ``run.start``, or K outside the run."""
+    path, k = parse_resume_arg(source) if at is None else (Path(source), at)
+    shown = str(path)
+    if path.is_dir():
+        raise ResumeError(f"--resume-from {shown}: is a folder, not a journal file; give a .jsonl file "
+                          "from .flowtui/runs/")
+    try:
+        with path.open("rb") as f:
+            raw_lines = f.read().split(b"\n")
+    except FileNotFoundError:
+        raise ResumeError(f"--resume-from {shown}: no such file; give a journal that `flowtui run` wrote "
+                          "(see .flowtui/runs/)") from None
+    except OSError as exc:
+        raise ResumeError(f"--resume-from {shown}: cannot read it: {exc.strerror or exc}") from None
+    events, lines, lazy, first_bad = _events(raw_lines)
+    if not events:
+        why = f" (line {first_bad[0]}: {first_bad[1]})" if first_bad else " (it is empty)"
+        raise ResumeError(f"--resume-from {shown}: not a flowtui journal{why}; give a .jsonl file that "
+                          "`flowtui run` or the app wrote")
+    begin = _last_run(events)
+    run = events[begin:]
+    start = run[0]
+    if start.get("type") != "run.start" or not isinstance(start.get("run_id"), str):
+        raise ResumeError(f"--resume-from {shown}: its last run does not begin with run.start (the start of "
+                          "the file is missing?); a run can only be re-executed from its start")
+    root = start["run_id"]
+    last = max(ev["seq"] for ev in run)
+    if k is None:
+        k = last
+    elif not 1 <= k <= last:
+        where = "beyond its end" if k > last else "not an event number"
+        raise ResumeError(f"--resume-from {shown}@{k}: K={k} is {where}: the recorded run {root} has events "
+                          f"1..{last}; give a K in that range, or none for the whole run")
+    recorded = Recorded(path=shown, run_id=root, at=k, last=last, events=run, start=start,
+                        lines=dict(zip((ev["seq"] for ev in run), lines[begin:])),
+                        lazy={ev["seq"] for ev in run if id(ev) in lazy})
+    for ev in run:
+        node = ev.get("node_id")
+        if ev["type"] == "node.end" and node is not None:
+            recorded.ends[node] = ev
+        elif node is not None:
+            recorded.inside.setdefault(node, []).append(ev)
+    return recorded
+
+
+# A node.start's line up to its data: a model call's carries the whole request, most of a long
+# journal's bytes, and is compared as bytes while the re-execution agrees (Recorded.full reads it whole).
+_STR = rb'"(?:[^"\\]|\\.)*"'
+_NODE_START = re.compile(rb'\{"seq":(\d+),"ts":[-+.\deE]+,"run_id":(%s),"node_id":(%s|null),"parent_id":(%s|null),'
+                         rb'"origin":(%s),"type":"node\.start","kind":"(\w+)","name":(%s),"data":\{' % ((_STR,) * 5))
+
+
+def _events(lines: list[bytes]) -> tuple[list[dict[str, Any]], list[bytes], set[int], tuple[int, str] | None]:
+    """The journal's events as JSON objects, their lines, the ids of the events read only up to
+    their data (:data:`_NODE_START`); lines that cannot be read are skipped (the first one that
+    could not, with why, for the error when nothing could be read)."""
+    out: list[dict[str, Any]] = []
+    kept: list[bytes] = []
+    lazy: set[int] = set()
+    bad: tuple[int, str] | None = None
+    for n, line in enumerate(lines, 1):
+        if n == 1 and line.startswith(b"\xef\xbb\xbf"):
+            line = line[3:]
+        line = line.strip()
+        if not line:
+            continue
+        head = _NODE_START.match(line) if line.endswith(b"}}") else None
+        if head is not None:
+            seq, run_id, node, parent, origin, kind, name = head.groups()
+            data = {"seq": int(seq), "run_id": from_json(run_id), "node_id": from_json(node),
+                    "parent_id": from_json(parent), "origin": from_json(origin), "type": "node.start",
+                    "kind": kind.decode(), "name": from_json(name)}
+            lazy.add(id(data))
+            out.append(data)
+            kept.append(line)
+            continue
+        try:
+            data = from_json(line)  # a long run's journal is megabytes: the fast reader
+        except (ValueError, RecursionError):
+            bad = bad or (n, "not JSON" if _is_text(line) else "not text")
+            continue
+        seq = data.get("seq") if isinstance(data, dict) else None
+        if not isinstance(data, dict) or data.get("type") not in EVENT_TYPES or not isinstance(seq, int) \
+                or isinstance(seq, bool):
+            bad = bad or (n, "not a flowtui event")
+            continue
+        out.append(data)
+        kept.append(line)
+    return out, kept, lazy, bad
+
+
+def _is_text(line: bytes) -> bool:
+    try:
+        line.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+def _last_run(events: list[dict[str, Any]]) -> int:
+    """Where the last of the runs a journal holds begins (where the sequence numbers start again)."""
+    begin, last = 0, 0
+    for i, ev in enumerate(events):
+        if i and ev["seq"] <= last:
+            begin = i
+        last = ev["seq"]
+    return begin

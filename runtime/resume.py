@@ -1,0 +1,299 @@
+"""Re-executing a run against its journal: a checked prefix, then live.
+
+    flowtui run flows/revisao.py --resume-from .flowtui/runs/RevisaoWorkflow-20250101-120000.jsonl@40
+    await app.run(resume_from="runs/revisao.jsonl@40")
+
+The flow's *current* code runs from the start, with the recorded run's input,
+memory and data. Up to event K of the recorded run (its ``seq``; by default
+its last event), nothing is asked of the world:
+
+- every model call is answered with the reply the journal holds for it
+  (:class:`~flowtui.runtime.serve.ServedProvider` wraps each provider of the run, its child runs'
+  too); the provider is told (:meth:`Provider.skip`) so that after K it goes
+  on as if it had answered: a ``ScriptedProvider`` at its next reply, a
+  replayed cassette at its next exchange;
+- every tool call gets the tool's recorded result, and the tool's recorded
+  effects on the run (the ``ctx`` fields, workflow-state fields and
+  ``ctx.state`` changes it made, its ``ctx.stop()``) are made again, without
+  running it (:mod:`flowtui.runtime.serve`). A tool declared ``replay="rerun"`` runs,
+  and so does a tool that runs a child workflow (whose own model calls and
+  tools are served in turn); what they do is checked like the rest;
+- a person's edits and decisions made while the recorded run was paused
+  (promote, set_field, deny...) are made again at the same pause point, and a
+  stop command stops the run there again; the re-executed prefix itself never
+  pauses.
+
+Every event the run emits meanwhile is compared with the recorded one
+(:mod:`flowtui.runtime.compare`); at the first mismatch a ``run.diverged``
+event says where and what differs (:mod:`flowtui.runtime.divergence`) and,
+before anything live happens, the run stops (``on_divergence="stop"``, status
+``stopped``; ``flowtui run`` exits 3) or waits at the next pause point
+(``"pause"``, the app's choice: continuing goes on live from there). After K
+the run is an ordinary live run: paused in the app, running headless. Its
+``run.start`` names the journal, the run and K it came from, and its journal
+holds the whole run, prefix included.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from pydantic_core import from_json
+
+from flowtui.runtime.bus import current_node, current_origin
+from flowtui.runtime.compare import IGNORED, PATH, Paths, align, comparable, show_path
+from flowtui.runtime.control import RunStopped
+from flowtui.runtime.divergence import describe, explain, lookup_for
+from flowtui.runtime.encoding import encode_event
+from flowtui.runtime.errors import ConfigError
+from flowtui.runtime.events import Difference, ResumedFrom, RunDiverged
+from flowtui.runtime.recorded import Recorded, load_recorded, relative_run
+from flowtui.runtime.secrets import Redactor
+from flowtui.runtime.serve import ServedProvider, Server, as_item, set_field
+
+if TYPE_CHECKING:
+    from flowtui.runtime.engine import Run
+
+EDITS = frozenset({"state.set", "state.append", "workflow_state.change", "tool.decision"})
+
+
+class Diverged(RunStopped):
+    """Raised at the next unit of work after a re-executed run diverged from its journal
+    (``on_divergence="stop"``): the run ends as ``stopped``, before doing anything live."""
+
+
+@dataclass
+class _Edits:
+    """What a person did while the recorded run was paused at ``point``: ``count`` edit events
+    (from the expected event where this sits), then perhaps the stop command."""
+
+    point: tuple[str, str, str]  # (kind, name, relative run id)
+    count: int = 0
+    stop: bool = False
+
+
+class Resume:
+    """One re-execution: the recorded run, what was served so far, and the comparison (a sink)."""
+
+    def __init__(self, recorded: Recorded, *, on_divergence: str = "stop") -> None:
+        if on_divergence not in ("stop", "pause"):
+            raise ConfigError(f"on_divergence is 'stop' or 'pause', not {on_divergence!r}")
+        self.recorded, self.at, self.on_divergence = recorded, recorded.at, on_divergence
+        self.expected: list[dict[str, Any]] = []  # the recorded events compared, in order
+        self.edits: dict[int, _Edits] = {}  # index in expected -> the edits made at a pause just before
+        self._plan()
+        self.i = 0  # the next expected event
+        self.checking = True  # in the prefix: events are compared, calls served
+        self.diverged: dict[str, Any] | None = None  # the run.diverged fields, once it diverged
+        self.held = False  # on_divergence="pause": the run has paused since
+        self.reason = ""
+        self.run: Any = None
+        self.controller: Any = None
+        self.root_id = ""
+        self.server = Server(self)  # the recorded replies and results, served in the prefix
+        self._paths = (Paths(), Paths())  # recorded, now
+        self._approve: set[str] = set()
+        self._redactor = Redactor.from_environment()
+
+    @classmethod
+    def load(cls, source: Any, *, on_divergence: str = "stop") -> "Resume":
+        """From ``"JOURNAL[@K]"``, a path, or a :class:`Recorded`; a bad one is a ``ResumeError``."""
+        recorded = source if isinstance(source, Recorded) else load_recorded(source)
+        return cls(recorded, on_divergence=on_divergence)
+
+    def _plan(self) -> None:
+        pause: tuple[str, str, str] | None = None
+        group: _Edits | None = None
+        for ev in self.recorded.events:
+            t = ev["type"]
+            if t == "run.pause":
+                pause, group = (str(ev.get("point")), str(ev.get("name")), self.recorded.relative(ev["run_id"])), None
+            elif t == "run.resume":
+                if ev.get("command") == "stop" and pause is not None:
+                    group = group or self.edits.setdefault(len(self.expected), _Edits(pause))
+                    group.stop = True
+            elif t not in IGNORED:
+                if pause is not None and ev.get("origin") == "user" and t in EDITS:
+                    group = group or self.edits.setdefault(len(self.expected), _Edits(pause))
+                    group.count += 1
+                else:
+                    pause, group = None, None
+                self.expected.append(ev)
+
+    # --- the run's side -----------------------------------------------------------------------
+    def origin(self) -> ResumedFrom:
+        return ResumedFrom(journal=self.recorded.path, run_id=self.recorded.run_id, at=self.at)
+
+    def start_values(self) -> dict[str, Any]:
+        """The recorded run's input, memory and data (a re-execution starts from them)."""
+        start = self.recorded.start
+        return {"input": start.get("input"), "memory": list(start.get("memory") or []),
+                "data": dict(start.get("data") or {})}
+
+    def wrap(self, inner_wrap: Any) -> Any:
+        """The provider wrapper for the run (around the cassette's, when there is one)."""
+        return lambda inner: ServedProvider(inner_wrap(inner) if inner_wrap is not None else inner, self.server)
+
+    def attach(self, run: "Run") -> None:
+        """Follow ``run``: its events come here (this is its last sink) and its prefix never pauses."""
+        self.run, self.root_id, self.controller = run, run.id, run.controller
+        if self.controller is None:
+            self.on_divergence = "stop"  # nobody to continue it
+        else:  # calls waiting for approval: not in the prefix (the recorded decisions are made again)
+            self._approve = set(self.controller.approve)
+            self.controller.approve.clear()
+
+    def check(self) -> None:
+        """Between units of work (``run.gate()``): a diverged run stops here when it should."""
+        if self.diverged is not None and self.on_divergence == "stop":
+            raise Diverged(self.reason)
+
+    def ending(self, status: str, reason: str | None) -> tuple[str, str | None]:
+        """How the run ends: a diverged run that went on to its end without doing anything live is stopped."""
+        if self.diverged is not None and self.on_divergence == "stop" and status == "finished":
+            return "stopped", self.reason
+        return status, reason
+
+    async def at_pause(self, run: "Run", kind: str, name: str) -> bool:
+        """At a pause point: in the prefix, make the edits a person made here again and go on (True);
+        after it, False: the run pauses as a live run does."""
+        if not self.checking:
+            if self.diverged is not None:
+                self.check()  # stopping: never wait for a person after a divergence
+                self.held = True
+            return False
+        group = self.edits.get(self.i)
+        if group is not None and group.point == (kind, name, relative_run(run.id, self.root_id)):
+            del self.edits[self.i]
+            for ev in self.expected[self.i:self.i + group.count]:
+                if not self.checking:  # past K (or diverged): the rest is the person's to redo
+                    break
+                self._edit(run, ev)
+            if group.stop and self.checking:
+                raise RunStopped()
+        if self.controller is not None:
+            if self.controller.stopping:
+                raise RunStopped()
+            await asyncio.sleep(0)  # as a checkpoint does: a command that arrived is seen now
+        return self.checking
+
+    def _edit(self, run: "Run", ev: dict[str, Any]) -> None:
+        from flowtui.runtime.pending import decide, edited
+
+        token = current_origin.set("user")
+        node = current_node.set((None, None))  # a person's edit comes from outside any node, as recorded
+        try:
+            t = ev["type"]
+            if t == "state.append":
+                run.state.append(ev["bucket"], as_item(ev["bucket"], ev["item"]), origin="user", note=ev.get("note"))
+            elif t == "state.set":
+                run.state.set(ev["bucket"], [as_item(ev["bucket"], x) for x in ev["items"]], origin="user",
+                              note=ev.get("note"))
+            elif t == "workflow_state.change":
+                set_field(run, ev["path"], ev.get("new"))
+            elif t == "tool.decision" and run.pending is not None:
+                pending = run.pending
+                if ev.get("decision") == "edited":
+                    old = pending.call
+                    pending.call = old.model_copy(update={"args": dict(ev.get("args") or {})})
+                    edited(run, pending, old)
+                else:
+                    decide(run, pending, str(ev.get("decision")), ev.get("reason") or "")
+        finally:
+            current_node.reset(node)
+            current_origin.reset(token)
+
+    def tool(self, run: "Run", tspec: Any, execute: Any) -> Any:
+        """What ``_run_tool`` calls in place of ``execute`` (:meth:`Server.tool`)."""
+        return self.server.tool(run, tspec, execute)
+
+    async def hold(self, kind: str, name: str) -> None:
+        """A diverged run is about to do something live: stop it, or pause it once first."""
+        if self.on_divergence == "stop":
+            raise Diverged(self.reason)
+        if not self.held:
+            await self.run.pause(kind, name)
+
+    # --- comparing (the run's last sink) ------------------------------------------------------
+    def __call__(self, event: Any) -> None:
+        if not self.checking or event.type in IGNORED:
+            return
+        try:
+            self._check(event)
+        except Exception as exc:  # never let a run go on unchecked: a failure to compare is a divergence
+            rec = self.expected[self.i] if self.i < len(self.expected) else None
+            self._diverge(rec, None, None, [Difference(
+                field="comparison", why=f"flowtui could not compare this event ({type(exc).__name__}: {exc})")],
+                now_seq=event.seq)
+
+    def _check(self, event: Any) -> None:
+        raw = encode_event(event, self._redactor)  # as the journal writes it (encoded once for both)
+        now_run = relative_run(event.run_id, self.root_id)
+        now_path = self._paths[1].of({"type": event.type, "node_id": event.node_id, "parent_id": event.parent_id,
+                                      "kind": getattr(event, "kind", None), "name": getattr(event, "name", None)})
+        if self.i >= len(self.expected):
+            new = comparable(from_json(raw), now_run, now_path)
+            return self._diverge(None, None, new, [Difference(field="event", why="the recorded run did nothing more")],
+                                 now_seq=event.seq)
+        rec_raw = self.expected[self.i]
+        rec_run, rec_path = self.recorded.relative(rec_raw["run_id"]), self._paths[0].of(rec_raw)
+        # the common case, cheaply: the same place and, after the ids and the time, the same bytes
+        payload = _payload(raw)
+        same = (payload is not None and rec_run == now_run and rec_path == now_path
+                and payload == _payload(self.recorded.lines.get(rec_raw["seq"], b"")))
+        if not same:
+            new = comparable(from_json(raw), now_run, now_path)
+            rec = comparable(self.recorded.full(rec_raw), rec_run, rec_path)
+            if rec != new:
+                align(rec, new)
+            if rec != new:
+                found = explain(rec, new, lookup_for(self.run)) or [Difference(field="event")]
+                return self._diverge(rec_raw, rec, new, found, now_seq=event.seq)
+        if event.type == "node.start":
+            self.server.node_map[event.node_id] = rec_raw["node_id"]
+        self.i += 1
+        if self.i >= len(self.expected) or self.expected[self.i]["seq"] > self.at:
+            self._end_prefix()
+
+    def _end_prefix(self) -> None:
+        self.checking = False
+        self._give_back_approvals()
+        if self.controller is not None:
+            self.controller.resumed()
+
+    def _give_back_approvals(self) -> None:
+        if self.controller is not None and self._approve:
+            self.controller.approve.update(self._approve)
+            self._approve = set()
+
+    def diverge_at(self, end: dict[str, Any], difference: Difference, *, recorded: str, current: str) -> None:
+        path = show_path(self._paths[0].of(end))
+        self._report(dict(at=end["seq"], now=None, path=path, recorded=recorded, current=current,
+                          differences=[difference]))
+
+    def _diverge(self, rec_raw: dict[str, Any] | None, rec: dict[str, Any] | None, new: dict[str, Any] | None,
+                 differences: list[Difference], *, now_seq: int | None) -> None:
+        seq = rec_raw["seq"] if rec_raw is not None else self.recorded.last
+        path = show_path((rec or new or {}).get(PATH) or ())
+        self._report(dict(at=seq, now=now_seq, path=path, recorded=describe(rec), current=describe(new),
+                          differences=differences))
+
+    def _report(self, fields: dict[str, Any]) -> None:
+        self.checking = False
+        self._give_back_approvals()
+        action = "paused" if self.on_divergence == "pause" else "stopped"
+        self.diverged = {**fields, "action": action, "journal": self.recorded.path}
+        where = f" ({fields['path']})" if fields["path"] else ""
+        self.reason = f"diverged from {self.recorded.path} at event #{fields['at']}{where}"
+        self.run.emitter.emit(RunDiverged, origin="runtime", **self.diverged)
+        if action == "paused":
+            self.controller.pause(reason="diverged")
+
+
+def _payload(line: bytes) -> bytes | None:
+    """A journal line after its ids and time (``seq``, ``ts``, ``run_id``, ``node_id``,
+    ``parent_id`` come first): two events with equal payloads compare equal."""
+    at = line.find(b',"origin":')
+    return line[at:] if at > 0 else None

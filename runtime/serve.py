@@ -1,0 +1,223 @@
+"""What a re-execution's prefix gets in place of the world: recorded model replies and tool results.
+
+:class:`Server` belongs to one :class:`~flowtui.runtime.resume.Resume`. Up to
+event K, every model call is answered with the reply the journal holds for the
+node it re-executes (:class:`ServedProvider` wraps each provider of the run,
+its child runs' too, and tells the provider, :meth:`Provider.skip`, so that
+after K it goes on as if it had answered), and every tool call gets the tool's
+recorded result with the tool's recorded effects on the run made again
+(``ctx`` fields, workflow-state fields, ``ctx.state`` changes, ``ctx.stop()``)
+without running it. A tool declared ``replay="rerun"`` runs, and so does a
+tool that runs a child workflow (whose own model calls and tools are served in
+turn); what they do is checked like the rest. Once the run diverged, anything
+live waits (``on_divergence="pause"``) or stops the run first.
+"""
+
+from __future__ import annotations
+
+import inspect
+from typing import TYPE_CHECKING, Any
+
+from pydantic import TypeAdapter
+
+from flowtui.runtime.bus import current_node
+from flowtui.runtime.errors import FatalToolError, ProviderError
+from flowtui.runtime.events import Difference
+from flowtui.runtime.messages import Message, ToolCall, ToolOutput
+from flowtui.runtime.providers.base import AttemptInfo, ChatReply, ChatRequest, Provider, Usage
+
+if TYPE_CHECKING:
+    from flowtui.runtime.engine import Run
+    from flowtui.runtime.resume import Resume
+
+
+class Server:
+    """The recorded replies and results of one re-execution, served while its prefix is checked."""
+
+    def __init__(self, resume: "Resume") -> None:
+        self.resume = resume
+        self.node_map: dict[str, str] = {}  # node id now -> the recorded node it re-executes
+        self._executions: dict[str, int] = {}  # tool node id now -> times its tool was asked to run
+        self._served: dict[int, ChatReply] = {}
+
+    def _recorded_node(self) -> tuple[str | None, dict[str, Any] | None]:
+        """The recorded node the current node re-executes, and its node.end (None: not in the prefix)."""
+        recorded = self.resume.recorded
+        rec = self.node_map.get(current_node.get()[0] or "")
+        end = recorded.ends.get(rec) if rec is not None else None
+        if end is None or end["seq"] > recorded.at:
+            return rec, None
+        return rec, end
+
+    async def model_reply(self, request: ChatRequest) -> ChatReply | None:
+        """The recorded reply to this model call, or None to call the model (after the prefix)."""
+        resume = self.resume
+        if resume.diverged is not None:
+            await resume.hold("chat", request.agent)
+            return None
+        if not resume.checking:
+            return None
+        rec, end = self._recorded_node()
+        if end is None:
+            return None
+        for ev in resume.recorded.inside.get(rec or "", ()):
+            if ev["type"] == "chat.attempt" and request.on_attempt is not None:
+                request.on_attempt(AttemptInfo(attempt=ev.get("attempt", 1), error=ev.get("error", ""),
+                                               status=ev.get("status"), retry_in_s=ev.get("retry_in_s")))
+        data = end.get("data") or {}
+        if end.get("status") == "error":  # the recorded call failed: it fails again, as recorded
+            raise _served_failure(str(end.get("error") or "ProviderError"), request.agent, data.get("attempts", 1))
+        said = data.get("reply") or {}
+        reply = ChatReply(
+            content=said.get("content") or "", tool_calls=[ToolCall(**c) for c in said.get("tool_calls") or []],
+            usage=Usage(**(said.get("usage") or {})), reasoning=data.get("reasoning"),
+            tool_call_source=data.get("tool_call_source"), cost_usd=data.get("cost_usd") or 0.0,
+            attempts=data.get("attempts") or 1, model=data.get("model"))
+        self._served[id(reply)] = reply
+        return reply
+
+    def served(self, reply: ChatReply) -> bool:
+        """True for a reply served from the journal (it is final as recorded)."""
+        return self._served.pop(id(reply), None) is reply
+
+    def tool(self, run: "Run", tspec: Any, execute: Any) -> Any:
+        """What ``_run_tool`` calls in place of ``execute``: the recorded result, in the prefix."""
+        if not self.resume.checking and self.resume.diverged is None:
+            return execute
+
+        async def served(**kwargs: Any) -> Any:
+            return await self._serve_tool(run, tspec, execute, kwargs)
+
+        return served
+
+    async def _serve_tool(self, run: "Run", tspec: Any, execute: Any, kwargs: dict[str, Any]) -> Any:
+        resume = self.resume
+        if resume.diverged is not None:
+            await resume.hold("tool", tspec.name)
+            return await _call(execute, kwargs)
+        rec, end = self._recorded_node() if resume.checking else (None, None)
+        if end is None or tspec.replay == "rerun" or _runs_children(run, tspec):
+            return await _call(execute, kwargs)  # after the prefix, or re-run and checked like the rest
+        data = end.get("data") or {}
+        error = str(end.get("error") or "")
+        if "executed" not in data and end.get("status") == "error" and error.startswith("FatalToolError: "):
+            raise FatalToolError(error.removeprefix("FatalToolError: "))
+        node = current_node.get()[0] or ""
+        k = self._executions[node] = self._executions.get(node, 0) + 1
+        results = self._results(rec or "", data)
+        if k > len(results):
+            resume.diverge_at(end, Difference(
+                field="tool", recorded="not run", now="runs",
+                why=f"the recorded run did not run tool {tspec.name} here (a middleware, before_tool, its schema "
+                    "or an unknown name answered in its place); the code now runs it"),
+                recorded=f"tool {tspec.name} not run", current=f"tool {tspec.name} runs")
+            await resume.hold("tool", tspec.name)
+            return await _call(execute, kwargs)
+        if k == 1:
+            self._effects(run, tspec.name, rec or "")
+            if data.get("stop"):
+                run.ctx.stop()
+        content, is_error = results[k - 1]
+        return ToolOutput(content=content, is_error=is_error)
+
+    def _results(self, rec: str, data: dict[str, Any]) -> list[tuple[str, bool]]:
+        """What the recorded tool's own code returned each time it ran."""
+        if isinstance(data.get("results"), list):
+            return [(str(r.get("content", "")), bool(r.get("is_error"))) for r in data["results"]]
+        final = ("", bool(data.get("is_error")))
+        for ev in self.resume.recorded.inside.get(rec, ()):
+            item = ev.get("item")
+            if ev["type"] == "state.append" and isinstance(item, dict) and item.get("role") == "tool":
+                final = (str(item.get("content", "")), bool(item.get("is_error")))
+        return [final] * int(data.get("executed", 1))  # a journal from before "executed": once
+
+    def _effects(self, run: "Run", name: str, rec: str) -> None:
+        """Make again what the recorded tool did to the run (in order, attributed to it)."""
+        mine = [ev for ev in self.resume.recorded.inside.get(rec, ()) if ev.get("origin") == f"tool:{name}"]
+        messages = [i for i, ev in enumerate(mine) if ev["type"] == "state.append" and ev.get("bucket") == "history"
+                    and isinstance(ev.get("item"), dict) and ev["item"].get("role") == "tool"]
+        if messages:
+            del mine[messages[-1]]  # its result's message: the runtime appends that one itself
+        for ev in mine:
+            t = ev["type"]
+            if t == "ctx.set":
+                setattr(run.ctx, ev["name"], ev.get("value"))
+            elif t == "workflow_state.change":
+                set_field(run, ev["path"], ev.get("new"))
+            elif t == "state.append":
+                run.state.append(ev["bucket"], as_item(ev["bucket"], ev["item"]))
+            elif t == "state.set":
+                run.state.set(ev["bucket"], [as_item(ev["bucket"], x) for x in ev["items"]])
+
+
+class ServedProvider(Provider):
+    """A run's provider in a re-execution: in the prefix, each call is answered from the journal
+    (and the provider told, :meth:`Provider.skip`); after it, the provider answers."""
+
+    def __init__(self, inner: Provider, server: Server) -> None:
+        self.inner, self._server = inner, server
+        self.rescue_tool_calls = inner.rescue_tool_calls
+
+    async def complete(self, request: ChatRequest) -> ChatReply:
+        reply = await self._server.model_reply(request)
+        if reply is None:
+            return await self.inner.complete(request)
+        self.inner.skip(request, reply)
+        return reply
+
+    def finish(self, request: ChatRequest, reply: ChatReply) -> ChatReply:
+        return reply if self._server.served(reply) else self.inner.finish(request, reply)
+
+    def skip(self, request: ChatRequest, reply: ChatReply) -> None:
+        self.inner.skip(request, reply)
+
+    def fork(self) -> "ServedProvider":
+        return ServedProvider(self.inner.fork(), self._server)
+
+    def override_model(self, model: str) -> "ServedProvider":
+        return ServedProvider(self.inner.override_model(model), self._server)
+
+    def describe(self) -> str:
+        return self.inner.describe()
+
+
+def _served_failure(error: str, agent: str, attempts: int) -> ProviderError:
+    """The recorded failure of a model call, raised again under its recorded name."""
+    name, sep, message = error.partition(": ")
+    if not sep or not name.isidentifier():
+        name, message = "ProviderError", error
+    cls = type(name, (ProviderError,), {"__module__": __name__, "__doc__": "A model call's recorded failure."})
+    return cls(message, agent=agent, attempts=attempts)
+
+
+async def _call(fn: Any, kwargs: dict[str, Any]) -> Any:
+    result = fn(**kwargs)
+    if inspect.isawaitable(result):
+        result = await result
+    return result
+
+
+def _runs_children(run: "Run", tspec: Any) -> bool:
+    """A tool whose constructor takes a WorkflowRuntime: it runs child workflows, so it runs again
+    (the children's model calls and tools are served in turn)."""
+    plan = run.plans.ctor_plans.get(tspec.target) if tspec.form == "class" else None
+    return bool(plan) and any(want != "state" for _, want in plan)
+
+
+def as_item(bucket: str, value: Any) -> Any:
+    """A ``ctx.state`` item as journaled, typed again (a message in ``history``, text elsewhere)."""
+    return Message.model_validate(value) if bucket == "history" else str(value)
+
+
+def set_field(run: "Run", path: str, value: Any) -> None:
+    """Set workflow-state field ``path`` to its recorded (JSON) value, typed as the field is."""
+    from flowtui.runtime.observe import field_type
+
+    obj = run.workflow_state
+    if obj is None:
+        return
+    try:
+        value = TypeAdapter(field_type(run.spec.state, path)).validate_python(value)
+    except Exception:  # not of its type (any more): the comparison that follows says so
+        pass
+    setattr(obj, path, value)

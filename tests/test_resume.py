@@ -1,0 +1,523 @@
+"""Re-executing a run against its journal (``--resume-from JOURNAL[@K]``): a checked prefix, then live.
+
+Every flow of flows/ re-executed against its own journal reproduces it event
+for event (ids, timestamps and durations aside) while no model and no tool is
+called; a change to a prompt file, a hook, a tool's result or a loop's
+``until`` is reported at the right event with the right words (headless:
+exit 3); a person's edits are made again where they were made; ``@K`` goes
+on live after K.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from flowtui import (
+    Controller, FunctionProvider, Input, LiteLLMProvider, Middleware, ScriptedProvider, State, ToolOutput, agent,
+    bootstrap, loop, tool, until_answered, workflow,
+)
+from flowtui.runtime import plans as plans_module
+from flowtui.runtime.compare import model_key
+from flowtui.runtime.errors import ResumeError
+from flowtui.runtime.fold import RunView
+from flowtui.runtime.journal import read_journal
+from flowtui.runtime.loader import load_flow
+from flowtui.runtime.providers.litellm import Retry
+from loopback_openai import LoopbackOpenAI, reply
+from pydantic import BaseModel
+
+ROOT = Path(__file__).resolve().parent.parent
+FLOWS = ROOT / "flows"
+
+# Every flow of flows/, with what it is run with.
+FLOW_RUNS = {
+    "revisao.py": ("Escreva um parágrafo sobre ctx.state", None),
+    "leitor.py": ("Quantas rodadas o revisor precisa em revisao.py?", None),
+    "subagente.py": ("Resuma o que é ctx.state", None),
+    "pesquisa.py": ("O que é ctx.state?", None),
+    "conta.py": ("Quero cancelar a fatura de 2025-03", {"conta_id": "acme"}),
+}
+RERUN = {"pesquisar"}  # runs a child workflow: re-executed, its child's model calls and tools served
+
+
+def recorded_events(path: Path, *, skip=("run.pause", "run.resume")) -> list[dict]:
+    """A journal's events as compared by a person: no ids, times or durations, no pause points."""
+    out = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        event = json.loads(line)
+        if event["type"] in skip:
+            continue
+        for key in ("seq", "ts", "run_id", "node_id", "parent_id", "resumed_from"):
+            event.pop(key, None)
+        out.append(_timeless(event))
+    return out
+
+
+def _timeless(value):
+    if isinstance(value, dict):
+        return {k: _timeless(v) for k, v in value.items() if k not in ("duration_ms", "elapsed_s", "duration_s")}
+    if isinstance(value, list):
+        return [_timeless(v) for v in value]
+    return value
+
+
+def lines(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+
+
+@pytest.fixture
+def no_live(monkeypatch):
+    """Makes every model and every tool refuse to be called; returns what was called anyway."""
+    called: list = []
+
+    def guard() -> None:
+        async def refuse(self, request):
+            called.append(("model", request.agent))
+            raise AssertionError(f"model of {request.agent} called in the prefix")
+
+        monkeypatch.setattr(ScriptedProvider, "complete", refuse)
+        monkeypatch.setattr(FunctionProvider, "complete", refuse)
+        real = plans_module.build_instances
+
+        def guarded(run, **kw):
+            agents, tools, providers = real(run, **kw)
+            for spec in list(tools):
+                if spec.name not in RERUN:
+                    tools[spec] = _refusing(spec.name, called)
+            return agents, tools, providers
+
+        monkeypatch.setattr(plans_module, "build_instances", guarded)
+
+    return guard, called
+
+
+def _refusing(name, called):
+    def execute(*args, **kwargs):
+        called.append(("tool", name))
+        raise AssertionError(f"tool {name} executed in the prefix")
+
+    return execute
+
+
+# --- every flow reproduces itself ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", sorted(FLOW_RUNS))
+async def test_every_flow_reexecuted_against_its_journal_reproduces_it(name, tmp_path, no_live):
+    guard, called = no_live
+    message, data = FLOW_RUNS[name]
+    first, second = tmp_path / "first.jsonl", tmp_path / "second.jsonl"
+    await load_flow(str(FLOWS / name)).run(message, data=data, journal=first)
+    guard()
+    events: list = []
+    out = await load_flow(str(FLOWS / name)).run(journal=second, resume_from=str(first), on_event=events.append)
+    assert called == []  # no model, no tool ran in the prefix
+    assert [e.type for e in events].count("run.diverged") == 0
+    assert recorded_events(second) == recorded_events(first)
+    start, recorded = lines(second)[0], lines(first)
+    assert start["resumed_from"] == {"journal": str(first), "run_id": recorded[0]["run_id"],
+                                     "at": recorded[-1]["seq"]}
+    assert out == recorded[-1]["output"]
+    again, before = folded(second), folded(first)  # the new journal replays on its own, prefix included
+    assert (again.status, again.output, again.history) == (before.status, before.output, before.history)
+    assert again.resumed_from.journal == str(first)
+
+
+def folded(journal: Path) -> RunView:
+    view = RunView()
+    for event in read_journal(journal):
+        view.apply(event)
+    return view
+
+
+def test_every_flow_of_the_folder_is_covered():
+    assert {p.name for p in FLOWS.glob("*.py")} == set(FLOW_RUNS)
+
+
+# --- a changed flow diverges at the right event, said in words ----------------------------------
+
+
+def flowtui(*args, cwd):
+    return subprocess.run([sys.executable, "-c", "from flowtui.tui.cli import main; main()", *args],
+                          capture_output=True, text=True, cwd=cwd, timeout=120)
+
+
+def _seq(journal: Path, **match) -> int:
+    """The seq of the first recorded event with these fields (``nth``: skip that many)."""
+    nth = match.pop("nth", 0)
+    for event in lines(journal):
+        if all(event.get(k) == v for k, v in match.items()):
+            if nth == 0:
+                return event["seq"]
+            nth -= 1
+    raise AssertionError(f"no event {match}")
+
+
+CHANGES = {
+    "prompt file": ("revisor.agent.md", "Você é o revisor.", "Você é o revisor exigente.",
+                    dict(type="node.start", kind="chat", name="RevisorAgent"),
+                    "RevisaoWorkflow › loop 1 › RevisorAgent › chat",
+                    '  request.messages[0].content: prompt file revisor.agent.md changed: "Você é o revisor. Leia'),
+    "hook": ("revisao.py", "self.s.rodadas += 1", "self.s.rodadas += 2",
+             dict(type="workflow_state.change", path="rodadas"),
+             "RevisaoWorkflow › loop 1 › RevisorAgent", "  state.rodadas: recorded 1, now 2"),
+    "tool result": ("revisao.py", 'f"Problema registrado (', 'f"Problema anotado (',
+                    dict(type="state.append", origin="tool:registrar_problema"),
+                    "RevisaoWorkflow › loop 1 › RevisorAgent › registrar_problema",
+                    "  history[+].content: tool registrar_problema (replay='rerun') returned another result: "
+                    '"Problema registrado (1 no total)'),
+    "until": ("revisao.py", "until=lambda ctx, s: s.aprovado", "until=lambda ctx, s: True",
+              dict(type="node.start", kind="agent", name="EscritorAgent", nth=1),
+              "RevisaoWorkflow › loop 2 › EscritorAgent",
+              "  the loop now stops after iteration 1 (until); the recorded run went on"),
+}
+
+
+@pytest.mark.parametrize("change", sorted(CHANGES))
+def test_a_changed_flow_diverges_at_the_right_event_with_the_right_words(change, tmp_path):
+    file, old, new, where, path, said = CHANGES[change]
+    flows = tmp_path / "flows"
+    shutil.copytree(FLOWS, flows)
+    flow = flows / "revisao.py"
+    rerun = flow.read_text().replace('schema=ProblemaArgs)', 'schema=ProblemaArgs, replay="rerun")')
+    flow.write_text(rerun)  # the reviewer's tool runs again in a re-execution: its result is checked
+    journal = tmp_path / "run.jsonl"
+    res = flowtui("run", str(flow), "--input", "Escreva", "--journal", str(journal), cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    same = flowtui("run", str(flow), "--resume-from", str(journal), "--no-journal", cwd=tmp_path)
+    assert same.returncode == 0, same.stderr  # unchanged: no divergence
+    target = flows / file
+    assert old in target.read_text()
+    target.write_text(target.read_text().replace(old, new))
+    res = flowtui("run", str(flow), "--resume-from", str(journal), "--no-journal", cwd=tmp_path)
+    assert res.returncode == 3, res.stderr
+    at = _seq(journal, **where)
+    report = res.stderr[res.stderr.index("flowtui: the run diverged"):].splitlines()
+    assert report[0] == f"flowtui: the run diverged from {journal} at event #{at} ({path})"
+    assert report[1].startswith("  recorded: ") and report[2].startswith("  now:      ")
+    assert any(line.startswith(said) for line in report[3:]), report
+    assert report[-1].startswith("  the run stopped there, before doing anything live")
+    assert res.stdout == ""  # no output: the run did not finish
+
+
+def test_a_journal_of_another_workflow_diverges_at_its_start_saying_so(tmp_path):
+    journal = tmp_path / "run.jsonl"
+    res = flowtui("run", str(FLOWS / "pesquisa.py"), "--input", "x", "--journal", str(journal), cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    res = flowtui("run", str(FLOWS / "revisao.py"), "--resume-from", str(journal), "--no-journal", cwd=tmp_path)
+    assert res.returncode == 3, res.stderr
+    report = res.stderr[res.stderr.index("flowtui: the run diverged"):].splitlines()
+    assert report[0] == f"flowtui: the run diverged from {journal} at event #1"
+    assert report[3] == ('  workflow: the journal is a run of another workflow (a journal of another flow, or the '
+                         'workflow was renamed): "PesquisaWorkflow" → "RevisaoWorkflow"')
+    assert report[4].endswith("it differs from its very start: run it without --resume-from")
+
+
+def test_bad_resume_from_values_exit_2_naming_the_file_and_k(tmp_path):
+    journal = tmp_path / "run.jsonl"
+    res = flowtui("run", str(FLOWS / "pesquisa.py"), "--input", "x", "--journal", str(journal), cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    last = lines(journal)[-1]["seq"]
+    (tmp_path / "notes.txt").write_text("not a journal\n")
+    cases = {
+        "missing.jsonl": "--resume-from missing.jsonl: no such file",
+        f"{journal}@{last + 5}": f"--resume-from {journal}@{last + 5}: K={last + 5} is beyond its end: "
+                                 f"the recorded run",
+        "notes.txt": "--resume-from notes.txt: not a flowtui journal (line 1: not JSON)",
+        str(tmp_path): f"--resume-from {tmp_path}: is a folder, not a journal file",
+    }
+    for value, said in cases.items():
+        res = flowtui("run", str(FLOWS / "pesquisa.py"), "--resume-from", value, "--no-journal", cwd=tmp_path)
+        assert res.returncode == 2, (value, res.stderr)
+        assert f"flowtui: {said}" in res.stderr, res.stderr
+        assert "Traceback" not in res.stderr
+    with pytest.raises(ResumeError, match=f"K={last + 1} is beyond its end"):
+        load_flow(str(FLOWS / "pesquisa.py")).prepare(resume_from=f"{journal}@{last + 1}")
+
+
+# --- a person's edits and decisions are made again ----------------------------------------------
+
+
+async def _drive(run, ctl, decide):
+    """Run ``run`` to its end; at each pause, ``decide(point)`` acts like a person, then it goes on."""
+    task = asyncio.ensure_future(run.execute())
+    seen = None
+    while not task.done():
+        await asyncio.sleep(0.001)
+        if ctl.paused and ctl.paused_at is not seen:
+            seen = ctl.paused_at
+            decide(seen)
+    return await task
+
+
+async def test_a_journal_with_edits_and_decisions_reexecutes_identically(tmp_path, no_live):
+    guard, called = no_live
+    first, second = tmp_path / "first.jsonl", tmp_path / "second.jsonl"
+    app = load_flow(str(FLOWS / "revisao.py"))
+    ctl = Controller(breakpoints=["loop"], approve=["registrar_problema"])
+    run = app.prepare("Escreva", controller=ctl, journal=first)
+    done: list[str] = []
+
+    def person(point):
+        edits = run.edits_for(None)
+        if point.kind == "tool" and "deny" not in done:
+            done.append("deny")
+            edits.decide("deny", "not now")  # the model reads "denied by the user: not now"
+            return
+        if point.kind == "tool":
+            edits.decide("approve")
+            return
+        if point.kind == "loop_iteration" and "edit" not in done:
+            done.append("edit")
+            history = run.state.history
+            escritor = next(i for i, m in enumerate(history) if m.role == "assistant" and m.agent == "EscritorAgent")
+            edits.promote(escritor, "Rascunho 1, promovido")
+            edits.set_field("rodadas", "7")
+            edits.add_item("tasks", "revisar de novo")
+        ctl.resume()
+
+    await _drive(run, ctl, person)
+    assert done == ["deny", "edit"]
+    kinds = [(e["type"], e.get("origin")) for e in lines(first)]
+    assert ("tool.decision", "user") in kinds and ("workflow_state.change", "user") in kinds
+    guard()
+    events: list = []
+    again = load_flow(str(FLOWS / "revisao.py"))
+    await again.run(journal=second, resume_from=str(first), on_event=events.append,
+                    controller=Controller(approve=["registrar_problema"]))
+    assert called == []
+    assert "run.diverged" not in [e.type for e in events]
+    assert "run.pause" not in [e.type for e in events]  # the prefix never waits for a person
+    assert recorded_events(second) == recorded_events(first)
+
+
+async def test_a_stop_command_in_the_journal_stops_the_reexecution_there(tmp_path, no_live):
+    guard, called = no_live
+    first, second = tmp_path / "first.jsonl", tmp_path / "second.jsonl"
+    ctl = Controller(breakpoints=["RevisorAgent"])
+    run = load_flow(str(FLOWS / "revisao.py")).prepare("Escreva", controller=ctl, journal=first)
+    await _drive(run, ctl, lambda point: ctl.stop())
+    assert lines(first)[-1]["status"] == "stopped"
+    guard()
+    await load_flow(str(FLOWS / "revisao.py")).run(journal=second, resume_from=str(first))
+    assert called == []
+    assert recorded_events(second) == recorded_events(first)
+
+
+# --- @K: the checked prefix ends at K, then the run is live ------------------------------------
+
+
+async def test_resuming_at_k_serves_up_to_k_then_pauses_and_goes_on_live(tmp_path, monkeypatch):
+    first, second = tmp_path / "first.jsonl", tmp_path / "second.jsonl"
+    await load_flow(str(FLOWS / "revisao.py")).run("Escreva", journal=first)
+    recorded = lines(first)
+    chats = [e for e in recorded if e["type"] == "node.end" and e["kind"] == "chat"]
+    k = chats[3]["seq"]  # four model calls in the prefix, three live after it
+    asked: list[str] = []
+    real = ScriptedProvider.complete
+
+    async def counting(self, request):
+        asked.append(request.agent)
+        return await real(self, request)
+
+    monkeypatch.setattr(ScriptedProvider, "complete", counting)
+    ctl = Controller(start_paused=True)  # as the app starts a run
+    events: list = []
+    run = load_flow(str(FLOWS / "revisao.py")).prepare(controller=ctl, journal=second, resume_from=f"{first}@{k}",
+                                                       on_event=events.append)
+    task = asyncio.ensure_future(run.execute())
+    for _ in range(5000):
+        if ctl.paused or task.done():
+            break
+        await asyncio.sleep(0.001)
+    pause = events[-1]
+    assert pause.type == "run.pause" and pause.reason == "resumed"  # the first pause point after K
+    assert asked == [] and pause.seq > k  # nothing live yet: the prefix, events 1..K, was served
+    ctl.resume()
+    await task
+    assert asked == [e["name"] for e in chats[4:]]  # the script went on at its next reply
+    assert recorded_events(second) == recorded_events(first)
+    assert lines(second)[0]["resumed_from"]["at"] == k
+
+
+def test_headless_resume_at_k_goes_on_running_and_journals_the_whole_run(tmp_path):
+    first, second = tmp_path / "first.jsonl", tmp_path / "second.jsonl"
+    flow = str(FLOWS / "revisao.py")
+    res = flowtui("run", flow, "--input", "Escreva", "--journal", str(first), cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    k = [e for e in lines(first) if e["type"] == "node.end" and e["kind"] == "chat"][2]["seq"]
+    again = flowtui("run", flow, "--resume-from", f"{first}@{k}", "--journal", str(second), cwd=tmp_path)
+    assert again.returncode == 0, again.stderr
+    assert again.stdout == res.stdout  # after K, the scripted model went on at its next reply
+    start = lines(second)[0]
+    assert start["resumed_from"] == {"journal": str(first), "run_id": lines(first)[0]["run_id"], "at": k}
+    assert recorded_events(second) == recorded_events(first)  # the whole run, prefix included
+
+
+# --- the checks, in flows of the test's own -----------------------------------------------------
+
+
+class Counter(BaseModel):
+    rodadas: int = 0
+
+
+KNOBS = {"step": 1, "deny": True}
+
+
+def counting_flow(answers: list):
+    """An agent that calls ``anotar`` then answers; its hook counts rounds by KNOBS["step"]."""
+
+    def model(messages, tools):
+        answers.append(len(messages))
+        if not any(m.role == "tool" for m in messages):
+            return {"content": "", "tool_calls": [{"name": "anotar", "args": {"texto": "x"}}]}
+        return f"feito {len(messages)}"
+
+    @tool(name="anotar", description="Notes a text.")
+    def anotar(texto: str) -> str:
+        return f"anotado: {texto}"
+
+    def deny(invocation, call_next):
+        if KNOBS["deny"]:
+            return ToolOutput(content="not allowed", is_error=True)
+        return call_next(invocation)
+
+    @agent(provider=FunctionProvider(model), prompt="Note, then answer.", tools=[anotar])
+    class Anotador:
+        def __init__(self, s: Counter = State()):
+            self.s = s
+
+        def after_response(self, response, ctx):
+            self.s.rodadas += KNOBS["step"]
+
+    @workflow(state=Counter, steps=[loop(steps=[Anotador], until=until_answered, max_iterations=4)],
+              middlewares=[Middleware(name="guard", tool=deny)])
+    class Anotacao:
+        pass
+
+    return Anotacao
+
+
+@pytest.fixture
+def knobs():
+    KNOBS.update(step=1, deny=True)
+    yield KNOBS
+    KNOBS.update(step=1, deny=True)
+
+
+async def test_a_divergence_can_pause_and_continuing_goes_on_live(tmp_path, knobs):
+    answers: list = []
+    first = tmp_path / "first.jsonl"
+    await bootstrap(counting_flow(answers)).run("go", journal=first)
+    assert len(answers) == 2
+    knobs["step"] = 2
+    ctl = Controller()
+    events: list = []
+    run = bootstrap(counting_flow(answers)).prepare(controller=ctl, resume_from=str(first),
+                                                    on_divergence="pause", on_event=events.append)
+    task = asyncio.ensure_future(run.execute())
+    for _ in range(5000):
+        if ctl.paused or task.done():
+            break
+        await asyncio.sleep(0.001)
+    diverged = next(e for e in events if e.type == "run.diverged")
+    assert diverged.action == "paused" and diverged.path == "Anotacao › loop 1 › Anotador"
+    assert [(d.field, d.recorded, d.now) for d in diverged.differences] == [("state.rodadas", 1, 2)]
+    assert diverged.at == _seq(first, type="workflow_state.change", path="rodadas")
+    assert events[-1].type == "run.pause" and events[-1].reason == "diverged"
+    assert len(answers) == 2  # nothing live while it waits
+    ctl.resume()
+    await task
+    assert len(answers) == 3  # continuing called the model, live
+    assert events[-1].type == "run.end" and events[-1].status == "finished"
+
+
+async def test_a_tool_the_recorded_run_did_not_run_is_a_divergence_not_a_live_call(tmp_path, knobs):
+    answers: list = []
+    first = tmp_path / "first.jsonl"
+    await bootstrap(counting_flow(answers)).run("go", journal=first)
+    tool_end = next(e for e in lines(first) if e["type"] == "node.end" and e["kind"] == "tool")
+    assert tool_end["data"]["executed"] == 0  # the middleware answered in its place
+    knobs["deny"] = False
+    events: list = []
+    await bootstrap(counting_flow(answers)).run(resume_from=str(first), on_event=events.append)
+    diverged = next(e for e in events if e.type == "run.diverged")
+    assert diverged.at == tool_end["seq"] and diverged.differences[0].field == "tool"
+    assert "did not run tool anotar here" in diverged.differences[0].why
+    assert events[-1].status == "stopped" and events[-1].reason.startswith("diverged from")
+    assert len(answers) == 2
+
+
+# --- a real provider through a cassette ----------------------------------------------------------
+
+
+class SomaArgs(BaseModel):
+    a: int
+    b: int
+
+
+@tool(name="somar", description="Adds two integers.", schema=SomaArgs)
+class Somar:
+    def execute(self, args: SomaArgs = Input()):
+        return str(args.a + args.b)
+
+
+def litellm_flow(server):
+    class Model(LiteLLMProvider):
+        model = "openai/gpt-test"
+        api_base = server.base_url
+        retry = Retry(attempts=2, base_delay_s=0.001, max_delay_s=0.01)
+
+    @agent(provider=Model(api_key="sk-loopback-FAKE-0123456789"), prompt="Use somar.", tools=[Somar])
+    class Calc:
+        pass
+
+    @workflow(steps=[loop(steps=[Calc], until=until_answered, max_iterations=4)])
+    class CalcWorkflow:
+        pass
+
+    return CalcWorkflow
+
+
+async def test_a_real_provider_run_reexecutes_with_no_request_and_a_cassette_goes_on_after_k(tmp_path):
+    first, second, third = (tmp_path / f"{n}.jsonl" for n in ("first", "second", "third"))
+    cassette = tmp_path / "calc.cassette.jsonl"
+    with LoopbackOpenAI() as server:
+        server.script(reply("", tool_calls=[{"name": "somar", "args": {"a": 2, "b": 3}}]), reply("2 + 3 = 5"))
+        flow = litellm_flow(server)
+        assert await bootstrap(flow, record=cassette).run("quanto é 2+3?", journal=first) == "2 + 3 = 5"
+        assert len(server.requests) == 2
+        events: list = []
+        out = await bootstrap(flow).run(journal=second, resume_from=str(first), on_event=events.append)
+        assert out == "2 + 3 = 5" and len(server.requests) == 2  # no request in the prefix
+        assert "run.diverged" not in [e.type for e in events]
+        # the same events; the request names the same model, which the first run was recording to a cassette
+        assert _model_key(recorded_events(second)) == _model_key(recorded_events(first))
+        k = next(e["seq"] for e in lines(first) if e["type"] == "node.end" and e["kind"] == "chat")
+        out = await bootstrap(flow, replay=cassette).run(journal=third, resume_from=f"{first}@{k}")
+        assert out == "2 + 3 = 5" and len(server.requests) == 2  # after K: the cassette's next exchange
+    # the same run, but for the live call's request, sent through the cassette (it names no model)
+    assert _no_model(recorded_events(third)) == _no_model(recorded_events(first))
+
+
+def _model_key(events: list[dict]) -> list[dict]:
+    for event in events:
+        request = event.get("data", {}).get("request") if event["type"] == "node.start" else None
+        if request is not None:
+            request["model"] = model_key(request["model"])
+    return events
+
+
+def _no_model(events: list[dict]) -> list[dict]:
+    for event in events:
+        request = event.get("data", {}).get("request") if event["type"] == "node.start" else None
+        if request is not None:
+            request.pop("model")
+    return events

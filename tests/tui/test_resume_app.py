@@ -1,0 +1,166 @@
+"""The app re-executes a journal (``flowtui FLOW --resume-from JOURNAL``): an unchanged flow runs
+through its prefix without asking for anything; a changed one waits at the divergence screen,
+which continues live or cancels."""
+
+from __future__ import annotations
+
+import shutil
+
+import flowcapture
+from conftest import FLOWS, ended, make, paused, press_and_pause, wait_until
+
+from flowtui.runtime.loader import load_flow
+from flowtui.tui.screens.diverged import DivergedScreen
+
+
+async def _recorded(tmp_path):
+    """A copy of the review flow and the journal of one run of it."""
+    flow, journal = tmp_path / "review_copy.py", tmp_path / "run.jsonl"
+    shutil.copy(FLOWS / "review_fn.py", flow)
+    await load_flow(str(flow)).run("go", journal=journal)
+    return flow, journal
+
+
+def _changed(flow):
+    flow.write_text(flow.read_text().replace('prompt="You review the draft."', 'prompt="You review it closely."'))
+
+
+async def test_an_unchanged_flow_reexecutes_to_its_end_without_asking(tmp_path):
+    flow, journal = await _recorded(tmp_path)
+    asked = len(flowcapture.requests())
+    app = make(str(flow), resume_from=str(journal))
+    async with app.run_test(size=(140, 40)) as pilot:
+        await ended(pilot)
+        view = app.client.view
+        assert view.status == "finished" and view.divergence is None
+        assert view.resumed_from.journal == str(journal)
+        assert not isinstance(app.screen, DivergedScreen)
+    assert len(flowcapture.requests()) == asked  # every reply served from the journal
+
+
+async def test_a_changed_prompt_shows_the_divergence_and_continue_goes_on_live(tmp_path):
+    flow, journal = await _recorded(tmp_path)
+    _changed(flow)
+    asked = len(flowcapture.requests())
+    app = make(str(flow), resume_from=str(journal))
+    async with app.run_test(size=(140, 40)) as pilot:
+        await paused(pilot)
+        await wait_until(pilot, lambda: isinstance(app.screen, DivergedScreen), what="the divergence screen")
+        shown = app.screen.diverged
+        assert shown.path == "ReviewWorkflow › loop 1 › Reviewer › chat"
+        assert [(d.field, d.why) for d in shown.differences] == [
+            ("request.messages[0].content", "the prompt of Reviewer changed")]
+        assert app.client.view.status_line().endswith("(diverged from its journal)")
+        assert len(flowcapture.requests()) == asked  # nothing live while it waits
+        await pilot.press("c")
+        await ended(pilot)
+        assert app.client.view.status == "finished"
+    live = flowcapture.requests()[asked:]
+    assert live and live[0][0] == "Reviewer"  # from the divergence on, the model is called
+    assert live[0][1][0].content == "You review it closely."
+
+
+async def test_cancel_on_the_divergence_screen_stops_the_run_before_anything_live(tmp_path):
+    flow, journal = await _recorded(tmp_path)
+    _changed(flow)
+    asked = len(flowcapture.requests())
+    app = make(str(flow), resume_from=str(journal))
+    async with app.run_test(size=(140, 40)) as pilot:
+        await wait_until(pilot, lambda: isinstance(app.screen, DivergedScreen), what="the divergence screen")
+        await pilot.press("x")
+        await ended(pilot)
+        assert app.client.view.status == "stopped"
+    assert len(flowcapture.requests()) == asked
+
+
+async def test_esc_on_the_divergence_screen_leaves_the_run_waiting_there(tmp_path):
+    flow, journal = await _recorded(tmp_path)
+    _changed(flow)
+    asked = len(flowcapture.requests())
+    app = make(str(flow), resume_from=str(journal))
+    async with app.run_test(size=(140, 40)) as pilot:
+        await wait_until(pilot, lambda: isinstance(app.screen, DivergedScreen), what="the divergence screen")
+        await pilot.press("escape")
+        await wait_until(pilot, lambda: app.screen is app.main, what="the screen to close")
+        assert app.client.view.status == "paused" and len(flowcapture.requests()) == asked
+        await pilot.press("c")  # the run key goes on live from there, as the screen's c would
+        await ended(pilot)
+        assert app.client.view.status == "finished" and len(flowcapture.requests()) > asked
+
+
+async def test_resuming_at_k_pauses_after_k_then_goes_on_live(tmp_path):
+    flow, journal = await _recorded(tmp_path)
+    import json
+
+    chats = [e for e in map(json.loads, journal.read_text().splitlines())
+             if e["type"] == "node.end" and e["kind"] == "chat"]
+    k = chats[1]["seq"]  # the writer's and the reviewer's first calls served; the rest live
+    asked = len(flowcapture.requests())
+    app = make(str(flow), resume_from=f"{journal}@{k}")
+    async with app.run_test(size=(140, 40)) as pilot:
+        await paused(pilot)
+        view = app.client.view
+        assert view.pause.reason == "resumed" and view.pause.seq > k
+        assert f"(re-executed up to event #{k} of its journal; live from here)" in view.status_line()
+        assert len(flowcapture.requests()) == asked
+        await pilot.press("c")
+        await ended(pilot)
+        assert app.client.view.status == "finished"
+    assert len(flowcapture.requests()) > asked
+
+
+async def test_f_in_the_replay_forks_a_run_paused_where_the_replay_was(tmp_path):
+    from flowtui.tui.replay import make_replay
+
+    flow, journal = await _recorded(tmp_path)
+    replay = make_replay(journal)
+    async with replay.run_test(size=(140, 40)) as pilot:
+        await pilot.pause()
+        k = replay.timeline.next_agent(0)  # the first agent turn's start
+        replay.go(k + 3)
+        await pilot.pause()
+        shown_at = replay.timeline.event(replay.position)
+        expected_history = [m.content for m in replay.view.history]
+        await pilot.press("f")
+        for _ in range(200):
+            if replay.fork is not None:
+                break
+            await pilot.pause(0.02)
+    target, resume_from = replay.fork
+    assert target == f"{flow}:ReviewWorkflow" and resume_from == f"{journal}@{shown_at.seq}"
+    asked = len(flowcapture.requests())
+    app = make(target, resume_from=resume_from)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await paused(pilot)
+        view = app.client.view
+        assert view.last_seq >= shown_at.seq  # re-executed up to the event the replay showed, then paused
+        assert [m.content for m in view.history] == expected_history
+    assert len(flowcapture.requests()) == asked  # the prefix called no model
+
+
+async def test_r_on_a_paused_run_reloads_the_code_and_continues_from_the_same_place(tmp_path):
+    from flowtui.tui.screens.dialogs import ChoiceDialog
+
+    flow = tmp_path / "review_copy.py"
+    shutil.copy(FLOWS / "review_fn.py", flow)
+    app = make(str(flow), input="go", journal=str(tmp_path / "j.jsonl"))
+    async with app.run_test(size=(140, 40)) as pilot:
+        await paused(pilot)
+        while not (app.client.view.pause.point == "chat" and app.client.view.pause.name == "Reviewer"):
+            await press_and_pause(pilot, "s")
+        where, history = app.client.view.status_line(), [m.content for m in app.client.view.history]
+        asked = len(flowcapture.requests())
+        # the code changes where the run has not been yet: the reviewer's tool
+        flow.write_text(flow.read_text().replace('return f"Recorded ({len(s.problems)} so far): {args.text}"',
+                                                 'return f"Noted: {args.text}"'))
+        await pilot.press("r")
+        await wait_until(pilot, lambda: isinstance(app.screen, ChoiceDialog), what="the reload question")
+        await pilot.press("c")
+        await wait_until(pilot, lambda: app.client.view is not None and app.client.view.resumed_from is not None
+                         and app.client.view.status == "paused", timeout=20, what="the run re-executed, paused")
+        assert app.client.view.status_line().startswith(where)
+        assert [m.content for m in app.client.view.history] == history
+        assert len(flowcapture.requests()) == asked  # re-executed: no model called
+        await press_and_pause(pilot, "s", "s")  # the reviewer's call, live, then its first tool: the new code
+        await press_and_pause(pilot, "s")
+        assert any(m.content == "Noted: No example." for m in app.client.view.history)

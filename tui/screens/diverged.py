@@ -1,0 +1,113 @@
+"""A re-executed run (``--resume-from``) did otherwise than its journal: where, what, and what next."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+from rich.console import Group
+from rich.table import Table
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Button, Label, Static
+
+from flowtui.tui.shown import shown
+
+EVENT_FIELDS = frozenset({"event", "node", "loop", "edit", "tool"})  # a difference that is a whole other event
+
+
+def _value(value: Any) -> str:
+    return shown(value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=repr))
+
+
+def _pair(recorded: str, now: str) -> Table:
+    table = Table(box=None, expand=True, show_edge=False, padding=(0, 2, 0, 2), show_header=False)
+    table.add_column("recorded", ratio=1, overflow="fold")
+    table.add_column("now", ratio=1, overflow="fold")
+    table.add_row(recorded, now)
+    return table
+
+
+def side_by_side(ev: Any) -> Group:
+    """The recorded event and what the code did now, then each difference: its field (and why),
+    then the recorded value and the value now, in two columns."""
+    head = Table(box=None, expand=True, show_edge=False, padding=(0, 2, 0, 2))
+    head.add_column("recorded", ratio=1, overflow="fold", header_style="bold")
+    head.add_column("now", ratio=1, overflow="fold", header_style="bold")
+    head.add_row(shown(ev.recorded), shown(ev.current) + (f" (event #{ev.now})" if ev.now else ""))
+    parts: list[Any] = [head]
+    for d in ev.differences:
+        if d.field in EVENT_FIELDS:  # another event altogether: the two lines above say which
+            parts.append(Text(shown(d.why or "the code did another thing here"), "italic"))
+            continue
+        parts.append(Text.assemble((shown(d.field), "bold"), (f": {shown(d.why)}" if d.why else "", "italic")))
+        parts.append(_pair(_value(d.recorded), _value(d.now)))
+    return Group(*parts)
+
+
+class DivergedScreen(ModalScreen[str | None]):
+    """The run waits at the first pause point after it diverged from its journal: nothing live
+    has happened yet. Dismisses with ``continue`` (go on live from here), ``cancel`` (stop the
+    run) or None (look around first: the run stays paused)."""
+
+    BINDINGS = [
+        Binding("c", "choose('continue')", "Continue live", id="diverged.continue",
+                tooltip="Go on live from here: the model and the tools are called from now on"),
+        Binding("x", "choose('cancel')", "Cancel", id="diverged.cancel", tooltip="Stop the run here"),
+        Binding("escape", "choose(None)", "Look first", id="diverged.close",
+                tooltip="Close this; the run stays paused (c continues, x stops)"),
+    ]
+
+    def __init__(self, diverged: Any) -> None:
+        super().__init__()
+        self.diverged = diverged
+
+    def compose(self) -> ComposeResult:
+        ev = self.diverged
+        where = f" ({ev.path})" if ev.path else ""
+        with Vertical(classes="dialog", id="diverged-dialog"):
+            yield Label("The run diverged from its journal", classes="dialog-title")
+            yield Static(Text.assemble(f"event #{ev.at}{shown(where)} of ", (shown(ev.journal or "its journal"),
+                                                                             "bold")), id="diverged-where")
+            with VerticalScroll(id="diverged-report"):
+                yield Static(side_by_side(ev))
+            yield Static(Text("Nothing live has happened yet: the run waits here.", "dim"))
+            with Horizontal(classes="dialog-buttons"):
+                yield Button("Continue live from here \\[c]", variant="warning", id="diverged-continue")
+                yield Button("Cancel \\[x]", variant="error", id="diverged-cancel")
+            yield Static(Text("esc: look around first (the run waits; c continues live, x stops it)", "dim"))
+
+    def on_mount(self) -> None:
+        self.query_one("#diverged-cancel", Button).focus()
+
+    def action_choose(self, choice: str | None) -> None:
+        self.dismiss(choice)
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        event.stop()
+        self.dismiss("continue" if event.button.id == "diverged-continue" else "cancel")
+
+
+def ask_about_divergence(app: Any, resume: Callable[[], None], stop: Callable[[], None]) -> None:
+    """Once per re-execution: when the run waits after a divergence, the screen above."""
+    view = app.client.view
+    diverged = view.divergence if view is not None else None
+    if diverged is None or view.status != "paused" or view.pause is None or view.pause.reason != "diverged":
+        return
+    if getattr(app, "_diverged_shown", False) or app.screen is not app.main:
+        return  # shown already, or another dialog is open: asked when it closes
+    app._diverged_shown = True
+
+    def chosen(choice: str | None) -> None:
+        if choice == "continue":
+            resume()
+        elif choice == "cancel":
+            stop()
+        else:
+            app.notify("The run waits after the divergence: c continues live, x stops it.", timeout=8)
+
+    app.push_screen(DivergedScreen(diverged), chosen)
