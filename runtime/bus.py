@@ -70,6 +70,18 @@ class Stream:
     def last_seq(self) -> int:
         return self._seq
 
+    def add_sink(self, sink: Sink) -> None:
+        """Deliver the next events to ``sink`` too (the watchpoints' checker, once one is set). The
+        list is changed in place: the run's startup adds the subscribers an async setup made to it."""
+        with self.lock:
+            if sink not in self._sinks:
+                self._sinks.append(sink)
+
+    def remove_sink(self, sink: Sink) -> None:
+        with self.lock:
+            if sink in self._sinks:
+                self._sinks.remove(sink)
+
     def emit(self, cls: type, run_id: str, fields: dict[str, Any]) -> Any:
         """Number ``fields`` as an event of ``cls`` of run ``run_id`` and deliver it (what
         :meth:`Emitter.emit` does, inline there: a run emits a dozen events a turn)."""

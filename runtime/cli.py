@@ -86,7 +86,31 @@ def add_flow_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--resume-from", metavar="JOURNAL[@K]",
                         help="re-execute that journal's run with this code: model replies and tool results "
                              "served from it up to event K (default: its end), every event checked, then live")
+    parser.add_argument("--watch", action="append", default=[], metavar="EXPR",
+                        help="pause when EXPR becomes true, e.g. 'state.rodadas >= 3', 'memory ~ /plano/i', "
+                             "'cost > 0.50', 'repeat(ler_arquivo) >= 3' (repeatable; README: Watchpoints). "
+                             "`flowtui run` without --listen stops the run there instead (exit 4)")
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
+
+
+def parse_watches(texts: list[str]) -> list[str]:
+    """``--watch`` expressions, each parsed once here so a malformed one is refused before anything
+    starts (``SystemExit`` with the column and a caret); fields are checked once the flow is loaded."""
+    from flowtui.runtime.errors import WatchError
+    from flowtui.runtime.watch import parse
+
+    for text in texts:
+        try:
+            parse(text)
+        except WatchError as exc:
+            raise SystemExit(exc.render("--watch: ")) from None
+    return list(texts)
+
+
+def refusal_text(error: str | None) -> str:
+    """A refused start, as said on stderr: an error naming the option at fault stands on its own."""
+    error = error or "the run could not start"
+    return error if error.startswith("--") else f"flowtui: {error}"
 
 
 def new_journal(workflow: str, *, now: datetime | None = None, directory: Path = JOURNAL_DIR) -> Path:
@@ -135,6 +159,10 @@ class TreePrinter:
             line = f"! subscriber {ev.subscriber} raised: {ev.error}"
         elif ev.type == "dispose.error":
             line = f"! cleanup {ev.cleanup} raised: {ev.error}"
+        elif ev.type == "run.pause" and ev.watch:
+            from flowtui.runtime.control import watch_reason
+
+            line = f"◆ {watch_reason(ev.watch)}"
         else:
             return
         self.out.write(printable(line, self.secrets).replace("\n", " ⏎ ") + "\n")
@@ -181,6 +209,7 @@ def main_run(argv: list[str]) -> int:
         args = parser.parse_args(argv)
         memory = parse_memory(args.memory)
         data = parse_pairs(args.data, option="--data", example="conta_id=acme")
+        parse_watches(args.watch)
     except SystemExit as exc:
         if isinstance(exc.code, str):
             say(exc.code)
@@ -274,15 +303,16 @@ async def _run_headless(args: argparse.Namespace, memory: dict[str, str], data: 
     loop.add_signal_handler(signal.SIGINT, interrupted)
     try:
         try:
+            # Nobody drives a headless run: a watchpoint that fires stops it there (--listen pauses instead).
             reply = await channel.command(p.Start(input=args.input, memory=memory or None, data=data or None,
-                                                  paused=False, journal=channel.journal,
-                                                  resume_from=args.resume_from))
+                                                  paused=False, journal=channel.journal, watch=args.watch,
+                                                  on_watch="stop", resume_from=args.resume_from))
         except ConnectionError:  # killed (two ctrl-C) before the start was answered
             reply = None
-        if reply is not None and not reply.ok:  # refused before the run started (e.g. a bad snapshot)
-            if journal is not None and not args.journal:
+        if reply is not None and not reply.ok:  # refused before the run started (a bad snapshot, an unknown
+            if journal is not None and not args.journal:  # state field in --watch)
                 journal.unlink(missing_ok=True)  # the new default file: a refused run leaves none
-            say(f"flowtui: {reply.error}")
+            say(refusal_text(reply.error))
             await channel.kill()
             return 2
         await channel.ended_or_gone()
@@ -301,6 +331,8 @@ async def _run_headless(args: argparse.Namespace, memory: dict[str, str], data: 
         say(f"flowtui: the run {status}: {why}")
     elif view.status == "failed":
         say(f"flowtui: the run failed: {view.error}")
+    elif args.json and stopped_at_watchpoint(view):
+        say(f"flowtui: the run stopped at a {view.reason}")  # (without --json, the tree said it)
     if args.snapshot_out and view.run_id is not None:
         replaced = write_snapshot(view, args.snapshot_out)
         say(f"snapshot: {'replaced' if replaced else 'wrote'} {args.snapshot_out}")
@@ -315,4 +347,9 @@ async def _run_headless(args: argparse.Namespace, memory: dict[str, str], data: 
         return 1
     if not args.json and view.output is not None:
         say(view.output, file=sys.stdout)
-    return 0
+    return 4 if stopped_at_watchpoint(view) else 0
+
+
+def stopped_at_watchpoint(view: Any) -> bool:
+    """The run ended where a ``--watch`` fired (``flowtui run`` exits 4, so a script can tell)."""
+    return view.status == "stopped" and (view.reason or "").startswith("watchpoint ")

@@ -4,7 +4,12 @@ The engine awaits :meth:`Controller.checkpoint` at every pause point: before
 each agent turn (``agent``), before each model call (``chat``), before each
 tool execution (``tool``) and after each loop iteration (``loop_iteration``).
 A tool listed in ``approve`` pauses before every call, whatever the mode
-(reason ``approval``), until a person decides on it.
+(reason ``approval``), until a person decides on it. A watchpoint that fired
+(:mod:`~flowtui.runtime.watching`) pauses at the next pause point, whatever
+the mode (reason ``watchpoint``; ``on_watch="stop"`` ends the run there
+instead, for a run nobody drives); the pause names it and the event that made
+it true. One that fires while the run is paused is said at once (the pause is
+emitted again, naming it).
 Commands (step, next turn, loop once, continue, pause, stop) only set what the
 next checkpoint does, so the TUI, a headless script or a test drive a run the
 same way. ``stop`` makes the next checkpoint raise :class:`RunStopped`; the run
@@ -19,10 +24,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Literal
 
-from flowtui.runtime.events import RunPause, RunResume
+from flowtui.runtime.events import RunPause, RunResume, WatchHit
+from flowtui.runtime.watching import Watchpoints
 
 PointKind = Literal["agent", "chat", "tool", "loop_iteration"]
 Mode = Literal["run", "step", "next_turn", "loop_once", "pause"]
+OnWatch = Literal["pause", "stop"]
 
 
 class RunStopped(BaseException):
@@ -65,7 +72,7 @@ class Controller:
     """Decides, at each pause point, whether the run waits for a command."""
 
     def __init__(self, *, start_paused: bool = False, breakpoints: Iterable[str] = (),
-                 approve: Iterable[str] = ()) -> None:
+                 approve: Iterable[str] = (), watch: Iterable[str] = (), on_watch: OnWatch = "pause") -> None:
         self._mode: Mode = "step" if start_paused else "run"
         self._reason = "start" if start_paused else "step"
         self._pause_reason = "pause"
@@ -79,6 +86,14 @@ class Controller:
         self.paused_at: PausePoint | None = None
         self._last: PausePoint | None = None
         self.paused_s = 0.0  # time the run has spent paused: node durations leave it out
+        # Watchpoints (``watch.add(expr)``, ``watch.remove(expr)``); checked once the run is bound to them.
+        self.watch = Watchpoints(self._watch_fired)
+        for text in watch:
+            self.watch.add(text)
+        self.on_watch: OnWatch = on_watch
+        self._fired: list[WatchHit] = []  # fired since the last pause point
+        self._waiting: tuple = ()  # (emit, point, reason) of the pause the run waits at
+        self._stop_reason: str | None = None
 
     # --- the engine's side -------------------------------------------------
     async def checkpoint(self, point: PausePoint, emit) -> None:
@@ -90,12 +105,25 @@ class Controller:
         # handled now, and decides this very pause point.
         await asyncio.sleep(0)
         if self._stop:
-            raise RunStopped()
+            raise self._stopped()
+        fired = self._fired
+        if fired:
+            self._fired = []
         reason = self._should_pause(point)
+        if fired and reason != "approval":  # a call waiting for a decision still says so
+            reason = "watchpoint"
         if reason is None:
             return
         self.paused_at = point
-        emit(RunPause, point=point.kind, name=point.name, reason=reason, path=list(point.path))
+        fields = dict(point=point.kind, name=point.name, reason=reason, path=list(point.path))
+        if fired:
+            fields["watch"] = fired
+        emit(RunPause, **fields)
+        if fired and self.on_watch == "stop":
+            self.paused_at = None
+            emit(RunResume, command="stop")
+            raise RunStopped(watch_reason(fired))
+        self._waiting = (emit, point, reason)
         assert self._wake is not None
         since = time.perf_counter()
         try:
@@ -105,13 +133,29 @@ class Controller:
                 if self._stop:
                     self.paused_at = None
                     emit(RunResume, command="stop")
-                    raise RunStopped()
+                    raise self._stopped()
                 if self._mode != "pause":
                     break
         finally:
             self.paused_s += time.perf_counter() - since
+            self._waiting = ()
         self.paused_at = None
         emit(RunResume, command=self._mode if self._mode != "run" else "continue")
+
+    def _stopped(self) -> RunStopped:
+        return RunStopped(self._stop_reason) if self._stop_reason else RunStopped()
+
+    def _watch_fired(self, hit: WatchHit) -> None:
+        """A watchpoint fired (called by the checker, as the event that did it is delivered)."""
+        if self.paused_at is not None and self._waiting:  # an edit made while paused: say it now
+            emit, point, reason = self._waiting
+            emit(RunPause, point=point.kind, name=point.name, reason="approval" if reason == "approval"
+                 else "watchpoint", path=list(point.path), watch=[hit])
+            if self.on_watch == "stop":
+                self._stop_reason = watch_reason([hit])
+                self.stop()
+            return
+        self._fired.append(hit)
 
     def needs_approval(self, tool: str) -> bool:
         return tool in self.approve or "all" in self.approve
@@ -207,3 +251,11 @@ class Controller:
             wake.set()
         else:
             loop.call_soon_threadsafe(wake.set)
+
+
+def watch_reason(fired: list[WatchHit]) -> str:
+    """``watchpoint state.rodadas >= 2 fired at event #57 (state.rodadas = 2)``: why a run ended there."""
+    hit = fired[0]
+    where = f" in {hit.workflow}" if hit.workflow else ""
+    more = f"; and {len(fired) - 1} more" if len(fired) > 1 else ""
+    return f"watchpoint {hit.expr} fired at event #{hit.seq}{where}" + (f" ({hit.detail})" if hit.detail else "") + more

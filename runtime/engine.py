@@ -93,6 +93,8 @@ class Run:
         self.root: Run = self  # the top-level run; child runs register in its `runs`
         self.runs: dict[str, Run] = {self.id: self}
         self.resume: Any = None  # a re-execution against a journal (runtime.resume.Resume), on the top-level run
+        if controller is not None and not depth:  # a child's events reach its parent's watchpoints
+            controller.watch.bind(self)
 
     # --- the run ---------------------------------------------------------
     async def execute(self) -> str | None:
@@ -210,6 +212,8 @@ class Run:
         controller = self.controller
         if controller is None:
             return
+        if kind == "chat" and controller.watch.wants_prompt:  # prompt.tokens: known only here
+            controller.watch.before_chat(self, prompt)
         path = path_var.get() + ((name,) if kind in ("agent", "tool") else ("chat",) if kind == "chat" else ())
         point = PausePoint(kind=kind, name=name, node_id=current_node.get()[0], loops=loops_var.get(),  # type: ignore[arg-type]
                            path=path)

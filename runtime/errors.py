@@ -5,7 +5,8 @@
      │    ├── PromptNotFoundError an @agent prompt file is missing (resolved path)
      │    └── InjectionError      a marker cannot be satisfied (class, parameter)
      ├── ConfigError              a bad argument to a decorator, loop or run()
- │    └── ResumeError         a bad --resume-from: no such journal, not a journal, K beyond its end
+     │    ├── WatchError          a watchpoint that cannot be parsed, or names an unknown field (column)
+     │    └── ResumeError         a bad --resume-from: no such journal, not a journal, K beyond its end
      ├── RunError                 raised out of ``app.run``
      │    ├── BudgetExceededError a budget in ``mode="raise"`` was blown
      │    ├── ConversationError   a model call would send a history no provider accepts
@@ -54,6 +55,21 @@ class InjectionError(FlowLoadError):
 
 class ConfigError(FlowtuiError, ValueError):
     """A bad argument given to a decorator, ``loop``, ``Budget`` or ``run``."""
+
+
+class WatchError(ConfigError):
+    """A watchpoint expression that does not parse, or names a state field its workflow lacks.
+    ``column`` (1-based) is where in ``expr`` the fault is; :meth:`render` puts a caret under it."""
+
+    def __init__(self, message: str, *, expr: str, column: int, hint: str | None = None) -> None:
+        self.message, self.expr, self.column, self.hint = message, expr, column, hint
+        super().__init__(self.render())
+
+    def render(self, prefix: str = "") -> str:
+        """``PREFIXmessage at column N: EXPR``, a caret under column N, then the hint (what is known)."""
+        line = f"{prefix}{self.message} at column {self.column}: {self.expr}"
+        caret = " " * (len(line) - len(self.expr) + self.column - 1) + "^"
+        return f"{line}\n{caret}" + (f"\n{self.hint}" if self.hint else "")
 
 
 class ResumeError(ConfigError):

@@ -169,18 +169,32 @@ class ChatAttempt(_Event):
     retry_in_s: float | None = None
 
 
+class WatchHit(BaseModel):
+    """A watchpoint that fired: the expression as set, the event that made it true, in which run."""
+
+    model_config = ConfigDict(frozen=True)
+
+    expr: str
+    seq: int = Field(description="the event that made the condition true")
+    run_id: str = Field(description="the run whose condition it is (a child workflow's run id for a child)")
+    workflow: str | None = None
+    detail: str | None = Field(default=None, description="what made it true: 'state.rodadas = 3'")
+
+
 class RunPause(_Event):
     """The run stopped at a pause point and waits for a command."""
 
     type: Literal["run.pause"] = "run.pause"
     point: str = Field(description="agent, chat, tool or loop_iteration")
     name: str
-    reason: str = Field(description="start, step, next_turn, loop_once, pause, breakpoint, approval, "
+    reason: str = Field(description="start, step, next_turn, loop_once, pause, breakpoint, approval, watchpoint, "
                                     "resumed (after a re-executed prefix) or diverged")
     path: list[str] = Field(default_factory=list)
     prompt: str | None = Field(default=None, description="the agent prompt the next model call will send")
     call: dict[str, Any] | None = Field(default=None, description="before a tool: the call about to run "
                                                                  "(id, name, args)")
+    watch: list[WatchHit] | None = Field(default=None, description="the watchpoints that fired since the last "
+                                                                     "pause point (reason watchpoint)")
 
 
 class ToolDecision(_Event):

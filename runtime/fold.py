@@ -396,6 +396,10 @@ class RunView:
             what = {"agent": f"before {p.name}", "chat": f"before the model call of {p.name}",
                     "tool": f"before tool {p.name}", "loop_iteration": f"after an iteration of {p.name}"}
             text = f"paused {what.get(p.point, p.name)}"
+            if p.watch:  # "paused before tool x (watchpoint repeat(x) >= 3, at #41)"
+                more = f" +{len(p.watch) - 1} more" if len(p.watch) > 1 else ""
+                waits = "waiting for approval; " if p.reason == "approval" else ""
+                return text + f" ({waits}watchpoint {p.watch[0].expr}, at #{p.watch[0].seq}{more})"
             if p.reason == "resumed" and self.resumed_from is not None:  # the end of a re-executed prefix
                 return f"{text} (re-executed up to event #{self.resumed_from.at} of its journal; live from here)"
             return text + {"breakpoint": " (breakpoint)", "approval": " (waiting for approval)",

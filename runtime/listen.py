@@ -198,7 +198,7 @@ async def serve(args: Any, memory: dict[str, str], data: dict[str, str]) -> int:
     """``flowtui run FLOW --listen HOST:PORT``: this process is the worker, serving a socket."""
     import signal
 
-    from flowtui.runtime.cli import TreePrinter, journal_note, new_journal, say
+    from flowtui.runtime.cli import TreePrinter, journal_note, new_journal, refusal_text, say
     from flowtui.runtime.worker import Worker, install_terminate, load
 
     app = load(args)
@@ -217,9 +217,9 @@ async def serve(args: Any, memory: dict[str, str], data: dict[str, str]) -> int:
     app.subscribe(TreePrinter(sys.stderr))
     try:
         worker.start(args.input, memory or None, data=data or None, paused=True, approve=args.approve,
-                     resume_from=args.resume_from, on_divergence="pause")
-    except Exception as exc:  # refused before the run started (a bad snapshot)
-        say(f"flowtui: {exc}")
+                     watch=args.watch, resume_from=args.resume_from, on_divergence="pause")
+    except Exception as exc:  # refused before the run started (a bad snapshot, an unknown state field)
+        say(refusal_text(str(exc)))
         listener.close()
         return 2
     install_terminate(worker.grace)

@@ -21,11 +21,16 @@ Client → worker (each with an ``id``; each answered by one ``reply``):
 ===================================  =========================================================
 ``auth`` {token}                     first message on a socket; a wrong token is refused
 ``start`` {input, memory, data,      start the run (paused unless ``paused`` is false), journaled
-journal, approve, resume_from,       to ``journal``; calls of the ``approve`` tools wait for a decision;
-on_divergence}                       ``resume_from`` re-executes a journal first (``run.diverged``)
+journal, approve, watch, on_watch,  to ``journal``; calls of the ``approve`` tools wait for a decision;
+resume_from, on_divergence}          the ``watch`` watchpoints are set (``on_watch``: ``pause`` there,
+                                     or ``stop`` the run there; a bad one refuses the start);
+                                     ``resume_from`` re-executes a journal first (``run.diverged``)
 ``step`` ``next_turn`` ``loop_once`` move the run: to the next pause point, the next agent turn,
 ``continue`` ``pause`` ``stop``      the end of the loop iteration, the next breakpoint; pause; stop
 ``breakpoint`` {name, on}            set or clear a breakpoint on an agent, tool or loop
+``watch`` {expr, on}                 set or clear a watchpoint (README, "Watchpoints"); answered with
+                                     the list of watchpoints (without ``expr``: just the list); a
+                                     malformed one is refused, ``value`` {expr, column} saying where
 ``promote`` {index, text}            move history message ``index`` to memory (``text``: edited)
 ``edit_message`` {index, text}       replace a history message's text
 ``delete_message`` {index,           delete a history message: an assistant message with its tool
@@ -142,6 +147,9 @@ class Start(_Command):
     journal: str | None = Field(default=None, description="append the run's events to this file")
     approve: list[str] = Field(default_factory=list, description="tools whose every call waits for a "
                                                                 "decision ('all': every tool)")
+    watch: list[str] = Field(default_factory=list, description="watchpoints, e.g. 'state.rodadas >= 3'")
+    on_watch: Literal["pause", "stop"] = Field(default="pause", description="what a watchpoint that fires "
+                                                                            "does: pause the run, or stop it")
     resume_from: str | None = Field(default=None, description="JOURNAL[@K]: re-execute that journal's run "
                                                               "up to event K, checked, then go on live")
     on_divergence: Literal["stop", "pause"] = Field(default="stop", description="a re-execution that diverges: "
@@ -175,6 +183,12 @@ class Stop(_Command):
 class SetBreakpoint(_Command):
     type: Literal["breakpoint"] = "breakpoint"
     name: str
+    on: bool = True
+
+
+class SetWatch(_Command):
+    type: Literal["watch"] = "watch"
+    expr: str | None = Field(default=None, description="the watchpoint; none: only answer with the list")
     on: bool = True
 
 
@@ -250,7 +264,8 @@ class Detach(_Command):
     type: Literal["detach"] = "detach"
 
 
-COMMANDS = (Auth, Start, Step, NextTurn, LoopOnce, Continue, Pause, Stop, SetBreakpoint, Promote, EditMessage,
+COMMANDS = (Auth, Start, Step, NextTurn, LoopOnce, Continue, Pause, Stop, SetBreakpoint, SetWatch, Promote,
+            EditMessage,
             DeleteMessage, EditCall, Decide, SetItem, DeleteItem, AddItem, SetField, Undo, Fetch, Detach)
 Command = Annotated[Union[COMMANDS], Field(discriminator="type")]
 

@@ -37,6 +37,8 @@ from pydantic import ValidationError
 
 from flowtui.runtime import protocol as p
 from flowtui.runtime.control import Controller, Terminated
+from flowtui.runtime.errors import ConfigError, WatchError
+from flowtui.runtime.observe import state_fields
 from flowtui.runtime.encoding import encode_event
 from flowtui.runtime.inert import visible
 from flowtui.runtime.secrets import Redactor
@@ -81,6 +83,9 @@ class Worker:
         self.send = send  # send(line, at_once): a slow client slows the run down
         self.redactor = Redactor.from_environment()
         self.controller = Controller(start_paused=True, breakpoints=breakpoints)
+        state = app.plans.new_state()  # the fields a watchpoint may name, before the run exists
+        self.controller.watch.describe(app.workflow.name, app.workflow.state,
+                                       state_fields(state) if state is not None else None)
         self.run: Any = None
         self.task: asyncio.Task | None = None
         self.elided: dict[tuple[int, str], str] = {}  # (seq, path) -> a value cut on the wire
@@ -113,8 +118,14 @@ class Worker:
 
     # --- the run -------------------------------------------------------------------------
     def start(self, input: Any, memory: Any, *, data: Any = None, paused: bool = True,
-              journal: str | None = None, approve: list[str] = (), resume_from: str | None = None,
-              on_divergence: str = "stop", **options: Any) -> None:
+              journal: str | None = None, approve: list[str] = (), watch: list[str] = (),
+              on_watch: str = "pause", resume_from: str | None = None, on_divergence: str = "stop",
+              **options: Any) -> None:
+        try:
+            self.controller.watch.add_all(watch)
+        except WatchError as exc:  # they come from the command line: say so (the reply says which one)
+            raise ConfigError(exc.render("--watch: ")) from exc
+        self.controller.on_watch = on_watch  # type: ignore[assignment]
         if not paused:
             self.controller.resume()
         self.controller.approve.update(approve)
@@ -153,7 +164,8 @@ class Worker:
         try:
             value = self._apply(command)
         except Exception as exc:  # the reason goes back to the client; the run goes on
-            self.reply(command, error=visible(self.redactor.redact(str(exc) or type(exc).__name__)))
+            self.reply(command, error=visible(self.redactor.redact(str(exc) or type(exc).__name__)),
+                       value=watch_refusal(exc))
             return
         self.reply(command, value=value)
 
@@ -163,8 +175,13 @@ class Worker:
             if self.run is not None:
                 raise ValueError("the run has started already")
             self.start(c.input, c.memory, data=c.data, paused=c.paused, journal=c.journal, approve=c.approve,
-                       resume_from=c.resume_from, on_divergence=c.on_divergence)
+                       watch=c.watch, on_watch=c.on_watch, resume_from=c.resume_from,
+                       on_divergence=c.on_divergence)
             return None
+        if kind == "watch":
+            if c.expr is not None:
+                (self.controller.watch.add if c.on else self.controller.watch.remove)(c.expr)
+            return self.controller.watch.texts
         if kind == "breakpoint":
             if c.on:
                 self.controller.breakpoints.add(c.name)
@@ -388,6 +405,14 @@ def _read_commands(worker: Worker, stream: Any, loop: asyncio.AbstractEventLoop,
         _orphaned(worker.grace)
 
 
+def watch_refusal(exc: BaseException) -> dict[str, Any] | None:
+    """A refused watchpoint, for the reply's ``value``: which one, where, what, and what to do."""
+    cause = exc if isinstance(exc, WatchError) else exc.__cause__
+    if not isinstance(cause, WatchError):
+        return None
+    return {"expr": cause.expr, "column": cause.column, "message": cause.message, "hint": cause.hint}
+
+
 def _orphaned(grace: float) -> None:
     """The client is gone (its end of our stdin closed): the run was told to stop; if code that never
     returns holds it, unwind that code, and if even that fails, leave. A worker never outlives its
@@ -400,3 +425,4 @@ def _orphaned(grace: float) -> None:
 
 if __name__ == "__main__":
     sys.exit(main())
+

@@ -48,6 +48,10 @@ ACTIONS: list[ActionSpec] = [
     ActionSpec("b", "toggle_breakpoint", "run", "toggle breakpoint",
                "Breakpoint on the agent (assistant message) or tool under the cursor, or where the run is paused",
                "break", rank=14),
+    ActionSpec("w", "watch", "run", "watch",
+               "Watchpoint: pause when a condition becomes true (on a state field: its change)"),
+    # (not on the key bar, which is full at 160 columns: the help, the palette and the control pane say them)
+    ActionSpec("W", "watchpoints", "run", "watchpoints", "List the watchpoints; remove one", "watch"),
     ActionSpec("r", "reload", "run", "reload", "Reload the flow file and start a new run", rank=10, button=True),
     ActionSpec("f", "fork", "run", "fork",
                "Fork: a new run re-executed against this run's journal up to the event under the event log's "

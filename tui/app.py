@@ -29,6 +29,7 @@ from flowtui.tui.client import LaunchConfig, RunClient, cut_in
 from flowtui.tui.commands import RunCommands
 from flowtui.tui.edits import RunEdits
 from flowtui.tui.messages import RunFlushed
+from flowtui.tui.watchpoints import RunWatches
 from flowtui.tui.screens.main import MainScreen
 from flowtui.tui.shown import PlainNotify, shown
 
@@ -48,7 +49,7 @@ REDRAW_INTERVAL = 1 / 20  # panes are redrawn at most this often (a pause or the
 LOG_NOTICE_S = 2.0  # the flow's printed lines are announced at most this often
 
 
-class FlowApp(RunCommands, RunEdits, PlainNotify, App[int]):
+class FlowApp(RunCommands, RunEdits, RunWatches, PlainNotify, App[int]):
     """The terminal app of flowtui."""
 
     CSS_PATH = "flowtui.tcss"
@@ -193,6 +194,7 @@ class FlowApp(RunCommands, RunEdits, PlainNotify, App[int]):
         for note in self.client.hello.notes if self.client.hello is not None else ():
             self.notify(note, severity="warning", timeout=10)
         reply = await self.client.begin(input)
+        self.say_refused_watches()
         if not reply.ok:
             self.notify(reply.error or "the run could not start", title="The run could not start", severity="error",
                         timeout=10)
@@ -313,6 +315,8 @@ class FlowApp(RunCommands, RunEdits, PlainNotify, App[int]):
             state = "remove" if name in self.client.breakpoints else "set"
             yield SystemCommand(shown(f"breakpoint: {state} on {name}"), shown(f"Pause before {name}"),
                                 _bind(self.action_toggle_breakpoint, name))
+        for title, help, callback in self.watch_commands():
+            yield SystemCommand(title, help, callback)
         yield from super().get_system_commands(screen)
 
 

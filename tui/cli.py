@@ -32,12 +32,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 def app_options(args: argparse.Namespace) -> dict:
     """``make_app`` keyword arguments from the parsed command line (the journal path chosen here)."""
-    from flowtui.runtime.cli import parse_memory, parse_pairs
+    from flowtui.runtime.cli import parse_memory, parse_pairs, parse_watches
 
     return dict(input=args.input, memory=parse_memory(args.memory) or None, model=args.model,
                 data=parse_pairs(args.data, option="--data", example="conta_id=acme") or None,
                 replies=args.replies, record=args.record, replay=args.replay, debug=args.debug,
-                approve=list(args.approve), resume_from=args.resume_from,
+                approve=list(args.approve), watch=parse_watches(args.watch), resume_from=args.resume_from,
                 # each run (a reload starts one) gets its own file unless one is named
                 journal=args.journal, journal_auto=not (args.journal or args.no_journal))
 

@@ -61,6 +61,7 @@ class LaunchConfig:
     load_timeout: float = LOAD_TIMEOUT_S
     attach: tuple[str, int, str] | None = None  # (host, port, token): a run that lives elsewhere
     approve: list[str] = field(default_factory=list)  # tools whose calls wait for a decision ("all")
+    watch: list[str] = field(default_factory=list)  # watchpoints set when the run starts (--watch)
     # JOURNAL[@K]: re-execute that journal's run up to event K, then pause, live (a divergence pauses too)
     resume_from: str | None = None
 
@@ -75,6 +76,8 @@ class RunClient:
         self.view: Any = None  # flowtui.runtime.fold.RunView of the current run
         self.lines: list[bytes] = []  # every event of the current run, as it came (for the event log)
         self.breakpoints: set[str] = set(config.breakpoints)
+        self.watches: list[str] = list(config.watch)  # as the worker last listed them
+        self.refused_watches: list[p.Reply] = []  # dropped when the last run started, each saying why
         self.input: str | None = config.input
         self.journals: list[str] = []  # the journal files this session's runs wrote
         self.logs: deque[str] = deque(maxlen=LOG_LINES)  # the last lines the flow printed
@@ -138,9 +141,21 @@ class RunClient:
             self.journals.append(journal)
         assert self.channel is not None
         self.channel.journal = journal
+        await self._check_watches()
         return await self.channel.command(_p().Start(input=input, memory=c.memory, data=c.data, journal=journal,
-                                                     approve=c.approve, resume_from=c.resume_from,
-                                                     on_divergence="pause"))
+                                                     approve=c.approve, watch=self.watches,
+                                                     resume_from=c.resume_from, on_divergence="pause"))
+
+    async def _check_watches(self) -> None:
+        """Set the watchpoints one by one before the run starts: one the flow refuses (a state field
+        a reloaded flow no longer has) is dropped, with why, in ``refused_watches``, and the run
+        starts with the others."""
+        self.refused_watches = []
+        for expr in list(self.watches):
+            reply = await self.channel.command(_p().SetWatch(expr=expr))
+            if not reply.ok:
+                self.watches.remove(expr)
+                self.refused_watches.append(reply)
 
     def _log(self, text: str) -> None:
         self.logs.append(text)
@@ -238,6 +253,15 @@ class RunClient:
             self.breakpoints.discard(name)
         self.send(_p().SetBreakpoint(name=name, on=on))
         return on
+
+    async def watch(self, expr: str | None = None, *, on: bool = True) -> p.Reply:
+        """Set (or with ``on=False`` clear) watchpoint ``expr``; without one, ask for the list. The
+        reply says why a malformed one is refused (``value``: its ``expr`` and ``column``); when it
+        is accepted, ``watches`` is the worker's list."""
+        reply = await self.command(_p().SetWatch(expr=expr, on=on))
+        if reply.ok and isinstance(reply.value, list):
+            self.watches = list(reply.value)
+        return reply
 
     async def stop(self) -> None:
         """Stop the run within about the grace period, whatever the flow is doing."""

@@ -262,11 +262,13 @@ class RunEdits:
                                     "call as edited. u undoes."), done)
 
     def at_pause(self: FlowApp) -> None:
-        """Once per pause: say if the next model call would be refused, and ask about a call that waits."""
+        """Once per pause: say which watchpoint made it, say if the next model call would be refused,
+        and ask about a call that waits."""
         view = self.client.view
         pause = view.pause if view is not None and view.status == "paused" else None
         if pause is None:
             return
+        self.say_fired(pause)
         if pause.seq > self._checked_at and pause.point == "chat":  # (before a tool, a call waits for its result)
             self._checked_at = pause.seq
             self._check_history()

@@ -92,7 +92,8 @@ class MainScreen(PanesScreen):
             loading = (f"◂ looking back: event {k}/{len(client.lines)}"
                        + (f" · {event.type}" if event is not None else "")
                        + f" · the run is {client.view.status} · ← → move, esc: back to the live run")
-        key = (view, view.events if view is not None else -1, tuple(client.breakpoints), stopping, loading)
+        key = (view, view.events if view is not None else -1, tuple(client.breakpoints), tuple(client.watches),
+               stopping, loading)
         fast_behind = force or key != self._seen_fast
         slow_behind = force or key != self._seen_slow or self._title_behind
         if fast_behind and slow_behind and not force:
@@ -114,7 +115,8 @@ class MainScreen(PanesScreen):
         self.stale = key != self._seen_fast or key != self._seen_slow or self._title_behind
 
     def _sync_slow(self, client: Any, view: Any, loading: str | None, stopping: str | None) -> None:
-        self.query_one(ControlPane).sync(view, client.breakpoints, loading=loading, stopping=stopping)
+        self.query_one(ControlPane).sync(view, client.breakpoints, loading=loading, stopping=stopping,
+                                         watches=client.watches)
         if view is None:
             return
         self.draw_sidebar(view)

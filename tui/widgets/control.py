@@ -1,4 +1,4 @@
-"""The control pane: the run's buttons, its status, where it is, breakpoints.
+"""The control pane: the run's buttons, its status, where it is, breakpoints, watchpoints.
 
 Every line fits the pane's width, whatever it is: the buttons lose their long labels, then
 their names; the status line ends in an ellipsis; the line saying where the run is drops its
@@ -116,6 +116,22 @@ def _tails(view: Any, breakpoints: set[str] | None, event: Any) -> list[Text]:
     return [long, short, least]
 
 
+def watches_text(view: Any, watches: list[str], *, width: int | None = None) -> Text:
+    """``watch: state.rodadas >= 3 · ◆ memory ~ /plano/i`` (◆: fired at the pause the run is at)."""
+    pause = view.pause if view is not None and view.status == "paused" else None
+    fired = {hit.expr for hit in pause.watch} if pause is not None and pause.watch else set()
+    text = Text("watch: ", "dim")
+    for i, expr in enumerate(watches):
+        if i:
+            text.append(" · ", "dim")
+        text.append_text(Text.assemble(("◆ ", "bold #ffd75f") if expr in fired else "",
+                                       (shown(expr), "bold #ffd75f" if expr in fired else "#d7afff")))
+    text.append("   W lists", "dim")
+    if width is not None:
+        text.truncate(width, overflow="ellipsis")
+    return text
+
+
 class ControlPane(Vertical):
     """Buttons (each runs the same action as its key) and the status lines.
 
@@ -128,7 +144,9 @@ class ControlPane(Vertical):
         self._shown: dict[str, tuple] = {}
         self._disabled: dict[str, bool] = {}
         self._buttons: dict[str, Button] = {}
-        self._lines = {"status": Static(Text("loading…", "dim"), id="status"), "where": Static("", id="where")}
+        self._lines = {"status": Static(Text("loading…", "dim"), id="status"), "where": Static("", id="where"),
+                       "watches": Static("", id="watches")}
+        self._lines["watches"].display = False  # a line only while watchpoints are set
         self._last: tuple | None = None  # what sync() was last given (drawn again on a resize)
 
     def compose(self) -> ComposeResult:
@@ -155,12 +173,16 @@ class ControlPane(Vertical):
             self.sync(*self._last[0], **self._last[1])
 
     def sync(self, view: Any, breakpoints: set[str], *, loading: str | None = None,
-             stopping: str | None = None) -> None:
-        self._last = ((view, breakpoints), dict(loading=loading, stopping=stopping))
+             stopping: str | None = None, watches: list[str] | tuple[str, ...] = ()) -> None:
+        self._last = ((view, breakpoints), dict(loading=loading, stopping=stopping, watches=watches))
         width = self._width()
+        watching = self._lines["watches"]
+        if watching.display != bool(watches):  # (a layout pass, only when the first is set or the last goes)
+            watching.display = bool(watches)
         # One line each (fixed height in the stylesheet): no layout pass, and only when the text changed.
         for name, text in (("status", status_text(view, loading=loading, stopping=stopping, width=width)),
-                           ("where", where_text(view, breakpoints=breakpoints, width=width))):
+                           ("where", where_text(view, breakpoints=breakpoints, width=width)),
+                           ("watches", watches_text(view, list(watches), width=width))):
             key = (text.plain, tuple(text.spans))
             if self._shown.get(name) != key:
                 self._shown[name] = key

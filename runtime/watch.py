@@ -1,0 +1,309 @@
+"""The watchpoint language: a condition over a run, parsed without ``eval``.
+
+    state.rodadas                     the field changes (each change)
+    state.rodadas >= 3                it becomes true (== != < <= > >=; numbers, 'strings', true, false, null)
+    memory ~ /plano/i                 memory gains an item matching (also tasks, history, a state field)
+    prompt.tokens > 6000              the next model call's prompt, estimated as ContextWindow does
+    cost > 0.50   tokens > 20000      the run's totals, child workflows included
+    repeat(ler_arquivo) >= 3          the model asked for the same tool with the same arguments 3 times in a row
+    len(state.problemas) >= 2         a list's (or a text's) length; len(memory), len(tasks), len(history)
+    state.rodadas >= 2 and state.aprovado == false      and / or / parentheses
+    PesquisaWorkflow: state.fontes >= 2                 only in runs of that workflow (a child's)
+
+Grammar (``and`` binds tighter than ``or``)::
+
+    watch     := [WORKFLOW ':'] or
+    or        := and ('or' and)*
+    and       := atom ('and' atom)*
+    atom      := '(' or ')' | subject [OP value | '~' /regex/flags]
+    subject   := 'state' ('.' NAME | '.' INDEX)+ | 'memory' | 'tasks' | 'history' | 'prompt.tokens'
+               | 'cost' | 'tokens' | 'len' '(' subject ')' | 'repeat' '(' TOOL ')'
+
+A subject alone (``state.rodadas``, ``memory``) is a change, and ``~`` is about
+what arrives: both are true at the event that does it, and each such event
+fires. A comparison fires when it *becomes* true (edge-triggered). A
+malformed expression raises :class:`~flowtui.runtime.errors.WatchError` naming
+the column. This module parses; what the parts are and how they evaluate is
+:mod:`flowtui.runtime.conditions`, the checker that evaluates watchpoints
+after every event :mod:`flowtui.runtime.watching`.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from flowtui.runtime.conditions import (
+    Both, Bucket, Changed, Compare, Len, Matches, PromptTokens, Repeat, StateField, Subject, Total, compile_pattern,
+)
+from flowtui.runtime.errors import WatchError
+
+BUCKETS = ("memory", "tasks", "history")
+SUBJECTS = "state.FIELD, memory, tasks, history, prompt.tokens, cost, tokens, len(...) or repeat(TOOL)"
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_NUMBER = re.compile(r"-?[0-9]+(\.[0-9]+)?([eE][-+]?[0-9]+)?")
+_TOOL = re.compile(r"[^\s()]+")
+_INDEX = re.compile(r"-?[0-9]+")
+
+
+@dataclass(frozen=True)
+class Watch:
+    """One parsed watchpoint: ``text`` as written, ``key`` its normal form (two spellings of one
+    condition are one watchpoint), ``workflow`` the runs it is limited to."""
+
+    text: str
+    condition: Any
+    workflow: str | None = None
+    source: str = ""  # as given, for the columns of errors
+
+    @property
+    def key(self) -> str:
+        return (f"{self.workflow}: " if self.workflow else "") + str(self.condition)
+
+    @property
+    def fields(self) -> list[StateField]:
+        found = []
+        for s in self.condition.subjects():
+            found.append(s.inner if isinstance(s, Len) else s)
+        return [s for s in found if isinstance(s, StateField)]
+
+    @property
+    def deps(self) -> frozenset[str]:
+        return frozenset(s.dep for s in self.condition.subjects())
+
+    @property
+    def local(self) -> bool:
+        """Read per run (False: only the run's totals, one truth for the whole run tree)."""
+        return self.workflow is not None or any(s.local for s in self.condition.subjects())
+
+
+def parse(text: str) -> Watch:
+    """Parse one watchpoint; raises :class:`WatchError` with the column of the fault."""
+    return _Parser(text).watch()
+
+
+class _Parser:
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.pos = 0
+
+    # scanning
+    def fail(self, message: str, at: int | None = None, hint: str | None = None) -> WatchError:
+        return WatchError(message, expr=self.text, column=(self.pos if at is None else at) + 1, hint=hint)
+
+    def skip(self) -> int:
+        while self.pos < len(self.text) and self.text[self.pos].isspace():
+            self.pos += 1
+        return self.pos
+
+    def peek(self, word: str) -> bool:
+        self.skip()
+        if not self.text.startswith(word, self.pos):
+            return False
+        end = self.pos + len(word)
+        return not (word[-1].isalnum() and end < len(self.text) and (self.text[end].isalnum() or self.text[end] == "_"))
+
+    def take(self, word: str) -> bool:
+        if self.peek(word):
+            self.pos += len(word)
+            return True
+        return False
+
+    def need(self, word: str, what: str) -> None:
+        if not self.take(word):
+            raise self.fail(f"expected {what}")
+
+    def name(self, what: str, hint: str | None = None) -> tuple[str, int]:
+        at = self.skip()
+        m = _NAME.match(self.text, at)
+        if not m:
+            raise self.fail(f"expected {what}", hint=hint)
+        self.pos = m.end()
+        return m.group(), at
+
+    # grammar
+    def watch(self) -> Watch:
+        if not self.text.strip():
+            raise self.fail("expected a condition, e.g. state.rodadas >= 3")
+        workflow = None
+        at = self.skip()
+        m = _NAME.match(self.text, at)
+        if m and self.text[m.end():].lstrip().startswith(":"):
+            workflow = m.group()
+            self.pos = self.text.index(":", m.end()) + 1
+        condition = self.either()
+        if self.skip() < len(self.text):
+            raise self.fail("expected the end, 'and' or 'or'")
+        return Watch(text=self.text.strip(), condition=condition, workflow=workflow, source=self.text)
+
+    def either(self) -> Any:
+        node = self.both()
+        while self.take("or"):
+            node = Both(node, self.both(), "or")
+        return node
+
+    def both(self) -> Any:
+        node = self.atom()
+        while self.take("and"):
+            node = Both(node, self.atom(), "and")
+        return node
+
+    def atom(self) -> Any:
+        if self.take("("):
+            node = self.either()
+            self.need(")", "')'")
+            return node
+        subject = self.subject()
+        at = self.skip()
+        for op in ("==", "!=", "<=", ">=", "<", ">"):
+            if self.text.startswith(op, at):
+                self.pos = at + len(op)
+                return Compare(subject, op, self.value(subject, op))
+        if self.text.startswith("~", at):
+            if not isinstance(subject, (StateField, Bucket)):
+                raise self.fail(f"~ matches memory, tasks, history or a state field, not {subject}", at)
+            self.pos = at + 1
+            return Matches(subject, *self.regex())
+        if self.text.startswith("=", at):
+            raise self.fail("use == to compare", at)
+        if isinstance(subject, (StateField, Bucket)):
+            return Changed(subject)
+        raise self.fail(f"expected a comparison after {subject} (e.g. {subject} > {_example(subject)})", at)
+
+    def subject(self) -> Subject:
+        word, at = self.name("a subject", hint=f"a condition starts with {SUBJECTS}")
+        if word == "state":
+            return self.state_field(at)
+        if word in BUCKETS:
+            return Bucket(word)
+        if word == "prompt":
+            self.need(".", "'.tokens' after prompt")
+            field, where = self.name("'tokens' after prompt.")
+            if field != "tokens":
+                raise self.fail(f"prompt has one field, tokens (prompt.tokens), not {field!r}", where)
+            return PromptTokens()
+        if word in ("cost", "tokens"):
+            return Total(word)
+        if word == "len":
+            self.need("(", "'(' after len")
+            inner = self.subject()
+            if not isinstance(inner, (StateField, Bucket)):
+                raise self.fail(f"len() takes memory, tasks, history or a state field, not {inner}", at)
+            self.need(")", "')'")
+            return Len(inner)
+        if word == "repeat":
+            self.need("(", "'(' after repeat")
+            tool = self.tool()
+            self.need(")", "')' after the tool name")
+            return Repeat(tool)
+        raise self.fail(f"unknown subject {word!r}", at, hint=f"a condition starts with {SUBJECTS}")
+
+    def state_field(self, at: int) -> StateField:
+        if not self.text.startswith(".", self.pos):
+            raise self.fail("expected '.FIELD' after state (state.rodadas)")
+        parts: list[str | int] = []
+        while self.text.startswith(".", self.pos):
+            self.pos += 1
+            m = _NAME.match(self.text, self.pos)
+            if m:
+                parts.append(m.group())
+            elif parts and (m := _INDEX.match(self.text, self.pos)):
+                parts.append(int(m.group()))
+            else:
+                raise self.fail("expected a field name" if not parts else "expected a key or an index")
+            self.pos = m.end()
+        return StateField(tuple(parts), column=at + 7)
+
+    def tool(self) -> str:
+        at = self.skip()
+        if self.text.startswith(("'", '"'), at):
+            return self.string()
+        m = _TOOL.match(self.text, at)
+        if not m:
+            raise self.fail("expected a tool name, e.g. repeat(ler_arquivo)")
+        self.pos = m.end()
+        return m.group()
+
+    def value(self, subject: Subject, op: str) -> Any:
+        at = self.skip()
+        if at >= len(self.text):
+            raise self.fail("expected a value")
+        if isinstance(subject, Bucket):
+            raise self.fail(f"{subject} is a list: compare len({subject}), or match an item with "
+                            f"{subject} ~ /pattern/", at)
+        m = _NUMBER.match(self.text, at)
+        if m:
+            self.pos = m.end()
+            text = m.group()
+            return float(text) if ("." in text or "e" in text.lower()) else int(text)
+        if subject.numeric:
+            raise self.fail(f"expected a number for {subject}")
+        if self.text.startswith(("'", '"'), at):
+            return self.string()
+        for word, lit in (("true", True), ("false", False), ("null", None)):
+            if self.take(word):
+                if op not in ("==", "!="):
+                    raise self.fail(f"{word} can only be compared with == or !=", at)
+                return lit
+        raise self.fail("expected a value: a number, 'text', true, false or null")
+
+    def string(self) -> str:
+        quote, start = self.text[self.pos], self.pos
+        self.pos += 1
+        out = []
+        while self.pos < len(self.text):
+            ch = self.text[self.pos]
+            if ch == "\\" and self.pos + 1 < len(self.text):
+                out.append(self.text[self.pos + 1])
+                self.pos += 2
+                continue
+            self.pos += 1
+            if ch == quote:
+                return "".join(out)
+            out.append(ch)
+        raise self.fail(f"unterminated text: no closing {quote}", start)
+
+    def regex(self) -> tuple[str, str]:
+        start = self.skip()
+        if not self.text.startswith("/", start):
+            raise self.fail("expected a /pattern/ after ~ (e.g. memory ~ /plano/i)")
+        i = start + 1
+        chars = []
+        while i < len(self.text) and self.text[i] != "/":
+            if self.text[i] == "\\" and i + 1 < len(self.text) and self.text[i + 1] == "/":
+                chars.append("/")
+                i += 2
+                continue
+            chars.append(self.text[i])
+            i += 1
+        if i >= len(self.text):
+            raise self.fail("unterminated pattern: no closing /", start)
+        pattern = "".join(chars)
+        m = re.compile(r"[A-Za-z]*").match(self.text, i + 1)
+        flags = m.group() if m else ""
+        bad = [f for f in flags if f not in "ims"]
+        if bad:
+            raise self.fail(f"unknown pattern flag {bad[0]!r} (known: i, m, s)", i + 1 + flags.index(bad[0]))
+        self.pos = i + 1 + len(flags)
+        try:
+            compile_pattern(pattern, "".join(sorted(set(flags))))
+        except re.error as exc:
+            raise self.fail(f"bad pattern: {exc.msg}", start + 1 + (exc.pos or 0)) from None
+        return pattern, "".join(sorted(set(flags)))
+
+
+def _example(subject: Subject) -> str:
+    return {"cost": "0.50", "tokens": "20000"}.get(str(subject), "6000" if isinstance(subject, PromptTokens) else "3")
+
+
+def check_fields(watch: Watch, *, workflow: str, state_class: str | None, fields: list[str] | None) -> None:
+    """Refuse a state field that workflow ``workflow``'s state class does not have (when the watch
+    applies to that workflow and it has a state class; a child workflow's are not known here)."""
+    if state_class is None or fields is None or watch.workflow not in (None, workflow):
+        return
+    for f in watch.fields:
+        if f.parts[0] not in fields:
+            raise WatchError(f"unknown state field {f.parts[0]!r}", expr=watch.source or watch.text, column=f.column,
+                             hint=f"{state_class} (the state of {workflow}) has the fields "
+                                  f"{', '.join(fields) or '(none)'}")

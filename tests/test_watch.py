@@ -1,0 +1,438 @@
+"""Watchpoints (issue 12, section 4): the language and its errors, each kind firing at the event
+that made it true, edge-triggering, child runs, and no change at all when none is set. Driven
+in-process with a Controller here; through the worker protocol in test_watch_protocol.py."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from pydantic import BaseModel
+
+from flowtui import (
+    ChatReply, Controller, FunctionProvider, Input, State, ToolCall, Usage, WorkflowRuntime, agent, bootstrap, loop,
+    tool, workflow,
+)
+from flowtui.runtime.context_window import estimate_tokens
+from flowtui.runtime.errors import WatchError
+from flowtui.runtime.watch import parse
+from flowtui.runtime.watching import Watchpoints
+
+# --- the language ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("text,key", [
+    ("state.rodadas", "state.rodadas"),
+    ("state.rodadas>=3", "state.rodadas >= 3"),
+    ("state.aprovado == true", "state.aprovado == true"),
+    ("state.label != null", "state.label != null"),
+    ("state.verdict == 'it''s'", None),  # two strings side by side: refused below
+    ('state.verdict == "a \\"b\\""', "state.verdict == 'a \"b\"'"),
+    ("memory ~ /plano/i", "memory ~ /plano/i"),
+    ("tasks ~ /revis/", "tasks ~ /revis/"),
+    ("prompt.tokens > 6000", "prompt.tokens > 6000"),
+    ("cost > 0.50", "cost > 0.5"),
+    ("tokens > 2e4", "tokens > 20000.0"),
+    ("repeat(ler_arquivo) >= 3", "repeat(ler_arquivo) >= 3"),
+    ("len(state.problemas) >= 2", "len(state.problemas) >= 2"),
+    ("state.a.b.0 == -1", "state.a.b.0 == -1"),
+    ("state.a >= 2 and state.b == false or memory", "(state.a >= 2 and state.b == false) or memory"),
+    ("Child: state.found >= 1", "Child: state.found >= 1"),
+])
+def test_expressions_parse_to_one_normal_form(text, key):
+    if key is None:
+        with pytest.raises(WatchError):
+            parse(text)
+        return
+    assert parse(text).key == key
+    assert parse(parse(text).key).key == key  # the normal form reads back as itself
+
+
+@pytest.mark.parametrize("text,column,message", [
+    ("state.rodadas >= ", 18, "expected a value"),
+    ("state.", 7, "expected a field name"),
+    ("state", 6, "expected '.FIELD' after state"),
+    ("foo > 1", 1, "unknown subject 'foo'"),
+    ("__import__('os').system('x')", 1, "unknown subject '__import__'"),
+    ("cost > 'x'", 8, "expected a number for cost"),
+    ("state.a == 1 extra", 14, "expected the end, 'and' or 'or'"),
+    ("state.a = 1", 9, "use == to compare"),
+    ("memory == 1", 11, "memory is a list: compare len(memory)"),
+    ("memory ~ plano", 10, "expected a /pattern/ after ~"),
+    ("memory ~ /[/", 11, "bad pattern"),
+    ("memory ~ /x", 10, "unterminated pattern"),
+    ("memory ~ /x/q", 13, "unknown pattern flag 'q'"),
+    ("cost", 5, "expected a comparison after cost"),
+    ("state.a >= true", 12, "true can only be compared with == or !="),
+    ("state.a == 'abc", 12, "unterminated text"),
+    ("prompt.toks > 1", 8, "prompt has one field, tokens"),
+    ("repeat() > 1", 8, "expected a tool name"),
+    ("(state.a == 1", 14, "expected ')'"),
+    ("cost > 1 and", 13, "expected a subject"),
+    ("", 1, "expected a condition"),
+])
+def test_a_malformed_expression_is_refused_at_its_column(text, column, message):
+    with pytest.raises(WatchError) as caught:
+        parse(text)
+    assert (caught.value.column, caught.value.expr) == (column, text)
+    assert caught.value.message.startswith(message), caught.value.message
+
+
+def test_the_command_line_shows_the_error_with_a_caret_under_it():
+    from flowtui.runtime.cli import parse_watches
+
+    with pytest.raises(SystemExit) as caught:
+        parse_watches(["state.rodadas >= 1", "state.rodadas >= "])
+    line = "--watch: expected a value at column 18: state.rodadas >= "
+    assert caught.value.code == line + "\n" + " " * (len(line) - 17 + 17) + "^"
+    assert parse_watches(["cost > 1"]) == ["cost > 1"]
+
+
+# --- a flow: Planner, then loop([Writer, Reviewer]) ----------------------------------------------------
+
+
+class Q(BaseModel):
+    q: str
+
+
+class S(BaseModel):
+    rounds: int = 0
+    approved: bool = False
+    verdict: str = ""
+    label: str | None = None
+    notes: list[str] = []
+
+
+def make_flow(*, calls: int = 3, cost: float = 0.0):
+    """The Writer asks for look(q="a") on its first ``calls`` turns; the Reviewer approves on round 3.
+    Every model call costs ``cost`` and 100 + 10 tokens. ``seen`` records each call's messages and
+    each execution of look."""
+    seen: dict[str, list] = {"messages": [], "look": []}
+
+    @tool(name="look", schema=Q)
+    class Look:
+        async def execute(self, args: Q = Input()):
+            seen["look"].append(args.q)
+            return "seen " + args.q
+
+    def reply(content="", call=None):
+        return ChatReply(content=content, tool_calls=[call] if call else [], cost_usd=cost,
+                         usage=Usage(prompt_tokens=100, completion_tokens=10))
+
+    def model(messages, tools):
+        seen["messages"].append(list(messages))
+        writer_turns = sum(1 for m in seen["messages"] if m[0].content == "You write.")
+        if messages[0].content == "You plan.":
+            return reply("the plan")
+        if messages[0].content == "You write." and writer_turns <= calls:
+            return reply(call=ToolCall(name="look", args={"q": "a"}))
+        return reply(f"text {len(seen['messages'])}")
+
+    provider = FunctionProvider(model)
+
+    @agent(provider=provider, prompt="You plan.")
+    class Planner:
+        def after_response(self, response, ctx):
+            ctx.state.append("memory", "Plano: escrever bem")
+            ctx.state.append("tasks", "revisar o texto")
+
+    @agent(provider=provider, prompt="You write.", tools=[Look])
+    class Writer:
+        pass
+
+    @agent(provider=provider, prompt="You review.")
+    class Reviewer:
+        def __init__(self, s: S = State()):
+            self.s = s
+
+        def after_response(self, response, ctx):
+            self.s.rounds += 1
+            self.s.approved = self.s.rounds >= 3
+            self.s.verdict = "ok" if self.s.approved else "again"
+            self.s.notes.append(f"note {self.s.rounds}")
+            if self.s.rounds == 2:
+                self.s.label = "second"
+
+    @workflow(state=S, steps=[Planner, loop([Writer, Reviewer], until=lambda ctx, s: s.approved, max_iterations=5)])
+    class W:
+        pass
+
+    return W, seen
+
+
+async def run_watched(wf, controller: Controller, *, on_pause=None):
+    """Run ``wf`` to its end, moving on at every pause; returns (events, pauses, the run)."""
+    events: list = []
+    loop_ = asyncio.get_running_loop()
+
+    def sink(ev):
+        events.append(ev)
+        if ev.type == "run.pause":
+            if on_pause is not None:
+                on_pause(ev)
+            loop_.call_soon(controller.resume)
+
+    run = bootstrap(wf).prepare("go", controller=controller, on_event=sink)
+    await run.execute()
+    return events, [e for e in events if e.type == "run.pause"], run
+
+
+def event_at(events, seq):
+    return next(e for e in events if e.seq == seq)
+
+
+def state_changes(events, path):
+    return [e for e in events if e.type == "workflow_state.change" and e.path == path]
+
+
+async def test_a_state_field_change_fires_at_each_change():
+    wf, _ = make_flow()
+    events, pauses, _ = await run_watched(wf, Controller(watch=["state.rounds"]))
+    changes = state_changes(events, "rounds")
+    assert [p.watch[0].seq for p in pauses] == [c.seq for c in changes] and len(changes) == 3
+    assert [p.watch[0].detail for p in pauses] == ["state.rounds: 0 → 1", "state.rounds: 1 → 2", "state.rounds: 2 → 3"]
+    assert {(p.reason, p.point) for p in pauses} == {("watchpoint", "loop_iteration")}  # the next pause point
+
+
+@pytest.mark.parametrize("expr,path,new,detail", [
+    ("state.rounds >= 2", "rounds", 2, "state.rounds = 2"),
+    ("state.approved == true", "approved", True, "state.approved = true"),
+    ("state.verdict == 'again'", "verdict", "again", "state.verdict = 'again'"),  # stays 'again' on round 2
+    ("state.label != null", "label", "second", "state.label = 'second'"),
+    ("len(state.notes) >= 2", "notes", ["note 1", "note 2"], "len(state.notes) = 2"),
+    ("state.notes ~ /note 3/", "notes", ["note 1", "note 2", "note 3"], "state.notes gained 'note 3'"),
+])
+async def test_a_comparison_fires_once_when_it_becomes_true(expr, path, new, detail):
+    wf, _ = make_flow()
+    events, pauses, _ = await run_watched(wf, Controller(watch=[expr]))
+    assert len(pauses) == 1, [p.watch for p in pauses]  # it stays true afterwards: no second firing
+    (hit,) = pauses[0].watch
+    trigger = event_at(events, hit.seq)
+    assert (trigger.type, trigger.path, trigger.new) == ("workflow_state.change", path, new)
+    assert (hit.expr, hit.detail, hit.workflow, pauses[0].reason) == (expr, detail, "W", "watchpoint")
+
+
+@pytest.mark.parametrize("expr,bucket,item", [
+    ("memory ~ /plano/i", "memory", "Plano: escrever bem"),
+    ("tasks ~ /revis/", "tasks", "revisar o texto"),
+])
+async def test_memory_and_tasks_fire_when_a_matching_item_arrives(expr, bucket, item):
+    wf, _ = make_flow()
+    events, pauses, _ = await run_watched(wf, Controller(watch=[expr]))
+    (pause,) = pauses
+    trigger = event_at(events, pause.watch[0].seq)
+    assert (trigger.type, trigger.bucket, trigger.item) == ("state.append", bucket, item)
+    assert (pause.point, pause.name) == ("agent", "Writer")  # the first pause point after the Planner's hook
+
+
+async def test_prompt_tokens_pause_before_the_model_call_that_is_too_big():
+    wf, seen = make_flow()
+    await run_watched(wf, Controller())
+    sizes = [sum(estimate_tokens(m) for m in messages) for messages in seen["messages"]]
+    assert sizes[2] < sizes[3]
+    wf, seen = make_flow()
+    paused_after: list[int] = []
+    events, pauses, _ = await run_watched(wf, Controller(watch=[f"prompt.tokens > {sizes[3] - 1}"]),
+                                          on_pause=lambda ev: paused_after.append(len(seen["messages"])))
+    assert len(pauses) == 1 and paused_after == [3]  # three calls made; the fourth waits
+    assert (pauses[0].point, pauses[0].watch[0].detail) == ("chat", f"prompt.tokens = {sizes[3]}")
+    last_content = [e for e in events if e.type in ("state.append", "state.set") and e.seq < pauses[0].seq][-1]
+    assert pauses[0].watch[0].seq == last_content.seq  # the event that made the prompt that big
+
+
+@pytest.mark.parametrize("expr,detail", [("cost > 0.6", "cost = 0.75"), ("tokens > 300", "tokens = 330")])
+async def test_cost_and_tokens_fire_when_the_model_call_that_crosses_them_ends(expr, detail):
+    wf, _ = make_flow(cost=0.25)
+    events, pauses, run = await run_watched(wf, Controller(watch=[expr]))
+    (pause,) = pauses
+    trigger = event_at(events, pause.watch[0].seq)
+    chats = [e for e in events if e.type == "node.end" and e.kind == "chat"]
+    assert trigger is chats[2] and pause.watch[0].detail == detail
+
+
+async def test_repeat_pauses_before_the_third_identical_call_runs():
+    wf, seen = make_flow(calls=4)
+    ran: list[int] = []
+    events, pauses, _ = await run_watched(wf, Controller(watch=["repeat(look) >= 3"]),
+                                          on_pause=lambda ev: ran.append(len(seen["look"])))
+    assert len(pauses) == 1 and ran == [2]  # two calls ran; the third waits at its pause point
+    assert (pauses[0].point, pauses[0].name, pauses[0].call["args"]) == ("tool", "look", {"q": "a"})
+    trigger = event_at(events, pauses[0].watch[0].seq)
+    assert trigger.type == "state.append" and trigger.item.tool_calls[0].name == "look"
+    assert pauses[0].watch[0].detail == "repeat(look) = 3"  # and not again at the fourth: it stayed true
+
+
+async def test_a_condition_that_turns_false_fires_again_when_it_turns_true():
+    @agent(provider=FunctionProvider(lambda m, t: "ok"), prompt="p")
+    class Flip:
+        def __init__(self, s: S = State()):
+            self.s = s
+
+        def after_response(self, response, ctx):
+            self.s.approved = not self.s.approved
+
+    @workflow(state=S, steps=[loop([Flip], max_iterations=6)])
+    class FlipFlow:
+        pass
+
+    events, pauses, _ = await run_watched(FlipFlow, Controller(watch=["state.approved == true"]))
+    rises = [e.seq for e in state_changes(events, "approved") if e.new is True]
+    assert [p.watch[0].seq for p in pauses] == rises and len(rises) == 3
+
+
+async def test_no_watchpoint_changes_nothing_and_costs_no_call(monkeypatch):
+    calls = []
+    original = Watchpoints.__call__
+    monkeypatch.setattr(Watchpoints, "__call__", lambda self, ev: (calls.append(ev.type), original(self, ev)))
+
+    def untimed(value):  # what a run says, without its timings
+        if isinstance(value, dict):
+            return {k: untimed(v) for k, v in value.items() if k not in ("ts", "run_id", "duration_ms", "elapsed_s")}
+        return [untimed(v) for v in value] if isinstance(value, list) else value
+
+    def shape(events):
+        return [untimed(e.model_dump()) for e in events]
+
+    wf, _ = make_flow()
+    plain = Controller()
+    bare, pauses, _ = await run_watched(wf, plain)
+    assert calls == [] and not plain.watch.attached and pauses == []
+    wf, _ = make_flow()
+    quiet = Controller(watch=["state.rounds >= 99", "memory ~ /never/"])
+    watched, pauses, _ = await run_watched(wf, quiet)
+    assert len(calls) == len(watched) and pauses == []  # checked after every event, never fired
+    assert shape(watched) == shape(bare)
+    wf, _ = make_flow()
+    assert shape((await run_watched(wf, Controller(start_paused=False)))[0]) == shape(bare)
+
+
+async def test_an_unknown_state_field_is_refused_naming_the_class_and_its_fields():
+    wf, _ = make_flow()
+    with pytest.raises(WatchError) as caught:
+        bootstrap(wf).prepare("go", controller=Controller(watch=["cost > 1", "len(state.roundz) > 1"]))
+    assert caught.value.column == 11 and caught.value.message == "unknown state field 'roundz'"
+    assert caught.value.hint == "S (the state of W) has the fields rounds, approved, verdict, label, notes"
+
+
+async def test_an_edit_made_while_paused_fires_at_once():
+    wf, _ = make_flow()
+    ctl = Controller(start_paused=True, watch=["tasks ~ /urgente/"])
+    events: list = []
+    run = bootstrap(wf).prepare("go", controller=ctl, on_event=events.append)
+    task = asyncio.ensure_future(run.execute())
+    while not ctl.paused:
+        await asyncio.sleep(0)
+    run.edits.add_item("tasks", "algo urgente")
+    pauses = [e for e in events if e.type == "run.pause"]
+    assert [p.reason for p in pauses] == ["start", "watchpoint"] and ctl.paused
+    added = event_at(events, pauses[1].watch[0].seq)
+    assert (added.type, added.origin, pauses[1].name) == ("state.append", "user", "Planner")
+    ctl.step()
+    while len([e for e in events if e.type == "run.pause"]) < 3:
+        await asyncio.sleep(0)
+    assert [e for e in events if e.type == "run.pause"][-1].watch is None  # said once, not again
+    ctl.stop()
+    await task
+
+
+async def test_a_watchpoint_set_mid_run_starts_from_what_is_true_then():
+    wf, _ = make_flow()
+    ctl = Controller(start_paused=True)
+    events: list = []
+    run = bootstrap(wf).prepare("go", controller=ctl, on_event=events.append)
+    task = asyncio.ensure_future(run.execute())
+    while not (ctl.paused and ctl.paused_at.kind == "loop_iteration"):
+        await asyncio.sleep(0)
+        if ctl.paused:
+            ctl.step()
+    assert run.workflow_state.rounds == 1
+    for expr in ("state.rounds >= 1", "len(memory) >= 1", "state.rounds >= 2"):  # the first two are true already
+        ctl.watch.add(expr)
+    ctl.watch.add("state.rounds>=2")  # the same one, spelled otherwise
+    assert ctl.watch.texts == ["state.rounds >= 1", "len(memory) >= 1", "state.rounds >= 2"]
+    assert ctl.watch.remove("len(memory)>=1") and not ctl.watch.remove("cost > 1")
+    ctl.resume()
+    while not task.done():  # on to the end, past the watchpoint's pause
+        if ctl.paused:
+            ctl.resume()
+        await asyncio.sleep(0)
+    fired = [h.expr for p in events if p.type == "run.pause" and p.watch for h in p.watch]
+    assert fired == ["state.rounds >= 2"]
+
+
+async def test_stop_mode_ends_the_run_at_the_watchpoint():
+    wf, _ = make_flow()
+    events: list = []
+    run = bootstrap(wf).prepare("go", controller=Controller(watch=["state.rounds >= 2"], on_watch="stop"),
+                                on_event=events.append)
+    await run.execute()
+    seq = state_changes(events, "rounds")[1].seq
+    assert [e.type for e in events[-5:]].count("run.resume") == 1
+    end = events[-1]
+    assert (end.status, end.reason) == ("stopped", f"watchpoint state.rounds >= 2 fired at event #{seq} in W "
+                                                   "(state.rounds = 2)")
+
+
+# --- child workflows ---------------------------------------------------------------------------------
+
+
+class ChildState(BaseModel):
+    found: int = 0
+
+
+class P(BaseModel):
+    asked: int = 0
+
+
+def parent_flow(*, parent_state: type | None):
+    @agent(provider=FunctionProvider(lambda m, t: "achei"), prompt="You search.")
+    class Searcher:
+        def __init__(self, s: ChildState = State()):
+            self.s = s
+
+        def after_response(self, response, ctx):
+            self.s.found += 1
+
+    @workflow(state=ChildState, steps=[Searcher, Searcher])
+    class Child:
+        pass
+
+    class Ask(BaseModel):
+        q: str
+
+    @tool(name="delegate", schema=Ask)
+    class Delegate:
+        def __init__(self, runtime: WorkflowRuntime):
+            self.runtime = runtime
+
+        async def execute(self, args: Ask = Input()):
+            return await self.runtime.run(Child, input=args.q)
+
+    replies = iter([{"content": "", "tool_calls": [{"name": "delegate", "args": {"q": "x"}}]}, "pronto"])
+
+    @agent(provider=FunctionProvider(lambda m, t: next(replies)), prompt="You delegate.", tools=[Delegate])
+    class Boss:
+        pass
+
+    @workflow(state=parent_state, steps=[Boss, Boss])
+    class Parent:
+        pass
+
+    return Parent
+
+
+async def test_a_watchpoint_fires_in_a_child_run_and_says_which():
+    events, pauses, run = await run_watched(parent_flow(parent_state=None), Controller(watch=["state.found >= 2"]))
+    (pause,) = pauses
+    (hit,) = pause.watch
+    child_start = next(e for e in events if e.type == "run.start" and e.workflow == "Child")
+    assert (hit.run_id, hit.workflow) == (child_start.run_id, "Child") and hit.run_id != run.id
+    assert event_at(events, hit.seq).run_id == child_start.run_id
+
+
+async def test_a_parent_with_state_refuses_a_child_field_unless_the_watch_names_the_child():
+    wf = parent_flow(parent_state=P)
+    with pytest.raises(WatchError, match="unknown state field 'found'"):
+        bootstrap(wf).prepare("go", controller=Controller(watch=["state.found >= 2"]))
+    events, pauses, _ = await run_watched(wf, Controller(watch=["Child: state.found >= 2", "Parent: state.asked"]))
+    assert [(h.expr, h.workflow) for p in pauses for h in p.watch] == [("Child: state.found >= 2", "Child")]

@@ -1,0 +1,167 @@
+"""Watchpoints from the command line and over the protocol: `flowtui run --watch EXPR` stops the run
+at the pause point after the event that made EXPR true (exit 4) and says which watchpoint and which
+event; a malformed or unknown one is refused before anything runs (exit 2, a caret under the fault);
+a run served with --listen pauses there instead, and a client sets and clears watchpoints."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from test_worker import Client, flowtui as spawn
+
+ROOT = Path(__file__).resolve().parents[1]
+FLOW = str(ROOT / "tests/tui/flows/watched.py")
+
+
+def run(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", "from flowtui.tui.cli import main; main()", "run", FLOW,
+                           "--input", "go", *args], capture_output=True, text=True, cwd=cwd, timeout=120)
+
+
+def watched(expr: str) -> tuple[list[dict], dict, dict, subprocess.CompletedProcess]:
+    """Run the flow with ``--watch expr --json``: (events, the pause, the event that fired it, the process)."""
+    res = run("--watch", expr, "--json", "--no-journal")
+    events = [json.loads(line) for line in res.stdout.splitlines()]
+    pauses = [e for e in events if e["type"] == "run.pause"]
+    assert len(pauses) == 1, res.stderr
+    (hit,) = pauses[0]["watch"]
+    assert (hit["expr"], pauses[0]["reason"]) == (expr, "watchpoint")
+    return events, pauses[0], next(e for e in events if e["seq"] == hit["seq"]), res
+
+
+def history_before(events: list[dict], seq: int) -> list[dict]:
+    return [e["item"] for e in events if e["type"] == "state.append" and e["bucket"] == "history" and e["seq"] < seq]
+
+
+@pytest.mark.parametrize("expr,fired_by,detail", [
+    ("state.rounds", ("workflow_state.change", "rounds", 1), "state.rounds: 0 → 1"),
+    ("state.rounds >= 2", ("workflow_state.change", "rounds", 2), "state.rounds = 2"),
+    ("state.approved == true", ("workflow_state.change", "approved", True), "state.approved = true"),
+    ("len(state.notes) > 1", ("workflow_state.change", "notes", ["note 1", "note 2"]), "len(state.notes) = 2"),
+    ("memory ~ /plano/i", ("state.append", "memory", "Plano: escrever bem"), "memory gained 'Plano: escrever bem'"),
+    ("tasks ~ /revis/", ("state.append", "tasks", "revisar o texto"), "tasks gained 'revisar o texto'"),
+])
+def test_state_memory_and_tasks_watchpoints_stop_the_run_after_the_event_that_did_it(expr, fired_by, detail):
+    events, pause, trigger, res = watched(expr)
+    kind, where, value = fired_by
+    if kind == "state.append":
+        assert (trigger["type"], trigger["bucket"], trigger["item"]) == fired_by
+    else:
+        assert (trigger["type"], trigger["path"], trigger["new"]) == fired_by
+    assert pause["watch"][0]["detail"] == detail
+    assert pause["seq"] > trigger["seq"] and not [e for e in events[events.index(trigger) + 1:events.index(pause)]
+                                                   if e["type"] == "run.pause"]
+    end = events[-1]
+    assert (end["type"], end["status"]) == ("run.end", "stopped")
+    assert end["reason"].startswith(f"watchpoint {expr} fired at event #{trigger['seq']} in WatchedWorkflow")
+    assert res.returncode == 4 and f"the run stopped at a watchpoint {expr} fired" in res.stderr
+
+
+def test_prompt_tokens_stops_before_the_first_model_call_whose_prompt_is_over():
+    events, pause, trigger, res = watched("prompt.tokens > 1500")
+    assert (pause["point"], pause["name"]) == ("chat", "Reviewer")  # after the Writer's second look
+    assert [m["role"] for m in history_before(events, pause["seq"])].count("tool") == 2  # ~1,000 tokens each
+    assert not [e for e in events if e["type"] == "node.start" and e["kind"] == "chat" and e["seq"] > pause["seq"]]
+    tokens = int(pause["watch"][0]["detail"].removeprefix("prompt.tokens = "))
+    assert 2000 < tokens < 2500 and res.returncode == 4
+
+
+def test_cost_stops_after_the_model_call_that_crosses_it():
+    events, pause, trigger, res = watched("cost > 0.60")  # $0.25 a call: the third one crosses it
+    chats = [e for e in events if e["type"] == "node.end" and e["kind"] == "chat"]
+    assert trigger is chats[2] and pause["watch"][0]["detail"] == "cost = 0.75" and len(chats) == 3
+
+
+def test_repeat_stops_before_the_third_identical_call_runs():
+    events, pause, trigger, res = watched("repeat(look) >= 3")
+    looks = [m for m in history_before(events, pause["seq"]) if m["role"] == "assistant" and m["tool_calls"]]
+    assert len(looks) == 3 and trigger["item"] == looks[-1]  # the third request for look(q="a")
+    assert (pause["point"], pause["name"], pause["call"]["args"]) == ("tool", "look", {"q": "a"})
+    ran = [e for e in events if e["type"] == "node.end" and e["kind"] == "tool"]
+    assert len(ran) == 2  # the third never ran
+
+
+def test_the_tree_says_which_watchpoint_fired_and_where():
+    res = run("--watch", "state.rounds >= 2", "--no-journal")
+    (line,) = [line for line in res.stderr.splitlines() if line.startswith("◆")]
+    assert line.startswith("◆ watchpoint state.rounds >= 2 fired at event #")
+    assert line.endswith(" in WatchedWorkflow (state.rounds = 2)") and res.returncode == 4
+
+
+def test_a_watchpoint_that_never_fires_lets_the_run_finish():
+    res = run("--watch", "state.rounds > 10", "--watch", "memory ~ /nunca/", "--no-journal")
+    assert res.returncode == 0 and "◆" not in res.stderr and res.stdout == "noted\n"
+
+
+@pytest.mark.parametrize("expr,message,column", [
+    ("state.x >>= 3", "expected a value: a number, 'text', true, false or null", 10),
+    ("cost > 'x'", "expected a number for cost", 8),
+    ("__import__('os')", "unknown subject '__import__'", 1),
+])
+def test_a_malformed_watch_is_refused_with_a_caret_before_anything_runs(tmp_path, expr, message, column):
+    res = run("--watch", "cost > 1", "--watch", expr, cwd=tmp_path)
+    assert res.returncode == 2 and res.stdout == ""
+    lines = res.stderr.splitlines()
+    assert lines[0] == f"--watch: {message} at column {column}: {expr}"
+    assert lines[1] == " " * (len(lines[0]) - len(expr) + column - 1) + "^"
+    assert "Traceback" not in res.stderr and not (tmp_path / ".flowtui").exists()  # no run, no journal
+
+
+def test_an_unknown_state_field_is_refused_naming_the_fields_there_are(tmp_path):
+    res = run("--watch", "state.rodadas >= 3", cwd=tmp_path)
+    assert res.returncode == 2
+    assert res.stderr.splitlines() == [
+        "--watch: unknown state field 'rodadas' at column 7: state.rodadas >= 3",
+        " " * len("--watch: unknown state field 'rodadas' at column 7: ") + "      ^",
+        "WatchedState (the state of WatchedWorkflow) has the fields rounds, approved, notes",
+    ]
+    assert not list(tmp_path.rglob("*.jsonl"))  # the refused run left no journal
+
+
+# --- over the protocol (--listen) ---------------------------------------------------------------
+
+
+@pytest.fixture
+def listening(tmp_path):
+    proc = spawn("run", FLOW, "--input", "go", "--listen", "127.0.0.1:0", "--no-journal",
+                 "--watch", "memory ~ /plano/i", cwd=ROOT)
+    lines = [proc.stderr.readline(), proc.stderr.readline()]
+    yield Client(int(lines[0].rsplit(":", 1)[1]), lines[1].split()[1])
+    if proc.poll() is None:
+        proc.kill()
+        proc.wait()
+
+
+def test_a_client_sets_lists_and_clears_watchpoints_and_the_run_pauses_at_them(listening):
+    c = listening
+    assert c.read()["type"] == "hello"
+    assert c.paused()["reason"] == "start"
+    assert c.command(type="watch")["value"] == ["memory ~ /plano/i"]  # --watch, listed
+    assert c.command(type="watch", expr="state.rounds>=1")["value"] == ["memory ~ /plano/i", "state.rounds>=1"]
+    assert c.command(type="watch", expr="tasks ~ /x/")["ok"]
+    assert c.command(type="watch", expr="tasks~/x/", on=False)["value"] == ["memory ~ /plano/i",
+                                                                           "state.rounds>=1"]  # as written
+    bad = c.command(type="watch", expr="state.rounds >>= 1")
+    assert not bad["ok"] and bad["value"] == {"expr": "state.rounds >>= 1", "column": 15, "hint": None,
+                                              "message": "expected a value: a number, 'text', true, false or null"}
+    assert bad["error"].startswith("expected a value: a number, 'text', true, false or null at column 15")
+    unknown = c.command(type="watch", expr="state.rodadas")
+    assert not unknown["ok"] and unknown["value"]["hint"] == ("WatchedState (the state of WatchedWorkflow) has "
+                                                              "the fields rounds, approved, notes")
+    assert c.command(type="continue")["ok"]
+    first = c.paused()  # --listen pauses rather than stops
+    assert (first["reason"], first["watch"][0]["expr"], first["name"]) == ("watchpoint", "memory ~ /plano/i", "Writer")
+    assert c.command(type="continue")["ok"]
+    second = c.paused()
+    assert (second["reason"], second["watch"][0]["expr"]) == ("watchpoint", "state.rounds>=1")
+    assert second["watch"][0]["detail"] == "state.rounds = 1"
+    changed = next(e for e in c.events if e["seq"] == second["watch"][0]["seq"])
+    assert (changed["type"], changed["path"], changed["new"]) == ("workflow_state.change", "rounds", 1)
+    assert c.command(type="continue")["ok"]
+    end = c.until(lambda ev: ev["type"] in ("run.end", "run.pause"))
+    assert (end["type"], end["status"]) == ("run.end", "finished")  # stayed true: it fired once

@@ -1,0 +1,127 @@
+"""Watchpoints in the app: each kind, set with --watch, pauses the run after the event that made it
+true, and the status line says which and where; w on a state field sets one (refused ones say where
+they are wrong, the dialog stays); the control pane lists them, W removes one; the palette does both."""
+
+from __future__ import annotations
+
+import pytest
+from conftest import make, paused, wait_until
+
+from flowtui.tui.screens.dialogs import TextDialog
+from flowtui.tui.screens.watches import WatchListDialog
+from flowtui.tui.widgets.control import ControlPane
+
+WATCHED = "tests/tui/flows/watched.py"  # Planner, then Writer (look) / Reviewer rounds; see its docstring
+
+
+def _line(app, name: str) -> str:
+    return str(app.main.query_one(ControlPane).query_one(f"#{name}").render())
+
+
+def _event(app, seq: int):
+    return next(ev for ev in app.client.events if ev.seq == seq)
+
+
+async def _continue_to_watchpoint(pilot):
+    app = pilot.app
+    await paused(pilot)
+    seq = app.client.view.pause.seq
+    await pilot.press("c")
+    await paused(pilot, after=seq)
+    pause = app.client.view.pause
+    assert pause.reason == "watchpoint", pause
+    return pause
+
+
+@pytest.mark.parametrize("expr,fired_by", [
+    ("state.rounds", lambda ev: (ev.type, ev.path, ev.new) == ("workflow_state.change", "rounds", 1)),
+    ("state.approved == true", lambda ev: (ev.type, ev.path, ev.new) == ("workflow_state.change", "approved", True)),
+    ("memory ~ /plano/i", lambda ev: (ev.type, ev.bucket, ev.item) == ("state.append", "memory", "Plano: escrever bem")),
+    ("tasks ~ /revis/", lambda ev: (ev.type, ev.bucket, ev.item) == ("state.append", "tasks", "revisar o texto")),
+    ("prompt.tokens > 1500", lambda ev: ev.type == "state.append" and ev.item.role == "tool"),  # the 2nd look's result
+    ("cost > 0.60", lambda ev: (ev.type, ev.kind, ev.data["cost_usd"]) == ("node.end", "chat", 0.25)),
+    ("repeat(look) >= 3", lambda ev: ev.type == "state.append" and ev.item.tool_calls[0].name == "look"),
+])
+async def test_each_kind_given_with_watch_pauses_at_the_event_that_made_it_true(expr, fired_by):
+    app = make(WATCHED, input="go", watch=[expr])
+    async with app.run_test(size=(140, 40)) as pilot:
+        pause = await _continue_to_watchpoint(pilot)
+        (hit,) = pause.watch
+        assert hit.expr == expr and fired_by(_event(app, hit.seq))
+        assert not [ev for ev in app.client.events if hit.seq < ev.seq < pause.seq and ev.type == "run.pause"]
+        assert app.client.view.status_line().endswith(f"(watchpoint {expr}, at #{hit.seq})")
+        assert _line(app, "watches").startswith(f"watch: ◆ {expr}")
+        await wait_until(pilot, lambda: any(expr in str(n.message) for n in app._notifications),
+                         what="the notification saying what made it true")
+
+
+async def test_w_on_a_state_field_sets_a_watchpoint_from_its_change_and_the_run_pauses_there():
+    app = make(WATCHED, input="go")
+    async with app.run_test(size=(140, 40)) as pilot:
+        await paused(pilot)
+        await pilot.press("s", "s", "s")  # the Planner's turn has run: memory and tasks have an item
+        await paused(pilot)
+        app.main.sidebar.focus()
+        assert app.main.sidebar.select_id("field:rounds")
+        await pilot.press("w")
+        await wait_until(pilot, lambda: isinstance(app.screen, TextDialog), what="the watch dialog")
+        field = app.screen.query_one("#dialog-input")
+        assert field.value == "state.rounds"  # prefilled: the field's change
+        field.value = "state.rounds >>= 2"
+        await pilot.press("ctrl+s")
+        await pilot.pause()
+        error = str(app.screen.query_one("#dialog-error").render())
+        assert isinstance(app.screen, TextDialog)  # refused: the dialog stays and says where
+        assert error.splitlines() == ["✗ expected a value: a number, 'text', true, false or null (column 15)",
+                                      "  state.rounds >>= 2",
+                                      "                ^"]  # under the second >
+        field.value = "state.rounds >= 2"
+        await pilot.press("ctrl+s")
+        await wait_until(pilot, lambda: app.screen is app.main, what="the dialog to close")
+        assert app.client.watches == ["state.rounds >= 2"]
+        await wait_until(pilot, lambda: _line(app, "watches").startswith("watch: state.rounds >= 2"),
+                         what="the control pane's list")
+        pause = await _continue_to_watchpoint(pilot)
+        changed = _event(app, pause.watch[0].seq)
+        assert (changed.type, changed.path, changed.new) == ("workflow_state.change", "rounds", 2)
+
+
+async def test_big_w_lists_the_watchpoints_and_d_removes_one():
+    app = make(WATCHED, input="go", watch=["state.rounds >= 2", "memory ~ /plano/i"])
+    async with app.run_test(size=(140, 40)) as pilot:
+        await paused(pilot)
+        await pilot.press("W")
+        await wait_until(pilot, lambda: isinstance(app.screen, WatchListDialog), what="the list")
+        await pilot.press("down", "d")
+        await wait_until(pilot, lambda: app.client.watches == ["state.rounds >= 2"], what="the removal")
+        assert app.screen.watches == ["state.rounds >= 2"]  # the list shows what is left
+        await pilot.press("escape")
+        pause = await _continue_to_watchpoint(pilot)
+        assert [h.expr for h in pause.watch] == ["state.rounds >= 2"]  # memory ~ /plano/i never fired
+
+
+async def test_the_palette_watches_a_fields_change_and_removes_a_watchpoint():
+    app = make(WATCHED, input="go", watch=["cost > 100"])
+    async with app.run_test(size=(140, 40)) as pilot:
+        await paused(pilot)
+        commands = {c.title: c for c in app.get_system_commands(app.screen)}
+        assert {"run: watch", "run: watchpoints", "watch: remove cost > 100",
+                "watch: when state.approved changes"} <= set(commands)
+        commands["watch: remove cost > 100"].callback()
+        await wait_until(pilot, lambda: app.client.watches == [], what="the removal")
+        await wait_until(pilot, lambda: not app.main.query_one("#watches").display, what="the list line to go")
+        commands["watch: when state.approved changes"].callback()
+        await wait_until(pilot, lambda: isinstance(app.screen, TextDialog), what="the watch dialog")
+        assert app.screen.query_one("#dialog-input").value == "state.approved"
+        await pilot.press("ctrl+s")
+        pause = await _continue_to_watchpoint(pilot)
+        assert pause.watch[0].detail == "state.approved: false → true"
+
+
+async def test_a_watchpoint_the_flow_refuses_is_dropped_with_why_and_the_run_starts():
+    app = make(WATCHED, input="go", watch=["state.rodadas >= 3", "state.rounds >= 3"])
+    async with app.run_test(size=(140, 40)) as pilot:
+        await paused(pilot)
+        assert app.client.watches == ["state.rounds >= 3"]
+        await wait_until(pilot, lambda: any("unknown state field 'rodadas'" in str(n.message)
+                                            for n in app._notifications), what="the notice")

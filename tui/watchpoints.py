@@ -1,0 +1,132 @@
+"""Watchpoints, as the app's actions: ``w`` sets one (on a state field in the sidebar, a dialog
+prefilled with its change), ``W`` lists them to remove one, the palette does both, and the
+control pane lists them. The run checks them (:mod:`flowtui.runtime.watching`); when one fires,
+the pause says which and at which event, and a notification says what made it true.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+from flowtui.tui.shown import shown
+
+if TYPE_CHECKING:
+    from flowtui.tui.app import FlowApp
+
+HINT = ("A field alone pauses at each change; or a condition: state.rodadas >= 3, state.aprovado == true, "
+        "memory ~ /plano/i, prompt.tokens > 6000, cost > 0.50, repeat(TOOL) >= 3 (README: Watchpoints).")
+
+
+def _p():
+    from flowtui.runtime import protocol
+
+    return protocol
+
+
+def refusal_text(reply: Any) -> str:
+    """A refused watchpoint as the dialog shows it (after its ``✗ ``): what, then the expression
+    with a caret under the fault, then what to do."""
+    where = reply.value if isinstance(reply.value, dict) else None
+    if where is None:
+        return reply.error or "refused"
+    lines = [f"{where['message']} (column {where['column']})", f"  {where['expr']}",
+             "  " + " " * (where["column"] - 1) + "^"]  # two columns: the dialog's "✗ " prefix
+    if where.get("hint"):
+        lines.append(f"  {where['hint']}")
+    return "\n".join(lines)
+
+
+class RunWatches:
+    """Mixin of :class:`flowtui.tui.app.FlowApp`: setting, listing and removing watchpoints."""
+
+    _said_pause: Any = None  # the pause whose watchpoints were last announced
+
+    def _watch_prefill(self: FlowApp) -> str:
+        """What ``w`` starts from: the change of the state field under the sidebar's cursor (in a
+        child workflow's run, limited to that workflow), a match on memory or tasks, else nothing."""
+        target = self._sidebar_target()
+        if target is None:
+            return ""
+        kind, _, key = target.partition(":")
+        view = self.client.view
+        shown_run = view.shown if view is not None else None
+        prefix = (f"{shown_run.workflow}: " if shown_run is not None and shown_run.run_id != view.run_id
+                  and shown_run.workflow else "")
+        if kind == "field":
+            return f"{prefix}state.{key}"
+        return f"{prefix}{kind} ~ //i"
+
+    def action_watch(self: FlowApp, prefill: str | None = None) -> None:
+        from flowtui.tui.screens.dialogs import TextDialog
+
+        if self.client.channel is None or self.client.view is None:
+            self.notify("No run yet: w sets a watchpoint once the flow is loaded.", severity="warning")
+            return
+        text = self._watch_prefill() if prefill is None else prefill
+
+        async def add(expr: str) -> Any:
+            reply = await self.client.watch(expr.strip())
+            if not reply.ok:
+                raise ValueError(refusal_text(reply))
+
+        def done(expr: str | None) -> None:
+            if expr is not None:
+                self.notify(f"Watchpoint {shown(expr.strip())} set: the run pauses when it becomes true.")
+                self.flush(force=True)
+
+        self.push_screen(TextDialog("Pause when… (a watchpoint)", text, add, single_line=True, hint=HINT,
+                                    save_label="Watch"), done)
+
+    def action_watchpoints(self: FlowApp) -> None:
+        from flowtui.tui.screens.watches import WatchListDialog
+
+        if self.client.channel is None:
+            self.notify("No run yet.", severity="warning")
+            return
+        self.push_screen(WatchListDialog(self.client.watches, self.remove_watch, add=self.action_watch))
+
+    async def remove_watch(self: FlowApp, expr: str) -> list[str]:
+        """Clear watchpoint ``expr``; the watchpoints left (raises with the run's reason)."""
+        reply = await self.client.watch(expr, on=False)
+        if not reply.ok:
+            raise ValueError(reply.error)
+        self.notify(f"Watchpoint {shown(expr)} removed.")
+        self.flush(force=True)
+        return list(self.client.watches)
+
+    def _remove_from_palette(self: FlowApp, expr: str) -> None:
+        self.run_worker(self.remove_watch(expr), group="command", exit_on_error=False)
+
+    def watch_commands(self: FlowApp) -> Iterator[tuple[str, str, Any]]:
+        """The palette's watchpoint entries: remove each one set; watch each state field's change."""
+        for expr in self.client.watches:
+            yield (shown(f"watch: remove {expr}"), "Stop pausing when this becomes true",
+                   lambda expr=expr: self._remove_from_palette(expr))
+        view = self.client.view
+        if view is None:
+            return
+        shown_run = view.shown
+        prefix = f"{shown_run.workflow}: " if shown_run.run_id != view.run_id and shown_run.workflow else ""
+        for name in view.state:
+            expr = f"{prefix}state.{name}"
+            if expr not in self.client.watches:
+                yield (shown(f"watch: when {expr} changes"), shown(f"Pause after each change of {name} "
+                                                                   "(edit the condition first)"),
+                       lambda expr=expr: self.action_watch(expr))
+
+    def say_refused_watches(self: FlowApp) -> None:
+        """Watchpoints a new run refused (a reloaded flow lost a field): dropped, and said."""
+        for reply in self.client.refused_watches:
+            self.notify(shown(reply.error or "refused"), title="Watchpoint dropped", severity="warning",
+                        timeout=10)
+        self.client.refused_watches = []
+
+    def say_fired(self: FlowApp, pause: Any) -> None:
+        """Once per pause a watchpoint made: what made it true, at which event."""
+        if not pause.watch or pause is self._said_pause:
+            return
+        self._said_pause = pause
+        lines = [f"{hit.expr}: {hit.detail or 'true'} (event #{hit.seq}"
+                 + (f", {hit.workflow})" if hit.workflow else ")") for hit in pause.watch]
+        self.notify(shown("\n".join(lines)), title="Watchpoint", timeout=8)
