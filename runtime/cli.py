@@ -108,9 +108,10 @@ def parse_watches(texts: list[str]) -> list[str]:
 
 
 def refusal_text(error: str | None) -> str:
-    """A refused start, as said on stderr: an error naming the option at fault stands on its own."""
+    """A refused start, as said on stderr: a refused ``--watch`` stands on its own (its caret is
+    placed under the expression as the line starts); anything else says it is flowtui's."""
     error = error or "the run could not start"
-    return error if error.startswith("--") else f"flowtui: {error}"
+    return error if error.startswith("--watch: ") else f"flowtui: {error}"
 
 
 def new_journal(workflow: str, *, now: datetime | None = None, directory: Path = JOURNAL_DIR) -> Path:
