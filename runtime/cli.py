@@ -96,6 +96,8 @@ def add_flow_arguments(parser: argparse.ArgumentParser) -> None:
 def parse_watches(texts: list[str]) -> list[str]:
     """``--watch`` expressions, each parsed once here so a malformed one is refused before anything
     starts (``SystemExit`` with the column and a caret); fields are checked once the flow is loaded."""
+    if not texts:
+        return []  # the parser is not even imported (the app's first frame waits for nothing)
     from flowtui.runtime.errors import WatchError
     from flowtui.runtime.watch import parse
 
