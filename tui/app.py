@@ -109,21 +109,6 @@ class FlowApp(RunCommands, RunEdits, RunWatches, PlainNotify, App[int]):
         return (f"loading {self.config.target}… {waited:.1f} s (given up after "
                 f"{self.config.load_timeout:g} s)" if waited >= 0.5 else f"loading {self.config.target}…")
 
-    def on_message_list_jump_to_event(self, message: Any) -> None:
-        """``enter`` on a block of what the model sees: the event that put it there, in the event log."""
-        self.main.show_view("events")
-        self.call_after_refresh(self._show_seq, message.seq)
-
-    def _show_seq(self, seq: int) -> None:
-        log = self.main.pane_widget("events")
-        if log is None or not log.show_seq(seq):
-            self.notify(f"Event #{seq} is not in the log.", severity="warning")
-
-    def on_event_log_opened(self, message: Any) -> None:
-        from flowtui.tui.screens.decide import EventScreen
-
-        self.push_screen(EventScreen(*message.whole()))
-
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         worker, state = event.worker, event.state
         if worker.group == "load":

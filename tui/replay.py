@@ -97,21 +97,6 @@ class ReplayApp(PlainNotify, App[int]):
             self.fork = (f"{start.file}:{start.workflow}", f"{self.source}@{event.seq}")
             self.exit(0)
 
-    def on_message_list_jump_to_event(self, message: Any) -> None:
-        """``enter`` on a block of what the model sees: the event that put it there, in the event log."""
-        self.main.show_view("events")
-        self.call_after_refresh(self._show_seq, message.seq)
-
-    def _show_seq(self, seq: int) -> None:
-        log = self.main.pane_widget("events")
-        if log is None or not log.show_seq(seq):
-            self.notify(f"Event #{seq} is not in the log.", severity="warning")
-
-    def on_event_log_opened(self, message: Any) -> None:
-        from flowtui.tui.screens.decide import EventScreen
-
-        self.push_screen(EventScreen(*message.whole()))
-
     # --- position ---------------------------------------------------------------
     def go(self, k: int) -> None:
         """Show the state after event ``k`` (clamped to the run)."""

@@ -63,6 +63,23 @@ class PanesScreen(Screen):
     def redraw(self) -> None:
         """Draw every pane now (after a switch); the subclass knows from what."""
 
+    # --- from one pane to another ---------------------------------------------------
+    def on_message_list_jump_to_event(self, message: Any) -> None:
+        """``enter`` on a block of what the model sees (or a memory item): its event, in the event log."""
+        self.show_view("events")
+        self.call_after_refresh(self._show_seq, message.seq)
+
+    def _show_seq(self, seq: int) -> None:
+        log = self.pane_widget("events")
+        if log is None or not log.show_seq(seq):
+            self.app.notify(f"Event #{seq} is not in the log.", severity="warning")
+
+    def on_event_log_opened(self, message: Any) -> None:
+        """``enter`` on an event: the event whole."""
+        from flowtui.tui.screens.decide import EventScreen
+
+        self.app.push_screen(EventScreen(*message.whole()))
+
     # --- drawing -----------------------------------------------------------------
     def draw_panes(self, data: PaneData) -> None:
         """The panes kept up to date while hidden, and the one on screen."""
