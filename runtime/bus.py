@@ -83,8 +83,7 @@ class Stream:
                 self._sinks.remove(sink)
 
     def emit(self, cls: type, run_id: str, fields: dict[str, Any]) -> Any:
-        """Number ``fields`` as an event of ``cls`` of run ``run_id`` and deliver it (what
-        :meth:`Emitter.emit` does, inline there: a run emits a dozen events a turn)."""
+        """Number ``fields`` as an event of ``cls`` of run ``run_id`` and deliver it."""
         with self.lock:
             self._seq += 1
             fields["seq"] = self._seq
@@ -164,30 +163,4 @@ class Emitter:
             fields["node_id"], fields["parent_id"] = current_node.get()
         if "origin" not in fields:
             fields["origin"] = current_origin.get()
-        # Stream.emit, inline: a run emits a dozen events a turn.
-        stream = self.stream
-        with stream.lock:
-            stream._seq += 1
-            fields["seq"] = stream._seq
-            fields["ts"] = time.time()
-            fields["run_id"] = self.run_id
-            event = builders[cls](fields)
-            if stream._delivering:  # emitted by a sink: after the event it is handling
-                stream._queued.append(event)
-                return event
-            stream._delivering = True
-            try:
-                failed = None
-                for sink in stream._sinks:  # Stream._deliver, inline
-                    try:
-                        sink(event)
-                    except Exception as exc:  # a subscriber never breaks the run
-                        failed = (failed or []) + [(sink, exc)]
-                if failed:
-                    for sink, exc in failed:
-                        stream._report(sink, exc, event.run_id)
-                if stream._queued:
-                    stream._drain()
-            finally:
-                stream._delivering = False
-            return event
+        return self.stream.emit(cls, self.run_id, fields)

@@ -14,7 +14,6 @@ flow does, ``x`` stops the run and ``q`` quits, each within about a second.
 
 from __future__ import annotations
 
-import gc
 import time
 from collections.abc import Iterable
 from typing import Any
@@ -73,7 +72,6 @@ class FlowApp(RunCommands, RunEdits, RunWatches, PlainNotify, App[int]):
         self._logs_said_at = 0.0
         self._init_commands()
         self.refused: str | None = None  # attaching: why the run's process would not have us
-        self._started_up = False
 
     # --- lifecycle -------------------------------------------------------------
     def get_default_screen(self) -> Screen:
@@ -133,11 +131,6 @@ class FlowApp(RunCommands, RunEdits, RunWatches, PlainNotify, App[int]):
         from flowtui.tui.screens.dialogs import FirstMessageDialog
         from flowtui.tui.screens.error import LoadErrorScreen
 
-        if not self._started_up:
-            # Start-up is over (Textual, the screen, the runtime's modules): what it built lives as long
-            # as the app, so Python's own collector need not walk it again on every full pass.
-            self._started_up = True
-            gc.freeze()
         if isinstance(self.screen, LoadErrorScreen):
             self.pop_screen()
         self.run_worker(_preload_markdown, thread=True, group="preload", name="preload", exit_on_error=False)
