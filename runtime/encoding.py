@@ -17,9 +17,11 @@ write events with :func:`encode_event`. Whatever a value holds, the line:
   field (``{"item.content": 52428800}``) so the app shows a preview and can
   fetch the whole value; the journal never cuts.
 
-Events are hot (several per turn), so the common case is one pass of
-pydantic-core's encoder and one regular-expression search over the bytes; only
-a line that may need one of the fixes above is encoded again, value by value.
+Events are hot (several per turn, up to a flood of hundreds of thousands a
+second), so the common case is one pass of a compiled encoder (orjson for an
+event of strings and numbers, pydantic-core's for one that holds a message or a
+structure) and one search over the bytes; only a line that may need one of the
+fixes above is encoded again, value by value.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ import math
 import re
 from typing import Any
 
+import orjson
 from pydantic_core import PydanticSerializationError, to_json
 
 from flowtui.runtime.secrets import Redactor, redact, redact_streaming
@@ -68,12 +71,16 @@ _LAST: tuple[Any, tuple[str, ...], bytes] = (None, (), b"")  # the last event en
 
 def _encode(event: Any, redactor: Redactor, limit: int | None, kept: dict[str, str] | None) -> bytes:
     fields = event.__dict__
-    try:
-        raw = to_json(fields, fallback=repr, inf_nan_mode="null")
-    except (PydanticSerializationError, ValueError):  # a lone surrogate, or worse: value by value
-        raw = None
-    if raw is not None and (limit is None or len(raw) <= limit) and not _needs_fix(raw) \
-            and _clean(event, raw, redactor):
+    verdict = _scan(event, redactor)
+    raw = None
+    if verdict is not _DIRTY:
+        try:
+            raw = orjson.dumps(fields) if verdict is _FLAT else to_json(fields, fallback=repr, inf_nan_mode="null")
+        except (PydanticSerializationError, ValueError, TypeError):  # a lone surrogate, a huge int: value by value
+            raw = None
+    if raw is not None and (limit is None or len(raw) <= limit) \
+            and (raw.isascii() and b"\x7f" not in raw and len(raw) < MAX_INT_DIGITS or not _needs_fix(raw)) \
+            and (verdict is _FLAT or not redactor.may_hold(raw)):
         return raw
     data = event.model_dump(mode="python", warnings=False)
     elided: dict[str, int] = {}
@@ -85,26 +92,31 @@ def _encode(event: Any, redactor: Redactor, limit: int | None, kept: dict[str, s
 
 _OURS = frozenset({"seq", "ts", "run_id", "node_id", "parent_id", "type"})  # written by the runtime itself
 _PAYLOAD: dict[type, tuple[str, ...]] = {}  # an event class's other fields: what may hold a credential
-_PLAIN = (int, float, bool, type(None))
+_PLAIN = frozenset({int, float, bool, type(None)})
+# What _scan finds in an event's payload: only strings without a credential's mark and plain values
+# (encoded by orjson, the fastest encoder); structures (a message, a dict: pydantic-core's encoder,
+# then the whole line is looked at); a string that may hold a credential (redacted value by value).
+_FLAT, _STRUCTURED, _DIRTY = "flat", "structured", "dirty"
 
 
-def _clean(event: Any, raw: bytes, redactor: Redactor) -> bool:
-    """No credential can be in this event: its strings are checked one by one (the short ones
-    repeat, and are remembered), or, when it holds structures, the whole encoded line."""
+def _scan(event: Any, redactor: Redactor) -> str:
+    """Which of the three an event's payload is; its short strings are remembered (they repeat)."""
     cls = event.__class__
     keys = _PAYLOAD.get(cls)
     if keys is None:
         keys = _PAYLOAD[cls] = tuple(k for k in cls.model_fields if k not in _OURS)
     fields = event.__dict__
+    seen = redactor.seen_clean
+    verdict = _FLAT
     for key in keys:
         value = fields[key]
         kind = value.__class__
         if kind is str:
-            if not redactor.clean_text(value):
-                return False
+            if value not in seen and not redactor.clean_text(value):
+                return _DIRTY
         elif kind not in _PLAIN:
-            return not redactor.may_hold(raw)  # a message, a dict, a list: look at the whole line
-    return True
+            verdict = _STRUCTURED
+    return verdict
 
 
 def encode_data(data: Any) -> bytes:

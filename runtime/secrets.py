@@ -97,18 +97,18 @@ class Redactor:
             _fingerprint(value).encode("utf-8", "surrogatepass") for value in self.values)
         self._marks = re.compile(b"|".join(re.escape(m) for m in self._literals))
         self._text_marks = re.compile("|".join(re.escape(m.decode("utf-8", "replace")) for m in self._literals))
-        self._clean: set[str] = set()  # short strings seen without a mark (names, origins, ids repeat)
+        self.seen_clean: set[str] = set()  # short strings seen without a mark (names, origins, ids repeat)
 
     def clean_text(self, text: str) -> bool:
         """Whether a string holds nothing a credential could start from (memoized for short ones)."""
-        if text in self._clean:
+        if text in self.seen_clean:
             return True
         if len(text) >= _BIG:
             return not any(h in text for h in _HINTS) and not any(v in text for v in self.values)
         if self._text_marks.search(text) is not None:
             return False
-        if len(text) <= 64 and len(self._clean) < 4096:
-            self._clean.add(text)
+        if len(text) <= 64 and len(self.seen_clean) < 4096:
+            self.seen_clean.add(text)
         return True
 
     @classmethod

@@ -46,8 +46,10 @@ def test_values_json_cannot_hold_are_written_so_they_read_back(tmp_path):
     huge = 10 ** 5000
     events = roundtrip(tmp_path, ev(CtxSet, name="s", value=surrogate), ev(CtxSet, seq=2, name="n", value=huge),
                        ev(CtxSet, seq=3, name="f", value=float("nan")),
-                       ev(StateAppend, seq=4, bucket="history", item=Message(role="tool", content=surrogate)))
-    assert [e.seq for e in events] == [1, 2, 3, 4]  # none dropped
+                       ev(StateAppend, seq=4, bucket="history", item=Message(role="tool", content=surrogate)),
+                       ev(CtxSet, seq=5, name="big", value=2 ** 70), ev(CtxSet, seq=6, name="neg", value=-2 ** 64 - 1))
+    assert [e.seq for e in events] == [1, 2, 3, 4, 5, 6]  # none dropped
+    assert (events[4].value, events[5].value) == (2 ** 70, -2 ** 64 - 1)  # past 64 bits, still exact
     assert events[0].value == "a\ufffdb"
     assert events[1].value.startswith("<int of about 500")
     assert events[2].value is None
