@@ -127,7 +127,7 @@ class AgentContext:
         """Set field ``name``; ``shown`` is the value as the event carries it, when the runtime
         made it along with the value (``ctx.turn``, ``ctx.loop``: no dump needed)."""
         if shown is None:
-            shown = _event_value(value)
+            shown = value if value.__class__ in _SCALARS else _event_value(value)
         with self._lock:  # the change and its event together
             self._fields[name] = value
             if origin:
@@ -169,6 +169,9 @@ class AgentContext:
 
     def __repr__(self) -> str:
         return f"<ctx run={self.run_id} fields={sorted(self._fields)}>"
+
+
+_SCALARS = frozenset({str, int, float, bool, type(None)})  # carried by an event as they are
 
 
 def _event_value(value: Any) -> Any:

@@ -56,20 +56,22 @@ def encode_event(event: Any, redactor: Redactor, *, limit: int | None = None,
 
     ``kept`` (with ``limit``) receives each string that was cut, whole, by its path."""
     global _LAST
-    if limit is None:  # the journal and a re-execution's check encode the same event: once
-        last = _LAST
-        if last[0] is event and last[1] == redactor.values:
-            return last[2]
-        raw = _encode(event, redactor, None, None)
+    # The journal, the wire to the app and a re-execution's check encode the same event: once,
+    # unless the wire cuts it (a line no longer than the limit was not cut, and is the same line).
+    last = _LAST
+    if last[0] is event and last[1] == redactor.values and (limit is None or len(last[2]) <= limit):
+        return last[2]
+    raw, whole = _encode(event, redactor, limit, kept)
+    if whole:
         _LAST = (event, redactor.values, raw)
-        return raw
-    return _encode(event, redactor, limit, kept)
+    return raw
 
 
 _LAST: tuple[Any, tuple[str, ...], bytes] = (None, (), b"")  # the last event encoded whole, its line
 
 
-def _encode(event: Any, redactor: Redactor, limit: int | None, kept: dict[str, str] | None) -> bytes:
+def _encode(event: Any, redactor: Redactor, limit: int | None, kept: dict[str, str] | None) -> tuple[bytes, bool]:
+    """The line, and whether it is the whole event (nothing cut)."""
     fields = event.__dict__
     verdict = _scan(event, redactor)
     raw = None
@@ -81,13 +83,13 @@ def _encode(event: Any, redactor: Redactor, limit: int | None, kept: dict[str, s
     if raw is not None and (limit is None or len(raw) <= limit) \
             and (raw.isascii() and b"\x7f" not in raw and len(raw) < MAX_INT_DIGITS or not _needs_fix(raw)) \
             and (verdict is _FLAT or not redactor.may_hold(raw)):
-        return raw
+        return raw, True
     data = event.model_dump(mode="python", warnings=False)
     elided: dict[str, int] = {}
     data = _safe(data, redactor.values, limit, elided, "", kept)
     if elided:
         data["elided"] = elided
-    return encode_data(data)
+    return encode_data(data), not elided
 
 
 _OURS = frozenset({"seq", "ts", "run_id", "node_id", "parent_id", "type"})  # written by the runtime itself

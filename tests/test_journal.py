@@ -56,6 +56,19 @@ def test_values_json_cannot_hold_are_written_so_they_read_back(tmp_path):
     assert events[3].item.content == "a\ufffdb"
 
 
+def test_the_journal_keeps_the_whole_of_a_value_the_wire_cuts_whichever_encodes_first():
+    big = ev(CtxSet, name="out", value="x" * 100_000)
+    for order in (("wire", "journal"), ("journal", "wire")):
+        lines = {}
+        for who in order:
+            lines[who] = encode_event(big, NONE, limit=1000 if who == "wire" else None)
+        assert json.loads(lines["journal"])["value"] == "x" * 100_000
+        wire = json.loads(lines["wire"])
+        assert wire["value"] == "x" * 1000 and wire["elided"] == {"value": 100_000}
+    small = ev(CtxSet, seq=2, name="n", value=3)
+    assert encode_event(small, NONE, limit=1000) == encode_event(small, NONE)  # not cut: the same line
+
+
 async def test_a_tool_output_with_a_lone_surrogate_loses_no_event(tmp_path):
     class Args(BaseModel):
         pass
