@@ -205,7 +205,11 @@ class Run:
         if self.observer is not None:
             self.observer.check()
 
-    async def pause(self, kind: str, name: str, *, prompt: str | None = None, call: Any = None) -> None:
+    async def pause(self, kind: str, name: str, *, prompt: str | None = None, call: Any = None,
+                    inside: bool = False) -> None:
+        """A pause point before ``kind`` ``name`` (agent, chat, tool, loop_iteration). ``inside``: called
+        from within that step's own node (a diverged re-execution waits there before going live),
+        whose label the path then names once, as an ordinary pause point's does."""
         resume = self.root.resume
         if resume is not None and await resume.at_pause(self, kind, name):
             return  # a re-executed prefix: the recorded edits made here are made again, and it goes on
@@ -214,7 +218,8 @@ class Run:
             return
         if kind == "chat" and controller.watch.wants_prompt:  # prompt.tokens: known only here
             controller.watch.before_chat(self, prompt)
-        path = path_var.get() + ((name,) if kind in ("agent", "tool") else ("chat",) if kind == "chat" else ())
+        path = path_var.get()[:-1] if inside else path_var.get()
+        path += (name,) if kind in ("agent", "tool") else ("chat",) if kind == "chat" else ()
         point = PausePoint(kind=kind, name=name, node_id=current_node.get()[0], loops=loops_var.get(),  # type: ignore[arg-type]
                            path=path)
 
