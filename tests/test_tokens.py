@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import socket
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -146,13 +148,13 @@ class Pipe:
 
     def __init__(self, target: str, cwd: Path) -> None:
         env = {"HTTP_PROXY": "http://127.0.0.1:9", "HTTPS_PROXY": "http://127.0.0.1:9", "NO_PROXY": "127.0.0.1"}
-        import os
-
         self.proc = subprocess.Popen([sys.executable, "-m", "flowtui.runtime.worker", target], cwd=cwd,
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                      env={**os.environ, **env})
         self.ids = 0
         self.events: list[dict] = []
+        self.watchdog = threading.Timer(2 * HANG, self.proc.kill)  # a hang fails the test, never blocks it
+        self.watchdog.start()
 
     def read(self) -> dict:
         line = self.proc.stdout.readline()
@@ -177,6 +179,7 @@ class Pipe:
     def close(self) -> None:
         self.proc.stdin.close()
         self.proc.wait(timeout=HANG)
+        self.watchdog.cancel()
 
 
 @pytest.fixture
