@@ -69,7 +69,7 @@ def _cassette_wrap(record: str | Path | None, replay: str | Path | None) -> tupl
 
     if replay is not None:
         cassette = Cassette.load(replay)  # read once: a missing file fails before the run
-        return (lambda inner: ReplayProvider(cassette)), None
+        return (lambda inner: ReplayProvider(cassette, counter=inner)), None
     recording = Cassette.new(record)  # replaces the file when a run ends, not before
     return (lambda inner: RecordingProvider(inner, recording)), recording
 

@@ -62,6 +62,8 @@ async def call_model(run: "Run", spec: AgentSpec, request: ChatRequest, *, promp
     ``built``: the request is :func:`build_request`'s (its messages are the history's, checked when
     they joined it), not one user code made."""
     provider = run.providers[spec.cls]
+    if prompt is not None:
+        run.next_prompt = (spec.name, prompt)
     start = {"turn": request.turn, "messages": len(request.messages), "prompt": prompt,
              "request": recorded(request, provider, built=built)}
     with NodeScope(run, "chat", spec.name, data=start) as scope:

@@ -80,6 +80,9 @@ class Run:
         self.children = 0  # numbers child runs: <run id>.1, .2, ...
         self.edits = Editor(self)
         self.pending: Any = None  # the PendingCall while paused before a tool
+        # (agent, prompt) of the latest run.pause or chat node that carried a prompt: the one
+        # "what the model sees" shows (the fold reads the same two events), counted by `count`
+        self.next_prompt: tuple[str, str] | None = None
         self.journal: Any = None  # the JournalWriter, closed when the run ends
         self.recording: Any = None  # the --record cassette, put in place when the run ends
         self.recorded: bool | None = None  # what that did: True replaced a file, False wrote a new one
@@ -205,7 +208,11 @@ class Run:
         if self.observer is not None:
             self.observer.check()
 
-    async def pause(self, kind: str, name: str, *, prompt: str | None = None, call: Any = None) -> None:
+    async def pause(self, kind: str, name: str, *, prompt: str | None = None, call: Any = None,
+                    inside: bool = False) -> None:
+        """A pause point before ``kind`` ``name`` (agent, chat, tool, loop_iteration). ``inside``: called
+        from within that step's own node (a diverged re-execution waits there before going live),
+        whose label the path then names once, as an ordinary pause point's does."""
         resume = self.root.resume
         if resume is not None and await resume.at_pause(self, kind, name):
             return  # a re-executed prefix: the recorded edits made here are made again, and it goes on
@@ -213,8 +220,11 @@ class Run:
         if controller is None:
             return
         if kind == "chat" and controller.watch.wants_prompt:  # prompt.tokens: known only here
-            controller.watch.before_chat(self, prompt)
-        path = path_var.get() + ((name,) if kind in ("agent", "tool") else ("chat",) if kind == "chat" else ())
+            from flowtui.runtime.tokens import prompt_tokens
+
+            controller.watch.before_chat(self, prompt, exact=await prompt_tokens(self, name, prompt))
+        path = path_var.get()[:-1] if inside else path_var.get()
+        path += (name,) if kind in ("agent", "tool") else ("chat",) if kind == "chat" else ()
         point = PausePoint(kind=kind, name=name, node_id=current_node.get()[0], loops=loops_var.get(),  # type: ignore[arg-type]
                            path=path)
 
@@ -222,6 +232,7 @@ class Run:
             if cls is RunPause:
                 if prompt is not None:
                     fields["prompt"] = prompt
+                    self.next_prompt = (name, prompt)
                 if call is not None:
                     fields["call"] = {"id": call.id, "name": call.name, "args": dict(call.args)}
             return self.emitter.emit(cls, origin="runtime", **fields)

@@ -43,6 +43,12 @@ with_call}                           results, a tool result with its call (unles
 ``set_field`` {name, text}           set a workflow-state field (typed as JSON or plain text)
 ``undo``                             revert the last edit
 ``fetch`` {seq, path}                the whole of a string cut on the wire (``elided``)
+``count`` {run_id}                   the next model call's size in tokens, counted by its model's own
+                                     tokenizer: ``value`` {model, tokenizer, messages, total}, one
+                                     count per message of "what the model sees" (prompt, memory and
+                                     tasks note, history) and the whole request (tool schemas in);
+                                     ``value`` null when litellm has no local tokenizer for the model
+                                     (then only estimates exist); answered when counted, others first
 ``detach``                           an attached client leaves; the run waits for the next one
 ===================================  =========================================================
 
@@ -260,13 +266,18 @@ class Fetch(_Command):
     path: str
 
 
+class Count(_Command):
+    type: Literal["count"] = "count"
+    run_id: str | None = Field(default=None, description="a child workflow's run; none: the top-level run")
+
+
 class Detach(_Command):
     type: Literal["detach"] = "detach"
 
 
 COMMANDS = (Auth, Start, Step, NextTurn, LoopOnce, Continue, Pause, Stop, SetBreakpoint, SetWatch, Promote,
             EditMessage,
-            DeleteMessage, EditCall, Decide, SetItem, DeleteItem, AddItem, SetField, Undo, Fetch, Detach)
+            DeleteMessage, EditCall, Decide, SetItem, DeleteItem, AddItem, SetField, Undo, Fetch, Count, Detach)
 Command = Annotated[Union[COMMANDS], Field(discriminator="type")]
 
 

@@ -214,7 +214,7 @@ class Resume:
         if self.on_divergence == "stop":
             raise Diverged(self.reason)
         if not self.held:
-            await self.run.pause(kind, name)
+            await self.run.pause(kind, name, inside=True)
 
     # --- comparing (the run's last sink) ------------------------------------------------------
     def __call__(self, event: Any) -> None:

@@ -24,7 +24,7 @@ from flowtui.runtime.bus import current_node
 from flowtui.runtime.errors import FatalToolError, ProviderError
 from flowtui.runtime.events import Difference
 from flowtui.runtime.messages import Message, ToolCall, ToolOutput
-from flowtui.runtime.providers.base import AttemptInfo, ChatReply, ChatRequest, Provider, Usage
+from flowtui.runtime.providers.base import AttemptInfo, ChatReply, ChatRequest, Provider, TokenCount, Usage
 
 if TYPE_CHECKING:
     from flowtui.runtime.engine import Run
@@ -176,6 +176,9 @@ class ServedProvider(Provider):
 
     def override_model(self, model: str) -> "ServedProvider":
         return ServedProvider(self.inner.override_model(model), self._server)
+
+    def count_tokens(self, messages: list[Message], tools: list[dict[str, Any]]) -> TokenCount | None:
+        return self.inner.count_tokens(messages, tools)
 
     def describe(self) -> str:
         return self.inner.describe()

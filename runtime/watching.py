@@ -4,7 +4,7 @@ A :class:`Watchpoints` belongs to a run's :class:`~flowtui.runtime.control.Contr
 While at least one watchpoint is set it is a sink of the run's event stream:
 it keeps, per run (the top-level one and each child workflow's), what the
 conditions read — the workflow state, memory, tasks, history, the latest
-prompt estimate, the streak of identical tool calls — plus the run's totals,
+prompt's size, the streak of identical tool calls — plus the run's totals,
 and re-evaluates the watchpoints an event can move. With none set it is not on
 the stream at all, so a run without watchpoints pays nothing per event.
 
@@ -279,16 +279,18 @@ class Watchpoints:
             if not watch.local:
                 self._judge(watch, t or Track(ev.run_id, "?"), change, self.totals.prev, ev.seq)
 
-    def before_chat(self, run: "Run", prompt: str | None) -> None:
-        """At a ``chat`` pause point: measure the prompt the model call is about to send (the
-        estimate :class:`~flowtui.runtime.context_window.ContextWindow` uses) for ``prompt.tokens``."""
+    def before_chat(self, run: "Run", prompt: str | None, *, exact: int | None = None) -> None:
+        """At a ``chat`` pause point: measure the prompt the model call is about to send for
+        ``prompt.tokens``: ``exact``, its model's tokenizer's count (:mod:`flowtui.runtime.tokens`),
+        else the estimate :class:`~flowtui.runtime.context_window.ContextWindow` uses."""
         from flowtui.runtime.context_window import estimate_tokens
 
         with run.emitter.lock:
             t = self.tracks.get(run.id)
             if t is None:
                 return
-            t.prompt_tokens = sum(estimate_tokens(m) for m in run.state.to_messages(prompt=prompt))
+            t.prompt_tokens = exact if exact is not None else sum(
+                estimate_tokens(m) for m in run.state.to_messages(prompt=prompt))
             seq = t.content_seq if t.content_seq is not None else run.emitter.stream.last_seq
             self._check(t, Change(frozenset(("prompt",))), seq)
 

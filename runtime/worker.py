@@ -91,6 +91,7 @@ class Worker:
         self.elided: dict[tuple[int, str], str] = {}  # (seq, path) -> a value cut on the wire
         self.backlog: list[bytes] | None = None  # every event line, for clients that attach later
         self.started = asyncio.Event()
+        self.counting: set[asyncio.Task] = set()  # count commands being answered
 
     # --- output --------------------------------------------------------------------------
     def hello(self) -> p.Hello:
@@ -161,6 +162,11 @@ class Worker:
     # --- commands ------------------------------------------------------------------------
     def handle(self, command: Any) -> None:
         """Apply one command and answer it (an edit's refusal is an answer, not a failure)."""
+        if command.type == "count":  # answered when counted: a tokenizer may take seconds to load
+            task = asyncio.ensure_future(self._count(command))
+            self.counting.add(task)
+            task.add_done_callback(self.counting.discard)
+            return
         try:
             value = self._apply(command)
         except Exception as exc:  # the reason goes back to the client; the run goes on
@@ -168,6 +174,16 @@ class Worker:
                        value=watch_refusal(exc))
             return
         self.reply(command, value=value)
+
+    async def _count(self, c: Any) -> None:
+        from flowtui.runtime.tokens import count_shown
+
+        try:
+            counted = await count_shown(self.run, c.run_id) if self.run is not None else None
+        except Exception as exc:  # the provider could not count: said, and the estimates stay
+            self.reply(c, error=visible(self.redactor.redact(f"{type(exc).__name__}: {exc}")))
+            return
+        self.reply(c, value=None if counted is None else counted.model_dump())
 
     def _apply(self, c: Any) -> Any:
         kind = c.type

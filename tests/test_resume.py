@@ -368,7 +368,7 @@ class Counter(BaseModel):
     rodadas: int = 0
 
 
-KNOBS = {"step": 1, "deny": True}
+KNOBS = {"step": 1, "deny": True, "prompt": "Note, then answer."}
 
 
 def counting_flow(answers: list):
@@ -389,7 +389,7 @@ def counting_flow(answers: list):
             return ToolOutput(content="not allowed", is_error=True)
         return call_next(invocation)
 
-    @agent(provider=FunctionProvider(model), prompt="Note, then answer.", tools=[anotar])
+    @agent(provider=FunctionProvider(model), prompt=KNOBS["prompt"], tools=[anotar])
     class Anotador:
         def __init__(self, s: Counter = State()):
             self.s = s
@@ -407,9 +407,9 @@ def counting_flow(answers: list):
 
 @pytest.fixture
 def knobs():
-    KNOBS.update(step=1, deny=True)
+    KNOBS.update(step=1, deny=True, prompt="Note, then answer.")
     yield KNOBS
-    KNOBS.update(step=1, deny=True)
+    KNOBS.update(step=1, deny=True, prompt="Note, then answer.")
 
 
 async def test_a_divergence_can_pause_and_continuing_goes_on_live(tmp_path, knobs):
@@ -437,6 +437,45 @@ async def test_a_divergence_can_pause_and_continuing_goes_on_live(tmp_path, knob
     await task
     assert len(answers) == 3  # continuing called the model, live
     assert events[-1].type == "run.end" and events[-1].status == "finished"
+
+
+async def _paused_after_divergence(first, answers) -> tuple[list, Controller, asyncio.Task]:
+    ctl = Controller()
+    events: list = []
+    run = bootstrap(counting_flow(answers)).prepare(controller=ctl, resume_from=str(first),
+                                                    on_divergence="pause", on_event=events.append)
+    task = asyncio.ensure_future(run.execute())
+    for _ in range(5000):
+        if ctl.paused or task.done():
+            break
+        await asyncio.sleep(0.001)
+    return events, ctl, task
+
+
+async def test_the_pause_after_a_divergence_names_the_agent_and_the_tool_once(tmp_path, knobs):
+    """The run waits inside the node about to go live (the model call, the tool): its path says
+    ``Anotador › chat`` and ``Anotador › anotar``, as an ordinary pause point's does."""
+    answers: list = []
+    first = tmp_path / "first.jsonl"
+    await bootstrap(counting_flow(answers)).run("go", journal=first)
+    knobs["prompt"] = "Note twice, then answer."  # diverges at the model call itself
+    events, ctl, task = await _paused_after_divergence(first, answers)
+    pause = events[-1]
+    assert pause.type == "run.pause" and pause.reason == "diverged" and pause.point == "chat"
+    assert pause.path == ["Anotacao", "loop 1/4", "Anotador", "chat"]
+    view = RunView()
+    view.apply_many(events)
+    assert view.path() == ["Anotacao", "loop 1/4", "Anotador", "chat"]
+    ctl.stop()
+    await task
+
+    knobs.update(prompt="Note, then answer.", deny=False)  # diverges at the tool the recorded run did not run
+    events, ctl, task = await _paused_after_divergence(first, answers)
+    pause = events[-1]
+    assert pause.type == "run.pause" and pause.reason == "diverged" and pause.point == "tool"
+    assert pause.path == ["Anotacao", "loop 1/4", "Anotador", "anotar"]
+    ctl.stop()
+    await task
 
 
 async def test_a_tool_the_recorded_run_did_not_run_is_a_divergence_not_a_live_call(tmp_path, knobs):

@@ -276,6 +276,17 @@ class FlowApp(RunCommands, RunEdits, RunWatches, PlainNotify, App[int]):
             text = reply.value
         await page(self, shown(text))
 
+    def ask_tokens(self) -> None:
+        """What the model sees is on screen: ask the run to count its tokens with the model's own
+        tokenizer, once per pause; the view is drawn again with them when they come."""
+        key = self.client.tokens.wanted(self.client.view)
+        if key is not None:
+            self.run_worker(self._count_tokens(key), group="tokens", name="tokens", exit_on_error=False)
+
+    async def _count_tokens(self, key: tuple) -> None:
+        if await self.client.count_tokens(key) and self.main.current_view == "model-sees":
+            self.main.redraw()
+
     def action_view(self, name: str) -> None:
         if self.screen is self.main:
             self.main.show_view(name)

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from flowtui.runtime.channel import LOAD_TIMEOUT_S, STOP_GRACE_S, Channel, Options
+from flowtui.tui.tokens import ExactTokens
 
 if TYPE_CHECKING:
     from flowtui.runtime import protocol as p
@@ -86,6 +87,7 @@ class RunClient:
         self.urgent = False  # a pause or the run's end arrived: redraw now, not at the next tick
         self._buffer: deque[bytes] = deque()  # event lines read, not folded yet
         self.on_arrival: Any = None  # called (no arguments) when events arrive: the app wakes up
+        self.tokens = ExactTokens()  # the run's own token counts of what the model sees, per pause
 
     # --- the worker --------------------------------------------------------------------------
     async def load(self) -> p.Hello | p.LoadError:
@@ -95,6 +97,7 @@ class RunClient:
         the fold) are imported in a thread meanwhile, so they delay neither it nor a frame."""
         await self.close()
         self.view, self.lines, self.hello, self.stopping = None, [], None, False
+        self.tokens = ExactTokens()
         self._buffer = deque()
         self.channel = Channel(self._arrived, on_log=self._log)
         c = self.config
@@ -262,6 +265,16 @@ class RunClient:
         if reply.ok and isinstance(reply.value, list):
             self.watches = list(reply.value)
         return reply
+
+    async def count_tokens(self, key: tuple) -> bool:
+        """Ask the run to count what the model sees (``key``: :meth:`ExactTokens.wanted`'s); True
+        when it could (its model has a local tokenizer), and ``tokens`` holds the count."""
+        from flowtui.runtime.providers.base import TokenCount
+
+        reply = await self.command(_p().Count(run_id=key[0]))
+        counted = TokenCount.model_validate(reply.value) if reply.ok and reply.value else None
+        self.tokens.put(key, counted)
+        return counted is not None
 
     async def stop(self) -> None:
         """Stop the run within about the grace period, whatever the flow is doing."""

@@ -21,6 +21,7 @@ class PaneData(NamedTuple):
 
     view: Any  # flowtui.runtime.fold.RunView
     events: Sequence[Any]  # the run's events so far: lines as they came (the live app) or events (a replay)
+    tokens: Any = None  # the live run's own token count of what the model sees (flowtui.tui.tokens), if any
 
 
 @dataclass(frozen=True)
@@ -68,7 +69,7 @@ def _diff() -> Any:
 def _show_model_sees(widget: Any, data: PaneData) -> None:
     from flowtui.tui.widgets.message_list import show_model_sees
 
-    show_model_sees(widget, data.view)
+    show_model_sees(widget, data.view, data.tokens)
 
 
 PANES: list[Pane] = [

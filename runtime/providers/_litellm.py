@@ -4,13 +4,15 @@
 from the network and prints help banners on errors (which would tear a
 terminal UI). :func:`load_litellm` imports it once, offline and silenced.
 Everything else here converts between flowtui's types and litellm's
-OpenAI-shaped dicts and responses.
+OpenAI-shaped dicts and responses, and counts a request's tokens where
+litellm has the model's tokenizer at hand (:func:`count_tokens`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import functools
+import hashlib
 import json
 import logging
 import os
@@ -19,12 +21,14 @@ from types import ModuleType
 from typing import Any
 
 from flowtui.runtime.messages import Message, ToolCall
-from flowtui.runtime.providers.base import RAW_ARGUMENTS_KEY, ChatReply, ChatRequest
+from flowtui.runtime.providers.base import RAW_ARGUMENTS_KEY, ChatReply, ChatRequest, TokenCount
 from flowtui.runtime.providers.replies import model_reply
 
 __all__ = [
     "RAW_ARGUMENTS_KEY",
+    "count_tokens",
     "load_litellm",
+    "local_encoding",
     "parse_response",
     "to_openai_messages",
 ]
@@ -154,3 +158,67 @@ def _native_call(call: Any) -> ToolCall:
             parsed = None
         args = parsed if isinstance(parsed, dict) else {RAW_ARGUMENTS_KEY: str(raw)}
     return ToolCall(name=name, args=args, id=getattr(call, "id", None))
+
+
+# --------------------------------------------------------------------------- token counts
+
+# tiktoken keeps an encoding under the SHA-1 of the address it would download it from; litellm
+# ships a few of those files and points tiktoken at them (TIKTOKEN_CACHE_DIR).
+_ENCODING_URL = "https://openaipublic.blob.core.windows.net/encodings/{}.tiktoken"
+_KEPT_COUNTS = 50_000  # messages whose count is kept: a pause counts only what is new since the last
+_counted: dict[tuple[str, str], int] = {}
+
+
+@functools.cache
+def local_encoding(model: str) -> str | None:
+    """The tiktoken encoding litellm counts ``model``'s tokens with, when that is the model's own
+    (an OpenAI model) and litellm ships it; None for every other model.
+
+    Never a download: for some models litellm would fetch a Hugging Face tokenizer, and tiktoken
+    fetches an encoding missing from its cache. Such a model gets None, and :func:`count_tokens`
+    never lets litellm choose a tokenizer."""
+    load_litellm()
+    try:
+        import litellm.litellm_core_utils.default_encoding  # noqa: F401  (points tiktoken at litellm's files)
+        from litellm.litellm_core_utils.token_counter import is_openai_model, openai_tokenizer_encoding_name
+
+        if not is_openai_model(model):
+            return None
+        name = openai_tokenizer_encoding_name(model)
+    except Exception:  # noqa: BLE001 - a litellm without these: estimates, as for any other model
+        return None
+    folder = os.environ.get("TIKTOKEN_CACHE_DIR")
+    kept = hashlib.sha1(_ENCODING_URL.format(name).encode()).hexdigest()
+    return name if folder and os.path.isfile(os.path.join(folder, kept)) else None
+
+
+def count_tokens(model: str, messages: list[Message], tools: list[dict[str, Any]]) -> TokenCount | None:
+    """``messages`` as litellm counts them for ``model`` (each as sent, its role and framing
+    included), and the whole request with ``tools``; None when :func:`local_encoding` has none."""
+    encoding = local_encoding(model)
+    if encoding is None:
+        return None
+    from litellm.litellm_core_utils.token_counter import openai_tokenizer_encoding
+
+    litellm = load_litellm()
+    given = {"type": "openai_tokenizer", "tokenizer": openai_tokenizer_encoding(model)}  # litellm picks none
+
+    def count(sent: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None) -> int:
+        return litellm.token_counter(model=model, messages=sent, tools=tools, custom_tokenizer=given,
+                                     count_response_tokens=tools is None)
+
+    sent = to_openai_messages(messages)
+    sizes = []
+    for message in sent:
+        key = (model, json.dumps(message, sort_keys=True))
+        size = _counted.get(key)
+        if size is None:
+            if len(_counted) >= _KEPT_COUNTS:
+                _counted.clear()
+            size = _counted[key] = count([message])
+        sizes.append(size)
+    # What the request adds to its messages (the tool schemas, the reply's primer) depends only on
+    # the tools and on whether a system message is there: measured on one message.
+    sample = next(([m] for m in sent if m["role"] == "system"), sent[:1])
+    extra = count(sample, list(tools)) - (count(sample) if sample else 0)
+    return TokenCount(model=model, tokenizer=encoding, messages=sizes, total=sum(sizes) + extra)

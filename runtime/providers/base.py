@@ -88,6 +88,16 @@ class ChatReply(BaseModel):
     model: str | None = None
 
 
+class TokenCount(BaseModel):
+    """A request's size in tokens, counted by the model's own tokenizer (:meth:`Provider.count_tokens`)."""
+
+    model: str = Field(description="the model whose tokenizer counted")
+    tokenizer: str = Field(description="the tokenizer's name, e.g. o200k_base")
+    messages: list[int] = Field(description="each message's tokens, in order")
+    total: int = Field(description="the whole request: its messages, the tool schemas and what every reply "
+                                   "starts with (what the provider bills as prompt tokens)")
+
+
 # Replies already through finish_reply: id -> a weak reference to the reply, so a provider that
 # finished its own replies (litellm's, scripted ones) is not scanned twice. Not a field: it must not
 # change equality. Plain weak references (no callback, unlike a WeakValueDictionary's, which cost
@@ -165,6 +175,12 @@ class Provider:
         continues live where the journal's prefix ends. Stateless providers do nothing; a
         :class:`~flowtui.runtime.providers.scripted.ScriptedProvider` moves to its next reply,
         a replayed cassette to its next exchange."""
+
+    def count_tokens(self, messages: list[Message], tools: list[dict[str, Any]]) -> TokenCount | None:
+        """``messages`` (and ``tools``) counted by the model's own tokenizer, or None when this
+        provider has none at hand (the default: "what the model sees" then shows estimates).
+        Called in a thread, never on the run's event loop; it must not reach the network."""
+        return None
 
     def override_model(self, model: str) -> "Provider":
         """A copy that calls ``model`` instead (``--model``). Fakes ignore it."""

@@ -35,7 +35,8 @@ from typing import Any
 
 from flowtui.runtime.errors import CassetteMissError, ConfigError
 from flowtui.runtime.files import FILE_MODE, private_dir
-from flowtui.runtime.providers.base import ChatReply, ChatRequest, Provider
+from flowtui.runtime.messages import Message
+from flowtui.runtime.providers.base import ChatReply, ChatRequest, Provider, TokenCount
 from flowtui.runtime.secrets import redact_data, secret_values
 
 __all__ = ["Cassette", "Exchange", "RecordingProvider", "ReplayProvider"]
@@ -198,6 +199,9 @@ class RecordingProvider(Provider):
     def override_model(self, model: str) -> "RecordingProvider":
         return RecordingProvider(self.inner.override_model(model), self.cassette)
 
+    def count_tokens(self, messages: list[Message], tools: list[dict[str, Any]]) -> TokenCount | None:
+        return self.inner.count_tokens(messages, tools)
+
     def describe(self) -> str:
         return f"recording {self.inner.describe()} to {self.cassette.path.name}"
 
@@ -206,16 +210,22 @@ class ReplayProvider(Provider):
     """Serves recorded replies for matching (agent, turn, messages); never calls out.
 
     With ``request.on_delta`` set, the reply's content is handed over as one
-    fragment, so a streaming UI shows it the same way.
+    fragment, so a streaming UI shows it the same way. ``counter``: the provider
+    the cassette stands in for, never called; it only counts tokens
+    (:meth:`Provider.count_tokens`), which needs no network.
     """
 
-    def __init__(self, cassette: Cassette | str | Path) -> None:
+    def __init__(self, cassette: Cassette | str | Path, *, counter: Provider | None = None) -> None:
         self.cassette = _cassette(cassette, load=True)
+        self.counter = counter
         self._used: set[int] = set()
         self._lock = threading.Lock()
 
     def fork(self) -> "ReplayProvider":
-        return ReplayProvider(self.cassette)
+        return ReplayProvider(self.cassette, counter=self.counter)
+
+    def count_tokens(self, messages: list[Message], tools: list[dict[str, Any]]) -> TokenCount | None:
+        return self.counter.count_tokens(messages, tools) if self.counter is not None else None
 
     def describe(self) -> str:
         return f"replaying {self.cassette.path.name}"

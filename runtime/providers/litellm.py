@@ -27,7 +27,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from flowtui.runtime.errors import ConfigError, FlowtuiError, ProviderError
-from flowtui.runtime.providers.base import AttemptInfo, ChatReply, ChatRequest, Provider
+from flowtui.runtime.messages import Message
+from flowtui.runtime.providers.base import AttemptInfo, ChatReply, ChatRequest, Provider, TokenCount
 from flowtui.runtime.secrets import redact, secret_values
 
 __all__ = ["LiteLLMProvider", "Retry", "RETRYABLE_STATUS", "SAMPLING_KEYS"]
@@ -129,6 +130,15 @@ class LiteLLMProvider(Provider):
 
     def describe(self) -> str:
         return f"{type(self).__name__}({self.model or 'no model'})"
+
+    def count_tokens(self, messages: list[Message], tools: list[dict[str, Any]]) -> TokenCount | None:
+        """Counted by litellm with the model's own tokenizer: an OpenAI model's tiktoken encoding,
+        which litellm ships; None for any other model (never a download)."""
+        if not self.model:
+            return None
+        from flowtui.runtime.providers._litellm import count_tokens
+
+        return count_tokens(self.model, messages, tools)
 
     def __repr__(self) -> str:  # never show extra kwargs: they may hold an api_key
         return f"<{self.describe()}>"

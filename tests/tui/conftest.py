@@ -20,8 +20,9 @@ ROOT = Path(__file__).resolve().parents[2]
 FLOWS = Path(__file__).resolve().parent / "flows"
 REVIEW = "tests/tui/flows/review_fn.py"
 
-if str(FLOWS) not in sys.path:
-    sys.path.insert(0, str(FLOWS))
+for folder in (FLOWS, FLOWS.parents[1]):  # the test flows' shared module; the loopback OpenAI server
+    if str(folder) not in sys.path:
+        sys.path.insert(0, str(folder))
 
 
 

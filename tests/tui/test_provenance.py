@@ -5,6 +5,7 @@ did not touch."""
 from __future__ import annotations
 
 from conftest import make, paused, press_and_pause, wait_until
+from loopback_openai import LoopbackOpenAI, reply
 
 from flowtui.runtime.fold import RunView
 
@@ -91,3 +92,59 @@ async def test_left_looks_back_at_earlier_events_while_the_run_goes_on_and_esc_r
         await pilot.press("escape")
         await wait_until(pilot, lambda: app.main.looking is None
                          and len(app.main.conversation.messages) >= len(live), what="the live run again")
+
+
+def _sizes(widget) -> list[str]:
+    """Each block's size as view 2 shows it (the tag's last part)."""
+    return [widget.tags[i].rsplit(" · ", 1)[-1] for i in range(len(widget.messages))]
+
+
+async def _asked(pilot) -> None:
+    """The run was asked to count what the model sees, and has answered."""
+    app = pilot.app
+    await wait_until(pilot, lambda: app.client.tokens.asked(app.client.view)
+                     and not any(w.group == "tokens" and not w.is_finished for w in app.workers),
+                     timeout=60, what="the run's answer to count")
+
+
+async def test_a_litellm_model_shows_exact_sizes_by_its_tokenizer(monkeypatch):
+    """An OpenAI model through litellm: every block's size and the call's total are the run's own
+    count with the model's tokenizer, unmarked; the title names the tokenizer."""
+    from flowtui import LiteLLMProvider
+
+    with LoopbackOpenAI() as server:
+        server.script(reply("", tool_calls=[{"name": "somar", "args": {"a": 2, "b": 3}}]), reply("2 + 3 = 5"))
+        monkeypatch.setenv("FLOWCAPTURE_API_BASE", server.base_url)
+        app = make("tests/tui/flows/litellm_calc.py", input="quanto é 2+3?", memory=["responda em português"])
+        async with app.run_test(size=(160, 48)) as pilot:
+            await paused(pilot)
+            await press_and_pause(pilot, "n")  # one turn: the tool call and its result
+            await pilot.press("2")
+            await _asked(pilot)
+            sees = app.main.pane_widget("model-sees")
+            seen = app.client.view.model_sees()
+            assert [m.role for m in seen] == ["system", "system", "user", "assistant", "tool"]
+            counted = app.client.tokens.of(app.client.view)
+            assert counted is not None and counted.tokenizer == "o200k_base"
+            assert _sizes(sees) == [f"{n} tok" for n in counted.messages]  # no ~: exact
+            assert counted.messages == LiteLLMProvider("openai/gpt-4o-mini").count_tokens(seen, []).messages
+            title = str(app.main.query_one("#views").border_title)
+            assert f"(5 messages, {counted.total:,} tokens, gpt-4o-mini tokenizer)" in title and "~" not in title
+            await press_and_pause(pilot, "s")  # the next pause: asked again, exact again
+            await _asked(pilot)
+            assert app.client.tokens.of(app.client.view) is not None
+            assert not any("~" in size for size in _sizes(sees))
+
+
+async def test_a_model_without_a_tokenizer_shows_estimates_marked_as_such():
+    app = make(input="go")  # FunctionProvider models: nothing to count with
+    async with app.run_test(size=(160, 48)) as pilot:
+        await paused(pilot)
+        await press_and_pause(pilot, "n")
+        await pilot.press("2")
+        await _asked(pilot)
+        sees = app.main.pane_widget("model-sees")
+        assert app.client.tokens.of(app.client.view) is None
+        assert len(sees.messages) == 3 and all(size.startswith("~") and size.endswith(" tok") for size in _sizes(sees))
+        title = str(app.main.query_one("#views").border_title)
+        assert "(3 messages, ~" in title and "tokens, estimate)" in title

@@ -51,6 +51,7 @@ async def test_a_changed_prompt_shows_the_divergence_and_continue_goes_on_live(t
         assert [(d.field, d.why) for d in shown.differences] == [
             ("request.messages[0].content", "the prompt of Reviewer changed")]
         assert app.client.view.status_line().endswith("(diverged from its journal)")
+        assert app.client.view.path() == ["ReviewWorkflow", "loop 1/4", "Reviewer", "chat"]  # the agent once
         assert len(flowcapture.requests()) == asked  # nothing live while it waits
         await pilot.press("c")
         await ended(pilot)

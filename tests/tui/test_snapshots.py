@@ -123,8 +123,9 @@ def test_view_conversation(snap_compare, size, clocked):
 def test_view_model_sees(snap_compare, size, clocked):
     """What the model sees (2) at the same point: `system · agent prompt` (You write a short
     paragraph.), then the history as the next call sends it, each block tagged with its event,
-    origin and tokens (`#… · agent:Writer · … tok`, as room allows); the pane's title says `What the
-    model sees (N messages, ~T tokens)`."""
+    origin and tokens, estimated and marked so (`#… · agent:Writer · ~… tok`, as room allows: the
+    flow's models are functions, which have no tokenizer); the pane's title says `What the model
+    sees (N messages, ~T tokens, estimate)`."""
 
     async def run_before(pilot):
         await _after_the_first_review(pilot, "2")

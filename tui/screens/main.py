@@ -70,7 +70,12 @@ class MainScreen(PanesScreen):
         self._titled, self._titled_at = extra, time.monotonic()
 
     def _title_extra(self) -> str:
-        return count_title(self.app.client.view, self.current_view)  # type: ignore[attr-defined]
+        client = self.app.client  # type: ignore[attr-defined]
+        return count_title(client.view, self.current_view, self._counted(client, client.view))
+
+    def _counted(self, client: Any, view: Any) -> Any:
+        """The run's own token count of what the model sees, for the live run (not a look back)."""
+        return client.tokens.of(view) if view is client.view else None
 
     # --- projection ------------------------------------------------------------
     def sync(self, client: Any, *, force: bool = False, loading: str | None = None) -> None:
@@ -111,7 +116,9 @@ class MainScreen(PanesScreen):
         if fast_behind:
             self._seen_fast, self._last = key, "fast"
             if view is not None:
-                self.draw_panes(PaneData(view, lines))
+                self.draw_panes(PaneData(view, lines, self._counted(client, view)))
+                if self.current_view == "model-sees" and view is client.view:
+                    self.app.ask_tokens()  # type: ignore[attr-defined]
         self.stale = key != self._seen_fast or key != self._seen_slow or self._title_behind
 
     def _sync_slow(self, client: Any, view: Any, loading: str | None, stopping: str | None) -> None:
@@ -120,7 +127,7 @@ class MainScreen(PanesScreen):
         if view is None:
             return
         self.draw_sidebar(view)
-        title = count_title(view, self.current_view)
+        title = count_title(view, self.current_view, self._counted(client, view))
         # A new title repaints the whole left pane (its border): while a run pours messages in,
         # the count moves on at most once a second.
         changed = title != self._titled

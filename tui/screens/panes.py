@@ -111,15 +111,20 @@ class PanesScreen(Screen):
         return ""
 
 
-def count_title(view: Any, current: str) -> str:
-    """`` (3 messages)`` after the conversation's title; `` (5 messages, ~812 tokens)`` after what the
-    model sees."""
+def count_title(view: Any, current: str, counted: Any = None) -> str:
+    """`` (3 messages)`` after the conversation's title; `` (5 messages, ~812 tokens, estimate)`` after
+    what the model sees, or with ``counted`` (the run's own count) `` (5 messages, 790 tokens,
+    gpt-4o-mini tokenizer)``."""
     if view is None or current not in ("conversation", "model-sees"):
         return ""
     if current == "model-sees":
-        from flowtui.tui.widgets.message_list import model_sees_tokens
+        from textual.markup import escape
 
-        n = len(view.model_sees())
-        return f" ({n} message{'s' if n != 1 else ''}, ~{model_sees_tokens(view):,} tokens)"
+        from flowtui.tui.shown import shown
+        from flowtui.tui.tokens import total_size
+
+        seen = view.model_sees()
+        n = len(seen)
+        return f" ({n} message{'s' if n != 1 else ''}, {escape(shown(total_size(seen, counted)))})"
     n = len(view.history)
     return f" ({n} message{'s' if n != 1 else ''})"

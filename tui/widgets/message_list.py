@@ -379,10 +379,11 @@ class MessageList(DirectLines, QuietVirtualSize, ScrollView, can_focus=True):
             self.select(self._index_at(line))
 
 
-def show_model_sees(widget: MessageList, view: Any) -> None:
+def show_model_sees(widget: MessageList, view: Any, counted: Any = None) -> None:
     """Fill ``widget`` with exactly what the next model call sends, its system parts labelled, each
-    block tagged with the event that put it there, its origin and its size in tokens (an estimate)."""
-    from flowtui.runtime.context_window import estimate_tokens
+    block tagged with the event that put it there, its origin and its size in tokens: ``counted``,
+    the run's own count by the model's tokenizer, else an estimate marked ``~`` (:mod:`flowtui.tui.tokens`)."""
+    from flowtui.tui.tokens import block_sizes
 
     seen = view.model_sees()
     origins = view.provenance()
@@ -393,8 +394,7 @@ def show_model_sees(widget: MessageList, view: Any) -> None:
     if len(seen) > len(view.history) + note:
         labels[note] = f"system · memory and tasks ({shown(origins[note][1])})"
     tags, sources = {}, {}
-    for i, (msg, (seq, origin)) in enumerate(zip(seen, origins)):
-        size = f"{estimate_tokens(msg)} tok"
+    for i, (size, (seq, origin)) in enumerate(zip(block_sizes(seen, counted), origins)):
         if i == note and i in labels:
             tags[i] = size
         else:
@@ -403,10 +403,3 @@ def show_model_sees(widget: MessageList, view: Any) -> None:
             sources[i] = seq
     widget.labels, widget.tags, widget.sources = labels, tags, sources
     widget.set_messages(seen, reset=True)
-
-
-def model_sees_tokens(view: Any) -> int:
-    """The next call's size in tokens (an estimate, the same as each block's)."""
-    from flowtui.runtime.context_window import estimate_tokens
-
-    return sum(estimate_tokens(m) for m in view.model_sees())
