@@ -24,6 +24,7 @@ import asyncio
 import json
 import os
 import signal
+import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -97,6 +98,47 @@ class Options:
             argv += ["--breakpoint", name]
         return argv
 
+    def environment(self) -> dict[str, str]:
+        return {**os.environ, **(self.env or {}), "PYTHONUNBUFFERED": "1"}
+
+    def start_now(self) -> subprocess.Popen:
+        """Start the worker at once, before any event loop runs, for :meth:`Channel.spawn` to take over
+        (``started=``): the app's command line does, so the flow loads while the app imports and
+        draws its first frame. A worker nobody takes over ends when this process does (its input
+        closes)."""
+        return subprocess.Popen(self.argv(), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                start_new_session=True, env=self.environment())
+
+
+class _Started:
+    """A worker started before the event loop (:meth:`Options.start_now`), seen as asyncio's
+    ``Process`` is: its pid, its exit code once it has one, and a wait for it."""
+
+    def __init__(self, popen: subprocess.Popen) -> None:
+        self._popen = popen
+        self.pid = popen.pid
+
+    @property
+    def returncode(self) -> int | None:
+        return self._popen.poll()
+
+    async def wait(self) -> int:
+        while self._popen.poll() is None:
+            await asyncio.sleep(0.02)
+        return self._popen.returncode
+
+
+async def _take_over(popen: subprocess.Popen) -> tuple[_Started, asyncio.StreamWriter, asyncio.StreamReader,
+                                                       asyncio.StreamReader]:
+    """``popen``'s pipes as the streams asyncio's own subprocesses have."""
+    loop = asyncio.get_running_loop()
+    out, err = asyncio.StreamReader(limit=CHUNK), asyncio.StreamReader(limit=CHUNK)
+    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(out), popen.stdout)
+    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(err), popen.stderr)
+    protocol = asyncio.StreamReaderProtocol(asyncio.StreamReader())
+    transport, _ = await loop.connect_write_pipe(lambda: protocol, popen.stdin)
+    return _Started(popen), asyncio.StreamWriter(transport, protocol, None, loop), out, err
+
 
 class Channel:
     """One worker process (or socket) and the client's side of the protocol."""
@@ -105,7 +147,7 @@ class Channel:
                  on_log: Callable[[str], None] | None = None) -> None:
         self.on_lines = on_lines  # event lines as they came, in order (parse them with parse_events)
         self.on_log = on_log or (lambda text: None)
-        self.proc: asyncio.subprocess.Process | None = None
+        self.proc: asyncio.subprocess.Process | _Started | None = None
         self.hello: p.Hello | None = None
         self.load_error: p.LoadError | None = None
         self.journal: str | None = None
@@ -125,16 +167,19 @@ class Channel:
         self._tasks: list[asyncio.Task] = []
 
     # --- starting --------------------------------------------------------------------------
-    async def spawn(self, options: Options, *, load_timeout: float = LOAD_TIMEOUT_S) -> p.Hello | p.LoadError:
-        """Start a worker for ``options`` and wait until the flow has loaded (or failed to)."""
+    async def spawn(self, options: Options, *, load_timeout: float = LOAD_TIMEOUT_S,
+                    started: subprocess.Popen | None = None) -> p.Hello | p.LoadError:
+        """Start a worker for ``options`` (or take over ``started``, the worker
+        :meth:`Options.start_now` started for them) and wait until the flow has loaded (or failed to)."""
         self.journal, self.grace = options.journal, options.grace
-        env = {**os.environ, **(options.env or {}), "PYTHONUNBUFFERED": "1"}
-        self.proc = await asyncio.create_subprocess_exec(
-            *options.argv(), stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE, start_new_session=True, env=env, limit=CHUNK)
-        self._writer = self.proc.stdin
-        self._tasks = [asyncio.ensure_future(self._read(self.proc.stdout)),
-                       asyncio.ensure_future(self._read_log(self.proc.stderr))]
+        if started is None:
+            self.proc = await asyncio.create_subprocess_exec(
+                *options.argv(), stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE, start_new_session=True, env=options.environment(), limit=CHUNK)
+            self._writer, out, err = self.proc.stdin, self.proc.stdout, self.proc.stderr
+        else:
+            self.proc, self._writer, out, err = await _take_over(started)
+        self._tasks = [asyncio.ensure_future(self._read(out)), asyncio.ensure_future(self._read_log(err))]
         return await self._greeting(load_timeout)
 
     async def connect(self, host: str, port: int, token: str, *, timeout: float = 10.0) -> p.Hello | p.LoadError:

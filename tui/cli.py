@@ -84,9 +84,13 @@ def main(argv: list[str] | None = None) -> None:
             say(f"flowtui: {exc}")
             sys.exit(2)
 
+    from flowtui.tui.client import LaunchConfig
+
+    # The worker starts now: the flow loads while this process imports Textual and draws.
+    head_start = LaunchConfig(target=args.flow, **options).worker_options().start_now()
     from flowtui.tui.app import make_app
 
-    app = make_app(args.flow, **options)
+    app = make_app(args.flow, head_start=head_start, **options)
     app.run()
     for note in app.client.journal_notes:
         say(note)

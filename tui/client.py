@@ -65,6 +65,13 @@ class LaunchConfig:
     watch: list[str] = field(default_factory=list)  # watchpoints set when the run starts (--watch)
     # JOURNAL[@K]: re-execute that journal's run up to event K, then pause, live (a divergence pauses too)
     resume_from: str | None = None
+    head_start: Any = None  # the first run's worker, started by the command line already (Options.start_now)
+
+    def worker_options(self, breakpoints: set[str] | None = None) -> Options:
+        """How this flow's worker is started."""
+        return Options(target=self.target, model=self.model, replies=self.replies, record=self.record,
+                       replay=self.replay, breakpoints=sorted(self.breakpoints if breakpoints is None else breakpoints),
+                       grace=self.grace, debug=self.debug)
 
 
 class RunClient:
@@ -102,10 +109,9 @@ class RunClient:
         self.channel = Channel(self._arrived, on_log=self._log)
         c = self.config
         if c.attach is None:
-            spawned = asyncio.ensure_future(self.channel.spawn(
-                Options(target=c.target, model=c.model, replies=c.replies, record=c.record, replay=c.replay,
-                        breakpoints=sorted(self.breakpoints), grace=c.grace, debug=c.debug),
-                load_timeout=c.load_timeout))
+            started, c.head_start = c.head_start, None  # a reload is a fresh process
+            spawned = asyncio.ensure_future(self.channel.spawn(c.worker_options(self.breakpoints),
+                                                               load_timeout=c.load_timeout, started=started))
             await asyncio.sleep(0)  # the process is on its way
         # the fold exists before the worker says anything: an attached run sends its backlog at once
         RunView = await asyncio.to_thread(_runtime_for_the_app)

@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import ended, make, paused, wait_until
+from conftest import REVIEW, ended, make, paused, wait_until
 
 from flowtui.runtime.protocol import Fetch
 from flowtui.tui.screens.error import LoadErrorScreen
@@ -166,3 +166,30 @@ async def test_attach_drives_a_run_that_lives_elsewhere_to_its_end(tmp_path):
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+async def test_the_worker_the_command_line_started_is_the_one_driven_and_a_reload_starts_a_fresh_one():
+    from flowtui.tui.client import LaunchConfig
+
+    head_start = LaunchConfig(target=REVIEW).worker_options().start_now()  # what `flowtui FLOW` does first
+    app = make(REVIEW, input="x", head_start=head_start)
+    async with app.run_test() as pilot:
+        await paused(pilot)
+        assert app.client.hello.pid == head_start.pid
+        before = app.client.view.pause.seq
+        await pilot.press("s")
+        await paused(pilot, after=before)  # commands reach it, events come back
+        await pilot.press("r", "y")  # reload: a fresh process, the first one ends
+        await wait_until(pilot, lambda: app.client.hello is not None and app.client.hello.pid != head_start.pid
+                         and app.client.view.status == "paused", timeout=15, what="a fresh worker")
+        await wait_until(pilot, lambda: head_start.poll() is not None, timeout=15, what="the first worker to end")
+
+
+def test_a_worker_started_ahead_that_nobody_takes_over_ends_with_its_client():
+    from flowtui.tui.client import LaunchConfig
+
+    head_start = LaunchConfig(target=REVIEW).worker_options().start_now()
+    head_start.stdin.close()  # the app never started (or died first)
+    assert head_start.wait(timeout=30) == 0
+    head_start.stdout.close()
+    head_start.stderr.close()
