@@ -61,6 +61,7 @@ def _p():
 LOAD_TIMEOUT_S = 30.0  # a flow whose import has not finished by then is a load error
 STOP_GRACE_S = 1.0  # a stop that has not ended the run by then: terminate, then kill
 CHUNK = 1 << 16
+LOG_LINE_MAX = 4096  # a printed line longer than this reaches the client cut
 
 
 class LoadTimeout(Exception):
@@ -297,8 +298,30 @@ class Channel:
             return None
 
     async def _read_log(self, stream: asyncio.StreamReader) -> None:
-        while line := await stream.readline():
-            self.on_log(line.decode("utf-8", "replace").rstrip("\n"))
+        """What the flow printed (the worker's stderr), a line at a time. A line longer than
+        ``LOG_LINE_MAX`` is cut (the rest read and dropped, its size said): no line, however long,
+        stops the reading, and with it the worker, which would block on a full pipe."""
+        line, dropped = bytearray(), 0
+
+        def add(piece: bytes) -> None:
+            nonlocal dropped
+            room = LOG_LINE_MAX - len(line)
+            line.extend(piece[:room])
+            dropped += max(0, len(piece) - room)
+
+        while chunk := await stream.read(CHUNK):
+            start = 0
+            while (end := chunk.find(b"\n", start)) >= 0:
+                add(chunk[start:end])
+                self._say_log(line, dropped)
+                line, dropped, start = bytearray(), 0, end + 1
+            add(chunk[start:])
+        if line or dropped:
+            self._say_log(line, dropped)
+
+    def _say_log(self, line: bytearray, dropped: int) -> None:
+        text = line.decode("utf-8", "replace")
+        self.on_log(f"{text}… ({len(line) + dropped:,} bytes, cut)" if dropped else text)
 
     # --- commands ------------------------------------------------------------------------------
     async def command(self, command: p.BaseModel, *, timeout: float | None = None) -> p.Reply:

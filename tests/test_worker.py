@@ -131,6 +131,26 @@ def test_what_a_flow_prints_never_breaks_the_protocol(tmp_path):
     assert "at import" in err and "printed by a hook" in err and "on stderr" in err
 
 
+
+def test_a_printed_line_longer_than_any_buffer_never_blocks_the_run(tmp_path):
+    flow = tmp_path / "longline.py"
+    flow.write_text(
+        "from flowtui import FunctionProvider, agent, workflow\n"
+        "class A:\n"
+        "    def after_response(self, r, ctx):\n"
+        "        print('X' * 100_000)\n"
+        "        for i in range(20_000):\n"
+        "            print('after', i)\n"
+        "A = agent(provider=FunctionProvider(lambda m, t: 'ok'), prompt='p')(A)\n"
+        "@workflow(steps=[A, A])\nclass W:\n    pass\n")
+    proc = flowtui("run", str(flow), "--input", "x", "--no-journal", cwd=tmp_path)
+    out, err = proc.communicate(timeout=HANG)  # it used to block for ever on the full pipe
+    assert proc.returncode == 0 and out == "ok\n", err
+    lines = err.splitlines()
+    long = next(i for i, line in enumerate(lines) if "X" * 4000 in line)
+    assert lines[long].endswith("(100,000 bytes, cut)")  # said, cut
+    assert lines[long + 1:long + 3] == ["after 0", "after 1"] and "after 19999" in lines
+
 # --- the protocol, from a plain socket ------------------------------------------------------------
 
 
