@@ -288,12 +288,12 @@ def parse_command(line: bytes | str) -> Any:
 
 def refusal(line: bytes, error: Exception) -> Reply:
     """The answer to a line that is not a command: its ``id`` when it has one, and why."""
-    import json
+    import orjson  # its parser has a depth limit: a line nested 50,000 deep is an error, not a crash
 
     try:
-        data = json.loads(line)
+        data = orjson.loads(line)
         ident = data.get("id") if isinstance(data, dict) else None
-    except ValueError:
+    except (ValueError, RecursionError):
         ident = None
     first = error.errors()[0] if hasattr(error, "errors") else {"msg": str(error), "loc": ()}
     where = ".".join(str(x) for x in first.get("loc", ()))

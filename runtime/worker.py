@@ -33,7 +33,6 @@ import time
 import traceback
 from typing import Any, Callable
 
-from pydantic import ValidationError
 
 from flowtui.runtime import protocol as p
 from flowtui.runtime.control import Controller, Terminated
@@ -407,7 +406,7 @@ def _read_commands(worker: Worker, stream: Any, loop: asyncio.AbstractEventLoop,
                 continue
             try:
                 command = p.parse_command(line)
-            except ValidationError as exc:
+            except (ValueError, RecursionError) as exc:  # not a command: refused, and the reading goes on
                 loop.call_soon_threadsafe(worker.send, p.encode(p.refusal(line, exc)))
                 continue
             loop.call_soon_threadsafe(worker.handle, command)
