@@ -363,6 +363,12 @@ def test_flowtui_diff_through_the_command_and_revisao(tmp_path):
             "  reply.tool_calls[0].args.descricao\n"
             '    A: "Falta um exemplo de append em memory."\n'
             '    B: "Falta um exemplo de tasks."\n') in res.stdout
+    gone = subprocess.Popen([sys.executable, "-c", "from flowtui.tui.cli import main; main()", "diff",
+                             tmp_path / "a.jsonl", tmp_path / "c.jsonl"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, cwd=ROOT)
+    gone.stdout.close()  # `flowtui diff A B | head`: the reader is gone before the report is written
+    assert gone.wait(timeout=120) == 1 and gone.stderr.read() == ""  # no traceback
+    gone.stderr.close()
     res = flowtui("diff", tmp_path / "a.jsonl", tmp_path / "nope.jsonl")
     assert res.returncode == 2 and "nope.jsonl: no such file" in res.stderr
     res = flowtui("diff", tmp_path / "a.jsonl")

@@ -13,6 +13,7 @@ Textual is imported only when the app (or the replay) is launched, so
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 
@@ -43,7 +44,25 @@ def app_options(args: argparse.Namespace) -> dict:
 
 
 def main(argv: list[str] | None = None) -> None:
-    argv = sys.argv[1:] if argv is None else argv
+    try:
+        _main(sys.argv[1:] if argv is None else argv)
+    except BrokenPipeError:  # what reads our output went away (`flowtui diff A B | head`): nothing to say
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # else the exit's flush fails again
+        sys.exit(1)
+
+
+def needs_a_terminal(what: str) -> None:
+    """The app reads keys from stdin and draws on stderr: without a terminal there, say so (exit 2)
+    instead of waiting for keys that never come."""
+    if not (sys.stdin.isatty() and sys.stderr.isatty()):
+        from flowtui.runtime.cli import say
+
+        say(f"flowtui: {what} needs a terminal (stdin and stderr are not one); to run a flow without one: "
+            "flowtui run FLOW ...")
+        sys.exit(2)
+
+
+def _main(argv: list[str]) -> None:
     if argv and argv[0] == "run":
         from flowtui.runtime.cli import main_run
 
@@ -61,6 +80,7 @@ def main(argv: list[str] | None = None) -> None:
     from flowtui.runtime.cli import say
 
     args = build_parser().parse_args(argv)
+    needs_a_terminal("the app")
     try:
         options = app_options(args)
     except SystemExit as exc:
@@ -110,6 +130,7 @@ def main_attach(argv: list[str]) -> int:
     parser.add_argument("--token", required=True, help="the token the listening run printed")
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
     args = parser.parse_args(argv)
+    needs_a_terminal("flowtui attach")
     try:
         host, port = parse_address(args.address)
     except ConfigError as exc:

@@ -218,3 +218,15 @@ def test_the_app_never_imports_the_flow_or_litellm(tmp_path):
     res = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, cwd=tmp_path)
     assert res.returncode == 0, res.stderr
     assert res.stdout.strip() == "[]"
+
+
+@pytest.mark.parametrize("argv", [
+    ["flows/revisao.py", "--input", "x"],
+    ["replay", "tests/tui/flows/review_fn.py"],
+    ["attach", "127.0.0.1:1", "--token", "t"],
+])
+def test_without_a_terminal_the_app_says_so_instead_of_waiting_for_keys(argv):
+    root = Path(__file__).resolve().parents[2]
+    res = subprocess.run([sys.executable, "-c", "from flowtui.tui.cli import main; main()", *argv], cwd=root,
+                         stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60)
+    assert res.returncode == 2 and "needs a terminal" in res.stderr and "flowtui run FLOW" in res.stderr
