@@ -52,3 +52,11 @@ class PlainNotify:
                timeout: float | None = None, markup: bool = False) -> None:
         super().notify(shown(message), title=shown(title), severity=severity, timeout=timeout,  # type: ignore[misc]
                        markup=False)
+
+    def action_help_quit(self) -> None:
+        """ctrl+c does not quit (it copies in a text field): say which keys do (Textual's own words
+        carry markup, which a plain notification would show as written)."""
+        keys = [key for key, active in self.active_bindings.items()  # type: ignore[attr-defined]
+                if active.binding.action in ("quit", "app.quit")]
+        if keys:
+            self.notify(f"Press {' or '.join(keys)} to quit the app", title="Do you want to quit?")

@@ -144,3 +144,12 @@ async def test_the_model_option_says_which_agents_it_does_not_apply_to(tmp_path)
         "--model openai/x does not apply to Function: its provider is FunctionProvider, whose replies come from a "
         "function",
     ]
+
+
+async def test_ctrl_c_says_which_key_quits_in_plain_words():
+    app = make(REVIEW, input="x")
+    async with app.run_test(notifications=True) as pilot:
+        await paused(pilot)
+        await pilot.press("ctrl+c")
+        await pilot.pause(0.05)
+        assert toasts(app) == ["Do you want to quit?\nPress ctrl+q or q to quit the app"]  # no [b]markup[/b]
