@@ -68,6 +68,8 @@ ACTIONS: list[ActionSpec] = [
     ActionSpec("o", "open_whole", "view", "open whole text",
                "Open the whole text of the message under the cursor in your pager ($PAGER), even one cut on "
                "its way to the app", "open", rank=18),
+    ActionSpec("P", "printed", "view", "what the flow printed",
+               "Open the last 500 lines the flow printed (stdout and stderr) in your pager", "printed"),
     *pane_actions(),  # the panes' border lists their keys
     ActionSpec("left", "look(-1)", "view", "look back",
                "Look back: the panes show the run as it was one event earlier, while it goes on", "back"),

@@ -255,7 +255,8 @@ class FlowApp(RunCommands, RunEdits, RunWatches, PlainNotify, App[int]):
             new = total - self._logs_seen
             self._logs_seen, self._logs_said_at = total, time.monotonic()
             last = logs[-1] if logs else ""
-            self.notify(last if new == 1 else f"{last}\n(+{new - 1} more lines)", title="The flow printed")
+            self.notify((last if new == 1 else f"{last}\n(+{new - 1} more lines)") + "\n(P: all of it)",
+                        title="The flow printed")
 
     def wake(self) -> None:
         """Run the fast tick again (events arrived, or a command sets the run going)."""
@@ -283,6 +284,16 @@ class FlowApp(RunCommands, RunEdits, RunWatches, PlainNotify, App[int]):
                 return
             text = reply.value
         await page(self, shown(text))
+
+    def action_printed(self) -> None:
+        """The last lines the flow printed (its stdout and stderr), in the pager."""
+        logs = self.client.logs
+        if not logs:
+            self.notify("The flow has printed nothing.")
+            return
+        older = self.client.logs_total - len(logs)
+        text = (f"({older:,} earlier lines are not kept)\n" if older else "") + "\n".join(logs)
+        self.run_worker(page(self, shown(text)), group="command", exit_on_error=False)
 
     def ask_tokens(self) -> None:
         """What the model sees is on screen: ask the run to count its tokens with the model's own
@@ -334,6 +345,7 @@ async def page(app: App, text: str) -> None:
     import os
     import shlex
     import shutil
+    import signal
     import subprocess
     import tempfile
 
@@ -346,12 +358,17 @@ async def page(app: App, text: str) -> None:
     if not pager or shutil.which(pager[0]) is None:
         app.notify(f"No pager found (set PAGER); the text is in {path}", severity="warning", timeout=15)
         return
+    # ctrl-C in the pager is the pager's (it reaches the whole process group): not a KeyboardInterrupt
+    # that ends the app. A handler, not SIG_IGN, so the pager itself starts with the default one.
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: None)
     try:
         with app.suspend():
             subprocess.run([*pager, path])
     except SuspendNotSupported:
         app.notify(f"This terminal cannot be handed to a pager; the text is in {path}", timeout=15)
         return
+    finally:
+        signal.signal(signal.SIGINT, previous)
     os.unlink(path)
 
 

@@ -1,0 +1,38 @@
+"""The pager (`o`, `P`): the app hands the terminal over and gets it back, whatever the pager does."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from conftest import REVIEW, make, paused, wait_until
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from terminal import Terminal  # noqa: E402
+
+
+def test_ctrl_c_in_the_pager_is_the_pagers_not_the_apps():
+    # a "pager" that does what ctrl-C in less does to the process group, then returns
+    pager = "sh -c 'kill -INT 0; sleep 0.2'"
+    with Terminal.flowtui("flows/revisao.py", "--input", "x", "--no-journal", env={"PAGER": pager}) as term:
+        term.wait_for("paused before PlannerAgent")
+        term.send("o")  # the user message under the cursor, in the pager
+        term.wait_for(lambda: term.proc.poll() is not None or "sleep" not in term.text(), timeout=10)
+        term.send("s")
+        term.wait_for("paused before the model call of PlannerAgent")  # still here, still driving the run
+        term.send("q")
+        assert term.wait_exit() == 0
+
+
+async def test_p_opens_what_the_flow_printed(tmp_path):
+    flow = tmp_path / "prints.py"
+    flow.write_text(Path(REVIEW).read_text().replace("class ", "print('hello from the flow')\nclass ", 1))
+    app = make(str(flow), input="x")
+    async with app.run_test(notifications=True) as pilot:
+        await paused(pilot)
+        await wait_until(pilot, lambda: "hello from the flow" in app.client.logs, what="the printed line")
+        await pilot.press("P")  # no terminal to hand over here: the notice names the file
+        await wait_until(pilot, lambda: any("the text is in" in str(t.render()) for t in app.screen.query("Toast")),
+                         what="the notice")
+        said = next(str(t.render()) for t in app.screen.query("Toast") if "the text is in" in str(t.render()))
+        assert "hello from the flow" in Path(said.split("the text is in ")[1].strip()).read_text()
