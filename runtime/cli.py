@@ -45,6 +45,17 @@ def say(text: str, *, file: TextIO | None = None) -> None:
     print(printable(text), file=file or sys.stderr)
 
 
+def _seconds(text: str) -> float:
+    """A positive number of seconds (argparse names the option when this raises)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"{text!r}: give a number of seconds greater than 0, e.g. 60")
+    return value
+
+
 def parse_pairs(pairs: list[str], *, option: str = "--memory", example: str = "plano=pro") -> dict[str, str]:
     """``["plano=pro", "userId=123"]`` → ``{"plano": "pro", "userId": "123"}``."""
     found: dict[str, str] = {}
@@ -201,7 +212,7 @@ def main_run(argv: list[str]) -> int:
     parser.add_argument("--from-snapshot", metavar="FILE", help="start from this TOML snapshot")
     parser.add_argument("--snapshot-out", metavar="FILE",
                         help="write the final state as a TOML snapshot (replaces the file, atomically)")
-    parser.add_argument("--load-timeout", type=float, default=None, metavar="S",
+    parser.add_argument("--load-timeout", type=_seconds, default=None, metavar="S",
                         help="give up on a flow whose import takes longer (default: 30 s)")
     parser.add_argument("--listen", metavar="HOST:PORT",
                         help="serve the run to `flowtui attach` (port 0 picks one); it starts paused")

@@ -26,6 +26,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from flowtui.runtime.encoding import encode_event
+from flowtui.runtime.errors import ConfigError
 from flowtui.runtime.events import EVENT_TYPES, parse_event
 from flowtui.runtime.files import open_append
 from flowtui.runtime.secrets import Redactor
@@ -40,7 +41,12 @@ class JournalWriter:
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
         self.appended_to = runs_in(self.path)  # runs already in the file
-        self._file = open_append(self.path)
+        try:
+            self._file = open_append(self.path)
+        except OSError as exc:  # said as what it is, before the run starts: nothing of it is lost
+            what = "it is a folder" if self.path.is_dir() else exc.strerror or type(exc).__name__
+            raise ConfigError(f"cannot write the journal {self.path}: {what}; name a file you can write "
+                              "(--journal FILE), or run without one (--no-journal)") from None
         self._redactor = Redactor.from_environment()
 
     def __call__(self, event: Any) -> None:

@@ -80,7 +80,6 @@ def _main(argv: list[str]) -> None:
     from flowtui.runtime.cli import say
 
     args = build_parser().parse_args(argv)
-    needs_a_terminal("the app")
     try:
         options = app_options(args)
     except SystemExit as exc:
@@ -104,6 +103,7 @@ def _main(argv: list[str]) -> None:
             say(f"flowtui: {exc}")
             sys.exit(2)
 
+    needs_a_terminal("the app")
     from flowtui.tui.client import LaunchConfig
 
     # The worker starts now: the flow loads while this process imports Textual and draws.
@@ -130,12 +130,12 @@ def main_attach(argv: list[str]) -> int:
     parser.add_argument("--token", required=True, help="the token the listening run printed")
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
     args = parser.parse_args(argv)
-    needs_a_terminal("flowtui attach")
     try:
         host, port = parse_address(args.address)
     except ConfigError as exc:
         say(f"flowtui attach: {exc}")
         return 2
+    needs_a_terminal("flowtui attach")
     from flowtui.tui.app import make_app
 
     app = make_app(args.address, attach=(host, port, args.token), journal=None, debug=args.debug)

@@ -161,14 +161,14 @@ def make_replay(path: str | Path, *, run: int | None = None, **options: Any) -> 
 def main_replay(argv: list[str]) -> int:
     """``flowtui replay JOURNAL``: 0 when closed, 2 when the journal cannot be read."""
     args = build_parser().parse_args(argv)
-    from flowtui.tui.cli import needs_a_terminal
-
-    needs_a_terminal("flowtui replay")
     try:
         app = make_replay(args.journal, run=args.run, at=args.at)
     except JournalError as exc:
         say(f"flowtui replay: {exc}")
         return 2
+    from flowtui.tui.cli import needs_a_terminal
+
+    needs_a_terminal("flowtui replay")
     app.run()
     if app.fork is not None:  # f: the app, on the run re-executed up to the event that was shown
         from flowtui.tui.app import make_app

@@ -150,9 +150,13 @@ def test_record_and_replay_reach_the_app(monkeypatch):
         client = RunClient(LaunchConfig(target=REVIEW))
 
     monkeypatch.setattr("flowtui.tui.app.make_app", lambda target, **kw: made.update(target=target, **kw) or Fake())
+    monkeypatch.setattr(cli, "needs_a_terminal", lambda what: None)  # no terminal under pytest
+    started = object()
+    monkeypatch.setattr("flowtui.runtime.channel.Options.start_now", lambda self: started)
     with pytest.raises(SystemExit) as exit:
         cli.main([REVIEW, "--input", "hi", "--record", "c.yaml", "--no-journal"])
     assert exit.value.code == 0 and made["record"] == "c.yaml" and made["journal"] is None
+    assert made["head_start"] is started  # the worker started before the app was made
     LaunchConfig(target=REVIEW, **{k: v for k, v in made.items() if k != "target"})  # the app takes them all
 
 
@@ -222,11 +226,23 @@ def test_the_app_never_imports_the_flow_or_litellm(tmp_path):
 
 @pytest.mark.parametrize("argv", [
     ["flows/revisao.py", "--input", "x"],
-    ["replay", "tests/tui/flows/review_fn.py"],
+    ["replay", "JOURNAL"],
     ["attach", "127.0.0.1:1", "--token", "t"],
 ])
-def test_without_a_terminal_the_app_says_so_instead_of_waiting_for_keys(argv):
+def test_without_a_terminal_the_app_says_so_instead_of_waiting_for_keys(argv, tmp_path):
     root = Path(__file__).resolve().parents[2]
+    journal = tmp_path / "j.jsonl"
+    if "JOURNAL" in argv:
+        assert flowtui("run", "flows/revisao.py", "--input", "x", "--journal", str(journal), cwd=root).returncode == 0
+    argv = [str(journal) if a == "JOURNAL" else a for a in argv]
     res = subprocess.run([sys.executable, "-c", "from flowtui.tui.cli import main; main()", *argv], cwd=root,
                          stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60)
     assert res.returncode == 2 and "needs a terminal" in res.stderr and "flowtui run FLOW" in res.stderr
+
+
+def test_a_journal_that_cannot_be_written_and_a_bad_load_timeout_are_said_plainly(flow, tmp_path):
+    res = flowtui("run", str(flow), "--input", "x", "--journal", str(tmp_path), cwd=tmp_path)
+    assert res.returncode == 2 and f"cannot write the journal {tmp_path}: it is a folder" in res.stderr
+    assert "Errno" not in res.stderr and "Traceback" not in res.stderr
+    res = flowtui("run", str(flow), "--input", "x", "--load-timeout", "-1", cwd=tmp_path)
+    assert res.returncode == 2 and "--load-timeout: '-1': give a number of seconds greater than 0" in res.stderr
