@@ -6,7 +6,11 @@
 
 The run starts paused and waits for a client. A client's first line must be
 ``auth`` with the token (compared in constant time); a wrong one is answered
-``token rejected`` and the connection closed, and the run keeps waiting. One
+``token rejected`` and the connection closed, and the run keeps waiting. Before
+``auth`` a connection gets little: its first line may be 64 KiB at most, it
+must arrive within ``auth_timeout`` seconds all told, and at most
+``max_pending`` connections wait for theirs (beyond it, one is refused at
+once); each refusal says why and closes the connection. One
 client at a time; on attaching it receives ``hello`` and every event so far,
 then the events as they happen, and drives the run like the app drives its
 own worker. When it detaches (``detach``, or the connection drops) the run
@@ -26,6 +30,7 @@ import secrets
 import socket
 import sys
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -34,14 +39,22 @@ from pydantic import ValidationError
 from flowtui.runtime import protocol as p
 from flowtui.runtime.errors import ConfigError
 
-AUTH_TIMEOUT_S = 10.0
+AUTH_TIMEOUT_S = 10.0  # from connecting to a valid ``auth`` line, all told
+MAX_FIRST_LINE = 64 * 1024  # bytes: the ``auth`` line is short; a longer one is refused unread
+MAX_PENDING = 16  # connections waiting to authenticate; one more is refused at once
 
 
-def parse_address(address: str) -> tuple[str, int]:
-    """``"127.0.0.1:8765"`` → ("127.0.0.1", 8765); ``":0"`` listens on loopback, port chosen by the system."""
+def parse_address(address: str, option: str = "--listen") -> tuple[str, int]:
+    """``"127.0.0.1:8765"`` → ("127.0.0.1", 8765); ``":0"`` listens on loopback, port chosen by the system.
+
+    ``option`` names what the address was given as, in the error (``--listen``, or ``flowtui attach``'s
+    ``address``)."""
     host, sep, port = address.rpartition(":")
+    example = "127.0.0.1:0 (0 picks a free port)" if option == "--listen" else "127.0.0.1:8765"
     if not sep or not port.isdigit():
-        raise ConfigError(f"--listen {address!r}: expected HOST:PORT, e.g. 127.0.0.1:0 (0 picks a free port)")
+        raise ConfigError(f"{option} {address!r}: expected HOST:PORT, e.g. {example}")
+    if int(port) > 65535:
+        raise ConfigError(f"{option} {address!r}: port {int(port)} is out of range: a port is 0-65535")
     return (host.strip("[]") or "127.0.0.1"), int(port)
 
 
@@ -57,7 +70,8 @@ def is_loopback(host: str) -> bool:
 class Listener:
     """Serves ``worker``'s protocol on a socket, one client at a time."""
 
-    def __init__(self, worker: Any, address: str, *, token: str | None = None, public: bool = False) -> None:
+    def __init__(self, worker: Any, address: str, *, token: str | None = None, public: bool = False,
+                 auth_timeout: float = AUTH_TIMEOUT_S, max_pending: int = MAX_PENDING) -> None:
         host, port = parse_address(address)
         if not is_loopback(host) and not public:
             raise ConfigError(f"--listen {address}: {host} is not loopback; anyone who can reach it and guess the "
@@ -69,6 +83,9 @@ class Listener:
         self.host, self.port = self._sock.getsockname()[:2]
         self._client: socket.socket | None = None
         self._lock = threading.Lock()
+        self.auth_timeout = auth_timeout
+        self.max_pending = max_pending
+        self._pending = 0  # connections not authenticated yet (each has a thread, for auth_timeout at most)
         self._loop: asyncio.AbstractEventLoop | None = None
         worker.backlog = []  # whoever attaches later gets every event so far
         worker.send = _nowhere
@@ -105,14 +122,25 @@ class Listener:
                 conn, _ = self._sock.accept()
             except OSError:
                 return
+            with self._lock:
+                busy = self._pending >= self.max_pending
+                if not busy:
+                    self._pending += 1
+            if busy:
+                _refuse(conn, f"too many connections waiting to authenticate ({self.max_pending}); try again")
+                continue
             threading.Thread(target=self._serve, args=(conn,), name="flowtui-client", daemon=True).start()
 
     def _serve(self, conn: socket.socket) -> None:
-        reader = conn.makefile("rb")
         try:
-            conn.settimeout(AUTH_TIMEOUT_S)
-            first = reader.readline()
-            conn.settimeout(None)
+            first, rest = self._first_line(conn)
+        finally:
+            with self._lock:
+                self._pending -= 1
+        if first is None:
+            return
+        attached = False
+        try:
             if not self._authorized(first):
                 _refuse(conn, "token rejected")
                 return
@@ -121,23 +149,57 @@ class Listener:
                     _refuse(conn, "another client is attached to this run")
                     return
                 self._client = conn
+            attached = True
             self._call(self._attached, conn)
-            for line in reader:
+            for line in _lines(rest, conn.makefile("rb")):
                 if not line.strip():
                     continue
                 try:
                     command = p.parse_command(line)
                 except ValidationError as exc:
-                    self._call(self.worker.send, p.encode(p.refusal(line, exc)))
+                    self._call(self._send, p.encode(p.refusal(line, exc)))
                     continue
                 if command.type == "detach":
                     self._call(self.worker.reply, command)
                     break
+                if command.type == "auth":
+                    self._call(self.worker.reply, command, "already authenticated: auth is the first line only")
+                    continue
                 self._call(self.worker.handle, command)
         except OSError:
             pass
         finally:
-            self._call(self._detached, conn)
+            if attached:
+                self._call(self._detached, conn)
+
+    def _first_line(self, conn: socket.socket) -> tuple[bytes | None, bytes]:
+        """The connection's first line (``auth``), and what came after it; (None, b"") when the
+        connection was refused (too long, too late) or closed first: it is closed then."""
+        deadline = time.monotonic() + self.auth_timeout
+        buf = b""
+        try:
+            while True:
+                end = buf.find(b"\n")
+                if end >= 0:
+                    conn.settimeout(None)
+                    return buf[:end + 1], buf[end + 1:]
+                if len(buf) > MAX_FIRST_LINE:
+                    _refuse(conn, f"the first line must be auth, under {MAX_FIRST_LINE // 1024} KiB")
+                    return None, b""
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise TimeoutError
+                conn.settimeout(left)
+                chunk = conn.recv(MAX_FIRST_LINE + 1 - len(buf))
+                if not chunk:  # gone before authenticating
+                    _close(conn)
+                    return None, b""
+                buf += chunk
+        except TimeoutError:
+            _refuse(conn, f"no auth within {self.auth_timeout:g} s")
+        except OSError:
+            _close(conn)
+        return None, b""
 
     def _authorized(self, line: bytes) -> bool:
         try:
@@ -154,6 +216,9 @@ class Listener:
             pass
 
     # --- on the event loop ---------------------------------------------------------------
+    def _send(self, data: bytes) -> None:
+        self.worker.send(data, True)  # the client's sender as it is now (after _attached has run)
+
     def _attached(self, conn: socket.socket) -> None:
         def send(data: bytes, at_once: bool = False) -> None:
             try:
@@ -185,9 +250,27 @@ def _nowhere(data: bytes, at_once: bool = False) -> None:
     """No client attached: events go to the backlog only."""
 
 
+def _lines(rest: bytes, reader: Any) -> Any:
+    """The lines a client sent after its ``auth`` line: those read with it, then the socket's."""
+    while b"\n" in rest:
+        line, _, rest = rest.partition(b"\n")
+        yield line + b"\n"
+    if rest:
+        yield rest + reader.readline()
+    yield from reader
+
+
 def _refuse(conn: socket.socket, why: str) -> None:
     try:
+        conn.settimeout(1.0)  # a client that reads nothing does not hold us
         conn.sendall(p.encode(p.Reply(id=0, ok=False, error=why)))
+    except OSError:
+        pass
+    _close(conn)
+
+
+def _close(conn: socket.socket) -> None:
+    try:
         conn.shutdown(socket.SHUT_RDWR)
     except OSError:
         pass

@@ -117,11 +117,14 @@ class FlowApp(RunCommands, RunEdits, RunWatches, PlainNotify, App[int]):
                 reply = worker.result
                 if isinstance(reply, _p().Hello):
                     self._loaded()
+                elif self.config.attach is not None:  # closed before a hello: not a run served by --listen
+                    self.refused = "the connection closed before the run answered (is it flowtui run --listen?)"
+                    self.exit(2)
                 else:
                     self._load_failed(reply)
             elif state == WorkerState.ERROR:
                 self._loading_since = None
-                if self.config.attach is not None and isinstance(worker.error, (PermissionError, OSError)):
+                if self.config.attach is not None:  # refused, unreachable or silent: said on exit, not a screen
                     self.refused = str(worker.error) or type(worker.error).__name__
                     self.exit(2)
                     return
@@ -144,6 +147,7 @@ class FlowApp(RunCommands, RunEdits, RunWatches, PlainNotify, App[int]):
         self.run_worker(_preload_markdown, thread=True, group="preload", name="preload", exit_on_error=False)
         self.run_worker(self._watch(), group="watch", name="watch", exit_on_error=False)
         if self.client.hello is not None and self.client.hello.started:  # attached: the run is going already
+            self.flush(everything=True, force=True)  # the status said "loading" while the backlog came
             self.wake()
             return
         if self._ask_input:

@@ -156,8 +156,9 @@ class RunCommands:
         from flowtui.tui.screens.dialogs import ChoiceDialog, ConfirmDialog
         from flowtui.tui.screens.error import LoadErrorScreen
 
-        if isinstance(self.screen, LoadErrorScreen) or not self.client.active or self.client.view.run_id is None:
-            self._reload()
+        if (self.config.attach is not None or isinstance(self.screen, LoadErrorScreen) or not self.client.active
+                or self.client.view.run_id is None):
+            self._reload()  # attached: it says at once, without asking, that the run reloads where it runs
             return
         view, journal = self.client.view, self.client.channel.journal if self.client.channel else None
         if view.status == "paused" and journal is not None and self.config.attach is None:

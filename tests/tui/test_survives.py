@@ -193,3 +193,53 @@ def test_a_worker_started_ahead_that_nobody_takes_over_ends_with_its_client():
     assert head_start.wait(timeout=30) == 0
     head_start.stdout.close()
     head_start.stderr.close()
+
+
+def _listen(flow: str):
+    """``flowtui run FLOW --listen 127.0.0.1:0``: the process, its port and its token."""
+    import subprocess
+    import sys
+
+    proc = subprocess.Popen([sys.executable, "-c", "from flowtui.tui.cli import main; main()", "run", flow,
+                             "--input", "hi", "--listen", "127.0.0.1:0", "--no-journal"],
+                            stderr=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    port = int(proc.stderr.readline().rsplit(":", 1)[1])
+    token = proc.stderr.readline().split()[1]
+    return proc, port, token
+
+
+async def test_attaching_to_a_paused_run_shows_where_it_waits_without_a_key():
+    proc, port, token = _listen("flows/revisao.py")
+    try:
+        for _ in range(2):  # and again after q (detach): the run waits for the next client
+            app = make(f"127.0.0.1:{port}", attach=("127.0.0.1", port, token), journal=None)
+            async with app.run_test() as pilot:
+                shown = lambda: str(app.main.query_one("#status").content)  # noqa: E731
+                deadline = time.monotonic() + 15
+                while "paused before PlannerAgent" not in shown():  # no flush forced, no key pressed
+                    assert time.monotonic() < deadline, f"the status still says {shown()!r}"
+                    await pilot.pause(0.05)
+                assert "loading" not in shown()
+                await pilot.press("q")
+                await wait_until(pilot, lambda: not app.is_running, timeout=15, what="the app to detach")
+        assert proc.poll() is None  # detached twice, the run still waits
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+async def test_r_while_attached_says_at_once_that_the_run_reloads_where_it_runs():
+    proc, port, token = _listen("flows/revisao.py")
+    try:
+        app = make(f"127.0.0.1:{port}", attach=("127.0.0.1", port, token), journal=None)
+        async with app.run_test() as pilot:
+            await paused(pilot)
+            await pilot.press("r")
+            await pilot.pause(0.1)
+            assert app.screen is app.main  # no question asked
+            said = [n.message for n in app._notifications]
+            assert any("reload it where it runs" in m for m in said), said
+            assert app.client.active  # still attached to the same run
+    finally:
+        proc.kill()
+        proc.wait()

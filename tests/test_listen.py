@@ -1,0 +1,263 @@
+"""A run served on a socket (``flowtui run FLOW --listen``) against clients that misbehave: what
+arrives before ``auth`` is bounded in size, time and number; every command after it gets one reply,
+in order; addresses that cannot be used are refused with exit 2. Time bounds are generous."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from flowtui.runtime.errors import ConfigError
+from flowtui.runtime.listen import MAX_FIRST_LINE, Listener, parse_address
+
+ROOT = Path(__file__).resolve().parents[1]
+HANG = 30  # seconds: past this, something hangs
+
+
+def flowtui(*args: str, **kwargs) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-c", "from flowtui.tui.cli import main; main()", *args], cwd=ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kwargs)
+
+
+def ran(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", "from flowtui.tui.cli import main; main()", *args], cwd=ROOT,
+                          capture_output=True, text=True, timeout=HANG)
+
+
+@pytest.fixture
+def listening():
+    proc = flowtui("run", "flows/revisao.py", "--input", "x", "--listen", "127.0.0.1:0", "--no-journal")
+    port = int(proc.stderr.readline().rsplit(":", 1)[1])
+    token = proc.stderr.readline().split()[1]
+    yield proc, port, token
+    if proc.poll() is None:
+        proc.kill()
+        proc.wait()
+
+
+def messages(sock: socket.socket, until, timeout: float = HANG) -> list[dict]:
+    """What the server sent, until ``until(messages)`` holds or the connection ends."""
+    sock.settimeout(timeout)
+    buf, out = b"", []
+    while not until(out):
+        chunk = sock.recv(1 << 16)
+        if not chunk:
+            break
+        buf += chunk
+        *lines, buf = buf.split(b"\n")
+        out += [json.loads(line) for line in lines if line.strip()]
+    return out
+
+
+def replies(msgs: list[dict]) -> list[tuple]:
+    return [(m["id"], m["ok"], m["error"]) for m in msgs if m["type"] == "reply"]
+
+
+def closed(sock: socket.socket) -> bool:
+    """The server has closed its end (EOF, or a reset for what it left unread)."""
+    sock.settimeout(HANG)
+    try:
+        while sock.recv(1 << 16):
+            pass
+    except ConnectionResetError:
+        pass
+    return True
+
+
+def auth(token: str) -> bytes:
+    return json.dumps({"type": "auth", "token": token}).encode() + b"\n"
+
+
+# --- before auth ------------------------------------------------------------------------------
+def rss_kb(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    raise AssertionError("no VmRSS")
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads the server's memory from /proc")
+def test_an_over_long_first_line_is_refused_and_closed_and_memory_stays_bounded(listening):
+    proc, port, token = listening
+    before = rss_kb(proc.pid)
+    sock = socket.create_connection(("127.0.0.1", port), timeout=HANG)
+    chunk = b"x" * (1 << 20)
+    sent = 0
+    try:
+        while sent < 100 * len(chunk):  # 100 MB, no newline: the server stops reading long before
+            sock.sendall(chunk)
+            sent += len(chunk)
+    except OSError:  # closed under us: what we want
+        pass
+    assert sent < 100 * len(chunk), "the server read 100 MB of a first line"
+    assert closed(sock)
+    assert rss_kb(proc.pid) - before < 32 * 1024  # KiB: not the megabytes sent
+    c = socket.create_connection(("127.0.0.1", port), timeout=HANG)  # a real client still attaches
+    c.sendall(auth(token))
+    assert messages(c, lambda out: out)[0]["type"] == "hello"
+
+
+def test_a_first_line_just_too_long_is_refused_with_why(listening):
+    proc, port, token = listening
+    sock = socket.create_connection(("127.0.0.1", port), timeout=HANG)
+    sock.sendall(b"y" * (MAX_FIRST_LINE + 1))  # no newline yet; the rest would never come
+    refused = messages(sock, lambda out: out)
+    assert replies(refused) == [(0, False, "the first line must be auth, under 64 KiB")]
+    assert closed(sock)
+
+
+class Idle:
+    """A worker nobody authenticates to: the listener only sets these."""
+
+    backlog: list[bytes] | None = None
+    send = None
+
+
+def on_a_listener(test, **options):
+    """Run ``test(port, listener)`` (blocking, in a thread) against a listener on this event loop."""
+    async def main():
+        listener = Listener(Idle(), "127.0.0.1:0", token="t", **options)
+        listener.start()
+        try:
+            return await asyncio.to_thread(test, listener.port, listener)
+        finally:
+            listener.close()
+
+    return asyncio.run(main())
+
+
+def test_a_silent_connection_is_refused_and_closed_at_the_auth_deadline():
+    def test(port, listener):
+        sock = socket.create_connection(("127.0.0.1", port), timeout=HANG)
+        t0 = time.monotonic()
+        said = messages(sock, lambda out: False)  # until the server closes
+        assert replies(said) == [(0, False, "no auth within 0.5 s")]
+        assert 0.4 < time.monotonic() - t0 < 10
+
+    on_a_listener(test, auth_timeout=0.5)
+
+
+def test_the_auth_deadline_is_one_for_the_whole_line_not_one_per_read():
+    def test(port, listener):
+        sock = socket.create_connection(("127.0.0.1", port), timeout=HANG)
+        t0 = time.monotonic()
+        stop = threading.Event()
+
+        def dribble():  # a byte every 0.2 s never ends a line
+            while not stop.is_set():
+                try:
+                    sock.sendall(b"{")
+                except OSError:
+                    return
+                time.sleep(0.2)
+
+        threading.Thread(target=dribble, daemon=True).start()
+        try:
+            said = messages(sock, lambda out: False)
+        finally:
+            stop.set()
+        assert replies(said) == [(0, False, "no auth within 1 s")]
+        assert time.monotonic() - t0 < 10
+
+    on_a_listener(test, auth_timeout=1.0)
+
+
+def test_connections_waiting_for_auth_are_bounded_and_the_rest_refused_at_once():
+    def test(port, listener):
+        waiting = [socket.create_connection(("127.0.0.1", port), timeout=HANG) for _ in range(2)]
+        deadline = time.monotonic() + HANG
+        while listener._pending < 2:
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        extra = socket.create_connection(("127.0.0.1", port), timeout=HANG)
+        t0 = time.monotonic()
+        said = messages(extra, lambda out: False)
+        assert replies(said) == [(0, False, "too many connections waiting to authenticate (2); try again")]
+        assert time.monotonic() - t0 < 1.5  # at once, not at the deadline
+        for sock in waiting:  # those that gave up are forgotten: their places are free again
+            sock.close()
+        while listener._pending:
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        later = socket.create_connection(("127.0.0.1", port), timeout=HANG)
+        later.sendall(b'{"type": "auth", "token": "wrong"}\n')
+        assert replies(messages(later, lambda out: False)) == [(0, False, "token rejected")]
+
+    on_a_listener(test, auth_timeout=5.0, max_pending=2)
+
+
+# --- after auth -------------------------------------------------------------------------------
+def test_a_refusal_pipelined_with_auth_is_never_lost(listening):
+    proc, port, token = listening
+    for attempt in range(6):
+        sock = socket.create_connection(("127.0.0.1", port), timeout=HANG)
+        sock.sendall(auth(token) + b'{"id":5,"type":"step",\n' + b'{"id":6,"type":"pause"}\n')
+        got = replies(messages(sock, lambda out: len(replies(out)) >= 2))
+        assert [(i, ok) for i, ok, _ in got] == [(-1, False), (6, True)], (attempt, got)
+        sock.sendall(b'{"id":7,"type":"detach"}\n')
+        assert replies(messages(sock, lambda out: replies(out))) == [(7, True, None)]
+        sock.close()
+
+
+def test_auth_again_is_refused_as_already_authenticated(listening):
+    proc, port, token = listening
+    sock = socket.create_connection(("127.0.0.1", port), timeout=HANG)
+    sock.sendall(auth(token) + b'{"id":3,"type":"auth","token":"anything"}\n' + b'{"id":4,"type":"pause"}\n')
+    got = replies(messages(sock, lambda out: len(replies(out)) >= 2))
+    assert got == [(3, False, "already authenticated: auth is the first line only"), (4, True, None)]
+
+
+# --- addresses --------------------------------------------------------------------------------
+def test_parse_address_names_the_option_and_the_port_range():
+    assert parse_address("127.0.0.1:65535") == ("127.0.0.1", 65535)
+    assert parse_address(":0") == ("127.0.0.1", 0)
+    with pytest.raises(ConfigError, match=r"^address 'nonsense': expected HOST:PORT"):
+        parse_address("nonsense", option="address")
+    with pytest.raises(ConfigError, match=r"^--listen '127.0.0.1:99999': port 99999 is out of range.*0-65535"):
+        parse_address("127.0.0.1:99999")
+
+
+def test_listening_on_a_port_out_of_range_exits_2_naming_listen():
+    done = ran("run", "flows/revisao.py", "--listen", "127.0.0.1:99999", "--no-journal")
+    assert done.returncode == 2, done.stderr
+    assert "--listen '127.0.0.1:99999'" in done.stderr and "0-65535" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize("address,said", [
+    ("127.0.0.1:99999", "0-65535"),
+    ("nonsense", "expected HOST:PORT"),
+])
+def test_attach_to_an_address_that_cannot_be_used_exits_2(address, said):
+    done = ran("attach", address, "--token", "x")
+    assert done.returncode == 2 and done.stderr.startswith("flowtui attach: ") and said in done.stderr, done.stderr
+
+
+def serving(behaviour) -> tuple[int, threading.Event]:
+    """A port whose peer is not a flowtui run: it accepts, then ``behaviour(conn)``."""
+    server = socket.create_server(("127.0.0.1", 0))
+    stop = threading.Event()
+
+    def accept():
+        conn, _ = server.accept()
+        behaviour(conn, stop)
+        server.close()
+
+    threading.Thread(target=accept, daemon=True).start()
+    return server.getsockname()[1], stop
+
+
+def test_attach_to_a_peer_that_closes_at_once_exits_2_naming_the_address():
+    port, _ = serving(lambda conn, stop: conn.close())
+    done = ran("attach", f"127.0.0.1:{port}", "--token", "x")
+    assert done.returncode == 2, done.stderr
+    assert f"flowtui attach: 127.0.0.1:{port}: the connection closed before the run answered" in done.stderr
+
