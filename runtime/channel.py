@@ -205,6 +205,8 @@ class Channel:
             return self.load_error
         if not done:
             await self.kill()
+            if self.proc is None:
+                raise LoadTimeout(f"no answer within {timeout:g} s (is it a run served by flowtui run --listen?)")
             raise LoadTimeout(f"the flow did not finish loading within {timeout:g} s (an endless loop or a "
                               "blocking call at import?)")
         if self.refused:
@@ -391,6 +393,11 @@ class Channel:
 
     async def kill(self) -> None:
         self.killed = True
+        if self.proc is None:  # a socket: hang up (a peer that never answers would never close it)
+            if self._writer is not None:
+                self._writer.close()
+            self.closed.set()
+            return
         self._signal(signal.SIGKILL)
         await self.wait()
 

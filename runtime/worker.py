@@ -186,6 +186,9 @@ class Worker:
 
     def _apply(self, c: Any) -> Any:
         kind = c.type
+        if kind in ("auth", "detach"):
+            raise ValueError(f"{kind} is for a client on a socket (flowtui run --listen); the worker's own pipes "
+                             "need none")
         if kind == "start":
             if self.run is not None:
                 raise ValueError("the run has started already")

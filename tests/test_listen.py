@@ -15,6 +15,9 @@ from pathlib import Path
 
 import pytest
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from terminal import Terminal  # noqa: E402
+
 from flowtui.runtime.errors import ConfigError
 from flowtui.runtime.listen import MAX_FIRST_LINE, Listener, parse_address
 
@@ -255,9 +258,25 @@ def serving(behaviour) -> tuple[int, threading.Event]:
     return server.getsockname()[1], stop
 
 
+def attached_in_a_terminal(port: int) -> tuple[int, str]:
+    """``flowtui attach`` on ``port``, in a terminal (the app needs one): its exit code and what it printed."""
+    with Terminal.flowtui("attach", f"127.0.0.1:{port}", "--token", "x") as term:
+        code = term.wait_exit(timeout=HANG)
+        return code, term.output.decode("utf-8", "replace")
+
+
 def test_attach_to_a_peer_that_closes_at_once_exits_2_naming_the_address():
     port, _ = serving(lambda conn, stop: conn.close())
-    done = ran("attach", f"127.0.0.1:{port}", "--token", "x")
-    assert done.returncode == 2, done.stderr
-    assert f"flowtui attach: 127.0.0.1:{port}: the connection closed before the run answered" in done.stderr
+    code, said = attached_in_a_terminal(port)
+    assert code == 2, said
+    assert f"flowtui attach: 127.0.0.1:{port}: the connection closed before the run answered" in said
 
+
+def test_attach_to_a_peer_that_never_answers_exits_2_after_the_wait():
+    port, stop = serving(lambda conn, stop: stop.wait(HANG))  # accepts, then holds the line, silent
+    try:
+        code, said = attached_in_a_terminal(port)
+    finally:
+        stop.set()
+    assert code == 2, said
+    assert f"flowtui attach: 127.0.0.1:{port}: no answer within 10 s" in said

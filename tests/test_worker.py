@@ -156,20 +156,22 @@ def test_a_line_nested_too_deep_is_refused_and_the_run_goes_on(tmp_path):
     worker = subprocess.Popen([sys.executable, "-m", "flowtui.runtime.worker", str(ROOT / "flows/revisao.py")],
                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=tmp_path)
     deep = b'{"id":2,"type":"step","x":' + b"[" * 50_000 + b"]" * 50_000 + b"}\n"
-    worker.stdin.write(b'{"id":1,"type":"start","input":"x"}\n' + deep + b'{"id":3,"type":"step"}\n')
+    worker.stdin.write(b'{"id":1,"type":"start","input":"x"}\n' + deep + b'{"id":3,"type":"step"}\n'
+                       b'{"id":4,"type":"auth","token":"t"}\n')
     worker.stdin.flush()
     replies = []
     try:
         for line in worker.stdout:  # a reply to each command, in order, and the run moves on
             message = json.loads(line)
             if message.get("type") == "reply":
-                replies.append((message["id"], message["ok"]))
-            if len(replies) == 3:
+                replies.append((message["id"], message["ok"], message.get("error") or ""))
+            if len(replies) == 4:
                 break
     finally:
         worker.kill()
         worker.communicate(timeout=HANG)
-    assert replies[0] == (1, True) and replies[1][1] is False and replies[2] == (3, True), replies
+    assert [r[:2] for r in replies] == [(1, True), (-1, False), (3, True), (4, False)], replies
+    assert "auth is for a client on a socket" in replies[3][2]  # not an internal error
 
 # --- the protocol, from a plain socket ------------------------------------------------------------
 

@@ -131,7 +131,7 @@ def main_attach(argv: list[str]) -> int:
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
     args = parser.parse_args(argv)
     try:
-        host, port = parse_address(args.address)
+        host, port = parse_address(args.address, option="address")
     except ConfigError as exc:
         say(f"flowtui attach: {exc}")
         return 2
