@@ -12,11 +12,13 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.events import Resize
 from textual.screen import ModalScreen
 from textual.widgets import Button, Label, Static
 
 from flowtui.tui.shown import shown
 
+REPORT_ROWS = 20  # the report's height at most; it scrolls past that
 EVENT_FIELDS = frozenset({"event", "node", "loop", "edit", "tool"})  # a difference that is a whole other event
 
 
@@ -79,10 +81,28 @@ class DivergedScreen(ModalScreen[str | None]):
             with Horizontal(classes="dialog-buttons"):
                 yield Button("Continue live from here \\[c]", variant="warning", id="diverged-continue")
                 yield Button("Cancel \\[x]", variant="error", id="diverged-cancel")
-            yield Static(Text("esc: look around first (the run waits; c continues live, x stops it)", "dim"))
+            yield Static(Text("esc: look around first (the run waits; c continues live, x stops it)", "dim"),
+                         id="diverged-keys")
 
     def on_mount(self) -> None:
         self.query_one("#diverged-cancel", Button).focus()
+        self.call_after_refresh(self._fit)
+
+    def on_resize(self, event: Resize) -> None:
+        self.call_after_refresh(self._fit)
+
+    def _fit(self) -> None:
+        """The report gets the rows the rest of the dialog leaves on this screen (it scrolls), so
+        the buttons and the keys stay in view at 80x24 too; at most ``REPORT_ROWS``."""
+        dialog = self.query_one("#diverged-dialog")
+        report = self.query_one("#diverged-report")
+        limit = dialog.styles.max_height
+        room = int(limit.resolve(self.size, self.size)) if limit is not None else self.size.height
+        rest = dialog.styles.gutter.height + sum(
+            child.outer_size.height + child.styles.margin.height for child in dialog.children if child is not report)
+        rows = max(3, min(REPORT_ROWS, room - rest - report.styles.margin.height))
+        if report.styles.max_height != rows:
+            report.styles.max_height = rows
 
     def action_choose(self, choice: str | None) -> None:
         self.dismiss(choice)

@@ -3,7 +3,8 @@
 A block is a role-coloured gutter, a header line (role, the agent that produced
 it, tool name, error mark, index) and the body: the model's reasoning collapsed
 to one line until expanded, assistant text as Markdown, tool calls with their
-arguments, tool results collapsed to a few lines until expanded. A streamed
+arguments, tool results collapsed to a few lines until expanded. A block draws at most
+the first ``BLOCK_LINES`` lines of its text and counts the rest (``o`` opens it whole). A streamed
 reply still arriving is a provisional block (plain text, marked ``streaming…``).
 """
 
@@ -31,6 +32,8 @@ ROLE_STYLES = {
 ERROR_STYLE = Style(color="#ff5f5f", bold=True)
 DIM = Style(dim=True)
 COLLAPSED_LINES = 3
+BLOCK_LINES = 100  # a block draws at most this many lines of its text, the rest counted (``o`` opens it whole)
+BLOCK_CHARS = 16_000  # ... and about this many characters of them
 LINE_CHARS = 2_000  # a longer line is cut before it is wrapped (a 50 MB line would take minutes)
 MARKDOWN_CHARS = 16_000  # past this, assistant text is drawn plain: parsing it would hold a key up
 
@@ -44,6 +47,28 @@ def cut_long_lines(text: str, limit: int = LINE_CHARS) -> str:
         return text
     return "\n".join(line if len(line) <= limit else f"{line[:limit]}… (+{len(line) - limit:,} characters on this line)"
                      for line in lines)
+
+
+def head_lines(text: str, lines: int = BLOCK_LINES, chars: int = BLOCK_CHARS) -> tuple[str, int]:
+    """The first lines of ``text`` a block draws (at most ``lines`` of them, about ``chars`` characters,
+    the first one always) and how many lines are left out. A 200,000-line memory note costs what its
+    first hundred lines do, whatever its size."""
+    if len(text) <= chars and text.count("\n") < lines:
+        return text, 0
+    head = text.split("\n", lines)[:lines]
+    kept, used = 0, 0
+    for line in head:
+        if kept and used + len(line) > chars:
+            break
+        kept += 1
+        used += len(line) + 1
+    if kept == len(head) and len(head) < lines:  # every line fits (a few long ones)
+        return text, 0
+    return "\n".join(head[:kept]), text.count("\n") + 1 - kept
+
+
+def more_lines(n: int) -> str:
+    return f"… {n:,} more line{'s' if n != 1 else ''} (o opens it whole)"
 
 
 def args_text(args: dict[str, Any], *, indent: int | None = None) -> str:
@@ -80,6 +105,8 @@ def estimate_heights(messages: Any, width: int) -> list[int]:
         lines = text.count("\n") + 1 + len(text) // inner if text else 0
         if lines > COLLAPSED_LINES + 1 and msg.role == "tool":
             lines = COLLAPSED_LINES + 1
+        elif lines > BLOCK_LINES + 1:
+            lines = BLOCK_LINES + 1
         append(2 + lines + len(msg.tool_calls) + (1 if msg.reasoning else 0))
     return out
 
@@ -94,8 +121,12 @@ def _markdown(text: str) -> RenderableType:
 
 
 def render_block(console: Console, msg: Any, index: int, width: int, *, expanded: bool,
-                 label: str | None = None, tag: str | None = None, provisional: bool = False) -> list[Strip]:
+                 label: str | None = None, tag: str | None = None, short_tag: str | None = None,
+                 provisional: bool = False) -> list[Strip]:
     """The strips of message ``index`` at ``width`` cells (a trailing blank line separates blocks).
+
+    The header ends in ``tag`` (default ``#index``), or ``short_tag`` where it does not fit; where
+    neither fits, the header's label is cut short instead (``…``).
 
     ``provisional``: a reply still streaming in; its text is shown plain (a
     half-written Markdown table would jump around) and it has no index.
@@ -119,10 +150,13 @@ def render_block(console: Console, msg: Any, index: int, width: int, *, expanded
         n = len(msg.tool_calls)
         header.append(f"  {n} tool call{'s' if n > 1 else ''}", DIM)
     tag = "streaming…" if provisional else tag or f"#{index}"
-    pad = inner - header.cell_len - len(tag)
-    if pad > 0:
-        header.append(" " * pad)
-        header.append(tag, DIM)
+    forms = [tag] if provisional or not short_tag or short_tag == tag else [tag, short_tag]
+    form = next((f for f in forms if header.cell_len + 1 + cell_len(f) <= inner), None)
+    if form is None:  # the label gives way, not the tag: a block always says its event and size
+        form = forms[-1]
+        header.truncate(max(inner - cell_len(form) - 1, 1), overflow="ellipsis")
+    header.append(" " * max(inner - header.cell_len - cell_len(form), 1))
+    header.append(form, DIM)
 
     parts: list[RenderableType] = [header]
     if msg.reasoning:
@@ -133,7 +167,12 @@ def render_block(console: Console, msg: Any, index: int, width: int, *, expanded
             n = msg.reasoning.count("\n") + 1
             parts.append(Text(f"▸ reasoning ({n} line{'s' if n > 1 else ''}, enter expands)", REASONING_STYLE,
                               no_wrap=True, overflow="ellipsis"))
-    content = cut_long_lines(shown_streaming(msg.content) if provisional else shown(msg.content))
+    if provisional:
+        content, hidden = cut_long_lines(shown_streaming(msg.content)), 0
+    else:
+        content, hidden = head_lines(msg.content)
+        # a cut text may end inside a credential: its first characters are hidden too
+        content = cut_long_lines(shown_streaming(content) if hidden else shown(content))
     if content:
         if provisional:
             parts.append(Text(content, overflow="fold"))
@@ -145,12 +184,16 @@ def render_block(console: Console, msg: Any, index: int, width: int, *, expanded
             # a collapsed result is a few rows: each line of the preview at most one row wide
             preview = Text("\n".join(line if len(line) <= inner else line[:inner - 1] + "…"
                                      for line in lines[:COLLAPSED_LINES]), overflow="fold")
-            if len(lines) > COLLAPSED_LINES:
-                preview.append(f"\n… {len(lines) - COLLAPSED_LINES} more lines (enter expands)", DIM)
+            more = len(lines) - COLLAPSED_LINES + hidden
+            if more > 0:
+                preview.append(f"\n… {more:,} more lines (enter expands)", DIM)
             parts.append(preview)
+            hidden = 0  # said already
         else:
             style = Style(italic=True) if msg.role == "system" else Style()
             parts.append(Text(content, style=style, overflow="fold"))
+        if hidden:
+            parts.append(Text(more_lines(hidden), DIM, no_wrap=True, overflow="ellipsis"))
     for call in msg.tool_calls:
         line = Text("→ ", DIM)
         line.append(shown(call.name), Style(bold=True, color="#d7af5f"))

@@ -55,6 +55,9 @@ class MessageList(DirectLines, QuietVirtualSize, ScrollView, can_focus=True):
         Binding("enter", "enter", "Expand", show=False, tooltip="Expand or collapse the block (what the model "
                 "sees: show the event that put it there)"),
         Binding("space", "toggle", "Expand", show=False, tooltip="Expand or collapse the block"),
+        # what the model sees opens its own blocks whole (the note of memory and tasks too); in the
+        # conversation the app's ``o`` does (check_action lets the key through to it)
+        Binding("o", "open_whole", "Open whole", show=False, tooltip="Open the block's whole text in the pager"),
     ]
 
     class JumpToEvent(Message):
@@ -77,6 +80,9 @@ class MessageList(DirectLines, QuietVirtualSize, ScrollView, can_focus=True):
         self.empty_text = empty_text
         self.labels: dict[int, str] = {}  # optional header label per index ("agent prompt")
         self.tags: dict[int, str] = {}  # optional right-hand tag per index (default "#index")
+        self.short_tags: dict[int, str] = {}  # the tag where it does not fit ("#22 · ~45 tok")
+        self.opens_own = False  # ``o`` opens this list's block under the cursor (not the conversation's)
+        self.note: tuple[int, tuple, tuple] | None = None  # the memory-and-tasks note: (index, memory, tasks)
         self.sources: dict[int, int] = {}  # the event behind each block: enter opens it in the event log
         self._messages: list[Any] = []
         self._heights: list[int] = []
@@ -202,7 +208,8 @@ class MessageList(DirectLines, QuietVirtualSize, ScrollView, can_focus=True):
             if len(self._cache) >= _CACHE_LIMIT:
                 drop_oldest(self._cache, _EVICT_BATCH, self._raw)
             raw = render_block(self.app.console, self._messages[i], i, self._content_width(),
-                               expanded=i in self._expanded, label=self.labels.get(i), tag=self.tags.get(i))
+                               expanded=i in self._expanded, label=self.labels.get(i), tag=self.tags.get(i),
+                               short_tag=self.short_tags.get(i))
             base = self._base
             strips = [s.apply_style(base) for s in raw]
             self._cache[i] = strips
@@ -359,6 +366,45 @@ class MessageList(DirectLines, QuietVirtualSize, ScrollView, can_focus=True):
         else:
             self.action_toggle()
 
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "open_whole":
+            return self.opens_own  # else the key goes on to the app's open_whole (the conversation's cursor)
+        return True
+
+    def action_open_whole(self) -> None:
+        """The whole text of the block under the cursor in the pager: a block draws its first lines
+        only (:data:`flowtui.tui.widgets.blocks.BLOCK_LINES`), this is the rest of it."""
+        i = self.cursor
+        if not 0 <= i < len(self._messages):
+            self.app.notify("Put the cursor on a message to open it.", severity="warning")
+            return
+        app: Any = self.app
+        if self.note is not None and self.note[0] == i:
+            app.run_worker(self._open_note(*self.note[1:]), group="command", exit_on_error=False)
+        else:
+            app.run_worker(app._open_whole(self._messages[i].content), group="command", exit_on_error=False)
+
+    async def _open_note(self, memory: tuple, tasks: tuple) -> None:
+        """The memory-and-tasks note as the model is sent it: built again from its items, each item
+        cut on its way to the app fetched whole from the run first."""
+        from flowtui.runtime.conversation import system_note
+        from flowtui.runtime.protocol import Fetch
+        from flowtui.tui.app import page
+        from flowtui.tui.client import cut_in
+
+        app: Any = self.app
+
+        async def whole(item: str) -> str:
+            cut = cut_in(item)
+            if cut is None:
+                return item
+            reply = await app.client.command(Fetch(seq=cut[0], path=cut[1]))
+            return reply.value if reply.ok else item  # the cut text, which says so
+
+        memory = [await whole(item) for item in memory]
+        tasks = [await whole(item) for item in tasks]
+        await page(app, shown(system_note(memory, tasks) or ""))
+
     def action_toggle(self) -> None:
         i = self.cursor
         if not (0 <= i < len(self._messages)) or not is_collapsible(self._messages[i]):
@@ -386,20 +432,48 @@ def show_model_sees(widget: MessageList, view: Any, counted: Any = None) -> None
     from flowtui.tui.tokens import block_sizes
 
     seen = view.model_sees()
-    origins = view.provenance()
+    origins = _provenance(view)
     labels = {}
     if view.prompt:
         labels[0] = "system · agent prompt"
     note = 1 if view.prompt else 0
-    if len(seen) > len(view.history) + note:
+    has_note = len(seen) > len(view.history) + note
+    if has_note:
         labels[note] = f"system · memory and tasks ({shown(origins[note][1])})"
-    tags, sources = {}, {}
+    tags, short, sources = {}, {}, {}
     for i, (size, (seq, origin)) in enumerate(zip(block_sizes(seen, counted), origins)):
         if i == note and i in labels:
             tags[i] = size
         else:
             tags[i] = " · ".join(part for part in (f"#{seq}" if seq else "", shown(origin), size) if part)
+            short[i] = f"#{seq} · {size}" if seq else size
         if seq:
             sources[i] = seq
-    widget.labels, widget.tags, widget.sources = labels, tags, sources
+    widget.labels, widget.tags, widget.short_tags, widget.sources = labels, tags, short, sources
+    widget.opens_own = True
+    widget.note = (note, tuple(view.memory), tuple(view.tasks)) if has_note else None
     widget.set_messages(seen, reset=True)
+
+
+NOTE_ITEMS = 12  # the note's label lists this many of its items' events (one line shows fewer)
+
+
+def _provenance(view: Any) -> list[tuple[int | None, str]]:
+    """``view.provenance()`` with the note's items listed up to :data:`NOTE_ITEMS` of them, then
+    counted (``#3 input, #9 tool:t, … 59,990 more``): a label of 60,000 items' events would be
+    built at every redraw for one line to show the first few."""
+    run = view.shown
+    if len(run.memory_from) + len(run.tasks_from) <= NOTE_ITEMS:
+        return view.provenance()
+    out: list[tuple[int | None, str]] = []
+    if run.prompt:
+        out.append(run.prompt_from or (None, "agent prompt"))
+    if run.memory or run.tasks:
+        froms = [f for f in (run.memory_from, run.tasks_from) if f]
+        listed = (run.memory_from[:NOTE_ITEMS] + run.tasks_from[:NOTE_ITEMS])[:NOTE_ITEMS]
+        more = len(run.memory_from) + len(run.tasks_from) - len(listed)
+        first = min(min(seq for seq, _ in f) for f in froms) if froms else None
+        out.append((first, ", ".join([*(f"#{seq} {origin}" for seq, origin in listed), f"… {more:,} more"])))
+    out.extend(run.history_from[:len(run.history)])
+    out.extend((None, "") for _ in range(len(run.history) - len(run.history_from)))
+    return out

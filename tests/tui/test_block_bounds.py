@@ -1,0 +1,29 @@
+"""A block draws a bounded part of its text, and its header keeps its tag at any width."""
+
+from __future__ import annotations
+
+from rich.console import Console
+
+from flowtui.runtime.conversation import Message
+from flowtui.tui.widgets.blocks import BLOCK_LINES, head_lines, render_block
+
+
+def test_a_long_text_is_drawn_to_its_first_lines_and_the_rest_counted():
+    text = "\n".join(f"line {i}" for i in range(10_000))
+    head, hidden = head_lines(text)
+    assert head.split("\n") == [f"line {i}" for i in range(BLOCK_LINES)] and hidden == 10_000 - BLOCK_LINES
+    assert head_lines("short\ntext") == ("short\ntext", 0)
+    strips = render_block(Console(width=80), Message(role="system", content=text), 1, 80, expanded=False)
+    assert len(strips) == 1 + BLOCK_LINES + 2
+    assert strips[-2].text.rstrip().endswith(f"… {10_000 - BLOCK_LINES:,} more lines (o opens it whole)")
+
+
+def test_a_narrow_header_keeps_the_short_tag_and_cuts_the_label():
+    msg = Message(role="assistant", content="ok", agent="RevisorAgentWithAVeryLongName")
+    wide = render_block(Console(width=120), msg, 3, 120, expanded=False, tag="#19 · agent:RevisorAgent · ~52 tok",
+                        short_tag="#19 · ~52 tok")
+    assert wide[0].text.rstrip().endswith("#19 · agent:RevisorAgent · ~52 tok")
+    narrow = render_block(Console(width=40), msg, 3, 40, expanded=False, tag="#19 · agent:RevisorAgent · ~52 tok",
+                          short_tag="#19 · ~52 tok")
+    header = narrow[0].text.rstrip()
+    assert header.endswith("… #19 · ~52 tok") and len(header) <= 40
