@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import inspect
 import sys
+import weakref
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -168,9 +169,43 @@ def workflow(*, steps: list[Any], state: type | None = None, name: str | None = 
         setattr(cls, SPEC_ATTR, WorkflowSpec(cls=cls, name=name or cls.__name__, state=state,
                                              steps=tuple(steps), file=defining_file,
                                              middlewares=tuple(middlewares)))
+        _DEFINED.add(cls)
         return cls
 
     return wrap
+
+
+# Every @workflow class defined in this process (while it lives): what a watchpoint may name as
+# a child workflow (``PesquisaWorkflow: state.fontes >= 2``) or whose tools it may count.
+_DEFINED: "weakref.WeakSet[type]" = weakref.WeakSet()
+
+
+def defined_workflows() -> list[WorkflowSpec]:
+    """The specs of the @workflow classes defined so far (a flow file's, and what it imports)."""
+    return [spec for cls in list(_DEFINED) if isinstance(spec := spec_of(cls), WorkflowSpec)]
+
+
+def tools_of(spec: WorkflowSpec) -> set[str]:
+    """The names of the tools the agents of ``spec`` offer (loops and parallel steps walked)."""
+    names: set[str] = set()
+    seen: set[int] = set()
+
+    def visit(step: Any) -> None:
+        if id(step) in seen:
+            return
+        seen.add(id(step))
+        inner = getattr(step, "steps", None)
+        if isinstance(inner, (list, tuple)) and spec_of(step) is None:  # loop(...) or parallel([...])
+            for s in inner:
+                visit(s)
+            return
+        aspec = spec_of(step)
+        if isinstance(aspec, AgentSpec):
+            names.update(t.name for t in aspec.tools)
+
+    for step in spec.steps:
+        visit(step)
+    return names
 
 
 def spec_of(obj: Any) -> Any:

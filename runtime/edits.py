@@ -19,11 +19,15 @@ text typed over one is given back the credentials it left untouched
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any
+import re
+import typing
+from typing import TYPE_CHECKING, Annotated, Any
+
+from pydantic import TypeAdapter, ValidationError
 
 from flowtui.runtime.bus import current_origin
 from flowtui.runtime.errors import ConfigError
-from flowtui.runtime.observe import coerce
+from flowtui.runtime.observe import field_type, jsonable
 from flowtui.runtime.pending import PendingCall, decide, edited, maker_of, parse_arguments
 from flowtui.runtime.secrets import restore, secret_values
 from flowtui.runtime.wellformed import removal, results_of
@@ -184,21 +188,38 @@ class Editor:
 
     # --- workflow state ------------------------------------------------------
     def set_field(self, name: str, text: str) -> Any:
-        """Set workflow-state field ``name`` from typed ``text``, validated against its type.
+        """Set workflow-state field ``name`` from typed ``text``, strictly validated against its
+        type (the rules a snapshot's fields follow: ``true`` is not an ``int``, ``2.0`` is not
+        one either, ``"3"`` is not a number).
 
-        Raises ``ValueError`` (with the reason) for a value its type refuses.
+        The text is read as JSON (``3``, ``true``, ``[1, 2]``, ``"x"``), else as plain text (a
+        string). Raises ``ConfigError`` (a ``ValueError``) naming the field, its type and the text
+        for a value its type refuses, and for one equal to what the field holds: an edit that
+        changes nothing is not recorded, so it is not reported as set either. A value that is set
+        is always an event with origin ``user``.
         """
         self._begin()
         obj = self._run.workflow_state
         if obj is None:
             raise ConfigError(f"workflow {self._run.spec.name} has no state to edit")
         cls = self._run.spec.state
-        if self._run.observer is None or name not in self._run.observer.fields:
-            raise ConfigError(f"{cls.__name__} has no field {name!r}")
-        value = coerce(cls, name, text)
+        observer = self._run.observer
+        if observer is None or name not in observer.fields:
+            known = ", ".join(observer.fields) if observer is not None else "none"
+            raise ConfigError(f"{cls.__name__} has no field {name!r} (its fields: {known})")
+        value = _typed(cls, name, text)
         old = getattr(obj, name)
+        if jsonable(value) == jsonable(old) and type(value) is type(old):
+            raise ConfigError(f"{cls.__name__}.{name} is already {_shown_value(old)}: unchanged, nothing recorded "
+                              "(type a different value, or Escape)")
+        stream = self._run.emitter.stream
+        mark = stream.last_seq
         with _as_user():
             setattr(obj, name, value)
+            observer.check()  # reported now, whatever way the state class takes assignments
+        if stream.last_seq == mark:  # the state class kept what it held (a validator of its own)
+            raise ConfigError(f"{cls.__name__}.{name} kept {_shown_value(getattr(obj, name))}: the state class "
+                              f"did not take {text!r}; nothing recorded")
         self._done([("field", name, old)])
         return value
 
@@ -246,6 +267,47 @@ class Editor:
 
     def _snapshot(self, *buckets: str) -> list[tuple[str, str, Any]]:
         return [("bucket", b, list(self._run.state.get(b))) for b in buckets]
+
+
+def _typed(cls: type, name: str, text: str) -> Any:
+    """``text`` typed for field ``name`` of state class ``cls``, validated in pydantic's strict
+    mode: as JSON first, then as a plain string (which a ``str``, ``Literal``, date or enum field
+    takes unquoted). Raises ``ConfigError`` naming the field, its type and the text."""
+    tp = field_type(cls, name)
+    info = getattr(cls, "model_fields", {}).get(name)
+    if info is not None and info.metadata:  # Field(ge=0, max_length=3...): checked as well
+        tp = Annotated[(tp, *info.metadata)]
+    adapter = TypeAdapter(tp)
+    try:
+        json.loads(text)
+    except ValueError:
+        is_json = False
+    else:
+        is_json = True
+    try:
+        return adapter.validate_json(text if is_json else json.dumps(text), strict=True)
+    except ValidationError as exc:
+        error = exc
+    if is_json:  # `true`, `12` typed in a text field are text
+        try:
+            return adapter.validate_json(json.dumps(text), strict=True)
+        except ValidationError:
+            pass
+    reason = "; ".join(e["msg"] for e in error.errors())
+    tname = _type_name(field_type(cls, name))
+    raise ConfigError(f"{cls.__name__}.{name} is {tname}: {text!r} refused ({reason}); type a value of "
+                      f"type {tname} (read as JSON and checked strictly: true is not an int, 2.0 is not one)")
+
+
+def _type_name(tp: Any) -> str:
+    if isinstance(tp, type) and not typing.get_args(tp):
+        return tp.__name__
+    return re.sub(r"\b(?:[A-Za-z_]\w*\.)+(?=[A-Za-z_])", "", str(tp))  # `date | None`, not `datetime.date | None`
+
+
+def _shown_value(value: Any) -> str:
+    text = json.dumps(jsonable(value), ensure_ascii=False)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 class _as_user:

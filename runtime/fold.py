@@ -26,6 +26,9 @@ class NodeView:
     parent_id: str | None
     run_id: str
     status: str = "running"  # running, ok, error, stopped
+    # The run ended while this node was still open (a crash, a kill, a stop): it never sent its
+    # own node.end, so run.end closed it with the run's status (``error`` for a failed run).
+    unfinished: bool = False
     duration_ms: float | None = None
     error: str | None = None
     data: dict[str, Any] = field(default_factory=dict)
@@ -233,12 +236,36 @@ class RunView:
         run = self.runs.get(ev.run_id)
         if run is not None:
             run.status = ev.status
-        if ev.run_id == self.run_id:
+        top = ev.run_id == self.run_id
+        if top:  # a child run the top-level one outlived did not end on its own either
+            for child in self.runs.values():
+                if child.status == "running":
+                    child.status = ev.status
+        self._close_open_nodes(ev, every_run=top)
+        if top:
             self.status, self.error, self.reason, self.output = ev.status, ev.error, ev.reason, ev.output
             if ev.totals is not None:
                 self.totals = ev.totals
             self.pause = None
             self._active.clear()
+
+    def _close_open_nodes(self, ev: Any, *, every_run: bool) -> None:
+        """A run ended: the nodes it left open (its process crashed or was killed, or a stop cut
+        them short) will never get their node.end, so they end here with the run's status and are
+        marked unfinished, instead of showing as running forever. The top-level run's end closes
+        every run's nodes."""
+        status = _UNFINISHED.get(ev.status, "stopped")
+        why = {"failed": "the run failed", "stopped": "the run was stopped"}.get(
+            ev.status, f"the run ended ({ev.status})")
+        nodes = self.nodes
+        for node_id, node in list(nodes.items()):
+            if node.status != "running" or not (every_run or node.run_id == ev.run_id):
+                continue
+            # replaced, not changed: a clone may share the node once it has ended
+            nodes[node_id] = dataclasses.replace(node, status=status, unfinished=True,
+                                                 error=node.error or f"unfinished: {why}")
+            if node_id in self._active:
+                self._active.remove(node_id)
 
     def _on_node_start(self, ev: Any) -> None:
         data = dict(ev.data)
@@ -437,6 +464,9 @@ def _next_iteration(node: NodeView) -> None:
     if node.kind == "loop" and node.status == "running" and node.iterations_done >= node.iteration:
         node.iteration = node.iterations_done + 1
 
+
+# a run's status -> the status of the nodes it left open when it ended
+_UNFINISHED = {"failed": "error", "stopped": "stopped"}
 
 # event type -> RunView method, looked up once per event (a hot path: every event goes through it)
 _HANDLERS = {

@@ -27,6 +27,15 @@ def split_target(target: str) -> tuple[Path, str | None]:
     return Path(target), None
 
 
+def folder_problem(path: Path) -> str:
+    """What to say when the flow given is folder ``path``: the .py files it holds, and to name one."""
+    found = sorted(p.name for p in path.glob("*.py") if p.is_file())
+    holds = f" (it holds {', '.join(found[:5])}{', ...' if len(found) > 5 else ''})" if found else \
+        " (it holds no .py file)"
+    return (f"is a folder, not a flow file{holds}; name the .py file that defines the @workflow, "
+            f"e.g. {path / (found[0] if found else 'flow.py')}")
+
+
 def _user_frame(exc: BaseException, file: Path) -> tuple[int | None, str | None]:
     """The deepest traceback line inside the flow file, and its function name."""
     line = func = None
@@ -40,6 +49,8 @@ def load_module(path: Path) -> Any:
     """Import the flow file as a fresh module (a reload gets new classes)."""
     global _loaded
     file = path.resolve()
+    if file.is_dir():
+        raise FlowLoadError(folder_problem(path), file=str(path))
     if not file.is_file():
         raise FlowLoadError(f"no such flow file; check the path (resolved to {file})", file=str(path))
     _loaded += 1

@@ -9,14 +9,17 @@ receives that run's instance and runs never share a provider's state.
 
 from __future__ import annotations
 
+import re
+import types
+import typing
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 from flowtui.runtime.decorators import AgentSpec, WorkflowSpec, spec_of
 from flowtui.runtime.errors import ConfigError, InjectionError
-from flowtui.runtime.markers import constructor_plan, execute_plan, positional_arity, where
+from flowtui.runtime.markers import constructor_plan, execute_plan, positional_arity, type_hints, where
 from flowtui.runtime.observe import make_state
 from flowtui.runtime.providers.base import Provider
 from flowtui.runtime.steps import LoopSpec, ParallelSpec
@@ -97,12 +100,20 @@ def make_plans(spec: WorkflowSpec) -> Plans:
             plans.agent_specs[step] = aspec
             plans.ctor_plans[step] = constructor_plan(step, has_state=has_state, workflow=spec.name,
                                                       runtime_type=WorkflowRuntime)
+            _check_state_types(step.__init__, plans.ctor_plans[step], spec, owner=step.__name__,
+                               label="__init__", where_=step)
             for t in aspec.tools:
                 if t not in plans.execute_plans:
                     if t.form == "class":
                         plans.ctor_plans[t.target] = constructor_plan(
                             t.target, has_state=has_state, workflow=spec.name, runtime_type=WorkflowRuntime)
+                        _check_state_types(t.target.__init__, plans.ctor_plans[t.target], spec,
+                                           owner=t.target.__name__, label="__init__", where_=t.target)
                     plans.execute_plans[t] = _call_plan(t, has_state=has_state, workflow=spec.name)
+                    fn = t.target.execute if t.form == "class" else t.target
+                    _check_state_types(fn, plans.execute_plans[t], spec,
+                                       owner=t.target.__name__ if t.form == "class" else f"tool {t.name}",
+                                       label=f"{getattr(fn, '__name__', 'execute')}()", where_=fn)
             by_name = {t.name: t for t in aspec.tools}
             plans.tool_specs[step] = AgentTools(by_name=by_name, names=frozenset(by_name),
                                                 schemas=[t.function_schema() for t in aspec.tools])
@@ -110,6 +121,52 @@ def make_plans(spec: WorkflowSpec) -> Plans:
     for s in spec.steps:
         visit(s)
     return plans
+
+
+def _check_state_types(fn: Any, plan: list[tuple[str, str]], spec: WorkflowSpec, *, owner: str, label: str,
+                       where_: Any) -> None:
+    """A ``State()`` parameter annotated with a class receives the workflow's state instance, so
+    the class must be the workflow's state class or one of its bases; any other class is a
+    mistake that would only show mid-run (``'S' object has no attribute 'b'``). An unannotated
+    parameter, ``Any``, or an annotation that is not a plain class is left alone."""
+    state = spec.state
+    if state is None or not any(want == "state" for _, want in plan):
+        return
+    hints = type_hints(fn)
+    for param, want in plan:
+        if want != "state":
+            continue
+        hint = hints.get(param)
+        if typing.get_origin(hint) is Annotated:
+            hint = typing.get_args(hint)[0]
+        if _accepts(hint, state):
+            continue
+        file, line = where(fn)
+        if file is None:
+            file, line = where(where_)
+        shown = hint.__name__ if isinstance(hint, type) else re.sub(r"\b(?:[A-Za-z_]\w*\.)+(?=[A-Za-z_])", "", str(hint))
+        raise InjectionError(
+            f"State() in {label} parameter {param!r} is annotated {shown}, but workflow {spec.name}'s state is "
+            f"{state.__name__}; annotate it {param}: {state.__name__} = State() (the run passes its "
+            f"{state.__name__} instance there)",
+            file=file, line=line, cls=owner)
+
+
+def _accepts(hint: Any, state: type) -> bool:
+    """Whether a parameter annotated ``hint`` can hold an instance of ``state``."""
+    if hint is None or hint is Any or isinstance(hint, (str, typing.ForwardRef, typing.TypeVar)):
+        return True  # not annotated, or not a class we can judge
+    origin = typing.get_origin(hint)
+    if origin is typing.Union or origin is types.UnionType:
+        return any(_accepts(a, state) for a in typing.get_args(hint) if a is not type(None))
+    if origin is not None or not isinstance(hint, type):
+        return True  # list[...], Protocol-like constructs...: left to the type checker
+    if getattr(hint, "_is_protocol", False):
+        return True
+    try:
+        return issubclass(state, hint)
+    except TypeError:
+        return True
 
 
 def _call_plan(t: ToolSpec, *, has_state: bool, workflow: str) -> list[tuple[str, str]]:

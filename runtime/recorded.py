@@ -33,9 +33,17 @@ def parse_resume_arg(text: str | Path) -> tuple[Path, int | None]:
     if not raw.strip():
         raise ResumeError("--resume-from needs a journal file, e.g. --resume-from .flowtui/runs/X.jsonl@40")
     m = _AT.match(raw)
-    if m is None or Path(raw).is_file():
+    if Path(raw).is_file():
         return Path(raw), None
-    return Path(m.group(1)), int(m.group(2))
+    if m is not None:
+        return Path(m.group(1)), int(m.group(2))
+    head, at, k = raw.rpartition("@")
+    if at and head and Path(head).is_file():  # the journal is there: what follows @ is at fault
+        what = "nothing follows @" if not k else f"K={k!r} is not an event number"
+        raise ResumeError(f"--resume-from {raw}: {what}; in JOURNAL@K, K is a positive event number (the "
+                          f"event to re-execute up to), e.g. --resume-from {head}@40, or give {head} alone "
+                          "to re-execute the whole run")
+    return Path(raw), None
 
 
 @dataclass

@@ -307,3 +307,102 @@ def check_fields(watch: Watch, *, workflow: str, state_class: str | None, fields
             raise WatchError(f"unknown state field {f.parts[0]!r}", expr=watch.source or watch.text, column=f.column,
                              hint=f"{state_class} (the state of {workflow}) has the fields "
                                   f"{', '.join(fields) or '(none)'}")
+
+
+_UNSIZED = (int, float, bool, type(None))  # no len(): a number, a flag, null
+
+
+def check_known(watch: Watch, *, workflow: str, state_type: type | None, tools: set[str] | None,
+                workflows: set[str] | None, all_tools: set[str] | None) -> None:
+    """Refuse what can never fire in ``workflow``'s runs, naming the part at fault: a workflow
+    prefix no @workflow of the flow has, ``repeat(TOOL)`` of a tool no workflow's agents offer,
+    ``len()`` of a field that holds a number or a flag, and a list or text field ordered against a
+    number. ``None`` for what is not known (nothing is refused for it). A child workflow counts as
+    known when it is defined in the flow (or what it imports): it may run as a child."""
+    expr = watch.source or watch.text
+    if watch.workflow is not None and workflows is not None and watch.workflow not in workflows:
+        at = expr.index(watch.workflow) + 1
+        others = sorted(workflows - {workflow})
+        raise WatchError(f"no workflow {watch.workflow!r} in this flow", expr=expr, column=at,
+                         hint=(f"the flow runs {workflow} and defines {', '.join(others)} (child workflows it may "
+                               "run); name one of them before ':'" if others else
+                               f"the flow runs {workflow} and defines no other workflow")
+                              + f", or drop '{watch.workflow}:'")
+    for s in watch.condition.subjects():
+        if isinstance(s, Repeat) and tools is not None and all_tools is not None and s.tool not in all_tools:
+            found = re.search(r"repeat\s*\(\s*['\"]?" + re.escape(s.tool), expr)
+            at = (found.end() - len(s.tool) + 1) if found else 1
+            raise WatchError(f"no tool {s.tool!r} in this flow", expr=expr, column=at,
+                             hint=f"{workflow}'s agents have the tools {', '.join(sorted(tools)) or '(none)'}")
+    if state_type is None or watch.workflow not in (None, workflow):
+        return
+    for node in _conditions(watch.condition):
+        if isinstance(node, Compare):
+            subject = node.subject
+            if isinstance(subject, Len) and isinstance(subject.inner, StateField):
+                tp = _field_type(state_type, subject.inner.parts)
+                if tp is not None and _only(tp, _UNSIZED):
+                    raise WatchError(f"len() of {subject.inner}, which is {_type_name(tp)}: it has no length",
+                                     expr=expr, column=subject.inner.column,
+                                     hint=f"len() takes a list or a text; compare {subject.inner} itself "
+                                          f"(e.g. {subject.inner} > 1)")
+            elif (isinstance(subject, StateField) and node.op in ("<", "<=", ">", ">=")
+                  and isinstance(node.literal, (int, float)) and not isinstance(node.literal, bool)):
+                tp = _field_type(state_type, subject.parts)
+                if tp is not None and _only(tp, (list, tuple, dict, set, str, type(None))):
+                    raise WatchError(f"{subject} is {_type_name(tp)}: it is never {node.op} a number",
+                                     expr=expr, column=subject.column,
+                                     hint=f"compare its length: len({subject}) {node.op} {node.literal}")
+
+
+def _conditions(node: Any) -> list[Any]:
+    if isinstance(node, Both):
+        return [*_conditions(node.left), *_conditions(node.right)]
+    return [node]
+
+
+def _field_type(state_type: type, parts: tuple[str | int, ...]) -> Any:
+    """The declared type at ``parts`` of ``state_type`` (None when it cannot be told)."""
+    import typing
+
+    from flowtui.runtime.observe import field_type
+
+    tp: Any = field_type(state_type, str(parts[0]))
+    for part in parts[1:]:
+        origin = typing.get_origin(tp)
+        if isinstance(part, int) and origin in (list, tuple):
+            args = typing.get_args(tp)
+            tp = args[0] if args else None
+        elif isinstance(part, str) and isinstance(tp, type) and hasattr(tp, "model_fields"):
+            info = tp.model_fields.get(part)
+            tp = info.annotation if info is not None else None
+        elif isinstance(part, str) and origin is dict:
+            args = typing.get_args(tp)
+            tp = args[1] if len(args) == 2 else None
+        else:
+            return None
+        if tp is None:
+            return None
+    return None if tp is typing.Any else tp
+
+
+def _only(tp: Any, kinds: tuple[type, ...]) -> bool:
+    """Whether every value of type ``tp`` is one of ``kinds`` (a union: each of its members)."""
+    import types
+    import typing
+
+    if tp is None:
+        return False
+    origin = typing.get_origin(tp)
+    if origin is typing.Union or origin is types.UnionType:
+        return all(_only(a, kinds) for a in typing.get_args(tp))
+    if origin is typing.Annotated:
+        return _only(typing.get_args(tp)[0], kinds)
+    base = origin if isinstance(origin, type) else tp
+    return isinstance(base, type) and issubclass(base, kinds)
+
+
+def _type_name(tp: Any) -> str:
+    if isinstance(tp, type):
+        return tp.__name__
+    return re.sub(r"\b(?:[A-Za-z_]\w*\.)+(?=[A-Za-z_])", "", str(tp))

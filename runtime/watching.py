@@ -24,7 +24,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from flowtui.runtime.conditions import new_items
-from flowtui.runtime.watch import Watch, check_fields, parse
+from flowtui.runtime.watch import Watch, check_fields, check_known, parse
 
 if TYPE_CHECKING:
     from flowtui.runtime.engine import Run
@@ -81,6 +81,26 @@ class Totals:
         self.prev: dict[str, bool] = {}  # for watchpoints that read only the totals
 
 
+def _known(workflow: str, state_class: type | None) -> tuple[type | None, set[str] | None, set[str] | None,
+                                                             set[str] | None]:
+    """What a watchpoint on ``workflow`` may name: (its state class, its agents' tools, the
+    workflows defined, every defined workflow's tools). Tools and workflows are None (not checked)
+    when ``workflow`` itself is not among the @workflow classes defined."""
+    from flowtui.runtime.decorators import defined_workflows, tools_of
+
+    specs = defined_workflows()
+    own = [s for s in specs if s.name == workflow]
+    if not own:
+        return state_class, None, None, None
+    tools: set[str] = set()
+    for s in own:
+        tools |= tools_of(s)
+    every = set(tools)
+    for s in specs:
+        every |= tools_of(s)
+    return state_class, tools, {s.name for s in specs}, every
+
+
 class Watchpoints:
     """The watchpoints of one run (and its child runs), and their checker.
 
@@ -95,6 +115,8 @@ class Watchpoints:
         self.attached = False  # on the run's stream (only while a watchpoint is set)
         self.root: Run | None = None
         self.schema: tuple[str, str | None, list[str] | None] | None = None  # workflow, state class, fields
+        # the state class, the workflow's tools, the workflows and tools the flow defines (None: unknown)
+        self.known: tuple[type | None, set[str] | None, set[str] | None, set[str] | None] = (None, None, None, None)
         self.tracks: dict[str, Track] = {}
         self.totals = Totals()
 
@@ -105,13 +127,19 @@ class Watchpoints:
         return [w.text for w in self.items]
 
     def describe(self, workflow: str, state_class: type | None, fields: list[str] | None) -> None:
-        """The workflow the watchpoints are for: state fields they name are checked against it."""
+        """The workflow the watchpoints are for: state fields they name are checked against it,
+        and so are the field's type (``len()`` of a number), the workflow a watchpoint is limited
+        to and the tool ``repeat()`` counts (against the @workflow classes the flow defines)."""
         self.schema = (workflow, state_class.__name__ if state_class is not None else None, fields)
+        self.known = _known(workflow, state_class)
 
     def check(self, watch: Watch) -> None:
         if self.schema is not None:
             workflow, cls, fields = self.schema
             check_fields(watch, workflow=workflow, state_class=cls, fields=fields)
+            state_type, tools, workflows, all_tools = self.known
+            check_known(watch, workflow=workflow, state_type=state_type, tools=tools, workflows=workflows,
+                        all_tools=all_tools)
 
     def add(self, text: str) -> Watch:
         """Set a watchpoint (raises :class:`~flowtui.runtime.errors.WatchError`); setting one that

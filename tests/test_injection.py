@@ -98,3 +98,122 @@ def test_error_carries_file_and_line_of_the_class():
         bootstrap(W)
     assert info.value.file.endswith("test_injection.py") and info.value.line > 0
     assert str(info.value).startswith(f"{info.value.file}:{info.value.line}: Lost: ")
+
+
+# --- State() annotated with a class that is not the workflow's state ------------------------------
+
+class Other(BaseModel):
+    b: int = 0
+
+
+class SBase(BaseModel):
+    pass
+
+
+class SChild(SBase):
+    x: int = 0
+
+
+def test_state_annotated_with_another_class_is_a_load_error_naming_class_parameter_and_both_types():
+    @agent(provider=P, prompt="p")
+    class Wrong:
+        def __init__(self, s: Other = State()):
+            self.s = s
+
+    @workflow(state=S, steps=[Wrong])
+    class W:
+        pass
+
+    with pytest.raises(InjectionError) as info:
+        bootstrap(W)
+    message = str(info.value)
+    assert "Wrong: State() in __init__ parameter 's' is annotated Other, but workflow W's state is S" in message
+    assert "annotate it s: S = State()" in message
+    assert info.value.file.endswith("test_injection.py") and info.value.line > 0 and info.value.cls == "Wrong"
+
+
+def test_state_annotated_wrongly_in_a_tool_execute_a_tool_function_and_an_optional():
+    @tool(name="t")
+    class T:
+        async def execute(self, q: str = Input(), s: Annotated[Other, State()] = None):
+            return q
+
+    @agent(provider=P, prompt="p", tools=[T])
+    class A:
+        pass
+
+    @workflow(state=S, steps=[A])
+    class W:
+        pass
+
+    with pytest.raises(InjectionError, match=r"T: State\(\) in execute\(\) parameter 's' is annotated Other, "
+                                             r"but workflow W's state is S"):
+        bootstrap(W)
+
+    @tool(name="f")
+    def f(q: str, s: Other | None = State()):
+        return q
+
+    @agent(provider=P, prompt="p", tools=[f])
+    class B:
+        pass
+
+    @workflow(state=S, steps=[B])
+    class W2:
+        pass
+
+    with pytest.raises(InjectionError, match=r"State\(\) in f\(\) parameter 's' is annotated Other \| None"):
+        bootstrap(W2)
+
+
+def test_state_annotated_with_the_state_class_a_base_of_it_or_nothing_loads():
+    @agent(provider=P, prompt="p")
+    class Exact:
+        def __init__(self, s: SChild = State()):
+            self.s = s
+
+    @agent(provider=P, prompt="p")
+    class Base:
+        def __init__(self, s: SBase = State()):
+            self.s = s
+
+    @agent(provider=P, prompt="p")
+    class Loose:
+        def __init__(self, s=State(), t: Annotated[BaseModel, State()] = None, u: SChild | None = State()):
+            self.s = s
+
+    @workflow(state=SChild, steps=[Exact, Base, Loose])
+    class W:
+        pass
+
+    bootstrap(W)
+
+
+def test_the_loader_refuses_a_flow_file_with_a_wrongly_typed_state_with_exit_code_2(tmp_path):
+    import subprocess
+    import sys
+
+    flow = tmp_path / "wrong_state.py"
+    flow.write_text(
+        "from pydantic import BaseModel\n"
+        "from flowtui import FunctionProvider, State, agent, workflow\n"
+        "class S(BaseModel):\n    a: int = 0\n"
+        "class Other(BaseModel):\n    b: int = 0\n"
+        "@agent(provider=FunctionProvider(lambda m, t: 'ok'), prompt='p')\n"
+        "class A:\n"
+        "    def __init__(self, s: Other = State()):\n"
+        "        self.s = s\n"
+        "@workflow(state=S, steps=[A])\n"
+        "class W:\n    pass\n")
+    from flowtui.runtime.loader import load_flow
+
+    with pytest.raises(InjectionError) as info:
+        load_flow(str(flow))
+    assert (info.value.file, info.value.line, info.value.cls) == (str(flow), 9, "A")
+    done = subprocess.run([sys.executable, "-c", "from flowtui.tui.cli import main; main()", "run", str(flow),
+                           "--input", "hi", "--no-journal"], capture_output=True, text=True, timeout=120,
+                          cwd=tmp_path)
+    assert done.returncode == 2, done.stderr
+    assert f"{flow}:9: A: State() in __init__ parameter 's' is annotated Other, but workflow W's state is S" \
+        in done.stderr
+    assert "Traceback" not in done.stderr

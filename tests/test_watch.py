@@ -436,3 +436,50 @@ async def test_a_parent_with_state_refuses_a_child_field_unless_the_watch_names_
         bootstrap(wf).prepare("go", controller=Controller(watch=["state.found >= 2"]))
     events, pauses, _ = await run_watched(wf, Controller(watch=["Child: state.found >= 2", "Parent: state.asked"]))
     assert [(h.expr, h.workflow) for p in pauses for h in p.watch] == [("Child: state.found >= 2", "Child")]
+
+
+# --- watchpoints that could never fire are refused when set ----------------------------------------------
+
+@pytest.mark.parametrize("expr,column,message,hint", [
+    ("len(state.rounds) > 1", 11, "len() of state.rounds, which is int: it has no length",
+     "len() takes a list or a text; compare state.rounds itself (e.g. state.rounds > 1)"),
+    ("cost > 1 or len(state.approved) >= 1", 23, "len() of state.approved, which is bool: it has no length", None),
+    ("state.notes >= 2", 7, "state.notes is list[str]: it is never >= a number",
+     "compare its length: len(state.notes) >= 2"),
+    ("repeat(nope) >= 2", 8, "no tool 'nope' in this flow", "W's agents have the tools look"),
+    ("state.rounds >= 1 and repeat( 'nope' ) >= 2", 32, "no tool 'nope' in this flow", None),
+    ("Foo: state.rounds >= 1", 1, "no workflow 'Foo' in this flow", None),
+    ("  Foo : memory", 3, "no workflow 'Foo' in this flow", None),
+])
+async def test_a_watchpoint_that_can_never_fire_is_refused_naming_the_part_at_fault(expr, column, message, hint):
+    wf, _ = make_flow()
+    with pytest.raises(WatchError) as caught:
+        bootstrap(wf).prepare("go", controller=Controller(watch=[expr]))
+    assert (caught.value.column, caught.value.message) == (column, message)
+    if hint is not None:
+        assert caught.value.hint == hint
+    # set on a controller described by the workflow (the worker's way, before the run exists): the same
+    ctl = Controller()
+    ctl.watch.describe("W", S, list(S.model_fields))
+    with pytest.raises(WatchError) as again:
+        ctl.watch.add(expr)
+    assert again.value.message == message and ctl.watch.texts == []
+
+
+@pytest.mark.parametrize("expr", [
+    "len(state.notes) >= 2", "len(state.verdict) > 3", "state.rounds >= 2", "repeat(look) >= 3",
+    "W: state.rounds >= 1", "len(state.label) > 1", "state.label ~ /x/",
+])
+async def test_a_watchpoint_that_can_fire_is_kept(expr):
+    wf, _ = make_flow()
+    run = bootstrap(wf).prepare("go", controller=Controller(watch=[expr]))
+    assert run is not None
+
+
+async def test_a_child_workflow_defined_in_the_flow_and_its_tools_are_known():
+    wf = parent_flow(parent_state=P)
+    bootstrap(wf).prepare("go", controller=Controller(watch=["Child: state.found >= 2", "repeat(delegate) >= 2"]))
+    with pytest.raises(WatchError) as caught:
+        bootstrap(wf).prepare("go", controller=Controller(watch=["Kid: state.found >= 2"]))
+    assert caught.value.message == "no workflow 'Kid' in this flow"
+    assert "the flow runs Parent and defines" in caught.value.hint and "Child" in caught.value.hint

@@ -165,3 +165,17 @@ def test_a_client_sets_lists_and_clears_watchpoints_and_the_run_pauses_at_them(l
     assert c.command(type="continue")["ok"]
     end = c.until(lambda ev: ev["type"] in ("run.end", "run.pause"))
     assert (end["type"], end["status"]) == ("run.end", "finished")  # stayed true: it fired once
+
+
+@pytest.mark.parametrize("expr,message", [
+    ("len(state.rodadas) > 1", "--watch: len() of state.rodadas, which is int: it has no length at column 11"),
+    ("repeat(nope) >= 2", "--watch: no tool 'nope' in this flow at column 8"),
+    ("Foo: state.x >= 1", "--watch: no workflow 'Foo' in this flow at column 1"),
+])
+def test_a_watchpoint_that_can_never_fire_is_refused_before_the_run_with_exit_2(expr, message):
+    res = subprocess.run([sys.executable, "-c", "from flowtui.tui.cli import main; main()", "run",
+                          str(ROOT / "flows/revisao.py"), "--input", "go", "--no-journal", "--watch", expr],
+                         capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert res.returncode == 2, res.stderr
+    assert message in res.stderr and "Traceback" not in res.stderr
+    assert "^" in res.stderr

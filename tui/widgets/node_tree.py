@@ -24,7 +24,8 @@ def node_label(node: Any) -> Text:
     if node.duration_ms is not None:
         text.append(f"  {node.duration_ms:.1f} ms", "dim")
     if node.error:
-        text.append(f"  {shown(node.error)}", "#ff5f5f")
+        # a node the run's end closed (it never ended on its own) says so apart from a real error
+        text.append(f"  {shown(node.error)}", "italic #d7af5f" if getattr(node, "unfinished", False) else "#ff5f5f")
     return text
 
 
@@ -48,7 +49,7 @@ class NodeTree(Tree[Any]):
         if view is None:
             return
         for node_id, node in view.nodes.items():
-            key = (node.status, node.duration_ms, node.label, node.error)
+            key = (node.status, node.duration_ms, node.label, node.error, node.unfinished)
             if self._seen.get(node_id) == key:
                 continue
             self._seen[node_id] = key

@@ -1,0 +1,130 @@
+"""Editing a workflow-state field while paused (the app's ``e`` on a field): the typed text is
+checked strictly against the field's type, a refusal names the field, its type and the text, a
+value that is set is always an event with origin user, and one that changes nothing says so."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+import time
+from typing import Literal
+
+import pytest
+from pydantic import BaseModel, Field
+
+from flowtui import ConfigError, Controller, FunctionProvider, agent, bootstrap, workflow
+
+
+class S(BaseModel):
+    rodadas: int = 1
+    nota: float = 0.5
+    ok: bool = False
+    nome: str = "a"
+    modo: Literal["rápido", "lento"] = "rápido"
+    itens: list[str] = []
+    quando: datetime.date | None = None
+    limite: int = Field(default=3, ge=0)
+
+
+@agent(provider=FunctionProvider(lambda messages, tools: "done"), prompt="You act.")
+class A:
+    pass
+
+
+@workflow(state=S, steps=[A])
+class W:
+    pass
+
+
+async def paused_run():
+    events: list = []
+    ctl = Controller(breakpoints=["A"])
+    run = bootstrap(W).prepare("go", controller=ctl, on_event=events.append)
+    task = asyncio.ensure_future(run.execute())
+    deadline = time.monotonic() + 60
+    while not ctl.paused:
+        assert not task.done() and time.monotonic() < deadline, "the run never paused"
+        await asyncio.sleep(0.005)
+    return run, events, ctl, task
+
+
+def changes(events):
+    return [(e.path, e.old, e.new, e.origin) for e in events if e.type == "workflow_state.change"]
+
+
+@pytest.mark.parametrize(("name", "text", "type_name"), [
+    ("rodadas", "false", "int"),
+    ("rodadas", "true", "int"),
+    ("rodadas", "2.0", "int"),
+    ("rodadas", '"3"', "int"),
+    ("rodadas", "many", "int"),
+    ("nota", "true", "float"),
+    ("ok", "1", "bool"),
+    ("ok", "yes", "bool"),
+    ("itens", '"x"', "list[str]"),
+    ("itens", "[1, 2]", "list[str]"),
+    ("modo", "médio", "Literal"),
+    ("limite", "-1", "int"),
+    ("quando", "not a date", "date | None"),
+])
+async def test_a_value_its_type_refuses_strictly_is_refused_naming_field_type_and_text(name, text, type_name):
+    run, events, ctl, task = await paused_run()
+    before = getattr(run.workflow_state, name)
+    with pytest.raises(ConfigError) as info:
+        run.edits.set_field(name, text)
+    message = str(info.value)
+    assert f"S.{name} is " in message and type_name in message and repr(text) in message, message
+    assert "Traceback" not in message
+    assert getattr(run.workflow_state, name) == before
+    assert changes(events) == []
+    ctl.resume()
+    await asyncio.wait_for(task, 60)
+
+
+@pytest.mark.parametrize(("name", "text", "value"), [
+    ("rodadas", "7", 7),
+    ("nota", "2", 2.0),
+    ("nota", "2.5", 2.5),
+    ("ok", "true", True),
+    ("nome", "olá mundo", "olá mundo"),
+    ("nome", "12", "12"),  # typed in a text field, digits are text
+    ("nome", '"quoted"', "quoted"),
+    ("modo", "lento", "lento"),
+    ("itens", '["a", "b"]', ["a", "b"]),
+    ("quando", "2024-05-01", datetime.date(2024, 5, 1)),
+    ("quando", '"2024-05-01"', datetime.date(2024, 5, 1)),
+    ("limite", "0", 0),
+])
+async def test_a_value_its_type_takes_is_set_and_recorded_as_a_user_event(name, text, value):
+    run, events, ctl, task = await paused_run()
+    assert run.edits.set_field(name, text) == value
+    assert getattr(run.workflow_state, name) == value
+    recorded = changes(events)
+    assert len(recorded) == 1 and recorded[0][0] == name and recorded[0][3] == "user"
+    ctl.resume()
+    await asyncio.wait_for(task, 60)
+
+
+async def test_an_edit_that_changes_nothing_says_unchanged_and_records_nothing():
+    run, events, ctl, task = await paused_run()
+    with pytest.raises(ConfigError) as info:
+        run.edits.set_field("rodadas", "1")
+    assert "S.rodadas is already 1: unchanged" in str(info.value)
+    with pytest.raises(ConfigError):  # and `true` is no longer taken for 1
+        run.edits.set_field("rodadas", "true")
+    assert changes(events) == []
+    assert run.edits.set_field("rodadas", "2") == 2
+    assert changes(events) == [("rodadas", 1, 2, "user")]
+    assert run.edits.undo() is True
+    assert run.workflow_state.rodadas == 1
+    ctl.resume()
+    await asyncio.wait_for(task, 60)
+
+
+async def test_an_unknown_field_is_refused_naming_the_fields_there_are():
+    run, events, ctl, task = await paused_run()
+    with pytest.raises(ConfigError) as info:
+        run.edits.set_field("rounds", "1")
+    assert "S has no field 'rounds'" in str(info.value) and "rodadas" in str(info.value)
+    ctl.resume()
+    await asyncio.wait_for(task, 60)

@@ -1,0 +1,78 @@
+"""What is given on the command line as the flow and as --resume-from JOURNAL@K: a mistake is said
+for what it is (K that is not an event number, a folder instead of a flow file), exit 2."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from flowtui.runtime.errors import FlowLoadError, ResumeError
+from flowtui.runtime.loader import load_flow
+from flowtui.runtime.recorded import load_recorded, parse_resume_arg
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", "from flowtui.tui.cli import main; main()", *args],
+                          capture_output=True, text=True, cwd=cwd, timeout=120)
+
+
+@pytest.mark.parametrize("suffix,what", [
+    ("@abc", "K='abc' is not an event number"),
+    ("@-1", "K='-1' is not an event number"),
+    ("@", "nothing follows @"),
+    ("@4x", "K='4x' is not an event number"),
+])
+def test_a_bad_k_after_an_existing_journal_names_k_not_a_missing_file(tmp_path, suffix, what):
+    journal = tmp_path / "a.jsonl"
+    journal.write_text('{"seq":1}\n')
+    with pytest.raises(ResumeError) as info:
+        parse_resume_arg(f"{journal}{suffix}")
+    message = str(info.value)
+    assert message.startswith(f"--resume-from {journal}{suffix}: {what}; in JOURNAL@K, K is a positive event number")
+    assert f"e.g. --resume-from {journal}@40, or give {journal} alone" in message
+    assert "no such file" not in message
+    with pytest.raises(ResumeError, match="is not an event number|nothing follows @"):
+        load_recorded(f"{journal}{suffix}")
+
+
+def test_journal_at_k_still_parses_and_a_missing_journal_is_still_no_such_file(tmp_path):
+    journal = tmp_path / "a.jsonl"
+    journal.write_text("")
+    assert parse_resume_arg(f"{journal}@40") == (journal, 40)
+    assert parse_resume_arg(str(journal)) == (journal, None)
+    odd = tmp_path / "b.jsonl@x"  # a file whose own name has an @ is taken whole
+    odd.write_text("")
+    assert parse_resume_arg(str(odd)) == (odd, None)
+    with pytest.raises(ResumeError, match="no such file"):
+        load_recorded(f"{tmp_path / 'missing.jsonl'}@abc")
+
+
+def test_the_command_line_says_k_is_at_fault(tmp_path):
+    journal = tmp_path / "a.jsonl"
+    journal.write_text('{"seq":1}\n')
+    res = cli("run", str(ROOT / "flows/revisao.py"), "--input", "x", "--no-journal", "--resume-from",
+              f"{journal}@abc", cwd=tmp_path)
+    assert res.returncode == 2, res.stderr
+    assert f"{journal}@abc: K='abc' is not an event number" in res.stderr and "no such file" not in res.stderr
+
+
+def test_a_folder_as_the_flow_says_it_is_a_folder_and_names_the_py_files_in_it(tmp_path):
+    (tmp_path / "b.py").write_text("")
+    (tmp_path / "a.py").write_text("")
+    with pytest.raises(FlowLoadError) as info:
+        load_flow(str(tmp_path))
+    assert str(info.value) == (f"{tmp_path}: is a folder, not a flow file (it holds a.py, b.py); name the .py "
+                               f"file that defines the @workflow, e.g. {tmp_path / 'a.py'}")
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(FlowLoadError, match=r"is a folder, not a flow file \(it holds no \.py file\)"):
+        load_flow(f"{empty}:W")
+    res = cli("run", str(tmp_path), "--input", "x", "--no-journal", cwd=tmp_path)
+    assert res.returncode == 2
+    assert "is a folder, not a flow file (it holds a.py, b.py)" in res.stderr and "no such flow file" not in res.stderr
+    assert "Traceback" not in res.stderr
