@@ -90,6 +90,11 @@ def _main(argv: list[str]) -> None:
     from flowtui.runtime.loader import split_target
 
     path, _ = split_target(args.flow)
+    if path.is_dir():
+        from flowtui.runtime.loader import folder_problem
+
+        say(f"flowtui: cannot load {args.flow}: {folder_problem(path)}")
+        sys.exit(2)
     if not path.is_file():  # before the screen is taken: a typo is a plain error, exit 2
         say(f"flowtui: cannot load {args.flow}: no such flow file (resolved to {path.resolve()})")
         sys.exit(2)
