@@ -14,6 +14,9 @@ from pathlib import Path
 
 import pytest
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from terminal import Terminal  # noqa: E402
+
 ROOT = Path(__file__).resolve().parents[1]
 MISBEHAVE = str(ROOT / "tests/tui/flows/misbehave.py")
 HANG = 30  # seconds: past this, something hangs
@@ -305,10 +308,9 @@ def test_a_plain_socket_client_drives_a_run_through_every_command(listening):
 
 def test_a_wrong_token_is_refused_and_the_run_keeps_waiting(listening, tmp_path):
     proc, port, token, journal = listening
-    refused = subprocess.run([sys.executable, "-c", "from flowtui.tui.cli import main; main()", "attach",
-                              f"127.0.0.1:{port}", "--token", "not-it"], capture_output=True, text=True,
-                             timeout=HANG, cwd=tmp_path)
-    assert refused.returncode == 2 and "token rejected" in refused.stderr
+    with Terminal.flowtui("attach", f"127.0.0.1:{port}", "--token", "not-it", cwd=tmp_path) as term:
+        assert term.wait_exit(timeout=HANG) == 2  # the app needs a terminal: it gets one
+        assert "token rejected" in term.output.decode("utf-8", "replace")
     c = Client(port, token)  # the run is still there, waiting
     assert c.read()["type"] == "hello"
     assert c.command(type="continue")["ok"]
