@@ -25,12 +25,12 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from flowtui.runtime.spawn import CHUNK, STOP_GRACE_S, Options, Started, take_over
 
 if TYPE_CHECKING:
     from flowtui.runtime import protocol as p
@@ -59,86 +59,11 @@ def _p():
 
 
 LOAD_TIMEOUT_S = 30.0  # a flow whose import has not finished by then is a load error
-STOP_GRACE_S = 1.0  # a stop that has not ended the run by then: terminate, then kill
-CHUNK = 1 << 16
 LOG_LINE_MAX = 4096  # a printed line longer than this reaches the client cut
 
 
 class LoadTimeout(Exception):
     """The flow's import did not finish within the limit."""
-
-
-@dataclass
-class Options:
-    """How to start a worker (the command line's flow arguments)."""
-
-    target: str
-    model: str | None = None
-    replies: str | None = None
-    record: str | None = None
-    replay: str | None = None
-    journal: str | None = None
-    snapshot: str | None = None
-    breakpoints: list[str] = field(default_factory=list)
-    grace: float = STOP_GRACE_S
-    wire_limit: int | None = None  # None: the protocol's default; 0: never cut
-    debug: bool = False
-    env: dict[str, str] | None = None
-
-    def argv(self) -> list[str]:
-        argv = [sys.executable, "-m", "flowtui.runtime.worker", self.target, "--grace", str(self.grace)]
-        if self.wire_limit is not None:
-            argv += ["--wire-limit", str(self.wire_limit)]
-        if self.debug:
-            argv.append("--debug")
-        for flag in ("model", "replies", "record", "replay", "journal", "snapshot"):
-            value = getattr(self, flag)
-            if value is not None:
-                argv += [f"--{flag}", str(value)]
-        for name in self.breakpoints:
-            argv += ["--breakpoint", name]
-        return argv
-
-    def environment(self) -> dict[str, str]:
-        return {**os.environ, **(self.env or {}), "PYTHONUNBUFFERED": "1"}
-
-    def start_now(self) -> subprocess.Popen:
-        """Start the worker at once, before any event loop runs, for :meth:`Channel.spawn` to take over
-        (``started=``): the app's command line does, so the flow loads while the app imports and
-        draws its first frame. A worker nobody takes over ends when this process does (its input
-        closes)."""
-        return subprocess.Popen(self.argv(), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                start_new_session=True, env=self.environment())
-
-
-class _Started:
-    """A worker started before the event loop (:meth:`Options.start_now`), seen as asyncio's
-    ``Process`` is: its pid, its exit code once it has one, and a wait for it."""
-
-    def __init__(self, popen: subprocess.Popen) -> None:
-        self._popen = popen
-        self.pid = popen.pid
-
-    @property
-    def returncode(self) -> int | None:
-        return self._popen.poll()
-
-    async def wait(self) -> int:
-        while self._popen.poll() is None:
-            await asyncio.sleep(0.02)
-        return self._popen.returncode
-
-
-async def _take_over(popen: subprocess.Popen) -> tuple[_Started, asyncio.StreamWriter, asyncio.StreamReader,
-                                                       asyncio.StreamReader]:
-    """``popen``'s pipes as the streams asyncio's own subprocesses have."""
-    loop = asyncio.get_running_loop()
-    out, err = asyncio.StreamReader(limit=CHUNK), asyncio.StreamReader(limit=CHUNK)
-    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(out), popen.stdout)
-    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(err), popen.stderr)
-    protocol = asyncio.StreamReaderProtocol(asyncio.StreamReader())
-    transport, _ = await loop.connect_write_pipe(lambda: protocol, popen.stdin)
-    return _Started(popen), asyncio.StreamWriter(transport, protocol, None, loop), out, err
 
 
 class Channel:
@@ -148,7 +73,7 @@ class Channel:
                  on_log: Callable[[str], None] | None = None) -> None:
         self.on_lines = on_lines  # event lines as they came, in order (parse them with parse_events)
         self.on_log = on_log or (lambda text: None)
-        self.proc: asyncio.subprocess.Process | _Started | None = None
+        self.proc: asyncio.subprocess.Process | Started | None = None
         self.hello: p.Hello | None = None
         self.load_error: p.LoadError | None = None
         self.journal: str | None = None
@@ -179,7 +104,7 @@ class Channel:
                 stderr=asyncio.subprocess.PIPE, start_new_session=True, env=options.environment(), limit=CHUNK)
             self._writer, out, err = self.proc.stdin, self.proc.stdout, self.proc.stderr
         else:
-            self.proc, self._writer, out, err = await _take_over(started)
+            self.proc, self._writer, out, err = await take_over(started)
         self._tasks = [asyncio.ensure_future(self._read(out)), asyncio.ensure_future(self._read_log(err))]
         return await self._greeting(load_timeout)
 

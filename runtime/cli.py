@@ -245,7 +245,8 @@ def main_run(argv: list[str]) -> int:
 async def _run_headless(args: argparse.Namespace, memory: dict[str, str], data: dict[str, str]) -> int:
     import signal
 
-    from flowtui.runtime.channel import LOAD_TIMEOUT_S, Channel, LoadTimeout, Options, parse_events
+    from flowtui.runtime.channel import LOAD_TIMEOUT_S, Channel, LoadTimeout, parse_events
+    from flowtui.runtime.spawn import Options
 
     tree = TreePrinter(sys.stderr)
     printer = json_printer(sys.stdout) if args.json else None

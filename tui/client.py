@@ -23,7 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from flowtui.runtime.channel import LOAD_TIMEOUT_S, STOP_GRACE_S, Channel, Options
+from flowtui.runtime.channel import LOAD_TIMEOUT_S, Channel
+from flowtui.runtime.spawn import STOP_GRACE_S, Options
 from flowtui.tui.tokens import ExactTokens
 
 if TYPE_CHECKING:

@@ -152,7 +152,7 @@ def test_record_and_replay_reach_the_app(monkeypatch):
     monkeypatch.setattr("flowtui.tui.app.make_app", lambda target, **kw: made.update(target=target, **kw) or Fake())
     monkeypatch.setattr(cli, "needs_a_terminal", lambda what: None)  # no terminal under pytest
     started = object()
-    monkeypatch.setattr("flowtui.runtime.channel.Options.start_now", lambda self: started)
+    monkeypatch.setattr("flowtui.runtime.spawn.Options.start_now", lambda self: started)
     with pytest.raises(SystemExit) as exit:
         cli.main([REVIEW, "--input", "hi", "--record", "c.yaml", "--no-journal"])
     assert exit.value.code == 0 and made["record"] == "c.yaml" and made["journal"] is None
