@@ -81,24 +81,18 @@ class Totals:
         self.prev: dict[str, bool] = {}  # for watchpoints that read only the totals
 
 
-def _known(workflow: str, state_class: type | None) -> tuple[type | None, set[str] | None, set[str] | None,
-                                                             set[str] | None]:
-    """What a watchpoint on ``workflow`` may name: (its state class, its agents' tools, the
-    workflows defined, every defined workflow's tools). Tools and workflows are None (not checked)
-    when ``workflow`` itself is not among the @workflow classes defined."""
+def _known(spec: Any) -> tuple[type | None, set[str] | None, set[str] | None, set[str] | None]:
+    """What a watchpoint on workflow ``spec`` may name: (its state class, its agents' tools, the
+    workflows defined, every defined workflow's tools: a child workflow's, started by a tool, may
+    be named too). Matched by the spec itself, never by name: two workflows may share one."""
     from flowtui.runtime.decorators import defined_workflows, tools_of
 
+    tools = tools_of(spec)
     specs = defined_workflows()
-    own = [s for s in specs if s.name == workflow]
-    if not own:
-        return state_class, None, None, None
-    tools: set[str] = set()
-    for s in own:
-        tools |= tools_of(s)
     every = set(tools)
     for s in specs:
         every |= tools_of(s)
-    return state_class, tools, {s.name for s in specs}, every
+    return spec.state, tools, {s.name for s in specs} | {spec.name}, every
 
 
 class Watchpoints:
@@ -126,12 +120,13 @@ class Watchpoints:
         """The watchpoints, as written, in the order they were set."""
         return [w.text for w in self.items]
 
-    def describe(self, workflow: str, state_class: type | None, fields: list[str] | None) -> None:
-        """The workflow the watchpoints are for: state fields they name are checked against it,
-        and so are the field's type (``len()`` of a number), the workflow a watchpoint is limited
-        to and the tool ``repeat()`` counts (against the @workflow classes the flow defines)."""
-        self.schema = (workflow, state_class.__name__ if state_class is not None else None, fields)
-        self.known = _known(workflow, state_class)
+    def describe(self, spec: Any, fields: list[str] | None) -> None:
+        """The workflow (its spec) the watchpoints are for: state fields they name are checked
+        against it, and so are the field's type (``len()`` of a number), the workflow a watchpoint
+        is limited to and the tool ``repeat()`` counts (against the @workflow classes the flow defines)."""
+        state_class = spec.state
+        self.schema = (spec.name, state_class.__name__ if state_class is not None else None, fields)
+        self.known = _known(spec)
 
     def check(self, watch: Watch) -> None:
         if self.schema is not None:
@@ -194,7 +189,7 @@ class Watchpoints:
         """The top-level run these watchpoints check (before it starts): its state fields are
         checked now, so a watchpoint naming an unknown one fails before the run starts."""
         fields = list(run.observer.fields) if run.observer is not None else None
-        self.describe(run.spec.name, run.spec.state, fields)
+        self.describe(run.spec, fields)
         for watch in self.items:
             self.check(watch)
         if self.attached:

@@ -83,8 +83,7 @@ class Worker:
         self.redactor = Redactor.from_environment()
         self.controller = Controller(start_paused=True, breakpoints=breakpoints)
         state = app.plans.new_state()  # the fields a watchpoint may name, before the run exists
-        self.controller.watch.describe(app.workflow.name, app.workflow.state,
-                                       state_fields(state) if state is not None else None)
+        self.controller.watch.describe(app.workflow, state_fields(state) if state is not None else None)
         self.run: Any = None
         self.task: asyncio.Task | None = None
         self.elided: dict[tuple[int, str], str] = {}  # (seq, path) -> a value cut on the wire

@@ -460,7 +460,7 @@ async def test_a_watchpoint_that_can_never_fire_is_refused_naming_the_part_at_fa
         assert caught.value.hint == hint
     # set on a controller described by the workflow (the worker's way, before the run exists): the same
     ctl = Controller()
-    ctl.watch.describe("W", S, list(S.model_fields))
+    ctl.watch.describe(bootstrap(wf).workflow, list(S.model_fields))
     with pytest.raises(WatchError) as again:
         ctl.watch.add(expr)
     assert again.value.message == message and ctl.watch.texts == []
@@ -483,3 +483,24 @@ async def test_a_child_workflow_defined_in_the_flow_and_its_tools_are_known():
         bootstrap(wf).prepare("go", controller=Controller(watch=["Kid: state.found >= 2"]))
     assert caught.value.message == "no workflow 'Kid' in this flow"
     assert "the flow runs Parent and defines" in caught.value.hint and "Child" in caught.value.hint
+
+
+async def test_the_tools_a_watchpoint_names_are_its_own_workflows_even_when_another_shares_its_name():
+    @tool(name="echo", schema=Q)
+    class Echo:
+        async def execute(self, args: Q = Input()):
+            return args.q
+
+    @agent(provider=FunctionProvider(lambda m, t: "ok"), prompt="p", tools=[Echo])
+    class Other:
+        pass
+
+    @workflow(steps=[Other])
+    class W:  # the same name as make_flow's, alive at the same time (as in one test process)
+        pass
+
+    wf, _ = make_flow()
+    with pytest.raises(WatchError) as caught:
+        bootstrap(wf).prepare("go", controller=Controller(watch=["repeat(nope) >= 2"]))
+    assert caught.value.hint == "W's agents have the tools look"  # not echo: that W is another one
+    assert W is not wf
