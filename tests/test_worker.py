@@ -6,6 +6,7 @@ bench/ measures the real times."""
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -146,8 +147,13 @@ def test_a_printed_line_longer_than_any_buffer_never_blocks_the_run(tmp_path):
         "            print('after', i)\n"
         "A = agent(provider=FunctionProvider(lambda m, t: 'ok'), prompt='p')(A)\n"
         "@workflow(steps=[A, A])\nclass W:\n    pass\n")
-    proc = flowtui("run", str(flow), "--input", "x", "--no-journal", cwd=tmp_path)
-    out, err = proc.communicate(timeout=HANG)  # it used to block for ever on the full pipe
+    proc = flowtui("run", str(flow), "--input", "x", "--no-journal", cwd=tmp_path, start_new_session=True)
+    try:
+        out, err = proc.communicate(timeout=HANG)  # it used to block for ever on the full pipe
+    finally:
+        if proc.poll() is None:  # blocked: take its worker with it
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.communicate()
     assert proc.returncode == 0 and out == "ok\n", err
     lines = err.splitlines()
     long = next(i for i, line in enumerate(lines) if "X" * 4000 in line)
