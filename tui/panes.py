@@ -67,7 +67,7 @@ def _diff() -> Any:
 
 
 def _show_model_sees(widget: Any, data: PaneData) -> None:
-    from flowtui.tui.widgets.message_list import show_model_sees
+    from flowtui.tui.widgets.model_sees import show_model_sees
 
     show_model_sees(widget, data.view, data.tokens)
 
