@@ -437,17 +437,21 @@ class RunView:
             return f"{self.status} ({self.reason})"
         return self.status
 
-    def provenance(self) -> list[tuple[int | None, str]]:
+    def provenance(self, listed: int | None = None) -> list[tuple[int | None, str]]:
         """For each message of :meth:`model_sees`, (the event that put it there, its origin): the
-        prompt's, one entry for the memory-and-tasks note (its items' events listed), the history's."""
+        prompt's, one entry for the memory-and-tasks note (its items' events listed: the first
+        ``listed`` of them, then counted, ``… 59,990 more``), the history's."""
         run = self.shown
         out: list[tuple[int | None, str]] = []
         if run.prompt:
             out.append(run.prompt_from or (None, "agent prompt"))
         if run.memory or run.tasks:
-            items = [f"#{seq} {origin}" for seq, origin in (*run.memory_from, *run.tasks_from)]
-            first = min((seq for seq, _ in (*run.memory_from, *run.tasks_from)), default=None)
-            out.append((first, ", ".join(items)))
+            froms = (*run.memory_from, *run.tasks_from)
+            kept = froms if listed is None else froms[:listed]
+            items = [f"#{seq} {origin}" for seq, origin in kept]
+            if len(kept) < len(froms):
+                items.append(f"… {len(froms) - len(kept):,} more")
+            out.append((min((seq for seq, _ in froms), default=None), ", ".join(items)))
         out.extend(run.history_from[:len(run.history)])
         out.extend((None, "") for _ in range(len(run.history) - len(run.history_from)))
         return out

@@ -14,7 +14,6 @@ flow does, ``x`` stops the run and ``q`` quits, each within about a second.
 
 from __future__ import annotations
 
-import gc
 import time
 from collections.abc import Iterable
 from typing import Any
@@ -66,7 +65,6 @@ class FlowApp(RunCommands, RunEdits, RunWatches, PlainNotify, App[int]):
         self.first_paint: float | None = None
         self._undrawn = 0  # events folded since the last redraw
         self._drawn_at = 0.0
-        self._started_up = False  # gc.freeze() once, when the first flow has loaded
         self._ticker: Timer | None = None
         self._folded_at = 0.0  # when the last events were folded
         self._loading_since: float | None = None
@@ -138,12 +136,6 @@ class FlowApp(RunCommands, RunEdits, RunWatches, PlainNotify, App[int]):
 
         if isinstance(self.screen, LoadErrorScreen):
             self.pop_screen()
-        if not self._started_up:
-            # Start-up is over (Textual, the screen, the protocol's validators): what it built lives as
-            # long as the app, so Python's collector need not walk it on each full pass. Without this,
-            # a full pass in the middle of an event flood held the screen 60-80 ms (with it: under 10).
-            self._started_up = True
-            gc.freeze()
         self.run_worker(_preload_markdown, thread=True, group="preload", name="preload", exit_on_error=False)
         self.run_worker(self._watch(), group="watch", name="watch", exit_on_error=False)
         if self.client.hello is not None and self.client.hello.started:  # attached: the run is going already

@@ -16,7 +16,8 @@ def show_model_sees(widget: MessageList, view: Any, counted: Any = None) -> None
     from flowtui.tui.tokens import block_sizes
 
     seen = view.model_sees()
-    origins = _provenance(view)
+    origins = view.provenance(listed=NOTE_ITEMS)  # a label of 60,000 items' events would be built at
+    # every redraw for one line to show the first few
     labels = {}
     if view.prompt:
         labels[0] = "system · agent prompt"
@@ -40,24 +41,3 @@ def show_model_sees(widget: MessageList, view: Any, counted: Any = None) -> None
 
 
 NOTE_ITEMS = 12  # the note's label lists this many of its items' events (one line shows fewer)
-
-
-def _provenance(view: Any) -> list[tuple[int | None, str]]:
-    """``view.provenance()`` with the note's items listed up to :data:`NOTE_ITEMS` of them, then
-    counted (``#3 input, #9 tool:t, … 59,990 more``): a label of 60,000 items' events would be
-    built at every redraw for one line to show the first few."""
-    run = view.shown
-    if len(run.memory_from) + len(run.tasks_from) <= NOTE_ITEMS:
-        return view.provenance()
-    out: list[tuple[int | None, str]] = []
-    if run.prompt:
-        out.append(run.prompt_from or (None, "agent prompt"))
-    if run.memory or run.tasks:
-        froms = [f for f in (run.memory_from, run.tasks_from) if f]
-        listed = (run.memory_from[:NOTE_ITEMS] + run.tasks_from[:NOTE_ITEMS])[:NOTE_ITEMS]
-        more = len(run.memory_from) + len(run.tasks_from) - len(listed)
-        first = min(min(seq for seq, _ in f) for f in froms) if froms else None
-        out.append((first, ", ".join([*(f"#{seq} {origin}" for seq, origin in listed), f"… {more:,} more"])))
-    out.extend(run.history_from[:len(run.history)])
-    out.extend((None, "") for _ in range(len(run.history) - len(run.history_from)))
-    return out
