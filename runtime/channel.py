@@ -174,6 +174,10 @@ class Channel:
     def _dispatch(self, lines: list[bytes]) -> None:
         """Protocol messages are handled now; event lines go to the consumer as they came, to be
         parsed when it folds them (in slices of its own choosing)."""
+        blob = b"\n".join(lines)  # what is rare in a flood is looked for once a chunk, not once a line
+        if not blob.startswith(b'{"type":') and b'\n{"type":' not in blob and b'"type":"run.' not in blob:
+            self._events(lines)
+            return
         events = []
         for line in lines:
             if line.startswith(b'{"type":'):  # hello, reply, log, load.error (an event starts with its seq)
@@ -185,10 +189,13 @@ class Channel:
                 self._watch(line)
             events.append(line)
         if events:
-            try:
-                self.on_lines(events)
-            except Exception as exc:  # the consumer's bug must not cut the run off: say it, read on
-                self.on_log(f"flowtui: could not show an event: {type(exc).__name__}: {exc}")
+            self._events(events)
+
+    def _events(self, events: list[bytes]) -> None:
+        try:
+            self.on_lines(events)
+        except Exception as exc:  # the consumer's bug must not cut the run off: say it, read on
+            self.on_log(f"flowtui: could not show an event: {type(exc).__name__}: {exc}")
 
     def _message(self, msg: Any) -> None:
         kind = msg.type
