@@ -10,7 +10,9 @@ The run starts paused and waits for a client. A client's first line must be
 ``auth`` a connection gets little: its first line may be 64 KiB at most, it
 must arrive within ``auth_timeout`` seconds all told, and at most
 ``max_pending`` connections wait for theirs (beyond it, one is refused at
-once); each refusal says why and closes the connection. One
+once); each refusal says why and closes the connection. After it, a command
+line may be ``max_line`` bytes (64 MiB): a longer one is answered with why,
+read on without being kept, and the connection goes on. One
 client at a time; on attaching it receives ``hello`` and every event so far,
 then the events as they happen, and drives the run like the app drives its
 own worker. When it detaches (``detach``, or the connection drops) the run
@@ -42,6 +44,7 @@ from flowtui.runtime.errors import ConfigError
 AUTH_TIMEOUT_S = 10.0  # from connecting to a valid ``auth`` line, all told
 MAX_FIRST_LINE = 64 * 1024  # bytes: the ``auth`` line is short; a longer one is refused unread
 MAX_PENDING = 16  # connections waiting to authenticate; one more is refused at once
+MAX_LINE = 64 * 1024 * 1024  # bytes: a command after ``auth`` (an edit may carry a long text)
 
 
 def parse_address(address: str, option: str = "--listen") -> tuple[str, int]:
@@ -71,7 +74,8 @@ class Listener:
     """Serves ``worker``'s protocol on a socket, one client at a time."""
 
     def __init__(self, worker: Any, address: str, *, token: str | None = None, public: bool = False,
-                 auth_timeout: float = AUTH_TIMEOUT_S, max_pending: int = MAX_PENDING) -> None:
+                 auth_timeout: float = AUTH_TIMEOUT_S, max_pending: int = MAX_PENDING,
+                 max_line: int = MAX_LINE) -> None:
         host, port = parse_address(address)
         if not is_loopback(host) and not public:
             raise ConfigError(f"--listen {address}: {host} is not loopback; anyone who can reach it and guess the "
@@ -85,6 +89,7 @@ class Listener:
         self._lock = threading.Lock()
         self.auth_timeout = auth_timeout
         self.max_pending = max_pending
+        self.max_line = max_line
         self._pending = 0  # connections not authenticated yet (each has a thread, for auth_timeout at most)
         self._loop: asyncio.AbstractEventLoop | None = None
         worker.backlog = []  # whoever attaches later gets every event so far
@@ -151,7 +156,12 @@ class Listener:
                 self._client = conn
             attached = True
             self._call(self._attached, conn)
-            for line in _lines(rest, conn.makefile("rb")):
+            for line in _lines(rest, conn.makefile("rb"), self.max_line):
+                if line is None:
+                    self._call(self._send, p.encode(p.Reply(
+                        id=-1, ok=False, error=f"a command line must be under {self.max_line // 1024} KiB; "
+                                               "this one was read and dropped")))
+                    continue
                 if not line.strip():
                     continue
                 try:
@@ -250,14 +260,23 @@ def _nowhere(data: bytes, at_once: bool = False) -> None:
     """No client attached: events go to the backlog only."""
 
 
-def _lines(rest: bytes, reader: Any) -> Any:
-    """The lines a client sent after its ``auth`` line: those read with it, then the socket's."""
+def _lines(rest: bytes, reader: Any, limit: int) -> Any:
+    """The lines a client sent after its ``auth`` line: those read with it, then the socket's; None
+    for a line longer than ``limit`` (read to its end a piece at a time, never held whole)."""
     while b"\n" in rest:
         line, _, rest = rest.partition(b"\n")
-        yield line + b"\n"
-    if rest:
-        yield rest + reader.readline()
-    yield from reader
+        yield line + b"\n" if len(line) < limit else None
+    while True:
+        line = rest + reader.readline(limit + 1 - len(rest))
+        rest = b""
+        if not line:
+            return
+        if len(line) <= limit:
+            yield line
+            continue
+        while line and not line.endswith(b"\n"):  # the rest of the long line, dropped
+            line = reader.readline(1 << 20)
+        yield None
 
 
 def _refuse(conn: socket.socket, why: str) -> None:

@@ -19,7 +19,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from terminal import Terminal  # noqa: E402
 
 from flowtui.runtime.errors import ConfigError
-from flowtui.runtime.listen import MAX_FIRST_LINE, Listener, parse_address
+from flowtui.runtime.listen import MAX_FIRST_LINE, MAX_LINE, Listener, parse_address
 
 ROOT = Path(__file__).resolve().parents[1]
 HANG = 30  # seconds: past this, something hangs
@@ -208,6 +208,24 @@ def test_a_refusal_pipelined_with_auth_is_never_lost(listening):
         sock.sendall(b'{"id":7,"type":"detach"}\n')
         assert replies(messages(sock, lambda out: replies(out))) == [(7, True, None)]
         sock.close()
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads the server's memory from /proc")
+def test_an_over_long_command_line_is_refused_read_on_unkept_and_the_connection_goes_on(listening):
+    proc, port, token = listening
+    sock = socket.create_connection(("127.0.0.1", port), timeout=HANG)
+    sock.sendall(auth(token))
+    messages(sock, lambda out: out)  # hello
+    before = rss_kb(proc.pid)
+    chunk = b"z" * (1 << 20)
+    sock.sendall(b'{"id":5,"type":"add","bucket":"memory","item":"')
+    for _ in range(MAX_LINE // len(chunk) * 3):  # three times the longest line a command may be
+        sock.sendall(chunk)
+    sock.sendall(b'"}\n{"id":6,"type":"pause"}\n')
+    got = replies(messages(sock, lambda out: len(replies(out)) >= 2))
+    assert got == [(-1, False, f"a command line must be under {MAX_LINE // 1024} KiB; this one was read and dropped"),
+                   (6, True, None)]
+    assert rss_kb(proc.pid) - before < 2 * MAX_LINE // 1024  # KiB: at most one line's worth, not all of it
 
 
 def test_auth_again_is_refused_as_already_authenticated(listening):
