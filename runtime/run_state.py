@@ -1,0 +1,121 @@
+"""What the fold keeps of each node and of each run (:mod:`runtime.fold` folds events into them).
+
+A :class:`NodeView` is one node of the run tree as its events left it; a
+:class:`RunState` is one run's own panes (a child workflow's run has its own):
+its ``ctx.state`` buckets with where each item came from, workflow state,
+``ctx`` and prompt.
+"""
+
+from __future__ import annotations
+
+import copy
+from bisect import bisect_left
+from dataclasses import dataclass, field
+from typing import Any
+
+from flowtui.runtime.messages import Message
+
+
+@dataclass
+class NodeView:
+    id: str
+    kind: str
+    name: str
+    parent_id: str | None
+    run_id: str
+    status: str = "running"  # running, ok, error, stopped
+    # The run ended while this node was still open (a crash, a kill, a stop): it never sent its
+    # own node.end, so run.end closed it with the run's status (``error`` for a failed run).
+    unfinished: bool = False
+    duration_ms: float | None = None
+    error: str | None = None
+    data: dict[str, Any] = field(default_factory=dict)
+    children: list[str] = field(default_factory=list)
+    iterations_done: int = 0
+    # A loop's current iteration: the one running, or the one just finished while the run is
+    # paused after it (the next one starts when something inside the loop does). The runtime's
+    # path says the same: ``loop 2/5`` from the start of iteration 2 until iteration 3 starts.
+    iteration: int = 1
+
+    @property
+    def label(self) -> str:
+        if self.kind == "loop":
+            total = self.data.get("max_iterations", "?")
+            if total is None:  # a loop with max_iterations=math.inf
+                total = "∞"
+            if self.status == "running":
+                return f"{self.name} {self.iteration}/{total}"
+            return f"{self.name} {self.data.get('iterations', self.iterations_done)}/{total}"
+        return self.name
+
+
+class RunState:
+    """One run's own panes: its ``ctx.state`` buckets, workflow state, ``ctx`` and prompt. A
+    child workflow started by a tool is a run of its own, under that tool's node."""
+
+    __slots__ = ("run_id", "workflow", "file", "parent_node", "parent_run", "status", "history", "history_resets",
+                 "memory", "tasks", "state", "data", "last_changed", "ctx", "prompt", "last_chat",
+                 "history_from", "memory_from", "tasks_from", "prompt_from")
+
+    def __init__(self, run_id: str | None = None, workflow: str | None = None) -> None:
+        self.run_id, self.workflow = run_id, workflow
+        self.file: str | None = None
+        self.parent_node: str | None = None  # the tool node that started it (a child run)
+        self.parent_run: str | None = None
+        self.status = "running"
+        self.history: list[Message] = []
+        self.history_resets = 0  # bumps when history is replaced whole (not appended)
+        self.memory: list[str] = []
+        self.tasks: list[str] = []
+        self.state: dict[str, Any] = {}
+        self.data: dict[str, Any] = {}  # ctx.data: the run's own data, never sent to the model
+        self.last_changed: str | None = None
+        self.ctx: dict[str, Any] = {}
+        self.prompt: str | None = None
+        self.last_chat: str | None = None  # the latest chat node: the one whose request is kept whole
+        # Provenance: for each item of a bucket, the event that put it there and its origin.
+        self.history_from: list[tuple[int, str]] = []
+        self.memory_from: list[tuple[int, str]] = []
+        self.tasks_from: list[tuple[int, str]] = []
+        self.prompt_from: tuple[int, str] | None = None
+
+    def clone(self) -> "RunState":
+        twin = RunState.__new__(RunState)
+        for name in RunState.__slots__:
+            value = getattr(self, name)
+            setattr(twin, name, copy.copy(value) if isinstance(value, (list, dict)) else value)
+        return twin
+
+    def bucket(self, name: str) -> list:
+        return {"history": self.history, "memory": self.memory, "tasks": self.tasks}[name]
+
+    def carry(self, bucket: str, items: list, ev: Any) -> None:
+        """A bucket replaced whole by ``ev``: items that were there already keep where they came
+        from (matched in order: each item takes the first equal old one after the last matched),
+        the others come from ``ev``. Old items are found through an index, so replacing a
+        bucket of n items with m others costs n + m lookups, not n times m comparisons."""
+        old, origins = self.bucket(bucket), getattr(self, f"{bucket}_from")
+        at: dict[Any, list[int]] = {}  # item -> its positions in the old bucket
+        for k, item in enumerate(old[:len(origins)]):
+            at.setdefault(_key(item), []).append(k)
+        kept, j = [], 0
+        for item in items:
+            places = at.get(_key(item), ())
+            i = bisect_left(places, j)
+            k = next((places[n] for n in range(i, len(places)) if old[places[n]] == item), None)
+            if k is not None:
+                kept.append(origins[k])
+                j = k + 1
+            else:
+                kept.append((ev.seq, ev.origin))
+        setattr(self, f"{bucket}_from", kept)
+
+
+def _key(item: Any) -> Any:
+    """What an item is indexed by: a text itself, a message by its role and content (equal
+    messages share them; the few that share them and differ are told apart by comparing)."""
+    if isinstance(item, str):
+        return item
+    return (getattr(item, "role", None), str(getattr(item, "content", item)))
+
+
