@@ -148,3 +148,19 @@ async def test_a_model_without_a_tokenizer_shows_estimates_marked_as_such():
         assert len(sees.messages) == 3 and all(size.startswith("~") and size.endswith(" tok") for size in _sizes(sees))
         title = str(app.main.query_one("#views").border_title)
         assert "(3 messages, ~" in title and "tokens, estimate)" in title
+
+
+def test_the_call_size_in_the_pane_title_is_kept_whole_where_the_pane_is_narrow():
+    from flowtui.runtime.providers.base import TokenCount
+    from flowtui.tui.screens.panes import count_title
+
+    view = RunView()
+    view.apply(_ev(1, "run.start", "runtime", workflow="W", input="x", memory=["a fact"]))
+    view.apply(_ev(2, "state.append", "input", bucket="history",
+                   item={"role": "user", "content": "word " * 3000}))
+    counted = TokenCount(model="openai/gpt-4o-mini", tokenizer="o200k_base", messages=[9, 3001], total=3012)
+    assert count_title(view, "model-sees", counted) == " (2 messages, 3,012 tokens, gpt-4o-mini tokenizer)"
+    assert count_title(view, "model-sees", counted, room=46) == " (2 msgs, 3,012 tok)"  # no ~: counted
+    estimated = count_title(view, "model-sees", None, room=46)
+    assert estimated.startswith(" (2 msgs, ~") and estimated.endswith(" tok)")  # ~: an estimate
+    assert count_title(view, "model-sees", None, room=200).endswith(" tokens, estimate)")

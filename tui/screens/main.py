@@ -71,7 +71,7 @@ class MainScreen(PanesScreen):
 
     def _title_extra(self) -> str:
         client = self.app.client  # type: ignore[attr-defined]
-        return count_title(client.view, self.current_view, self._counted(client, client.view))
+        return count_title(client.view, self.current_view, self._counted(client, client.view), self.title_room())
 
     def _counted(self, client: Any, view: Any) -> Any:
         """The run's own token count of what the model sees, for the live run (not a look back)."""
@@ -127,7 +127,7 @@ class MainScreen(PanesScreen):
         if view is None:
             return
         self.draw_sidebar(view)
-        title = count_title(view, self.current_view, self._counted(client, view))
+        title = count_title(view, self.current_view, self._counted(client, view), self.title_room())
         # A new title repaints the whole left pane (its border): while a run pours messages in,
         # the count moves on at most once a second.
         changed = title != self._titled

@@ -110,11 +110,17 @@ class PanesScreen(Screen):
     def _title_extra(self) -> str:
         return ""
 
+    def title_room(self) -> int | None:
+        """Columns the left pane's border title has (None before the first layout)."""
+        width = self.query_one("#views").size.width
+        return width - 4 if width else None
 
-def count_title(view: Any, current: str, counted: Any = None) -> str:
+
+def count_title(view: Any, current: str, counted: Any = None, room: int | None = None) -> str:
     """`` (3 messages)`` after the conversation's title; `` (5 messages, ~812 tokens, estimate)`` after
     what the model sees, or with ``counted`` (the run's own count) `` (5 messages, 790 tokens,
-    gpt-4o-mini tokenizer)``."""
+    gpt-4o-mini tokenizer)``. Where the title and it exceed ``room`` columns, the short form:
+    `` (5 msgs, ~812 tok)`` (``~``: an estimate; without it, the model's own count)."""
     if view is None or current not in ("conversation", "model-sees"):
         return ""
     if current == "model-sees":
@@ -125,6 +131,10 @@ def count_title(view: Any, current: str, counted: Any = None) -> str:
 
         seen = view.model_sees()
         n = len(seen)
-        return f" ({n} message{'s' if n != 1 else ''}, {escape(shown(total_size(seen, counted)))})"
+        size = total_size(seen, counted)
+        long = f" ({n} message{'s' if n != 1 else ''}, {escape(shown(size))})"
+        if room is None or len(pane(current).title) + len(long) <= room:
+            return long
+        return f" ({n} msg{'s' if n != 1 else ''}, {escape(shown(size.split(', ')[0].replace(' tokens', ' tok')))})"
     n = len(view.history)
     return f" ({n} message{'s' if n != 1 else ''})"

@@ -106,4 +106,7 @@ class ReplayScreen(PanesScreen):
         self.query_one("#where", Static).update(where_text(view, event=ev, width=width))
         self.draw_sidebar(view)
         self.draw_panes(PaneData(view, Prefix(timeline.events, k)))
-        self.set_pane_title(count_title(view, self.current_view))
+        self.set_pane_title(self._title_extra())
+
+    def _title_extra(self) -> str:
+        return count_title(self._at[0][2], self.current_view, room=self.title_room()) if self._at else ""
