@@ -415,3 +415,14 @@ class W:
     res = flowtui("run", str(path), "--input", "x")
     assert res.returncode == 0, res.stderr
     assert "  ▸ loop\n" in res.stderr and "  ▸ loop retries\n" in res.stderr and "loop loop" not in res.stderr
+
+
+def test_a_run_with_stderr_closed_still_prints_its_output_and_nothing_else():
+    import os
+
+    out = subprocess.run([sys.executable, "-c", "from flowtui.tui.cli import main; main()", "run", "flows/revisao.py",
+                          "--input", "x", "--no-journal"], cwd=Path(__file__).resolve().parents[1],
+                         stdout=subprocess.PIPE, preexec_fn=lambda: os.close(2), timeout=60)
+    assert out.returncode == 0
+    assert out.stdout.decode().startswith("APROVADO"), out.stdout[:300]
+    assert b"could not show" not in out.stdout

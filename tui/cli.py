@@ -44,11 +44,25 @@ def app_options(args: argparse.Namespace) -> dict:
 
 
 def main(argv: list[str] | None = None) -> None:
+    _standard_streams()
     try:
         _main(sys.argv[1:] if argv is None else argv)
     except BrokenPipeError:  # what reads our output went away (`flowtui diff A B | head`): nothing to say
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # else the exit's flush fails again
         sys.exit(1)
+
+
+def _standard_streams() -> None:
+    """A stdin, stdout or stderr started closed (``2>&-``) is the null device instead: Python leaves
+    ``sys.stderr`` None (every message then failed, and said so on stdout), and the next file or
+    pipe opened (the worker's) would take its number."""
+    for fd, name in ((0, "stdin"), (1, "stdout"), (2, "stderr")):
+        try:
+            os.fstat(fd)
+        except OSError:
+            if os.open(os.devnull, os.O_RDWR) != fd:  # the lowest free number: this one
+                continue
+            setattr(sys, name, open(fd, "r" if fd == 0 else "w", closefd=False))
 
 
 def needs_a_terminal(what: str) -> None:

@@ -81,6 +81,26 @@ def test_the_replay_of_a_hostile_journal_is_inert(journal):
         assert_inert(bytes(term.output), term.title)
 
 
+def test_a_workflow_name_from_someone_elses_journal_is_drawn_inertly(journal, tmp_path):
+    import json
+
+    lines = journal.read_text().splitlines()
+    start = json.loads(lines[0])
+    assert start["type"] == "run.start"
+    start["workflow"] += "\x1b]0;pwned\x07\x1b[2J"
+    start["state"] = {"field": 1}  # the sidebar's state section is titled with the workflow's name
+    forged = tmp_path / "forged.jsonl"
+    forged.write_text("\n".join([json.dumps(start), *lines[1:]]) + "\n")
+    with Terminal.flowtui("replay", str(forged), cols=160, rows=48) as term:
+        term.wait_for("run result: finished")
+        term.send("\x1b[H")  # the first event: the state section is drawn
+        term.wait_for(lambda: "State · " in term.text() and "␛]0;pwned" in term.text(), timeout=10)
+        term.send("q")
+        assert term.wait_exit(15) == 0
+        assert b"\x1b[2J" not in bytes(term.output)[200:]  # the screen cleared by the app alone, at start
+        assert_inert(bytes(term.output), term.title)
+
+
 def test_flowtui_run_prints_inertly(tmp_path):
     with Terminal.flowtui("run", HOSTILE, "--input", "hi", "--journal", str(tmp_path / "j.jsonl"),
                           cols=200, rows=60) as term:

@@ -38,7 +38,7 @@ def sidebar_rows(view: Any, width: int = 42, *, editable: bool = True) -> list[t
     rows: list[tuple[str | None, Text]] = []
 
     def section(title: str, count: int | None = None) -> None:
-        text = Text(title, "bold #87afd7")
+        text = Text(shown(title), "bold #87afd7")  # a workflow's name comes from the run: shown inert
         if count is not None:
             text.append(f" ({count})", "dim")
         rows.append((None, text))
