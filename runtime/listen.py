@@ -12,7 +12,9 @@ must arrive within ``auth_timeout`` seconds all told, and at most
 ``max_pending`` connections wait for theirs (beyond it, one is refused at
 once); each refusal says why and closes the connection. After it, a command
 line may be ``max_line`` bytes (64 MiB): a longer one is answered with why,
-read on without being kept, and the connection goes on. One
+read on without being kept, and the connection goes on. What goes to the
+client is written by a thread of its own (:mod:`runtime.sender`): a client
+that stops reading never holds the run, and is detached. One
 client at a time; on attaching it receives ``hello`` and every event so far,
 then the events as they happen, and drives the run like the app drives its
 own worker. When it detaches (``detach``, or the connection drops) the run
@@ -40,11 +42,13 @@ from pydantic import ValidationError
 
 from flowtui.runtime import protocol as p
 from flowtui.runtime.errors import ConfigError
+from flowtui.runtime.sender import Sender
 
 AUTH_TIMEOUT_S = 10.0  # from connecting to a valid ``auth`` line, all told
 MAX_FIRST_LINE = 64 * 1024  # bytes: the ``auth`` line is short; a longer one is refused unread
 MAX_PENDING = 16  # connections waiting to authenticate; one more is refused at once
 MAX_LINE = 64 * 1024 * 1024  # bytes: a command after ``auth`` (an edit may carry a long text)
+FLUSH_AT_CLOSE_S = 5.0  # the longest the run's end waits to reach its client when the process ends
 
 
 def parse_address(address: str, option: str = "--listen") -> tuple[str, int]:
@@ -113,6 +117,9 @@ class Listener:
             print("warning: listening beyond loopback; keep the token secret", file=out, flush=True)
 
     def close(self) -> None:
+        """Stop listening; the attached client gets what is on its way (the run's end) first."""
+        if isinstance(self.worker.send, Sender):
+            self.worker.send.finish(wait=FLUSH_AT_CLOSE_S)
         for s in (self._client, self._sock):
             if s is not None:
                 try:
@@ -170,7 +177,7 @@ class Listener:
                     self._call(self._send, p.encode(p.refusal(line, exc)))
                     continue
                 if command.type == "detach":
-                    self._call(self.worker.reply, command)
+                    self._call(self._detach, conn, command)
                     break
                 if command.type == "auth":
                     self._call(self.worker.reply, command, "already authenticated: auth is the first line only")
@@ -230,30 +237,41 @@ class Listener:
         self.worker.send(data, True)  # the client's sender as it is now (after _attached has run)
 
     def _attached(self, conn: socket.socket) -> None:
-        def send(data: bytes, at_once: bool = False) -> None:
-            try:
-                conn.sendall(data)
-            except OSError:
-                self._detached(conn)
-
-        send(p.encode(self.worker.hello()))
+        sender = Sender(conn, lambda why: self._call(self._dropped, conn, why))
+        sender(p.encode(self.worker.hello()))
         for line in self.worker.backlog:
-            send(line)
-        self.worker.send = send
+            sender(line)
+        sender.allow_backlog()
+        self.worker.send = sender
 
-    def _detached(self, conn: socket.socket) -> None:
+    def _release(self, conn: socket.socket) -> Any:
+        """The client's place is free again (the run waits, paused, for the next one); its sender,
+        or None when ``conn`` had no place (any more)."""
         with self._lock:
             if self._client is not conn:
-                return
+                return None
             self._client = None
-        self.worker.send = _nowhere
+        sender, self.worker.send = self.worker.send, _nowhere
         if not self.worker.run_over():
-            self.worker.controller.pause()  # it waits, paused, for the next client
-        try:
-            conn.shutdown(socket.SHUT_RDWR)
-        except OSError:
-            pass
-        conn.close()
+            self.worker.controller.pause()
+        return sender
+
+    def _detach(self, conn: socket.socket, command: Any) -> None:
+        """``detach``: the place is free before the reply leaves, so the client may attach again at once."""
+        sender = self._release(conn)
+        if sender is not None:
+            sender(p.encode(p.Reply(id=command.id, ok=True)))
+            sender.finish()
+
+    def _detached(self, conn: socket.socket) -> None:
+        sender = self._release(conn)
+        if sender is not None:
+            sender.abort()
+
+    def _dropped(self, conn: socket.socket, why: str) -> None:
+        if self._release(conn) is not None:
+            print(f"flowtui: the attached client was detached: {why}; the run waits, paused, for the next one "
+                  "(it gets every event so far)", file=sys.stderr, flush=True)
 
 
 def _nowhere(data: bytes, at_once: bool = False) -> None:

@@ -228,6 +228,49 @@ def test_an_over_long_command_line_is_refused_read_on_unkept_and_the_connection_
     assert rss_kb(proc.pid) - before < 2 * MAX_LINE // 1024  # KiB: at most one line's worth, not all of it
 
 
+def test_a_client_that_never_reads_does_not_hold_the_run_and_ctrl_c_still_stops_it(tmp_path):
+    import signal
+
+    journal = tmp_path / "j.jsonl"
+    proc = flowtui("run", "flows/revisao.py", "--input", "x", "--listen", "127.0.0.1:0", "--journal", str(journal))
+    try:
+        port = int(proc.stderr.readline().rsplit(":", 1)[1])
+        token = proc.stderr.readline().split()[1]
+        sock = socket.create_connection(("127.0.0.1", port), timeout=HANG)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        sock.sendall(auth(token))
+        sock.settimeout(0.5)
+        flood = b'{"type":"watch","id":3}\n' * 2000
+        t0 = time.monotonic()
+        while time.monotonic() - t0 < 4:  # commands pipelined, replies never read: the server's writes fill up
+            try:
+                sock.sendall(flood)
+            except (TimeoutError, OSError):
+                break
+        other = socket.create_connection(("127.0.0.1", port), timeout=HANG)  # the server still answers
+        other.sendall(auth(token))
+        assert replies(messages(other, lambda out: out)) == [(0, False, "another client is attached to this run")]
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(HANG) == 0  # stopped, as a run stopped by ctrl-C is
+        last = json.loads(journal.read_text().splitlines()[-1])
+        assert last["type"] == "run.end" and last["status"] == "stopped"
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+def test_a_client_may_attach_again_as_soon_as_its_detach_is_answered(listening):
+    proc, port, token = listening
+    for attempt in range(200):
+        sock = socket.create_connection(("127.0.0.1", port), timeout=HANG)
+        sock.sendall(auth(token) + b'{"id":7,"type":"detach"}\n')
+        got = messages(sock, lambda out: replies(out))
+        assert got[0]["type"] == "hello", (attempt, got[:1])
+        assert replies(got) == [(7, True, None)], attempt
+        sock.close()
+
+
 def test_auth_again_is_refused_as_already_authenticated(listening):
     proc, port, token = listening
     sock = socket.create_connection(("127.0.0.1", port), timeout=HANG)

@@ -1,0 +1,124 @@
+"""Writing to one attached socket client without ever holding the run's event loop.
+
+A client that stops reading fills its socket's buffer; writing to it from the
+event loop then blocks the run, its commands and its ctrl-C for good. A
+:class:`Sender` queues what goes to the client and writes it from a thread of
+its own. A client that takes more than ``timeout`` seconds to take a write, or
+falls more than ``behind`` bytes behind, is dropped (``on_gone``): the next
+client to attach gets every event from the worker's backlog, so nothing is lost.
+"""
+
+from __future__ import annotations
+
+import select
+import socket
+import threading
+from collections import deque
+from collections.abc import Callable
+
+SEND_TIMEOUT_S = 30.0  # a write the client does not take within this long: it stopped reading
+MAX_BEHIND = 64 * 1024 * 1024  # bytes queued beyond what the client has taken (and the backlog it was sent)
+
+
+class Sender:
+    """``sender(data)`` queues ``data`` for the client; :meth:`finish` sends what is queued, then
+    closes; :meth:`abort` closes at once. ``on_gone(why)`` is called once when the client is
+    dropped or its connection fails (never after ``finish`` or ``abort``)."""
+
+    def __init__(self, conn: socket.socket, on_gone: Callable[[str], None], *, timeout: float = SEND_TIMEOUT_S,
+                 behind: int = MAX_BEHIND) -> None:
+        self._conn = conn
+        self._on_gone = on_gone
+        self._timeout = timeout
+        self._behind = behind
+        self._allowed = behind
+        self._queue: deque[bytes] = deque()
+        self._queued = 0  # bytes in the queue
+        self._wake = threading.Condition()
+        self._state = "open"  # open, finishing, closed
+        self._thread = threading.Thread(target=self._write, name="flowtui-sender", daemon=True)
+        self._thread.start()
+
+    def __call__(self, data: bytes, at_once: bool = False) -> None:
+        with self._wake:
+            if self._state != "open":
+                return
+            self._queue.append(data)
+            self._queued += len(data)
+            self._wake.notify()
+            over = self._queued > self._allowed
+        if over:
+            self._drop(f"it fell {self._queued // (1024 * 1024)} MiB behind")
+
+    def allow_backlog(self) -> None:
+        """What is queued now (the backlog a client gets on attaching) does not count as behind."""
+        with self._wake:
+            self._allowed = self._queued + self._behind
+
+    def finish(self, wait: float = 0.0) -> None:
+        """Send what is queued, then close; ``wait``: for up to that long (the process is ending)."""
+        with self._wake:
+            if self._state == "open":
+                self._state = "finishing"
+            self._wake.notify()
+        if wait:
+            self._thread.join(wait)
+
+    def abort(self) -> None:
+        with self._wake:
+            self._state = "closed"
+            self._queue.clear()
+            self._wake.notify()
+        _close(self._conn)
+
+    def _write(self) -> None:
+        while True:
+            with self._wake:
+                while not self._queue and self._state == "open":
+                    self._wake.wait()
+                if self._state == "closed" or not self._queue:  # aborted, or finished and all sent
+                    break
+                data = b"".join(self._queue)
+                self._queue.clear()
+            try:
+                self._send_all(data)
+            except TimeoutError:
+                self._drop(f"it took no data for {self._timeout:g} s")
+                return
+            except (OSError, ValueError):  # ValueError: closed under us (abort)
+                self._drop("its connection failed")
+                return
+            with self._wake:
+                self._queued -= len(data)
+                self._allowed = max(self._allowed - len(data), self._behind)
+        _close(self._conn)
+
+    def _send_all(self, data: bytes) -> None:
+        """``sendall`` that gives up when the client takes nothing for ``timeout`` seconds (the
+        socket itself stays blocking: the listener reads commands from it)."""
+        view = memoryview(data)
+        while view:
+            if not select.select([], [self._conn], [], self._timeout)[1]:
+                raise TimeoutError
+            try:
+                view = view[self._conn.send(view, socket.MSG_DONTWAIT):]
+            except BlockingIOError:
+                continue
+
+    def _drop(self, why: str) -> None:
+        with self._wake:
+            if self._state == "closed":  # finished, aborted or dropped already: nobody to tell
+                return
+            self._state = "closed"
+            self._queue.clear()
+            self._wake.notify()
+        _close(self._conn)
+        self._on_gone(why)
+
+
+def _close(conn: socket.socket) -> None:
+    try:
+        conn.shutdown(socket.SHUT_RDWR)
+    except OSError:
+        pass
+    conn.close()
