@@ -60,6 +60,7 @@ def _p():
 
 LOAD_TIMEOUT_S = 30.0  # a flow whose import has not finished by then is a load error
 LOG_LINE_MAX = 4096  # a printed line longer than this reaches the client cut
+LINGER_S = 0.5  # after the worker exits, how long its pipes may stay silent before they are let go
 
 
 class LoadTimeout(Exception):
@@ -73,7 +74,7 @@ class Channel:
                  on_log: Callable[[str], None] | None = None) -> None:
         self.on_lines = on_lines  # event lines as they came, in order (parse them with parse_events)
         self.on_log = on_log or (lambda text: None)
-        self.proc: asyncio.subprocess.Process | Started | None = None
+        self.proc: Started | None = None
         self.hello: p.Hello | None = None
         self.load_error: p.LoadError | None = None
         self.journal: str | None = None
@@ -98,13 +99,7 @@ class Channel:
         """Start a worker for ``options`` (or take over ``started``, the worker
         :meth:`Options.start_now` started for them) and wait until the flow has loaded (or failed to)."""
         self.journal, self.grace = options.journal, options.grace
-        if started is None:
-            self.proc = await asyncio.create_subprocess_exec(
-                *options.argv(), stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.PIPE, start_new_session=True, env=options.environment(), limit=CHUNK)
-            self._writer, out, err = self.proc.stdin, self.proc.stdout, self.proc.stderr
-        else:
-            self.proc, self._writer, out, err = await take_over(started)
+        self.proc, self._writer, out, err = await take_over(started or options.start_now())
         self._tasks = [asyncio.ensure_future(self._read(out)), asyncio.ensure_future(self._read_log(err))]
         return await self._greeting(load_timeout)
 
@@ -354,16 +349,38 @@ class Channel:
             return False
 
     async def wait(self) -> int | None:
-        """Until the worker's output has ended (and the process exited); its exit code."""
-        if not self._tasks and self.proc is not None:  # started, never read (its start was cancelled)
+        """Until the worker has exited and its output is read; its exit code.
+
+        What the flow started and left behind in the worker's process group is killed with it. A
+        process that left the group (``os.setsid``) may still hold the output pipes: once the
+        worker has exited and they give nothing for ``LINGER_S`` (while the consumer is not
+        holding them back), they are let go instead of waited on for ever."""
+        if self.proc is None:
+            await self.closed.wait()
+        else:
             code = await self.proc.wait()
-            self.closed.set()
-            return code
-        await self.closed.wait()
+            self._end_group()
+            while self._tasks and not self.closed.is_set():
+                self._progress.clear()
+                try:
+                    await asyncio.wait_for(self._progress.wait(), LINGER_S)
+                except asyncio.TimeoutError:
+                    if self.paused.is_set():
+                        self.proc.let_go()
+                        break
+            if not self._tasks:  # started, never read (its start was cancelled)
+                self.closed.set()
         for task in self._tasks:
             if not task.done():
                 await asyncio.wait([task], timeout=1.0)
-        return await self.proc.wait() if self.proc is not None else None
+        return code if self.proc is not None else None
+
+    def _end_group(self) -> None:
+        """Kill what is left of the worker's process group (the worker has exited)."""
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
 
     def ending(self) -> tuple[str, str]:
         """(status, why) of a run whose worker is gone without a ``run.end``."""

@@ -17,6 +17,8 @@ know (from a newer one) as an :class:`Unknown` event, shown by its type.
 
 from __future__ import annotations
 
+import os
+
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -51,12 +53,25 @@ class JournalWriter:
 
     def __call__(self, event: Any) -> None:
         # Streamed fragments stay out: a credential split over fragments could not be redacted in each.
-        if self._file.closed or event.type == "chat.delta":
+        if self._file.closed or event.type == "chat.delta" or in_a_fork:
             return
         self._file.write(encode_event(event, self._redactor) + b"\n")
 
     def close(self) -> None:
         self._file.close()
+
+
+# A process the flow forked (``os.fork`` in a tool) carries a copy of the run: whatever that copy
+# does is not the run's, and none of it is journaled (it used to append the run's end again).
+in_a_fork = False
+
+
+def _forked() -> None:
+    global in_a_fork
+    in_a_fork = True
+
+
+os.register_at_fork(after_in_child=_forked)
 
 
 def runs_in(path: Path) -> int:

@@ -59,12 +59,20 @@ class Options:
 
 
 class Started:
-    """A worker started before the event loop (:meth:`Options.start_now`), seen as asyncio's
-    ``Process`` is: its pid, its exit code once it has one, and a wait for it."""
+    """A worker process (:meth:`Options.start_now`), seen as asyncio's ``Process`` is: its pid, its
+    exit code once it has one, and a wait for it. Unlike asyncio's, the wait ends when the process
+    does, not when every copy of its pipes is closed: a process the flow forked may keep them open
+    for ever. :meth:`let_go` stops reading them."""
 
-    def __init__(self, popen: subprocess.Popen) -> None:
+    def __init__(self, popen: subprocess.Popen, pipes: list[asyncio.BaseTransport] = ()) -> None:
         self._popen = popen
         self.pid = popen.pid
+        self._pipes = list(pipes)
+
+    def let_go(self) -> None:
+        """Close this side of the worker's output pipes (their readers see their end)."""
+        for pipe in self._pipes:
+            pipe.close()
 
     @property
     def returncode(self) -> int | None:
@@ -81,8 +89,8 @@ async def take_over(popen: subprocess.Popen) -> tuple[Started, asyncio.StreamWri
     """``popen``'s pipes as the streams asyncio's own subprocesses have."""
     loop = asyncio.get_running_loop()
     out, err = asyncio.StreamReader(limit=CHUNK), asyncio.StreamReader(limit=CHUNK)
-    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(out), popen.stdout)
-    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(err), popen.stderr)
+    out_pipe, _ = await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(out), popen.stdout)
+    err_pipe, _ = await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(err), popen.stderr)
     protocol = asyncio.StreamReaderProtocol(asyncio.StreamReader())
     transport, _ = await loop.connect_write_pipe(lambda: protocol, popen.stdin)
-    return Started(popen), asyncio.StreamWriter(transport, protocol, None, loop), out, err
+    return Started(popen, [out_pipe, err_pipe]), asyncio.StreamWriter(transport, protocol, None, loop), out, err

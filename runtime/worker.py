@@ -309,13 +309,24 @@ def install_terminate(grace: float) -> None:
 def main(argv: list[str] | None = None) -> int:
     """The worker on its pipes: the protocol on stdin and (a private copy of) stdout."""
     args = build_parser().parse_args(argv)
-    out_fd = os.dup(1)
+    out_fd, in_fd = os.dup(1), os.dup(0)  # the protocol's pipes, on numbers of their own
     os.dup2(2, 1)  # what the flow prints goes to stderr, never into the protocol
     sys.stdout = os.fdopen(1, "w", buffering=1, closefd=False)
+    null = os.open(os.devnull, os.O_RDONLY)  # what the flow reads (input()) is nothing, never a command
+    os.dup2(null, 0)
+    os.close(null)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     install_terminate(args.grace)
 
     send = Outbox(out_fd)
+
+    def forked() -> None:  # a process the flow forked is not the worker: it sends nothing, SIGTERM ends it
+        send.drop()
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        for fd in (out_fd, in_fd):
+            os.close(fd)
+
+    os.register_at_fork(after_in_child=forked)
     app = load(args)
     if isinstance(app, p.LoadError):
         send(p.encode(app), True)
@@ -324,7 +335,7 @@ def main(argv: list[str] | None = None) -> int:
                     snapshot=args.snapshot, wire_limit=args.wire_limit, debug=args.debug)
     send(p.encode(worker.hello()), True)
     try:
-        asyncio.run(_serve_pipe(worker))
+        asyncio.run(_serve_pipe(worker, in_fd))
     except Terminated:
         pass
     finally:
@@ -348,15 +359,25 @@ class Outbox:
         self._fd = fd
         self._pending = bytearray()
         self._lock = threading.Lock()
+        self._dropped = False
         threading.Thread(target=self._flusher, name="flowtui-outbox", daemon=True).start()
 
+    def drop(self) -> None:
+        """Send nothing from now on (in a process the flow forked; its lock may be held by a
+        thread that does not exist there)."""
+        self._dropped = True
+
     def __call__(self, data: bytes, at_once: bool = False) -> None:
+        if self._dropped:
+            return
         with self._lock:
             self._pending += data
             if at_once or len(self._pending) >= self.BATCH:
                 self._write()
 
     def flush(self) -> None:
+        if self._dropped:
+            return
         with self._lock:
             self._write()
 
@@ -376,12 +397,12 @@ class Outbox:
                     return
 
 
-async def _serve_pipe(worker: Worker) -> None:
+async def _serve_pipe(worker: Worker, in_fd: int) -> None:
     loop = asyncio.get_running_loop()
     gone = asyncio.Event()
     # Commands are read by a thread: while the flow's code holds the event loop (a sync tool), a
     # pause or stop still arrives, and takes effect at the very next pause point.
-    reader = threading.Thread(target=_read_commands, args=(worker, os.fdopen(0, "rb", buffering=0), loop, gone),
+    reader = threading.Thread(target=_read_commands, args=(worker, os.fdopen(in_fd, "rb", buffering=0), loop, gone),
                               name="flowtui-commands", daemon=True)
     reader.start()
     started = asyncio.ensure_future(worker.started.wait())

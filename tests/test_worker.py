@@ -345,3 +345,42 @@ def test_listening_beyond_loopback_needs_listen_public(tmp_path):
     proc = flowtui("run", str(ROOT / "flows/revisao.py"), "--listen", "0.0.0.0:0", cwd=ROOT)
     out, err = proc.communicate(timeout=HANG)
     assert proc.returncode == 2 and "--listen-public" in err
+
+
+@pytest.mark.parametrize("away", [False, True], ids=["in-the-group", "setsid"])
+def test_a_process_the_flow_forked_neither_holds_the_run_up_nor_writes_to_its_journal(tmp_path, away):
+    import os
+
+    journal, pids = tmp_path / "j.jsonl", tmp_path / "pids"
+    env = dict(os.environ, FLOWTUI_TEST_PIDS=str(pids), **({"FLOWTUI_TEST_SETSID": "1"} if away else {}))
+    proc = flowtui("run", f"{MISBEHAVE}:Forks", "--input", "x", "--journal", str(journal), cwd=tmp_path, env=env)
+    try:
+        out, err = proc.communicate(timeout=HANG)  # the fork sleeps 120 s holding the worker's pipes
+        assert proc.returncode == 0, err
+        assert out == "done\n"
+        children = [int(pid) for pid in pids.read_text().split()]
+        for pid in children:  # the copy of the worker ends as a process does, writing nothing of the run
+            try:
+                os.kill(pid, signal.SIGTERM)
+            except ProcessLookupError:  # in the worker's group: killed with it already
+                pass
+        time.sleep(0.5)
+        ends = [ev for ev in journal_events(journal) if ev["type"] == "run.end"]
+        assert [end["status"] for end in ends] == ["finished"]
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        for pid in [int(p) for p in pids.read_text().split()] if pids.exists() else []:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+
+def test_input_in_a_tool_reads_nothing_never_the_debuggers_commands(tmp_path):
+    journal = tmp_path / "j.jsonl"
+    proc = flowtui("run", f"{MISBEHAVE}:ReadsInput", "--input", "x", "--journal", str(journal), cwd=tmp_path)
+    out, err = proc.communicate(timeout=HANG)
+    assert proc.returncode == 0, err
+    tool_end = next(ev for ev in journal_events(journal) if ev["type"] == "node.end" and ev["kind"] == "tool")
+    assert tool_end["status"] == "error" and "EOF when reading a line" in tool_end["error"]  # EOFError

@@ -54,6 +54,35 @@ async def test_q_quits_while_a_tool_never_returns(tmp_path):
     assert journal.read_text().splitlines()[-1].count('"type":"run.end"') == 1  # the run's end is written
 
 
+async def test_q_and_r_do_not_wait_on_a_process_the_flow_forked(tmp_path, monkeypatch):
+    import os
+    import signal
+
+    pids = tmp_path / "pids"
+    monkeypatch.setenv("FLOWTUI_TEST_PIDS", str(pids))
+    monkeypatch.setenv("FLOWTUI_TEST_SETSID", "1")  # it leaves the worker's process group: not killed with it
+    app = make(f"{MISBEHAVE}:Forks", input="x", journal=None)
+    try:
+        async with app.run_test() as pilot:
+            await paused(pilot)
+            await pilot.press("c")
+            await ended(pilot)
+            first = app.client.hello.pid
+            await pilot.press("r", "y")  # a fresh worker, although the fork holds the old one's pipes
+            await wait_until(pilot, lambda: app.client.hello is not None and app.client.hello.pid != first,
+                             timeout=15, what="the reloaded worker")
+            await paused(pilot)
+            await pilot.press("q")
+            await wait_until(pilot, lambda: not app.is_running, timeout=15, what="the app to quit")
+        assert app.return_code == 0
+    finally:
+        for pid in [int(p) for p in pids.read_text().split()] if pids.exists() else []:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+
 @pytest.mark.parametrize("flow,why", [
     ("ExitsHard", "failed: the flow process exited with code 3"),
     ("Segfault", "failed: the flow process was killed by SIGSEGV (11)"),

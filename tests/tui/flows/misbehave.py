@@ -108,3 +108,31 @@ class Segfault:
 @workflow(steps=make(big))
 class BigOutput:
     pass
+
+
+def forks(self, args: Args = Input()):
+    """A child that outlives the worker, holding copies of its pipes (and journal)."""
+    child = os.fork()
+    if child == 0:
+        if os.environ.get("FLOWTUI_TEST_SETSID"):
+            os.setsid()  # out of the worker's process group too
+        time.sleep(120)
+        os._exit(0)
+    if os.environ.get("FLOWTUI_TEST_PIDS"):  # for the test to end it
+        with open(os.environ["FLOWTUI_TEST_PIDS"], "a") as f:
+            f.write(f"{child}\n")
+    return "forked"
+
+
+def reads_input(self, args: Args = Input()):
+    return f"read {input('Approve? ')!r}"
+
+
+@workflow(steps=make(forks))
+class Forks:
+    pass
+
+
+@workflow(steps=make(reads_input))
+class ReadsInput:
+    pass
