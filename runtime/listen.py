@@ -316,10 +316,24 @@ def _close(conn: socket.socket) -> None:
 
 async def serve(args: Any, memory: dict[str, str], data: dict[str, str]) -> int:
     """``flowtui run FLOW --listen HOST:PORT``: this process is the worker, serving a socket."""
+    from flowtui.runtime.prints import Prints
+
+    prints = Prints()  # what the flow prints: redacted, inert, and sent to the client too
+    try:
+        return await _serve(args, memory, data, prints)
+    finally:
+        prints.close()
+
+
+async def _serve(args: Any, memory: dict[str, str], data: dict[str, str], prints: Any) -> int:
     import signal
 
-    from flowtui.runtime.cli import TreePrinter, journal_note, new_journal, refusal_text, say
+    from flowtui.runtime.cli import TreePrinter, journal_note, new_journal, refusal_text
+    from flowtui.runtime.cli import say as say_anywhere
     from flowtui.runtime.worker import Worker, install_terminate, load
+
+    def say(text: str, *, file: Any = None) -> None:
+        say_anywhere(text, file=file or prints.err)
 
     app = load(args)
     if isinstance(app, p.LoadError):
@@ -334,7 +348,9 @@ async def serve(args: Any, memory: dict[str, str], data: dict[str, str]) -> int:
     except (ConfigError, OSError) as exc:
         say(f"flowtui: {exc}")
         return 2
-    app.subscribe(TreePrinter(sys.stderr))
+    app.subscribe(TreePrinter(prints.err))
+    loop = asyncio.get_running_loop()
+    prints.forward = lambda text: loop.call_soon_threadsafe(lambda: worker.send(p.encode(p.Log(text=text)), True))
     try:
         worker.start(args.input, memory or None, data=data or None, paused=True, approve=args.approve,
                      watch=args.watch, resume_from=args.resume_from, on_divergence="pause")
@@ -344,8 +360,7 @@ async def serve(args: Any, memory: dict[str, str], data: dict[str, str]) -> int:
         return 2
     install_terminate(worker.grace)
     listener.start()
-    listener.announce()
-    loop = asyncio.get_running_loop()
+    listener.announce(prints.err)
     interrupts = 0
 
     def interrupted() -> None:  # ctrl-C: stop the run cleanly; again: unwind it now
@@ -361,13 +376,14 @@ async def serve(args: Any, memory: dict[str, str], data: dict[str, str]) -> int:
     try:
         assert worker.task is not None
         await worker.task
+        await prints.settle()  # what the flow printed last goes to the client before it is let go
     finally:
         loop.remove_signal_handler(signal.SIGINT)
         listener.close()
     if journal is not None:
         say(journal_note(Path(journal), 0))
     if worker.exit_code == 0 and worker.run.ctx.get("output") is not None:
-        say(str(worker.run.ctx.get("output")), file=sys.stdout)
+        say(str(worker.run.ctx.get("output")), file=prints.out)
     return worker.exit_code
 
 

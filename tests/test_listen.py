@@ -341,3 +341,45 @@ def test_attach_to_a_peer_that_never_answers_exits_2_after_the_wait():
         stop.set()
     assert code == 2, said
     assert f"flowtui attach: 127.0.0.1:{port}: no answer within 10 s" in said
+
+
+def test_what_a_served_flow_prints_is_redacted_inert_and_sent_to_the_client(tmp_path):
+    import os
+
+    key = "sk-test-1234567890abcdef1234567890abcdef"
+    flow = tmp_path / "prints.py"
+    flow.write_text(
+        "import os, sys\n"
+        "from flowtui import FunctionProvider, agent, workflow\n"
+        "print('at import \\x1b]0;pwned\\x07', os.environ['OPENAI_API_KEY'])\n"
+        "class A:\n"
+        "    def after_response(self, response, ctx):\n"
+        "        print('printing key:', os.environ['OPENAI_API_KEY'])\n"
+        "        print('stderr key:', os.environ['OPENAI_API_KEY'], file=sys.stderr)\n"
+        "A = agent(provider=FunctionProvider(lambda m, t: 'ok'), prompt='p')(A)\n"
+        "@workflow(steps=[A])\n"
+        "class W:\n"
+        "    pass\n")
+    proc = flowtui("run", str(flow), "--input", "x", "--listen", "127.0.0.1:0", "--no-journal",
+                   env=dict(os.environ, OPENAI_API_KEY=key))
+    try:
+        before = [proc.stderr.readline()]
+        while not before[-1].startswith("listening on"):
+            before.append(proc.stderr.readline())
+        port = int(before[-1].rsplit(":", 1)[1])
+        token = proc.stderr.readline().split()[1]
+        sock = socket.create_connection(("127.0.0.1", port), timeout=HANG)
+        sock.sendall(auth(token) + b'{"id":2,"type":"continue"}\n')
+        got = messages(sock, lambda out: False)  # until the server closes: its last words included
+        out, err = proc.communicate(timeout=HANG)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    everything = out + err + "".join(before) + json.dumps(got)
+    assert key not in everything
+    assert "at import ␛]0;pwned␇ [redacted]" in before[0]  # printed at import: inert, redacted
+    assert "printing key: [redacted]" in err and "stderr key: [redacted]" in err
+    logs = [m["text"] for m in got if m.get("type") == "log"]
+    assert "printing key: [redacted]" in logs and "stderr key: [redacted]" in logs
+    assert out == "ok\n"
