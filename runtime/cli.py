@@ -16,13 +16,15 @@ checking every event against it, then goes on live (:mod:`flowtui.runtime.resume
 Exit codes: 0 the run finished (or was stopped), 1 it failed, 2 the flow
 could not be loaded (or the command line is wrong, or ``--resume-from`` names
 no journal), 3 a re-executed run diverged from its journal (the report on
-stderr). No traceback unless ``--debug``. Everything printed is made inert and redacted first
+stderr), 4 it stopped at a ``--watch``, 5 stdout could not take the output (a full
+disk). No traceback unless ``--debug``. Everything printed is made inert and redacted first
 (:func:`printable`): a model's reply can neither drive the terminal nor leak a key.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import asyncio
 import sys
 from datetime import datetime
@@ -197,10 +199,16 @@ def json_printer(out: TextIO):
     as in the journal, since a credential split over several of them could be put back together."""
 
     def write(line: bytes, ev: Any) -> None:
-        if ev.type != "chat.delta":
-            out.write(line.decode("utf-8") + "\n")
-            out.flush()
+        if ev.type != "chat.delta" and not write.failed:
+            try:
+                out.write(line.decode("utf-8") + "\n")
+                out.flush()
+            except BrokenPipeError:  # what read it went away (| head): as for any command
+                raise
+            except OSError as exc:  # a full disk: said once, at the end (the journal has every event)
+                write.failed = exc.strerror or str(exc)
 
+    write.failed = None
     return write
 
 
@@ -246,6 +254,7 @@ async def _run_headless(args: argparse.Namespace, memory: dict[str, str], data: 
     import signal
 
     from flowtui.runtime.channel import LOAD_TIMEOUT_S, Channel, LoadTimeout, parse_events
+    from flowtui.runtime.journal import not_a_file
     from flowtui.runtime.spawn import Options
 
     tree = TreePrinter(sys.stderr)
@@ -261,6 +270,11 @@ async def _run_headless(args: argparse.Namespace, memory: dict[str, str], data: 
             else:
                 tree(ev)
 
+    why = not_a_file(Path(args.journal)) if args.journal and not args.no_journal else None
+    if why:  # a pipe or a device: reading what it holds, or writing to it, may never end
+        say(f"flowtui: cannot write the journal {args.journal}: it {why}; name a file you can write "
+            "(--journal FILE), or run without one (--no-journal)")
+        return 2
     channel = Channel(on_lines, on_log=lambda text: say(text))
     options = Options(target=args.flow, model=args.model, replies=args.replies, record=args.record,
                       replay=args.replay, snapshot=args.from_snapshot, wire_limit=0, debug=args.debug)
@@ -360,8 +374,20 @@ async def _run_headless(args: argparse.Namespace, memory: dict[str, str], data: 
         return 3
     if view.status == "failed":
         return 1
+    unwritten = printer.failed if printer is not None else None
     if not args.json and view.output is not None:
-        say(view.output, file=sys.stdout)
+        try:
+            say(view.output, file=sys.stdout)
+            sys.stdout.flush()
+        except BrokenPipeError:
+            raise
+        except OSError as exc:
+            unwritten = exc.strerror or str(exc)
+    if unwritten:
+        sys.stdout = open(os.devnull, "w")  # what is left unwritten must not fail again at exit
+        say(f"flowtui: the run {view.status}, but its {'events' if args.json else 'output'} could not be "
+            f"written to stdout: {unwritten}" + (f" (the journal has it all: {journal})" if journal else ""))
+        return 5
     return 4 if stopped_at_watchpoint(view) else 0
 
 

@@ -18,6 +18,7 @@ know (from a newer one) as an :class:`Unknown` event, shown by its type.
 from __future__ import annotations
 
 import os
+import stat
 
 import json
 from collections.abc import Iterator
@@ -42,6 +43,10 @@ class JournalWriter:
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
+        why = not_a_file(self.path)
+        if why:
+            raise ConfigError(f"cannot write the journal {self.path}: it {why}; name a file you can write "
+                              "(--journal FILE), or run without one (--no-journal)")
         self.appended_to = runs_in(self.path)  # runs already in the file
         try:
             self._file = open_append(self.path)
@@ -76,6 +81,8 @@ os.register_at_fork(after_in_child=_forked)
 
 def runs_in(path: Path) -> int:
     """How many runs a journal file already holds (each starts with the event of seq 1)."""
+    if not_a_file(path):  # a pipe or a device is not read (it may never end)
+        return 0
     try:
         with path.open("rb") as f:
             return sum(1 for line in f if line.startswith(b'{"seq":1,'))
@@ -200,6 +207,20 @@ def last_seq(path: Path) -> int:
     return 0
 
 
+def not_a_file(path: Path) -> str | None:
+    """Why ``path``, which exists, cannot be a journal: a folder, or a pipe or device (reading one
+    may never end, writing one may never succeed); None for a file, or a path that is not there."""
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        return None  # missing, or a loop of links: said where it is opened
+    if stat.S_ISDIR(mode):
+        return "is a folder, not a journal file"
+    if not stat.S_ISREG(mode):
+        return "is a pipe or a device, not a journal file"
+    return None
+
+
 class JournalError(Exception):
     """A journal file that cannot be replayed; the message names the file (and line)."""
 
@@ -215,8 +236,9 @@ def load_runs(path: str | Path, *, notices: list[Any] | None = None, hint: str =
     """
     hint = f"; {hint}" if hint else ""
     p = Path(path)
-    if p.is_dir():
-        raise JournalError(f"{path}: is a folder, not a journal file{hint}")
+    why = not_a_file(p)
+    if why:
+        raise JournalError(f"{path}: {why}{hint}")
     skipped: list[Any] = []
     try:
         events = list(read_journal(p, notices=skipped))

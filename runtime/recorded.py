@@ -21,6 +21,7 @@ from pydantic_core import from_json
 
 from flowtui.runtime.errors import ResumeError
 from flowtui.runtime.events import EVENT_TYPES
+from flowtui.runtime.journal import not_a_file
 
 _AT = re.compile(r"^(.*)@(\d+)$", re.DOTALL)
 
@@ -86,9 +87,9 @@ def load_recorded(source: str | Path, *, at: int | None = None) -> Recorded:
     that is not a flowtui journal, a journal without a ``run.start``, or K outside the run."""
     path, k = parse_resume_arg(source) if at is None else (Path(source), at)
     shown = str(path)
-    if path.is_dir():
-        raise ResumeError(f"--resume-from {shown}: is a folder, not a journal file; give a .jsonl file "
-                          "from .flowtui/runs/")
+    why = not_a_file(path)
+    if why:
+        raise ResumeError(f"--resume-from {shown}: {why}; give a .jsonl file from .flowtui/runs/")
     try:
         with path.open("rb") as f:
             raw_lines = f.read().split(b"\n")

@@ -426,3 +426,36 @@ def test_a_run_with_stderr_closed_still_prints_its_output_and_nothing_else():
     assert out.returncode == 0
     assert out.stdout.decode().startswith("APROVADO"), out.stdout[:300]
     assert b"could not show" not in out.stdout
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")
+@pytest.mark.parametrize("json_out", [False, True], ids=["output", "json"])
+def test_a_full_stdout_is_said_once_with_exit_5_and_the_journal_keeps_the_run(tmp_path, json_out):
+    journal = tmp_path / "j.jsonl"
+    with open("/dev/full", "w") as full:
+        out = subprocess.run([sys.executable, "-c", "from flowtui.tui.cli import main; main()", "run",
+                              "flows/revisao.py", "--input", "x", "--journal", str(journal),
+                              *(["--json"] if json_out else [])],
+                             cwd=Path(__file__).resolve().parents[1], stdout=full, stderr=subprocess.PIPE,
+                             text=True, timeout=60)
+    assert out.returncode == 5, out.stderr
+    assert "Traceback" not in out.stderr and "could not show an event" not in out.stderr
+    assert out.stderr.count("could not be written to stdout: No space left on device") == 1
+    assert json.loads(journal.read_text().splitlines()[-1])["status"] == "finished"
+
+
+@pytest.mark.parametrize("command", [["replay", "FIFO"], ["diff", "FIFO", "flows/revisao.py"],
+                                     ["run", "flows/revisao.py", "--resume-from", "FIFO"],
+                                     ["run", "flows/revisao.py", "--input", "x", "--journal", "FIFO"]],
+                         ids=["replay", "diff", "resume-from", "journal"])
+def test_a_pipe_given_as_a_journal_is_refused_at_once(tmp_path, command):
+    import os
+
+    fifo = tmp_path / "fifo.jsonl"
+    os.mkfifo(fifo)
+    command = [str(fifo) if arg == "FIFO" else arg for arg in command]
+    out = subprocess.run([sys.executable, "-c", "from flowtui.tui.cli import main; main()", *command],
+                         cwd=Path(__file__).resolve().parents[1], capture_output=True, text=True, timeout=60,
+                         stdin=subprocess.DEVNULL)
+    assert out.returncode == 2, out.stderr
+    assert "is a pipe or a device, not a journal file" in out.stderr and str(fifo) in out.stderr
