@@ -26,6 +26,7 @@ from textual.worker import Worker, WorkerState
 from flowtui.tui.actions import ACTIONS, app_help_groups, bindings, palette
 from flowtui.tui.client import LaunchConfig, RunClient, cut_in
 from flowtui.tui.commands import RunCommands
+from flowtui.tui.signals import quit_on_signals
 from flowtui.tui.edits import RunEdits
 from flowtui.tui.messages import RunFlushed
 from flowtui.tui.watchpoints import RunWatches
@@ -80,6 +81,7 @@ class FlowApp(RunCommands, RunEdits, RunWatches, PlainNotify, App[int]):
         return self.main
 
     def on_mount(self) -> None:
+        quit_on_signals(self)
         self._ticker = self.set_interval(DRAIN_INTERVAL, self._tick)
         self.set_interval(IDLE_CHECK_S, self._idle_check)
         self.call_after_refresh(self._after_first_paint)

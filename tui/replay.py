@@ -72,6 +72,9 @@ class ReplayApp(PlainNotify, App[int]):
         self.view: Any = None
 
     async def on_mount(self) -> None:
+        from flowtui.tui.signals import quit_on_signals
+
+        quit_on_signals(self)
         await self.push_screen(self.main)
         self.go(self.position)
         if self.notices:

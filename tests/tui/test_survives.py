@@ -272,3 +272,23 @@ async def test_r_while_attached_says_at_once_that_the_run_reloads_where_it_runs(
     finally:
         proc.kill()
         proc.wait()
+
+
+@pytest.mark.parametrize("signum", ["SIGTERM", "SIGHUP"])
+def test_a_terminate_or_hangup_signal_quits_as_q_does_and_gives_the_terminal_back(tmp_path, signum):
+    import json
+    import signal
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from terminal import Terminal
+
+    journal = tmp_path / "j.jsonl"
+    with Terminal.flowtui(REVIEW, "--input", "x", "--journal", str(journal), cols=100, rows=30) as term:
+        term.wait_for("paused before")
+        term.proc.send_signal(getattr(signal, signum))
+        term.wait_exit(15)
+        out = bytes(term.output)
+    assert out.rfind(b"\x1b[?1049l") > out.rfind(b"\x1b[?1049h")  # the alternate screen left
+    assert out.rfind(b"\x1b[?25h") > out.rfind(b"\x1b[?25l")  # the cursor shown again
+    assert json.loads(journal.read_text().splitlines()[-1])["type"] == "run.end"
