@@ -276,11 +276,11 @@ class FlowApp(RunCommands, RunEdits, RunWatches, PlainNotify, App[int]):
     async def _open_whole(self, text: str) -> None:
         cut = cut_in(text)
         if cut is not None:
-            reply = await self.client.command(_p().Fetch(seq=cut[0], path=cut[1]))
-            if not reply.ok:
-                self.notify(reply.error or "the run no longer holds it", severity="warning")
+            whole, why = await self.client.fetch(cut[0], cut[1])
+            if whole is None:
+                self.notify(why, severity="warning")
                 return
-            text = reply.value
+            text = whole
         await page(self, shown(text))
 
     def action_printed(self) -> None:

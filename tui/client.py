@@ -39,6 +39,7 @@ def _p():
 
 
 MAX_BUFFERED = 50_000  # events read but not folded yet: past this, reading waits (the worker blocks)
+FETCH_TIMEOUT_S = 10.0  # a cut value asked of the run's process: past this, said instead of waited on
 LOG_LINES = 500  # lines the flow printed, kept for the log view
 
 
@@ -256,6 +257,18 @@ class RunClient:
         if view is not None and getattr(command, "run_id", False) is None and view.shown.run_id != view.run_id:
             command = command.model_copy(update={"run_id": view.shown.run_id})
         return await self.channel.command(command)
+
+    async def fetch(self, seq: int, path: str) -> tuple[str | None, str | None]:
+        """A value the wire cut, whole, from the run's process: (the value, None), or (None, why)
+        when it cannot give it (gone, or not answering: a sync tool holds it, or it is stopped)."""
+        try:
+            reply = await asyncio.wait_for(self.command(_p().Fetch(seq=seq, path=path)), FETCH_TIMEOUT_S)
+        except asyncio.TimeoutError:
+            return None, (f"the run's process did not send it within {FETCH_TIMEOUT_S:g} s (busy in a tool, "
+                          "or stopped?); try again later")
+        except ConnectionError:
+            return None, "the run's process has ended: the cut text is all there is"
+        return (reply.value, None) if reply.ok else (None, reply.error or "the run no longer holds it")
 
     def send(self, command: p.BaseModel) -> None:
         if self.channel is not None:

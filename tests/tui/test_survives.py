@@ -144,6 +144,30 @@ async def test_a_fifty_megabyte_output_reaches_the_app_as_a_preview():
         assert reply.ok and len(reply.value) == 50_000_000  # the whole of it, from the run
 
 
+async def test_a_cut_value_the_run_cannot_send_is_said_not_waited_on(monkeypatch):
+    import os
+    import signal
+
+    from flowtui.tui import client as client_module
+
+    monkeypatch.setattr(client_module, "FETCH_TIMEOUT_S", 1.0)  # the app's patience, shortened for the test
+    app = make(f"{MISBEHAVE}:BigOutput", input="x")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await paused(pilot)
+        await pilot.press("c")
+        await ended(pilot, timeout=60)
+        cut = client_module.cut_in(app.client.view.history[2].content)
+        os.kill(app.client.hello.pid, signal.SIGSTOP)  # the run's process answers nothing
+        try:
+            whole, why = await app.client.fetch(cut[0], cut[1])
+        finally:
+            os.kill(app.client.hello.pid, signal.SIGCONT)
+        assert whole is None and "did not send it within 1 s" in why
+        monkeypatch.setattr(client_module, "FETCH_TIMEOUT_S", 30.0)  # 50 MB to send
+        whole, why = await app.client.fetch(cut[0], cut[1])  # and once it answers again, it does
+        assert why is None and len(whole) == 50_000_000
+
+
 def _cut_seq(text: str) -> int:
     from flowtui.tui.client import cut_in
 

@@ -388,7 +388,6 @@ class MessageList(DirectLines, QuietVirtualSize, ScrollView, can_focus=True):
         """The memory-and-tasks note as the model is sent it: built again from its items, each item
         cut on its way to the app fetched whole from the run first."""
         from flowtui.runtime.conversation import system_note
-        from flowtui.runtime.protocol import Fetch
         from flowtui.tui.app import page
         from flowtui.tui.client import cut_in
 
@@ -398,8 +397,8 @@ class MessageList(DirectLines, QuietVirtualSize, ScrollView, can_focus=True):
             cut = cut_in(item)
             if cut is None:
                 return item
-            reply = await app.client.command(Fetch(seq=cut[0], path=cut[1]))
-            return reply.value if reply.ok else item  # the cut text, which says so
+            whole, _ = await app.client.fetch(cut[0], cut[1])
+            return item if whole is None else whole  # else the cut text, which says so
 
         memory = [await whole(item) for item in memory]
         tasks = [await whole(item) for item in tasks]
