@@ -42,9 +42,10 @@ def printable(text: str, secrets: Any = None) -> str:
     return visible(redact(text, secret_values() if secrets is None else secrets))
 
 
-def say(text: str, *, file: TextIO | None = None) -> None:
-    """Print ``text`` (made :func:`printable`) on stderr, or ``file``."""
-    print(printable(text), file=file or sys.stderr)
+def say(text: str, *, file: TextIO | None = None, secrets: Any = None) -> None:
+    """Print ``text`` (made :func:`printable`) on stderr, or ``file``; ``secrets``: the credentials
+    to redact, when the caller has them at hand (else they are read from the environment)."""
+    print(printable(text, secrets), file=file or sys.stderr)
 
 
 def _seconds(text: str) -> float:
@@ -275,7 +276,8 @@ async def _run_headless(args: argparse.Namespace, memory: dict[str, str], data: 
         say(f"flowtui: cannot write the journal {args.journal}: it {why}; name a file you can write "
             "(--journal FILE), or run without one (--no-journal)")
         return 2
-    channel = Channel(on_lines, on_log=lambda text: say(text))
+    secrets = secret_values()  # once: a flow may print a line a microsecond
+    channel = Channel(on_lines, on_log=lambda text: say(text, secrets=secrets))
     options = Options(target=args.flow, model=args.model, replies=args.replies, record=args.record,
                       replay=args.replay, snapshot=args.from_snapshot, wire_limit=0, debug=args.debug)
     # The worker first: it boots while this process imports what it needs.
