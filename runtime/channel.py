@@ -46,8 +46,18 @@ def parse_events(lines: list[bytes], on_bad: Callable[[str], None] | None = None
                 out.append((line, _p().parse_worker_line(line)))
             except ValueError as exc:
                 if on_bad is not None:
-                    on_bad(f"flowtui: a line from the worker is not an event: {str(exc).splitlines()[0]}")
+                    on_bad(f"a line from the run's process is not an event ({why_not(exc)}); it was left out")
         return out
+
+
+def why_not(exc: Exception) -> str:
+    """What is wrong with a line, in a few words: where and what, not the validator's inner names."""
+    errors = exc.errors() if hasattr(exc, "errors") else None
+    if not errors:
+        return str(exc).splitlines()[0]
+    first = errors[0]
+    where = ".".join(str(x) for x in first.get("loc", ()) if not str(x).startswith(("tagged-union", "function")))
+    return f"{where + ': ' if where else ''}{first.get('msg', 'not valid')}"
 
 
 def _p():
@@ -71,9 +81,11 @@ class Channel:
     """One worker process (or socket) and the client's side of the protocol."""
 
     def __init__(self, on_lines: Callable[[list[bytes]], None],
-                 on_log: Callable[[str], None] | None = None) -> None:
+                 on_log: Callable[[str], None] | None = None,
+                 on_warning: Callable[[str], None] | None = None) -> None:
         self.on_lines = on_lines  # event lines as they came, in order (parse them with parse_events)
-        self.on_log = on_log or (lambda text: None)
+        self.on_log = on_log or (lambda text: None)  # what the flow printed
+        self.on_warning = on_warning or self.on_log  # what the run's process sent that is not the protocol
         self.proc: Started | None = None
         self.hello: p.Hello | None = None
         self.load_error: p.LoadError | None = None
@@ -190,7 +202,7 @@ class Channel:
         try:
             self.on_lines(events)
         except Exception as exc:  # the consumer's bug must not cut the run off: say it, read on
-            self.on_log(f"flowtui: could not show an event: {type(exc).__name__}: {exc}")
+            self.on_warning(f"could not show an event: {type(exc).__name__}: {exc}")
 
     def _message(self, msg: Any) -> None:
         kind = msg.type
@@ -223,7 +235,8 @@ class Channel:
         try:
             return _p().parse_worker_line(line)
         except ValueError as exc:
-            self.on_log(f"flowtui: a line from the worker is not a protocol message: {str(exc).splitlines()[0]}")
+            self.on_warning(f"a line from the run's process is not a protocol message ({why_not(exc)}); "
+                            "it was left out")
             return None
 
     async def _read_log(self, stream: asyncio.StreamReader) -> None:

@@ -264,7 +264,7 @@ async def _run_headless(args: argparse.Namespace, memory: dict[str, str], data: 
 
     def on_lines(lines: list[bytes]) -> None:
         view = folded[0]
-        for line, ev in parse_events(lines, say):
+        for line, ev in parse_events(lines, lambda text: say(f"flowtui: {text}")):
             view.apply(ev)
             if printer is not None:
                 printer(line, ev)
@@ -277,7 +277,8 @@ async def _run_headless(args: argparse.Namespace, memory: dict[str, str], data: 
             "(--journal FILE), or run without one (--no-journal)")
         return 2
     secrets = secret_values()  # once: a flow may print a line a microsecond
-    channel = Channel(on_lines, on_log=lambda text: say(text, secrets=secrets))
+    channel = Channel(on_lines, on_log=lambda text: say(text, secrets=secrets),
+                      on_warning=lambda text: say(f"flowtui: {text}"))
     options = Options(target=args.flow, model=args.model, replies=args.replies, record=args.record,
                       replay=args.replay, snapshot=args.from_snapshot, wire_limit=0, debug=args.debug)
     # The worker first: it boots while this process imports what it needs.

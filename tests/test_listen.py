@@ -383,3 +383,27 @@ def test_what_a_served_flow_prints_is_redacted_inert_and_sent_to_the_client(tmp_
     logs = [m["text"] for m in got if m.get("type") == "log"]
     assert "printing key: [redacted]" in logs and "stderr key: [redacted]" in logs
     assert out == "ok\n"
+
+
+def test_a_peer_that_breaks_the_protocol_is_said_to_and_not_taken_for_what_the_flow_printed():
+    hello = json.dumps({"type": "hello", "workflow": "W", "file": "w.py", "agents": ["A"], "tools": [], "pid": 1,
+                        "started": True})
+
+    def behaviour(conn, stop):
+        conn.recv(1 << 16)  # auth
+        conn.sendall(hello.encode() + b"\n" + b'{"seq":1,"type":"no.such.event"}\n' + b'{"type":"log","text":"hi"}\n')
+        stop.wait(HANG)
+        conn.close()
+
+    port, stop = serving(behaviour)
+    try:
+        with Terminal.flowtui("attach", f"127.0.0.1:{port}", "--token", "x", cols=120, rows=40) as term:
+            term.wait_for("broke the protocol")
+            screen = term.text()
+            assert "a line from the run's process is not an event" in screen
+            assert "tagged-union" not in screen  # what is wrong, not the validator's names
+            term.wait_for("The flow printed")  # what the flow printed still is: the log line
+            term.send("q")
+            assert term.wait_exit(HANG) == 0
+    finally:
+        stop.set()

@@ -246,7 +246,14 @@ class FlowApp(RunCommands, RunEdits, RunWatches, PlainNotify, App[int]):
             self.wake()
 
     def _say_logs(self) -> None:
-        """What the flow printed reaches the app as a message (at most one every few seconds)."""
+        """What the flow printed reaches the app as a message (at most one every few seconds); what
+        the run's process sent that is not the protocol, as a warning of its own."""
+        warnings = self.client.warnings
+        if warnings:
+            more = f"\n(+{len(warnings) - 1} more like it)" if len(warnings) > 1 else ""
+            self.notify(warnings[0] + more, title="The run's process broke the protocol", severity="warning",
+                        timeout=10)
+            warnings.clear()
         logs = self.client.logs
         total = self.client.logs_total
         if total > self._logs_seen and time.monotonic() - self._logs_said_at >= LOG_NOTICE_S:

@@ -92,6 +92,7 @@ class RunClient:
         self.journals: list[str] = []  # the journal files this session's runs wrote
         self.logs: deque[str] = deque(maxlen=LOG_LINES)  # the last lines the flow printed
         self.logs_total = 0
+        self.warnings: list[str] = []  # what the run's process sent that is not the protocol, not yet said
         self.stopping = False  # x was pressed: the status says so until the run ends
         self.urgent = False  # a pause or the run's end arrived: redraw now, not at the next tick
         self._buffer: deque[bytes] = deque()  # event lines read, not folded yet
@@ -108,7 +109,7 @@ class RunClient:
         self.view, self.lines, self.hello, self.stopping = None, [], None, False
         self.tokens = ExactTokens()
         self._buffer = deque()
-        self.channel = Channel(self._arrived, on_log=self._log)
+        self.channel = Channel(self._arrived, on_log=self._log, on_warning=self.warnings.append)
         c = self.config
         if c.attach is None:
             started, c.head_start = c.head_start, None  # a reload is a fresh process
@@ -210,7 +211,7 @@ class RunClient:
         popleft = buffer.popleft
         n = 0
         while buffer:
-            batch = parse_events([popleft() for _ in range(min(chunk, len(buffer)))], self._log)
+            batch = parse_events([popleft() for _ in range(min(chunk, len(buffer)))], self.warnings.append)
             events = [mark_cuts(line, ev) if _elided(ev) else ev for line, ev in batch]
             view.apply_many(events)
             lines.extend(line for line, _ in batch)
