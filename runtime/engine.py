@@ -23,7 +23,7 @@ from flowtui.runtime.control import Controller, PausePoint, RunStopped, StopRequ
 from flowtui.runtime.conversation import ConversationState
 from flowtui.runtime.decorators import WorkflowSpec
 from flowtui.runtime.edits import Editor
-from flowtui.runtime.errors import BudgetExceededError, ConfigError, describe_error
+from flowtui.runtime.errors import CLEANUP_FAILURES, BudgetExceededError, ConfigError, describe_error
 from flowtui.runtime.events import DisposeError, RunEnd, RunPause, RunStart
 from flowtui.runtime.invoke import call_user
 from flowtui.runtime.messages import Message
@@ -185,7 +185,7 @@ class Run:
             fn = disposers.pop()
             try:
                 await call_user(fn, (), origin="dispose")
-            except Exception as exc:
+            except CLEANUP_FAILURES as exc:
                 self._report_dispose(getattr(fn, "__qualname__", None) or repr(fn), exc)
         for app in self.child_apps.values():
             for name, exc in await app.dispose_all():

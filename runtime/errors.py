@@ -188,3 +188,8 @@ def _own() -> tuple[tuple[str, ...], str]:
 
 
 _OWN, _OWN_INIT = _own()
+
+
+# What a cleanup (``ctx.on_dispose``, a middleware's ``dispose``) may raise and still be reported as
+# its own failure while the others run: ``sys.exit()`` in one left the run unended for ever.
+CLEANUP_FAILURES = (Exception, SystemExit, KeyboardInterrupt)

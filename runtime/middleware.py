@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from flowtui.runtime.bus import current_origin
-from flowtui.runtime.errors import ConfigError, FlowtuiError
+from flowtui.runtime.errors import CLEANUP_FAILURES, ConfigError, FlowtuiError
 from flowtui.runtime.invoke import call_user
 
 HOOKS = ("tool", "model", "setup", "dispose")
@@ -168,6 +168,6 @@ class Plugins:
                 continue
             try:
                 await call_user(dispose, (), origin=f"middleware:{middleware_name(mw)}")
-            except Exception as exc:
+            except CLEANUP_FAILURES as exc:
                 failed.append((f"{middleware_name(mw)}.dispose", exc))
         return failed

@@ -384,3 +384,14 @@ def test_input_in_a_tool_reads_nothing_never_the_debuggers_commands(tmp_path):
     assert proc.returncode == 0, err
     tool_end = next(ev for ev in journal_events(journal) if ev["type"] == "node.end" and ev["kind"] == "tool")
     assert tool_end["status"] == "error" and "EOF when reading a line" in tool_end["error"]  # EOFError
+
+
+def test_sys_exit_in_a_cleanup_is_that_cleanup_failing_not_a_run_left_unended(tmp_path):
+    journal = tmp_path / "j.jsonl"
+    proc = flowtui("run", f"{MISBEHAVE}:DisposeExits", "--input", "x", "--journal", str(journal), cwd=tmp_path)
+    out, err = proc.communicate(timeout=HANG)
+    assert proc.returncode == 0, err
+    events = journal_events(journal)
+    failed = [ev for ev in events if ev["type"] == "dispose.error"]
+    assert len(failed) == 1 and "SystemExit" in failed[0]["error"]
+    assert (events[-1]["type"], events[-1]["status"]) == ("run.end", "finished")

@@ -136,3 +136,15 @@ class Forks:
 @workflow(steps=make(reads_input))
 class ReadsInput:
     pass
+
+
+class _ExitsOnDispose:
+    def after_response(self, response, ctx):
+        import sys
+
+        ctx.on_dispose(lambda: sys.exit(6))
+
+
+@workflow(steps=[agent(provider=FunctionProvider(lambda m, t: "ok"), prompt="p")(_ExitsOnDispose)])
+class DisposeExits:
+    pass
