@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from types import MappingProxyType
 from typing import Any, Literal
 
@@ -75,8 +75,26 @@ def check_data_arg(data: Any) -> dict[str, Any]:
 
 
 def jsonable(value: Any) -> Any:
-    """A JSON-safe copy of ``value`` for an event (unknown objects become their repr)."""
-    return to_jsonable_python(value, fallback=repr)
+    """A JSON-safe copy of ``value`` for an event (unknown objects become their repr).
+
+    Showing a value must never change what the flow does: a one-shot iterator (a generator) is
+    described, not consumed, and a value that cannot be copied (a circular list, bytes that are
+    not text, a ``__repr__`` that raises, nesting past the serializer's depth) is described
+    instead of failing the flow's assignment."""
+    if isinstance(value, Iterator):
+        return _described(value, "an iterator, shown without being consumed")
+    try:
+        return to_jsonable_python(value, fallback=repr)
+    except Exception as exc:  # noqa: BLE001 (any failure of showing it is the debugger's to absorb)
+        return _described(value, f"not shown: {type(exc).__name__}: {str(exc).splitlines()[0][:200]}")
+
+
+def _described(value: Any, why: str) -> str:
+    try:
+        text = repr(value)
+    except Exception:  # noqa: BLE001
+        text = f"<{type(value).__name__}>"
+    return f"{text[:200]}{'…' if len(text) > 200 else ''} ({why})"
 
 
 class AgentContext:
@@ -178,6 +196,9 @@ def _event_value(value: Any) -> Any:
     if value is None or isinstance(value, (str, int, float, bool)):
         return value
     if isinstance(value, BaseModel):
-        return value.model_dump(mode="json", fallback=repr)
+        try:
+            return value.model_dump(mode="json", fallback=repr)
+        except Exception:  # noqa: BLE001 (a field that cannot be shown): described, as jsonable does
+            pass
     return jsonable(value)
 

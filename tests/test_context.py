@@ -44,3 +44,33 @@ async def test_runtime_writes_turn_output_and_loop():
     final_loop = [e.value for e in events if e.type == "ctx.set" and e.name == "loop"][-1]
     assert LoopInfo(**final_loop) == LoopInfo(iterations=1, max_iterations=3, stopped_by="until")
     assert seen["turn_before"] is None  # ctx.turn is written after after_response, as the spec orders
+
+
+async def test_showing_a_value_never_changes_what_the_flow_does():
+    seen = {}
+
+    class Loud:
+        def __repr__(self):
+            raise ValueError("boom")
+
+    @agent(provider=FunctionProvider(lambda m, t: "ok"), prompt="p")
+    class A:
+        def after_response(self, response, ctx):
+            ctx.gen = (i for i in range(3))
+            seen["gen"] = list(ctx.gen)  # not consumed by its event
+            circular = []
+            circular.append(circular)
+            ctx.circular, ctx.raw, ctx.loud = circular, b"\x00\xff", Loud()
+
+    @workflow(steps=[A])
+    class W:
+        pass
+
+    app = bootstrap(W)
+    events = []
+    app.subscribe(events.append)
+    assert await app.run("x") == "ok"
+    assert seen["gen"] == [0, 1, 2]
+    shown = {e.name: e.value for e in events if e.type == "ctx.set"}
+    assert "shown without being consumed" in shown["gen"]
+    assert "Circular reference" in shown["circular"] and "not shown" in shown["raw"] and "boom" in shown["loud"]
