@@ -43,6 +43,7 @@ from pydantic import ValidationError
 from flowtui.runtime import protocol as p
 from flowtui.runtime.errors import ConfigError
 from flowtui.runtime.sender import Sender
+from flowtui.runtime.sender import close as _close
 
 AUTH_TIMEOUT_S = 10.0  # from connecting to a valid ``auth`` line, all told
 MAX_FIRST_LINE = 64 * 1024  # bytes: the ``auth`` line is short; a longer one is refused unread
@@ -304,14 +305,6 @@ def _refuse(conn: socket.socket, why: str) -> None:
     except OSError:
         pass
     _close(conn)
-
-
-def _close(conn: socket.socket) -> None:
-    try:
-        conn.shutdown(socket.SHUT_RDWR)
-    except OSError:
-        pass
-    conn.close()
 
 
 async def serve(args: Any, memory: dict[str, str], data: dict[str, str]) -> int:

@@ -69,7 +69,7 @@ class Sender:
             self._state = "closed"
             self._queue.clear()
             self._wake.notify()
-        _close(self._conn)
+        close(self._conn)
 
     def _write(self) -> None:
         while True:
@@ -91,7 +91,7 @@ class Sender:
             with self._wake:
                 self._queued -= len(data)
                 self._allowed = max(self._allowed - len(data), self._behind)
-        _close(self._conn)
+        close(self._conn)
 
     def _send_all(self, data: bytes) -> None:
         """``sendall`` that gives up when the client takes nothing for ``timeout`` seconds (the
@@ -112,11 +112,12 @@ class Sender:
             self._state = "closed"
             self._queue.clear()
             self._wake.notify()
-        _close(self._conn)
+        close(self._conn)
         self._on_gone(why)
 
 
-def _close(conn: socket.socket) -> None:
+def close(conn: socket.socket) -> None:
+    """Hang up ``conn`` (both ways first, so a reader on it sees its end)."""
     try:
         conn.shutdown(socket.SHUT_RDWR)
     except OSError:
