@@ -46,18 +46,8 @@ def parse_events(lines: list[bytes], on_bad: Callable[[str], None] | None = None
                 out.append((line, _p().parse_worker_line(line)))
             except ValueError as exc:
                 if on_bad is not None:
-                    on_bad(f"a line from the run's process is not an event ({why_not(exc)}); it was left out")
+                    on_bad(f"a line from the run's process is not an event ({_p().what_is_wrong(exc)}); it was left out")
         return out
-
-
-def why_not(exc: Exception) -> str:
-    """What is wrong with a line, in a few words: where and what, not the validator's inner names."""
-    errors = exc.errors() if hasattr(exc, "errors") else None
-    if not errors:
-        return str(exc).splitlines()[0]
-    first = errors[0]
-    where = ".".join(str(x) for x in first.get("loc", ()) if not str(x).startswith(("tagged-union", "function")))
-    return f"{where + ': ' if where else ''}{first.get('msg', 'not valid')}"
 
 
 def _p():
@@ -235,7 +225,7 @@ class Channel:
         try:
             return _p().parse_worker_line(line)
         except ValueError as exc:
-            self.on_warning(f"a line from the run's process is not a protocol message ({why_not(exc)}); "
+            self.on_warning(f"a line from the run's process is not a protocol message ({_p().what_is_wrong(exc)}); "
                             "it was left out")
             return None
 

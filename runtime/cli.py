@@ -24,8 +24,8 @@ disk). No traceback unless ``--debug``. Everything printed is made inert and red
 from __future__ import annotations
 
 import argparse
-import os
 import asyncio
+import os
 import sys
 from datetime import datetime
 from pathlib import Path
@@ -255,7 +255,7 @@ async def _run_headless(args: argparse.Namespace, memory: dict[str, str], data: 
     import signal
 
     from flowtui.runtime.channel import LOAD_TIMEOUT_S, Channel, LoadTimeout, parse_events
-    from flowtui.runtime.journal import not_a_file
+    from flowtui.runtime.journal import cannot_write, not_a_file
     from flowtui.runtime.spawn import Options
 
     tree = TreePrinter(sys.stderr)
@@ -273,8 +273,7 @@ async def _run_headless(args: argparse.Namespace, memory: dict[str, str], data: 
 
     why = not_a_file(Path(args.journal)) if args.journal and not args.no_journal else None
     if why:  # a pipe or a device: reading what it holds, or writing to it, may never end
-        say(f"flowtui: cannot write the journal {args.journal}: it {why}; name a file you can write "
-            "(--journal FILE), or run without one (--no-journal)")
+        say(f"flowtui: {cannot_write(args.journal, f'it {why}')}")
         return 2
     secrets = secret_values()  # once: a flow may print a line a microsecond
     channel = Channel(on_lines, on_log=lambda text: say(text, secrets=secrets),

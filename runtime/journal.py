@@ -17,10 +17,9 @@ know (from a newer one) as an :class:`Unknown` event, shown by its type.
 
 from __future__ import annotations
 
+import json
 import os
 import stat
-
-import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -45,15 +44,13 @@ class JournalWriter:
         self.path = Path(path)
         why = not_a_file(self.path)
         if why:
-            raise ConfigError(f"cannot write the journal {self.path}: it {why}; name a file you can write "
-                              "(--journal FILE), or run without one (--no-journal)")
+            raise ConfigError(cannot_write(self.path, f"it {why}"))
         self.appended_to = runs_in(self.path)  # runs already in the file
         try:
             self._file = open_append(self.path)
         except OSError as exc:  # said as what it is, before the run starts: nothing of it is lost
             what = "it is a folder" if self.path.is_dir() else exc.strerror or type(exc).__name__
-            raise ConfigError(f"cannot write the journal {self.path}: {what}; name a file you can write "
-                              "(--journal FILE), or run without one (--no-journal)") from None
+            raise ConfigError(cannot_write(self.path, what)) from None
         self._redactor = Redactor.from_environment()
 
     def __call__(self, event: Any) -> None:
@@ -205,6 +202,12 @@ def last_seq(path: Path) -> int:
         if isinstance(seq, int):
             return seq
     return 0
+
+
+def cannot_write(path: Path | str, what: str) -> str:
+    """Why a journal cannot be written, and what to do instead."""
+    return (f"cannot write the journal {path}: {what}; name a file you can write (--journal FILE), "
+            "or run without one (--no-journal)")
 
 
 def not_a_file(path: Path) -> str | None:

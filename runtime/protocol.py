@@ -295,10 +295,17 @@ def refusal(line: bytes, error: Exception) -> Reply:
         ident = data.get("id") if isinstance(data, dict) else None
     except (ValueError, RecursionError):
         ident = None
-    first = error.errors()[0] if hasattr(error, "errors") else {"msg": str(error), "loc": ()}
-    where = ".".join(str(x) for x in first.get("loc", ()))
-    return Reply(id=ident if isinstance(ident, int) else -1, ok=False,
-                 error=f"not a command: {where + ': ' if where else ''}{first['msg']}")
+    return Reply(id=ident if isinstance(ident, int) else -1, ok=False, error=f"not a command: {what_is_wrong(error)}")
+
+
+def what_is_wrong(error: Exception) -> str:
+    """What is wrong with a line, in a few words: where and what (not the validator's inner names)."""
+    errors = error.errors() if hasattr(error, "errors") else None
+    if not errors:
+        return str(error).splitlines()[0] if str(error) else type(error).__name__
+    first = errors[0]
+    where = ".".join(str(x) for x in first.get("loc", ()) if not str(x).startswith(("tagged-union", "function")))
+    return f"{where + ': ' if where else ''}{first.get('msg', 'not valid')}"
 
 
 def encode(message: BaseModel) -> bytes:

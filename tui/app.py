@@ -26,12 +26,12 @@ from textual.worker import Worker, WorkerState
 from flowtui.tui.actions import ACTIONS, app_help_groups, bindings, palette
 from flowtui.tui.client import LaunchConfig, RunClient, cut_in
 from flowtui.tui.commands import RunCommands
-from flowtui.tui.signals import quit_on_signals
 from flowtui.tui.edits import RunEdits
 from flowtui.tui.messages import RunFlushed
 from flowtui.tui.watchpoints import RunWatches
 from flowtui.tui.screens.main import MainScreen
 from flowtui.tui.shown import PlainNotify, shown
+from flowtui.tui.signals import quit_on_signals
 
 
 def _p():

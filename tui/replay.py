@@ -20,6 +20,7 @@ from flowtui.runtime.cli import say
 from flowtui.tui.actions import ActionSpec, bindings, help_groups, key_hints, palette, pane_actions
 from flowtui.tui.screens.dialogs import HelpScreen
 from flowtui.tui.shown import PlainNotify
+from flowtui.tui.signals import quit_on_signals
 from flowtui.tui.screens.replay import ReplayScreen
 from flowtui.runtime.journal import JournalError, load_runs
 from flowtui.tui.timeline import Timeline
@@ -72,8 +73,6 @@ class ReplayApp(PlainNotify, App[int]):
         self.view: Any = None
 
     async def on_mount(self) -> None:
-        from flowtui.tui.signals import quit_on_signals
-
         quit_on_signals(self)
         await self.push_screen(self.main)
         self.go(self.position)
