@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 STOP_GRACE_S = 1.0  # a stop that has not ended the run by then: terminate, then kill
 CHUNK = 1 << 16
+PIPE_SIZE = 1 << 20  # the event pipe's capacity, where the system lets us set it
 
 
 @dataclass
@@ -54,8 +55,23 @@ class Options:
         (``started=``): the app's command line does, so the flow loads while the app imports and
         draws its first frame. A worker nobody takes over ends when this process does (its input
         closes)."""
-        return subprocess.Popen(self.argv(), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                start_new_session=True, env=self.environment())
+        popen = subprocess.Popen(self.argv(), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                 start_new_session=True, env=self.environment())
+        _widen(popen.stdout)
+        return popen
+
+
+def _widen(pipe: object) -> None:
+    """The event pipe made as wide as an unprivileged process may (Linux: 1 MiB; elsewhere, or past
+    the system's limit, it stays as it is). In a flood the worker then goes on writing while the
+    app draws a frame, instead of waiting on a 64 KiB pipe after every batch."""
+    import fcntl
+
+    if hasattr(fcntl, "F_SETPIPE_SZ"):
+        try:
+            fcntl.fcntl(pipe.fileno(), fcntl.F_SETPIPE_SZ, PIPE_SIZE)
+        except OSError:
+            pass
 
 
 class Started:
