@@ -316,3 +316,34 @@ def test_a_terminate_or_hangup_signal_quits_as_q_does_and_gives_the_terminal_bac
     assert out.rfind(b"\x1b[?1049l") > out.rfind(b"\x1b[?1049h")  # the alternate screen left
     assert out.rfind(b"\x1b[?25h") > out.rfind(b"\x1b[?25l")  # the cursor shown again
     assert json.loads(journal.read_text().splitlines()[-1])["type"] == "run.end"
+
+
+async def test_keys_are_answered_while_a_backlog_that_ends_the_run_is_folded():
+    """A flood's backlog with the run's end behind it: the end is shown once the backlog is folded,
+    a slice a tick, and a key pressed meanwhile is answered before it is (folding all of it in one
+    go held every key until the last event)."""
+    import json
+
+    app = make(input="go")
+    async with app.run_test() as pilot:
+        await paused(pilot)
+        view = app.client.view
+        run_id, seq = view.run_id, view.last_seq
+        base = {"ts": 0.0, "run_id": run_id, "node_id": None, "parent_id": None, "origin": "tool:flood"}
+
+        def line(**event) -> bytes:  # as the worker writes an event: compact JSON
+            return json.dumps({**base, **event}, separators=(",", ":")).encode()
+
+        lines = [line(seq=seq + i, type="ctx.set", name="counter", value=i) for i in range(1, 300_001)]
+        lines.append(line(seq=seq + 300_001, origin="runtime", type="run.end", status="finished", output="done"))
+        app.client.channel.on_lines(lines)  # as the channel hands over what it read from the run
+        app.simulate_key("3")
+        deadline = time.monotonic() + 30
+        while app.main.current_view != "events" and time.monotonic() < deadline:
+            await pilot.pause(0.01)
+        assert app.main.current_view == "events"
+        assert app.client.pending, "the key waited until the whole backlog was folded"
+        assert app.client.view.status == "paused"  # the end is not shown before what came ahead of it
+        await ended(pilot, timeout=60)
+        assert app.client.view.ctx["counter"] == 300_000
+        assert app.client.view.status == "finished"
