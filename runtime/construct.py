@@ -37,6 +37,10 @@ def _builder(cls: type) -> Callable[[dict[str, Any]], Any]:
         template[name] = None if info.is_required() or info.default_factory is not None else info.default
     size = len(template)
     new = cls.__new__
+    # Every field is in the object's __dict__, given or defaulted, so every field counts as set:
+    # one set for all the class's objects. Pydantic never changes it in place but to add a field
+    # already in it (assigning one on an unfrozen model); a copy gets a copy.
+    every = set(template)
 
     def build(fields: dict[str, Any]) -> Any:
         values = {**template, **fields}
@@ -48,7 +52,7 @@ def _builder(cls: type) -> Callable[[dict[str, Any]], Any]:
                     values[name] = factory()
         obj = new(cls)
         _set_dict(obj, values)
-        _set_fields_set(obj, set(fields))
+        _set_fields_set(obj, every)
         _set_extra(obj, None)
         _set_private(obj, None)
         return obj
@@ -77,13 +81,13 @@ class _Builders(dict):
 
 
 # The builder of a class: ``builders[cls](fields)``, or ``builder_for(cls)(fields)``, is
-# ``cls(**fields)`` without validation (``fields``, as given, is the model's fields set).
+# ``cls(**fields)`` without validation (every field counts as set).
 builders: dict[type, Callable[[dict[str, Any]], Any]] = _Builders()
 builder_for: Callable[[type], Callable[[dict[str, Any]], Any]] = builders.__getitem__
 
 
 def build(cls: type, fields: dict[str, Any]) -> Any:
-    """``cls(**fields)`` without validation (``fields``, as given, is the model's fields set)."""
+    """``cls(**fields)`` without validation (every field counts as set)."""
     return builder_for(cls)(fields)
 
 

@@ -137,10 +137,13 @@ def finish_reply(request: ChatRequest, reply: ChatReply, *, rescue: bool) -> Cha
     if not calls and rescue and request.tool_names:
         calls, content = find_tool_calls(content, request.tool_names)
         source = "rescued" if calls else None
-    calls = [c if c.id else c.model_copy(update={"id": f"call_{request.turn}_{i}"})
-             for i, c in enumerate(calls)] if calls else []
-    done = copy_with(reply, {"content": content, "reasoning": think, "tool_calls": calls,
-                             "tool_call_source": source})
+    if not calls and content is reply.content and think is reply.reasoning and reply.tool_call_source is None:
+        done = reply  # a plain answer: nothing to move, rescue or name (the usual reply of a fast model)
+    else:
+        calls = [c if c.id else c.model_copy(update={"id": f"call_{request.turn}_{i}"})
+                 for i, c in enumerate(calls)] if calls else []
+        done = copy_with(reply, {"content": content, "reasoning": think, "tool_calls": calls,
+                                 "tool_call_source": source})
     _mark_finished(done)
     return done
 
