@@ -3,7 +3,8 @@ breakpoints, reload and quit.
 
 A command is sent at once; its answer is the next pause, through the event stream. A command
 typed while there is no run to take it yet (the flow loading, a reload, the run starting) is
-queued and sent when the run is ready, each after the previous one's pause, so no key is lost.
+queued and sent when the run is ready, each after the previous one's pause (``x`` and ``p`` right
+after the command before them), so no key is lost.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ if TYPE_CHECKING:
 QUIT_GRACE_S = 0.4  # q: how long a run gets to stop before its process is terminated, then killed
 SENT = {"step": "Step", "next_turn": "NextTurn", "loop_once": "LoopOnce", "resume": "Continue", "pause": "Pause"}
 QUEUEABLE = (*SENT, "stop")
+INTERRUPTS = ("stop", "pause")  # they act on a running run: a queued one goes out right after the command before it
 KEYS = {a.action: key_name(a.key) for a in ACTIONS}
 
 
@@ -71,6 +73,8 @@ class RunCommands:
         elif view.status == "paused" and view.pause is not None and view.pause.seq > self._queued_at:
             self._queued_at = view.pause.seq
             self._send(self.queued.popleft())
+            while self.queued and self.queued[0] in INTERRUPTS:  # x or p behind c: now, not at a pause c may never reach
+                self._send(self.queued.popleft())
 
     def _forget_queue(self: FlowApp, why: str) -> None:
         if self.queued:

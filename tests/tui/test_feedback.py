@@ -53,6 +53,23 @@ def held_flow(tmp_path: Path) -> tuple[Path, Path]:
     return flow, hold
 
 
+async def test_x_typed_behind_c_while_the_flow_loads_stops_the_run(tmp_path, monkeypatch):
+    """c then x while the flow loads: c sets the run going and x stops it at once (x waited for a
+    pause c never reaches, so it was dropped when the run finished)."""
+    monkeypatch.setenv("FLOWCAPTURE_TOOL_DELAY", "30")  # the run's tool takes its time
+    flow, hold = held_flow(tmp_path)
+    hold.touch()
+    app = make(str(flow), input="go")
+    async with app.run_test(notifications=True) as pilot:
+        await pilot.press("c", "x")  # typed while the flow is still loading
+        assert list(app.queued) == ["resume", "stop"]
+        os.unlink(hold)
+        await wait_until(pilot, lambda: status(app) in ("finished", "failed", "stopped"), timeout=20,
+                         what="the run to end")
+        assert status(app) == "stopped"
+        assert not app.queued
+
+
 async def test_keys_typed_while_a_reload_runs_are_applied_to_the_new_run(tmp_path):
     flow, hold = held_flow(tmp_path)
     app = make(str(flow), input="go")
