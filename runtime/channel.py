@@ -61,6 +61,8 @@ def _p():
 LOAD_TIMEOUT_S = 30.0  # a flow whose import has not finished by then is a load error
 LOG_LINE_MAX = 4096  # a printed line longer than this reaches the client cut
 LINGER_S = 0.5  # after the worker exits, how long its pipes may stay silent before they are let go
+MUTED = ("the flow closed the pipe the run's events go out on (os.close or os.closerange in its code?): "
+         "the run could no longer be followed, so it was stopped")
 
 
 class LoadTimeout(Exception):
@@ -90,6 +92,7 @@ class Channel:
         self.ended = False  # the top-level run.end went by
         self.stopping_since: float | None = None  # when stop() began, for what run.end says
         self.killed = False
+        self.muted = False  # the worker lived on after the pipe its events go out on closed (see _exit_or_mute)
         self.paused = asyncio.Event()  # set by the consumer's flow control: read on
         self.paused.set()
         self._progress = asyncio.Event()  # set on each batch of lines and at the end
@@ -298,8 +301,11 @@ class Channel:
 
     async def finish(self, grace: float | None = None) -> None:
         """Let go of a worker whose run has ended (it serves ``fetch`` until then): close its input,
-        then kill it if it has not exited within ``grace``."""
+        then kill it if it has not exited within ``grace``. One whose events stopped coming before
+        its run ended is stopped first (:meth:`_exit_or_mute`)."""
         grace = self.grace if grace is None else grace
+        if self.proc is not None and self.closed.is_set() and not self.ended:
+            await self._exit_or_mute()
         if self._writer is not None and not self.closed.is_set():
             self._writer.close()
         if not await self._exited_within(grace):
@@ -361,6 +367,8 @@ class Channel:
         if self.proc is None:
             await self.closed.wait()
         else:
+            if not self.ended:
+                await self._exit_or_mute()
             code = await self.proc.wait()
             self._end_group()
             while self._tasks and not self.closed.is_set():
@@ -378,6 +386,28 @@ class Channel:
                 await asyncio.wait([task], timeout=1.0)
         return code if self.proc is not None else None
 
+    async def _exit_or_mute(self) -> None:
+        """Until the worker exits, or its event pipe closes while it lives on: its flow closed it
+        (``os.closerange`` in a tool, say). Such a run can no longer be followed: it is stopped,
+        cooperatively first, and the client is told why (``muted``)."""
+        assert self.proc is not None
+        exited = asyncio.ensure_future(self.proc.wait())
+        closed = asyncio.ensure_future(self.closed.wait())
+        try:
+            await asyncio.wait([exited, closed], return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            closed.cancel()
+        try:
+            if exited.done() or self.killed or self.stopping_since is not None:
+                return
+            if await self._exited_within(LINGER_S):  # a worker that ends closes its pipe just before
+                return
+            self.muted = True
+            self.on_warning(MUTED)
+            await self.stop()
+        finally:
+            exited.cancel()
+
     def _end_group(self) -> None:
         """Kill what is left of the worker's process group (the worker has exited)."""
         try:
@@ -388,6 +418,8 @@ class Channel:
     def ending(self) -> tuple[str, str]:
         """(status, why) of a run whose worker is gone without a ``run.end``."""
         code = self.proc.returncode if self.proc is not None else None
+        if self.muted:
+            return "failed", MUTED
         if self.stopping_since is not None:
             waited = time.monotonic() - self.stopping_since
             return "stopped", f"killed after {waited:.1f} s: a tool or hook did not return"
@@ -403,7 +435,8 @@ class Channel:
 
     def recover(self, after_seq: int) -> list[bytes]:
         """The events the dead worker journaled but never sent (its last batch): from the journal,
-        those of its run after ``after_seq``."""
+        those of its run after ``after_seq``. The run's end among them sets ``ended``, as one that
+        came on the pipe does."""
         if self.journal is None or not Path(self.journal).exists():
             return []
         from flowtui.runtime.journal import runs_in
@@ -422,6 +455,8 @@ class Channel:
                 continue  # torn by the crash
             if isinstance(seq, int) and seq > after_seq:
                 out.append(line)
+                if b'"type":"run.end"' in line:
+                    self._watch(line)
         return out
 
     def write_run_end(self, status: str, why: str, last_seq: int) -> Any:

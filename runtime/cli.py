@@ -350,8 +350,9 @@ async def _run_headless(args: argparse.Namespace, memory: dict[str, str], data: 
         await channel.finish()
     finally:
         loop.remove_signal_handler(signal.SIGINT)
-    if not channel.ended:  # killed, crashed, exited in a hook: the run's end, said by us
-        on_lines(channel.recover(view.last_seq))  # what it journaled but never sent
+    if not channel.ended:  # killed, crashed, exited in a hook: what it journaled but never sent
+        on_lines(channel.recover(view.last_seq))
+    if not channel.ended:  # the run's end, said by us
         status, why = channel.ending()
         event = channel.write_run_end(status, why, view.last_seq)
         if event is not None:
@@ -374,7 +375,7 @@ async def _run_headless(args: argparse.Namespace, memory: dict[str, str], data: 
 
         say(f"flowtui: {report(view.divergence)}")
         return 3
-    if view.status == "failed":
+    if view.status == "failed" or channel.muted:  # stopped by us: what it did after is unknown
         return 1
     unwritten = printer.failed if printer is not None else None
     if not args.json and view.output is not None:

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import errno
 import os
 import signal
 import sys
@@ -338,8 +339,17 @@ def main(argv: list[str] | None = None) -> int:
         asyncio.run(_serve_pipe(worker, in_fd))
     except Terminated:
         pass
+    except OSError as exc:  # the flow closed a descriptor of this process's own (its event loop's, its pipes)
+        if exc.errno != errno.EBADF:
+            raise
+        print(f"flowtui: the flow closed a file descriptor the run's process uses ({exc}); it cannot go on",
+              file=sys.stderr)
+        return 1
     finally:
-        send.flush()
+        try:
+            send.flush()
+        except OSError:  # the pipe itself was closed: nothing can be sent
+            pass
     return worker.exit_code
 
 

@@ -234,13 +234,14 @@ class RunClient:
             pass
         if self.view.run_id is None:  # it died before the run started
             return False
-        status, why = channel.ending()
-        from flowtui.runtime.encoding import encode_event
-        from flowtui.runtime.secrets import Redactor
+        if not channel.ended:  # (its end may have been journaled, never sent)
+            status, why = channel.ending()
+            from flowtui.runtime.encoding import encode_event
+            from flowtui.runtime.secrets import Redactor
 
-        event = channel.write_run_end(status, why, self.view.last_seq) or _run_end(self.view, status, why)
-        self._buffer.append(encode_event(event, Redactor([])))
-        channel.ended = True
+            event = channel.write_run_end(status, why, self.view.last_seq) or _run_end(self.view, status, why)
+            self._buffer.append(encode_event(event, Redactor([])))
+            channel.ended = True
         self.urgent = True
         return True
 

@@ -347,3 +347,33 @@ async def test_keys_are_answered_while_a_backlog_that_ends_the_run_is_folded():
         await ended(pilot, timeout=60)
         assert app.client.view.ctx["counter"] == 300_000
         assert app.client.view.status == "finished"
+
+
+async def test_a_flow_that_closes_the_pipe_of_its_events_is_stopped_and_said_so(tmp_path):
+    """The run can no longer be followed: it is stopped (not left `running` for ever), what it
+    journaled is shown, and a notification says why."""
+    journal = tmp_path / "j.jsonl"
+    app = make(f"{MISBEHAVE}:ClosesItsPipes", input="x", journal=str(journal))
+    async with app.run_test(notifications=True) as pilot:
+        await paused(pilot)
+        await pilot.press("c")
+        await ended(pilot, timeout=20)
+        await wait_until(pilot, lambda: any("closed the pipe the run's events go out on" in str(toast.render())
+                                            for toast in app.screen.query("Toast")), what="the notification")
+        events = [ev.type for ev in app.client.events]
+        assert events.count("run.end") == 1  # the worker's own, from the journal: not a second one of ours
+        assert any(ev.type == "node.end" and ev.kind == "tool" for ev in app.client.events)  # journaled, never sent
+    assert journal.read_text().count('"type":"run.end"') == 1
+
+
+def test_headless_a_flow_that_closes_the_pipe_of_its_events_fails_saying_why(tmp_path):
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", "from flowtui.tui.cli import main; main()", "run",
+                           f"{MISBEHAVE}:ClosesItsPipes",
+                           "--input", "x", "--journal", str(tmp_path / "j.jsonl")],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 1
+    assert "closed the pipe the run's events go out on" in done.stderr
+    assert "Traceback" not in done.stderr

@@ -148,3 +148,22 @@ class _ExitsOnDispose:
 @workflow(steps=[agent(provider=FunctionProvider(lambda m, t: "ok"), prompt="p")(_ExitsOnDispose)])
 class DisposeExits:
     pass
+
+
+def closes_its_pipes(self, args: Args = Input()):
+    """Closes every pipe past stderr (the run's protocol among them), then works on."""
+    import stat
+
+    for name in os.listdir("/proc/self/fd"):
+        try:
+            if int(name) > 2 and stat.S_ISFIFO(os.fstat(int(name)).st_mode):
+                os.close(int(name))
+        except OSError:
+            pass
+    time.sleep(30)
+    return "tidied"
+
+
+@workflow(steps=make(closes_its_pipes))
+class ClosesItsPipes:
+    pass
