@@ -459,6 +459,18 @@ class Channel:
                     self._watch(line)
         return out
 
+    def journaled(self, after: int, before: int) -> list[tuple[bytes, Any]]:
+        """The events of this run's journal with a seq between ``after`` and ``before`` (neither
+        included), parsed: what the pipe lost of them."""
+        if self.journal is None or self.run_id is None or not Path(self.journal).exists():
+            return []
+        out = []
+        for line, ev in parse_events([line for line in Path(self.journal).read_bytes().split(b"\n") if line.strip()]):
+            if getattr(ev, "run_id", None) is not None and after < ev.seq < before \
+                    and ev.run_id.split(".")[0] == self.run_id:
+                out.append((line, ev))
+        return out
+
     def write_run_end(self, status: str, why: str, last_seq: int) -> Any:
         """Append the ``run.end`` the worker could not write to the run's journal (and return it)."""
         if self.journal is None or self.run_id is None or not Path(self.journal).exists():

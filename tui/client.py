@@ -212,6 +212,8 @@ class RunClient:
         n = 0
         while buffer:
             batch = parse_events([popleft() for _ in range(min(chunk, len(buffer)))], self.warnings.append)
+            if batch and [ev.seq for _, ev in batch] != list(range(view.last_seq + 1, view.last_seq + 1 + len(batch))):
+                batch = self._in_order(batch)
             events = [mark_cuts(line, ev) if _elided(ev) else ev for line, ev in batch]
             view.apply_many(events)
             lines.extend(line for line, _ in batch)
@@ -221,6 +223,27 @@ class RunClient:
         if self.channel is not None and not self.channel.paused.is_set() and len(buffer) < MAX_BUFFERED // 2:
             self.channel.paused.set()
         return n
+
+    def _in_order(self, batch: list[tuple[bytes, Any]]) -> list[tuple[bytes, Any]]:
+        """The events of ``batch`` in the run's order (each seq one past the last). One that repeats
+        or goes back is left out; the events missing before one that skips ahead are taken from the
+        run's journal, which has them (a line on the pipe that something else wrote into lost
+        them). Each is said (``warnings``)."""
+        last, out = self.view.last_seq, []
+        for line, ev in batch:
+            if ev.seq <= last:
+                self.warnings.append(f"event {ev.seq} ({ev.type}) came after event {last}: it was left out "
+                                     "(something besides the run writes to its pipe?)")
+                continue
+            if ev.seq > last + 1:
+                found = self.channel.journaled(last, ev.seq) if self.channel is not None else []
+                out += found
+                if len(found) < ev.seq - last - 1:
+                    self.warnings.append(f"events {last + 1}-{ev.seq - 1} never arrived"
+                                         + (f" ({len(found)} of them taken from the journal)" if found else ""))
+            out.append((line, ev))
+            last = ev.seq
+        return out
 
     def gone(self) -> bool:
         """The worker is gone; when its run never said how it ended, say it (journal and panes). True then."""

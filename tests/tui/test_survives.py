@@ -377,3 +377,42 @@ def test_headless_a_flow_that_closes_the_pipe_of_its_events_fails_saying_why(tmp
     assert done.returncode == 1
     assert "closed the pipe the run's events go out on" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+async def test_a_line_something_else_wrote_into_the_event_pipe_loses_no_event(tmp_path):
+    """Half a line written into the pipe glues itself to the next event, which no longer parses: the
+    events lost that way are taken from the journal, in order, and the app says what happened."""
+    journal = tmp_path / "j.jsonl"
+    app = make(f"{MISBEHAVE}:WritesIntoItsPipe", input="x", journal=str(journal))
+    async with app.run_test(notifications=True) as pilot:
+        await paused(pilot)
+        await pilot.press("c")
+        await ended(pilot, timeout=20)
+        view = app.client.view
+        assert view.status == "finished"
+        seqs = [ev.seq for ev in app.client.events]
+        assert seqs == list(range(1, len(seqs) + 1))  # every event, once, in order
+        journaled = [line for line in journal.read_text().splitlines() if line.strip()]
+        assert len(seqs) == len(journaled)
+        assert all(node.status != "running" for node in view.nodes.values())
+        await wait_until(pilot, lambda: any("not an event" in str(toast.render())
+                                            for toast in app.screen.query("Toast")), what="the notification")
+
+
+async def test_an_event_that_goes_back_in_the_run_is_left_out_and_said():
+    """A peer (or something writing into the pipe) sends an event whose seq is not past the last
+    one: it is not folded over the run, and the app says so."""
+    import json
+
+    app = make(input="go")
+    async with app.run_test(notifications=True) as pilot:
+        await paused(pilot)
+        view = app.client.view
+        before = dict(view.ctx)
+        forged = {"seq": view.last_seq - 1, "ts": 0.0, "run_id": view.run_id, "node_id": None, "parent_id": None,
+                  "origin": "runtime", "type": "ctx.set", "name": "forged", "value": 1}
+        app.client.channel.on_lines([json.dumps(forged, separators=(",", ":")).encode()])
+        await wait_until(pilot, lambda: any("came after event" in str(toast.render())
+                                            for toast in app.screen.query("Toast")), what="the notification")
+        assert app.client.view.ctx == before
+        assert "forged" not in app.client.view.ctx

@@ -167,3 +167,26 @@ def closes_its_pipes(self, args: Args = Input()):
 @workflow(steps=make(closes_its_pipes))
 class ClosesItsPipes:
     pass
+
+
+def writes_into_its_pipe(self, args: Args = Input()):
+    """Writes half a line into the pipe the run's events go out on (the next event is glued to it)."""
+    import fcntl
+    import stat
+
+    stderr = os.fstat(2).st_ino
+    for name in os.listdir("/proc/self/fd"):
+        fd = int(name)
+        try:
+            info = os.fstat(fd)
+            writable = fcntl.fcntl(fd, fcntl.F_GETFL) & os.O_ACCMODE == os.O_WRONLY
+        except OSError:
+            continue
+        if fd > 2 and stat.S_ISFIFO(info.st_mode) and info.st_ino != stderr and writable:
+            os.write(fd, b'{"seq":')
+    return "wrote"
+
+
+@workflow(steps=make(writes_into_its_pipe))
+class WritesIntoItsPipe:
+    pass
