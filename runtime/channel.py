@@ -60,6 +60,7 @@ def _p():
 
 LOAD_TIMEOUT_S = 30.0  # a flow whose import has not finished by then is a load error
 LOG_LINE_MAX = 4096  # a printed line longer than this reaches the client cut
+LINE_MAX = 1 << 26  # a protocol line longer than this (64 MiB) is read to its end and left out, said
 LINGER_S = 0.5  # after the worker exits, how long its pipes may stay silent before they are let go
 MUTED = ("the flow closed the pipe the run's events go out on (os.close or os.closerange in its code?): "
          "the run could no longer be followed, so it was stopped")
@@ -144,12 +145,23 @@ class Channel:
     # --- reading ---------------------------------------------------------------------------
     async def _read(self, stream: asyncio.StreamReader) -> None:
         pending = bytearray()  # the start of a line whose end has not arrived (a long one: many chunks)
+        skipped = 0  # bytes of a line longer than LINE_MAX read so far (it is not kept)
         try:
             while True:
                 await self.paused.wait()  # the consumer's flow control: the worker blocks, not us
                 chunk = await stream.read(CHUNK if len(pending) < CHUNK else 1 << 22)
                 if not chunk:
                     break
+                if skipped or len(pending) + len(chunk) > LINE_MAX:
+                    first = chunk.find(b"\n")  # where the line in progress ends, if it does in this chunk
+                    if skipped or len(pending) + (len(chunk) if first < 0 else first) > LINE_MAX:
+                        skipped += len(pending) + (len(chunk) if first < 0 else first)  # read to its end, not kept
+                        pending = bytearray()
+                        if first < 0:
+                            continue
+                        self.on_warning(f"a line of {skipped:,} bytes from the run's process was left out (a "
+                                        f"line may be {LINE_MAX:,} bytes)")
+                        skipped, chunk = 0, chunk[first + 1:]
                 end = chunk.rfind(b"\n")
                 if end < 0:
                     pending += chunk
@@ -465,7 +477,8 @@ class Channel:
         if self.journal is None or self.run_id is None or not Path(self.journal).exists():
             return []
         out = []
-        for line, ev in parse_events([line for line in Path(self.journal).read_bytes().split(b"\n") if line.strip()]):
+        lines = [line for line in Path(self.journal).read_bytes().split(b"\n") if line.strip() and len(line) <= LINE_MAX]
+        for line, ev in parse_events(lines):
             if getattr(ev, "run_id", None) is not None and after < ev.seq < before \
                     and ev.run_id.split(".")[0] == self.run_id:
                 out.append((line, ev))

@@ -407,3 +407,33 @@ def test_a_peer_that_breaks_the_protocol_is_said_to_and_not_taken_for_what_the_f
             assert term.wait_exit(HANG) == 0
     finally:
         stop.set()
+
+
+def test_an_over_long_line_from_a_peer_is_left_out_unkept_and_the_app_goes_on():
+    """A peer sends a 100 MB line: it is read to its end without being kept (the app's memory stays
+    bounded), said, and the next messages are read as ever; q quits."""
+    hello = json.dumps({"type": "hello", "workflow": "W", "file": "w.py", "agents": ["A"], "tools": [], "pid": 1,
+                        "started": True})
+
+    def behaviour(conn, stop):
+        conn.recv(1 << 16)  # auth
+        conn.sendall(hello.encode() + b"\n")
+        block = b"x" * (1 << 20)
+        for _ in range(100):
+            conn.sendall(block)
+        conn.sendall(b'\n{"type":"log","text":"after the long line"}\n')
+        stop.wait(HANG)
+        conn.close()
+
+    port, stop = serving(behaviour)
+    try:
+        with Terminal.flowtui("attach", f"127.0.0.1:{port}", "--token", "x", cols=120, rows=40) as term:
+            term.wait_for("a line of 104,857,600 bytes from the run's process")  # "was left out", wrapped
+            term.wait_for("The flow printed")  # the line after it was read
+            rss_kib = int(next(line.split()[1] for line in Path(f"/proc/{term.proc.pid}/status").read_text().splitlines()
+                               if line.startswith("VmHWM:")))
+            assert rss_kib < 400 * 1024  # the line was never held (it would be several times 100 MB)
+            term.send("q")
+            assert term.wait_exit(HANG) == 0
+    finally:
+        stop.set()
