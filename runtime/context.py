@@ -10,6 +10,7 @@ sees is ``ctx.state``; ``ctx.data`` is the run's read-only data
 from __future__ import annotations
 
 import math
+import re
 import threading
 from collections.abc import Callable, Iterator, Mapping
 from types import MappingProxyType
@@ -84,14 +85,24 @@ def jsonable(value: Any) -> Any:
     if isinstance(value, Iterator):
         return _described(value, "an iterator, shown without being consumed")
     try:
-        return to_jsonable_python(value, fallback=repr)
+        return to_jsonable_python(value, fallback=stable_repr)
     except Exception as exc:  # noqa: BLE001 (any failure of showing it is the debugger's to absorb)
         return _described(value, f"not shown: {type(exc).__name__}: {str(exc).splitlines()[0][:200]}")
 
 
+_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
+
+
+def stable_repr(value: Any) -> str:
+    """``repr(value)`` without the memory address Python's default repr names (``<Foo object at
+    0x7f…>`` is ``<Foo object>``): it differs from run to run, so a re-execution or a diff of two
+    runs would see a change where there is none."""
+    return _ADDRESS.sub("", repr(value))
+
+
 def _described(value: Any, why: str) -> str:
     try:
-        text = repr(value)
+        text = stable_repr(value)
     except Exception:  # noqa: BLE001
         text = f"<{type(value).__name__}>"
     return f"{text[:200]}{'…' if len(text) > 200 else ''} ({why})"
@@ -197,7 +208,7 @@ def _event_value(value: Any) -> Any:
         return value
     if isinstance(value, BaseModel):
         try:
-            return value.model_dump(mode="json", fallback=repr)
+            return value.model_dump(mode="json", fallback=stable_repr)
         except Exception:  # noqa: BLE001 (a field that cannot be shown): described, as jsonable does
             pass
     return jsonable(value)

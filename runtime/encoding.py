@@ -34,6 +34,7 @@ from typing import Any
 import orjson
 from pydantic_core import PydanticSerializationError, to_json
 
+from flowtui.runtime.context import stable_repr
 from flowtui.runtime.secrets import Redactor, redact, redact_streaming
 
 MAX_INT_DIGITS = 4000
@@ -77,7 +78,7 @@ def _encode(event: Any, redactor: Redactor, limit: int | None, kept: dict[str, s
     raw = None
     if verdict is not _DIRTY:
         try:
-            raw = orjson.dumps(fields) if verdict is _FLAT else to_json(fields, fallback=repr, inf_nan_mode="null")
+            raw = orjson.dumps(fields) if verdict is _FLAT else to_json(fields, fallback=stable_repr, inf_nan_mode="null")
         except (PydanticSerializationError, ValueError, TypeError):  # a lone surrogate, a huge int: value by value
             raw = None
     if raw is not None and (limit is None or len(raw) <= limit) \
@@ -123,7 +124,7 @@ def _scan(event: Any, redactor: Redactor) -> str:
 
 def encode_data(data: Any) -> bytes:
     """JSON-shaped, already safe ``data`` as one inert line of JSON."""
-    text = json.dumps(data, ensure_ascii=False, separators=(",", ":"), default=repr)
+    text = json.dumps(data, ensure_ascii=False, separators=(",", ":"), default=stable_repr)
     if _RAW_IN_JSON.search(text):
         text = _RAW_IN_JSON.sub(lambda m: f"\\u{ord(m.group(0)):04x}", text)
     return text.encode("utf-8")

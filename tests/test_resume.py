@@ -560,3 +560,26 @@ def _no_model(events: list[dict]) -> list[dict]:
         if request is not None:
             request.pop("model")
     return events
+
+
+def test_values_shown_by_their_repr_reexecute_without_a_divergence(tmp_path):
+    """A generator or a plain object set on ctx is shown by its repr, which names a memory address
+    that differs from run to run: shown without it, a re-execution does not take it for a change."""
+    flow = tmp_path / "objects.py"
+    flow.write_text(
+        "from flowtui import FunctionProvider, agent, workflow\n"
+        "class Thing:\n    pass\n"
+        "class A:\n"
+        "    def after_response(self, response, ctx):\n"
+        "        ctx.thing = Thing()\n"
+        "        ctx.pending = (n for n in range(3))\n"
+        "A = agent(provider=FunctionProvider(lambda m, t: 'ok'), prompt='p')(A)\n"
+        "@workflow(steps=[A])\nclass Objects:\n    pass\n")
+    first, second = tmp_path / "first.jsonl", tmp_path / "second.jsonl"
+    assert flowtui("run", str(flow), "--input", "go", "--journal", str(first), cwd=tmp_path).returncode == 0
+    shown = {e["name"]: e["value"] for e in lines(first) if e["type"] == "ctx.set"}
+    assert shown["thing"].endswith(".Thing object>")
+    assert " at 0x" not in shown["pending"]
+    again = flowtui("run", str(flow), "--resume-from", str(first), "--journal", str(second), cwd=tmp_path)
+    assert again.returncode == 0, again.stderr  # 3 and a report at a divergence
+    assert recorded_events(second) == recorded_events(first)
