@@ -135,7 +135,11 @@ def read_journal(path: str | Path, *, notices: list[Skipped] | None = None) -> I
     ``notices`` (when given). Raises ``OSError`` for a file that cannot be opened.
     """
     with Path(path).open("rb") as f:
-        for n, raw in enumerate(f, 1):
+        for n, raw in enumerate(_lines(f), 1):
+            if isinstance(raw, Skipped):
+                if notices is not None:
+                    notices.append(Skipped(n, raw.reason))
+                continue
             if n == 1 and raw.startswith(b"\xef\xbb\xbf"):
                 raw = raw[3:]
             line = raw.strip()
@@ -149,6 +153,34 @@ def read_journal(path: str | Path, *, notices: list[Skipped] | None = None) -> I
                     notices.append(item)
                 continue
             yield item
+
+
+_PIECE = 1 << 20
+MAX_LINE = 1 << 30  # an event line longer than this (1 GiB) is skipped without being held
+
+
+def _lines(f: Any) -> Iterator[bytes | Skipped]:
+    """The lines of ``f``, each whole, or a :class:`Skipped` for one that cannot be an event and is
+    read to its end without being held: it does not start like JSON (a sparse file's zeros, a
+    binary), or it is longer than ``MAX_LINE``."""
+    while raw := f.readline(_PIECE):
+        if raw.endswith(b"\n") or len(raw) < _PIECE:
+            yield raw
+            continue
+        like_json = raw.lstrip().removeprefix(b"\xef\xbb\xbf").startswith(b"{")
+        parts: list[bytes] | None = [raw] if like_json else None
+        size = len(raw)
+        while not raw.endswith(b"\n") and (raw := f.readline(_PIECE if parts is not None else 16 * _PIECE)):
+            size += len(raw)
+            if parts is not None:
+                parts.append(raw)
+                if size > MAX_LINE:
+                    parts = None
+        if parts is not None:
+            yield b"".join(parts)
+        else:
+            yield Skipped(0, f"not an event: a line of {size:,} bytes that "
+                             + ("is longer than any event" if like_json else "does not start like JSON"))
 
 
 def parse_line(line: bytes, n: int = 0) -> Any:

@@ -134,6 +134,27 @@ def test_torn_lines_a_bom_and_foreign_lines(tmp_path):
     assert "history item 0 is str" in events[3].reason and isinstance(events[3], Invalid)
 
 
+def test_a_sparse_gigabyte_is_read_through_without_being_held_and_the_events_after_it_kept(tmp_path):
+    """A hole of zeros (a sparse file, a disk that lost a block) is one 'line' of a gigabyte: it is
+    skipped as not JSON, read in pieces (the reader's memory stays small), and the event after it
+    is read; a long event line is kept whole."""
+    import resource
+
+    path = tmp_path / "j.jsonl"
+    long = encode_event(ev(CtxSet, seq=1, name="long", value="x" * 3_000_000), NONE)
+    with path.open("wb") as f:
+        f.write(long + b"\n")
+        f.seek(len(long) + 1 + (1 << 30))  # a gigabyte of zeros, not written (sparse)
+        f.write(b"\n" + encode_event(ev(CtxSet, seq=2, name="after", value=1), NONE) + b"\n")
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    notices: list = []
+    events = list(read_journal(path, notices=notices))
+    grown_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before
+    assert [(e.name, len(str(e.value))) for e in events] == [("long", 3_000_000), ("after", 1)]
+    assert [n.line for n in notices] == [2] and "does not start like JSON" in notices[0].reason
+    assert grown_kib < 200 * 1024  # holding the gigabyte would add a million KiB
+
+
 def test_appending_after_a_torn_line_keeps_the_new_run_whole(tmp_path):
     path = tmp_path / "j.jsonl"
     path.write_text(encode_event(ev(CtxSet, name="a", value=1), NONE).decode() + "\n" + '{"seq":2,"ts":0,"run_')
