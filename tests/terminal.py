@@ -72,6 +72,11 @@ class Terminal:
     def send(self, keys: str | bytes) -> None:
         os.write(self.master, keys.encode() if isinstance(keys, str) else keys)
 
+    def clear(self) -> None:
+        """Forget what the screen shows, as when another program (a shell) drew over it."""
+        with self._lock:
+            self.screen.reset()
+
     def text(self) -> str:
         """What the screen shows now, one line per row."""
         with self._lock:

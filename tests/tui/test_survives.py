@@ -416,3 +416,28 @@ async def test_an_event_that_goes_back_in_the_run_is_left_out_and_said():
                                             for toast in app.screen.query("Toast")), what="the notification")
         assert app.client.view.ctx == before
         assert "forged" not in app.client.view.ctx
+
+
+def test_the_app_stopped_and_brought_back_draws_itself_whole_again():
+    """SIGTSTP (a shell's job control), then SIGCONT (fg): the terminal was the shell's meanwhile,
+    so every pane, the status and the key bar are drawn again (the key bar stayed blank)."""
+    import signal
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from terminal import Terminal
+
+    with Terminal.flowtui(REVIEW, "--input", "x", "--no-journal", cols=100, rows=30) as term:
+        term.wait_for("paused before")
+        term.proc.send_signal(signal.SIGTSTP)
+        deadline = time.monotonic() + 10
+        while Path(f"/proc/{term.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "T":
+            assert time.monotonic() < deadline, "the app did not stop"
+            time.sleep(0.05)
+        time.sleep(0.3)
+        term.clear()  # the shell drew while the app was stopped: the app's screen is gone
+        term.proc.send_signal(signal.SIGCONT)
+        term.wait_for(lambda: "paused before" in term.text() and "q quit" in term.text()
+                      and "Conversation" in term.text(), timeout=15)
+        term.send("q")
+        assert term.wait_exit(15) == 0
