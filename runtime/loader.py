@@ -52,6 +52,9 @@ def load_module(path: Path) -> Any:
     if file.is_dir():
         raise FlowLoadError(folder_problem(path), file=str(path))
     if not file.is_file():
+        if file.exists():  # reading a pipe or a device may never end
+            raise FlowLoadError("is a pipe or a device, not a flow file; give the .py file of the flow",
+                                file=str(path))
         raise FlowLoadError(f"no such flow file; check the path (resolved to {file})", file=str(path))
     _loaded += 1
     name = f"flowtui_flow_{file.stem}_{_loaded}"

@@ -76,3 +76,13 @@ def test_a_folder_as_the_flow_says_it_is_a_folder_and_names_the_py_files_in_it(t
     assert res.returncode == 2
     assert "is a folder, not a flow file (it holds a.py, b.py)" in res.stderr and "no such flow file" not in res.stderr
     assert "Traceback" not in res.stderr
+
+
+def test_a_pipe_as_the_flow_says_it_is_a_pipe_and_is_never_read(tmp_path):
+    import os
+
+    fifo = tmp_path / "flow.py"
+    os.mkfifo(fifo)  # opening it to read would wait for a writer for ever
+    with pytest.raises(FlowLoadError) as info:
+        load_flow(str(fifo))
+    assert str(info.value) == f"{fifo}: is a pipe or a device, not a flow file; give the .py file of the flow"
