@@ -173,8 +173,8 @@ def test_view_help(snap_compare, size, clocked):
 @sizes
 def test_status_running(snap_compare, size, clocked, monkeypatch):
     """A run busy in a slow tool: `● running`, the path `ReviewWorkflow › loop 1/4 › Reviewer ›
-    record_problem`; the Reviewer's reply with its two tool calls is in the conversation; the Pause
-    and Stop buttons are enabled, Step… disabled."""
+    record_problem`; the Reviewer's reply with its two tool calls is in the conversation, whose
+    title counts its 3 messages; the Pause and Stop buttons are enabled, Step… disabled."""
     monkeypatch.setenv("FLOWCAPTURE_TOOL_DELAY", "30")
 
     async def run_before(pilot):

@@ -112,7 +112,7 @@ class MainScreen(PanesScreen):
         if slow_behind:
             self._slow_at = time.monotonic()
             self._seen_slow, self._last = key, "slow"
-            self._sync_slow(client, view, loading, stopping)
+            self._sync_slow(client, view, loading, stopping, force=force)
         if fast_behind:
             self._seen_fast, self._last = key, "fast"
             if view is not None:
@@ -121,7 +121,8 @@ class MainScreen(PanesScreen):
                     self.app.ask_tokens()  # type: ignore[attr-defined]
         self.stale = key != self._seen_fast or key != self._seen_slow or self._title_behind
 
-    def _sync_slow(self, client: Any, view: Any, loading: str | None, stopping: str | None) -> None:
+    def _sync_slow(self, client: Any, view: Any, loading: str | None, stopping: str | None, *,
+                   force: bool = False) -> None:
         self.query_one(ControlPane).sync(view, client.breakpoints, loading=loading, stopping=stopping,
                                          watches=client.watches)
         if view is None:
@@ -129,9 +130,9 @@ class MainScreen(PanesScreen):
         self.draw_sidebar(view)
         title = count_title(view, self.current_view, self._counted(client, view), self.title_room())
         # A new title repaints the whole left pane (its border): while a run pours messages in,
-        # the count moves on at most once a second.
+        # the count moves on at most once a second (unless everything is to be drawn now).
         changed = title != self._titled
-        self._title_behind = (changed and view.status == "running"
+        self._title_behind = (changed and not force and view.status == "running"
                               and time.monotonic() - self._titled_at < TITLE_EVERY_S)
         if changed and not self._title_behind:
             self.set_pane_title(title)
