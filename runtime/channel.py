@@ -26,7 +26,7 @@ import os
 import signal
 import subprocess
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -48,6 +48,17 @@ def parse_events(lines: list[bytes], on_bad: Callable[[str], None] | None = None
                 if on_bad is not None:
                     on_bad(f"a line from the run's process is not an event ({_p().what_is_wrong(exc)}); it was left out")
         return out
+
+
+def _seq_of(line: bytes) -> int | None:
+    """The ``seq`` of an event line as the runtime writes it (``{"seq":12,...``); None for another line."""
+    if not line.startswith(b'{"seq":'):
+        return None
+    end = line.find(b",", 7)
+    try:
+        return int(line[7:end])
+    except ValueError:
+        return None
 
 
 def _p():
@@ -104,7 +115,8 @@ class Channel:
                     started: subprocess.Popen | None = None) -> p.Hello | p.LoadError:
         """Start a worker for ``options`` (or take over ``started``, the worker
         :meth:`Options.start_now` started for them) and wait until the flow has loaded (or failed to)."""
-        self.journal, self.grace = options.journal, options.grace
+        self.keep_journal(options.journal)
+        self.grace = options.grace
         self.proc, self._writer, out, err = await take_over(started or options.start_now())
         self._tasks = [asyncio.ensure_future(self._read(out)), asyncio.ensure_future(self._read_log(err))]
         return await self._greeting(load_timeout)
@@ -174,6 +186,9 @@ class Channel:
                     self._progress.set()
             if pending.strip():
                 self._dispatch([bytes(pending)])
+            if skipped:
+                self.on_warning(f"a line of {skipped:,} bytes from the run's process was left out (a line "
+                                f"may be {LINE_MAX:,} bytes)")
         except (ConnectionError, OSError):
             pass
         finally:
@@ -316,7 +331,8 @@ class Channel:
         then kill it if it has not exited within ``grace``. One whose events stopped coming before
         its run ended is stopped first (:meth:`_exit_or_mute`)."""
         grace = self.grace if grace is None else grace
-        if self.proc is not None and self.closed.is_set() and not self.ended:
+        if self.proc is not None and self.closed.is_set() and not (self.ended or self.killed
+                                                                   or self.stopping_since is not None):
             await self._exit_or_mute()
         if self._writer is not None and not self.closed.is_set():
             self._writer.close()
@@ -379,7 +395,7 @@ class Channel:
         if self.proc is None:
             await self.closed.wait()
         else:
-            if not self.ended:
+            if not (self.ended or self.killed or self.stopping_since is not None):  # (not while we stop it)
                 await self._exit_or_mute()
             code = await self.proc.wait()
             self._end_group()
@@ -398,18 +414,22 @@ class Channel:
                 await asyncio.wait([task], timeout=1.0)
         return code if self.proc is not None else None
 
-    async def _exit_or_mute(self) -> None:
+    def _exit_or_mute(self) -> Awaitable[None]:
         """Until the worker exits, or its event pipe closes while it lives on: its flow closed it
         (``os.closerange`` in a tool, say). Such a run can no longer be followed: it is stopped,
-        cooperatively first, and the client is told why (``muted``)."""
+        cooperatively first, and the client is told why (``muted``). One watch, however many wait."""
+        if self._exit_watch is None:
+            self._exit_watch = asyncio.ensure_future(self._watch_exit())
+        return asyncio.shield(self._exit_watch)
+
+    _exit_watch: asyncio.Future | None = None
+
+    async def _watch_exit(self) -> None:
         assert self.proc is not None
         exited = asyncio.ensure_future(self.proc.wait())
         closed = asyncio.ensure_future(self.closed.wait())
         try:
             await asyncio.wait([exited, closed], return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            closed.cancel()
-        try:
             if exited.done() or self.killed or self.stopping_since is not None:
                 return
             if await self._exited_within(LINGER_S):  # a worker that ends closes its pipe just before
@@ -419,6 +439,7 @@ class Channel:
             await self.stop()
         finally:
             exited.cancel()
+            closed.cancel()
 
     def _end_group(self) -> None:
         """Kill what is left of the worker's process group (the worker has exited)."""
@@ -445,44 +466,56 @@ class Channel:
             return "failed", f"the flow process was killed by {name} ({-code})"
         return "failed", f"the flow process exited with code {code}"
 
-    def recover(self, after_seq: int) -> list[bytes]:
-        """The events the dead worker journaled but never sent (its last batch): from the journal,
-        those of its run after ``after_seq``. The run's end among them sets ``ended``, as one that
-        came on the pipe does."""
-        if self.journal is None or not Path(self.journal).exists():
-            return []
-        from flowtui.runtime.journal import runs_in
+    def keep_journal(self, path: str | None) -> None:
+        """The run about to start journals to ``path``: what the file holds already (earlier runs)
+        is not this run's, so :meth:`recover` and :meth:`journaled` read only what comes after."""
+        self.journal = path
+        try:
+            self._journal_from = os.path.getsize(path) if path is not None else 0
+        except OSError:
+            self._journal_from = 0
 
-        lines = Path(self.journal).read_bytes().split(b"\n")
-        start = max((i for i, line in enumerate(lines) if line.startswith(b'{"seq":1,')), default=0)
-        if runs_in(Path(self.journal)) and self.run_id is None:  # its run.start never reached us
-            self._watch(lines[start])
+    _journal_from = 0
+
+    def _journaled_since(self, after: int) -> list[tuple[int, bytes]]:
+        """(seq, line) of this run's journal lines with a seq past ``after``, in order. Read from the
+        end back, a block at a time, only as far as needed: the lines asked for are the last ones."""
+        if self.journal is None:
+            return []
+        try:
+            with open(self.journal, "rb") as f:
+                end = f.seek(0, os.SEEK_END)
+                start, block, lines = end, 1 << 16, []
+                while start > self._journal_from:
+                    start = max(self._journal_from, start - block)
+                    f.seek(start)
+                    lines = f.read(end - start).split(b"\n")
+                    first = _seq_of(lines[1] if start > self._journal_from and len(lines) > 1 else lines[0])
+                    if first is not None and first <= after:
+                        break
+                    block *= 4
+        except OSError:
+            return []
+        if start > self._journal_from:
+            lines = lines[1:]  # the first may be the end of a line before the block
+        return [(seq, line) for line in lines if (seq := _seq_of(line)) is not None and seq > after]
+
+    def recover(self, after_seq: int) -> list[bytes]:
+        """The events the dead worker journaled but never sent (its last batch): this run's lines of
+        the journal after ``after_seq``. Its start and end among them are taken as from the pipe
+        (its id; ``ended``)."""
         out = []
-        for line in lines[start:]:
-            if not line.strip():
-                continue
-            try:
-                seq = json.loads(line).get("seq", 0)
-            except ValueError:
-                continue  # torn by the crash
-            if isinstance(seq, int) and seq > after_seq:
-                out.append(line)
-                if b'"type":"run.end"' in line:
-                    self._watch(line)
+        for seq, line in self._journaled_since(after_seq):
+            if b'"type":"run.start"' in line or b'"type":"run.end"' in line:
+                self._watch(line)
+            out.append(line)
         return out
 
     def journaled(self, after: int, before: int) -> list[tuple[bytes, Any]]:
-        """The events of this run's journal with a seq between ``after`` and ``before`` (neither
+        """This run's journaled events with a seq between ``after`` and ``before`` (neither
         included), parsed: what the pipe lost of them."""
-        if self.journal is None or self.run_id is None or not Path(self.journal).exists():
-            return []
-        out = []
-        lines = [line for line in Path(self.journal).read_bytes().split(b"\n") if line.strip() and len(line) <= LINE_MAX]
-        for line, ev in parse_events(lines):
-            if getattr(ev, "run_id", None) is not None and after < ev.seq < before \
-                    and ev.run_id.split(".")[0] == self.run_id:
-                out.append((line, ev))
-        return out
+        wanted = [line for seq, line in self._journaled_since(after) if seq < before and len(line) <= LINE_MAX]
+        return parse_events(wanted)
 
     def write_run_end(self, status: str, why: str, last_seq: int) -> Any:
         """Append the ``run.end`` the worker could not write to the run's journal (and return it)."""

@@ -317,7 +317,7 @@ async def _run_headless(args: argparse.Namespace, memory: dict[str, str], data: 
             say(f"flowtui: cannot create the journal: {exc}; pick one with --journal FILE or use --no-journal")
             await channel.kill()
             return 2
-    channel.journal = str(journal) if journal is not None else None
+    channel.keep_journal(str(journal) if journal is not None else None)
     loop = asyncio.get_running_loop()
     interrupts = 0
 

@@ -41,6 +41,7 @@ def _p():
 MAX_BUFFERED = 50_000  # events read but not folded yet: past this, reading waits (the worker blocks)
 FETCH_TIMEOUT_S = 10.0  # a cut value asked of the run's process: past this, said instead of waited on
 LOG_LINES = 500  # lines the flow printed, kept for the log view
+MAY_BE_LOST = 16  # events a skip in seq may stand for when the journal cannot show them (see _in_order)
 
 
 @dataclass
@@ -152,7 +153,7 @@ class RunClient:
         if journal is not None and journal not in self.journals:
             self.journals.append(journal)
         assert self.channel is not None
-        self.channel.journal = journal
+        self.channel.keep_journal(journal)
         await self._check_watches()
         return await self.channel.command(_p().Start(input=input, memory=c.memory, data=c.data, journal=journal,
                                                      approve=c.approve, watch=self.watches,
@@ -225,22 +226,30 @@ class RunClient:
         return n
 
     def _in_order(self, batch: list[tuple[bytes, Any]]) -> list[tuple[bytes, Any]]:
-        """The events of ``batch`` in the run's order (each seq one past the last). One that repeats
-        or goes back is left out; the events missing before one that skips ahead are taken from the
-        run's journal, which has them (a line on the pipe that something else wrote into lost
-        them). Each is said (``warnings``)."""
+        """The events of ``batch`` in the run's order (each seq one past the last), each departure
+        said (``warnings``). One that repeats or goes back is left out. The events missing before
+        one that skips ahead are taken from the run's journal, which has them (a line written into
+        the pipe by something else lost them); without them, a skip of a few events is taken as
+        they were lost, and a longer one (no lost line explains it) is left out, so one stray seq
+        cannot make the run's own events look late."""
         last, out = self.view.last_seq, []
         for line, ev in batch:
             if ev.seq <= last:
                 self.warnings.append(f"event {ev.seq} ({ev.type}) came after event {last}: it was left out "
                                      "(something besides the run writes to its pipe?)")
                 continue
-            if ev.seq > last + 1:
+            missing = ev.seq - last - 1
+            if missing:
                 found = self.channel.journaled(last, ev.seq) if self.channel is not None else []
+                if len(found) < missing and missing > MAY_BE_LOST:
+                    self.warnings.append(f"event {ev.seq} ({ev.type}) skips ahead of event {last}: it was left "
+                                         "out (something besides the run writes to its pipe?)")
+                    continue
                 out += found
-                if len(found) < ev.seq - last - 1:
-                    self.warnings.append(f"events {last + 1}-{ev.seq - 1} never arrived"
-                                         + (f" ({len(found)} of them taken from the journal)" if found else ""))
+                self.warnings.append(f"events {last + 1}-{ev.seq - 1} never arrived: "
+                                     + ("taken from the journal" if len(found) == missing
+                                        else f"{len(found)} of them taken from the journal" if found
+                                        else "the run goes on without them"))
             out.append((line, ev))
             last = ev.seq
         return out

@@ -441,3 +441,27 @@ def test_the_app_stopped_and_brought_back_draws_itself_whole_again():
                       and "Conversation" in term.text(), timeout=15)
         term.send("q")
         assert term.wait_exit(15) == 0
+
+
+async def test_an_event_that_skips_far_ahead_is_left_out_and_the_run_goes_on():
+    """One stray event whose seq is far ahead of the run's (and that the journal cannot account
+    for) must not make the run's own events look late: it is left out, said, and the run's next
+    events, its end among them, are folded."""
+    import json
+
+    app = make(input="go")
+    async with app.run_test(notifications=True) as pilot:
+        await paused(pilot)
+        view = app.client.view
+        base = {"ts": 0.0, "run_id": view.run_id, "node_id": None, "parent_id": None, "origin": "runtime"}
+
+        def line(**event) -> bytes:
+            return json.dumps({**base, **event}, separators=(",", ":")).encode()
+
+        seq = view.last_seq
+        app.client.channel.on_lines([line(seq=10**9, type="ctx.set", name="forged", value=1),
+                                     line(seq=seq + 1, type="ctx.set", name="real", value=2)])
+        await wait_until(pilot, lambda: "real" in app.client.view.ctx, what="the run's next event")
+        assert "forged" not in app.client.view.ctx
+        await wait_until(pilot, lambda: any("skips ahead" in str(toast.render())
+                                            for toast in app.screen.query("Toast")), what="the notification")
