@@ -196,22 +196,24 @@ class FlowApp(RunCommands, RunEdits, RunWatches, PlainNotify, App[int]):
         """
         client = self.client
         now = time.monotonic()
+        due = now - self._drawn_at >= REDRAW_INTERVAL and self._behind()
         n = 0
         if client.urgent:  # the run paused or ended: shown as soon as what came before it is folded
-            if not everything and not force:
-                n = client.drain(FLUSH_BUDGET_S)  # a backlog of a flood: a slice a tick, keys answered between
-                self._undrawn += n
+            if not (everything or force or due):  # behind a flood's backlog: a slice a tick, keys answered between
+                n = client.drain(FLUSH_BUDGET_S)
                 if client.pending:
+                    self._undrawn += n
                     return n
-            client.urgent = False
-            everything = True
+            if not (due and client.pending):  # (a redraw due goes first: the panes keep their pace meanwhile)
+                client.urgent = False
+                everything = True
         if everything:
             while client.pending:
                 folded = client.drain(1.0)
                 if not folded:  # nothing to fold into yet (no view)
                     break
                 n += folded
-        elif not (force or (now - self._drawn_at >= REDRAW_INTERVAL and self._behind())):
+        elif not (force or due):
             n = client.drain(FLUSH_BUDGET_S)
             self._undrawn += n
             return n

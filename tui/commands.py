@@ -74,7 +74,7 @@ class RunCommands:
             self._queued_at = view.pause.seq
             self._send(self.queued.popleft())
             while self.queued and self.queued[0] in INTERRUPTS:  # x or p behind c: now, not at a pause c may never reach
-                self._send(self.queued.popleft())
+                self._send(self.queued.popleft(), behind=True)
 
     def _forget_queue(self: FlowApp, why: str) -> None:
         if self.queued:
@@ -93,7 +93,8 @@ class RunCommands:
         self.wake()
         return True
 
-    def _send(self: FlowApp, name: str) -> None:
+    def _send(self: FlowApp, name: str, *, behind: bool = False) -> None:
+        """Send command ``name``; ``behind``: right after another one, which the panes do not show yet."""
         self.wake()
         if self.client.view is not None:
             self.client.view.focus = None  # the panes follow the run again (the node tree's cursor chose one)
@@ -102,7 +103,7 @@ class RunCommands:
             self.flush(force=True)
             self.run_worker(self.client.stop(), group="stop", name="stop", exclusive=True, exit_on_error=False)
             return
-        if name == "pause" and self.client.view.status == "paused":
+        if name == "pause" and self.client.view.status == "paused" and not behind:
             self.notify("Already paused.")
         self.client.send(getattr(_p(), SENT[name])())  # the answer is the next pause, in the event stream
 
