@@ -90,7 +90,7 @@ def jsonable(value: Any) -> Any:
         return _described(value, f"not shown: {type(exc).__name__}: {str(exc).splitlines()[0][:200]}")
 
 
-_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
+_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+(?=>)")  # as the default repr ends: <Foo object at 0x7f…>
 
 
 def stable_repr(value: Any) -> str:

@@ -164,7 +164,7 @@ def _safe(value: Any, secrets: tuple[str, ...], limit: int | None, elided: dict[
         return [_safe(v, secrets, limit, elided, _join(path, i), kept) for i, v in enumerate(value)]
     if hasattr(value, "model_dump"):
         return _safe(value.model_dump(mode="python", warnings=False), secrets, limit, elided, path, kept)
-    return _safe(repr(value), secrets, limit, elided, path, kept)
+    return _safe(stable_repr(value), secrets, limit, elided, path, kept)
 
 
 def _join(path: str, key: Any) -> str:

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ValidationError
 
+from flowtui.runtime.context import stable_repr
 from flowtui.runtime.decorators import AgentSpec
 from flowtui.runtime.errors import BudgetExceededError, FatalToolError
 from flowtui.runtime.invoke import call_user
@@ -39,9 +40,9 @@ def _text(value: Any) -> tuple[str, bool]:
     if isinstance(value, BaseModel):
         return value.model_dump_json(), False
     try:
-        return json.dumps(value, ensure_ascii=False, default=repr), False
+        return json.dumps(value, ensure_ascii=False, default=stable_repr), False
     except (TypeError, ValueError):
-        return repr(value), False
+        return stable_repr(value), False
 
 
 def _validation_text(name: str, exc: ValidationError) -> str:
