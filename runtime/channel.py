@@ -21,7 +21,6 @@ here imports textual. A :class:`Channel` owns one worker for one run:
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import signal
 import subprocess
@@ -498,6 +497,7 @@ class Channel:
             return []
         if start > self._journal_from:
             lines = lines[1:]  # the first may be the end of a line before the block
+        lines = lines[:-1]  # after the last newline: nothing, or a line torn by a crash
         return [(seq, line) for line in lines if (seq := _seq_of(line)) is not None and seq > after]
 
     def recover(self, after_seq: int) -> list[bytes]:
