@@ -98,9 +98,13 @@ class Worker:
 
         plans = self.app.plans
         tools = sorted({name for t in plans.tool_specs.values() for name in t.names})
-        return p.Hello(workflow=self.app.workflow.name, file=self.app.workflow.file,
-                       agents=[s.name for s in plans.agent_specs.values()], tools=tools, pid=os.getpid(),
-                       started=self.run is not None, notes=model_not_applied(plans, self.app.model))
+        agents = [s.name for s in plans.agent_specs.values()]
+        known = {*agents, *tools, *_loop_names(plans.spec.steps)}
+        notes = model_not_applied(plans, self.app.model) + [
+            f"breakpoint {name}: no agent, tool or loop of {self.app.workflow.name} is called that (it stays set: "
+            "a child workflow's may be)" for name in sorted(self.controller.breakpoints - known)]
+        return p.Hello(workflow=self.app.workflow.name, file=self.app.workflow.file, agents=agents, tools=tools,
+                       pid=os.getpid(), started=self.run is not None, notes=notes)
 
     def on_event(self, event: Any) -> None:
         if self.also is not None:
@@ -271,6 +275,17 @@ class Worker:
 _AT_ONCE = frozenset({"run.start", "run.pause", "run.resume", "run.end", "node.start", "node.end"})
 _MOVES = {"step": "step", "next_turn": "next_turn", "loop_once": "loop_once", "continue": "resume",
           "pause": "pause", "stop": "stop"}
+
+
+def _loop_names(steps: Any) -> list[str]:
+    """The names of the loops among ``steps``, nested ones too (a breakpoint may name one)."""
+    from flowtui.runtime.steps import LoopSpec, ParallelSpec
+
+    names = []
+    for step in steps:
+        if isinstance(step, (LoopSpec, ParallelSpec)):
+            names += ([step.name] if isinstance(step, LoopSpec) else []) + _loop_names(step.steps)
+    return names
 
 
 def load(args: argparse.Namespace) -> Any:

@@ -182,6 +182,22 @@ def test_a_line_nested_too_deep_is_refused_and_the_run_goes_on(tmp_path):
     assert [r[:2] for r in replies] == [(1, True), (-1, False), (3, True), (4, False)], replies
     assert "auth is for a client on a socket" in replies[3][2]  # not an internal error
 
+def test_a_breakpoint_on_a_name_the_flow_no_longer_has_is_said_when_it_loads(tmp_path):
+    """A breakpoint kept across a reload on an agent the new code renamed would never fire: the
+    hello says so (the app shows it), and the others are not named."""
+    worker = subprocess.Popen([sys.executable, "-m", "flowtui.runtime.worker", str(ROOT / "flows/revisao.py"),
+                               "--breakpoint", "RevisorAgent", "--breakpoint", "Revisor"],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=tmp_path)
+    try:
+        hello = json.loads(worker.stdout.readline())
+    finally:
+        worker.kill()
+        worker.communicate(timeout=HANG)
+    assert hello["type"] == "hello"
+    assert hello["notes"] == ["breakpoint Revisor: no agent, tool or loop of RevisaoWorkflow is called that "
+                              "(it stays set: a child workflow's may be)"]
+
+
 # --- the protocol, from a plain socket ------------------------------------------------------------
 
 
