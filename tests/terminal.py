@@ -72,6 +72,12 @@ class Terminal:
     def send(self, keys: str | bytes) -> None:
         os.write(self.master, keys.encode() if isinstance(keys, str) else keys)
 
+    def hang_up(self) -> None:
+        """The terminal goes away (a closed window, a dropped ssh session): its side of the pty is
+        closed, so whatever the program writes to it fails, and the program is sent ``SIGHUP``."""
+        os.close(self.master)
+        self.proc.send_signal(signal.SIGHUP)
+
     def clear(self) -> None:
         """Forget what the screen shows, as when another program (a shell) drew over it."""
         with self._lock:

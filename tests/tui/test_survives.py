@@ -465,3 +465,31 @@ async def test_an_event_that_skips_far_ahead_is_left_out_and_the_run_goes_on():
         assert "forged" not in app.client.view.ctx
         await wait_until(pilot, lambda: any("skips ahead" in str(toast.render())
                                             for toast in app.screen.query("Toast")), what="the notification")
+
+
+@pytest.mark.parametrize("state", ["paused", "running"])
+def test_the_app_whose_terminal_is_gone_ends_and_its_run_with_it(tmp_path, state):
+    """A closed window or a dropped ssh session: writing to the terminal fails for good, and the app
+    used to hang in a write for ever (a process left behind at every hang-up). It ends within a
+    few seconds, and the run's journal ends with its run.end."""
+    import json
+    import signal
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from terminal import Terminal
+
+    journal = tmp_path / "j.jsonl"
+    target = REVIEW if state == "paused" else f"{MISBEHAVE}:SyncLoop"
+    with Terminal.flowtui(target, "--input", "x", "--journal", str(journal), cols=100, rows=30) as term:
+        term.wait_for("paused before")
+        if state == "running":
+            term.send("c")
+            term.wait_for("running")
+        term.hang_up()
+        code = term.wait_exit(15)
+    assert code in (0, 128 + signal.SIGHUP)
+    deadline = time.monotonic() + 15  # the run's process ends its run itself when the app could not
+    while json.loads(journal.read_text().splitlines()[-1])["type"] != "run.end":
+        assert time.monotonic() < deadline, "the journal never ended"
+        time.sleep(0.1)
