@@ -135,7 +135,7 @@ def read_journal(path: str | Path, *, notices: list[Skipped] | None = None) -> I
     ``notices`` (when given). Raises ``OSError`` for a file that cannot be opened.
     """
     with Path(path).open("rb") as f:
-        for n, raw in enumerate(_lines(f), 1):
+        for n, raw in enumerate(lines_of(f), 1):
             if isinstance(raw, Skipped):
                 if notices is not None:
                     notices.append(Skipped(n, raw.reason))
@@ -159,7 +159,7 @@ _PIECE = 1 << 20
 MAX_LINE = 1 << 30  # an event line longer than this (1 GiB) is skipped without being held
 
 
-def _lines(f: Any) -> Iterator[bytes | Skipped]:
+def lines_of(f: Any) -> Iterator[bytes | Skipped]:
     """The lines of ``f``, each whole, or a :class:`Skipped` for one that cannot be an event and is
     read to its end without being held: it does not start like JSON (a sparse file's zeros, a
     binary), or it is longer than ``MAX_LINE``."""

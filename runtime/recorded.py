@@ -21,7 +21,7 @@ from pydantic_core import from_json
 
 from flowtui.runtime.errors import ResumeError
 from flowtui.runtime.events import EVENT_TYPES
-from flowtui.runtime.journal import not_a_file
+from flowtui.runtime.journal import Skipped, lines_of, not_a_file
 
 _AT = re.compile(r"^(.*)@(\d+)$", re.DOTALL)
 
@@ -92,7 +92,7 @@ def load_recorded(source: str | Path, *, at: int | None = None) -> Recorded:
         raise ResumeError(f"--resume-from {shown}: {why}; give a .jsonl file from .flowtui/runs/")
     try:
         with path.open("rb") as f:
-            raw_lines = f.read().split(b"\n")
+            raw_lines = list(lines_of(f))  # a line that cannot be an event is not held (a sparse gigabyte)
     except FileNotFoundError:
         raise ResumeError(f"--resume-from {shown}: no such file; give a journal that `flowtui run` wrote "
                           "(see .flowtui/runs/)") from None
@@ -136,7 +136,7 @@ _NODE_START = re.compile(rb'\{"seq":(\d+),"ts":[-+.\deE]+,"run_id":(%s),"node_id
                          rb'"origin":(%s),"type":"node\.start","kind":"(\w+)","name":(%s),"data":\{' % ((_STR,) * 5))
 
 
-def _events(lines: list[bytes]) -> tuple[list[dict[str, Any]], list[bytes], set[int], tuple[int, str] | None]:
+def _events(lines: list[bytes | Skipped]) -> tuple[list[dict[str, Any]], list[bytes], set[int], tuple[int, str] | None]:
     """The journal's events as JSON objects, their lines, the ids of the events read only up to
     their data (:data:`_NODE_START`); lines that cannot be read are skipped (the first one that
     could not, with why, for the error when nothing could be read)."""
@@ -145,6 +145,9 @@ def _events(lines: list[bytes]) -> tuple[list[dict[str, Any]], list[bytes], set[
     lazy: set[int] = set()
     bad: tuple[int, str] | None = None
     for n, line in enumerate(lines, 1):
+        if isinstance(line, Skipped):
+            bad = bad or (n, line.reason)
+            continue
         if n == 1 and line.startswith(b"\xef\xbb\xbf"):
             line = line[3:]
         line = line.strip()
