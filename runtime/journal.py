@@ -46,6 +46,9 @@ class JournalWriter:
         if why:
             raise ConfigError(cannot_write(self.path, f"it {why}"))
         self.appended_to = runs_in(self.path)  # runs already in the file
+        if not self.appended_to and self.path.is_file() and self.path.stat().st_size:
+            raise ConfigError(cannot_write(self.path, "it holds something other than a flowtui journal (no run "
+                                                      "starts in it), and it is left as it is"))
         try:
             self._file = open_append(self.path)
         except OSError as exc:  # said as what it is, before the run starts: nothing of it is lost
@@ -82,7 +85,7 @@ def runs_in(path: Path) -> int:
         return 0
     try:
         with path.open("rb") as f:
-            return sum(1 for line in f if line.startswith(b'{"seq":1,'))
+            return sum(1 for line in lines_of(f) if isinstance(line, bytes) and line.startswith(b'{"seq":1,'))
     except OSError:
         return 0
 

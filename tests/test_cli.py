@@ -459,3 +459,18 @@ def test_a_pipe_given_as_a_journal_is_refused_at_once(tmp_path, command):
                          stdin=subprocess.DEVNULL)
     assert out.returncode == 2, out.stderr
     assert "is a pipe or a device, not a journal file" in out.stderr and str(fifo) in out.stderr
+
+
+def test_a_journal_named_on_a_file_that_is_no_journal_is_refused_and_the_file_left_as_it_was(tmp_path):
+    """--journal victim.py (a slip of the keyboard, a link to another file): appending a run's
+    events to it would ruin it. Refused before the run starts; a journal is still appended to."""
+    victim = tmp_path / "victim.py"
+    victim.write_text("print('my code')\n")
+    res = flowtui("run", "flows/revisao.py", "--input", "x", "--journal", str(victim))
+    assert res.returncode == 2
+    assert f"cannot write the journal {victim}: it holds something other than a flowtui journal" in res.stderr
+    assert victim.read_text() == "print('my code')\n"
+    journal = tmp_path / "j.jsonl"
+    for _ in range(2):
+        assert flowtui("run", "flows/revisao.py", "--input", "x", "--journal", str(journal)).returncode == 0
+    assert journal.read_text().count('{"seq":1,') == 2
