@@ -71,6 +71,7 @@ def _p():
 LOAD_TIMEOUT_S = 30.0  # a flow whose import has not finished by then is a load error
 LOG_LINE_MAX = 4096  # a printed line longer than this reaches the client cut
 LINE_MAX = 1 << 26  # a protocol line longer than this (64 MiB) is read to its end and left out, said
+MAY_BE_LOST = 16  # events a skip in seq may stand for when the journal cannot show them (see in_order)
 LINGER_S = 0.5  # after the worker exits, how long its pipes may stay silent before they are let go
 MUTED = ("the flow closed the pipe the run's events go out on (os.close or os.closerange in its code?): "
          "the run could no longer be followed, so it was stopped")
@@ -509,6 +510,38 @@ class Channel:
             if b'"type":"run.start"' in line or b'"type":"run.end"' in line:
                 self._watch(line)
             out.append(line)
+        return out
+
+    def in_order(self, batch: list[tuple[bytes, Any]], last: int) -> list[tuple[bytes, Any]]:
+        """The events of ``batch`` (parsed, from :func:`parse_events`) in the run's order after event
+        ``last``: each seq one past the one before. Each departure is said (``on_warning``). One
+        that repeats or goes back is left out. The events missing before one that skips ahead are
+        taken from the run's journal, which has them (a line written into the pipe by something
+        else lost them); without them, a skip of a few events is taken as they were lost, and a
+        longer one (no lost line explains it) is left out, so one stray seq cannot make the run's
+        own events look late."""
+        if not batch or [ev.seq for _, ev in batch] == list(range(last + 1, last + 1 + len(batch))):
+            return batch
+        out = []
+        for line, ev in batch:
+            if ev.seq <= last:
+                self.on_warning(f"event {ev.seq} ({ev.type}) came after event {last}: it was left out "
+                                "(something besides the run writes to its pipe?)")
+                continue
+            missing = ev.seq - last - 1
+            if missing:
+                found = self.journaled(last, ev.seq)
+                if len(found) < missing and missing > MAY_BE_LOST:
+                    self.on_warning(f"event {ev.seq} ({ev.type}) skips ahead of event {last}: it was left out "
+                                    "(something besides the run writes to its pipe?)")
+                    continue
+                out += found
+                self.on_warning(f"events {last + 1}-{ev.seq - 1} never arrived: "
+                                + ("taken from the journal" if len(found) == missing
+                                   else f"{len(found)} of them taken from the journal" if found
+                                   else "the run goes on without them"))
+            out.append((line, ev))
+            last = ev.seq
         return out
 
     def journaled(self, after: int, before: int) -> list[tuple[bytes, Any]]:

@@ -264,7 +264,8 @@ async def _run_headless(args: argparse.Namespace, memory: dict[str, str], data: 
 
     def on_lines(lines: list[bytes]) -> None:
         view = folded[0]
-        for line, ev in parse_events(lines, lambda text: say(f"flowtui: {text}")):
+        batch = parse_events(lines, lambda text: say(f"flowtui: {text}"))
+        for line, ev in channel.in_order(batch, view.last_seq):
             view.apply(ev)
             if printer is not None:
                 printer(line, ev)

@@ -41,7 +41,6 @@ def _p():
 MAX_BUFFERED = 50_000  # events read but not folded yet: past this, reading waits (the worker blocks)
 FETCH_TIMEOUT_S = 10.0  # a cut value asked of the run's process: past this, said instead of waited on
 LOG_LINES = 500  # lines the flow printed, kept for the log view
-MAY_BE_LOST = 16  # events a skip in seq may stand for when the journal cannot show them (see _in_order)
 
 
 @dataclass
@@ -213,8 +212,8 @@ class RunClient:
         n = 0
         while buffer:
             batch = parse_events([popleft() for _ in range(min(chunk, len(buffer)))], self.warnings.append)
-            if batch and [ev.seq for _, ev in batch] != list(range(view.last_seq + 1, view.last_seq + 1 + len(batch))):
-                batch = self._in_order(batch)
+            if self.channel is not None:
+                batch = self.channel.in_order(batch, view.last_seq)
             events = [mark_cuts(line, ev) if _elided(ev) else ev for line, ev in batch]
             view.apply_many(events)
             lines.extend(line for line, _ in batch)
@@ -224,35 +223,6 @@ class RunClient:
         if self.channel is not None and not self.channel.paused.is_set() and len(buffer) < MAX_BUFFERED // 2:
             self.channel.paused.set()
         return n
-
-    def _in_order(self, batch: list[tuple[bytes, Any]]) -> list[tuple[bytes, Any]]:
-        """The events of ``batch`` in the run's order (each seq one past the last), each departure
-        said (``warnings``). One that repeats or goes back is left out. The events missing before
-        one that skips ahead are taken from the run's journal, which has them (a line written into
-        the pipe by something else lost them); without them, a skip of a few events is taken as
-        they were lost, and a longer one (no lost line explains it) is left out, so one stray seq
-        cannot make the run's own events look late."""
-        last, out = self.view.last_seq, []
-        for line, ev in batch:
-            if ev.seq <= last:
-                self.warnings.append(f"event {ev.seq} ({ev.type}) came after event {last}: it was left out "
-                                     "(something besides the run writes to its pipe?)")
-                continue
-            missing = ev.seq - last - 1
-            if missing:
-                found = self.channel.journaled(last, ev.seq) if self.channel is not None else []
-                if len(found) < missing and missing > MAY_BE_LOST:
-                    self.warnings.append(f"event {ev.seq} ({ev.type}) skips ahead of event {last}: it was left "
-                                         "out (something besides the run writes to its pipe?)")
-                    continue
-                out += found
-                self.warnings.append(f"events {last + 1}-{ev.seq - 1} never arrived: "
-                                     + ("taken from the journal" if len(found) == missing
-                                        else f"{len(found)} of them taken from the journal" if found
-                                        else "the run goes on without them"))
-            out.append((line, ev))
-            last = ev.seq
-        return out
 
     def gone(self) -> bool:
         """The worker is gone; when its run never said how it ended, say it (journal and panes). True then."""

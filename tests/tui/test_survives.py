@@ -493,3 +493,20 @@ def test_the_app_whose_terminal_is_gone_ends_and_its_run_with_it(tmp_path, state
     while json.loads(journal.read_text().splitlines()[-1])["type"] != "run.end":
         assert time.monotonic() < deadline, "the journal never ended"
         time.sleep(0.1)
+
+
+def test_headless_json_loses_no_event_to_a_line_written_into_the_pipe(tmp_path):
+    """flowtui run --json prints every event of the run, those the pipe lost taken from the journal."""
+    import json
+    import subprocess
+    import sys
+
+    journal = tmp_path / "j.jsonl"
+    done = subprocess.run([sys.executable, "-c", "from flowtui.tui.cli import main; main()", "run",
+                           f"{MISBEHAVE}:WritesIntoItsPipe", "--input", "x", "--json", "--journal", str(journal)],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    printed = [json.loads(line)["seq"] for line in done.stdout.splitlines() if line.startswith("{")]
+    journaled = [json.loads(line)["seq"] for line in journal.read_text().splitlines() if line.strip()]
+    assert printed == journaled == list(range(1, len(journaled) + 1))
+    assert "taken from the journal" in done.stderr
