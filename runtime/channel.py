@@ -74,7 +74,7 @@ LINE_MAX = 1 << 26  # a protocol line longer than this (64 MiB) is read to its e
 MAY_BE_LOST = 16  # events a skip in seq may stand for when the journal cannot show them (see in_order)
 LINGER_S = 0.5  # after the worker exits, how long its pipes may stay silent before they are let go
 MUTED = ("the flow closed the pipe the run's events go out on (os.close or os.closerange in its code?): "
-         "the run could no longer be followed, so it was stopped")
+         "the run could no longer be followed, so its process was ended")
 
 
 class LoadTimeout(Exception):
@@ -416,8 +416,8 @@ class Channel:
 
     def _exit_or_mute(self) -> Awaitable[None]:
         """Until the worker exits, or its event pipe closes while it lives on: its flow closed it
-        (``os.closerange`` in a tool, say). Such a run can no longer be followed: it is stopped,
-        cooperatively first, and the client is told why (``muted``). One watch, however many wait."""
+        (``os.closerange`` in a tool, say). Such a run can no longer be followed: its process is
+        killed, and the run ends failed saying why (``muted``). One watch, however many wait."""
         if self._exit_watch is None:
             self._exit_watch = asyncio.ensure_future(self._watch_exit())
         return asyncio.shield(self._exit_watch)
@@ -435,8 +435,8 @@ class Channel:
             if await self._exited_within(LINGER_S):  # a worker that ends closes its pipe just before
                 return
             self.muted = True
-            self.on_warning(MUTED)
-            await self.stop()
+            self.on_warning("the flow closed the pipe the run's events go out on: the run's process is ended")
+            await self.kill()  # it is not the run the journal shows any more: no grace to go on in
         finally:
             exited.cancel()
             closed.cancel()

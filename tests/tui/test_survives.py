@@ -349,9 +349,11 @@ async def test_keys_are_answered_while_a_backlog_that_ends_the_run_is_folded():
         assert app.client.view.status == "finished"
 
 
-async def test_a_flow_that_closes_the_pipe_of_its_events_is_stopped_and_said_so(tmp_path):
-    """The run can no longer be followed: it is stopped (not left `running` for ever), what it
-    journaled is shown, and a notification says why."""
+async def test_a_flow_that_closes_the_pipe_of_its_events_is_ended_and_said_so(tmp_path):
+    """The run can no longer be followed: its process is ended (the run is not left `running` for
+    ever), the run fails saying why, in the status line, a notification and the journal."""
+    import json
+
     journal = tmp_path / "j.jsonl"
     app = make(f"{MISBEHAVE}:ClosesItsPipes", input="x", journal=str(journal))
     async with app.run_test(notifications=True) as pilot:
@@ -360,10 +362,11 @@ async def test_a_flow_that_closes_the_pipe_of_its_events_is_stopped_and_said_so(
         await ended(pilot, timeout=20)
         await wait_until(pilot, lambda: any("closed the pipe the run's events go out on" in str(toast.render())
                                             for toast in app.screen.query("Toast")), what="the notification")
-        events = [ev.type for ev in app.client.events]
-        assert events.count("run.end") == 1  # the worker's own, from the journal: not a second one of ours
-        assert any(ev.type == "node.end" and ev.kind == "tool" for ev in app.client.events)  # journaled, never sent
-    assert journal.read_text().count('"type":"run.end"') == 1
+        view = app.client.view
+        assert view.status == "failed" and "the flow closed the pipe the run's events go out on" in view.error
+        assert [ev.type for ev in app.client.events].count("run.end") == 1
+    end = json.loads(journal.read_text().splitlines()[-1])
+    assert end["type"] == "run.end" and end["status"] == "failed" and "closed the pipe" in end["error"]
 
 
 def test_headless_a_flow_that_closes_the_pipe_of_its_events_fails_saying_why(tmp_path):

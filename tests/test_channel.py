@@ -1,0 +1,53 @@
+"""The client's side of a run's process: what it takes from the journal when the pipe could not
+bring it (runtime/channel.py), without a process."""
+
+from __future__ import annotations
+
+import json
+
+from flowtui.runtime.channel import Channel
+
+
+def _line(seq: int, run_id: str, type: str, **fields) -> str:
+    return json.dumps({"seq": seq, "ts": 0.0, "run_id": run_id, "node_id": None, "parent_id": None,
+                       "origin": "runtime", "type": type, **fields}, separators=(",", ":"))
+
+
+def test_recovery_reads_this_run_of_the_journal_only_and_its_end_ends_it(tmp_path):
+    """A journal that held a run before this one: a worker that died before its run.start reached
+    the app is not lent the earlier run (nor its end); one whose end was journaled, never sent,
+    is ended by it (no second run.end is written after it)."""
+    journal = tmp_path / "j.jsonl"
+    journal.write_text("\n".join([_line(1, "r1-old", "run.start", workflow="W"),
+                                  _line(2, "r1-old", "run.end", status="finished")]) + "\n")
+    died_early = Channel(lambda lines: None)
+    died_early.keep_journal(str(journal))
+    assert died_early.recover(0) == [] and not died_early.ended and died_early.run_id is None
+
+    ended = Channel(lambda lines: None)
+    ended.keep_journal(str(journal))
+    with journal.open("a") as f:
+        f.write("\n".join([_line(1, "r2-new", "run.start", workflow="W"),
+                           _line(2, "r2-new", "ctx.set", name="x", value=1),
+                           _line(3, "r2-new", "run.end", status="finished")]) + "\n" + '{"seq":4,"ts":0,"ru')
+    recovered = ended.recover(0)  # it died before sending any of its run
+    assert [json.loads(line)["seq"] for line in recovered] == [1, 2, 3]  # the torn last line is not an event
+    assert ended.run_id == "r2-new" and ended.ended
+
+
+def test_events_the_pipe_lost_are_taken_from_the_journal_in_order_and_a_stray_one_left_out(tmp_path):
+    from flowtui.runtime.channel import parse_events
+
+    journal = tmp_path / "j.jsonl"
+    said: list[str] = []
+    channel = Channel(lambda lines: None, on_warning=said.append)
+    channel.keep_journal(str(journal))
+    lines = [_line(i, "r1", "ctx.set", name="i", value=i) for i in range(1, 7)]
+    journal.write_text("\n".join(lines) + "\n")
+    came = parse_events([lines[0].encode(), lines[3].encode(), b'{"seq":999,"ts":0,"run_id":"r1","type":"ctx.set",'
+                         b'"name":"forged","value":0}', lines[4].encode(), lines[1].encode()])
+    kept = channel.in_order(came, 0)
+    assert [ev.seq for _, ev in kept] == [1, 2, 3, 4, 5]  # 2 and 3 from the journal; 999 and the late 2 left out
+    assert any("events 2-3 never arrived: taken from the journal" in s for s in said)
+    assert any("event 999 (ctx.set) skips ahead of event 4" in s for s in said)
+    assert any("event 2 (ctx.set) came after event 5" in s for s in said)
