@@ -48,6 +48,7 @@ STAY_AWAKE_S = 1.0  # the fast tick keeps going this long after the last event (
 FLUSH_BUDGET_S = 0.008  # fold at most this long per tick, so input stays answered
 REDRAW_INTERVAL = 1 / 20  # panes are redrawn at most this often (a pause or the end: at once)
 LOG_NOTICE_S = 2.0  # the flow's printed lines are announced at most this often
+NOTICE_CHARS = 120  # of a printed line, what its notice shows
 
 
 class FlowApp(RunCommands, RunEdits, RunWatches, PlainNotify, App[int]):
@@ -272,6 +273,8 @@ class FlowApp(RunCommands, RunEdits, RunWatches, PlainNotify, App[int]):
             new = total - self._logs_seen
             self._logs_seen, self._logs_said_at = total, time.monotonic()
             last = logs[-1] if logs else ""
+            if len(last) > NOTICE_CHARS:  # a notice stays a few lines; P shows the whole of it
+                last = f"{last[:NOTICE_CHARS]}…"
             self.notify((last if new == 1 else f"{last}\n(+{new - 1} more lines)") + "\n(P: all of it)",
                         title="The flow printed")
 

@@ -193,6 +193,30 @@ async def test_what_a_flow_prints_reaches_the_app_as_a_message(tmp_path):
         await wait_until(pilot, lambda: "printed by a hook" in app.client.logs, what="the printed line")
 
 
+async def test_a_long_printed_line_is_announced_in_a_few_lines_and_kept_whole_for_p(tmp_path):
+    """A 100 KB printed line: its notice shows its start and size (it used to fill the screen with the
+    4 KiB that reach the app, at 80x24 the whole sidebar); P still has what arrived of it."""
+    flow = tmp_path / "loud.py"
+    flow.write_text(
+        "from flowtui import FunctionProvider, agent, workflow\n"
+        "class A:\n"
+        "    def after_response(self, r, ctx):\n"
+        "        print('y' * 100_000)\n"
+        "A = agent(provider=FunctionProvider(lambda m, t: 'ok'), prompt='p')(A)\n"
+        "@workflow(steps=[A])\nclass W:\n    pass\n")
+    app = make(str(flow), input="x")
+    async with app.run_test(size=(80, 24), notifications=True) as pilot:
+        await paused(pilot)
+        await pilot.press("c")
+        await ended(pilot)
+        await wait_until(pilot, lambda: any("yyyy" in str(t.render()) for t in app.screen.query("Toast")),
+                         what="the notice")
+        notice = next(t for t in app.screen.query("Toast") if "yyyy" in str(t.render()))
+        assert notice.region.height <= 10  # (4 KiB wrapped: the height of the screen)
+        assert "y…" in str(notice.render()) and "P: all of it" in str(notice.render())
+        assert max(len(line) for line in app.client.logs) > 4000  # what P shows: all that reached the app
+
+
 async def test_attach_drives_a_run_that_lives_elsewhere_to_its_end(tmp_path):
     import subprocess
     import sys
