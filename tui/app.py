@@ -49,6 +49,9 @@ FLUSH_BUDGET_S = 0.008  # fold at most this long per tick, so input stays answer
 REDRAW_INTERVAL = 1 / 20  # panes are redrawn at most this often (a pause or the end: at once)
 LOG_NOTICE_S = 2.0  # the flow's printed lines are announced at most this often
 NOTICE_CHARS = 120  # of a printed line, what its notice shows
+# After the first pause is drawn, when the full collection start-up owes is made (_settle): once the
+# frame is on the terminal (the collection holds the thread that writes it), before a person can act.
+SETTLE_AFTER_S = 0.1
 
 
 class FlowApp(RunCommands, RunEdits, RunWatches, PlainNotify, App[int]):
@@ -229,7 +232,7 @@ class FlowApp(RunCommands, RunEdits, RunWatches, PlainNotify, App[int]):
         self.at_pause()
         if not self._settled and client.view is not None and client.view.status == "paused":
             self._settled = True
-            self.call_after_refresh(_settle)
+            self.set_timer(SETTLE_AFTER_S, _settle)
         return n
 
     def _behind(self) -> bool:
@@ -358,8 +361,8 @@ def _settle() -> None:
     Start-up grows the heap from a few thousand objects to about 80,000 (Textual, the panes,
     the protocol), all promoted since the collector's last full pass, so its next one is due
     within a few thousand allocations: it would land inside the first step or event flood and
-    hold the screen 50-70 ms. It is made once, just after the run's first pause is drawn, while
-    the person reads it; the collector is otherwise left as it is (automatic, its thresholds
+    hold the screen 50-70 ms. It is made once, a tenth of a second after the run's first pause is
+    drawn, while the person reads it; the collector is otherwise left as it is (automatic, its thresholds
     and generations untouched), and with 80,000 objects behind it a later one is due only after
     about 20,000 more outlive their young collections (``bench/tui_bench.py``)."""
     gc.collect()
