@@ -36,7 +36,7 @@ async def run_loop(run: "Run", spec: LoopSpec) -> None:
     with NodeScope(run, "loop", spec.name, data={"max_iterations": shown}) as scope:
         fails = FailCounter(on_fail=spec.on_fail, max_fails=spec.max_fails)
         tokens = (fail_counter.set(fails), loops_var.set(loops_var.get() + (scope.id,)))
-        i, stopped_by = 0, None
+        i, done, stopped_by = 0, 0, None  # iterations begun, and ended (a stop may come inside one)
         try:
             while True:
                 i += 1
@@ -45,6 +45,7 @@ async def run_loop(run: "Run", spec: LoopSpec) -> None:
                     await run.step(step)
                     if fails.count >= spec.max_fails:
                         break
+                done = i
                 _set_loop(ctx, trusted, shown, iterations=i, max_iterations=ceiling)
                 run.check_stop()  # ctx.stop() in the last turn: no pause, no until
                 if run.pauses:
@@ -74,9 +75,9 @@ async def run_loop(run: "Run", spec: LoopSpec) -> None:
         finally:
             fail_counter.reset(tokens[0])
             loops_var.reset(tokens[1])
-            scope.data.update(iterations=i, stopped_by=stopped_by)
+            scope.data.update(iterations=done, stopped_by=stopped_by)
             if stopped_by is not None:
-                _set_loop(ctx, trusted, shown, iterations=i, exhausted=stopped_by == "exhausted",
+                _set_loop(ctx, trusted, shown, iterations=done, exhausted=stopped_by == "exhausted",
                           max_iterations=ceiling, stopped_by=stopped_by)
 
 

@@ -272,6 +272,8 @@ async def test_stop_while_paused_ends_the_run_as_stopped():
     (loop_end,) = [e for e in d.events if e.type == "node.end" and e.kind == "loop"]
     assert (loop_end.status, loop_end.data["stopped_by"]) == ("stopped", "stopped")
     assert d.run.ctx.loop.stopped_by == "stopped"
+    # stopped before its first turn: no iteration was done (it said 1, and the sidebar "1 of N done")
+    assert loop_end.data["iterations"] == 0 and d.run.ctx.loop.iterations == 0
     resumes = [e.command for e in d.events if e.type == "run.resume"]
     assert resumes[-1] == "stop"
 
