@@ -80,7 +80,8 @@ async def test_p_pauses_at_the_next_point_while_a_slow_sync_tool_keeps_the_app_r
             t0 = time.perf_counter()
             await asyncio.sleep(0.01)
             worst = max(worst, time.perf_counter() - t0)
-        assert worst < 0.1
+        assert worst < 1.0  # the tool takes 2 s: a loop it held would stall that long (a loaded machine, or
+        # the collector's one pass after start-up, may take a few hundred ms; speed is bench/'s)
         app.simulate_key("question_mark")  # a key is answered before the tool returns
         await wait_until(pilot, lambda: isinstance(app.screen, HelpScreen), timeout=0.5, what="the help")
         assert not any(ev.type == "node.end" and ev.kind == "tool" for ev in app.client.events)
