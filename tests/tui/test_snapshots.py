@@ -217,7 +217,7 @@ def test_status_failed(snap_compare, size, clocked, monkeypatch):
 @sizes
 def test_status_stopped(snap_compare, size, clocked):
     """A run stopped with x before the model call of Writer: `● stopped`, the run buttons
-    disabled."""
+    disabled; the sidebar's loop has done 0 of its 4 iterations (the first was begun, not ended)."""
 
     async def run_before(pilot):
         await paused(pilot)
