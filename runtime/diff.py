@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from flowtui.runtime.journal import Invalid, Skipped, Unknown
 from flowtui.runtime.pathtree import Step, build_tree
 
 MISSING: Any = type("Missing", (), {"__repr__": lambda self: "(absent)"})()
@@ -103,7 +104,15 @@ def load_run(path: str | Path, run: int | None = None, *, option: str = "--run")
         hint = "pick 1" if len(runs) == 1 else f"pick 1 to {len(runs)}"
         raise DiffError(f"{path}: {option} {run}: the file holds {held}; {hint}")
     number = run or len(runs)
-    return LoadedRun(str(path), number, len(runs), runs[number - 1], notices)
+    # A line that is JSON but no valid event is not compared: it is said, with the unreadable ones,
+    # so a line added or forged in one file never hides behind "the same".
+    events = runs[number - 1]
+    left_out = [Skipped(ev.line, ev.reason if isinstance(ev, Unknown) else f"not a valid event: {ev.reason}")
+                for ev in events if isinstance(ev, Invalid)]
+    if left_out:
+        events = [ev for ev in events if not isinstance(ev, Invalid)]
+        notices = sorted(notices + left_out, key=lambda n: n.line)
+    return LoadedRun(str(path), number, len(runs), events, notices)
 
 
 def diff_runs(a_events: list[Any], b_events: list[Any]) -> list[Difference]:

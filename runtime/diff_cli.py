@@ -101,7 +101,10 @@ def render(a: LoadedRun, b: LoadedRun, found: list[Difference], *, width: int = 
         if len(run.notices) > NOTICES_SHOWN:
             lines.append(f"   {side}: and {len(run.notices) - NOTICES_SHOWN} more lines skipped")
     if not found:
+        unread = [f"{_count(len(run.notices), 'line')} of {side}" for side, run in (("A", a), ("B", b)) if run.notices]
         lines.append("The runs are the same (ids, timestamps, durations and sequence numbers aside).")
+        if unread:
+            lines.append(_fit(f"Not compared (above): {' and '.join(unread)}.", width))
         return lines
     repeats = sum(d.same_as is not None for d in found)
     places = len({d.path for d in found})

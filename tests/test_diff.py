@@ -430,3 +430,20 @@ async def test_an_agent_that_no_longer_exists_and_calls_named_by_their_place(tmp
                                                     MISSING)
     # what Finisher's model saw is the same: the checker's reply never joined the history
     assert [x.path for x in found] == ["Flow › Checker"]
+
+
+async def test_a_line_that_is_no_valid_event_is_said_not_hidden_behind_the_same(tmp_path, capsys):
+    """A forged or damaged event line (JSON, but no valid event) is not compared: the report names
+    it, and the event counts are of the events compared."""
+    a = await journal(tmp_path, "a")
+    forged = tmp_path / "forged.jsonl"
+    n = len(a.read_text().splitlines())
+    forged.write_text(a.read_text() + '{"seq": 999999, "type": "run.end"}\n{"seq": 1000000, "type": "from.the.future"}\n')
+    code, out, _ = diff(capsys, a, forged)
+    assert code == 0 and "The runs are the same" in out
+    assert f"B: line {n + 1} skipped (not a valid event: " in out
+    assert f"B: line {n + 2} skipped (an event type this flowtui does not know: " in out
+    assert "Not compared (above): 2 lines of B." in out
+    assert out.count(f"finished, {n} events") == 2
+    main_diff([str(a), str(forged), "--json"])
+    assert json.loads(capsys.readouterr().out)["b"]["skipped_lines"] == [n + 1, n + 2]
