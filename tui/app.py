@@ -74,6 +74,7 @@ class FlowApp(RunCommands, RunEdits, RunWatches, PlainNotify, App[int]):
         self._ticker: Timer | None = None
         self._folded_at = 0.0  # when the last events were folded
         self._loading_since: float | None = None
+        self._asking = False  # the first message is asked for
         self._logs_seen = 0
         self._logs_said_at = 0.0
         self._init_commands()
@@ -115,6 +116,14 @@ class FlowApp(RunCommands, RunEdits, RunWatches, PlainNotify, App[int]):
         return (f"loading {self.config.target}… {waited:.1f} s (given up after "
                 f"{self.config.load_timeout:g} s)" if waited >= 0.5 else f"loading {self.config.target}…")
 
+    def _before_run(self) -> str | None:
+        """The status line before the run's first event: loading, or loaded and waiting for the first message."""
+        if self._loading_since is not None:
+            return self._loading_text()
+        if self._asking:
+            return f"{self.client.workflow_name} loaded: waiting for the first message"
+        return None
+
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         worker, state = event.worker, event.state
         if worker.group == "load":
@@ -151,8 +160,9 @@ class FlowApp(RunCommands, RunEdits, RunWatches, PlainNotify, App[int]):
             self.wake()
             return
         if self._ask_input:
-            self._ask_input = False
+            self._ask_input, self._asking = False, True
             self.push_screen(FirstMessageDialog(self.client.workflow_name), self.start_run)
+            self.flush(force=True)  # the status no longer says loading
         else:
             self.start_run(self.client.input)
 
@@ -176,6 +186,7 @@ class FlowApp(RunCommands, RunEdits, RunWatches, PlainNotify, App[int]):
     def start_run(self, input: str | None) -> None:
         """Start the loaded flow's run, paused before its first step."""
         self.main.looking = None  # looking back was at the run before
+        self._asking = False
         self.main.sync(self.client, force=True)
         self.run_worker(self._begin(input), group="command", name="start", exit_on_error=False)
 
@@ -225,7 +236,7 @@ class FlowApp(RunCommands, RunEdits, RunWatches, PlainNotify, App[int]):
         if force or everything or self._behind():
             self._drawn_at = now
             self.main.sync(client, force=force or everything,
-                           loading=self._loading_text() if self._loading_since is not None else None)
+                           loading=self._before_run())
             self.post_message(RunFlushed(self._undrawn))
             self._undrawn = 0
         self.apply_queued()

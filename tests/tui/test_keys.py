@@ -361,10 +361,14 @@ async def test_first_message_dialog_without_input():
     app = make()
     async with app.run_test() as pilot:
         await wait_until(pilot, lambda: isinstance(app.screen, FirstMessageDialog), what="the dialog")
+        # loaded, not loading: the status line says what the app waits for
+        await wait_until(pilot, lambda: "ReviewWorkflow loaded: waiting for the first message"
+                         in str(app.main.query_one("#status").render()), what="the status")
         app.screen.query_one("Input").value = "Hello flow"
         await pilot.press("enter")
         await paused(pilot)
         assert [m.content for m in app.client.view.history] == ["Hello flow"]
+        assert "paused before Writer" in str(app.main.query_one("#status").render())
 
 
 async def test_load_error_screen_then_r_reloads_after_the_fix(tmp_path):
