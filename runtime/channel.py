@@ -97,7 +97,7 @@ class Channel:
         self.grace = STOP_GRACE_S
         self._writer: Any = None
         self._ids = 0
-        self._pending: dict[int, asyncio.Future] = {}
+        self._pending: dict[int, Any] = {}  # id -> the Future of command(), or forward()'s callback
         self._greeted = asyncio.Event()
         self.closed = asyncio.Event()  # the worker is gone (its output ended)
         self.run_id: str | None = None  # the top-level run, from its run.start
@@ -193,8 +193,10 @@ class Channel:
             pass
         finally:
             self._progress.set()
-            for future in self._pending.values():
-                if not future.done():
+            for id_, future in self._pending.items():
+                if callable(future):
+                    future(_p().Reply(id=id_, ok=False, error="the run's process has ended"))
+                elif not future.done():
                     future.set_exception(ConnectionError("the worker is gone"))
             self.closed.set()
 
@@ -228,7 +230,9 @@ class Channel:
         kind = msg.type
         if kind == "reply":
             future = self._pending.pop(msg.id, None)
-            if future is not None and not future.done():
+            if callable(future):  # a relayed command's: passed on as it comes, in order with the events
+                future(msg)
+            elif future is not None and not future.done():
                 future.set_result(msg)
             elif not msg.ok and self.hello is None:
                 self.refused = msg.error
@@ -288,7 +292,7 @@ class Channel:
     # --- commands ------------------------------------------------------------------------------
     async def command(self, command: p.BaseModel, *, timeout: float | None = None) -> p.Reply:
         """Send ``command`` and wait for its reply (``ConnectionError`` when the worker is gone)."""
-        if self.closed.is_set() or self._writer is None:
+        if not self._writable():
             raise ConnectionError("the run's process has ended")
         self._ids += 1
         command = command.model_copy(update={"id": self._ids})
@@ -301,9 +305,28 @@ class Channel:
             raise ConnectionError("the run's process has ended") from exc
         return await asyncio.wait_for(future, timeout)
 
+    def _writable(self) -> bool:
+        """Commands can go out: the worker's input is open (once the worker is gone, asyncio warns on
+        stderr at each write, and a stderr nobody reads would block us)."""
+        return not self.closed.is_set() and self._writer is not None and not self._writer.is_closing()
+
+    def forward(self, command: p.BaseModel, on_reply: Callable[[p.Reply], None]) -> None:
+        """Send a command someone else made (a client of a run served on a socket) under an id of
+        ours; ``on_reply`` gets its reply when it comes (one saying so if the worker is gone)."""
+        if not self._writable():
+            on_reply(_p().Reply(id=0, ok=False, error="the run's process has ended"))
+            return
+        self._ids += 1
+        self._pending[self._ids] = on_reply
+        try:
+            self._writer.write(_p().encode(command.model_copy(update={"id": self._ids})))
+        except (ConnectionError, RuntimeError):
+            self._pending.pop(self._ids, None)
+            on_reply(_p().Reply(id=0, ok=False, error="the run's process has ended"))
+
     def send(self, command: p.BaseModel) -> None:
         """Send ``command`` without waiting for its reply."""
-        if self.closed.is_set() or self._writer is None:
+        if not self._writable():
             return
         self._ids += 1
         try:
@@ -551,9 +574,10 @@ class Channel:
         return parse_events(wanted)
 
     def write_run_end(self, status: str, why: str, last_seq: int) -> Any:
-        """Append the ``run.end`` the worker could not write to the run's journal (and return it)."""
-        if self.journal is None or self.run_id is None or not Path(self.journal).exists():
-            return
+        """The ``run.end`` the worker could not write, appended to the run's journal when it has one;
+        None before the run started."""
+        if self.run_id is None:
+            return None
         from flowtui.runtime.bus import build_event
         from flowtui.runtime.encoding import encode_event
         from flowtui.runtime.events import RunEnd
@@ -561,11 +585,13 @@ class Channel:
         from flowtui.runtime.journal import last_seq as journal_last_seq
         from flowtui.runtime.secrets import Redactor
 
-        seq = max(last_seq, journal_last_seq(Path(self.journal))) + 1
+        journaled = self.journal is not None and Path(self.journal).exists()
+        seq = max(last_seq, journal_last_seq(Path(self.journal)) if journaled else 0) + 1
         fields = {"error": why} if status == "failed" else {"reason": why}
         event = build_event(RunEnd, dict(seq=seq, ts=time.time(), run_id=self.run_id, node_id=None, parent_id=None,
                                          origin="flowtui", status=status, output=None, duration_ms=0.0,
                                          **{"error": None, "reason": None, **fields}))
-        with open_append(Path(self.journal)) as f:
-            f.write(encode_event(event, Redactor.from_environment()) + b"\n")
+        if journaled:
+            with open_append(Path(self.journal)) as f:
+                f.write(encode_event(event, Redactor.from_environment()) + b"\n")
         return event

@@ -242,45 +242,59 @@ def main_run(argv: list[str]) -> int:
             "--approve TOOL), or serve it with --listen and decide from `flowtui attach`")
         return 2
     try:
-        if args.listen:
-            from flowtui.runtime.listen import serve
-
-            return asyncio.run(serve(args, memory, data))
         return asyncio.run(_run_headless(args, memory, data))
     except KeyboardInterrupt:  # a third ctrl-C while the worker is killed: nothing left to wait for
         return 1
 
 
 async def _run_headless(args: argparse.Namespace, memory: dict[str, str], data: dict[str, str]) -> int:
+    """``flowtui run``: the run in a worker process, its tree (or events) printed; with ``--listen``,
+    served to a client too (:mod:`flowtui.runtime.relay`), started paused."""
     import signal
 
     from flowtui.runtime.channel import LOAD_TIMEOUT_S, Channel, LoadTimeout, parse_events
+    from flowtui.runtime.encoding import encode_event
+    from flowtui.runtime.errors import ConfigError
+    from flowtui.runtime.secrets import Redactor
     from flowtui.runtime.journal import cannot_write, not_a_file
     from flowtui.runtime.spawn import Options
 
     tree = TreePrinter(sys.stderr)
     printer = json_printer(sys.stdout) if args.json else None
     folded: list[Any] = []  # the RunView, made once the worker is on its way
+    relay: Any = None  # with --listen: the client's side
+    held: list[Any] | None = [] if args.listen else None  # the tree, until "listening on" is said
 
     def on_lines(lines: list[bytes]) -> None:
         view = folded[0]
-        batch = parse_events(lines, lambda text: say(f"flowtui: {text}"))
-        for line, ev in channel.in_order(batch, view.last_seq):
+        batch = channel.in_order(parse_events(lines, lambda text: say(f"flowtui: {text}")), view.last_seq)
+        for line, ev in batch:
             view.apply(ev)
             if printer is not None:
                 printer(line, ev)
+            elif held is not None:
+                held.append(ev)
             else:
                 tree(ev)
+        if relay is not None:
+            relay.relay([line for line, _ in batch])
+
+    def on_log(text: str) -> None:  # what the flow printed
+        text = redact(text, secrets)
+        say(text, secrets=())
+        if relay is not None:
+            relay.log(text)
 
     why = not_a_file(Path(args.journal)) if args.journal and not args.no_journal else None
     if why:  # a pipe or a device: reading what it holds, or writing to it, may never end
         say(f"flowtui: {cannot_write(args.journal, f'it {why}')}")
         return 2
     secrets = secret_values()  # once: a flow may print a line a microsecond
-    channel = Channel(on_lines, on_log=lambda text: say(text, secrets=secrets),
-                      on_warning=lambda text: say(f"flowtui: {text}"))
+    channel = Channel(on_lines, on_log=on_log, on_warning=lambda text: say(f"flowtui: {text}"))
+    # served: long values are cut as the app's own worker cuts them (a client fetches them whole)
     options = Options(target=args.flow, model=args.model, replies=args.replies, record=args.record,
-                      replay=args.replay, snapshot=args.from_snapshot, wire_limit=0, debug=args.debug)
+                      replay=args.replay, snapshot=args.from_snapshot, wire_limit=None if args.listen else 0,
+                      debug=args.debug)
     # The worker first: it boots while this process imports what it needs.
     spawned = asyncio.ensure_future(channel.spawn(options, load_timeout=args.load_timeout or LOAD_TIMEOUT_S))
     await asyncio.sleep(0)
@@ -319,6 +333,18 @@ async def _run_headless(args: argparse.Namespace, memory: dict[str, str], data: 
             await channel.kill()
             return 2
     channel.keep_journal(str(journal) if journal is not None else None)
+    listener = None
+    if args.listen:
+        from flowtui.runtime.listen import Listener
+        from flowtui.runtime.relay import Relay
+
+        try:
+            relay = Relay(channel)
+            listener = Listener(relay, args.listen, token=args.token, public=args.listen_public)
+        except (ConfigError, OSError) as exc:
+            say(f"flowtui: {exc}")
+            await channel.kill()
+            return 2
     loop = asyncio.get_running_loop()
     interrupts = 0
 
@@ -332,13 +358,19 @@ async def _run_headless(args: argparse.Namespace, memory: dict[str, str], data: 
             asyncio.ensure_future(channel.kill())
 
     # Before the run starts: a ctrl-C that comes while the start is on its way still stops it.
-    loop.add_signal_handler(signal.SIGINT, interrupted)
+    # A handler of Python's own, not the loop's: the loop learns of a signal through a pipe that a flood of
+    # calls from other threads (a client's commands, with --listen) can fill, and a signal that finds it
+    # full is lost. This one runs in the main thread whatever that pipe holds, and queues the stop.
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: loop.call_soon_threadsafe(interrupted))
     try:
         try:
-            # Nobody drives a headless run: a watchpoint that fires stops it there (--listen pauses instead).
-            reply = await channel.command(p.Start(input=args.input, memory=memory or None, data=data or None,
-                                                  paused=False, journal=channel.journal, watch=args.watch,
-                                                  on_watch="stop", resume_from=args.resume_from))
+            # Nobody drives a headless run: a watchpoint that fires stops it there. A served one starts
+            # paused and waits for its client, as a watchpoint or a divergence makes it wait.
+            served = listener is not None
+            reply = await channel.command(p.Start(
+                input=args.input, memory=memory or None, data=data or None, paused=served, journal=channel.journal,
+                watch=args.watch, on_watch="pause" if served else "stop", resume_from=args.resume_from,
+                approve=args.approve, on_divergence="pause" if served else "stop"))
         except ConnectionError:  # killed (two ctrl-C) before the start was answered
             reply = None
         if reply is not None and not reply.ok:  # refused before the run started (a bad snapshot, an unknown
@@ -346,11 +378,19 @@ async def _run_headless(args: argparse.Namespace, memory: dict[str, str], data: 
                 journal.unlink(missing_ok=True)  # the new default file: a refused run leaves none
             say(refusal_text(reply.error))
             await channel.kill()
+            if listener is not None:
+                listener.close()
             return 2
+        if listener is not None:
+            listener.start()
+            listener.announce(sys.stderr)
+            for ev in held or ():
+                tree(ev)
+            held = None
         await channel.ended_or_gone()
         await channel.finish()
     finally:
-        loop.remove_signal_handler(signal.SIGINT)
+        signal.signal(signal.SIGINT, previous)
     if not channel.ended:  # killed, crashed, exited in a hook: what it journaled but never sent
         on_lines(channel.recover(view.last_seq))
     if not channel.ended:  # the run's end, said by us
@@ -358,6 +398,8 @@ async def _run_headless(args: argparse.Namespace, memory: dict[str, str], data: 
         event = channel.write_run_end(status, why, view.last_seq)
         if event is not None:
             view.apply(event)
+            if relay is not None:
+                relay.relay([encode_event(event, Redactor([]))])
         else:
             view.status = status
             view.error = view.reason = why
@@ -366,6 +408,8 @@ async def _run_headless(args: argparse.Namespace, memory: dict[str, str], data: 
         say(f"flowtui: the run failed: {view.error}")
     elif args.json and stopped_at_watchpoint(view):
         say(f"flowtui: the run stopped at a {view.reason}")  # (without --json, the tree said it)
+    if listener is not None:
+        listener.close()  # the attached client gets the run's end first
     if args.snapshot_out and view.run_id is not None:
         replaced = write_snapshot(view, args.snapshot_out)
         say(f"snapshot: {'replaced' if replaced else 'wrote'} {args.snapshot_out}")

@@ -20,6 +20,11 @@ then the events as they happen, and drives the run like the app drives its
 own worker. When it detaches (``detach``, or the connection drops) the run
 pauses at its next pause point and waits for the next client.
 
+What is served is a worker's protocol: for ``flowtui run --listen``, a worker
+process of the run's own, through :class:`~flowtui.runtime.relay.Relay` (the
+flow never runs in the serving process, so it cannot hold it); for
+``app.run(listen=...)``, the run in the caller's own process.
+
 Listening on anything but loopback needs ``public=True`` (``--listen-public``)
 and is warned about: the token is the only thing between the network and the
 flow's process.
@@ -35,7 +40,6 @@ import socket
 import sys
 import threading
 import time
-from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
@@ -48,6 +52,7 @@ from flowtui.runtime.sender import close as _close
 AUTH_TIMEOUT_S = 10.0  # from connecting to a valid ``auth`` line, all told
 MAX_FIRST_LINE = 64 * 1024  # bytes: the ``auth`` line is short; a longer one is refused unread
 MAX_PENDING = 16  # connections waiting to authenticate; one more is refused at once
+MAX_QUEUED = 64  # a client's commands read and not handled yet; it is read on as they are
 MAX_LINE = 64 * 1024 * 1024  # bytes: a command after ``auth`` (an edit may carry a long text)
 FLUSH_AT_CLOSE_S = 5.0  # the longest the run's end waits to reach its client when the process ends
 
@@ -163,8 +168,11 @@ class Listener:
                     return
                 self._client = conn
             attached = True
+            room = threading.Semaphore(MAX_QUEUED)
             self._call(self._attached, conn)
             for line in _lines(rest, conn.makefile("rb"), self.max_line):
+                if self._client is not conn:  # detached (it stopped reading what it is sent): no more commands
+                    break
                 if line is None:
                     self._call(self._send, p.encode(p.Reply(
                         id=-1, ok=False, error=f"a command line must be under {self.max_line // 1024} KiB; "
@@ -183,7 +191,12 @@ class Listener:
                 if command.type == "auth":
                     self._call(self.worker.reply, command, "already authenticated: auth is the first line only")
                     continue
-                self._call(self.worker.handle, command)
+                # At most MAX_QUEUED commands wait for the event loop: a client's flood never holds back a
+                # stop, ctrl-C or another client behind it (its socket fills and it waits instead).
+                while not room.acquire(timeout=1.0):
+                    if self._client is not conn:
+                        return
+                self._call(self._handle, command, room)
         except OSError:
             pass
         finally:
@@ -234,6 +247,12 @@ class Listener:
             pass
 
     # --- on the event loop ---------------------------------------------------------------
+    def _handle(self, command: Any, room: threading.Semaphore) -> None:
+        try:
+            self.worker.handle(command)
+        finally:
+            room.release()
+
     def _send(self, data: bytes) -> None:
         self.worker.send(data, True)  # the client's sender as it is now (after _attached has run)
 
@@ -253,8 +272,7 @@ class Listener:
                 return None
             self._client = None
         sender, self.worker.send = self.worker.send, _nowhere
-        if not self.worker.run_over():
-            self.worker.controller.pause()
+        self.worker.pause_for_next()
         return sender
 
     def _detach(self, conn: socket.socket, command: Any) -> None:
@@ -305,79 +323,6 @@ def _refuse(conn: socket.socket, why: str) -> None:
     except OSError:
         pass
     _close(conn)
-
-
-async def serve(args: Any, memory: dict[str, str], data: dict[str, str]) -> int:
-    """``flowtui run FLOW --listen HOST:PORT``: this process is the worker, serving a socket."""
-    from flowtui.runtime.prints import Prints
-
-    prints = Prints()  # what the flow prints: redacted, inert, and sent to the client too
-    try:
-        return await _serve(args, memory, data, prints)
-    finally:
-        prints.close()
-
-
-async def _serve(args: Any, memory: dict[str, str], data: dict[str, str], prints: Any) -> int:
-    import signal
-
-    from flowtui.runtime.cli import TreePrinter, journal_note, new_journal, refusal_text
-    from flowtui.runtime.cli import say as say_anywhere
-    from flowtui.runtime.worker import Worker, install_terminate, load
-
-    def say(text: str, *, file: Any = None) -> None:
-        say_anywhere(text, file=file or prints.err)
-
-    app = load(args)
-    if isinstance(app, p.LoadError):
-        say(f"flowtui: cannot load {args.flow}\n  {app.file or args.flow}"
-            f"{f':{app.line}' if app.line else ''}: {app.message}")
-        return 2
-    journal = None if args.no_journal else (args.journal or str(new_journal(app.workflow.name)))
-    worker = Worker(app, journal=journal, breakpoints=[], grace=1.0, send=_nowhere, snapshot=args.from_snapshot,
-                    debug=args.debug, self_terminate=True)
-    try:
-        listener = Listener(worker, args.listen, token=args.token, public=args.listen_public)
-    except (ConfigError, OSError) as exc:
-        say(f"flowtui: {exc}")
-        return 2
-    app.subscribe(TreePrinter(prints.err))
-    loop = asyncio.get_running_loop()
-    prints.forward = lambda text: loop.call_soon_threadsafe(lambda: worker.send(p.encode(p.Log(text=text)), True))
-    try:
-        worker.start(args.input, memory or None, data=data or None, paused=True, approve=args.approve,
-                     watch=args.watch, resume_from=args.resume_from, on_divergence="pause")
-    except Exception as exc:  # refused before the run started (a bad snapshot, an unknown state field)
-        say(refusal_text(str(exc)))
-        listener.close()
-        return 2
-    install_terminate(worker.grace)
-    listener.start()
-    listener.announce(prints.err)
-    interrupts = 0
-
-    def interrupted() -> None:  # ctrl-C: stop the run cleanly; again: unwind it now
-        nonlocal interrupts
-        interrupts += 1
-        if interrupts == 1:
-            say("flowtui: stopping the run (ctrl-C again ends it now)")
-            worker.handle(p.Stop(id=0))
-        elif worker.task is not None:
-            worker.task.cancel("stopped by ctrl-C")
-
-    loop.add_signal_handler(signal.SIGINT, interrupted)
-    try:
-        assert worker.task is not None
-        await worker.task
-        await prints.settle()  # what the flow printed last goes to the client before it is let go
-    finally:
-        loop.remove_signal_handler(signal.SIGINT)
-        listener.close()
-    if journal is not None:
-        say(journal_note(Path(journal), 0))
-    if worker.exit_code == 0 and worker.run.ctx.get("output") is not None:
-        say(str(worker.run.ctx.get("output")), file=prints.out)
-    return worker.exit_code
 
 
 async def serve_app(app: Any, address: str, *, token: str | None, public: bool, input: Any = None,

@@ -70,10 +70,9 @@ class Worker:
 
     def __init__(self, app: Any, *, journal: str | None, breakpoints: list[str], grace: float,
                  send: Callable[[bytes, bool], None], snapshot: str | None = None,
-                 wire_limit: int | None = p.WIRE_LIMIT, debug: bool = False, self_terminate: bool = False) -> None:
+                 wire_limit: int | None = p.WIRE_LIMIT, debug: bool = False) -> None:
         self.app = app
         self.debug = debug
-        self.self_terminate = self_terminate  # a stop that reaches no pause point: SIGTERM ourselves
         self.dispose_after = True  # the app's middlewares are disposed when the run ends (the process's last)
         self.also: Callable[[Any], None] | None = None  # another sink of the run's events (embedded use)
         self.journal = journal
@@ -116,6 +115,11 @@ class Worker:
         if self.backlog is not None:
             self.backlog.append(line)
         self.send(line, event.type in _AT_ONCE)
+
+    def pause_for_next(self) -> None:
+        """A client of a served run left: the run pauses at its next pause point for the next one."""
+        if not self.run_over():
+            self.controller.pause()
 
     def reply(self, command: Any, error: str | None = None, value: Any = None) -> None:
         self.send(p.encode(p.Reply(id=command.id, ok=error is None, error=error, value=value)), True)
@@ -223,10 +227,6 @@ class Worker:
             getattr(self.controller, _MOVES[kind])()
             if kind == "stop":  # a run awaiting (a model call) reaches no pause point: cancel what it awaits
                 asyncio.get_running_loop().call_later(self.grace / 2, self._cancel)
-                if self.self_terminate:  # and one held by code that never returns: unwind it (no client can)
-                    timer = threading.Timer(self.grace, self._terminate_if_running)
-                    timer.daemon = True
-                    timer.start()
             return None
         return self._edit(c)
 
@@ -257,10 +257,6 @@ class Worker:
         if kind == "undo":
             return edits.undo()
         raise ValueError(f"unknown command {kind!r}")
-
-    def _terminate_if_running(self) -> None:
-        if self.task is not None and not self.task.done():
-            os.kill(os.getpid(), signal.SIGTERM)
 
     def _cancel(self) -> None:
         if self.task is not None and not self.task.done():

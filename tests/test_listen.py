@@ -437,3 +437,115 @@ def test_an_over_long_line_from_a_peer_is_left_out_unkept_and_the_app_goes_on():
             assert term.wait_exit(HANG) == 0
     finally:
         stop.set()
+
+
+# --- a served run lives in a worker process of its own: the server survives its flow --------------
+
+MISBEHAVE = "tests/tui/flows/misbehave.py"
+
+
+def serve(flow: str, journal: Path) -> tuple[subprocess.Popen, int, str]:
+    proc = flowtui("run", flow, "--input", "x", "--listen", "127.0.0.1:0", "--journal", str(journal))
+    port = int(proc.stderr.readline().rsplit(":", 1)[1])
+    token = proc.stderr.readline().split()[1]
+    return proc, port, token
+
+
+def attach(port: int, token: str) -> socket.socket:
+    sock = socket.create_connection(("127.0.0.1", port), timeout=HANG)
+    sock.sendall(auth(token))
+    return sock
+
+
+def events_until(sock: socket.socket, until) -> list[dict]:
+    return messages(sock, lambda out: any(until(m) for m in out))
+
+
+def paused_msg(m: dict) -> bool:
+    return m.get("type") == "run.pause"
+
+
+def in_the_tool(m: dict) -> bool:
+    return m.get("type") == "node.start" and m.get("kind") == "tool"
+
+
+def last_event(journal: Path) -> dict:
+    return json.loads(journal.read_text().splitlines()[-1])
+
+
+@pytest.mark.parametrize("how", ["stop command", "ctrl-C"])
+def test_a_served_run_held_by_a_tool_that_never_returns_still_stops(tmp_path, how):
+    """The flow's code runs in a worker, not in the serving process: a stop (a client's, or ctrl-C)
+    ends the run within the grace period although the tool never returns, the client gets the
+    run's end, the journal ends with it, and the server exits."""
+    import signal
+
+    journal = tmp_path / "j.jsonl"
+    proc, port, token = serve(f"{MISBEHAVE}:SyncLoop", journal)
+    try:
+        sock = attach(port, token)
+        events_until(sock, paused_msg)
+        sock.sendall(b'{"id":1,"type":"continue"}\n')
+        events_until(sock, in_the_tool)
+        time.sleep(0.3)
+        t0 = time.monotonic()
+        if how == "ctrl-C":
+            proc.send_signal(signal.SIGINT)
+        else:
+            sock.sendall(b'{"id":2,"type":"stop"}\n')
+        got = events_until(sock, lambda m: m.get("type") == "run.end" and m.get("parent_id") is None)
+        assert time.monotonic() - t0 < 10  # the grace period is 1 s; a loaded machine gets room
+        end = got[-1]
+        assert end["status"] == "stopped" and "a tool or hook did not return" in end["reason"]
+        assert proc.wait(HANG) == 0
+        assert last_event(journal)["type"] == "run.end" and last_event(journal)["status"] == "stopped"
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+def test_a_client_that_leaves_while_a_tool_never_returns_leaves_the_run_to_the_next_one(tmp_path):
+    journal = tmp_path / "j.jsonl"
+    proc, port, token = serve(f"{MISBEHAVE}:SyncLoop", journal)
+    try:
+        first = attach(port, token)
+        events_until(first, paused_msg)
+        first.sendall(b'{"id":1,"type":"continue"}\n')
+        events_until(first, in_the_tool)
+        first.close()  # gone without a word, while the flow spins
+        deadline = time.monotonic() + HANG
+        while True:  # the server notices at once; the next client is let in and gets the run so far
+            second = attach(port, token)
+            got = messages(second, lambda out: any(m["type"] == "reply" or in_the_tool(m) for m in out))
+            if got[0]["type"] == "hello":
+                break
+            assert time.monotonic() < deadline, got
+            time.sleep(0.1)
+        assert any(in_the_tool(m) for m in got)  # every event so far, up to where the flow spins
+        second.sendall(b'{"id":5,"type":"stop"}\n')
+        end = events_until(second, lambda m: m.get("type") == "run.end")[-1]
+        assert end["status"] == "stopped"
+        assert proc.wait(HANG) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+def test_a_served_flow_that_crashes_its_process_ends_failed_and_the_server_says_so(tmp_path):
+    journal = tmp_path / "j.jsonl"
+    proc, port, token = serve(f"{MISBEHAVE}:Segfault", journal)
+    try:
+        sock = attach(port, token)
+        events_until(sock, paused_msg)
+        sock.sendall(b'{"id":1,"type":"continue"}\n')
+        end = events_until(sock, lambda m: m.get("type") == "run.end")[-1]
+        assert end["status"] == "failed" and "SIGSEGV" in end["error"]
+        assert proc.wait(HANG) == 1
+        assert last_event(journal)["status"] == "failed"
+        assert "Traceback" not in proc.stderr.read()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()

@@ -1,0 +1,70 @@
+"""``flowtui run FLOW --listen``: the run in a worker process of its own, served on a socket.
+
+The serving process is the worker's client, as the app is: it never imports
+the flow, so whatever the flow does (a tool that never returns, a hook that
+exits, a segfault) it still answers the attached client, stops the run on
+``stop`` or ctrl-C within the grace period (the ``stop`` command, then
+``SIGTERM``, then ``SIGKILL``), and writes the ``run.end`` the worker could
+not. :class:`Relay` is what the :class:`~flowtui.runtime.listen.Listener`
+serves in that case: the worker's ``hello`` and events passed on (every
+event so far to whoever attaches), the client's commands forwarded under ids
+of the channel's own, and their replies sent back under the client's.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from flowtui.runtime import protocol as p
+from flowtui.runtime.channel import Channel
+
+
+def _nowhere(data: bytes, at_once: bool = False) -> None:
+    """No client attached: events go to the backlog only."""
+
+
+class Relay:
+    """A worker process, as the Listener's worker: see the module's docstring."""
+
+    def __init__(self, channel: Channel) -> None:
+        self.channel = channel
+        self.backlog: list[bytes] = []
+        self.send: Any = _nowhere  # the attached client's sender (the Listener sets it)
+
+    def hello(self) -> p.Hello:
+        assert self.channel.hello is not None
+        return self.channel.hello.model_copy(update={"started": True})  # started before anyone can attach
+
+    def relay(self, lines: list[bytes]) -> None:
+        """Event lines of the run, in its order: kept for later clients, sent to the attached one."""
+        for line in lines:
+            data = line + b"\n"
+            self.backlog.append(data)
+            self.send(data, False)
+
+    def log(self, text: str) -> None:
+        """A line the flow printed (redacted already)."""
+        self.send(p.encode(p.Log(text=text)), True)
+
+    def reply(self, command: Any, error: str | None = None, value: Any = None) -> None:
+        self.send(p.encode(p.Reply(id=command.id, ok=error is None, error=error, value=value)), True)
+
+    def handle(self, command: Any) -> None:
+        if command.type == "stop":  # made sure of here: the worker may be held by code that never returns
+            if self.run_over():
+                self.reply(command, "the run has ended")
+                return
+            self.reply(command)
+            asyncio.ensure_future(self.channel.stop())
+            return
+        self.channel.forward(command, lambda reply: self.send(
+            p.encode(reply.model_copy(update={"id": command.id})), True))
+
+    def run_over(self) -> bool:
+        return self.channel.ended or self.channel.closed.is_set() or self.channel.stopping_since is not None
+
+    def pause_for_next(self) -> None:
+        """The client left: the run pauses at its next pause point and waits for the next one."""
+        if not self.run_over():
+            self.channel.send(p.Pause())
