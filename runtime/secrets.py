@@ -34,17 +34,23 @@ _LINE_MIN = 16  # a line of a multi-line secret this long is a secret of its own
 
 # Shapes that are credentials whatever they are called. Group "keep" (when
 # present) is kept in front of the redaction: the scheme and user of a URL, "Bearer ".
+# A key glued to what comes before it is a key too: JSON's "\nsk-..." (the n of an escaped newline),
+# a colour code's "\x1b[33msk-...", "token_ghp_...". Where no word boundary comes first, a shape
+# that ordinary words could take (a kebab-case name after "desk") needs a digit and more length.
 _SHAPES = [
     r"\b(?:sk|rk|pk)-[A-Za-z0-9_\-*]{6,}",
-    r"\bgh[pousr]_[A-Za-z0-9]{16,}",
-    r"\bgithub_pat_[A-Za-z0-9_]{16,}",
-    r"\bxox[abposr]-[A-Za-z0-9-]{8,}",
-    r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b",
+    r"(?:sk|rk|pk)-(?=[A-Za-z_\-]*[0-9])[A-Za-z0-9_\-]{20,}",
+    r"gh[pousr]_[A-Za-z0-9]{16,}",
+    r"github_pat_[A-Za-z0-9_]{16,}",
+    r"xox[abposr]-[A-Za-z0-9-]{8,}",
+    r"(?:AKIA|ASIA)[0-9A-Z]{16}(?![0-9A-Z])",
     r"\bhf_[A-Za-z0-9]{16,}",
-    r"\beyJ[A-Za-z0-9_-]{4,}\.eyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]{4,}",
+    r"hf_(?=[A-Za-z]*[0-9])[A-Za-z0-9]{30,}",
+    r"eyJ[A-Za-z0-9_-]{4,}\.eyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]{4,}",
     r"-----BEGIN[A-Z0-9 ]*PRIVATE KEY-----.*?(?:-----END[A-Z0-9 ]*PRIVATE KEY-----|\Z)",
     r"(?P<bearer>\bBearer\s+)[A-Za-z0-9._~+/=-]{8,}",
-    r"(?P<url>\b[A-Za-z][A-Za-z0-9+.-]*://[^\s:/@\"']+:)[^\s@/\"']+(?=@)",
+    # the password may hold a "/" (unescaped, as people write it); a port and a path (host:443/a/@b) is no password
+    r"(?P<url>\b[A-Za-z][A-Za-z0-9+.-]*://[^\s:/@\"']+:)(?![0-9]*/)[^\s@\"']+(?=@)",
 ]
 _SHAPE = re.compile("|".join(f"(?:{s})" for s in _SHAPES), re.DOTALL)
 # Cheap test before the full pattern: every shape holds one of these.

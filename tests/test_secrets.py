@@ -201,7 +201,18 @@ def test_default_journals_are_unique_and_private(tmp_path):
     ("Authorization: Bearer abc.DEF-ghi_123", "Authorization: Bearer [redacted]"),
     ("dsn postgres://admin:hunter22@db/x", "dsn postgres://admin:[redacted]@db/x"),
     ("before\n" + PEM + "\nafter", "before\n[redacted]\nafter"),
+    # glued to what comes before: JSON's escaped newline, a colour code, a name
+    (json.dumps("keys:\n" + SHAPES["openai"] + "\n" + SHAPES["github"]), '"keys:\\n[redacted]\\n[redacted]"'),
+    ("\x1b[33m" + SHAPES["openai"] + "\x1b[0m", "\x1b[33m[redacted]\x1b[0m"),
+    ("token_" + SHAPES["github"] + " aws_" + SHAPES["aws_id"] + " x_" + SHAPES["bearer"] + " my" + SHAPES["hf"],
+     "token_[redacted] aws_[redacted] x_[redacted] my[redacted]"),
+    ("dsn postgres://admin:p4ss/w0rd@db/x", "dsn postgres://admin:[redacted]@db/x"),
     ("sk-abc", "sk-abc"),  # too short to be a key
+    # words that only look like the start of one
+    ("desk-lamp-holder-with-a-long-name and task-management-system-overview",
+     "desk-lamp-holder-with-a-long-name and task-management-system-overview"),
+    ("with_hf_tokenizer_abcdefghijklmnop", "with_hf_tokenizer_abcdefghijklmnop"),
+    ("https://example.com:443/users/@alice", "https://example.com:443/users/@alice"),
     ("see https://example.com/path and user@host", "see https://example.com/path and user@host"),
 ])
 def test_credential_shapes(text, kept):
