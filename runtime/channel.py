@@ -11,8 +11,8 @@ here imports textual. A :class:`Channel` owns one worker for one run:
   :meth:`command` that asked); event lines go to ``on_lines`` as they came, for
   the consumer to parse when it folds them (:func:`parse_events`);
 - :meth:`stop` is graceful, then forceful, with a stated grace period: a
-  ``stop`` command, then ``SIGTERM`` (the worker unwinds the code that does
-  not return), then ``SIGKILL``;
+  ``stop`` command, then ``STOP_SIGNAL`` (the worker unwinds the code that
+  does not return), then ``SIGKILL``;
 - when the worker is gone without a ``run.end`` (killed, crashed, exited from
   a hook), :meth:`ending` says why, and the journal gets the ``run.end`` the
   worker could not write.
@@ -29,7 +29,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from flowtui.runtime.spawn import CHUNK, STOP_GRACE_S, Options, Started, take_over
+from flowtui.runtime.spawn import CHUNK, STOP_GRACE_S, STOP_SIGNAL, Options, Started, take_over
 
 if TYPE_CHECKING:
     from flowtui.runtime import protocol as p
@@ -337,14 +337,14 @@ class Channel:
     # --- stopping ------------------------------------------------------------------------------
     async def stop(self, grace: float | None = None) -> None:
         """Stop the run within about ``grace`` seconds whatever it is doing: a ``stop`` command,
-        then ``SIGTERM`` (the worker unwinds the code that does not return), then ``SIGKILL``."""
+        then ``STOP_SIGNAL`` (the worker unwinds the code that does not return), then ``SIGKILL``."""
         grace = self.grace if grace is None else grace
         if self.stopping_since is None:
             self.stopping_since = time.monotonic()
         self.send(_p().Stop())
         if await self._exited_within(grace):
             return
-        self._signal(signal.SIGTERM)
+        self._signal(STOP_SIGNAL)
         if await self._exited_within(grace / 2):
             return
         await self.kill()

@@ -49,6 +49,11 @@ class Terminated(RunStopped):
     hook that never reaches a pause point is unwound, and the run ends as ``stopped``."""
 
 
+class Signalled(BaseException):
+    """Raised inside whatever code is running when something other than flowtui terminates the
+    worker (``SIGTERM``): the run ends as ``failed``, saying which signal."""
+
+
 class StopRequested(RunStopped):
     """Raised at the next unit of work after ``ctx.stop()``; ``origin`` is the code that asked
     (``tool:x``, ``hook:A.after_response``, ``until``). Only that run ends: a child's stop

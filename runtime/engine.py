@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from flowtui.runtime.budget import BudgetStop, BudgetTracker, RunTotals
 from flowtui.runtime.bus import Emitter, current_node
 from flowtui.runtime.context import AgentContext, jsonable
-from flowtui.runtime.control import Controller, PausePoint, RunStopped, StopRequested
+from flowtui.runtime.control import Controller, PausePoint, RunStopped, Signalled, StopRequested
 from flowtui.runtime.conversation import ConversationState
 from flowtui.runtime.decorators import WorkflowSpec
 from flowtui.runtime.edits import Editor
@@ -138,7 +138,11 @@ class Run:
             if self.depth:  # a child: the stop ends its parent too
                 self.error = exc
         except asyncio.CancelledError as exc:  # the host (e.g. the app quitting) cancelled the run
-            status, reason = "stopped", (exc.args[0] if exc.args and isinstance(exc.args[0], str) else "cancelled")
+            cause = exc.args[0] if exc.args else None
+            if isinstance(cause, Signalled):  # the worker's process was told to end by something else
+                status, error = "failed", str(cause)
+            else:
+                status, reason = "stopped", cause if isinstance(cause, str) else "cancelled"
             self.error = exc
         except BaseException as exc:
             status, error = "failed", describe_error(exc)

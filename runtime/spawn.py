@@ -7,11 +7,16 @@ from __future__ import annotations
 
 import asyncio
 import os
+import signal
 import subprocess
 import sys
 from dataclasses import dataclass, field
 
 STOP_GRACE_S = 1.0  # a stop that has not ended the run by then: terminate, then kill
+# What a client sends its worker when a stop reached no pause point in time: the worker unwinds the code
+# that holds it and the run ends stopped. Not SIGTERM: that one comes from elsewhere (a supervisor, kill),
+# and a run ended by it failed, saying so.
+STOP_SIGNAL = signal.SIGUSR1
 CHUNK = 1 << 16
 PIPE_SIZE = 1 << 20  # the event pipe's capacity, where the system lets us set it
 

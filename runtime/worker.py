@@ -11,10 +11,12 @@ down, never the app.
 
 - On its pipes, the protocol goes out on a private copy of stdout; what the
   flow prints goes to stderr, which the client reads.
-- ``SIGTERM`` (the client's stop, when a cooperative ``stop`` did not reach a
-  pause point within the grace period) raises :class:`~flowtui.runtime.control.Terminated`
+- ``STOP_SIGNAL`` (the client's stop, when a cooperative ``stop`` did not
+  reach a pause point within the grace period) raises :class:`~flowtui.runtime.control.Terminated`
   inside whatever code is running, so the run still ends with ``run.end``
-  (``stopped (killed after 1.0 s: a tool or hook did not return)``).
+  (``stopped (killed after 1.0 s: a tool or hook did not return)``). ``SIGTERM``
+  from anything else unwinds it the same way, and the run ends ``failed``
+  (``the flow process received SIGTERM``).
 - ``SIGINT`` is the client's business on pipes (ignored here); listening, the
   first stops the run cooperatively and the second terminates it.
 - Exit codes: 0 the run finished or was stopped, 1 it failed, 2 the flow
@@ -36,12 +38,13 @@ from typing import Any, Callable
 
 
 from flowtui.runtime import protocol as p
-from flowtui.runtime.control import Controller, Terminated
+from flowtui.runtime.control import Controller, Signalled, Terminated
 from flowtui.runtime.errors import ConfigError, WatchError
 from flowtui.runtime.observe import state_fields
 from flowtui.runtime.encoding import encode_event
 from flowtui.runtime.inert import visible
 from flowtui.runtime.secrets import Redactor
+from flowtui.runtime.spawn import STOP_SIGNAL
 
 DEFAULT_GRACE_S = 1.0
 
@@ -308,14 +311,30 @@ def load(args: argparse.Namespace) -> Any:
         return error(f"{type(exc).__name__} while importing: {exc}", exc, file=args.flow)
 
 
-def install_terminate(grace: float) -> None:
-    """``SIGTERM`` unwinds whatever code is running, so the run still ends with ``run.end``."""
+def install_terminate(grace: float, run_task: Callable[[], asyncio.Task | None] = lambda: None) -> None:
+    """``STOP_SIGNAL`` (the client's) and ``SIGTERM`` (anyone's) unwind whatever code is running, so
+    the run still ends with ``run.end``: stopped, or failed saying which signal ended it. ``run_task``:
+    the run's task, cancelled with the signal as its cause when no code of the run is running (it is
+    paused, or awaits a model), so its end says the same."""
     reason = f"killed after {grace:.1f} s: a tool or hook did not return"
 
     def terminate(signum: int, frame: Any) -> None:
         raise Terminated(reason)
 
-    signal.signal(signal.SIGTERM, terminate)
+    def terminated_elsewhere(signum: int, frame: Any) -> None:
+        why = Signalled(f"the flow process received {signal.Signals(signum).name} (not from flowtui)")
+        task = run_task()
+        try:
+            idle = asyncio.current_task() is None
+        except RuntimeError:  # no event loop (loading the flow)
+            idle = False
+        if idle and task is not None and not task.done():
+            task.cancel(why)
+            return
+        raise why
+
+    signal.signal(STOP_SIGNAL, terminate)
+    signal.signal(signal.SIGTERM, terminated_elsewhere)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -328,13 +347,15 @@ def main(argv: list[str] | None = None) -> int:
     os.dup2(null, 0)
     os.close(null)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    install_terminate(args.grace)
+    worker: Worker | None = None
+    install_terminate(args.grace, lambda: worker.task if worker is not None else None)
 
     send = Outbox(out_fd)
 
-    def forked() -> None:  # a process the flow forked is not the worker: it sends nothing, SIGTERM ends it
+    def forked() -> None:  # a process the flow forked is not the worker: it sends nothing, a signal ends it
         send.drop()
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        signal.signal(STOP_SIGNAL, signal.SIG_DFL)
         for fd in (out_fd, in_fd):
             os.close(fd)
 
@@ -348,7 +369,7 @@ def main(argv: list[str] | None = None) -> int:
     send(p.encode(worker.hello()), True)
     try:
         asyncio.run(_serve_pipe(worker, in_fd))
-    except Terminated:
+    except (Terminated, Signalled):
         pass
     except OSError as exc:  # the flow closed a descriptor of this process's own (its event loop's, its pipes)
         if exc.errno != errno.EBADF:
@@ -420,6 +441,7 @@ class Outbox:
 
 async def _serve_pipe(worker: Worker, in_fd: int) -> None:
     loop = asyncio.get_running_loop()
+    _wake_on_signals(loop)
     gone = asyncio.Event()
     # Commands are read by a thread: while the flow's code holds the event loop (a sync tool), a
     # pause or stop still arrives, and takes effect at the very next pause point.
@@ -440,6 +462,16 @@ async def _serve_pipe(worker: Worker, in_fd: int) -> None:
     finally:
         started.cancel()
         left.cancel()
+
+
+def _wake_on_signals(loop: asyncio.AbstractEventLoop) -> None:
+    """A signal that another thread receives (the command reader's) still wakes the event loop while
+    it waits, so the handler (run by the main thread) ends a paused or awaiting run at once."""
+    r, w = os.pipe()
+    for fd in (r, w):
+        os.set_blocking(fd, False)
+    signal.set_wakeup_fd(w, warn_on_full_buffer=False)
+    loop.add_reader(r, lambda: os.read(r, 512))
 
 
 def _read_commands(worker: Worker, stream: Any, loop: asyncio.AbstractEventLoop, gone: asyncio.Event) -> None:
@@ -477,7 +509,7 @@ def _orphaned(grace: float) -> None:
     returns holds it, unwind that code, and if even that fails, leave. A worker never outlives its
     client by more than a few seconds, whatever the flow does."""
     time.sleep(2 * grace)
-    os.kill(os.getpid(), signal.SIGTERM)
+    os.kill(os.getpid(), STOP_SIGNAL)
     time.sleep(2 * grace)
     os._exit(1)
 

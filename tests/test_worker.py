@@ -77,6 +77,9 @@ def test_a_second_ctrl_c_kills_at_once(tmp_path):
     ("HookKeyboardInterrupt", "the run failed: KeyboardInterrupt"),
     ("ExitsHard", "the run failed: the flow process exited with code 3"),
     ("Segfault", "the run failed: the flow process was killed by SIGSEGV (11)"),
+    # SIGTERM from something else (a supervisor, kill) is no stop of ours: the run failed, saying so
+    ("TerminatedRunning", "the flow process received SIGTERM (not from flowtui)"),
+    ("TerminatedAwaiting", "the flow process received SIGTERM (not from flowtui)"),
 ])
 def test_a_crash_is_a_failed_run_with_exit_1(tmp_path, flow, message):
     journal = tmp_path / "j.jsonl"

@@ -1,7 +1,10 @@
 """Flows that misbehave, one workflow each (pick with misbehave.py:Name): the debugger must survive them."""
 
+import asyncio
 import ctypes
 import os
+import signal
+import threading
 import time
 
 from pydantic import BaseModel
@@ -189,4 +192,24 @@ def writes_into_its_pipe(self, args: Args = Input()):
 
 @workflow(steps=make(writes_into_its_pipe))
 class WritesIntoItsPipe:
+    pass
+
+
+def terminated_while_running(self, args: Args = Input()):
+    os.kill(os.getpid(), signal.SIGTERM)  # as a supervisor or `kill` would: not flowtui's stop
+    time.sleep(30)
+
+
+async def terminated_while_awaiting(self, args: Args = Input()):
+    threading.Timer(0.2, os.kill, (os.getpid(), signal.SIGTERM)).start()
+    await asyncio.sleep(30)
+
+
+@workflow(steps=make(terminated_while_running))
+class TerminatedRunning:
+    pass
+
+
+@workflow(steps=make(terminated_while_awaiting))
+class TerminatedAwaiting:
     pass
