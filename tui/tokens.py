@@ -65,9 +65,7 @@ def block_sizes(seen: list[Any], counted: Any = None) -> list[str]:
     """Each message's size: ``41 tok`` counted by the model's tokenizer, ``~45 tok`` estimated."""
     if _fits(seen, counted):
         return [f"{n:,} tok" for n in counted.messages]
-    from flowtui.runtime.context_window import estimate_tokens
-
-    return [f"~{estimate_tokens(m):,} tok" for m in seen]
+    return [f"~{estimate(m):,} tok" for m in seen]
 
 
 def total_size(seen: list[Any], counted: Any = None) -> str:
@@ -75,6 +73,16 @@ def total_size(seen: list[Any], counted: Any = None) -> str:
     in) or ``~1,230 tokens, estimate`` (the messages)."""
     if _fits(seen, counted):
         return f"{counted.total:,} tokens, {counted.model.rsplit('/', 1)[-1]} tokenizer"
-    from flowtui.runtime.context_window import estimate_tokens
+    return f"~{sum(estimate(m) for m in seen):,} tokens, estimate"
 
-    return f"~{sum(estimate_tokens(m) for m in seen):,} tokens, estimate"
+
+def estimate(message: Any) -> int:
+    """A message's estimated size, of the whole of a text cut on the way to the app (the model gets
+    it whole: its note says how long it is), not of the piece the app holds."""
+    from flowtui.runtime.context_window import estimate_tokens
+    from flowtui.tui.client import cut_in
+
+    n = estimate_tokens(message)
+    content = message.content
+    cut = cut_in(content[-400:]) if isinstance(content, str) and len(content) > 400 else None
+    return n + max(0, cut[2] - len(content)) // 4 if cut else n

@@ -164,3 +164,18 @@ def test_the_call_size_in_the_pane_title_is_kept_whole_where_the_pane_is_narrow(
     estimated = count_title(view, "model-sees", None, room=46)
     assert estimated.startswith(" (2 msgs, ~") and estimated.endswith(" tok)")  # ~: an estimate
     assert count_title(view, "model-sees", None, room=200).endswith(" tokens, estimate)")
+
+
+def test_a_text_cut_on_the_way_to_the_app_is_estimated_whole():
+    """The model gets a 50 MB tool output whole: its size is estimated from the length the cut note
+    gives, not from the 64 KiB the app holds."""
+    from flowtui.tui.screens.panes import count_title
+
+    view = RunView()
+    view.apply(_ev(1, "run.start", "runtime", workflow="W", input="x", memory=[]))
+    cut = ("x" * 65_536 + "\n… [cut on the way to the app: 50,000,000 characters in all (event 2, item.content); "
+           "o opens the whole text]")
+    view.apply(_ev(2, "state.append", "input", bucket="history", item={"role": "user", "content": cut}))
+    title = count_title(view, "model-sees", None, room=200)
+    tokens = int(title.split("~")[1].split(" ")[0].replace(",", ""))
+    assert 12_400_000 <= tokens <= 12_600_000, title
