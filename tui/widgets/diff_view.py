@@ -59,6 +59,8 @@ class DiffView(VerticalScroll, can_focus=True):
         self._workflow: str | None = None
         self._text = Static(id="diff-text")
         self._last: tuple[Any, Any] | None = None
+        self._shown_against: str | None = None  # B of the report on screen
+        self._loaded: tuple[tuple, Any] | None = None  # B as last read, by (path, mtime, size)
 
     def compose(self):  # type: ignore[no-untyped-def]
         yield self._text
@@ -81,25 +83,42 @@ class DiffView(VerticalScroll, can_focus=True):
             else:
                 others = journals(view.workflow, besides=self.current_journal())
                 self.against = str(others[0]) if others else None
+        if not self.size.width:  # not on screen (another view is): compared when shown
+            return
         key = (len(events), self.against, self.size.width)
         if key == self._seen:
             return
         self._seen = key
-        self.report = self._report(events)
-        self._text.update(self.report)
+        if self.against != self._shown_against:  # the report on screen is of another journal: say what comes
+            self._text.update(Text(f"comparing with {shown(self.against or '')}…", "dim"))
+        # Reading a journal of hundreds of megabytes takes seconds: never on the thread that answers keys.
+        width, snapshot = max((self.size.width or 100) - 2, 40), list(events)
+        self.run_worker(lambda: self._compare(key, snapshot, width), thread=True, group="diff",
+                        name="diff", exit_on_error=False)
+
+    def _compare(self, key: tuple, events: list[Any], width: int) -> None:
+        """In a thread: the report, shown if it is still the one wanted (a newer sync may have come)."""
+        report = self._report(events, key[1], width)
+        self.app.call_from_thread(self._show, key, report)
+
+    def _show(self, key: tuple, report: Text) -> None:
+        if key != self._seen:
+            return
+        self.report, self._shown_against = report, key[1]
+        self._text.update(report)
 
     def on_resize(self) -> None:
         if self._last is not None:  # the report is laid out for the width: again at the new one
             self.sync(*self._last)
 
-    def _report(self, events: Any) -> Text:
-        from flowtui.runtime.diff import DiffError, LoadedRun, diff_runs, load_run
+    def _report(self, events: Any, against: str | None, width: int) -> Text:
+        from flowtui.runtime.diff import DiffError, LoadedRun, diff_runs
         from flowtui.runtime.diff_cli import render
 
-        if self.against is None:
+        if against is None:
             return Text("Nothing to compare with: no other journal in .flowtui/runs/. enter picks one.", "dim")
         try:
-            b = load_run(self.against)
+            b = self._load(against)
         except DiffError as exc:
             return Text(f"{shown(str(exc))}\nenter picks another journal.", "bold #ff5f5f")
         a = LoadedRun(path=self.current_journal() or "this run", number=1, total=1, events=_events(events),
@@ -107,11 +126,26 @@ class DiffView(VerticalScroll, can_focus=True):
         try:
             found = diff_runs(a.events, b.events)
         except Exception as exc:  # a journal shaped in a way the comparison did not foresee
-            return Text(f"cannot compare with {shown(self.against)}: {type(exc).__name__}: {shown(str(exc))}",
+            return Text(f"cannot compare with {shown(against)}: {type(exc).__name__}: {shown(str(exc))}",
                         "bold #ff5f5f")
-        width = max((self.size.width or 100) - 2, 40)
         lines = render(a, b, found, width=width)
         return Text(shown("\n".join(lines)) + "\n\nenter: compare with another journal", no_wrap=True)
+
+    def _load(self, path: str) -> Any:
+        """B, read again only when its file changed (each new event of A compares again)."""
+        from flowtui.runtime.diff import load_run
+
+        try:
+            st = Path(path).stat()
+            stamp = (path, st.st_mtime_ns, st.st_size)
+        except OSError:
+            stamp = None
+        if stamp is not None and self._loaded is not None and self._loaded[0] == stamp:
+            return self._loaded[1]
+        run = load_run(path)  # raises DiffError for a file that is not a journal
+        if stamp is not None:
+            self._loaded = (stamp, run)
+        return run
 
     def action_pick(self) -> None:
         from flowtui.tui.screens.dialogs import ChoiceDialog
