@@ -21,7 +21,7 @@ from functools import lru_cache
 from flowtui.runtime.inert import unvisible, visible
 from flowtui.runtime.secrets import MARK, redact, redact_streaming, restore, secret_values
 
-__all__ = ["MARK", "PlainNotify", "shown", "shown_streaming", "unshown"]
+__all__ = ["MARK", "PlainNotify", "shown", "shown_head", "shown_streaming", "unshown"]
 
 
 @lru_cache(maxsize=1)
@@ -32,6 +32,15 @@ def _secrets() -> tuple[str, ...]:
 def shown(text: str) -> str:
     """``text`` as it may be drawn."""
     return visible(redact(text, _secrets()))
+
+
+def shown_head(text: str, n: int) -> str:
+    """At least the first ``n`` characters of ``shown(text)`` (when ``text`` has them), paying for
+    those only: a 50 MB value costs what its head does. A credential that starts before the cut and
+    ends after it is hidden all the same (the cut leaves room for the longest one, and hides the
+    first characters of one it still ends inside)."""
+    room = n + max(256, max(map(len, _secrets()), default=0))
+    return shown(text) if len(text) <= room else shown_streaming(text[:room])
 
 
 def shown_streaming(text: str) -> str:

@@ -95,3 +95,23 @@ async def test_b_where_the_run_is_paused_sets_a_breakpoint_the_run_obeys():
         pause = app.client.view.pause
         assert (pause.point, pause.name, pause.reason) == ("agent", "Writer", "breakpoint")
         assert app.client.view.path() == ["ReviewWorkflow", "loop 2/4", "Writer"]
+
+
+def test_a_line_of_megabytes_is_drawn_from_its_head_saying_how_long_it_is(monkeypatch):
+    """A 5 MB single-line text draws its first characters and the line's real length; what is drawn
+    is made safe from the head alone, and a credential the cut falls inside stays hidden."""
+    from flowtui.runtime.messages import Message
+    from flowtui.tui.shown import shown_head
+    from flowtui.tui.widgets.blocks import LINE_CHARS, render_block
+
+    key = "sk-proj-" + "A1b2C3d4" * 6
+    text = "x" * (LINE_CHARS - 10) + key + "y" * 5_000_000
+    drawn = shown_head(text, LINE_CHARS)
+    assert len(drawn) < 10_000 and key[:12] not in drawn and "[redacted]" in drawn
+    from rich.console import Console
+
+    strips = render_block(Console(width=100), Message(role="tool", content=text, tool_name="t", tool_call_id="c"),
+                          0, 100, expanded=True)
+    plain = "".join(strip.text for strip in strips)
+    assert f"(+{len(text) - LINE_CHARS:,} characters on this line)" in plain
+    assert key[:12] not in plain

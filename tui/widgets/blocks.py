@@ -21,7 +21,7 @@ from rich.style import Style
 from rich.text import Text
 from textual.strip import Strip
 
-from flowtui.tui.shown import shown, shown_streaming
+from flowtui.tui.shown import shown, shown_head, shown_streaming
 
 ROLE_STYLES = {
     "user": Style(color="#5fafff", bold=True),
@@ -171,8 +171,12 @@ def render_block(console: Console, msg: Any, index: int, width: int, *, expanded
         content, hidden = cut_long_lines(shown_streaming(msg.content)), 0
     else:
         content, hidden = head_lines(msg.content)
-        # a cut text may end inside a credential: its first characters are hidden too
-        content = cut_long_lines(shown_streaming(content) if hidden else shown(content))
+        if len(content) > BLOCK_CHARS + LINE_CHARS:  # one line longer than a block draws: what is drawn is shown
+            length = content.find("\n")
+            length = len(content) if length < 0 else length
+            content = shown_head(content, LINE_CHARS)[:LINE_CHARS] + f"… (+{length - LINE_CHARS:,} characters on this line)"
+        else:  # a cut text may end inside a credential: its first characters are hidden too
+            content = cut_long_lines(shown_streaming(content) if hidden else shown(content))
     if content:
         if provisional:
             parts.append(Text(content, overflow="fold"))

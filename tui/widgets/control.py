@@ -18,7 +18,7 @@ from textual.events import Resize
 from textual.widgets import Button, Static
 
 from flowtui.tui.actions import ACTIONS, ActionSpec, key_name
-from flowtui.tui.shown import shown
+from flowtui.tui.shown import shown, shown_head
 
 BUTTONS: list[ActionSpec] = [a for a in ACTIONS if a.button]
 STATUS_STYLES = {"paused": "bold #ffd75f", "running": "bold #5fafff", "finished": "bold #87d787",
@@ -102,7 +102,7 @@ def _tails(view: Any, breakpoints: set[str] | None, event: Any) -> list[Text]:
     if breakpoints is None:  # a replay: what the event did
         from flowtui.tui.widgets.event_log import summarize
 
-        what = shown(summarize(event)).replace("\n", " ⏎ ") if event is not None else ""
+        what = shown_head(summarize(event), 400).replace("\n", " ⏎ ") if event is not None else ""
         return [Text.assemble(("   ← ", "dim"), (what[:400], "dim")) if what else Text()]
     events = view.events if view is not None else 0
     edits = view.user_edits if view is not None else 0

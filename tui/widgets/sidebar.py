@@ -19,7 +19,7 @@ from textual.geometry import Region, Size
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from flowtui.tui.shown import shown
+from flowtui.tui.shown import shown, shown_head
 from flowtui.tui.widgets.paint import DirectLines, QuietVirtualSize
 
 RUNTIME_CTX = ("turn", "output", "loop", "budget")
@@ -28,7 +28,7 @@ BUCKET_ROWS = 60  # memory items or tasks listed (the latest), past which the si
 
 def _short(value: Any, limit: int = 200) -> str:
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=repr)
-    text = shown(text).replace("\n", " ⏎ ")
+    text = shown_head(text, limit).replace("\n", " ⏎ ")
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
