@@ -127,7 +127,13 @@ class Channel:
         self._writer = writer
         writer.write(_p().encode(_p().Auth(token=token)))
         self._tasks = [asyncio.ensure_future(self._read(reader))]
-        return await self._greeting(timeout)
+        hello = await self._greeting(timeout)
+        spoken = getattr(hello, "protocol", _p().PROTOCOL_VERSION)
+        if spoken != _p().PROTOCOL_VERSION:  # another flowtui's run: its messages may mean other things
+            writer.close()
+            raise PermissionError(f"the run at {host}:{port} speaks protocol {spoken}; this flowtui speaks "
+                                  f"{_p().PROTOCOL_VERSION}: attach with the flowtui version that serves it")
+        return hello
 
     async def _greeting(self, timeout: float) -> p.Hello | p.LoadError:
         waiter = asyncio.ensure_future(self._greeted.wait())

@@ -333,6 +333,20 @@ def test_attach_to_a_peer_that_closes_at_once_exits_2_naming_the_address():
     assert f"flowtui attach: 127.0.0.1:{port}: the connection closed before the run answered" in said
 
 
+def test_attach_to_a_run_of_another_protocol_version_exits_2_saying_which():
+    def newer(conn, stop):
+        conn.sendall(b'{"type":"hello","protocol":999,"workflow":"W"}\n')
+        stop.wait(HANG)
+
+    port, stop = serving(newer)
+    try:
+        code, said = attached_in_a_terminal(port)
+    finally:
+        stop.set()
+    assert code == 2, said
+    assert "speaks protocol 999; this flowtui speaks 1" in said and "Traceback" not in said
+
+
 def test_attach_to_a_peer_that_never_answers_exits_2_after_the_wait():
     port, stop = serving(lambda conn, stop: stop.wait(HANG))  # accepts, then holds the line, silent
     try:
