@@ -5,6 +5,7 @@ in order; addresses that cannot be used are refused with exit 2. Time bounds are
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import socket
 import subprocess
@@ -458,11 +459,18 @@ def test_an_over_long_line_from_a_peer_is_left_out_unkept_and_the_app_goes_on():
 MISBEHAVE = "tests/tui/flows/misbehave.py"
 
 
-def serve(flow: str, journal: Path) -> tuple[subprocess.Popen, int, str]:
+@contextlib.contextmanager
+def serve(flow: str, journal: Path):
+    """``flowtui run FLOW --listen``: (the process, its port, its token); killed after, if still there."""
     proc = flowtui("run", flow, "--input", "x", "--listen", "127.0.0.1:0", "--journal", str(journal))
-    port = int(proc.stderr.readline().rsplit(":", 1)[1])
-    token = proc.stderr.readline().split()[1]
-    return proc, port, token
+    try:
+        port = int(proc.stderr.readline().rsplit(":", 1)[1])
+        token = proc.stderr.readline().split()[1]
+        yield proc, port, token
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
 
 
 def attach(port: int, token: str) -> socket.socket:
@@ -495,8 +503,7 @@ def test_a_served_run_held_by_a_tool_that_never_returns_still_stops(tmp_path, ho
     import signal
 
     journal = tmp_path / "j.jsonl"
-    proc, port, token = serve(f"{MISBEHAVE}:SyncLoop", journal)
-    try:
+    with serve(f"{MISBEHAVE}:SyncLoop", journal) as (proc, port, token):
         sock = attach(port, token)
         events_until(sock, paused_msg)
         sock.sendall(b'{"id":1,"type":"continue"}\n')
@@ -513,16 +520,11 @@ def test_a_served_run_held_by_a_tool_that_never_returns_still_stops(tmp_path, ho
         assert end["status"] == "stopped" and "a tool or hook did not return" in end["reason"]
         assert proc.wait(HANG) == 0
         assert last_event(journal)["type"] == "run.end" and last_event(journal)["status"] == "stopped"
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
 
 
 def test_a_client_that_leaves_while_a_tool_never_returns_leaves_the_run_to_the_next_one(tmp_path):
     journal = tmp_path / "j.jsonl"
-    proc, port, token = serve(f"{MISBEHAVE}:SyncLoop", journal)
-    try:
+    with serve(f"{MISBEHAVE}:SyncLoop", journal) as (proc, port, token):
         first = attach(port, token)
         events_until(first, paused_msg)
         first.sendall(b'{"id":1,"type":"continue"}\n')
@@ -541,16 +543,11 @@ def test_a_client_that_leaves_while_a_tool_never_returns_leaves_the_run_to_the_n
         end = events_until(second, lambda m: m.get("type") == "run.end")[-1]
         assert end["status"] == "stopped"
         assert proc.wait(HANG) == 0
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
 
 
 def test_a_served_flow_that_crashes_its_process_ends_failed_and_the_server_says_so(tmp_path):
     journal = tmp_path / "j.jsonl"
-    proc, port, token = serve(f"{MISBEHAVE}:Segfault", journal)
-    try:
+    with serve(f"{MISBEHAVE}:Segfault", journal) as (proc, port, token):
         sock = attach(port, token)
         events_until(sock, paused_msg)
         sock.sendall(b'{"id":1,"type":"continue"}\n')
@@ -559,7 +556,3 @@ def test_a_served_flow_that_crashes_its_process_ends_failed_and_the_server_says_
         assert proc.wait(HANG) == 1
         assert last_event(journal)["status"] == "failed"
         assert "Traceback" not in proc.stderr.read()
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
