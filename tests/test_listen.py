@@ -491,6 +491,15 @@ def in_the_tool(m: dict) -> bool:
     return m.get("type") == "node.start" and m.get("kind") == "tool"
 
 
+def into_the_tool(port: int, token: str) -> socket.socket:
+    """A client attached to a served run, which it continued until a tool began."""
+    sock = attach(port, token)
+    events_until(sock, paused_msg)
+    sock.sendall(b'{"id":1,"type":"continue"}\n')
+    events_until(sock, in_the_tool)
+    return sock
+
+
 def last_event(journal: Path) -> dict:
     return json.loads(journal.read_text().splitlines()[-1])
 
@@ -504,10 +513,7 @@ def test_a_served_run_held_by_a_tool_that_never_returns_still_stops(tmp_path, ho
 
     journal = tmp_path / "j.jsonl"
     with serve(f"{MISBEHAVE}:SyncLoop", journal) as (proc, port, token):
-        sock = attach(port, token)
-        events_until(sock, paused_msg)
-        sock.sendall(b'{"id":1,"type":"continue"}\n')
-        events_until(sock, in_the_tool)
+        sock = into_the_tool(port, token)
         time.sleep(0.3)
         t0 = time.monotonic()
         if how == "ctrl-C":
@@ -525,10 +531,7 @@ def test_a_served_run_held_by_a_tool_that_never_returns_still_stops(tmp_path, ho
 def test_a_client_that_leaves_while_a_tool_never_returns_leaves_the_run_to_the_next_one(tmp_path):
     journal = tmp_path / "j.jsonl"
     with serve(f"{MISBEHAVE}:SyncLoop", journal) as (proc, port, token):
-        first = attach(port, token)
-        events_until(first, paused_msg)
-        first.sendall(b'{"id":1,"type":"continue"}\n')
-        events_until(first, in_the_tool)
+        first = into_the_tool(port, token)
         first.close()  # gone without a word, while the flow spins
         deadline = time.monotonic() + HANG
         while True:  # the server notices at once; the next client is let in and gets the run so far
