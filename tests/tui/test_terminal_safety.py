@@ -51,6 +51,7 @@ def test_the_app_draws_every_source_visibly_and_inertly(tmp_path):
         term.wait_for("paused before Hostile")
         term.send("c")
         term.wait_for("● finished")
+        term.wait_for("note = ␛]0;pwned")  # the sidebar is drawn on its own beat, after the status line
         screen = term.text()
         assert VISIBLE in screen and MARKUP in screen  # the reply, and markup shown as written
         assert "memory ␛]0;pwned" in screen and "task ␛]0;pwned" in screen and "note = ␛]0;pwned" in screen
