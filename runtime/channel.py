@@ -298,47 +298,36 @@ class Channel:
     # --- commands ------------------------------------------------------------------------------
     async def command(self, command: p.BaseModel, *, timeout: float | None = None) -> p.Reply:
         """Send ``command`` and wait for its reply (``ConnectionError`` when the worker is gone)."""
-        if not self._writable():
-            raise ConnectionError("the run's process has ended")
-        self._ids += 1
-        command = command.model_copy(update={"id": self._ids})
         future = asyncio.get_running_loop().create_future()
-        self._pending[self._ids] = future
-        try:
-            self._writer.write(_p().encode(command))
-        except (ConnectionError, RuntimeError) as exc:
-            self._pending.pop(self._ids, None)
-            raise ConnectionError("the run's process has ended") from exc
+        if not self._write(command, future):
+            raise ConnectionError("the run's process has ended")
         return await asyncio.wait_for(future, timeout)
-
-    def _writable(self) -> bool:
-        """Commands can go out: the worker's input is open (once the worker is gone, asyncio warns on
-        stderr at each write, and a stderr nobody reads would block us)."""
-        return not self.closed.is_set() and self._writer is not None and not self._writer.is_closing()
 
     def forward(self, command: p.BaseModel, on_reply: Callable[[p.Reply], None]) -> None:
         """Send a command someone else made (a client of a run served on a socket) under an id of
         ours; ``on_reply`` gets its reply when it comes (one saying so if the worker is gone)."""
-        if not self._writable():
-            on_reply(_p().Reply(id=0, ok=False, error="the run's process has ended"))
-            return
-        self._ids += 1
-        self._pending[self._ids] = on_reply
-        try:
-            self._writer.write(_p().encode(command.model_copy(update={"id": self._ids})))
-        except (ConnectionError, RuntimeError):
-            self._pending.pop(self._ids, None)
+        if not self._write(command, on_reply):
             on_reply(_p().Reply(id=0, ok=False, error="the run's process has ended"))
 
     def send(self, command: p.BaseModel) -> None:
         """Send ``command`` without waiting for its reply."""
-        if not self._writable():
-            return
+        self._write(command, None)
+
+    def _write(self, command: p.BaseModel, waiter: Any) -> bool:
+        """Number ``command`` and write it, its reply to go to ``waiter`` (a future, a callback, or
+        None: unheard); False when it cannot go out. Not once the worker's input has closed: asyncio
+        then warns on stderr at each write, and a stderr nobody reads would block us."""
+        if self.closed.is_set() or self._writer is None or self._writer.is_closing():
+            return False
         self._ids += 1
+        if waiter is not None:
+            self._pending[self._ids] = waiter
         try:
             self._writer.write(_p().encode(command.model_copy(update={"id": self._ids})))
         except (ConnectionError, RuntimeError):
-            pass
+            self._pending.pop(self._ids, None)
+            return False
+        return True
 
     # --- stopping ------------------------------------------------------------------------------
     async def stop(self, grace: float | None = None) -> None:

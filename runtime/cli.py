@@ -339,12 +339,12 @@ async def _run_headless(args: argparse.Namespace, memory: dict[str, str], data: 
         from flowtui.runtime.relay import Relay
 
         try:
-            relay = Relay(channel)
-            listener = Listener(relay, args.listen, token=args.token, public=args.listen_public)
+            listener = Listener(Relay(channel), args.listen, token=args.token, public=args.listen_public)
         except (ConfigError, OSError) as exc:
             say(f"flowtui: {exc}")
             await channel.kill()
             return 2
+        relay = listener.worker  # events from here on reach the client's backlog
     loop = asyncio.get_running_loop()
     interrupts = 0
 

@@ -20,17 +20,14 @@ from flowtui.runtime import protocol as p
 from flowtui.runtime.channel import Channel
 
 
-def _nowhere(data: bytes, at_once: bool = False) -> None:
-    """No client attached: events go to the backlog only."""
-
-
 class Relay:
     """A worker process, as the Listener's worker: see the module's docstring."""
 
+    backlog: list[bytes]  # every event so far, and
+    send: Any  # the attached client's sender: both set by the Listener it is given to
+
     def __init__(self, channel: Channel) -> None:
         self.channel = channel
-        self.backlog: list[bytes] = []
-        self.send: Any = _nowhere  # the attached client's sender (the Listener sets it)
 
     def hello(self) -> p.Hello:
         assert self.channel.hello is not None

@@ -311,7 +311,7 @@ def load(args: argparse.Namespace) -> Any:
         return error(f"{type(exc).__name__} while importing: {exc}", exc, file=args.flow)
 
 
-def install_terminate(grace: float, run_task: Callable[[], asyncio.Task | None] = lambda: None) -> None:
+def install_terminate(grace: float, run_task: Callable[[], asyncio.Task | None]) -> None:
     """``STOP_SIGNAL`` (the client's) and ``SIGTERM`` (anyone's) unwind whatever code is running, so
     the run still ends with ``run.end``: stopped, or failed saying which signal ended it. ``run_task``:
     the run's task, cancelled with the signal as its cause when no code of the run is running (it is
