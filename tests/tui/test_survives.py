@@ -29,8 +29,11 @@ async def test_x_stops_a_run_stuck_in_a_tool(flow):
         await wait_until(pilot, lambda: tool_started(app), what="the stuck tool")
         t0 = time.monotonic()
         await pilot.press("x")
-        # said at once, with what it waits for
-        assert str(app.main.query_one("#status").content) == "● stopping: waiting for tool t to stop…"
+        # said at once, with what it waits for (a loaded machine may already be past the 1 s grace)
+        assert str(app.main.query_one("#status").content) in (
+            "● stopping: waiting for tool t to stop…",
+            "● stopped (killed after 1.0 s: a tool or hook did not return)",
+        )
         await ended(pilot, timeout=15)
         assert time.monotonic() - t0 < 10
         view = app.client.view
