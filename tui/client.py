@@ -356,6 +356,14 @@ def cut_in(text: str) -> tuple[int, str, int] | None:
     return (int(m.group(2)), m.group(3), int(m.group(1).replace(",", ""))) if m else None
 
 
+def split_cut(text: str) -> tuple[str, int] | None:
+    """(the part the app holds, characters in all) when ``text`` was cut on the way to the app."""
+    cut = cut_in(text[-400:]) if len(text) > 400 else None
+    if cut is None:
+        return None
+    return text[:text.rfind("\n… [cut on the way to the app:")], cut[2]
+
+
 def _elided(event: Any) -> Any:
     """The strings cut on the wire, from the event's extra fields (a plain lookup: every event passes here)."""
     extra = getattr(event, "__pydantic_extra__", None)

@@ -80,9 +80,9 @@ def estimate(message: Any) -> int:
     """A message's estimated size, of the whole of a text cut on the way to the app (the model gets
     it whole: its note says how long it is), not of the piece the app holds."""
     from flowtui.runtime.context_window import estimate_tokens
-    from flowtui.tui.client import cut_in
+    from flowtui.tui.client import split_cut
 
     n = estimate_tokens(message)
     content = message.content
-    cut = cut_in(content[-400:]) if isinstance(content, str) and len(content) > 400 else None
-    return n + max(0, cut[2] - len(content)) // 4 if cut else n
+    cut = split_cut(content) if isinstance(content, str) else None
+    return n + max(0, cut[1] - len(content)) // 4 if cut else n

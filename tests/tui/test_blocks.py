@@ -115,3 +115,22 @@ def test_a_line_of_megabytes_is_drawn_from_its_head_saying_how_long_it_is(monkey
     plain = "".join(strip.text for strip in strips)
     assert f"(+{len(text) - LINE_CHARS:,} characters on this line)" in plain
     assert key[:12] not in plain
+
+
+def test_a_text_cut_on_the_way_to_the_app_says_its_whole_length_not_the_pieces():
+    """What the app holds of a 50 MB output is its first 64 KiB and a note; the block says 50,000,000
+    characters (collapsed and expanded), never the held piece's length as the line's."""
+    from rich.console import Console
+
+    from flowtui.runtime.messages import Message
+    from flowtui.tui.widgets.blocks import render_block
+
+    held = "x" * 65_536 + ("\n… [cut on the way to the app: 50,000,000 characters in all (event 7, item.content); "
+                           "o opens the whole text]")
+    msg = Message(role="tool", content=held, tool_name="t", tool_call_id="c")
+    for expanded in (False, True):
+        strips = render_block(Console(width=100), msg, 2, 100, expanded=expanded)
+        plain = "\n".join(strip.text for strip in strips)
+        assert "50,000,000 characters in all" in plain, expanded
+        assert "63,536" not in plain and "more line" not in plain, expanded
+        assert len(strips) < 60  # the head, not 64 KiB of it wrapped

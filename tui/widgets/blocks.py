@@ -21,6 +21,7 @@ from rich.style import Style
 from rich.text import Text
 from textual.strip import Strip
 
+from flowtui.tui.client import split_cut
 from flowtui.tui.shown import shown, shown_head, shown_streaming
 
 ROLE_STYLES = {
@@ -167,16 +168,23 @@ def render_block(console: Console, msg: Any, index: int, width: int, *, expanded
             n = msg.reasoning.count("\n") + 1
             parts.append(Text(f"▸ reasoning ({n} line{'s' if n > 1 else ''}, enter expands)", REASONING_STYLE,
                               no_wrap=True, overflow="ellipsis"))
+    # A text cut on the way to the app: what it holds is drawn, and the last line says how long it is
+    # (its cut line's own count would be the piece's).
+    wire = None if provisional else split_cut(msg.content)
+    text, total = wire or (msg.content, 0)
     if provisional:
-        content, hidden = cut_long_lines(shown_streaming(msg.content)), 0
+        content, hidden = cut_long_lines(shown_streaming(text)), 0
     else:
-        content, hidden = head_lines(msg.content)
+        content, hidden = head_lines(text)
         if len(content) > BLOCK_CHARS + LINE_CHARS:  # one line longer than a block draws: what is drawn is shown
-            length = content.find("\n")
-            length = len(content) if length < 0 else length
-            content = shown_head(content, LINE_CHARS)[:LINE_CHARS] + f"… (+{length - LINE_CHARS:,} characters on this line)"
+            length = text.find("\n")  # the line's own length; the last line of a cut text has none here
+            more = "" if wire and length < 0 else f" (+{(len(text) if length < 0 else length) - LINE_CHARS:,} " \
+                                                   "characters on this line)"
+            content = shown_head(content, LINE_CHARS)[:LINE_CHARS] + "…" + more
         else:  # a cut text may end inside a credential: its first characters are hidden too
-            content = cut_long_lines(shown_streaming(content) if hidden else shown(content))
+            content = cut_long_lines(shown_streaming(content) if hidden or wire else shown(content))
+    end_note = f"… {total:,} characters in all (o opens the whole text)" if wire \
+        else more_lines(hidden) if hidden else None
     if content:
         if provisional:
             parts.append(Text(content, overflow="fold"))
@@ -189,15 +197,17 @@ def render_block(console: Console, msg: Any, index: int, width: int, *, expanded
             preview = Text("\n".join(line if len(line) <= inner else line[:inner - 1] + "…"
                                      for line in lines[:COLLAPSED_LINES]), overflow="fold")
             more = len(lines) - COLLAPSED_LINES + hidden
-            if more > 0:
+            if wire:
+                preview.append(f"\n… {total:,} characters in all (enter expands, o opens the whole text)", DIM)
+            elif more > 0:
                 preview.append(f"\n… {more:,} more lines (enter expands)", DIM)
             parts.append(preview)
-            hidden = 0  # said already
+            end_note = None  # said already
         else:
             style = Style(italic=True) if msg.role == "system" else Style()
             parts.append(Text(content, style=style, overflow="fold"))
-        if hidden:
-            parts.append(Text(more_lines(hidden), DIM, no_wrap=True, overflow="ellipsis"))
+        if end_note:
+            parts.append(Text(end_note, DIM, no_wrap=True, overflow="ellipsis"))
     for call in msg.tool_calls:
         line = Text("→ ", DIM)
         line.append(shown(call.name), Style(bold=True, color="#d7af5f"))
