@@ -14,7 +14,8 @@ write events with :func:`encode_event`. Whatever a value holds, the line:
   too (which JSON encoders leave raw);
 - on the wire to the app, optionally, cuts strings longer than ``limit``
   characters to their first ones, naming each cut in the event's ``elided``
-  field (``{"item.content": 52428800}``) so the app shows a preview and can
+  field (``{"item.content": 52428800}``: a path of keys and indexes, each key
+  percent-encoded) so the app shows a preview and can
   fetch the whole value; the journal never cuts.
 
 Events are hot (several per turn, up to a flood of hundreds of thousands a
@@ -30,6 +31,7 @@ import json
 import math
 import re
 from typing import Any
+from urllib.parse import quote, unquote
 
 import orjson
 from pydantic_core import PydanticSerializationError, to_json
@@ -158,8 +160,11 @@ def _safe(value: Any, secrets: tuple[str, ...], limit: int | None, elided: dict[
     if isinstance(value, float):
         return value if math.isfinite(value) else None
     if isinstance(value, dict):
-        return {str(_safe(k, secrets, None, elided, path, None)): _safe(v, secrets, limit, elided, _join(path, k), kept)
-                for k, v in value.items()}
+        out = {}
+        for k, v in value.items():
+            key = str(_safe(k, secrets, None, elided, path, None))
+            out[key] = _safe(v, secrets, limit, elided, _join(path, key), kept)
+        return out
     if isinstance(value, (list, tuple)):
         return [_safe(v, secrets, limit, elided, _join(path, i), kept) for i, v in enumerate(value)]
     if hasattr(value, "model_dump"):
@@ -168,4 +173,12 @@ def _safe(value: Any, secrets: tuple[str, ...], limit: int | None, elided: dict[
 
 
 def _join(path: str, key: Any) -> str:
-    return f"{path}.{key}" if path else str(key)
+    """A cut value's path: its keys (as written, redacted) and indexes joined by ``.``, each key
+    percent-encoded (``.`` too), so any key names one place and a path has no space or bracket."""
+    part = str(key) if isinstance(key, int) else quote(key, safe="").replace(".", "%2E")
+    return f"{path}.{part}" if path else part
+
+
+def path_keys(path: str) -> list[str]:
+    """The keys and indexes (as text) of a cut value's path (see :func:`_join`)."""
+    return [unquote(part) for part in path.split(".")]

@@ -371,17 +371,33 @@ def _elided(event: Any) -> Any:
 
 
 def mark_cuts(line: bytes, event: Any) -> Any:
-    """``event`` with each string it lost on the wire ending in a note saying so (and where it is whole)."""
+    """``event`` with each string it lost on the wire ending in a note saying so (and where it is whole).
+    A path that names no string of the event (a peer's forged ``elided``) marks nothing."""
+    from flowtui.runtime.encoding import path_keys
+
     data = json.loads(line)
-    for path, total in dict(_elided(event)).items():
-        keys = path.split(".")
-        holder = data
-        for key in keys[:-1]:
-            holder = holder[int(key)] if isinstance(holder, list) else holder.get(key)
-        last = int(keys[-1]) if isinstance(holder, list) else keys[-1]
-        if isinstance(holder, (list, dict)) and isinstance(holder[last], str):
-            holder[last] += _CUT_NOTE.format(total=total, seq=event.seq, path=path)
+    elided = _elided(event)
+    for path, total in elided.items() if isinstance(elided, dict) else ():
+        if not isinstance(path, str) or not isinstance(total, int):
+            continue
+        holder, keys = data, path_keys(path)
+        for key in keys:
+            parent, holder = holder, _child(holder, key)
+        if isinstance(holder, str):
+            _set_child(parent, keys[-1], holder + _CUT_NOTE.format(total=total, seq=event.seq, path=path))
     return _p().parse_worker_line(json.dumps(data))
+
+
+def _child(holder: Any, key: str) -> Any:
+    if isinstance(holder, dict):
+        return holder.get(key)
+    if isinstance(holder, list) and key.isdecimal() and len(key) < 10 and int(key) < len(holder):
+        return holder[int(key)]
+    return None
+
+
+def _set_child(holder: Any, key: str, value: str) -> None:
+    holder[int(key) if isinstance(holder, list) else key] = value
 
 
 def _run_end(view: Any, status: str, why: str) -> Any:

@@ -147,6 +147,47 @@ async def test_a_fifty_megabyte_output_reaches_the_app_as_a_preview():
         assert reply.ok and len(reply.value) == 50_000_000  # the whole of it, from the run
 
 
+async def test_a_value_cut_under_any_key_says_so_and_opens_whole():
+    """A long value under a key holding a dot, a bracket and a space, or a credential, arrives cut
+    with its note, and the note's place fetches the whole of it; the credential is nowhere in it."""
+    from flowtui.tui.client import cut_in
+
+    app = make(f"{MISBEHAVE}:OddKeys", input="x")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await paused(pilot)
+        await pilot.press("c")
+        await ended(pilot, timeout=60)
+        value = app.client.view.runs[app.client.view.run_id].ctx["d"]  # as the panes hold it
+        assert "A1b2C3d4" not in str(value)
+        assert sorted(len(v) < 70_000 for v in value.values()) == [True] * 3  # all three cut
+        for key, letter in (("a.b", "x"), ("k) x", "y")):
+            cut = cut_in(value[key])
+            assert cut is not None, key
+            whole, why = await app.client.fetch(cut[0], cut[1])
+            assert why is None and whole == letter * 100_000, key
+        (hidden,) = [key for key in value if key not in ("a.b", "k) x")]
+        cut = cut_in(value[hidden])
+        whole, why = await app.client.fetch(cut[0], cut[1])
+        assert why is None and whole == "z" * 100_000
+
+
+@pytest.mark.parametrize("elided", [
+    {"value.nowhere.deeper": 5}, {"value.5": 5}, {"value.0.x": 5}, {"value." + "9" * 5000: 5}, {"value": "many"},
+    {"seq": 5}, ["value"], "value", 7,
+])
+def test_a_forged_cut_marks_nothing_and_breaks_nothing(elided):
+    """An attached peer's ``elided`` that names no string of its event leaves the event as it came."""
+    import json
+
+    from flowtui.runtime import protocol
+    from flowtui.tui.client import mark_cuts
+
+    line = json.dumps(dict(type="ctx.set", seq=3, ts=0.0, run_id="r", node_id=None, parent_id=None,
+                           origin="user", name="d", value=["a", "b"], elided=elided)).encode()
+    marked = mark_cuts(line, protocol.parse_worker_line(line.decode()))
+    assert (marked.type, marked.seq, marked.value) == ("ctx.set", 3, ["a", "b"])
+
+
 async def test_a_cut_value_the_run_cannot_send_is_said_not_waited_on(monkeypatch):
     import os
     import signal

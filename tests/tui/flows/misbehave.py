@@ -64,6 +64,11 @@ def keyboard_interrupt(self, response, ctx):
     raise KeyboardInterrupt
 
 
+def odd_keys(self, response, ctx):
+    """Long values under keys a path could misread: a dot, a bracket and a space, a credential."""
+    ctx.d = {"a.b": "x" * 100_000, "k) x": "y" * 100_000, "sk-proj-" + "A1b2C3d4" * 6: "z" * 100_000}
+
+
 def fine(self, args: Args = Input()):
     return "ok"
 
@@ -212,4 +217,9 @@ class TerminatedRunning:
 
 @workflow(steps=make(terminated_while_awaiting))
 class TerminatedAwaiting:
+    pass
+
+
+@workflow(steps=make(fine, hook=odd_keys)[:1])
+class OddKeys:
     pass
