@@ -66,8 +66,8 @@ ACTIONS: list[ActionSpec] = [
     ActionSpec("A", "add_memory", "edit", "add memory item", "Add a memory item", "add"),  # shown as "a/A add"
     ActionSpec("u", "undo", "edit", "undo", "Undo the last edit", rank=13),
     ActionSpec("o", "open_whole", "view", "open whole text",
-               "Open the whole text of the message under the cursor in your pager ($PAGER), even one cut on "
-               "its way to the app", "open", rank=18),
+               "Open the whole text of the message under the cursor (or of the sidebar's item or field) in "
+               "your pager ($PAGER), even one cut on its way to the app", "open", rank=18),
     ActionSpec("P", "printed", "view", "what the flow printed",
                "Open the last 500 lines the flow printed (stdout and stderr) in your pager", "printed"),
     *pane_actions(),  # the panes' border lists their keys

@@ -15,6 +15,7 @@ flow does, ``x`` stops the run and ``q`` quits, each within about a second.
 from __future__ import annotations
 
 import gc
+import json
 import time
 from collections.abc import Iterable
 from typing import Any
@@ -25,7 +26,7 @@ from textual.timer import Timer
 from textual.worker import Worker, WorkerState
 
 from flowtui.tui.actions import ACTIONS, app_help_groups, bindings, palette
-from flowtui.tui.client import LaunchConfig, RunClient, cut_in
+from flowtui.tui.client import LaunchConfig, RunClient, cut_inside
 from flowtui.tui.commands import RunCommands
 from flowtui.tui.edits import RunEdits
 from flowtui.tui.messages import RunFlushed
@@ -301,22 +302,30 @@ class FlowApp(RunCommands, RunEdits, RunWatches, PlainNotify, App[int]):
 
     # --- views -----------------------------------------------------------------
     def action_open_whole(self) -> None:
-        """The message under the cursor, whole, in the pager: fetched from the run when it was cut."""
+        """The message under the cursor (or the sidebar's memory item, task or state field), whole, in
+        the pager: what was cut on the way to the app fetched from the run."""
         view = self.client.view
+        target = self._sidebar_target() if view is not None else None
+        if target is not None:
+            value = self.row_value(target)[1]
+            self.run_worker(self._open_whole(value), group="command", exit_on_error=False)
+            return
         i = self.main.conversation.cursor
         if view is None or not 0 <= i < len(view.history):
             self.notify("Put the cursor on a message to open it.", severity="warning")
             return
         self.run_worker(self._open_whole(view.history[i].content), group="command", exit_on_error=False)
 
-    async def _open_whole(self, text: str) -> None:
-        cut = cut_in(text)
+    async def _open_whole(self, value: Any) -> None:
+        cut = cut_inside(value)
         if cut is not None:
-            whole, why = await self.client.fetch(cut[0], cut[1])
-            if whole is None:
+            if cut[2] >= 1_000_000:
+                self.notify(f"Fetching {cut[2]:,} characters from the run…", timeout=3)
+            value, why = await self.client.whole(value)
+            if why is not None:
                 self.notify(why, severity="warning")
                 return
-            text = whole
+        text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, indent=2, default=str)
         await page(self, shown(text))
 
     def action_printed(self) -> None:

@@ -274,6 +274,22 @@ class RunClient:
             return None, "the run's process has ended: the cut text is all there is"
         return (reply.value, None) if reply.ok else (None, reply.error or "the run no longer holds it")
 
+    async def whole(self, value: Any) -> tuple[Any, str | None]:
+        """``value`` with every string in it that was cut on the wire fetched whole: (it, None), or
+        (None, why) when one cannot be."""
+        if isinstance(value, str):
+            cut = cut_in(value)
+            return (value, None) if cut is None else await self.fetch(cut[0], cut[1])
+        if isinstance(value, (dict, list, tuple)) and cut_inside(value) is not None:
+            items = value.items() if isinstance(value, dict) else enumerate(value)
+            out = {} if isinstance(value, dict) else [None] * len(value)
+            for key, item in items:
+                out[key], why = await self.whole(item)
+                if why is not None:
+                    return None, why
+            return out, None
+        return value, None
+
     def send(self, command: p.BaseModel) -> None:
         if self.channel is not None:
             self.channel.send(command)
@@ -354,6 +370,22 @@ def cut_in(text: str) -> tuple[int, str, int] | None:
     """(seq, path, characters in all) when ``text`` was cut on the way to the app."""
     m = CUT.search(text) if "cut on the way" in text else None
     return (int(m.group(2)), m.group(3), int(m.group(1).replace(",", ""))) if m else None
+
+
+def cut_inside(value: Any) -> tuple[int, str, int] | None:
+    """:func:`cut_in` of the first string in ``value`` (a text, or a structure of them) that was cut."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            cut = cut_in(item)
+            if cut:
+                return cut
+        elif isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, (list, tuple)):
+            stack.extend(item)
+    return None
 
 
 def split_cut(text: str) -> tuple[str, int] | None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
-from flowtui.tui.client import cut_in
+from flowtui.tui.client import cut_in, cut_inside
 
 if TYPE_CHECKING:
     from flowtui.runtime import protocol as p
@@ -66,14 +66,31 @@ class RunEdits:
         return done
 
     def _too_large_to_edit(self: FlowApp) -> bool:
-        i = self.main.conversation.cursor
-        history = self.client.view.history
-        text = history[i].content if self._sidebar_target() is None and 0 <= i < len(history) else ""
-        cut = cut_in(text)
+        """A text cut on the way to the app is not edited here: saving the piece would replace the run's
+        whole value with it."""
+        target = self._sidebar_target()
+        if target is None:
+            i = self.main.conversation.cursor
+            history = self.client.view.history
+            cut = cut_in(history[i].content) if 0 <= i < len(history) else None
+            what = f"This text is {cut[2]:,} characters" if cut else ""
+        else:
+            name, value = self.row_value(target)
+            cut = cut_inside(value)
+            what = f"{name.capitalize()} holds a text of {cut[2]:,} characters" if cut else ""
         if cut:
-            self.notify(f"This text is {cut[2]:,} characters: too large to edit here. o opens it whole.",
-                        severity="warning")
+            self.notify(f"{what}: too large to edit here. o opens it whole.", severity="warning")
         return cut is not None
+
+    def row_value(self: FlowApp, target: str) -> tuple[str, Any]:
+        """(what it is, its value) of the sidebar row ``target`` (``memory:i``, ``tasks:i``, ``field:name``)."""
+        view = self.client.view
+        kind, _, key = target.partition(":")
+        if kind in ("memory", "tasks"):
+            items = view.memory if kind == "memory" else view.tasks
+            i = int(key)
+            return f"{kind} item {i + 1}", items[i] if 0 <= i < len(items) else None
+        return f"state field {key}", view.state.get(key)
 
     def _sidebar_target(self: FlowApp) -> str | None:
         sidebar = self.main.sidebar
@@ -249,6 +266,11 @@ class RunEdits:
 
         call = self._pending_call()
         if call is None:
+            return
+        cut = cut_inside(call.get("args"))
+        if cut:
+            self.notify(f"The call's arguments hold a text of {cut[2]:,} characters: too large to edit here "
+                        "(the run holds them whole; approve, deny or go on as they are).", severity="warning")
             return
 
         def done(result: str | None) -> None:

@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import REVIEW, ended, make, paused, wait_until
+from conftest import REVIEW, ended, make, paused, press_and_pause, wait_until
 
 from flowtui.runtime.protocol import Fetch
 from flowtui.tui.screens.error import LoadErrorScreen
@@ -186,6 +186,61 @@ def test_a_forged_cut_marks_nothing_and_breaks_nothing(elided):
                            origin="user", name="d", value=["a", "b"], elided=elided)).encode()
     marked = mark_cuts(line, protocol.parse_worker_line(line.decode()))
     assert (marked.type, marked.seq, marked.value) == ("ctx.set", 3, ["a", "b"])
+
+
+@pytest.mark.parametrize("row, letter", [("field:items", "s"), ("memory:0", "m")])
+async def test_a_value_cut_on_its_way_is_not_edited_in_the_app_and_o_opens_it_whole(monkeypatch, row, letter):
+    """Saving the piece the app holds would replace the run's whole value with it: e refuses and
+    says why; o opens the whole value, fetched from the run."""
+    import json
+
+    from flowtui.tui.screens.dialogs import TextDialog
+
+    monkeypatch.setenv("PAGER", "cat")
+    app = make(f"{MISBEHAVE}:LongValues", input="x")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await paused(pilot)
+        await pilot.press("n")  # the first turn: the state field and the memory item are 100,000 characters
+        await wait_until(pilot, lambda: app.client.view.status == "paused" and app.client.view.memory,
+                         timeout=30, what="the first turn")
+        sidebar = app.main.sidebar
+        sidebar.focus()
+        await pilot.pause()
+        assert sidebar.select_id(row)
+        await pilot.press("e")
+        await pilot.pause()
+        assert not isinstance(app.screen, TextDialog)
+        assert any("holds a text of 100,000 characters: too large to edit here" in n.message
+                   for n in app._notifications)
+        await pilot.press("o")  # no terminal to hand over here: the notification names the file
+        await wait_until(pilot, lambda: any("the text is in" in n.message for n in app._notifications),
+                         timeout=30, what="the whole value")
+        said = next(n.message for n in app._notifications if "the text is in" in n.message)
+        path = Path(said.rsplit(" ", 1)[-1])
+        try:
+            opened = path.read_text(encoding="utf-8")
+        finally:
+            path.unlink(missing_ok=True)
+        assert (json.loads(opened) if row.startswith("field") else [opened]) == [letter * 100_000]
+
+
+async def test_a_call_whose_arguments_were_cut_is_not_edited_in_the_app():
+    from flowtui.tui.screens.dialogs import TextDialog
+
+    app = make(f"{MISBEHAVE}:LongArguments", input="x")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await paused(pilot)
+        while app.client.view.pause.point != "tool":
+            await press_and_pause(pilot, "s")
+        app.main.conversation.select(1)
+        await pilot.press("e")
+        await pilot.pause()
+        assert not isinstance(app.screen, TextDialog)
+        assert any("arguments hold a text of 100,000 characters: too large to edit here" in n.message
+                   for n in app._notifications)
+        await pilot.press("c")  # the run holds them whole: the tool gets every character
+        await ended(pilot)
+        assert app.client.view.history[2].content == "100000"
 
 
 async def test_a_cut_value_the_run_cannot_send_is_said_not_waited_on(monkeypatch):

@@ -9,7 +9,7 @@ import time
 
 from pydantic import BaseModel
 
-from flowtui import FunctionProvider, Input, agent, loop, tool, workflow
+from flowtui import FunctionProvider, Input, State, agent, loop, tool, workflow
 
 
 class Args(BaseModel):
@@ -222,4 +222,47 @@ class TerminatedAwaiting:
 
 @workflow(steps=make(fine, hook=odd_keys)[:1])
 class OddKeys:
+    pass
+
+
+class Notes(BaseModel):
+    items: list[str] = []
+    title: str = "short"
+
+
+@agent(provider=FunctionProvider(lambda messages, tools: "noted"), prompt="p")
+class Keeper:
+    def __init__(self, s: Notes = State()):
+        self.s = s
+
+    def after_response(self, response, ctx):
+        """A state field and a memory item each longer than what reaches the app whole."""
+        self.s.items.append("s" * 100_000)
+        ctx.state.append("memory", "m" * 100_000)
+
+
+@workflow(state=Notes, steps=[Keeper, Keeper])
+class LongValues:
+    pass
+
+
+class Text(BaseModel):
+    text: str
+
+
+def calls_with_long_arguments(messages, tools):
+    if any(m.role == "tool" for m in messages):
+        return "done"
+    return {"content": "", "tool_calls": [{"name": "echo", "args": {"text": "a" * 100_000}}]}
+
+
+@tool(name="echo", schema=Text)
+class Echo:
+    def execute(self, args: Text = Input()):
+        return str(len(args.text))
+
+
+@workflow(steps=[agent(provider=FunctionProvider(calls_with_long_arguments), prompt="p", tools=[Echo])(
+    type("Caller", (), {}))])
+class LongArguments:
     pass
