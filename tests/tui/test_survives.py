@@ -243,6 +243,51 @@ async def test_a_call_whose_arguments_were_cut_is_not_edited_in_the_app():
         assert app.client.view.history[2].content == "100000"
 
 
+async def test_pagedown_pages_through_a_block_taller_than_the_screen():
+    """An expanded 500-line tool result: page down reaches its last drawn line and its count of the
+    rest (it used to snap back to the block's top on every key)."""
+    app = make(f"{MISBEHAVE}:ManyLines", input="x")
+    async with app.run_test(size=(100, 30)) as pilot:
+        await paused(pilot)
+        await pilot.press("c")
+        await ended(pilot)
+        pane = app.main.conversation
+        pane.focus()
+        pane.select(2)
+        await pilot.press("enter")  # expanded: its first 100 lines, then how many more
+        await pilot.pause()
+        tops = []
+        for _ in range(8):
+            await pilot.press("pagedown")
+            tops.append(pane.scroll_offset.y)
+        assert tops == sorted(tops) and tops[-1] == pane.max_scroll_y > 60, tops
+        screen = [pane.render_line(y).text for y in range(pane.size.height)]
+        assert any("400 more lines (o opens it whole)" in line for line in screen)
+        for _ in range(8):
+            await pilot.press("pageup")
+        assert pane.scroll_offset.y == 0
+
+
+async def test_what_the_model_sees_names_the_key_that_expands_its_blocks():
+    """In view 2 enter shows a block's event, so a collapsed block there says space expands it."""
+    app = make(f"{MISBEHAVE}:ManyLines", input="x")
+    async with app.run_test(size=(100, 30)) as pilot:
+        await paused(pilot)
+        await pilot.press("c")
+        await ended(pilot)
+        await pilot.press("2")
+        sees = app.main.pane_widget("model-sees")
+        await wait_until(pilot, lambda: sees is not None and len(sees.tags) >= 4, what="view 2 drawn")
+        i = next(i for i, m in enumerate(sees.messages) if m.role == "tool")
+        drawn = "\n".join(strip.text for strip in sees._block(i))
+        assert "497 more lines (space expands)" in drawn
+        sees.focus()
+        sees.select(i)
+        await pilot.press("space")
+        await pilot.pause()
+        assert "line 99" in "\n".join(strip.text for strip in sees._block(i))
+
+
 async def test_a_cut_value_the_run_cannot_send_is_said_not_waited_on(monkeypatch):
     import os
     import signal

@@ -123,7 +123,7 @@ def _markdown(text: str) -> RenderableType:
 
 def render_block(console: Console, msg: Any, index: int, width: int, *, expanded: bool,
                  label: str | None = None, tag: str | None = None, short_tag: str | None = None,
-                 provisional: bool = False) -> list[Strip]:
+                 provisional: bool = False, expand_key: str = "enter") -> list[Strip]:
     """The strips of message ``index`` at ``width`` cells (a trailing blank line separates blocks).
 
     The header ends in ``tag`` (default ``#index``), or ``short_tag`` where it does not fit; where
@@ -131,6 +131,7 @@ def render_block(console: Console, msg: Any, index: int, width: int, *, expanded
 
     ``provisional``: a reply still streaming in; its text is shown plain (a
     half-written Markdown table would jump around) and it has no index.
+    ``expand_key``: the key the block's hints name for expanding it.
     """
     inner = max(width - 2, 10)
     role_style = ERROR_STYLE if msg.is_error else ROLE_STYLES.get(msg.role, DIM)
@@ -166,7 +167,7 @@ def render_block(console: Console, msg: Any, index: int, width: int, *, expanded
             parts.append(Text(cut_long_lines(shown(msg.reasoning)), REASONING_STYLE, overflow="fold"))
         else:
             n = msg.reasoning.count("\n") + 1
-            parts.append(Text(f"▸ reasoning ({n} line{'s' if n > 1 else ''}, enter expands)", REASONING_STYLE,
+            parts.append(Text(f"▸ reasoning ({n} line{'s' if n > 1 else ''}, {expand_key} expands)", REASONING_STYLE,
                               no_wrap=True, overflow="ellipsis"))
     # A text cut on the way to the app: what it holds is drawn, and the last line says how long it is
     # (its cut line's own count would be the piece's).
@@ -198,9 +199,9 @@ def render_block(console: Console, msg: Any, index: int, width: int, *, expanded
                                      for line in lines[:COLLAPSED_LINES]), overflow="fold")
             more = len(lines) - COLLAPSED_LINES + hidden
             if wire:
-                preview.append(f"\n… {total:,} characters in all (enter expands, o opens the whole text)", DIM)
+                preview.append(f"\n… {total:,} characters in all ({expand_key} expands, o opens the whole text)", DIM)
             elif more > 0:
-                preview.append(f"\n… {more:,} more lines (enter expands)", DIM)
+                preview.append(f"\n… {more:,} more lines ({expand_key} expands)", DIM)
             parts.append(preview)
             end_note = None  # said already
         else:

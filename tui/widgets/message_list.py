@@ -209,7 +209,8 @@ class MessageList(DirectLines, QuietVirtualSize, ScrollView, can_focus=True):
                 drop_oldest(self._cache, _EVICT_BATCH, self._raw)
             raw = render_block(self.app.console, self._messages[i], i, self._content_width(),
                                expanded=i in self._expanded, label=self.labels.get(i), tag=self.tags.get(i),
-                               short_tag=self.short_tags.get(i))
+                               short_tag=self.short_tags.get(i),
+                               expand_key="space" if i in self.sources else "enter")  # enter shows its event
             base = self._base
             strips = [s.apply_style(base) for s in raw]
             self._cache[i] = strips
@@ -327,7 +328,9 @@ class MessageList(DirectLines, QuietVirtualSize, ScrollView, can_focus=True):
                 self.scroll_end(animate=False, immediate=True, force=True, x_axis=False)
 
     # --- cursor ----------------------------------------------------------------
-    def select(self, index: int) -> None:
+    def select(self, index: int, *, scroll: bool = True) -> None:
+        """Put the cursor on block ``index`` and scroll it into view (``scroll=False``: the view stays
+        where it is, the block being on screen already)."""
         n = len(self._messages)
         if n == 0:
             return
@@ -337,7 +340,9 @@ class MessageList(DirectLines, QuietVirtualSize, ScrollView, can_focus=True):
         self._update_size()
         top, bottom = self._offsets[index], self._offsets[index + 1]
         scroll_y, height = self.scroll_offset.y, self.size.height
-        if top < scroll_y:
+        if not scroll:
+            pass
+        elif top < scroll_y:
             self.scroll_to(y=top, animate=False, immediate=True, force=True)
         elif bottom > scroll_y + height:
             self.scroll_to(y=min(top, bottom - height), animate=False, immediate=True, force=True)
@@ -357,7 +362,9 @@ class MessageList(DirectLines, QuietVirtualSize, ScrollView, can_focus=True):
         target = self.scroll_offset.y + direction * max(self.size.height - 1, 1)
         target = max(0, min(target, self._offsets[-1] - 1))
         self.scroll_to(y=target, animate=False, immediate=True, force=True)
-        self.select(self._index_at(target))
+        # the block at that line is on screen: it takes the cursor and the view stays (snapping to
+        # its top would keep a block taller than the screen from being paged through)
+        self.select(self._index_at(target), scroll=False)
 
     def action_enter(self) -> None:
         seq = self.sources.get(self.cursor)

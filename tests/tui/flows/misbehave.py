@@ -56,6 +56,10 @@ def big(self, args: Args = Input()):
     return "x" * 50_000_000
 
 
+def many_lines(self, args: Args = Input()):
+    return "\n".join(f"line {i}" for i in range(500))
+
+
 def system_exit(self, response, ctx):
     raise SystemExit(0)
 
@@ -110,6 +114,11 @@ class ExitsHard:
 
 @workflow(steps=make(segfault))
 class Segfault:
+    pass
+
+
+@workflow(steps=make(many_lines))
+class ManyLines:
     pass
 
 
