@@ -32,7 +32,7 @@ from flowtui.tui.edits import RunEdits
 from flowtui.tui.messages import RunFlushed
 from flowtui.tui.watchpoints import RunWatches
 from flowtui.tui.screens.main import MainScreen
-from flowtui.tui.shown import PlainNotify, shown
+from flowtui.tui.shown import PlainNotify, shown, shown_apart
 from flowtui.tui.signals import quit_on_signals
 
 
@@ -326,7 +326,7 @@ class FlowApp(RunCommands, RunEdits, RunWatches, PlainNotify, App[int]):
                 self.notify(why, severity="warning")
                 return
         text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, indent=2, default=str)
-        await page(self, shown(text))
+        await page(self, text)
 
     def action_printed(self) -> None:
         """The last lines the flow printed (its stdout and stderr), in the pager."""
@@ -336,7 +336,7 @@ class FlowApp(RunCommands, RunEdits, RunWatches, PlainNotify, App[int]):
             return
         older = self.client.logs_total - len(logs)
         text = (f"({older:,} earlier lines are not kept)\n" if older else "") + "\n".join(logs)
-        self.run_worker(page(self, shown(text)), group="command", exit_on_error=False)
+        self.run_worker(page(self, text), group="command", exit_on_error=False)
 
     def ask_tokens(self) -> None:
         """What the model sees is on screen: ask the run to count its tokens with the model's own
@@ -394,7 +394,8 @@ def _preload_markdown() -> None:
 
 
 async def page(app: App, text: str) -> None:
-    """Show ``text`` in the person's pager (``$PAGER``, else ``less``), the app suspended meanwhile.
+    """Show ``text`` as it may be drawn (:func:`~flowtui.tui.shown.shown_apart`) in the person's
+    pager (``$PAGER``, else ``less``), the app suspended meanwhile.
 
     The text goes through a private temporary file (0600), removed afterwards; where the
     terminal cannot be handed over (a test, a web terminal), the notification names the file."""
@@ -407,8 +408,9 @@ async def page(app: App, text: str) -> None:
 
     from textual.app import SuspendNotSupported
 
+    text = await shown_apart(text)
     fd, path = tempfile.mkstemp(prefix="flowtui-", suffix=".txt")
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
+    with os.fdopen(fd, "w", encoding="utf-8", errors="replace") as f:  # (a lone surrogate from a peer)
         f.write(text)
     pager = shlex.split(os.environ.get("PAGER") or "less")
     if not pager or shutil.which(pager[0]) is None:

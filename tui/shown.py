@@ -16,12 +16,16 @@ original held, so saving an edit loses nothing.
 
 from __future__ import annotations
 
+import asyncio
+import sys
 from functools import lru_cache
 
 from flowtui.runtime.inert import unvisible, visible
 from flowtui.runtime.secrets import MARK, redact, redact_streaming, restore, secret_values
 
-__all__ = ["MARK", "PlainNotify", "shown", "shown_head", "shown_streaming", "unshown"]
+__all__ = ["MARK", "PlainNotify", "shown", "shown_apart", "shown_head", "shown_streaming", "unshown"]
+
+APART_CHARS = 1_000_000  # a longer text is made safe in a process of its own (see ``shown_apart``)
 
 
 @lru_cache(maxsize=1)
@@ -32,6 +36,21 @@ def _secrets() -> tuple[str, ...]:
 def shown(text: str) -> str:
     """``text`` as it may be drawn."""
     return visible(redact(text, _secrets()))
+
+
+async def shown_apart(text: str) -> str:
+    """``shown(text)`` without holding the app up: a long text is made safe in a process of its own
+    (50 MB full of escape sequences and keys took 5 s, which in the app's process froze it, and in
+    a thread of it still stalled it 2 s: the expressions hold the interpreter)."""
+    if len(text) < APART_CHARS:
+        return shown(text)
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "flowtui.tui.shown", stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL)
+    out, _ = await proc.communicate(text.encode("utf-8", "surrogatepass"))
+    if proc.returncode != 0:  # (it could not start, or was killed): here, then
+        return shown(text)
+    return out.decode("utf-8", "surrogatepass")
 
 
 def shown_head(text: str, n: int) -> str:
@@ -69,3 +88,8 @@ class PlainNotify:
                 if active.binding.action in ("quit", "app.quit")]
         if keys:
             self.notify(f"Press {' or '.join(keys)} to quit the app", title="Do you want to quit?")
+
+
+if __name__ == "__main__":  # shown_apart's process: standard input made safe to standard output
+    sys.stdout.buffer.write(shown(sys.stdin.buffer.read().decode("utf-8", "surrogatepass"))
+                            .encode("utf-8", "surrogatepass"))

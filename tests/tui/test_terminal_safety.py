@@ -178,3 +178,29 @@ async def test_the_edit_dialog_shows_control_characters_and_saving_keeps_them():
         await pilot.press("ctrl+s")
         await wait_until(pilot, lambda: "REPLY" in app.client.view.history[1].content, what="the edit")
         assert app.client.view.history[1].content == original.replace("reply", "REPLY")
+
+
+async def test_a_long_text_for_the_pager_is_made_safe_apart_exactly_as_a_short_one():
+    """Past a megabyte, the pager's text is made safe in a process of its own (the app stays
+    responsive): the same text as shown() makes, every key hidden and every escape visible."""
+    from flowtui.tui.shown import APART_CHARS, shown, shown_apart
+
+    key = "sk-proj-" + "Ab3d" * 12
+    line = f"row \x1b]0;pwned\x07 \x1b[31mred\x1b[0m key={key} é 日本 \ud800 end\n"
+    text = line * (APART_CHARS // len(line) + 10)
+    import asyncio
+
+    ticks = 0
+
+    async def tick() -> None:  # the event loop goes on meanwhile
+        nonlocal ticks
+        while True:
+            await asyncio.sleep(0.001)
+            ticks += 1
+
+    ticker = asyncio.create_task(tick())
+    made = await shown_apart(text)
+    ticker.cancel()
+    assert ticks > 5
+    assert made == shown(text)
+    assert key not in made and "\x1b" not in made and "\x07" not in made and "␛]0;pwned␇" in made

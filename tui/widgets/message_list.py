@@ -32,7 +32,6 @@ from textual.scroll_view import ScrollView
 from textual.selection import Selection
 from textual.strip import Strip
 
-from flowtui.tui.shown import shown
 from flowtui.tui.widgets.blocks import Provisional, estimate_heights, is_collapsible, render_block
 from flowtui.tui.widgets.paint import DirectLines, QuietVirtualSize, drop_oldest
 
@@ -409,7 +408,7 @@ class MessageList(DirectLines, QuietVirtualSize, ScrollView, can_focus=True):
 
         memory = [await whole(item) for item in memory]
         tasks = [await whole(item) for item in tasks]
-        await page(app, shown(system_note(memory, tasks) or ""))
+        await page(app, system_note(memory, tasks) or "")
 
     def action_toggle(self) -> None:
         i = self.cursor
