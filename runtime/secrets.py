@@ -138,8 +138,27 @@ def _fingerprint(value: str) -> str:
     return best if len(best) >= 4 else json.dumps(value, ensure_ascii=False)[1:-1]
 
 
+_LONG = 1 << 20  # characters: a text this long is remembered redacted (see ``redact``)
+_recent: list[tuple[str, tuple[str, ...], str]] = []  # the last two long texts redacted: (text, with, result)
+
+
 def redact(text: str, secrets: Iterable[str]) -> str:
-    """``text`` with every credential replaced by ``[redacted]``."""
+    """``text`` with every credential replaced by ``[redacted]``.
+
+    A long text is remembered: the same 50 MB tool output goes out in four events (the tool's end,
+    the history, ``ctx.turn``, ``ctx.output``), and redacting one full of keys takes seconds."""
+    if len(text) < _LONG:
+        return _redact(text, secrets)
+    secrets = tuple(secrets)
+    for seen, with_, result in _recent:
+        if seen is text and with_ == secrets:
+            return result
+    result = _redact(text, secrets)
+    _recent[:] = [(text, secrets, result), *_recent[:1]]
+    return result
+
+
+def _redact(text: str, secrets: Iterable[str]) -> str:
     for value in secrets:
         if value in text:
             text = text.replace(value, MARK)

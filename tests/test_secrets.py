@@ -257,3 +257,18 @@ def test_journal_lines_never_hold_a_value_whatever_it_is_next_to(noise):
     event = CtxSet(seq=1, ts=0, run_id="r", name="x", value={"value": noise + secret + noise, "list": [secret]})
     line = json.loads(encode_event(event, Redactor([secret])))["value"]
     assert secret not in line["value"] and line["list"] == [MARK]
+
+
+def test_a_long_text_is_redacted_alike_each_time_and_for_the_secrets_given():
+    """A long text redacted once is remembered, never for other secrets or another text."""
+    from flowtui.runtime.secrets import redact
+
+    key = "sk-proj-" + "Ab3d" * 12
+    text = ("x" * 100 + " hunter2-value " + key + "\n") * 20_000  # 2.5 MB
+    plain = redact(text, ())
+    assert key not in plain and "hunter2-value" in plain
+    assert redact(text, ()) == plain
+    hidden = redact(text, ("hunter2-value",))
+    assert "hunter2-value" not in hidden and key not in hidden
+    other = text.replace("x", "y")
+    assert redact(other, ()) == plain.replace("x", "y")
