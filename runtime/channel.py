@@ -330,13 +330,13 @@ class Channel:
         return True
 
     # --- stopping ------------------------------------------------------------------------------
-    async def stop(self, grace: float | None = None) -> None:
+    async def stop(self, grace: float | None = None, reason: str | None = None) -> None:
         """Stop the run within about ``grace`` seconds whatever it is doing: a ``stop`` command,
         then ``STOP_SIGNAL`` (the worker unwinds the code that does not return), then ``SIGKILL``."""
         grace = self.grace if grace is None else grace
         if self.stopping_since is None:
             self.stopping_since = time.monotonic()
-        self.send(_p().Stop())
+        self.send(_p().Stop(reason=reason))
         if await self._exited_within(grace):
             return
         self._signal(STOP_SIGNAL)

@@ -348,12 +348,15 @@ async def _run_headless(args: argparse.Namespace, memory: dict[str, str], data: 
     loop = asyncio.get_running_loop()
     interrupts = 0
 
-    def interrupted() -> None:  # ctrl-C: stop cleanly within the grace period; again: kill now
+    def interrupted(signum: int = signal.SIGINT) -> None:
+        """ctrl-C (or a supervisor's SIGTERM): stop cleanly within the grace period; again: kill now."""
         nonlocal interrupts
         interrupts += 1
         if interrupts == 1:
-            say("flowtui: stopping the run (ctrl-C again kills it)")
-            asyncio.ensure_future(channel.stop())
+            by = "ctrl-C" if signum == signal.SIGINT else signal.Signals(signum).name
+            say(f"flowtui: stopping the run ({by} again kills it)")
+            asyncio.ensure_future(channel.stop(reason=None if signum == signal.SIGINT
+                                               else f"flowtui run received {signal.Signals(signum).name}"))
         else:
             asyncio.ensure_future(channel.kill())
 
@@ -361,7 +364,10 @@ async def _run_headless(args: argparse.Namespace, memory: dict[str, str], data: 
     # A handler of Python's own, not the loop's: the loop learns of a signal through a pipe that a flood of
     # calls from other threads (a client's commands, with --listen) can fill, and a signal that finds it
     # full is lost. This one runs in the main thread whatever that pipe holds, and queues the stop.
-    previous = signal.signal(signal.SIGINT, lambda signum, frame: loop.call_soon_threadsafe(interrupted))
+    def on_signal(signum: int, frame: Any) -> None:
+        loop.call_soon_threadsafe(interrupted, signum)
+
+    previous = {signum: signal.signal(signum, on_signal) for signum in (signal.SIGINT, signal.SIGTERM)}
     try:
         try:
             # Nobody drives a headless run: a watchpoint that fires stops it there. A served one starts
@@ -390,7 +396,8 @@ async def _run_headless(args: argparse.Namespace, memory: dict[str, str], data: 
         await channel.ended_or_gone()
         await channel.finish()
     finally:
-        signal.signal(signal.SIGINT, previous)
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
     if not channel.ended:  # killed, crashed, exited in a hook: what it journaled but never sent
         on_lines(channel.recover(view.last_seq))
     if not channel.ended:  # the run's end, said by us

@@ -224,8 +224,10 @@ class Controller:
         if self._mode == "step" and self._reason == "start":
             self._reason = "resumed"
 
-    def stop(self) -> None:
-        """End the run cleanly (status ``stopped``) at the next pause point."""
+    def stop(self, reason: str | None = None) -> None:
+        """End the run cleanly (status ``stopped``, ``reason`` or ``stopped by user``) at the next pause point."""
+        if reason:
+            self._stop_reason = reason
         self._stop = True
         self._signal()
 

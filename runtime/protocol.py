@@ -184,6 +184,7 @@ class Pause(_Command):
 
 class Stop(_Command):
     type: Literal["stop"] = "stop"
+    reason: str | None = Field(default=None, max_length=200)  # what the run's end says (else stopped by user)
 
 
 class SetBreakpoint(_Command):

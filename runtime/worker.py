@@ -227,9 +227,11 @@ class Worker:
         if kind in _MOVES:
             if self.run_over():
                 raise ValueError("the run has ended")
-            getattr(self.controller, _MOVES[kind])()
             if kind == "stop":  # a run awaiting (a model call) reaches no pause point: cancel what it awaits
-                asyncio.get_running_loop().call_later(self.grace / 2, self._cancel)
+                self.controller.stop(c.reason)
+                asyncio.get_running_loop().call_later(self.grace / 2, self._cancel, c.reason or "stopped by user")
+            else:
+                getattr(self.controller, _MOVES[kind])()
             return None
         return self._edit(c)
 
@@ -261,9 +263,9 @@ class Worker:
             return edits.undo()
         raise ValueError(f"unknown command {kind!r}")
 
-    def _cancel(self) -> None:
+    def _cancel(self, reason: str) -> None:
         if self.task is not None and not self.task.done():
-            self.task.cancel(f"stopped by user after {self.grace / 2:.1f} s (what it awaited was cancelled)")
+            self.task.cancel(f"{reason} after {self.grace / 2:.1f} s (what it awaited was cancelled)")
 
     def run_over(self) -> bool:
         return self.task is not None and self.task.done()

@@ -61,6 +61,26 @@ def test_ctrl_c_stops_a_run_that_never_returns(tmp_path, flow, reason):
     assert "stopping the run" in err
 
 
+@pytest.mark.parametrize("flow", ["SyncLoop", "paused"])
+def test_sigterm_to_flowtui_run_stops_the_run_as_ctrl_c_does_saying_so(tmp_path, flow):
+    """A supervisor's SIGTERM to ``flowtui run`` (not to the run's own process): the run is stopped
+    and its end written before flowtui exits, saying what stopped it."""
+    journal = tmp_path / "j.jsonl"
+    args = [f"{MISBEHAVE}:SyncLoop", "--input", "x", "--journal", str(journal)]
+    if flow == "paused":  # a served run waits, paused, for its client
+        args += ["--listen", "127.0.0.1:0"]
+    proc = flowtui("run", *args, cwd=tmp_path)
+    wait_for(journal, '"kind":"tool"' if flow == "SyncLoop" else '"type":"run.pause"')
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=HANG)
+    assert proc.returncode == 0, err  # stopped, not failed
+    end = journal_events(journal)[-1]
+    want = ("killed after 1.0 s: a tool or hook did not return" if flow == "SyncLoop"
+            else "flowtui run received SIGTERM")
+    assert (end["type"], end["status"], end["reason"]) == ("run.end", "stopped", want)
+    assert "stopping the run (SIGTERM again kills it)" in err
+
+
 def test_a_second_ctrl_c_kills_at_once(tmp_path):
     journal = tmp_path / "j.jsonl"
     proc = flowtui("run", f"{MISBEHAVE}:SyncLoop", "--input", "x", "--journal", str(journal), cwd=tmp_path)
