@@ -237,7 +237,16 @@ def main_run(argv: list[str]) -> int:
         if isinstance(exc.code, str):
             say(exc.code)
         return 2
-    if args.approve and not args.listen:
+    if args.listen is not None:  # (an empty one, from an unset variable, is no address either)
+        from flowtui.runtime.errors import ConfigError
+        from flowtui.runtime.listen import parse_address
+
+        try:
+            parse_address(args.listen)
+        except ConfigError as exc:
+            say(f"flowtui: {exc}")
+            return 2
+    if args.approve and args.listen is None:
         say("flowtui run: --approve needs a person to decide: open the flow in the app (flowtui FLOW "
             "--approve TOOL), or serve it with --listen and decide from `flowtui attach`")
         return 2
@@ -263,7 +272,7 @@ async def _run_headless(args: argparse.Namespace, memory: dict[str, str], data: 
     printer = json_printer(sys.stdout) if args.json else None
     folded: list[Any] = []  # the RunView, made once the worker is on its way
     relay: Any = None  # with --listen: the client's side
-    held: list[Any] | None = [] if args.listen else None  # the tree, until "listening on" is said
+    held: list[Any] | None = [] if args.listen is not None else None  # the tree, until "listening on" is said
 
     def on_lines(lines: list[bytes]) -> None:
         view = folded[0]
@@ -293,7 +302,7 @@ async def _run_headless(args: argparse.Namespace, memory: dict[str, str], data: 
     channel = Channel(on_lines, on_log=on_log, on_warning=lambda text: say(f"flowtui: {text}"))
     # served: long values are cut as the app's own worker cuts them (a client fetches them whole)
     options = Options(target=args.flow, model=args.model, replies=args.replies, record=args.record,
-                      replay=args.replay, snapshot=args.from_snapshot, wire_limit=None if args.listen else 0,
+                      replay=args.replay, snapshot=args.from_snapshot, wire_limit=None if args.listen is not None else 0,
                       debug=args.debug)
     # The worker first: it boots while this process imports what it needs.
     spawned = asyncio.ensure_future(channel.spawn(options, load_timeout=args.load_timeout or LOAD_TIMEOUT_S))
@@ -334,7 +343,7 @@ async def _run_headless(args: argparse.Namespace, memory: dict[str, str], data: 
             return 2
     channel.keep_journal(str(journal) if journal is not None else None)
     listener = None
-    if args.listen:
+    if args.listen is not None:
         from flowtui.runtime.listen import Listener
         from flowtui.runtime.relay import Relay
 

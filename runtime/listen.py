@@ -9,8 +9,9 @@ The run starts paused and waits for a client. A client's first line must be
 ``token rejected`` and the connection closed, and the run keeps waiting. Before
 ``auth`` a connection gets little: its first line may be 64 KiB at most, it
 must arrive within ``auth_timeout`` seconds all told, and at most
-``max_pending`` connections wait for theirs (beyond it, one is refused at
-once); each refusal says why and closes the connection. After it, a command
+``max_pending`` connections wait for theirs (one more lets the oldest go, so
+connections that send nothing cannot keep a client out); each refusal says why
+and closes the connection. After it, a command
 line may be ``max_line`` bytes (64 MiB): a longer one is answered with why,
 read on without being kept, and the connection goes on. What goes to the
 client is written by a thread of its own (:mod:`runtime.sender`): a client
@@ -36,6 +37,7 @@ import asyncio
 import hmac
 import ipaddress
 import secrets
+import shlex
 import socket
 import sys
 import threading
@@ -51,7 +53,8 @@ from flowtui.runtime.sender import close as _close
 
 AUTH_TIMEOUT_S = 10.0  # from connecting to a valid ``auth`` line, all told
 MAX_FIRST_LINE = 64 * 1024  # bytes: the ``auth`` line is short; a longer one is refused unread
-MAX_PENDING = 16  # connections waiting to authenticate; one more is refused at once
+MIN_TOKEN = 16  # characters: a shorter token given with --token is warned about
+MAX_PENDING = 16  # connections waiting to authenticate; one more lets the oldest go
 MAX_QUEUED = 64  # a client's commands read and not handled yet; it is read on as they are
 MAX_LINE = 64 * 1024 * 1024  # bytes: a command after ``auth`` (an edit may carry a long text)
 FLUSH_AT_CLOSE_S = 5.0  # the longest the run's end waits to reach its client when the process ends
@@ -90,6 +93,8 @@ class Listener:
         if not is_loopback(host) and not public:
             raise ConfigError(f"--listen {address}: {host} is not loopback; anyone who can reach it and guess the "
                               "token can run commands in this flow's process. Add --listen-public to mean it")
+        if token is not None and not token.strip():
+            raise ConfigError("--token is empty: give one of at least 16 characters, or leave it out for a random one")
         self.worker = worker
         self.token = token or secrets.token_hex(16)
         self.public = not is_loopback(host)
@@ -100,7 +105,7 @@ class Listener:
         self.auth_timeout = auth_timeout
         self.max_pending = max_pending
         self.max_line = max_line
-        self._pending = 0  # connections not authenticated yet (each has a thread, for auth_timeout at most)
+        self._waiting: dict[socket.socket, None] = {}  # not authenticated yet, oldest first (a thread each)
         self._loop: asyncio.AbstractEventLoop | None = None
         worker.backlog = []  # whoever attaches later gets every event so far
         worker.send = _nowhere
@@ -118,7 +123,10 @@ class Listener:
         out = out or sys.stderr
         print(f"listening on {self.address}", file=out, flush=True)
         print(f"token: {self.token}", file=out, flush=True)
-        print(f"attach with: flowtui attach {self.address} --token {self.token}", file=out, flush=True)
+        print(f"attach with: flowtui attach {self.address} --token {shlex.quote(self.token)}", file=out, flush=True)
+        if len(self.token) < MIN_TOKEN:
+            print(f"warning: a token of {len(self.token)} characters can be guessed; leave --token out for a "
+                  "random one", file=out, flush=True)
         if self.public:
             print("warning: listening beyond loopback; keep the token secret", file=out, flush=True)
 
@@ -140,13 +148,13 @@ class Listener:
                 conn, _ = self._sock.accept()
             except OSError:
                 return
-            with self._lock:
-                busy = self._pending >= self.max_pending
-                if not busy:
-                    self._pending += 1
-            if busy:
-                _refuse(conn, f"too many connections waiting to authenticate ({self.max_pending}); try again")
-                continue
+            with self._lock:  # full: the oldest is let go, so silent connections cannot keep a client out
+                oldest = next(iter(self._waiting)) if len(self._waiting) >= self.max_pending else None
+                if oldest is not None:
+                    del self._waiting[oldest]
+                self._waiting[conn] = None
+            if oldest is not None:
+                _refuse(oldest, f"let go before authenticating: {self.max_pending} newer connections were waiting")
             threading.Thread(target=self._serve, args=(conn,), name="flowtui-client", daemon=True).start()
 
     def _serve(self, conn: socket.socket) -> None:
@@ -154,7 +162,7 @@ class Listener:
             first, rest = self._first_line(conn)
         finally:
             with self._lock:
-                self._pending -= 1
+                self._waiting.pop(conn, None)
         if first is None:
             return
         attached = False

@@ -174,28 +174,22 @@ def test_the_auth_deadline_is_one_for_the_whole_line_not_one_per_read():
     on_a_listener(test, auth_timeout=1.0)
 
 
-def test_connections_waiting_for_auth_are_bounded_and_the_rest_refused_at_once():
-    def test(port, listener):
-        waiting = [socket.create_connection(("127.0.0.1", port), timeout=HANG) for _ in range(2)]
-        deadline = time.monotonic() + HANG
-        while listener._pending < 2:
-            assert time.monotonic() < deadline
-            time.sleep(0.01)
-        extra = socket.create_connection(("127.0.0.1", port), timeout=HANG)
-        t0 = time.monotonic()
-        said = messages(extra, lambda out: False)
-        assert replies(said) == [(0, False, "too many connections waiting to authenticate (2); try again")]
-        assert time.monotonic() - t0 < 1.5  # at once, not at the deadline
-        for sock in waiting:  # those that gave up are forgotten: their places are free again
-            sock.close()
-        while listener._pending:
-            assert time.monotonic() < deadline
-            time.sleep(0.01)
-        later = socket.create_connection(("127.0.0.1", port), timeout=HANG)
-        later.sendall(b'{"type": "auth", "token": "wrong"}\n')
-        assert replies(messages(later, lambda out: False)) == [(0, False, "token rejected")]
+def test_silent_connections_are_bounded_and_cannot_keep_a_client_out(listening):
+    """At most MAX_PENDING connections wait to authenticate: one more lets the oldest go (said to
+    it), so connections that send nothing never lock the person with the token out."""
+    from flowtui.runtime.listen import MAX_PENDING
 
-    on_a_listener(test, auth_timeout=5.0, max_pending=2)
+    proc, port, token = listening
+    silent = [socket.create_connection(("127.0.0.1", port), timeout=HANG) for _ in range(MAX_PENDING)]
+    client = socket.create_connection(("127.0.0.1", port), timeout=HANG)
+    client.sendall(auth(token))
+    assert messages(client, lambda out: out)[0]["type"] == "hello"  # attached, the silent ones still open
+    t0 = time.monotonic()
+    assert replies(messages(silent[0], lambda out: False)) == [
+        (0, False, f"let go before authenticating: {MAX_PENDING} newer connections were waiting")]
+    assert time.monotonic() - t0 < 5  # at once, not at the auth deadline
+    for sock in silent + [client]:
+        sock.close()
 
 
 # --- after auth -------------------------------------------------------------------------------
@@ -295,6 +289,28 @@ def test_listening_on_a_port_out_of_range_exits_2_naming_listen():
     assert done.returncode == 2, done.stderr
     assert "--listen '127.0.0.1:99999'" in done.stderr and "0-65535" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize("options,said", [
+    (["--listen", ""], "flowtui: --listen '': expected HOST:PORT"),  # an unset variable: nothing served
+    (["--listen", "127.0.0.1:0", "--token", " "], "flowtui: --token is empty"),
+])
+def test_a_listen_that_would_serve_nothing_exits_2_saying_why(options, said):
+    done = ran("run", "flows/revisao.py", "--input", "x", "--no-journal", *options)
+    assert done.returncode == 2 and said in done.stderr and "Traceback" not in done.stderr, done.stderr
+    assert not done.stdout  # the flow did not run
+
+
+def test_a_short_token_is_served_with_a_warning():
+    proc = flowtui("run", "flows/revisao.py", "--input", "x", "--listen", "127.0.0.1:0", "--token", "abc",
+                   "--no-journal")
+    try:
+        said = [proc.stderr.readline() for _ in range(4)]
+        assert said[1] == "token: abc\n"
+        assert said[3].startswith("warning: a token of 3 characters can be guessed")
+    finally:
+        proc.kill()
+        proc.wait()
 
 
 @pytest.mark.parametrize("address,said", [
