@@ -69,6 +69,7 @@ def _p():
 
 
 LOAD_TIMEOUT_S = 30.0  # a flow whose import has not finished by then is a load error
+ATTACH_TIMEOUT_S = 10.0  # a served run that has not answered ``flowtui attach`` by then is not one
 LOG_LINE_MAX = 4096  # a printed line longer than this reaches the client cut
 LINE_MAX = 1 << 26  # a protocol line longer than this (64 MiB) is read to its end and left out, said
 MAY_BE_LOST = 16  # events a skip in seq may stand for when the journal cannot show them (see in_order)
@@ -121,7 +122,8 @@ class Channel:
         self._tasks = [asyncio.ensure_future(self._read(out)), asyncio.ensure_future(self._read_log(err))]
         return await self._greeting(load_timeout)
 
-    async def connect(self, host: str, port: int, token: str, *, timeout: float = 10.0) -> p.Hello | p.LoadError:
+    async def connect(self, host: str, port: int, token: str, *,
+                      timeout: float = ATTACH_TIMEOUT_S) -> p.Hello | p.LoadError:
         """Attach to a worker listening on ``host:port``; a wrong token is a :class:`PermissionError`."""
         reader, writer = await asyncio.wait_for(asyncio.open_connection(host, port, limit=1 << 24), timeout)
         self._writer = writer

@@ -34,6 +34,7 @@ flow's process.
 from __future__ import annotations
 
 import asyncio
+import errno
 import hmac
 import ipaddress
 import secrets
@@ -98,7 +99,12 @@ class Listener:
         self.worker = worker
         self.token = token or secrets.token_hex(16)
         self.public = not is_loopback(host)
-        self._sock = socket.create_server((host, port), family=socket.AF_INET6 if ":" in host else socket.AF_INET)
+        try:
+            self._sock = socket.create_server((host, port), family=socket.AF_INET6 if ":" in host else socket.AF_INET)
+        except OSError as exc:
+            why = ("that port is in use: pick another, or port 0 for a free one" if exc.errno == errno.EADDRINUSE
+                   else f"cannot listen there: {exc.strerror or exc}")
+            raise ConfigError(f"--listen {address}: {why}") from None
         self.host, self.port = self._sock.getsockname()[:2]
         self._client: socket.socket | None = None
         self._lock = threading.Lock()
@@ -167,8 +173,9 @@ class Listener:
             return
         attached = False
         try:
-            if not self._authorized(first):
-                _refuse(conn, "token rejected")
+            refused = self._refusal(first)
+            if refused:
+                _refuse(conn, refused)
                 return
             with self._lock:
                 if self._client is not None:
@@ -240,12 +247,15 @@ class Listener:
             _close(conn)
         return None, b""
 
-    def _authorized(self, line: bytes) -> bool:
+    def _refusal(self, line: bytes) -> str | None:
+        """Why the first line does not authenticate (None: it does)."""
         try:
             command = p.parse_command(line)
         except ValidationError:
-            return False
-        return command.type == "auth" and hmac.compare_digest(command.token.encode(), self.token.encode())
+            command = None
+        if command is None or command.type != "auth":
+            return 'the first line must be {"type": "auth", "token": "..."} with the token the run printed'
+        return None if hmac.compare_digest(command.token.encode(), self.token.encode()) else "token rejected"
 
     def _call(self, fn: Any, *args: Any) -> None:
         assert self._loop is not None

@@ -301,6 +301,36 @@ def test_a_listen_that_would_serve_nothing_exits_2_saying_why(options, said):
     assert not done.stdout  # the flow did not run
 
 
+def test_listening_on_a_port_in_use_says_so_and_what_to_do():
+    taken = socket.create_server(("127.0.0.1", 0))
+    try:
+        port = taken.getsockname()[1]
+        done = ran("run", "flows/revisao.py", "--input", "x", "--no-journal", "--listen", f"127.0.0.1:{port}")
+    finally:
+        taken.close()
+    assert done.returncode == 2
+    assert f"--listen 127.0.0.1:{port}: that port is in use: pick another, or port 0 for a free one" in done.stderr
+
+
+def test_a_first_line_that_is_no_auth_is_told_what_it_must_be(listening):
+    proc, port, token = listening
+    for first in (b'{"type": "step", "id": 1}\n', b'GET / HTTP/1.1\n', b'{"type": "auth"}\n'):
+        sock = socket.create_connection(("127.0.0.1", port), timeout=HANG)
+        sock.sendall(first)
+        (said,) = replies(messages(sock, lambda out: False))
+        assert said[2].startswith('the first line must be {"type": "auth", "token": "..."}'), first
+
+
+def test_attach_where_nothing_listens_says_so_in_words():
+    free = socket.create_server(("127.0.0.1", 0))
+    port = free.getsockname()[1]
+    free.close()
+    code, said = attached_in_a_terminal(port)
+    assert code == 2
+    assert f"flowtui attach: 127.0.0.1:{port}: nothing listens there (is flowtui run --listen serving" in said
+    assert "Errno" not in said
+
+
 def test_a_short_token_is_served_with_a_warning():
     proc = flowtui("run", "flows/revisao.py", "--input", "x", "--listen", "127.0.0.1:0", "--token", "abc",
                    "--no-journal")
@@ -372,6 +402,7 @@ def test_attach_to_a_peer_that_never_answers_exits_2_after_the_wait():
         stop.set()
     assert code == 2, said
     assert f"flowtui attach: 127.0.0.1:{port}: no answer within 10 s" in said
+    assert "(given up after 10 s)" in said and "given up after 30" not in said  # the wait it shows is the one it has
 
 
 def test_what_a_served_flow_prints_is_redacted_inert_and_sent_to_the_client(tmp_path):

@@ -25,6 +25,7 @@ from textual.screen import Screen
 from textual.timer import Timer
 from textual.worker import Worker, WorkerState
 
+from flowtui.runtime.channel import ATTACH_TIMEOUT_S
 from flowtui.tui.actions import ACTIONS, app_help_groups, bindings, palette
 from flowtui.tui.client import LaunchConfig, RunClient, cut_inside
 from flowtui.tui.commands import RunCommands
@@ -114,8 +115,9 @@ class FlowApp(RunCommands, RunEdits, RunWatches, PlainNotify, App[int]):
 
     def _loading_text(self) -> str:
         waited = time.monotonic() - (self._loading_since or time.monotonic())
-        return (f"loading {self.config.target}… {waited:.1f} s (given up after "
-                f"{self.config.load_timeout:g} s)" if waited >= 0.5 else f"loading {self.config.target}…")
+        limit = ATTACH_TIMEOUT_S if self.config.attach is not None else self.config.load_timeout
+        return (f"loading {self.config.target}… {waited:.1f} s (given up after {limit:g} s)"
+                if waited >= 0.5 else f"loading {self.config.target}…")
 
     def _before_run(self) -> str | None:
         """The status line before the run's first event: loading, or loaded and waiting for the first message."""
@@ -141,7 +143,7 @@ class FlowApp(RunCommands, RunEdits, RunWatches, PlainNotify, App[int]):
             elif state == WorkerState.ERROR:
                 self._loading_since = None
                 if self.config.attach is not None:  # refused, unreachable or silent: said on exit, not a screen
-                    self.refused = str(worker.error) or type(worker.error).__name__
+                    self.refused = _why_not_attached(worker.error)
                     self.exit(2)
                     return
                 self._load_failed(worker.error)
@@ -428,6 +430,15 @@ async def page(app: App, text: str) -> None:
     finally:
         signal.signal(signal.SIGINT, previous)
     os.unlink(path)
+
+
+def _why_not_attached(error: BaseException) -> str:
+    """What stopped ``flowtui attach``, in words (not an errno's)."""
+    if isinstance(error, ConnectionRefusedError):
+        return "nothing listens there (is flowtui run --listen serving on that port?)"
+    if isinstance(error, OSError) and not isinstance(error, (PermissionError, ConnectionError)) and error.strerror:
+        return f"cannot connect: {error.strerror}"
+    return str(error) or type(error).__name__
 
 
 def make_app(target: str, **options: Any) -> FlowApp:
