@@ -45,6 +45,7 @@ _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _NUMBER = re.compile(r"-?[0-9]+(\.[0-9]+)?([eE][-+]?[0-9]+)?")
 _TOOL = re.compile(r"[^\s()]+")
 _INDEX = re.compile(r"-?[0-9]+")
+MAX_NUMBER = 100  # characters of a number or an index: a longer one is no value anyone compares with
 
 
 @dataclass(frozen=True)
@@ -208,7 +209,7 @@ class _Parser:
             m = _NAME.match(self.text, self.pos)
             if m:
                 parts.append(m.group())
-            elif parts and (m := _INDEX.match(self.text, self.pos)):
+            elif parts and (m := _INDEX.match(self.text, self.pos)) and len(m.group()) <= MAX_NUMBER:
                 parts.append(int(m.group()))
             else:
                 raise self.fail("expected a field name" if not parts else "expected a key or an index")
@@ -234,8 +235,10 @@ class _Parser:
                             f"{subject} ~ /pattern/", at)
         m = _NUMBER.match(self.text, at)
         if m:
-            self.pos = m.end()
             text = m.group()
+            if len(text) > MAX_NUMBER:
+                raise self.fail(f"a number of {len(text):,} characters: at most {MAX_NUMBER} here", at)
+            self.pos = m.end()
             return float(text) if ("." in text or "e" in text.lower()) else int(text)
         if subject.numeric:
             raise self.fail(f"expected a number for {subject}")

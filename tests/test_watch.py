@@ -70,6 +70,8 @@ def test_expressions_parse_to_one_normal_form(text, key):
     ("(state.a == 1", 14, "expected ')'"),
     ("cost > 1 and", 13, "expected a subject"),
     ("", 1, "expected a condition"),
+    ("state.rodadas == " + "1" * 5000, 18, "a number of 5,000 characters: at most 100 here"),  # not int()'s limit
+    ("state.a." + "1" * 5000 + " == 1", 9, "expected a key or an index"),
 ])
 def test_a_malformed_expression_is_refused_at_its_column(text, column, message):
     with pytest.raises(WatchError) as caught:
