@@ -188,6 +188,9 @@ class Worker:
     async def _count(self, c: Any) -> None:
         from flowtui.runtime.tokens import count_shown
 
+        if self.run is not None and c.run_id is not None and c.run_id not in self.run.runs:
+            self.reply(c, error=f"no run {c.run_id!r} in this run (its own, or one of its child workflows)")
+            return
         try:
             counted = await count_shown(self.run, c.run_id) if self.run is not None else None
         except Exception as exc:  # the provider could not count: said, and the estimates stay

@@ -208,7 +208,8 @@ def test_the_worker_answers_count_with_each_block_of_what_the_model_sees(flow_fi
         assert w.command(type="add_item", bucket="tasks", text="mostre a conta")["ok"]
         again = w.command(type="count")["value"]
         assert len(again["messages"]) == 3 and again["messages"][1] > value["messages"][1]
-        assert w.command(type="count", run_id="no-such-run")["value"] is None
+        unknown = w.command(type="count", run_id="no-such-run")
+        assert not unknown["ok"] and unknown["error"].startswith("no run 'no-such-run' in this run")
     finally:
         w.close()
 
