@@ -136,7 +136,7 @@ def parse_worker_lines(lines: list[bytes]) -> list[Any]:
 
 
 class _Command(_Message):
-    id: int = 0
+    id: int = Field(default=0, strict=True, ge=-(2**53), le=2**53)  # a JSON integer (not true, not 26 digits)
 
 
 class Auth(_Command):
@@ -296,7 +296,8 @@ def refusal(line: bytes, error: Exception) -> Reply:
         ident = data.get("id") if isinstance(data, dict) else None
     except (ValueError, RecursionError):
         ident = None
-    return Reply(id=ident if isinstance(ident, int) else -1, ok=False, error=f"not a command: {what_is_wrong(error)}")
+    valid = type(ident) is int and abs(ident) <= 2**53  # else not an id the client gave: -1
+    return Reply(id=ident if valid else -1, ok=False, error=f"not a command: {what_is_wrong(error)}")
 
 
 def what_is_wrong(error: Exception) -> str:
