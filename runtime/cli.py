@@ -301,8 +301,9 @@ async def _run_headless(args: argparse.Namespace, memory: dict[str, str], data: 
     secrets = secret_values()  # once: a flow may print a line a microsecond
     channel = Channel(on_lines, on_log=on_log, on_warning=lambda text: say(f"flowtui: {text}"))
     # served: long values are cut as the app's own worker cuts them (a client fetches them whole)
+    served = args.listen is not None
     options = Options(target=args.flow, model=args.model, replies=args.replies, record=args.record,
-                      replay=args.replay, snapshot=args.from_snapshot, wire_limit=None if args.listen is not None else 0,
+                      replay=args.replay, snapshot=args.from_snapshot, wire_limit=None if served else 0,
                       debug=args.debug)
     # The worker first: it boots while this process imports what it needs.
     spawned = asyncio.ensure_future(channel.spawn(options, load_timeout=args.load_timeout or LOAD_TIMEOUT_S))
@@ -381,7 +382,6 @@ async def _run_headless(args: argparse.Namespace, memory: dict[str, str], data: 
         try:
             # Nobody drives a headless run: a watchpoint that fires stops it there. A served one starts
             # paused and waits for its client, as a watchpoint or a divergence makes it wait.
-            served = listener is not None
             reply = await channel.command(p.Start(
                 input=args.input, memory=memory or None, data=data or None, paused=served, journal=channel.journal,
                 watch=args.watch, on_watch="pause" if served else "stop", resume_from=args.resume_from,
