@@ -46,6 +46,11 @@ class MainScreen(PanesScreen):
     def on_mount(self) -> None:  # (PanesScreen.on_mount runs too: Textual calls each class's handler)
         self.ready = True
 
+    def on_screen_resume(self) -> None:
+        """A dialog closed: what the pause asks (a call waiting for approval) and a dialog held back
+        is asked now, not at the next event (a run waiting on it sends none)."""
+        self.app.at_pause()  # type: ignore[attr-defined]
+
     @property
     def conversation(self) -> MessageList:
         return self.query_one("#conversation", MessageList)
