@@ -325,6 +325,10 @@ async def _run_headless(args: argparse.Namespace, memory: dict[str, str], data: 
     except LoadTimeout as exc:
         say(f"flowtui: cannot load {args.flow}\n  {exc}")
         return 2
+    except asyncio.CancelledError:  # ctrl-C while the flow is imported: its process goes too
+        await channel.kill()
+        say(f"flowtui: stopped while {args.flow} was loading (ctrl-C); nothing of it ran")
+        return 2
     if isinstance(hello, p.LoadError):
         where = hello.file or args.flow
         where += f":{hello.line}" if hello.line else ""

@@ -29,6 +29,7 @@ import argparse
 import asyncio
 import errno
 import os
+import select
 import signal
 import sys
 import threading
@@ -365,7 +366,11 @@ def main(argv: list[str] | None = None) -> int:
             os.close(fd)
 
     os.register_at_fork(after_in_child=forked)
+    loaded = threading.Event()
+    threading.Thread(target=_end_if_orphaned_while_loading, args=(in_fd, loaded), name="flowtui-loading",
+                     daemon=True).start()
     app = load(args)
+    loaded.set()
     if isinstance(app, p.LoadError):
         send(p.encode(app), True)
         return 2
@@ -509,6 +514,16 @@ def watch_refusal(exc: BaseException) -> dict[str, Any] | None:
     if not isinstance(cause, WatchError):
         return None
     return {"expr": cause.expr, "column": cause.column, "message": cause.message, "hint": cause.hint}
+
+
+def _end_if_orphaned_while_loading(in_fd: int, loaded: threading.Event) -> None:
+    """While the flow is imported, the commands are not read yet: if the client goes (ctrl-C, killed),
+    the import (one that never ends, say) is ended with this process, which ran nothing of the run."""
+    poller = select.poll()
+    poller.register(in_fd, 0)  # hang-ups only: a command that comes early stays unread for the reader
+    while not loaded.is_set():
+        if poller.poll(200) and not loaded.is_set():
+            os.killpg(os.getpgrp(), signal.SIGKILL) if os.getpgrp() == os.getpid() else os._exit(1)
 
 
 def _orphaned(grace: float) -> None:

@@ -131,6 +131,33 @@ def test_an_import_that_never_ends_is_a_load_error_after_the_limit(tmp_path):
     assert time.monotonic() - t0 < 15
 
 
+def workers_of(flow: Path) -> list[int]:
+    """The run processes loading ``flow`` (their command line names it)."""
+    found = subprocess.run(["pgrep", "-f", f"flowtui.runtime.worker {flow}"], capture_output=True, text=True)
+    return [int(pid) for pid in found.stdout.split()]
+
+
+@pytest.mark.parametrize("how", ["ctrl-C", "killed"])
+def test_a_run_process_stuck_importing_goes_with_its_client(tmp_path, how):
+    """ctrl-C while the flow is imported ends its process too, saying so; a client killed outright
+    takes it along as well (it left one spinning forever)."""
+    flow = tmp_path / "loops.py"
+    flow.write_text("while True:\n    pass\n")
+    proc = flowtui("run", str(flow), "--no-journal", cwd=tmp_path)
+    deadline = time.monotonic() + HANG
+    while not workers_of(flow):
+        assert time.monotonic() < deadline, "the run's process never started"
+        time.sleep(0.05)
+    time.sleep(0.5)  # inside the import
+    proc.send_signal(signal.SIGINT if how == "ctrl-C" else signal.SIGKILL)
+    out, err = proc.communicate(timeout=HANG)
+    if how == "ctrl-C":
+        assert proc.returncode == 2 and "stopped while" in err and "was loading (ctrl-C)" in err, err
+    while workers_of(flow):
+        assert time.monotonic() < deadline, "the run's process outlived its client"
+        time.sleep(0.05)
+
+
 def test_a_fifty_megabyte_tool_output_runs_through(tmp_path):
     journal = tmp_path / "j.jsonl"
     proc = flowtui("run", f"{MISBEHAVE}:BigOutput", "--input", "x", "--journal", str(journal), cwd=tmp_path)
