@@ -402,7 +402,7 @@ def test_attach_to_a_peer_that_never_answers_exits_2_after_the_wait():
         stop.set()
     assert code == 2, said
     assert f"flowtui attach: 127.0.0.1:{port}: no answer within 10 s" in said
-    assert "(given up after 10 s)" in said and "given up after 30" not in said  # the wait it shows is the one it has
+    assert "(gives up after 10 s)" in said and "gives up after 30" not in said  # the wait it shows is the one it has
 
 
 def test_what_a_served_flow_prints_is_redacted_inert_and_sent_to_the_client(tmp_path):

@@ -116,7 +116,7 @@ class FlowApp(RunCommands, RunEdits, RunWatches, PlainNotify, App[int]):
     def _loading_text(self) -> str:
         waited = time.monotonic() - (self._loading_since or time.monotonic())
         limit = ATTACH_TIMEOUT_S if self.config.attach is not None else self.config.load_timeout
-        return (f"loading {self.config.target}… {waited:.1f} s (given up after {limit:g} s)"
+        return (f"loading {self.config.target}… {waited:.1f} s (gives up after {limit:g} s)"
                 if waited >= 0.5 else f"loading {self.config.target}…")
 
     def _before_run(self) -> str | None:

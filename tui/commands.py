@@ -105,6 +105,10 @@ class RunCommands:
             return
         if name == "pause" and self.client.view.status == "paused" and not behind:
             self.notify("Already paused.")
+        elif name == "pause" and not behind:  # said at once: the pause comes when the run reaches a pause point
+            busy = waiting_for(self.client.view)
+            self.notify(f"Pausing at the next pause point: waiting for {busy} to return…" if busy
+                        else "Pausing at the next pause point…", timeout=4)
         self.client.send(getattr(_p(), SENT[name])())  # the answer is the next pause, in the event stream
 
     def action_step(self: FlowApp) -> None:

@@ -42,6 +42,17 @@ async def test_x_stops_a_run_stuck_in_a_tool(flow):
         await wait_until(pilot, lambda: app.screen.__class__.__name__ == "HelpScreen", what="the help")
 
 
+async def test_p_while_a_tool_never_returns_says_what_the_pause_waits_for():
+    app = make(f"{MISBEHAVE}:SyncLoop", input="x")
+    async with app.run_test() as pilot:
+        await paused(pilot)
+        await pilot.press("c")
+        await wait_until(pilot, lambda: tool_started(app), what="the stuck tool")
+        await pilot.press("p")
+        assert any(n.message == "Pausing at the next pause point: waiting for tool t to return…"
+                   for n in app._notifications)
+
+
 async def test_q_quits_while_a_tool_never_returns(tmp_path):
     journal = tmp_path / "j.jsonl"
     app = make(f"{MISBEHAVE}:SyncLoop", input="x", journal=str(journal))
