@@ -102,9 +102,11 @@ class Channel:
         self._greeted = asyncio.Event()
         self.closed = asyncio.Event()  # the worker is gone (its output ended)
         self.run_id: str | None = None  # the top-level run, from its run.start
+        self.started_ts = 0.0  # ... and when it started (the run.end written for it says how long it ran)
         self.ended = False  # the top-level run.end went by
         self.stopping_since: float | None = None  # when stop() began, for what run.end says
         self.killed = False
+        self.killed_by: str | None = None
         self.muted = False  # the worker lived on after the pipe its events go out on closed (see _exit_or_mute)
         self.paused = asyncio.Event()  # set by the consumer's flow control: read on
         self.paused.set()
@@ -259,7 +261,7 @@ class Channel:
         if ev is None:
             return
         if ev.type == "run.start" and self.run_id is None and ev.parent_id is None:
-            self.run_id = ev.run_id
+            self.run_id, self.started_ts = ev.run_id, ev.ts
         elif ev.type == "run.end" and ev.run_id == self.run_id:
             self.ended = True
 
@@ -375,8 +377,10 @@ class Channel:
                 pass
             self._writer.close()
 
-    async def kill(self) -> None:
+    async def kill(self, by: str | None = None) -> None:
+        """End the worker now (``by``: who asked, which the run's end then says)."""
         self.killed = True
+        self.killed_by = self.killed_by or by
         if self.proc is None:  # a socket: hang up (a peer that never answers would never close it)
             if self._writer is not None:
                 self._writer.close()
@@ -475,6 +479,8 @@ class Channel:
             return "failed", MUTED
         if self.stopping_since is not None:
             waited = time.monotonic() - self.stopping_since
+            if self.killed_by:
+                return "stopped", f"killed {waited:.1f} s after the stop: {self.killed_by}"
             return "stopped", f"killed after {waited:.1f} s: a tool or hook did not return"
         if code is None:
             return "failed", "the connection to the run was lost"
@@ -585,8 +591,10 @@ class Channel:
         journaled = self.journal is not None and Path(self.journal).exists()
         seq = max(last_seq, journal_last_seq(Path(self.journal)) if journaled else 0) + 1
         fields = {"error": why} if status == "failed" else {"reason": why}
-        event = build_event(RunEnd, dict(seq=seq, ts=time.time(), run_id=self.run_id, node_id=None, parent_id=None,
-                                         origin="flowtui", status=status, output=None, duration_ms=0.0,
+        now = time.time()
+        ran_ms = round(max(now - self.started_ts, 0.0) * 1000, 3) if self.started_ts else 0.0
+        event = build_event(RunEnd, dict(seq=seq, ts=now, run_id=self.run_id, node_id=None, parent_id=None,
+                                         origin="flowtui", status=status, output=None, duration_ms=ran_ms,
                                          **{"error": None, "reason": None, **fields}))
         if journaled:
             with open_append(Path(self.journal)) as f:

@@ -366,13 +366,13 @@ async def _run_headless(args: argparse.Namespace, memory: dict[str, str], data: 
         """ctrl-C (or a supervisor's SIGTERM): stop cleanly within the grace period; again: kill now."""
         nonlocal interrupts
         interrupts += 1
+        by = "ctrl-C" if signum == signal.SIGINT else signal.Signals(signum).name
         if interrupts == 1:
-            by = "ctrl-C" if signum == signal.SIGINT else signal.Signals(signum).name
             say(f"flowtui: stopping the run ({by} again kills it)")
             asyncio.ensure_future(channel.stop(reason=None if signum == signal.SIGINT
                                                else f"flowtui run received {signal.Signals(signum).name}"))
         else:
-            asyncio.ensure_future(channel.kill())
+            asyncio.ensure_future(channel.kill(by=f"{by} again"))
 
     # Before the run starts: a ctrl-C that comes while the start is on its way still stops it.
     # A handler of Python's own, not the loop's: the loop learns of a signal through a pipe that a flood of

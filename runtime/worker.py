@@ -91,6 +91,7 @@ class Worker:
         self.run: Any = None
         self.task: asyncio.Task | None = None
         self.elided: dict[tuple[int, str], str] = {}  # (seq, path) -> a value cut on the wire
+        self.stop_asked: float | None = None  # when the first stop came (a forced stop says how long it waited)
         self.backlog: list[bytes] | None = None  # every event line, for clients that attach later
         self.started = asyncio.Event()
         self.counting: set[asyncio.Task] = set()  # count commands being answered
@@ -317,15 +318,16 @@ def load(args: argparse.Namespace) -> Any:
         return error(f"{type(exc).__name__} while importing: {exc}", exc, file=args.flow)
 
 
-def install_terminate(grace: float, run_task: Callable[[], asyncio.Task | None]) -> None:
+def install_terminate(grace: float, run_task: Callable[[], asyncio.Task | None],
+                      stop_asked: Callable[[], float | None] = lambda: None) -> None:
     """``STOP_SIGNAL`` (the client's) and ``SIGTERM`` (anyone's) unwind whatever code is running, so
     the run still ends with ``run.end``: stopped, or failed saying which signal ended it. ``run_task``:
     the run's task, cancelled with the signal as its cause when no code of the run is running (it is
     paused, or awaits a model), so its end says the same."""
-    reason = f"killed after {grace:.1f} s: a tool or hook did not return"
-
     def terminate(signum: int, frame: Any) -> None:
-        raise Terminated(reason)
+        asked = stop_asked()  # (the client may not wait the whole grace: the app's q does not)
+        waited = grace if asked is None else time.monotonic() - asked
+        raise Terminated(f"killed after {waited:.1f} s: a tool or hook did not return")
 
     def terminated_elsewhere(signum: int, frame: Any) -> None:
         why = Signalled(f"the flow process received {signal.Signals(signum).name} (not from flowtui)")
@@ -354,7 +356,8 @@ def main(argv: list[str] | None = None) -> int:
     os.close(null)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     worker: Worker | None = None
-    install_terminate(args.grace, lambda: worker.task if worker is not None else None)
+    install_terminate(args.grace, lambda: worker.task if worker is not None else None,
+                      lambda: worker.stop_asked if worker is not None else None)
 
     send = Outbox(out_fd)
 
@@ -497,6 +500,8 @@ def _read_commands(worker: Worker, stream: Any, loop: asyncio.AbstractEventLoop,
             except (ValueError, RecursionError) as exc:  # not a command: refused, and the reading goes on
                 loop.call_soon_threadsafe(worker.send, p.encode(p.refusal(line, exc)))
                 continue
+            if command.type == "stop" and worker.stop_asked is None:  # when it came, not when the loop is free
+                worker.stop_asked = time.monotonic()
             loop.call_soon_threadsafe(worker.handle, command)
     except (OSError, ValueError):
         pass
@@ -516,13 +521,17 @@ def watch_refusal(exc: BaseException) -> dict[str, Any] | None:
     return {"expr": cause.expr, "column": cause.column, "message": cause.message, "hint": cause.hint}
 
 
+ORPHANED_IMPORT_S = 2.0  # an import still going this long after its client left is ended
+
+
 def _end_if_orphaned_while_loading(in_fd: int, loaded: threading.Event) -> None:
-    """While the flow is imported, the commands are not read yet: if the client goes (ctrl-C, killed),
-    the import (one that never ends, say) is ended with this process, which ran nothing of the run."""
+    """While the flow is imported, the commands are not read yet: if the client goes (ctrl-C, killed)
+    and the import does not end soon after (one that never ends, say), this process ends, having run
+    nothing of the run. An import that ends goes on as usual: the run's process sees its client gone."""
     poller = select.poll()
     poller.register(in_fd, 0)  # hang-ups only: a command that comes early stays unread for the reader
     while not loaded.is_set():
-        if poller.poll(200) and not loaded.is_set():
+        if poller.poll(200) and not loaded.wait(ORPHANED_IMPORT_S):
             os.killpg(os.getpgrp(), signal.SIGKILL) if os.getpgrp() == os.getpid() else os._exit(1)
 
 

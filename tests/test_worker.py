@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -40,12 +41,13 @@ def wait_for(path: Path, what: str, timeout: float = HANG) -> None:
         time.sleep(0.05)
 
 
-@pytest.mark.parametrize("flow,reason", [
-    ("SyncLoop", "killed after 1.0 s: a tool or hook did not return"),
-    ("AsyncLoop", "killed after 1.0 s: a tool or hook did not return"),
-    ("BlockingUntil", "killed after 1.0 s: a tool or hook did not return"),
-])
-def test_ctrl_c_stops_a_run_that_never_returns(tmp_path, flow, reason):
+# How long a forced stop waited, as the run's process measured it from the stop's arrival (about the
+# 1 s grace; a loaded machine adds to it).
+KILLED = r"killed after \d+\.\d s: a tool or hook did not return"
+
+
+@pytest.mark.parametrize("flow", ["SyncLoop", "AsyncLoop", "BlockingUntil"])
+def test_ctrl_c_stops_a_run_that_never_returns(tmp_path, flow):
     journal = tmp_path / "j.jsonl"
     proc = flowtui("run", f"{MISBEHAVE}:{flow}", "--input", "x", "--journal", str(journal), cwd=tmp_path)
     wait_for(journal, '"kind":"tool"' if "Until" not in flow else '"type":"ctx.set","name":"loop"')
@@ -57,7 +59,7 @@ def test_ctrl_c_stops_a_run_that_never_returns(tmp_path, flow, reason):
     assert proc.returncode == 0, err  # stopped, not failed
     assert elapsed < 10, elapsed
     end = journal_events(journal)[-1]
-    assert (end["type"], end["status"], end["reason"]) == ("run.end", "stopped", reason)
+    assert (end["type"], end["status"]) == ("run.end", "stopped") and re.fullmatch(KILLED, end["reason"]), end
     assert "stopping the run" in err
 
 
@@ -75,9 +77,8 @@ def test_sigterm_to_flowtui_run_stops_the_run_as_ctrl_c_does_saying_so(tmp_path,
     out, err = proc.communicate(timeout=HANG)
     assert proc.returncode == 0, err  # stopped, not failed
     end = journal_events(journal)[-1]
-    want = ("killed after 1.0 s: a tool or hook did not return" if flow == "SyncLoop"
-            else "flowtui run received SIGTERM")
-    assert (end["type"], end["status"], end["reason"]) == ("run.end", "stopped", want)
+    want = KILLED if flow == "SyncLoop" else "flowtui run received SIGTERM"
+    assert (end["type"], end["status"]) == ("run.end", "stopped") and re.fullmatch(want, end["reason"]), end
     assert "stopping the run (SIGTERM again kills it)" in err
 
 
@@ -89,7 +90,10 @@ def test_a_second_ctrl_c_kills_at_once(tmp_path):
     time.sleep(0.1)
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=HANG)
-    assert proc.returncode == 0 and journal_events(journal)[-1]["type"] == "run.end"
+    end = journal_events(journal)[-1]
+    assert proc.returncode == 0 and end["type"] == "run.end"
+    assert end["reason"].endswith("s after the stop: ctrl-C again")  # who killed it, not "a tool did not return"
+    assert end["duration_ms"] > 0  # how long the run ran, though its process could not say
 
 
 @pytest.mark.parametrize("flow,message", [

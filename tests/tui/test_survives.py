@@ -4,6 +4,7 @@ bounds are generous (they catch a hang); bench/ measures the real times."""
 
 from __future__ import annotations
 
+import re
 import time
 from pathlib import Path
 
@@ -29,15 +30,14 @@ async def test_x_stops_a_run_stuck_in_a_tool(flow):
         await wait_until(pilot, lambda: tool_started(app), what="the stuck tool")
         t0 = time.monotonic()
         await pilot.press("x")
-        # said at once, with what it waits for (a loaded machine may already be past the 1 s grace)
-        assert str(app.main.query_one("#status").content) in (
-            "● stopping: waiting for tool t to stop…",
-            "● stopped (killed after 1.0 s: a tool or hook did not return)",
-        )
+        # said at once, with what it waits for (a loaded machine may already be past the 1 s grace);
+        # then how long the stop waited, as the run's process measured it (about the grace)
+        killed = r"stopped \(killed after \d+\.\d s: a tool or hook did not return\)"
+        status = str(app.main.query_one("#status").content)
+        assert status == "● stopping: waiting for tool t to stop…" or re.fullmatch("● " + killed, status)
         await ended(pilot, timeout=15)
         assert time.monotonic() - t0 < 10
-        view = app.client.view
-        assert view.status_line() == "stopped (killed after 1.0 s: a tool or hook did not return)"
+        assert re.fullmatch(killed, app.client.view.status_line())
         await pilot.press("question_mark")  # the app is all there
         await wait_until(pilot, lambda: app.screen.__class__.__name__ == "HelpScreen", what="the help")
 
