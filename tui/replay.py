@@ -96,8 +96,17 @@ class ReplayApp(PlainNotify, App[int]):
             self.notify(f"The flow's file {start.file or '(not recorded)'} is not there: the fork runs the flow's "
                         "current code.", severity="error")
         else:
-            self.fork = (f"{start.file}:{start.workflow}", f"{self.source}@{event.seq}")
-            self.exit(0)
+            from flowtui.tui.screens.dialogs import ConfirmDialog
+
+            def answered(yes: bool | None) -> None:
+                if yes:
+                    self.fork = (f"{start.file}:{start.workflow}", f"{self.source}@{event.seq}")
+                    self.exit(0)
+
+            # the journal names the file: a journal from elsewhere could name any code on this machine
+            self.push_screen(ConfirmDialog(f"Fork runs the flow file {Path(start.file).resolve()} (workflow "
+                                           f"{start.workflow}), as this journal names it: its code runs here. "
+                                           "Run it?"), answered)
 
     # --- position ---------------------------------------------------------------
     def go(self, k: int) -> None:

@@ -5,6 +5,7 @@ which continues live or cancels."""
 from __future__ import annotations
 
 import shutil
+from pathlib import Path
 
 import flowcapture
 from conftest import FLOWS, ended, make, paused, press_and_pause, wait_until
@@ -112,6 +113,7 @@ async def test_resuming_at_k_pauses_after_k_then_goes_on_live(tmp_path):
 
 async def test_f_in_the_replay_forks_a_run_paused_where_the_replay_was(tmp_path):
     from flowtui.tui.replay import make_replay
+    from flowtui.tui.screens.dialogs import ConfirmDialog
 
     flow, journal = await _recorded(tmp_path)
     replay = make_replay(journal)
@@ -122,7 +124,13 @@ async def test_f_in_the_replay_forks_a_run_paused_where_the_replay_was(tmp_path)
         await pilot.pause()
         shown_at = replay.timeline.event(replay.position)
         expected_history = [m.content for m in replay.view.history]
-        await pilot.press("f")
+        await pilot.press("f")  # the journal names the code the fork runs: asked first, naming it
+        for _ in range(200):
+            if isinstance(replay.screen, ConfirmDialog):
+                break
+            await pilot.pause(0.02)
+        assert f"Fork runs the flow file {Path(flow).resolve()}" in replay.screen.question
+        await pilot.press("y")
         for _ in range(200):
             if replay.fork is not None:
                 break
@@ -186,3 +194,25 @@ async def test_f_on_an_earlier_event_of_the_log_forks_a_run_paused_there(tmp_pat
         assert view.resumed_from is not None and view.resumed_from.journal == str(journal)
         assert view.last_seq >= draft.seq
         assert [m.role for m in view.history] == ["user", "assistant"] and old_history > 2
+
+
+def test_the_divergence_shows_a_journals_markup_as_written():
+    """What a journal from elsewhere recorded is text: a [link] or [reverse] in it is shown, not obeyed."""
+    from rich.console import Console
+
+    from flowtui.runtime.events import Difference
+    from flowtui.tui.screens.diverged import side_by_side
+
+    class Diverged:  # the fields side_by_side reads of a run.diverged event
+        recorded = "run.start [x[reverse]REV[/reverse][link=https://evil.example]CLICK[/link]]"
+        current = "run.start [runtime]"
+        now = 1
+        differences = [Difference(field="origin", recorded="[blink]v[/blink]", now="runtime")]
+
+    console = Console(width=200, record=True, force_terminal=True, color_system="truecolor")
+    console.print(side_by_side(Diverged()))
+    drawn = console.export_text(styles=False)
+    raw = console.export_text(styles=True)
+    assert "[reverse]REV[/reverse][link=https://evil.example]CLICK[/link]" in drawn
+    assert "[blink]v[/blink]" in drawn
+    assert "\x1b]8;" not in raw  # no link made of it

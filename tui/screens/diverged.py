@@ -30,7 +30,7 @@ def _pair(recorded: str, now: str) -> Table:
     table = Table(box=None, expand=True, show_edge=False, padding=(0, 2, 0, 2), show_header=False)
     table.add_column("recorded", ratio=1, overflow="fold")
     table.add_column("now", ratio=1, overflow="fold")
-    table.add_row(recorded, now)
+    table.add_row(Text(recorded), Text(now))  # Text: a table's str cells would be read as markup
     return table
 
 
@@ -40,7 +40,7 @@ def side_by_side(ev: Any) -> Group:
     head = Table(box=None, expand=True, show_edge=False, padding=(0, 2, 0, 2))
     head.add_column("recorded", ratio=1, overflow="fold", header_style="bold")
     head.add_column("now", ratio=1, overflow="fold", header_style="bold")
-    head.add_row(shown(ev.recorded), shown(ev.current) + (f" (event #{ev.now})" if ev.now else ""))
+    head.add_row(Text(shown(ev.recorded)), Text(shown(ev.current) + (f" (event #{ev.now})" if ev.now else "")))
     parts: list[Any] = [head]
     for d in ev.differences:
         if d.field in EVENT_FIELDS:  # another event altogether: the two lines above say which
