@@ -14,6 +14,7 @@ and long values are shortened around where they differ.
 from __future__ import annotations
 
 import argparse
+import functools
 import itertools
 import json
 import shutil
@@ -22,6 +23,7 @@ import sys
 from typing import Any
 
 from flowtui.runtime.inert import visible
+from flowtui.runtime.secrets import redact, secret_values
 from flowtui.runtime.diff import MISSING, Difference, DiffError, LoadedRun, diff_runs, load_run
 
 NOTICES_SHOWN = 3
@@ -160,16 +162,26 @@ def _show(d: Difference, width: int) -> list[str]:
 
 
 def _value(v: Any) -> str:
-    """A value on one line, inert: text quoted, its newlines and tabs as ``\\n`` ``\\t``, its
+    """A value on one line, inert and redacted (before it is shortened: a cut could leave part of a
+    credential no rule then recognises): text quoted, its newlines and tabs as ``\\n`` ``\\t``, its
     control characters as pictures (``␛``); structures as JSON."""
     if v is MISSING:
         return "(absent)"
     if isinstance(v, str):
-        return '"' + visible(v).replace("\n", "\\n").replace("\t", "\\t") + '"'
+        return '"' + _safe(v).replace("\n", "\\n").replace("\t", "\\t") + '"'
     try:
-        return visible(json.dumps(v, ensure_ascii=False, default=repr))
+        return _safe(json.dumps(v, ensure_ascii=False, default=repr))
     except (ValueError, RecursionError):
-        return visible(repr(v))
+        return _safe(repr(v))
+
+
+@functools.lru_cache(maxsize=1)
+def _secrets() -> tuple[str, ...]:
+    return tuple(secret_values())
+
+
+def _safe(text: str) -> str:
+    return visible(redact(text, _secrets()))
 
 
 def _first_difference(x: str, y: str) -> int:

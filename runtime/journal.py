@@ -31,7 +31,7 @@ from flowtui.runtime.encoding import encode_event
 from flowtui.runtime.errors import ConfigError
 from flowtui.runtime.events import EVENT_TYPES, parse_event
 from flowtui.runtime.files import open_append
-from flowtui.runtime.secrets import Redactor
+from flowtui.runtime.secrets import Redactor, redact, secret_values
 
 class JournalWriter:
     """A sink that appends each event to ``path`` as a JSON line.
@@ -199,13 +199,20 @@ def parse_line(line: bytes, n: int = 0) -> Any:
     if not isinstance(data, dict) or "type" not in data:
         return Skipped(n, "not an event (no 'type')")
     kind = data.get("type")
-    if kind not in EVENT_TYPES:
-        return Unknown(n, f"an event type this flowtui does not know: {str(kind)[:80]}", data,
-                       type=str(kind)[:80], origin=str(data.get("origin", "?"))[:80])
+    if not isinstance(kind, str) or kind not in EVENT_TYPES:  # (a list or an object is no type either)
+        return Unknown(n, f"an event type this flowtui does not know: {_label(kind, 80)}", data,
+                       type=_label(kind, 80), origin=_label(data.get("origin", "?"), 80))
     try:
         return parse_event(text)
     except (ValidationError, ValueError) as exc:
-        return Invalid(n, f"{str(kind)[:40]}: {_reason(exc)}", data, origin=str(data.get("origin", "?"))[:80])
+        return Invalid(n, f"{_label(kind, 40)}: {_reason(exc)}", data, origin=_label(data.get("origin", "?"), 80))
+
+
+def _label(value: Any, n: int) -> str:
+    """A name a journal gave, as a notice quotes it: at most ``n`` characters, redacted before the
+    cut (what the cut leaves of a credential would match no rule), and its start only: a 50 MB
+    name costs what its head does."""
+    return redact(str(value)[:n + 512], secret_values())[:n]
 
 
 def _reason(exc: Exception) -> str:

@@ -447,3 +447,16 @@ async def test_a_line_that_is_no_valid_event_is_said_not_hidden_behind_the_same(
     assert out.count(f"finished, {n} events") == 2
     main_diff([str(a), str(forged), "--json"])
     assert json.loads(capsys.readouterr().out)["b"]["skipped_lines"] == [n + 1, n + 2]
+
+
+async def test_a_long_value_is_redacted_before_it_is_shortened(tmp_path, capsys):
+    """Shortening keeps a value's end: the end of a credential it holds must not be what shows."""
+    key = "sk-proj-" + "Ab3d" * 12
+    a = await journal(tmp_path, "a")
+    events = [json.loads(line) for line in a.read_text().splitlines()]
+    events[0]["input"] = "x" * 100 + " " + key
+    b = tmp_path / "b.jsonl"
+    b.write_text("".join(json.dumps(ev) + "\n" for ev in events))
+    code, out, err = diff(capsys, a, b)
+    assert code == 1 and "[redacted]" in out
+    assert "Ab3dAb3d" not in out + err

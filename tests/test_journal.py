@@ -226,3 +226,15 @@ def test_kill_9_loses_no_event_already_written(tmp_path):
         assert len(events) > 50
         lines = path.read_bytes().split(b"\n")
         assert [n.line for n in notices] in ([], [len(lines)])  # only the very last may be torn
+
+
+def test_a_line_whose_type_is_no_name_is_unknown_and_its_names_are_redacted(tmp_path):
+    """A type that is a list or an object is an unknown event, not a crash; a long type or origin is
+    quoted cut, never with the part of a credential the cut left."""
+    key = "sk-proj-" + "Ab3d" * 12
+    path = tmp_path / "j.jsonl"
+    path.write_text(json.dumps({"type": ["x"]}) + "\n" + json.dumps({"type": {"a": 1}}) + "\n"
+                    + json.dumps({"type": "y" * 58 + key, "origin": "o" * 58 + key}) + "\n")
+    read = list(read_journal(path))
+    assert [type(r) for r in read] == [Unknown, Unknown, Unknown]
+    assert "Ab3d" not in read[2].reason and "Ab3d" not in read[2].origin and "[redacted]" in read[2].reason
