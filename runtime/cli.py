@@ -75,13 +75,19 @@ def parse_memory(pairs: list[str]) -> dict[str, str]:
     return parse_pairs(pairs)
 
 
+def argument_text(value: str) -> str:
+    """A text argument as text: bytes in it that are not UTF-8 (a shell passes them as they are)
+    become U+FFFD, as a model or a journal could not take them."""
+    return value.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+
+
 def add_flow_arguments(parser: argparse.ArgumentParser) -> None:
     """The arguments ``flowtui run`` and the app share."""
     parser.add_argument("flow", metavar="FLOW[:Class]", help="the flow file, e.g. flows/revisao.py")
-    parser.add_argument("--input", help="the first user message")
-    parser.add_argument("--memory", action="append", default=[], metavar="KEY=VALUE",
+    parser.add_argument("--input", type=argument_text, help="the first user message")
+    parser.add_argument("--memory", action="append", default=[], metavar="KEY=VALUE", type=argument_text,
                         help="seed durable memory (repeatable)")
-    parser.add_argument("--data", action="append", default=[], metavar="KEY=VALUE",
+    parser.add_argument("--data", action="append", default=[], metavar="KEY=VALUE", type=argument_text,
                         help="the run's data, read as ctx.data and never sent to the model (repeatable)")
     parser.add_argument("--model", help="use this litellm model for every agent (also FLOWTUI_MODEL)")
     parser.add_argument("--replies", metavar="FILE", help="serve every ScriptedProvider from this TOML file")

@@ -468,3 +468,14 @@ def test_sys_exit_in_a_cleanup_is_that_cleanup_failing_not_a_run_left_unended(tm
     failed = [ev for ev in events if ev["type"] == "dispose.error"]
     assert len(failed) == 1 and "SystemExit" in failed[0]["error"]
     assert (events[-1]["type"], events[-1]["status"]) == ("run.end", "finished")
+
+
+def test_an_input_that_is_not_utf8_runs_with_replacement_characters(tmp_path):
+    """Bytes a shell passes as they are (not UTF-8) reach the model as U+FFFD, not a traceback."""
+    journal = tmp_path / "j.jsonl"
+    proc = subprocess.Popen([sys.executable, "-c", "from flowtui.tui.cli import main; main()", "run",
+                             str(ROOT / "flows/revisao.py"), b"--input", b"ol\xe1", "--journal", str(journal)],
+                            cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    out, err = proc.communicate(timeout=HANG)
+    assert proc.returncode == 0 and "Traceback" not in err, err
+    assert journal_events(journal)[0]["input"] == "ol\ufffd"
