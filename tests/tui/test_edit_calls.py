@@ -152,3 +152,24 @@ async def test_enter_on_the_event_log_opens_the_event_whole():
         await pilot.press("down", "enter")
         await wait_until(pilot, lambda: isinstance(app.screen, EventScreen), what="the second event")
         assert app.screen.event["seq"] == 2
+
+
+async def test_an_event_of_megabytes_opens_cut_and_says_by_how_much():
+    """A replayed journal's events are whole: one holding 5 MB opens at once, its long string cut
+    (made safe first: no end of a credential shows)."""
+    from textual.app import App
+    from textual.widgets import Static
+
+    key = "sk-proj-" + "Ab3d" * 12
+    text = "x" * 15_990 + key + "y" * 5_000_000
+    screen = EventScreen("event 7", {"type": "state.append", "seq": 7, "item": {"content": text}})
+
+    class Host(App):
+        def on_mount(self) -> None:
+            self.push_screen(screen)
+
+    async with Host().run_test() as pilot:
+        await pilot.pause()
+        drawn = screen.query_one("#event-json Static", Static).content.code  # the JSON the Syntax draws
+    assert f"(+{len(text) - 16_000:,} characters)" in drawn
+    assert len(drawn) < 100_000 and "Ab3d" not in drawn

@@ -14,7 +14,7 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Static
 
-from flowtui.tui.shown import shown
+from flowtui.tui.shown import shown, shown_head
 
 
 def call_text(call: dict[str, Any]) -> str:
@@ -94,6 +94,23 @@ class DecideDialog(ModalScreen[str | None]):
             self.dismiss("edit")
 
 
+EVENT_CHARS = 200_000  # an event is drawn up to this many characters of its JSON
+STRING_CHARS = 16_000  # ... and each string in it up to this many
+
+
+def _cut_strings(value: Any) -> Any:
+    """``value`` with each string longer than ``STRING_CHARS`` cut, saying by how much (made safe
+    before the cut: what a cut leaves of a credential would match no rule)."""
+    if isinstance(value, str):
+        return value if len(value) <= STRING_CHARS else \
+            f"{shown_head(value, STRING_CHARS)[:STRING_CHARS]}… (+{len(value) - STRING_CHARS:,} characters)"
+    if isinstance(value, dict):
+        return {k: _cut_strings(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_cut_strings(v) for v in value]
+    return value
+
+
 class EventScreen(ModalScreen[None]):
     """One event whole: its JSON, pretty-printed (as the run sent it, so already redacted)."""
 
@@ -104,7 +121,10 @@ class EventScreen(ModalScreen[None]):
         self.title_text, self.event = title, event
 
     def compose(self) -> ComposeResult:
-        text = self.event if isinstance(self.event, str) else json.dumps(self.event, ensure_ascii=False, indent=2)
+        text = (self.event if isinstance(self.event, str)
+                else json.dumps(_cut_strings(self.event), ensure_ascii=False, indent=2))
+        if len(text) > EVENT_CHARS:  # (a replayed journal's event is whole: 50 MB drawn froze the app a minute)
+            text = shown_head(text, EVENT_CHARS)[:EVENT_CHARS] + f"\n… (+{len(text) - EVENT_CHARS:,} characters)"
         # shown(): a journal from elsewhere may hold control characters; JSON escapes them, but be sure
         body = Syntax(shown(text), "json", theme="ansi_dark", word_wrap=True, background_color="default")
         with Vertical(classes="dialog", id="event-screen"):
