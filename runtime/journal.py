@@ -17,6 +17,7 @@ know (from a newer one) as an :class:`Unknown` event, shown by its type.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import stat
@@ -212,7 +213,12 @@ def _label(value: Any, n: int) -> str:
     """A name a journal gave, as a notice quotes it: at most ``n`` characters, redacted before the
     cut (what the cut leaves of a credential would match no rule), and its start only: a 50 MB
     name costs what its head does."""
-    return redact(str(value)[:n + 512], secret_values())[:n]
+    return redact(str(value)[:n + 512], _secrets())[:n]
+
+
+@functools.lru_cache(maxsize=1)
+def _secrets() -> tuple[str, ...]:
+    return tuple(secret_values())  # the environment's: read once, not once per line of a long journal
 
 
 def _reason(exc: Exception) -> str:
