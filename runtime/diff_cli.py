@@ -14,7 +14,6 @@ and long values are shortened around where they differ.
 from __future__ import annotations
 
 import argparse
-import functools
 import itertools
 import json
 import shutil
@@ -23,7 +22,7 @@ import sys
 from typing import Any
 
 from flowtui.runtime.inert import visible
-from flowtui.runtime.secrets import redact, secret_values
+from flowtui.runtime.secrets import environment_secrets, redact
 from flowtui.runtime.diff import MISSING, Difference, DiffError, LoadedRun, diff_runs, load_run
 
 NOTICES_SHOWN = 3
@@ -175,13 +174,8 @@ def _value(v: Any) -> str:
         return _safe(repr(v))
 
 
-@functools.lru_cache(maxsize=1)
-def _secrets() -> tuple[str, ...]:
-    return tuple(secret_values())
-
-
 def _safe(text: str) -> str:
-    return visible(redact(text, _secrets()))
+    return visible(redact(text, environment_secrets()))
 
 
 def _first_difference(x: str, y: str) -> int:

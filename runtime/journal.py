@@ -17,7 +17,6 @@ know (from a newer one) as an :class:`Unknown` event, shown by its type.
 
 from __future__ import annotations
 
-import functools
 import json
 import os
 import stat
@@ -32,7 +31,7 @@ from flowtui.runtime.encoding import encode_event
 from flowtui.runtime.errors import ConfigError
 from flowtui.runtime.events import EVENT_TYPES, parse_event
 from flowtui.runtime.files import open_append
-from flowtui.runtime.secrets import Redactor, redact, secret_values
+from flowtui.runtime.secrets import Redactor, environment_secrets, redact
 
 class JournalWriter:
     """A sink that appends each event to ``path`` as a JSON line.
@@ -213,12 +212,7 @@ def _label(value: Any, n: int) -> str:
     """A name a journal gave, as a notice quotes it: at most ``n`` characters, redacted before the
     cut (what the cut leaves of a credential would match no rule), and its start only: a 50 MB
     name costs what its head does."""
-    return redact(str(value)[:n + 512], _secrets())[:n]
-
-
-@functools.lru_cache(maxsize=1)
-def _secrets() -> tuple[str, ...]:
-    return tuple(secret_values())  # the environment's: read once, not once per line of a long journal
+    return redact(str(value)[:n + 512], environment_secrets())[:n]
 
 
 def _reason(exc: Exception) -> str:

@@ -21,6 +21,7 @@ text would miss it.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -80,6 +81,13 @@ def secret_values(extra: Mapping[str, Any] | None = None) -> list[str]:
         if "\n" in v.strip():  # a PEM key or a certificate: a tool may print one line of it
             values |= {line.strip() for line in v.splitlines() if len(line.strip()) >= _LINE_MIN}
     return sorted(values, key=len, reverse=True)
+
+
+@functools.lru_cache(maxsize=1)
+def environment_secrets() -> tuple[str, ...]:
+    """:func:`secret_values` of this process's environment, read once (by what shows text from
+    elsewhere: the app, ``flowtui diff``, a journal's notices)."""
+    return tuple(secret_values())
 
 
 def found(text: str, secrets: Iterable[str]) -> list[str]:

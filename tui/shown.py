@@ -18,24 +18,19 @@ from __future__ import annotations
 
 import asyncio
 import sys
-from functools import lru_cache
 
 from flowtui.runtime.inert import unvisible, visible
-from flowtui.runtime.secrets import MARK, redact, redact_streaming, restore, secret_values
+from flowtui.runtime.secrets import MARK, environment_secrets, redact, redact_streaming, restore
 
 __all__ = ["MARK", "PlainNotify", "shown", "shown_apart", "shown_head", "shown_streaming", "unshown"]
 
 APART_CHARS = 1_000_000  # a longer text is made safe in a process of its own (see ``shown_apart``)
 
 
-@lru_cache(maxsize=1)
-def _secrets() -> tuple[str, ...]:
-    return tuple(secret_values())  # the environment of this process: read once
-
 
 def shown(text: str) -> str:
     """``text`` as it may be drawn."""
-    return visible(redact(text, _secrets()))
+    return visible(redact(text, environment_secrets()))
 
 
 async def shown_apart(text: str) -> str:
@@ -58,19 +53,19 @@ def shown_head(text: str, n: int) -> str:
     those only: a 50 MB value costs what its head does. A credential that starts before the cut and
     ends after it is hidden all the same (the cut leaves room for the longest one, and hides the
     first characters of one it still ends inside)."""
-    room = n + max(256, max(map(len, _secrets()), default=0))
+    room = n + max(256, max(map(len, environment_secrets()), default=0))
     return shown(text) if len(text) <= room else shown_streaming(text[:room])
 
 
 def shown_streaming(text: str) -> str:
     """A reply still arriving, as it may be drawn: the first characters of a credential at its end hidden too."""
-    return visible(redact_streaming(text, _secrets()))
+    return visible(redact_streaming(text, environment_secrets()))
 
 
 def unshown(edited: str, original: str) -> str:
     """``edited`` (typed over ``shown(original)``) with what :func:`shown` hid put back where untouched."""
-    redacted = redact(original, _secrets())
-    return restore(unvisible(edited, redacted), original, _secrets())
+    redacted = redact(original, environment_secrets())
+    return restore(unvisible(edited, redacted), original, environment_secrets())
 
 
 class PlainNotify:

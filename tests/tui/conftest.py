@@ -105,5 +105,20 @@ async def press_and_pause(pilot, *keys: str) -> None:
         await paused(pilot, after=seq)
 
 
+async def paged(pilot, key: str = "o") -> str:
+    """Press ``key`` and return the text it opened in the pager. No terminal can be handed over in a
+    test: the notification names the file, which is read and removed."""
+    app = pilot.app
+    await pilot.press(key)
+    await wait_until(pilot, lambda: any("the text is in" in n.message for n in app._notifications),
+                     timeout=30, what="the pager's text")
+    said = next(n.message for n in app._notifications if "the text is in" in n.message)
+    path = Path(said.rsplit(" ", 1)[-1])
+    try:
+        return path.read_text(encoding="utf-8")
+    finally:
+        path.unlink(missing_ok=True)
+
+
 def types(app) -> list[str]:
     return [ev.type for ev in app.client.events]

@@ -9,7 +9,7 @@ import pytest
 import flowcapture
 from conftest import ended, make, paused, wait_until
 
-from flowtui.tui import shown as shown_module
+from flowtui.runtime.secrets import environment_secrets
 from flowtui.tui.screens.dialogs import TextDialog
 
 KEY = "sk-test-FAKEKEY0123456789abcdef"
@@ -18,9 +18,9 @@ KEY = "sk-test-FAKEKEY0123456789abcdef"
 @pytest.fixture
 def leaky_key(monkeypatch):
     monkeypatch.setenv("LEAKY_API_KEY", KEY)
-    shown_module._secrets.cache_clear()  # the app reads the environment once
+    environment_secrets.cache_clear()  # the app reads the environment once
     yield KEY
-    shown_module._secrets.cache_clear()
+    environment_secrets.cache_clear()
 
 
 def _screen_text(app) -> str:
@@ -73,7 +73,7 @@ async def test_a_key_streamed_in_fragments_is_never_on_screen_even_in_part(monke
     from textual.geometry import Region
 
     monkeypatch.setenv("DB_PASSWORD", "hunter2-correct-horse")
-    shown_module._secrets.cache_clear()
+    environment_secrets.cache_clear()
     fragments = ["The key is sk-", "test-", "SECRE", "T1234567 and the password ", "hunt", "er2-cor", "rect-horse",
                  ". Done."]
     flow = tmp_path / "stream_key.py"
@@ -105,4 +105,4 @@ async def test_a_key_streamed_in_fragments_is_never_on_screen_even_in_part(monke
                 assert piece not in text, (piece, text)
         assert "[redacted]" in seen[-2]
     finally:
-        shown_module._secrets.cache_clear()
+        environment_secrets.cache_clear()

@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import REVIEW, ended, make, paused, press_and_pause, wait_until
+from conftest import REVIEW, ended, make, paged, paused, press_and_pause, wait_until
 
 from flowtui.runtime.protocol import Fetch
 from flowtui.tui.screens.error import LoadErrorScreen
@@ -229,15 +229,7 @@ async def test_a_value_cut_on_its_way_is_not_edited_in_the_app_and_o_opens_it_wh
         assert not isinstance(app.screen, TextDialog)
         assert any("holds a text of 100,000 characters: too large to edit here" in n.message
                    for n in app._notifications)
-        await pilot.press("o")  # no terminal to hand over here: the notification names the file
-        await wait_until(pilot, lambda: any("the text is in" in n.message for n in app._notifications),
-                         timeout=30, what="the whole value")
-        said = next(n.message for n in app._notifications if "the text is in" in n.message)
-        path = Path(said.rsplit(" ", 1)[-1])
-        try:
-            opened = path.read_text(encoding="utf-8")
-        finally:
-            path.unlink(missing_ok=True)
+        opened = await paged(pilot)
         assert (json.loads(opened) if row.startswith("field") else [opened]) == [letter * 100_000]
 
 

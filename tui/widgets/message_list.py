@@ -339,11 +339,9 @@ class MessageList(DirectLines, QuietVirtualSize, ScrollView, can_focus=True):
         self._update_size()
         top, bottom = self._offsets[index], self._offsets[index + 1]
         scroll_y, height = self.scroll_offset.y, self.size.height
-        if not scroll:
-            pass
-        elif top < scroll_y:
+        if scroll and top < scroll_y:
             self.scroll_to(y=top, animate=False, immediate=True, force=True)
-        elif bottom > scroll_y + height:
+        elif scroll and bottom > scroll_y + height:
             self.scroll_to(y=min(top, bottom - height), animate=False, immediate=True, force=True)
         self.post_message(self.CursorMoved(self, index))
         self.refresh()
