@@ -305,3 +305,8 @@ def _adapter() -> TypeAdapter[Any]:
 def parse_event(line: str | bytes) -> Any:
     """Validate one JSON line (as written by the journal) back into an event."""
     return _adapter().validate_json(line)
+
+
+def validate_event(data: dict[str, Any]) -> Any:
+    """Validate one event read as JSON (a dict) into an event: raises pydantic's ValidationError."""
+    return _adapter().validate_python(data)

@@ -205,7 +205,7 @@ def parse_line(line: bytes, n: int = 0) -> Any:
     try:
         return parse_event(text)
     except (ValidationError, ValueError) as exc:
-        return Invalid(n, f"{_label(kind, 40)}: {_reason(exc)}", data, origin=_label(data.get("origin", "?"), 80))
+        return Invalid(n, f"{_label(kind, 40)}: {reason_of(exc)}", data, origin=_label(data.get("origin", "?"), 80))
 
 
 def _label(value: Any, n: int) -> str:
@@ -215,11 +215,13 @@ def _label(value: Any, n: int) -> str:
     return redact(str(value)[:n + 512], environment_secrets())[:n]
 
 
-def _reason(exc: Exception) -> str:
+def reason_of(exc: Exception, *, at: str = "") -> str:
+    """Why an event did not validate, in a line: its first three faults, each at its field (within
+    ``at``, for a value inside an event, else without the event type pydantic puts first)."""
     if isinstance(exc, ValidationError):
         parts = []
         for e in exc.errors()[:3]:
-            loc = ".".join(str(p) for p in e["loc"][1:])  # the first is the event type
+            loc = ".".join([at] + [str(p) for p in e["loc"]] if at else [str(p) for p in e["loc"][1:]])
             msg = e["msg"].removeprefix("Value error, ")
             parts.append(f"{loc}: {msg}" if loc else msg)
         return "; ".join(parts)

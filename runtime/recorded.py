@@ -20,8 +20,8 @@ from typing import Any
 from pydantic_core import from_json
 
 from flowtui.runtime.errors import ResumeError
-from flowtui.runtime.events import EVENT_TYPES
-from flowtui.runtime.journal import Skipped, lines_of, not_a_file
+from flowtui.runtime.events import EVENT_TYPES, validate_event
+from flowtui.runtime.journal import Skipped, lines_of, not_a_file, reason_of
 
 _AT = re.compile(r"^(.*)@(\d+)$", re.DOTALL)
 
@@ -61,6 +61,7 @@ class Recorded:
     inside: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # node id -> the events in it
     lines: dict[int, bytes] = field(default_factory=dict)  # seq -> the event's line, as the journal holds it
     lazy: set[int] = field(default_factory=set)  # seqs of node.start events read up to their name only
+    line_of: dict[int, int] = field(default_factory=dict)  # seq -> its line in the journal
 
     def full(self, ev: dict[str, Any]) -> dict[str, Any]:
         """``ev`` with all its fields: a node.start read up to its name is read whole (in place)."""
@@ -68,6 +69,11 @@ class Recorded:
             ev.update(from_json(self.lines[ev["seq"]]))
             self.lazy.discard(ev["seq"])
         return ev
+
+    def damaged(self, seq: int, why: str) -> ResumeError:
+        """The error for event ``seq`` of the prefix, which cannot be re-executed as recorded."""
+        return ResumeError(f"--resume-from {self.path}: line {self.line_of.get(seq, '?')} (event #{seq}) is "
+                           f"damaged: {why}; {_before(self.path, seq)}")
 
     def relative(self, run_id: str) -> str:
         """A run id as seen from the top-level run: ``""`` for it, ``".1"`` for its first child."""
@@ -98,28 +104,33 @@ def load_recorded(source: str | Path, *, at: int | None = None) -> Recorded:
                           "(see .flowtui/runs/)") from None
     except OSError as exc:
         raise ResumeError(f"--resume-from {shown}: cannot read it: {exc.strerror or exc}") from None
-    events, lines, lazy, first_bad = _events(raw_lines)
+    read = _events(raw_lines)
+    events = read.events
     if not events:
+        first_bad = read.skipped[0] if read.skipped else None
         why = f" (line {first_bad[0]}: {first_bad[1]})" if first_bad else " (it is empty)"
         raise ResumeError(f"--resume-from {shown}: not a flowtui journal{why}; give a .jsonl file that "
                           "`flowtui run` or the app wrote")
     begin = _last_run(events)
     run = events[begin:]
+    numbers = read.numbers[begin:]
     start = run[0]
-    if start.get("type") != "run.start" or not isinstance(start.get("run_id"), str):
-        raise ResumeError(f"--resume-from {shown}: its last run does not begin with run.start (the start of "
-                          "the file is missing?); a run can only be re-executed from its start")
-    root = start["run_id"]
+    if start.get("type") != "run.start":
+        raise ResumeError(f"--resume-from {shown}: {_no_start(read, begin)}; a run can only be re-executed "
+                          "from its start")
+    root = start.get("run_id")
     last = max(ev["seq"] for ev in run)
     if k is None:
         k = last
     elif not 1 <= k <= last:
         where = "beyond its end" if k > last else "not an event number"
-        raise ResumeError(f"--resume-from {shown}@{k}: K={k} is {where}: the recorded run {root} has events "
-                          f"1..{last}; give a K in that range, or none for the whole run")
-    recorded = Recorded(path=shown, run_id=root, at=k, last=last, events=run, start=start,
-                        lines=dict(zip((ev["seq"] for ev in run), lines[begin:])),
-                        lazy={ev["seq"] for ev in run if id(ev) in lazy})
+        raise ResumeError(f"--resume-from {shown}@{k}: K={k} is {where}: the recorded run {_shown_id(root)} has "
+                          f"events 1..{last}; give a K in that range, or none for the whole run")
+    recorded = Recorded(path=shown, run_id=str(root), at=k, last=last, events=run, start=start,
+                        lines=dict(zip((ev["seq"] for ev in run), read.lines[begin:])),
+                        lazy={ev["seq"] for ev in run if id(ev) in read.lazy},
+                        line_of=dict(zip((ev["seq"] for ev in run), numbers)))
+    _check_prefix(recorded, numbers, read.skipped)
     for ev in run:
         node = ev.get("node_id")
         if ev["type"] == "node.end" and node is not None:
@@ -136,20 +147,32 @@ _NODE_START = re.compile(rb'\{"seq":(\d+),"ts":[-+.\deE]+,"run_id":(%s),"node_id
                          rb'"origin":(%s),"type":"node\.start","kind":"(\w+)","name":(%s),"data":\{' % ((_STR,) * 5))
 
 
-def _events(lines: list[bytes | Skipped]) -> tuple[list[dict[str, Any]], list[bytes], set[int], tuple[int, str] | None]:
-    """The journal's events as JSON objects, their lines, the ids of the events read only up to
-    their data (:data:`_NODE_START`); lines that cannot be read are skipped (the first one that
-    could not, with why, for the error when nothing could be read)."""
-    out: list[dict[str, Any]] = []
-    kept: list[bytes] = []
-    lazy: set[int] = set()
-    bad: tuple[int, str] | None = None
+@dataclass
+class _Read:
+    """A journal's events as JSON objects, each with its line and line number; the ids of the events
+    read only up to their data (:data:`_NODE_START`); the lines that could not be read, with why."""
+
+    events: list[dict[str, Any]] = field(default_factory=list)
+    lines: list[bytes] = field(default_factory=list)
+    numbers: list[int] = field(default_factory=list)
+    lazy: set[int] = field(default_factory=set)
+    skipped: list[tuple[int, str]] = field(default_factory=list)
+
+    def add(self, data: dict[str, Any], line: bytes, n: int) -> None:
+        self.events.append(data)
+        self.lines.append(line)
+        self.numbers.append(n)
+
+
+def _events(lines: list[bytes | Skipped]) -> _Read:
+    read = _Read()
     for n, line in enumerate(lines, 1):
         if isinstance(line, Skipped):
-            bad = bad or (n, line.reason)
+            read.skipped.append((n, line.reason))
             continue
         if n == 1 and line.startswith(b"\xef\xbb\xbf"):
             line = line[3:]
+        torn = "" if line.endswith(b"\n") else ", and the last line, cut short (the writer was killed?)"
         line = line.strip()
         if not line:
             continue
@@ -159,23 +182,82 @@ def _events(lines: list[bytes | Skipped]) -> tuple[list[dict[str, Any]], list[by
             data = {"seq": int(seq), "run_id": from_json(run_id), "node_id": from_json(node),
                     "parent_id": from_json(parent), "origin": from_json(origin), "type": "node.start",
                     "kind": kind.decode(), "name": from_json(name)}
-            lazy.add(id(data))
-            out.append(data)
-            kept.append(line)
+            read.lazy.add(id(data))
+            read.add(data, line, n)
             continue
         try:
             data = from_json(line)  # a long run's journal is megabytes: the fast reader
         except (ValueError, RecursionError):
-            bad = bad or (n, "not JSON" if _is_text(line) else "not text")
+            read.skipped.append((n, ("not JSON" if _is_text(line) else "not text") + torn))
             continue
-        seq = data.get("seq") if isinstance(data, dict) else None
-        if not isinstance(data, dict) or data.get("type") not in EVENT_TYPES or not isinstance(seq, int) \
-                or isinstance(seq, bool):
-            bad = bad or (n, "not a flowtui event")
+        why = _not_an_event(data)
+        if why:
+            read.skipped.append((n, why))
             continue
-        out.append(data)
-        kept.append(line)
-    return out, kept, lazy, bad
+        read.add(data, line, n)
+    return read
+
+
+def _not_an_event(data: Any) -> str:
+    """Why a JSON value is not an event this reader can place in a run ("" when it is one)."""
+    if not isinstance(data, dict):
+        return "not a flowtui event: not a JSON object"
+    kind, seq = data.get("type"), data.get("seq")
+    if kind not in EVENT_TYPES:
+        return ("not a flowtui event: no type" if kind is None else
+                "an event type this flowtui does not know (a journal from a newer flowtui?)")
+    if not isinstance(seq, int) or isinstance(seq, bool) or seq < 1:
+        return "not a flowtui event: its seq is not a positive whole number"
+    return ""
+
+
+def _check_prefix(recorded: Recorded, numbers: list[int], skipped: list[tuple[int, str]]) -> None:
+    """Refuse a prefix that cannot be re-executed as recorded: an event in it that does not validate
+    (the re-execution would serve or compare what the run never held), or a line inside it that
+    cannot be read (an event missing: what it did would silently not be done again)."""
+    events, k = recorded.events, recorded.at
+    end_line = numbers[0]
+    for ev, n in zip(events, numbers):
+        if ev["seq"] > k:
+            continue
+        end_line = max(end_line, n)
+        if ev["seq"] in recorded.lazy:
+            continue  # its head matched the writer's own layout; the comparison reads the rest
+        try:
+            validate_event(ev)
+        except ValueError as exc:  # pydantic's ValidationError among them
+            raise recorded.damaged(ev["seq"], reason_of(exc)) from None
+    for n, why in skipped:
+        if numbers[0] < n < end_line:
+            before = max((ev["seq"] for ev, m in zip(events, numbers) if m < n), default=1)
+            raise ResumeError(f"--resume-from {recorded.path}: line {n}, inside the events re-executed (1..{k}), "
+                              f"cannot be read ({why}): an event of the run is missing there, and what it did "
+                              f"would silently not be done again; {_before(recorded.path, before + 1)}")
+
+
+def _before(path: str, seq: int) -> str:
+    """What to do about a fault at event ``seq``: re-execute the events before it, if there are any."""
+    if seq <= 1:
+        return "run the flow without --resume-from"
+    return f"re-execute the events before it (--resume-from {path}@{seq - 1}), or run without --resume-from"
+
+
+def _no_start(read: _Read, begin: int) -> str:
+    """Why the last run of a journal does not begin with its run.start, as far as the lines say."""
+    first = read.numbers[begin]
+    if begin:
+        return (f"its line {first} (event #{read.events[begin]['seq']}) follows event "
+                f"#{read.events[begin - 1]['seq']} but is no run.start, and a run starts where the sequence "
+                "numbers start again: the journal's lines were moved, joined or edited there")
+    lost = [(n, why) for n, why in read.skipped if n < first]
+    if lost:
+        n, why = lost[0]
+        return f"its run.start is missing: line {n} cannot be read ({why})"
+    return f"it does not begin with run.start (line {first} is event #{read.events[0]['seq']}: the start of the file is missing?)"
+
+
+def _shown_id(run_id: Any) -> str:
+    return run_id if isinstance(run_id, str) else "(no run id)"
 
 
 def _is_text(line: bytes) -> bool:

@@ -93,6 +93,7 @@ class Resume:
         self.controller: Any = None
         self.root_id = ""
         self.server = Server(self)  # the recorded replies and results, served in the prefix
+        self.server.check()
         self._paths = (Paths(), Paths())  # recorded, now
         self._approve: set[str] = set()
         self._redactor = Redactor.from_environment()

@@ -18,11 +18,12 @@ from __future__ import annotations
 import inspect
 from typing import TYPE_CHECKING, Any
 
-from pydantic import TypeAdapter
+from pydantic import TypeAdapter, ValidationError
 
 from flowtui.runtime.bus import current_node
 from flowtui.runtime.errors import FatalToolError, ProviderError
 from flowtui.runtime.events import Difference
+from flowtui.runtime.journal import reason_of
 from flowtui.runtime.messages import Message, ToolCall, ToolOutput
 from flowtui.runtime.providers.base import AttemptInfo, ChatReply, ChatRequest, Provider, TokenCount, Usage
 
@@ -67,12 +68,7 @@ class Server:
         data = end.get("data") or {}
         if end.get("status") == "error":  # the recorded call failed: it fails again, as recorded
             raise _served_failure(str(end.get("error") or "ProviderError"), request.agent, data.get("attempts", 1))
-        said = data.get("reply") or {}
-        reply = ChatReply(
-            content=said.get("content") or "", tool_calls=[ToolCall(**c) for c in said.get("tool_calls") or []],
-            usage=Usage(**(said.get("usage") or {})), reasoning=data.get("reasoning"),
-            tool_call_source=data.get("tool_call_source"), cost_usd=data.get("cost_usd") or 0.0,
-            attempts=data.get("attempts") or 1, model=data.get("model"))
+        reply = recorded_reply(data)
         self._served[id(reply)] = reply
         return reply
 
@@ -122,14 +118,44 @@ class Server:
 
     def _results(self, rec: str, data: dict[str, Any]) -> list[tuple[str, bool]]:
         """What the recorded tool's own code returned each time it ran."""
-        if isinstance(data.get("results"), list):
-            return [(str(r.get("content", "")), bool(r.get("is_error"))) for r in data["results"]]
+        results = data.get("results")
+        if isinstance(results, list):
+            if not all(isinstance(r, dict) for r in results):
+                raise ValueError("data.results holds something other than the tool's results")
+            return [(str(r.get("content", "")), bool(r.get("is_error"))) for r in results]
         final = ("", bool(data.get("is_error")))
         for ev in self.resume.recorded.inside.get(rec, ()):
             item = ev.get("item")
             if ev["type"] == "state.append" and isinstance(item, dict) and item.get("role") == "tool":
                 final = (str(item.get("content", "")), bool(item.get("is_error")))
-        return [final] * int(data.get("executed", 1))  # a journal from before "executed": once
+        executed = data.get("executed", 1)  # a journal from before "executed": once
+        if not isinstance(executed, int) or isinstance(executed, bool) or not 0 <= executed <= 1_000_000:
+            raise ValueError("data.executed is not how many times the tool ran")
+        return [final] * executed
+
+    def check(self) -> None:
+        """Refuse, before anything runs, a recorded reply or tool result of the prefix that could not be
+        served as recorded (a journal edited or damaged): :class:`ResumeError` naming its line."""
+        recorded = self.resume.recorded
+        for node, end in recorded.ends.items():
+            if end["seq"] > recorded.at or end.get("status") == "error":
+                continue
+            data = end.get("data") or {}
+            try:
+                if end.get("kind") == "chat":
+                    recorded_reply(data)
+                elif end.get("kind") == "tool":
+                    self._results(node, data)
+            except ValueError as exc:
+                raise recorded.damaged(end["seq"], str(exc)) from None
+            for ev in recorded.inside.get(node, ()):  # the tool's effects, made again when it is served
+                try:
+                    if ev["type"] == "state.append":
+                        as_item(ev["bucket"], ev["item"])
+                    elif ev["type"] == "state.set":
+                        [as_item(ev["bucket"], x) for x in ev["items"]]
+                except ValidationError as exc:
+                    raise recorded.damaged(ev["seq"], reason_of(exc, at="item")) from None
 
     def _effects(self, run: "Run", name: str, rec: str) -> None:
         """Make again what the recorded tool did to the run (in order, attributed to it)."""
@@ -182,6 +208,27 @@ class ServedProvider(Provider):
 
     def describe(self) -> str:
         return self.inner.describe()
+
+
+def recorded_reply(data: dict[str, Any]) -> ChatReply:
+    """The reply a model call's recorded ``node.end`` holds (its ``data``); ValueError when that is not
+    a reply (a journal edited by hand)."""
+    said = data.get("reply") or {}
+    if not isinstance(said, dict):
+        raise ValueError("data.reply is not a reply (a JSON object)")
+    calls, usage = said.get("tool_calls") or [], said.get("usage") or {}
+    if not isinstance(calls, list) or not all(isinstance(c, dict) for c in calls):
+        raise ValueError("data.reply.tool_calls is not a list of calls")
+    if not isinstance(usage, dict):
+        raise ValueError("data.reply.usage is not a JSON object")
+    try:
+        return ChatReply(
+            content=said.get("content") or "", tool_calls=[ToolCall(**c) for c in calls],
+            usage=Usage(**usage), reasoning=data.get("reasoning"),
+            tool_call_source=data.get("tool_call_source"), cost_usd=data.get("cost_usd") or 0.0,
+            attempts=data.get("attempts") or 1, model=data.get("model"))
+    except ValidationError as exc:
+        raise ValueError(reason_of(exc, at="data.reply")) from None
 
 
 def _served_failure(error: str, agent: str, attempts: int) -> ProviderError:

@@ -114,10 +114,10 @@ def _main(argv: list[str]) -> None:
         sys.exit(2)
     if args.resume_from is not None:  # the same: a journal that cannot be re-executed is said here
         from flowtui.runtime.errors import ResumeError
-        from flowtui.runtime.recorded import load_recorded
+        from flowtui.runtime.resume import Resume
 
         try:
-            load_recorded(args.resume_from)
+            Resume.load(args.resume_from)
         except ResumeError as exc:
             say(f"flowtui: {exc}")
             sys.exit(2)

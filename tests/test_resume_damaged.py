@@ -1,0 +1,148 @@
+"""A journal damaged or edited by hand is refused by ``--resume-from`` before anything runs.
+
+Each refusal names the journal, the line and the event at fault, what is wrong
+with it in words, and what to do (re-execute the events before it, or run
+without ``--resume-from``); nothing is re-executed on data the recorded run
+never held. Before, a run.start's memory ``"abc"`` became three memories, a
+reply that was a string failed the run with an AttributeError, an event
+without ``run_id`` was reported as a divergence with a KeyError, and a torn
+line inside the prefix was skipped in silence: the tool effect it recorded was
+not made again and the run said it matched.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from flowtui.runtime.errors import ResumeError
+from flowtui.runtime.resume import Resume
+
+ROOT = Path(__file__).resolve().parent.parent
+FLOW = ROOT / "flows" / "revisao.py"
+
+
+def flowtui(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", "from flowtui.tui.cli import main; main()", *args], cwd=cwd,
+                          capture_output=True, text=True, timeout=120)
+
+
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory) -> list[str]:
+    """The offline review loop's journal, as lines."""
+    where = tmp_path_factory.mktemp("recorded")
+    res = flowtui("run", str(FLOW), "--journal", "run.jsonl", cwd=where)
+    assert res.returncode == 0, res.stderr
+    return (where / "run.jsonl").read_text(encoding="utf-8").splitlines()
+
+
+def first(events: list[dict], kind: str) -> dict:
+    return next(e for e in events if e["type"] == "node.end" and e["kind"] == kind)
+
+
+def first_effect(events: list[dict]) -> dict:
+    """The first thing a tool did to the run (a ctx field it set): re-made, not re-run, when served."""
+    return next(e for e in events if e["origin"].startswith("tool:") and e["type"] == "ctx.set")
+
+
+# name -> (damage done to the events, the line at fault (1-based) found by seq, what the message says)
+DAMAGE = {
+    "memory a string": (lambda evs: evs[0].update(memory="abc") or 1, "memory: Input should be a valid list"),
+    "memory of numbers": (lambda evs: evs[0].update(memory=[1]) or 1, "memory.0: Input should be a valid string"),
+    "data a list": (lambda evs: evs[0].update(data=[1]) or 1, "data: Input should be a valid dictionary"),
+    "no workflow": (lambda evs: evs[0].pop("workflow") and 1, "workflow: Field required"),
+    "no run_id midway": (lambda evs: evs[5].pop("run_id") and 6, "run_id: Field required"),
+    "a node id a number": (lambda evs: evs[10].update(node_id=5) or 11, "node_id: Input should be a valid string"),
+    "a reply a string": (lambda evs: first(evs, "chat")["data"].update(reply="nope") or first(evs, "chat")["seq"],
+                         "data.reply is not a reply"),
+    "a call's args a string": (
+        lambda evs: first(evs, "chat")["data"]["reply"].update(tool_calls=[{"name": "x", "args": "y"}])
+        or first(evs, "chat")["seq"], "data.reply.args: Input should be a valid dictionary"),
+    "a tool's results not results": (
+        lambda evs: first(evs, "tool")["data"].update(results=["x"]) or first(evs, "tool")["seq"],
+        "data.results holds something other than the tool's results"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(DAMAGE))
+def test_a_damaged_event_in_the_prefix_is_refused_naming_its_line_and_what_to_do(case, recorded, tmp_path):
+    events = [json.loads(line) for line in recorded]
+    damage, said = DAMAGE[case]
+    seq = damage(events)
+    journal = tmp_path / "run.jsonl"
+    journal.write_text("\n".join(json.dumps(e) for e in events) + "\n", encoding="utf-8")
+    with pytest.raises(ResumeError) as caught:
+        Resume.load(str(journal))
+    message = str(caught.value)
+    assert f"--resume-from {journal}: line {seq} (event #{seq}) is damaged: {said}" in message
+    if seq == 1:
+        assert message.endswith("run the flow without --resume-from")
+    else:
+        assert f"re-execute the events before it (--resume-from {journal}@{seq - 1})" in message
+        Resume.load(f"{journal}@{seq - 1}")  # and that advice works: the events before it are whole
+
+
+def test_damage_after_k_does_not_matter(recorded, tmp_path):
+    events = [json.loads(line) for line in recorded]
+    events[-1]["memory"] = "nothing to do with run.end"
+    events[-1]["run_id"] = 7
+    journal = tmp_path / "run.jsonl"
+    journal.write_text("\n".join(json.dumps(e) for e in events) + "\n", encoding="utf-8")
+    assert Resume.load(f"{journal}@{events[-2]['seq']}").at == events[-2]["seq"]
+
+
+def test_a_torn_line_inside_the_prefix_is_refused_and_the_run_up_to_it_reexecutes(recorded, tmp_path):
+    events = [json.loads(line) for line in recorded]
+    effect = first_effect(events)
+    torn = list(recorded)
+    n = effect["seq"]  # line n holds event n
+    torn[n - 1] = torn[n - 1][:40]
+    journal = tmp_path / "torn.jsonl"
+    journal.write_text("\n".join(torn) + "\n", encoding="utf-8")
+    res = flowtui("run", str(FLOW), "--resume-from", str(journal), "--no-journal", cwd=tmp_path)
+    assert res.returncode == 2, res.stderr
+    assert (f"flowtui: --resume-from {journal}: line {n}, inside the events re-executed (1..{events[-1]['seq']}), "
+            f"cannot be read (not JSON)") in res.stderr
+    assert f"re-execute the events before it (--resume-from {journal}@{n - 1})" in res.stderr
+    assert "▸" not in res.stderr + res.stdout and "Traceback" not in res.stderr  # nothing ran
+    res = flowtui("run", str(FLOW), "--resume-from", f"{journal}@{n - 1}", "--no-journal", cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+
+
+def test_a_last_line_cut_short_by_a_killed_writer_is_no_obstacle(recorded, tmp_path):
+    journal = tmp_path / "cut.jsonl"
+    journal.write_text("\n".join(recorded[:-1]) + "\n" + recorded[-1][:30], encoding="utf-8")
+    res = flowtui("run", str(FLOW), "--resume-from", str(journal), "--no-journal", cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+
+
+def test_a_lost_run_start_and_a_broken_sequence_are_told_apart(recorded, tmp_path):
+    events = [json.loads(line) for line in recorded]
+    lost = copy.deepcopy(events)
+    lost[0]["seq"] = 1.5
+    journal = tmp_path / "lost.jsonl"
+    journal.write_text("\n".join(json.dumps(e) for e in lost) + "\n", encoding="utf-8")
+    with pytest.raises(ResumeError, match="its run.start is missing: line 1 cannot be read .not a flowtui "
+                                          "event: its seq is not a positive whole number"):
+        Resume.load(str(journal))
+    broken = copy.deepcopy(events)
+    broken[20]["seq"] = 10 ** 6
+    journal = tmp_path / "broken.jsonl"
+    journal.write_text("\n".join(json.dumps(e) for e in broken) + "\n", encoding="utf-8")
+    with pytest.raises(ResumeError, match=r"its line 22 \(event #22\) follows event #1000000 but is no run.start"):
+        Resume.load(str(journal))
+
+
+def test_the_app_refuses_a_damaged_journal_before_it_takes_the_screen(recorded, tmp_path):
+    events = [json.loads(line) for line in recorded]
+    first(events, "chat")["data"]["reply"] = "nope"
+    journal = tmp_path / "run.jsonl"
+    journal.write_text("\n".join(json.dumps(e) for e in events) + "\n", encoding="utf-8")
+    res = flowtui(str(FLOW), "--resume-from", str(journal), cwd=tmp_path)
+    assert res.returncode == 2
+    assert "is damaged: data.reply is not a reply" in res.stderr
