@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 import os
 import stat
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -131,14 +131,22 @@ class Unknown(Invalid):
     type: str = "unknown"
 
 
-def read_journal(path: str | Path, *, notices: list[Skipped] | None = None) -> Iterator[Any]:
+def read_journal(path: str | Path, *, notices: list[Skipped] | None = None,
+                 progress: Callable[[int], None] | None = None) -> Iterator[Any]:
     """The events of a journal file, in order: valid events, :class:`Invalid` and :class:`Unknown` ones.
 
     Lines that cannot be read at all are skipped; each one is added to
-    ``notices`` (when given). Raises ``OSError`` for a file that cannot be opened.
+    ``notices`` (when given). ``progress`` is told how many bytes are read, each MB or so. Raises
+    ``OSError`` for a file that cannot be opened.
     """
+    done, told = 0, 0
     with Path(path).open("rb") as f:
         for n, raw in enumerate(lines_of(f), 1):
+            if progress is not None:
+                done = done + len(raw) if isinstance(raw, bytes) else f.tell()
+                if done > told:
+                    progress(done)
+                    told = done + _PIECE
             if isinstance(raw, Skipped):
                 if notices is not None:
                     notices.append(Skipped(n, raw.reason))
@@ -188,6 +196,10 @@ def lines_of(f: Any) -> Iterator[bytes | Skipped]:
 
 def parse_line(line: bytes, n: int = 0) -> Any:
     """One journal line as an event, an :class:`Invalid`/:class:`Unknown` one, or a :class:`Skipped` notice."""
+    try:  # a valid event, the common case, is parsed once (a long run's journal is hundreds of MB)
+        return parse_event(line)
+    except (ValidationError, ValueError, RecursionError):
+        pass  # what it is instead, read apart
     try:
         text = line.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -272,14 +284,15 @@ class JournalError(Exception):
     """A journal file that cannot be replayed; the message names the file (and line)."""
 
 
-def load_runs(path: str | Path, *, notices: list[Any] | None = None, hint: str = "") -> list[list[Any]]:
+def load_runs(path: str | Path, *, notices: list[Any] | None = None, hint: str = "",
+              progress: Callable[[int], None] | None = None) -> list[list[Any]]:
     """The runs recorded in a journal, each a list of events. Raises :class:`JournalError`.
 
     A journal normally holds one run; a file written to twice holds several,
     each restarting its sequence numbers at 1. Lines that cannot be read (torn
     by a crash, not UTF-8) are skipped and added to ``notices``; events that do
     not validate stay in their run as invalid ones. ``hint`` ends the message about a file that is
-    no journal (what to give instead).
+    no journal (what to give instead). ``progress``: see :func:`read_journal`.
     """
     hint = f"; {hint}" if hint else ""
     p = Path(path)
@@ -288,7 +301,7 @@ def load_runs(path: str | Path, *, notices: list[Any] | None = None, hint: str =
         raise JournalError(f"{path}: {why}{hint}")
     skipped: list[Any] = []
     try:
-        events = list(read_journal(p, notices=skipped))
+        events = list(read_journal(p, notices=skipped, progress=progress))
     except FileNotFoundError:
         raise JournalError(f"{path}: no such file") from None
     except OSError as exc:

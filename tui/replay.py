@@ -9,6 +9,8 @@ commands and no edits: a journal is history.
 from __future__ import annotations
 
 import argparse
+import os
+import sys
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -16,7 +18,7 @@ from typing import Any
 from textual.app import App, SystemCommand
 from textual.screen import Screen
 
-from flowtui.runtime.cli import say
+from flowtui.runtime.cli import printable, say
 from flowtui.tui.actions import ActionSpec, bindings, help_groups, key_hints, palette, pane_actions
 from flowtui.tui.screens.dialogs import HelpScreen
 from flowtui.tui.shown import PlainNotify
@@ -159,24 +161,59 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def make_replay(path: str | Path, *, run: int | None = None, **options: Any) -> ReplayApp:
-    """The replay app for a journal file; raises :class:`JournalError` for a file it cannot replay."""
+def make_replay(path: str | Path, *, run: int | None = None, progress: Any = None, **options: Any) -> ReplayApp:
+    """The replay app for a journal file; raises :class:`JournalError` for a file it cannot replay.
+    ``progress``: told how many bytes of the file are read, as they are."""
     notices: list[Any] = []
-    runs = load_runs(path, notices=notices)
+    runs = load_runs(path, notices=notices, progress=progress)
     if run is not None and not 1 <= run <= len(runs):
         raise JournalError(f"{path}: --run {run}: the file holds {len(runs)} run{'s' if len(runs) != 1 else ''}")
     events = runs[(run or len(runs)) - 1]
     return ReplayApp(events, source=str(path), notices=notices, last_run=run in (None, len(runs)), **options)
 
 
+class Reading:
+    """How far the reading of a large journal is, on one line of a terminal's stderr (a gigabyte takes
+    seconds to read before the screen can show anything of it)."""
+
+    LARGE = 32 << 20  # bytes: a journal smaller than this is read in well under a second
+
+    def __init__(self, path: str) -> None:
+        try:
+            self.size = os.stat(path).st_size
+        except OSError:
+            self.size = 0
+        self.shown = self.size >= self.LARGE and sys.stderr.isatty()
+        self.name = printable(path)
+        self._said = -1
+
+    def __call__(self, done: int) -> None:
+        percent = done * 100 // self.size
+        if percent != self._said:
+            self._said = percent
+            self._write(f"\rflowtui replay: reading {self.name}: {percent}% of {self.size / 1e6:,.0f} MB")
+
+    def done(self) -> None:
+        if self._said >= 0:
+            self._write("\r\x1b[K")  # the line is cleared: the app or a message takes its place
+
+    @staticmethod
+    def _write(text: str) -> None:
+        sys.stderr.write(text)
+        sys.stderr.flush()
+
+
 def main_replay(argv: list[str]) -> int:
     """``flowtui replay JOURNAL``: 0 when closed, 2 when the journal cannot be read."""
     args = build_parser().parse_args(argv)
+    progress = Reading(args.journal)
     try:
-        app = make_replay(args.journal, run=args.run, at=args.at)
+        app = make_replay(args.journal, run=args.run, at=args.at, progress=progress if progress.shown else None)
     except JournalError as exc:
+        progress.done()
         say(f"flowtui replay: {exc}")
         return 2
+    progress.done()
     from flowtui.tui.cli import needs_a_terminal
 
     needs_a_terminal("flowtui replay")

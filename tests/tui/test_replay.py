@@ -279,3 +279,27 @@ async def test_a_hostile_journal_opens_and_every_key_still_works(tmp_path, journ
         assert app.view.history == [] and app.view.memory == ["user: Castro"]  # the invalid ones: skipped
         await pilot.press("4")
         await pilot.press("q")
+
+
+def test_a_large_journal_says_how_far_its_reading_is_then_the_app_shows_it(journal, tmp_path):
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from terminal import Terminal
+
+    from flowtui.tui.replay import Reading
+
+    # the recorded run, its first model reply a few MB of text: a journal past Reading.LARGE
+    lines = journal.read_text(encoding="utf-8").splitlines()
+    events = [json.loads(line) for line in lines]
+    reply = next(e for e in events if e["type"] == "state.append" and e["item"]["role"] == "assistant")
+    reply["item"]["content"] = "palavra " * (Reading.LARGE // 8 + 1000)
+    big = tmp_path / "big.jsonl"
+    big.write_text("\n".join(json.dumps(e) for e in events) + "\n", encoding="utf-8")
+    assert big.stat().st_size > Reading.LARGE
+    with Terminal.flowtui("replay", str(big), cols=120, rows=30, cwd=tmp_path) as term:
+        term.wait_for(lambda: f"flowtui replay: reading {big}: ".encode() in term.output, timeout=60)
+        term.wait_for("Conversation", timeout=120)
+        assert "flowtui replay: reading" not in term.text()  # the line made way for the app
+        term.send("q")
+        assert term.wait_exit(timeout=30) == 0
