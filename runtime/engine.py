@@ -241,7 +241,11 @@ class Run:
                     fields["call"] = {"id": call.id, "name": call.name, "args": dict(call.args)}
             return self.emitter.emit(cls, origin="runtime", **fields)
 
+        stream = self.emitter.stream
+        delivered, paused = stream.delivery_s, controller.paused_s
         await controller.checkpoint(point, emit)
+        if controller.paused_s != paused:  # what was delivered while paused is in the paused time already
+            stream.delivery_s = delivered
 
     @property
     def pauses(self) -> bool:

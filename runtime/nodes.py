@@ -47,7 +47,7 @@ class NodeScope:
     """Emits ``node.start``/``node.end`` around a block and makes it the current node."""
 
     __slots__ = ("run", "kind", "name", "label", "data", "status", "error", "id", "parent", "_t0", "_paused0",
-                 "_tokens")
+                 "_delivered0", "_tokens")
 
     def __init__(self, run: "Run", kind: str, name: str, *, label: str | None = None,
                  data: dict[str, Any] | None = None) -> None:
@@ -67,6 +67,7 @@ class NodeScope:
         self._tokens = (current_node.set((node_id, parent)), path_var.set(path_var.get() + (self.label,)))
         controller = run.controller
         self._paused0 = controller.paused_s if controller is not None else 0.0
+        self._delivered0 = emitter.stream.delivery_s
         self._t0 = time.perf_counter()
         return self
 
@@ -74,9 +75,12 @@ class NodeScope:
         path_var.set(path_var.get()[:-1] + (label,))
 
     def __exit__(self, exc_type, exc, tb) -> None:
-        controller = self.run.controller  # time spent paused inside the node is not its duration
+        # Neither the time spent paused inside the node nor the time its events took to reach the
+        # sinks (the journal, the app) is its duration.
+        controller = self.run.controller
         paused = controller.paused_s - self._paused0 if controller is not None else 0.0
-        ms = (time.perf_counter() - self._t0 - paused) * 1000
+        delivered = self.run.emitter.stream.delivery_s - self._delivered0
+        ms = max(time.perf_counter() - self._t0 - paused - delivered, 0.0) * 1000
         path_var.reset(self._tokens[1])
         current_node.reset(self._tokens[0])
         if exc is not None:

@@ -436,3 +436,31 @@ async def test_node_durations_leave_out_the_time_spent_paused():
     ends = {(e.kind, e.name): e.duration_ms for e in d.events if e.type == "node.end"}
     assert ends[("agent", "Planner")] < 200
     assert ends[("workflow", wf.__name__)] < 200  # the pause at the very start too
+
+
+async def test_node_durations_leave_out_the_time_events_take_to_reach_a_slow_sink():
+    # a sink as slow as a journal redacting and writing a 50 MB tool result: 0.4 s a history message
+    wf, calls = make_flow(max_iterations=1)
+    events: list = []
+
+    def slow_sink(event):
+        events.append(event)
+        if event.type == "state.append":
+            time.sleep(0.4)
+
+    run = bootstrap(wf).prepare("go", controller=Controller(start_paused=True), on_event=slow_sink)
+    task = asyncio.ensure_future(run.execute())
+    while not run.controller.paused:
+        await asyncio.sleep(0.001)
+    run.edits.add_item("tasks", "one")  # delivered while paused: counted once, not twice
+    started, before = time.monotonic(), len(events)
+    run.controller.resume()
+    await task
+    appended = sum(1 for e in events[before:] if e.type == "state.append")
+    assert time.monotonic() - started >= 0.4 * appended >= 1.2  # the sink did take its time
+    ends = {(e.kind, e.name): e.duration_ms for e in events if e.type == "node.end"}
+    assert ends[("tool", "look")] < 200
+    assert ends[("agent", "Writer")] < 200
+    # the edit's 0.4 s, delivered while paused, is left out once: the workflow still lasts as long as
+    # the agents inside it (subtracted twice, its duration came to nothing)
+    assert ends[("agent", "Planner")] + ends[("agent", "Writer")] <= ends[("workflow", wf.__name__)] < 200
