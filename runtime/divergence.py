@@ -23,7 +23,9 @@ from flowtui.runtime.steps import LoopSpec, ParallelSpec
 EXCERPT = 70  # characters of a value shown on each side
 # A chat node's start repeats its prompt and message count beside the request: said once, by the request.
 SAID_BY = {"prompt": "request.messages[0].content", "messages": "request.messages[…]"}
-EVENT_FIELDS = frozenset({"event", "node", "loop", "edit", "tool"})  # differences that are whole events
+# Differences said in words alone: a whole other event (the recorded and the current one say which),
+# or an event that could not be compared (why says why).
+EVENT_FIELDS = frozenset({"event", "node", "loop", "edit", "tool", "comparison"})
 
 
 class Lookup:

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
 from pydantic_core import from_json
 
 from flowtui.runtime.errors import ResumeError
@@ -47,6 +48,10 @@ def parse_resume_arg(text: str | Path) -> tuple[Path, int | None]:
     return Path(raw), None
 
 
+class DamagedLine(ValueError):
+    """An event of the prefix, read whole only when it is compared, turned out damaged."""
+
+
 @dataclass
 class Recorded:
     """One recorded run, ready to be re-executed up to event ``at`` (K)."""
@@ -64,10 +69,19 @@ class Recorded:
     line_of: dict[int, int] = field(default_factory=dict)  # seq -> its line in the journal
 
     def full(self, ev: dict[str, Any]) -> dict[str, Any]:
-        """``ev`` with all its fields: a node.start read up to its name is read whole (in place)."""
-        if ev["seq"] in self.lazy:
-            ev.update(from_json(self.lines[ev["seq"]]))
-            self.lazy.discard(ev["seq"])
+        """``ev`` with all its fields: a node.start read up to its name is read whole (in place), and
+        checked as the other events were when the journal was read (:class:`DamagedLine`)."""
+        seq = ev["seq"]
+        if seq in self.lazy:
+            try:
+                whole = from_json(self.lines[seq])
+                validate_event(whole)
+            except ValueError as exc:  # pydantic's ValidationError among them
+                why = reason_of(exc) if isinstance(exc, ValidationError) else f"not JSON ({exc})"
+                raise DamagedLine(f"the journal's line {self.line_of.get(seq, '?')} (event #{seq}) is damaged: "
+                                  f"{why}") from None
+            ev.update(whole)
+            self.lazy.discard(seq)
         return ev
 
     def damaged(self, seq: int, why: str) -> ResumeError:

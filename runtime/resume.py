@@ -49,7 +49,7 @@ from flowtui.runtime.divergence import describe, explain, lookup_for
 from flowtui.runtime.encoding import encode_event
 from flowtui.runtime.errors import ConfigError
 from flowtui.runtime.events import Difference, ResumedFrom, RunDiverged
-from flowtui.runtime.recorded import Recorded, load_recorded, relative_run
+from flowtui.runtime.recorded import DamagedLine, Recorded, load_recorded, relative_run
 from flowtui.runtime.secrets import Redactor
 from flowtui.runtime.serve import ServedProvider, Server, as_item, set_field
 
@@ -225,9 +225,11 @@ class Resume:
             self._check(event)
         except Exception as exc:  # never let a run go on unchecked: a failure to compare is a divergence
             rec = self.expected[self.i] if self.i < len(self.expected) else None
-            self._diverge(rec, None, None, [Difference(
-                field="comparison", why=f"flowtui could not compare this event ({type(exc).__name__}: {exc})")],
-                now_seq=event.seq)
+            why = str(exc) if isinstance(exc, DamagedLine) else \
+                f"flowtui could not compare this event ({type(exc).__name__}: {exc})"
+            new = {"type": event.type, "kind": getattr(event, "kind", None), "name": getattr(event, "name", None),
+                   "origin": event.origin}
+            self._diverge(rec, rec, new, [Difference(field="comparison", why=why)], now_seq=event.seq)
 
     def _check(self, event: Any) -> None:
         raw = encode_event(event, self._redactor)  # as the journal writes it (encoded once for both)

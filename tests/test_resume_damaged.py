@@ -146,3 +146,21 @@ def test_the_app_refuses_a_damaged_journal_before_it_takes_the_screen(recorded, 
     res = flowtui(str(FLOW), "--resume-from", str(journal), cwd=tmp_path)
     assert res.returncode == 2
     assert "is damaged: data.reply is not a reply" in res.stderr
+
+
+def test_a_model_request_damaged_inside_is_told_as_damage_when_it_is_compared(recorded, tmp_path):
+    # a model call's node.start carries the whole request, most of a long journal's bytes: it is read
+    # whole only when compared, so damage inside it is found there, and the run stops before it
+    n = next(i for i, line in enumerate(recorded, 1) if '"type":"node.start","kind":"chat"' in line)
+    line = recorded[n - 1]
+    at = line.index('"request"') + 20
+    damaged = list(recorded)
+    damaged[n - 1] = line[:at] + line[at + 5:]
+    journal = tmp_path / "run.jsonl"
+    journal.write_text("\n".join(damaged) + "\n", encoding="utf-8")
+    res = flowtui("run", str(FLOW), "--resume-from", str(journal), "--no-journal", cwd=tmp_path)
+    assert res.returncode == 3, res.stderr
+    assert f"  the journal's line {n} (event #{n}) is damaged: not JSON (" in res.stderr
+    assert "  recorded: node.start chat PlannerAgent\n" in res.stderr
+    assert f"--resume-from {journal}@{n - 1}" in res.stderr
+    assert "null → null" not in res.stderr and "Traceback" not in res.stderr

@@ -16,10 +16,10 @@ from textual.events import Resize
 from textual.screen import ModalScreen
 from textual.widgets import Button, Label, Static
 
+from flowtui.runtime.divergence import EVENT_FIELDS
 from flowtui.tui.shown import shown
 
 REPORT_ROWS = 20  # the report's height at most; it scrolls past that
-EVENT_FIELDS = frozenset({"event", "node", "loop", "edit", "tool"})  # a difference that is a whole other event
 
 
 def _value(value: Any) -> str:
