@@ -17,7 +17,6 @@ import contextvars
 import itertools
 import threading
 import time
-from time import perf_counter
 from collections.abc import Callable
 from typing import Any
 
@@ -98,14 +97,14 @@ class Stream:
                 self._queued.append(event)
                 return event
             self._delivering = True
-            t0 = perf_counter()
+            t0 = time.perf_counter()
             try:
                 self._deliver(event)
                 if self._queued:
                     self._drain()
             finally:
                 self._delivering = False
-                self.delivery_s += perf_counter() - t0
+                self.delivery_s += time.perf_counter() - t0
             return event
 
     def _drain(self) -> None:

@@ -72,8 +72,8 @@ def fake_clock() -> None:
     import time
     import types
 
-    from flowtui.runtime import control, nodes
+    from flowtui.runtime import bus, control, nodes
 
     ticks = itertools.count()
     clock = types.SimpleNamespace(perf_counter=lambda: next(ticks) / 1000, monotonic=time.monotonic, time=time.time)
-    nodes.time = control.time = clock
+    nodes.time = control.time = bus.time = clock
