@@ -59,7 +59,10 @@ class RunView:
         self.output: str | None = None
         self.events = 0
         self.last_seq = 0
-        self.streaming = ""  # the text of the model reply arriving now (chat.delta), "" between replies
+        # The model reply arriving now (chat.delta), in the pieces it came in: a reply of megabytes in
+        # thousands of pieces is kept without copying it whole at each one. Empty between replies.
+        self._streamed: list[str] = []
+        self.streaming_length = 0
         self.streaming_agent: str | None = None  # whose reply ``streaming`` is
         self.user_edits = 0
         self.resumed_from: Any = None  # a re-executed run: where it came from (run.start's resumed_from)
@@ -102,6 +105,28 @@ class RunView:
                       else dataclasses.replace(node, data=dict(node.data), children=list(node.children))
                       for node_id, node in self.nodes.items()}
         return twin
+
+    @property
+    def streaming(self) -> str:
+        """The text of the model reply arriving now ("" between replies)."""
+        if len(self._streamed) > 1:
+            self._streamed[:] = ["".join(self._streamed)]
+        return self._streamed[0] if self._streamed else ""
+
+    def streaming_tail(self, n: int) -> str:
+        """At least the last ``n`` characters of :attr:`streaming` (all of it when it is shorter), joining
+        only the pieces that hold them."""
+        pieces, size = [], 0
+        for piece in reversed(self._streamed):
+            pieces.append(piece)
+            size += len(piece)
+            if size >= n:
+                break
+        return "".join(reversed(pieces))
+
+    def _stream_anew(self) -> None:
+        self._streamed = []
+        self.streaming_length = 0
 
     def parent_of(self, run: RunState) -> RunState | None:
         return self.runs.get(run.parent_run) if run.parent_run else None
@@ -191,7 +216,7 @@ class RunView:
             self.roots.append(node.id)
         self._active.append(node.id)
         if ev.kind == "chat":
-            self.streaming = ""
+            self._stream_anew()
             self.streaming_agent = ev.name
             run = self.runs.get(ev.run_id)
             if run is not None:
@@ -240,7 +265,7 @@ class RunView:
         getattr(run, f"{ev.bucket}_from").append((ev.seq, ev.origin))
         self._count_user(ev)
         if ev.bucket == "history":
-            self.streaming = ""
+            self._stream_anew()
 
     def _on_state_set(self, ev: Any) -> None:
         run = self.runs.get(ev.run_id)
@@ -269,10 +294,11 @@ class RunView:
             self.nodes[ev.node_id].iterations_done = done if isinstance(done, int) else 0
 
     def _on_chat_delta(self, ev: Any) -> None:
-        self.streaming += ev.text
+        self._streamed.append(ev.text)
+        self.streaming_length += len(ev.text)
 
     def _on_chat_attempt(self, ev: Any) -> None:
-        self.streaming = ""  # the retry streams again from the start
+        self._stream_anew()  # the retry streams again from the start
 
     def _on_run_pause(self, ev: Any) -> None:
         self.status, self.pause = "paused", ev

@@ -22,7 +22,7 @@ import sys
 from flowtui.runtime.inert import unvisible, visible
 from flowtui.runtime.secrets import MARK, environment_secrets, redact, redact_streaming, restore
 
-__all__ = ["MARK", "PlainNotify", "shown", "shown_apart", "shown_head", "shown_streaming", "unshown"]
+__all__ = ["MARK", "PlainNotify", "shown", "shown_apart", "shown_head", "shown_streaming", "shown_tail", "unshown"]
 
 APART_CHARS = 1_000_000  # a longer text is made safe in a process of its own (see ``shown_apart``)
 
@@ -55,6 +55,17 @@ def shown_head(text: str, n: int) -> str:
     first characters of one it still ends inside)."""
     room = n + max(256, max(map(len, environment_secrets()), default=0))
     return shown(text) if len(text) <= room else shown_streaming(text[:room])
+
+
+def shown_tail(text: str, n: int) -> str:
+    """At least the last ``n`` characters of :func:`shown_streaming` ``(text)``, paying for those only: a
+    reply of 30 MB streaming in costs what its end does. A credential the cut falls inside is hidden
+    all the same: the cut is made with room for the longest one before it, redacted, and that room
+    (where the credential's unhidden end would be) is dropped."""
+    room = max(256, max(map(len, environment_secrets()), default=0))
+    if len(text) <= n + 2 * room:
+        return shown_streaming(text)
+    return visible(redact_streaming(text[-(n + 2 * room):], environment_secrets())[room:])
 
 
 def shown_streaming(text: str) -> str:

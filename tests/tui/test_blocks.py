@@ -134,3 +134,37 @@ def test_a_text_cut_on_the_way_to_the_app_says_its_whole_length_not_the_pieces()
         assert "50,000,000 characters in all" in plain, expanded
         assert "63,536" not in plain and "more line" not in plain, expanded
         assert len(strips) < 60  # the head, not 64 KiB of it wrapped
+
+
+async def test_a_reply_of_megabytes_streams_in_without_holding_a_key_up(monkeypatch):
+    # 20 MB in 320 pieces: the app copied the whole text at each piece and drew all of it at each
+    # frame, so it froze, x and q dead, for minutes at 30 MB; now it draws the reply's end
+    monkeypatch.setenv("FLOWCAPTURE_GATES", "1")
+    monkeypatch.setenv("FLOWCAPTURE_BIG_STREAM", "20")
+    app = make(STREAM, input="hi")
+    async with app.run_test(size=(120, 30)) as pilot:
+        await paused(pilot)
+        await pilot.press("c")
+        pane = app.main.conversation
+        await wait_until(pilot, lambda: "piece 000319" in pane_text(pane), timeout=60, what="the last piece")
+        assert app.client.view.streaming_length == 320 * 65_536
+        await pilot.press("3")  # the event log, then back: each drawn while the reply is there
+        await wait_until(pilot, lambda: app.main.current_view == "events", timeout=30, what="the event log")
+        await pilot.press("1")
+        await wait_until(pilot, lambda: "piece 000319" in pane_text(pane), timeout=30, what="the conversation")
+        await pilot.press("x")
+        await wait_until(pilot, lambda: app.client.view.status == "stopped", timeout=30, what="the stop")
+
+
+def test_a_streaming_block_draws_the_end_of_the_reply_and_counts_the_rest():
+    from rich.console import Console
+
+    from flowtui.tui.widgets.blocks import BLOCK_CHARS, STREAMING_CHARS, Provisional, render_block
+
+    text = "".join(f"line {k:06d}\n" for k in range(200_000))  # 2.4 MB so far
+    block = Provisional(text[-STREAMING_CHARS:], "Writer", length=len(text))
+    lines = [strip.text for strip in render_block(Console(), block, 0, 80, expanded=False, provisional=True)]
+    assert "streaming…" in lines[0]
+    assert f"… {len(text):,} characters so far, the last ones below" in lines[1]
+    assert "line 199999" in "".join(lines[-3:]) and "line 000000" not in "".join(lines)
+    assert len(lines) <= BLOCK_CHARS // 10

@@ -22,7 +22,7 @@ from rich.text import Text
 from textual.strip import Strip
 
 from flowtui.tui.client import split_cut
-from flowtui.tui.shown import shown, shown_head, shown_streaming
+from flowtui.tui.shown import shown, shown_head, shown_streaming, shown_tail
 
 ROLE_STYLES = {
     "user": Style(color="#5fafff", bold=True),
@@ -37,6 +37,9 @@ BLOCK_LINES = 100  # a block draws at most this many lines of its text, the rest
 BLOCK_CHARS = 16_000  # ... and about this many characters of them
 LINE_CHARS = 2_000  # a longer line is cut before it is wrapped (a 50 MB line would take minutes)
 MARKDOWN_CHARS = 16_000  # past this, assistant text is drawn plain: parsing it would hold a key up
+# A reply streaming in is drawn from its end: this many of its last characters reach the block
+# (the BLOCK_CHARS it draws, and room before them to hide a credential the cut falls inside).
+STREAMING_CHARS = 2 * BLOCK_CHARS
 
 
 def cut_long_lines(text: str, limit: int = LINE_CHARS) -> str:
@@ -81,10 +84,12 @@ REASONING_STYLE = Style(dim=True, italic=True)
 
 
 class Provisional(NamedTuple):
-    """A reply still streaming in, shaped like a message (no runtime import before the first paint)."""
+    """A reply still streaming in, shaped like a message (no runtime import before the first paint):
+    ``content`` is its end, at most :data:`STREAMING_CHARS`; ``length`` counts all of it."""
 
     content: str
     agent: str | None = None
+    length: int = 0
     role: str = "assistant"
     tool_calls: tuple = ()
     tool_name: str | None = None
@@ -173,8 +178,13 @@ def render_block(console: Console, msg: Any, index: int, width: int, *, expanded
     # (its cut line's own count would be the piece's).
     wire = None if provisional else split_cut(msg.content)
     text, total = wire or (msg.content, 0)
-    if provisional:
-        content, hidden = cut_long_lines(shown_streaming(text)), 0
+    if provisional:  # the end of the reply, where it is arriving: what came before is counted, not drawn
+        content, hidden = cut_long_lines(shown_tail(text, BLOCK_CHARS)), 0
+        length = max(msg.length, len(text))
+        if length > BLOCK_CHARS:
+            content = "\n".join(content.split("\n")[-BLOCK_LINES:])
+            parts.append(Text(f"… {length:,} characters so far, the last ones below", DIM,
+                              no_wrap=True, overflow="ellipsis"))
     else:
         content, hidden = head_lines(text)
         if len(content) > BLOCK_CHARS + LINE_CHARS:  # one line longer than a block draws: what is drawn is shown

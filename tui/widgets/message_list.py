@@ -32,7 +32,7 @@ from textual.scroll_view import ScrollView
 from textual.selection import Selection
 from textual.strip import Strip
 
-from flowtui.tui.widgets.blocks import Provisional, estimate_heights, is_collapsible, render_block
+from flowtui.tui.widgets.blocks import STREAMING_CHARS, Provisional, estimate_heights, is_collapsible, render_block
 from flowtui.tui.widgets.paint import DirectLines, QuietVirtualSize, drop_oldest
 
 CURSOR_STYLE = Style(bgcolor="#1f3347")
@@ -147,12 +147,13 @@ class MessageList(DirectLines, QuietVirtualSize, ScrollView, can_focus=True):
     def show_run(self, view: Any) -> None:
         """A run's history, and the reply streaming in after it; the whole history again only when
         it was replaced (another run, a ``state.set``), else just the new tail."""
-        text = view.streaming
+        text = view.streaming_tail(STREAMING_CHARS)  # what the block draws, its end: not megabytes
         streamed = self._provisional
         if not text:
             streamed = None
-        elif streamed is None or streamed.content != text:  # the same object while unchanged: no repaint
-            streamed = Provisional(text, view.streaming_agent)
+        elif streamed is None or streamed.length != view.streaming_length or streamed.content != text:
+            streamed = Provisional(text, view.streaming_agent, length=view.streaming_length)
+        # (the same object while unchanged: no repaint)
         key = (view, view.history_resets)
         self.set_messages(view.history, reset=key != self._run_key, provisional=streamed)
         self._run_key = key
