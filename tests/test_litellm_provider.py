@@ -237,6 +237,28 @@ async def test_429_retry_after_wins_over_backoff(server):
 
 
 @pytest.mark.asyncio
+@pytest.mark.parametrize("asked", [3600, "inf"])
+async def test_a_retry_after_beyond_max_retry_after_s_fails_at_once_saying_so(server, asked):
+    # Retry-After: 3600 held the run an hour; "inf" forever, journaled as a final attempt
+    server.script(http_error(429, "Rate limit reached (scripted)", headers={"Retry-After": str(asked)}), reply("ok"))
+    waits: list[float] = []
+    attempts: list[AttemptInfo] = []
+    p = provider(server, retry=Retry(attempts=3, max_retry_after_s=60))
+
+    async def record(s: float) -> None:
+        waits.append(s)
+
+    p.sleep = record
+    with pytest.raises(ProviderError) as caught:
+        await p.complete(request(on_attempt=attempts.append))
+    assert waits == [] and len(server.requests) == 1
+    shown = "3,600" if asked == 3600 else "inf"
+    said = f"(the server asked to wait {shown} s before a retry, more than Retry(max_retry_after_s=60) allows)"
+    assert said in str(caught.value) and said in attempts[0].error
+    assert attempts[0].retry_in_s is None  # no retry follows: it is the last attempt
+
+
+@pytest.mark.asyncio
 async def test_5xx_backoff_full_jitter_within_caps(server):
     server.script(server_error(500), server_error(503), reply("ok"))
     waits: list[float] = []

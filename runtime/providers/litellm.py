@@ -43,16 +43,19 @@ _UNSET: Any = object()
 class Retry:
     """Retry policy: ``attempts`` in all (1 = no retry); the wait before retry
     *n* is uniform in ``[0, min(max_delay_s, base_delay_s * 2**(n-1))]`` (full
-    jitter), unless the server sent ``Retry-After``, which wins."""
+    jitter), unless the server sent ``Retry-After``, which wins up to
+    ``max_retry_after_s``: a server that asks for a longer wait (an hour, forever)
+    fails the call at once, saying so, instead of holding the run."""
 
     attempts: int = 3
     base_delay_s: float = 0.5
     max_delay_s: float = 20.0
+    max_retry_after_s: float = 60.0
 
     def __post_init__(self) -> None:
         if self.attempts < 1:
             raise ConfigError(f"Retry(attempts={self.attempts}): attempts must be at least 1")
-        if self.base_delay_s < 0 or self.max_delay_s < 0:
+        if self.base_delay_s < 0 or self.max_delay_s < 0 or self.max_retry_after_s < 0:
             raise ConfigError("Retry delays must not be negative")
 
     def backoff_s(self, failed_attempt: int) -> float:
@@ -172,6 +175,10 @@ class LiteLLMProvider(Provider):
                 final = not retryable or attempt == attempts
                 wait = None if final else self._wait_s(exc, attempt)
                 detail = self._redact(_short(exc))
+                if wait is not None and not wait <= self._policy.max_retry_after_s:  # (inf and nan too)
+                    detail += (f" (the server asked to wait {wait:,.0f} s before a retry, more than "
+                               f"Retry(max_retry_after_s={self._policy.max_retry_after_s:g}) allows)")
+                    final, wait = True, None
                 if request.on_attempt is not None:
                     request.on_attempt(AttemptInfo(attempt=attempt, error=detail,
                                                    status=status, retry_in_s=wait))

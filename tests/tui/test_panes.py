@@ -113,3 +113,13 @@ async def test_the_buttons_are_the_run_actions_and_do_what_their_key_does():
         await paused(pilot, after=seq)
         assert (app.client.view.pause.point, app.client.view.pause.name) == ("agent", "Reviewer")
 
+
+
+def test_a_failed_model_call_says_when_it_is_retried():
+    from flowtui.runtime.events import ChatAttempt
+
+    base = dict(seq=3, ts=0.0, run_id="r1", node_id="n2", parent_id="n1")
+    retried = ChatAttempt(**base, attempt=1, error="rate limited", status=429, retry_in_s=42.0)
+    last = ChatAttempt(**base, attempt=3, error="rate limited", status=429, retry_in_s=None)
+    assert summarize(retried) == "attempt 1: rate limited; retrying in 42.0 s"
+    assert summarize(last) == "attempt 3: rate limited"

@@ -78,7 +78,8 @@ SUMMARIES: dict[str, Callable[[Any], str]] = {
     "tool.decision": _decision,
     # never the text: a credential split over fragments would show in pieces
     "chat.delta": lambda ev: f"+{len(ev.text)} characters streamed",
-    "chat.attempt": lambda ev: f"attempt {ev.attempt}: {ev.error}",
+    "chat.attempt": lambda ev: f"attempt {ev.attempt}: {ev.error}"
+                               + (f"; retrying in {ev.retry_in_s:.1f} s" if ev.retry_in_s is not None else ""),
     "subscriber.error": lambda ev: f"{ev.subscriber}: {ev.error}",
     "dispose.error": lambda ev: f"cleanup {ev.cleanup} raised: {ev.error}",
     "run.diverged": lambda ev: f"from the journal at event #{ev.at} ({ev.path}): " + "; ".join(
