@@ -114,6 +114,12 @@ def drop_mid_stream(content: str = "partial answer that never ends", *,
     return Action("drop", content=content, chunks=chunks)
 
 
+def keep_alive(seconds: float) -> Action:
+    """Start a stream, then send nothing but keep-alive comments (``: keepalive``), 10 a second, for
+    ``seconds``: a server or a proxy that holds the connection open with no reply coming."""
+    return Action("keepalive", chunks=max(int(seconds * 10), 1))
+
+
 def malformed_json() -> Action:
     """A 200 whose body is not JSON (or SSE events that are not JSON)."""
     return Action("malformed")
@@ -306,6 +312,14 @@ def _make_handler(owner: LoopbackOpenAI) -> type[BaseHTTPRequestHandler]:
                     self.end_headers()
                     self.wfile.write(whole[: len(whole) // 2])
                 self.wfile.flush()
+                self._abort()
+            elif action.kind == "keepalive":
+                self._start_sse()
+                self._chunk(_sse(_delta_chunk(model, {"role": "assistant", "content": ""})))
+                for _ in range(action.chunks):
+                    if owner._stopping.wait(0.1):
+                        break
+                    self._chunk(b": keepalive\n\n")
                 self._abort()
             elif action.kind == "reply":
                 if stream:

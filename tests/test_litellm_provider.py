@@ -19,6 +19,7 @@ from loopback_openai import (
     LoopbackOpenAI,
     drop_mid_stream,
     http_error,
+    keep_alive,
     malformed_json,
     rate_limited,
     reply,
@@ -344,6 +345,27 @@ async def test_missing_key_fails_at_once(server, monkeypatch):
 
 
 @pytest.mark.asyncio
+async def test_a_stream_of_keep_alives_alone_times_out(server):
+    # a server (or proxy) that sends ': keepalive' and never a reply held a run with timeout=3 forever
+    server.script(keep_alive(30))
+    t0 = time.monotonic()
+    with pytest.raises(ProviderError) as info:
+        await provider(server, stream=True, timeout=0.5, retry=False).complete(request())
+    assert "the model did not answer within timeout=0.5s" in str(info.value)
+    assert time.monotonic() - t0 < 20  # well before the server would have stopped on its own
+
+
+@pytest.mark.asyncio
+async def test_a_dropped_connection_says_so_and_names_no_status_no_server_sent(server):
+    # litellm calls a reset connection 'HTTP 500': a user went looking for a 500 that never was
+    server.script(drop_mid_stream(chunks=1))
+    with pytest.raises(ProviderError) as info:
+        await provider(server, retry=False).complete(request())
+    assert "the model's server could not be reached, or it dropped the connection" in str(info.value)
+    assert "HTTP" not in str(info.value).split("Provider said:")[0] and info.value.status is None
+
+
+@pytest.mark.asyncio
 async def test_timeout_is_retried_then_fails_cleanly(server):
     server.script(slow(5.0), reply("in time"))
     t0 = time.monotonic()
@@ -352,7 +374,8 @@ async def test_timeout_is_retried_then_fails_cleanly(server):
     server.script(slow(5.0))
     with pytest.raises(ProviderError) as info:
         await provider(server, timeout=0.2, retry=False).complete(request())
-    assert "timeout=0.2" in str(info.value) and info.value.status == 408
+    assert "timeout=0.2" in str(info.value)
+    assert info.value.status is None  # no answer came: litellm's own 408 is no server's status
     assert time.monotonic() - t0 < 3
 
 

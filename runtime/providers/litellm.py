@@ -22,7 +22,7 @@ import email.utils
 import random
 import re
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -224,7 +224,12 @@ class LiteLLMProvider(Provider):
         and rebuild one full response (tool-call fragments joined) at the end."""
         stream = await litellm.acompletion(**kwargs)
         chunks = []
-        async for chunk in stream:
+        pieces = stream.__aiter__()
+        while True:
+            try:  # timeout bounds each wait for a piece: keep-alive comments alone do not count
+                chunk = await asyncio.wait_for(pieces.__anext__(), self.timeout)
+            except StopAsyncIteration:
+                break
             chunks.append(chunk)
             if request.on_delta is not None and chunk.choices:
                 text = getattr(chunk.choices[0].delta, "content", None)
@@ -273,6 +278,8 @@ class LiteLLMProvider(Provider):
             what = "the model or endpoint was not found (HTTP 404): check the model name and api_base"
         elif _is_timeout(exc):
             what = f"the model did not answer within timeout={self.timeout}s"
+        elif _is_connection(exc):
+            what = "the model's server could not be reached, or it dropped the connection"
         elif status is not None and not retryable:
             what = f"the request was refused (HTTP {status})"
         else:
@@ -342,8 +349,8 @@ def _classify(exc: BaseException) -> tuple[int | None, bool]:
         status = None
     if _is_missing_key(exc):  # reported as 500 by some paths; no retry will find a key
         return status, False
-    if _is_timeout(exc) or _is_connection(exc):
-        return status, True
+    if _is_timeout(exc) or _is_connection(exc):  # no answer came: litellm's 408 or 500 here is its own
+        return None, True
     if status is None:
         return None, False
     return status, status in RETRYABLE_STATUS
@@ -357,11 +364,25 @@ def _is_timeout(exc: BaseException) -> bool:
 
 
 def _is_connection(exc: BaseException) -> bool:
-    if isinstance(exc, (ConnectionError, _EmptyStream)):
-        return True
-    return any(c.__name__ in ("APIConnectionError", "TransportError", "RemoteProtocolError",
-                              "ClientConnectionError", "ServerDisconnectedError")
-               for c in type(exc).__mro__)
+    """A connection that failed or dropped, also where litellm reports it as an HTTP 500 of its own
+    (an ``InternalServerError`` whose cause is the client's connection error)."""
+    for cause in _causes(exc):
+        if isinstance(cause, (ConnectionError, _EmptyStream)):
+            return True
+        if any(c.__name__ in ("APIConnectionError", "TransportError", "RemoteProtocolError",
+                              "ClientConnectionError", "ServerDisconnectedError") for c in type(cause).__mro__):
+            return True
+    return False
+
+
+def _causes(exc: BaseException, depth: int = 8) -> Iterator[BaseException]:
+    """``exc`` and what it was raised from or while handling, a few links deep."""
+    seen: set[int] = set()
+    while exc is not None and depth and id(exc) not in seen:
+        seen.add(id(exc))
+        yield exc
+        exc = exc.__cause__ or exc.__context__
+        depth -= 1
 
 
 def _is_missing_key(exc: BaseException) -> bool:
