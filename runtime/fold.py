@@ -63,6 +63,7 @@ class RunView:
         # thousands of pieces is kept without copying it whole at each one. Empty between replies.
         self._streamed: list[str] = []
         self.streaming_length = 0
+        self.streaming_cut: str | None = None  # "stopped", "failed": the call ended before its reply did
         self.streaming_agent: str | None = None  # whose reply ``streaming`` is
         self.user_edits = 0
         self.resumed_from: Any = None  # a re-executed run: where it came from (run.start's resumed_from)
@@ -127,6 +128,7 @@ class RunView:
     def _stream_anew(self) -> None:
         self._streamed = []
         self.streaming_length = 0
+        self.streaming_cut = None
 
     def parent_of(self, run: RunState) -> RunState | None:
         return self.runs.get(run.parent_run) if run.parent_run else None
@@ -179,6 +181,8 @@ class RunView:
         self._close_open_nodes(ev, every_run=top)
         if top:
             self.status, self.error, self.reason, self.output = ev.status, ev.error, ev.reason, ev.output
+            if self._streamed and self.streaming_cut is None:  # (its process killed before the call's end)
+                self.streaming_cut = ev.status if ev.status != "finished" else "stopped"
             if ev.totals is not None:
                 self.totals = ev.totals
             self.pause = None
@@ -243,6 +247,8 @@ class RunView:
         node.data.update(ev.data)
         if ev.kind in ("chat", "tool"):
             self._count(ev)
+        if ev.kind == "chat" and ev.status != "ok" and self._streamed:  # what arrived stays, said cut short
+            self.streaming_cut = "failed" if ev.status == "error" else ev.status
         if ev.node_id in self._active:
             self._active.remove(ev.node_id)
 

@@ -168,3 +168,18 @@ def test_a_streaming_block_draws_the_end_of_the_reply_and_counts_the_rest():
     assert f"… {len(text):,} characters so far, the last ones below" in lines[1]
     assert "line 199999" in "".join(lines[-3:]) and "line 000000" not in "".join(lines)
     assert len(lines) <= BLOCK_CHARS // 10
+
+
+async def test_a_reply_cut_short_by_a_stop_stays_shown_as_cut_short(monkeypatch):
+    monkeypatch.setenv("FLOWCAPTURE_GATES", "1")
+    app = make(STREAM, input="hi")
+    async with app.run_test(size=(120, 30)) as pilot:
+        await paused(pilot)
+        await pilot.press("c")
+        pane = app.main.conversation
+        await wait_until(pilot, lambda: "streaming…" in pane_text(pane), what="the first fragment")
+        await pilot.press("x")  # the model is waiting at gate 0, its reply begun
+        await wait_until(pilot, lambda: app.client.view.status == "stopped", timeout=30, what="the stop")
+        await wait_until(pilot, lambda: "stopped mid-reply" in pane_text(pane), what="the cut-short block")
+        text = pane_text(pane)
+        assert "streaming…" not in text and "Hel" in text  # what arrived is still there, for what it is

@@ -85,11 +85,13 @@ REASONING_STYLE = Style(dim=True, italic=True)
 
 class Provisional(NamedTuple):
     """A reply still streaming in, shaped like a message (no runtime import before the first paint):
-    ``content`` is its end, at most :data:`STREAMING_CHARS`; ``length`` counts all of it."""
+    ``content`` is its end, at most :data:`STREAMING_CHARS`; ``length`` counts all of it; ``cut``: how
+    the call ended before the reply did ("stopped", "failed"), None while it streams."""
 
     content: str
     agent: str | None = None
     length: int = 0
+    cut: str | None = None
     role: str = "assistant"
     tool_calls: tuple = ()
     tool_name: str | None = None
@@ -156,7 +158,7 @@ def render_block(console: Console, msg: Any, index: int, width: int, *, expanded
     if msg.tool_calls:
         n = len(msg.tool_calls)
         header.append(f"  {n} tool call{'s' if n > 1 else ''}", DIM)
-    tag = "streaming…" if provisional else tag or f"#{index}"
+    tag = (f"{msg.cut} mid-reply" if msg.cut else "streaming…") if provisional else tag or f"#{index}"
     forms = [tag] if provisional or not short_tag or short_tag == tag else [tag, short_tag]
     form = next((f for f in forms if header.cell_len + 1 + cell_len(f) <= inner), None)
     if form is None:  # the label gives way, not the tag: a block always says its event and size

@@ -151,8 +151,9 @@ class MessageList(DirectLines, QuietVirtualSize, ScrollView, can_focus=True):
         streamed = self._provisional
         if not text:
             streamed = None
-        elif streamed is None or streamed.length != view.streaming_length or streamed.content != text:
-            streamed = Provisional(text, view.streaming_agent, length=view.streaming_length)
+        elif streamed is None or streamed.length != view.streaming_length or streamed.content != text \
+                or streamed.cut != view.streaming_cut:
+            streamed = Provisional(text, view.streaming_agent, length=view.streaming_length, cut=view.streaming_cut)
         # (the same object while unchanged: no repaint)
         key = (view, view.history_resets)
         self.set_messages(view.history, reset=key != self._run_key, provisional=streamed)
