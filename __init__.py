@@ -30,7 +30,7 @@ _EXPORTS = {
     "flowtui.runtime.middleware": ("Middleware", "ToolInvocation"),
     "flowtui.runtime.providers.base": ("ChatReply", "ChatRequest", "Provider", "TokenCount", "Usage"),
     "flowtui.runtime.providers.function": ("FunctionProvider",),
-    "flowtui.runtime.providers.litellm": ("LiteLLMProvider",),
+    "flowtui.runtime.providers.litellm": ("LiteLLMProvider", "Retry"),
     "flowtui.runtime.providers.scripted": ("ScriptedProvider",),
     "flowtui.runtime.steps": ("FailInfo", "called_tool", "loop", "parallel", "turn_of", "until_answered",
                               "was_exhausted"),

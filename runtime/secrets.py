@@ -4,8 +4,9 @@ One rule for the whole of flowtui. A credential is:
 
 - the value of an environment variable whose name looks like one
   (``*_API_KEY``, ``*_KEY``, ``*TOKEN*``, ``*SECRET*``, ``*PASSWORD*``,
-  ``*PASSWD*``, ``*CREDENTIAL*``, ``*PRIVATE*``; at least 6 characters), and
-  each long line of such a value when it spans several (a PEM key);
+  ``*PASSWD*``, ``*CREDENTIAL*``, ``*PRIVATE*``; at least 6 characters),
+  each long line of such a value when it spans several (a PEM key), and the
+  value URL-encoded (a tool puts it in a query string);
 - a credential-looking keyword a provider was given (``api_key=...``);
 - anything shaped like one, whatever it is called: ``sk-…``/``rk-…``/``pk-…``,
   ``ghp_…``/``github_pat_…``, ``xoxb-…``/``xoxp-…``, ``AKIA…``, ``hf_…``,
@@ -27,6 +28,7 @@ import os
 import re
 from collections.abc import Iterable, Mapping
 from typing import Any
+from urllib.parse import quote, quote_plus
 
 MARK = "[redacted]"
 SECRET_NAME = re.compile(r"(API_KEY|_KEY$|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|PRIVATE)", re.IGNORECASE)
@@ -80,6 +82,7 @@ def secret_values(extra: Mapping[str, Any] | None = None) -> list[str]:
     for v in list(values):
         if "\n" in v.strip():  # a PEM key or a certificate: a tool may print one line of it
             values |= {line.strip() for line in v.splitlines() if len(line.strip()) >= _LINE_MIN}
+        values |= {quoted for quoted in (quote(v, safe=""), quote_plus(v)) if quoted != v}  # in a URL's query
     return sorted(values, key=len, reverse=True)
 
 

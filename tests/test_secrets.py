@@ -228,6 +228,14 @@ def test_environment_values_are_credentials_line_by_line(monkeypatch):
     assert redact(f"a tool printed one line: {line}", secrets) == "a tool printed one line: [redacted]"
 
 
+def test_a_credential_value_url_encoded_is_a_credential(monkeypatch):
+    # a tool that builds a URL puts the key in its query string, encoded
+    monkeypatch.setenv("VENDOR_API_KEY", "vK8/q+Zp=Lr0 tWm")
+    secrets = secret_values()
+    said = "GET https://api.example/v1?key=vK8%2Fq%2BZp%3DLr0%20tWm and ?k=vK8%2Fq%2BZp%3DLr0+tWm"
+    assert redact(said, secrets) == "GET https://api.example/v1?key=[redacted] and ?k=[redacted]"
+
+
 def test_redact_data_walks_keys_and_values():
     data = {"k": ["x " + SHAPES["hf"], {SHAPES["slack"]: 3}], "n": 1}
     assert redact_data(data, []) == {"k": ["x [redacted]", {"[redacted]": 3}], "n": 1}
