@@ -5,8 +5,9 @@ One rule for the whole of flowtui. A credential is:
 - the value of an environment variable whose name looks like one
   (``*_API_KEY``, ``*_KEY``, ``*TOKEN*``, ``*SECRET*``, ``*PASSWORD*``,
   ``*PASSWD*``, ``*CREDENTIAL*``, ``*PRIVATE*``; at least 6 characters),
-  each long line of such a value when it spans several (a PEM key), and the
-  value URL-encoded (a tool puts it in a query string);
+  each long line of such a value when it spans several (a PEM key), the
+  value URL-encoded (a tool puts it in a query string), and a piece of a long
+  one (any run of 19 or more of its characters: a tool printing a key's end);
 - a credential-looking keyword a provider was given (``api_key=...``);
 - anything shaped like one, whatever it is called: ``sk-…``/``rk-…``/``pk-…``,
   ``ghp_…``/``github_pat_…``, ``xoxb-…``/``xoxp-…``, ``AKIA…``, ``hf_…``,
@@ -69,10 +70,6 @@ def _hinted(text: str) -> bool:
     return any(h in text for h in _HINTS)
 
 
-def _keep(m: re.Match[str]) -> str:
-    return (m.group("bearer") or m.group("url") or "") + MARK
-
-
 def secret_values(extra: Mapping[str, Any] | None = None) -> list[str]:
     """Credential values from the environment (and ``extra`` keywords), longest first."""
     values = {v for k, v in os.environ.items() if SECRET_NAME.search(k) and len(v.strip()) >= MIN_LENGTH}
@@ -95,13 +92,63 @@ def environment_secrets() -> tuple[str, ...]:
 
 def found(text: str, secrets: Iterable[str]) -> list[str]:
     """The credentials in ``text``, in the order they appear (what :func:`redact` replaces)."""
-    parts = [re.escape(s) for s in secrets] + [_SHAPE.pattern]
-    pattern = re.compile("|".join(f"(?:{p})" for p in parts), re.DOTALL)
-    out = []
-    for m in pattern.finditer(text):
-        keep = (m.groupdict().get("bearer") or m.groupdict().get("url") or "")
-        out.append(m.group(0)[len(keep):])
-    return out
+    return [text[a:b] for a, b in _spans(text, tuple(secrets))]
+
+
+# A piece of a credential value is a credential too: a tool printing a key's end, an error quoting
+# it split in two. A long value (a key, not a word) is looked for by aligned pieces of _PIECE
+# characters every _STEP: any run of _PIECE + _STEP - 1 of its characters holds one, and a run
+# found is widened to all it shares with the value.
+_PIECE, _STEP = 12, 8
+_PIECED = 24  # a value at least this long, without spaces
+
+
+@functools.lru_cache(maxsize=256)
+def _pieces(value: str) -> tuple[tuple[str, int], ...]:
+    """The aligned pieces of ``value`` looked for, each with where it starts in it."""
+    if len(value) < _PIECED or any(c.isspace() for c in value):
+        return ()
+    starts = list(range(0, len(value) - _PIECE + 1, _STEP))
+    if starts[-1] != len(value) - _PIECE:
+        starts.append(len(value) - _PIECE)
+    return tuple((value[i:i + _PIECE], i) for i in starts)
+
+
+def _spans(text: str, secrets: tuple[str, ...]) -> list[tuple[int, int]]:
+    """Where the credentials of ``text`` are, in order: (start, end), overlapping ones joined."""
+    spans = []
+    for value in secrets:
+        at = text.find(value)
+        while at >= 0:
+            spans.append((at, at + len(value)))
+            at = text.find(value, at + len(value))
+        for piece, offset in _pieces(value):
+            at = text.find(piece)
+            while at >= 0:
+                spans.append(_widened(text, value, at, offset))
+                at = text.find(piece, at + 1)
+    if _hinted(text):
+        for m in _SHAPE.finditer(text):
+            spans.append((m.start() + len(m.group("bearer") or m.group("url") or ""), m.end()))
+    spans.sort()
+    joined: list[tuple[int, int]] = []
+    for a, b in spans:
+        if joined and a < joined[-1][1]:
+            joined[-1] = (joined[-1][0], max(b, joined[-1][1]))
+        else:
+            joined.append((a, b))
+    return joined
+
+
+def _widened(text: str, value: str, at: int, offset: int) -> tuple[int, int]:
+    """The run of ``text`` around ``at`` that matches ``value`` around ``offset``, as long as it goes."""
+    a, v = at, offset
+    while a > 0 and v > 0 and text[a - 1] == value[v - 1]:
+        a, v = a - 1, v - 1
+    b, v = at + _PIECE, offset + _PIECE
+    while b < len(text) and v < len(value) and text[b] == value[v]:
+        b, v = b + 1, v + 1
+    return a, b
 
 
 class Redactor:
@@ -110,8 +157,12 @@ class Redactor:
 
     def __init__(self, values: Iterable[str]) -> None:
         self.values = tuple(values)
+        # what an encoded line holds when it holds a credential: a shape's start, a value's longest part
+        # JSON leaves as it is, a piece of a long value (a value with characters JSON escapes has none)
         self._literals = tuple(h.encode() for h in _HINTS) + tuple(
-            _fingerprint(value).encode("utf-8", "surrogatepass") for value in self.values)
+            _fingerprint(value).encode("utf-8", "surrogatepass") for value in self.values) + tuple(
+            piece.encode("utf-8", "surrogatepass") for value in self.values if _fingerprint(value) == value
+            for piece, _ in _pieces(value))
         self._marks = re.compile(b"|".join(re.escape(m) for m in self._literals))
         self._text_marks = re.compile("|".join(re.escape(m.decode("utf-8", "replace")) for m in self._literals))
         self.seen_clean: set[str] = set()  # short strings seen without a mark (names, origins, ids repeat)
@@ -121,7 +172,8 @@ class Redactor:
         if text in self.seen_clean:
             return True
         if len(text) >= _BIG:
-            return not any(h in text for h in _HINTS) and not any(v in text for v in self.values)
+            return not any(h in text for h in _HINTS) and not any(v in text for v in self.values) \
+                and not any(piece in text for v in self.values for piece, _ in _pieces(v))
         if self._text_marks.search(text) is not None:
             return False
         if len(text) <= 64 and len(self.seen_clean) < 4096:
@@ -170,12 +222,16 @@ def redact(text: str, secrets: Iterable[str]) -> str:
 
 
 def _redact(text: str, secrets: Iterable[str]) -> str:
-    for value in secrets:
-        if value in text:
-            text = text.replace(value, MARK)
-    if _hinted(text):
-        text = _SHAPE.sub(_keep, text)
-    return text
+    secrets = tuple(secrets)
+    if not _hinted(text) and not any(value in text for value in secrets) \
+            and not any(piece in text for value in secrets for piece, _ in _pieces(value)):
+        return text  # most texts: a few searches at C speed
+    out, last = [], 0
+    for a, b in _spans(text, secrets):
+        out += (text[last:a], MARK)
+        last = b
+    out.append(text[last:])
+    return "".join(out)
 
 
 # The start of a credential shape at the end of a text still arriving (a streamed reply).

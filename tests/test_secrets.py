@@ -40,7 +40,10 @@ SHAPES = {
     "bearer": "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
     "openai": "sk-proj-abcdefghijklmnop123456",
 }
-SECRET_PARTS = [*ENV.values(), *SHAPES.values(), "Sup3rS3cretPW", "MIIEowIBAAKCAQEAu1SU1LfVLPHCozMxH2Mo4lgOEePzNm0tRgeLezV6ffAt0gun"]
+# Pieces of a key are credentials too: a tool printing a key's end, an error quoting one split in two.
+PIECES = [ENV["OPENAI_API_KEY"][8:], ENV["AWS_SECRET_ACCESS_KEY"][7:]]
+SECRET_PARTS = [*ENV.values(), *SHAPES.values(), *PIECES, "Sup3rS3cretPW",
+                "MIIEowIBAAKCAQEAu1SU1LfVLPHCozMxH2Mo4lgOEePzNm0tRgeLezV6ffAt0gun"]
 
 FLOW = '''
 import os
@@ -51,8 +54,10 @@ NAMES = {names!r}
 SHAPES = {shapes!r}
 
 def everything():
+    aws = os.environ["AWS_SECRET_ACCESS_KEY"]
     return " | ".join([os.environ[n] for n in NAMES] + list(SHAPES.values())
-                      + ["Authorization: Bearer " + SHAPES["bearer"], "url " + os.environ["DATABASE_URL"]])
+                      + ["Authorization: Bearer " + SHAPES["bearer"], "url " + os.environ["DATABASE_URL"],
+                         "the key ends " + os.environ["OPENAI_API_KEY"][8:], "split " + aws[:7] + " " + aws[7:]])
 
 class S(BaseModel):
     note: str = ""
@@ -234,6 +239,19 @@ def test_a_credential_value_url_encoded_is_a_credential(monkeypatch):
     secrets = secret_values()
     said = "GET https://api.example/v1?key=vK8%2Fq%2BZp%3DLr0%20tWm and ?k=vK8%2Fq%2BZp%3DLr0+tWm"
     assert redact(said, secrets) == "GET https://api.example/v1?key=[redacted] and ?k=[redacted]"
+
+
+def test_a_piece_of_a_long_credential_is_redacted_and_restored_in_place():
+    key = "sk-test-abcdefghijklmnop1234567890XYZ"
+    said = f"tail {key[8:]} / split {key[:6]} {key[6:]} / whole {key} / short {key[10:25]}"
+    shown = redact(said, [key])
+    assert shown == f"tail {MARK} / split {key[:6]} {MARK} / whole {MARK} / short {key[10:25]}"
+    # (a run of 19 characters or more is always found; this 15 is not, and is no key on its own)
+    assert found(said, [key]) == [key[8:], key[6:], key]
+    edited = shown.replace("tail", "the tail")
+    assert restore(edited, said, [key]) == "the " + said  # each credential back where it was
+    assert redact("a 24-character password with spaces is matched whole only", ["correct horse battery stap"]) \
+        == "a 24-character password with spaces is matched whole only"
 
 
 def test_redact_data_walks_keys_and_values():
