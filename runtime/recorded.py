@@ -179,6 +179,7 @@ class _Read:
 
 
 def _events(lines: list[bytes | Skipped]) -> _Read:
+    """The lines of a journal read as events (a model call's node.start only up to its data)."""
     read = _Read()
     for n, line in enumerate(lines, 1):
         if isinstance(line, Skipped):

@@ -170,3 +170,18 @@ async def test_ctrl_c_says_which_key_quits_in_plain_words():
         await pilot.press("ctrl+c")
         await pilot.pause(0.05)
         assert toasts(app) == ["Do you want to quit?\nPress ctrl+q or q to quit the app"]  # no [b]markup[/b]
+
+
+def test_a_failed_model_call_says_what_failed_below_a_status_too_narrow_for_it():
+    from flowtui.runtime.events import RunEnd, RunStart
+    from flowtui.runtime.fold import RunView
+    from flowtui.tui.widgets.control import status_text, where_text
+
+    error = ("ProviderError: agent 'Calc' (turn 1, model 'openai/gpt-4o-mini'): the model's server could not be "
+             "reached, or it dropped the connection after 3 attempts in 1.3s. Provider said: Connection error.")
+    view = RunView()
+    view.apply(RunStart(seq=1, ts=0.0, run_id="r1", workflow="CalcWorkflow"))
+    view.apply(RunEnd(seq=2, ts=1.0, run_id="r1", status="failed", error=error))
+    assert "could not be reached" not in status_text(view, width=80).plain  # 80 columns hold who failed only
+    where = where_text(view, breakpoints=set(), width=80).plain
+    assert where.startswith("the model's server could not be reached, or it dropped the connection")

@@ -25,6 +25,7 @@ STATUS_STYLES = {"paused": "bold #ffd75f", "running": "bold #5fafff", "finished"
                  "failed": "bold #ff5f5f", "stopped": "bold #d7af5f", "idle": "dim"}
 BUTTON_CHROME = 3  # a compact button's padding and its margin
 _AT = re.compile(r"\(at ([^()]+:\d+ in [^()]+)\)$")  # where the flow's code raised (runtime.errors.describe_error)
+_WHO = re.compile(r"\w*Error: agent '[^']*' \(turn \d+[^)]*\): ")  # a provider's failure, who failed (providers)
 
 
 def button_labels(width: int) -> list[str]:
@@ -80,6 +81,9 @@ def where_text(view: Any, *, breakpoints: set[str] | None = None, event: Any = N
         head, head_style = "output: " + shown(view.output).replace("\n", " "), ""
     elif view is not None and view.status == "failed" and _AT.search(view.error or ""):
         head, head_style = "raised at " + shown(_AT.search(view.error).group(1)), "#ff5f5f"  # the cut status's end
+    elif view is not None and view.status == "failed" and _WHO.match(view.error or ""):
+        # a failed model call: what failed, past "agent 'X' (turn 1, model 'm'): ", which takes a narrow status
+        head, head_style = shown(_WHO.sub("", view.error, count=1)).replace("\n", " "), "#ff5f5f"
     else:
         head, head_style = "—", "dim"
     tails = _tails(view, breakpoints, event)
