@@ -29,7 +29,7 @@ from flowtui.runtime.bus import current_origin
 from flowtui.runtime.errors import ConfigError
 from flowtui.runtime.observe import field_type, jsonable
 from flowtui.runtime.pending import PendingCall, decide, edited, maker_of, parse_arguments
-from flowtui.runtime.secrets import restore, secret_values
+from flowtui.runtime.secrets import redact, restore, secret_values
 from flowtui.runtime.wellformed import removal, results_of
 
 if TYPE_CHECKING:
@@ -338,8 +338,9 @@ def _json(args: Any) -> str:
 
 
 def _quote(text: str, width: int = 40) -> str:
-    """A short quote of ``text`` for an edit's note: one line, cut in the middle when long."""
-    one = " ".join(text.split())
+    """A short quote of ``text`` for an edit's note: one line, cut in the middle when long. Redacted
+    before the cut: a credential's end left after it would look like no credential any more."""
+    one = " ".join(redact(text, secret_values()).split())
     if len(one) > width:
         one = one[: width // 2 - 1] + "…" + one[-(width // 2 - 1):]
     return f'"{one}"'

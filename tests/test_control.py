@@ -464,3 +464,17 @@ async def test_node_durations_leave_out_the_time_events_take_to_reach_a_slow_sin
     # the edit's 0.4 s, delivered while paused, is left out once: the workflow still lasts as long as
     # the agents inside it (subtracted twice, its duration came to nothing)
     assert ends[("agent", "Planner")] + ends[("agent", "Writer")] <= ends[("workflow", wf.__name__)] < 200
+
+
+async def test_an_edits_note_quotes_no_piece_of_a_credential():
+    # the note quoted the text cut in the middle, then redacted it: the key's end, no longer shaped
+    # like a key, went to the journal and the event log
+    wf, calls = make_flow(max_iterations=1)
+    d = Driver(wf, Controller(start_paused=True))
+    await d.paused(1)
+    d.run.edits.add_item("memory", "the key is ghp_0123456789abcdefghijABCDEFGHIJ012345 ok")
+    note = next(e.note for e in reversed(d.events) if e.type == "state.append")
+    assert note.startswith('added memory[') and "[redacted]" in note
+    assert "012345" not in note and "ABCDEF" not in note
+    d.ctl.stop()
+    await d.task
