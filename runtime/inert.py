@@ -25,14 +25,14 @@ from __future__ import annotations
 
 import re
 
+from flowtui.runtime.placeholders import put_back, shown_with
+
 _PICTURES = {c: chr(0x2400 + c) for c in range(0x20) if c not in (0x09, 0x0A)}
 _PICTURES[0x7F] = "\u2421"  # ␡
 _ESCAPES = {c: f"\\x{c:02x}" for c in range(0x80, 0xA0)}
 _ESCAPES.update({c: f"\\u{c:04x}" for c in (*range(0x202A, 0x202F), *range(0x2066, 0x206A))})
 _TABLE = str.maketrans({**_PICTURES, **_ESCAPES})
 _UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
-_FORMS = {form: chr(c) for c, form in {**_PICTURES, **_ESCAPES}.items()}
-_FORM_RE = re.compile("|".join(re.escape(f) for f in sorted(_FORMS, key=len, reverse=True)))
 
 
 def visible(text: str) -> str:
@@ -50,21 +50,13 @@ def is_inert(text: str) -> bool:
 def unvisible(edited: str, original: str) -> str:
     """``edited`` (typed over ``visible(original)``) with the shown control characters put back.
 
-    Only as many of each character as the original held come back, so a person who
-    typed ``␛`` on purpose into a text that had none keeps it.
+    Each comes back where it was, if the person left it as it was (see
+    :mod:`flowtui.runtime.placeholders`): a ``␛`` typed on purpose, or one the text held as it is,
+    stays a ``␛``.
     """
-    if visible(original) == original:
+    if is_inert(original):
         return edited
-    held = [m.group(0) for m in _UNSAFE.finditer(original.replace("\r\n", "\n"))]
-    if not held:
-        return edited
-    pending = list(held)
-
-    def back(m: re.Match[str]) -> str:
-        char = _FORMS[m.group(0)]
-        if char in pending:
-            pending.remove(char)
-            return char
-        return m.group(0)
-
-    return _FORM_RE.sub(back, edited)
+    text = original.replace("\r\n", "\n")
+    shown, hidden = shown_with(text, [(m.start(), m.end(), m.group(0).translate(_TABLE))
+                                      for m in _UNSAFE.finditer(text)])
+    return put_back(edited, shown, hidden)

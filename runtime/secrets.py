@@ -31,6 +31,8 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 from urllib.parse import quote, quote_plus
 
+from flowtui.runtime.placeholders import put_back, shown_with
+
 MARK = "[redacted]"
 SECRET_NAME = re.compile(r"(API_KEY|_KEY$|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|PRIVATE)", re.IGNORECASE)
 MIN_LENGTH = 6
@@ -278,10 +280,15 @@ def restore(edited: str, original: str, secrets: Iterable[str]) -> str:
     """``edited`` (typed over ``redact(original)``) with each untouched ``[redacted]`` back to its credential.
 
     An edit made on a redacted text then loses nothing: the credentials the
-    person never saw go back where they were.
+    person never saw go back where they were, each followed through the edit
+    (:mod:`flowtui.runtime.placeholders`): one whose ``[redacted]`` was deleted does not
+    come back in another's place, and a ``[redacted]`` the text held as it is stays so.
     """
     secrets = tuple(secrets)
-    if MARK not in edited or redact(original, secrets) == original:
+    if MARK not in edited:
         return edited
-    hidden = iter(found(original, secrets))
-    return re.sub(re.escape(MARK), lambda m: next(hidden, MARK), edited)
+    spans = _spans(original, secrets)
+    if not spans:
+        return edited
+    shown, hidden = shown_with(original, [(a, b, MARK) for a, b in spans])
+    return put_back(edited, shown, hidden)

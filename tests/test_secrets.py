@@ -266,6 +266,45 @@ def test_restore_puts_back_the_credentials_left_untouched():
     assert found(original, []) == [SHAPES["openai"], "abcdefghij"]
 
 
+def test_each_credential_goes_back_where_it_was_whatever_was_deleted_around_it():
+    # filled in order, a deleted [redacted] let the next credential take its place: the panes said
+    # 'new=[redacted]' while the model got the old key
+    old, new = "sk-proj-" + "A" * 24, "sk-proj-" + "B" * 24
+    original = f"hello old={old} new={new}"
+    edited = redact(original, []).replace(" old=[redacted]", "")
+    assert edited == "hello new=[redacted]"
+    assert restore(edited, original, []) == f"hello new={new}"
+    # a text that held '[redacted]' as it is keeps it there; the credential goes back to its own place
+    held = f"literal [redacted] then {old}"
+    assert restore(redact(held, []) + " X", held, []) == f"literal [redacted] then {old} X"
+    # one typed by the person stands for nothing
+    one = f"k={old} end"
+    assert restore("k=[redacted] end and [redacted] too", one, []) == f"k={old} end and [redacted] too"
+
+
+def test_an_edit_over_shown_control_characters_puts_each_back_where_it_was():
+    from flowtui.runtime.inert import unvisible, visible
+
+    original = "A \u241b B \x1b C"  # a literal picture of ESC, then a real ESC
+    assert visible(original) == "A ␛ B ␛ C"
+    assert unvisible("A ␛ B ␛ C X", original) == "A \u241b B \x1b C X"
+    assert unvisible("A B ␛ C", original) == "A B \x1b C"  # the literal one deleted: the real one stays
+
+
+@given(st.lists(st.sampled_from(["plain ", "x", SHAPES["openai"], SHAPES["hf"], "[redacted]", " "]), max_size=8),
+       st.data())
+def test_restore_gives_an_untouched_text_back_whole_and_changes_an_edited_one_only_at_stand_ins(pieces, data):
+    original = "".join(pieces)
+    shown = redact(original, [])
+    assert restore(shown, original, []) == original  # untouched: all back
+    if shown:
+        a = data.draw(st.integers(0, len(shown) - 1))
+        b = data.draw(st.integers(a, len(shown)))
+        back = restore(shown[:a] + shown[b:], original, [])
+        # what went back are credentials, at stand-ins: redacted again, it is the edited text
+        assert redact(back, []) == shown[:a] + shown[b:]
+
+
 @given(st.text(), st.sampled_from(list(ENV.values())))
 def test_a_value_is_redacted_wherever_it_sits_in_any_text(prefix, secret):
     text = prefix + secret + prefix
