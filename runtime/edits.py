@@ -250,8 +250,10 @@ class Editor:
                 if kind == "bucket":
                     self._run.state.set(name, value, origin="user", note=f"undone: {name} as before the last edit")
                 elif kind == "call":
-                    if self._run.pending is not None:
-                        self._run.pending.call = value
+                    pending = self._run.pending
+                    if pending is not None:  # said as an edit back, so a re-execution makes it again
+                        now, pending.call = pending.call, value
+                        edited(self._run, pending, now)
                 else:
                     setattr(self._run.workflow_state, name, value)
         self._mark = self._run.emitter.stream.last_seq

@@ -175,6 +175,23 @@ async def test_editing_the_pending_call_is_checked_against_the_schema_and_reache
     assert sent_call.args == {"query": "edited", "limit": 1}
 
 
+async def test_undoing_an_edit_of_the_pending_call_is_an_event_so_a_reexecution_makes_it_too():
+    # undone silently, the journal still said the call was edited: --resume-from diverged, or ran the
+    # tool with the arguments the person took back
+    ran: list = []
+    flow, calls = build([TWO_CALLS, "APROVADO"], ran=ran)
+    async with Driver(flow) as d:
+        await d.step_to("tool")
+        d.run.edits.edit_call('{"query": "edited"}')
+        assert d.run.edits.undo() is True
+        back = d.of("tool.decision")[-1]
+        assert (back.decision, back.origin, back.args, back.before) == ("edited", "user", {"query": "a"},
+                                                                        {"query": "edited"})
+        d.ctl.resume()
+        await asyncio.wait_for(d.task, 10)
+    assert ran[0]["query"] == "a"  # (the tool fills its defaults in)
+
+
 async def test_approval_pauses_every_call_of_the_tool_even_when_continuing_and_deny_tells_the_model():
     ran: list = []
     flow, calls = build([TWO_CALLS, "APROVADO"], ran=ran)
