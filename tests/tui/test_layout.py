@@ -125,3 +125,23 @@ async def test_conversation_text_can_be_selected_and_copied():
         assert any(seg.style and seg.style.bgcolor for seg in selected if "Write" in seg.text)
         await pilot.press("ctrl+c")
         assert app.clipboard.endswith("Draft 1")
+
+
+@pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
+@pytest.mark.parametrize("key", ["e", "m"])
+async def test_an_edit_dialogs_buttons_are_on_the_screen(size, key):
+    # at 80x24 the text box took the room of the buttons: Save/Promote/Cancel were off the screen
+    from textual.widgets import Button
+
+    app = make(input="Write about ctx.state")
+    async with app.run_test(size=size) as pilot:
+        await paused(pilot)
+        await press_and_pause(pilot, "n")
+        app.main.conversation.focus()
+        app.main.conversation.select(1)  # the writer's draft
+        await pilot.press(key)
+        await wait_until(pilot, lambda: len(app.screen_stack) > 2 or app.screen is not app.main, what="the dialog")
+        await pilot.pause()
+        for button in app.screen.query(Button):  # what is drawn at its middle is the button, not its clip
+            x, y = button.region.center
+            assert app.screen.get_widget_at(x, y)[0] is button, button.label
