@@ -158,6 +158,7 @@ class Editor:
     # --- memory and tasks ------------------------------------------------------
     def set_item(self, bucket: str, index: int, text: str) -> None:
         """Replace item ``index`` of ``memory`` or ``tasks``."""
+        _not_blank(text, bucket, f"d deletes {bucket}[{index}]")
         self._begin()
         items = list(self._run.state.get(bucket))
         old = _at(items, index, bucket)
@@ -179,6 +180,7 @@ class Editor:
         self._done(before)
 
     def add_item(self, bucket: str, text: str) -> None:
+        _not_blank(text, bucket, "type what it should say")
         self._begin()
         before = self._snapshot(bucket)
         with _as_user():
@@ -346,6 +348,12 @@ def _quote(text: str, width: int = 40) -> str:
     if len(one) > width:
         one = one[: width // 2 - 1] + "…" + one[-(width // 2 - 1):]
     return f'"{one}"'
+
+
+def _not_blank(text: str, bucket: str, instead: str) -> None:
+    """A blank memory item or task says nothing to the model (a blank line in its note): refused."""
+    if not text.strip():
+        raise ConfigError(f"a {bucket} item cannot be blank; {instead}")
 
 
 def _at(items: list, index: int, bucket: str) -> Any:

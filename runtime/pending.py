@@ -67,12 +67,17 @@ def parse_arguments(run: "Run", pending: PendingCall, text: str) -> dict[str, An
         raise ConfigError(f"the arguments of {name} must be a JSON object ({{...}}), not {type(args).__name__}")
     tool = run.plans.tool_specs[pending.spec.cls].by_name.get(name)
     if tool is not None and tool.schema is not None:
+        # a key the schema does not know would be dropped by the tool and still sent to the model
+        known = {key for field, info in tool.schema.model_fields.items() for key in (field, info.alias) if key}
+        unknown = sorted(set(args) - known) if tool.schema.model_config.get("extra") != "allow" else []
+        problems = [f"{key}: not an argument of {name}" for key in unknown]
         try:
             tool.schema.model_validate(args)
         except ValidationError as exc:
-            problems = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or '(arguments)'}: {e['msg']}"
-                                 for e in exc.errors())
-            raise ConfigError(f"{name} refuses these arguments ({tool.schema.__name__}): {problems}") from None
+            problems += [f"{'.'.join(str(p) for p in e['loc']) or '(arguments)'}: {e['msg']}" for e in exc.errors()]
+        if problems:
+            raise ConfigError(f"{name} refuses these arguments ({tool.schema.__name__}: "
+                              f"{', '.join(tool.schema.model_fields) or 'none'}): {'; '.join(problems)}")
     return args
 
 

@@ -478,3 +478,17 @@ async def test_an_edits_note_quotes_no_piece_of_a_credential():
     assert "012345" not in note and "ABCDEF" not in note
     d.ctl.stop()
     await d.task
+
+
+async def test_a_blank_memory_item_or_task_is_refused_as_the_add_dialog_refuses_it():
+    wf, calls = make_flow(max_iterations=1)
+    d = Driver(wf, Controller(start_paused=True))
+    await d.paused(1)
+    d.run.edits.add_item("memory", "keep this")
+    with pytest.raises(ConfigError, match=r"a memory item cannot be blank; d deletes memory\[0\]"):
+        d.run.edits.set_item("memory", 0, "  \n")
+    with pytest.raises(ConfigError, match="a tasks item cannot be blank"):
+        d.run.edits.add_item("tasks", "")
+    assert list(d.run.state.memory) == ["keep this"] and list(d.run.state.tasks) == []
+    d.ctl.stop()
+    await d.task

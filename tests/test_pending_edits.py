@@ -159,8 +159,10 @@ async def test_editing_the_pending_call_is_checked_against_the_schema_and_reache
         assert d.of("run.pause")[-1].call == {"id": "call_1_0", "name": "busca", "args": {"query": "a"}}
         with pytest.raises(ConfigError, match="not JSON"):
             d.run.edits.edit_call("{query: x}")
-        with pytest.raises(ConfigError, match=r"busca refuses these arguments \(Query\): limit"):
+        with pytest.raises(ConfigError, match=r"busca refuses these arguments \(Query: query, limit\): limit"):
             d.run.edits.edit_call('{"query": "x", "limit": "many"}')
+        with pytest.raises(ConfigError, match=r"\(Query: query, limit\): extra: not an argument of busca$"):
+            d.run.edits.edit_call('{"query": "x", "extra": 1}')  # the tool drops it, the model would see it
         assert at.name == "busca"
         d.run.edits.edit_call('{"query": "edited", "limit": 1}')
         made = d.run.state.history[1].tool_calls[0]

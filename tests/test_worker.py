@@ -356,7 +356,8 @@ def test_a_plain_socket_client_drives_a_run_through_every_command(listening):
     assert c.command(type="promote", index=1, text="o rascunho, como contexto")["ok"]
     # the pending call: its arguments, checked against the tool's schema, then a decision
     wrong = c.command(type="edit_call", text='{"problema": "x"}')
-    assert not wrong["ok"] and "registrar_problema refuses these arguments (ProblemaArgs): descricao" in wrong["error"]
+    assert not wrong["ok"] and ("registrar_problema refuses these arguments (ProblemaArgs: descricao): problema: not "
+                                "an argument of registrar_problema; descricao: Field required") in wrong["error"]
     assert c.command(type="edit_call", text='{"descricao": "falta um exemplo"}')["value"] == {
         "descricao": "falta um exemplo"}
     assert c.command(type="decide", decision="deny", reason="not this one")["ok"]  # and the run goes on
