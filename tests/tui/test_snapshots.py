@@ -121,8 +121,9 @@ def test_view_conversation(snap_compare, size, clocked):
 
 @sizes
 def test_view_model_sees(snap_compare, size, clocked):
-    """What the model sees (2) at the same point: `system · agent prompt` (You write a short
-    paragraph.), then the history as the next call sends it, each block tagged with its event,
+    """What the model sees (2) at the same point: `system · the last call's agent prompt (the next
+    call's is known when its agent starts)` (paused after an iteration, the Reviewer's prompt drawn
+    is the last call's: the next agent is not known yet), then the history as the next call sends it, each block tagged with its event,
     origin and tokens, estimated and marked so (`#… · agent:Writer · ~… tok`, as room allows: the
     flow's models are functions, which have no tokenizer); the pane's title says `What the model
     sees (N messages, ~T tokens, estimate)`."""

@@ -20,7 +20,11 @@ def show_model_sees(widget: MessageList, view: Any, counted: Any = None) -> None
     # every redraw for one line to show the first few
     labels = {}
     if view.prompt:
-        labels[0] = "system · agent prompt"
+        pause = view.pause
+        # paused before a tool or after a loop's iteration, the next call is another turn's, perhaps
+        # another agent's: the prompt drawn is the last call's, and says so
+        labels[0] = ("system · the last call's agent prompt (the next call's is known when its agent starts)"
+                     if pause is not None and pause.point in ("tool", "loop_iteration") else "system · agent prompt")
     note = 1 if view.prompt else 0
     has_note = len(seen) > len(view.history) + note
     if has_note:
