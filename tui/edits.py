@@ -226,7 +226,7 @@ class RunEdits:
                 raise ValueError("type some text first")
             return await self.edit(_p().AddItem(bucket=bucket, text=text))
 
-        self.push_screen(TextDialog(title, "", add, single_line=True, save_label="Add"),
+        self.push_screen(TextDialog(title, "", add, single_line=True, save_label="Add", lines_ok=True),
                          self._edited(f"Added to {bucket}."))
 
     def action_undo(self: FlowApp) -> None:

@@ -421,3 +421,23 @@ async def test_an_idle_app_stops_ticking_and_a_key_wakes_it():
         await asyncio.sleep(0.5)
         assert len(ticks) >= 5  # awake again (asleep it would be at most 2)
         await paused(pilot, after=seq)
+
+
+async def test_a_paste_of_several_lines_into_the_add_dialog_keeps_them_all():
+    # the one-line box kept the first line of a paste and dropped the rest without a word
+    from textual import events
+    from textual.widgets import TextArea
+
+    app = make(input="Write about ctx.state")
+    async with app.run_test(size=(120, 36)) as pilot:
+        await paused(pilot)
+        await pilot.press("A")
+        await wait_until(pilot, lambda: isinstance(app.screen, TextDialog), what="the add dialog")
+        await pilot.press("N", "B", ":", "space")
+        app.screen.query_one("#dialog-input").post_message(events.Paste("line1\nline2\n\nline4"))
+        await wait_until(pilot, lambda: bool(app.screen.query(TextArea)), what="the box to grow")
+        await pilot.press("enter", "e", "n", "d")  # enter is a new line now
+        await pilot.press("ctrl+s")
+        await wait_until(pilot, lambda: not isinstance(app.screen, TextDialog), what="the dialog to close")
+        await wait_until(pilot, lambda: bool(app.client.view.memory), what="the memory item")
+        assert app.client.view.memory[-1] == "NB: line1\nline2\n\nline4\nend"

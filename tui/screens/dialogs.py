@@ -7,9 +7,11 @@ from collections.abc import Callable
 
 from rich.table import Table
 from rich.text import Text
+from textual import events, on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.message import Message
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Static, TextArea
 
@@ -54,6 +56,23 @@ class FirstMessageDialog(ModalScreen[str | None]):
         self.dismiss(None)
 
 
+class OneLineInput(Input):
+    """A one-line box that hands a paste of several lines to its dialog as :class:`Lines` (an Input
+    keeps a paste's first line only, dropping the rest without a word)."""
+
+    class Lines(Message):
+        def __init__(self, text: str) -> None:
+            super().__init__()
+            self.text = text
+
+    def on_paste(self, event: events.Paste) -> None:
+        if "\n" in event.text.strip("\r\n"):
+            event.prevent_default()
+            event.stop()
+            at = self.cursor_position
+            self.post_message(self.Lines(self.value[:at] + event.text + self.value[at:]))
+
+
 class TextDialog(ModalScreen[str | None]):
     """Edits a text and hands it to ``apply``; if ``apply`` raises, the reason shows and the dialog stays.
 
@@ -67,7 +86,7 @@ class TextDialog(ModalScreen[str | None]):
     ]
 
     def __init__(self, title: str, text: str, apply: Callable[[str], object], *, single_line: bool = False,
-                 hint: str = "", save_label: str = "Save") -> None:
+                 hint: str = "", save_label: str = "Save", lines_ok: bool = False) -> None:
         super().__init__()
         self.title_text = title
         self.text = text
@@ -75,13 +94,14 @@ class TextDialog(ModalScreen[str | None]):
         self.single_line = single_line
         self.hint = hint
         self.save_label = save_label
+        self.lines_ok = lines_ok  # a one-line box that becomes a text area when several lines are pasted
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog", id="text-dialog"):
             yield Label(Text(shown(self.title_text)), classes="dialog-title")
             # Credentials are shown as [redacted]; saving puts back the ones left untouched.
             if self.single_line:
-                yield Input(shown(self.text), id="dialog-input")
+                yield (OneLineInput if self.lines_ok else Input)(shown(self.text), id="dialog-input")
             else:
                 yield TextArea(shown(self.text), id="dialog-text", soft_wrap=True, show_line_numbers=False)
             yield Static("", id="dialog-error")
@@ -93,6 +113,20 @@ class TextDialog(ModalScreen[str | None]):
 
     def on_mount(self) -> None:
         _no_blink(self)
+
+    @on(OneLineInput.Lines)
+    async def _grow(self, message: OneLineInput.Lines) -> None:
+        """Several lines pasted: the one-line box gives way to a text area holding them all."""
+        box = self.query_one(OneLineInput)
+        area = TextArea(message.text, id="dialog-text", soft_wrap=True, show_line_numbers=False)
+        await self.query_one("#text-dialog").mount(area, before=box)
+        await box.remove()
+        self.single_line = False
+        area.move_cursor(area.document.end)
+        area.focus()
+        _no_blink(self)
+        self.query_one("#dialog-error", Static).update(Text(f"Several lines pasted: {self.save_label.lower()} "
+                                                             "with ctrl+s (enter starts a new line).", "dim"))
 
     @property
     def value(self) -> str:
