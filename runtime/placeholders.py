@@ -12,8 +12,6 @@ left as it was goes back; one typed, moved or retyped stays as typed.
 
 from __future__ import annotations
 
-from difflib import SequenceMatcher
-
 # Past this many characters changed on each side, the changed stretch is not aligned (a quadratic
 # cost): stand-ins in it stay as typed; the unchanged start and end still get theirs back.
 _ALIGNED = 20_000
@@ -31,6 +29,8 @@ def put_back(edited: str, shown: str, hidden: dict[int, tuple[int, str]]) -> str
     same = [(0, 0, head), (len(shown) - tail, len(edited) - tail, tail)]
     middle_shown, middle_edited = shown[head:len(shown) - tail], edited[head:len(edited) - tail]
     if len(middle_shown) <= _ALIGNED and len(middle_edited) <= _ALIGNED:
+        from difflib import SequenceMatcher  # (an edit's, not every start's)
+
         matcher = SequenceMatcher(None, middle_shown, middle_edited, autojunk=False)
         same += [(head + a, head + b, n) for a, b, n in matcher.get_matching_blocks() if n]
     back = []
