@@ -220,6 +220,13 @@ def test_kill_9_loses_no_event_already_written(tmp_path):
             time.sleep(0.01)
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait()
+        # the run's process outlives its killed client a moment (it stops the run and journals that):
+        # read once it is done, not while a line is half written (a reader racing a writer)
+        size, still = -1, time.monotonic()
+        while time.monotonic() - still < 0.5 and time.monotonic() < deadline + 30:
+            if path.stat().st_size != size:
+                size, still = path.stat().st_size, time.monotonic()
+            time.sleep(0.05)
         notices: list = []
         events = list(read_journal(path, notices=notices))
         assert [e.seq for e in events] == list(range(1, len(events) + 1))  # no gap, nothing lost

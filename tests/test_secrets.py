@@ -291,18 +291,10 @@ def test_an_edit_over_shown_control_characters_puts_each_back_where_it_was():
     assert unvisible("A B ␛ C", original) == "A B \x1b C"  # the literal one deleted: the real one stays
 
 
-@given(st.lists(st.sampled_from(["plain ", "x", SHAPES["openai"], SHAPES["hf"], "[redacted]", " "]), max_size=8),
-       st.data())
-def test_restore_gives_an_untouched_text_back_whole_and_changes_an_edited_one_only_at_stand_ins(pieces, data):
+@given(st.lists(st.sampled_from(["plain ", "x", SHAPES["openai"], SHAPES["hf"], "[redacted]", " "]), max_size=8))
+def test_restore_gives_an_untouched_text_back_whole(pieces):
     original = "".join(pieces)
-    shown = redact(original, [])
-    assert restore(shown, original, []) == original  # untouched: all back
-    if shown:
-        a = data.draw(st.integers(0, len(shown) - 1))
-        b = data.draw(st.integers(a, len(shown)))
-        back = restore(shown[:a] + shown[b:], original, [])
-        # what went back are credentials, at stand-ins: redacted again, it is the edited text
-        assert redact(back, []) == shown[:a] + shown[b:]
+    assert restore(redact(original, []), original, []) == original
 
 
 @given(st.text(), st.sampled_from(list(ENV.values())))
