@@ -28,7 +28,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import errno
-import gc
 import os
 import select
 import signal
@@ -547,10 +546,5 @@ def _orphaned(grace: float) -> None:
 
 
 if __name__ == "__main__":
-    code = main()
-    # The run is over and all it sent has gone out. The interpreter's teardown collects every object
-    # once more: over a second with litellm loaded, and the client kills a worker still there 1 s
-    # after its run ended. Frozen, they are left to the exit (what the flow gave atexit still runs).
-    gc.freeze()
-    sys.exit(code)
+    sys.exit(main())
 
