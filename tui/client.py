@@ -390,10 +390,28 @@ def cut_inside(value: Any) -> tuple[int, str, int] | None:
 
 def split_cut(text: str) -> tuple[str, int] | None:
     """(the part the app holds, characters in all) when ``text`` was cut on the way to the app."""
+    if not text.endswith("o opens the whole text]"):  # cut, it ends in the note; one cut inside is no split
+        return None
     cut = cut_in(text[-400:]) if len(text) > 400 else None
     if cut is None:
         return None
     return text[:text.rfind("\n… [cut on the way to the app:")], cut[2]
+
+
+def lost_on_the_way(text: str) -> int:
+    """About how many characters of ``text`` the app does not hold: each string of it cut on the way
+    to the app kept the characters before its note, at most ``WIRE_LIMIT`` of them (a note of memory
+    and tasks holds other items before the piece)."""
+    if "cut on the way" not in text:
+        return 0
+    from flowtui.runtime.protocol import WIRE_LIMIT
+
+    lost, start = 0, 0
+    for m in CUT.finditer(text):
+        held = min(WIRE_LIMIT, m.start() - start)
+        lost += max(0, int(m.group(1).replace(",", "")) - held)
+        start = m.end()
+    return lost
 
 
 def _elided(event: Any) -> Any:

@@ -77,12 +77,11 @@ def total_size(seen: list[Any], counted: Any = None) -> str:
 
 
 def estimate(message: Any) -> int:
-    """A message's estimated size, of the whole of a text cut on the way to the app (the model gets
+    """A message's estimated size, of the whole of each text cut on the way to the app (the model gets
     it whole: its note says how long it is), not of the piece the app holds."""
     from flowtui.runtime.context_window import estimate_tokens
-    from flowtui.tui.client import split_cut
+    from flowtui.tui.client import lost_on_the_way
 
     n = estimate_tokens(message)
     content = message.content
-    cut = split_cut(content) if isinstance(content, str) else None
-    return n + max(0, cut[1] - len(content)) // 4 if cut else n
+    return n + lost_on_the_way(content) // 4 if isinstance(content, str) else n

@@ -51,3 +51,27 @@ async def test_view_2_draws_the_first_lines_of_a_huge_note_and_o_opens_it_whole(
         for key in ("down", "end", "home", "1", "2"):  # the keys answer (a hang times the test out)
             await pilot.press(key)
         await wait_until(pilot, lambda: app.main.current_view == "model-sees", timeout=30, what="view 2 again")
+
+
+async def test_a_memory_item_cut_on_the_way_is_drawn_where_it_is_and_the_note_goes_on(monkeypatch, big):
+    """One item of the note reached the app cut: view 2 draws its start and says, where it was cut, how
+    long it is; the items and tasks after it are drawn too, and the note's size counts it whole."""
+    monkeypatch.setenv("BIG_LONG_ITEM", "100000")
+    monkeypatch.setenv("BIG_MEMORY_LINES", "3")
+    monkeypatch.setenv("BIG_TASKS", "3")
+    app = make(big, input="go")
+    async with app.run_test(size=(160, 48)) as pilot:
+        await paused(pilot, timeout=60)
+        await press_and_pause(pilot, "n")
+        await wait_until(pilot, lambda: len(app.client.view.tasks) == 3, timeout=60, what="the tasks")
+        await pilot.press("2")
+        sees = app.main.pane_widget("model-sees")
+        await wait_until(pilot, lambda: sees is not None and len(sees.tags) == 4, timeout=60, what="view 2 drawn")
+        drawn = "\n".join(strip.text.rstrip() for strip in sees._block(1))
+        assert "START-yyy" in drawn
+        assert "100,000 characters in all" in drawn and drawn.index("START-") < drawn.index("100,000 characters")
+        for after in ("line 2", "Tasks:", "- task 2"):  # what follows the cut item is drawn too
+            assert after in drawn and drawn.index("100,000 characters") < drawn.index(after), after
+        assert "more line" not in drawn
+        tokens = int(re.search(r"~([\d,]+) tok", sees.tags[1]).group(1).replace(",", ""))
+        assert 24_000 < tokens < 26_500  # 100,000 characters at about four a token, not the 64 KiB held

@@ -27,3 +27,18 @@ def test_a_narrow_header_keeps_the_short_tag_and_cuts_the_label():
                           short_tag="#19 · ~52 tok")
     header = narrow[0].text.rstrip()
     assert header.endswith("… #19 · ~52 tok") and len(header) <= 40
+
+
+def test_a_long_line_inside_a_text_is_drawn_cut_and_the_lines_after_it_too():
+    """A line longer than a block draws, among short ones, is drawn to its first characters with its
+    length; it neither hides the lines after it nor counts them as left out."""
+    from flowtui.tui.widgets.blocks import LINE_CHARS
+
+    text = "first\n" + "z" * 200_000 + "\nthird\nfourth"
+    head, hidden = head_lines(text)
+    assert hidden == 0 and head.endswith("third\nfourth")
+    strips = render_block(Console(width=100), Message(role="system", content=text), 1, 100, expanded=False)
+    plain = "\n".join(strip.text.rstrip() for strip in strips)
+    assert f"(+{200_000 - LINE_CHARS:,} characters on this line)" in plain
+    assert plain.index("first") < plain.index("characters on this line") < plain.index("third") < plain.index("fourth")
+    assert len(strips) < 40  # the line's head, not 200,000 characters wrapped

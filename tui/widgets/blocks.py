@@ -56,19 +56,53 @@ def cut_long_lines(text: str, limit: int = LINE_CHARS) -> str:
 def head_lines(text: str, lines: int = BLOCK_LINES, chars: int = BLOCK_CHARS) -> tuple[str, int]:
     """The first lines of ``text`` a block draws (at most ``lines`` of them, about ``chars`` characters,
     the first one always) and how many lines are left out. A 200,000-line memory note costs what its
-    first hundred lines do, whatever its size."""
+    first hundred lines do, whatever its size. A line counts for what is drawn of it (at most
+    :data:`LINE_CHARS`, see :func:`drawn_lines`), so a long one is drawn cut, not left out with
+    the lines after it."""
     if len(text) <= chars and text.count("\n") < lines:
         return text, 0
     head = text.split("\n", lines)[:lines]
     kept, used = 0, 0
     for line in head:
-        if kept and used + len(line) > chars:
+        if kept and used + min(len(line), LINE_CHARS) > chars:
             break
         kept += 1
-        used += len(line) + 1
+        used += min(len(line), LINE_CHARS) + 1
     if kept == len(head) and len(head) < lines:  # every line fits (a few long ones)
         return text, 0
     return "\n".join(head[:kept]), text.count("\n") + 1 - kept
+
+
+_CUT_LINE = "… [cut on the way to the app:"  # how a note of client.mark_cuts starts its line
+
+
+def drawn_lines(text: str, *, open_end: bool = False, last_counted: bool = True) -> str:
+    """``text`` as a block draws it: :func:`shown`, each line longer than :data:`LINE_CHARS` cut and
+    saying how much of it is not drawn, paying for what is drawn only (a 50 MB line costs its head).
+
+    ``open_end``: the text goes on after its end (the rest is counted, or was cut on the way to
+    the app), so a credential its end falls inside is hidden too. ``last_counted``: the last line
+    is whole; when it is a piece, as before a note of a cut on the way, its length says nothing
+    and is not given."""
+    lines = text.split("\n") if len(text) > LINE_CHARS else [text]
+    if all(len(line) <= LINE_CHARS for line in lines):
+        return shown_streaming(text) if open_end else shown(text)
+    out: list[str] = []
+    run: list[str] = []  # lines drawn whole, made safe together (a credential may span them)
+    for i, line in enumerate(lines):
+        if len(line) <= LINE_CHARS:
+            run.append(line)
+            continue
+        if run:
+            out.append(shown("\n".join(run)))
+            run = []
+        after = lines[i + 1] if i + 1 < len(lines) else None
+        piece = after.startswith(_CUT_LINE) if after is not None else not last_counted
+        more = "" if piece else f" (+{len(line) - LINE_CHARS:,} characters on this line)"
+        out.append(shown_head(line, LINE_CHARS)[:LINE_CHARS] + "…" + more)
+    if run:
+        out.append(shown_streaming("\n".join(run)) if open_end else shown("\n".join(run)))
+    return "\n".join(out)
 
 
 def more_lines(n: int) -> str:
@@ -130,7 +164,7 @@ def _markdown(text: str) -> RenderableType:
 
 def render_block(console: Console, msg: Any, index: int, width: int, *, expanded: bool,
                  label: str | None = None, tag: str | None = None, short_tag: str | None = None,
-                 provisional: bool = False, expand_key: str = "enter") -> list[Strip]:
+                 provisional: bool = False, expand_key: str = "enter", composed: bool = False) -> list[Strip]:
     """The strips of message ``index`` at ``width`` cells (a trailing blank line separates blocks).
 
     The header ends in ``tag`` (default ``#index``), or ``short_tag`` where it does not fit; where
@@ -139,6 +173,8 @@ def render_block(console: Console, msg: Any, index: int, width: int, *, expanded
     ``provisional``: a reply still streaming in; its text is shown plain (a
     half-written Markdown table would jump around) and it has no index.
     ``expand_key``: the key the block's hints name for expanding it.
+    ``composed``: the text is made of several (the note of memory and tasks), so what one of them
+    lost on the way to the app is said where it was cut, not as the whole block's length.
     """
     inner = max(width - 2, 10)
     role_style = ERROR_STYLE if msg.is_error else ROLE_STYLES.get(msg.role, DIM)
@@ -178,7 +214,7 @@ def render_block(console: Console, msg: Any, index: int, width: int, *, expanded
                               no_wrap=True, overflow="ellipsis"))
     # A text cut on the way to the app: what it holds is drawn, and the last line says how long it is
     # (its cut line's own count would be the piece's).
-    wire = None if provisional else split_cut(msg.content)
+    wire = None if provisional or composed else split_cut(msg.content)
     text, total = wire or (msg.content, 0)
     if provisional:  # the end of the reply, where it is arriving: what came before is counted, not drawn
         content, hidden = cut_long_lines(shown_tail(text, BLOCK_CHARS)), 0
@@ -187,15 +223,9 @@ def render_block(console: Console, msg: Any, index: int, width: int, *, expanded
             content = "\n".join(content.split("\n")[-BLOCK_LINES:])
             parts.append(Text(f"… {length:,} characters so far, the last ones below", DIM,
                               no_wrap=True, overflow="ellipsis"))
-    else:
+    else:  # a cut text may end inside a credential: its first characters are hidden too
         content, hidden = head_lines(text)
-        if len(content) > BLOCK_CHARS + LINE_CHARS:  # one line longer than a block draws: what is drawn is shown
-            length = text.find("\n")  # the line's own length; the last line of a cut text has none here
-            more = "" if wire and length < 0 else f" (+{(len(text) if length < 0 else length) - LINE_CHARS:,} " \
-                                                   "characters on this line)"
-            content = shown_head(content, LINE_CHARS)[:LINE_CHARS] + "…" + more
-        else:  # a cut text may end inside a credential: its first characters are hidden too
-            content = cut_long_lines(shown_streaming(content) if hidden or wire else shown(content))
+        content = drawn_lines(content, open_end=bool(hidden or wire), last_counted=not (wire and not hidden))
     end_note = f"… {total:,} characters in all (o opens the whole text)" if wire \
         else more_lines(hidden) if hidden else None
     if content:

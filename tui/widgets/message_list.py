@@ -211,7 +211,8 @@ class MessageList(DirectLines, QuietVirtualSize, ScrollView, can_focus=True):
             raw = render_block(self.app.console, self._messages[i], i, self._content_width(),
                                expanded=i in self._expanded, label=self.labels.get(i), tag=self.tags.get(i),
                                short_tag=self.short_tags.get(i),
-                               expand_key="space" if i in self.sources else "enter")  # enter shows its event
+                               expand_key="space" if i in self.sources else "enter",  # enter shows its event
+                               composed=self.note is not None and i == self.note[0])
             base = self._base
             strips = [s.apply_style(base) for s in raw]
             self._cache[i] = strips
