@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from flowtui.runtime.errors import FlowLoadError, FlowtuiError
+from flowtui.runtime.providers._litellm import offline_price_map
 
 _loaded = 0
 
@@ -63,6 +64,7 @@ def load_module(path: Path) -> Any:
         raise FlowLoadError("not a Python file", file=str(path))
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
+    offline_price_map()  # a flow that imports litellm itself
     added = str(file.parent)
     if added not in sys.path:
         sys.path.insert(0, added)  # so a flow can import its sibling modules

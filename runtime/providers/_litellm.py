@@ -44,11 +44,17 @@ async def aload_litellm() -> ModuleType:
     return await asyncio.to_thread(load_litellm)
 
 
+def offline_price_map() -> None:
+    """Make litellm, whoever imports it (the runtime, or a flow itself), use the price map shipped in
+    the package: left alone, its import fetches one from the network (offline: seconds of retries
+    and warnings). ``LITELLM_LOCAL_MODEL_COST_MAP=False`` in the environment still asks for it."""
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+
 @functools.cache
 def load_litellm() -> ModuleType:
     """Import litellm once: offline price map, no banners, no log output."""
-    # Use the price map shipped in the package; without this litellm downloads it.
-    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    offline_price_map()
     import litellm
 
     # "Give Feedback / Get Help" and "Provider List" prints are gated by this.
