@@ -73,6 +73,7 @@ ATTACH_TIMEOUT_S = 10.0  # a served run that has not answered ``flowtui attach``
 LOG_LINE_MAX = 4096  # a printed line longer than this reaches the client cut
 LINE_MAX = 1 << 26  # a protocol line longer than this (64 MiB) is read to its end and left out, said
 MAY_BE_LOST = 16  # events a skip in seq may stand for when the journal cannot show them (see in_order)
+TEARDOWN_S = 0.05  # a worker whose code has all run (its output closed) may exit this long before it is cut short
 LINGER_S = 0.5  # after the worker exits, how long its pipes may stay silent before they are let go
 MUTED = ("the flow closed the pipe the run's events go out on (os.close or os.closerange in its code?): "
          "the run could no longer be followed, so its process was ended")
@@ -358,7 +359,7 @@ class Channel:
             await self._exit_or_mute()
         if self._writer is not None and not self.closed.is_set():
             self._writer.close()
-        if not await self._exited_within(grace):
+        if not await self._exited_within(grace, done_when_closed=self.ended):
             await self.kill()
         await self.wait()
 
@@ -396,18 +397,29 @@ class Channel:
             except ProcessLookupError:
                 pass
 
-    async def _exited_within(self, seconds: float) -> bool:
+    async def _exited_within(self, seconds: float, *, done_when_closed: bool = False) -> bool:
+        """Whether the worker exited within ``seconds``. ``done_when_closed``: its run has ended, so
+        its output closing means all its code has run (its last atexit handler closes it); what is
+        left, the interpreter's teardown, is cut short (its group killed) rather than waited for."""
         if self.proc is None:  # a socket: the run's process ends its run itself (it terminates its own code)
             try:
                 await asyncio.wait_for(self.closed.wait(), 3 * seconds)
             except asyncio.TimeoutError:
                 pass
             return True
+        exited = asyncio.ensure_future(self.proc.wait())
+        closed = asyncio.ensure_future(self.closed.wait())
         try:
-            await asyncio.wait_for(self.proc.wait(), seconds)
-            return True
-        except asyncio.TimeoutError:
-            return False
+            await asyncio.wait([exited, closed] if done_when_closed else [exited], timeout=seconds,
+                               return_when=asyncio.FIRST_COMPLETED)
+            if not exited.done() and closed.done():
+                await asyncio.wait([exited], timeout=TEARDOWN_S)
+                self._signal(signal.SIGKILL)
+                return True
+            return exited.done()
+        finally:
+            exited.cancel()
+            closed.cancel()
 
     async def wait(self) -> int | None:
         """Until the worker has exited and its output is read; its exit code.

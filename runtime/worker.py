@@ -21,11 +21,22 @@ down, never the app.
   first stops the run cooperatively and the second terminates it.
 - Exit codes: 0 the run finished or was stopped, 1 it failed, 2 the flow
   could not be loaded.
+- The pipe out closes when the last ``atexit`` handler has run (every other
+  one, the flow's and its libraries', before it): the client then knows the
+  rest is the interpreter's teardown (over a second of it with litellm
+  loaded), which it need not wait for.
 """
 
 from __future__ import annotations
 
-import argparse
+import atexit
+
+# Registered before any library this process imports registers its own: atexit runs them last
+# registered first, so this one runs after all of them (see ``Outbox.close``).
+_at_the_very_end: list[Callable[[], None]] = []
+atexit.register(lambda: [last() for last in _at_the_very_end])
+
+import argparse  # noqa: E402 (after the registration above, on purpose)
 import asyncio
 import errno
 import os
@@ -36,7 +47,6 @@ import threading
 import time
 import traceback
 from typing import Any, Callable
-
 
 from flowtui.runtime import protocol as p
 from flowtui.runtime.control import Controller, Signalled, Terminated
@@ -360,6 +370,7 @@ def main(argv: list[str] | None = None) -> int:
                       lambda: worker.stop_asked if worker is not None else None)
 
     send = Outbox(out_fd)
+    _at_the_very_end.append(send.close)
 
     def forked() -> None:  # a process the flow forked is not the worker: it sends nothing, a signal ends it
         send.drop()
@@ -435,6 +446,18 @@ class Outbox:
             return
         with self._lock:
             self._write()
+
+    def close(self) -> None:
+        """Send what is left and close the pipe: nothing of this process's Python code runs after
+        (atexit's last handler calls this), so the client need not wait for its exit."""
+        if self._dropped:  # (a forked process: the pipe is not its own)
+            return
+        try:
+            self.flush()
+        except OSError:
+            pass
+        self._dropped = True
+        os.close(self._fd)
 
     def _write(self) -> None:
         view = memoryview(self._pending)

@@ -480,3 +480,89 @@ def test_an_input_that_is_not_utf8_runs_with_replacement_characters(tmp_path):
     out, err = proc.communicate(timeout=HANG)
     assert proc.returncode == 0 and "Traceback" not in err, err
     assert journal_events(journal)[0]["input"] == "ol\ufffd"
+
+
+def test_a_run_whose_code_has_all_run_is_not_waited_on_through_the_interpreters_teardown(tmp_path):
+    """The run ended and every atexit handler of the flow has run: the client lets go of the process
+    then, not after its grace period (with litellm loaded, Python's own teardown takes over a second).
+    Here the teardown would take a minute and the grace is 20 s; the flow's atexit handler still runs."""
+    import asyncio
+
+    from flowtui.runtime import protocol as p
+    from flowtui.runtime.channel import Channel
+    from flowtui.runtime.spawn import Options
+
+    done = tmp_path / "atexit-ran"
+    flow = tmp_path / "slow_teardown.py"
+    flow.write_text(f"""
+import atexit, time
+from flowtui import ScriptedProvider, agent, workflow
+
+
+class SlowToGo:
+    def __del__(self):  # at the interpreter's teardown, after every atexit handler
+        time.sleep(60)
+
+
+keep = SlowToGo()
+
+
+def cleanup():
+    time.sleep(0.3)
+    open({str(done)!r}, "w").write("yes")
+
+
+atexit.register(cleanup)
+
+
+@agent(provider=ScriptedProvider(["ok"]), prompt="p")
+class A:
+    pass
+
+
+@workflow(steps=[A])
+class W:
+    pass
+""")
+
+    async def run() -> float:
+        channel = Channel(lambda lines: None)
+        hello = await channel.spawn(Options(target=str(flow), grace=20.0))
+        assert isinstance(hello, p.Hello), hello
+        reply = await channel.command(p.Start(input="x", paused=False))
+        assert reply.ok, reply
+        await channel.ended_or_gone()
+        t0 = time.monotonic()
+        await channel.finish()
+        return time.monotonic() - t0
+
+    took = asyncio.run(asyncio.wait_for(run(), HANG))
+    assert took < 10  # not the 20 s grace, let alone the minute of teardown
+    assert done.read_text() == "yes"  # the flow's own atexit handler ran first
+
+
+def test_a_flow_that_imports_litellm_itself_gets_the_price_map_shipped_with_it(tmp_path):
+    """litellm's import fetches a price map from the network unless told not to (offline: seconds of
+    retries and warnings on the terminal); the runtime's own import tells it, and a flow's import too."""
+    seen = tmp_path / "seen"
+    flow = tmp_path / "own_litellm.py"
+    flow.write_text(f"""
+import os
+open({str(seen)!r}, "w").write(os.environ.get("LITELLM_LOCAL_MODEL_COST_MAP", "unset"))
+from flowtui import ScriptedProvider, agent, workflow
+
+
+@agent(provider=ScriptedProvider(["ok"]), prompt="p")
+class A:
+    pass
+
+
+@workflow(steps=[A])
+class W:
+    pass
+""")
+    env = {k: v for k, v in os.environ.items() if k != "LITELLM_LOCAL_MODEL_COST_MAP"}
+    proc = flowtui("run", str(flow), "--input", "x", "--no-journal", cwd=tmp_path, env=env)
+    out, err = proc.communicate(timeout=HANG)
+    assert proc.returncode == 0, err
+    assert seen.read_text() == "True"
