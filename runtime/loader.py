@@ -9,6 +9,7 @@ file, an injection error.
 from __future__ import annotations
 
 import importlib.util
+import re
 import sys
 import traceback
 from pathlib import Path
@@ -81,9 +82,12 @@ def load_module(path: Path) -> Any:
     except Exception as exc:
         sys.modules.pop(name, None)
         line, func = _user_frame(exc, file)
-        where_ = f" (in {func})" if func and func != "<module>" else ""
-        raise FlowLoadError(f"{type(exc).__name__} while importing{where_}: {exc}", file=str(path),
-                            line=line) from exc  # --debug shows the flow's own traceback
+        if isinstance(exc, FlowtuiError):  # a decorator's or loop()'s own message: where it is, said once
+            message = re.sub(rf"^{re.escape(str(file))}:\d+: ", "", str(exc))
+        else:
+            where_ = f" (in {func})" if func and func != "<module>" else ""
+            message = f"{type(exc).__name__} while importing{where_}: {exc}"
+        raise FlowLoadError(message, file=str(path), line=line) from exc  # --debug shows the flow's own traceback
     return module
 
 

@@ -64,10 +64,14 @@ def make_state(cls: type) -> Any:
     sub = _observed_subclass(cls)
     try:
         obj = sub()
-    except TypeError as exc:
+    except ValidationError as exc:  # a field without a default, or a default its type refuses
+        faults = "; ".join(f"{'.'.join(map(str, e['loc'])) or cls.__name__}: {e['msg']}" for e in exc.errors())
+        raise ConfigError(f"state class {cls.__name__} must be constructible with no arguments, and is not "
+                          f"({faults}); give every field a default of its type") from None
+    except Exception as exc:
         raise ConfigError(
             f"state class {cls.__name__} must be constructible with no arguments "
-            f"(give every field a default): {exc}"
+            f"(give every field a default): {type(exc).__name__}: {exc}"
         ) from None
     if not (isinstance(obj, BaseModel) or dataclasses.is_dataclass(obj)):
         # A plain class's `problemas = []` lives on the class: give this run its own copy.

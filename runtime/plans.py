@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 from flowtui.runtime.decorators import AgentSpec, WorkflowSpec, spec_of
-from flowtui.runtime.errors import ConfigError, InjectionError
+from flowtui.runtime.errors import ConfigError, InjectionError, describe_error
 from flowtui.runtime.markers import constructor_plan, execute_plan, positional_arity, type_hints, where
 from flowtui.runtime.observe import make_state
 from flowtui.runtime.providers.base import Provider
@@ -120,6 +120,13 @@ def make_plans(spec: WorkflowSpec) -> Plans:
 
     for s in spec.steps:
         visit(s)
+    if has_state:  # every run makes one: one that cannot be made is the flow's fault, said at load
+        try:
+            plans.new_state()
+        except ConfigError as exc:
+            file, line = where(spec.state)
+            raise InjectionError(f"@workflow(state={spec.state.__name__}): {exc}", file=file, line=line,
+                                 cls=spec.name) from None
     return plans
 
 
@@ -198,7 +205,10 @@ def build_instances(run: "Run", *, model: str | None, wrap: Callable[[Provider],
         kwargs = {}
         for param, want in plans.ctor_plans[cls]:
             kwargs[param] = run.workflow_state if want == "state" else WorkflowRuntime(run)
-        return cls(**kwargs)
+        try:
+            return cls(**kwargs)
+        except Exception as exc:  # the flow's own __init__: where it raised, not a bare message
+            raise ConfigError(f"{cls.__name__}() could not be made for the run: {describe_error(exc)}") from exc
 
     agents = {cls: build(cls) for cls in plans.agent_specs}
     tools: dict[ToolSpec, Any] = {}  # what to call for each tool: execute of this run's instance, or the function
@@ -240,6 +250,25 @@ def _provider_for_run(p: Any, aspec: AgentSpec, *, replies: str | Path | None) -
 
 
 _NO_MODEL = {"ScriptedProvider": "which plays scripted replies", "FunctionProvider": "whose replies come from a function"}
+
+
+def hook_lookalikes(plans: Plans) -> list[str]:
+    """A method of an agent named like a hook but not one (``after_respons``): flowtui never calls it,
+    which would go unnoticed. One note per such method, naming the hook it looks like."""
+    from difflib import get_close_matches
+
+    from flowtui.runtime.decorators import HOOKS
+
+    notes = []
+    for cls, aspec in plans.agent_specs.items():
+        for name, value in vars(cls).items():
+            if name in HOOKS or name.startswith("__") or not callable(value):
+                continue
+            close = get_close_matches(name, HOOKS, n=1, cutoff=0.85)
+            if close:
+                notes.append(f"agent {aspec.name}: {name} is no hook flowtui calls; did you mean {close[0]}? "
+                             f"(the hooks: {', '.join(HOOKS)})")
+    return notes
 
 
 def model_not_applied(plans: Plans, model: str | None) -> list[str]:

@@ -56,11 +56,15 @@ def loop(steps: list[Any], until: Callable[..., Any] | None = None, *, max_itera
     warn early. ``math.inf`` turns either brake off (``until`` and the budget
     remain).
     """
+    steps = listed(steps, f"{name}(steps=...)", "steps")
     if not steps:
         raise ConfigError(f"{name}(steps=[...]) is empty")
+    if until is not None and not callable(until):
+        raise ConfigError(f"{name}(until={until!r}): until is a function of (ctx) or (ctx, s) that says when "
+                          f"to stop, e.g. until=lambda ctx, s: s.aprovado")
     max_iterations = _brake(name, "max_iterations", max_iterations)
     max_fails = _brake(name, "max_fails", max_fails)
-    return LoopSpec(tuple(steps), until, max_iterations, max_fails, on_exhausted, on_fail, name)
+    return LoopSpec(steps, until, max_iterations, max_fails, on_exhausted, on_fail, name)
 
 
 def _brake(loop_name: str, param: str, value: Any) -> int | float:
@@ -76,9 +80,19 @@ def _brake(loop_name: str, param: str, value: Any) -> int | float:
 
 def parallel(steps: list[Any], *, name: str = "parallel") -> ParallelSpec:
     """Run ``steps`` concurrently on the same context; the last writer of ``ctx.output``/``ctx.turn`` wins."""
+    steps = listed(steps, f"{name}(...)", "steps")
     if not steps:
         raise ConfigError(f"{name}([...]) is empty")
-    return ParallelSpec(tuple(steps), name)
+    return ParallelSpec(steps, name)
+
+
+def listed(value: Any, where_: str, param: str) -> tuple[Any, ...]:
+    """``value`` given where a list is expected: a list or tuple passes; one item alone is refused,
+    saying how to write it (``steps=A`` for ``steps=[A]``)."""
+    if isinstance(value, (list, tuple)):
+        return tuple(value)
+    name = getattr(value, "__name__", None) or repr(value)
+    raise ConfigError(f"{where_}: {param}= takes a list, not {name} alone; write {param}=[{name}]")
 
 
 def turn_of(ctx: Any):

@@ -86,7 +86,14 @@ def signature_schema(fn: Any, tool_name: str, doc_params: dict[str, str]) -> tup
     hints = type_hints(fn)
     fields: dict[str, Any] = {}
     injected: dict[str, str] = {}
-    for p in inspect.signature(fn).parameters.values():
+    params = list(inspect.signature(fn).parameters.values())
+    owner = fn.__qualname__.rpartition(".")[0]
+    if params and params[0].name in ("self", "cls") and owner and not owner.endswith("<locals>"):
+        raise ConfigError(f"{_at(file, line)}@tool {fn.__name__} is a method of {owner} (its first parameter is "
+                          f"{params[0].name}, which the model would be asked for): a tool is a function, or a "
+                          f"class with execute(self, ...); move {fn.__name__} out of {owner}, or make it a @tool "
+                          "class")
+    for p in params:
         if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
             raise ConfigError(f"{_at(file, line)}@tool {fn.__name__}: *{p.name} cannot be a tool argument; "
                               "name each argument the model fills")

@@ -200,8 +200,15 @@ class FlowApp(RunCommands, RunEdits, RunWatches, PlainNotify, App[int]):
         reply = await self.client.begin(input)
         self.say_refused_watches()
         if not reply.ok:
-            self.notify(reply.error or "the run could not start", title="The run could not start", severity="error",
-                        timeout=10)
+            error = reply.error or "the run could not start"
+            if error.startswith("--watch: "):  # the person's watchpoint, said where it was typed
+                self.notify(error, title="The run could not start", severity="error", timeout=10)
+            else:  # the flow's fault (an agent's __init__ raised): as a load error, r reloads the fixed file
+                from flowtui.tui.screens.error import LoadErrorScreen
+
+                self._forget_queue("The run could not start")
+                self.push_screen(LoadErrorScreen(self.config.target, ValueError(error),
+                                                 title="The run could not start"))
         self.wake()
 
     # --- the event buffer ----------------------------------------------------

@@ -166,6 +166,10 @@ class Provider:
 
     def finish(self, request: ChatRequest, reply: ChatReply) -> ChatReply:
         """What the engine does to every reply of this provider (see :func:`finish_reply`)."""
+        if not isinstance(reply, ChatReply):  # a provider of the flow's own: say which, and what it owes
+            raise TypeError(f"{type(self).__name__}.complete() returned {type(reply).__name__} "
+                            f"({reply!r:.80}), not a ChatReply; return ChatReply(content=...) "
+                            "(from flowtui import ChatReply)")
         return finish_reply(request, reply, rescue=self.rescue_tool_calls)
 
     def fork(self) -> "Provider":

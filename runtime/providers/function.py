@@ -6,6 +6,7 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
+from flowtui.runtime.errors import ConfigError
 from flowtui.runtime.messages import Message
 from flowtui.runtime.providers.base import ChatReply, ChatRequest, Provider
 from flowtui.runtime.providers.replies import to_reply
@@ -27,6 +28,14 @@ class FunctionProvider(Provider):
         fn = handler if handler is not None else getattr(self, "handler", None)
         if fn is None:
             raise TypeError("FunctionProvider needs a handler: FunctionProvider(fn) or a subclass with handler()")
+        try:
+            inspect.signature(fn).bind(None, None)
+        except TypeError:  # it cannot take (messages, tools): said now, not at the first model call
+            name = getattr(fn, "__qualname__", None) or repr(fn)
+            raise ConfigError(f"FunctionProvider: the handler {name}{inspect.signature(fn)} must take "
+                              "(messages, tools): the turn's messages and the tools' schemas") from None
+        except ValueError:  # a builtin without a signature: trust it
+            pass
         self._fn = fn
         self._async = inspect.iscoroutinefunction(fn)
 

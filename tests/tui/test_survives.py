@@ -690,3 +690,21 @@ def test_headless_json_loses_no_event_to_a_line_written_into_the_pipe(tmp_path):
     journaled = [json.loads(line)["seq"] for line in journal.read_text().splitlines() if line.strip()]
     assert printed == journaled == list(range(1, len(journaled) + 1))
     assert "taken from the journal" in done.stderr
+
+
+async def test_an_agent_that_cannot_be_made_is_said_on_screen_and_r_runs_the_fixed_file(tmp_path):
+    """The run cannot start (an agent's __init__ raises): the app says why and where, as it does a
+    load error, instead of sitting idle with the keys pressed queued; r runs the fixed file."""
+    flow = tmp_path / "flow.py"
+    flow.write_text("from flowtui import ScriptedProvider, agent, workflow\n\n"
+                    "@agent(provider=ScriptedProvider(['ok']), prompt='p')\nclass A:\n"
+                    "    def __init__(self):\n        raise RuntimeError('no key set')\n\n"
+                    "@workflow(steps=[A])\nclass W:\n    pass\n")
+    app = make(str(flow), input="x")
+    async with app.run_test() as pilot:
+        await wait_until(pilot, lambda: isinstance(app.screen, LoadErrorScreen), timeout=15, what="the error screen")
+        said = str(app.screen.error)
+        assert "A() could not be made for the run: RuntimeError: no key set" in said and "flow.py:6" in said
+        flow.write_text(Path("tests/tui/flows/review_fn.py").read_text())
+        await pilot.press("r")
+        await paused(pilot, timeout=15)

@@ -21,11 +21,13 @@ class LoadErrorScreen(Screen):
         Binding("q", "app.quit", "Quit", id="error.quit", tooltip="Quit flowtui"),
     ]
 
-    def __init__(self, target: str, error: BaseException, *, details: str | None = None) -> None:
+    def __init__(self, target: str, error: BaseException, *, details: str | None = None,
+                 title: str = "Could not load the flow") -> None:
         super().__init__()
         self.target = target
         self.error = error
         self.details = details
+        self.title_text = title
 
     def compose(self) -> ComposeResult:
         err = self.error  # a LoadError from the worker, or why the worker could not say (a load timeout)
@@ -33,7 +35,7 @@ class LoadErrorScreen(Screen):
         line = getattr(err, "line", None)
         cls = getattr(err, "cls", None)
         message = getattr(err, "message", None) or str(err)
-        head = Text("Could not load the flow", "bold #ff5f5f")
+        head = Text(self.title_text, "bold #ff5f5f")
         loc = Text()
         loc.append("file  ", "dim")
         loc.append(shown(f"{where}"), "bold")

@@ -1,0 +1,133 @@
+"""A newcomer's mistakes in a flow file: each is said when the flow loads, naming the file, line,
+class or parameter at fault and what to write instead; never a traceback, never skipped in silence
+(a hook that would never be called, a state no run could make)."""
+
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from test_cli import flowtui, write  # noqa: E402
+
+AGENT = "@agent(provider=FunctionProvider(lambda m, t: 'ok'), prompt='p')\n"
+WORKFLOW = "@workflow(steps=[A])\nclass W:\n    pass\n"
+
+
+@pytest.mark.parametrize("body, expect", [
+    # a decorator on what it does not decorate
+    (AGENT + "def A(ctx):\n    pass\n" + WORKFLOW,
+     r"flow.py:\d+: @agent decorates a class, and A is a function: write `class A:`"),
+    (AGENT + "class A:\n    pass\n@workflow(steps=[A])\ndef W():\n    pass\n",
+     r"flow.py:\d+: @workflow decorates a class, and W is a function: write `class W:`"),
+    ("class Box:\n    @tool\n    def t(self, a: str) -> str:\n        return a\n",
+     r"flow.py:\d+: @tool t is a method of Box \(its first parameter is self.*move t out of Box"),
+    # one item where a list goes
+    (AGENT + "class A:\n    pass\n@workflow(steps=A)\nclass W:\n    pass\n",
+     r"@workflow W: steps= takes a list, not A alone; write steps=\[A\]"),
+    (AGENT + "class A:\n    pass\n@workflow(steps=[loop(steps=A)])\nclass W:\n    pass\n",
+     r"loop\(steps=...\): steps= takes a list, not A alone; write steps=\[A\]"),
+    ("@tool\ndef t(a: str) -> str:\n    return a\n"
+     "@agent(provider=FunctionProvider(lambda m, t: 'ok'), prompt='p', tools=t)\nclass A:\n    pass\n" + WORKFLOW,
+     r"@agent\(tools=...\) of A: tools= takes a list, not t alone; write tools=\[t\]"),
+    # hooks that could never be called as written
+    (AGENT + "class A:\n    after_response = 'UPPER'\n" + WORKFLOW,
+     r"@agent A: after_response is str 'UPPER', not a method"),
+    (AGENT + "class A:\n    @property\n    def after_response(self):\n        return 'x'\n" + WORKFLOW,
+     r"@agent A: after_response is a property, not a method"),
+    (AGENT + "class A:\n    def after_response(self, response, ctx, extra):\n        pass\n" + WORKFLOW,
+     r"@agent A: after_response needs extra, which flowtui does not pass: it calls "
+     r"after_response\(response, ctx\); give extra a default"),
+    (AGENT + "class A:\n    async def __init__(self):\n        pass\n" + WORKFLOW,
+     r"@agent A: __init__ is async"),
+    # until that is no function
+    (AGENT + "class A:\n    pass\n@workflow(steps=[loop(steps=[A], until='s.ok')])\nclass W:\n    pass\n",
+     r"loop\(until='s.ok'\): until is a function of \(ctx\) or \(ctx, s\)"),
+    # state given wrong, or that no run could make
+    ("from pydantic import BaseModel\nclass S(BaseModel):\n    n: int\n" + AGENT + "class A:\n    pass\n"
+     "@workflow(state=S(n=1), steps=[A])\nclass W:\n    pass\n",
+     r"@workflow W: state= takes the state's class, not an instance \(S\(...\)\); write state=S"),
+    ("from pydantic import BaseModel\nclass S(BaseModel):\n    n: int\n" + AGENT + "class A:\n    pass\n"
+     "@workflow(state=S, steps=[A])\nclass W:\n    pass\n",
+     r"flow.py:\d+: W: @workflow\(state=S\): state class S must be constructible with no arguments, and is not "
+     r"\(n: Field required\); give every field a default"),
+    # providers that cannot be called as the engine calls them
+    ("@agent(provider=FunctionProvider(lambda: 'ok'), prompt='p')\nclass A:\n    pass\n" + WORKFLOW,
+     r"FunctionProvider: the handler <lambda>\(\) must take \(messages, tools\)"),
+    ("from flowtui import Provider\nclass P(Provider):\n    def complete(self, request):\n        pass\n"
+     "@agent(provider=P, prompt='p')\nclass A:\n    pass\n" + WORKFLOW,
+     r"A: @agent\(provider=P\): P.complete must be async def complete\(self, request\)"),
+])
+def test_a_mistake_in_a_flow_is_a_load_error_that_says_what_to_write(tmp_path, body, expect):
+    path = write(tmp_path, body)
+    res = flowtui("run", str(path), "--input", "x")
+    assert res.returncode == 2, res.stderr
+    assert re.search(expect, res.stderr), res.stderr
+    assert "Traceback" not in res.stderr and "while importing" not in res.stderr
+    assert all(line.count(str(path)) <= 1 for line in res.stderr.splitlines())  # where it is, said once
+
+
+def test_an_agent_whose_init_raises_names_it_and_the_line(tmp_path):
+    path = write(tmp_path, AGENT + "class A:\n    def __init__(self):\n        raise RuntimeError('no key set')\n"
+                 + WORKFLOW)
+    res = flowtui("run", str(path), "--input", "x")
+    assert res.returncode == 2, res.stderr
+    assert re.search(r"A\(\) could not be made for the run: RuntimeError: no key set \(at .*flow.py:5 in __init__\)",
+                     res.stderr), res.stderr
+    assert "Traceback" not in res.stderr
+
+
+def test_a_method_named_like_a_hook_is_said_and_the_run_goes_on(tmp_path):
+    path = write(tmp_path, AGENT + "class A:\n    def after_respons(self, response, ctx):\n        return 'x'\n"
+                 + WORKFLOW)
+    res = flowtui("run", str(path), "--input", "x")
+    assert res.returncode == 0, res.stderr
+    assert "agent A: after_respons is no hook flowtui calls; did you mean after_response?" in res.stderr
+    assert res.stdout == "ok\n"
+
+
+def test_a_provider_of_the_flows_own_that_returns_no_reply_is_named(tmp_path):
+    path = write(tmp_path, "from flowtui import Provider\nclass P(Provider):\n    async def complete(self, request):\n"
+                 "        return 'plain text'\n@agent(provider=P, prompt='p')\nclass A:\n    pass\n" + WORKFLOW)
+    res = flowtui("run", str(path), "--input", "x")
+    assert res.returncode == 1, res.stderr
+    assert "P.complete() returned str ('plain text'), not a ChatReply; return ChatReply(content=...)" in res.stderr
+
+
+def test_what_is_right_still_loads(tmp_path):
+    """The checks leave alone what works: hooks taking fewer arguments, a staticmethod hook, a tool
+    function nested in a function, a FunctionProvider subclass's handler, state with defaults."""
+    path = write(tmp_path, """
+    from pydantic import BaseModel
+    from flowtui import Provider
+
+    class S(BaseModel):
+        n: int = 0
+
+    def make_tool():
+        @tool
+        def t(self: str) -> str:
+            return self
+        return t
+
+    class Echo(FunctionProvider):
+        def handler(self, messages, tools):
+            return "ok"
+
+    @agent(provider=Echo(), prompt="p", tools=[make_tool()])
+    class A:
+        def before_prompt(self, prompt):
+            return prompt
+
+        @staticmethod
+        def after_response(response, ctx):
+            return response + "!"
+
+    @workflow(state=S, steps=(A,))
+    class W:
+        pass
+    """)
+    res = flowtui("run", str(path), "--input", "x")
+    assert res.returncode == 0, res.stderr
+    assert res.stdout == "ok!\n"
