@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from flowtui.runtime.construct import builders
 from flowtui.runtime.errors import ConfigError
@@ -23,7 +23,18 @@ LIMITS = ("max_duration_s", "max_chat_calls", "max_tool_calls", "max_tokens", "m
 class Budget(BaseModel):
     """What a run may spend. Unset limits are not checked."""
 
-    model_config = ConfigDict(arbitrary_types_allowed=True)
+    model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid")
+
+    def __init__(self, *args: Any, **limits: Any) -> None:
+        """Every fault said in flowtui's words, naming the parameter: a misspelt limit would
+        otherwise leave the run without it."""
+        if args:
+            raise ConfigError(f"Budget takes its limits by name, e.g. Budget(max_chat_calls={args[0]!r}); "
+                              f"the limits: {', '.join(LIMITS)}")
+        try:
+            super().__init__(**limits)
+        except ValidationError as exc:
+            raise ConfigError("; ".join(_fault(e) for e in exc.errors())) from None
 
     max_duration_s: float | None = None
     max_chat_calls: int | None = None
@@ -40,6 +51,21 @@ class Budget(BaseModel):
             if value is not None and value < 0:
                 raise ConfigError(f"Budget({name}={value}): a limit cannot be negative")
         return self
+
+
+def _fault(error: Any) -> str:
+    """One of pydantic's errors about a Budget, as flowtui says it."""
+    name = ".".join(map(str, error["loc"]))
+    if error["type"] == "extra_forbidden":
+        from difflib import get_close_matches
+
+        close = get_close_matches(name, [*LIMITS, "mode", "on_exceeded"], n=1)
+        hint = f"did you mean {close[0]}? " if close else ""
+        return f"Budget({name}=...): no such parameter; {hint}(the limits: {', '.join(LIMITS)}; also mode, on_exceeded)"
+    cause = (error.get("ctx") or {}).get("error")
+    if isinstance(cause, ConfigError):  # our own validator's words
+        return str(cause)
+    return f"Budget({name}={error.get('input')!r}): {error['msg']}"
 
 
 class BudgetUsage(BaseModel):

@@ -448,3 +448,18 @@ async def test_the_fold_counts_totals_as_the_run_goes_and_takes_the_runs_own_at_
     for ev in read_journal(tmp_path / "j.jsonl"):
         replay.apply(ev)
     assert replay.totals == live.totals
+
+
+@pytest.mark.parametrize("make, said", [
+    (lambda: Budget(max_chat_call=2), "Budget(max_chat_call=...): no such parameter; did you mean max_chat_calls?"),
+    (lambda: Budget(max_chat_calls=-1), "Budget(max_chat_calls=-1): a limit cannot be negative"),
+    (lambda: Budget(mode="halt"), "Budget(mode='halt'): Input should be 'stop' or 'raise'"),
+    (lambda: Budget(2), "Budget takes its limits by name, e.g. Budget(max_chat_calls=2)"),
+])
+def test_a_budget_written_wrong_is_refused_naming_the_parameter(make, said):
+    """A misspelt limit used to be accepted, and the run went without it."""
+    from flowtui.runtime.errors import ConfigError
+
+    with pytest.raises(ConfigError) as info:
+        make()
+    assert said in str(info.value) and "pydantic" not in str(info.value)
