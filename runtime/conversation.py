@@ -63,6 +63,12 @@ class Snapshot(Sequence):
     def __repr__(self) -> str:
         return f"({', '.join(repr(x) for x in self)})"
 
+    def _read_only(self, *args: Any, **kwargs: Any) -> None:
+        raise TypeError("ctx.state's buckets are read-only views, so every change is an event: change one with "
+                        "ctx.state.append(bucket, item) or ctx.state.set(bucket, items)")
+
+    append = extend = insert = remove = pop = clear = __setitem__ = __delitem__ = __iadd__ = _read_only
+
 
 def memory_items(memory: str | Iterable[str] | Mapping[str, Any] | None) -> list[str]:
     """Initial memory from ``app.run(memory=...)``.
@@ -135,6 +141,14 @@ class ConversationState:
     def tasks(self) -> Sequence[str]:
         items = self._buckets["tasks"]
         return Snapshot(items, len(items))
+
+    def _assigned(self, value: Any) -> None:
+        raise AttributeError("ctx.state's buckets cannot be assigned: write ctx.state.set(bucket, items) (an "
+                             "event records it), e.g. ctx.state.set(\"tasks\", [])")
+
+    history = history.setter(_assigned)
+    memory = memory.setter(_assigned)
+    tasks = tasks.setter(_assigned)
 
     def _history_length(self) -> int:
         """``len(self.history)``, for the runtime: without making the read-only view."""

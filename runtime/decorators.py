@@ -132,6 +132,15 @@ def _check_hooks(cls: type) -> None:
             raise ConfigError(f"@agent {cls.__name__}: {hook} is {what}, not a method; flowtui calls "
                               f"{hook} as a method: write def {hook}(self, ...)")
         _check_takes(cls, hook, found)
+        _check_returns(getattr(cls, hook), f"@agent {cls.__name__}: {hook}", "its value (a str, or None)")
+
+
+def _check_returns(fn: Any, who: str, what: str) -> None:
+    """A generator function (``yield`` in a hook or tool) returns a generator, never the value it
+    yields: the model would be sent ``<generator object ...>``."""
+    if inspect.isgeneratorfunction(fn) or inspect.isasyncgenfunction(fn):
+        raise ConfigError(f"{who} yields, so calling it makes a generator, not a result: return {what} "
+                          "instead (join the pieces it yields)")
 
 
 # What flowtui passes each hook (a hook may take fewer: the first ones are passed).
@@ -203,9 +212,12 @@ def tool(target: Any = None, /, *, name: str | None = None, description: str = "
         if isinstance(obj, type):
             if not callable(getattr(obj, "execute", None)):
                 raise ConfigError(f"@tool class {obj.__name__} has no execute() method")
+            _check_returns(obj.execute, f"@tool class {obj.__name__}: execute", "the result (a str, or a value "
+                           "made JSON)")
             spec = ToolSpec(target=obj, form="class", name=name or obj.__name__,
                             description=description or (obj.__doc__ or "").strip(), schema=schema, replay=replay)
         elif inspect.isfunction(obj):
+            _check_returns(obj, f"@tool {obj.__name__}", "the result (a str, or a value made JSON)")
             spec = function_tool(obj, name=name, description=description, schema=schema, replay=replay)
         else:
             raise ConfigError(f"@tool decorates a class with execute() or a function, not {obj!r}")

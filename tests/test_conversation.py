@@ -20,7 +20,11 @@ def test_reads_are_immutable_snapshots():
     state.append("history", Message(role="user", content="b"))
     assert [m.content for m in before] == ["a"]          # a read never changes afterwards
     assert [m.content for m in state.history] == ["a", "b"]
-    assert not hasattr(state.history, "append")
+    with pytest.raises(TypeError, match=r"read-only views.*ctx\.state\.append\(bucket, item\)"):
+        state.history.append(Message(role="user", content="x"))  # type: ignore[attr-defined]
+    with pytest.raises(AttributeError, match=r"cannot be assigned: write ctx\.state\.set\(bucket, items\)"):
+        state.memory = ["x"]  # type: ignore[misc]
+    assert [m.content for m in state.history] == ["a", "b"] and list(state.memory) == ["m0"]
     with pytest.raises(TypeError):
         state.history[0] = Message(role="user", content="x")  # type: ignore[index]
     with pytest.raises(Exception):

@@ -41,6 +41,11 @@ WORKFLOW = "@workflow(steps=[A])\nclass W:\n    pass\n"
      r"after_response\(response, ctx\); give extra a default"),
     (AGENT + "class A:\n    async def __init__(self):\n        pass\n" + WORKFLOW,
      r"@agent A: __init__ is async"),
+    # a generator where a value is returned: the model would be sent "<generator object ...>"
+    (AGENT + "class A:\n    async def after_response(self, response, ctx):\n        yield response\n" + WORKFLOW,
+     r"@agent A: after_response yields, so calling it makes a generator, not a result"),
+    ("@tool\ndef t(a: str):\n    yield a\n",
+     r"@tool t yields, so calling it makes a generator, not a result"),
     # until that is no function
     (AGENT + "class A:\n    pass\n@workflow(steps=[loop(steps=[A], until='s.ok')])\nclass W:\n    pass\n",
      r"loop\(until='s.ok'\): until is a function of \(ctx\) or \(ctx, s\)"),
