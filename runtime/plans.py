@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 from flowtui.runtime.decorators import AgentSpec, WorkflowSpec, spec_of
-from flowtui.runtime.errors import ConfigError, InjectionError, describe_error
+from flowtui.runtime.errors import ConfigError, FlowtuiError, InjectionError, describe_error
 from flowtui.runtime.markers import constructor_plan, execute_plan, positional_arity, type_hints, where
 from flowtui.runtime.observe import make_state
 from flowtui.runtime.providers.base import Provider
@@ -230,7 +230,14 @@ def build_instances(run: "Run", *, model: str | None, wrap: Callable[[Provider],
 def _provider_for_run(p: Any, aspec: AgentSpec, *, replies: str | Path | None) -> Provider:
     """This run's provider: a class built, an instance forked, a factory called."""
     if isinstance(p, type):
-        return p()
+        try:
+            return p()
+        except Exception as exc:  # built with no arguments, once per run: which agent's, and where it is
+            file, line = (None, None) if p.__module__.startswith("flowtui.") else where(p)
+            at = f" (defined at {file}:{line})" if file and line else ""
+            why = str(exc) if isinstance(exc, FlowtuiError) else describe_error(exc)
+            raise ConfigError(f"{aspec.name}: @agent(provider={p.__name__}){at} could not be made for the run: "
+                              f"{why}") from exc
     if isinstance(p, Provider):
         return p.fork()
     try:

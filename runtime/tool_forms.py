@@ -119,10 +119,23 @@ def signature_schema(fn: Any, tool_name: str, doc_params: dict[str, str]) -> tup
         model = create_model(f"{_camel(tool_name)}Args", __config__=ConfigDict(extra="forbid"), **fields)
         model.model_json_schema()
     except (PydanticSchemaGenerationError, TypeError) as exc:
-        raise ConfigError(f"{_at(file, line)}@tool {fn.__name__}: cannot build a schema from its parameters "
-                          f"({exc}); annotate each with a JSON-friendly type (str, int, a pydantic model...)"
-                          ) from None
+        raise ConfigError(f"{_at(file, line)}@tool {fn.__name__}: {_unschemable(fields, exc)}; annotate it with a "
+                          "type the model can fill as JSON (str, int, float, bool, a list or dict of them, a "
+                          "pydantic model)") from None
     return model, injected
+
+
+def _unschemable(fields: dict[str, Any], exc: Exception) -> str:
+    """Which parameter has no JSON schema (pydantic's message names a type, and says to allow arbitrary
+    types, which would give the model nothing to fill)."""
+    for name, spec in fields.items():
+        try:
+            create_model("Probe", **{name: spec}).model_json_schema()
+        except (PydanticSchemaGenerationError, TypeError):
+            hint = spec[0]
+            shown = getattr(hint, "__qualname__", None) if isinstance(hint, type) else None
+            return f"parameter {name!r} is annotated {shown or hint}, which has no JSON form"
+    return f"its parameters have no JSON form ({str(exc).splitlines()[0]})"
 
 
 def object_tool(obj: Any, *, agent: str) -> ToolSpec:

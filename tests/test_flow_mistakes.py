@@ -46,6 +46,9 @@ WORKFLOW = "@workflow(steps=[A])\nclass W:\n    pass\n"
      r"@agent A: after_response yields, so calling it makes a generator, not a result"),
     ("@tool\ndef t(a: str):\n    yield a\n",
      r"@tool t yields, so calling it makes a generator, not a result"),
+    # a tool parameter the model cannot fill
+    ("import socket\n@tool\ndef t(a: socket.socket) -> str:\n    return 'x'\n",
+     r"@tool t: parameter 'a' is annotated socket, which has no JSON form; annotate it with a type the model can fill"),
     # until that is no function
     (AGENT + "class A:\n    pass\n@workflow(steps=[loop(steps=[A], until='s.ok')])\nclass W:\n    pass\n",
      r"loop\(until='s.ok'\): until is a function of \(ctx\) or \(ctx, s\)"),
@@ -136,3 +139,12 @@ def test_what_is_right_still_loads(tmp_path):
     res = flowtui("run", str(path), "--input", "x")
     assert res.returncode == 0, res.stderr
     assert res.stdout == "ok!\n"
+
+
+def test_a_provider_class_that_cannot_be_made_names_the_agent(tmp_path):
+    path = write(tmp_path, "from flowtui import ScriptedProvider\nclass R(ScriptedProvider):\n"
+                 "    replies = 'nope.replies.toml'\n@agent(provider=R, prompt='p')\nclass A:\n    pass\n" + WORKFLOW)
+    res = flowtui("run", str(path), "--input", "x")
+    assert res.returncode == 2, res.stderr
+    assert re.search(r"A: @agent\(provider=R\) \(defined at .*flow.py:\d+\) could not be made for the run: "
+                     r"ScriptedProvider: replies file not found: .*nope.replies.toml", res.stderr), res.stderr
