@@ -264,7 +264,7 @@ def hook_lookalikes(plans: Plans) -> list[str]:
     which would go unnoticed. One note per such method, naming the hook it looks like."""
     from difflib import get_close_matches
 
-    from flowtui.runtime.decorators import HOOKS
+    from flowtui.runtime.checks import HOOKS
 
     notes = []
     for cls, aspec in plans.agent_specs.items():
