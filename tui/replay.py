@@ -78,6 +78,12 @@ class ReplayApp(PlainNotify, App[int]):
         quit_on_signals(self)
         await self.push_screen(self.main)
         self.go(self.position)
+        first = self.timeline.events[0] if self.timeline.events else None
+        if first is not None and getattr(first, "type", None) != "run.start":
+            self.notify(f"These events do not begin with a run.start: the journal's numbering starts again at "
+                        f"event {first.seq} without one (lines edited, lost or joined by hand?), and a run is taken "
+                        "to begin there. --run N picks another of the file's runs.",
+                        title="No run.start", severity="warning", timeout=15)
         if self.notices:
             lines = [f"line {n.line}: {n.reason}" for n in self.notices[:5]]
             more = len(self.notices) - len(lines)

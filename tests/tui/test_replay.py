@@ -303,3 +303,17 @@ def test_a_large_journal_says_how_far_its_reading_is_then_the_app_shows_it(journ
         assert "flowtui replay: reading" not in term.text()  # the line made way for the app
         term.send("q")
         assert term.wait_exit(timeout=30) == 0
+
+
+async def test_a_run_whose_numbering_starts_again_without_a_run_start_is_said(tmp_path, journal):
+    """Lines joined by hand: the numbering starts again mid-file, so the replay opens the events
+    after the break as the last run; it says they have no run.start, not showing them in silence."""
+    lines = journal.read_text().splitlines()
+    moved = tmp_path / "joined.jsonl"
+    moved.write_text("\n".join([*lines[:10], *lines[5:]]) + "\n")
+    app = make_replay(moved)
+    assert app.timeline.events[0].type != "run.start"
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        said = [(n.title, n.message) for n in app._notifications]
+        assert any(title == "No run.start" and "starts again at event" in message for title, message in said), said
