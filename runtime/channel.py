@@ -412,7 +412,7 @@ class Channel:
         try:
             await asyncio.wait([exited, closed] if done_when_closed else [exited], timeout=seconds,
                                return_when=asyncio.FIRST_COMPLETED)
-            if not exited.done() and closed.done():
+            if done_when_closed and not exited.done() and closed.done():
                 await asyncio.wait([exited], timeout=TEARDOWN_S)
                 self._signal(signal.SIGKILL)
                 return True
