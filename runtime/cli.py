@@ -45,7 +45,10 @@ def printable(text: str, secrets: Any = None) -> str:
 def say(text: str, *, file: TextIO | None = None, secrets: Any = None) -> None:
     """Print ``text`` (made :func:`printable`) on stderr, or ``file``; ``secrets``: the credentials
     to redact, when the caller has them at hand (else they are read from the environment)."""
-    print(printable(text, secrets), file=file or sys.stderr)
+    try:
+        print(printable(text, secrets), file=file or sys.stderr)
+    except OSError:  # the reader went away (| head): there is no one to tell, and the run goes on
+        pass
 
 
 def _seconds(text: str) -> float:
@@ -231,7 +234,9 @@ def main_run(argv: list[str]) -> int:
                         help="give up on a flow whose import takes longer (default: 30 s)")
     parser.add_argument("--listen", metavar="HOST:PORT",
                         help="serve the run to `flowtui attach` (port 0 picks one); it starts paused")
-    parser.add_argument("--token", help="the token attaching clients must give (default: a random one, printed)")
+    parser.add_argument("--token", default=os.environ.get("FLOWTUI_TOKEN") or None,
+                        help="the token attaching clients must give (default: $FLOWTUI_TOKEN, which ps does not "
+                             "show, else a random one, printed)")
     parser.add_argument("--listen-public", action="store_true",
                         help="allow --listen on an address other than loopback")
     try:
@@ -373,10 +378,10 @@ async def _run_headless(args: argparse.Namespace, memory: dict[str, str], data: 
         nonlocal interrupts
         interrupts += 1
         by = "ctrl-C" if signum == signal.SIGINT else signal.Signals(signum).name
-        if interrupts == 1:
-            say(f"flowtui: stopping the run ({by} again kills it)")
+        if interrupts == 1:  # the stop first: saying so may fail (stderr gone), stopping may not
             asyncio.ensure_future(channel.stop(reason=None if signum == signal.SIGINT
                                                else f"flowtui run received {signal.Signals(signum).name}"))
+            say(f"flowtui: stopping the run ({by} again kills it)")
         else:
             asyncio.ensure_future(channel.kill(by=f"{by} again"))
 

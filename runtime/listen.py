@@ -6,7 +6,10 @@
 
 The run starts paused and waits for a client. A client's first line must be
 ``auth`` with the token (compared in constant time); a wrong one is answered
-``token rejected`` and the connection closed, and the run keeps waiting. Before
+``token rejected`` and the connection closed, and the run keeps waiting. Tokens
+are checked one at a time, a quarter second apart after a wrong one, and wrong
+ones are counted on stderr: a short token given with ``--token`` is not guessed
+at a thousand tries a second unseen. Before
 ``auth`` a connection gets little: its first line may be 64 KiB at most, it
 must arrive within ``auth_timeout`` seconds all told, and at most
 ``max_pending`` connections wait for theirs (one more lets the oldest go, so
@@ -58,6 +61,9 @@ MIN_TOKEN = 16  # characters: a shorter token given with --token is warned about
 MAX_PENDING = 16  # connections waiting to authenticate; one more lets the oldest go
 MAX_QUEUED = 64  # a client's commands read and not handled yet; it is read on as they are
 MAX_LINE = 64 * 1024 * 1024  # bytes: a command after ``auth`` (an edit may carry a long text)
+WRONG_SPACING_S = 0.25  # after a wrong token, the next token is checked no sooner than this
+MAX_CHECKS_WAITING = 16  # connections whose token waits to be checked; more are refused unchecked
+WRONG_SAID_EVERY_S = 10.0  # wrong tokens are counted on stderr at most this often (the first at once)
 FLUSH_AT_CLOSE_S = 5.0  # the longest the run's end waits to reach its client when the process ends
 
 
@@ -68,7 +74,7 @@ def parse_address(address: str, option: str = "--listen") -> tuple[str, int]:
     ``address``)."""
     host, sep, port = address.rpartition(":")
     example = "127.0.0.1:0 (0 picks a free port)" if option == "--listen" else "127.0.0.1:8765"
-    if not sep or not port.isdigit():
+    if not sep or not (port.isascii() and port.isdigit()):  # (str.isdigit takes '٣٣' for 33)
         raise ConfigError(f"{option} {address!r}: expected HOST:PORT, e.g. {example}")
     if int(port) > 65535:
         raise ConfigError(f"{option} {address!r}: port {int(port)} is out of range: a port is 0-65535")
@@ -96,6 +102,9 @@ class Listener:
                               "token can run commands in this flow's process. Add --listen-public to mean it")
         if token is not None and not token.strip():
             raise ConfigError("--token is empty: give one of at least 16 characters, or leave it out for a random one")
+        if token is not None and not (token.isprintable() and token == token.strip()):
+            raise ConfigError("--token holds control characters or spaces at its ends (it is printed for the "
+                              "client to type): give printable characters, or leave it out for a random one")
         self.worker = worker
         self.token = token or secrets.token_hex(16)
         self.public = not is_loopback(host)
@@ -112,6 +121,12 @@ class Listener:
         self.max_pending = max_pending
         self.max_line = max_line
         self._waiting: dict[socket.socket, None] = {}  # not authenticated yet, oldest first (a thread each)
+        self._checking = threading.Lock()  # one token checked at a time, spaced after a wrong one
+        self._checks_waiting = 0
+        self._next_check = 0.0
+        self._wrong = 0  # wrong tokens in all, and since the last time it was said
+        self._wrong_unsaid = 0
+        self._wrong_said_at = -WRONG_SAID_EVERY_S
         self._loop: asyncio.AbstractEventLoop | None = None
         worker.backlog = []  # whoever attaches later gets every event so far
         worker.send = _nowhere
@@ -129,7 +144,10 @@ class Listener:
         out = out or sys.stderr
         print(f"listening on {self.address}", file=out, flush=True)
         print(f"token: {self.token}", file=out, flush=True)
-        print(f"attach with: flowtui attach {self.address} --token {shlex.quote(self.token)}", file=out, flush=True)
+        where = self.address
+        if ipaddress.ip_address(self.host).is_unspecified:  # every interface: the client names one of them
+            where = f"THIS-MACHINE:{self.port}"
+        print(f"attach with: flowtui attach {where} --token {shlex.quote(self.token)}", file=out, flush=True)
         if len(self.token) < MIN_TOKEN:
             print(f"warning: a token of {len(self.token)} characters can be guessed; leave --token out for a "
                   "random one", file=out, flush=True)
@@ -173,7 +191,7 @@ class Listener:
             return
         attached = False
         try:
-            refused = self._refusal(first)
+            refused = self._checked(first, conn)
             if refused:
                 _refuse(conn, refused)
                 return
@@ -246,6 +264,46 @@ class Listener:
         except OSError:
             _close(conn)
         return None, b""
+
+    def _checked(self, line: bytes, conn: socket.socket) -> str | None:
+        """:meth:`_refusal`, one check at a time, and none sooner than ``WRONG_SPACING_S`` after a wrong
+        token: guessing goes at a few tries a second however many connections try. Wrong tokens are
+        said on stderr (the first, then a count at most every ``WRONG_SAID_EVERY_S``)."""
+        with self._lock:
+            if self._checks_waiting >= MAX_CHECKS_WAITING:
+                return "too many connections are authenticating (wrong tokens are being tried): try again"
+            self._checks_waiting += 1
+        try:
+            with self._checking:
+                wait = self._next_check - time.monotonic()
+                if wait > 0:
+                    time.sleep(wait)
+                refused = self._refusal(line)
+                if refused == "token rejected":
+                    self._next_check = time.monotonic() + WRONG_SPACING_S
+                    self._said_wrong(conn)
+                return refused
+        finally:
+            with self._lock:
+                self._checks_waiting -= 1
+
+    def _said_wrong(self, conn: socket.socket) -> None:
+        self._wrong += 1
+        self._wrong_unsaid += 1
+        now = time.monotonic()
+        if now - self._wrong_said_at < WRONG_SAID_EVERY_S:
+            return
+        try:
+            peer = "%s:%s" % conn.getpeername()[:2]
+        except OSError:
+            peer = "a client that left"
+        what = "a wrong token" if self._wrong_unsaid == 1 else f"{self._wrong_unsaid} wrong tokens"
+        since = "" if self._wrong == self._wrong_unsaid else f" since the last count ({self._wrong} in all)"
+        try:
+            print(f"flowtui: {what}{since}, the last from {peer}", file=sys.stderr, flush=True)
+        except OSError:
+            pass
+        self._wrong_unsaid, self._wrong_said_at = 0, now
 
     def _refusal(self, line: bytes) -> str | None:
         """Why the first line does not authenticate (None: it does)."""

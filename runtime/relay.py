@@ -53,7 +53,7 @@ class Relay:
                 self.reply(command, "the run has ended")
                 return
             self.reply(command)
-            asyncio.ensure_future(self.channel.stop())
+            asyncio.ensure_future(self.channel.stop(reason=command.reason))
             return
         self.channel.forward(command, lambda reply: self.send(
             p.encode(reply.model_copy(update={"id": command.id})), True))

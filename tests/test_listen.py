@@ -5,8 +5,12 @@ in order; addresses that cannot be used are refused with exit 2. Time bounds are
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import json
+import os
+import re
+import signal
 import socket
 import subprocess
 import sys
@@ -282,6 +286,9 @@ def test_parse_address_names_the_option_and_the_port_range():
         parse_address("nonsense", option="address")
     with pytest.raises(ConfigError, match=r"^--listen '127.0.0.1:99999': port 99999 is out of range.*0-65535"):
         parse_address("127.0.0.1:99999")
+    for other_digits in ("127.0.0.1:\u0663\u0663", "127.0.0.1:\uff10"):  # Arabic-Indic 33, fullwidth 0
+        with pytest.raises(ConfigError, match="expected HOST:PORT"):
+            parse_address(other_digits)
 
 
 def test_listening_on_a_port_out_of_range_exits_2_naming_listen():
@@ -294,6 +301,8 @@ def test_listening_on_a_port_out_of_range_exits_2_naming_listen():
 @pytest.mark.parametrize("options,said", [
     (["--listen", ""], "flowtui: --listen '': expected HOST:PORT"),  # an unset variable: nothing served
     (["--listen", "127.0.0.1:0", "--token", " "], "flowtui: --token is empty"),
+    # printed for the client to type: a control character would reach the terminal
+    (["--listen", "127.0.0.1:0", "--token", "a\x1b]0;x\x07-long-enough-token"], "flowtui: --token holds control"),
 ])
 def test_a_listen_that_would_serve_nothing_exits_2_saying_why(options, said):
     done = ran("run", "flows/revisao.py", "--input", "x", "--no-journal", *options)
@@ -606,3 +615,62 @@ def test_a_served_flow_that_crashes_its_process_ends_failed_and_the_server_says_
         assert proc.wait(HANG) == 1
         assert last_event(journal)["status"] == "failed"
         assert "Traceback" not in proc.stderr.read()
+
+
+def test_wrong_tokens_are_checked_a_few_a_second_and_counted_on_stderr(tmp_path):
+    """Guessing a short token given with --token went at 500 tries a second, unseen. Wrong tokens are
+    now spaced (however many connections try at once) and said; the right one still attaches."""
+    err = (tmp_path / "err").open("w+")
+    proc = subprocess.Popen([sys.executable, "-c", "from flowtui.tui.cli import main; main()", "run",
+                             "flows/revisao.py", "--input", "x", "--listen", "127.0.0.1:0", "--no-journal"],
+                            cwd=ROOT, stdout=subprocess.DEVNULL, stderr=err, text=True,
+                            env={**os.environ, "FLOWTUI_TOKEN": "the-token-from-the-environment"})
+    try:
+        deadline = time.monotonic() + HANG
+        while "listening on" not in (text := (tmp_path / "err").read_text()):
+            assert time.monotonic() < deadline and proc.poll() is None, text
+            time.sleep(0.05)
+        port = int(text.split("listening on ", 1)[1].split()[0].rsplit(":", 1)[1])
+        assert "token: the-token-from-the-environment" in text  # FLOWTUI_TOKEN: not on the command line
+
+        def guess(token: str) -> list[dict]:
+            sock = socket.create_connection(("127.0.0.1", port), timeout=HANG)
+            sock.sendall(auth(token))
+            return messages(sock, lambda out: any(m["type"] in ("reply", "hello") for m in out))
+
+        t0 = time.monotonic()
+        with concurrent.futures.ThreadPoolExecutor(6) as pool:
+            refused = list(pool.map(guess, [f"guess-{i}" for i in range(12)]))
+        took = time.monotonic() - t0
+        assert all(replies(got) and replies(got)[0][2] == "token rejected" for got in refused), refused
+        assert took >= 11 * 0.25 * 0.9  # one check at a time, spaced after each wrong one (a lower bound)
+        got = guess("the-token-from-the-environment")
+        assert got[0]["type"] == "hello"
+        said = (tmp_path / "err").read_text()
+        assert re.search(r"flowtui: a wrong token, the last from 127\.0\.0\.1:\d+", said), said
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_a_stop_sent_with_a_reason_ends_the_run_saying_it(listening, tmp_path):
+    proc, port, token = listening
+    sock = socket.create_connection(("127.0.0.1", port), timeout=HANG)
+    sock.sendall(auth(token) + b'{"id":2,"type":"stop","reason":"deploy window closed"}\n')
+    got = messages(sock, lambda out: any(m.get("type") == "run.end" for m in out))
+    end = next(m for m in got if m.get("type") == "run.end")
+    assert end["status"] == "stopped" and end["reason"] == "deploy window closed", end
+
+
+def test_sigterm_stops_a_served_run_whose_stderr_reader_has_gone(tmp_path):
+    """stderr piped into a reader that left (| head): the next line printed failed the server (exit 1),
+    and a SIGTERM after it was never acted on (saying 'stopping' failed before the stop was made), so
+    a served run waited for ever. Now the run waits for its client, and SIGTERM stops it."""
+    proc = flowtui("run", "flows/revisao.py", "--input", "x", "--listen", "127.0.0.1:0", "--no-journal")
+    for _ in range(3):
+        proc.stderr.readline()
+    proc.stderr.close()
+    time.sleep(1.0)  # the run's first line goes to the closed pipe meanwhile
+    assert proc.poll() is None  # still serving
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=HANG) == 0  # stopped, not failed

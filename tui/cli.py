@@ -146,9 +146,14 @@ def main_attach(argv: list[str]) -> int:
                                      description="Open the app on a run that another process serves "
                                                  "(flowtui run FLOW --listen HOST:PORT).")
     parser.add_argument("address", metavar="HOST:PORT")
-    parser.add_argument("--token", required=True, help="the token the listening run printed")
+    parser.add_argument("--token", default=os.environ.get("FLOWTUI_TOKEN") or None,
+                        help="the token the listening run printed (default: $FLOWTUI_TOKEN, which ps does not show)")
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
     args = parser.parse_args(argv)
+    if not args.token:
+        say("flowtui attach: give the token the listening run printed: --token TOKEN, or FLOWTUI_TOKEN in the "
+            "environment")
+        return 2
     try:
         host, port = parse_address(args.address, option="address")
     except ConfigError as exc:
