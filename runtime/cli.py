@@ -16,8 +16,8 @@ checking every event against it, then goes on live (:mod:`flowtui.runtime.resume
 Exit codes: 0 the run finished (or was stopped), 1 it failed, 2 the flow
 could not be loaded (or the command line is wrong, or ``--resume-from`` names
 no journal), 3 a re-executed run diverged from its journal (the report on
-stderr), 4 it stopped at a ``--watch``, 5 stdout could not take the output (a full
-disk). No traceback unless ``--debug``. Everything printed is made inert and redacted first
+stderr), 4 it stopped at a ``--watch``, 5 stdout could not take the output, or
+``--snapshot-out`` could not be written (a full disk). No traceback unless ``--debug``. Everything printed is made inert and redacted first
 (:func:`printable`): a model's reply can neither drive the terminal nor leak a key.
 """
 
@@ -45,8 +45,11 @@ def printable(text: str, secrets: Any = None) -> str:
 def say(text: str, *, file: TextIO | None = None, secrets: Any = None) -> None:
     """Print ``text`` (made :func:`printable`) on stderr, or ``file``; ``secrets``: the credentials
     to redact, when the caller has them at hand (else they are read from the environment)."""
+    if file is not None:  # (the output: its caller says when it could not be written)
+        print(printable(text, secrets), file=file)
+        return
     try:
-        print(printable(text, secrets), file=file or sys.stderr)
+        print(printable(text, secrets), file=sys.stderr)
     except OSError:  # the reader went away (| head): there is no one to tell, and the run goes on
         pass
 
@@ -69,8 +72,37 @@ def parse_pairs(pairs: list[str], *, option: str = "--memory", example: str = "p
         key, sep, value = pair.partition("=")
         if not sep or not key.strip():
             raise SystemExit(f"flowtui: {option} {pair!r}: expected KEY=VALUE, e.g. {option} {example}")
+        if key.strip() in found:  # the first would be dropped in silence
+            raise SystemExit(f"flowtui: {option} {key.strip()!r} is given twice ({found[key.strip()]!r}, then "
+                             f"{value!r}): give each key once")
         found[key.strip()] = value
     return found
+
+
+def check_files(args: argparse.Namespace) -> None:
+    """The files the flow arguments name, checked before anything runs (``SystemExit`` with why): one
+    read that is a folder, a pipe or a device (read for ever, or all of memory), and one written that
+    would replace something it is not (the flow's own source, the run's journal, a file that is no
+    snapshot or cassette, a device)."""
+    from flowtui.runtime.files import replace_refusal
+    from flowtui.runtime.journal import not_a_file
+    from flowtui.runtime.loader import split_target
+
+    for option in ("replies", "replay", "from_snapshot"):
+        name = getattr(args, option, None)
+        why = not_a_file(Path(name), "a file") if name else None
+        if why:
+            raise SystemExit(f"flowtui: --{option.replace('_', '-')} {name}: it {why}; name the file")
+    keep = {split_target(args.flow)[0]: "the flow file"}
+    if args.journal and not args.no_journal:
+        keep[Path(args.journal)] = "the run's journal"
+    for option, what in (("record", "cassette"), ("snapshot_out", "snapshot")):
+        name = getattr(args, option, None)
+        why = replace_refusal(Path(name), what, keep) if name is not None else None
+        if why:
+            raise SystemExit(f"flowtui: --{option.replace('_', '-')} {name!r}: {why}")
+        if name:
+            keep[Path(name)] = f"the --{option.replace('_', '-')} file"
 
 
 def parse_memory(pairs: list[str]) -> dict[str, str]:
@@ -244,6 +276,7 @@ def main_run(argv: list[str]) -> int:
         memory = parse_memory(args.memory)
         data = parse_pairs(args.data, option="--data", example="conta_id=acme")
         parse_watches(args.watch)
+        check_files(args)
     except SystemExit as exc:
         if isinstance(exc.code, str):
             say(exc.code)
@@ -441,9 +474,14 @@ async def _run_headless(args: argparse.Namespace, memory: dict[str, str], data: 
         say(f"flowtui: the run stopped at a {view.reason}")  # (without --json, the tree said it)
     if listener is not None:
         listener.close()  # the attached client gets the run's end first
+    snapshot_failed = False
     if args.snapshot_out and view.run_id is not None:
-        replaced = write_snapshot(view, args.snapshot_out)
-        say(f"snapshot: {'replaced' if replaced else 'wrote'} {args.snapshot_out}")
+        try:
+            replaced = write_snapshot(view, args.snapshot_out)
+            say(f"snapshot: {'replaced' if replaced else 'wrote'} {args.snapshot_out}")
+        except OSError as exc:  # the disk filled, the folder changed hands during the run
+            say(f"flowtui: could not write the snapshot {args.snapshot_out}: {exc.strerror or exc}")
+            snapshot_failed = True
     if journal is not None and journal.exists():
         say(journal_note(journal, appended_to))
     if view.divergence is not None:
@@ -466,6 +504,8 @@ async def _run_headless(args: argparse.Namespace, memory: dict[str, str], data: 
         sys.stdout = open(os.devnull, "w")  # what is left unwritten must not fail again at exit
         say(f"flowtui: the run {view.status}, but its {'events' if args.json else 'output'} could not be "
             f"written to stdout: {unwritten}" + (f" (the journal has it all: {journal})" if journal else ""))
+        return 5
+    if snapshot_failed:  # a file the run was to write is not there: like its output, not written
         return 5
     return 4 if stopped_at_watchpoint(view) else 0
 

@@ -106,3 +106,53 @@ def _sync_dir(directory: Path) -> None:
         pass
     finally:
         os.close(fd)
+
+
+SNAPSHOT_KEYS = {"workflow", "memory", "tasks", "state", "data", "history"}
+
+
+def _is_one(what: str, path: Path) -> bool:
+    """Whether the file at ``path`` is a ``what`` already (a cassette begins with its header; a snapshot
+    is TOML of a snapshot's keys): a file that is not is someone else's, and is not replaced."""
+    with path.open("rb") as f:
+        head = f.read(1 << 16)
+    if not head.strip():
+        return True
+    if what == "cassette":
+        return head.lstrip().startswith(b'{"flowtui_cassette"')
+    import tomllib
+
+    try:
+        data = tomllib.loads(path.read_bytes().decode("utf-8"))
+    except (ValueError, UnicodeDecodeError):
+        return False
+    return set(data) <= SNAPSHOT_KEYS
+
+
+def replace_refusal(path: Path, what: str, keep: dict[Path, str]) -> str | None:
+    """Why writing ``what`` (a ``snapshot``, a ``cassette``) over ``path`` must not happen, saying what to
+    name instead; None when it may (nothing there, an empty file, or a ``what`` already). ``keep``: files
+    of the run it must not be, and what each is."""
+    if not str(path).strip():
+        return f"no file named; name the {what} file"
+    for other, which in keep.items():
+        try:
+            if path.resolve() == other.resolve() or (path.exists() and other.exists() and path.samefile(other)):
+                return f"is {which}; name another file for the {what}"
+        except OSError:
+            continue
+    if path.is_dir():
+        return f"is a folder; name a file in it, e.g. {path / ('run.toml' if what == 'snapshot' else 'run.jsonl')}"
+    if path.exists() or path.is_symlink():
+        if path.is_symlink() or not path.is_file():
+            return f"is a link, a pipe or a device, not a {what} file; name a file"
+        try:
+            if not _is_one(what, path):
+                return f"holds something other than a {what}, which would be replaced; name a new file or a {what}"
+        except OSError as exc:
+            return f"cannot be read to see what it holds ({exc.strerror or exc}); name another file"
+    parent = path.parent if str(path.parent) else Path(".")
+    existing = next((p for p in (parent, *parent.parents) if p.exists()), Path("."))
+    if not os.access(existing, os.W_OK | os.X_OK):
+        return f"its folder {existing} cannot be written; name a file in a folder you can write"
+    return None

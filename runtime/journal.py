@@ -266,17 +266,17 @@ def cannot_write(path: Path | str, what: str) -> str:
             "or run without one (--no-journal)")
 
 
-def not_a_file(path: Path) -> str | None:
-    """Why ``path``, which exists, cannot be a journal: a folder, or a pipe or device (reading one
+def not_a_file(path: Path, what: str = "a journal file") -> str | None:
+    """Why ``path``, which exists, cannot be ``what``: a folder, or a pipe or device (reading one
     may never end, writing one may never succeed); None for a file, or a path that is not there."""
     try:
         mode = path.stat().st_mode
     except OSError:
         return None  # missing, or a loop of links: said where it is opened
     if stat.S_ISDIR(mode):
-        return "is a folder, not a journal file"
+        return f"is a folder, not {what}"
     if not stat.S_ISREG(mode):
-        return "is a pipe or a device, not a journal file"
+        return f"is a pipe or a device, not {what}"
     return None
 
 

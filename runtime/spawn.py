@@ -39,7 +39,9 @@ class Options:
     env: dict[str, str] | None = None
 
     def argv(self) -> list[str]:
-        argv = [sys.executable, "-m", "flowtui.runtime.worker", self.target, "--grace", str(self.grace)]
+        # -P: the folder it starts in is not put first on the import path (a json.py there would
+        # shadow the standard library for the whole worker, flowtui included)
+        argv = [sys.executable, "-P", "-m", "flowtui.runtime.worker", self.target, "--grace", str(self.grace)]
         if self.wire_limit is not None:
             argv += ["--wire-limit", str(self.wire_limit)]
         if self.debug:

@@ -358,6 +358,11 @@ def install_terminate(grace: float, run_task: Callable[[], asyncio.Task | None],
 def main(argv: list[str] | None = None) -> int:
     """The worker on its pipes: the protocol on stdin and (a private copy of) stdout."""
     args = build_parser().parse_args(argv)
+    # Started with -P: the folder the run starts in was left off the front of the import path, where a
+    # json.py in it would shadow the standard library. At the end, the flow may still import the
+    # project it is run from, as `python -m` allowed.
+    if os.getcwd() not in sys.path:
+        sys.path.append(os.getcwd())
     out_fd, in_fd = os.dup(1), os.dup(0)  # the protocol's pipes, on numbers of their own
     os.dup2(2, 1)  # what the flow prints goes to stderr, never into the protocol
     sys.stdout = os.fdopen(1, "w", buffering=1, closefd=False)

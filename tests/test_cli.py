@@ -474,3 +474,53 @@ def test_a_journal_named_on_a_file_that_is_no_journal_is_refused_and_the_file_le
     for _ in range(2):
         assert flowtui("run", "flows/revisao.py", "--input", "x", "--journal", str(journal)).returncode == 0
     assert journal.read_text().count('{"seq":1,') == 2
+
+
+@pytest.mark.parametrize("options, said", [
+    (["--snapshot-out", "{flow}"], "--snapshot-out '{flow}': is the flow file; name another file for the snapshot"),
+    (["--record", "{flow}"], "--record '{flow}': is the flow file; name another file for the cassette"),
+    (["--journal", "{tmp}/j.jsonl", "--snapshot-out", "{tmp}/j.jsonl"], "is the run's journal"),
+    (["--snapshot-out", "{tmp}/notes.txt"], "holds something other than a snapshot, which would be replaced"),
+    (["--record", "{tmp}/notes.txt"], "holds something other than a cassette, which would be replaced"),
+    (["--snapshot-out", "{tmp}"], "is a folder; name a file in it"),
+    (["--snapshot-out", "/dev/null"], "a pipe or a device, not a snapshot file"),
+    (["--replies", "/dev/zero"], "--replies /dev/zero: it is a pipe or a device, not a file"),
+    (["--data", "a=1", "--data", "a=2"], "--data 'a' is given twice ('1', then '2')"),
+])
+def test_a_file_option_that_would_destroy_or_hang_is_refused_before_the_run(tmp_path, options, said):
+    """--snapshot-out and --record replaced whatever they named (the flow's source, the journal,
+    /dev/zero); --replies /dev/zero read until memory ran out. Now refused, exit 2, nothing touched."""
+    path = write(tmp_path, OK_FLOW)
+    notes = tmp_path / "notes.txt"
+    notes.write_text("my notes\n")
+    args = [a.format(flow=path, tmp=tmp_path) for a in options]
+    res = flowtui("run", str(path), "--input", "x", *args)
+    assert res.returncode == 2, res.stderr
+    assert said.format(flow=path, tmp=tmp_path) in res.stderr, res.stderr
+    assert "Traceback" not in res.stderr
+    assert path.read_text().startswith(HEADER) and notes.read_text() == "my notes\n"
+
+
+def test_a_snapshot_is_replaced_by_the_next_one(tmp_path):
+    path = write(tmp_path, OK_FLOW)
+    out = tmp_path / "state.toml"
+    for _ in range(2):
+        res = flowtui("run", str(path), "--input", "x", "--snapshot-out", str(out))
+        assert res.returncode == 0, res.stderr
+    assert "snapshot: replaced" in res.stderr and 'workflow = "EcoWorkflow"' in out.read_text()
+
+
+def test_a_module_named_like_the_standard_librarys_where_flowtui_starts_shadows_nothing(tmp_path):
+    """A json.py in the folder a run starts from broke every run with a traceback (the run's process
+    put that folder first on its import path); a module of the project there is still importable."""
+    (tmp_path / "json.py").write_text("raise SystemExit('the wrong json')\n")
+    (tmp_path / "mylib.py").write_text("GREETING = 'from the project'\n")
+    (tmp_path / "flows").mkdir()
+    write(tmp_path / "flows", "from mylib import GREETING\n" + OK_FLOW.replace('"resposta: " + m[-1].content',
+                                                                                 "GREETING"))
+    script = Path(sys.executable).with_name("flowtui")  # as a user starts it (python -c would put the folder
+    # first on this process's own import path)
+    res = subprocess.run([str(script), "run", "flows/flow.py", "--input", "x", "--no-journal"], cwd=tmp_path,
+                         capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout == "from the project\n"

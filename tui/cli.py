@@ -33,8 +33,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def app_options(args: argparse.Namespace) -> dict:
     """``make_app`` keyword arguments from the parsed command line (the journal path chosen here)."""
-    from flowtui.runtime.cli import parse_memory, parse_pairs, parse_watches
+    from flowtui.runtime.cli import check_files, parse_memory, parse_pairs, parse_watches
 
+    check_files(args)
     return dict(input=args.input, memory=parse_memory(args.memory) or None, model=args.model,
                 data=parse_pairs(args.data, option="--data", example="conta_id=acme") or None,
                 replies=args.replies, record=args.record, replay=args.replay, debug=args.debug,

@@ -40,7 +40,7 @@ async def shown_apart(text: str) -> str:
     if len(text) < APART_CHARS:
         return shown(text)
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "flowtui.tui.shown", stdin=asyncio.subprocess.PIPE,
+        sys.executable, "-P", "-m", "flowtui.tui.shown", stdin=asyncio.subprocess.PIPE,
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL)
     out, _ = await proc.communicate(text.encode("utf-8", "surrogatepass"))
     if proc.returncode != 0:  # (it could not start, or was killed): here, then
