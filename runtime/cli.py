@@ -85,9 +85,13 @@ def check_files(args: argparse.Namespace) -> None:
     would replace something it is not (the flow's own source, the run's journal, a file that is no
     snapshot or cassette, a device)."""
     from flowtui.runtime.files import replace_refusal
-    from flowtui.runtime.journal import not_a_file
+    from flowtui.runtime.journal import cannot_write, not_a_file
     from flowtui.runtime.loader import split_target
 
+    if args.journal and not args.no_journal:  # a pipe or a device: writing to it may never end
+        why = not_a_file(Path(args.journal))
+        if why:
+            raise SystemExit(f"flowtui: {cannot_write(args.journal, f'it {why}')}")
     for option in ("replies", "replay", "from_snapshot"):
         name = getattr(args, option, None)
         why = not_a_file(Path(name), "a file") if name else None
@@ -309,7 +313,6 @@ async def _run_headless(args: argparse.Namespace, memory: dict[str, str], data: 
     from flowtui.runtime.encoding import encode_event
     from flowtui.runtime.errors import ConfigError
     from flowtui.runtime.secrets import Redactor
-    from flowtui.runtime.journal import cannot_write, not_a_file
     from flowtui.runtime.spawn import Options
 
     tree = TreePrinter(sys.stderr)
@@ -338,10 +341,6 @@ async def _run_headless(args: argparse.Namespace, memory: dict[str, str], data: 
         if relay is not None:
             relay.log(text)
 
-    why = not_a_file(Path(args.journal)) if args.journal and not args.no_journal else None
-    if why:  # a pipe or a device: reading what it holds, or writing to it, may never end
-        say(f"flowtui: {cannot_write(args.journal, f'it {why}')}")
-        return 2
     secrets = secret_values()  # once: a flow may print a line a microsecond
     channel = Channel(on_lines, on_log=on_log, on_warning=lambda text: say(f"flowtui: {text}"))
     # served: long values are cut as the app's own worker cuts them (a client fetches them whole)

@@ -446,8 +446,9 @@ def test_a_full_stdout_is_said_once_with_exit_5_and_the_journal_keeps_the_run(tm
 
 @pytest.mark.parametrize("command", [["replay", "FIFO"], ["diff", "FIFO", "flows/revisao.py"],
                                      ["run", "flows/revisao.py", "--resume-from", "FIFO"],
-                                     ["run", "flows/revisao.py", "--input", "x", "--journal", "FIFO"]],
-                         ids=["replay", "diff", "resume-from", "journal"])
+                                     ["run", "flows/revisao.py", "--input", "x", "--journal", "FIFO"],
+                                     ["flows/revisao.py", "--input", "x", "--journal", "FIFO"]],
+                         ids=["replay", "diff", "resume-from", "journal", "app-journal"])
 def test_a_pipe_given_as_a_journal_is_refused_at_once(tmp_path, command):
     import os
 
