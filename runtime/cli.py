@@ -17,7 +17,7 @@ Exit codes: 0 the run finished (or was stopped), 1 it failed, 2 the flow
 could not be loaded (or the command line is wrong, or ``--resume-from`` names
 no journal), 3 a re-executed run diverged from its journal (the report on
 stderr), 4 it stopped at a ``--watch``, 5 stdout could not take the output, or
-``--snapshot-out`` could not be written (a full disk). No traceback unless ``--debug``. Everything printed is made inert and redacted first
+``--snapshot-out`` or the journal could not be written (a full disk). No traceback unless ``--debug``. Everything printed is made inert and redacted first
 (:func:`printable`): a model's reply can neither drive the terminal nor leak a key.
 """
 
@@ -481,7 +481,9 @@ async def _run_headless(args: argparse.Namespace, memory: dict[str, str], data: 
         except OSError as exc:  # the disk filled, the folder changed hands during the run
             say(f"flowtui: could not write the snapshot {args.snapshot_out}: {exc.strerror or exc}")
             snapshot_failed = True
-    if journal is not None and journal.exists():
+    if view.journal_error is not None:  # the run went on; its record did not
+        say(f"flowtui: {view.journal_error}")
+    elif journal is not None and journal.exists():
         say(journal_note(journal, appended_to))
     if view.divergence is not None:
         from flowtui.runtime.divergence import report
@@ -504,7 +506,7 @@ async def _run_headless(args: argparse.Namespace, memory: dict[str, str], data: 
         say(f"flowtui: the run {view.status}, but its {'events' if args.json else 'output'} could not be "
             f"written to stdout: {unwritten}" + (f" (the journal has it all: {journal})" if journal else ""))
         return 5
-    if snapshot_failed:  # a file the run was to write is not there: like its output, not written
+    if snapshot_failed or view.journal_error is not None:  # a file the run was to write is not whole
         return 5
     return 4 if stopped_at_watchpoint(view) else 0
 

@@ -68,6 +68,7 @@ class RunView:
         self.user_edits = 0
         self.resumed_from: Any = None  # a re-executed run: where it came from (run.start's resumed_from)
         self.divergence: Any = None  # a re-executed run that diverged: the run.diverged event
+        self.journal_error: str | None = None  # the journal stopped being written (a full disk): why
         # What the run consumed: counted from chat and tool nodes as they end (child workflows
         # included), then replaced by the run's own figures on run.end (elapsed_s, exceeded).
         self.totals = RunTotals()
@@ -164,6 +165,10 @@ class RunView:
             parent = self.nodes.get(ev.parent_id) if ev.parent_id else None
             run.parent_node = ev.parent_id
             run.parent_run = parent.run_id if parent is not None else self.run_id
+
+    def _on_subscriber_error(self, ev: Any) -> None:
+        if ev.subscriber == "JournalWriter" and self.journal_error is None:
+            self.journal_error = ev.error.partition(": ")[2] or ev.error  # (its type's name first)
 
     def _on_run_diverged(self, ev: Any) -> None:
         if self.divergence is None:  # the first mismatch is the one that counts
@@ -423,4 +428,5 @@ _HANDLERS = {
     "chat.delta": RunView._on_chat_delta, "chat.attempt": RunView._on_chat_attempt,
     "run.pause": RunView._on_run_pause, "run.resume": RunView._on_run_resume,
     "tool.decision": RunView._on_tool_decision, "run.diverged": RunView._on_run_diverged,
+    "subscriber.error": RunView._on_subscriber_error,
 }

@@ -17,6 +17,8 @@ know (from a newer one) as an :class:`Unknown` event, shown by its type.
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import json
 import os
 import stat
@@ -32,6 +34,11 @@ from flowtui.runtime.errors import ConfigError
 from flowtui.runtime.events import EVENT_TYPES, parse_event
 from flowtui.runtime.files import open_append
 from flowtui.runtime.secrets import Redactor, environment_secrets, redact
+
+class JournalIncomplete(OSError):
+    """The journal stopped being written mid-run (a full disk): said by the ``subscriber.error`` its
+    writer raises, which the app and ``flowtui run`` then say at the run's end."""
+
 
 class JournalWriter:
     """A sink that appends each event to ``path`` as a JSON line.
@@ -60,7 +67,19 @@ class JournalWriter:
         # Streamed fragments stay out: a credential split over fragments could not be redacted in each.
         if self._file.closed or event.type == "chat.delta" or in_a_fork:
             return
-        self._file.write(encode_event(event, self._redactor) + b"\n")
+        line = encode_event(event, self._redactor) + b"\n"
+        try:
+            written = self._file.write(line)
+            if written is not None and written < len(line):  # (a full disk takes part of it, then nothing)
+                with contextlib.suppress(OSError):  # the part is taken back: the file ends with a whole line
+                    os.ftruncate(self._file.fileno(), os.fstat(self._file.fileno()).st_size - written)
+                raise OSError(errno.ENOSPC, "no space left for the whole event")
+        except OSError as exc:
+            # A journal with a hole would read as a run that never was: it stops at the last event
+            # written whole, and the run's end says it is incomplete (the run itself goes on).
+            self._file.close()
+            raise JournalIncomplete(f"the journal {self.path} could not be written from event {event.seq} on "
+                                    f"({exc.strerror or exc}); it holds the events before") from None
 
     def close(self) -> None:
         self._file.close()

@@ -1,6 +1,7 @@
 """flowtui run: live tree on stderr, output on stdout, exit codes, load errors without tracebacks."""
 
 import json
+import re
 import subprocess
 import sys
 import textwrap
@@ -525,3 +526,24 @@ def test_a_module_named_like_the_standard_librarys_where_flowtui_starts_shadows_
                          capture_output=True, text=True, timeout=120)
     assert res.returncode == 0, res.stderr
     assert res.stdout == "from the project\n"
+
+
+def test_a_journal_the_disk_cannot_take_stops_whole_and_is_said_with_exit_5(tmp_path):
+    """A full disk (here, a file size limit) emptied the journal, and the run said 'journal: FILE' and
+    exited 0. The journal now stops at the last event written whole, the run goes on to its end, and
+    flowtui run says the journal is incomplete, exit 5."""
+    import resource
+
+    journal = tmp_path / "j.jsonl"
+
+    def small_files() -> None:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (20_000, 20_000))
+
+    res = subprocess.run([sys.executable, "-c", "from flowtui.tui.cli import main; main()", "run", "flows/revisao.py",
+                          "--input", "x", "--journal", str(journal)], cwd=ROOT, capture_output=True, text=True,
+                         timeout=120, preexec_fn=small_files)
+    assert res.returncode == 5, res.stderr
+    assert re.search(r"flowtui: the journal .*j.jsonl could not be written from event \d+ on", res.stderr), res.stderr
+    assert "APROVADO" in res.stdout  # the run itself went on to its end
+    seqs = [json.loads(line)["seq"] for line in journal.read_text().splitlines()]
+    assert seqs == list(range(1, len(seqs) + 1)) and len(seqs) > 10  # whole lines, no hole, no torn end

@@ -251,10 +251,22 @@ class FlowApp(RunCommands, RunEdits, RunWatches, PlainNotify, App[int]):
             self._undrawn = 0
         self.apply_queued()
         self.at_pause()
+        self._say_journal_stopped()
         if not self._settled and client.view is not None and client.view.status == "paused":
             self._settled = True
             self.set_timer(SETTLE_AFTER_S, _settle)
         return n
+
+    _journal_said: str | None = None
+
+    def _say_journal_stopped(self) -> None:
+        """Once: the run's journal could not be written on (a full disk); the run goes on unrecorded."""
+        view = self.client.view
+        error = view.journal_error if view is not None else None
+        if error is not None and error != self._journal_said:
+            self._journal_said = error
+            self.notify(f"{error}. The run goes on; free some space, then r starts a recorded one.",
+                        title="The journal stopped", severity="error", timeout=30)
 
     def _behind(self) -> bool:
         """The panes do not show everything folded so far."""
