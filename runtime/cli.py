@@ -65,6 +65,17 @@ def _seconds(text: str) -> float:
     return value
 
 
+class _Once(argparse.Action):
+    """An option given once: a second one is refused, not taken over the first in silence."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
+                 option_string: str | None = None) -> None:
+        if getattr(namespace, self.dest, None) is not None:
+            parser.error(f"{option_string} is given twice ({getattr(namespace, self.dest)!r}, then {values!r}): "
+                         "give it once")
+        setattr(namespace, self.dest, values)
+
+
 def parse_pairs(pairs: list[str], *, option: str = "--memory", example: str = "plano=pro") -> dict[str, str]:
     """``["plano=pro", "userId=123"]`` → ``{"plano": "pro", "userId": "123"}``."""
     found: dict[str, str] = {}
@@ -123,7 +134,7 @@ def argument_text(value: str) -> str:
 def add_flow_arguments(parser: argparse.ArgumentParser) -> None:
     """The arguments ``flowtui run`` and the app share."""
     parser.add_argument("flow", metavar="FLOW[:Class]", help="the flow file, e.g. flows/revisao.py")
-    parser.add_argument("--input", type=argument_text, help="the first user message")
+    parser.add_argument("--input", type=argument_text, action=_Once, help="the first user message")
     parser.add_argument("--memory", action="append", default=[], metavar="KEY=VALUE", type=argument_text,
                         help="seed durable memory (repeatable)")
     parser.add_argument("--data", action="append", default=[], metavar="KEY=VALUE", type=argument_text,
@@ -270,7 +281,7 @@ def main_run(argv: list[str]) -> int:
                         help="give up on a flow whose import takes longer (default: 30 s)")
     parser.add_argument("--listen", metavar="HOST:PORT",
                         help="serve the run to `flowtui attach` (port 0 picks one); it starts paused")
-    parser.add_argument("--token", default=os.environ.get("FLOWTUI_TOKEN") or None,
+    parser.add_argument("--token",
                         help="the token attaching clients must give (default: $FLOWTUI_TOKEN, which ps does not "
                              "show, else a random one, printed)")
     parser.add_argument("--listen-public", action="store_true",
@@ -284,6 +295,10 @@ def main_run(argv: list[str]) -> int:
     except SystemExit as exc:
         if isinstance(exc.code, str):
             say(exc.code)
+        return 2
+    if args.listen is None and (args.token is not None or args.listen_public):  # it would be ignored
+        say(f"flowtui: {'--token' if args.token is not None else '--listen-public'} is for a served run: give "
+            "--listen HOST:PORT too, or leave it out")
         return 2
     if args.listen is not None:  # (an empty one, from an unset variable, is no address either)
         from flowtui.runtime.errors import ConfigError
@@ -396,7 +411,8 @@ async def _run_headless(args: argparse.Namespace, memory: dict[str, str], data: 
         from flowtui.runtime.relay import Relay
 
         try:
-            listener = Listener(Relay(channel), args.listen, token=args.token, public=args.listen_public)
+            listener = Listener(Relay(channel), args.listen, token=args.token or os.environ.get("FLOWTUI_TOKEN")
+                                or None, public=args.listen_public)
         except (ConfigError, OSError) as exc:
             say(f"flowtui: {exc}")
             await channel.kill()

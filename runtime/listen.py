@@ -149,8 +149,8 @@ class Listener:
             where = f"THIS-MACHINE:{self.port}"
         print(f"attach with: flowtui attach {where} --token {shlex.quote(self.token)}", file=out, flush=True)
         if len(self.token) < MIN_TOKEN:
-            print(f"warning: a token of {len(self.token)} characters can be guessed; leave --token out for a "
-                  "random one", file=out, flush=True)
+            print(f"warning: a token of {len(self.token)} characters can be guessed; leave --token and "
+                  "FLOWTUI_TOKEN out for a random one", file=out, flush=True)
         if self.public:
             print("warning: listening beyond loopback; keep the token secret", file=out, flush=True)
 

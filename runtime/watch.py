@@ -84,10 +84,16 @@ def parse(text: str) -> Watch:
     return _Parser(text).watch()
 
 
+MAX_DEPTH = 32  # parentheses nested deeper than this are refused (parsing and checking recurse)
+MAX_TERMS = 64  # conditions joined by and/or in one watchpoint; more are refused (split them)
+
+
 class _Parser:
     def __init__(self, text: str) -> None:
         self.text = text
         self.pos = 0
+        self.depth = 0
+        self.terms = 0
 
     # scanning
     def fail(self, message: str, at: int | None = None, hint: str | None = None) -> WatchError:
@@ -151,9 +157,17 @@ class _Parser:
         return node
 
     def atom(self) -> Any:
+        self.terms += 1
+        if self.terms > MAX_TERMS:
+            raise self.fail(at=self.skip(), message=f"more than {MAX_TERMS} conditions in one watchpoint: give them as several --watch "
+                            "(any one that holds pauses the run)")
         if self.take("("):
+            self.depth += 1
+            if self.depth > MAX_DEPTH:
+                raise self.fail(f"parentheses nested more than {MAX_DEPTH} deep")
             node = self.either()
             self.need(")", "')'")
+            self.depth -= 1
             return node
         subject = self.subject()
         at = self.skip()

@@ -547,3 +547,14 @@ def test_a_journal_the_disk_cannot_take_stops_whole_and_is_said_with_exit_5(tmp_
     assert "APROVADO" in res.stdout  # the run itself went on to its end
     seqs = [json.loads(line)["seq"] for line in journal.read_text().splitlines()]
     assert seqs == list(range(1, len(seqs) + 1)) and len(seqs) > 10  # whole lines, no hole, no torn end
+
+
+@pytest.mark.parametrize("options, said", [
+    (["--input", "a", "--input", "b"], "--input is given twice ('a', then 'b'): give it once"),
+    (["--token", "abcdefghijklmnopq"], "--token is for a served run: give --listen HOST:PORT too"),
+    (["--listen-public"], "--listen-public is for a served run"),
+])
+def test_an_option_that_would_be_dropped_or_ignored_is_refused(tmp_path, options, said):
+    path = write(tmp_path, OK_FLOW)
+    res = flowtui("run", str(path), *options)
+    assert res.returncode == 2 and said in res.stderr, res.stderr

@@ -72,6 +72,9 @@ def test_expressions_parse_to_one_normal_form(text, key):
     ("", 1, "expected a condition"),
     ("state.rodadas == " + "1" * 5000, 18, "a number of 5,000 characters: at most 100 here"),  # not int()'s limit
     ("state.a." + "1" * 5000 + " == 1", 9, "expected a key or an index"),
+    # parsing and checking recurse: what would exhaust Python's stack is refused, not raised as RecursionError
+    ("(" * 1000 + "state.a > 1" + ")" * 1000, 34, "parentheses nested more than 32 deep"),
+    (" or ".join(["state.a > 1"] * 3000), 96 * 10 + 1, "more than 64 conditions in one watchpoint"),
 ])
 def test_a_malformed_expression_is_refused_at_its_column(text, column, message):
     with pytest.raises(WatchError) as caught:
