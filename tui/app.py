@@ -208,7 +208,7 @@ class FlowApp(RunCommands, RunEdits, RunWatches, PlainNotify, App[int]):
 
                 self._forget_queue("The run could not start")
                 self.push_screen(LoadErrorScreen(self.config.target, ValueError(error),
-                                                 title="The run could not start"))
+                                                 title="The run could not start", fix="Fix what it says"))
         self.wake()
 
     # --- the event buffer ----------------------------------------------------

@@ -708,3 +708,16 @@ async def test_an_agent_that_cannot_be_made_is_said_on_screen_and_r_runs_the_fix
         flow.write_text(Path("tests/tui/flows/review_fn.py").read_text())
         await pilot.press("r")
         await paused(pilot, timeout=15)
+
+
+async def test_a_journal_folder_that_cannot_be_made_is_said_on_screen(tmp_path, monkeypatch):
+    """The default journal's folder cannot be created (here a file is in its way): the app said a
+    bare PermissionError/NotADirectoryError in a toast and sat idle; it now says what to do."""
+    flow = str(Path("tests/tui/flows/review_fn.py").resolve())
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / ".flowtui").write_text("in the way")
+    app = make(flow, input="x", journal_auto=True)
+    async with app.run_test() as pilot:
+        await wait_until(pilot, lambda: isinstance(app.screen, LoadErrorScreen), timeout=15, what="the error screen")
+        said = str(app.screen.error)
+        assert "cannot write the journal .flowtui/runs" in said and "--no-journal" in said

@@ -22,12 +22,13 @@ class LoadErrorScreen(Screen):
     ]
 
     def __init__(self, target: str, error: BaseException, *, details: str | None = None,
-                 title: str = "Could not load the flow") -> None:
+                 title: str = "Could not load the flow", fix: str = "Fix the file") -> None:
         super().__init__()
         self.target = target
         self.error = error
         self.details = details
         self.title_text = title
+        self.fix = fix
 
     def compose(self) -> ComposeResult:
         err = self.error  # a LoadError from the worker, or why the worker could not say (a load timeout)
@@ -51,6 +52,6 @@ class LoadErrorScreen(Screen):
             yield Static(Text(shown(message)), id="error-message")  # once: file, line and class are above
             if self.details:
                 yield Static(Text(shown(self.details), "dim"), id="error-details")
-            yield Static(Text.assemble("Fix the file, then press ", ("r", "bold reverse"), " to reload, or ",
+            yield Static(Text.assemble(f"{self.fix}, then press ", ("r", "bold reverse"), " to reload, or ",
                                        ("q", "bold reverse"), " to quit."), id="error-hint")
         yield KeyBar([(1, "?", "keys", "help"), (2, "r", "reload", "reload"), (3, "q", "quit", "quit")])
