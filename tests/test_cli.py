@@ -558,3 +558,12 @@ def test_an_option_that_would_be_dropped_or_ignored_is_refused(tmp_path, options
     path = write(tmp_path, OK_FLOW)
     res = flowtui("run", str(path), *options)
     assert res.returncode == 2 and said in res.stderr, res.stderr
+
+
+def test_a_replies_file_with_a_reply_of_the_wrong_shape_is_a_load_error_naming_it(tmp_path):
+    """It failed at the model call that would have played it (exit 1, a journal made, the file not named)."""
+    bad = tmp_path / "bad.replies.toml"
+    bad.write_text('PlannerAgent = ["ok", {contnt = "x"}]\n')
+    res = flowtui("run", "flows/revisao.py", "--input", "x", "--replies", str(bad))
+    assert res.returncode == 2, res.stderr
+    assert f"ScriptedProvider: {bad}: reply 2 for PlannerAgent: unknown key(s) ['contnt']" in res.stderr, res.stderr

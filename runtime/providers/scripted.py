@@ -30,7 +30,18 @@ from flowtui.runtime.providers.replies import model_reply, split_reply
 
 
 def load_replies(source: Any, *, base: Path | None = None) -> list[Any] | dict[str, list[Any]]:
-    """Replies from a list, a mapping or a TOML file path (``base`` resolves relative paths)."""
+    """Replies from a list, a mapping or a TOML file path (``base`` resolves relative paths), each
+    checked now (a reply of the wrong shape is said when the flow loads, with the file and the agent,
+    not at the model call that would have played it)."""
+    replies = _loaded(source, base=base)
+    where = f"{source}: " if isinstance(source, (str, Path)) else ""
+    for agent, items in replies.items() if isinstance(replies, dict) else (("", replies),):
+        for i, reply in enumerate(items):
+            split_reply(reply, where=f"ScriptedProvider: {where}reply {i + 1}" + (f" for {agent}" if agent else ""))
+    return replies
+
+
+def _loaded(source: Any, *, base: Path | None) -> list[Any] | dict[str, list[Any]]:
     if isinstance(source, (str, Path)):
         path = Path(source)
         if not path.is_absolute() and base is not None:
