@@ -9,6 +9,8 @@ receives that run's instance and runs never share a provider's state.
 
 from __future__ import annotations
 
+import os
+
 import re
 import types
 import typing
@@ -291,7 +293,8 @@ def model_not_applied(plans: Plans, model: str | None) -> list[str]:
         cls = p if isinstance(p, type) else type(p) if isinstance(p, Provider) else None
         if cls is not None and issubclass(cls, Provider) and cls.override_model is Provider.override_model:
             skipped.setdefault(cls, []).append(aspec.name)
-    return [f"--model {model} does not apply to {', '.join(names)}: {'its' if len(names) == 1 else 'their'} "
+    given = "FLOWTUI_MODEL=" if os.environ.get("FLOWTUI_MODEL") == model else "--model "  # (as the person gave it)
+    return [f"{given}{model} does not apply to {', '.join(names)}: {'its' if len(names) == 1 else 'their'} "
             f"provider is {_why(name)}" for name, names in skipped.items()]
 
 

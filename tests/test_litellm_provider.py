@@ -557,3 +557,13 @@ def test_litellm_prints_nothing_on_replies_and_faults():
     assert out.returncode == 0, out.stderr
     assert out.stdout == "done\n"
     assert out.stderr == ""
+
+
+async def test_a_model_litellm_cannot_place_says_so_not_that_a_request_was_refused(server):
+    """--model nonsense: litellm raises its own 400 before sending anything; it read as 'the request
+    was refused (HTTP 400)'."""
+    p = LiteLLMProvider("nonsense", api_base=server.base_url, api_key=KEY, retry=FAST)
+    with pytest.raises(ProviderError) as caught:
+        await p.complete(request())
+    assert "litellm cannot tell which provider serves 'nonsense', so nothing was sent" in str(caught.value)
+    assert "refused" not in str(caught.value).split("Provider said")[0] and server.requests == []

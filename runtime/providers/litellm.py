@@ -270,6 +270,9 @@ class LiteLLMProvider(Provider):
         who = f"agent {request.agent!r} (turn {request.turn}, model {self.model!r})"
         if _is_missing_key(exc):
             what = f"no API key: {self._key_hint()}"
+        elif "LLM Provider NOT provided" in str(exc):  # litellm's own 400: nothing was sent
+            what = (f"litellm cannot tell which provider serves {self.model!r}, so nothing was sent: name it "
+                    "provider/model, e.g. openai/gpt-4o-mini or anthropic/claude-3-5-haiku-latest")
         elif status == 401:
             what = f"the API key was rejected (HTTP 401): {self._key_hint(rejected=True)}"
         elif status == 403:
