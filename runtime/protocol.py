@@ -88,6 +88,8 @@ class Hello(_Message):
     notes: list[str] = Field(default_factory=list,
                              description="what a person should know about the load, e.g. agents --model does "
                                          "not apply to")
+    breakpoints: list[str] = Field(default_factory=list, description="set now (an earlier client's too)")
+    watches: list[str] = Field(default_factory=list, description="watchpoints set now (an earlier client's too)")
 
 
 class LoadError(_Message):

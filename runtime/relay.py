@@ -28,10 +28,12 @@ class Relay:
 
     def __init__(self, channel: Channel) -> None:
         self.channel = channel
+        self._set: dict[str, list[str]] = {}  # breakpoints and watches, as the worker last listed them
 
     def hello(self) -> p.Hello:
         assert self.channel.hello is not None
-        return self.channel.hello.model_copy(update={"started": True})  # started before anyone can attach
+        # started before anyone can attach; what a client set before this one is what is set now
+        return self.channel.hello.model_copy(update={"started": True, **self._set})
 
     def relay(self, lines: list[bytes]) -> None:
         """Event lines of the run, in its order: kept for later clients, sent to the attached one."""
@@ -55,8 +57,12 @@ class Relay:
             self.reply(command)
             asyncio.ensure_future(self.channel.stop(reason=command.reason))
             return
-        self.channel.forward(command, lambda reply: self.send(
-            p.encode(reply.model_copy(update={"id": command.id})), True))
+        def answered(reply: Any) -> None:
+            if reply.ok and command.type in ("breakpoint", "watch") and isinstance(reply.value, list):
+                self._set["breakpoints" if command.type == "breakpoint" else "watches"] = reply.value
+            self.send(p.encode(reply.model_copy(update={"id": command.id})), True)
+
+        self.channel.forward(command, answered)
 
     def run_over(self) -> bool:
         return self.channel.ended or self.channel.closed.is_set() or self.channel.stopping_since is not None

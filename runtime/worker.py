@@ -118,7 +118,8 @@ class Worker:
             f"breakpoint {name}: no agent, tool or loop of {self.app.workflow.name} is called that (it stays set: "
             "a child workflow's may be)" for name in sorted(self.controller.breakpoints - known)]
         return p.Hello(workflow=self.app.workflow.name, file=self.app.workflow.file, agents=agents, tools=tools,
-                       pid=os.getpid(), started=self.run is not None, notes=notes)
+                       pid=os.getpid(), started=self.run is not None, notes=notes,
+                       breakpoints=sorted(self.controller.breakpoints), watches=list(self.controller.watch.texts))
 
     def on_event(self, event: Any) -> None:
         if self.also is not None:

@@ -566,3 +566,17 @@ class W:
     out, err = proc.communicate(timeout=HANG)
     assert proc.returncode == 0, err
     assert seen.read_text() == "True"
+
+
+def test_the_next_client_is_told_the_breakpoints_and_watchpoints_an_earlier_one_left(listening):
+    """A breakpoint another client set paused the run with 'breakpoints: none' on the screen: the
+    next client could neither see nor clear it. hello now lists what is set."""
+    proc, port, token, journal = listening
+    first = Client(port, token)
+    assert first.read()["type"] == "hello"
+    assert first.command(type="breakpoint", name="registrar_problema")["ok"]
+    assert first.command(type="watch", expr="len(state.problemas) >= 2")["ok"]
+    assert first.command(type="detach")["ok"]
+    second = Client(port, token)
+    hello = second.read()
+    assert hello["breakpoints"] == ["registrar_problema"] and hello["watches"] == ["len(state.problemas) >= 2"]

@@ -126,6 +126,8 @@ class RunClient:
             reply = await spawned
         if isinstance(reply, _p().Hello):
             self.hello = reply
+            if c.attach is not None:  # what the run holds, an earlier client's included, is what is shown
+                self.breakpoints, self.watches = set(reply.breakpoints), list(reply.watches)
         else:
             self.view = None
         return reply
