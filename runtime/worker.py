@@ -499,8 +499,8 @@ async def _serve_pipe(worker: Worker, in_fd: int) -> None:
         if worker.task is None:  # the client went away before `start`
             return
         await asyncio.wait([worker.task, left], return_when=asyncio.FIRST_COMPLETED)
-        if not worker.task.done():  # the client went away: stop the run cleanly
-            worker.controller.stop()
+        if not worker.task.done():  # the client went away without a stop: stop the run cleanly, saying so
+            worker.controller.stop("its client went away (flowtui was closed or killed) before the run ended")
             await worker.task
         await left  # the run is over; what it cut on the wire can still be fetched until the client goes
     finally:

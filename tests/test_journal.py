@@ -233,6 +233,8 @@ def test_kill_9_loses_no_event_already_written(tmp_path):
         assert len(events) > 50
         lines = path.read_bytes().split(b"\n")
         assert [n.line for n in notices] in ([], [len(lines)])  # only the very last may be torn
+        if events[-1].type == "run.end":  # the run's process ended it: not as a person's stop
+            assert events[-1].reason.startswith("its client went away"), events[-1].reason
 
 
 def test_a_line_whose_type_is_no_name_is_unknown_and_its_names_are_redacted(tmp_path):
