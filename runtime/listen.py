@@ -61,6 +61,7 @@ MIN_TOKEN = 16  # characters: a shorter token given with --token is warned about
 MAX_PENDING = 16  # connections waiting to authenticate; one more lets the oldest go
 MAX_QUEUED = 64  # a client's commands read and not handled yet; it is read on as they are
 MAX_LINE = 64 * 1024 * 1024  # bytes: a command after ``auth`` (an edit may carry a long text)
+RELEASE_WAIT_S = 1.0  # how long a new client waits for one that hung up without detaching to be let go
 WRONG_SPACING_S = 0.25  # after a wrong token, the next token is checked no sooner than this
 MAX_CHECKS_WAITING = 16  # connections whose token waits to be checked; more are refused unchecked
 WRONG_SAID_EVERY_S = 10.0  # wrong tokens are counted on stderr at most this often (the first at once)
@@ -195,6 +196,10 @@ class Listener:
             if refused:
                 _refuse(conn, refused)
                 return
+            # a client that hung up without detaching is let go on the event loop: a moment to finish it
+            deadline = time.monotonic() + RELEASE_WAIT_S
+            while self._client is not None and _hung_up(self._client) and time.monotonic() < deadline:
+                time.sleep(0.01)
             with self._lock:
                 if self._client is not None:
                     _refuse(conn, "another client is attached to this run")
@@ -367,6 +372,16 @@ class Listener:
         if self._release(conn) is not None:
             print(f"flowtui: the attached client was detached: {why}; the run waits, paused, for the next one "
                   "(it gets every event so far)", file=sys.stderr, flush=True)
+
+
+def _hung_up(conn: socket.socket) -> bool:
+    """The peer has closed the connection (what is left to read is its end), or it is closed here."""
+    try:
+        return conn.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT) == b""
+    except BlockingIOError:
+        return False
+    except OSError:
+        return True
 
 
 def _nowhere(data: bytes, at_once: bool = False) -> None:

@@ -674,3 +674,22 @@ def test_sigterm_stops_a_served_run_whose_stderr_reader_has_gone(tmp_path):
     assert proc.poll() is None  # still serving
     proc.send_signal(signal.SIGTERM)
     assert proc.wait(timeout=HANG) == 0  # stopped, not failed
+
+
+def test_a_client_that_hung_up_without_detaching_does_not_keep_the_next_one_out(listening):
+    """Reconnecting at once after closing without detach was refused 'another client is attached' about
+    one time in seven: the new client waits the moment it takes to let the old one go."""
+    proc, port, token = listening
+    for attempt in range(20):
+        first = socket.create_connection(("127.0.0.1", port), timeout=HANG)
+        first.sendall(auth(token))
+        first.settimeout(0.15)  # takes in what it is sent (hello, the events so far) a moment, then hangs up
+        with contextlib.suppress(TimeoutError):
+            while first.recv(1 << 20):
+                pass
+        first.close()
+        second = socket.create_connection(("127.0.0.1", port), timeout=HANG)
+        second.sendall(auth(token) + b'{"id":1,"type":"detach"}\n')
+        got = messages(second, lambda out: bool(replies(out)))
+        assert got[0]["type"] == "hello", (attempt, got[:1])
+        second.close()
