@@ -482,6 +482,21 @@ def test_an_input_that_is_not_utf8_runs_with_replacement_characters(tmp_path):
     assert journal_events(journal)[0]["input"] == "ol\ufffd"
 
 
+ONE_AGENT = """
+from flowtui import ScriptedProvider, agent, workflow
+
+
+@agent(provider=ScriptedProvider(["ok"]), prompt="p")
+class A:
+    pass
+
+
+@workflow(steps=[A])
+class W:
+    pass
+"""
+
+
 def test_a_run_whose_code_has_all_run_is_not_waited_on_through_the_interpreters_teardown(tmp_path):
     """The run ended and every atexit handler of the flow has run: the client lets go of the process
     then, not after its grace period (with litellm loaded, Python's own teardown takes over a second).
@@ -496,7 +511,6 @@ def test_a_run_whose_code_has_all_run_is_not_waited_on_through_the_interpreters_
     flow = tmp_path / "slow_teardown.py"
     flow.write_text(f"""
 import atexit, time
-from flowtui import ScriptedProvider, agent, workflow
 
 
 class SlowToGo:
@@ -514,16 +528,7 @@ def cleanup():
 
 atexit.register(cleanup)
 
-
-@agent(provider=ScriptedProvider(["ok"]), prompt="p")
-class A:
-    pass
-
-
-@workflow(steps=[A])
-class W:
-    pass
-""")
+""" + ONE_AGENT)
 
     async def run() -> float:
         channel = Channel(lambda lines: None)
@@ -549,18 +554,8 @@ def test_a_flow_that_imports_litellm_itself_gets_the_price_map_shipped_with_it(t
     flow.write_text(f"""
 import os
 open({str(seen)!r}, "w").write(os.environ.get("LITELLM_LOCAL_MODEL_COST_MAP", "unset"))
-from flowtui import ScriptedProvider, agent, workflow
 
-
-@agent(provider=ScriptedProvider(["ok"]), prompt="p")
-class A:
-    pass
-
-
-@workflow(steps=[A])
-class W:
-    pass
-""")
+""" + ONE_AGENT)
     env = {k: v for k, v in os.environ.items() if k != "LITELLM_LOCAL_MODEL_COST_MAP"}
     proc = flowtui("run", str(flow), "--input", "x", "--no-journal", cwd=tmp_path, env=env)
     out, err = proc.communicate(timeout=HANG)
