@@ -110,14 +110,17 @@ def load_snapshot(path: str | Path) -> Snapshot:
     if unknown:
         raise ConfigError(f"{p}: unknown key(s) {sorted(unknown)}; a snapshot has workflow, memory, tasks, "
                           "history, state and data")
-    try:
-        history = TypeAdapter(list[Message]).validate_python(data.get("history", []))
-        memory = TypeAdapter(list[str]).validate_python(data.get("memory", []), strict=True)
-        tasks = TypeAdapter(list[str]).validate_python(data.get("tasks", []), strict=True)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(x) for x in first["loc"])
-        raise ConfigError(f"{p}: {where}: {first['msg']}") from None
+    checked: dict[str, Any] = {}
+    for key, kind, strict in (("history", list[Message], False), ("memory", list[str], True),
+                              ("tasks", list[str], True)):
+        try:
+            checked[key] = TypeAdapter(kind).validate_python(data.get(key, []), strict=strict)
+        except ValidationError as exc:  # named as the file writes it: memory[2], history[0].role
+            first = exc.errors()[0]
+            where = key + "".join(f"[{x}]" if isinstance(x, int) else f".{x}" for x in first["loc"])
+            what = "a list of messages" if key == "history" else "a list of strings"
+            raise ConfigError(f"{p}: {where}: {first['msg']} ({key} is {what})") from None
+    history, memory, tasks = checked["history"], checked["memory"], checked["tasks"]
     state = data.get("state", {})
     if not isinstance(state, dict):
         raise ConfigError(f"{p}: [state] must be a table of field = value")

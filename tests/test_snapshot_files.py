@@ -93,6 +93,10 @@ def test_kills_during_a_rewrite_never_destroy_the_snapshot(flow, tmp_path):
     (b'workflow = "W"\n[state]\ncount = true\n', "[state] count = True: Input should be a valid integer"),
     (b'workflow = "W"\n[state]\ncount = "3"\n', "[state] count = '3': Input should be a valid integer"),
     (b'workflow = "W"\n[state]\nnotes = [1, 2]\n', "[state] notes = [1, 2]: Input should be a valid string"),
+    # the key at fault, as the file writes it (it said ': Input should be a valid list' and '0.role: ...')
+    (b'memory = "abc"\n', "memory: Input should be a valid list (memory is a list of strings)"),
+    (b'memory = ["a", 3]\n', "memory[1]: Input should be a valid string"),
+    (b'[[history]]\nrole = "boss"\ncontent = "x"\n', "history[0].role: Input should be"),
 ])
 def test_bad_snapshots_exit_2_naming_the_file(flow, tmp_path, content, message):
     snap = tmp_path / "snap.toml"
