@@ -353,6 +353,12 @@ def check_known(watch: Watch, *, workflow: str, state_type: type | None, tools: 
                              hint=f"{workflow}'s agents have the tools {', '.join(sorted(tools)) or '(none)'}")
     if state_type is None or watch.workflow not in (None, workflow):
         return
+    for s in watch.condition.subjects():
+        inner = s.inner if isinstance(s, Len) else s
+        fault = _path_fault(state_type, inner.parts) if isinstance(inner, StateField) else None
+        if fault is not None:
+            raise WatchError(fault, expr=expr, column=inner.column, hint="name a field the state has, and an item "
+                             "of a list by its index (state.notas.0)")
     for node in _conditions(watch.condition):
         if isinstance(node, Compare):
             subject = node.subject
@@ -370,6 +376,17 @@ def check_known(watch: Watch, *, workflow: str, state_type: type | None, tools: 
                     raise WatchError(f"{subject} is {_type_name(tp)}: it is never {node.op} a number",
                                      expr=expr, column=subject.column,
                                      hint=f"compare its length: len({subject}) {node.op} {node.literal}")
+            elif isinstance(subject, StateField) and node.op in ("==", "!=") and node.literal is not None:
+                tp = _field_type(state_type, subject.parts)
+                never = ((int, float, bool, list, tuple, dict, set, type(None)) if isinstance(node.literal, str)
+                         else (str, list, tuple, dict, set, type(None)))
+                if tp is not None and _only(tp, never):  # 'true' is no flag, 3 is no text: always unequal
+                    sized = not isinstance(node.literal, (str, bool)) and _only(tp, (list, tuple, dict, set, str))
+                    raise WatchError(f"{subject} is {_type_name(tp)}: it never equals {node.literal!r}",
+                                     expr=expr, column=subject.column,
+                                     hint=f"compare its length: len({subject}) {node.op} {node.literal}" if sized
+                                     else f"compare it with a value of its type, e.g. {subject} {node.op} "
+                                          f"{_example_of(tp)}")
 
 
 def _conditions(node: Any) -> list[Any]:
@@ -403,6 +420,26 @@ def _field_type(state_type: type, parts: tuple[str | int, ...]) -> Any:
     return None if tp is typing.Any else tp
 
 
+def _path_fault(state_type: type, parts: tuple[str | int, ...]) -> str | None:
+    """Why a state path can hold nothing (a part inside a number, a name inside a list, a field its
+    model lacks); None when it can, or when the types cannot tell."""
+    import typing
+
+    for n in range(1, len(parts)):
+        tp = _field_type(state_type, parts[:n])
+        if tp is None:
+            return None
+        part, path = parts[n], "state." + ".".join(map(str, parts[:n]))
+        if _only(tp, _UNSIZED + (str,)):
+            return f"{path} is {_type_name(tp)}: it has no part {part!r}"
+        if isinstance(part, str) and typing.get_origin(tp) in (list, tuple):
+            return f"{path} is {_type_name(tp)}: its items are taken by index, not by a name ({part!r})"
+        if isinstance(part, str) and isinstance(tp, type) and hasattr(tp, "model_fields") \
+                and part not in tp.model_fields:
+            return f"{path} is {_type_name(tp)}: it has no field {part!r} ({', '.join(tp.model_fields)})"
+    return None
+
+
 def _only(tp: Any, kinds: tuple[type, ...]) -> bool:
     """Whether every value of type ``tp`` is one of ``kinds`` (a union: each of its members)."""
     import types
@@ -417,6 +454,13 @@ def _only(tp: Any, kinds: tuple[type, ...]) -> bool:
         return _only(typing.get_args(tp)[0], kinds)
     base = origin if isinstance(origin, type) else tp
     return isinstance(base, type) and issubclass(base, kinds)
+
+
+def _example_of(tp: Any) -> str:
+    for kind, example in ((bool, "true"), (int, "3"), (float, "0.5"), (str, "'text'")):
+        if _only(tp, (kind, type(None))):
+            return example
+    return "..."
 
 
 def _type_name(tp: Any) -> str:

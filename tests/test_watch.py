@@ -455,6 +455,15 @@ async def test_a_parent_with_state_refuses_a_child_field_unless_the_watch_names_
     ("state.rounds >= 1 and repeat( 'nope' ) >= 2", 32, "no tool 'nope' in this flow", None),
     ("Foo: state.rounds >= 1", 1, "no workflow 'Foo' in this flow", None),
     ("  Foo : memory", 3, "no workflow 'Foo' in this flow", None),
+    # equal to a value of another type: a flag is never 'true', a count never 'x', a list never 3
+    ("state.approved == 'true'", 7, "state.approved is bool: it never equals 'true'",
+     "compare it with a value of its type, e.g. state.approved == true"),
+    ("state.rounds != 'x'", 7, "state.rounds is int: it never equals 'x'", None),
+    ("state.notes == 3", 7, "state.notes is list[str]: it never equals 3", "compare its length: len(state.notes) == 3"),
+    # a path that holds nothing
+    ("state.rounds.0 > 1", 7, "state.rounds is int: it has no part 0", None),
+    ("len(state.notes.first) > 1", 11, "state.notes is list[str]: its items are taken by index, not by a name "
+     "('first')", "name a field the state has, and an item of a list by its index (state.notas.0)"),
 ])
 async def test_a_watchpoint_that_can_never_fire_is_refused_naming_the_part_at_fault(expr, column, message, hint):
     wf, _ = make_flow()
@@ -474,6 +483,8 @@ async def test_a_watchpoint_that_can_never_fire_is_refused_naming_the_part_at_fa
 @pytest.mark.parametrize("expr", [
     "len(state.notes) >= 2", "len(state.verdict) > 3", "state.rounds >= 2", "repeat(look) >= 3",
     "W: state.rounds >= 1", "len(state.label) > 1", "state.label ~ /x/",
+    "state.approved == true", "state.label == 'x'", "state.verdict != 'ok'", "state.rounds == 2",
+    "state.notes.0 ~ /x/", "len(state.notes.1) > 2",
 ])
 async def test_a_watchpoint_that_can_fire_is_kept(expr):
     wf, _ = make_flow()
