@@ -433,7 +433,12 @@ async def page(app: App, text: str) -> None:
     fd, path = tempfile.mkstemp(prefix="flowtui-", suffix=".txt")
     with os.fdopen(fd, "w", encoding="utf-8", errors="replace") as f:  # (a lone surrogate from a peer)
         f.write(text)
-    pager = shlex.split(os.environ.get("PAGER") or "less")
+    try:
+        pager = shlex.split(os.environ.get("PAGER") or "less")
+    except ValueError as exc:  # PAGER='"less' : an unclosed quote
+        app.notify(f"PAGER={os.environ.get('PAGER')!r} cannot be read as a command ({exc}); fix it. The text is "
+                   f"in {path}", severity="warning", timeout=15)
+        return
     if not pager or shutil.which(pager[0]) is None:
         app.notify(f"No pager found (set PAGER); the text is in {path}", severity="warning", timeout=15)
         return

@@ -36,3 +36,16 @@ async def test_p_opens_what_the_flow_printed(tmp_path):
                          what="the notice")
         said = next(str(t.render()) for t in app.screen.query("Toast") if "the text is in" in str(t.render()))
         assert "hello from the flow" in Path(said.split("the text is in ")[1].strip()).read_text()
+
+
+async def test_a_pager_variable_that_is_no_command_is_named(tmp_path, monkeypatch):
+    """PAGER='"less' (a quote left open): the toast said 'ValueError: No closing quotation'."""
+    monkeypatch.setenv("PAGER", '"less')
+    app = make(REVIEW, input="x")
+    async with app.run_test(notifications=True) as pilot:
+        await paused(pilot)
+        await pilot.press("o")
+        await wait_until(pilot, lambda: any("PAGER=" in str(t.render()) for t in app.screen.query("Toast")),
+                         what="the notice")
+        said = next(str(t.render()) for t in app.screen.query("Toast") if "PAGER=" in str(t.render()))
+        assert "cannot be read as a command" in said and "the text is in" in said
