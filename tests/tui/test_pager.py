@@ -48,4 +48,4 @@ async def test_a_pager_variable_that_is_no_command_is_named(tmp_path, monkeypatc
         await wait_until(pilot, lambda: any("PAGER=" in str(t.render()) for t in app.screen.query("Toast")),
                          what="the notice")
         said = next(str(t.render()) for t in app.screen.query("Toast") if "PAGER=" in str(t.render()))
-        assert "cannot be read as a command" in said and "the text is in" in said
+        assert "cannot be read as a command" in said and "The text is in" in said
