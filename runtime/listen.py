@@ -399,6 +399,8 @@ def _lines(rest: bytes, reader: Any, limit: int) -> Any:
         rest = b""
         if not line:
             return
+        if not line.endswith(b"\n") and len(line) <= limit:  # the connection ended inside a line: a command
+            return  # cut short, whose reply could not arrive anyway, is not carried out
         if len(line) <= limit:
             yield line
             continue

@@ -693,3 +693,23 @@ def test_a_client_that_hung_up_without_detaching_does_not_keep_the_next_one_out(
         got = messages(second, lambda out: bool(replies(out)))
         assert got[0]["type"] == "hello", (attempt, got[:1])
         second.close()
+
+
+def test_a_command_cut_short_by_the_connection_ending_is_not_carried_out(listening):
+    """A last line without its newline (the client hung up mid-write) was executed, and its reply
+    could not arrive: a step nobody saw answered. It is dropped."""
+    proc, port, token = listening
+    first = socket.create_connection(("127.0.0.1", port), timeout=HANG)
+    first.sendall(auth(token))
+    messages(first, lambda out: any(m["type"] == "hello" for m in out))
+    first.sendall(b'{"id":2,"type":"step"}')
+    first.shutdown(socket.SHUT_WR)
+    assert closed(first)
+    time.sleep(0.5)
+    second = socket.create_connection(("127.0.0.1", port), timeout=HANG)
+    second.sendall(auth(token) + b'{"id":3,"type":"pause"}\n')
+    got = messages(second, lambda out: bool(replies(out)))
+    second.settimeout(1.0)  # and what follows a moment (a step carried out late)
+    with contextlib.suppress(TimeoutError):
+        got += [json.loads(line) for line in second.recv(1 << 20).splitlines() if line.strip()]
+    assert [m["type"] for m in got].count("run.resume") == 0, [m["type"] for m in got]
