@@ -220,6 +220,10 @@ def main_replay(argv: list[str]) -> int:
         say(f"flowtui replay: {exc}")
         return 2
     progress.done()
+    if args.at is not None and not 0 <= args.at <= len(app.timeline):  # it would open elsewhere, unsaid
+        say(f"flowtui replay: --at {args.at}: the run has {len(app.timeline):,} events; give K from 0 to "
+            f"{len(app.timeline):,}")
+        return 2
     from flowtui.tui.cli import needs_a_terminal
 
     needs_a_terminal("flowtui replay")

@@ -123,6 +123,13 @@ def test_replay_command_exits_2_without_a_traceback(tmp_path, capsys):
     assert "missing.jsonl: no such file" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("at", ["-1", "99999999"])
+def test_an_at_outside_the_run_is_refused_not_clamped_unsaid(journal, capsys, at):
+    n = len(load_runs(journal)[-1])
+    assert main_replay([str(journal), "--at", at]) == 2
+    assert f"flowtui replay: --at {at}: the run has {n:,} events; give K from 0 to {n:,}" in capsys.readouterr().err
+
+
 # --- the app ------------------------------------------------------------------------------------------
 
 
