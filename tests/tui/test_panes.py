@@ -18,7 +18,6 @@ from flowtui.tui.widgets.event_log import SUMMARIES, summarize
 
 # Event types the fold leaves alone on purpose, and why.
 NOT_FOLDED = {
-    "subscriber.error": "a subscriber of the run's own process broke; the event log shows it",
     "dispose.error": "a cleanup broke after the run ended; the event log shows it",
 }
 
