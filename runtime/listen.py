@@ -128,6 +128,7 @@ class Listener:
         self._wrong = 0  # wrong tokens in all, and since the last time it was said
         self._wrong_unsaid = 0
         self._wrong_said_at = -WRONG_SAID_EVERY_S
+        self._last_wrong = ""  # where the last wrong token came from
         self._loop: asyncio.AbstractEventLoop | None = None
         worker.backlog = []  # whoever attaches later gets every event so far
         worker.send = _nowhere
@@ -287,21 +288,28 @@ class Listener:
                 if refused == "token rejected":
                     self._next_check = time.monotonic() + WRONG_SPACING_S
                     self._said_wrong(conn)
+                elif refused is None:  # a client gets in: the wrong tokens before it, all said
+                    self._said_wrong(None)
                 return refused
         finally:
             with self._lock:
                 self._checks_waiting -= 1
 
-    def _said_wrong(self, conn: socket.socket) -> None:
-        self._wrong += 1
-        self._wrong_unsaid += 1
+    def _said_wrong(self, conn: socket.socket | None) -> None:
+        """Count a wrong token (``conn``'s), saying the count now if it is due; None: say what is unsaid."""
         now = time.monotonic()
-        if now - self._wrong_said_at < WRONG_SAID_EVERY_S:
+        if conn is not None:
+            self._wrong += 1
+            self._wrong_unsaid += 1
+            if now - self._wrong_said_at < WRONG_SAID_EVERY_S:
+                return
+        elif not self._wrong_unsaid:
             return
         try:
-            peer = "%s:%s" % conn.getpeername()[:2]
+            peer = "%s:%s" % conn.getpeername()[:2] if conn is not None else self._last_wrong
         except OSError:
             peer = "a client that left"
+        self._last_wrong = peer
         what = "a wrong token" if self._wrong_unsaid == 1 else f"{self._wrong_unsaid} wrong tokens"
         since = "" if self._wrong == self._wrong_unsaid else f" since the last count ({self._wrong} in all)"
         try:

@@ -648,6 +648,8 @@ def test_wrong_tokens_are_checked_a_few_a_second_and_counted_on_stderr(tmp_path)
         assert got[0]["type"] == "hello"
         said = (tmp_path / "err").read_text()
         assert re.search(r"flowtui: a wrong token, the last from 127\.0\.0\.1:\d+", said), said
+        # the ones after the first, counted when the right one gets in (not left unsaid)
+        assert re.search(r"flowtui: 11 wrong tokens since the last count \(12 in all\), the last from 127", said), said
     finally:
         proc.kill()
         proc.wait()
