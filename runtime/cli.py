@@ -17,7 +17,8 @@ Exit codes: 0 the run finished (or was stopped), 1 it failed, 2 the flow
 could not be loaded (or the command line is wrong, or ``--resume-from`` names
 no journal), 3 a re-executed run diverged from its journal (the report on
 stderr), 4 it stopped at a ``--watch``, 5 stdout could not take the output, or
-``--snapshot-out`` or the journal could not be written (a full disk). No traceback unless ``--debug``. Everything printed is made inert and redacted first
+``--snapshot-out`` or the journal could not be written (a full disk). No traceback
+unless ``--debug``. Everything printed is made inert and redacted first
 (:func:`printable`): a model's reply can neither drive the terminal nor leak a key.
 """
 
