@@ -96,8 +96,8 @@ def check_files(args: argparse.Namespace) -> None:
     read that is a folder, a pipe or a device (read for ever, or all of memory), and one written that
     would replace something it is not (the flow's own source, the run's journal, a file that is no
     snapshot or cassette, a device)."""
-    from flowtui.runtime.files import replace_refusal
-    from flowtui.runtime.journal import cannot_write, not_a_file
+    # (light modules only: the app checks these before its first frame)
+    from flowtui.runtime.files import cannot_write, not_a_file, replace_refusal
     from flowtui.runtime.loader import split_target
 
     if args.journal and not args.no_journal:  # a pipe or a device: writing to it may never end

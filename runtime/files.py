@@ -14,9 +14,30 @@
 from __future__ import annotations
 
 import os
+import stat
 import tempfile
 from pathlib import Path
 from typing import IO
+
+def cannot_write(path: Path | str, what: str) -> str:
+    """Why a journal cannot be written, and what to do instead."""
+    return (f"cannot write the journal {path}: {what}; name a file you can write (--journal FILE), "
+            "or run without one (--no-journal)")
+
+
+def not_a_file(path: Path, what: str = "a journal file") -> str | None:
+    """Why ``path``, which exists, cannot be ``what``: a folder, or a pipe or device (reading one
+    may never end, writing one may never succeed); None for a file, or a path that is not there."""
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        return None  # missing, or a loop of links: said where it is opened
+    if stat.S_ISDIR(mode):
+        return f"is a folder, not {what}"
+    if not stat.S_ISREG(mode):
+        return f"is a pipe or a device, not {what}"
+    return None
+
 
 FILE_MODE = 0o600
 DIR_MODE = 0o700

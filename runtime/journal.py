@@ -21,7 +21,6 @@ import contextlib
 import errno
 import json
 import os
-import stat
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,7 +31,7 @@ from pydantic import ValidationError
 from flowtui.runtime.encoding import encode_event
 from flowtui.runtime.errors import ConfigError
 from flowtui.runtime.events import EVENT_TYPES, parse_event
-from flowtui.runtime.files import open_append
+from flowtui.runtime.files import cannot_write, not_a_file, open_append  # noqa: F401 (theirs, here too)
 from flowtui.runtime.secrets import Redactor, environment_secrets, redact
 
 class JournalIncomplete(OSError):
@@ -277,26 +276,6 @@ def last_seq(path: Path) -> int:
         if isinstance(seq, int):
             return seq
     return 0
-
-
-def cannot_write(path: Path | str, what: str) -> str:
-    """Why a journal cannot be written, and what to do instead."""
-    return (f"cannot write the journal {path}: {what}; name a file you can write (--journal FILE), "
-            "or run without one (--no-journal)")
-
-
-def not_a_file(path: Path, what: str = "a journal file") -> str | None:
-    """Why ``path``, which exists, cannot be ``what``: a folder, or a pipe or device (reading one
-    may never end, writing one may never succeed); None for a file, or a path that is not there."""
-    try:
-        mode = path.stat().st_mode
-    except OSError:
-        return None  # missing, or a loop of links: said where it is opened
-    if stat.S_ISDIR(mode):
-        return f"is a folder, not {what}"
-    if not stat.S_ISREG(mode):
-        return f"is a pipe or a device, not {what}"
-    return None
 
 
 class JournalError(Exception):

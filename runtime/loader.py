@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any
 
 from flowtui.runtime.errors import FlowLoadError, FlowtuiError
-from flowtui.runtime.providers._litellm import offline_price_map
 
 _loaded = 0
 
@@ -65,6 +64,8 @@ def load_module(path: Path) -> Any:
         raise FlowLoadError("not a Python file", file=str(path))
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
+    from flowtui.runtime.providers._litellm import offline_price_map
+
     offline_price_map()  # a flow that imports litellm itself
     added = str(file.parent)
     if added not in sys.path:

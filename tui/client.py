@@ -154,7 +154,7 @@ class RunClient:
                 journal = str(new_journal(self.workflow_name))
             except OSError as exc:  # a folder it cannot write (read-only, full): said, nothing started
                 from flowtui.runtime.cli import JOURNAL_DIR
-                from flowtui.runtime.journal import cannot_write
+                from flowtui.runtime.files import cannot_write
 
                 return _p().Reply(id=0, ok=False, error=cannot_write(JOURNAL_DIR, exc.strerror or str(exc)))
         if journal is not None and journal not in self.journals:
