@@ -129,7 +129,7 @@ def _sync_dir(directory: Path) -> None:
         os.close(fd)
 
 
-SNAPSHOT_KEYS = {"workflow", "memory", "tasks", "state", "data", "history"}
+SNAPSHOT_KEYS = ("workflow", "memory", "tasks", "history", "state", "data")  # (here: no heavy import)
 
 
 def _is_one(what: str, path: Path) -> bool:
@@ -147,7 +147,7 @@ def _is_one(what: str, path: Path) -> bool:
         data = tomllib.loads(path.read_bytes().decode("utf-8"))
     except (ValueError, UnicodeDecodeError):
         return False
-    return set(data) <= SNAPSHOT_KEYS
+    return set(data) <= set(SNAPSHOT_KEYS)
 
 
 def replace_refusal(path: Path, what: str, keep: dict[Path, str]) -> str | None:

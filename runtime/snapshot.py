@@ -36,11 +36,11 @@ from typing import Any
 from pydantic import TypeAdapter, ValidationError
 
 from flowtui.runtime.errors import ConfigError
-from flowtui.runtime.files import write_atomic
+from flowtui.runtime.files import SNAPSHOT_KEYS, write_atomic
 from flowtui.runtime.messages import Message
 from flowtui.runtime.secrets import Redactor
 
-KEYS = ("workflow", "memory", "tasks", "history", "state", "data")
+KEYS = SNAPSHOT_KEYS  # what a snapshot holds (runtime.files checks a file it would replace by them)
 
 
 def _drop_none(value: Any) -> Any:
