@@ -28,6 +28,17 @@ from flowtui.runtime.diff import MISSING, Difference, DiffError, LoadedRun, diff
 NOTICES_SHOWN = 3
 
 
+def _columns(text: str) -> int:
+    """A width of 40 columns or more (argparse names the option when this raises)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of columns") from None
+    if value < 40:
+        raise argparse.ArgumentTypeError(f"{text!r}: give 40 columns or more, e.g. 100")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="flowtui diff",
@@ -39,8 +50,8 @@ def build_parser() -> argparse.ArgumentParser:
                         help="which run of each journal, when one holds several (1 is the first; default: the last)")
     parser.add_argument("--run-b", type=int, metavar="N", help="which run of B, when it is not the same N as A's")
     parser.add_argument("--json", action="store_true", help="print the result as one JSON object")
-    parser.add_argument("--width", type=int, metavar="COLUMNS",
-                        help="shorten lines to this width (default: the terminal's, at most 120)")
+    parser.add_argument("--width", type=_columns, metavar="COLUMNS",
+                        help="shorten lines to this width, 40 or more (default: the terminal's, at most 120)")
     parser.add_argument("--debug", action="store_true", help="show a traceback if the comparison itself fails")
     return parser
 

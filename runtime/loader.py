@@ -21,9 +21,10 @@ _loaded = 0
 
 
 def split_target(target: str) -> tuple[Path, str | None]:
-    """``"flows/x.py:Name"`` → (path, "Name")."""
+    """``"flows/x.py:Name"`` → (path, "Name"). A file that exists under the whole name (``a:b.py``) is
+    that file."""
     path, sep, name = target.rpartition(":")
-    if sep and path and not name.startswith(("\\", "/")):
+    if sep and path and not name.startswith(("\\", "/")) and not Path(target).is_file():
         return Path(path), name or None
     return Path(target), None
 

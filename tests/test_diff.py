@@ -373,6 +373,8 @@ def test_flowtui_diff_through_the_command_and_revisao(tmp_path):
     assert res.returncode == 2 and "nope.jsonl: no such file" in res.stderr
     res = flowtui("diff", tmp_path / "a.jsonl")
     assert res.returncode == 2 and "usage: flowtui diff" in res.stderr
+    res = flowtui("diff", tmp_path / "a.jsonl", tmp_path / "c.jsonl", "--width", "0")  # not "the terminal's"
+    assert res.returncode == 2 and "argument --width: '0': give 40 columns or more" in res.stderr
 
 
 def test_diff_loads_no_textual():
