@@ -132,9 +132,20 @@ def argument_text(value: str) -> str:
     return value.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
 
 
+def parse_flow_args(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespace:
+    """``parser.parse_args``, for a parser given :func:`add_flow_arguments`: an unknown option is
+    named before a missing FLOW."""
+    args = parser.parse_args(argv)
+    if args.flow is None:
+        parser.error("the following arguments are required: FLOW[:Class]")
+    return args
+
+
 def add_flow_arguments(parser: argparse.ArgumentParser) -> None:
     """The arguments ``flowtui run`` and the app share."""
-    parser.add_argument("flow", metavar="FLOW[:Class]", help="the flow file, e.g. flows/revisao.py")
+    # Optional to argparse, required by parse_flow_args: argparse reports a missing positional before an
+    # option it does not know, and `flowtui --bogus` was told to give a FLOW, not that --bogus is no option.
+    parser.add_argument("flow", metavar="FLOW[:Class]", nargs="?", help="the flow file, e.g. flows/revisao.py")
     parser.add_argument("--input", type=argument_text, action=_Once, help="the first user message")
     parser.add_argument("--memory", action="append", default=[], metavar="KEY=VALUE", type=argument_text,
                         help="seed durable memory (repeatable)")
@@ -288,7 +299,7 @@ def main_run(argv: list[str]) -> int:
     parser.add_argument("--listen-public", action="store_true",
                         help="allow --listen on an address other than loopback")
     try:
-        args = parser.parse_args(argv)
+        args = parse_flow_args(parser, argv)
         memory = parse_memory(args.memory)
         data = parse_pairs(args.data, option="--data", example="conta_id=acme")
         parse_watches(args.watch)

@@ -115,6 +115,15 @@ def test_unknown_workflow_name_and_missing_file(tmp_path):
     assert res.returncode == 2 and "no such flow file" in res.stderr
 
 
+@pytest.mark.parametrize("command", [(), ("run",)])
+def test_an_unknown_option_is_named_before_a_missing_flow(command):
+    res = flowtui(*command, "--bogus")
+    assert res.returncode == 2 and res.stderr.splitlines()[-1].endswith("error: unrecognized arguments: --bogus")
+    res = flowtui(*command, "--input", "x")
+    assert res.returncode == 2
+    assert res.stderr.splitlines()[-1].endswith("error: the following arguments are required: FLOW[:Class]")
+
+
 def test_bad_memory_argument_exits_2(tmp_path):
     path = write(tmp_path, OK_FLOW)
     res = flowtui("run", str(path), "--memory", "no-equals-sign")

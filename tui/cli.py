@@ -92,9 +92,9 @@ def _main(argv: list[str]) -> None:
         from flowtui.runtime.diff_cli import main_diff
 
         sys.exit(main_diff(argv[1:]))
-    from flowtui.runtime.cli import say
+    from flowtui.runtime.cli import parse_flow_args, say
 
-    args = build_parser().parse_args(argv)
+    args = parse_flow_args(build_parser(), argv)
     try:
         options = app_options(args)
     except SystemExit as exc:
