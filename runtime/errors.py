@@ -172,12 +172,18 @@ def user_frame(exc: BaseException) -> str | None:
     if found is None:
         return None
     name, line, func = found
+    return f"{shown_path(name)}:{line} in {func}"
+
+
+def shown_path(name: str) -> str:
+    """A file's path as messages show it: relative to the working folder when inside it."""
+    import os
+
     try:
         shown = os.path.relpath(name)
-        name = shown if not shown.startswith("..") else name
     except ValueError:  # another drive
-        pass
-    return f"{name}:{line} in {func}"
+        return name
+    return shown if not shown.startswith("..") else name
 
 
 def _own() -> tuple[tuple[str, ...], str]:

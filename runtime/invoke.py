@@ -48,3 +48,29 @@ async def call_user(fn: Callable[..., Any], args: Sequence[Any], *, origin: str,
         if then is not None:
             then()
         current_origin.reset(token)
+
+
+# What a hook's return value replaces, and what None does: for the message when it returns something else.
+_TEXT_RETURNS = {
+    "before_prompt": "the prompt as a str, or None to keep it",
+    "after_response": "a str to replace ctx.output, or None to keep it",
+    "after_tool": "a str or a ToolOutput to replace the tool's output, or None to keep it",
+    "on_error": "a str to be the agent's reply, or None to let the error end the run",
+    "run": "the agent's output as a str, or None",
+}
+
+
+def hook_text(fn: Callable[..., Any], agent: str, hook: str, value: Any) -> str:
+    """A hook's return value that replaces a text. Anything but a str is refused, naming the hook:
+    ``str()`` made the model's system prompt ``['x']`` of a list, a run's output ``True``."""
+    if isinstance(value, str):
+        return value
+    from flowtui.runtime.errors import shown_path
+    from flowtui.runtime.markers import where
+
+    file, line = where(fn)
+    at = f" (defined at {shown_path(file)}:{line})" if file else ""
+    shown = repr(value)
+    shown = shown if len(shown) <= 60 else shown[:57] + "..."
+    raise TypeError(f"{agent}.{hook} returned {type(value).__name__} {shown}{at}; return "
+                    f"{_TEXT_RETURNS[hook]}")

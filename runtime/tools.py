@@ -17,7 +17,7 @@ from pydantic import BaseModel, ValidationError
 from flowtui.runtime.context import stable_repr
 from flowtui.runtime.decorators import AgentSpec
 from flowtui.runtime.errors import BudgetExceededError, FatalToolError
-from flowtui.runtime.invoke import call_user
+from flowtui.runtime.invoke import call_user, hook_text
 from flowtui.runtime.messages import Message, ToolCall, ToolOutput, ToolResult
 from flowtui.runtime.middleware import ToolInvocation, through
 from flowtui.runtime.nodes import NodeScope, fail_counter
@@ -67,7 +67,7 @@ async def run_tool_call(run: "Run", spec: AgentSpec, agent: Any, call: ToolCall)
             if isinstance(new, ToolOutput):
                 output, is_error = new.content, new.is_error
             elif new is not None:
-                output = str(new)
+                output = hook_text(agent.after_tool, spec.name, "after_tool", new)
         run.state.append("history", Message(role="tool", content=output, tool_name=call.name,
                                             tool_call_id=call.id, is_error=is_error, agent=spec.name),
                           origin=f"tool:{call.name}")

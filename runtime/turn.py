@@ -21,6 +21,7 @@ from flowtui.runtime.context import TurnInfo
 from flowtui.runtime.control import RunStopped
 from flowtui.runtime.decorators import AgentSpec
 from flowtui.runtime.errors import BudgetExceededError, FatalToolError, describe_error
+from flowtui.runtime.invoke import hook_text
 from flowtui.runtime.messages import Message, ToolCall
 from flowtui.runtime.nodes import NodeScope
 from flowtui.runtime.pending import PendingCall, decide, deny_call
@@ -43,7 +44,7 @@ async def run_agent(run: "Run", spec: AgentSpec) -> None:
             inst.prompt, inst.provider = spec.prompt, AgentProvider(run, spec)
             inst.tools = MappingProxyType({t.name: AgentTool(run, spec, t) for t in spec.tools})
             out = await run.hook(inst.run, spec.name, "run", (run.input, run.ctx))
-            text = None if out is None else str(out)
+            text = None if out is None else hook_text(inst.run, spec.name, "run", out)
             # A turn that called no tool, as far as until_answered & co. can tell.
             run.ctx._set("turn", TurnInfo(agent=spec.name, response=text or ""), origin="runtime")
             run.ctx._set("output", text, origin="runtime")
@@ -61,7 +62,7 @@ async def run_agent(run: "Run", spec: AgentSpec) -> None:
                 raise
             scope.status, scope.error = "error", describe_error(exc)
             scope.data["recovered"] = True
-            speech = str(recovered)
+            speech = hook_text(inst.on_error, spec.name, "on_error", recovered)
             # The recovery is the agent's speech: the next agent reads it like any reply.
             origin = f"hook:{spec.name}.on_error"
             _answer_dangling_calls(run, spec.name, since=history_at_start,
@@ -91,7 +92,7 @@ async def _turn(run: "Run", spec: AgentSpec, inst: Any) -> None:
     if "before_prompt" in spec.hooks:
         new = await run.hook(inst.before_prompt, spec.name, "before_prompt", (prompt, ctx))
         if new is not None:
-            prompt = str(new)
+            prompt = hook_text(inst.before_prompt, spec.name, "before_prompt", new)
     if run.pauses:
         await run.pause("chat", spec.name, prompt=prompt)
     if run.gate_needed():
@@ -128,7 +129,7 @@ async def _turn(run: "Run", spec: AgentSpec, inst: Any) -> None:
     if "after_response" in spec.hooks:
         new = await run.hook(inst.after_response, spec.name, "after_response", (response, ctx))
         if new is not None:
-            response = str(new)
+            response = hook_text(inst.after_response, spec.name, "after_response", new)
     info, shown = _turn_info(
         agent=spec.name, called_tool=last is not None, tool_name=last.name if last else None,
         tool_error=bool(results) and any(r.is_error for r in results),

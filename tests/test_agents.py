@@ -1,5 +1,7 @@
 """Agents: one turn, the five hooks (replace or keep), the run() escape hatch, prompts, promotion."""
 
+import inspect
+import os
 import re
 
 import pytest
@@ -102,6 +104,42 @@ async def test_returning_a_value_replaces_and_none_keeps():
     assert out == "ACHEI TROCADO"
     history = [e.item for e in events if e.type == "state.append"]
     assert history[-1].content == "achei trocado"  # the history keeps what the tool said
+
+
+@pytest.mark.parametrize("hook, returned, expect", [
+    ("before_prompt", ["x"], "A.before_prompt returned list ['x'] (defined at {file}:{line}); return the prompt "
+                             "as a str, or None to keep it"),
+    ("after_response", True, "A.after_response returned bool True (defined at {file}:{line}); return a str to "
+                             "replace ctx.output, or None to keep it"),
+    ("after_tool", {"n": 1}, "A.after_tool returned dict {{'n': 1}} (defined at {file}:{line}); return a str or a "
+                             "ToolOutput to replace the tool's output, or None to keep it"),
+])
+async def test_a_hook_returning_something_not_text_fails_the_run_naming_it(hook, returned, expect):
+    """str() of it went to the model or became the run's output in silence (the prompt "['x']")."""
+    seen = []
+
+    def model(messages, tools):
+        seen.append(messages[0].content)
+        return {"content": "", "tool_calls": [{"name": "busca", "args": {"q": "x"}}]} if len(seen) == 1 else "ok"
+
+    def returns(self, value, ctx):
+        return returned
+
+    A = agent(provider=FunctionProvider(model), prompt="p", tools=[Busca])(type("A", (), {hook: returns}))
+
+    @workflow(steps=[A])
+    class W:
+        pass
+
+    app = bootstrap(W)
+    events = []
+    app.subscribe(events.append)
+    with pytest.raises(TypeError) as info:
+        await app.run("oi")
+    line = inspect.getsourcelines(returns)[1]
+    assert str(info.value) == expect.format(file=os.path.relpath(__file__), line=line)
+    assert events[-1].type == "run.end" and events[-1].status == "failed"
+    assert "['x']" not in seen  # the model never got str() of it
 
 
 async def test_sync_hook_with_fewer_parameters_like_the_seed():
