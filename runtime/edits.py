@@ -209,8 +209,12 @@ class Editor:
         if observer is None or name not in observer.fields:
             known = ", ".join(observer.fields) if observer is not None else "none"
             raise ConfigError(f"{cls.__name__} has no field {name!r} (its fields: {known})")
-        value = _typed(cls, name, text)
         old = getattr(obj, name)
+        # The client showed the field as text (a str as it is, else its JSON), credentials [redacted]:
+        # the ones left untouched go back, or saving a field unchanged would write "[redacted]" into it.
+        held = jsonable(old)
+        value = _typed(cls, name, _restore(text, held if isinstance(held, str) else
+                                           json.dumps(held, ensure_ascii=False)))
         if jsonable(value) == jsonable(old) and type(value) is type(old):
             raise ConfigError(f"{cls.__name__}.{name} is already {_shown_value(old)}: unchanged, nothing recorded "
                               "(type a different value, or Escape)")

@@ -66,6 +66,35 @@ async def test_an_edit_keeps_the_key_it_did_not_show(leaky_key):
         assert sent[1].content == f"now use {leaky_key} twice: {leaky_key}"  # what the model got
 
 
+async def test_a_state_field_saved_keeps_the_key_it_did_not_show(leaky_key):
+    """Saved unchanged, the field is refused as unchanged; saved with more typed, the key stays and
+    the next prompt holds it (it held "[redacted]", what the dialog showed)."""
+    from conftest import press_and_pause
+
+    from test_keys import _sidebar_to
+
+    app = make("tests/tui/flows/leaky.py", input="hi")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await paused(pilot)
+        await press_and_pause(pilot, "n")  # the first Leaker's turn: its tool set note to the key
+        await _sidebar_to(pilot, "field:note")
+        await pilot.press("e")
+        await wait_until(pilot, lambda: isinstance(app.screen, TextDialog), what="the edit dialog")
+        field = app.screen.query_one("Input")
+        assert field.value == "[redacted]"
+        await pilot.press("enter")
+        await pilot.pause()
+        error = str(app.screen.query_one("#dialog-error").render())
+        assert 'LeakyState.note is already "[redacted]": unchanged' in error
+        field.value = "[redacted] twice"
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: app.client.view.state["note"] == "[redacted] twice", what="the field set")
+        await pilot.press("c")
+        await ended(pilot)
+        _, sent = flowcapture.requests()[-1]
+        assert sent[0].content == f"You leak. Note: {leaky_key} twice"  # what the model got
+
+
 async def test_a_key_streamed_in_fragments_is_never_on_screen_even_in_part(monkeypatch, tmp_path):
     """`sk-` `test-` `SECRE` `T123`...: neither the pane nor the event log ever shows a piece that
     would let someone put it back together."""

@@ -1,5 +1,6 @@
 """A flow that leaks a credential everywhere it can: the model's reply and reasoning, a tool's
-arguments and result, ctx, the workflow state, memory and the run's output."""
+arguments and result, ctx, the workflow state (which the next prompt holds), memory and the run's
+output."""
 
 import os
 
@@ -38,7 +39,11 @@ class Echo:
 
 @agent(provider=FunctionProvider(model), prompt="You leak.", tools=[Echo])
 class Leaker:
-    pass
+    def __init__(self, s: LeakyState = State()):
+        self.s = s
+
+    def before_prompt(self, prompt):
+        return f"{prompt} Note: {self.s.note}" if self.s.note else None
 
 
 @workflow(steps=[Leaker, Leaker], state=LeakyState)
