@@ -31,7 +31,8 @@ def _numbers(indices: list[int]) -> str:
 class RunEdits:
     """Mixin of :class:`flowtui.tui.app.FlowApp`: the run's edits."""
 
-    _decided_at = -1  # the approval pause whose dialog was last shown
+    # The approval pause whose dialog was last shown: (run id, seq); a run started over numbers from 1 again.
+    _decided_at: tuple[str | None, int] = (None, -1)
     _checked_at = -1  # the pause whose history was last checked
 
     def _editable(self: FlowApp) -> bool:
@@ -317,11 +318,14 @@ class RunEdits:
 
         view = self.client.view
         call = self._pending_call()
-        if call is None or view.pause.reason != "approval" or view.pause.seq <= self._decided_at:
+        if call is None or view.pause.reason != "approval":
+            return
+        run_id, seq = self._decided_at
+        if run_id == view.run_id and view.pause.seq <= seq:
             return
         if self.screen is not self.main:
             return  # another dialog is open: asked when it closes
-        self._decided_at = view.pause.seq
+        self._decided_at = (view.run_id, view.pause.seq)
 
         async def decide(decision: str, reason: str) -> Any:
             return await self.edit(_p().Decide(decision=decision, reason=reason))
@@ -339,5 +343,5 @@ class RunEdits:
         self.push_screen(DecideDialog(call, decide, agent=agent), decided)
 
     def _ask_again(self: FlowApp) -> None:
-        self._decided_at = -1
+        self._decided_at = (None, -1)
         self.ask_decision()

@@ -4,7 +4,7 @@ leaves), the pending tool call can be edited, approved or denied, and any event 
 from __future__ import annotations
 
 import flowcapture
-from conftest import make, paused, press_and_pause, wait_until
+from conftest import ended, make, paused, press_and_pause, wait_until
 
 from flowtui.tui.screens.decide import DecideDialog, EventScreen
 from flowtui.tui.screens.dialogs import ConfirmDialog, TextDialog
@@ -122,18 +122,58 @@ async def test_approve_asks_before_each_call_deny_sends_the_reason_and_approve_r
         await pilot.press("c")
         await wait_until(pilot, lambda: isinstance(app.screen, DecideDialog), what="the decision dialog")
         assert app.client.view.pause.call["args"] == {"text": "No example."}
-        app.screen.query_one("#decide-reason").value = "not now"
-        app.screen.query_one("#decide-reason").focus()
-        await pilot.press("enter")
+        # typed at once, the Approve button focused: every letter is the reason's, none the app's
+        # ("a" approved the call, "b" set a breakpoint, "d" deleted)
+        await pilot.press(*["space" if c == " " else c for c in "absolutely not"], "enter")
         await wait_until(pilot, lambda: isinstance(app.screen, DecideDialog)
                          and app.screen.call["args"] == {"text": "No closing rule."}, what="the second call's dialog")
-        await pilot.press("a")
+        await pilot.press("y")
         await wait_until(pilot, lambda: app.client.view.state.get("problems") == ["No closing rule."],
                          what="only the approved call to run")
         results = [m.content for m in app.client.view.history if m.role == "tool"]
-        assert results[0] == "denied by the user: not now"
+        assert results[0] == "denied by the user: absolutely not"
         decisions = [(ev.decision, ev.reason) for ev in _user_events(app) if ev.type == "tool.decision"]
-        assert decisions == [("denied", "not now"), ("approved", None)]
+        assert decisions == [("denied", "absolutely not"), ("approved", None)]
+        assert not app.client.breakpoints and app.client.view.tasks == []
+
+
+async def test_under_a_dialog_the_apps_keys_do_nothing():
+    """Its buttons focused, a letter must not reach the app behind it (c would run the run on, b set a
+    breakpoint)."""
+    app = make(input="go")
+    async with app.run_test(size=(140, 40)) as pilot:
+        await paused(pilot)
+        app.main.conversation.select(0)
+        await pilot.press("d")
+        await wait_until(pilot, lambda: isinstance(app.screen, ConfirmDialog), what="the confirm dialog")
+        seq = app.client.view.pause.seq
+        await pilot.press("c", "b", "a", "s", "3")
+        await pilot.pause(0.3)
+        app.flush(everything=True)
+        assert isinstance(app.screen, ConfirmDialog)
+        assert app.client.view.pause.seq == seq and not app.client.breakpoints
+        await pilot.press("n")
+        await wait_until(pilot, lambda: app.screen is app.main, what="the dialog closed")
+        assert len(app.client.view.history) == 1  # nothing deleted
+
+
+async def test_a_run_started_over_asks_for_approval_again():
+    """Its events are numbered from 1 again: the dialog was skipped as if already shown, and the call
+    could only be run (s) or edited, never denied."""
+    app = make("flows/revisao.py", input="go", approve=["registrar_problema"])
+    async with app.run_test(size=(140, 40)) as pilot:
+        for run in (1, 2):
+            await paused(pilot)
+            await pilot.press("c")
+            await wait_until(pilot, lambda: isinstance(app.screen, DecideDialog), what=f"run {run}'s dialog")
+            await pilot.press("n", *f"no {run}", "enter")
+            await wait_until(pilot, lambda: any(m.content == f"denied by the user: no {run}"
+                                                for m in app.client.view.history), what=f"run {run}'s denial")
+            while isinstance(app.screen, DecideDialog) or app.client.view.status == "paused":
+                await pilot.press("escape" if isinstance(app.screen, DecideDialog) else "c")
+                await pilot.pause(0.05)
+            await ended(pilot)
+            await pilot.press("r")
 
 
 async def test_enter_on_the_event_log_opens_the_event_whole():

@@ -8,6 +8,7 @@ from typing import Any
 
 from rich.syntax import Syntax
 from rich.text import Text
+from textual import events
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
@@ -30,11 +31,16 @@ class DecideDialog(ModalScreen[str | None]):
     is refused (shown, the dialog stays); dismisses with ``approve``, ``deny``, ``edit`` or
     None (closed: the run stays paused, the call undecided)."""
 
+    # y and n, not a and d: a reason typed at once ("absolutely not") must not approve the call with its
+    # first letter. Any other letter starts the reason (see on_key); n starts it too (a denial's).
     BINDINGS = [
-        Binding("a", "approve", "Approve", id="decide.approve", tooltip="Run the call as shown"),
+        Binding("y", "approve", "Approve", id="decide.approve", tooltip="Run the call as shown"),
+        Binding("n", "deny", "Deny", id="decide.deny", tooltip="Deny it: type the reason, enter sends it"),
         Binding("e", "edit", "Edit", id="decide.edit", tooltip="Edit the call's arguments first"),
         Binding("escape", "close", "Later", id="decide.close", tooltip="Decide later (the run stays paused)"),
     ]
+
+    _keys = frozenset(key for binding in BINDINGS for key in binding.key.split(","))
 
     def __init__(self, call: dict[str, Any], decide: Callable[[str, str], Awaitable[Any]], *,
                  agent: str | None = None) -> None:
@@ -48,13 +54,15 @@ class DecideDialog(ModalScreen[str | None]):
             yield Label(Text.assemble("Tool call waiting for approval: ", (name, "bold"), who), classes="dialog-title")
             with VerticalScroll(id="decide-args"):
                 yield Static(Text(shown(call_text(self.call))), id="decide-call")
-            yield Input(placeholder="Reason, if you deny it (the model reads it)", id="decide-reason")
+            yield Input(placeholder="Reason, if you deny it (the model reads it); enter denies", id="decide-reason",
+                        select_on_focus=False)  # the letter that moved the focus here stays
             yield Static("", id="dialog-error")
             with Horizontal(classes="dialog-buttons"):
-                yield Button("Approve \\[a]", variant="success", id="decide-approve")
-                yield Button("Deny", variant="error", id="decide-deny")
+                yield Button("Approve \\[y]", variant="success", id="decide-approve")
+                yield Button("Deny \\[n]", variant="error", id="decide-deny")
                 yield Button("Edit arguments \\[e]", id="decide-edit")
-            yield Static(Text("esc: decide later (the run waits; a run key then runs the call as it is)", "dim"))
+            yield Static(Text("typing starts the reason · esc: decide later (the run waits; a run key then runs "
+                              "the call as it is)", "dim"))
 
     def on_mount(self) -> None:
         self.query_one("#decide-approve", Button).focus()
@@ -71,6 +79,21 @@ class DecideDialog(ModalScreen[str | None]):
     async def action_approve(self) -> None:
         if not isinstance(self.focused, Input):
             await self._send("approve")
+
+    def action_deny(self) -> None:
+        if not isinstance(self.focused, Input):
+            self.query_one("#decide-reason", Input).focus()
+
+    def on_key(self, event: events.Key) -> None:
+        """A letter typed where no text box has the focus is the reason's first letter (never a key of
+        the app behind the dialog)."""
+        if event.is_printable and event.character and event.key not in self._keys \
+                and not isinstance(self.focused, Input):
+            event.stop()
+            event.prevent_default()
+            box = self.query_one("#decide-reason", Input)
+            box.focus()
+            box.insert_text_at_cursor(event.character)
 
     def action_edit(self) -> None:
         if not isinstance(self.focused, Input):
