@@ -60,6 +60,26 @@ async def test_the_buttons_and_the_status_lines_fit(size):
         assert "record_problem" in where  # where it is, however narrow: the innermost step
 
 
+async def test_after_a_resize_the_buttons_are_laid_out_as_at_a_start_of_that_size():
+    """Their labels changed with the width, their widths did not: back at 80 columns from 160, Reload
+    was off the pane; back from 60, the one-letter labels stayed."""
+    from flowtui.tui.widgets.control import button_labels
+
+    app = make(input="go")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await paused(pilot)
+        for size in ((160, 48), (80, 24), (60, 15), (80, 24)):
+            await pilot.resize_terminal(*size)
+            await pilot.pause(0.3)
+            inner = app.main.query_one("#control").content_region
+            buttons = list(app.main.query("#buttons Button"))
+            fresh = [label.replace("\\[", "[") for label in button_labels(inner.width)]  # (markup escaped)
+            assert [text_of(b).strip() for b in buttons] == fresh, size
+            for button in buttons:
+                assert button.region.width == len(text_of(button).strip()) + 2, (size, button.id)
+                assert inner.x <= button.region.x and button.region.right <= inner.right, (size, button.id)
+
+
 @pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
 async def test_the_key_bar_keeps_the_most_important_keys_and_always_the_help(size):
     app = make(input="Write about ctx.state")

@@ -172,7 +172,9 @@ class ControlPane(Vertical):
 
     def on_resize(self, event: Resize) -> None:
         for button, label in zip(self._buttons.values(), button_labels(self._width())):
-            button.label = label
+            if str(button.label) != label:
+                button.label = label
+                button.refresh(layout=True)  # a label is no layout change to Textual: it kept its width
         if self._last is not None:
             self.sync(*self._last[0], **self._last[1])
 
