@@ -155,6 +155,15 @@ def user_frame(exc: BaseException) -> str | None:
     """``flows/f.py:12 in until``: the deepest line of the traceback in the flow's code (not flowtui's,
     the standard library's or an installed package's), so an error raised in ``until``, ``on_fail``
     or a hook names its file and line without ``--debug``."""
+    found = deepest_user_frame(exc)
+    if found is None:
+        return None
+    name, line, func = found
+    return f"{shown_path(name)}:{line} in {func}"
+
+
+def deepest_user_frame(exc: BaseException) -> tuple[str, int, str] | None:
+    """(file, line, function) of :func:`user_frame`."""
     import os
     import sysconfig
 
@@ -169,10 +178,7 @@ def user_frame(exc: BaseException) -> str | None:
         if not name.startswith(("<", *skip)) and name != _OWN_INIT:
             found = (name, tb.tb_lineno, code.co_name)
         tb = tb.tb_next
-    if found is None:
-        return None
-    name, line, func = found
-    return f"{shown_path(name)}:{line} in {func}"
+    return found
 
 
 def shown_path(name: str) -> str:

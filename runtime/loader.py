@@ -15,7 +15,7 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from flowtui.runtime.errors import FlowLoadError, FlowtuiError
+from flowtui.runtime.errors import FlowLoadError, FlowtuiError, deepest_user_frame, shown_path
 
 _loaded = 0
 
@@ -75,22 +75,46 @@ def load_module(path: Path) -> Any:
         spec.loader.exec_module(module)
     except SyntaxError as exc:
         sys.modules.pop(name, None)
+        if exc.filename and Path(exc.filename).resolve() != file:  # in a module the flow imports: that one
+            raise FlowLoadError(f"syntax error: {exc.msg}{_imported_by(exc, path, file)}",
+                                file=shown_path(exc.filename), line=exc.lineno) from None
         raise FlowLoadError(f"syntax error: {exc.msg}", file=str(path), line=exc.lineno) from None
     except FlowLoadError as exc:
         sys.modules.pop(name, None)
         if exc.file and Path(exc.file).resolve() == file:
             exc.file = str(path)
+        elif exc.file:  # in a module the flow imports
+            exc.file, exc.message = shown_path(exc.file), exc.message + _imported_by(exc, path, file)
         raise
     except Exception as exc:
         sys.modules.pop(name, None)
+        text = str(exc)
         line, func = _user_frame(exc, file)
+        fault = file
+        deepest = deepest_user_frame(exc)
+        if deepest is not None and Path(deepest[0]).resolve() != file:  # in a module the flow imports
+            fault, line, func = Path(deepest[0]).resolve(), deepest[1], deepest[2]
         if isinstance(exc, FlowtuiError):  # a decorator's or loop()'s own message: where it is, said once
-            message = re.sub(rf"^{re.escape(str(file))}:\d+: ", "", str(exc))
+            at = re.match(r"^(.+?):(\d+): ", text)
+            if at and Path(at[1]).is_file():
+                if Path(at[1]).resolve() != file:
+                    fault, line = Path(at[1]).resolve(), int(at[2])
+                text = text[at.end():]
+            message = text
         else:
             where_ = f" (in {func})" if func and func != "<module>" else ""
-            message = f"{type(exc).__name__} while importing{where_}: {exc}"
+            message = f"{type(exc).__name__} while importing{where_}: {text}"
+        if fault != file:
+            raise FlowLoadError(message + _imported_by(exc, path, file), file=shown_path(str(fault)),
+                                line=line) from exc
         raise FlowLoadError(message, file=str(path), line=line) from exc  # --debug shows the flow's own traceback
     return module
+
+
+def _imported_by(exc: BaseException, path: Path, file: Path) -> str:
+    """`` (imported by flows/x.py:2)``: the flow file's line that led to a fault in another module."""
+    line, _ = _user_frame(exc, file)
+    return f" (imported by {path}{f':{line}' if line else ''})"
 
 
 def find_workflow(module: Any, path: Path, name: str | None) -> type:

@@ -148,3 +148,24 @@ def test_a_provider_class_that_cannot_be_made_names_the_agent(tmp_path):
     assert res.returncode == 2, res.stderr
     assert re.search(r"A: @agent\(provider=R\) \(defined at .*flow.py:\d+\) could not be made for the run: "
                      r"ScriptedProvider: replies file not found: .*nope.replies.toml", res.stderr), res.stderr
+
+
+@pytest.mark.parametrize("kid, expect", [
+    ("class K:\n    def x(:\n", "kid.py:2: syntax error: invalid syntax"),
+    ("d = {}\nK = d['kk']\n", "kid.py:2: KeyError while importing: 'kk'"),
+    ("def f():\n    return {}['z']\nK = f()\n", "kid.py:2: KeyError while importing (in f): 'z'"),
+    ("from flowtui import loop\nK = loop(steps=[])\n", "kid.py:2: loop(steps=[...]) is empty"),
+    ("from flowtui import FunctionProvider, agent\n" + AGENT.replace("'p'", "'./nope.md'") + "class K:\n    pass\n",
+     "kid.py:2: K: prompt file not found"),
+    ("from flowtui import FunctionProvider, agent\n" + AGENT + "class K:\n    after_response = 3\n",
+     "kid.py:2: @agent K: after_response is int 3, not a method"),
+])
+def test_a_fault_in_a_module_the_flow_imports_names_that_module_and_its_line(tmp_path, kid, expect):
+    """It was put on the flow file, at the line of the module's (a syntax error: at the module's line
+    number, in the flow file)."""
+    (tmp_path / "kid.py").write_text(kid)
+    path = write(tmp_path, "import kid\n" + AGENT + "class A:\n    pass\n" + WORKFLOW)
+    res = flowtui("run", str(path), "--input", "x", cwd=tmp_path)
+    assert res.returncode == 2, res.stderr
+    assert expect in res.stderr and f"(imported by {path}:2)" in res.stderr, res.stderr
+    assert "Traceback" not in res.stderr
