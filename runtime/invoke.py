@@ -37,10 +37,13 @@ async def call_user(fn: Callable[..., Any], args: Sequence[Any], *, origin: str,
     token = current_origin.set(origin)
     try:
         if is_async(fn):
-            return await (fn(*args, **kwargs) if kwargs else fn(*args))
-        result = fn(*args, **kwargs) if kwargs else fn(*args)
-        # A hook returns None most often, ``until`` a bool: neither can be awaited (isawaitable's
-        # check against the Awaitable ABC is what a sync call costs most).
+            result = await (fn(*args, **kwargs) if kwargs else fn(*args))
+        else:
+            result = fn(*args, **kwargs) if kwargs else fn(*args)
+        # What returns an awaitable is awaited, sync or async: `return self.runtime.run(Child, ...)`
+        # without its await gave the model "<coroutine object ...>" as the tool's result. A hook
+        # returns None most often, ``until`` a bool: neither can be awaited (isawaitable's check
+        # against the Awaitable ABC is what a sync call costs most).
         if result is not None and type(result) not in _PLAIN and inspect.isawaitable(result):
             result = await result
         return result

@@ -125,6 +125,46 @@ async def test_child_workflow_runs_isolated_and_returns_its_output_as_the_tool_r
     assert states["child_ctx"].run_id != run.id
 
 
+@pytest.mark.parametrize("form", ["async", "sync"])
+async def test_a_child_run_returned_without_its_await_is_awaited_not_sent_as_a_coroutine(form):
+    """`return self.runtime.run(Child, ...)` in an async execute gave the model "<coroutine object
+    WorkflowRuntime.run ...>" as the tool's result (and a warning that it was never awaited)."""
+    @agent(provider=FunctionProvider(lambda m, t: f"child says {m[-1].content}"), prompt="You research.")
+    class Researcher:
+        pass
+
+    @workflow(steps=[Researcher])
+    class ResearchWorkflow:
+        pass
+
+    class Delegate:
+        def __init__(self, runtime: WorkflowRuntime):
+            self.runtime = runtime
+
+    if form == "async":
+        async def execute(self, args: Q = Input()):
+            return self.runtime.run(ResearchWorkflow, input=args.q)
+    else:
+        def execute(self, args: Q = Input()):
+            return self.runtime.run(ResearchWorkflow, input=args.q)
+    Delegate.execute = execute
+    Tool = tool(name="research", description="Delegates.", schema=Q)(Delegate)
+    replies = [call("research", q="X?"), "done"]
+
+    @agent(provider=FunctionProvider(lambda m, t: replies.pop(0)), prompt="You plan.", tools=[Tool])
+    class Planner:
+        pass
+
+    @workflow(steps=[Planner, Planner])
+    class PlanWorkflow:
+        pass
+
+    run = bootstrap(PlanWorkflow).prepare("plan it")
+    assert await run.execute() == "done"
+    result = [m for m in run.ctx.state.history if m.role == "tool"][0]
+    assert (result.content, result.is_error) == ("child says X?", False)
+
+
 async def test_child_events_nest_under_the_parent_tool_node_in_one_stream():
     seen_parent: list = []
     seen_child: list = []
