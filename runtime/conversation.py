@@ -82,6 +82,9 @@ def memory_items(memory: str | Iterable[str] | Mapping[str, Any] | None) -> list
         return [memory]
     if isinstance(memory, Mapping):
         return [f"{k}: {v}" for k, v in memory.items()]
+    if not isinstance(memory, Iterable) or isinstance(memory, (bytes, bytearray)):
+        raise TypeError(f"run(memory=...) must be a str, a list of str or a mapping such as {{'plano': 'pro'}}, "
+                        f"got {type(memory).__name__} {memory!r:.60}")
     items = list(memory)
     for i, item in enumerate(items):
         if not isinstance(item, str):

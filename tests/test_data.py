@@ -101,6 +101,11 @@ async def test_a_bad_data_argument_is_refused_before_the_run_starts():
         await app.run("x", data=["conta_id"])
     with pytest.raises(ConfigError, match=r"keys must be str"):
         await app.run("x", data={1: "a"})
+    # memory= too: "'int' object is not iterable" named neither the argument nor what it takes
+    with pytest.raises(TypeError, match=r"run\(memory=...\) must be a str, a list of str or a mapping .*got int 123"):
+        await app.run("x", memory=123)
+    with pytest.raises(TypeError, match=r"run\(memory=...\): item 1 is int"):
+        await app.run("x", memory=["a", 2])
 
 
 async def test_the_fold_and_a_snapshot_keep_the_data(tmp_path):
