@@ -81,7 +81,7 @@ def test_a_folder_as_the_flow_says_it_is_a_folder_and_names_the_py_files_in_it(t
 def test_a_flow_file_with_a_colon_in_its_name_is_that_file_not_file_colon_class(tmp_path):
     flow = tmp_path / "v1:draft.py"
     flow.write_text("from flowtui import FunctionProvider, agent, workflow\n\n"
-                    "@agent(provider=FunctionProvider(lambda messages, tools: 'ok'), prompt='p')\nclass A:\n    pass\n\n"
+                    "@agent(provider=FunctionProvider(lambda m, t: 'ok'), prompt='p')\nclass A:\n    pass\n\n"
                     "@workflow(steps=[A])\nclass Draft:\n    pass\n")
     assert load_flow(str(flow)).workflow.cls.__name__ == "Draft"
     assert load_flow(f"{flow}:Draft").workflow.cls.__name__ == "Draft"
