@@ -253,5 +253,7 @@ def summary(step: Step) -> str:
         names = ", ".join(step.children) or "nothing"
         head = f"{step.kind} {step.label}: {names}" if step.kind == "workflow" else names
     else:
-        head = f"{step.kind} {step.label}" if step.kind != "chat" else step.label
+        # (a tool's label already says so: "tool registrar_problema")
+        head = step.label if step.kind == "chat" or step.label.startswith(f"{step.kind} ") else \
+            f"{step.kind} {step.label}"
     return f"{head} ({', '.join(counts)})" if counts else head

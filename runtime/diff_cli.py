@@ -106,7 +106,9 @@ def render(a: LoadedRun, b: LoadedRun, found: list[Difference], *, width: int = 
     for side, run in (("A", a), ("B", b)):
         one = f"{side}: {run.path} ({_describe(run)})"
         lines.extend([_fit(one, width)] if len(visible(one)) <= width
-                     else [_fit(f"{side}: {run.path}", width), _fit(f"   {_describe(run)}", width)])
+                     else [_fit(f"{side}: {run.path}", width),  # the description wrapped, not cut: all of it counts
+                           *(_fit(part, width) for part in textwrap.wrap(_describe(run), width, initial_indent="   ",
+                                                                         subsequent_indent="   "))])
     for side, run in (("A", a), ("B", b)):
         for n in run.notices[:NOTICES_SHOWN]:
             lines.append(_fit(f"   {side}: line {n.line} skipped ({n.reason})", width))

@@ -195,6 +195,7 @@ async def test_an_extra_loop_iteration(tmp_path, capsys):
         ("ReviewWorkflow › loop 2 › Reviewer › tool note_problem #2", "b"),
         ("ReviewWorkflow › loop 3", "b")]
     assert extra[-1].b == "Writer, Reviewer (2 model calls)"
+    assert extra[0].b == "tool note_problem (1 tool call)"  # not "tool tool note_problem"
     # the state a step left alone is compared with what the other run's step set it to
     assert ("ReviewWorkflow › loop 2 › Reviewer", "state.approved", True, False) in [
         (x.path, x.field, x.a, x.b) for x in found]
@@ -224,6 +225,10 @@ async def test_a_child_workflow_is_aligned_under_its_tool(tmp_path, capsys):
     assert len(found) == 1
     code, out, _ = diff(capsys, a, b)
     assert code == 1 and all(len(line) <= WIDTH for line in out.splitlines())
+    assert main_diff([str(a), str(b), "--width", "40"]) == 1  # narrow: the run's description wrapped, not cut
+    out = capsys.readouterr().out
+    assert all(len(line) <= 40 for line in out.splitlines())
+    assert "   its only run: ReviewWorkflow,\n   finished, 71 events\n" in out  # (the path is the part cut)
 
 
 async def test_a_difference_in_the_middle_of_a_long_value_is_shown(tmp_path, capsys):
