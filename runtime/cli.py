@@ -244,6 +244,9 @@ class TreePrinter:
             line = f"! subscriber {ev.subscriber} raised: {ev.error}"
         elif ev.type == "dispose.error":
             line = f"! cleanup {ev.cleanup} raised: {ev.error}"
+        elif ev.type == "run.start" and ev.resumed_from is not None and ev.resumed_from.before_tool:
+            line = (f"! the recorded run never returned from tool {ev.resumed_from.before_tool} (stopped or killed "
+                    f"inside it): re-executed up to event #{ev.resumed_from.at}, and that call runs live")
         elif ev.type == "run.pause" and ev.watch:
             from flowtui.runtime.control import watch_reason
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 from functools import cache
 from typing import Annotated, Any, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_validator
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_serializer, model_validator
 
 from flowtui.runtime.budget import RunTotals
 from flowtui.runtime.messages import Message
@@ -49,6 +49,15 @@ class ResumedFrom(BaseModel):
     journal: str = Field(description="the parent journal, as given")
     run_id: str = Field(description="the id of the recorded run re-executed")
     at: int = Field(description="K: the recorded events up to this seq were served and checked")
+    before_tool: str | None = Field(default=None, description="the tool K stops before: the recorded run never "
+                                    "returned from it (stopped or killed inside it), so it runs live")
+
+    @model_serializer(mode="wrap")
+    def _before_tool_only_when_there(self, handler: Any) -> dict[str, Any]:
+        data = handler(self)
+        if data.get("before_tool") is None:
+            data.pop("before_tool", None)
+        return data
 
 
 class RunStart(_Event):

@@ -67,6 +67,7 @@ class Recorded:
     lines: dict[int, bytes] = field(default_factory=dict)  # seq -> the event's line, as the journal holds it
     lazy: set[int] = field(default_factory=set)  # seqs of node.start events read up to their name only
     line_of: dict[int, int] = field(default_factory=dict)  # seq -> its line in the journal
+    unreturned: str | None = None  # the tool the prefix stops before: it never returned in the recorded run
 
     def full(self, ev: dict[str, Any]) -> dict[str, Any]:
         """``ev`` with all its fields: a node.start read up to its name is read whole (in place), and
@@ -151,6 +152,14 @@ def load_recorded(source: str | Path, *, at: int | None = None) -> Recorded:
             recorded.ends[node] = ev
         elif node is not None:
             recorded.inside.setdefault(node, []).append(ev)
+    for ev in run:  # a tool that never returned (the run was stopped or killed inside it) cannot be served:
+        if ev["seq"] > recorded.at:  # the prefix ends right before it, and from there the run goes live
+            break
+        end = recorded.ends.get(ev.get("node_id") or "") if ev["type"] == "node.start" else None
+        if end is not None and end.get("kind") == "tool" and end.get("status") == "stopped" \
+                and "executed" not in (end.get("data") or {}):
+            recorded.at, recorded.unreturned = ev["seq"] - 1, str(end.get("name"))
+            break
     return recorded
 
 

@@ -125,7 +125,8 @@ class Resume:
 
     # --- the run's side -----------------------------------------------------------------------
     def origin(self) -> ResumedFrom:
-        return ResumedFrom(journal=self.recorded.path, run_id=self.recorded.run_id, at=self.at)
+        return ResumedFrom(journal=self.recorded.path, run_id=self.recorded.run_id, at=self.at,
+                           before_tool=self.recorded.unreturned)
 
     def start_values(self) -> dict[str, Any]:
         """The recorded run's input, memory and data (a re-execution starts from them)."""
