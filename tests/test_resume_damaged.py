@@ -114,6 +114,52 @@ def test_a_torn_line_inside_the_prefix_is_refused_and_the_run_up_to_it_reexecute
     assert res.returncode == 0, res.stderr
 
 
+def test_lines_taken_out_of_the_prefix_are_refused_naming_the_missing_events(recorded, tmp_path):
+    """They read as changed code: a divergence (exit 3) at the next event, the gap never said."""
+    events = [json.loads(line) for line in recorded]
+    effect = first_effect(events)
+    n = effect["seq"]  # line n holds event n
+    journal = tmp_path / "gap.jsonl"
+    journal.write_text("\n".join(recorded[:n - 1] + recorded[n + 2:]) + "\n", encoding="utf-8")
+    res = flowtui("run", str(FLOW), "--resume-from", str(journal), "--no-journal", cwd=tmp_path)
+    assert res.returncode == 2, res.stderr
+    assert (f"flowtui: --resume-from {journal}: events #{n} to #{n + 2} are missing before line {n} (event "
+            f"#{n + 3}), inside the events re-executed (1..{events[-1]['seq']}): lines were taken out there") \
+        in res.stderr
+    assert f"(--resume-from {journal}@{n - 1})" in res.stderr and "▸" not in res.stderr
+    res = flowtui("run", str(FLOW), "--resume-from", f"{journal}@{n - 1}", "--no-journal", cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+
+
+async def test_a_streamed_reply_leaves_numbers_out_of_its_journal_and_still_reexecutes(tmp_path):
+    """Its fragments are not journaled (a credential split over them could not be redacted): the gaps
+    inside a model call are no lines taken out."""
+    from flowtui import ChatReply, FunctionProvider, agent, bootstrap, workflow
+
+    class Streaming(FunctionProvider):
+        async def complete(self, request):
+            for piece in ("He", "llo", "!"):
+                request.on_delta(piece)
+            return ChatReply(content="Hello!")
+
+    @agent(provider=Streaming(lambda m, t: ""), prompt="p")
+    class A:
+        pass
+
+    @workflow(steps=[A, A])
+    class W:
+        pass
+
+    journal = tmp_path / "streamed.jsonl"
+    assert await bootstrap(W).run("hi", journal=journal) == "Hello!"
+    seqs = [json.loads(line)["seq"] for line in journal.read_text().splitlines()]
+    assert seqs != list(range(1, len(seqs) + 1))  # the fragments' numbers are not in it
+    events: list = []
+    assert await bootstrap(W).run(resume_from=str(journal), on_event=events.append) == "Hello!"
+    assert events[-1].type == "run.end" and events[-1].status == "finished"
+    assert events[0].resumed_from is not None and not [e for e in events if e.type == "run.diverged"]
+
+
 def test_a_last_line_cut_short_by_a_killed_writer_is_no_obstacle(recorded, tmp_path):
     journal = tmp_path / "cut.jsonl"
     journal.write_text("\n".join(recorded[:-1]) + "\n" + recorded[-1][:30], encoding="utf-8")
