@@ -22,6 +22,7 @@ import sys
 from typing import Any
 
 from flowtui.runtime.inert import visible
+from flowtui.runtime.journal import Mended
 from flowtui.runtime.secrets import environment_secrets, redact
 from flowtui.runtime.diff import MISSING, Difference, DiffError, LoadedRun, diff_runs, load_run
 
@@ -94,7 +95,9 @@ def main_diff(argv: list[str]) -> int:
 
 def _about(run: LoadedRun) -> dict[str, Any]:
     return {"file": run.path, "run": run.number, "runs": run.total, "workflow": run.workflow,
-            "status": run.status, "events": len(run.events), "skipped_lines": [n.line for n in run.notices]}
+            "status": run.status, "events": len(run.events),
+            "skipped_lines": [n.line for n in run.notices if not isinstance(n, Mended)],
+            "notes": [{"line": n.line, "text": n.reason} for n in run.notices if isinstance(n, Mended)]}
 
 
 # --- text --------------------------------------------------------------------------------------
@@ -111,11 +114,13 @@ def render(a: LoadedRun, b: LoadedRun, found: list[Difference], *, width: int = 
                                                                          subsequent_indent="   "))])
     for side, run in (("A", a), ("B", b)):
         for n in run.notices[:NOTICES_SHOWN]:
-            lines.append(_fit(f"   {side}: line {n.line} skipped ({n.reason})", width))
+            said = f"line {n.line}: {n.reason}" if isinstance(n, Mended) else f"line {n.line} skipped ({n.reason})"
+            lines.append(_fit(f"   {side}: {said}", width))
         if len(run.notices) > NOTICES_SHOWN:
-            lines.append(f"   {side}: and {len(run.notices) - NOTICES_SHOWN} more lines skipped")
+            lines.append(f"   {side}: and {len(run.notices) - NOTICES_SHOWN} more")
     if not found:
-        unread = [f"{_count(len(run.notices), 'line')} of {side}" for side, run in (("A", a), ("B", b)) if run.notices]
+        unread = [f"{_count(len(left_out), 'line')} of {side}" for side, run in (("A", a), ("B", b))
+                  if (left_out := [n for n in run.notices if not isinstance(n, Mended)])]
         lines.append("The runs are the same (ids, timestamps, durations and sequence numbers aside).")
         if unread:
             lines.append(_fit(f"Not compared (above): {' and '.join(unread)}.", width))

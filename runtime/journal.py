@@ -17,11 +17,12 @@ know (from a newer one) as an :class:`Unknown` event, shown by its type.
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 import errno
 import json
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -120,6 +121,12 @@ class Skipped:
 
 
 @dataclass(frozen=True)
+class Mended(Skipped):
+    """Not a line left out: what reading a journal edited by hand did about it (lines moved put back in
+    order) or found (events missing, lines taken out)."""
+
+
+@dataclass(frozen=True)
 class Invalid:
     """A journal line that is JSON but not a valid event: shown in the event log, skipped by the fold."""
 
@@ -150,8 +157,9 @@ class Unknown(Invalid):
 
 
 def read_journal(path: str | Path, *, notices: list[Skipped] | None = None,
-                 progress: Callable[[int], None] | None = None) -> Iterator[Any]:
-    """The events of a journal file, in order: valid events, :class:`Invalid` and :class:`Unknown` ones.
+                 progress: Callable[[int], None] | None = None, numbers: list[int] | None = None) -> Iterator[Any]:
+    """The events of a journal file, in order: valid events, :class:`Invalid` and :class:`Unknown` ones
+    (``numbers`` receives each one's line number).
 
     Lines that cannot be read at all are skipped; each one is added to
     ``notices`` (when given). ``progress`` is told how many bytes are read, each MB or so. Raises
@@ -181,6 +189,8 @@ def read_journal(path: str | Path, *, notices: list[Skipped] | None = None,
                 if notices is not None:
                     notices.append(item)
                 continue
+            if numbers is not None:
+                numbers.append(n)
             yield item
 
 
@@ -298,26 +308,135 @@ def load_runs(path: str | Path, *, notices: list[Any] | None = None, hint: str =
     if why:
         raise JournalError(f"{path}: {why}{hint}")
     skipped: list[Any] = []
+    numbers: list[int] = []
     try:
-        events = list(read_journal(p, notices=skipped, progress=progress))
+        events = list(read_journal(p, notices=skipped, progress=progress, numbers=numbers))
     except FileNotFoundError:
         raise JournalError(f"{path}: no such file") from None
     except OSError as exc:
         raise JournalError(f"{path}: cannot read it: {exc.strerror or exc}") from None
-    if notices is not None:
-        notices.extend(skipped)
-    valid = [ev for ev in events if not isinstance(ev, Invalid)]
-    if not valid:
+    if all(isinstance(ev, Invalid) for ev in events):
         if skipped or events:
             first = skipped[0] if skipped else events[0]
             raise JournalError(f"{path}: not a flowtui journal (line {first.line}: {first.reason}){hint}")
         raise JournalError(f"{path}: empty, no events recorded")
-    runs: list[list[Any]] = [[]]
-    last = 0
-    for ev in events:
-        if not isinstance(ev, Invalid):  # a run starts where the sequence numbers start again
-            if runs[-1] and ev.seq <= last:
-                runs.append([])
-            last = ev.seq
-        runs[-1].append(ev)
+    unreadable = sorted(notice.line for notice in skipped)
+    runs = [_in_order(events[a:b], numbers[a:b], skipped, unreadable) for a, b in _run_bounds(events)]
+    if notices is not None:
+        notices.extend(sorted(skipped, key=lambda notice: notice.line))
     return runs
+
+
+def _run_bounds(events: list[Any]) -> list[tuple[int, int]]:
+    """Where each run of a journal's events begins and ends: a run starts where the sequence numbers
+    start again with another run's id (a run's child runs share its numbers, with ids of their own
+    under it)."""
+    bounds, begin, last, root = [], 0, 0, ""
+    for i, ev in enumerate(events):
+        if isinstance(ev, Invalid):
+            continue
+        if ev.seq <= last and not (ev.run_id == root or ev.run_id.startswith(root + ".")):
+            bounds.append((begin, i))
+            begin, last, root = i, 0, ""
+        root = root or ev.run_id
+        if ev.seq > last:
+            last = ev.seq
+    bounds.append((begin, len(events)))
+    return bounds
+
+
+def _in_order(run: list[Any], lines: list[int], notices: list[Skipped], unreadable: list[int]) -> list[Any]:
+    """One run's events by their numbers, what a hand made of its lines said in ``notices``: lines moved
+    are put back in order, a line repeated is left out, events missing (lines taken out) are named."""
+    seqs = [ev.seq for ev in run if not isinstance(ev, Invalid)]
+    mended = any(b <= a for a, b in zip(seqs, seqs[1:]))
+    gaps = bool(seqs) and seqs[-1] - seqs[0] + 1 != len(seqs)
+    if not (mended or gaps):  # (the common case)
+        return run
+    valid = [(n, ev) for n, ev in zip(lines, run) if not isinstance(ev, Invalid)]
+    if mended:  # lines repeated or moved by hand
+        valid = _sorted_once(valid, notices)
+    if valid[-1][1].seq - valid[0][1].seq + 1 != len(valid):
+        _say_gaps(valid, notices, unreadable)
+    return _merge(run, valid) if mended else run
+
+
+def _sorted_once(valid: list[tuple[int, Any]], notices: list[Skipped]) -> list[tuple[int, Any]]:
+    """``valid`` by event number, each number once (a repeat is left out): both said in ``notices``."""
+    seen: set[int] = set()
+    firsts = [(n, ev) for n, ev in valid if not (ev.seq in seen or seen.add(ev.seq))]
+    if any(b.seq < a.seq for (_, a), (_, b) in zip(firsts, firsts[1:])):
+        moved = [firsts[i][0] for i in _out_of_place([ev.seq for _, ev in firsts])]
+        shown = ", ".join(map(str, moved[:5])) + (f" and {len(moved) - 5} more" if len(moved) > 5 else "")
+        notices.append(Mended(moved[0], f"line{'s' if len(moved) > 1 else ''} {shown} out of order (moved by "
+                                        "hand?): read by event number"))
+    kept = {id(ev) for _, ev in firsts}
+    for n, ev in valid:
+        if id(ev) not in kept:
+            notices.append(Skipped(n, f"event #{ev.seq} again: a line repeated by hand? left out"))
+    return sorted(firsts, key=lambda item: item[1].seq)
+
+
+def _say_gaps(valid: list[tuple[int, Any]], notices: list[Skipped], unreadable: list[int]) -> None:
+    """Name the events missing from ``valid`` (in order), but those whose lines could not be read
+    (``unreadable``: said already)."""
+    steps = ((ev.seq, ev.type, ev.kind if ev.type in ("node.start", "node.end") else None, ev.node_id, ev.origin)
+             for _, ev in valid)
+    for first, gone, i in gaps(steps):
+        if not _between(unreadable, valid[i - 1][0], valid[i][0]):
+            what = f"event #{first} is" if first == gone else f"events #{first} to #{gone} are"
+            notices.append(Mended(valid[i][0], f"{what} missing before it (lines taken out by hand?)"))
+
+
+def gaps(events: Iterable[tuple[int, str, str | None, str | None, str | None]]) -> Iterator[tuple[int, int, int]]:
+    """The numbers a run's journaled events skip, given as (seq, type, node kind, node id, origin), in
+    order: (first missing, last missing, the position of the event after them). A journal leaves out
+    only a model call's streamed fragments (inside its chat node), and a ``run.end`` flowtui wrote
+    for a run whose journal could not be written to its end follows what could be written: neither
+    is a gap."""
+    chats: set[str | None] = set()  # the chat nodes open
+    previous = None
+    for i, (seq, kind, node_kind, node, origin) in enumerate(events):
+        if previous is not None and seq > previous + 1 and not chats \
+                and not (kind == "run.end" and origin == "flowtui"):
+            yield previous + 1, seq - 1, i
+        if node_kind == "chat":
+            (chats.add if kind == "node.start" else chats.discard)(node)
+        previous = seq
+
+
+def _between(lines: list[int], a: int, b: int) -> bool:
+    """Whether sorted ``lines`` hold one strictly between ``a`` and ``b``."""
+    i = bisect.bisect_right(lines, a)
+    return i < len(lines) and lines[i] < b
+
+
+def _out_of_place(seqs: list[int]) -> list[int]:
+    """The positions not on a longest non-decreasing run of ``seqs``: the fewest lines that were moved."""
+    tails: list[int] = []  # tails[k]: the position ending the best non-decreasing run of length k + 1
+    values: list[int] = []  # ... and its number
+    before = [-1] * len(seqs)
+    for i, seq in enumerate(seqs):
+        k = bisect.bisect_right(values, seq)
+        before[i] = tails[k - 1] if k else -1
+        tails[k:k + 1], values[k:k + 1] = [i], [seq]
+    kept, i = set(), tails[-1] if tails else -1
+    while i >= 0:
+        kept.add(i)
+        i = before[i]
+    return [i for i in range(len(seqs)) if i not in kept]
+
+
+def _merge(run: list[Any], ordered: list[tuple[int, Any]]) -> list[Any]:
+    """The events of ``ordered`` in the valid events' places of ``run``, its invalid ones where they were
+    (a repeated line left out leaves one place fewer)."""
+    placed = iter(ordered)
+    out: list[Any] = []
+    for ev in run:
+        if isinstance(ev, Invalid):
+            out.append(ev)
+        else:
+            nxt = next(placed, None)
+            if nxt is not None:
+                out.append(nxt[1])
+    return out

@@ -22,7 +22,7 @@ from pydantic_core import from_json
 
 from flowtui.runtime.errors import ResumeError
 from flowtui.runtime.events import EVENT_TYPES, validate_event
-from flowtui.runtime.journal import Skipped, lines_of, not_a_file, reason_of
+from flowtui.runtime.journal import Skipped, gaps, lines_of, not_a_file, reason_of
 
 _AT = re.compile(r"^(.*)@(\d+)$", re.DOTALL)
 
@@ -258,33 +258,15 @@ def _check_prefix(recorded: Recorded, numbers: list[int], skipped: list[tuple[in
             raise ResumeError(f"--resume-from {recorded.path}: line {n}, inside the events re-executed (1..{k}), "
                               f"cannot be read ({why}): an event of the run is missing there, and what it did "
                               f"would silently not be done again; {_before(recorded.path, before + 1)}")
-    gap = missing_events(events, k)
+    prefix = [ev for ev in events if ev["seq"] <= k]
+    gap = next(gaps((ev["seq"], ev["type"], ev.get("kind") if ev["type"] in ("node.start", "node.end") else None,
+                     ev.get("node_id"), ev.get("origin")) for ev in prefix), None)
     if gap is not None:
-        first, last, ev = gap
+        first, last, ev = gap[0], gap[1], prefix[gap[2]]
         what = f"event #{first} is" if first == last else f"events #{first} to #{last} are"
         raise ResumeError(f"--resume-from {recorded.path}: {what} missing before line {recorded.line_of[ev['seq']]} "
                           f"(event #{ev['seq']}), inside the events re-executed (1..{k}): lines were taken out "
                           f"there, and what they did would silently not be done again; {_before(recorded.path, first)}")
-
-
-def missing_events(events: list[dict[str, Any]], k: int | None = None) -> tuple[int, int, dict[str, Any]] | None:
-    """The first run of sequence numbers a run's journaled events skip (up to ``k``): (first, last
-    missing, the event after them), or None. A journal leaves out only a model call's streamed
-    fragments (inside its chat node), and a ``run.end`` that flowtui wrote for a run whose journal
-    could not be written to its end follows what it could write."""
-    chats: set[str] = set()  # the chat nodes open
-    previous = None
-    for ev in events:
-        seq = ev["seq"]
-        if k is not None and seq > k:
-            break
-        if previous is not None and seq > previous + 1 and not chats \
-                and not (ev["type"] == "run.end" and ev.get("origin") == "flowtui"):
-            return previous + 1, seq - 1, ev
-        if ev.get("kind") == "chat" and ev["type"] in ("node.start", "node.end"):
-            (chats.add if ev["type"] == "node.start" else chats.discard)(ev.get("node_id"))
-        previous = seq
-    return None
 
 
 def _before(path: str, seq: int) -> str:

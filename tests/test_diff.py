@@ -467,3 +467,22 @@ async def test_a_long_value_is_redacted_before_it_is_shortened(tmp_path, capsys)
     code, out, err = diff(capsys, a, b)
     assert code == 1 and "[redacted]" in out
     assert "Ab3dAb3d" not in out + err
+
+
+async def test_lines_moved_repeated_or_taken_out_by_hand_are_said_not_read_as_other_runs(tmp_path, capsys):
+    """A line repeated split B into two runs (its last a fragment "that did not end"); lines taken out
+    went unsaid."""
+    a = await journal(tmp_path, "a")
+    lines = a.read_text().splitlines()
+    b = tmp_path / "b.jsonl"
+    b.write_text("\n".join([*lines[:10], lines[9], lines[11], lines[10], *lines[12:20], *lines[22:]]) + "\n")
+    code, out, _ = diff(capsys, a, b)
+    assert "run 2 of" not in out
+    assert "   B: line 11 skipped (event #10 again: a line repeated by hand? left out)\n" in out
+    assert "   B: line 12: line 12 out of order (moved by hand?): read by event number\n" in out
+    assert "   B: line 22: events #21 to #22 are missing before it (lines taken out by hand?)\n" in out
+    assert code == 1  # what the missing events did is missing from B
+    assert main_diff([str(a), str(b), "--json"]) == 1
+    about = json.loads(capsys.readouterr().out)["b"]
+    assert (about["runs"], about["status"], about["events"]) == (1, "finished", len(lines) - 2)
+    assert about["skipped_lines"] == [11] and [n["line"] for n in about["notes"]] == [12, 22]

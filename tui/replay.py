@@ -24,7 +24,7 @@ from flowtui.tui.screens.dialogs import HelpScreen
 from flowtui.tui.shown import PlainNotify
 from flowtui.tui.signals import quit_on_signals
 from flowtui.tui.screens.replay import ReplayScreen
-from flowtui.runtime.journal import JournalError, load_runs
+from flowtui.runtime.journal import JournalError, Mended, load_runs
 from flowtui.tui.timeline import Timeline
 
 KEYS: list[ActionSpec] = [  # scrubbing wins over the focused pane's own keys (priority)
@@ -87,8 +87,10 @@ class ReplayApp(PlainNotify, App[int]):
         if self.notices:
             lines = [f"line {n.line}: {n.reason}" for n in self.notices[:5]]
             more = len(self.notices) - len(lines)
-            self.notify("\n".join(lines) + (f"\n… and {more} more" if more > 0 else ""),
-                        title=f"Skipped {len(self.notices)} unreadable line{'s' if len(self.notices) > 1 else ''}",
+            left_out = sum(not isinstance(n, Mended) for n in self.notices)
+            title = (f"Skipped {left_out} unreadable line{'s' if left_out > 1 else ''}" if left_out == len(self.notices)
+                     else "This journal was edited by hand, or damaged")
+            self.notify("\n".join(lines) + (f"\n… and {more} more" if more > 0 else ""), title=title,
                         severity="warning", timeout=15)
 
     def action_fork(self) -> None:

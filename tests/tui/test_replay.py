@@ -313,14 +313,39 @@ def test_a_large_journal_says_how_far_its_reading_is_then_the_app_shows_it(journ
 
 
 async def test_a_run_whose_numbering_starts_again_without_a_run_start_is_said(tmp_path, journal):
-    """Lines joined by hand: the numbering starts again mid-file, so the replay opens the events
-    after the break as the last run; it says they have no run.start, not showing them in silence."""
+    """A second run appended whose first line was lost: the replay opens the events after the break as
+    the last run; it says they have no run.start, not showing them in silence."""
     lines = journal.read_text().splitlines()
+    run_id = json.loads(lines[0])["run_id"]
     moved = tmp_path / "joined.jsonl"
-    moved.write_text("\n".join([*lines[:10], *lines[5:]]) + "\n")
+    moved.write_text("\n".join([*lines[:10], *(line.replace(run_id, "r9-000000") for line in lines[1:])]) + "\n")
     app = make_replay(moved)
     assert app.timeline.events[0].type != "run.start"
     async with app.run_test(size=SIZE) as pilot:
         await pilot.pause()
         said = [(n.title, n.message) for n in app._notifications]
         assert any(title == "No run.start" and "starts again at event" in message for title, message in said), said
+
+
+async def test_lines_of_one_run_repeated_moved_or_taken_out_by_hand_are_said_and_the_run_kept_whole(tmp_path,
+                                                                                                   journal):
+    """They split it into several runs (a line repeated: two, the replay opening a fragment without its
+    messages), or went unsaid (lines taken out)."""
+    lines = journal.read_text().splitlines()
+    edited = tmp_path / "edited.jsonl"
+    edited.write_text("\n".join([*lines[:10], *lines[5:10], lines[12], lines[11], lines[10], *lines[13:20],
+                                 *lines[22:]]) + "\n")
+    notices: list = []
+    (run,) = load_runs(edited, notices=notices)
+    assert [e.seq for e in run] == [*range(1, 21), *range(23, len(lines) + 1)]  # in order, once each
+    assert [(n.line, n.reason) for n in notices] == [
+        *((n, f"event #{n - 5} again: a line repeated by hand? left out") for n in range(11, 16)),
+        (16, "lines 16, 17 out of order (moved by hand?): read by event number"),
+        (26, "events #21 to #22 are missing before it (lines taken out by hand?)")]
+    app = make_replay(edited)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        said = [(n.title, n.message) for n in app._notifications]
+        assert any(title == "This journal was edited by hand, or damaged" and "line 11: event #6 again" in message
+                   for title, message in said), said
+        assert app.timeline.events[0].type == "run.start"
