@@ -123,7 +123,18 @@ def diff_runs(a_events: list[Any], b_events: list[Any]) -> list[Difference]:
     if a.label != b.label:
         found.append(Difference(a.label, "workflow", a.label, b.label))
     _walk(a, b, [a.label], found, {})
-    return _mark(found)
+    # A journal written elsewhere may hold a credential its writer did not know: the reader hides it, and
+    # a difference it would show as the same on both sides ("[redacted]" → "[redacted]") is none.
+    return _mark([d for d in found if not _same_when_hidden(d)])
+
+
+def _same_when_hidden(d: Difference) -> bool:
+    from flowtui.runtime.secrets import environment_secrets, redact_data
+
+    if d.a is MISSING or d.b is MISSING:
+        return False
+    secrets = environment_secrets()
+    return redact_data(d.a, secrets) == redact_data(d.b, secrets)
 
 
 def _walk(a: Step, b: Step, path: list[str], out: list[Difference], memo: dict[int, str]) -> None:

@@ -50,7 +50,7 @@ from flowtui.runtime.encoding import encode_event
 from flowtui.runtime.errors import ConfigError
 from flowtui.runtime.events import Difference, ResumedFrom, RunDiverged
 from flowtui.runtime.recorded import DamagedLine, Recorded, load_recorded, relative_run
-from flowtui.runtime.secrets import Redactor
+from flowtui.runtime.secrets import Redactor, redact_data
 from flowtui.runtime.serve import ServedProvider, Server, as_item, set_field
 
 if TYPE_CHECKING:
@@ -252,6 +252,8 @@ class Resume:
             rec = comparable(self.recorded.full(rec_raw), rec_run, rec_path)
             if rec != new:
                 align(rec, new)
+            if rec != new:  # a journal written elsewhere may hold a credential its writer did not know: hidden
+                rec = redact_data(rec, self._redactor.values)  # now too, it is no difference
             if rec != new:
                 found = explain(rec, new, lookup_for(self.run)) or [Difference(field="event")]
                 return self._diverge(rec_raw, rec, new, found, now_seq=event.seq)

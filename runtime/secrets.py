@@ -261,7 +261,7 @@ def redact_streaming(text: str, secrets: Iterable[str]) -> str:
 
 
 def redact_data(value: Any, secrets: Iterable[str]) -> Any:
-    """A copy of JSON-shaped ``value`` (dicts, lists, strings, numbers) with every string redacted."""
+    """A copy of JSON-shaped ``value`` (dicts, lists or tuples, strings, numbers) with every string redacted."""
     secrets = tuple(secrets)
     return _walk(value, secrets)
 
@@ -271,8 +271,10 @@ def _walk(value: Any, secrets: tuple[str, ...]) -> Any:
         return redact(value, secrets)
     if isinstance(value, dict):
         return {(redact(k, secrets) if isinstance(k, str) else k): _walk(v, secrets) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
+    if isinstance(value, list):
         return [_walk(v, secrets) for v in value]
+    if isinstance(value, tuple):
+        return tuple(_walk(v, secrets) for v in value)
     return value
 
 

@@ -486,3 +486,20 @@ async def test_lines_moved_repeated_or_taken_out_by_hand_are_said_not_read_as_ot
     about = json.loads(capsys.readouterr().out)["b"]
     assert (about["runs"], about["status"], about["events"]) == (1, "finished", len(lines) - 2)
     assert about["skipped_lines"] == [11] and [n["line"] for n in about["notes"]] == [12, 22]
+
+
+async def test_a_credential_one_journal_holds_raw_is_no_difference_shown_as_the_same(tmp_path, capsys):
+    """A journal written elsewhere (its writer did not know the key) holds it raw; the reader hides it,
+    and "[redacted]" → "[redacted]" was a difference nobody could see, here and re-executing it (exit 3)."""
+    key = "sk-abcdefghijklmnopqrstuvwxyz0123456789ABCD"
+    a = await journal(tmp_path, "a")
+    raw, hidden = tmp_path / "raw.jsonl", tmp_path / "hidden.jsonl"
+    raw.write_text(a.read_text().replace("about the sky", f"about {key}"))
+    hidden.write_text(a.read_text().replace("about the sky", "about [redacted]"))
+    code, out, _ = diff(capsys, hidden, raw)
+    assert code == 0 and "The runs are the same" in out and key not in out
+    code, out, _ = diff(capsys, a, raw)  # a real difference still is one
+    assert code == 1 and '"write about the sky" → "write about [redacted]"' in out
+    events: list = []
+    await bootstrap(review_flow()).run(resume_from=str(raw), on_event=events.append)
+    assert not [e for e in events if e.type == "run.diverged"] and events[-1].status == "finished"
