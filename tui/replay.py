@@ -123,7 +123,13 @@ class ReplayApp(PlainNotify, App[int]):
         """Show the state after event ``k`` (clamped to the run)."""
         n = len(self.timeline)
         self.position = k = max(0, min(k, n))
-        self.view = self.timeline.view_at(k)
+        self.view = view = self.timeline.view_at(k)
+        # Inside a child workflow's events, its panes: its conversation, state and ctx (the live app shows
+        # a child where the run pauses in it; a run recorded headless has no pause to follow).
+        event = self.timeline.event(k)
+        child = view.runs.get(getattr(event, "run_id", None) or "") if event is not None else None
+        view.focus = event.run_id if child is not None and event.run_id != view.run_id \
+            and child.status == "running" else None
         self.main.sync(self.timeline, k, self.view, self.final, source=Path(self.source).name)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:

@@ -349,3 +349,27 @@ async def test_lines_of_one_run_repeated_moved_or_taken_out_by_hand_are_said_and
         assert any(title == "This journal was edited by hand, or damaged" and "line 11: event #6 again" in message
                    for title, message in said), said
         assert app.timeline.events[0].type == "run.start"
+
+
+async def test_scrubbing_through_a_child_workflow_shows_the_childs_panes(tmp_path):
+    """A run recorded headless has no pause inside its child to follow: the replay showed the parent's
+    conversation and state while the status line said the child's events."""
+    from flowtui.runtime.loader import load_flow
+
+    path = tmp_path / "child.jsonl"
+    await load_flow("tests/tui/flows/child_fn.py:CoordinatorWorkflow").run("go", journal=path)
+    app = make_replay(path)
+    events = app.timeline.events
+    top = events[0].run_id
+    k = next(i for i, e in enumerate(events, 1) if e.type == "state.append" and e.run_id != top
+             and e.item.role == "assistant")
+    async with app.run_test(size=SIZE) as pilot:
+        app.go(k)
+        await pilot.pause()
+        assert app.view.workflow == "ResearchWorkflow"
+        assert [m.content for m in app.view.history] == ["What is ctx.state?",
+                                                         "ctx.state is the conversation the model sees."]
+        app.go(len(events))  # the child has ended: the parent's panes again
+        await pilot.pause()
+        assert app.view.workflow == "CoordinatorWorkflow" and app.view.history[-1].content == \
+            "ctx.state is what the model sees."
