@@ -26,9 +26,13 @@ from flowtui.runtime.budget import Budget, BudgetTracker, check_budget_arg
 from flowtui.runtime.bus import Emitter
 from flowtui.runtime.context import check_data_arg
 from flowtui.runtime.conversation import memory_items
+from flowtui.runtime.errors import FatalToolError
 
 if TYPE_CHECKING:
     from flowtui.runtime.engine import Run
+
+MAX_DEPTH = 32  # child workflows inside one another
+
 
 class WorkflowRuntime:
     """Runs child workflows inside the run that built this tool."""
@@ -46,6 +50,10 @@ class WorkflowRuntime:
         from flowtui.runtime.engine import Run
 
         parent = self._parent
+        if parent.depth >= MAX_DEPTH:  # (Python's own limit came first, as a RecursionError naming nothing)
+            raise FatalToolError(f"child workflows nested {MAX_DEPTH} deep, {workflow_cls.__name__} the next: a "
+                                 "workflow that runs itself, directly or through another? End the recursion in "
+                                 "the tool that calls runtime.run")
         app = parent.child_apps.get(workflow_cls)
         if app is None:
             app = parent.child_apps[workflow_cls] = bootstrap(

@@ -425,3 +425,34 @@ async def test_paused_inside_a_child_run_the_view_shows_the_childs_own_state_and
     await asyncio.wait_for(task, 10)
     assert [m.role for m in seen_child[0]] == [m.role for m in sees]  # what view 2 showed is what was sent
     assert [m.content for m in seen_child[0]] == [m.content for m in sees]
+
+
+async def test_a_workflow_that_runs_itself_ends_the_run_naming_the_recursion():
+    """It nested until Python's recursion limit: a RecursionError naming nothing, a node tree hundreds
+    of columns wide, and the run "finished"."""
+
+    @tool(name="again", description="Runs the workflow again.", schema=Q)
+    class Again:
+        def __init__(self, runtime: WorkflowRuntime):
+            self.runtime = runtime
+
+        async def execute(self, args: Q = Input()):
+            return await self.runtime.run(Loop, input=args.q)
+
+    def model(messages, tools):
+        return call("again", q="deeper") if not any(m.role == "tool" for m in messages) else "done"
+
+    @agent(provider=FunctionProvider(model), prompt="You recurse.", tools=[Again])
+    class Recurser:
+        pass
+
+    @workflow(steps=[Recurser])
+    class Loop:
+        pass
+
+    events: list = []
+    with pytest.raises(FatalToolError, match=r"child workflows nested 32 deep, Loop the next: a workflow that "
+                                               r"runs itself, directly or through another\?"):
+        await bootstrap(Loop).run("go", on_event=events.append)
+    assert events[-1].type == "run.end" and events[-1].status == "failed"
+    assert max(e.run_id.count(".") for e in events) == 32
