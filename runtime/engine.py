@@ -278,8 +278,11 @@ class Run:
         found = self.tracker.exceeded_in()
         if found is None:
             return
-        tracker, limit = found  # a child run may hit its parent's budget
+        tracker, limit = found  # a child run may hit its parent's budget: that run's end says so too
         self.exceeded = limit
+        for run in (self.root, *self.root.runs.values()):
+            if run.tracker is tracker:
+                run.exceeded = limit
         budget = tracker.budget
         assert budget is not None
         usage = tracker.usage()

@@ -360,6 +360,8 @@ async def test_child_hitting_parent_budget_in_raise_mode_raises_out_of_the_paren
     # not swallowed as a tool error observation
     assert not [e for e in events if e.type == "state.append" and getattr(e.item, "role", None) == "tool"]
     assert [e.status for e in events if e.type == "run.end"] == ["failed", "failed"]
+    # the parent's end names the limit it reached, as it does when the parent itself makes the call
+    assert [e.totals.exceeded for e in events if e.type == "run.end"] == ["max_chat_calls", "max_chat_calls"]
 
 
 async def test_an_async_on_exceeded_is_awaited():
