@@ -241,6 +241,8 @@ class _Builder:
                     step.set(name, data[name])
         elif ev.kind == "agent" and data.get("recovered"):
             step.set("recovered", True)
+        if step is self.run(ev.run_id).root:  # the run's own workflow node: how it ended is run.end's to say
+            return  # (a journal cut before run.end compared the node's "ok" with the other run's "finished")
         step.set("status", ev.status)
         if ev.error is not None:
             step.set("error", ev.error)

@@ -503,3 +503,13 @@ async def test_a_credential_one_journal_holds_raw_is_no_difference_shown_as_the_
     events: list = []
     await bootstrap(review_flow()).run(resume_from=str(raw), on_event=events.append)
     assert not [e for e in events if e.type == "run.diverged"] and events[-1].status == "finished"
+
+
+async def test_a_journal_cut_before_its_run_end_compares_the_runs_end_not_its_workflow_nodes(tmp_path, capsys):
+    """The header said B "did not end" while the body compared A's "finished" with the node's "ok"."""
+    a = await journal(tmp_path, "a")
+    cut = tmp_path / "cut.jsonl"
+    cut.write_text("\n".join(a.read_text().splitlines()[:-1]) + "\n")  # no run.end
+    d, found = first(a, cut)
+    assert (d.path, d.field, d.a, d.b) == ("ReviewWorkflow", "status", "finished", MISSING)
+    assert "ok" not in [x.b for x in found]
