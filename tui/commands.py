@@ -23,6 +23,7 @@ QUIT_GRACE_S = 0.4  # q: how long a run gets to stop before its process is termi
 SENT = {"step": "Step", "next_turn": "NextTurn", "loop_once": "LoopOnce", "resume": "Continue", "pause": "Pause"}
 QUEUEABLE = (*SENT, "stop")
 INTERRUPTS = ("stop", "pause")  # they act on a running run: a queued one goes out right after the command before it
+MOVES = ("step", "next_turn", "loop_once", "resume")  # they move a paused run on to its next pause
 KEYS = {a.action: key_name(a.key) for a in ACTIONS}
 
 
@@ -37,6 +38,7 @@ class RunCommands:
 
     quitting = False
     _queued_at = -1  # the pause the last queued command was sent from
+    _moved_from: tuple[str | None, int] | None = None  # (run, pause) a move left and the run has not paused since
 
     def _init_commands(self: FlowApp) -> None:
         self.queued: deque[str] = deque()  # commands typed before the run could take them
@@ -48,16 +50,34 @@ class RunCommands:
         return "quitting" if self.quitting else "stopping" if self.client.stopping else None
 
     # --- the queue -------------------------------------------------------------------------
-    def _not_ready(self: FlowApp) -> bool:
+    def _loading(self: FlowApp) -> bool:
         view = self.client.view
-        return self._loading_since is not None or view is None or view.run_id is None or bool(self.queued)
+        return self._loading_since is not None or view is None or view.run_id is None
+
+    def _moving(self: FlowApp) -> bool:
+        """A move (s, n, l, c) was sent and the run has not paused since: ``s s s`` is three steps, the
+        second and third sent at the pauses the ones before reach (they went while it ran, and did nothing)."""
+        view, moved = self.client.view, self._moved_from
+        if moved is None or view is None or moved[0] != view.run_id or view.status not in ("running", "paused"):
+            return False
+        return view.status == "running" or view.pause is None or view.pause.seq <= moved[1]
 
     def _run(self: FlowApp, name: str) -> None:
         from flowtui.tui.screens.error import LoadErrorScreen
 
-        if self._not_ready() and not isinstance(self.screen, LoadErrorScreen) and self.config.attach is None:
+        if (self._loading() or self.queued) and not isinstance(self.screen, LoadErrorScreen) \
+                and self.config.attach is None and not (name in INTERRUPTS and not self._loading()):
             self.queued.append(name)
-            self.notify(f"{KEYS[name]}: queued until the run is ready ({len(self.queued)} waiting).", timeout=3)
+            if self._loading():
+                self.notify(f"{KEYS[name]}: queued until the run is ready ({len(self.queued)} waiting).", timeout=3)
+            return
+        if name in INTERRUPTS:  # x and p act now, on a running run too: what was queued behind a move goes
+            self._forget_queue(f"{KEYS[name]} pressed")
+        elif name in MOVES and self._moving():
+            self._queued_at = self._moved_from[1]  # sent at the first pause after that one
+            self.queued.append(name)  # (said once: the keys pressed after it queue behind it in silence)
+            self.notify(f"{KEYS[name]}: queued, sent when the run pauses; keys pressed meanwhile queue behind it.",
+                        timeout=3)
             return
         if self._movable():
             self._send(name)
@@ -109,6 +129,9 @@ class RunCommands:
             busy = waiting_for(self.client.view)
             self.notify(f"Pausing at the next pause point: waiting for {busy} to return…" if busy
                         else "Pausing at the next pause point…", timeout=4)
+        if name in MOVES:
+            view = self.client.view
+            self._moved_from = (view.run_id, view.pause.seq if view.pause is not None else -1)
         self.client.send(getattr(_p(), SENT[name])())  # the answer is the next pause, in the event stream
 
     def action_step(self: FlowApp) -> None:

@@ -185,3 +185,41 @@ def test_a_failed_model_call_says_what_failed_below_a_status_too_narrow_for_it()
     assert "could not be reached" not in status_text(view, width=80).plain  # 80 columns hold who failed only
     where = where_text(view, breakpoints=set(), width=80).plain
     assert where.startswith("the model's server could not be reached, or it dropped the connection")
+
+
+async def test_s_pressed_three_times_quickly_steps_three_times():
+    """The second and third went while the first step ran, and did nothing: one step, no word why."""
+    app = make(input="go")
+    async with app.run_test(notifications=True) as pilot:
+        await paused(pilot)
+        for _ in range(3):  # in one burst, as a terminal delivers keys typed fast (before the run moves)
+            app.action_step()
+        assert list(app.queued) == ["step", "step"]
+        await wait_until(pilot, lambda: any("queued, sent when the run pauses" in t for t in toasts(app)),
+                         what="the word that they are queued")
+        assert sum("queued" in t for t in toasts(app)) == 1  # once, not once a key
+        await wait_until(pilot, lambda: not app.queued and status(app) == "paused"
+                         and len([ev for ev in app.client.events if ev.type == "run.pause"]) == 4,
+                         what="three steps")
+        pauses = [(ev.point, ev.name, ev.reason) for ev in app.client.events if ev.type == "run.pause"]
+        assert pauses == [("agent", "Writer", "start"), ("chat", "Writer", "step"), ("agent", "Reviewer", "step"),
+                          ("chat", "Reviewer", "step")]
+        await pilot.pause(0.3)
+        assert len([ev for ev in app.client.events if ev.type == "run.pause"]) == 4  # and no more
+
+
+async def test_x_behind_queued_steps_stops_the_run_at_once(monkeypatch):
+    """x is never queued behind a move: a tool that takes 30 s is stopped now, the steps dropped."""
+    monkeypatch.setenv("FLOWCAPTURE_TOOL_DELAY", "30")
+    app = make(input="go")
+    async with app.run_test(notifications=True) as pilot:
+        await paused(pilot)
+        app.action_resume()
+        app.action_step()  # behind c: queued
+        assert list(app.queued) == ["step"]
+        await wait_until(pilot, lambda: any(n.kind == "tool" and n.status == "running"
+                                            for n in app.client.view.nodes.values()), timeout=20,
+                         what="the slow tool to run")
+        await pilot.press("x")
+        assert not app.queued
+        await wait_until(pilot, lambda: status(app) == "stopped", timeout=20, what="the run to stop")
