@@ -107,10 +107,16 @@ class Resume:
     def _plan(self) -> None:
         pause: tuple[str, str, str] | None = None
         group: _Edits | None = None
+        # Where the person was at K: the recorded run's pause with nothing after it up to K but their edits
+        # there. After the prefix the run pauses there again, not at a pause point the recorded run went past
+        # without pausing on its way to it (n: the end of a loop iteration, on the way to the next agent).
+        self.pause_at: tuple[str, str, str] | None = None
         for ev in self.recorded.events:
             t = ev["type"]
             if t == "run.pause":
                 pause, group = (str(ev.get("point")), str(ev.get("name")), self.recorded.relative(ev["run_id"])), None
+                if ev["seq"] <= self.at:
+                    self.pause_at = pause
             elif t == "run.resume":
                 if ev.get("command") == "stop" and pause is not None:
                     group = group or self.edits.setdefault(len(self.expected), _Edits(pause))
@@ -121,6 +127,8 @@ class Resume:
                     group.count += 1
                 else:
                     pause, group = None, None
+                    if ev["seq"] <= self.at:
+                        self.pause_at = None
                 self.expected.append(ev)
 
     # --- the run's side -----------------------------------------------------------------------
@@ -165,6 +173,10 @@ class Resume:
             if self.diverged is not None:
                 self.check()  # stopping: never wait for a person after a divergence
                 self.held = True
+                return False
+            if self.pause_at is not None and self.pause_at != (kind, name, relative_run(run.id, self.root_id)):
+                return True  # on, to where the person was (nothing live happens before: see __call__)
+            self.pause_at = None
             return False
         group = self.edits.get(self.i)
         if group is not None and group.point == (kind, name, relative_run(run.id, self.root_id)):
@@ -220,7 +232,10 @@ class Resume:
 
     # --- comparing (the run's last sink) ------------------------------------------------------
     def __call__(self, event: Any) -> None:
-        if not self.checking or event.type in IGNORED:
+        if event.type in IGNORED:
+            return
+        if not self.checking:
+            self.pause_at = None  # the run did something past the prefix: it pauses at the next pause point
             return
         try:
             self._check(event)

@@ -583,3 +583,42 @@ def test_values_shown_by_their_repr_reexecute_without_a_divergence(tmp_path):
     again = flowtui("run", str(flow), "--resume-from", str(first), "--journal", str(second), cwd=tmp_path)
     assert again.returncode == 0, again.stderr  # 3 and a report at a divergence
     assert recorded_events(second) == recorded_events(first)
+
+
+async def test_continuing_from_a_pause_pauses_at_that_same_place(tmp_path):
+    """Paused before an agent after n (next turn), K its pause: the re-executed run paused at the end of
+    the loop iteration before, a pause point the recorded run went past on its way there."""
+    first = tmp_path / "first.jsonl"
+
+    async def wait_paused(ctl, task):
+        for _ in range(5000):
+            if ctl.paused or task.done():
+                return
+            await asyncio.sleep(0.001)
+
+    ctl = Controller(start_paused=True)
+    events: list = []
+    run = load_flow(str(FLOWS / "revisao.py")).prepare("Escreva", controller=ctl, journal=first,
+                                                       on_event=events.append)
+    task = asyncio.ensure_future(run.execute())
+    for _ in range(3):  # from PlannerAgent to the loop's EscritorAgent, RevisorAgent, then EscritorAgent again
+        await wait_paused(ctl, task)
+        ctl.next_turn()
+        await asyncio.sleep(0.01)
+    await wait_paused(ctl, task)
+    there = events[-1]
+    assert there.type == "run.pause" and (there.point, there.name) == ("agent", "EscritorAgent")
+    assert "loop 2/5" in there.path  # the second iteration: the first one's end was passed on the way
+    ctl.stop()
+    await task
+    again = Controller(start_paused=True)
+    later: list = []
+    run = load_flow(str(FLOWS / "revisao.py")).prepare(controller=again, resume_from=f"{first}@{there.seq}",
+                                                       on_event=later.append)
+    task = asyncio.ensure_future(run.execute())
+    await wait_paused(again, task)
+    pause = later[-1]
+    assert pause.type == "run.pause" and pause.reason == "resumed"
+    assert (pause.point, pause.name, pause.path) == (there.point, there.name, there.path)
+    again.stop()
+    await task
