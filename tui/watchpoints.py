@@ -24,14 +24,22 @@ def _p():
     return protocol
 
 
+EXPR_SHOWN = 48  # of a refused watchpoint, the characters shown around the fault (one line in the dialog at 80x24)
+
+
 def refusal_text(reply: Any) -> str:
     """A refused watchpoint as the dialog shows it (after its ``✗ ``): what, then the expression
     with a caret under the fault, then what to do."""
     where = reply.value if isinstance(reply.value, dict) else None
     if where is None:
         return reply.error or "refused"
-    lines = [f"{where['message']} (column {where['column']})", f"  {where['expr']}",
-             "  " + " " * (where["column"] - 1) + "^"]  # two columns: the dialog's "✗ " prefix
+    expr, column = where["expr"], where["column"]
+    if len(expr) > EXPR_SHOWN:  # a line the dialog would wrap, the caret then under another part: a window
+        start = max(0, min(column - 1 - EXPR_SHOWN // 2, len(expr) - EXPR_SHOWN))
+        expr = ("…" if start else "") + expr[start:start + EXPR_SHOWN] + ("…" if start + EXPR_SHOWN < len(expr) else "")
+        column = column - start + (1 if start else 0)
+    lines = [f"{where['message']} (column {where['column']})", f"  {expr}",
+             "  " + " " * (column - 1) + "^"]  # two columns: the dialog's "✗ " prefix
     if where.get("hint"):
         lines.append(f"  {where['hint']}")
     return "\n".join(lines)

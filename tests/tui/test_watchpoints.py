@@ -125,3 +125,20 @@ async def test_a_watchpoint_the_flow_refuses_is_dropped_with_why_and_the_run_sta
         assert app.client.watches == ["state.rounds >= 3"]
         await wait_until(pilot, lambda: any("unknown state field 'rodadas'" in str(n.message)
                                             for n in app._notifications), what="the notice")
+
+
+def test_a_long_refused_watchpoint_is_shown_around_its_fault_so_the_caret_stays_under_it():
+    """Wrapped by the dialog, the expression's second line came above the caret, under another part."""
+    from types import SimpleNamespace
+
+    from flowtui.tui.watchpoints import EXPR_SHOWN, refusal_text
+
+    expr = ("len(state.problemas) >= 2 and memory ~ /plano/i and state.rodadas >>= 3 and tasks ~ /revisar/ "
+            "and history ~ /APROVADO/")
+    column = expr.index(">>=") + 2  # the second '>' (1-based)
+    text = refusal_text(SimpleNamespace(value={"message": "expected a value", "column": column, "expr": expr,
+                                               "hint": None}, error=None))
+    first, shown, caret = text.splitlines()
+    assert first == f"expected a value (column {column})"
+    assert len(shown) <= EXPR_SHOWN + 4 and shown.startswith("  …") and shown.endswith("…")
+    assert shown[caret.index("^")] == ">" and shown[caret.index("^") - 1] == ">"  # under the fault
