@@ -96,6 +96,11 @@ class Editor:
         msg = _at(history, index, "history")
         before = self._snapshot("history")
         new = _restore(content, msg.content)
+        if not new.strip() and msg.role in ("user", "assistant") and not msg.tool_calls:  # (a call's may be)
+            raise ConfigError(f"message {index} would be empty, which models' APIs refuse ({msg.role} messages "
+                              "need text); type what it should say, or delete it (d)")
+        if new == msg.content:
+            raise ConfigError(f"message {index} is unchanged: nothing recorded (type a change, or Escape)")
         history[index] = msg.model_copy(update={"content": new})
         with _as_user():
             self._run.state.set("history", history, origin="user",

@@ -128,3 +128,18 @@ async def test_an_unknown_field_is_refused_naming_the_fields_there_are():
     assert "S has no field 'rounds'" in str(info.value) and "rodadas" in str(info.value)
     ctl.resume()
     await asyncio.wait_for(task, 60)
+
+
+async def test_a_message_edited_to_nothing_or_left_as_it_was_is_refused_and_nothing_recorded():
+    """An empty user message was taken (an API refuses it at the next call); an unchanged one was an edit."""
+    run, events, ctl, task = await paused_run()
+    with pytest.raises(ConfigError, match=r"message 0 would be empty, which models' APIs refuse \(user messages "
+                                          r"need text\); type what it should say, or delete it \(d\)"):
+        run.edits.edit_message(0, "  ")
+    with pytest.raises(ConfigError, match=r"message 0 is unchanged: nothing recorded"):
+        run.edits.edit_message(0, "go")
+    assert [e for e in events if e.origin == "user"] == []
+    run.edits.edit_message(0, "go on")
+    assert run.ctx.state.history[0].content == "go on"
+    ctl.resume()
+    await asyncio.wait_for(task, 60)
