@@ -337,9 +337,10 @@ class RunClient:
         self.stopping = True
         await self.channel.stop()
 
-    async def close(self, *, grace: float | None = None) -> None:
-        """End the worker (its run stopped first) and say how the run ended if it could not.
-        Attached to a run that lives elsewhere: detach, and leave it waiting for the next client."""
+    async def close(self, *, grace: float | None = None, reason: str | None = None) -> None:
+        """End the worker (its run stopped first, ``reason`` what its end says) and say how the run
+        ended if it could not. Attached to a run that lives elsewhere: detach, and leave it waiting
+        for the next client."""
         channel = self.channel
         if channel is None:
             return
@@ -349,7 +350,7 @@ class RunClient:
         if channel.ended:
             await channel.finish(grace)
         elif not channel.closed.is_set():
-            await channel.stop(grace)
+            await channel.stop(grace, reason=reason)
         await channel.wait()
         self.gone()
 

@@ -37,6 +37,7 @@ class RunCommands:
     """Mixin of :class:`flowtui.tui.app.FlowApp`: the run's commands."""
 
     quitting = False
+    quit_reason: str | None = None  # why the app quits, when not q: what the run's end says
     _queued_at = -1  # the pause the last queued command was sent from
     _moved_from: tuple[str | None, int] | None = None  # (run, pause) a move left and the run has not paused since
 
@@ -301,7 +302,7 @@ class RunCommands:
     async def _close_client(self: FlowApp) -> None:
         """The run's process ends (or an attached run is left), in a bounded time whatever it does."""
         try:
-            await asyncio.wait_for(self.client.close(grace=QUIT_GRACE_S), 4 * QUIT_GRACE_S)
+            await asyncio.wait_for(self.client.close(grace=QUIT_GRACE_S, reason=self.quit_reason), 4 * QUIT_GRACE_S)
         except (asyncio.TimeoutError, ConnectionError, OSError):
             if self.client.channel is not None:
                 await self.client.channel.kill()

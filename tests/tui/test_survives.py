@@ -492,7 +492,10 @@ def test_a_terminate_or_hangup_signal_quits_as_q_does_and_gives_the_terminal_bac
         out = bytes(term.output)
     assert out.rfind(b"\x1b[?1049l") > out.rfind(b"\x1b[?1049h")  # the alternate screen left
     assert out.rfind(b"\x1b[?25h") > out.rfind(b"\x1b[?25l")  # the cursor shown again
-    assert json.loads(journal.read_text().splitlines()[-1])["type"] == "run.end"
+    end = json.loads(journal.read_text().splitlines()[-1])
+    assert end["type"] == "run.end"
+    assert end["reason"] == {"SIGTERM": "the app received SIGTERM",  # not "stopped by user": nobody pressed q
+                             "SIGHUP": "the app's terminal went away (SIGHUP)"}[signum]
 
 
 async def test_keys_are_answered_while_a_backlog_that_ends_the_run_is_folded():
