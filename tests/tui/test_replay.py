@@ -373,3 +373,20 @@ async def test_scrubbing_through_a_child_workflow_shows_the_childs_panes(tmp_pat
         await pilot.pause()
         assert app.view.workflow == "CoordinatorWorkflow" and app.view.history[-1].content == \
             "ctx.state is what the model sees."
+
+
+def test_the_position_line_gives_up_its_bar_then_the_start_of_the_journals_name_when_narrow():
+    """At 80 columns it ended "replay of", the name cut away behind the bar."""
+    from types import SimpleNamespace
+
+    from flowtui.tui.screens.replay import position_text
+
+    ev = SimpleNamespace(type="state.append", origin="agent:Writer")
+    source = "runs/ReviewWorkflow-20261203-015512.jsonl"
+    wide = position_text(41, 82, ev, source, width=160).plain
+    assert "━" in wide and wide.endswith(f"replay of {source}")
+    narrow = position_text(41, 82, ev, source, width=100).plain
+    assert "━" not in narrow and "─" not in narrow and len(narrow) <= 100
+    assert narrow.endswith(f"replay of {source}")
+    tight = position_text(41, 82, ev, source, width=70).plain
+    assert len(tight) <= 70 and tight.endswith("015512.jsonl") and "replay of …" in tight

@@ -19,8 +19,9 @@ from flowtui.tui.widgets.keybar import KeyBar
 BAR_WIDTH = 24
 
 
-def position_text(k: int, n: int, ev: Any, source: str = "") -> Text:
-    """``event 42/82 · node.start · runtime``, a small bar of where that is in the run, the journal's name."""
+def position_text(k: int, n: int, ev: Any, source: str = "", *, width: int | None = None) -> Text:
+    """``event 42/82 · node.start · runtime``, a small bar of where that is in the run, the journal's name.
+    In ``width`` columns the bar goes first, then the name's start (its end says which file it is)."""
     text = Text(no_wrap=True, overflow="ellipsis")
     text.append(f"event {k}/{n}", "bold")
     if ev is None:
@@ -28,12 +29,16 @@ def position_text(k: int, n: int, ev: Any, source: str = "") -> Text:
     else:
         text.append(f" · {shown(ev.type)}", "bold #5fafff")
         text.append(f" · {shown(ev.origin)}", "bold #ffd75f" if ev.origin == "user" else "")
-    done = round(BAR_WIDTH * k / n) if n else 0
-    text.append("   ")
-    text.append("━" * done, "#5fafff")
-    text.append("─" * (BAR_WIDTH - done), "dim")
-    if source:
-        text.append(f"   replay of {shown(source)}", "dim")
+    name = f"   replay of {shown(source)}" if source else ""
+    if width is None or text.cell_len + 3 + BAR_WIDTH + len(name) <= width:
+        done = round(BAR_WIDTH * k / n) if n else 0
+        text.append("   ")
+        text.append("━" * done, "#5fafff")
+        text.append("─" * (BAR_WIDTH - done), "dim")
+    if name and width is not None and text.cell_len + len(name) > width:
+        room = width - text.cell_len - len("   replay of …")
+        name = f"   replay of …{shown(source)[-room:]}" if room >= 8 else ""
+    text.append(name, "dim")
     return text
 
 
@@ -97,7 +102,7 @@ class ReplayScreen(PanesScreen):
         self._at = ((timeline, k, view, final), {"source": source})
         width = self.query_one("#control").content_region.width or None
         ev = timeline.event(k)
-        self.query_one("#position", Static).update(position_text(k, len(timeline), ev, source))
+        self.query_one("#position", Static).update(position_text(k, len(timeline), ev, source, width=width))
         status = status_text(view)
         status.append_text(final_text(final))
         if width is not None:
