@@ -106,6 +106,7 @@ class Channel:
         self.started_ts = 0.0  # ... and when it started (the run.end written for it says how long it ran)
         self.ended = False  # the top-level run.end went by
         self.stopping_since: float | None = None  # when stop() began, for what run.end says
+        self.stop_reason: str | None = None  # what stop() was given as why (else: stopped by user)
         self.killed = False
         self.killed_by: str | None = None
         self.muted = False  # the worker lived on after the pipe its events go out on closed (see _exit_or_mute)
@@ -340,7 +341,7 @@ class Channel:
         then ``STOP_SIGNAL`` (the worker unwinds the code that does not return), then ``SIGKILL``."""
         grace = self.grace if grace is None else grace
         if self.stopping_since is None:
-            self.stopping_since = time.monotonic()
+            self.stopping_since, self.stop_reason = time.monotonic(), reason
         self.send(_p().Stop(reason=reason))
         if await self._exited_within(grace):
             return
@@ -491,9 +492,10 @@ class Channel:
             return "failed", MUTED
         if self.stopping_since is not None:
             waited = time.monotonic() - self.stopping_since
+            why = f"{self.stop_reason} (" if self.stop_reason else ""
             if self.killed_by:
-                return "stopped", f"killed {waited:.1f} s after the stop: {self.killed_by}"
-            return "stopped", f"killed after {waited:.1f} s: a tool or hook did not return"
+                return "stopped", f"{why}killed {waited:.1f} s after the stop: {self.killed_by}{')' if why else ''}"
+            return "stopped", f"{why}killed after {waited:.1f} s: a tool or hook did not return{')' if why else ''}"
         if code is None:
             return "failed", "the connection to the run was lost"
         if code < 0:

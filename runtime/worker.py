@@ -102,6 +102,7 @@ class Worker:
         self.task: asyncio.Task | None = None
         self.elided: dict[tuple[int, str], str] = {}  # (seq, path) -> a value cut on the wire
         self.stop_asked: float | None = None  # when the first stop came (a forced stop says how long it waited)
+        self.stop_reason: str | None = None  # and why, when it said (the app's SIGTERM): a forced stop says it too
         self.backlog: list[bytes] | None = None  # every event line, for clients that attach later
         self.started = asyncio.Event()
         self.counting: set[asyncio.Task] = set()  # count commands being answered
@@ -330,7 +331,8 @@ def load(args: argparse.Namespace) -> Any:
 
 
 def install_terminate(grace: float, run_task: Callable[[], asyncio.Task | None],
-                      stop_asked: Callable[[], float | None] = lambda: None) -> None:
+                      stop_asked: Callable[[], float | None] = lambda: None,
+                      stop_reason: Callable[[], str | None] = lambda: None) -> None:
     """``STOP_SIGNAL`` (the client's) and ``SIGTERM`` (anyone's) unwind whatever code is running, so
     the run still ends with ``run.end``: stopped, or failed saying which signal ended it. ``run_task``:
     the run's task, cancelled with the signal as its cause when no code of the run is running (it is
@@ -338,7 +340,9 @@ def install_terminate(grace: float, run_task: Callable[[], asyncio.Task | None],
     def terminate(signum: int, frame: Any) -> None:
         asked = stop_asked()  # (the client may not wait the whole grace: the app's q does not)
         waited = grace if asked is None else time.monotonic() - asked
-        raise Terminated(f"killed after {waited:.1f} s: a tool or hook did not return")
+        why = stop_reason()
+        raise Terminated(f"{why + ' (' if why else ''}killed after {waited:.1f} s: a tool or hook did not return"
+                         f"{')' if why else ''}")
 
     def terminated_elsewhere(signum: int, frame: Any) -> None:
         why = Signalled(f"the flow process received {signal.Signals(signum).name} (not from flowtui)")
@@ -373,7 +377,8 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     worker: Worker | None = None
     install_terminate(args.grace, lambda: worker.task if worker is not None else None,
-                      lambda: worker.stop_asked if worker is not None else None)
+                      lambda: worker.stop_asked if worker is not None else None,
+                      lambda: worker.stop_reason if worker is not None else None)
 
     send = Outbox(out_fd)
     _at_the_very_end.append(send.close)
@@ -530,7 +535,7 @@ def _read_commands(worker: Worker, stream: Any, loop: asyncio.AbstractEventLoop,
                 loop.call_soon_threadsafe(worker.send, p.encode(p.refusal(line, exc)))
                 continue
             if command.type == "stop" and worker.stop_asked is None:  # when it came, not when the loop is free
-                worker.stop_asked = time.monotonic()
+                worker.stop_asked, worker.stop_reason = time.monotonic(), command.reason
             loop.call_soon_threadsafe(worker.handle, command)
     except (OSError, ValueError):
         pass

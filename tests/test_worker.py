@@ -112,7 +112,8 @@ def test_sigterm_to_flowtui_run_stops_the_run_as_ctrl_c_does_saying_so(tmp_path,
     out, err = proc.communicate(timeout=HANG)
     assert proc.returncode == 0, err  # stopped, not failed
     end = journal_events(journal)[-1]
-    want = KILLED if flow == "SyncLoop" else "flowtui run received SIGTERM"
+    # a tool that never returns: killed, and the run.end says why it was stopped and that it was killed
+    want = rf"flowtui run received SIGTERM \({KILLED}\)" if flow == "SyncLoop" else "flowtui run received SIGTERM"
     assert (end["type"], end["status"]) == ("run.end", "stopped") and re.fullmatch(want, end["reason"]), end
     assert "stopping the run (SIGTERM again kills it)" in err
 

@@ -476,6 +476,30 @@ async def test_r_while_attached_says_at_once_that_the_run_reloads_where_it_runs(
 
 
 @pytest.mark.parametrize("signum", ["SIGTERM", "SIGHUP"])
+def test_a_signal_to_the_app_while_a_tool_never_returns_is_named_in_the_runs_end(tmp_path, signum):
+    """The forced stop's words replaced it: "killed after 0.4 s: a tool or hook did not return"."""
+    import json
+    import signal
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from terminal import Terminal
+
+    journal = tmp_path / "j.jsonl"
+    with Terminal.flowtui(f"{MISBEHAVE}:SyncLoop", "--input", "x", "--journal", str(journal), cols=100,
+                          rows=30) as term:
+        term.wait_for("paused before")
+        term.send("c")
+        term.wait_for("running")
+        term.proc.send_signal(getattr(signal, signum))
+        term.wait_exit(15)
+    end = json.loads(journal.read_text().splitlines()[-1])
+    said = {"SIGTERM": "the app received SIGTERM", "SIGHUP": "the app's terminal went away (SIGHUP)"}[signum]
+    assert end["type"] == "run.end" and end["status"] == "stopped"
+    assert end["reason"].startswith(f"{said} (killed ") and "a tool or hook did not return" in end["reason"]
+
+
+@pytest.mark.parametrize("signum", ["SIGTERM", "SIGHUP"])
 def test_a_terminate_or_hangup_signal_quits_as_q_does_and_gives_the_terminal_back(tmp_path, signum):
     import json
     import signal
