@@ -127,6 +127,11 @@ def load_recorded(source: str | Path, *, at: int | None = None) -> Recorded:
         raise ResumeError(f"--resume-from {shown}: not a flowtui journal{why}; give a .jsonl file that "
                           "`flowtui run` or the app wrote")
     begin = _last_run(events)
+    moved = _moved_line(events, read.numbers, events[begin].get("run_id"))
+    if moved is not None:
+        raise ResumeError(f"--resume-from {shown}: {moved}: the journal's lines were moved or repeated by hand; "
+                          "a run is re-executed only from its lines in the order flowtui wrote them (flowtui "
+                          "diff and flowtui replay read this one by event number)")
     run = events[begin:]
     numbers = read.numbers[begin:]
     start = run[0]
@@ -155,10 +160,11 @@ def load_recorded(source: str | Path, *, at: int | None = None) -> Recorded:
     for ev in run:  # a tool that never returned (the run was stopped or killed inside it) cannot be served:
         if ev["seq"] > recorded.at:  # the prefix ends right before it, and from there the run goes live
             break
-        end = recorded.ends.get(ev.get("node_id") or "") if ev["type"] == "node.start" else None
-        if end is not None and end.get("kind") == "tool" and end.get("status") == "stopped" \
-                and "executed" not in (end.get("data") or {}):
-            recorded.at, recorded.unreturned = ev["seq"] - 1, str(end.get("name"))
+        if ev["type"] != "node.start" or ev.get("kind") != "tool":
+            continue
+        end = recorded.ends.get(ev.get("node_id") or "")
+        if end is None or (end.get("status") == "stopped" and "executed" not in (end.get("data") or {})):
+            recorded.at, recorded.unreturned = ev["seq"] - 1, str(ev.get("name"))  # (no end: its process died)
             break
     return recorded
 
@@ -300,6 +306,22 @@ def _is_text(line: bytes) -> bool:
     except UnicodeDecodeError:
         return False
     return True
+
+
+def _moved_line(events: list[dict[str, Any]], numbers: list[int], root: Any) -> str | None:
+    """The first line that breaks the order of run ``root``'s events (it and its child runs): one
+    numbered no higher than an event of that run before it. None: they are in order."""
+    if not isinstance(root, str):
+        return None
+    top = 0
+    for ev, n in zip(events, numbers):
+        run_id = ev.get("run_id")
+        if run_id != root and not (isinstance(run_id, str) and run_id.startswith(root + ".")):
+            continue
+        if ev["seq"] <= top:
+            return f"its line {n} (event #{ev['seq']}) comes after event #{top} of the same run"
+        top = ev["seq"]
+    return None
 
 
 def _last_run(events: list[dict[str, Any]]) -> int:

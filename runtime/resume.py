@@ -121,6 +121,8 @@ class Resume:
                 if ev.get("command") == "stop" and pause is not None:
                     group = group or self.edits.setdefault(len(self.expected), _Edits(pause))
                     group.stop = True
+            elif t == "run.end" and ev.get("origin") == "flowtui":
+                continue  # written by flowtui for a run whose process died: nothing the code did
             elif t not in IGNORED:
                 if pause is not None and ev.get("origin") == "user" and t in EDITS:
                     group = group or self.edits.setdefault(len(self.expected), _Edits(pause))

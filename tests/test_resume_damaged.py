@@ -160,6 +160,23 @@ async def test_a_streamed_reply_leaves_numbers_out_of_its_journal_and_still_reex
     assert events[0].resumed_from is not None and not [e for e in events if e.type == "run.diverged"]
 
 
+@pytest.mark.parametrize("edit", ["reversed", "repeated", "appended again"])
+def test_a_journal_whose_lines_were_moved_or_repeated_is_refused_naming_the_first_one(recorded, tmp_path, edit):
+    """Reversed, it was read as a run of one event (its run.start) and re-executed live from there: every
+    tool ran again. Repeated, the message named the last repeat."""
+    lines = {"reversed": recorded[::-1], "repeated": [line for line in recorded for _ in (0, 1)],
+             "appended again": recorded + recorded}[edit]
+    journal = tmp_path / "edited.jsonl"
+    journal.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    res = flowtui("run", str(FLOW), "--resume-from", str(journal), "--no-journal", cwd=tmp_path)
+    assert res.returncode == 2, res.stderr
+    n, seq, top = {"reversed": (2, len(recorded) - 1, len(recorded)), "repeated": (2, 1, 1),
+                   "appended again": (len(recorded) + 1, 1, len(recorded))}[edit]
+    assert (f"flowtui: --resume-from {journal}: its line {n} (event #{seq}) comes after event #{top} of the same "
+            "run: the journal's lines were moved or repeated by hand") in res.stderr
+    assert "▸" not in res.stderr + res.stdout  # nothing ran
+
+
 def test_a_last_line_cut_short_by_a_killed_writer_is_no_obstacle(recorded, tmp_path):
     journal = tmp_path / "cut.jsonl"
     journal.write_text("\n".join(recorded[:-1]) + "\n" + recorded[-1][:30], encoding="utf-8")
@@ -180,7 +197,7 @@ def test_a_lost_run_start_and_a_broken_sequence_are_told_apart(recorded, tmp_pat
     broken[20]["seq"] = 10 ** 6
     journal = tmp_path / "broken.jsonl"
     journal.write_text("\n".join(json.dumps(e) for e in broken) + "\n", encoding="utf-8")
-    with pytest.raises(ResumeError, match=r"its line 22 \(event #22\) follows event #1000000 but is no run.start"):
+    with pytest.raises(ResumeError, match=r"its line 22 \(event #22\) comes after event #1000000 of the same run"):
         Resume.load(str(journal))
 
 

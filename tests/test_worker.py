@@ -46,32 +46,41 @@ def wait_for(path: Path, what: str, timeout: float = HANG) -> None:
 KILLED = r"killed after \d+\.\d s: a tool or hook did not return"
 
 
-def test_a_run_stopped_inside_a_tool_reexecutes_up_to_that_call_which_runs_live(tmp_path):
+@pytest.mark.parametrize("how", ["stopped", "killed"])
+def test_a_run_stopped_or_killed_inside_a_tool_reexecutes_up_to_that_call_which_runs_live(tmp_path, how):
     """The recorded tool never returned, so there is no result to serve: re-executing the run served ""
-    in its place and reported a divergence (exit 3) though the code had not changed."""
+    in its place (stopped), or compared the run.end flowtui wrote for the dead process (killed), and
+    reported a divergence (exit 3) though the code had not changed."""
     flow = tmp_path / "slow.py"
     flow.write_text(
-        "import os, time\n"
+        "import os, signal, time\n"
         "from flowtui import ScriptedProvider, agent, tool, workflow\n\n"
         "@tool\ndef wait(x: str) -> str:\n    \"\"\"Waits.\"\"\"\n"
+        "    if os.environ.get('KILL'):\n        os.kill(os.getpid(), signal.SIGKILL)\n"
         "    time.sleep(0 if os.environ.get('FAST') else 600)\n    return 'waited ' + x\n\n"
         "@agent(provider=ScriptedProvider([{'content': '', 'tool_calls': [{'name': 'wait', 'args': {'x': '1'}}]},"
         " 'done']), prompt='p', tools=[wait])\nclass A:\n    pass\n\n"
         "@workflow(steps=[A, A])\nclass W:\n    pass\n")
     first, second = tmp_path / "first.jsonl", tmp_path / "second.jsonl"
-    proc = flowtui("run", str(flow), "--input", "x", "--journal", str(first), cwd=tmp_path)
-    wait_for(first, '"kind":"tool"')
-    time.sleep(0.3)
-    proc.send_signal(signal.SIGINT)
+    proc = flowtui("run", str(flow), "--input", "x", "--journal", str(first), cwd=tmp_path,
+                   env={**os.environ, **({"KILL": "1"} if how == "killed" else {})})
+    if how == "stopped":
+        wait_for(first, '"kind":"tool"')
+        time.sleep(0.3)
+        proc.send_signal(signal.SIGINT)
     proc.communicate(timeout=HANG)
-    tool_end = [e for e in journal_events(first) if e["type"] == "node.end" and e["kind"] == "tool"][0]
-    assert tool_end["status"] == "stopped" and "executed" not in tool_end["data"]  # it never returned
+    recorded = journal_events(first)
+    tool_end = [e for e in recorded if e["type"] == "node.end" and e["kind"] == "tool"]
+    if how == "stopped":
+        assert tool_end[0]["status"] == "stopped" and "executed" not in tool_end[0]["data"]  # it never returned
+    else:
+        assert tool_end == [] and recorded[-1]["origin"] == "flowtui"  # the run.end flowtui wrote for it
     again = flowtui("run", str(flow), "--resume-from", str(first), "--journal", str(second), cwd=tmp_path,
                     env={**os.environ, "FAST": "1"})
     out, err = again.communicate(timeout=HANG)
     assert again.returncode == 0, err
     assert out.strip() == "done"
-    tool_start = [e for e in journal_events(first) if e["type"] == "node.start" and e["kind"] == "tool"][0]
+    tool_start = [e for e in recorded if e["type"] == "node.start" and e["kind"] == "tool"][0]
     assert (f"! the recorded run never returned from tool wait (stopped or killed inside it): re-executed up to "
             f"event #{tool_start['seq'] - 1}, and that call runs live") in err
     start = journal_events(second)[0]
