@@ -4,6 +4,7 @@ leaves), the pending tool call can be edited, approved or denied, and any event 
 from __future__ import annotations
 
 import flowcapture
+import pytest
 from conftest import ended, make, paused, press_and_pause, wait_until
 
 from flowtui.tui.screens.decide import DecideDialog, EventScreen
@@ -135,6 +136,27 @@ async def test_approve_asks_before_each_call_deny_sends_the_reason_and_approve_r
         decisions = [(ev.decision, ev.reason) for ev in _user_events(app) if ev.type == "tool.decision"]
         assert decisions == [("denied", "absolutely not"), ("approved", None)]
         assert not app.client.breakpoints and app.client.view.tasks == []
+
+
+@pytest.mark.parametrize("typed, reason", [("nyes, but no", "yes, but no"), ("my reason", "my reason"),
+                                            ("ne", "e")])
+async def test_keys_typed_in_one_burst_into_the_approval_dialog_are_all_the_reasons(typed, reason):
+    """Sent before the reason box had the focus, y approved the call, e opened the editor, and the
+    letters of the dialog's keys went missing from the reason ("m raso")."""
+    from textual import events
+
+    app = make(input="go", approve=["record_problem"])
+    async with app.run_test(size=(140, 40)) as pilot:
+        await paused(pilot)
+        await pilot.press("c")
+        await wait_until(pilot, lambda: isinstance(app.screen, DecideDialog), what="the decision dialog")
+        for ch in typed:  # queued at once, as a terminal delivers a burst
+            app.post_message(events.Key("space" if ch == " " else ch, ch))
+        app.post_message(events.Key("enter", "\r"))
+        await wait_until(pilot, lambda: any(ev.type == "tool.decision" for ev in _user_events(app)),
+                         what="the decision")
+        decision = [ev for ev in _user_events(app) if ev.type == "tool.decision"][0]
+        assert (decision.decision, decision.reason) == ("denied", reason)
 
 
 async def test_under_a_dialog_the_apps_keys_do_nothing():

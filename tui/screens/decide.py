@@ -32,15 +32,13 @@ class DecideDialog(ModalScreen[str | None]):
     None (closed: the run stays paused, the call undecided)."""
 
     # y and n, not a and d: a reason typed at once ("absolutely not") must not approve the call with its
-    # first letter. Any other letter starts the reason (see on_key); n starts it too (a denial's).
+    # first letter. y, n and e are read by on_key, not bindings: a binding's action runs later than the
+    # keys behind it in a burst are read, and their order was lost.
     BINDINGS = [
-        Binding("y", "approve", "Approve", id="decide.approve", tooltip="Run the call as shown"),
-        Binding("n", "deny", "Deny", id="decide.deny", tooltip="Deny it: type the reason, enter sends it"),
-        Binding("e", "edit", "Edit", id="decide.edit", tooltip="Edit the call's arguments first"),
         Binding("escape", "close", "Later", id="decide.close", tooltip="Decide later (the run stays paused)"),
     ]
 
-    _keys = frozenset(key for binding in BINDINGS for key in binding.key.split(","))
+    _typing = False  # the reason is started: every key is its text
 
     def __init__(self, call: dict[str, Any], decide: Callable[[str, str], Awaitable[Any]], *,
                  agent: str | None = None) -> None:
@@ -55,7 +53,7 @@ class DecideDialog(ModalScreen[str | None]):
             with VerticalScroll(id="decide-args"):
                 yield Static(Text(shown(call_text(self.call))), id="decide-call")
             yield Input(placeholder="Reason, if you deny it (the model reads it); enter denies", id="decide-reason",
-                        select_on_focus=False)  # the letter that moved the focus here stays
+                        select_on_focus=False)  # tab into it after typing: what was typed stays
             yield Static("", id="dialog-error")
             with Horizontal(classes="dialog-buttons"):
                 yield Button("Approve \\[y]", variant="success", id="decide-approve")
@@ -76,28 +74,41 @@ class DecideDialog(ModalScreen[str | None]):
             return
         self.dismiss(decision)
 
-    async def action_approve(self) -> None:
-        if not isinstance(self.focused, Input):
-            await self._send("approve")
-
-    def action_deny(self) -> None:
-        if not isinstance(self.focused, Input):
-            self.query_one("#decide-reason", Input).focus()
-
     def on_key(self, event: events.Key) -> None:
-        """A letter typed where no text box has the focus is the reason's first letter (never a key of
-        the app behind the dialog)."""
-        if event.is_printable and event.character and event.key not in self._keys \
-                and not isinstance(self.focused, Input):
-            event.stop()
-            event.prevent_default()
-            box = self.query_one("#decide-reason", Input)
-            box.focus()
-            box.insert_text_at_cursor(event.character)
-
-    def action_edit(self) -> None:
-        if not isinstance(self.focused, Input):
+        """The dialog's keys, where no text box has the focus (tab into the reason box types there): y
+        approves, e edits, n starts the reason, any other letter starts it with that letter. Once it is
+        started every key is its text (never a key of the dialog, or of the app behind it), enter
+        denies with it. The focus stays where it is: keys that come in one burst keep their order."""
+        if isinstance(self.focused, Input):
+            return
+        box = self.query_one("#decide-reason", Input)
+        key, letter = event.key, event.character if event.is_printable else None
+        if self._typing and key == "enter":
+            self.run_worker(self._send("deny"), exit_on_error=False)
+        elif self._typing and key == "backspace":
+            box.value = box.value[:-1]
+        elif not self._typing and key == "y":
+            self.run_worker(self._send("approve"), exit_on_error=False)
+        elif not self._typing and key == "e":
             self.dismiss("edit")
+        elif letter and (self._typing or key != "n"):
+            self._typing = True
+            box.value += letter
+        elif key == "n":
+            self._typing = True
+            box.placeholder = "Type the reason the model reads; enter denies"
+        else:
+            return
+        event.stop()
+        event.prevent_default()
+
+    def on_paste(self, event: events.Paste) -> None:
+        """A paste where no text box has the focus is the reason too."""
+        if not isinstance(self.focused, Input) and event.text:
+            event.stop()
+            self._typing = True
+            box = self.query_one("#decide-reason", Input)
+            box.value += " ".join(event.text.splitlines())
 
     def action_close(self) -> None:
         self.dismiss(None)
