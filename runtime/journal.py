@@ -321,28 +321,36 @@ def load_runs(path: str | Path, *, notices: list[Any] | None = None, hint: str =
             raise JournalError(f"{path}: not a flowtui journal (line {first.line}: {first.reason}){hint}")
         raise JournalError(f"{path}: empty, no events recorded")
     unreadable = sorted(notice.line for notice in skipped)
-    runs = [_in_order(events[a:b], numbers[a:b], skipped, unreadable) for a, b in _run_bounds(events)]
+    runs = []
+    for members in _runs_of(events, numbers, skipped):
+        runs.append(_in_order([events[i] for i in members], [numbers[i] for i in members], skipped, unreadable))
     if notices is not None:
         notices.extend(sorted(skipped, key=lambda notice: notice.line))
     return runs
 
 
-def _run_bounds(events: list[Any]) -> list[tuple[int, int]]:
-    """Where each run of a journal's events begins and ends: a run starts where the sequence numbers
-    start again with another run's id (a run's child runs share its numbers, with ids of their own
-    under it)."""
-    bounds, begin, last, root = [], 0, 0, ""
+def _runs_of(events: list[Any], numbers: list[int], notices: list[Skipped]) -> list[list[int]]:
+    """The positions of each run's events, the runs in the order they ran: a run's events carry its id
+    (its child runs', ids under it). A run whose lines come apart (another run's between them) is read
+    whole all the same, and that is said in ``notices``."""
+    groups: dict[str, list[int]] = {}
+    first_ts: dict[str, float] = {}
+    apart: set[str] = set()
+    current = ""
     for i, ev in enumerate(events):
-        if isinstance(ev, Invalid):
-            continue
-        if ev.seq <= last and not (ev.run_id == root or ev.run_id.startswith(root + ".")):
-            bounds.append((begin, i))
-            begin, last, root = i, 0, ""
-        root = root or ev.run_id
-        if ev.seq > last:
-            last = ev.seq
-    bounds.append((begin, len(events)))
-    return bounds
+        if not isinstance(ev, Invalid):
+            root = ev.run_id.partition(".")[0]
+            members = groups.get(root)
+            if members is None:
+                groups[root], first_ts[root] = [], ev.ts
+            elif root != current and root not in apart:  # (said once a run)
+                apart.add(root)
+                notices.append(Mended(numbers[i], f"run {root}'s lines go on here, after another run's (lines moved "
+                                                  "by hand?): read run by run"))
+            current = root
+            first_ts[root] = min(first_ts[root], ev.ts)
+        groups.setdefault(current, []).append(i)  # (an invalid event stays with the run around it)
+    return [groups[root] for root in sorted(groups, key=lambda root: first_ts.get(root, 0.0))]
 
 
 def _in_order(run: list[Any], lines: list[int], notices: list[Skipped], unreadable: list[int]) -> list[Any]:

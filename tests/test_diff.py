@@ -513,3 +513,26 @@ async def test_a_journal_cut_before_its_run_end_compares_the_runs_end_not_its_wo
     d, found = first(a, cut)
     assert (d.path, d.field, d.a, d.b) == ("ReviewWorkflow", "status", "finished", MISSING)
     assert "ok" not in [x.b for x in found]
+
+
+@pytest.mark.parametrize("edit", ["as written", "reversed", "shuffled"])
+async def test_two_runs_of_one_journal_stay_two_whatever_the_order_of_their_lines(tmp_path, capsys, edit):
+    """Split where the numbers start again, a reversed file made the first run's last event part of the
+    second, a shuffled one 32 runs, with false "missing" notes."""
+    import random
+
+    a = await journal(tmp_path, "a")
+    b = await journal(tmp_path, "b", approve_at=3)
+    lines = a.read_text().splitlines() + b.read_text().splitlines()
+    if edit == "reversed":
+        lines.reverse()
+    elif edit == "shuffled":
+        random.Random(7).shuffle(lines)
+    both = tmp_path / "both.jsonl"
+    both.write_text("\n".join(lines) + "\n")
+    for n, single in ((1, a), (2, b)):
+        assert main_diff([str(both), str(single), "--run", str(n), "--run-b", "1", "--json"]) == 0
+        about = json.loads(capsys.readouterr().out)["a"]
+        assert (about["runs"], about["status"]) == (2, "finished")
+        assert not any("missing" in note["text"] for note in about["notes"])
+        assert bool(about["notes"]) == (edit != "as written")
