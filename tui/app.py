@@ -389,6 +389,10 @@ class FlowApp(RunCommands, RunEdits, RunWatches, PlainNotify, App[int]):
                                 _bind(self.action_toggle_breakpoint, name))
         for title, help, callback in self.watch_commands():
             yield SystemCommand(title, help, callback)
+        view = self.client.view
+        if view is not None and view.status == "paused" and view.pause.reason == "approval":
+            yield SystemCommand("call: approve or deny", "The tool call waiting for approval: its dialog again",
+                                self._ask_again)
         yield from super().get_system_commands(screen)
 
 

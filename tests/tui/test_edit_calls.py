@@ -159,6 +159,24 @@ async def test_keys_typed_in_one_burst_into_the_approval_dialog_are_all_the_reas
         assert (decision.decision, decision.reason) == ("denied", reason)
 
 
+async def test_a_call_left_undecided_is_decided_from_the_palette():
+    """esc leaves the call waiting: the palette brings its dialog back (it had no entry for it)."""
+    app = make(input="go", approve=["record_problem"])
+    async with app.run_test(size=(140, 40)) as pilot:
+        await paused(pilot)
+        assert "call: approve or deny" not in {c.title for c in app.get_system_commands(app.screen)}
+        await pilot.press("c")
+        await wait_until(pilot, lambda: isinstance(app.screen, DecideDialog), what="the decision dialog")
+        await pilot.press("escape")
+        await wait_until(pilot, lambda: app.screen is app.main, what="the dialog closed")
+        commands = {c.title: c for c in app.get_system_commands(app.screen)}
+        commands["call: approve or deny"].callback()
+        await wait_until(pilot, lambda: isinstance(app.screen, DecideDialog), what="the dialog again")
+        await pilot.press("n", *"later", "enter")
+        await wait_until(pilot, lambda: any(ev.type == "tool.decision" for ev in _user_events(app)),
+                         what="the decision")
+
+
 async def test_under_a_dialog_the_apps_keys_do_nothing():
     """Its buttons focused, a letter must not reach the app behind it (c would run the run on, b set a
     breakpoint)."""
