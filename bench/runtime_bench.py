@@ -199,6 +199,10 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=300)
     parser.add_argument("--turns", type=int, default=2000)
     args = parser.parse_args()
+    if args.runs < 5:
+        parser.error("--runs must be at least 5 (five alternated batches)")
+    if args.turns < 1300:
+        parser.error("--turns must be at least 1300 (the growth compares turns 1,000-1,300 with the start)")
     rounds = 5  # 10 turns a run
     short_flowtui(20, rounds)  # warm up imports and caches for both
     short_langgraph(20, rounds)
