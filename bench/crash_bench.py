@@ -124,6 +124,8 @@ def main() -> None:
     parser.add_argument("--kills", type=int, default=20)
     parser.add_argument("--rewrites", type=int, default=6)
     args = parser.parse_args()
+    if args.kills < 0 or args.rewrites < 0:
+        parser.error("--kills and --rewrites must be 0 or more")
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         total, lost, torn = journal_kills(args.kills, work)

@@ -131,6 +131,8 @@ def main() -> None:
     parser.add_argument("--probe-gap", action="store_true",
                         help="also time bare calls with a fixed CPU gap between them")
     args = parser.parse_args()
+    if args.turns < 1 or args.rounds < 1:
+        parser.error("--turns and --rounds must be at least 1")
     from flowtui.runtime.providers._litellm import load_litellm
 
     load_litellm()  # import and silence litellm once, outside the timings

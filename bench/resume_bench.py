@@ -84,6 +84,8 @@ def main() -> None:
     parser.add_argument("--events", type=int, default=2000)
     parser.add_argument("--repeat", type=int, default=5)
     args = parser.parse_args()
+    if args.events < 1 or args.repeat < 1:
+        parser.error("--events and --repeat must be at least 1")
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         iterations = iterations_for(args.events, folder)
