@@ -60,8 +60,7 @@ class ReplayApp(PlainNotify, App[int]):
     TITLE = "flowtui replay"
     BINDINGS = bindings(KEYS)
 
-    def __init__(self, events: list[Any], *, source: str = "", at: int | None = None,
-                 notices: list[Any] = (), last_run: bool = True) -> None:
+    def __init__(self, events: list[Any], *, source: str = "", notices: list[Any] = (), last_run: bool = True) -> None:
         super().__init__()
         self.last_run = last_run  # the journal's last run: the one --resume-from re-executes
         self.fork: tuple[str, str] | None = None  # (FLOW:Class, JOURNAL@K) when f closed the replay
@@ -70,7 +69,7 @@ class ReplayApp(PlainNotify, App[int]):
         self.final = self.timeline.view_at(len(self.timeline)).clone()  # also lays the checkpoints down
         self.final_status = self.final.status
         self.source = source
-        self.position = len(self.timeline) if at is None else at
+        self.position = len(self.timeline)  # where it opens: the run's end, unless told otherwise
         self.main = ReplayScreen(key_hints(KEYS))
         self.view: Any = None
 
@@ -169,7 +168,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="flowtui replay",
                                      description="Open a recorded run (a JSONL journal) read-only and scrub through it.")
     parser.add_argument("journal", metavar="JOURNAL", help="e.g. .flowtui/runs/RevisaoWorkflow-20250101-120000.jsonl")
-    parser.add_argument("--at", type=int, metavar="K", help="open at event K (default: the last one)")
+    parser.add_argument("--at", type=int, metavar="K",
+                        help="open just after event #K, numbered as in the event log and JOURNAL@K "
+                             "(0: before the first; default: the run's end)")
     parser.add_argument("--run", type=int, metavar="N",
                         help="which run, when the file holds several (1 is the first; default: the last)")
     return parser
@@ -222,16 +223,19 @@ def main_replay(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
     progress = Reading(args.journal)
     try:
-        app = make_replay(args.journal, run=args.run, at=args.at, progress=progress if progress.shown else None)
+        app = make_replay(args.journal, run=args.run, progress=progress if progress.shown else None)
     except JournalError as exc:
         progress.done()
         say(f"flowtui replay: {exc}")
         return 2
     progress.done()
-    if args.at is not None and not 0 <= args.at <= len(app.timeline):  # it would open elsewhere, unsaid
-        say(f"flowtui replay: --at {args.at}: the run has {len(app.timeline):,} events; give K from 0 to "
-            f"{len(app.timeline):,}")
-        return 2
+    if args.at is not None:
+        last = getattr(app.timeline.event(len(app.timeline)), "seq", 0)
+        if not 0 <= args.at <= last:  # it would open elsewhere, unsaid
+            say(f"flowtui replay: --at {args.at}: the run's events are numbered up to #{last:,}; give K from 0 "
+                f"to {last:,}")
+            return 2
+        app.position = app.timeline.after(args.at)
     from flowtui.tui.cli import needs_a_terminal
 
     needs_a_terminal("flowtui replay")

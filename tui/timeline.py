@@ -54,6 +54,12 @@ class Timeline:
             if i % every == 0 and i not in checkpoints:
                 checkpoints[i] = view.clone()
 
+    def after(self, seq: int) -> int:
+        """The position just after event number ``seq`` (the ``#seq`` the event log shows and ``@K``
+        names): how many events are numbered up to it. A number the journal leaves out (a streamed
+        reply's fragments are not journaled) gives the position after the event before it."""
+        return bisect_right([getattr(ev, "seq", 0) for ev in self.events], seq)
+
     def event(self, k: int) -> Any | None:
         """The event that position ``k`` has just applied (``None`` at 0)."""
         return self.events[k - 1] if 0 < k <= len(self.events) else None

@@ -125,9 +125,51 @@ def test_replay_command_exits_2_without_a_traceback(tmp_path, capsys):
 
 @pytest.mark.parametrize("at", ["-1", "99999999"])
 def test_an_at_outside_the_run_is_refused_not_clamped_unsaid(journal, capsys, at):
-    n = len(load_runs(journal)[-1])
+    last = load_runs(journal)[-1][-1].seq
     assert main_replay([str(journal), "--at", at]) == 2
-    assert f"flowtui replay: --at {at}: the run has {n:,} events; give K from 0 to {n:,}" in capsys.readouterr().err
+    assert (f"flowtui replay: --at {at}: the run's events are numbered up to #{last:,}; give K from 0 to {last:,}"
+            in capsys.readouterr().err)
+
+
+async def streamed(path: Path) -> Path:
+    """A run whose model streams its replies: the fragments' numbers are left out of the journal."""
+    from flowtui import ChatReply, FunctionProvider, agent, bootstrap, workflow
+
+    class Streaming(FunctionProvider):
+        async def complete(self, request):
+            for piece in ("He", "llo", "!"):
+                request.on_delta(piece)
+            return ChatReply(content="Hello!")
+
+    @agent(provider=Streaming(lambda m, t: ""), prompt="p")
+    class A:
+        pass
+
+    @workflow(steps=[A, A])
+    class W:
+        pass
+
+    await bootstrap(W).run("hi", journal=path)
+    return path
+
+
+async def test_at_k_opens_after_event_number_k_as_the_event_log_and_resume_from_name_it(tmp_path, monkeypatch):
+    """A streamed run's journal leaves numbers out: --at K counted positions, so it opened on another
+    event than the #K the event log showed and JOURNAL@K re-executes to."""
+    journal = await streamed(tmp_path / "streamed.jsonl")
+    events = load_runs(journal)[-1]
+    second = [e for e in events if e.type == "node.start" and e.kind == "agent"][1]
+    assert events.index(second) + 1 != second.seq  # the numbers left out make position and number differ
+    opened: list[ReplayApp] = []
+    monkeypatch.setattr(ReplayApp, "run", lambda self: opened.append(self))
+    monkeypatch.setattr("flowtui.tui.cli.needs_a_terminal", lambda name: None)
+    assert main_replay([str(journal), "--at", str(second.seq)]) == 0
+    (app,) = opened
+    async with app.run_test(size=SIZE):
+        assert app.timeline.event(app.position).seq == second.seq
+        assert position(app) == f"#{second.seq} · {events.index(second) + 1}/{len(events)} · node.start · runtime"
+    assert main_replay([str(journal), "--at", str(second.seq + 1)]) == 0  # a number left out: the event before it
+    assert opened[-1].timeline.event(opened[-1].position).seq <= second.seq + 1
 
 
 # --- the app ------------------------------------------------------------------------------------------
@@ -145,12 +187,12 @@ async def test_keys_scrub_through_the_run(journal):
         conversation = app.main.query_one("#conversation")
         # it opens at the end: the run finished, the last event is run.end
         assert app.position == n and app.view.status == "finished"
-        assert position(app) == f"event {n}/{n} · run.end · runtime"
+        assert position(app) == f"#{events[-1].seq} · {n}/{n} · run.end · runtime"
         assert "run result: finished" in str(app.main.query_one("#status").content)
 
         await pilot.press("home")
         assert app.position == 0 and app.view.history == []
-        assert position(app) == f"event 0/{n} · before the first event"
+        assert position(app) == f"0/{n} · before the first event"
         lengths = []
         for _ in range(n):
             await pilot.press("right")
@@ -205,7 +247,7 @@ async def test_the_panes_follow_the_position(journal):
 def test_replay_mid_run(snap_compare, journal):
     """A replay of the review flow at the Reviewer's first turn (two `]` from the start):
     the conversation holds the user's input (#0) and Writer's `Draft 1` (#1); the sidebar
-    shows memory item `user: Castro` and the state at its defaults; below, `event 12/51 ·
+    shows memory item `user: Castro` and the state at its defaults; below, `#12 · 12/51 ·
     node.start · runtime` with a part-filled bar and `replay of review.jsonl`, then
     `● running · run result: finished`, then `ReviewWorkflow › loop 1/4 › Reviewer ← agent
     Reviewer`; the key bar lists `← h back  → l forward  [ prev turn  ] next turn  q quit` and
@@ -381,7 +423,7 @@ def test_the_position_line_gives_up_its_bar_then_the_start_of_the_journals_name_
 
     from flowtui.tui.screens.replay import position_text
 
-    ev = SimpleNamespace(type="state.append", origin="agent:Writer")
+    ev = SimpleNamespace(seq=57, type="state.append", origin="agent:Writer")
     source = "runs/ReviewWorkflow-20261203-015512.jsonl"
     wide = position_text(41, 82, ev, source, width=160).plain
     assert "━" in wide and wide.endswith(f"replay of {source}")

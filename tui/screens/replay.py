@@ -20,13 +20,15 @@ BAR_WIDTH = 24
 
 
 def position_text(k: int, n: int, ev: Any, source: str = "", *, width: int | None = None) -> Text:
-    """``event 42/82 · node.start · runtime``, a small bar of where that is in the run, the journal's name.
+    """``#57 · 42/82 · node.start · runtime`` (the event's number, as the event log and ``@K`` name it, and
+    its place among the run's events), a small bar of where that is in the run, the journal's name.
     In ``width`` columns the bar goes first, then the name's start (its end says which file it is)."""
     text = Text(no_wrap=True, overflow="ellipsis")
-    text.append(f"event {k}/{n}", "bold")
     if ev is None:
+        text.append(f"0/{n}", "bold")
         text.append(" · before the first event", "dim")
     else:
+        text.append(f"#{getattr(ev, 'seq', '?')} · {k}/{n}", "bold")
         text.append(f" · {shown(ev.type)}", "bold #5fafff")
         text.append(f" · {shown(ev.origin)}", "bold #ffd75f" if ev.origin == "user" else "")
     name = f"   replay of {shown(source)}" if source else ""
