@@ -73,7 +73,7 @@ def test_the_replay_of_a_hostile_journal_is_inert(journal):
         assert VISIBLE in term.text()
         for key in ["2", "3", "4", "1", "home", "end"]:
             term.send({"home": "\x1b[H", "end": "\x1b[F"}.get(key, key))
-        term.wait_for("event ")
+        term.wait_for(" · run.end · ")  # the position line, at the last event
         for _ in range(40):  # scrub back through every event
             term.send("\x1b[D")
         term.wait_for(lambda: "pwned" in term.text(), timeout=10)
