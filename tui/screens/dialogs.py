@@ -16,6 +16,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Static, TextArea
 
 from flowtui.tui.shown import shown, unshown
+from flowtui.tui.typeahead import TypedBeforeFocus
 
 
 def _no_blink(screen: ModalScreen) -> None:
@@ -25,7 +26,7 @@ def _no_blink(screen: ModalScreen) -> None:
             widget.cursor_blink = False  # type: ignore[attr-defined]
 
 
-class FirstMessageDialog(ModalScreen[str | None]):
+class FirstMessageDialog(TypedBeforeFocus, ModalScreen[str | None]):
     """Asks for the run's first user message (when ``--input`` was not given)."""
 
     BINDINGS = [Binding("escape", "cancel", "Start without input", id="first.cancel",
@@ -73,7 +74,7 @@ class OneLineInput(Input):
             self.post_message(self.Lines(self.value[:at] + event.text + self.value[at:]))
 
 
-class TextDialog(ModalScreen[str | None]):
+class TextDialog(TypedBeforeFocus, ModalScreen[str | None]):
     """Edits a text and hands it to ``apply``; if ``apply`` raises, the reason shows and the dialog stays.
 
     Used to promote a message (its text, editable), edit a message, a memory

@@ -12,12 +12,13 @@ from textual.screen import Screen
 from textual.widgets import ContentSwitcher
 
 from flowtui.tui.panes import PANES, PaneData, keys_line, pane
+from flowtui.tui.typeahead import KeysPassed
 from flowtui.tui.widgets.sidebar import Sidebar
 
 SIDEBAR_TITLE = "Memory · Tasks · State"
 
 
-class PanesScreen(Screen):
+class PanesScreen(KeysPassed, Screen):
     """The left pane and the sidebar; subclasses add what goes below them and call :meth:`draw_panes`."""
 
     editable = True  # the sidebar says how to edit (the replay's does not: a journal is history)
