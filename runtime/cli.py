@@ -426,8 +426,9 @@ async def _run_headless(args: argparse.Namespace, memory: dict[str, str], data: 
         from flowtui.runtime.relay import Relay
 
         try:
-            listener = Listener(Relay(channel), args.listen, token=args.token or os.environ.get("FLOWTUI_TOKEN")
-                                or None, public=args.listen_public)
+            given = "--token" if args.token is not None else "FLOWTUI_TOKEN"  # set but empty: refused, not random
+            listener = Listener(Relay(channel), args.listen, public=args.listen_public, token_from=given,
+                                token=args.token if args.token is not None else os.environ.get("FLOWTUI_TOKEN"))
         except (ConfigError, OSError) as exc:
             say(f"flowtui: {exc}")
             await channel.kill()

@@ -95,16 +95,17 @@ class Listener:
     """Serves ``worker``'s protocol on a socket, one client at a time."""
 
     def __init__(self, worker: Any, address: str, *, token: str | None = None, public: bool = False,
-                 auth_timeout: float = AUTH_TIMEOUT_S, max_pending: int = MAX_PENDING,
+                 token_from: str = "--token", auth_timeout: float = AUTH_TIMEOUT_S, max_pending: int = MAX_PENDING,
                  max_line: int = MAX_LINE) -> None:
         host, port = parse_address(address)
         if not is_loopback(host) and not public:
             raise ConfigError(f"--listen {address}: {host} is not loopback; anyone who can reach it and guess the "
                               "token can run commands in this flow's process. Add --listen-public to mean it")
         if token is not None and not token.strip():
-            raise ConfigError("--token is empty: give one of at least 16 characters, or leave it out for a random one")
+            raise ConfigError(f"{token_from} is empty: give one of at least 16 characters, or leave it out for a "
+                              "random one")
         if token is not None and not (token.isprintable() and token == token.strip()):
-            raise ConfigError("--token holds control characters or spaces at its ends (it is printed for the "
+            raise ConfigError(f"{token_from} holds control characters or spaces at its ends (it is printed for the "
                               "client to type): give printable characters, or leave it out for a random one")
         self.worker = worker
         self.token = token or secrets.token_hex(16)
@@ -437,7 +438,7 @@ async def serve_app(app: Any, address: str, *, token: str | None, public: bool, 
                     send=_nowhere, snapshot=snapshot)
     worker.dispose_after = False  # the app is the caller's: it may run again
     worker.also = options.pop("on_event", None)
-    listener = Listener(worker, address, token=token, public=public)
+    listener = Listener(worker, address, token=token, public=public, token_from="token=")
     worker.start(input, options.pop("memory", None), data=options.pop("data", None), paused=True,
                  on_divergence="pause", **options)
     listener.start()

@@ -301,6 +301,7 @@ def test_listening_on_a_port_out_of_range_exits_2_naming_listen():
 @pytest.mark.parametrize("options,said", [
     (["--listen", ""], "flowtui: --listen '': expected HOST:PORT"),  # an unset variable: nothing served
     (["--listen", "127.0.0.1:0", "--token", " "], "flowtui: --token is empty"),
+    (["--listen", "127.0.0.1:0", "--token", ""], "flowtui: --token is empty"),  # it served under a random token
     # printed for the client to type: a control character would reach the terminal
     (["--listen", "127.0.0.1:0", "--token", "a\x1b]0;x\x07-long-enough-token"], "flowtui: --token holds control"),
 ])
@@ -308,6 +309,14 @@ def test_a_listen_that_would_serve_nothing_exits_2_saying_why(options, said):
     done = ran("run", "flows/revisao.py", "--input", "x", "--no-journal", *options)
     assert done.returncode == 2 and said in done.stderr and "Traceback" not in done.stderr, done.stderr
     assert not done.stdout  # the flow did not run
+
+
+def test_an_empty_flowtui_token_is_refused_naming_the_variable():
+    """Set but empty (`FLOWTUI_TOKEN=$UNSET`): the run was served under a random token, unsaid."""
+    done = subprocess.run([sys.executable, "-c", "from flowtui.tui.cli import main; main()", "run", "flows/revisao.py",
+                           "--input", "x", "--no-journal", "--listen", "127.0.0.1:0"], cwd=ROOT, capture_output=True,
+                          text=True, timeout=HANG, env={**os.environ, "FLOWTUI_TOKEN": ""})
+    assert done.returncode == 2 and "flowtui: FLOWTUI_TOKEN is empty" in done.stderr, done.stderr
 
 
 def test_listening_on_a_port_in_use_says_so_and_what_to_do():
