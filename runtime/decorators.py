@@ -22,7 +22,7 @@ from flowtui.runtime.errors import ConfigError, PromptNotFoundError
 from flowtui.runtime.markers import where
 from flowtui.runtime.middleware import check_middleware
 from flowtui.runtime.steps import listed
-from flowtui.runtime.tool_forms import REPLAY_MODES, SPEC_ATTR, ToolSpec, as_tool, function_tool
+from flowtui.runtime.tool_forms import REPLAY_MODES, SPEC_ATTR, ToolSpec, as_tool, check_tool_name, function_tool
 
 
 
@@ -140,6 +140,7 @@ def tool(target: Any = None, /, *, name: str | None = None, description: str = "
             spec = function_tool(obj, name=name, description=description, schema=schema, replay=replay)
         else:
             raise ConfigError(f"@tool decorates a class with execute() or a function, not {obj!r}")
+        check_tool_name(spec.name, f"@tool {obj.__name__}")
         setattr(obj, SPEC_ATTR, spec)
         return obj
 

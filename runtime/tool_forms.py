@@ -34,6 +34,22 @@ OBJECT_TOOL_ATTRS = ("name", "description", "schema", "execute")
 
 Form = Literal["class", "function", "object"]
 REPLAY_MODES = ("serve", "rerun")  # what a re-execution against a journal does with a tool's calls
+# The names providers take for a tool (OpenAI's rule; the others take these too): a request naming
+# another, in its tools or in a call the history holds, is refused with a 400.
+TOOL_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
+
+
+def sendable_name(name: str) -> str:
+    """``name`` as a provider takes it: each other character made ``_`` (``functions.echo``, a name a
+    model made up, is ``functions_echo``)."""
+    return re.sub(r"[^A-Za-z0-9_-]", "_", name)[:64] or "unnamed_tool"
+
+
+def check_tool_name(name: str, who: str) -> None:
+    if not TOOL_NAME.fullmatch(name):
+        raise ConfigError(f"{who}: the tool name {name!r} would be refused by the model's provider (a name holds "
+                          f"1 to 64 ASCII letters, digits, _ and -): name it {sendable_name(name)!r}, with "
+                          "@tool(name=...)")
 
 
 @dataclass(frozen=True, eq=False)
@@ -170,7 +186,9 @@ def as_tool(obj: Any, *, agent: str) -> ToolSpec:
     if inspect.isroutine(obj):
         raise ConfigError(f"{agent}: tools=[...] holds the function {obj.__name__}, which is not a tool; "
                           "decorate it with @tool")
-    return object_tool(obj, agent=agent)
+    spec = object_tool(obj, agent=agent)
+    check_tool_name(spec.name, f"{agent}: the tool object {type(obj).__name__}")
+    return spec
 
 
 _SECTION_RE = re.compile(r"^(Args|Arguments|Parameters|Params)\s*:\s*$", re.IGNORECASE)

@@ -25,6 +25,7 @@ from flowtui.runtime.invoke import hook_text
 from flowtui.runtime.messages import Message, ToolCall
 from flowtui.runtime.nodes import NodeScope
 from flowtui.runtime.pending import PendingCall, decide, deny_call
+from flowtui.runtime.tool_forms import TOOL_NAME, sendable_name
 from flowtui.runtime.tools import AgentTool, run_tool_call
 
 if TYPE_CHECKING:
@@ -73,16 +74,44 @@ async def run_agent(run: "Run", spec: AgentSpec) -> None:
             run.ctx._set("output", speech, origin="runtime")
 
 
-def _answer_dangling_calls(run: "Run", agent: str, *, since: int, why: str, origin: str) -> None:
+def sendable_calls(calls: Any) -> list[ToolCall]:
+    """A reply's tool calls as the history keeps them and the next request sends them back: each with
+    an id of its own and a name the provider takes. A server that gave no id or one id twice (then
+    both were answered, and the next request refused), a model that made a name up (``functions.echo``
+    sent back was refused with a 400, and the run failed): the model is told of an unknown tool under
+    the name it is shown."""
+    out: list[ToolCall] = []
+    ids = {c.id for c in calls if c.id}
+    seen: set[str] = set()
+    for i, c in enumerate(calls):
+        update: dict[str, Any] = {}
+        if not c.id or c.id in seen:
+            new, n = f"call_{i}", 1
+            while new in ids:
+                new, n = f"call_{i}_{n}", n + 1
+            ids.add(new)
+            update["id"] = new
+        if not TOOL_NAME.fullmatch(c.name):
+            update["name"] = sendable_name(c.name)
+        c = c.model_copy(update=update) if update else c
+        seen.add(c.id)
+        out.append(c)
+    return out
+
+
+def _answer_dangling_calls(run: "Run", agent: str, *, since: int, why: str, origin: str,
+                           running: str | None = None) -> None:
     """Give every tool call this turn asked for and never ran an error result, so the history
-    stays a conversation a model accepts (each call answered) before the recovery is appended."""
+    stays a conversation a model accepts (each call answered) before the recovery is appended.
+    ``running``: the id of a call whose tool was stopped before it returned."""
     history = run.state.history
     answered = {m.tool_call_id for m in history[since:] if m.role == "tool"}
     for m in history[since:]:
         for call in m.tool_calls if m.role == "assistant" else ():
             if call.id not in answered:
+                what = "did not return" if call.id == running else "was not run"
                 run.state.append("history", Message(
-                    role="tool", content=f"Tool call {call.name} was not run: {why}.",
+                    role="tool", content=f"Tool call {call.name} {what}: {why}.",
                     tool_name=call.name, tool_call_id=call.id, is_error=True, agent=agent), origin=origin)
 
 
@@ -98,13 +127,38 @@ async def _turn(run: "Run", spec: AgentSpec, inst: Any) -> None:
     if run.gate_needed():
         await run.gate()
     reply = await call_model(run, spec, build_request(run, spec, prompt), prompt=prompt, built=True)
-    calls = [c if c.id else c.model_copy(update={"id": f"call_{i}"})
-             for i, c in enumerate(reply.tool_calls)] if reply.tool_calls else []
+    calls = sendable_calls(reply.tool_calls) if reply.tool_calls else []
     asked_at = run.state._history_length()
     run.state.append("history", _assistant_message(reply, calls, spec.name), origin=f"agent:{spec.name}")
+    running: list[str] = []  # the call whose tool runs (a stop inside a child workflow it started ends it)
+    try:
+        results = await _run_calls(run, spec, inst, calls, asked_at, running) if calls else []
+    except (RunStopped, BudgetStop) as stop:  # the run ends here: its history stays a conversation
+        why = f"the budget's {stop.limit} was reached" if isinstance(stop, BudgetStop) else f"the run stopped ({stop})"
+        _answer_dangling_calls(run, spec.name, since=asked_at, why=why, origin="runtime",
+                               running=running[0] if running else None)
+        raise
+    last = results[-1] if results else None
+    response = last.output if last is not None else reply.content
+    if "after_response" in spec.hooks:
+        new = await run.hook(inst.after_response, spec.name, "after_response", (response, ctx))
+        if new is not None:
+            response = hook_text(inst.after_response, spec.name, "after_response", new)
+    info, shown = _turn_info(
+        agent=spec.name, called_tool=last is not None, tool_name=last.name if last else None,
+        tool_error=bool(results) and any(r.is_error for r in results),
+        tool_call_source=reply.tool_call_source if calls else None, response=response)
+    ctx._set("turn", info, origin="runtime", shown=shown)
+    ctx._set("output", response, origin="runtime")
+
+
+async def _run_calls(run: "Run", spec: AgentSpec, inst: Any, calls: list[ToolCall], asked_at: int,
+                     running: list[str]) -> list[Any]:
+    """The reply's tool calls, in order, each after its pause point; their results. ``running`` holds
+    the id of the call whose tool is running."""
     results = []
     for call in calls:
-        if ctx._stop_by is not None:  # ctx.stop() in a tool: this turn finishes, the rest is not run
+        if run.ctx._stop_by is not None:  # ctx.stop() in a tool: this turn finishes, the rest is not run
             _answer_dangling_calls(run, spec.name, since=asked_at, why="the run is stopping (ctx.stop())",
                                    origin="runtime")
             break
@@ -123,19 +177,10 @@ async def _turn(run: "Run", spec: AgentSpec, inst: Any) -> None:
         if pending.decision == "denied":
             results.append(deny_call(run, spec, pending.call, pending.reason))
             continue
+        running.append(pending.call.id)
         results.append(await run_tool_call(run, spec, inst, pending.call))
-    last = results[-1] if results else None
-    response = last.output if last is not None else reply.content
-    if "after_response" in spec.hooks:
-        new = await run.hook(inst.after_response, spec.name, "after_response", (response, ctx))
-        if new is not None:
-            response = hook_text(inst.after_response, spec.name, "after_response", new)
-    info, shown = _turn_info(
-        agent=spec.name, called_tool=last is not None, tool_name=last.name if last else None,
-        tool_error=bool(results) and any(r.is_error for r in results),
-        tool_call_source=reply.tool_call_source if calls else None, response=response)
-    ctx._set("turn", info, origin="runtime", shown=shown)
-    ctx._set("output", response, origin="runtime")
+        running.pop()
+    return results
 
 
 # A turn's message and summary are built without validation when every value already has its

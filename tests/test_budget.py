@@ -3,6 +3,8 @@ and child workflows counting toward their parent's budget."""
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 from pydantic import BaseModel
 
@@ -175,6 +177,48 @@ async def test_max_tool_calls_stops_between_tool_calls_of_one_turn():
     out, events, run = await run_collect(W, budget=Budget(max_tool_calls=3))
     assert executed == [0, 1, 2]
     assert [e.name for e in events if e.type == "node.start" and e.kind == "tool"] == ["noop"] * 3
+    # the history stays a conversation a model accepts (the next run, a fork, a snapshot start from it)
+    asked = [m for m in run.state.history if m.role == "assistant"][-1]
+    answers = {m.tool_call_id: m for m in run.state.history if m.role == "tool"}
+    assert set(answers) == {c.id for c in asked.tool_calls}
+    last = answers[asked.tool_calls[3].id]
+    assert last.is_error and last.content == "Tool call noop was not run: the budget's max_tool_calls was reached."
+    assert not run.state.history_problems()
+
+
+async def test_a_run_stopped_before_a_tool_answers_the_calls_it_leaves():
+    """Stopped (x) at the pause before a tool, the reply's calls were left unanswered."""
+    from flowtui.runtime.control import Controller
+
+    executed: list = []
+    reply = {"content": "", "tool_calls": [{"name": "noop", "args": {"n": i}} for i in range(2)]}
+    provider, _ = scripted(reply)
+
+    @agent(provider=provider, tools=[_noop_tool(executed)])
+    class A:
+        pass
+
+    @workflow(steps=[A])
+    class W:
+        pass
+
+    events: list = []
+    ctl = Controller(start_paused=True)
+    run = bootstrap(W).prepare("go", controller=ctl, on_event=events.append)
+    task = asyncio.ensure_future(run.execute())
+    for _ in range(50):  # step to the pause before the first tool
+        await asyncio.sleep(0.01)
+        pauses = [e for e in events if e.type == "run.pause"]
+        if pauses and ctl.paused:
+            if pauses[-1].point == "tool":
+                break
+            ctl.step()
+    ctl.stop()
+    await asyncio.wait_for(task, 5)
+    assert executed == [] and events[-1].status == "stopped"
+    assert [m.content for m in run.state.history if m.role == "tool"] == [
+        "Tool call noop was not run: the run stopped (stopped by user)."] * 2
+    assert not run.state.history_problems()
 
 
 async def test_max_tokens_counts_prompt_and_completion_tokens():

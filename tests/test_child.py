@@ -389,7 +389,11 @@ async def test_a_stop_inside_a_child_workflow_stops_the_parent():
     assert ends == [(False, "stopped"), (True, "stopped")]
     tool_end = [e for e in events if e.type == "node.end" and e.kind == "tool"][0]
     assert tool_end.status == "stopped"
-    assert not any(e.type == "state.append" and e.item.role == "tool" for e in events)  # no fake tool result
+    # the parent's call is answered as what happened (no made-up result): its history stays a conversation
+    (answer,) = [e.item for e in events if e.type == "state.append" and e.item.role == "tool"]
+    assert answer.is_error and answer.content.startswith("Tool call ") \
+        and answer.content.endswith(" did not return: the run stopped (stopped by user).")
+    assert not run.state.history_problems()
 
 
 async def test_paused_inside_a_child_run_the_view_shows_the_childs_own_state_and_edits_reach_it():

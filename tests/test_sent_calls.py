@@ -1,0 +1,83 @@
+"""A reply's tool calls as the history keeps them and the next request sends them back: what a
+provider refuses (a made-up tool name, an id given twice) is never sent back."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from fakes import run_collect, scripted
+from flowtui import ChatReply, ToolCall, agent, tool, workflow
+from flowtui.runtime.errors import ConfigError
+from flowtui.runtime.wellformed import problems
+
+
+@tool
+def echo(text: str) -> str:
+    """Echo the text."""
+    return f"echo: {text}"
+
+
+def flow(*replies):
+    provider, sent = scripted(*replies, when_done="done")
+
+    @agent(provider=provider, tools=[echo])
+    class A:
+        pass
+
+    @workflow(steps=[A, A])
+    class W:
+        pass
+
+    return W, sent
+
+
+async def test_a_made_up_tool_name_is_sent_back_as_a_name_the_provider_takes():
+    """`functions.echo` sent back in the next request was refused with a 400: the run failed."""
+    W, sent = flow({"content": "", "tool_calls": [{"name": "functions.echo", "args": {"text": "hi"}, "id": "c1"},
+                                                  {"name": "", "args": {}, "id": "c2"}]})
+    out, events, run = await run_collect(W)
+    assert out == "done" and events[-1].status == "finished"
+    back = sent[1]  # the second request: the first reply's calls, as sent back
+    calls = [c for m in back if m.role == "assistant" for c in m.tool_calls]
+    assert [c.name for c in calls] == ["functions_echo", "unnamed_tool"]
+    assert all(re.fullmatch(r"[A-Za-z0-9_-]{1,64}", c.name) for c in calls)  # what OpenAI takes
+    results = [m for m in back if m.role == "tool"]
+    assert [m.tool_name for m in results] == ["functions_echo", "unnamed_tool"]
+    assert results[0].is_error and results[0].content.startswith("Unknown tool 'functions_echo'. Available tools: echo")
+    assert not problems(back)
+    # what the model answered stays recorded as it came
+    chat_end = next(e for e in events if e.type == "node.end" and e.kind == "chat")
+    assert [c["name"] for c in chat_end.data["reply"]["tool_calls"]] == ["functions.echo", ""]
+
+
+async def test_an_id_given_twice_is_made_unique_and_each_call_answered_once():
+    """Both calls ran, then the history answered `dup` twice and the next call failed, blaming the user's code."""
+    W, sent = flow(ChatReply(content="", tool_calls=[ToolCall(name="echo", args={"text": "a"}, id="dup"),
+                                                     ToolCall(name="echo", args={"text": "b"}, id="dup"),
+                                                     ToolCall(name="echo", args={"text": "c"}, id="call_1")]))
+    out, events, run = await run_collect(W)
+    assert out == "done" and events[-1].status == "finished"
+    calls = [c for m in sent[1] if m.role == "assistant" for c in m.tool_calls]
+    assert len({c.id for c in calls}) == 3 and calls[0].id == "dup" and calls[2].id == "call_1"
+    assert [m.content for m in sent[1] if m.role == "tool"] == ["echo: a", "echo: b", "echo: c"]
+    assert not problems(sent[1])
+
+
+@pytest.mark.parametrize("name", ["web.search", "buscar notícias", "x" * 65])
+def test_a_tool_named_so_no_provider_takes_it_is_a_load_error_naming_a_name_that_works(name):
+    """A request naming it is refused (400) at the first model call."""
+    with pytest.raises(ConfigError, match=r"would be refused by the model's provider .* name it '[A-Za-z0-9_-]+'"):
+        @tool(name=name)
+        def f(text: str) -> str:
+            """f."""
+            return text
+
+
+def test_a_function_named_with_an_accent_is_no_tool_name_either():
+    with pytest.raises(ConfigError, match=r"@tool concluír: the tool name 'concluír' .* name it 'conclu_r'"):
+        @tool
+        def concluír(text: str) -> str:
+            """f."""
+            return text
