@@ -59,6 +59,7 @@ def encode_event(event: Any, redactor: Redactor, *, limit: int | None = None,
 
     ``kept`` (with ``limit``) receives each string that was cut, whole, by its path."""
     global _LAST
+    redactor.refresh()  # a provider made since may have handed over its credential
     # The journal, the wire to the app and a re-execution's check encode the same event: once,
     # unless the wire cuts it (a line no longer than the limit was not cut, and is the same line).
     last = _LAST
@@ -134,6 +135,7 @@ def encode_data(data: Any) -> bytes:
 
 def safe_data(value: Any, redactor: Redactor) -> Any:
     """A copy of ``value`` redacted and made encodable (for a snapshot, a cassette, a reply)."""
+    redactor.refresh()
     return _safe(value, redactor.values, None, {}, "", None)
 
 

@@ -270,6 +270,7 @@ class Resume:
             if rec != new:
                 align(rec, new)
             if rec != new:  # a journal written elsewhere may hold a credential its writer did not know: hidden
+                self._redactor.refresh()
                 rec = redact_data(rec, self._redactor.values)  # now too, it is no difference
             if rec != new:
                 found = explain(rec, new, lookup_for(self.run)) or [Difference(field="event")]

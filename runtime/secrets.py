@@ -8,7 +8,9 @@ One rule for the whole of flowtui. A credential is:
   each long line of such a value when it spans several (a PEM key), the
   value URL-encoded (a tool puts it in a query string), and a piece of a long
   one (any run of 19 or more of its characters: a tool printing a key's end);
-- a credential-looking keyword a provider was given (``api_key=...``);
+- a credential-looking keyword a provider was given (``api_key=...``): the
+  provider hands it to :func:`credentials_given` when it is made, and from then on this
+  process redacts it everywhere, as it does the environment's;
 - anything shaped like one, whatever it is called: ``sk-…``/``rk-…``/``pk-…``,
   ``ghp_…``/``github_pat_…``, ``xoxb-…``/``xoxp-…``, ``AKIA…``, ``hf_…``,
   ``Bearer …``, a JWT, a PEM private-key block, and the password part of a
@@ -72,12 +74,37 @@ def _hinted(text: str) -> bool:
     return any(h in text for h in _HINTS)
 
 
+_KEYWORD = re.compile(r"key|token|secret|password", re.IGNORECASE)
+
+
+def _keyword_values(keywords: Mapping[str, Any]) -> set[str]:
+    return {v for k, v in keywords.items() if isinstance(v, str) and len(v) >= MIN_LENGTH and _KEYWORD.search(k)}
+
+
+class _Given:
+    """The credentials code handed over (:func:`credentials_given`), and how many times they changed."""
+    values: frozenset[str] = frozenset()
+    version = 0
+
+
+def credentials_given(keywords: Mapping[str, Any]) -> None:
+    """Redact, from now on in this process, the credential-looking keywords of ``keywords`` (a
+    provider's ``api_key=vault.key()``): a server echoing the key in a reply or an error showed it
+    on screen and wrote it to the journal, since only the provider knew it for one."""
+    new = _keyword_values(keywords) - _Given.values
+    if new:
+        _Given.values |= new
+        _Given.version += 1
+        environment_secrets.cache_clear()
+
+
 def secret_values(extra: Mapping[str, Any] | None = None) -> list[str]:
-    """Credential values from the environment (and ``extra`` keywords), longest first."""
+    """Credential values from the environment, those code handed over (:func:`credentials_given`) and ``extra``
+    keywords, longest first."""
     values = {v for k, v in os.environ.items() if SECRET_NAME.search(k) and len(v.strip()) >= MIN_LENGTH}
+    values |= _Given.values
     if extra:
-        values |= {v for k, v in extra.items()
-                   if isinstance(v, str) and len(v) >= MIN_LENGTH and re.search(r"key|token|secret|password", k, re.I)}
+        values |= _keyword_values(extra)
     for v in list(values):
         if "\n" in v.strip():  # a PEM key or a certificate: a tool may print one line of it
             values |= {line.strip() for line in v.splitlines() if len(line.strip()) >= _LINE_MIN}
@@ -157,7 +184,18 @@ class Redactor:
     """The credentials of one process, ready to redact text and to tell quickly whether an
     encoded line may hold one (see :mod:`flowtui.runtime.encoding`)."""
 
-    def __init__(self, values: Iterable[str]) -> None:
+    def __init__(self, values: Iterable[str], *, extra: Mapping[str, Any] | None = None,
+                 follows: bool = False) -> None:
+        self._extra, self._follows = extra, follows  # follows: takes in credentials handed over later
+        self._set(values)
+
+    def refresh(self) -> None:
+        """Take in the credentials code handed over since (a provider made after the run began)."""
+        if self._follows and self._version != _Given.version:
+            self._set(secret_values(self._extra))
+
+    def _set(self, values: Iterable[str]) -> None:
+        self._version = _Given.version
         self.values = tuple(values)
         # what an encoded line holds when it holds a credential: a shape's start, a value's longest part
         # JSON leaves as it is, a piece of a long value (a value with characters JSON escapes has none)
@@ -170,7 +208,8 @@ class Redactor:
         self.seen_clean: set[str] = set()  # short strings seen without a mark (names, origins, ids repeat)
 
     def clean_text(self, text: str) -> bool:
-        """Whether a string holds nothing a credential could start from (memoized for short ones)."""
+        """Whether a string holds nothing a credential could start from (memoized for short ones).
+        Call :meth:`refresh` first (once per event: it is hot)."""
         if text in self.seen_clean:
             return True
         if len(text) >= _BIG:
@@ -184,7 +223,8 @@ class Redactor:
 
     @classmethod
     def from_environment(cls, extra: Mapping[str, Any] | None = None) -> "Redactor":
-        return cls(secret_values(extra))
+        """The process's credentials, now and as code hands more over."""
+        return cls(secret_values(extra), extra=extra, follows=True)
 
     def may_hold(self, raw: bytes) -> bool:
         """Whether a JSON line may hold a credential (then it is redacted value by value)."""
@@ -193,6 +233,7 @@ class Redactor:
         return any(m in raw for m in self._literals)
 
     def redact(self, text: str) -> str:
+        self.refresh()
         return redact(text, self.values)
 
 

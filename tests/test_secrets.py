@@ -329,3 +329,25 @@ def test_a_long_text_is_redacted_alike_each_time_and_for_the_secrets_given():
     assert "hunter2-value" not in hidden and key not in hidden
     other = text.replace("x", "y")
     assert redact(other, ()) == plain.replace("x", "y")
+
+
+def test_a_credential_code_hands_over_is_redacted_from_then_on_even_where_the_redactor_was_made_before():
+    """A key given as api_key=vault.key() (not shaped like one, in no variable) was shown and journaled
+    when a server echoed it: only the provider knew it for a credential."""
+    from flowtui.runtime.encoding import encode_event
+    from flowtui.runtime.events import CtxSet
+    from flowtui.runtime.construct import build
+    from flowtui.runtime.secrets import Redactor, credentials_given
+
+    key = "loopbackKEY7f3a9c1d2e5b40a8e6d1c"
+    journal_redactor = Redactor.from_environment()  # made as a run starts, before the provider is made
+    event = build(CtxSet, dict(seq=1, ts=0.0, run_id="r", node_id=None, parent_id=None, origin="runtime",
+                               name="output", value=f"your key is {key} ok"))
+    assert key in encode_event(event, journal_redactor).decode()
+    credentials_given({"api_key": key, "model": "openai/gpt-4o-mini", "token_budget": 12})
+    again = build(CtxSet, dict(seq=2, ts=0.0, run_id="r", node_id=None, parent_id=None, origin="runtime",
+                               name="output", value=f"your key is {key} ok"))
+    line = encode_event(again, journal_redactor).decode()
+    assert key not in line and "your key is [redacted] ok" in line
+    assert journal_redactor.redact(f"the end of it: {key[-20:]}.") == "the end of it: [redacted]."
+    assert key in secret_values() and "openai/gpt-4o-mini" not in secret_values()
