@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import os
 import sys
 from datetime import datetime
@@ -207,13 +208,6 @@ def new_journal(workflow: str, *, now: datetime | None = None, directory: Path =
     return create_new(directory, f"{workflow}-{stamp}", ".jsonl")
 
 
-def journal_path(args: argparse.Namespace, workflow: str) -> Path | None:
-    """Where this run's journal goes: ``--journal``, none with ``--no-journal``, else a new default file."""
-    if args.no_journal:
-        return None
-    return Path(args.journal) if args.journal else new_journal(workflow)
-
-
 def journal_note(path: Path, appended_to: int) -> str:
     """``journal: FILE``, or ``journal: appended run 3 to FILE`` when the file held runs before."""
     return f"journal: appended run {appended_to + 1} to {path}" if appended_to else f"journal: {path}"
@@ -232,6 +226,7 @@ class TreePrinter:
         if ev.type == "node.start":
             d = self.depth[ev.node_id] = self.depth.get(ev.parent_id, -1) + 1 if ev.parent_id else 0
             line = f"{'  ' * d}▸ {_node(ev)}"
+            self._shown = None  # a node after the failure: its own error is news, even the same text
         elif ev.type == "node.end":
             d = self.depth.pop(ev.node_id, 0)
             mark = {"ok": "✓", "error": "✗", "stopped": "■"}.get(ev.status, "?")
@@ -412,6 +407,7 @@ async def _run_headless(args: argparse.Namespace, memory: dict[str, str], data: 
         return 2
     for note in hello.notes:
         say(f"flowtui: {note}")
+    made = [folder for folder in (JOURNAL_DIR.parent, JOURNAL_DIR) if not folder.exists()]  # a refusal takes them back
     if not args.no_journal and journal is None:
         try:
             journal = new_journal(hello.workflow)
@@ -470,6 +466,9 @@ async def _run_headless(args: argparse.Namespace, memory: dict[str, str], data: 
         if reply is not None and not reply.ok:  # refused before the run started (a bad snapshot, an unknown
             if journal is not None and not args.journal:  # state field in --watch)
                 journal.unlink(missing_ok=True)  # the new default file: a refused run leaves none
+                for folder in reversed(made):  # nor the folders made for it
+                    with contextlib.suppress(OSError):
+                        folder.rmdir()
             say(refusal_text(reply.error))
             await channel.kill()
             if listener is not None:

@@ -576,3 +576,36 @@ def test_a_replies_file_with_a_reply_of_the_wrong_shape_is_a_load_error_naming_i
     res = flowtui("run", "flows/revisao.py", "--input", "x", "--replies", str(bad))
     assert res.returncode == 2, res.stderr
     assert f"ScriptedProvider: {bad}: reply 2 for PlannerAgent: unknown key(s) ['contnt']" in res.stderr, res.stderr
+
+
+async def test_the_tree_shows_each_failure_of_a_tool_even_with_the_same_message_as_the_last():
+    """An error is shown once where it happened, not again on the nodes it passes through; a second call
+    that failed the same way was drawn as a bare ✗."""
+    import io
+
+    from fakes import call, run_collect, scripted
+    from flowtui import agent, tool, workflow
+    from flowtui.runtime.cli import TreePrinter
+
+    @tool
+    def lookup(q: str) -> str:
+        """Look up."""
+        raise ValueError("the index is down")
+
+    provider, _ = scripted(call("lookup", q="a"), call("lookup", q="b"), when_done="gave up")
+
+    @agent(provider=provider, tools=[lookup])
+    class A:
+        pass
+
+    @workflow(steps=[A, A, A])
+    class W:
+        pass
+
+    out = io.StringIO()
+    _, events, _ = await run_collect(W)
+    printer = TreePrinter(out)
+    for ev in events:
+        printer(ev)
+    failed = [line for line in out.getvalue().splitlines() if "◂ tool lookup" in line]
+    assert len(failed) == 2 and all(line.endswith("✗  Tool lookup failed: the index is down") for line in failed), failed

@@ -120,7 +120,11 @@ def test_an_unknown_state_field_is_refused_naming_the_fields_there_are(tmp_path)
         " " * len("--watch: unknown state field 'rodadas' at column 7: ") + "      ^",
         "WatchedState (the state of WatchedWorkflow) has the fields rounds, approved, notes",
     ]
-    assert not list(tmp_path.rglob("*.jsonl"))  # the refused run left no journal
+    assert not (tmp_path / ".flowtui").exists()  # the refused run left no journal, nor the folders made for one
+    (tmp_path / ".flowtui" / "runs").mkdir(parents=True)
+    (tmp_path / ".flowtui" / "runs" / "older.jsonl").touch()
+    assert run("--watch", "state.rodadas >= 3", cwd=tmp_path).returncode == 2
+    assert [p.name for p in (tmp_path / ".flowtui" / "runs").iterdir()] == ["older.jsonl"]  # what was there stays
 
 
 # --- over the protocol (--listen) ---------------------------------------------------------------
