@@ -113,6 +113,23 @@ async def test_the_buttons_are_the_run_actions_and_do_what_their_key_does():
         assert (app.client.view.pause.point, app.client.view.pause.name) == ("agent", "Reviewer")
 
 
+async def test_tab_goes_from_pane_to_pane_never_onto_a_button():
+    """On a focused button `enter` stepped the run and the arrows did nothing; tab is "next pane"."""
+    app = make(input="go")
+    async with app.run_test(size=(120, 36)) as pilot:
+        await paused(pilot)
+        await pilot.pause(0.1)
+        seq = app.client.view.pause.seq
+        focused = []
+        for _ in range(6):
+            await pilot.press("tab")
+            focused.append(app.focused.id if app.focused is not None else None)
+        assert set(focused) == {"conversation", "sidebar"}, focused
+        await pilot.press("enter")
+        await pilot.pause(0.2)
+        assert app.client.view.pause.seq == seq  # the run did not move
+
+
 
 def test_a_failed_model_call_says_when_it_is_retried():
     from flowtui.runtime.events import ChatAttempt
