@@ -43,9 +43,12 @@ class NodeView:
             total = self.data.get("max_iterations", "?")
             if total is None:  # a loop with max_iterations=math.inf
                 total = "∞"
+            done = self.data.get("iterations", self.iterations_done)
             if self.status == "running":
                 return f"{self.name} {self.iteration}/{total}"
-            return f"{self.name} {self.data.get('iterations', self.iterations_done)}/{total}"
+            if self.status in ("error", "stopped") and isinstance(done, int):  # ended inside an iteration:
+                return f"{self.name} {max(done, self.iteration)}/{total}"  # that one, as the path said
+            return f"{self.name} {done}/{total}"
         return self.name
 
 

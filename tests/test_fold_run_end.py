@@ -128,3 +128,36 @@ def test_a_flow_process_that_exits_leaves_a_journal_whose_nodes_fold_as_failed(t
     assert kinds["agent"].status == "error" and kinds["agent"].unfinished
     assert not any(node.status == "running" for node in view.nodes.values()), json.dumps(
         {n.id: n.status for n in view.nodes.values()})
+
+
+async def test_a_loop_that_failed_inside_an_iteration_is_labelled_with_that_iteration_as_the_path_was():
+    """The status line said `loop 3/4` as the iteration failed, the node tree then `loop 2/4` (the ones done)."""
+    import pytest
+
+    from flowtui import FunctionProvider, agent, bootstrap, loop, workflow
+
+    def model(messages, tools):
+        if sum(m.role == "assistant" for m in messages) == 2:
+            raise RuntimeError("the third call fails")
+        return "ok"
+
+    @agent(provider=FunctionProvider(model))
+    class A:
+        pass
+
+    @workflow(steps=[loop([A], max_iterations=4)])
+    class W:
+        pass
+
+    paths: list = []
+    view = RunView()
+    events: list = []
+    with pytest.raises(RuntimeError, match="the third call fails"):
+        await bootstrap(W).run("go", on_event=events.append)
+    for ev in events:
+        view.apply(ev)
+        if ev.type == "node.start" and ev.kind == "chat":
+            paths.append(view.path()[1])
+    assert view.status == "failed" and paths == ["loop 1/4", "loop 2/4", "loop 3/4"]
+    (loop_node,) = [n for n in view.nodes.values() if n.kind == "loop"]
+    assert loop_node.status == "error" and loop_node.label == "loop 3/4"
