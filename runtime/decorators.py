@@ -17,6 +17,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from flowtui.runtime.budget import Budget
 from flowtui.runtime.checks import HOOKS, check_class, check_hooks, check_provider, check_returns
 from flowtui.runtime.errors import ConfigError, PromptNotFoundError
 from flowtui.runtime.markers import where
@@ -47,6 +48,7 @@ class WorkflowSpec:
     steps: tuple[Any, ...]
     file: str | None = field(default=None)
     middlewares: tuple[Any, ...] = ()
+    budget: Any = None  # the Budget a run of it has unless run(budget=...) gives one
 
 
 def _caller_file(depth: int = 2) -> str | None:
@@ -148,9 +150,10 @@ def tool(target: Any = None, /, *, name: str | None = None, description: str = "
 
 
 def workflow(*, steps: list[Any], state: type | None = None, name: str | None = None,
-             middlewares: list[Any] | tuple[Any, ...] = ()):
-    """Declare a workflow: its ``steps``, the class of its typed ``state``, and the
-    ``middlewares`` every app made from it uses (``app.use`` each, in order, before yours)."""
+             middlewares: list[Any] | tuple[Any, ...] = (), budget: Any = None):
+    """Declare a workflow: its ``steps``, the class of its typed ``state``, the ``middlewares``
+    every app made from it uses (``app.use`` each, in order, before yours), and the ``budget`` its
+    runs have unless ``run(budget=...)`` gives another (so a run from the app has one too)."""
     defining_file = _caller_file()
 
     def wrap(cls: type) -> type:
@@ -163,9 +166,12 @@ def workflow(*, steps: list[Any], state: type | None = None, name: str | None = 
                               f"({type(state).__name__}(...)); write state={type(state).__name__}")
         for mw in middlewares:
             check_middleware(mw, where=f"@workflow(middlewares=[...]) of {cls.__name__}")
+        if budget is not None and not isinstance(budget, Budget):
+            raise ConfigError(f"@workflow {cls.__name__}: budget= takes a Budget(...), such as "
+                              f"Budget(max_chat_calls=20), not {type(budget).__name__}")
         setattr(cls, SPEC_ATTR, WorkflowSpec(cls=cls, name=name or cls.__name__, state=state,
                                              steps=steps_, file=defining_file,
-                                             middlewares=tuple(middlewares)))
+                                             middlewares=tuple(middlewares), budget=budget))
         _DEFINED.add(cls)
         return cls
 

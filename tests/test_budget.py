@@ -331,14 +331,14 @@ class Q(BaseModel):
     q: str
 
 
-def _parent_with_child(child_calls_per_run: int):
+def _parent_with_child(child_calls_per_run: int, child_budget: Budget | None = None):
     child_p, child_calls = counting("child")
 
     @agent(provider=child_p)
     class ChildAgent:
         pass
 
-    @workflow(steps=[loop([ChildAgent], max_iterations=child_calls_per_run)])
+    @workflow(steps=[loop([ChildAgent], max_iterations=child_calls_per_run)], budget=child_budget)
     class Child:
         pass
 
@@ -361,6 +361,14 @@ def _parent_with_child(child_calls_per_run: int):
         pass
 
     return W, parent_calls, child_calls
+
+
+async def test_a_child_workflow_runs_under_its_declared_budget_when_the_tool_gives_none():
+    W, parent_calls, child_calls = _parent_with_child(5, child_budget=Budget(max_chat_calls=2))
+    out, events, run = await run_collect(W)
+    assert len(child_calls) == 2 and len(parent_calls) == 3  # the child stopped at its own; the parent went on
+    child_end = [e for e in events if e.type == "run.end" and e.run_id != run.id][0]
+    assert child_end.reason == "budget: max_chat_calls"
 
 
 async def test_child_workflow_counts_toward_parent_budget():
@@ -509,3 +517,37 @@ def test_a_budget_written_wrong_is_refused_naming_the_parameter(make, said):
     with pytest.raises(ConfigError) as info:
         make()
     assert said in str(info.value) and "pydantic" not in str(info.value)
+
+
+async def test_a_workflow_declares_the_budget_its_runs_have_unless_run_gives_one():
+    """A run from the app or `flowtui run` (no budget= to give) had no way to have one."""
+    provider, calls = counting("r")
+
+    @agent(provider=provider)
+    class A:
+        pass
+
+    @workflow(steps=[loop([A], max_iterations=10)], budget=Budget(max_chat_calls=2))
+    class W:
+        pass
+
+    out, events, run = await run_collect(W)
+    assert len(calls) == 2 and events[-1].reason == "budget: max_chat_calls"
+    assert events[-1].totals.exceeded == "max_chat_calls" and run.ctx.budget.chat_calls == 2
+    calls.clear()
+    out, events, run = await run_collect(W, budget=Budget(max_chat_calls=3))  # given: it wins
+    assert len(calls) == 3 and events[-1].reason == "budget: max_chat_calls"
+
+
+def test_a_workflow_budget_that_is_no_budget_names_the_workflow():
+    from flowtui.runtime.errors import ConfigError
+
+    @agent(provider=counting()[0])
+    class A:
+        pass
+
+    with pytest.raises(ConfigError, match=r"@workflow W: budget= takes a Budget\(...\), such as "
+                                          r"Budget\(max_chat_calls=20\), not dict"):
+        @workflow(steps=[A], budget={"max_chat_calls": 2})
+        class W:
+            pass
