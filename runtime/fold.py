@@ -66,6 +66,7 @@ class RunView:
         self.streaming_cut: str | None = None  # "stopped", "failed": the call ended before its reply did
         self.streaming_agent: str | None = None  # whose reply ``streaming`` is
         self.user_edits = 0
+        self.retrying: Any = None  # the chat.attempt a model call waits to retry after (its wait may be long)
         self.resumed_from: Any = None  # a re-executed run: where it came from (run.start's resumed_from)
         self.divergence: Any = None  # a re-executed run that diverged: the run.diverged event
         self.journal_error: str | None = None  # the journal stopped being written (a full disk): why
@@ -245,6 +246,8 @@ class RunView:
         self.nodes[old.id] = dataclasses.replace(old, data=data)  # replaced, not changed: clones share ended nodes
 
     def _on_node_end(self, ev: Any) -> None:
+        if self.retrying is not None and ev.node_id == self.retrying.node_id:  # the call ended: no more waiting
+            self.retrying = None
         node = self.nodes.get(ev.node_id)
         if node is None:
             return
@@ -305,14 +308,17 @@ class RunView:
             self.nodes[ev.node_id].iterations_done = done if isinstance(done, int) else 0
 
     def _on_chat_delta(self, ev: Any) -> None:
+        if self.retrying is not None:
+            self.retrying = None
         self._streamed.append(ev.text)
         self.streaming_length += len(ev.text)
 
     def _on_chat_attempt(self, ev: Any) -> None:
         self._stream_anew()  # the retry streams again from the start
+        self.retrying = ev if ev.retry_in_s is not None else None
 
     def _on_run_pause(self, ev: Any) -> None:
-        self.status, self.pause = "paused", ev
+        self.status, self.pause, self.retrying = "paused", ev, None
         if ev.point != "loop_iteration" and ev.node_id in self.nodes:  # about to run a step inside the loop
             _next_iteration(self.nodes[ev.node_id])
         run = self.runs.get(ev.run_id)
@@ -380,6 +386,12 @@ class RunView:
                 return f"{text} (re-executed up to event #{self.resumed_from.at} of its journal{never}; live from here)"
             return text + {"breakpoint": " (breakpoint)", "approval": " (waiting for approval)",
                            "diverged": " (diverged from its journal)"}.get(p.reason, "")
+        if self.status == "running" and self.retrying is not None:  # a wait the run's path alone left unsaid
+            a = self.retrying
+            node = self.nodes.get(a.node_id)
+            http = f", HTTP {a.status}" if a.status else ""
+            return (f"running: the model call{f' of {node.name}' if node else ''} failed ({a.error}{http}); "
+                    f"attempt {a.attempt + 1} in {a.retry_in_s:.0f} s")
         if self.status == "failed":
             return f"failed: {self.error}"
         if self.status in ("finished", "stopped") and self.reason and self.reason != "stopped by user":

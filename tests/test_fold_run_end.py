@@ -161,3 +161,18 @@ async def test_a_loop_that_failed_inside_an_iteration_is_labelled_with_that_iter
     assert view.status == "failed" and paths == ["loop 1/4", "loop 2/4", "loop 3/4"]
     (loop_node,) = [n for n in view.nodes.values() if n.kind == "loop"]
     assert loop_node.status == "error" and loop_node.label == "loop 3/4"
+
+
+def test_a_model_call_waiting_to_retry_says_so_on_the_status_line_until_it_goes_on():
+    """For a Retry-After of 30 s the status line said only `running` (the wait was in the event log alone)."""
+    from flowtui.runtime.events import ChatAttempt, ChatDelta
+
+    view, seq = started("r1", ("n1", "workflow", "W", None), ("n2", "agent", "Writer", "n1"),
+                        ("n3", "chat", "Writer", "n2"))
+    where = dict(run_id="r1", node_id="n3", parent_id="n2", **BASE)
+    view.apply(ChatAttempt(seq=seq + 1, attempt=1, error="overloaded", status=503, retry_in_s=30.0, **where))
+    assert view.status_line() == "running: the model call of Writer failed (overloaded, HTTP 503); attempt 2 in 30 s"
+    view.apply(ChatDelta(seq=seq + 2, text="Hel", **where))  # the retry answers
+    assert view.status_line() == "running"
+    view.apply(ChatAttempt(seq=seq + 3, attempt=2, error="overloaded", status=503, retry_in_s=None, **where))
+    assert view.status_line() == "running"  # the last attempt: no wait to say
