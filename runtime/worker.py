@@ -341,23 +341,32 @@ def install_terminate(grace: float, run_task: Callable[[], asyncio.Task | None],
         asked = stop_asked()  # (the client may not wait the whole grace: the app's q does not)
         waited = grace if asked is None else time.monotonic() - asked
         why = stop_reason()
+        task = run_task()
+        if _idle() and task is not None and not task.done():  # the run awaits: a model call, an async tool
+            task.cancel(f"{why + ' (' if why else ''}killed after {waited:.1f} s: the model call or async tool "
+                        f"it awaited did not return{')' if why else ''}")
+            return
         raise Terminated(f"{why + ' (' if why else ''}killed after {waited:.1f} s: a tool or hook did not return"
                          f"{')' if why else ''}")
 
     def terminated_elsewhere(signum: int, frame: Any) -> None:
         why = Signalled(f"the flow process received {signal.Signals(signum).name} (not from flowtui)")
         task = run_task()
-        try:
-            idle = asyncio.current_task() is None
-        except RuntimeError:  # no event loop (loading the flow)
-            idle = False
-        if idle and task is not None and not task.done():
+        if _idle() and task is not None and not task.done():
             task.cancel(why)
             return
         raise why
 
     signal.signal(STOP_SIGNAL, terminate)
     signal.signal(signal.SIGTERM, terminated_elsewhere)
+
+
+def _idle() -> bool:
+    """Whether a signal came while no code of the run was running (its loop waits on I/O or a timer)."""
+    try:
+        return asyncio.current_task() is None
+    except RuntimeError:  # no event loop (loading the flow)
+        return False
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -42,6 +42,29 @@ async def test_x_stops_a_run_stuck_in_a_tool(flow):
         await wait_until(pilot, lambda: app.screen.__class__.__name__ == "HelpScreen", what="the help")
 
 
+def test_q_on_a_run_awaiting_what_never_answers_says_so_in_its_end(tmp_path):
+    """A model call to a server that never answers (here an async tool awaiting as long), then q: its
+    end said "a tool or hook did not return", as for code that runs on."""
+    import json
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from terminal import Terminal
+
+    journal = tmp_path / "j.jsonl"
+    with Terminal.flowtui(f"{MISBEHAVE}:AwaitsForever", "--input", "x", "--journal", str(journal), cols=100,
+                          rows=30) as term:
+        term.wait_for("paused before")
+        term.send("c")
+        term.wait_for("running")
+        time.sleep(0.3)  # into the tool's await
+        term.send("q")
+        assert term.wait_exit(15) == 0
+    end = json.loads(journal.read_text().splitlines()[-1])
+    assert end["type"] == "run.end" and end["status"] == "stopped", end
+    assert "a tool or hook did not return" not in end["reason"] and "awaited" in end["reason"], end["reason"]
+
+
 async def test_p_while_a_tool_never_returns_says_what_the_pause_waits_for():
     app = make(f"{MISBEHAVE}:SyncLoop", input="x")
     async with app.run_test() as pilot:

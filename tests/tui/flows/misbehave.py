@@ -44,6 +44,10 @@ async def async_spin(self, args: Args = Input()):
         pass
 
 
+async def awaits_forever(self, args: Args = Input()):
+    await asyncio.sleep(3600)  # as a model call to a server that never answers
+
+
 def exits_hard(self, args: Args = Input()):
     os._exit(3)
 
@@ -89,6 +93,11 @@ class SyncLoop:
 
 @workflow(steps=make(async_spin))
 class AsyncLoop:
+    pass
+
+
+@workflow(steps=make(awaits_forever))
+class AwaitsForever:
     pass
 
 
