@@ -42,3 +42,25 @@ async def run_collect(wf, input="go", **kw):
     run = bootstrap(wf).prepare(input, on_event=events.append, **kw)
     out = await run.execute()
     return out, events, run
+
+
+def streaming_workflow():
+    """A workflow of two turns whose model streams ``Hello!`` in three fragments: a journal of its run
+    leaves their numbers out (fragments are not journaled)."""
+    from flowtui import ChatReply, agent, workflow
+
+    class Streaming(FunctionProvider):
+        async def complete(self, request):
+            for piece in ("He", "llo", "!"):
+                request.on_delta(piece)
+            return ChatReply(content="Hello!")
+
+    @agent(provider=Streaming(lambda m, t: ""), prompt="p")
+    class A:
+        pass
+
+    @workflow(steps=[A, A])
+    class W:
+        pass
+
+    return W

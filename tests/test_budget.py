@@ -161,10 +161,9 @@ async def test_max_tool_calls_stops_before_the_next_tool_call():
     assert run.ctx.budget.tool_calls == 2
 
 
-async def test_max_tool_calls_stops_between_tool_calls_of_one_turn():
-    executed: list = []
-    reply = {"content": "", "tool_calls": [{"name": "noop", "args": {"n": i}} for i in range(4)]}
-    provider, calls = scripted(reply)
+def _one_turn_of_calls(n: int, executed: list):
+    """A workflow of one turn whose reply calls tool ``noop`` ``n`` times."""
+    provider, _ = scripted({"content": "", "tool_calls": [{"name": "noop", "args": {"n": i}} for i in range(n)]})
 
     @agent(provider=provider, tools=[_noop_tool(executed)])
     class A:
@@ -174,6 +173,12 @@ async def test_max_tool_calls_stops_between_tool_calls_of_one_turn():
     class W:
         pass
 
+    return W
+
+
+async def test_max_tool_calls_stops_between_tool_calls_of_one_turn():
+    executed: list = []
+    W = _one_turn_of_calls(4, executed)
     out, events, run = await run_collect(W, budget=Budget(max_tool_calls=3))
     assert executed == [0, 1, 2]
     assert [e.name for e in events if e.type == "node.start" and e.kind == "tool"] == ["noop"] * 3
@@ -191,17 +196,7 @@ async def test_a_run_stopped_before_a_tool_answers_the_calls_it_leaves():
     from flowtui.runtime.control import Controller
 
     executed: list = []
-    reply = {"content": "", "tool_calls": [{"name": "noop", "args": {"n": i}} for i in range(2)]}
-    provider, _ = scripted(reply)
-
-    @agent(provider=provider, tools=[_noop_tool(executed)])
-    class A:
-        pass
-
-    @workflow(steps=[A])
-    class W:
-        pass
-
+    W = _one_turn_of_calls(2, executed)
     events: list = []
     ctl = Controller(start_paused=True)
     run = bootstrap(W).prepare("go", controller=ctl, on_event=events.append)

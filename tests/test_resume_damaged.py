@@ -134,22 +134,10 @@ def test_lines_taken_out_of_the_prefix_are_refused_naming_the_missing_events(rec
 async def test_a_streamed_reply_leaves_numbers_out_of_its_journal_and_still_reexecutes(tmp_path):
     """Its fragments are not journaled (a credential split over them could not be redacted): the gaps
     inside a model call are no lines taken out."""
-    from flowtui import ChatReply, FunctionProvider, agent, bootstrap, workflow
+    from fakes import streaming_workflow
+    from flowtui import bootstrap
 
-    class Streaming(FunctionProvider):
-        async def complete(self, request):
-            for piece in ("He", "llo", "!"):
-                request.on_delta(piece)
-            return ChatReply(content="Hello!")
-
-    @agent(provider=Streaming(lambda m, t: ""), prompt="p")
-    class A:
-        pass
-
-    @workflow(steps=[A, A])
-    class W:
-        pass
-
+    W = streaming_workflow()
     journal = tmp_path / "streamed.jsonl"
     assert await bootstrap(W).run("hi", journal=journal) == "Hello!"
     seqs = [json.loads(line)["seq"] for line in journal.read_text().splitlines()]

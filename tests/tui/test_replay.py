@@ -133,23 +133,10 @@ def test_an_at_outside_the_run_is_refused_not_clamped_unsaid(journal, capsys, at
 
 async def streamed(path: Path) -> Path:
     """A run whose model streams its replies: the fragments' numbers are left out of the journal."""
-    from flowtui import ChatReply, FunctionProvider, agent, bootstrap, workflow
+    from fakes import streaming_workflow
+    from flowtui import bootstrap
 
-    class Streaming(FunctionProvider):
-        async def complete(self, request):
-            for piece in ("He", "llo", "!"):
-                request.on_delta(piece)
-            return ChatReply(content="Hello!")
-
-    @agent(provider=Streaming(lambda m, t: ""), prompt="p")
-    class A:
-        pass
-
-    @workflow(steps=[A, A])
-    class W:
-        pass
-
-    await bootstrap(W).run("hi", journal=path)
+    await bootstrap(streaming_workflow()).run("hi", journal=path)
     return path
 
 
