@@ -136,11 +136,6 @@ def watches_text(view: Any, watches: list[str], *, width: int | None = None) -> 
     return text
 
 
-class RunButton(Button, can_focus=False):
-    """A button of the control pane: clicked, or its key pressed. Never focused: `tab` goes from pane to
-    pane (on a focused button, `enter` stepped the run and the arrows did nothing)."""
-
-
 class ControlPane(Vertical):
     """Buttons (each runs the same action as its key) and the status lines.
 
@@ -166,7 +161,10 @@ class ControlPane(Vertical):
         if self._buttons:
             return
         for spec, label in zip(BUTTONS, button_labels(self._width())):
-            button = RunButton(label, id=f"btn-{spec.action}", action=f"app.{spec.action}", compact=True)
+            button = Button(label, id=f"btn-{spec.action}", action=f"app.{spec.action}", compact=True)
+            # clicked, or its key pressed, never focused: tab goes from pane to pane (on a focused
+            # button, enter stepped the run and the arrows did nothing)
+            button.can_focus = False
             button.tooltip = f"{spec.help} [{key_name(spec.key)}]"
             button.disabled = self._disabled.get(spec.action, False)
             self._buttons[spec.action] = button
