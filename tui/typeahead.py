@@ -16,6 +16,8 @@ added was `milk`. Three parts put those keys where the user meant them:
 
 A key bound on the dialog (`escape`) still acts as that binding; keys the
 screen under it binds (`s` steps) never reach the run while the dialog is open.
+A question (reload and lose the run? delete this message?) gets none of them:
+it is answered by keys typed once it shows.
 """
 
 from __future__ import annotations
@@ -37,15 +39,19 @@ class KeysPassed:
 
 
 class KeysFollowDialogs:
-    """An app that sends a key that bubbled up through a screen now under a dialog on to the dialog.
-    Runs before Textual's own key handling (the current screen's bindings), which it then prevents."""
+    """An app that sends a key that bubbled up through a screen now under a text dialog on to the
+    dialog, and drops one that finds a question there. Runs before Textual's own key handling (the
+    current screen's bindings), which it then prevents: a question (reload and lose the run? delete
+    this message?) is answered by keys typed once it shows, never by one typed before (`r` then `y`
+    in one burst reloaded)."""
 
     def on_key(self, event: events.Key) -> None:
         stack = self.screen_stack  # type: ignore[attr-defined]
         if any(isinstance(screen, KeysPassed) and screen.passed(event) for screen in stack[:-1]):
             event.stop()
             event.prevent_default()
-            self.post_message(events.Key(event.key, event.character))  # type: ignore[attr-defined]
+            if isinstance(stack[-1], TypedBeforeFocus):
+                self.post_message(events.Key(event.key, event.character))  # type: ignore[attr-defined]
 
 
 class TypedBeforeFocus:

@@ -476,3 +476,23 @@ async def test_a_burst_that_ends_in_escape_closes_the_dialog_and_its_letters_rea
         await pilot.pause()
         assert app.is_running and app.client.view.tasks == []
         assert app.client.view.events == seen and app.client.view.status_line() == "paused before Writer"
+
+
+async def test_a_question_is_never_answered_by_a_key_typed_with_the_one_that_asked_it():
+    """`r` then `y` in one burst: the `y` was typed before "stop the run and reload?" showed; it stops
+    nothing."""
+    from textual import events
+
+    app = make(input="go")
+    async with app.run_test() as pilot:
+        await paused(pilot)
+        first = app.client.view.run_id
+        for key in "ry":
+            app.post_message(events.Key(key, key))
+        await wait_until(pilot, lambda: isinstance(app.screen, ConfirmDialog), what="the question")
+        await pilot.pause(0.2)
+        assert isinstance(app.screen, ConfirmDialog)
+        assert app.client.view.run_id == first and status(app) == "paused"
+        await pilot.press("n")
+        await wait_until(pilot, lambda: app.screen is app.main, what="the question gone")
+        assert app.client.view.run_id == first
