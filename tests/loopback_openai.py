@@ -14,6 +14,10 @@ answers no call, a call left unanswered) gets OpenAI's 400, whatever the script.
 chunked transfer encoding, so a connection dropped mid-stream is a real
 protocol error on the client side rather than a silently short body.
 
+Hostile servers too: :func:`raw` answers with exactly the body given (a 200 with no choices, plain
+JSON to a streaming request, an error body in another shape than OpenAI's), :func:`events` streams
+exactly the chunks given, :func:`trickle` sends a keep-alive byte now and then and never a reply.
+
 Only the standard library: ``http.server`` in a daemon thread.
 """
 
@@ -32,13 +36,18 @@ __all__ = [
     "Action",
     "LoopbackOpenAI",
     "RecordedRequest",
+    "chunk",
     "drop_mid_stream",
+    "events",
     "http_error",
+    "keep_alive",
     "malformed_json",
     "rate_limited",
+    "raw",
     "reply",
     "server_error",
     "slow",
+    "trickle",
     "unauthorized",
 ]
 
@@ -57,17 +66,56 @@ class Action:
     headers: tuple[tuple[str, str], ...] = ()
     body: str | None = None
     delay_s: float = 0.0
-    usage: tuple[int, int] = (11, 7)
+    usage: tuple[Any, Any] = (11, 7)
     chunks: int = 3
+    events: tuple[str, ...] = ()
+    finish_reason: str | None = None
 
 
 def reply(content: str | None = "", *, tool_calls: list[dict[str, Any]] | None = None,
-          usage: tuple[int, int] = (11, 7), chunks: int = 3) -> Action:
+          usage: tuple[Any, Any] = (11, 7), chunks: int = 3, finish_reason: str | None = None) -> Action:
     """A normal completion. ``tool_calls`` items are ``{"name":..., "args": {...}}``
-    (or ``"arguments"`` as a ready JSON string); ``usage`` is (prompt, completion);
-    streamed replies split the content into ``chunks`` fragments."""
+    (or ``"arguments"`` as a ready JSON string; an ``"id"`` given is sent as it is, ``""`` too);
+    ``usage`` is (prompt, completion), sent as given; streamed replies split the content into
+    ``chunks`` fragments. ``finish_reason`` defaults to ``tool_calls`` or ``stop``."""
     calls = tuple(tool_calls or ())
-    return Action("reply", content=content, tool_calls=calls, usage=usage, chunks=chunks)
+    return Action("reply", content=content, tool_calls=calls, usage=usage, chunks=chunks,
+                  finish_reason=finish_reason)
+
+
+def raw(body: Any, *, status: int = 200, content_type: str = "application/json") -> Action:
+    """A response with exactly this body (a dict or a list is sent as JSON), whether or not the
+    request asked for a stream: a server that answers a streaming request with plain JSON, or with
+    a 200 the API never sends (``{"choices": []}``)."""
+    text = body if isinstance(body, str) else json.dumps(body)
+    return Action("raw", status=status, headers=(("Content-Type", content_type),), body=text)
+
+
+def events(*items: Any) -> Action:
+    """A stream of exactly these SSE events (a dict is sent as ``data: <its JSON>``, a string as
+    ``data: <the string>``), then ``data: [DONE]``. :func:`chunk` builds a chunk's dict."""
+    return Action("events", events=tuple(i if isinstance(i, str) else json.dumps(i) for i in items))
+
+
+def chunk(delta: dict[str, Any] | None = None, *, finish_reason: str | None = None,
+          choice: dict[str, Any] | None = None, usage: dict[str, Any] | None = None,
+          model: str = "gpt-test") -> dict[str, Any]:
+    """One ``chat.completion.chunk``: its choice is ``choice`` if given, else ``{"index": 0,
+    "delta": delta, "finish_reason": finish_reason}``."""
+    out = _delta_chunk(model, delta or {}, finish_reason=finish_reason)
+    if choice is not None:
+        out["choices"] = [choice]
+    if usage is not None:
+        out["usage"] = usage
+    return out
+
+
+def trickle(seconds: float, piece: str = ": keepalive\n") -> Action:
+    """A 200 that sends ``piece`` (a keep-alive comment, or whitespace) every 0.1 s for ``seconds``
+    and never a reply, then drops the connection: what OpenRouter sends a non-streamed request while
+    the model works, from a server that never finishes. Each read gets bytes in time, so only a
+    bound on the whole wait ends it. A streaming request gets SSE keep-alives instead."""
+    return Action("trickle", body=piece, chunks=max(int(seconds * 10), 1))
 
 
 def http_error(status: int, message: str = "scripted error", *,
@@ -321,6 +369,31 @@ def _make_handler(owner: LoopbackOpenAI) -> type[BaseHTTPRequestHandler]:
                         break
                     self._chunk(b": keepalive\n\n")
                 self._abort()
+            elif action.kind == "raw":
+                data = (action.body or "").encode()
+                self.send_response(action.status)
+                for k, v in action.headers:
+                    self.send_header(k, v)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+            elif action.kind == "events":
+                self._start_sse()
+                for event in action.events:
+                    self._chunk(b"data: " + event.encode() + b"\n\n")
+                self._chunk(b"data: [DONE]\n\n")
+                self._chunk(b"")
+            elif action.kind == "trickle":
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream" if stream else "application/json")
+                self.send_header("Transfer-Encoding", "chunked")
+                self.end_headers()
+                piece = b": keepalive\n\n" if stream else (action.body or "").encode()
+                for _ in range(action.chunks):
+                    self._chunk(piece)
+                    if owner._stopping.wait(0.1):
+                        break
+                self._abort()
             elif action.kind == "reply":
                 if stream:
                     self._stream_reply(action, model)
@@ -336,17 +409,16 @@ def _make_handler(owner: LoopbackOpenAI) -> type[BaseHTTPRequestHandler]:
                 self._chunk(_sse(_delta_chunk(model, {"content": piece})))
             for i, call in enumerate(action.tool_calls):
                 args = _arguments(call)
-                head = {"index": i, "id": call.get("id") or f"call_{i}", "type": "function",
+                head = {"index": i, "id": _call_id(call, i), "type": "function",
                         "function": {"name": call["name"], "arguments": ""}}
                 self._chunk(_sse(_delta_chunk(model, {"tool_calls": [head]})))
                 # Arguments arrive in fragments, as real servers send them.
                 for frag in _split(args, 3):
                     self._chunk(_sse(_delta_chunk(
                         model, {"tool_calls": [{"index": i, "function": {"arguments": frag}}]})))
-            finish = "tool_calls" if action.tool_calls else "stop"
-            last = _delta_chunk(model, {}, finish_reason=finish)
+            last = _delta_chunk(model, {}, finish_reason=_finish(action))
             p, c = action.usage
-            last["usage"] = {"prompt_tokens": p, "completion_tokens": c, "total_tokens": p + c}
+            last["usage"] = {"prompt_tokens": p, "completion_tokens": c, "total_tokens": _total(p, c)}
             self._chunk(_sse(last))
             self._chunk(b"data: [DONE]\n\n")
             self._chunk(b"")  # terminating zero-length chunk
@@ -417,11 +489,23 @@ def _arguments(call: dict[str, Any]) -> str:
     return json.dumps(call.get("args") or {})
 
 
+def _call_id(call: dict[str, Any], i: int) -> Any:
+    return call["id"] if "id" in call else f"call_{i}"
+
+
+def _finish(action: Action) -> str:
+    return action.finish_reason or ("tool_calls" if action.tool_calls else "stop")
+
+
+def _total(p: Any, c: Any) -> Any:
+    return p + c if isinstance(p, int) and isinstance(c, int) else None
+
+
 def _completion(model: str, action: Action) -> dict[str, Any]:
     message: dict[str, Any] = {"role": "assistant", "content": action.content}
     if action.tool_calls:
         message["tool_calls"] = [
-            {"id": call.get("id") or f"call_{i}", "type": "function",
+            {"id": _call_id(call, i), "type": "function",
              "function": {"name": call["name"], "arguments": _arguments(call)}}
             for i, call in enumerate(action.tool_calls)
         ]
@@ -431,9 +515,8 @@ def _completion(model: str, action: Action) -> dict[str, Any]:
         "object": "chat.completion",
         "created": int(time.time()),
         "model": model,
-        "choices": [{"index": 0, "message": message,
-                     "finish_reason": "tool_calls" if action.tool_calls else "stop"}],
-        "usage": {"prompt_tokens": p, "completion_tokens": c, "total_tokens": p + c},
+        "choices": [{"index": 0, "message": message, "finish_reason": _finish(action)}],
+        "usage": {"prompt_tokens": p, "completion_tokens": c, "total_tokens": _total(p, c)},
     }
 
 

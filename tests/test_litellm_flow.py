@@ -3,7 +3,7 @@
 import pytest
 from pydantic import BaseModel
 
-from loopback_openai import LoopbackOpenAI, rate_limited, reply, unauthorized
+from loopback_openai import LoopbackOpenAI, raw, rate_limited, reply, unauthorized
 from flowtui import (
     Budget, Input, LiteLLMProvider, ProviderError, agent, bootstrap, loop, tool, until_answered, workflow,
 )
@@ -120,3 +120,33 @@ async def test_flowtui_model_environment_variable_overrides_too(server, monkeypa
     server.script(reply("ok"))
     assert await bootstrap(flow(server)).run("oi") == "ok"
     assert server.requests[0].body["model"] == "from-env"
+
+
+async def test_a_reply_with_no_choices_fails_the_run_saying_so_never_an_empty_answer(server, tmp_path):
+    # {"choices": []} three times: the run "finished" with empty output, exit 0, no warning
+    empty = {"id": "chatcmpl-x", "object": "chat.completion", "created": 1, "model": "gpt-test", "choices": []}
+    server.script(raw(empty), raw(empty), raw(empty))
+    app = bootstrap(flow(server))
+    events = []
+    app.subscribe(events.append)
+    with pytest.raises(ProviderError) as info:
+        await app.run("oi", journal=tmp_path / "run.jsonl")
+    assert len(server.requests) == 3  # retried like any malformed reply
+    attempts = [e for e in events if e.type == "chat.attempt"]
+    assert [a.error for a in attempts] == ["the server's reply held no choices"] * 3
+    end = events[-1]
+    assert end.type == "run.end" and end.status == "failed"
+    assert "the server's reply held no choices" in end.error and "Calc" in str(info.value)
+
+
+async def test_negative_usage_from_the_server_never_lowers_the_run_totals(server):
+    # completion_tokens: -1000000 made the totals negative: a way around Budget(max_tokens=...)
+    server.script(
+        reply("", tool_calls=[{"name": "somar", "args": {"a": 2, "b": 3}}], usage=(20, -1_000_000)),
+        reply("2 + 3 = 5", usage=(30, 4)),
+    )
+    app = bootstrap(flow(server))
+    view = RunView()
+    app.subscribe(view.apply)
+    assert await app.run("quanto é 2+3?", budget=Budget(max_tokens=1000)) == "2 + 3 = 5"
+    assert view.ctx["budget"]["tokens"] == 20 + 30 + 4

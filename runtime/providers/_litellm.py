@@ -15,6 +15,7 @@ import functools
 import hashlib
 import json
 import logging
+import math
 import os
 import warnings
 from types import ModuleType
@@ -25,12 +26,16 @@ from flowtui.runtime.providers.base import RAW_ARGUMENTS_KEY, ChatReply, ChatReq
 from flowtui.runtime.providers.replies import model_reply
 
 __all__ = [
+    "MalformedReply",
     "RAW_ARGUMENTS_KEY",
+    "build_streamed",
     "count_tokens",
     "load_litellm",
     "local_encoding",
     "parse_response",
     "to_openai_messages",
+    "token_count",
+    "usage_as_sent",
 ]
 
 _LITELLM_LOGGERS = ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy", "litellm")
@@ -74,6 +79,10 @@ def load_litellm() -> ModuleType:
     warnings.filterwarnings("ignore", module=r"litellm(\..*)?$")
     warnings.filterwarnings("ignore", category=UserWarning, message=r".*`ReadOnly` qualifier")
     warnings.filterwarnings("ignore", category=UserWarning, message=r"Pydantic serializer warnings")
+    # A call given up on (timeout bounds a whole reply) while litellm still prepared it in a worker
+    # thread leaves the coroutine it prepared there unawaited: no request was sent, nothing to say.
+    warnings.filterwarnings("ignore", category=RuntimeWarning,
+                            message=r"coroutine '\w*(?:Completion|Handler|LLM)\w*\.\w+' was never awaited")
     return litellm
 
 
@@ -133,20 +142,98 @@ def _pair(pending: list[tuple[str, str]], name: str | None) -> str | None:
 # --------------------------------------------------------------------------- responses
 
 
+class MalformedReply(Exception):
+    """A reply (HTTP 200) that holds no usable answer: no choices, a stream with no message, a
+    tool call with no name. Its text says what was wrong, in words; retried like a dropped reply."""
+
+
 def parse_response(resp: Any, request: ChatRequest, *, rescue: bool) -> ChatReply:
-    """A litellm ``ModelResponse`` as a :class:`ChatReply` (see :func:`model_reply`)."""
-    choice = resp.choices[0] if getattr(resp, "choices", None) else None
+    """A litellm ``ModelResponse`` as a :class:`ChatReply` (see :func:`model_reply`). A reply with
+    nothing to take an answer from is a :class:`MalformedReply`, never an empty answer."""
+    choices = getattr(resp, "choices", None)
+    if not choices:
+        raise MalformedReply("the server's reply held no choices")
+    choice = choices[0]
     message = getattr(choice, "message", None)
+    if message is None:
+        raise MalformedReply("the server's reply held a choice with no message")
+    calls = [_native_call(c) for c in (getattr(message, "tool_calls", None) or [])]
+    if any(not call.name for call in calls):
+        raise MalformedReply("the server's reply held a tool call with no name")
     # Providers that return reasoning separately (deepseek, o-series via litellm).
     extra_reasoning = getattr(message, "reasoning_content", None)
-    usage = getattr(resp, "usage", None)
+    prompt_tokens, completion_tokens = usage_as_sent(resp)
+    finish_reason = getattr(choice, "finish_reason", None)
     return model_reply(
-        request, getattr(message, "content", None) or "",
-        [_native_call(c) for c in (getattr(message, "tool_calls", None) or [])],
+        request, getattr(message, "content", None) or "", calls,
         rescue=rescue, reasoning=extra_reasoning if isinstance(extra_reasoning, str) else None,
-        prompt_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
-        completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
-        model=getattr(resp, "model", None))
+        prompt_tokens=token_count(prompt_tokens), completion_tokens=token_count(completion_tokens),
+        model=getattr(resp, "model", None),
+        finish_reason=finish_reason if isinstance(finish_reason, str) and finish_reason else None)
+
+
+def usage_as_sent(resp: Any) -> tuple[Any, Any]:
+    """(prompt_tokens, completion_tokens) as the reply's ``usage`` gave them, unchecked."""
+    usage = getattr(resp, "usage", None)
+    return getattr(usage, "prompt_tokens", None), getattr(usage, "completion_tokens", None)
+
+
+def token_count(value: Any) -> int:
+    """A token count from a server: a whole number, 0 or more. Anything else (negative, a fraction,
+    text, NaN) counts 0: a server must not lower the run's totals, or slip past a token budget."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return 0
+    if isinstance(value, float) and not (math.isfinite(value) and value.is_integer()):
+        return 0
+    return int(value) if value > 0 else 0
+
+
+# A tool call streamed with no id gets this one while litellm joins the stream (it drops a call
+# without an id), and None again after, so it is numbered as a call that came without one.
+_NO_ID = "flowtui-no-id-"
+
+
+def build_streamed(litellm: Any, chunks: list[Any], messages: list[dict[str, Any]]) -> Any:
+    """The full response of a stream's ``chunks``, as litellm joins them, after checking that the
+    server really sent an answer: litellm makes up an empty one for a stream that held none (plain
+    JSON or other data sent instead of server-sent events, chunks with no message) and drops a tool
+    call that came with no id or no name."""
+    said = False
+    calls: dict[Any, list[Any]] = {}  # index -> the fragments of that tool call
+    for chunk in chunks:
+        for choice in getattr(chunk, "choices", None) or ():
+            if getattr(choice, "index", 0) not in (0, None):
+                continue
+            delta = getattr(choice, "delta", None)
+            if delta is None:
+                continue
+            if getattr(delta, "role", None) or getattr(delta, "content", None) is not None \
+                    or getattr(delta, "tool_calls", None) or getattr(delta, "reasoning_content", None) \
+                    or getattr(delta, "function_call", None):
+                said = True
+            for call in getattr(delta, "tool_calls", None) or ():
+                calls.setdefault(getattr(call, "index", None) or 0, []).append(call)
+    if not said:
+        raise MalformedReply("the server's reply to a streaming request held no message (no chunk of a "
+                             "chat completion arrived: plain JSON or other data instead of a stream?)")
+    mended = []
+    for index, fragments in calls.items():
+        if all(getattr(f, "function", None) is None for f in fragments):
+            continue  # not a function call (a custom tool's): litellm's to judge
+        if not any(getattr(getattr(f, "function", None), "name", None) for f in fragments):
+            raise MalformedReply("the server's streamed reply held a tool call with no name")
+        if not any(getattr(f, "id", None) for f in fragments):
+            mended.append((fragments[0], getattr(fragments[0], "id", None)))
+            fragments[0].id = f"{_NO_ID}{index}"
+    resp = litellm.stream_chunk_builder(chunks, messages=messages)
+    if mended:
+        for choice in getattr(resp, "choices", None) or ():
+            for call in getattr(getattr(choice, "message", None), "tool_calls", None) or ():
+                if isinstance(getattr(call, "id", None), str) and call.id.startswith(_NO_ID):
+                    call.id = None
+        for fragment, as_sent in mended:  # the chunks as they came (litellm may keep them for its logs)
+            fragment.id = as_sent
+    return resp
 
 
 def _native_call(call: Any) -> ToolCall:
@@ -163,7 +250,9 @@ def _native_call(call: Any) -> ToolCall:
         except (ValueError, RecursionError):
             parsed = None
         args = parsed if isinstance(parsed, dict) else {RAW_ARGUMENTS_KEY: str(raw)}
-    return ToolCall(name=name, args=args, id=getattr(call, "id", None))
+    call_id = getattr(call, "id", None)
+    return ToolCall(name=name if isinstance(name, str) else str(name), args=args,
+                    id=call_id if isinstance(call_id, str) and call_id else None)
 
 
 # --------------------------------------------------------------------------- token counts

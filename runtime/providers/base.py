@@ -86,6 +86,9 @@ class ChatReply(BaseModel):
     cost_usd: float = 0.0
     attempts: int = 1
     model: str | None = None
+    # Why the model stopped, as the server said ("stop", "length", "tool_calls", "content_filter"...);
+    # None when it did not say. "length": the answer was cut at max_tokens (a reply all the same).
+    finish_reason: str | None = None
 
 
 class TokenCount(BaseModel):

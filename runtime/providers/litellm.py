@@ -19,6 +19,8 @@ from __future__ import annotations
 import asyncio
 import copy
 import email.utils
+import json
+import math
 import random
 import re
 import time
@@ -28,8 +30,9 @@ from typing import Any
 
 from flowtui.runtime.errors import ConfigError, FlowtuiError, ProviderError
 from flowtui.runtime.messages import Message
+from flowtui.runtime.providers._litellm import MalformedReply
 from flowtui.runtime.providers.base import AttemptInfo, ChatReply, ChatRequest, Provider, TokenCount
-from flowtui.runtime.secrets import redact, secret_values
+from flowtui.runtime.secrets import MARK, redact, secret_values
 
 __all__ = ["LiteLLMProvider", "Retry", "RETRYABLE_STATUS", "SAMPLING_KEYS"]
 
@@ -164,7 +167,7 @@ class LiteLLMProvider(Provider):
                 if self.stream:
                     resp = await self._streamed(litellm, kwargs, request)
                 else:
-                    resp = await litellm.acompletion(**kwargs)
+                    resp = await self._whole(litellm, kwargs)
                 reply = _litellm.parse_response(resp, request, rescue=self.rescue_tool_calls)
             except FlowtuiError:
                 raise
@@ -174,7 +177,7 @@ class LiteLLMProvider(Provider):
                 status, retryable = _classify(exc)
                 final = not retryable or attempt == attempts
                 wait = None if final else self._wait_s(exc, attempt)
-                detail = self._redact(_short(exc))
+                detail = _cut(self._redact(_said(exc)))  # redacted whole: a cut leaves no piece of a key
                 if wait is not None and not wait <= self._policy.max_retry_after_s:  # (inf and nan too)
                     detail += (f" (the server asked to wait {wait:,.0f} s before a retry, more than "
                                f"Retry(max_retry_after_s={self._policy.max_retry_after_s:g}) allows)")
@@ -219,15 +222,32 @@ class LiteLLMProvider(Provider):
         kwargs["max_retries"] = 0
         return kwargs
 
+    async def _whole(self, litellm: Any, kwargs: dict[str, Any]) -> Any:
+        """A reply not streamed. ``timeout`` bounds the whole wait: a server that sends a byte now
+        and then (keep-alive comments, whitespace, as OpenRouter does while the model works) never
+        lets the client's read timeout fire."""
+        if self.timeout is None:
+            return await litellm.acompletion(**kwargs)
+        return await _bounded(litellm.acompletion(**kwargs), self.timeout,
+                              f"no whole reply arrived within {self.timeout:g} s")
+
     async def _streamed(self, litellm: Any, kwargs: dict[str, Any], request: ChatRequest) -> Any:
         """Stream the reply, handing text to ``request.on_delta`` as it comes,
         and rebuild one full response (tool-call fragments joined) at the end."""
-        stream = await litellm.acompletion(**kwargs)
+        from flowtui.runtime.providers._litellm import build_streamed
+
+        if self.timeout is None:
+            stream = await litellm.acompletion(**kwargs)
+        else:
+            stream = await _bounded(litellm.acompletion(**kwargs), self.timeout,
+                                    f"the stream did not start within {self.timeout:g} s")
+        stalled = None if self.timeout is None else \
+            f"no piece of the streamed reply arrived within {self.timeout:g} s"
         chunks = []
         pieces = stream.__aiter__()
         while True:
             try:  # timeout bounds each wait for a piece: keep-alive comments alone do not count
-                chunk = await asyncio.wait_for(pieces.__anext__(), self.timeout)
+                chunk = await _bounded(pieces.__anext__(), self.timeout, stalled)
             except StopAsyncIteration:
                 break
             chunks.append(chunk)
@@ -240,7 +260,7 @@ class LiteLLMProvider(Provider):
                         raise _CallbackFailed(exc) from exc
         if not chunks:
             raise _EmptyStream("the stream ended before any data arrived")
-        return litellm.stream_chunk_builder(chunks, messages=kwargs["messages"])
+        return build_streamed(litellm, chunks, kwargs["messages"])
 
     def _wait_s(self, exc: BaseException, failed_attempt: int) -> float:
         after = _retry_after_s(exc)
@@ -248,17 +268,29 @@ class LiteLLMProvider(Provider):
 
     def _cost(self, litellm: Any, resp: Any, reply: ChatReply) -> float:
         if self.cost_per_1k is not None:
-            return (reply.usage.prompt_tokens * float(self.cost_per_1k.get("prompt", 0.0))
-                    + reply.usage.completion_tokens * float(self.cost_per_1k.get("completion", 0.0))
-                    ) / 1000.0
+            return _money((reply.usage.prompt_tokens * float(self.cost_per_1k.get("prompt", 0.0))
+                           + reply.usage.completion_tokens * float(self.cost_per_1k.get("completion", 0.0))
+                           ) / 1000.0)
+        from flowtui.runtime.providers._litellm import token_count, usage_as_sent
+
+        if any(sent is not None and token_count(sent) != sent for sent in usage_as_sent(resp)):
+            # a count that is no whole number of 0 or more, which litellm priced as it was (a negative
+            # count, a negative cost): price the counts the run takes instead
+            try:
+                prompt, completion = litellm.cost_per_token(
+                    model=self.model, prompt_tokens=reply.usage.prompt_tokens,
+                    completion_tokens=reply.usage.completion_tokens)
+                return _money(prompt + completion)
+            except Exception:  # noqa: BLE001 - a model missing from the price table costs 0
+                return 0.0
         # litellm already priced the response while building it; pricing it again
         # doubled the cost of a call (measured by bench/litellm_bench.py).
         # None there means the model is not in the price table: it costs 0.
         hidden = getattr(resp, "_hidden_params", None) or {}
         if "response_cost" in hidden:
-            return float(hidden["response_cost"] or 0.0)
+            return _money(hidden["response_cost"])
         try:
-            return float(litellm.completion_cost(completion_response=resp) or 0.0)
+            return _money(litellm.completion_cost(completion_response=resp))
         except Exception:  # noqa: BLE001 - a model missing from the price table costs 0
             return 0.0
 
@@ -281,6 +313,8 @@ class LiteLLMProvider(Provider):
             what = "the model or endpoint was not found (HTTP 404): check the model name and api_base"
         elif _is_timeout(exc):
             what = f"the model did not answer within timeout={self.timeout}s"
+        elif _is_malformed(exc):  # a 200 with no answer in it: litellm's own 500 is no server's
+            what = "the server's reply held no usable answer"
         elif _is_connection(exc):
             what = "the model's server could not be reached, or it dropped the connection"
         elif status is not None and not retryable:
@@ -352,8 +386,8 @@ def _classify(exc: BaseException) -> tuple[int | None, bool]:
         status = None
     if _is_missing_key(exc):  # reported as 500 by some paths; no retry will find a key
         return status, False
-    if _is_timeout(exc) or _is_connection(exc):  # no answer came: litellm's 408 or 500 here is its own
-        return None, True
+    if _is_timeout(exc) or _is_connection(exc) or _is_malformed(exc):
+        return None, True  # no answer came, or none that can be used: litellm's 408 or 500 here is its own
     if status is None:
         return None, False
     return status, status in RETRYABLE_STATUS
@@ -376,6 +410,68 @@ def _is_connection(exc: BaseException) -> bool:
                               "ClientConnectionError", "ServerDisconnectedError") for c in type(cause).__mro__):
             return True
     return False
+
+
+# litellm's words for a 200 it could not turn into a response (a field missing, one of the wrong type),
+# and for a stream that closed before the reply was finished
+_INVALID = "Invalid response object"
+_UNFINISHED = "Stream ended before a finish_reason was received"
+# litellm's types of a response: a ValidationError of one is a reply that does not fit the API
+_RESPONSE_TYPES = frozenset({"Usage", "ModelResponse", "ModelResponseStream", "Choices", "StreamingChoices",
+                             "Message", "Delta", "Function", "ChatCompletionMessageToolCall",
+                             "ChatCompletionDeltaToolCall"})
+
+
+def _is_malformed(exc: BaseException) -> bool:
+    """A reply that came (HTTP 200) but holds no usable answer: ours (:class:`MalformedReply`), or
+    one litellm could not read (it calls that a 500 of its own, or a connection error)."""
+    return _malformed(exc) is not None
+
+
+def _malformed(exc: BaseException) -> str | None:
+    """What is wrong with a reply that holds no usable answer, in words; None for other failures."""
+    causes = list(_causes(exc))
+    for cause in causes:
+        if isinstance(cause, MalformedReply):
+            return str(cause)
+    if any(type(cause).__name__ == "HTTPStatusError" for cause in causes):
+        return None  # the server answered with an error status: that is what it said
+    for cause in causes:
+        if isinstance(cause, json.JSONDecodeError):
+            return f"the server's reply is not valid JSON ({cause})"
+        if type(cause).__name__ == "ValidationError" and getattr(cause, "title", None) in _RESPONSE_TYPES:
+            return f"the server's reply is not a valid chat completion ({_one_line(cause)})"
+    for cause in causes:
+        text = str(cause)
+        if text.lstrip().startswith(_INVALID):
+            root = causes[-1]
+            why = "" if str(root).lstrip().startswith(_INVALID) else f" ({_one_line(root)})"
+            return "the server's reply is not a valid chat completion" + why
+        if _UNFINISHED in text:
+            return "the server ended the stream before the reply was finished (no finish_reason came)"
+    return None
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(f"{type(exc).__name__}: {exc}".split())
+
+
+def _bounded(awaitable: Any, timeout: float | None, why: str | None) -> Any:
+    """``awaitable``, given up after ``timeout`` seconds (None: no bound) with a TimeoutError saying ``why``."""
+    if timeout is None:
+        return awaitable
+
+    async def bounded() -> Any:
+        bound = asyncio.timeout(timeout)
+        try:
+            async with bound:
+                return await awaitable
+        except Exception as exc:  # a TimeoutError, or the error the client made of its cancellation
+            if bound.expired():
+                raise TimeoutError(why) from exc
+            raise
+
+    return bounded()
 
 
 def _causes(exc: BaseException, depth: int = 8) -> Iterator[BaseException]:
@@ -429,11 +525,81 @@ def _retry_after_s(exc: BaseException) -> float | None:
     return max(0.0, when.timestamp() - time.time())
 
 
-def _short(exc: BaseException, limit: int = 300) -> str:
-    """The provider's message without litellm's prefixes and debug noise."""
+def _said(exc: BaseException) -> str:
+    """What the provider said, whole (see :func:`_cut`): the message without litellm's prefixes
+    and debug noise, the server's own text when the client kept only "Error code: 404" (a body
+    ``{"error": "some text"}``, as Ollama and many proxies send), and for a reply with no usable
+    answer, what was wrong with it (never litellm's traceback)."""
+    fault = _malformed(exc)
+    if fault is not None:
+        return fault
     text = str(getattr(exc, "message", None) or exc) or type(exc).__name__
     text = re.sub(r"^(litellm\.\w+:\s*)+", "", text)
     text = re.sub(r"^\w+Error:\s*", "", text)
     text = text.replace("OpenAIException - ", "")
     text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    if re.fullmatch(r"Error code: \d+", text):
+        body = _server_text(exc)
+        if body:
+            text += " - " + " ".join(body.split())
+    return text
+
+
+def _server_text(exc: BaseException) -> str | None:
+    """The error text in the body of the server's answer: ``{"error": "text"}``,
+    ``{"error": {"message": "text"}}``, ``{"detail": ...}``, or a body that is plain text."""
+    for cause in _causes(exc):
+        found = _body_text(getattr(cause, "body", None))
+        if found:
+            return found
+    for cause in _causes(exc):
+        try:
+            raw = cause.response.text  # type: ignore[attr-defined]
+        except Exception:  # noqa: BLE001 - no response, or one not read (a stream)
+            continue
+        if not isinstance(raw, str) or not raw.strip():
+            continue
+        try:
+            found = _body_text(json.loads(raw))
+        except ValueError:
+            found = raw.strip()
+        if found:
+            return found
+    return None
+
+
+def _body_text(body: Any, depth: int = 0) -> str | None:
+    if isinstance(body, str):
+        return body.strip() or None
+    if isinstance(body, dict) and depth < 3:
+        for key in ("error", "message", "detail", "msg", "error_message"):
+            found = _body_text(body.get(key), depth + 1)
+            if found:
+                return found
+    if body is None or body == {} or body == []:
+        return None
+    try:
+        return json.dumps(body, ensure_ascii=False, default=str)
+    except (TypeError, ValueError):
+        return None
+
+
+def _cut(text: str, limit: int = 300) -> str:
+    """``text`` cut to ``limit`` characters. Cut only a redacted text (a cut would leave a piece of a
+    credential too short to be found); the cut never splits a ``[redacted]``."""
+    if len(text) <= limit:
+        return text
+    end = limit - 1
+    start = text.rfind(MARK, max(0, end - len(MARK) + 1), end + len(MARK) - 1)
+    if start != -1 and start < end < start + len(MARK):
+        end = start  # the cut would fall inside the mark: cut before it
+    return text[:end] + "…"
+
+
+def _money(value: Any) -> float:
+    """A cost: a finite amount of 0 or more, else 0."""
+    try:
+        cost = float(value or 0.0)
+    except (TypeError, ValueError):
+        return 0.0
+    return cost if math.isfinite(cost) and cost > 0 else 0.0

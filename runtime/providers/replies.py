@@ -54,10 +54,10 @@ def to_reply(reply: Any, *, where: str) -> ChatReply:
 
 def model_reply(request: ChatRequest, raw_content: str, native_calls: list[ToolCall], *, rescue: bool,
                 reasoning: str | None = None, prompt_tokens: int = 0, completion_tokens: int = 0,
-                model: Any = None) -> ChatReply:
+                model: Any = None, finish_reason: str | None = None) -> ChatReply:
     """A model's raw answer as a finished :class:`ChatReply` (see
     :func:`~runtime.providers.base.finish_reply`). Cost is left at 0: the provider fills it in."""
     raw = ChatReply(content=raw_content, tool_calls=native_calls, reasoning=reasoning,
                     usage=Usage(prompt_tokens=prompt_tokens, completion_tokens=completion_tokens),
-                    model=model if isinstance(model, str) else None)
+                    model=model if isinstance(model, str) else None, finish_reason=finish_reason)
     return finish_reply(request, raw, rescue=rescue)
