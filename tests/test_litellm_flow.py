@@ -150,3 +150,40 @@ async def test_negative_usage_from_the_server_never_lowers_the_run_totals(server
     app.subscribe(view.apply)
     assert await app.run("quanto é 2+3?", budget=Budget(max_tokens=1000)) == "2 + 3 = 5"
     assert view.ctx["budget"]["tokens"] == 20 + 30 + 4
+
+
+async def test_a_key_given_as_api_key_is_never_shown_or_journaled_when_the_server_echoes_it(server, tmp_path):
+    """api_key=vault.key(): a key in no variable and not shaped like one. Echoed by the server in a reply
+    and in a tool call's arguments, it was on screen, in the journal, --json and the snapshot."""
+    import json
+
+    from flowtui.runtime.encoding import encode_event
+    from flowtui.runtime.secrets import Redactor
+
+    vault_key = "loopbackKEY7f3a9c1d2e5b40a8e6d1c0ffee"
+    wire = Redactor.from_environment()  # made before the provider, as the worker's is
+    server.script(
+        reply(f"your key is {vault_key} ok", tool_calls=[{"name": "somar", "args": {"a": 2, "b": 3},
+                                                          "id": "c1"}]),
+        reply(f"still {vault_key}"),
+    )
+
+    class Model(LiteLLMProvider):
+        model = "openai/gpt-test"
+        api_base = server.base_url
+
+    @agent(provider=Model(api_key=vault_key), prompt="p", tools=[Somar])
+    class Calc:
+        pass
+
+    @workflow(steps=[loop(steps=[Calc], until=until_answered, max_iterations=3)])
+    class W:
+        pass
+
+    journal = tmp_path / "run.jsonl"
+    events: list = []
+    await bootstrap(W).run("oi", journal=journal, on_event=events.append)
+    assert events[-1].status == "finished"
+    assert any(vault_key in json.dumps(e.model_dump(mode="json")) for e in events)  # the run itself has it
+    assert vault_key not in journal.read_text() and "your key is [redacted] ok" in journal.read_text()
+    assert not any(vault_key in encode_event(e, wire).decode() for e in events)  # the wire to the app

@@ -32,7 +32,7 @@ from flowtui.runtime.errors import ConfigError, FlowtuiError, ProviderError
 from flowtui.runtime.messages import Message
 from flowtui.runtime.providers._litellm import MalformedReply
 from flowtui.runtime.providers.base import AttemptInfo, ChatReply, ChatRequest, Provider, TokenCount
-from flowtui.runtime.secrets import MARK, redact, secret_values
+from flowtui.runtime.secrets import MARK, credentials_given, redact, secret_values
 
 __all__ = ["LiteLLMProvider", "Retry", "RETRYABLE_STATUS", "SAMPLING_KEYS"]
 
@@ -121,6 +121,7 @@ class LiteLLMProvider(Provider):
             if hidden in extra:
                 raise ConfigError(f"LiteLLMProvider: pass retry=Retry(attempts=...) instead of {hidden}=")
         self.extra = {**cls.extra, **extra}
+        credentials_given(self.extra)  # api_key=vault.key(): redacted wherever a server echoes it
         self._policy = _policy(self.retry)
         if self.cost_per_1k is not None:
             unknown = set(self.cost_per_1k) - {"prompt", "completion"}
