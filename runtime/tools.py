@@ -22,6 +22,7 @@ from flowtui.runtime.messages import Message, ToolCall, ToolOutput, ToolResult
 from flowtui.runtime.middleware import ToolInvocation, through
 from flowtui.runtime.nodes import NodeScope, fail_counter
 from flowtui.runtime.providers.base import RAW_ARGUMENTS_KEY
+from flowtui.runtime.secrets import redact_streaming, secret_values
 from flowtui.runtime.steps import FailInfo
 from flowtui.runtime.tool_forms import ToolSpec
 
@@ -87,8 +88,8 @@ def _ran(run: "Run", scope: NodeScope, output: str, is_error: bool, executed: li
     scope.data["executed"] = len(executed)
     if any(result != (output, is_error) for result in executed):
         scope.data["results"] = [{"content": text, "is_error": error} for text, error in executed]
-    if is_error:
-        scope.status, scope.error = "error", output[:200]
+    if is_error:  # cut short for the node: a credential the cut splits is hidden too (its start alone
+        scope.status, scope.error = "error", redact_streaming(output[:200], secret_values())  # is no key)
 
 
 class AgentTool:

@@ -351,3 +351,35 @@ def test_a_credential_code_hands_over_is_redacted_from_then_on_even_where_the_re
     assert key not in line and "your key is [redacted] ok" in line
     assert journal_redactor.redact(f"the end of it: {key[-20:]}.") == "the end of it: [redacted]."
     assert key in secret_values() and "openai/gpt-4o-mini" not in secret_values()
+
+
+async def test_a_tool_error_cut_for_its_node_leaves_no_piece_of_a_key_the_cut_splits(monkeypatch):
+    """The node's error is the result's first 200 characters: cut before redaction, a key that the cut
+    split showed its first characters (too few for the redactor to know them)."""
+    from fakes import call, run_collect, scripted
+    from flowtui import agent, tool, workflow
+    from flowtui.runtime.encoding import encode_event
+    from flowtui.runtime.secrets import Redactor
+
+    key = "q8Zr2LmX4vNw7KpT9sYd3HfB6"
+    monkeypatch.setenv("VAULT_API_KEY", key)
+
+    @tool
+    def fetch(url: str) -> str:
+        """Fetch."""
+        raise RuntimeError("x" * (200 - len("Tool fetch failed: ") - 9) + key)
+
+    provider, _ = scripted(call("fetch", url="u"), when_done="done")
+
+    @agent(provider=provider, tools=[fetch])
+    class A:
+        pass
+
+    @workflow(steps=[A])
+    class W:
+        pass
+
+    _, events, _ = await run_collect(W)
+    (end,) = [e for e in events if e.type == "node.end" and e.kind == "tool"]
+    line = encode_event(end, Redactor.from_environment()).decode()
+    assert key[:9] not in line and end.error.endswith("[redacted]")
