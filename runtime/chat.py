@@ -112,6 +112,8 @@ async def call_model(run: "Run", spec: AgentSpec, request: ChatRequest, *, promp
             scope.data["reasoning"] = reply.reasoning
         scope.data["reply"] = {"content": reply.content, "tool_calls": [_call(c) for c in reply.tool_calls],
                                "usage": _usage(usage)}
+        if reply.finish_reason is not None:  # as the server said it (a provider that says nothing: none)
+            scope.data["reply"]["finish_reason"] = reply.finish_reason
     run.publish_budget()
     return reply
 

@@ -187,3 +187,16 @@ async def test_a_key_given_as_api_key_is_never_shown_or_journaled_when_the_serve
     assert any(vault_key in json.dumps(e.model_dump(mode="json")) for e in events)  # the run itself has it
     assert vault_key not in journal.read_text() and "your key is [redacted] ok" in journal.read_text()
     assert not any(vault_key in encode_event(e, wire).decode() for e in events)  # the wire to the app
+
+
+async def test_a_reply_cut_at_max_tokens_says_so_in_its_model_calls_end(server, tmp_path):
+    """finish_reason "length": an answer all the same, and now one the event log says was cut."""
+    from flowtui.runtime.journal import load_runs
+    from flowtui.tui.widgets.event_log import summarize
+
+    server.script(reply("2 + 3 = ", finish_reason="length"))
+    journal = tmp_path / "run.jsonl"
+    assert await bootstrap(flow(server)).run("quanto é 2+3?", journal=journal) == "2 + 3 = "
+    (end,) = [e for e in load_runs(journal)[-1] if e.type == "node.end" and e.kind == "chat"]
+    assert end.data["reply"]["finish_reason"] == "length"
+    assert summarize(end).endswith(" · the reply was cut at the model's max_tokens")

@@ -42,6 +42,9 @@ ORIGIN_MIN, ORIGIN_MAX = 8, 26
 
 def _node(ev: Any) -> str:
     extra = f" {ev.status} {ev.duration_ms:.1f} ms" if ev.type == "node.end" else ""
+    if ev.type == "node.end" and ev.kind == "chat" and isinstance(ev.data, dict) \
+            and isinstance(ev.data.get("reply"), dict) and ev.data["reply"].get("finish_reason") == "length":
+        extra += " · the reply was cut at the model's max_tokens"
     return f"{ev.kind} {ev.name}{extra}"
 
 
