@@ -31,7 +31,8 @@ from flowtui.runtime.errors import ConfigError, ProviderError
 from flowtui.runtime.messages import Message, ToolCall
 from flowtui.runtime.providers import _litellm
 from flowtui.runtime.providers.base import AttemptInfo, ChatRequest
-from flowtui.runtime.providers.litellm import LiteLLMProvider, Retry, _retry_after_s
+from flowtui.runtime.providers.failures import retry_after_s as _retry_after_s
+from flowtui.runtime.providers.litellm import LiteLLMProvider, Retry
 from flowtui.runtime.providers.scripted import ScriptedProvider
 
 # pytest resets warning filters per test, undoing the ones load_litellm installs
