@@ -160,7 +160,9 @@ async def test_a_key_given_as_api_key_is_never_shown_or_journaled_when_the_serve
     from flowtui.runtime.encoding import encode_event
     from flowtui.runtime.secrets import Redactor
 
-    vault_key = "loopbackKEY7f3a9c1d2e5b40a8e6d1c0ffee"
+    import secrets
+
+    vault_key = f"loopbackKEY{secrets.token_hex(12)}"  # its own: a credential handed over stays for the process
     wire = Redactor.from_environment()  # made before the provider, as the worker's is
     server.script(
         reply(f"your key is {vault_key} ok", tool_calls=[{"name": "somar", "args": {"a": 2, "b": 3},

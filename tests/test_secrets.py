@@ -339,7 +339,9 @@ def test_a_credential_code_hands_over_is_redacted_from_then_on_even_where_the_re
     from flowtui.runtime.construct import build
     from flowtui.runtime.secrets import Redactor, credentials_given
 
-    key = "loopbackKEY7f3a9c1d2e5b40a8e6d1c"
+    import secrets as random_secrets
+
+    key = f"vaultKEY{random_secrets.token_hex(12)}"  # its own: a credential handed over stays for the process
     journal_redactor = Redactor.from_environment()  # made as a run starts, before the provider is made
     event = build(CtxSet, dict(seq=1, ts=0.0, run_id="r", node_id=None, parent_id=None, origin="runtime",
                                name="output", value=f"your key is {key} ok"))
