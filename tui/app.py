@@ -35,7 +35,7 @@ from flowtui.tui.watchpoints import RunWatches
 from flowtui.tui.screens.main import MainScreen
 from flowtui.tui.shown import PlainNotify, shown, shown_apart
 from flowtui.tui.signals import quit_on_signals
-from flowtui.tui.typeahead import KeysFollowDialogs
+from flowtui.tui.typeahead import KeysStayPut
 
 
 def _p():
@@ -57,7 +57,7 @@ NOTICE_CHARS = 120  # of a printed line, what its notice shows
 SETTLE_AFTER_S = 0.1
 
 
-class FlowApp(RunCommands, RunEdits, RunWatches, PlainNotify, KeysFollowDialogs, App[int]):
+class FlowApp(RunCommands, RunEdits, RunWatches, PlainNotify, KeysStayPut, App[int]):
     """The terminal app of flowtui."""
 
     CSS_PATH = "flowtui.tcss"

@@ -26,7 +26,7 @@ from flowtui.tui.signals import quit_on_signals
 from flowtui.tui.screens.replay import ReplayScreen
 from flowtui.runtime.journal import JournalError, Mended, load_runs
 from flowtui.tui.timeline import Timeline
-from flowtui.tui.typeahead import KeysFollowDialogs
+from flowtui.tui.typeahead import KeysStayPut
 
 KEYS: list[ActionSpec] = [  # scrubbing wins over the focused pane's own keys (priority)
     ActionSpec("left,h", "step(-1)", "replay", "back", "One event back", rank=3, priority=True),
@@ -54,7 +54,7 @@ def replay_help_groups() -> list[tuple[str, list[tuple[str, str]]]]:
     return help_groups(KEYS, after={"app": [("ctrl+p", "Command palette: every action, by name")]})
 
 
-class ReplayApp(PlainNotify, KeysFollowDialogs, App[int]):
+class ReplayApp(PlainNotify, KeysStayPut, App[int]):
     """A recorded run, one event at a time."""
 
     CSS_PATH = "flowtui.tcss"

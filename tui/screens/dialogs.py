@@ -16,7 +16,6 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Static, TextArea
 
 from flowtui.tui.shown import shown, unshown
-from flowtui.tui.typeahead import TypedBeforeFocus
 
 
 def _no_blink(screen: ModalScreen) -> None:
@@ -26,7 +25,7 @@ def _no_blink(screen: ModalScreen) -> None:
             widget.cursor_blink = False  # type: ignore[attr-defined]
 
 
-class FirstMessageDialog(TypedBeforeFocus, ModalScreen[str | None]):
+class FirstMessageDialog(ModalScreen[str | None]):
     """Asks for the run's first user message (when ``--input`` was not given)."""
 
     BINDINGS = [Binding("escape", "cancel", "Start without input", id="first.cancel",
@@ -74,7 +73,7 @@ class OneLineInput(Input):
             self.post_message(self.Lines(self.value[:at] + event.text + self.value[at:]))
 
 
-class TextDialog(TypedBeforeFocus, ModalScreen[str | None]):
+class TextDialog(ModalScreen[str | None]):
     """Edits a text and hands it to ``apply``; if ``apply`` raises, the reason shows and the dialog stays.
 
     Used to promote a message (its text, editable), edit a message, a memory
