@@ -83,6 +83,7 @@ class Resume:
         self.recorded, self.at, self.on_divergence = recorded, recorded.at, on_divergence
         self.expected: list[dict[str, Any]] = []  # the recorded events compared, in order
         self.edits: dict[int, _Edits] = {}  # index in expected -> the edits made at a pause just before
+        self.stopped_because: str | None = None  # the recorded run's stop, in its end's words (a watchpoint's)
         self._plan()
         self.i = 0  # the next expected event
         self.checking = True  # in the prefix: events are compared, calls served
@@ -113,6 +114,9 @@ class Resume:
         self.pause_at: tuple[str, str, str] | None = None
         for ev in self.recorded.events:
             t = ev["type"]
+            if t == "run.end" and ev.get("status") == "stopped" and isinstance(ev.get("reason"), str) \
+                    and not self.recorded.relative(ev["run_id"]):
+                self.stopped_because = ev["reason"]
             if t == "run.pause":
                 pause, group = (str(ev.get("point")), str(ev.get("name")), self.recorded.relative(ev["run_id"])), None
                 if ev["seq"] <= self.at:
@@ -187,8 +191,8 @@ class Resume:
                 if not self.checking:  # past K (or diverged): the rest is the person's to redo
                     break
                 self._edit(run, ev)
-            if group.stop and self.checking:
-                raise RunStopped()
+            if group.stop and self.checking:  # stopped again where the person (or a watchpoint) stopped it
+                raise RunStopped(self.stopped_because) if self.stopped_because else RunStopped()
         if self.controller is not None:
             if self.controller.stopping:
                 raise RunStopped()

@@ -134,7 +134,8 @@ async def _turn(run: "Run", spec: AgentSpec, inst: Any) -> None:
     try:
         results = await _run_calls(run, spec, inst, calls, asked_at, running) if calls else []
     except (RunStopped, BudgetStop) as stop:  # the run ends here: its history stays a conversation
-        why = f"the budget's {stop.limit} was reached" if isinstance(stop, BudgetStop) else f"the run stopped ({stop})"
+        # the same words however it was stopped: a re-execution stops there as the person did, and compares
+        why = f"the budget's {stop.limit} was reached" if isinstance(stop, BudgetStop) else "the run stopped"
         _answer_dangling_calls(run, spec.name, since=asked_at, why=why, origin="runtime",
                                running=running[0] if running else None)
         raise

@@ -392,7 +392,7 @@ async def test_a_stop_inside_a_child_workflow_stops_the_parent():
     # the parent's call is answered as what happened (no made-up result): its history stays a conversation
     (answer,) = [e.item for e in events if e.type == "state.append" and e.item.role == "tool"]
     assert answer.is_error and answer.content.startswith("Tool call ") \
-        and answer.content.endswith(" did not return: the run stopped (stopped by user).")
+        and answer.content.endswith(" did not return: the run stopped.")
     assert not run.state.history_problems()
 
 

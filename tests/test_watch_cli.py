@@ -183,3 +183,36 @@ def test_a_watchpoint_that_can_never_fire_is_refused_before_the_run_with_exit_2(
     assert res.returncode == 2, res.stderr
     assert message in res.stderr and "Traceback" not in res.stderr
     assert "^" in res.stderr
+
+
+def test_a_run_a_watchpoint_stopped_between_a_replys_calls_reexecutes_without_a_divergence(tmp_path):
+    """Its calls left unanswered were answered naming the watchpoint; re-executed, the run stops there as
+    a person's stop, and the words differed: a false divergence (exit 3)."""
+    flow = tmp_path / "echo3.py"
+    flow.write_text(
+        "from flowtui import FunctionProvider, agent, tool, workflow\n\n"
+        "@tool\n"
+        "def echo(text: str) -> str:\n"
+        "    \"\"\"Echo.\"\"\"\n"
+        "    return f'echo: {text}'\n\n"
+        "def model(messages, tools):\n"
+        "    if any(m.role == 'tool' for m in messages):\n"
+        "        return 'done'\n"
+        "    return {'content': '', 'tool_calls': [{'name': 'echo', 'args': {'text': t}} for t in ('one', 'two', 'three')]}\n\n"
+        "@agent(provider=FunctionProvider(model), prompt='p', tools=[echo])\n"
+        "class A:\n"
+        "    pass\n\n"
+        "@workflow(steps=[A])\n"
+        "class W:\n"
+        "    pass\n")
+    journal = tmp_path / "j.jsonl"
+    cli = [sys.executable, "-c", "from flowtui.tui.cli import main; main()", "run", str(flow)]
+    first = subprocess.run([*cli, "--input", "hi", "--watch", "history ~ /echo: one/", "--journal", str(journal)],
+                           cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert first.returncode == 4, first.stderr
+    assert "Tool call echo was not run: the run stopped." in journal.read_text()
+    again = subprocess.run([*cli, "--resume-from", str(journal), "--no-journal", "--json"], cwd=tmp_path,
+                           capture_output=True, text=True, timeout=60)
+    assert again.returncode == 4, again.stderr  # stopped where the recorded run stopped, as it did: no divergence
+    end = json.loads(again.stdout.splitlines()[-1])
+    assert end["type"] == "run.end" and end["reason"].startswith("watchpoint history ~ /echo: one/ fired")
