@@ -16,29 +16,13 @@ from flowtui.runtime.errors import ProviderError
 from flowtui.runtime.messages import Message, ToolCall
 from flowtui.runtime.providers.base import AttemptInfo, ChatRequest
 from flowtui.runtime.providers.litellm import LiteLLMProvider, Retry
+from test_litellm_provider import FAST, KEY, TOOLS, _fresh, server  # noqa: F401 (the module's server, fixtures)
 
 pytestmark = [pytest.mark.filterwarnings("ignore:.*`ReadOnly` qualifier:UserWarning"),
               pytest.mark.filterwarnings("ignore:Pydantic serializer warnings:UserWarning")]
 
-KEY = "sk-test-SECRET123"
-FAST = Retry(attempts=3, base_delay_s=0.001, max_delay_s=0.01)
 TWO = Retry(attempts=2, base_delay_s=0.001, max_delay_s=0.01)
-TOOLS = [{"type": "function", "function": {
-    "name": "search", "description": "Search the web",
-    "parameters": {"type": "object", "properties": {"q": {"type": "string"}}, "required": ["q"]}}}]
 HANG = 20  # seconds: far beyond any answer here; only a hang reaches it
-
-
-@pytest.fixture(scope="module")
-def server():
-    with LoopbackOpenAI() as s:
-        yield s
-
-
-@pytest.fixture(autouse=True)
-def _fresh(server):
-    server.reset()
-    yield
 
 
 def provider(server: LoopbackOpenAI, **kw) -> LiteLLMProvider:
