@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from flowtui.runtime.construct import builders
 from flowtui.runtime.errors import ConfigError
@@ -44,10 +44,21 @@ class Budget(BaseModel):
     mode: Literal["stop", "raise"] = "stop"
     on_exceeded: Callable[..., Any] | None = None
 
+    @field_validator(*LIMITS, mode="before")
+    @classmethod
+    def _a_number(cls, value: Any, info: Any) -> Any:
+        """True or "1" was taken as a limit of 1 (a flag, or text read from a file, meant otherwise)."""
+        if isinstance(value, (bool, str, bytes)):
+            raise ConfigError(f"Budget({info.field_name}={value!r}): a limit is a number, such as "
+                              f"{info.field_name}=20, not {type(value).__name__}")
+        return value
+
     @model_validator(mode="after")
     def _positive(self) -> "Budget":
         for name in LIMITS:
             value = getattr(self, name)
+            if value is not None and value != value:  # NaN: no comparison holds, so it never stopped a run
+                raise ConfigError(f"Budget({name}=nan): not a limit (it is never reached); leave it out for none")
             if value is not None and value < 0:
                 raise ConfigError(f"Budget({name}={value}): a limit cannot be negative")
         return self

@@ -546,3 +546,24 @@ def test_a_workflow_budget_that_is_no_budget_names_the_workflow():
         @workflow(steps=[A], budget={"max_chat_calls": 2})
         class W:
             pass
+
+
+@pytest.mark.parametrize("limits,said", [
+    ({"max_tool_calls": True}, "Budget(max_tool_calls=True): a limit is a number, such as max_tool_calls=20, not bool"),
+    ({"max_chat_calls": "1"}, "Budget(max_chat_calls='1'): a limit is a number, such as max_chat_calls=20, not str"),
+    ({"max_cost_usd": float("nan")}, "Budget(max_cost_usd=nan): not a limit (it is never reached)"),
+])
+def test_a_limit_that_is_no_number_is_refused_naming_it(limits, said):
+    """True and "1" were taken as a limit of 1; NaN was taken and never stopped a run."""
+    from flowtui.runtime.errors import ConfigError
+
+    with pytest.raises(ConfigError) as info:
+        Budget(**limits)
+    assert str(info.value).startswith(said)
+
+
+def test_a_whole_float_is_a_count_and_inf_no_limit():
+    import math
+
+    assert Budget(max_tokens=1e6).max_tokens == 1_000_000
+    assert Budget(max_duration_s=math.inf).max_duration_s == math.inf
