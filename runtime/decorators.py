@@ -125,6 +125,8 @@ def tool(target: Any = None, /, *, name: str | None = None, description: str = "
     if schema is not None and not (isinstance(schema, type) and issubclass(schema, BaseModel)):
         raise ConfigError(f"@tool({getattr(target, '__name__', name or '')}): schema= must be a pydantic "
                           f"BaseModel subclass, got {schema!r}")
+    if name is not None:  # given empty, it fell back to the function's name unsaid
+        check_tool_name(name, f"@tool(name={name!r})")
     if replay not in REPLAY_MODES:
         raise ConfigError(f"@tool({getattr(target, '__name__', name or '')}): replay= is 'serve' (the "
                           f"default: a re-execution serves the recorded result) or 'rerun', not {replay!r}")

@@ -45,11 +45,10 @@ def sendable_name(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9_-]", "_", name)[:64] or "unnamed_tool"
 
 
-def check_tool_name(name: str, who: str) -> None:
+def check_tool_name(name: str, who: str, how: str = "with @tool(name=...)") -> None:
     if not TOOL_NAME.fullmatch(name):
         raise ConfigError(f"{who}: the tool name {name!r} would be refused by the model's provider (a name holds "
-                          f"1 to 64 ASCII letters, digits, _ and -): name it {sendable_name(name)!r}, with "
-                          "@tool(name=...)")
+                          f"1 to 64 ASCII letters, digits, _ and -): name it {sendable_name(name)!r}, {how}")
 
 
 @dataclass(frozen=True, eq=False)
@@ -187,7 +186,7 @@ def as_tool(obj: Any, *, agent: str) -> ToolSpec:
         raise ConfigError(f"{agent}: tools=[...] holds the function {obj.__name__}, which is not a tool; "
                           "decorate it with @tool")
     spec = object_tool(obj, agent=agent)
-    check_tool_name(spec.name, f"{agent}: the tool object {type(obj).__name__}")
+    check_tool_name(spec.name, f"{agent}: the tool object {type(obj).__name__}", "with its name attribute")
     return spec
 
 
