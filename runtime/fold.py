@@ -390,8 +390,9 @@ class RunView:
             a = self.retrying
             node = self.nodes.get(a.node_id)
             http = f", HTTP {a.status}" if a.status else ""
-            return (f"running: the model call{f' of {node.name}' if node else ''} failed ({a.error}{http}); "
-                    f"attempt {a.attempt + 1} in {a.retry_in_s:.0f} s")
+            # the wait first: a narrow status line cuts its end
+            return (f"running: retrying the model call{f' of {node.name}' if node else ''} in {a.retry_in_s:.0f} s "
+                    f"(attempt {a.attempt + 1}; it failed: {a.error}{http})")
         if self.status == "failed":
             return f"failed: {self.error}"
         if self.status in ("finished", "stopped") and self.reason and self.reason != "stopped by user":

@@ -171,7 +171,8 @@ def test_a_model_call_waiting_to_retry_says_so_on_the_status_line_until_it_goes_
                         ("n3", "chat", "Writer", "n2"))
     where = dict(run_id="r1", node_id="n3", parent_id="n2", **BASE)
     view.apply(ChatAttempt(seq=seq + 1, attempt=1, error="overloaded", status=503, retry_in_s=30.0, **where))
-    assert view.status_line() == "running: the model call of Writer failed (overloaded, HTTP 503); attempt 2 in 30 s"
+    assert view.status_line() == ("running: retrying the model call of Writer in 30 s "
+                                  "(attempt 2; it failed: overloaded, HTTP 503)")
     view.apply(ChatDelta(seq=seq + 2, text="Hel", **where))  # the retry answers
     assert view.status_line() == "running"
     view.apply(ChatAttempt(seq=seq + 3, attempt=2, error="overloaded", status=503, retry_in_s=None, **where))
