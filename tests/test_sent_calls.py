@@ -84,7 +84,8 @@ def test_a_function_named_with_an_accent_is_no_tool_name_either():
 
 
 def test_an_empty_tool_name_is_refused_not_replaced_by_the_functions():
-    with pytest.raises(ConfigError, match=r"@tool\(name=''\): the tool name '' would be refused .* name it 'unnamed_tool'"):
+    with pytest.raises(ConfigError,
+                       match=r"@tool\(name=''\): the tool name '' would be refused .* name it 'unnamed_tool'"):
         @tool(name="")
         def f(text: str) -> str:
             """f."""
