@@ -183,7 +183,8 @@ class App:
 
         wrap = resume.wrap(self.wrap) if resume is not None else self.wrap
         run = Run(plans=self.plans, emitter=Emitter(Stream(sinks), run_id), input=input,
-                  memory=memory_items(memory), data=data, tracker=BudgetTracker(check_budget_arg(budget) or self.workflow.budget),
+                  memory=memory_items(memory), data=data,
+                  tracker=BudgetTracker(check_budget_arg(budget, self.workflow.budget)),
                   controller=controller, model=self.model, wrap=wrap,
                   replies=self.replies, snapshot=snapshot, middlewares=self.middlewares, startup=startup)
         if resume is not None:  # the last sink: every other one has had an event when it is compared

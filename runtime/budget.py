@@ -189,8 +189,11 @@ class BudgetTracker:
         return None
 
 
-def check_budget_arg(budget: Any) -> Budget | None:
-    if budget is None or isinstance(budget, Budget):
+def check_budget_arg(budget: Any, declared: Budget | None = None) -> Budget | None:
+    """The budget a run has: ``run(budget=...)``, else the one its workflow ``declared``."""
+    if budget is None:
+        return declared
+    if isinstance(budget, Budget):
         return budget
     raise ConfigError(f"run(budget=...) must be a Budget(...), got {type(budget).__name__}")
 

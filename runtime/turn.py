@@ -130,15 +130,7 @@ async def _turn(run: "Run", spec: AgentSpec, inst: Any) -> None:
     calls = sendable_calls(reply.tool_calls) if reply.tool_calls else []
     asked_at = run.state._history_length()
     run.state.append("history", _assistant_message(reply, calls, spec.name), origin=f"agent:{spec.name}")
-    running: list[str] = []  # the call whose tool runs (a stop inside a child workflow it started ends it)
-    try:
-        results = await _run_calls(run, spec, inst, calls, asked_at, running) if calls else []
-    except (RunStopped, BudgetStop) as stop:  # the run ends here: its history stays a conversation
-        # the same words however it was stopped: a re-execution stops there as the person did, and compares
-        why = f"the budget's {stop.limit} was reached" if isinstance(stop, BudgetStop) else "the run stopped"
-        _answer_dangling_calls(run, spec.name, since=asked_at, why=why, origin="runtime",
-                               running=running[0] if running else None)
-        raise
+    results = await _run_calls(run, spec, inst, calls, asked_at) if calls else []
     last = results[-1] if results else None
     response = last.output if last is not None else reply.content
     if "after_response" in spec.hooks:
@@ -153,34 +145,40 @@ async def _turn(run: "Run", spec: AgentSpec, inst: Any) -> None:
     ctx._set("output", response, origin="runtime")
 
 
-async def _run_calls(run: "Run", spec: AgentSpec, inst: Any, calls: list[ToolCall], asked_at: int,
-                     running: list[str]) -> list[Any]:
-    """The reply's tool calls, in order, each after its pause point; their results. ``running`` holds
-    the id of the call whose tool is running."""
+async def _run_calls(run: "Run", spec: AgentSpec, inst: Any, calls: list[ToolCall], asked_at: int) -> list[Any]:
+    """The reply's tool calls, in order, each after its pause point; their results. A run that ends
+    among them answers the ones left, so its history stays a conversation a provider accepts."""
     results = []
-    for call in calls:
-        if run.ctx._stop_by is not None:  # ctx.stop() in a tool: this turn finishes, the rest is not run
-            _answer_dangling_calls(run, spec.name, since=asked_at, why="the run is stopping (ctx.stop())",
-                                   origin="runtime")
-            break
-        controller = run.controller
-        pending = run.pending = PendingCall(spec, call, approval=controller is not None
-                                            and controller.needs_approval(call.name))
-        try:
-            if run.pauses:
-                await run.pause("tool", call.name, call=call)
-            if run.gate_needed():
-                await run.gate()
-        finally:
-            run.pending = None
-        if pending.approval and pending.decision is None:
-            decide(run, pending, "approved")  # moved on by the person, who saw the call
-        if pending.decision == "denied":
-            results.append(deny_call(run, spec, pending.call, pending.reason))
-            continue
-        running.append(pending.call.id)
-        results.append(await run_tool_call(run, spec, inst, pending.call))
-        running.pop()
+    running = None  # the call whose tool runs (a stop inside a child workflow it started ends it)
+    try:
+        for call in calls:
+            if run.ctx._stop_by is not None:  # ctx.stop() in a tool: this turn finishes, the rest is not run
+                _answer_dangling_calls(run, spec.name, since=asked_at, why="the run is stopping (ctx.stop())",
+                                       origin="runtime")
+                break
+            controller = run.controller
+            pending = run.pending = PendingCall(spec, call, approval=controller is not None
+                                                and controller.needs_approval(call.name))
+            try:
+                if run.pauses:
+                    await run.pause("tool", call.name, call=call)
+                if run.gate_needed():
+                    await run.gate()
+            finally:
+                run.pending = None
+            if pending.approval and pending.decision is None:
+                decide(run, pending, "approved")  # moved on by the person, who saw the call
+            if pending.decision == "denied":
+                results.append(deny_call(run, spec, pending.call, pending.reason))
+                continue
+            running = pending.call.id
+            results.append(await run_tool_call(run, spec, inst, pending.call))
+            running = None
+    except (RunStopped, BudgetStop) as stop:
+        # the same words however it was stopped: a re-execution stops there as the person did, and compares
+        why = f"the budget's {stop.limit} was reached" if isinstance(stop, BudgetStop) else "the run stopped"
+        _answer_dangling_calls(run, spec.name, since=asked_at, why=why, origin="runtime", running=running)
+        raise
     return results
 
 

@@ -62,7 +62,7 @@ class WorkflowRuntime:
         child = Run(plans=app.plans, emitter=Emitter(parent.emitter.stream, f"{parent.id}.{parent.children}"),
                     input=input, memory=memory_items(memory),
                     data=dict(parent.ctx.data) if data is None else check_data_arg(data),
-                    tracker=BudgetTracker(check_budget_arg(budget) or app.workflow.budget, parent=parent.tracker),
+                    tracker=BudgetTracker(check_budget_arg(budget, app.workflow.budget), parent=parent.tracker),
                     controller=parent.controller, model=parent.model, wrap=parent.wrap,
                     replies=parent.replies, depth=parent.depth + 1,
                     middlewares=(*parent.middlewares, *(m for m in app.middlewares if m not in parent.middlewares)),

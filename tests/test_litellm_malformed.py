@@ -13,10 +13,10 @@ import pytest
 
 from loopback_openai import LoopbackOpenAI, chunk, events, http_error, raw, reply, trickle
 from flowtui.runtime.errors import ProviderError
-from flowtui.runtime.messages import Message, ToolCall
+from flowtui.runtime.messages import ToolCall
 from flowtui.runtime.providers.base import AttemptInfo, ChatRequest
 from flowtui.runtime.providers.litellm import LiteLLMProvider, Retry
-from test_litellm_provider import FAST, KEY, TOOLS, _fresh, server  # noqa: F401 (the module's server, fixtures)
+from test_litellm_provider import FAST, KEY, _fresh, request, server  # noqa: F401 (the module's server, fixtures)
 
 pytestmark = [pytest.mark.filterwarnings("ignore:.*`ReadOnly` qualifier:UserWarning"),
               pytest.mark.filterwarnings("ignore:Pydantic serializer warnings:UserWarning")]
@@ -29,16 +29,6 @@ def provider(server: LoopbackOpenAI, **kw) -> LiteLLMProvider:
     kw.setdefault("retry", FAST)
     kw.setdefault("api_key", KEY)
     return LiteLLMProvider("openai/gpt-test", api_base=server.base_url, **kw)
-
-
-def request(*, tools: bool = False, **kw) -> ChatRequest:
-    base = dict(agent="Revisor", turn=1,
-                messages=[Message(role="system", content="You review."),
-                          Message(role="user", content="Check this.")])
-    if tools:
-        base.update(tools=TOOLS, tool_names=frozenset({"search"}))
-    base.update(kw)
-    return ChatRequest(**base)
 
 
 async def complete(p: LiteLLMProvider, req: ChatRequest):

@@ -4,9 +4,14 @@ bounds are generous (they catch a hang); bench/ measures the real times."""
 
 from __future__ import annotations
 
+import contextlib
+import json
 import re
+import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import REVIEW, ended, make, paged, paused, press_and_pause, wait_until
@@ -15,6 +20,25 @@ from flowtui.runtime.protocol import Fetch
 from flowtui.tui.screens.error import LoadErrorScreen
 
 MISBEHAVE = "tests/tui/flows/misbehave.py"
+
+
+@contextlib.contextmanager
+def continued_in_a_terminal(flow: str, journal: Path) -> Iterator[Any]:
+    """The app on misbehave.py's ``flow`` in a real terminal, its run continued (`c`) and running; the
+    journal at ``journal``; yields the terminal."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from terminal import Terminal
+
+    with Terminal.flowtui(f"{MISBEHAVE}:{flow}", "--input", "x", "--journal", str(journal), cols=100,
+                          rows=30) as term:
+        term.wait_for("paused before")
+        term.send("c")
+        term.wait_for("running")
+        yield term
+
+
+def last_event(journal: Path) -> dict:
+    return json.loads(journal.read_text().splitlines()[-1])
 
 
 def tool_started(app) -> bool:
@@ -45,22 +69,12 @@ async def test_x_stops_a_run_stuck_in_a_tool(flow):
 def test_q_on_a_run_awaiting_what_never_answers_says_so_in_its_end(tmp_path):
     """A model call to a server that never answers (here an async tool awaiting as long), then q: its
     end said "a tool or hook did not return", as for code that runs on."""
-    import json
-    import sys
-
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-    from terminal import Terminal
-
     journal = tmp_path / "j.jsonl"
-    with Terminal.flowtui(f"{MISBEHAVE}:AwaitsForever", "--input", "x", "--journal", str(journal), cols=100,
-                          rows=30) as term:
-        term.wait_for("paused before")
-        term.send("c")
-        term.wait_for("running")
+    with continued_in_a_terminal("AwaitsForever", journal) as term:
         time.sleep(0.3)  # into the tool's await
         term.send("q")
         assert term.wait_exit(15) == 0
-    end = json.loads(journal.read_text().splitlines()[-1])
+    end = last_event(journal)
     assert end["type"] == "run.end" and end["status"] == "stopped", end
     assert "a tool or hook did not return" not in end["reason"] and "awaited" in end["reason"], end["reason"]
 
@@ -501,22 +515,13 @@ async def test_r_while_attached_says_at_once_that_the_run_reloads_where_it_runs(
 @pytest.mark.parametrize("signum", ["SIGTERM", "SIGHUP"])
 def test_a_signal_to_the_app_while_a_tool_never_returns_is_named_in_the_runs_end(tmp_path, signum):
     """The forced stop's words replaced it: "killed after 0.4 s: a tool or hook did not return"."""
-    import json
     import signal
-    import sys
-
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-    from terminal import Terminal
 
     journal = tmp_path / "j.jsonl"
-    with Terminal.flowtui(f"{MISBEHAVE}:SyncLoop", "--input", "x", "--journal", str(journal), cols=100,
-                          rows=30) as term:
-        term.wait_for("paused before")
-        term.send("c")
-        term.wait_for("running")
+    with continued_in_a_terminal("SyncLoop", journal) as term:
         term.proc.send_signal(getattr(signal, signum))
         term.wait_exit(15)
-    end = json.loads(journal.read_text().splitlines()[-1])
+    end = last_event(journal)
     said = {"SIGTERM": "the app received SIGTERM", "SIGHUP": "the app's terminal went away (SIGHUP)"}[signum]
     assert end["type"] == "run.end" and end["status"] == "stopped"
     assert end["reason"].startswith(f"{said} (killed ") and "a tool or hook did not return" in end["reason"]
