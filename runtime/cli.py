@@ -246,10 +246,18 @@ class TreePrinter:
             from flowtui.runtime.control import watch_reason
 
             line = f"◆ {watch_reason(ev.watch)}"
+        elif ev.type == "run.end" and ev.parent_id is None and ev.status != "failed" and ev.reason \
+                and not ev.reason.startswith("watchpoint "):
+            # why a run ended early (a budget, ctx.stop(), a stop), in the app's words; the ■ alone said
+            # nothing (a watchpoint's ◆ and a failure's line say theirs)
+            line = f"■ {ev.status} ({ev.reason})"
         else:
             return
-        self.out.write(printable(line, self.secrets).replace("\n", " ⏎ ") + "\n")
-        self.out.flush()
+        try:
+            self.out.write(printable(line, self.secrets).replace("\n", " ⏎ ") + "\n")
+            self.out.flush()
+        except OSError:  # the reader went away (2>&1 | head): as for say(), the run goes on
+            pass
 
 
 def _node(ev: Any) -> str:

@@ -578,6 +578,34 @@ def test_a_replies_file_with_a_reply_of_the_wrong_shape_is_a_load_error_naming_i
     assert f"ScriptedProvider: {bad}: reply 2 for PlannerAgent: unknown key(s) ['contnt']" in res.stderr, res.stderr
 
 
+@pytest.mark.parametrize("body, said", [
+    ("""
+from flowtui import Budget
+
+@workflow(steps=[Eco, Eco, Eco], budget=Budget(max_chat_calls=2, mode="stop"))
+class W:
+    pass
+""", "■ finished (budget: max_chat_calls)"),
+    ("""
+class Halt:
+    def after_response(self, resposta, ctx):
+        ctx.stop()
+
+@workflow(steps=[agent(provider=FunctionProvider(lambda m, t: "ok"), prompt="p")(Halt), Eco])
+class W:
+    pass
+""", "■ stopped (stopped by ctx.stop() in hook:Halt.after_response)"),
+], ids=["budget", "ctx.stop"])
+def test_a_run_that_ends_early_says_why_after_its_tree(tmp_path, body, said):
+    """A budget or ctx.stop() ended the run: the tree's last ■ said that something stopped, not what."""
+    path = write(tmp_path, OK_FLOW.replace("@workflow(steps=[Eco])\nclass EcoWorkflow:\n    pass\n", "") + body)
+    res = flowtui("run", str(path), "--input", "x")
+    assert res.returncode == 0, res.stderr
+    lines = res.stderr.splitlines()
+    assert lines[-2].startswith("◂ workflow W ") and lines[-1] == said, res.stderr
+    assert res.stdout.strip()  # the output so far
+
+
 async def test_the_tree_shows_each_failure_of_a_tool_even_with_the_same_message_as_the_last():
     """An error is shown once where it happened, not again on the nodes it passes through; a second call
     that failed the same way was drawn as a bare ✗."""
