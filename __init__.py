@@ -28,7 +28,7 @@ _EXPORTS = {
     "flowtui.runtime.markers": ("Context", "Input", "State"),
     "flowtui.runtime.messages": ("Message", "ToolCall", "ToolOutput", "ToolResult"),
     "flowtui.runtime.middleware": ("Middleware", "ToolInvocation"),
-    "flowtui.runtime.providers.base": ("ChatReply", "ChatRequest", "Provider", "TokenCount", "Usage"),
+    "flowtui.runtime.providers.base": ("AttemptInfo", "ChatReply", "ChatRequest", "Provider", "TokenCount", "Usage"),
     "flowtui.runtime.providers.function": ("FunctionProvider",),
     "flowtui.runtime.providers.litellm": ("LiteLLMProvider", "Retry"),
     "flowtui.runtime.providers.scripted": ("ScriptedProvider",),

@@ -368,9 +368,10 @@ class RunView:
         at = len(path) - 1 - path[::-1].index(run.workflow)
         return [f"{run.workflow} (child of {parent.workflow})", *path[at + 1:]]
 
-    def status_line(self) -> str:
+    def status_line(self, *, waited_s: float = 0.0) -> str:
         """``paused before RevisorAgent``, ``running``, ``finished``, ``failed: …``, ``stopped``,
-        ``stopped (killed after 1.0 s: a tool or hook did not return)``."""
+        ``stopped (killed after 1.0 s: a tool or hook did not return)``. ``waited_s``: how long the
+        model call waiting to retry has waited so far (the live app counts it; a replay does not)."""
         if self.status == "paused" and self.pause is not None:
             p = self.pause
             what = {"agent": f"before {p.name}", "chat": f"before the model call of {p.name}",
@@ -391,7 +392,8 @@ class RunView:
             node = self.nodes.get(a.node_id)
             http = f", HTTP {a.status}" if a.status else ""
             # the wait first: a narrow status line cuts its end
-            return (f"running: retrying the model call{f' of {node.name}' if node else ''} in {a.retry_in_s:.0f} s "
+            left = max(a.retry_in_s - waited_s, 0.0)
+            return (f"running: retrying the model call{f' of {node.name}' if node else ''} in {left:.0f} s "
                     f"(attempt {a.attempt + 1}; it failed: {a.error}{http})")
         if self.status == "failed":
             return f"failed: {self.error}"

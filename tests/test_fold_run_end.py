@@ -173,6 +173,8 @@ def test_a_model_call_waiting_to_retry_says_so_on_the_status_line_until_it_goes_
     view.apply(ChatAttempt(seq=seq + 1, attempt=1, error="overloaded", status=503, retry_in_s=30.0, **where))
     assert view.status_line() == ("running: retrying the model call of Writer in 30 s "
                                   "(attempt 2; it failed: overloaded, HTTP 503)")
+    assert view.status_line(waited_s=12.2).startswith("running: retrying the model call of Writer in 18 s ")
+    assert view.status_line(waited_s=45).startswith("running: retrying the model call of Writer in 0 s ")  # late
     view.apply(ChatDelta(seq=seq + 2, text="Hel", **where))  # the retry answers
     assert view.status_line() == "running"
     view.apply(ChatAttempt(seq=seq + 3, attempt=2, error="overloaded", status=503, retry_in_s=None, **where))

@@ -223,3 +223,42 @@ async def test_x_behind_queued_steps_stops_the_run_at_once(monkeypatch):
         await pilot.press("x")
         assert not app.queued
         await wait_until(pilot, lambda: status(app) == "stopped", timeout=20, what="the run to stop")
+
+
+async def test_a_model_call_waiting_to_retry_counts_its_wait_down(tmp_path):
+    """A Retry-After of 30 s: the status line said "in 30 s" for the whole 30 s."""
+    flow = tmp_path / "retries.py"
+    flow.write_text(textwrap.dedent("""
+        import asyncio
+        from flowtui import AttemptInfo, ChatReply, Provider, agent, workflow
+
+        class Overloaded(Provider):
+            async def complete(self, request):
+                request.on_attempt(AttemptInfo(attempt=1, error="overloaded", status=503, retry_in_s=30.0))
+                await asyncio.sleep(30)
+                return ChatReply(content="ok")
+
+        @agent(provider=Overloaded(), prompt="p")
+        class Writer:
+            pass
+
+        @workflow(steps=[Writer])
+        class W:
+            pass
+    """))
+    app = make(str(flow), input="go")
+    async with app.run_test() as pilot:
+        await paused(pilot)
+        await pilot.press("c")
+        said = "● running: retrying the model call of Writer in {} s (attempt 2; it failed: o"  # then cut
+
+        def left() -> str:
+            return status_line(app)[:len(said)]
+
+        await wait_until(pilot, lambda: status_line(app).startswith("● running: retrying"), what="the retry")
+        assert left() in (said.format(30), said.format(29)), status_line(app)
+        await wait_until(pilot, lambda: left() in (said.format(27), said.format(26)), timeout=15,
+                         what="the wait to count down")
+        await pilot.press("x")
+        await wait_until(pilot, lambda: status(app) == "stopped", timeout=15, what="the run to stop")
+        assert "retrying" not in status_line(app)

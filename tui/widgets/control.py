@@ -9,12 +9,14 @@ replay draws its status lines with the same functions.
 from __future__ import annotations
 
 import re
+import time
 from typing import Any
 
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.events import Resize
+from textual.timer import Timer
 from textual.widgets import Button, Static
 
 from flowtui.tui.actions import ACTIONS, ActionSpec, key_name
@@ -51,8 +53,9 @@ def waiting_for(view: Any) -> str | None:
 
 
 def status_text(view: Any, *, loading: str | None = None, stopping: str | None = None,
-                width: int | None = None) -> Text:
-    """``● paused before RevisorAgent``; ``stopping``: ``stopping``/``quitting``, said with what it waits for."""
+                width: int | None = None, waited_s: float = 0.0) -> Text:
+    """``● paused before RevisorAgent``; ``stopping``: ``stopping``/``quitting``, said with what it waits for;
+    ``waited_s``: how long a model call waiting to retry has waited (its wait counts down)."""
     if view is None or loading is not None:
         text = Text(shown(loading or "loading…"), "dim")
     elif stopping:
@@ -62,7 +65,7 @@ def status_text(view: Any, *, loading: str | None = None, stopping: str | None =
     else:
         style = STATUS_STYLES.get(view.status, "")
         text = Text("● ", style)
-        text.append(shown(view.status_line()).replace("\n", " ⏎ "), style)
+        text.append(shown(view.status_line(waited_s=waited_s)).replace("\n", " ⏎ "), style)
     if width is not None:
         text.truncate(width, overflow="ellipsis")
     return text
@@ -152,6 +155,10 @@ class ControlPane(Vertical):
                        "watches": Static("", id="watches")}
         self._lines["watches"].display = False  # a line only while watchpoints are set
         self._last: tuple | None = None  # what sync() was last given (drawn again on a resize)
+        # The retry a model call waits for, when this pane first saw it, and the timer that counts its
+        # wait down (this process's clock: an attached run's machine may keep another time).
+        self._retry: tuple[Any, float] | None = None
+        self._ticking: Timer | None = None
 
     def compose(self) -> ComposeResult:
         yield Horizontal(id="buttons")
@@ -185,11 +192,13 @@ class ControlPane(Vertical):
              stopping: str | None = None, watches: list[str] | tuple[str, ...] = ()) -> None:
         self._last = ((view, breakpoints), dict(loading=loading, stopping=stopping, watches=watches))
         width = self._width()
+        waited = self._retry_waited(view)
         watching = self._lines["watches"]
         if watching.display != bool(watches):  # (a layout pass, only when the first is set or the last goes)
             watching.display = bool(watches)
         # One line each (fixed height in the stylesheet): no layout pass, and only when the text changed.
-        for name, text in (("status", status_text(view, loading=loading, stopping=stopping, width=width)),
+        for name, text in (("status", status_text(view, loading=loading, stopping=stopping, width=width,
+                                                  waited_s=waited)),
                            ("where", where_text(view, breakpoints=breakpoints, width=width)),
                            ("watches", watches_text(view, list(watches), width=width))):
             key = (text.plain, tuple(text.spans))
@@ -205,3 +214,23 @@ class ControlPane(Vertical):
         disabled["stop"] = not active
         for action, button in self._buttons.items():
             button.disabled = disabled.get(action, False)
+
+    def _retry_waited(self, view: Any) -> float:
+        """How long the retry the run waits for has waited; a timer draws the status again each second
+        while there is one (the line said "in 30 s" for the whole 30 s)."""
+        retrying = view.retrying if view is not None and view.status == "running" else None
+        if retrying is None:
+            self._retry = None
+            if self._ticking is not None:
+                self._ticking.stop()
+                self._ticking = None
+            return 0.0
+        if self._retry is None or self._retry[0] is not retrying:
+            self._retry = (retrying, time.monotonic())
+        if self._ticking is None:
+            self._ticking = self.set_interval(1.0, self._tick)
+        return time.monotonic() - self._retry[1]
+
+    def _tick(self) -> None:
+        if self._last is not None:
+            self.sync(*self._last[0], **self._last[1])
