@@ -54,6 +54,7 @@ class RunView:
         self._active: list[str] = []
         self.status = "idle"  # idle, running, paused, finished, failed, stopped (the top-level run's)
         self.pause: Any = None
+        self.last_pause_seq: int | None = None  # where the run last paused (where a fork of a stopped run goes)
         self.error: str | None = None
         self.reason: str | None = None
         self.output: str | None = None
@@ -318,7 +319,7 @@ class RunView:
         self.retrying = ev if ev.retry_in_s is not None else None
 
     def _on_run_pause(self, ev: Any) -> None:
-        self.status, self.pause, self.retrying = "paused", ev, None
+        self.status, self.pause, self.retrying, self.last_pause_seq = "paused", ev, None, ev.seq
         if ev.point != "loop_iteration" and ev.node_id in self.nodes:  # about to run a step inside the loop
             _next_iteration(self.nodes[ev.node_id])
         run = self.runs.get(ev.run_id)

@@ -55,7 +55,8 @@ ACTIONS: list[ActionSpec] = [
     ActionSpec("r", "reload", "run", "reload", "Reload the flow file and start a new run", rank=10, button=True),
     ActionSpec("f", "fork", "run", "fork",
                "Fork: a new run re-executed against this run's journal up to the event under the event log's "
-               "cursor (elsewhere: the last event), paused there; the old run stays in its journal"),
+               "cursor (elsewhere: the last event; a stopped run's last pause), paused there; the old run stays "
+               "in its journal"),
     ActionSpec("m", "promote", "edit", "promote to memory", "Move the assistant message under the cursor to memory",
                "promote", rank=11),
     ActionSpec("e", "edit", "edit", "edit", "Edit the message, memory item, task or state field under the cursor; "

@@ -263,8 +263,15 @@ class RunCommands:
                         severity="warning")
             return
         log = self.focused if isinstance(self.focused, EventLog) else None
-        seq = seq_of(log.events[log.cursor_row]) if log is not None and log.cursor_row >= 0 else view.last_seq
-        self.notify(f"Forking at event #{seq}: the run so far stays in {journal}.")
+        where = ""
+        if log is not None and log.cursor_row >= 0:
+            seq = seq_of(log.events[log.cursor_row])
+        elif view.status == "stopped" and view.last_pause_seq is not None:
+            # re-executed to its end, a stopped run only stopped again: it forks where it last paused
+            seq, where = view.last_pause_seq, ", where the run last paused"
+        else:
+            seq = view.last_seq
+        self.notify(f"Forking at event #{seq}{where}: the run so far stays in {journal}.")
         self._reload(resume_from=f"{journal}@{seq}")
 
     def _reload(self: FlowApp, *, resume_from: str | None = None) -> None:

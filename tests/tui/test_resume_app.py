@@ -196,6 +196,27 @@ async def test_f_on_an_earlier_event_of_the_log_forks_a_run_paused_there(tmp_pat
         assert [m.role for m in view.history] == ["user", "assistant"] and old_history > 2
 
 
+async def test_f_at_the_end_of_a_stopped_run_forks_where_it_was_stopped(tmp_path):
+    """Re-executed to its end, a run stopped with x only stopped again: f forked a run that was over."""
+    journal = tmp_path / "j.jsonl"
+    app = make(str(FLOWS / "review_fn.py"), input="go", journal=str(journal))
+    async with app.run_test(size=(140, 40)) as pilot:
+        await paused(pilot)
+        await press_and_pause(pilot, "n", "n")  # the writer's draft and the reviewer's reply are in
+        old_run, where = app.client.view.run_id, app.client.view.status_line()
+        history = [m.content for m in app.client.view.history]
+        await pilot.press("x")
+        await wait_until(pilot, lambda: app.client.view.status == "stopped", what="the stop")
+        await pilot.press("f")
+        await wait_until(pilot, lambda: app.client.view is not None and app.client.view.run_id not in (None, old_run)
+                         and app.client.view.status == "paused", timeout=20, what="the forked run, paused")
+        view = app.client.view
+        assert view.status_line().startswith(where)  # paused where the old run was when it was stopped
+        assert [m.content for m in view.history] == history
+        await press_and_pause(pilot, "n")  # and it goes on from there
+        assert len(app.client.view.history) > len(history)
+
+
 def test_the_divergence_shows_a_journals_markup_as_written():
     """What a journal from elsewhere recorded is text: a [link] or [reverse] in it is shown, not obeyed."""
     from rich.console import Console
