@@ -139,3 +139,13 @@ def test_a_failed_model_call_says_when_it_is_retried():
     last = ChatAttempt(**base, attempt=3, error="rate limited", status=429, retry_in_s=None)
     assert summarize(retried) == "attempt 1: rate limited; retrying in 42.0 s"
     assert summarize(last) == "attempt 3: rate limited"
+
+
+def test_the_budget_says_what_the_run_spent_in_words():
+    """It said ``duration_s 4.268842, chat_calls 4, tokens 1234, cost_usd 0.00123``."""
+    from flowtui.tui.widgets.sidebar import budget_used
+
+    spent = {"duration_s": 4.268842, "chat_calls": 4, "tool_calls": 1, "tokens": 1234, "cost_usd": 0.00123}
+    assert budget_used(spent) == "4 chat calls · 1 tool call · 1,234 tokens · $0.0012 · 4.3 s"
+    assert budget_used({"duration_s": 0.0, "chat_calls": 0, "tool_calls": 0, "tokens": 0, "cost_usd": 0.0}) == "0.0 s"
+    assert budget_used({"chat_calls": "3", "odd": 1}) == "chat_calls 3 · odd 1"  # a journal from elsewhere

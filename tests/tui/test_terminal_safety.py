@@ -103,6 +103,24 @@ def test_a_workflow_name_from_someone_elses_journal_is_drawn_inertly(journal, tm
         assert_inert(bytes(term.output), term.title)
 
 
+def test_a_budget_from_someone_elses_journal_is_drawn_inertly(journal, tmp_path):
+    """The sidebar's budget line wrote ctx.budget's keys and values as they came."""
+    import json
+
+    lines = [json.loads(line) for line in journal.read_text().splitlines()]
+    forged_set = next(ev for ev in lines if ev["type"] == "ctx.set")
+    forged_set.update(name="budget", value={"chat_calls": 3, "\x1b]0;pwned\x07\x1b[2J": "\x1b]52;c;cHduZWQ=\x07"})
+    forged = tmp_path / "forged.jsonl"
+    forged.write_text("\n".join(json.dumps(ev) for ev in lines) + "\n")
+    with Terminal.flowtui("replay", str(forged), cols=160, rows=48) as term:
+        term.wait_for("run result: finished")
+        term.wait_for("budget 3 chat calls · ␛]0;p")  # (the sidebar cuts the rest)
+        term.send("q")
+        assert term.wait_exit(15) == 0
+        assert b"\x1b[2J" not in bytes(term.output)[200:]  # the screen cleared by the app alone, at start
+        assert_inert(bytes(term.output), term.title)
+
+
 def test_flowtui_run_prints_inertly(tmp_path):
     with Terminal.flowtui("run", HOSTILE, "--input", "hi", "--journal", str(tmp_path / "j.jsonl"),
                           cols=200, rows=60) as term:

@@ -95,8 +95,7 @@ def sidebar_rows(view: Any, width: int = 42, *, editable: bool = True) -> list[t
                                          f" {loop.get('iterations', 0)} of {loop.get('max_iterations', '?')} iterations done{stopped}")))
     budget = view.ctx.get("budget")
     if isinstance(budget, dict):
-        parts = [f"{k} {v}" for k, v in budget.items() if v not in (None, 0, 0.0)]
-        rows.append((None, Text.assemble(("  budget", "bold"), " " + (", ".join(parts) or "nothing used"))))
+        rows.append((None, Text.assemble(("  budget", "bold"), " " + shown(budget_used(budget)))))
     if "output" in view.ctx and view.ctx["output"] is not None:
         rows.append((None, Text.assemble(("  output", "bold"), " = ", _short(view.ctx["output"], 120))))
     if not user and not any(k in view.ctx for k in RUNTIME_CTX):
@@ -104,6 +103,29 @@ def sidebar_rows(view: Any, width: int = 42, *, editable: bool = True) -> list[t
     for _, text in rows:  # one line per row: the full text is one `e` away
         text.truncate(width, overflow="ellipsis")
     return rows
+
+
+# ctx.budget's fields as the sidebar says them, in this order (a count is said only once there is one)
+_USED = {"chat_calls": lambda n: f"{n} chat call{'s' * (n != 1)}",
+         "tool_calls": lambda n: f"{n} tool call{'s' * (n != 1)}",
+         "tokens": lambda n: f"{n:,} tokens", "cost_usd": lambda v: f"${v:.4f}" if v < 1 else f"${v:,.2f}",
+         "duration_s": lambda v: f"{v:.1f} s"}
+
+
+def budget_used(budget: dict[str, Any]) -> str:
+    """``4 chat calls · 2 tool calls · 313 tokens · $0.0012 · 4.3 s``: what the run has spent (it said
+    ``duration_s 4.268842, chat_calls 4, ...``). A field of another name or type (a journal from
+    elsewhere) is said as it is."""
+    parts = []
+    for key in sorted(budget, key=lambda k: list(_USED).index(k) if k in _USED else len(_USED)):
+        value, say = budget[key], _USED.get(key)
+        if value in (None, 0) and key != "duration_s":
+            continue
+        if say is not None and isinstance(value, (int, float)) and not isinstance(value, bool):
+            parts.append(say(value))
+        else:
+            parts.append(f"{key} {value}")
+    return " · ".join(parts) or "nothing used"
 
 
 def _segments(text: Text, console: Console) -> list[Segment]:
