@@ -91,8 +91,8 @@ def sidebar_rows(view: Any, width: int = 42, *, editable: bool = True) -> list[t
     loop = view.ctx.get("loop")
     if isinstance(loop, dict):
         stopped = f" · stopped by {loop['stopped_by']}" if loop.get("stopped_by") else ""
-        rows.append((None, Text.assemble(("  loop", "bold"),
-                                         f" {loop.get('iterations', 0)} of {loop.get('max_iterations', '?')} iterations done{stopped}")))
+        done = f" {loop.get('iterations', 0)} of {loop.get('max_iterations', '?')} iterations done{stopped}"
+        rows.append((None, Text.assemble(("  loop", "bold"), shown(done))))
     budget = view.ctx.get("budget")
     if isinstance(budget, dict):
         rows.append((None, Text.assemble(("  budget", "bold"), " " + shown(budget_used(budget)))))
