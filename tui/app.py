@@ -332,6 +332,8 @@ class FlowApp(RunCommands, RunEdits, RunWatches, PlainNotify, KeysStayPut, App[i
             value = self.row_value(target)[1]
             self.run_worker(self._open_whole(value), group="command", exit_on_error=False)
             return
+        if self._not_in_conversation("o opens a text whole"):
+            return
         i = self.main.conversation.cursor
         if view is None or not 0 <= i < len(view.history):
             self.notify("Put the cursor on a message to open it.", severity="warning")

@@ -102,12 +102,22 @@ class RunEdits:
         i = self.main.conversation.cursor
         return i if self._sidebar_target() is None and 0 <= i < len(self.client.view.history) else None
 
+    def _not_in_conversation(self: FlowApp, what: str) -> bool:
+        """Another view is shown (what the model sees, the event log, the nodes): a key acting on a
+        message would act on the conversation's hidden cursor, not on the row highlighted here."""
+        view = self.main.current_view
+        if view == "conversation":
+            return False
+        self.notify(f"{what} in the conversation (1), on the message under its cursor; in the sidebar (tab), "
+                    "on the item under its cursor.", severity="warning")
+        return True
+
     # --- messages -----------------------------------------------------------------------------
     def action_promote(self: FlowApp) -> None:
         from flowtui.runtime.wellformed import results_of
         from flowtui.tui.screens.dialogs import TextDialog
 
-        if not self._editable():
+        if not self._editable() or self._not_in_conversation("m promotes a message"):
             return
         i = self.main.conversation.cursor
         history = self.client.view.history
@@ -131,9 +141,11 @@ class RunEdits:
         if not self._editable():
             return
         view = self.client.view
+        target = self._sidebar_target()
+        if target is None and self._not_in_conversation("e edits"):
+            return
         if self._too_large_to_edit():
             return
-        target = self._sidebar_target()
         if target is not None:
             kind, _, key = target.partition(":")
             if kind in ("memory", "tasks"):
@@ -171,7 +183,8 @@ class RunEdits:
         if not self._editable():
             return
         if target is None:
-            self._delete_message()
+            if not self._not_in_conversation("d deletes"):
+                self._delete_message()
             return
         kind, _, key = target.partition(":")
         self.run_worker(self._apply(_p().DeleteItem(bucket=kind, index=int(key)),

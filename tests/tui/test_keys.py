@@ -303,6 +303,30 @@ async def test_e_edits_a_history_message_and_the_model_receives_it():
         assert messages[-1].content == "Write about ctx.state, briefly."
 
 
+async def test_e_d_m_and_o_in_another_view_act_on_nothing_hidden():
+    """In what the model sees, the event log and the nodes, e, d, m and o acted on the conversation's
+    cursor, which is not on screen there: a message was overwritten with no sight of it."""
+    app = make(input="go")
+    async with app.run_test(size=(140, 40), notifications=True) as pilot:
+        await _to_reviewer(pilot)
+        app.main.conversation.select(1)  # the draft, under the conversation's cursor
+        history = [m.content for m in app.client.view.history]
+        for view in "234":
+            await pilot.press(view)
+            await wait_until(pilot, lambda: app.main.current_view != "conversation", what=f"view {view}")
+            for key in "edm" if view == "2" else "edmo":  # (o in what the model sees opens the block there)
+                app.clear_notifications()
+                await pilot.press(key)
+                await pilot.pause(0.1)
+                assert app.screen is app.main, (view, key, app.screen)  # no dialog, no pager
+                said = [str(toast.render()) for toast in app.screen.query("Toast")]
+                assert any("in the conversation (1), on the message under its cursor" in t for t in said), said
+        assert [m.content for m in app.client.view.history] == history
+        await pilot.press("1")
+        await pilot.press("e")  # in the conversation, as before
+        await wait_until(pilot, lambda: isinstance(app.screen, TextDialog), what="the edit dialog")
+
+
 async def test_a_adds_a_task_then_e_edits_it_and_d_deletes_it():
     app = make(input="go")
     async with app.run_test() as pilot:
