@@ -149,3 +149,21 @@ def test_the_budget_says_what_the_run_spent_in_words():
     assert budget_used(spent) == "4 chat calls · 1 tool call · 1,234 tokens · $0.0012 · 4.3 s"
     assert budget_used({"duration_s": 0.0, "chat_calls": 0, "tool_calls": 0, "tokens": 0, "cost_usd": 0.0}) == "0.0 s"
     assert budget_used({"chat_calls": "3", "odd": 1}) == "chat_calls 3 · odd 1"  # a journal from elsewhere
+
+
+def test_a_state_field_of_fifty_thousand_items_takes_a_few_rows_of_the_sidebar():
+    """A row per item, at every redraw, made each key take seconds; and ctx was 50,000 rows down."""
+    from flowtui.runtime.events import RunStart
+    from flowtui.runtime.fold import RunView
+    from flowtui.tui.widgets.sidebar import sidebar_rows
+
+    view = RunView()
+    view.apply(RunStart(seq=1, ts=0.0, run_id="r1", node_id=None, parent_id=None, origin="runtime", workflow="W",
+                        state={"big": list(range(50_000)), "table": {f"k{i}": i for i in range(30)}, "n": 1}))
+    rows = [(row_id, text.plain) for row_id, text in sidebar_rows(view, width=60)]
+    big = [text for row_id, text in rows if row_id == "field:big"]
+    assert big[0] == "  big [50000]" and big[1:3] == ["    0 0", "    1 1"]
+    assert big[-1] == "    … 49,980 more (o opens the field whole)" and len(big) == 22
+    table = [text for row_id, text in rows if row_id == "field:table"]
+    assert table[-1] == "    … 10 more (o opens the field whole)" and len(table) == 22
+    assert ("field:n", "  n = 1") in rows and len(rows) < 60

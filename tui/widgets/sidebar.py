@@ -6,6 +6,7 @@ delete (``d``); headers and ``ctx`` rows are skipped by the cursor.
 
 from __future__ import annotations
 
+import itertools
 import json
 from typing import Any
 
@@ -24,6 +25,7 @@ from flowtui.tui.widgets.paint import DirectLines, QuietVirtualSize
 
 RUNTIME_CTX = ("turn", "output", "loop", "budget")
 BUCKET_ROWS = 60  # memory items or tasks listed (the latest), past which the sidebar says how many more
+FIELD_ROWS = 20  # a state field's first items listed, past which the sidebar says how many more
 
 
 def _short(value: Any, limit: int = 200) -> str:
@@ -54,6 +56,12 @@ def sidebar_rows(view: Any, width: int = 42, *, editable: bool = True) -> list[t
         for i in range(start, len(values)):
             rows.append((f"{bucket}:{i}", Text.assemble((f"{i + 1:>2} ", "dim"), mark, _short(values[i]))))
 
+    def more(name: str, count: int) -> None:
+        # A field of 50,000 items drew a row each, at every redraw: each key took seconds.
+        if count > FIELD_ROWS:
+            rows.append((f"field:{name}", Text(f"    … {count - FIELD_ROWS:,} more (o opens the field whole)",
+                                               "dim italic")))
+
     section("Memory", len(view.memory))
     items("memory", view.memory, "")
     if not view.memory:
@@ -71,12 +79,14 @@ def sidebar_rows(view: Any, width: int = 42, *, editable: bool = True) -> list[t
             if isinstance(value, list) and value:
                 rows.append((f"field:{name}", Text.assemble(mark, (shown(name), name_style),
                                                             (f" [{len(value)}]", "dim"))))
-                for j, item in enumerate(value):
+                for j, item in enumerate(value[:FIELD_ROWS]):
                     rows.append((f"field:{name}", Text.assemble("    ", (f"{j} ", "dim"), _short(item))))
+                more(name, len(value))
             elif isinstance(value, dict) and value:
                 rows.append((f"field:{name}", Text.assemble(mark, (shown(name), name_style))))
-                for key, item in value.items():
+                for key, item in itertools.islice(value.items(), FIELD_ROWS):
                     rows.append((f"field:{name}", Text.assemble("    ", (f"{shown(str(key))}: ", "dim"), _short(item))))
+                more(name, len(value))
             else:
                 rows.append((f"field:{name}", Text.assemble(mark, (shown(name), name_style), " = ", _short(value))))
     user = {k: v for k, v in view.ctx.items() if k not in RUNTIME_CTX}
