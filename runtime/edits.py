@@ -169,6 +169,8 @@ class Editor:
         old = _at(items, index, bucket)
         before = self._snapshot(bucket)
         items[index] = _restore(text, old)
+        if items[index] == old:
+            raise ConfigError(f"{bucket}[{index}] is unchanged: nothing recorded (type a change, or Escape)")
         with _as_user():
             self._run.state.set(bucket, items, origin="user",
                                 note=f"edited {bucket}[{index}]: {_quote(old)} → {_quote(items[index])}")

@@ -130,6 +130,23 @@ async def test_an_unknown_field_is_refused_naming_the_fields_there_are():
     await asyncio.wait_for(task, 60)
 
 
+async def test_a_memory_item_or_task_saved_as_it_was_is_refused_and_nothing_recorded():
+    """Saved unchanged, it was an edit: an event "edited tasks[0]: x → x", the edit count up, an undo step spent."""
+    run, events, ctl, task = await paused_run()
+    run.edits.add_item("tasks", "Revisar [b]tudo[/b]")
+    run.edits.add_item("memory", "plano: pro")
+    before = len([e for e in events if e.origin == "user"])
+    with pytest.raises(ConfigError, match=r"tasks\[0\] is unchanged: nothing recorded"):
+        run.edits.set_item("tasks", 0, "Revisar [b]tudo[/b]")
+    with pytest.raises(ConfigError, match=r"memory\[0\] is unchanged: nothing recorded"):
+        run.edits.set_item("memory", 0, "plano: pro")
+    assert len([e for e in events if e.origin == "user"]) == before
+    run.edits.set_item("tasks", 0, "Revisar tudo")
+    assert run.ctx.state.tasks == ["Revisar tudo"]
+    ctl.resume()
+    await asyncio.wait_for(task, 60)
+
+
 async def test_a_message_edited_to_nothing_or_left_as_it_was_is_refused_and_nothing_recorded():
     """An empty user message was taken (an API refuses it at the next call); an unchanged one was an edit."""
     run, events, ctl, task = await paused_run()
