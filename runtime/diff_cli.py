@@ -105,17 +105,20 @@ def _about(run: LoadedRun) -> dict[str, Any]:
 
 def render(a: LoadedRun, b: LoadedRun, found: list[Difference], *, width: int = 100) -> list[str]:
     """The report, one line per item, each at most ``width`` columns (values shortened)."""
+    # Every text from a journal is made safe whole, before it is wrapped or cut: a credential in a
+    # long workflow name was split over two lines, or cut to its end, where no rule knew it again.
     lines = []
     for side, run in (("A", a), ("B", b)):
-        one = f"{side}: {run.path} ({_describe(run)})"
-        lines.extend([_fit(one, width)] if len(visible(one)) <= width
-                     else [_fit(f"{side}: {run.path}", width),  # the description wrapped, not cut: all of it counts
-                           *(_fit(part, width) for part in textwrap.wrap(_describe(run), width, initial_indent="   ",
+        where, about = _safe(str(run.path)), _safe(_describe(run))
+        one = f"{side}: {where} ({about})"
+        lines.extend([_fit(one, width)] if len(one) <= width
+                     else [_fit(f"{side}: {where}", width),  # the description wrapped, not cut: all of it counts
+                           *(_fit(part, width) for part in textwrap.wrap(about, width, initial_indent="   ",
                                                                          subsequent_indent="   "))])
     for side, run in (("A", a), ("B", b)):
         for n in run.notices[:NOTICES_SHOWN]:
             said = f"line {n.line}: {n.reason}" if isinstance(n, Mended) else f"line {n.line} skipped ({n.reason})"
-            lines.append(_fit(f"   {side}: {said}", width))
+            lines.append(_fit(f"   {side}: {_safe(said)}", width))
         if len(run.notices) > NOTICES_SHOWN:
             lines.append(f"   {side}: and {len(run.notices) - NOTICES_SHOWN} more")
     if not found:
@@ -133,6 +136,7 @@ def render(a: LoadedRun, b: LoadedRun, found: list[Difference], *, width: int = 
     # in the order they happened: a step's differences together, unless another step's came between
     # (a workflow's input at the start and its output at the end are two groups)
     for path, group in itertools.groupby(found, key=lambda d: d.path):
+        path = _safe(path)
         here = list(group)
         fresh = [d for d in here if d.same_as is None]
         again = [d for d in here if d.same_as is not None]
@@ -140,9 +144,9 @@ def render(a: LoadedRun, b: LoadedRun, found: list[Difference], *, width: int = 
         if not fresh:
             if not compact:
                 lines.append("")
-            fields = ", ".join(d.field for d in again)
+            fields = _safe(", ".join(d.field for d in again))
             one = f"{path}: as above, {fields}"
-            lines.extend([_fit(one, width)] if len(visible(one)) <= width
+            lines.extend([_fit(one, width)] if len(one) <= width
                          else [*_wrap_path(path, width), *_wrap(f"  as above, {fields}", width)])
             compact = True
             continue
@@ -152,7 +156,7 @@ def render(a: LoadedRun, b: LoadedRun, found: list[Difference], *, width: int = 
         for d in fresh:
             lines.extend(_show(d, width))
         if again:
-            lines.extend(_wrap(f"  and as above, {', '.join(d.field for d in again)}", width))
+            lines.extend(_wrap(f"  and as above, {_safe(', '.join(d.field for d in again))}", width))
     return lines
 
 
@@ -166,16 +170,17 @@ def _count(n: int, what: str) -> str:
 
 
 def _show(d: Difference, width: int) -> list[str]:
+    field = _safe(d.field)
     if d.only is not None:
         present = d.a if d.only == "a" else d.b
-        return [_fit(f"  only in {d.only.upper()}: {present}", width)]
+        return [_fit(f"  only in {d.only.upper()}: {_safe(str(present))}", width)]
     x, y = _value(d.a), _value(d.b)
-    one = f"  {d.field}: {x} → {y}"
+    one = f"  {field}: {x} → {y}"
     if len(one) <= width and "\n" not in one:
         return [one]
     at = _first_difference(x, y)
     room = width - 7
-    return [_fit(f"  {d.field}", width), "    A: " + shorten(x, room, focus=at), "    B: " + shorten(y, room, focus=at)]
+    return [_fit(f"  {field}", width), "    A: " + shorten(x, room, focus=at), "    B: " + shorten(y, room, focus=at)]
 
 
 def _value(v: Any) -> str:

@@ -469,6 +469,20 @@ async def test_a_long_value_is_redacted_before_it_is_shortened(tmp_path, capsys)
     assert "Ab3dAb3d" not in out + err
 
 
+async def test_a_credential_in_a_long_name_is_redacted_before_the_report_wraps_or_cuts_it(tmp_path, capsys):
+    """A workflow or agent name holding a key, in a journal from elsewhere: the header wrapped it over two
+    lines and the step paths cut it to its end, and no rule knew either part for a credential."""
+    key = "sk-proj-" + "Ab3d" * 10
+    a = await journal(tmp_path, "a")
+    long = "ReviewWorkflow " + "b" * 40 + " " + key
+    b = tmp_path / "b.jsonl"
+    b.write_text(a.read_text().replace('"ReviewWorkflow"', json.dumps(long))
+                 .replace('"name":"Reviewer"', '"name":' + json.dumps("Reviewer " + "c" * 60 + " " + key)))
+    code, out, err = diff(capsys, a, b)
+    assert code == 1 and "[redacted]" in out
+    assert "Ab3d" not in out + err and "sk-proj" not in out + err
+
+
 async def test_lines_moved_repeated_or_taken_out_by_hand_are_said_not_read_as_other_runs(tmp_path, capsys):
     """A line repeated split B into two runs (its last a fragment "that did not end"); lines taken out
     went unsaid."""
