@@ -95,10 +95,17 @@ def read_runs(path: str | Path, *, notices: list[Any] | None = None) -> list[lis
         raise DiffError(str(exc)) from None
 
 
-def load_run(path: str | Path, run: int | None = None, *, option: str = "--run") -> LoadedRun:
-    """Run ``run`` (1-based; default: the last) of a journal. Raises :class:`DiffError`."""
+def load_run(path: str | Path, run: int | None = None, *, option: str = "--run",
+             run_id: str | None = None) -> LoadedRun:
+    """Run ``run`` (1-based; default: the last) of a journal, or the run of id ``run_id`` (a re-executed
+    run's parent, in a journal it may share with the re-execution). Raises :class:`DiffError`."""
     notices: list[Any] = []
     runs = read_runs(path, notices=notices)
+    if run_id is not None:
+        run = next((i for i, events in enumerate(runs, 1)
+                    if events and getattr(events[0], "type", None) == "run.start" and events[0].run_id == run_id), None)
+        if run is None:
+            raise DiffError(f"{path} no longer holds run {run_id}, the run this one was re-executed from")
     if run is not None and not 1 <= run <= len(runs):
         held = f"{len(runs)} run{'s' if len(runs) != 1 else ''}"
         hint = "pick 1" if len(runs) == 1 else f"pick 1 to {len(runs)}"

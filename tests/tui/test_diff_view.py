@@ -52,3 +52,29 @@ async def test_the_diff_view_names_the_first_divergence_against_the_newest_other
             await pilot.pause(0.02)
         assert "B: .flowtui/runs/ReviewWorkflow-1.jsonl" in view.report.plain
         assert "Write about memory" not in view.report.plain  # the same input: other differences only
+
+
+async def test_a_run_reexecuted_into_its_parents_journal_is_compared_with_its_parent(tmp_path):
+    """Edit-and-continue journaled into the same file (--journal FILE): the diff view read the file's last
+    run, the re-execution itself, and said "The runs are the same"."""
+    import shutil
+
+    from conftest import ended, make, wait_until
+
+    from flowtui.tui.screens.diverged import DivergedScreen
+
+    flow, journal = tmp_path / "review_copy.py", tmp_path / "run.jsonl"
+    shutil.copy(FLOWS / "review_fn.py", flow)
+    await load_flow(str(flow)).run("go", journal=journal)
+    flow.write_text(flow.read_text().replace('prompt="You review the draft."', 'prompt="You review it closely."'))
+    app = make(str(flow), resume_from=str(journal), journal=str(journal))
+    async with app.run_test(size=(160, 48)) as pilot:
+        await wait_until(pilot, lambda: isinstance(app.screen, DivergedScreen), what="the divergence screen")
+        await pilot.press("c")
+        await ended(pilot)
+        await pilot.press("5")
+        text = await _text(pilot, app.main.pane_widget("diff"))
+        a, b = text.split("\nB: ")[0], text.split("\nB: ")[1].split("\nThe runs")[0]
+        assert a.startswith(f"A: {journal}") and "run 2 of 2: ReviewWorkflow, finished" in a, text
+        assert b.startswith(f"{journal}") and "run 1 of 2: ReviewWorkflow, finished" in b, text
+        assert "The runs differ" in text and "You review it closely." in text, text

@@ -54,6 +54,9 @@ class DiffView(VerticalScroll, can_focus=True):
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.against: str | None = None  # B: a journal file
+        # B's run, by id: the run this one was re-executed from (else the file's last). A re-execution
+        # journaled into the same file (--journal FILE) is that file's last run: B was A itself.
+        self.against_run: str | None = None
         self.report = Text()  # what the view shows
         self._seen: tuple = ()
         self._workflow: str | None = None
@@ -79,7 +82,7 @@ class DiffView(VerticalScroll, can_focus=True):
         if self.against is None:
             resumed = getattr(view, "resumed_from", None)
             if resumed is not None and getattr(resumed, "journal", None):
-                self.against = str(resumed.journal)
+                self.against, self.against_run = str(resumed.journal), resumed.run_id
             else:
                 others = journals(view.workflow, besides=self.current_journal())
                 self.against = str(others[0]) if others else None
@@ -121,8 +124,11 @@ class DiffView(VerticalScroll, can_focus=True):
             b = self._load(against)
         except DiffError as exc:
             return Text(f"{shown(str(exc))}\nenter picks another journal.", "bold #ff5f5f")
-        a = LoadedRun(path=self.current_journal() or "this run", number=1, total=1, events=_events(events),
-                      notices=[])
+        here = self.current_journal()
+        same_file = here is not None and Path(here).resolve() == Path(against).resolve()
+        # A, live: the file's last run when B's file is its own too (it is being appended to it)
+        a = LoadedRun(path=here or "this run", number=b.total if same_file else 1,
+                      total=b.total if same_file else 1, events=_events(events), notices=[])
         try:
             found = diff_runs(a.events, b.events)
         except Exception as exc:  # a journal shaped in a way the comparison did not foresee
@@ -137,12 +143,12 @@ class DiffView(VerticalScroll, can_focus=True):
 
         try:
             st = Path(path).stat()
-            stamp = (path, st.st_mtime_ns, st.st_size)
+            stamp = (path, self.against_run, st.st_mtime_ns, st.st_size)
         except OSError:
             stamp = None
         if stamp is not None and self._loaded is not None and self._loaded[0] == stamp:
             return self._loaded[1]
-        run = load_run(path)  # raises DiffError for a file that is not a journal
+        run = load_run(path, run_id=self.against_run)  # raises DiffError for a file that is not a journal
         if stamp is not None:
             self._loaded = (stamp, run)
         return run
@@ -157,7 +163,7 @@ class DiffView(VerticalScroll, can_focus=True):
 
         def chosen(value: str | None) -> None:
             if value:
-                self.against = str(options[int(value)])
+                self.against, self.against_run = str(options[int(value)]), None
                 self._seen = ()
                 screen = self.screen
                 if hasattr(screen, "redraw"):
