@@ -131,6 +131,17 @@ def palette(specs: Iterable[ActionSpec], run: Callable[[str], Any]) -> Iterator[
             yield f"{spec.group}: {spec.title}", f"{spec.help}  [{key_name(spec.key)}]", _bind(run, spec.action)
 
 
+# Textual's own palette commands that flowtui's say better or that do not work here: "Quit" and "Keys"
+# beside flowtui's own quit and keys, and "Screenshot", which failed with nowhere to save (and would
+# write a file that is not owner-only). "Theme" and "Maximize" stay.
+TEXTUAL_LEFT_OUT = frozenset({"Quit", "Keys", "Screenshot"})
+
+
+def textual_commands(commands: Iterable[Any]) -> Iterator[Any]:
+    """Textual's system commands (``App.get_system_commands``) flowtui keeps in its palette."""
+    return (command for command in commands if command.title not in TEXTUAL_LEFT_OUT)
+
+
 def _bind(run: Callable[[str], Any], action: str) -> Callable[[], Any]:
     async def go() -> None:
         await run(action)

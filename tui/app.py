@@ -26,7 +26,7 @@ from textual.timer import Timer
 from textual.worker import Worker, WorkerState
 
 from flowtui.runtime.channel import ATTACH_TIMEOUT_S
-from flowtui.tui.actions import ACTIONS, app_help_groups, bindings, palette
+from flowtui.tui.actions import ACTIONS, app_help_groups, bindings, palette, textual_commands
 from flowtui.tui.client import LaunchConfig, RunClient, cut_inside
 from flowtui.tui.commands import RunCommands
 from flowtui.tui.edits import RunEdits
@@ -396,7 +396,7 @@ class FlowApp(RunCommands, RunEdits, RunWatches, PlainNotify, KeysStayPut, App[i
         if view is not None and view.status == "paused" and view.pause.reason == "approval":
             yield SystemCommand("call: approve or deny", "The tool call waiting for approval: its dialog again",
                                 self._ask_again)
-        yield from super().get_system_commands(screen)
+        yield from textual_commands(super().get_system_commands(screen))
 
 
 def _bind(fn, *args):

@@ -19,7 +19,7 @@ from textual.app import App, SystemCommand
 from textual.screen import Screen
 
 from flowtui.runtime.cli import printable, say
-from flowtui.tui.actions import ActionSpec, bindings, help_groups, key_hints, palette, pane_actions
+from flowtui.tui.actions import ActionSpec, bindings, help_groups, key_hints, palette, pane_actions, textual_commands
 from flowtui.tui.screens.dialogs import HelpScreen
 from flowtui.tui.shown import PlainNotify
 from flowtui.tui.signals import quit_on_signals
@@ -162,7 +162,7 @@ class ReplayApp(PlainNotify, KeysStayPut, App[int]):
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
         for title, help, callback in palette(KEYS, self.run_action):
             yield SystemCommand(title, help, callback)
-        yield from super().get_system_commands(screen)
+        yield from textual_commands(super().get_system_commands(screen))
 
 
 def build_parser() -> argparse.ArgumentParser:

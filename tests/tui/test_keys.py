@@ -184,6 +184,20 @@ async def test_ctrl_p_palette_runs_actions_by_group_name():
         assert app.client.view.pause.point == "chat"
 
 
+async def test_the_palette_lists_flowtuis_quit_and_keys_once_and_no_screenshot_that_fails(tmp_path):
+    """Textual's own Quit and Keys sat beside flowtui's, and its Screenshot failed ("Failed to save")."""
+    from flowtui.runtime.loader import load_flow
+    from flowtui.tui.replay import make_replay
+
+    journal = tmp_path / "run.jsonl"
+    await load_flow(REVIEW).run("go", journal=journal)
+    for app in (make(input="go"), make_replay(journal)):
+        async with app.run_test():
+            titles = [command.title for command in app.get_system_commands(app.screen)]
+            assert "Screenshot" not in titles and "Quit" not in titles and "Keys" not in titles, titles
+            assert "app: quit" in titles and "Theme" in titles, titles
+
+
 async def test_question_mark_shows_every_key():
     app = make(input="go")
     async with app.run_test() as pilot:
