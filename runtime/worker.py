@@ -35,6 +35,7 @@ import atexit
 # registered first, so this one runs after all of them (see ``Outbox.close``).
 _at_the_very_end: list[Callable[[], None]] = []
 atexit.register(lambda: [last() for last in _at_the_very_end])
+_exit_code: list[int] = []  # once the run's process is on its way out: its exit code
 
 import argparse  # noqa: E402 (after the registration above, on purpose)
 import asyncio
@@ -338,6 +339,8 @@ def install_terminate(grace: float, run_task: Callable[[], asyncio.Task | None],
     the run's task, cancelled with the signal as its cause when no code of the run is running (it is
     paused, or awaits a model), so its end says the same."""
     def terminate(signum: int, frame: Any) -> None:
+        if _exit_code:  # the run is over: what holds the process is the flow's own threads, at exit
+            _end_with_threads_running(_exit_code[0])
         asked = stop_asked()  # (the client may not wait the whole grace: the app's q does not)
         waited = grace if asked is None else time.monotonic() - asked
         why = stop_reason()
@@ -359,6 +362,19 @@ def install_terminate(grace: float, run_task: Callable[[], asyncio.Task | None],
 
     signal.signal(STOP_SIGNAL, terminate)
     signal.signal(signal.SIGTERM, terminated_elsewhere)
+
+
+def _end_with_threads_running(code: int) -> None:
+    """Python waits at exit for every thread that is no daemon; one the flow started that never ends
+    held the process after its run, and the client's stop, landing in that wait, printed a traceback
+    ("Exception ignored in: <module 'threading'>", "killed after 1.0 s: a tool or hook did not return")
+    that said nothing true. The run has ended and said so: the process ends, saying which threads."""
+    names = [t.name for t in threading.enumerate() if not t.daemon and t is not threading.main_thread()]
+    print(f"flowtui: the flow's thread{'s' * (len(names) != 1)} {', '.join(names)} still ran after the run "
+          "ended; ended with the run's process", file=sys.stderr, flush=True)
+    for last in _at_the_very_end:
+        last()
+    os._exit(code)
 
 
 def _idle() -> bool:
@@ -589,5 +605,6 @@ def _orphaned(grace: float) -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    _exit_code.append(main())
+    sys.exit(_exit_code[0])
 
