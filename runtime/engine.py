@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from flowtui.runtime.budget import BudgetStop, BudgetTracker, RunTotals
 from flowtui.runtime.bus import Emitter, current_node
 from flowtui.runtime.context import AgentContext, jsonable
-from flowtui.runtime.control import Controller, PausePoint, RunStopped, Signalled, StopRequested
+from flowtui.runtime.control import Controller, PausePoint, RunStopped, Signalled, StopRequested, Terminated
 from flowtui.runtime.conversation import ConversationState
 from flowtui.runtime.decorators import WorkflowSpec
 from flowtui.runtime.edits import Editor
@@ -187,10 +187,16 @@ class Run:
         disposers = self.ctx._disposers
         while disposers:
             fn = disposers.pop()
+            name = getattr(fn, "__qualname__", None) or repr(fn)
             try:
                 await call_user(fn, (), origin="dispose")
             except CLEANUP_FAILURES as exc:
-                self._report_dispose(getattr(fn, "__qualname__", None) or repr(fn), exc)
+                self._report_dispose(name, exc)
+            except (Terminated, asyncio.CancelledError) as exc:
+                # a stop whose grace ran out inside a cleanup that never returned (sync: unwound; async:
+                # cancelled): the cleanup's failure, not the run's, whose end and output stand
+                self.emitter.emit(DisposeError, node_id=None, parent_id=current_node.get()[0], origin="dispose",
+                                  cleanup=name, error=f"{type(exc).__name__}: it never returned; the stop ended it")
         for app in self.child_apps.values():
             for name, exc in await app.dispose_all():
                 self._report_dispose(name, exc)

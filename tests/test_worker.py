@@ -117,6 +117,33 @@ def test_ctrl_c_on_a_run_whose_flow_left_a_thread_running_ends_without_a_traceba
     assert (end["type"], end["status"], end["reason"]) == ("run.end", "stopped", "stopped by user"), end
 
 
+@pytest.mark.parametrize("kind", ["sync", "async"])
+def test_ctrl_c_in_a_cleanup_that_never_returns_keeps_the_runs_end_and_output(tmp_path, kind):
+    """The workflow had finished when its ctx.on_dispose cleanup hung: the stop wrote a run.end for the
+    process (stopped, no output, "a tool or hook did not return"), and the output was lost."""
+    body = ("def close_pool():\n            while True:\n                time.sleep(0.01)\n" if kind == "sync" else
+            "async def close_pool():\n            await asyncio.sleep(3600)\n")
+    flow = tmp_path / "cleanup.py"
+    flow.write_text(
+        "import asyncio, time\n"
+        "from flowtui import FunctionProvider, agent, workflow\n\n"
+        "@agent(provider=FunctionProvider(lambda m, t: 'done'), prompt='p')\nclass A:\n"
+        "    def after_response(self, response, ctx):\n        @ctx.on_dispose\n        " + body + "\n"
+        "@workflow(steps=[A])\nclass W:\n    pass\n")
+    journal = tmp_path / "j.jsonl"
+    proc = flowtui("run", str(flow), "--input", "x", "--journal", str(journal), cwd=tmp_path)
+    wait_for(journal, '"kind":"workflow","name":"W","status":"ok"')
+    time.sleep(0.3)  # inside the cleanup
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=HANG)
+    assert proc.returncode == 0 and out == "done\n", err
+    error, end = journal_events(journal)[-2:]
+    assert (error["type"], error["cleanup"]) == ("dispose.error", "A.after_response.<locals>.close_pool")
+    assert error["error"].endswith(": it never returned; the stop ended it"), error
+    assert (end["type"], end["origin"], end["status"], end["output"]) == ("run.end", "runtime", "finished", "done")
+    assert "did not return" not in err and "Traceback" not in err, err
+
+
 @pytest.mark.parametrize("flow", ["SyncLoop", "AsyncLoop", "BlockingUntil"])
 def test_ctrl_c_stops_a_run_that_never_returns(tmp_path, flow):
     journal = tmp_path / "j.jsonl"
