@@ -240,8 +240,11 @@ class TreePrinter:
         elif ev.type == "dispose.error":
             line = f"! cleanup {ev.cleanup} raised: {ev.error}"
         elif ev.type == "run.start" and ev.resumed_from is not None and ev.resumed_from.before_tool:
-            line = (f"! the recorded run never returned from tool {ev.resumed_from.before_tool} (stopped or killed "
-                    f"inside it): re-executed up to event #{ev.resumed_from.at}, and that call runs live")
+            r = ev.resumed_from
+            why = (f"event #{r.asked} is inside the call of tool {r.before_tool} (what it did there comes only "
+                   "from running it)" if r.asked is not None else
+                   f"the recorded run never returned from tool {r.before_tool} (stopped or killed inside it)")
+            line = f"! {why}: re-executed up to event #{r.at}, and that call runs live"
         elif ev.type == "run.pause" and ev.watch:
             from flowtui.runtime.control import watch_reason
 

@@ -49,14 +49,18 @@ class ResumedFrom(BaseModel):
     journal: str = Field(description="the parent journal, as given")
     run_id: str = Field(description="the id of the recorded run re-executed")
     at: int = Field(description="K: the recorded events up to this seq were served and checked")
-    before_tool: str | None = Field(default=None, description="the tool K stops before: the recorded run never "
-                                    "returned from it (stopped or killed inside it), so it runs live")
+    before_tool: str | None = Field(default=None, description="the tool K stops before, which runs live: the "
+                                    "recorded run never returned from it (stopped or killed inside it), or the K "
+                                    "asked for fell inside its call")
+    asked: int | None = Field(default=None, description="the K asked for, when it fell inside before_tool's call "
+                              "(whose own events come only from running it): K is then the event before that call")
 
     @model_serializer(mode="wrap")
-    def _before_tool_only_when_there(self, handler: Any) -> dict[str, Any]:
+    def _only_when_there(self, handler: Any) -> dict[str, Any]:
         data = handler(self)
-        if data.get("before_tool") is None:
-            data.pop("before_tool", None)
+        for name in ("before_tool", "asked"):
+            if data.get(name) is None:
+                data.pop(name, None)
         return data
 
 

@@ -383,9 +383,10 @@ class RunView:
                 waits = "waiting for approval; " if p.reason == "approval" else ""
                 return text + f" ({waits}watchpoint {p.watch[0].expr}, at #{p.watch[0].seq}{more})"
             if p.reason == "resumed" and self.resumed_from is not None:  # the end of a re-executed prefix
-                never = (f", where the recorded run never returned from tool {self.resumed_from.before_tool}"
-                         if self.resumed_from.before_tool else "")
-                return f"{text} (re-executed up to event #{self.resumed_from.at} of its journal{never}; live from here)"
+                r = self.resumed_from
+                why = (f", not #{r.asked}, which is inside tool {r.before_tool}'s call" if r.asked is not None else
+                       f", where the recorded run never returned from tool {r.before_tool}" if r.before_tool else "")
+                return f"{text} (re-executed up to event #{r.at} of its journal{why}; live from here)"
             return text + {"breakpoint": " (breakpoint)", "approval": " (waiting for approval)",
                            "diverged": " (diverged from its journal)"}.get(p.reason, "")
         if self.status == "running" and self.retrying is not None:  # a wait the run's path alone left unsaid

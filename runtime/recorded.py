@@ -67,7 +67,8 @@ class Recorded:
     lines: dict[int, bytes] = field(default_factory=dict)  # seq -> the event's line, as the journal holds it
     lazy: set[int] = field(default_factory=set)  # seqs of node.start events read up to their name only
     line_of: dict[int, int] = field(default_factory=dict)  # seq -> its line in the journal
-    unreturned: str | None = None  # the tool the prefix stops before: it never returned in the recorded run
+    before_tool: str | None = None  # the tool the prefix stops before: it never returned, or K fell inside its call
+    asked: int | None = None  # K as given, when it fell inside before_tool's call (``at`` is then just before it)
 
     def full(self, ev: dict[str, Any]) -> dict[str, Any]:
         """``ev`` with all its fields: a node.start read up to its name is read whole (in place), and
@@ -157,16 +158,34 @@ def load_recorded(source: str | Path, *, at: int | None = None) -> Recorded:
             recorded.ends[node] = ev
         elif node is not None:
             recorded.inside.setdefault(node, []).append(ev)
-    for ev in run:  # a tool that never returned (the run was stopped or killed inside it) cannot be served:
-        if ev["seq"] > recorded.at:  # the prefix ends right before it, and from there the run goes live
-            break
+    _stop_before_tool(recorded)
+    return recorded
+
+
+def _stop_before_tool(recorded: Recorded) -> None:
+    """End the prefix right before a tool call it cannot serve, which then runs live (the app pauses
+    before it): one that never returned (the run was stopped or killed inside it), or one K falls
+    inside (its result and effects are served only whole; its own events come only from running it)."""
+    for ev in recorded.events:
+        if ev["seq"] > recorded.at:
+            return
         if ev["type"] != "node.start" or ev.get("kind") != "tool":
             continue
-        end = recorded.ends.get(ev.get("node_id") or "")
+        node = ev.get("node_id") or ""
+        end = recorded.ends.get(node)
         if end is None or (end.get("status") == "stopped" and "executed" not in (end.get("data") or {})):
-            recorded.at, recorded.unreturned = ev["seq"] - 1, str(ev.get("name"))  # (no end: its process died)
-            break
-    return recorded
+            recorded.at, recorded.before_tool = ev["seq"] - 1, str(ev.get("name"))  # (no end: its process died)
+            return
+        # a tool that runs a child workflow runs again in the prefix anyway: K inside it (in its child's
+        # steps) stays, and a tool of the child that K falls inside is met further on
+        if end["seq"] > recorded.at and not _ran_child(recorded, node):
+            recorded.asked, recorded.at, recorded.before_tool = recorded.at, ev["seq"] - 1, str(ev.get("name"))
+            return
+
+
+def _ran_child(recorded: Recorded, node: str) -> bool:
+    """Whether the recorded tool call ``node`` started a child workflow (its run.start hangs from it)."""
+    return any(ev["type"] == "run.start" and ev.get("parent_id") == node for ev in recorded.events)
 
 
 # A node.start's line up to its data: a model call's carries the whole request, most of a long

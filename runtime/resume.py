@@ -140,7 +140,7 @@ class Resume:
     # --- the run's side -----------------------------------------------------------------------
     def origin(self) -> ResumedFrom:
         return ResumedFrom(journal=self.recorded.path, run_id=self.recorded.run_id, at=self.at,
-                           before_tool=self.recorded.unreturned)
+                           before_tool=self.recorded.before_tool, asked=self.recorded.asked)
 
     def start_values(self) -> dict[str, Any]:
         """The recorded run's input, memory and data (a re-execution starts from them)."""

@@ -622,3 +622,99 @@ async def test_continuing_from_a_pause_pauses_at_that_same_place(tmp_path):
     assert (pause.point, pause.name, pause.path) == (there.point, there.name, there.path)
     again.stop()
     await task
+
+
+# --- K inside a tool call: the prefix ends before the call, which runs live once -----------------
+
+
+def side_effect_flow(tmp_path: Path) -> tuple[Path, Path]:
+    """flows/revisao.py whose reviewer tool also appends the problem to a file: an effect on the world."""
+    flows = tmp_path / "flows"
+    shutil.copytree(FLOWS, flows)
+    flow, side = flows / "revisao.py", tmp_path / "SIDE"
+    text, anchor = flow.read_text(), "        s.problemas.append(args.descricao)\n"
+    assert anchor in text
+    flow.write_text(text.replace(anchor, f"        open({str(side)!r}, 'a').write(args.descricao + '\\n')\n" + anchor))
+    return flow, side
+
+
+async def test_k_inside_a_tool_call_pauses_before_that_call_and_nothing_of_it_runs(tmp_path):
+    """Its effects (events start..end-1: its ctx fields, state, result message) come only from running
+    it: K there ran the tool live inside the prefix, before the pause that said 'before tool'."""
+    flow, side = side_effect_flow(tmp_path)
+    first = tmp_path / "first.jsonl"
+    await load_flow(str(flow)).run("Escreva", journal=first)
+    calls = side.read_text().count("\n")
+    start = _seq(first, type="node.start", kind="tool")
+    end = _seq(first, type="node.end", kind="tool")
+    assert calls >= 2 and end - start >= 3  # the call's own events lie between them
+    for k in range(start, end):
+        side.write_text("")
+        ctl, events = Controller(start_paused=True), []
+        second = tmp_path / f"at{k}.jsonl"
+        run = load_flow(str(flow)).prepare(controller=ctl, journal=second, resume_from=f"{first}@{k}",
+                                           on_event=events.append)
+        task = asyncio.ensure_future(run.execute())
+        for _ in range(5000):
+            if ctl.paused or task.done():
+                break
+            await asyncio.sleep(0.001)
+        pause = events[-1]
+        assert (pause.type, pause.reason, pause.point, pause.name) == ("run.pause", "resumed", "tool",
+                                                                       "registrar_problema"), k
+        assert side.read_text() == "", k  # nothing of the tool ran
+        assert events[0].resumed_from.model_dump() == {"journal": str(first), "run_id": lines(first)[0]["run_id"],
+                                                       "at": start - 1, "before_tool": "registrar_problema",
+                                                       "asked": k}
+        view = RunView()
+        view.apply_many(events)
+        assert view.status_line() == (f"paused before tool registrar_problema (re-executed up to event #{start - 1} "
+                                      f"of its journal, not #{k}, which is inside tool registrar_problema's call; "
+                                      "live from here)")
+        ctl.resume()
+        await task
+        assert side.read_text().count("\n") == calls  # each call ran once, live: none twice
+        assert recorded_events(second) == recorded_events(first)
+
+
+def test_headless_k_inside_a_tool_call_says_so_and_runs_the_call_once(tmp_path):
+    flow, side = side_effect_flow(tmp_path)
+    first, second = tmp_path / "first.jsonl", tmp_path / "second.jsonl"
+    res = flowtui("run", str(flow), "--input", "Escreva", "--journal", str(first), cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    calls = side.read_text().count("\n")
+    start = _seq(first, type="node.start", kind="tool")
+    k = _seq(first, type="workflow_state.change", origin="tool:registrar_problema")  # inside the first call
+    side.write_text("")
+    again = flowtui("run", str(flow), "--resume-from", f"{first}@{k}", "--journal", str(second), cwd=tmp_path)
+    assert again.returncode == 0, again.stderr
+    assert again.stderr.splitlines()[0] == (f"! event #{k} is inside the call of tool registrar_problema (what it did "
+                                            f"there comes only from running it): re-executed up to event "
+                                            f"#{start - 1}, and that call runs live")
+    assert side.read_text().count("\n") == calls
+    assert lines(second)[0]["resumed_from"] == {"journal": str(first), "run_id": lines(first)[0]["run_id"],
+                                                "at": start - 1, "before_tool": "registrar_problema", "asked": k}
+    assert recorded_events(second) == recorded_events(first)
+
+
+async def test_k_inside_a_tool_that_runs_a_child_workflow_is_kept(tmp_path):
+    """That tool runs again in the prefix anyway (its child's steps are re-executed and checked): K in
+    its child's steps is honoured as asked, and a fork there pauses inside the child."""
+    first = tmp_path / "first.jsonl"
+    await load_flow(str(FLOWS / "subagente.py")).run("Resuma", journal=first)
+    start = _seq(first, type="node.start", kind="tool", name="pesquisar")
+    k = _seq(first, type="node.start", kind="agent", name="PesquisadorAgent")
+    assert start < k < _seq(first, type="node.end", kind="tool", name="pesquisar")
+    ctl, events = Controller(start_paused=True), []
+    run = load_flow(str(FLOWS / "subagente.py")).prepare(controller=ctl, resume_from=f"{first}@{k}",
+                                                         on_event=events.append)
+    task = asyncio.ensure_future(run.execute())
+    for _ in range(5000):
+        if ctl.paused or task.done():
+            break
+        await asyncio.sleep(0.001)
+    assert events[0].resumed_from.at == k and events[0].resumed_from.before_tool is None
+    pause = events[-1]
+    assert (pause.type, pause.reason, pause.point, pause.name) == ("run.pause", "resumed", "chat", "PesquisadorAgent")
+    ctl.stop()
+    await task
