@@ -183,6 +183,8 @@ def read_journal(path: str | Path, *, notices: list[Skipped] | None = None,
             if not line:
                 continue
             item = parse_line(line, n)
+            if isinstance(item, Invalid) and item.data.get("type") == "run.start":
+                item = _mended_start(item, notices)
             if isinstance(item, Skipped) and not raw.endswith(b"\n"):
                 item = Skipped(n, f"{item.reason}, and the last line, cut short (the writer was killed?)")
             if isinstance(item, Skipped):
@@ -192,6 +194,34 @@ def read_journal(path: str | Path, *, notices: list[Skipped] | None = None,
             if numbers is not None:
                 numbers.append(n)
             yield item
+
+
+# What a run.start may go without: the run reads on from its workflow and ids (an empty memory, no
+# state shown, no data), where without the event the run showed nothing at all.
+_START_EXTRAS = frozenset({"input", "memory", "state", "file", "data", "resumed_from"})
+
+
+def _mended_start(item: Invalid, notices: list[Skipped] | None) -> Any:
+    """A run.start one of whose extras is malformed (a journal edited by hand, or from elsewhere):
+    the event without them, and a notice naming them; else ``item`` as it was."""
+    from flowtui.runtime.events import validate_event
+
+    try:
+        validate_event(item.data)
+    except ValidationError as exc:
+        bad = {str(e["loc"][1]) for e in exc.errors() if len(e["loc"]) > 1}
+        if not bad or not bad <= _START_EXTRAS:
+            return item  # a fault elsewhere (its seq, its workflow): no run can be read from it
+    except ValueError:
+        return item
+    try:
+        event = validate_event({k: v for k, v in item.data.items() if k not in bad})
+    except (ValidationError, ValueError):
+        return item
+    if notices is not None:
+        notices.append(Mended(item.line, f"run.start's {', '.join(sorted(bad))} could not be read "
+                                         f"({item.reason.removeprefix('run.start: ')}): the run is read without"))
+    return event
 
 
 _PIECE = 1 << 20

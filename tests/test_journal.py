@@ -247,3 +247,38 @@ def test_a_line_whose_type_is_no_name_is_unknown_and_its_names_are_redacted(tmp_
     read = list(read_journal(path))
     assert [type(r) for r in read] == [Unknown, Unknown, Unknown]
     assert "Ab3d" not in read[2].reason and "Ab3d" not in read[2].origin and "[redacted]" in read[2].reason
+
+
+async def test_a_run_start_with_a_malformed_extra_is_read_without_it_and_said(tmp_path):
+    """memory given as a string in run.start (a journal edited by hand): the run.start was left out, so
+    the replay showed an empty run (no messages, no memory) beside an event log of every event."""
+    from flowtui.runtime.fold import RunView
+    from flowtui.runtime.journal import Mended, load_runs
+
+    @agent(provider=FunctionProvider(lambda m, t: "resposta"), prompt="p")
+    class Eco:
+        pass
+
+    @workflow(steps=[Eco])
+    class W:
+        pass
+
+    path = tmp_path / "j.jsonl"
+    await bootstrap(W).run("olá", memory=["plano: pro"], journal=path)
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    lines[0]["memory"], lines[0]["data"] = "plano: pro", [1]
+    path.write_text("".join(json.dumps(ev) + "\n" for ev in lines))
+    notices: list = []
+    (events,) = load_runs(path, notices=notices)
+    view = RunView()
+    for ev in events:
+        view.apply(ev)
+    assert [m.content for m in view.history] == ["olá", "resposta"] and view.status == "finished"
+    assert view.memory == []  # what could not be read is not made up
+    (said,) = notices
+    assert isinstance(said, Mended) and said.line == 1
+    assert said.reason.startswith("run.start's data, memory could not be read (") and said.reason.endswith(
+        "): the run is read without")
+    lines[0]["workflow"] = ["not", "a", "name"]  # a fault no run can be read past: still an invalid event
+    path.write_text("".join(json.dumps(ev) + "\n" for ev in lines))
+    assert isinstance(next(read_journal(path)), Invalid)
