@@ -215,7 +215,7 @@ class Listener:
                     break
                 if line is None:
                     self._call(self._send, p.encode(p.Reply(
-                        id=-1, ok=False, error=f"a command line must be under {self.max_line // 1024} KiB; "
+                        id=-1, ok=False, error=f"a command line must be under {_size(self.max_line)}; "
                                                "this one was read and dropped")))
                     continue
                 if not line.strip():
@@ -255,7 +255,7 @@ class Listener:
                     conn.settimeout(None)
                     return buf[:end + 1], buf[end + 1:]
                 if len(buf) > MAX_FIRST_LINE:
-                    _refuse(conn, f"the first line must be auth, under {MAX_FIRST_LINE // 1024} KiB")
+                    _refuse(conn, f"the first line must be auth, under {_size(MAX_FIRST_LINE)}")
                     return None, b""
                 left = deadline - time.monotonic()
                 if left <= 0:
@@ -347,12 +347,10 @@ class Listener:
         self.worker.send(data, True)  # the client's sender as it is now (after _attached has run)
 
     def _attached(self, conn: socket.socket) -> None:
-        sender = Sender(conn, lambda why: self._call(self._dropped, conn, why))
-        sender(p.encode(self.worker.hello()))
-        for line in self.worker.backlog:
-            sender(line)
-        sender.allow_backlog()
-        self.worker.send = sender
+        # hello and every event so far go first, a piece at a time from the backlog's own lines (none
+        # copied): however large, what a client is owed on attaching is not it falling behind
+        owed = [p.encode(self.worker.hello()), *self.worker.backlog]
+        self.worker.send = Sender(conn, lambda why: self._call(self._dropped, conn, why), owed)
 
     def _release(self, conn: socket.socket) -> Any:
         """The client's place is free again (the run waits, paused, for the next one); its sender,
@@ -391,6 +389,14 @@ def _hung_up(conn: socket.socket) -> bool:
         return False
     except OSError:
         return True
+
+
+def _size(n: int) -> str:
+    """``67108864`` → "64 MiB", ``65536`` → "64 KiB"."""
+    for unit, size in (("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= size and n % size == 0:
+            return f"{n // size} {unit}"
+    return f"{n:,} bytes"
 
 
 def _nowhere(data: bytes, at_once: bool = False) -> None:

@@ -3,9 +3,12 @@
 A client that stops reading fills its socket's buffer; writing to it from the
 event loop then blocks the run, its commands and its ctrl-C for good. A
 :class:`Sender` queues what goes to the client and writes it from a thread of
-its own. A client that takes more than ``timeout`` seconds to take a write, or
-falls more than ``behind`` bytes behind, is dropped (``on_gone``): the next
-client to attach gets every event from the worker's backlog, so nothing is lost.
+its own, a piece at a time. What a client is owed on attaching (``hello``, the
+backlog) goes first, from the list it is given (nothing copied), and never
+counts as the client being behind. A client that takes more than ``timeout``
+seconds to take a write, or lets more than ``behind`` bytes queue up after
+that, is dropped (``on_gone``): the next client to attach gets every event
+from the worker's backlog, so nothing is lost.
 """
 
 from __future__ import annotations
@@ -14,26 +17,27 @@ import select
 import socket
 import threading
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 SEND_TIMEOUT_S = 30.0  # a write the client does not take within this long: it stopped reading
-MAX_BEHIND = 64 * 1024 * 1024  # bytes queued beyond what the client has taken (and the backlog it was sent)
+MAX_BEHIND = 64 * 1024 * 1024  # bytes queued since attaching that the client has not taken yet
+PIECE = 1024 * 1024  # bytes joined into one write: a backlog of any size is never copied whole
 
 
 class Sender:
-    """``sender(data)`` queues ``data`` for the client; :meth:`finish` sends what is queued, then
-    closes; :meth:`abort` closes at once. ``on_gone(why)`` is called once when the client is
-    dropped or its connection fails (never after ``finish`` or ``abort``)."""
+    """``sender(data)`` queues ``data`` for the client, after the lines it is ``owed``; :meth:`finish`
+    sends what is queued, then closes; :meth:`abort` closes at once. ``on_gone(why)`` is called once
+    when the client is dropped or its connection fails (never after ``finish`` or ``abort``)."""
 
-    def __init__(self, conn: socket.socket, on_gone: Callable[[str], None], *, timeout: float = SEND_TIMEOUT_S,
-                 behind: int = MAX_BEHIND) -> None:
+    def __init__(self, conn: socket.socket, on_gone: Callable[[str], None], owed: Sequence[bytes] = (), *,
+                 timeout: float = SEND_TIMEOUT_S, behind: int = MAX_BEHIND) -> None:
         self._conn = conn
         self._on_gone = on_gone
         self._timeout = timeout
         self._behind = behind
-        self._allowed = behind
-        self._queue: deque[bytes] = deque()
-        self._queued = 0  # bytes in the queue
+        self._queue: deque[bytes] = deque(owed)  # the lines themselves are shared, not copied
+        self._owed = sum(map(len, owed))  # bytes at the queue's head the client is owed: not behind
+        self._queued = 0  # bytes queued after those
         self._wake = threading.Condition()
         self._state = "open"  # open, finishing, closed
         self._thread = threading.Thread(target=self._write, name="flowtui-sender", daemon=True)
@@ -46,14 +50,9 @@ class Sender:
             self._queue.append(data)
             self._queued += len(data)
             self._wake.notify()
-            over = self._queued > self._allowed
+            over = self._queued > self._behind
         if over:
             self._drop(f"it fell {self._queued // (1024 * 1024)} MiB behind")
-
-    def allow_backlog(self) -> None:
-        """What is queued now (the backlog a client gets on attaching) does not count as behind."""
-        with self._wake:
-            self._allowed = self._queued + self._behind
 
     def finish(self, wait: float = 0.0) -> None:
         """Send what is queued, then close; ``wait``: for up to that long (the process is ending)."""
@@ -78,10 +77,13 @@ class Sender:
                     self._wake.wait()
                 if self._state == "closed" or not self._queue:  # aborted, or finished and all sent
                     break
-                data = b"".join(self._queue)
-                self._queue.clear()
+                piece = [self._queue.popleft()]  # a piece at a time: the socket paces what is taken
+                size = len(piece[0])
+                while self._queue and size < PIECE:
+                    piece.append(self._queue.popleft())
+                    size += len(piece[-1])
             try:
-                self._send_all(data)
+                self._send_all(b"".join(piece))
             except TimeoutError:
                 self._drop(f"it took no data for {self._timeout:g} s")
                 return
@@ -89,8 +91,9 @@ class Sender:
                 self._drop("its connection failed")
                 return
             with self._wake:
-                self._queued -= len(data)
-                self._allowed = max(self._allowed - len(data), self._behind)
+                paid = min(size, self._owed)
+                self._owed -= paid
+                self._queued -= size - paid
         close(self._conn)
 
     def _send_all(self, data: bytes) -> None:
@@ -112,8 +115,8 @@ class Sender:
             self._state = "closed"
             self._queue.clear()
             self._wake.notify()
+        self._on_gone(why)  # first: the hang-up ends the listener's reading, which lets the client go unsaid
         close(self._conn)
-        self._on_gone(why)
 
 
 def close(conn: socket.socket) -> None:

@@ -17,14 +17,17 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from terminal import Terminal  # noqa: E402
 
+from flowtui.runtime import protocol as p
 from flowtui.runtime.errors import ConfigError
 from flowtui.runtime.listen import MAX_FIRST_LINE, MAX_LINE, Listener, parse_address
+from flowtui.runtime.sender import MAX_BEHIND
 
 ROOT = Path(__file__).resolve().parents[1]
 HANG = 30  # seconds: past this, something hangs
@@ -129,10 +132,10 @@ class Idle:
     send = None
 
 
-def on_a_listener(test, **options):
+def on_a_listener(test, worker=None, **options):
     """Run ``test(port, listener)`` (blocking, in a thread) against a listener on this event loop."""
     async def main():
-        listener = Listener(Idle(), "127.0.0.1:0", token="t", **options)
+        listener = Listener(worker or Idle(), "127.0.0.1:0", token="t", **options)
         listener.start()
         try:
             return await asyncio.to_thread(test, listener.port, listener)
@@ -222,7 +225,7 @@ def test_an_over_long_command_line_is_refused_read_on_unkept_and_the_connection_
         sock.sendall(chunk)
     sock.sendall(b'"}\n{"id":6,"type":"pause"}\n')
     got = replies(messages(sock, lambda out: len(replies(out)) >= 2))
-    assert got == [(-1, False, f"a command line must be under {MAX_LINE // 1024} KiB; this one was read and dropped"),
+    assert got == [(-1, False, "a command line must be under 64 MiB; this one was read and dropped"),
                    (6, True, None)]
     assert rss_kb(proc.pid) - before < 2 * MAX_LINE // 1024  # KiB: at most one line's worth, not all of it
 
@@ -276,6 +279,86 @@ def test_auth_again_is_refused_as_already_authenticated(listening):
     sock.sendall(auth(token) + b'{"id":3,"type":"auth","token":"anything"}\n' + b'{"id":4,"type":"pause"}\n')
     got = replies(messages(sock, lambda out: len(replies(out)) >= 2))
     assert got == [(3, False, "already authenticated: auth is the first line only"), (4, True, None)]
+
+
+EVENT = b'{"type":"tool.result","seq":1,"content":"' + b"y" * (1 << 20) + b'"}\n'  # one big event, shared
+OVER = MAX_BEHIND // len(EVENT) + 8  # that many of it: more than a client may fall behind
+
+
+class Served:
+    """A run that sends events: the listener serves its ``hello``, its backlog and the events as they
+    come (:meth:`emit`, on the event loop as a worker does), and it answers every command."""
+
+    def hello(self) -> p.Hello:
+        return p.Hello(workflow="Flood", started=True)
+
+    def emit(self, line: bytes) -> None:
+        self.backlog.append(line)
+        self.send(line, False)
+
+    def handle(self, command) -> None:
+        self.reply(command)
+
+    def reply(self, command, error=None, value=None) -> None:
+        self.send(p.encode(p.Reply(id=command.id, ok=error is None, error=error, value=value)), True)
+
+    def pause_for_next(self) -> None:
+        pass
+
+
+def attached(port: int, count: int) -> tuple[socket.socket, Any, list]:
+    """A client, and the first ``count`` messages it gets (fewer: the connection closed first), each
+    ``EVENT`` as "event", anything else as its type or, for a reply, (id, ok, error)."""
+    sock = socket.create_connection(("127.0.0.1", port), timeout=HANG)
+    sock.sendall(auth("t"))
+    reader = sock.makefile("rb")
+    return sock, reader, read(reader, count)
+
+
+def read(reader, count: int) -> list:
+    got = []
+    while len(got) < count and (line := reader.readline()):
+        m = "event" if line == EVENT else json.loads(line)
+        got.append(m if m == "event" else (m["id"], m["ok"], m["error"]) if m["type"] == "reply" else m["type"])
+    return got
+
+
+def test_a_run_that_sent_more_than_a_client_may_fall_behind_is_attached_to_with_every_event():
+    """The backlog a client gets on attaching counted as it falling behind: once a run had sent 64 MiB,
+    every client was dropped while it arrived, before its hello, and the run stayed paused for good."""
+    def test(port, listener):
+        listener.worker.backlog.extend([EVENT] * OVER)
+        for attempt in range(2):  # and again once the first has detached
+            sock, reader, got = attached(port, 1 + OVER)
+            assert got == ["hello"] + ["event"] * OVER, (attempt, len(got))
+            sock.sendall(b'{"id":7,"type":"detach"}\n')
+            assert read(reader, 1) == [(7, True, None)]
+            sock.close()
+
+    on_a_listener(test, Served())
+
+
+def test_a_client_that_stops_reading_is_dropped_and_the_next_one_gets_every_event(capsys):
+    """The run goes on while its client reads nothing: the client is dropped once it is 64 MiB behind
+    (said), and the next one gets all of it, the client's share included."""
+    def test(port, listener):
+        stalled, reader, got = attached(port, 1)
+        assert got == ["hello"]
+        for _ in range(OVER):
+            listener._call(listener.worker.emit, EVENT)
+        assert closed(stalled)
+        deadline = time.monotonic() + HANG
+        while True:  # its place is freed on the event loop, a moment after it was dropped
+            sock, reader, got = attached(port, 1 + OVER)
+            if got != [(0, False, "another client is attached to this run")] or time.monotonic() > deadline:
+                break
+            time.sleep(0.1)
+        assert got == ["hello"] + ["event"] * OVER, len(got)
+        sock.sendall(b'{"id":3,"type":"pause"}\n')  # and drives the run
+        assert read(reader, 1) == [(3, True, None)]
+
+    on_a_listener(test, Served())
+    assert "the attached client was detached: it fell 64 MiB behind" in capsys.readouterr().err
 
 
 # --- addresses --------------------------------------------------------------------------------
