@@ -308,9 +308,14 @@ def _typed(cls: type, name: str, text: str) -> Any:
             return adapter.validate_json(json.dumps(text), strict=True)
         except ValidationError:
             pass
-    reason = "; ".join(e["msg"] for e in error.errors())
+    # its first faults, at their place, and the text's start: a list of 3,000 numbers pasted into a
+    # list[str] was quoted whole with 3,000 faults, and the dialog's buttons went off screen
+    faults = error.errors()
+    reason = "; ".join(f"{'.'.join(map(str, e['loc'])) + ': ' if e['loc'] else ''}{e['msg']}" for e in faults[:3])
+    reason += f"; and {len(faults) - 3:,} more" if len(faults) > 3 else ""
+    shown = repr(text) if len(text) <= 60 else repr(text[:57]) + f"… ({len(text):,} characters)"
     tname = _type_name(field_type(cls, name))
-    raise ConfigError(f"{cls.__name__}.{name} is {tname}: {text!r} refused ({reason}); type a value of "
+    raise ConfigError(f"{cls.__name__}.{name} is {tname}: {shown} refused ({reason}); type a value of "
                       f"type {tname} (read as JSON and checked strictly: true is not an int, 2.0 is not one)")
 
 

@@ -5,6 +5,7 @@ value that is set is always an event with origin user, and one that changes noth
 from __future__ import annotations
 
 import asyncio
+import json
 import datetime
 import time
 from typing import Literal
@@ -158,5 +159,21 @@ async def test_a_message_edited_to_nothing_or_left_as_it_was_is_refused_and_noth
     assert [e for e in events if e.origin == "user"] == []
     run.edits.edit_message(0, "go on")
     assert run.ctx.state.history[0].content == "go on"
+    ctl.resume()
+    await asyncio.wait_for(task, 60)
+
+
+async def test_a_long_refused_value_is_said_by_its_first_faults_and_its_start():
+    """3,000 numbers pasted into a list[str]: the message quoted them all with 3,000 faults, and the
+    dialog's hint and buttons were pushed off the screen."""
+    run, events, ctl, task = await paused_run()
+    text = json.dumps(list(range(3000)))
+    with pytest.raises(ConfigError) as info:
+        run.edits.set_field("itens", text)
+    said = str(info.value)
+    assert said.startswith(f"S.itens is list[str]: {text[:57]!r}… ({len(text):,} characters) refused (0: Input should be "
+                           "a valid string; 1: Input should be a valid string; 2: Input should be a valid string; "
+                           "and 2,997 more); type a value of type list[str]"), said
+    assert len(said) < 400
     ctl.resume()
     await asyncio.wait_for(task, 60)

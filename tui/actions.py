@@ -52,7 +52,8 @@ ACTIONS: list[ActionSpec] = [
                "Watchpoint: pause when a condition becomes true (on a state field: its change)"),
     # (not on the key bar, which is full at 160 columns: the help, the palette and the control pane say them)
     ActionSpec("W", "watchpoints", "run", "watchpoints", "List the watchpoints; remove one", "watch"),
-    ActionSpec("r", "reload", "run", "reload", "Reload the flow file and start a new run", rank=10, button=True),
+    ActionSpec("r", "reload", "run", "reload", "Reload the flow file: paused with a journal, continue from here "
+               "with the new code, or start a new run", rank=10, button=True),
     ActionSpec("f", "fork", "run", "fork",
                "Fork: a new run re-executed against this run's journal up to the event under the event log's "
                "cursor (elsewhere: the last event; a stopped run's last pause), paused there; the old run stays "

@@ -167,3 +167,12 @@ def test_a_state_field_of_fifty_thousand_items_takes_a_few_rows_of_the_sidebar()
     table = [text for row_id, text in rows if row_id == "field:table"]
     assert table[-1] == "    … 10 more (o opens the field whole)" and len(table) == 22
     assert ("field:n", "  n = 1") in rows and len(rows) < 60
+
+
+def test_a_bucket_set_whole_says_its_count_in_words():
+    from flowtui.runtime.events import StateSet
+
+    base = dict(seq=3, ts=0.0, run_id="r1", node_id="n2", parent_id="n1", origin="hook:A.after_response")
+    assert summarize(StateSet(**base, bucket="history", items=[])) == "history = [0 items]"
+    assert summarize(StateSet(**base, bucket="tasks", items=["a"])) == "tasks = [1 item]"  # was "[1 items]"
+    assert summarize(StateSet(**base, bucket="memory", items=["a", "b"])) == "memory = [2 items]"

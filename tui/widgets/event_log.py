@@ -73,7 +73,7 @@ SUMMARIES: dict[str, Callable[[Any], str]] = {
     "node.start": _node,
     "node.end": _node,
     "state.append": _append,
-    "state.set": lambda ev: ev.note or f"{ev.bucket} = [{len(ev.items)} items]",
+    "state.set": lambda ev: ev.note or f"{ev.bucket} = [{len(ev.items)} item{'s' * (len(ev.items) != 1)}]",
     "workflow_state.change": lambda ev: f"{ev.path}: {_j(ev.old)} → {_j(ev.new)}",
     "ctx.set": lambda ev: f"ctx.{ev.name} = {_j(ev.value)}",
     "run.pause": lambda ev: f"{ev.reason}: {ev.point} {ev.name}",
