@@ -20,8 +20,10 @@ from __future__ import annotations
 import bisect
 import contextlib
 import errno
+import fcntl
 import json
 import os
+import weakref
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -61,6 +63,13 @@ class JournalWriter:
         except OSError as exc:  # said as what it is, before the run starts: nothing of it is lost
             what = "it is a folder" if self.path.is_dir() else exc.strerror or type(exc).__name__
             raise ConfigError(cannot_write(self.path, what)) from None
+        try:  # one run at a time: two interleaved their lines, and neither could be re-executed after
+            fcntl.flock(self._file.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            self._file.close()
+            raise ConfigError(cannot_write(self.path, "another run is writing it right now (two runs in one "
+                                                      "journal would interleave their lines)")) from None
+        _writers.add(self)
         self._redactor = Redactor.from_environment()
 
     def __call__(self, event: Any) -> None:
@@ -90,9 +99,14 @@ class JournalWriter:
 in_a_fork = False
 
 
+_writers: "weakref.WeakSet[JournalWriter]" = weakref.WeakSet()  # this process's, open or closed
+
+
 def _forked() -> None:
     global in_a_fork
     in_a_fork = True
+    for writer in list(_writers):  # its copy of the file would hold the run's lock on it after the run
+        writer._file.close()
 
 
 os.register_at_fork(after_in_child=_forked)

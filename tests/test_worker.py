@@ -144,6 +144,25 @@ def test_ctrl_c_in_a_cleanup_that_never_returns_keeps_the_runs_end_and_output(tm
     assert "did not return" not in err and "Traceback" not in err, err
 
 
+def test_a_second_run_on_a_journal_another_run_is_writing_is_refused(tmp_path):
+    """Two runs on one --journal interleaved their lines: neither could be re-executed after, and the
+    readers blamed lines 'moved by hand'."""
+    journal = tmp_path / "j.jsonl"
+    first = flowtui("run", f"{MISBEHAVE}:SyncLoop", "--input", "x", "--journal", str(journal), cwd=tmp_path)
+    wait_for(journal, '"kind":"tool"')
+    second = flowtui("run", f"{MISBEHAVE}:SyncLoop", "--input", "y", "--journal", str(journal), cwd=tmp_path)
+    out, err = second.communicate(timeout=HANG)
+    assert second.returncode == 2, err
+    assert f"cannot write the journal {journal}: another run is writing it right now" in err, err
+    first.send_signal(signal.SIGINT)
+    first.communicate(timeout=HANG)
+    assert [e["input"] for e in journal_events(journal) if e["type"] == "run.start"] == ["x"]
+    third = flowtui("run", f"{MISBEHAVE}:SyncLoop", "--input", "z", "--journal", str(journal), cwd=tmp_path)
+    wait_for(journal, '"input":"z"')  # once the first has ended, the file takes the next run
+    third.send_signal(signal.SIGINT)
+    third.communicate(timeout=HANG)
+
+
 @pytest.mark.parametrize("flow", ["SyncLoop", "AsyncLoop", "BlockingUntil"])
 def test_ctrl_c_stops_a_run_that_never_returns(tmp_path, flow):
     journal = tmp_path / "j.jsonl"
