@@ -239,11 +239,12 @@ class TreePrinter:
             line = f"! subscriber {ev.subscriber} raised: {ev.error}"
         elif ev.type == "dispose.error":
             line = f"! cleanup {ev.cleanup} raised: {ev.error}"
-        elif ev.type == "run.start" and ev.resumed_from is not None and ev.resumed_from.before_tool:
+        elif ev.type == "run.start" and ev.resumed_from is not None and ev.resumed_from.call:
             r = ev.resumed_from
-            why = (f"event #{r.asked} is inside the call of tool {r.before_tool} (what it did there comes only "
-                   "from running it)" if r.asked is not None else
-                   f"the recorded run never returned from tool {r.before_tool} (stopped or killed inside it)")
+            inside = (f"the call of tool {r.before_tool} (what it did there comes only from running it)"
+                      if r.before_tool else f"{r.call} (a recorded reply is served only whole)")
+            why = (f"event #{r.asked} is inside {inside}" if r.asked is not None else
+                   f"the recorded run never returned from {r.call} (stopped or killed inside it)")
             line = f"! {why}: re-executed up to event #{r.at}, and that call runs live"
         elif ev.type == "run.pause" and ev.watch:
             from flowtui.runtime.control import watch_reason

@@ -52,13 +52,24 @@ class ResumedFrom(BaseModel):
     before_tool: str | None = Field(default=None, description="the tool K stops before, which runs live: the "
                                     "recorded run never returned from it (stopped or killed inside it), or the K "
                                     "asked for fell inside its call")
-    asked: int | None = Field(default=None, description="the K asked for, when it fell inside before_tool's call "
-                              "(whose own events come only from running it): K is then the event before that call")
+    before_model: str | None = Field(default=None, description="the agent whose model call K stops before, which "
+                                     "the model answers live: as for before_tool, the recorded run never returned "
+                                     "from it, or the K asked for fell inside it (a reply is served only whole)")
+    asked: int | None = Field(default=None, description="the K asked for, when it fell inside before_tool's or "
+                              "before_model's call (whose own events come only from making it): K is then the event "
+                              "before that call")
+
+    @property
+    def call(self) -> str | None:
+        """The call K stops before, in words: ``tool x``, ``the model call of A`` (None: none)."""
+        if self.before_tool:
+            return f"tool {self.before_tool}"
+        return f"the model call of {self.before_model}" if self.before_model else None
 
     @model_serializer(mode="wrap")
     def _only_when_there(self, handler: Any) -> dict[str, Any]:
         data = handler(self)
-        for name in ("before_tool", "asked"):
+        for name in ("before_tool", "before_model", "asked"):
             if data.get(name) is None:
                 data.pop(name, None)
         return data

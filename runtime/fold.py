@@ -384,8 +384,9 @@ class RunView:
                 return text + f" ({waits}watchpoint {p.watch[0].expr}, at #{p.watch[0].seq}{more})"
             if p.reason == "resumed" and self.resumed_from is not None:  # the end of a re-executed prefix
                 r = self.resumed_from
-                why = (f", not #{r.asked}, which is inside tool {r.before_tool}'s call" if r.asked is not None else
-                       f", where the recorded run never returned from tool {r.before_tool}" if r.before_tool else "")
+                inside = f"tool {r.before_tool}'s call" if r.before_tool else r.call
+                why = (f", not #{r.asked}, which is inside {inside}" if r.asked is not None else
+                       f", where the recorded run never returned from {r.call}" if r.call else "")
                 return f"{text} (re-executed up to event #{r.at} of its journal{why}; live from here)"
             return text + {"breakpoint": " (breakpoint)", "approval": " (waiting for approval)",
                            "diverged": " (diverged from its journal)"}.get(p.reason, "")

@@ -67,8 +67,10 @@ class Recorded:
     lines: dict[int, bytes] = field(default_factory=dict)  # seq -> the event's line, as the journal holds it
     lazy: set[int] = field(default_factory=set)  # seqs of node.start events read up to their name only
     line_of: dict[int, int] = field(default_factory=dict)  # seq -> its line in the journal
-    before_tool: str | None = None  # the tool the prefix stops before: it never returned, or K fell inside its call
-    asked: int | None = None  # K as given, when it fell inside before_tool's call (``at`` is then just before it)
+    # the call the prefix stops before, (kind, name): ("tool", its name) or ("chat", its agent's); it never
+    # returned, or K fell inside it
+    before: tuple[str, str] | None = None
+    asked: int | None = None  # K as given, when it fell inside that call (``at`` is then just before it)
 
     def full(self, ev: dict[str, Any]) -> dict[str, Any]:
         """``ev`` with all its fields: a node.start read up to its name is read whole (in place), and
@@ -158,28 +160,34 @@ def load_recorded(source: str | Path, *, at: int | None = None) -> Recorded:
             recorded.ends[node] = ev
         elif node is not None:
             recorded.inside.setdefault(node, []).append(ev)
-    _stop_before_tool(recorded)
+    _stop_before_call(recorded)
     return recorded
 
 
-def _stop_before_tool(recorded: Recorded) -> None:
-    """End the prefix right before a tool call it cannot serve, which then runs live (the app pauses
-    before it): one that never returned (the run was stopped or killed inside it), or one K falls
-    inside (its result and effects are served only whole; its own events come only from running it)."""
+# What a call's node.end holds once it returned: a tool's result is served by "executed", a model call's by its reply.
+_RETURNED = {"tool": "executed", "chat": "reply"}
+
+
+def _stop_before_call(recorded: Recorded) -> None:
+    """End the prefix right before a tool or model call it cannot serve, which then runs live (the app pauses
+    before it): one that never returned (the run was stopped or killed inside it), or one K falls inside (a
+    tool's result and effects, a model's reply, are served only whole: the events inside the call, a tool's
+    own effects, a model call's failed attempts, come only from making it)."""
     for ev in recorded.events:
         if ev["seq"] > recorded.at:
             return
-        if ev["type"] != "node.start" or ev.get("kind") != "tool":
+        kind = ev.get("kind")
+        if ev["type"] != "node.start" or kind not in _RETURNED:
             continue
-        node = ev.get("node_id") or ""
+        node, call = ev.get("node_id") or "", (str(kind), str(ev.get("name")))
         end = recorded.ends.get(node)
-        if end is None or (end.get("status") == "stopped" and "executed" not in (end.get("data") or {})):
-            recorded.at, recorded.before_tool = ev["seq"] - 1, str(ev.get("name"))  # (no end: its process died)
+        if end is None or (end.get("status") == "stopped" and _RETURNED[kind] not in (end.get("data") or {})):
+            recorded.at, recorded.before = ev["seq"] - 1, call  # (no end: its process died)
             return
         # a tool that runs a child workflow runs again in the prefix anyway: K inside it (in its child's
-        # steps) stays, and a tool of the child that K falls inside is met further on
+        # steps) stays, and a tool or model call of the child that K falls inside is met further on
         if end["seq"] > recorded.at and not _ran_child(recorded, node):
-            recorded.asked, recorded.at, recorded.before_tool = recorded.at, ev["seq"] - 1, str(ev.get("name"))
+            recorded.asked, recorded.at, recorded.before = recorded.at, ev["seq"] - 1, call
             return
 
 

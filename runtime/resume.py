@@ -139,8 +139,10 @@ class Resume:
 
     # --- the run's side -----------------------------------------------------------------------
     def origin(self) -> ResumedFrom:
+        kind, name = self.recorded.before or ("", None)
         return ResumedFrom(journal=self.recorded.path, run_id=self.recorded.run_id, at=self.at,
-                           before_tool=self.recorded.before_tool, asked=self.recorded.asked)
+                           before_tool=name if kind == "tool" else None, before_model=name if kind == "chat" else None,
+                           asked=self.recorded.asked)
 
     def start_values(self) -> dict[str, Any]:
         """The recorded run's input, memory and data (a re-execution starts from them)."""

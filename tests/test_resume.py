@@ -30,7 +30,7 @@ from flowtui.runtime.fold import RunView
 from flowtui.runtime.journal import read_journal
 from flowtui.runtime.loader import load_flow
 from flowtui.runtime.providers.litellm import Retry
-from loopback_openai import LoopbackOpenAI, reply
+from loopback_openai import LoopbackOpenAI, reply, server_error
 from pydantic import BaseModel
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -718,3 +718,155 @@ async def test_k_inside_a_tool_that_runs_a_child_workflow_is_kept(tmp_path):
     assert (pause.type, pause.reason, pause.point, pause.name) == ("run.pause", "resumed", "chat", "PesquisadorAgent")
     ctl.stop()
     await task
+
+
+# --- K inside a model call: the prefix ends before the call, which the model answers live once ---------
+
+
+async def _paused(run, ctl) -> asyncio.Task:
+    task = asyncio.ensure_future(run.execute())
+    for _ in range(5000):
+        if ctl.paused or task.done():
+            break
+        await asyncio.sleep(0.001)
+    return task
+
+
+async def test_k_inside_a_model_call_pauses_before_that_call_and_the_model_is_not_asked(tmp_path):
+    """From its node.start to just before its node.end (a failed attempt between them): K there asked the
+    model live inside the prefix, with no pause before it (money spent, another reply, nothing edited first)."""
+    first = tmp_path / "first.jsonl"
+    script = (server_error(), reply("", tool_calls=[{"name": "somar", "args": {"a": 2, "b": 3}}]), reply("2 + 3 = 5"))
+    with LoopbackOpenAI() as server:
+        server.script(*script)
+        flow = litellm_flow(server)
+        assert await bootstrap(flow).run("quanto é 2+3?", journal=first) == "2 + 3 = 5"
+        start = _seq(first, type="node.start", kind="chat")
+        end = _seq(first, type="node.end", kind="chat")
+        assert start < _seq(first, type="chat.attempt") < end  # the first call's failed attempt
+        for k in range(start, end):
+            sent = len(server.requests)
+            server.script(*script)
+            ctl, events = Controller(start_paused=True), []
+            second = tmp_path / f"at{k}.jsonl"
+            task = await _paused(bootstrap(flow).prepare(controller=ctl, journal=second, resume_from=f"{first}@{k}",
+                                                         on_event=events.append), ctl)
+            pause = events[-1]
+            assert (pause.type, pause.reason, pause.point, pause.name) == ("run.pause", "resumed", "chat", "Calc"), k
+            assert len(server.requests) == sent, k  # nothing asked of the model before the pause
+            assert events[0].resumed_from.model_dump() == {"journal": str(first), "run_id": lines(first)[0]["run_id"],
+                                                           "at": start - 1, "before_model": "Calc", "asked": k}
+            view = RunView()
+            view.apply_many(events)
+            assert view.status_line() == (f"paused before the model call of Calc (re-executed up to event #{start - 1} "
+                                          f"of its journal, not #{k}, which is inside the model call of Calc; "
+                                          "live from here)")
+            ctl.resume()
+            assert await task == "2 + 3 = 5"
+            assert len(server.requests) == sent + 3  # each request sent once, live
+            assert _no_wait(recorded_events(second)) == _no_wait(recorded_events(first))
+
+
+def _no_wait(events: list[dict]) -> list[dict]:
+    """Events without a failed attempt's wait before the retry (jittered: another each time)."""
+    return [{k: v for k, v in e.items() if k != "retry_in_s"} for e in events]
+
+
+def test_headless_k_inside_a_model_call_says_so_and_asks_the_model_once(tmp_path):
+    flow, asked = tmp_path / "counted.py", tmp_path / "ASKED"
+    flow.write_text(
+        "from flowtui import FunctionProvider, agent, workflow\n"
+        "def model(messages, tools):\n"
+        f"    open({str(asked)!r}, 'a').write('x\\n')\n"
+        "    return 'ok'\n"
+        "A = agent(provider=FunctionProvider(model), prompt='p')(type('A', (), {}))\n"
+        "B = agent(provider=FunctionProvider(model), prompt='q')(type('B', (), {}))\n"
+        "@workflow(steps=[A, B])\nclass Counted:\n    pass\n")
+    first, second = tmp_path / "first.jsonl", tmp_path / "second.jsonl"
+    res = flowtui("run", str(flow), "--input", "go", "--journal", str(first), cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    assert asked.read_text() == "x\nx\n"
+    k = _seq(first, type="node.start", kind="chat", name="B")
+    asked.write_text("")
+    again = flowtui("run", str(flow), "--resume-from", f"{first}@{k}", "--journal", str(second), cwd=tmp_path)
+    assert again.returncode == 0, again.stderr
+    assert again.stderr.splitlines()[0] == (f"! event #{k} is inside the model call of B (a recorded reply is served "
+                                            f"only whole): re-executed up to event #{k - 1}, and that call runs live")
+    assert asked.read_text() == "x\n"  # B's model call, once; A's was served
+    assert lines(second)[0]["resumed_from"] == {"journal": str(first), "run_id": lines(first)[0]["run_id"],
+                                                "at": k - 1, "before_model": "B", "asked": k}
+    assert recorded_events(second) == recorded_events(first)
+
+
+async def test_k_inside_a_model_call_of_a_child_workflow_pauses_before_it(tmp_path, monkeypatch):
+    """The tool that runs the child runs again, so K inside it stays; a model call of the child's steps
+    that K falls inside is met further on, and the prefix stops before it as before any other."""
+    first = tmp_path / "first.jsonl"
+    await load_flow(str(FLOWS / "subagente.py")).run("Resuma", journal=first)
+    start = _seq(first, type="node.start", kind="chat", name="PesquisadorAgent")
+    asked: list = []
+    real = ScriptedProvider.complete
+
+    async def counted(self, request):
+        asked.append(request.agent)
+        return await real(self, request)
+
+    monkeypatch.setattr(ScriptedProvider, "complete", counted)
+    ctl, events = Controller(start_paused=True), []
+    task = await _paused(load_flow(str(FLOWS / "subagente.py")).prepare(
+        controller=ctl, resume_from=f"{first}@{start}", on_event=events.append), ctl)
+    pause = events[-1]
+    assert (pause.type, pause.reason, pause.point, pause.name) == ("run.pause", "resumed", "chat", "PesquisadorAgent")
+    assert asked == []  # the coordinator's call was served; the researcher's waits for the person
+    r = events[0].resumed_from
+    assert (r.at, r.before_model, r.before_tool, r.asked) == (start - 1, "PesquisadorAgent", None, start)
+    ctl.resume()
+    await task
+    assert asked == ["PesquisadorAgent", "CoordenadorAgent"]  # live from the researcher's call on, once each
+    assert events[-1].type == "run.end" and events[-1].status == "finished"
+
+
+async def test_a_model_call_the_recorded_run_never_returned_from_is_made_live_after_a_pause(tmp_path):
+    """Stopped inside the model call (no reply recorded), the call was served an empty reply, which diverged
+    from the recorded stop; its process killed there (no node.end at all), the model was asked with no pause."""
+    hang, asked = asyncio.Event(), []
+
+    async def model(messages, tools):
+        asked.append(len(messages))
+        await hang.wait()
+        return "ok"
+
+    A = agent(provider=FunctionProvider(model), prompt="p")(type("A", (), {}))
+    flow = workflow(steps=[A])(type("W", (), {}))
+    first, killed = tmp_path / "first.jsonl", tmp_path / "killed.jsonl"
+    task = asyncio.ensure_future(bootstrap(flow).prepare("go", controller=Controller(), journal=first).execute())
+    for _ in range(5000):
+        if asked or task.done():
+            break
+        await asyncio.sleep(0.001)
+    task.cancel()  # as a stop does while the model is answering
+    await asyncio.gather(task, return_exceptions=True)
+    start = _seq(first, type="node.start", kind="chat")
+    end = next(e for e in lines(first) if e["type"] == "node.end" and e["kind"] == "chat")
+    assert end["status"] == "stopped" and "reply" not in end["data"]
+    killed.write_text("".join(first.read_text().splitlines(keepends=True)[:start]))  # its lines up to that call
+    hang.set()
+    for journal in (first, killed):
+        asked.clear()
+        ctl, events = Controller(start_paused=True), []
+        task = await _paused(bootstrap(flow).prepare(controller=ctl, resume_from=str(journal),
+                                                     on_event=events.append), ctl)
+        pause = events[-1]
+        assert (pause.type, pause.reason, pause.point, pause.name) == ("run.pause", "resumed", "chat", "A"), journal
+        assert asked == [], journal
+        assert events[0].resumed_from.model_dump() == {"journal": str(journal), "run_id": lines(first)[0]["run_id"],
+                                                       "at": start - 1, "before_model": "A"}
+        view = RunView()
+        view.apply_many(events)
+        assert view.status_line() == (f"paused before the model call of A (re-executed up to event #{start - 1} of "
+                                      "its journal, where the recorded run never returned from the model call of A; "
+                                      "live from here)")
+        ctl.resume()
+        await task
+        assert len(asked) == 1 and events[-1].type == "run.end" and events[-1].status == "finished", journal
+        assert "run.diverged" not in [e.type for e in events]
