@@ -251,9 +251,9 @@ class TreePrinter:
 
             line = f"◆ {watch_reason(ev.watch)}"
         elif ev.type == "run.end" and ev.parent_id is None and ev.status != "failed" and ev.reason \
-                and not ev.reason.startswith("watchpoint "):
+                and not ev.reason.startswith(("watchpoint ", "diverged from ")):
             # why a run ended early (a budget, ctx.stop(), a stop), in the app's words; the ■ alone said
-            # nothing (a watchpoint's ◆ and a failure's line say theirs)
+            # nothing (a watchpoint's ◆, a failure's line and a divergence's report say theirs)
             line = f"■ {ev.status} ({ev.reason})"
         else:
             return

@@ -4,7 +4,7 @@ Both sides are compared as the journal writes them (JSON, credentials
 redacted), with what may differ between two runs of the same code left out:
 ids (node ids, run ids: a child run is compared by its place, ``.1``), ``seq``,
 timestamps, durations, elapsed times, a retry's jittered wait, the flow's file
-path. Pauses and resumes are not compared (a re-execution does not stop where
+path, a loop's ceiling (see ``_CEILING``). Pauses and resumes are not compared (a re-execution does not stop where
 a person stopped the recorded run; their edits are re-applied instead, see
 :mod:`flowtui.runtime.resume`), nor streamed fragments, which the journal does
 not keep.
@@ -24,6 +24,10 @@ from typing import Any
 # Never compared: pause points (re-applied instead), fragments, the app's subscribers, the report itself.
 IGNORED = frozenset({"run.pause", "run.resume", "chat.delta", "subscriber.error", "run.diverged"})
 _VOLATILE = frozenset({"seq", "ts", "run_id", "node_id", "parent_id", "duration_ms", "elided"})
+# _CEILING: a loop's max_iterations, which its events repeat, is not compared: raising a ceiling the
+# recorded loop never reached (5 to 10, for a loop its until ended after 3) diverged at the loop's start,
+# so edit-and-continue refused the commonest tweak. A ceiling that changes what the loop did shows in
+# the events that follow (another iteration started, or not; `exhausted`, `stopped_by`).
 RUN, PATH = "(run)", "(path)"  # added to a compared event: its run (relative: "", ".1") and node path
 MISSING = object()
 
@@ -89,6 +93,8 @@ def comparable(ev: dict[str, Any], run: str, path: tuple[str, ...]) -> dict[str,
         out["totals"] = _without(out.get("totals"), "elapsed_s")
     elif t in ("node.start", "node.end") and isinstance(out.get("data"), dict):
         data = dict(out["data"])
+        if out.get("kind") == "loop":  # (see _CEILING)
+            data.pop("max_iterations", None)
         if "totals" in data:
             data["totals"] = _without(data["totals"], "elapsed_s")
         for key in ("request", "sent_request"):
@@ -97,6 +103,8 @@ def comparable(ev: dict[str, Any], run: str, path: tuple[str, ...]) -> dict[str,
         out["data"] = data
     elif t == "ctx.set" and out.get("name") == "budget":
         out["value"] = _without(out.get("value"), "duration_s")
+    elif t == "ctx.set" and out.get("name") == "loop":  # (see _CEILING)
+        out["value"] = _without(out.get("value"), "max_iterations")
     elif t == "chat.attempt":
         out.pop("retry_in_s", None)
     return out

@@ -207,6 +207,30 @@ def test_a_changed_flow_diverges_at_the_right_event_with_the_right_words(change,
     assert res.stdout == ""  # no output: the run did not finish
 
 
+def test_a_loop_ceiling_raised_past_what_the_loop_used_reexecutes_and_one_lowered_below_it_diverges(tmp_path):
+    """max_iterations 5 → 10 for a loop its until ended after 3 rounds diverged at the loop's start
+    (the ceiling is repeated in its events), so edit-and-continue refused the commonest tweak."""
+    flows = tmp_path / "flows"
+    shutil.copytree(FLOWS, flows)
+    flow = flows / "revisao.py"
+    journal = tmp_path / "run.jsonl"
+    res = flowtui("run", str(flow), "--input", "Escreva", "--journal", str(journal), cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    assert [e["value"]["iterations"] for e in lines(journal) if e.get("name") == "loop" and e["type"] == "ctx.set"
+            ][-1] == 3
+    source = flow.read_text()
+    flow.write_text(source.replace("max_iterations=5", "max_iterations=10"))
+    res = flowtui("run", str(flow), "--resume-from", str(journal), "--no-journal", cwd=tmp_path)
+    assert res.returncode == 0 and "diverged" not in res.stderr, res.stderr
+    flow.write_text(source.replace("max_iterations=5", "max_iterations=2"))
+    res = flowtui("run", str(flow), "--resume-from", str(journal), "--no-journal", cwd=tmp_path)
+    assert res.returncode == 3, res.stderr
+    report = res.stderr[res.stderr.index("flowtui: the run diverged"):].splitlines()
+    assert report[0].endswith("(RevisaoWorkflow › loop 3 › EscritorAgent)"), report
+    assert "  the loop now stops after iteration 2 (exhausted); the recorded run went on" in report, report
+    assert "■ stopped (diverged" not in res.stderr  # the report says it, once
+
+
 def test_a_journal_of_another_workflow_diverges_at_its_start_saying_so(tmp_path):
     journal = tmp_path / "run.jsonl"
     res = flowtui("run", str(FLOWS / "pesquisa.py"), "--input", "x", "--journal", str(journal), cwd=tmp_path)
