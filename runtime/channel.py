@@ -29,7 +29,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from flowtui.runtime.spawn import CHUNK, STOP_GRACE_S, STOP_SIGNAL, Options, Started, take_over
+from flowtui.runtime.spawn import CHUNK, EXIT_FD_CLOSED, STOP_GRACE_S, STOP_SIGNAL, Options, Started, take_over
 
 if TYPE_CHECKING:
     from flowtui.runtime import protocol as p
@@ -488,7 +488,7 @@ class Channel:
     def ending(self) -> tuple[str, str]:
         """(status, why) of a run whose worker is gone without a ``run.end``."""
         code = self.proc.returncode if self.proc is not None else None
-        if self.muted:
+        if self.muted or code == EXIT_FD_CLOSED:
             return "failed", MUTED
         if self.stopping_since is not None:
             waited = time.monotonic() - self.stopping_since

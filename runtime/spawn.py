@@ -17,6 +17,9 @@ STOP_GRACE_S = 1.0  # a stop that has not ended the run by then: terminate, then
 # that holds it and the run ends stopped. Not SIGTERM: that one comes from elsewhere (a supervisor, kill),
 # and a run ended by it failed, saying so.
 STOP_SIGNAL = signal.SIGUSR1
+# The run's process ends with this code when the flow closed a file descriptor of its own (its event
+# pipe, its event loop's): a client that saw no run.end says so, not "exited with code 1".
+EXIT_FD_CLOSED = 9
 CHUNK = 1 << 16
 PIPE_SIZE = 1 << 20  # the event pipe's capacity, where the system lets us set it
 

@@ -39,6 +39,7 @@ _exit_code: list[int] = []  # once the run's process is on its way out: its exit
 
 import argparse  # noqa: E402 (after the registration above, on purpose)
 import asyncio
+import contextlib
 import errno
 import os
 import select
@@ -56,7 +57,7 @@ from flowtui.runtime.observe import state_fields
 from flowtui.runtime.encoding import encode_event
 from flowtui.runtime.inert import visible
 from flowtui.runtime.secrets import Redactor
-from flowtui.runtime.spawn import STOP_SIGNAL
+from flowtui.runtime.spawn import EXIT_FD_CLOSED, STOP_SIGNAL
 
 DEFAULT_GRACE_S = 1.0
 
@@ -434,9 +435,10 @@ def main(argv: list[str] | None = None) -> int:
     except OSError as exc:  # the flow closed a descriptor of this process's own (its event loop's, its pipes)
         if exc.errno != errno.EBADF:
             raise
-        print(f"flowtui: the flow closed a file descriptor the run's process uses ({exc}); it cannot go on",
-              file=sys.stderr)
-        return 1
+        with contextlib.suppress(OSError):  # (stderr may be one of those it closed)
+            print(f"flowtui: the flow closed a file descriptor the run's process uses ({exc}); it cannot go on",
+                  file=sys.stderr)
+        return EXIT_FD_CLOSED
     finally:
         try:
             send.flush()
@@ -493,7 +495,8 @@ class Outbox:
         except OSError:
             pass
         self._dropped = True
-        os.close(self._fd)
+        with contextlib.suppress(OSError):  # the flow closed it already (os.closerange in a tool)
+            os.close(self._fd)
 
     def _write(self) -> None:
         view = memoryview(self._pending)
@@ -604,7 +607,20 @@ def _orphaned(grace: float) -> None:
     os._exit(1)
 
 
+def _stdout_closed_by_the_flow() -> None:
+    """What the flow printed after closing this process's stdout (``os.close(1)`` in a tool) is dropped at
+    exit, rather than said as an "Exception ignored" traceback when Python flushes it."""
+    try:
+        os.fstat(1)
+    except OSError:
+        fd = os.open(os.devnull, os.O_WRONLY)
+        if fd != 1:
+            os.dup2(fd, 1)
+            os.close(fd)
+
+
 if __name__ == "__main__":
     _exit_code.append(main())
+    _stdout_closed_by_the_flow()
     sys.exit(_exit_code[0])
 

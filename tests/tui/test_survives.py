@@ -601,17 +601,32 @@ async def test_a_flow_that_closes_the_pipe_of_its_events_is_ended_and_said_so(tm
     assert end["type"] == "run.end" and end["status"] == "failed" and "closed the pipe" in end["error"]
 
 
-def test_headless_a_flow_that_closes_the_pipe_of_its_events_fails_saying_why(tmp_path):
+@pytest.mark.parametrize("flow", ["ClosesItsPipes", "ClosesEverything"])
+def test_headless_a_flow_that_closes_the_pipe_of_its_events_fails_saying_why(tmp_path, flow):
+    """ClosesEverything (os.closerange(0, 1024), its stderr too): the run's process failed saying that on
+    the stderr the flow had closed, and flowtui run said only "the flow process exited with code 1"."""
     import subprocess
     import sys
 
     done = subprocess.run([sys.executable, "-c", "from flowtui.tui.cli import main; main()", "run",
-                           f"{MISBEHAVE}:ClosesItsPipes",
+                           f"{MISBEHAVE}:{flow}",
                            "--input", "x", "--journal", str(tmp_path / "j.jsonl")],
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 1
-    assert "closed the pipe the run's events go out on" in done.stderr
-    assert "Traceback" not in done.stderr
+    assert "closed the pipe the run's events go out on" in done.stderr, done.stderr
+    assert "Traceback" not in done.stderr and "exited with code" not in done.stderr
+
+
+def test_what_a_flow_printed_after_closing_stdout_is_dropped_without_a_traceback(tmp_path):
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", "from flowtui.tui.cli import main; main()", "run",
+                           f"{MISBEHAVE}:PrintsAfterClosingStdout", "--input", "x", "--no-journal"],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert "Tool t failed: [Errno 9] Bad file descriptor" in done.stderr  # the print failed the tool
+    assert "Exception ignored" not in done.stderr and "OSError" not in done.stderr, done.stderr
 
 
 async def test_a_line_something_else_wrote_into_the_event_pipe_loses_no_event(tmp_path):

@@ -195,6 +195,27 @@ class ClosesItsPipes:
     pass
 
 
+def closes_everything(self, args: Args = Input()):
+    os.closerange(0, 1024)  # its stderr too, then returns at once
+    return "closed"
+
+
+@workflow(steps=make(closes_everything))
+class ClosesEverything:
+    pass
+
+
+def prints_after_closing_stdout(self, args: Args = Input()):
+    os.close(1)
+    print("after")  # fails the tool, and what it printed stays in Python's buffer to the end
+    return "closed 1"
+
+
+@workflow(steps=make(prints_after_closing_stdout))
+class PrintsAfterClosingStdout:
+    pass
+
+
 def writes_into_its_pipe(self, args: Args = Input()):
     """Writes half a line into the pipe the run's events go out on (the next event is glued to it)."""
     import fcntl
