@@ -191,7 +191,7 @@ class Stop(_Command):
 
 class SetBreakpoint(_Command):
     type: Literal["breakpoint"] = "breakpoint"
-    name: str
+    name: str = Field(min_length=1, max_length=300)  # an agent, tool or loop name ("" was taken, and never hit)
     on: bool = True
 
 

@@ -747,6 +747,18 @@ def test_wrong_tokens_are_checked_a_few_a_second_and_counted_on_stderr(tmp_path)
         proc.wait()
 
 
+def test_a_breakpoint_with_no_name_is_refused_naming_the_field(listening):
+    """breakpoint "" was taken silently: a breakpoint nothing could ever hit."""
+    proc, port, token = listening
+    sock = socket.create_connection(("127.0.0.1", port), timeout=HANG)
+    sock.sendall(auth(token) + b'{"id":2,"type":"breakpoint","name":""}\n'
+                 + b'{"id":3,"type":"breakpoint","name":"RevisorAgent"}\n')
+    got = messages(sock, lambda out: any(m.get("id") == 3 for m in out))
+    empty, named = (next(m for m in got if m.get("id") == n) for n in (2, 3))
+    assert empty["ok"] is False and "name" in empty["error"], empty
+    assert named["ok"] is True and named["value"] == ["RevisorAgent"], named
+
+
 def test_a_stop_sent_with_a_reason_ends_the_run_saying_it(listening, tmp_path):
     proc, port, token = listening
     sock = socket.create_connection(("127.0.0.1", port), timeout=HANG)
