@@ -297,6 +297,9 @@ def _typed(cls: type, name: str, text: str) -> Any:
         json.loads(text)
     except ValueError:
         is_json = False
+    except RecursionError:  # (said as Python's own "maximum recursion depth exceeded while decoding")
+        raise ConfigError(f"{cls.__name__}.{name}: the text is nested too deeply to be read as JSON; "
+                          f"type a value of type {_type_name(field_type(cls, name))}") from None
     else:
         is_json = True
     try:

@@ -177,3 +177,14 @@ async def test_a_long_refused_value_is_said_by_its_first_faults_and_its_start():
     assert len(said) < 400
     ctl.resume()
     await asyncio.wait_for(task, 60)
+
+
+async def test_a_value_nested_too_deeply_is_refused_naming_the_field():
+    """[[[[...]]]] 100,000 deep: the reply said Python's 'maximum recursion depth exceeded while decoding
+    a JSON array', naming nothing."""
+    run, events, ctl, task = await paused_run()
+    with pytest.raises(ConfigError, match=r"^S\.itens: the text is nested too deeply to be read as JSON; type a "
+                                          r"value of type list\[str\]$"):
+        run.edits.set_field("itens", "[" * 100_000 + "]" * 100_000)
+    ctl.resume()
+    await asyncio.wait_for(task, 60)
