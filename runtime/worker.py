@@ -572,7 +572,7 @@ def _read_commands(worker: Worker, stream: Any, loop: asyncio.AbstractEventLoop,
             loop.call_soon_threadsafe(gone.set)
         except RuntimeError:  # the loop is closed: the worker is ending anyway
             pass
-        _orphaned(worker.grace)
+        _orphaned(worker)
 
 
 def watch_refusal(exc: BaseException) -> dict[str, Any] | None:
@@ -597,13 +597,26 @@ def _end_if_orphaned_while_loading(in_fd: int, loaded: threading.Event) -> None:
             os.killpg(os.getpgrp(), signal.SIGKILL) if os.getpgrp() == os.getpid() else os._exit(1)
 
 
-def _orphaned(grace: float) -> None:
+def _orphaned(worker: Worker) -> None:
     """The client is gone (its end of our stdin closed): the run was told to stop; if code that never
-    returns holds it, unwind that code, and if even that fails, leave. A worker never outlives its
-    client by more than a few seconds, whatever the flow does."""
-    time.sleep(2 * grace)
+    returns holds it, unwind that code, and if even that fails, leave, the journal ended first (no
+    client is left to end it). A worker never outlives its client by more than a few seconds, whatever
+    the flow does."""
+    time.sleep(2 * worker.grace)
     os.kill(os.getpid(), STOP_SIGNAL)
-    time.sleep(2 * grace)
+    time.sleep(2 * worker.grace)
+    run = worker.run
+    if run is not None and run.status == "running" and run.journal is not None:
+        from flowtui.runtime.bus import build_event
+        from flowtui.runtime.events import RunEnd
+
+        # (the run's code still holds its loop and may hold its stream: written to the journal alone)
+        with contextlib.suppress(Exception):
+            run.journal(build_event(RunEnd, dict(
+                seq=run.emitter.stream.last_seq + 1, ts=time.time(), run_id=run.id, node_id=None, parent_id=None,
+                origin="flowtui", status="stopped", output=None, error=None, duration_ms=0.0,
+                reason=f"its client went away, and the run's code did not return: its process was ended "
+                       f"after {4 * worker.grace:.1f} s")))
     os._exit(1)
 
 

@@ -163,6 +163,30 @@ def test_a_second_run_on_a_journal_another_run_is_writing_is_refused(tmp_path):
     third.communicate(timeout=HANG)
 
 
+def test_a_run_whose_client_was_killed_and_whose_code_will_not_unwind_still_ends_its_journal(tmp_path):
+    """kill -9 of flowtui run while a hook swallows every exception: the run's process ended itself a few
+    seconds later, as it should, but its journal stopped at a node's start, with no run.end."""
+    flow = tmp_path / "stubborn.py"
+    flow.write_text(
+        "import time\n"
+        "from flowtui import FunctionProvider, agent, workflow\n\n"
+        "@agent(provider=FunctionProvider(lambda m, t: 'ok'), prompt='p')\nclass A:\n"
+        "    def after_response(self, response, ctx):\n        ctx.inside = True\n        while True:\n"
+        "            try:\n                time.sleep(0.05)\n            except BaseException:\n"
+        "                pass\n\n"
+        "@workflow(steps=[A])\nclass W:\n    pass\n")
+    journal = tmp_path / "j.jsonl"
+    proc = flowtui("run", str(flow), "--input", "x", "--journal", str(journal), cwd=tmp_path,
+                   start_new_session=True)
+    wait_for(journal, '"name":"inside"')
+    proc.kill()  # the client, not its run's process
+    proc.communicate(timeout=HANG)
+    wait_for(journal, '"type":"run.end"')
+    end = journal_events(journal)[-1]
+    assert (end["type"], end["status"], end["origin"]) == ("run.end", "stopped", "flowtui"), end
+    assert end["reason"].startswith("its client went away, and the run's code did not return"), end
+
+
 @pytest.mark.parametrize("flow", ["SyncLoop", "AsyncLoop", "BlockingUntil"])
 def test_ctrl_c_stops_a_run_that_never_returns(tmp_path, flow):
     journal = tmp_path / "j.jsonl"
