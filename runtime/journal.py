@@ -423,9 +423,14 @@ def _sorted_once(valid: list[tuple[int, Any]], notices: list[Skipped]) -> list[t
         notices.append(Mended(moved[0], f"line{'s' if len(moved) > 1 else ''} {shown} out of order (moved by "
                                         "hand?): read by event number"))
     kept = {id(ev) for _, ev in firsts}
+    first = {ev.seq: (n, ev) for n, ev in firsts}
     for n, ev in valid:
         if id(ev) not in kept:
-            notices.append(Skipped(n, f"event #{ev.seq} again: a line repeated by hand? left out"))
+            line, same = first[ev.seq]
+            if ev == same:
+                notices.append(Skipped(n, f"event #{ev.seq} again: a line repeated by hand? left out"))
+            else:  # not a harmless repeat: what the other said is not read at all
+                notices.append(Skipped(n, f"event #{ev.seq} again, unlike line {line} (edited by hand?): left out"))
     return sorted(firsts, key=lambda item: item[1].seq)
 
 

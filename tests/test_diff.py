@@ -500,6 +500,15 @@ async def test_lines_moved_repeated_or_taken_out_by_hand_are_said_not_read_as_ot
     about = json.loads(capsys.readouterr().out)["b"]
     assert (about["runs"], about["status"], about["events"]) == (1, "finished", len(lines) - 2)
     assert about["skipped_lines"] == [11] and [n["line"] for n in about["notes"]] == [12, 22]
+    # a repeat that says otherwise than the first line of its number is no harmless repeat: said so
+    other = json.loads(lines[9])
+    other["value"] = "something else" if "value" in other else other.get("value")
+    other["origin"] = "user"
+    c = tmp_path / "c.jsonl"
+    c.write_text("\n".join([*lines[:10], json.dumps(other), *lines[10:]]) + "\n")
+    code, out, _ = diff(capsys, a, c)
+    assert "   B: line 11 skipped (event #10 again, unlike line 10 (edited by hand?): left out)\n" in out, out
+    assert "Not compared (above): 1 line of B." in out
 
 
 async def test_a_credential_one_journal_holds_raw_is_no_difference_shown_as_the_same(tmp_path, capsys):
