@@ -288,6 +288,9 @@ def _check_prefix(recorded: Recorded, numbers: list[int], skipped: list[tuple[in
     for n, why in skipped:
         if numbers[0] < n < end_line:
             before = max((ev["seq"] for ev, m in zip(events, numbers) if m < n), default=1)
+            after = min((ev["seq"] for ev, m in zip(events, numbers) if m > n), default=before + 1)
+            if after == before + 1:  # a line that is no event between two that follow on: none is missing
+                continue
             raise ResumeError(f"--resume-from {recorded.path}: line {n}, inside the events re-executed (1..{k}), "
                               f"cannot be read ({why}): an event of the run is missing there, and what it did "
                               f"would silently not be done again; {_before(recorded.path, before + 1)}")

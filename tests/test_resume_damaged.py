@@ -114,6 +114,18 @@ def test_a_torn_line_inside_the_prefix_is_refused_and_the_run_up_to_it_reexecute
     assert res.returncode == 0, res.stderr
 
 
+def test_a_line_that_is_no_event_added_between_two_that_follow_on_is_no_obstacle(recorded, tmp_path):
+    """It was refused as 'an event of the run is missing there', though every event was there."""
+    events = [json.loads(line) for line in recorded]
+    n = first_effect(events)["seq"]
+    journal = tmp_path / "added.jsonl"
+    journal.write_text("\n".join([*recorded[:n], "this is not json \x1b[31m", "[1,2,3]", *recorded[n:]]) + "\n",
+                       encoding="utf-8")
+    res = flowtui("run", str(FLOW), "--resume-from", str(journal), "--no-journal", cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    assert "diverged" not in res.stderr and "missing" not in res.stderr
+
+
 def test_lines_taken_out_of_the_prefix_are_refused_naming_the_missing_events(recorded, tmp_path):
     """They read as changed code: a divergence (exit 3) at the next event, the gap never said."""
     events = [json.loads(line) for line in recorded]
