@@ -9,7 +9,10 @@ and the client stops it however long it takes (see
 
 from __future__ import annotations
 
+import contextlib
 import inspect
+import os
+import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -17,6 +20,25 @@ from flowtui.runtime.bus import current_origin
 
 _IS_ASYNC: dict[Any, bool] = {}
 _PLAIN = frozenset({bool, int, float, str})
+# A process the flow's code forked (os.fork in a tool or hook) carries a copy of the run: one that came
+# back into the run went on with it, running tools and hooks again, unseen. It ends when its code
+# returns into the run instead; a fork made outside the run's code (a pool made before it) is no copy.
+_forked_in_a_call = False
+
+
+def _forked() -> None:
+    global _forked_in_a_call
+    _forked_in_a_call = current_origin.get() != "runtime"
+
+
+os.register_at_fork(after_in_child=_forked)
+
+
+def _leave_the_copy() -> None:
+    for stream in (sys.stdout, sys.stderr):  # what the forked code printed, then nothing of the run
+        with contextlib.suppress(Exception):
+            stream.flush()
+    os._exit(0)
 
 
 def is_async(fn: Callable[..., Any]) -> bool:
@@ -48,6 +70,8 @@ async def call_user(fn: Callable[..., Any], args: Sequence[Any], *, origin: str,
             result = await result
         return result
     finally:
+        if _forked_in_a_call:  # returned or raised: either way, back into the run
+            _leave_the_copy()
         if then is not None:
             then()
         current_origin.reset(token)

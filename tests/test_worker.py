@@ -187,6 +187,32 @@ def test_a_run_whose_client_was_killed_and_whose_code_will_not_unwind_still_ends
     assert end["reason"].startswith("its client went away, and the run's code did not return"), end
 
 
+@pytest.mark.parametrize("child_does", ["return 'child'", "raise ValueError('child')"])
+def test_a_process_a_tool_forked_that_comes_back_into_the_run_ends_there(tmp_path, child_does):
+    """The child of os.fork() in a tool returned from it and went on with the run in its own process:
+    it ran the tools and hooks after it again (their side effects twice), and nothing said so."""
+    marks = tmp_path / "marks.txt"
+    flow = tmp_path / "forker.py"
+    flow.write_text(
+        "import os\n"
+        "from flowtui import FunctionProvider, agent, tool, workflow\n\n"
+        "def calls(messages, tools):\n"
+        "    if any(m.role == 'tool' for m in messages):\n        return 'done'\n"
+        "    return {'content': '', 'tool_calls': [{'name': 't', 'args': {}}]}\n\n"
+        "@tool\ndef t() -> str:\n    \"\"\"t\"\"\"\n    child = os.fork()\n"
+        f"    if child == 0:\n        {child_does}\n"
+        "    os.waitpid(child, 0)\n    return 'parent'\n\n"
+        "@agent(provider=FunctionProvider(calls), prompt='p', tools=[t])\nclass A:\n"
+        "    def after_response(self, response, ctx):\n"
+        f"        with open({str(marks)!r}, 'a') as f:\n            f.write(f'{{os.getpid()}}\\n')\n\n"
+        "@workflow(steps=[A, A])\nclass W:\n    pass\n")
+    proc = flowtui("run", str(flow), "--input", "x", "--no-journal", cwd=tmp_path)
+    out, err = proc.communicate(timeout=HANG)
+    assert proc.returncode == 0 and out == "done\n", err
+    pids = marks.read_text().split()
+    assert len(pids) == 2 and len(set(pids)) == 1, pids  # two turns' hooks, in the run's process only
+
+
 @pytest.mark.parametrize("flow", ["SyncLoop", "AsyncLoop", "BlockingUntil"])
 def test_ctrl_c_stops_a_run_that_never_returns(tmp_path, flow):
     journal = tmp_path / "j.jsonl"
