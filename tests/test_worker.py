@@ -149,18 +149,27 @@ def test_a_second_run_on_a_journal_another_run_is_writing_is_refused(tmp_path):
     readers blamed lines 'moved by hand'."""
     journal = tmp_path / "j.jsonl"
     first = flowtui("run", f"{MISBEHAVE}:SyncLoop", "--input", "x", "--journal", str(journal), cwd=tmp_path)
-    wait_for(journal, '"kind":"tool"')
-    second = flowtui("run", f"{MISBEHAVE}:SyncLoop", "--input", "y", "--journal", str(journal), cwd=tmp_path)
-    out, err = second.communicate(timeout=HANG)
-    assert second.returncode == 2, err
-    assert f"cannot write the journal {journal}: another run is writing it right now" in err, err
-    first.send_signal(signal.SIGINT)
-    first.communicate(timeout=HANG)
-    assert [e["input"] for e in journal_events(journal) if e["type"] == "run.start"] == ["x"]
-    third = flowtui("run", f"{MISBEHAVE}:SyncLoop", "--input", "z", "--journal", str(journal), cwd=tmp_path)
-    wait_for(journal, '"input":"z"')  # once the first has ended, the file takes the next run
-    third.send_signal(signal.SIGINT)
-    third.communicate(timeout=HANG)
+    started = [first]
+    try:
+        wait_for(journal, '"kind":"tool"')
+        second = flowtui("run", f"{MISBEHAVE}:SyncLoop", "--input", "y", "--journal", str(journal), cwd=tmp_path)
+        started.append(second)
+        out, err = second.communicate(timeout=HANG)
+        assert second.returncode == 2, err
+        assert f"cannot write the journal {journal}: another run is writing it right now" in err, err
+        first.send_signal(signal.SIGINT)
+        first.communicate(timeout=HANG)
+        assert [e["input"] for e in journal_events(journal) if e["type"] == "run.start"] == ["x"]
+        third = flowtui("run", f"{MISBEHAVE}:SyncLoop", "--input", "z", "--journal", str(journal), cwd=tmp_path)
+        started.append(third)
+        wait_for(journal, '"input":"z"')  # once the first has ended, the file takes the next run
+        third.send_signal(signal.SIGINT)
+        third.communicate(timeout=HANG)
+    finally:  # a failure leaves no run spinning (SIGINT: each client stops its own run's process)
+        for proc in started:
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGINT)
+                proc.communicate(timeout=HANG)
 
 
 def test_a_run_whose_client_was_killed_and_whose_code_will_not_unwind_still_ends_its_journal(tmp_path):
