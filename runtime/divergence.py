@@ -21,6 +21,7 @@ from flowtui.runtime.events import Difference
 from flowtui.runtime.steps import LoopSpec, ParallelSpec
 
 EXCERPT = 70  # characters of a value shown on each side
+ABSENT = "(absent)"  # a field one side has and the other does not
 # A chat node's start repeats its prompt and message count beside the request: said once, by the request.
 SAID_BY = {"prompt": "request.messages[0].content", "messages": "request.messages[…]"}
 # Differences said in words alone: a whole other event (the recorded and the current one say which),
@@ -173,8 +174,9 @@ def _field(ev: dict[str, Any], where: str) -> str:
     if t == "workflow_state.change":
         rest = where.removeprefix("new")
         return f"state.{ev.get('path')}{rest}" if where.startswith("new") else f"state.{ev.get('path')} ({where})"
-    if t == "ctx.set":
-        return f"ctx.{ev.get('name')}{where.removeprefix('value')}"
+    if t == "ctx.set":  # (a field of the event itself, beside its value: said apart, not glued to the name)
+        return f"ctx.{ev.get('name')}{where.removeprefix('value')}" if where.startswith("value") \
+            else f"ctx.{ev.get('name')} ({where})"
     if t == "state.append":
         return f"{ev.get('bucket')}[+]{where.removeprefix('item')}" if where.startswith("item") else where
     if t == "state.set":
@@ -232,7 +234,7 @@ def _cut(text: str, start: int) -> str:
 
 def _shown(value: Any) -> Any:
     if value is MISSING:
-        return "(none)"
+        return ABSENT
     if isinstance(value, str):
         return value if len(value) <= EXCERPT else value[:EXCERPT] + "…"
     if isinstance(value, (dict, list)):
@@ -249,6 +251,8 @@ def _short(value: Any) -> str:
 
 
 def _value(value: Any) -> str:
+    if value == ABSENT:  # (not quoted: it was no value, nor the text "(none)" it read as)
+        return ABSENT
     if isinstance(value, str):
         return json.dumps(value, ensure_ascii=False)
     return json.dumps(value, ensure_ascii=False, default=repr)

@@ -231,6 +231,21 @@ def test_a_loop_ceiling_raised_past_what_the_loop_used_reexecutes_and_one_lowere
     assert "■ stopped (diverged" not in res.stderr  # the report says it, once
 
 
+def test_a_field_only_the_journal_has_is_said_apart_from_the_value_and_as_absent_now(tmp_path):
+    """A ctx.set with a key x beside its value read 'ctx.turnx: recorded 1, now "(none)"': the field glued to
+    the name, and the absence quoted as if it were the text "(none)"."""
+    journal = tmp_path / "run.jsonl"
+    res = flowtui("run", str(FLOWS / "revisao.py"), "--input", "Escreva", "--journal", str(journal), cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    events = lines(journal)
+    turn = next(e for e in events if e["type"] == "ctx.set" and e["name"] == "turn")
+    turn["x"] = 1
+    journal.write_text("".join(json.dumps(e) + "\n" for e in events))
+    res = flowtui("run", str(FLOWS / "revisao.py"), "--resume-from", str(journal), "--no-journal", cwd=tmp_path)
+    assert res.returncode == 3, res.stderr
+    assert "  ctx.turn (x): recorded 1, now (absent)\n" in res.stderr, res.stderr
+
+
 def test_a_journal_of_another_workflow_diverges_at_its_start_saying_so(tmp_path):
     journal = tmp_path / "run.jsonl"
     res = flowtui("run", str(FLOWS / "pesquisa.py"), "--input", "x", "--journal", str(journal), cwd=tmp_path)
