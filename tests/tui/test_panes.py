@@ -176,3 +176,16 @@ def test_a_bucket_set_whole_says_its_count_in_words():
     assert summarize(StateSet(**base, bucket="history", items=[])) == "history = [0 items]"
     assert summarize(StateSet(**base, bucket="tasks", items=["a"])) == "tasks = [1 item]"  # was "[1 items]"
     assert summarize(StateSet(**base, bucket="memory", items=["a", "b"])) == "memory = [2 items]"
+
+
+def test_an_invalid_line_of_a_journal_opens_whole_with_what_it_holds():
+    """enter on an 'invalid' or unknown event showed only why it was refused: what it held could not be
+    looked at (a forged event's payload among it)."""
+    from flowtui.runtime.journal import Invalid, Unknown
+    from flowtui.tui.widgets.event_log import whole
+
+    bad = Invalid(7, "ctx.set: name: Input should be a valid string", {"seq": 7, "type": "ctx.set", "name": 3})
+    assert whole(bad, None) == ("event #7 invalid: ctx.set: name: Input should be a valid string",
+                                {"seq": 7, "type": "ctx.set", "name": 3})
+    odd = Unknown(9, "an event type this flowtui does not know: x.y", {"seq": 9, "type": "x.y", "p": "\x1b[2J"})
+    assert whole(odd, None)[1] == {"seq": 9, "type": "x.y", "p": "\x1b[2J"}  # (the screen shows it inert)

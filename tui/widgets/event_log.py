@@ -99,7 +99,12 @@ def whole(ev: Any, line: bytes | None) -> tuple[str, Any]:
             return title, json.loads(line)
         except ValueError:
             return title, line.decode("utf-8", "replace")
-    return title, ev.model_dump(mode="json") if hasattr(ev, "model_dump") else str(getattr(ev, "reason", ev))
+    if hasattr(ev, "model_dump"):
+        return title, ev.model_dump(mode="json")
+    data = getattr(ev, "data", None)  # a journal's line that is no valid event: what it holds, beside why
+    if isinstance(data, dict) and data:
+        return f"{title}: {getattr(ev, 'reason', 'not a valid event')}", data
+    return title, str(getattr(ev, "reason", ev))
 
 
 def summarize(ev: Any) -> str:
