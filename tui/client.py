@@ -89,7 +89,8 @@ class RunClient:
         self.watches: list[str] = list(config.watch)  # as the worker last listed them
         self.refused_watches: list[p.Reply] = []  # dropped when the last run started, each saying why
         self.input: str | None = config.input
-        self.journals: list[str] = []  # the journal files this session's runs wrote
+        # the journal files this session's runs wrote, each with the runs it held before the first of them
+        self.journals: dict[str, int] = {}
         self.logs: deque[str] = deque(maxlen=LOG_LINES)  # the last lines the flow printed
         self.logs_total = 0
         self.warnings: list[str] = []  # what the run's process sent that is not the protocol, not yet said
@@ -158,7 +159,9 @@ class RunClient:
 
                 return _p().Reply(id=0, ok=False, error=cannot_write(JOURNAL_DIR, exc.strerror or str(exc)))
         if journal is not None and journal not in self.journals:
-            self.journals.append(journal)
+            from flowtui.runtime.journal import runs_in
+
+            self.journals[journal] = runs_in(Path(journal))
         assert self.channel is not None
         self.channel.keep_journal(journal)
         await self._check_watches()
@@ -356,7 +359,16 @@ class RunClient:
 
     @property
     def journal_notes(self) -> list[str]:
-        return [f"journal: {j}" for j in self.journals if Path(j).exists()]
+        from flowtui.runtime.journal import runs_in
+
+        notes = []
+        for j, before in self.journals.items():
+            now = runs_in(Path(j)) if Path(j).exists() else 0
+            if now > before:  # as flowtui run says it: which runs of the file are this session's
+                runs = f"run {now}" if now == before + 1 else f"runs {before + 1}-{now}"
+                notes.append(f"journal: appended {runs} to {j}" if before else
+                             f"journal: {j}" + (f" ({runs})" if now > 1 else ""))
+        return notes
 
 
 def _runtime_for_the_app() -> type:

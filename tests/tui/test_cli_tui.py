@@ -131,11 +131,28 @@ async def test_each_run_of_the_app_gets_its_own_journal(tmp_path, monkeypatch):
         await client.load()
         assert (await client.begin(input)).ok
         await client.close()
-    assert len(client.journals) == 2 and client.journals[0] != client.journals[1]
-    assert all(re.fullmatch(r"\.flowtui/runs/ReviewWorkflow-\d{8}-\d{6}(-\d+)?\.jsonl", j)
-               for j in client.journals)
-    for journal in client.journals:  # stopped by close(): each ends with the run's end
+    journals = list(client.journals)
+    assert len(journals) == 2 and journals[0] != journals[1]
+    assert all(re.fullmatch(r"\.flowtui/runs/ReviewWorkflow-\d{8}-\d{6}(-\d+)?\.jsonl", j) for j in journals)
+    for journal in journals:  # stopped by close(): each ends with the run's end
         assert '"type":"run.end","status":"stopped"' in Path(journal).read_text()
+    assert client.journal_notes == [f"journal: {j}" for j in journals]
+
+
+async def test_the_app_says_which_runs_it_appended_to_a_journal_file(tmp_path, monkeypatch):
+    """--journal FILE holding runs already: the app said 'journal: FILE' as if the file were this run's."""
+    from flowtui.runtime.loader import load_flow
+
+    target = str(Path(REVIEW).resolve())
+    monkeypatch.chdir(tmp_path)
+    await load_flow(target).run("first", journal=tmp_path / "mine.jsonl")
+    client = RunClient(LaunchConfig(target=target, journal="mine.jsonl"))
+    for input in ("hi", "again"):  # a reload: a second run into the same file
+        await client.load()
+        assert (await client.begin(input)).ok
+        await client.close()
+        assert client.journal_notes == ["journal: appended run 2 to mine.jsonl" if input == "hi" else
+                                        "journal: appended runs 2-3 to mine.jsonl"]
 
 
 def test_record_and_replay_reach_the_app(monkeypatch):
