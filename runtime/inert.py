@@ -8,8 +8,9 @@ tasks, state and ``ctx`` values, journals recorded elsewhere, file names):
   Unicode Control Pictures (``ESC`` → ``␛``, ``BEL`` → ``␇``, a lone carriage
   return → ``␍``); ``\\r\\n`` is a newline;
 - C1 control characters (``\\x80``–``\\x9f``: CSI ``\\x9b``, OSC ``\\x9d``, ST
-  ``\\x9c`` ...) and the bidirectional overrides and isolates (U+202A–U+202E,
-  U+2066–U+2069) become ``\\x9b``-style escapes, since they have no pictures.
+  ``\\x9c`` ...), the bidirectional overrides, isolates and marks (U+202A–U+202E,
+  U+2066–U+2069, U+200E, U+200F, U+061C) and the invisible ones (U+200B, U+2060–U+2064,
+  U+FEFF) become ``\\x9b``-style escapes, since they have no pictures.
 
 So ``"\\x1b]0;pwned\\x07"`` is shown as ``␛]0;pwned␇``: visible, and no
 terminal acts on it. The model always receives the exact text; only what is
@@ -31,8 +32,12 @@ _PICTURES = {c: chr(0x2400 + c) for c in range(0x20) if c not in (0x09, 0x0A)}
 _PICTURES[0x7F] = "\u2421"  # ␡
 _ESCAPES = {c: f"\\x{c:02x}" for c in range(0x80, 0xA0)}
 _ESCAPES.update({c: f"\\u{c:04x}" for c in (*range(0x202A, 0x202F), *range(0x2066, 0x206A))})
+# Invisible ones that no script needs to be drawn (zero-width joiners, which emoji and some scripts
+# do need, stay): "zero\u200bwidth" looked like "zerowidth", a name spoofed in plain sight.
+_ESCAPES.update({c: f"\\u{c:04x}" for c in (0x061C, 0x200B, 0x200E, 0x200F, *range(0x2060, 0x2065), 0xFEFF)})
 _TABLE = str.maketrans({**_PICTURES, **_ESCAPES})
-_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200b\u200e\u200f\u202a-\u202e\u2060-\u2064"
+                     "\u2066-\u2069\ufeff]")
 
 
 def visible(text: str) -> str:

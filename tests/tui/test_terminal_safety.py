@@ -173,6 +173,10 @@ def test_visible_forms():
     assert visible("a\r\nb\rc\x7f\x08") == "a\nb␍c␡␈"
     assert visible("\x9b31m \u202eabc\u2066") == "\\x9b31m \\u202eabc\\u2066"
     assert visible("tab\tand newline\n stay") == "tab\tand newline\n stay"
+    # invisible ones a name could hide in ("zero\u200bwidth" looked like "zerowidth"); the joiners emoji
+    # and some scripts need are left alone
+    assert visible("zero\u200bwidth\ufeff\u200e\u2060") == "zero\\u200bwidth\\ufeff\\u200e\\u2060"
+    assert visible("👨\u200d👩 \u200c") == "👨\u200d👩 \u200c"
     assert re.fullmatch(r"[^\x00-\x08\x0b-\x1f\x7f-\x9f]*", visible("".join(map(chr, range(0xA0)))))
 
 
