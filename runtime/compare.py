@@ -4,10 +4,10 @@ Both sides are compared as the journal writes them (JSON, credentials
 redacted), with what may differ between two runs of the same code left out:
 ids (node ids, run ids: a child run is compared by its place, ``.1``), ``seq``,
 timestamps, durations, elapsed times, a retry's jittered wait, the flow's file
-path, a loop's ceiling (see ``_CEILING``). Pauses and resumes are not compared (a re-execution does not stop where
-a person stopped the recorded run; their edits are re-applied instead, see
-:mod:`flowtui.runtime.resume`), nor streamed fragments, which the journal does
-not keep.
+path, a loop's ceiling (see "_CEILING" below). Pauses and resumes are not
+compared (a re-execution does not stop where a person stopped the recorded run;
+their edits are re-applied instead, see :mod:`flowtui.runtime.resume`), nor
+streamed fragments, which the journal does not keep.
 
 What is compared: the event's type, its node path (:class:`Paths`:
 ``RevisaoWorkflow › loop 2 › RevisorAgent › chat``), its origin, and its

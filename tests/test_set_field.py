@@ -171,9 +171,9 @@ async def test_a_long_refused_value_is_said_by_its_first_faults_and_its_start():
     with pytest.raises(ConfigError) as info:
         run.edits.set_field("itens", text)
     said = str(info.value)
-    assert said.startswith(f"S.itens is list[str]: {text[:57]!r}… ({len(text):,} characters) refused (0: Input should be "
-                           "a valid string; 1: Input should be a valid string; 2: Input should be a valid string; "
-                           "and 2,997 more); type a value of type list[str]"), said
+    assert said.startswith(f"S.itens is list[str]: {text[:57]!r}… ({len(text):,} characters) refused (0: Input "
+                           "should be a valid string; 1: Input should be a valid string; 2: Input should be a valid "
+                           "string; and 2,997 more); type a value of type list[str]"), said
     assert len(said) < 400
     ctl.resume()
     await asyncio.wait_for(task, 60)
