@@ -60,6 +60,16 @@ def recorded_events(path: Path, *, skip=("run.pause", "run.resume")) -> list[dic
     return out
 
 
+async def _paused(run, ctl) -> asyncio.Task:
+    """``run`` started, once it has paused (or ended)."""
+    task = asyncio.ensure_future(run.execute())
+    for _ in range(5000):
+        if ctl.paused or task.done():
+            break
+        await asyncio.sleep(0.001)
+    return task
+
+
 def _timeless(value):
     if isinstance(value, dict):
         return {k: _timeless(v) for k, v in value.items() if k not in ("duration_ms", "elapsed_s", "duration_s")}
@@ -371,11 +381,7 @@ async def test_resuming_at_k_serves_up_to_k_then_pauses_and_goes_on_live(tmp_pat
     events: list = []
     run = load_flow(str(FLOWS / "revisao.py")).prepare(controller=ctl, journal=second, resume_from=f"{first}@{k}",
                                                        on_event=events.append)
-    task = asyncio.ensure_future(run.execute())
-    for _ in range(5000):
-        if ctl.paused or task.done():
-            break
-        await asyncio.sleep(0.001)
+    task = await _paused(run, ctl)
     pause = events[-1]
     assert pause.type == "run.pause" and pause.reason == "resumed"  # the first pause point after K
     assert asked == [] and pause.seq > k  # nothing live yet: the prefix, events 1..K, was served
@@ -461,11 +467,7 @@ async def test_a_divergence_can_pause_and_continuing_goes_on_live(tmp_path, knob
     events: list = []
     run = bootstrap(counting_flow(answers)).prepare(controller=ctl, resume_from=str(first),
                                                     on_divergence="pause", on_event=events.append)
-    task = asyncio.ensure_future(run.execute())
-    for _ in range(5000):
-        if ctl.paused or task.done():
-            break
-        await asyncio.sleep(0.001)
+    task = await _paused(run, ctl)
     diverged = next(e for e in events if e.type == "run.diverged")
     assert diverged.action == "paused" and diverged.path == "Anotacao › loop 1 › Anotador"
     assert [(d.field, d.recorded, d.now) for d in diverged.differences] == [("state.rodadas", 1, 2)]
@@ -483,11 +485,7 @@ async def _paused_after_divergence(first, answers) -> tuple[list, Controller, as
     events: list = []
     run = bootstrap(counting_flow(answers)).prepare(controller=ctl, resume_from=str(first),
                                                     on_divergence="pause", on_event=events.append)
-    task = asyncio.ensure_future(run.execute())
-    for _ in range(5000):
-        if ctl.paused or task.done():
-            break
-        await asyncio.sleep(0.001)
+    task = await _paused(run, ctl)
     return events, ctl, task
 
 
@@ -693,11 +691,7 @@ async def test_k_inside_a_tool_call_pauses_before_that_call_and_nothing_of_it_ru
         second = tmp_path / f"at{k}.jsonl"
         run = load_flow(str(flow)).prepare(controller=ctl, journal=second, resume_from=f"{first}@{k}",
                                            on_event=events.append)
-        task = asyncio.ensure_future(run.execute())
-        for _ in range(5000):
-            if ctl.paused or task.done():
-                break
-            await asyncio.sleep(0.001)
+        task = await _paused(run, ctl)
         pause = events[-1]
         assert (pause.type, pause.reason, pause.point, pause.name) == ("run.pause", "resumed", "tool",
                                                                        "registrar_problema"), k
@@ -747,11 +741,7 @@ async def test_k_inside_a_tool_that_runs_a_child_workflow_is_kept(tmp_path):
     ctl, events = Controller(start_paused=True), []
     run = load_flow(str(FLOWS / "subagente.py")).prepare(controller=ctl, resume_from=f"{first}@{k}",
                                                          on_event=events.append)
-    task = asyncio.ensure_future(run.execute())
-    for _ in range(5000):
-        if ctl.paused or task.done():
-            break
-        await asyncio.sleep(0.001)
+    task = await _paused(run, ctl)
     assert events[0].resumed_from.at == k and events[0].resumed_from.before_tool is None
     pause = events[-1]
     assert (pause.type, pause.reason, pause.point, pause.name) == ("run.pause", "resumed", "chat", "PesquisadorAgent")
@@ -761,14 +751,6 @@ async def test_k_inside_a_tool_that_runs_a_child_workflow_is_kept(tmp_path):
 
 # --- K inside a model call: the prefix ends before the call, which the model answers live once ---------
 
-
-async def _paused(run, ctl) -> asyncio.Task:
-    task = asyncio.ensure_future(run.execute())
-    for _ in range(5000):
-        if ctl.paused or task.done():
-            break
-        await asyncio.sleep(0.001)
-    return task
 
 
 async def test_k_inside_a_model_call_pauses_before_that_call_and_the_model_is_not_asked(tmp_path):
