@@ -60,10 +60,11 @@ class Editor:
         gone = [index, *results_of(history, index)]
         self._keeps_pending(history, gone)
         before = self._snapshot("history", "memory")
-        note = f"promoted #{index} → memory[{len(self._run.state.memory)}] (removed {_numbers(gone)})"
-        with _as_user():
-            self._run.state.set("history", _without(history, gone), origin="user", note=note)
-            self._run.state.append("memory", item, origin="user", note=note)
+        promoted = f"promoted #{index} → memory[{len(self._run.state.memory)}]"
+        with _as_user():  # (two events, each saying its part: the log showed one line twice)
+            self._run.state.set("history", _without(history, gone), origin="user",
+                                note=f"{promoted} (removed {_numbers(gone)})")
+            self._run.state.append("memory", item, origin="user", note=f"{promoted} (added)")
         self._done(before)
 
     def delete_message(self, index: int, *, with_call: bool = True) -> list[int]:

@@ -103,6 +103,8 @@ async def test_promoting_a_reply_that_called_tools_takes_its_results_and_says_so
         assert problems(d.run.state.history) == []
         sets = [e for e in d.of("state.set") if e.bucket == "history"]
         assert sets[-1].note == "promoted #1 → memory[0] (removed #1, #2, #3)" and sets[-1].origin == "user"
+        added = [e for e in d.of("state.append") if e.bucket == "memory"]
+        assert added[-1].note == "promoted #1 → memory[0] (added)"  # each event its own part (one line twice)
         d.ctl.resume()
         await asyncio.wait_for(d.task, 10)
     # the next request held no orphan: the user message, then the answer's turn
