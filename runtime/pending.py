@@ -63,6 +63,9 @@ def parse_arguments(run: "Run", pending: PendingCall, text: str) -> dict[str, An
     except ValueError as exc:
         raise ConfigError(f"the arguments of {name} are not JSON ({exc.msg} at line {exc.lineno}, column "
                           f"{exc.colno}); write them as a JSON object, e.g. {{\"query\": \"...\"}}") from None
+    except RecursionError:  # (said as Python's own "maximum recursion depth exceeded while decoding")
+        raise ConfigError(f"the arguments of {name} are nested too deeply to be read as JSON; write them as a "
+                          "JSON object, e.g. {\"query\": \"...\"}") from None
     if not isinstance(args, dict):
         raise ConfigError(f"the arguments of {name} must be a JSON object ({{...}}), not {type(args).__name__}")
     tool = run.plans.tool_specs[pending.spec.cls].by_name.get(name)

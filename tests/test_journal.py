@@ -278,7 +278,7 @@ async def test_a_run_start_with_a_malformed_extra_is_read_without_it_and_said(tm
     (said,) = notices
     assert isinstance(said, Mended) and said.line == 1
     assert said.reason.startswith("run.start's data, memory could not be read (") and said.reason.endswith(
-        "): the run is read without")
+        "): the run is read without them")
     lines[0]["workflow"] = ["not", "a", "name"]  # a fault no run can be read past: still an invalid event
     path.write_text("".join(json.dumps(ev) + "\n" for ev in lines))
     assert isinstance(next(read_journal(path)), Invalid)

@@ -161,6 +161,8 @@ async def test_editing_the_pending_call_is_checked_against_the_schema_and_reache
         assert d.of("run.pause")[-1].call == {"id": "call_1_0", "name": "busca", "args": {"query": "a"}}
         with pytest.raises(ConfigError, match="not JSON"):
             d.run.edits.edit_call("{query: x}")
+        with pytest.raises(ConfigError, match="^the arguments of busca are nested too deeply to be read as JSON"):
+            d.run.edits.edit_call('{"query": ' + "[" * 100_000 + "]" * 100_000 + "}")  # (said as Python's own)
         with pytest.raises(ConfigError, match=r"busca refuses these arguments \(Query: query, limit\): limit"):
             d.run.edits.edit_call('{"query": "x", "limit": "many"}')
         with pytest.raises(ConfigError, match=r"\(Query: query, limit\): extra: not an argument of busca$"):
