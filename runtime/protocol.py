@@ -61,7 +61,7 @@ from __future__ import annotations
 from functools import cache
 from typing import Annotated, Any, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, field_validator
 
 from flowtui.runtime.events import EVENT_CLASSES
 
@@ -191,8 +191,15 @@ class Stop(_Command):
 
 class SetBreakpoint(_Command):
     type: Literal["breakpoint"] = "breakpoint"
-    name: str = Field(min_length=1, max_length=300)  # an agent, tool or loop name ("" was taken, and never hit)
+    name: str = Field(max_length=300)
     on: bool = True
+
+    @field_validator("name")
+    @classmethod
+    def _a_name(cls, name: str) -> str:  # "", "   " or one with control characters was taken, and never hit
+        if not name.strip() or any(ord(c) < 0x20 or ord(c) == 0x7F for c in name):
+            raise ValueError("an agent, tool or loop name: not blank, no control characters")
+        return name
 
 
 class SetWatch(_Command):

@@ -748,14 +748,19 @@ def test_wrong_tokens_are_checked_a_few_a_second_and_counted_on_stderr(tmp_path)
 
 
 def test_a_breakpoint_with_no_name_is_refused_naming_the_field(listening):
-    """breakpoint "" was taken silently: a breakpoint nothing could ever hit."""
+    """breakpoint "", "   " or one with control characters was taken silently: a breakpoint nothing could
+    ever hit (and the next client was told of it)."""
     proc, port, token = listening
     sock = socket.create_connection(("127.0.0.1", port), timeout=HANG)
     sock.sendall(auth(token) + b'{"id":2,"type":"breakpoint","name":""}\n'
-                 + b'{"id":3,"type":"breakpoint","name":"RevisorAgent"}\n')
-    got = messages(sock, lambda out: any(m.get("id") == 3 for m in out))
-    empty, named = (next(m for m in got if m.get("id") == n) for n in (2, 3))
-    assert empty["ok"] is False and "name" in empty["error"], empty
+                 + b'{"id":3,"type":"breakpoint","name":"   "}\n'
+                 + b'{"id":4,"type":"breakpoint","name":"\\u001b[2J"}\n'
+                 + b'{"id":5,"type":"breakpoint","name":"RevisorAgent"}\n')
+    got = messages(sock, lambda out: any(m.get("id") == 5 for m in out))
+    *refused, named = (next(m for m in got if m.get("id") == n) for n in (2, 3, 4, 5))
+    for reply in refused:
+        assert reply["ok"] is False and "name" in reply["error"], reply
+        assert "an agent, tool or loop name: not blank, no control characters" in reply["error"], reply
     assert named["ok"] is True and named["value"] == ["RevisorAgent"], named
 
 
