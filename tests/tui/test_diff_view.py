@@ -78,3 +78,30 @@ async def test_a_run_reexecuted_into_its_parents_journal_is_compared_with_its_pa
         assert a.startswith(f"A: {journal}") and "run 2 of 2: ReviewWorkflow, finished" in a, text
         assert b.startswith(f"{journal}") and "run 1 of 2: ReviewWorkflow, finished" in b, text
         assert "The runs differ" in text and "You review it closely." in text, text
+        parent = app.client.view.run_id
+        await pilot.press("f")  # a fork of the re-execution: run 3, whose parent is run 2, not run 1
+        await wait_until(pilot, lambda: app.client.view.run_id not in (None, parent)
+                         and app.client.view.status in ("paused", "finished"), timeout=20, what="the fork")
+        assert app.client.view.resumed_from.run_id == parent
+        view = app.main.pane_widget("diff")
+        await wait_until(pilot, lambda: "run 3 of 3" in view.report.plain, what="the fork's report")
+        text = view.report.plain
+        b = text.split("\nB: ")[1].split("\nThe runs")[0]
+        assert "run 2 of 3" in b, text  # its own parent (B was chosen once, for the first run on screen)
+
+
+async def test_the_diff_view_compares_with_no_other_workflows_journal_by_default(tmp_path, monkeypatch):
+    from conftest import make, paused
+
+    monkeypatch.chdir(tmp_path)
+    runs = tmp_path / ".flowtui" / "runs"
+    runs.mkdir(parents=True)
+    other = runs / "OtherWorkflow-1.jsonl"
+    await _record(other, "Write about ctx.state")
+    other.write_text(other.read_text().replace('"ReviewWorkflow"', '"OtherWorkflow"'))
+    app = make(str(FLOWS / "review_fn.py"), input="go", journal=None)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await paused(pilot)
+        await pilot.press("5")
+        text = await _text(pilot, app.main.pane_widget("diff"))
+        assert text.startswith("Nothing to compare with: no other journal of this workflow"), text

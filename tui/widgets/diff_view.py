@@ -57,6 +57,8 @@ class DiffView(VerticalScroll, can_focus=True):
         # B's run, by id: the run this one was re-executed from (else the file's last). A re-execution
         # journaled into the same file (--journal FILE) is that file's last run: B was A itself.
         self.against_run: str | None = None
+        self._chosen_for: Any = ()  # the run B was chosen for (a new run chooses again, unless one was picked)
+        self._picked = False
         self.report = Text()  # what the view shows
         self._seen: tuple = ()
         self._workflow: str | None = None
@@ -79,16 +81,18 @@ class DiffView(VerticalScroll, can_focus=True):
 
     def sync(self, view: Any, events: Any) -> None:
         self._workflow, self._last = view.workflow, (view, events)
-        if self.against is None:
+        if not self._picked and view.run_id != self._chosen_for:  # each run its own B: a fork of a fork's parent
+            self._chosen_for = view.run_id
             resumed = getattr(view, "resumed_from", None)
             if resumed is not None and getattr(resumed, "journal", None):
                 self.against, self.against_run = str(resumed.journal), resumed.run_id
-            else:
-                others = journals(view.workflow, besides=self.current_journal())
-                self.against = str(others[0]) if others else None
+            else:  # the newest other journal of this workflow (another flow's is no default)
+                others = [p for p in journals(view.workflow, besides=self.current_journal())
+                          if not view.workflow or p.name.startswith(f"{view.workflow}-")]
+                self.against, self.against_run = (str(others[0]) if others else None), None
         if not self.size.width:  # not on screen (another view is): compared when shown
             return
-        key = (len(events), self.against, self.size.width)
+        key = (view.run_id, len(events), self.against, self.against_run, self.size.width)
         if key == self._seen:
             return
         self._seen = key
@@ -101,13 +105,13 @@ class DiffView(VerticalScroll, can_focus=True):
 
     def _compare(self, key: tuple, events: list[Any], width: int) -> None:
         """In a thread: the report, shown if it is still the one wanted (a newer sync may have come)."""
-        report = self._report(events, key[1], width)
+        report = self._report(events, key[2], width)
         self.app.call_from_thread(self._show, key, report)
 
     def _show(self, key: tuple, report: Text) -> None:
         if key != self._seen:
             return
-        self.report, self._shown_against = report, key[1]
+        self.report, self._shown_against = report, key[2]
         self._text.update(report)
 
     def on_resize(self) -> None:
@@ -119,7 +123,8 @@ class DiffView(VerticalScroll, can_focus=True):
         from flowtui.runtime.diff_cli import render
 
         if against is None:
-            return Text("Nothing to compare with: no other journal in .flowtui/runs/. enter picks one.", "dim")
+            return Text("Nothing to compare with: no other journal of this workflow in .flowtui/runs/. enter picks "
+                        "one.", "dim")
         try:
             b = self._load(against)
         except DiffError as exc:
@@ -163,7 +168,7 @@ class DiffView(VerticalScroll, can_focus=True):
 
         def chosen(value: str | None) -> None:
             if value:
-                self.against, self.against_run = str(options[int(value)]), None
+                self.against, self.against_run, self._picked = str(options[int(value)]), None, True
                 self._seen = ()
                 screen = self.screen
                 if hasattr(screen, "redraw"):
