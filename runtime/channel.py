@@ -595,21 +595,16 @@ class Channel:
         None before the run started."""
         if self.run_id is None:
             return None
-        from flowtui.runtime.bus import build_event
         from flowtui.runtime.encoding import encode_event
-        from flowtui.runtime.events import RunEnd
         from flowtui.runtime.files import open_append
+        from flowtui.runtime.journal import ended_by_flowtui
         from flowtui.runtime.journal import last_seq as journal_last_seq
         from flowtui.runtime.secrets import Redactor
 
         journaled = self.journal is not None and Path(self.journal).exists()
         seq = max(last_seq, journal_last_seq(Path(self.journal)) if journaled else 0) + 1
-        fields = {"error": why} if status == "failed" else {"reason": why}
-        now = time.time()
-        ran_ms = round(max(now - self.started_ts, 0.0) * 1000, 3) if self.started_ts else 0.0
-        event = build_event(RunEnd, dict(seq=seq, ts=now, run_id=self.run_id, node_id=None, parent_id=None,
-                                         origin="flowtui", status=status, output=None, duration_ms=ran_ms,
-                                         **{"error": None, "reason": None, **fields}))
+        ran_ms = round(max(time.time() - self.started_ts, 0.0) * 1000, 3) if self.started_ts else 0.0
+        event = ended_by_flowtui(self.run_id, seq, status, why, ran_ms)
         if journaled:
             with open_append(Path(self.journal)) as f:
                 f.write(encode_event(event, Redactor.from_environment()) + b"\n")

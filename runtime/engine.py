@@ -191,19 +191,18 @@ class Run:
             try:
                 await call_user(fn, (), origin="dispose")
             except CLEANUP_FAILURES as exc:
-                self._report_dispose(name, exc)
+                self._report_dispose(name, describe_error(exc))
             except (Terminated, asyncio.CancelledError) as exc:
                 # a stop whose grace ran out inside a cleanup that never returned (sync: unwound; async:
                 # cancelled): the cleanup's failure, not the run's, whose end and output stand
-                self.emitter.emit(DisposeError, node_id=None, parent_id=current_node.get()[0], origin="dispose",
-                                  cleanup=name, error=f"{type(exc).__name__}: it never returned; the stop ended it")
+                self._report_dispose(name, f"{type(exc).__name__}: it never returned; the stop ended it")
         for app in self.child_apps.values():
             for name, exc in await app.dispose_all():
-                self._report_dispose(name, exc)
+                self._report_dispose(name, describe_error(exc))
 
-    def _report_dispose(self, cleanup: str, exc: BaseException) -> None:
+    def _report_dispose(self, cleanup: str, error: str) -> None:
         self.emitter.emit(DisposeError, node_id=None, parent_id=current_node.get()[0], origin="dispose",
-                          cleanup=cleanup, error=describe_error(exc))
+                          cleanup=cleanup, error=error)
 
     async def step(self, step: Any) -> None:
         if isinstance(step, LoopSpec):

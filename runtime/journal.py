@@ -23,6 +23,7 @@ import errno
 import fcntl
 import json
 import os
+import time
 import weakref
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -92,6 +93,17 @@ class JournalWriter:
 
     def close(self) -> None:
         self._file.close()
+
+
+def ended_by_flowtui(run_id: str, seq: int, status: str, why: str, duration_ms: float = 0.0) -> Any:
+    """The ``run.end`` flowtui writes for a run that could not write its own (origin ``flowtui``): a
+    failure's ``why`` is its error, another end's its reason."""
+    from flowtui.runtime.bus import build_event
+    from flowtui.runtime.events import RunEnd
+
+    fields = {"error": why, "reason": None} if status == "failed" else {"error": None, "reason": why}
+    return build_event(RunEnd, dict(seq=seq, ts=time.time(), run_id=run_id, node_id=None, parent_id=None,
+                                    origin="flowtui", status=status, output=None, duration_ms=duration_ms, **fields))
 
 
 # A process the flow forked (``os.fork`` in a tool) carries a copy of the run: whatever that copy

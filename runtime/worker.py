@@ -607,16 +607,13 @@ def _orphaned(worker: Worker) -> None:
     time.sleep(2 * worker.grace)
     run = worker.run
     if run is not None and run.status == "running" and run.journal is not None:
-        from flowtui.runtime.bus import build_event
-        from flowtui.runtime.events import RunEnd
+        from flowtui.runtime.journal import ended_by_flowtui
 
         # (the run's code still holds its loop and may hold its stream: written to the journal alone)
         with contextlib.suppress(Exception):
-            run.journal(build_event(RunEnd, dict(
-                seq=run.emitter.stream.last_seq + 1, ts=time.time(), run_id=run.id, node_id=None, parent_id=None,
-                origin="flowtui", status="stopped", output=None, error=None, duration_ms=0.0,
-                reason=f"its client went away, and the run's code did not return: its process was ended "
-                       f"after {4 * worker.grace:.1f} s")))
+            run.journal(ended_by_flowtui(run.id, run.emitter.stream.last_seq + 1, "stopped",
+                                         "its client went away, and the run's code did not return: its process "
+                                         f"was ended after {4 * worker.grace:.1f} s"))
     os._exit(1)
 
 

@@ -89,7 +89,7 @@ class RunClient:
         self.watches: list[str] = list(config.watch)  # as the worker last listed them
         self.refused_watches: list[p.Reply] = []  # dropped when the last run started, each saying why
         self.input: str | None = config.input
-        # the journal files this session's runs wrote, each with the runs it held before the first of them
+        # the journal files this session's runs wrote, each with how many runs it took from this session
         self.journals: dict[str, int] = {}
         self.logs: deque[str] = deque(maxlen=LOG_LINES)  # the last lines the flow printed
         self.logs_total = 0
@@ -158,16 +158,15 @@ class RunClient:
                 from flowtui.runtime.files import cannot_write
 
                 return _p().Reply(id=0, ok=False, error=cannot_write(JOURNAL_DIR, exc.strerror or str(exc)))
-        if journal is not None and journal not in self.journals:
-            from flowtui.runtime.journal import runs_in
-
-            self.journals[journal] = runs_in(Path(journal))
         assert self.channel is not None
         self.channel.keep_journal(journal)
         await self._check_watches()
-        return await self.channel.command(_p().Start(input=input, memory=c.memory, data=c.data, journal=journal,
-                                                     approve=c.approve, watch=self.watches,
-                                                     resume_from=c.resume_from, on_divergence="pause"))
+        reply = await self.channel.command(_p().Start(input=input, memory=c.memory, data=c.data, journal=journal,
+                                                      approve=c.approve, watch=self.watches,
+                                                      resume_from=c.resume_from, on_divergence="pause"))
+        if journal is not None and reply.ok:  # (counted, not read: a journal of runs is read once, at the end)
+            self.journals[journal] = self.journals.get(journal, 0) + 1
+        return reply
 
     async def _check_watches(self) -> None:
         """Set the watchpoints one by one before the run starts: one the flow refuses (a state field
@@ -362,8 +361,9 @@ class RunClient:
         from flowtui.runtime.journal import runs_in
 
         notes = []
-        for j, before in self.journals.items():
+        for j, ours in self.journals.items():
             now = runs_in(Path(j)) if Path(j).exists() else 0
+            before = max(now - ours, 0)
             if now > before:  # as flowtui run says it: which runs of the file are this session's
                 runs = f"run {now}" if now == before + 1 else f"runs {before + 1}-{now}"
                 notes.append(f"journal: appended {runs} to {j}" if before else

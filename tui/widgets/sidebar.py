@@ -127,7 +127,7 @@ def budget_used(budget: dict[str, Any]) -> str:
     ``duration_s 4.268842, chat_calls 4, ...``). A field of another name or type (a journal from
     elsewhere) is said as it is."""
     parts = []
-    for key in sorted(budget, key=lambda k: list(_USED).index(k) if k in _USED else len(_USED)):
+    for key in [*(k for k in _USED if k in budget), *(k for k in budget if k not in _USED)]:
         value, say = budget[key], _USED.get(key)
         if value in (None, 0) and key != "duration_s":
             continue
