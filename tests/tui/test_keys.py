@@ -364,6 +364,33 @@ async def test_a_adds_a_task_then_e_edits_it_and_d_deletes_it():
         await wait_until(pilot, lambda: app.client.view.tasks == ["cite the docs twice"], what="undo")
 
 
+async def test_every_memory_item_of_a_long_memory_can_be_reached_and_edited():
+    """The sidebar lists 60 memory items at a time; the earlier ones could not be picked, so
+    not edited, deleted or opened either."""
+    app = make(input="go", memory=[f"fact {i + 1}" for i in range(150)])
+    async with app.run_test(size=(140, 40)) as pilot:
+        await paused(pilot)
+        sidebar = app.main.sidebar
+        sidebar.focus()
+        await pilot.pause()
+        assert sidebar.highlighted_id == "memory:90"  # the first listed: the latest 60
+        await pilot.press("up")
+        assert sidebar.highlighted_id == "memory:89"  # one earlier, brought into the list
+        await pilot.press("home")
+        assert sidebar.highlighted_id == "memory:0"
+        assert "memory:59" in sidebar.ids and "memory:60" not in sidebar.ids  # the first 60 listed now
+        await pilot.press("down", "e")
+        await wait_until(pilot, lambda: isinstance(app.screen, TextDialog), what="the edit dialog")
+        assert app.screen.query_one("TextArea").text == "fact 2"
+        app.screen.query_one("TextArea").text = "fact two"
+        await pilot.press("ctrl+s")
+        await wait_until(pilot, lambda: app.client.view.memory[1] == "fact two", what="the edit")
+        assert sidebar.highlighted_id == "memory:1"  # the window stays where the person is
+        await pilot.press("end")
+        assert sidebar.highlighted_id.startswith("field:")
+        assert "memory:149" in sidebar.ids and "memory:89" not in sidebar.ids  # the latest again
+
+
 async def test_view_keys_switch_panes_and_the_model_sees_view_is_exact():
     app = make(input="go", memory=["fact one"])
     async with app.run_test(size=(140, 40)) as pilot:

@@ -24,7 +24,7 @@ from flowtui.tui.shown import shown, shown_head
 from flowtui.tui.widgets.paint import DirectLines, QuietVirtualSize
 
 RUNTIME_CTX = ("turn", "output", "loop", "budget")
-BUCKET_ROWS = 60  # memory items or tasks listed (the latest), past which the sidebar says how many more
+BUCKET_ROWS = 60  # memory items or tasks listed at once (the latest, or where the cursor went), the rest counted
 FIELD_ROWS = 20  # a state field's first items listed, past which the sidebar says how many more
 
 
@@ -34,10 +34,19 @@ def _short(value: Any, limit: int = 200) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def sidebar_rows(view: Any, width: int = 42, *, editable: bool = True) -> list[tuple[str | None, Text]]:
+def bucket_window(count: int, start: int | None) -> int:
+    """The first item of a bucket of ``count`` the sidebar lists: from ``start`` (None: the latest)."""
+    latest = max(0, count - BUCKET_ROWS)
+    return latest if start is None else min(max(start, 0), latest)
+
+
+def sidebar_rows(view: Any, width: int = 42, *, editable: bool = True,
+                 starts: dict[str, int] | None = None) -> list[tuple[str | None, Text]]:
     """(id, text) per row; id is ``memory:i``, ``tasks:i`` or ``field:name`` for editable rows.
-    ``editable``: say how to edit (not in a replay)."""
+    ``editable``: say how to edit (not in a replay). ``starts``: the first item listed of a bucket
+    the cursor moved back in (by default its latest items are)."""
     rows: list[tuple[str | None, Text]] = []
+    starts = starts or {}
 
     def section(title: str, count: int | None = None) -> None:
         text = Text(shown(title), "bold #87afd7")  # a workflow's name comes from the run: shown inert
@@ -49,12 +58,16 @@ def sidebar_rows(view: Any, width: int = 42, *, editable: bool = True) -> list[t
         rows.append((None, Text(f"  {what}", "dim italic")))
 
     def items(bucket: str, values: list[str], mark: str) -> None:
-        # The sidebar is a summary: a bucket of thousands shows its latest items (a redraw stays short).
-        start = max(0, len(values) - BUCKET_ROWS)
+        # A bucket of thousands lists a window of its items (a redraw stays short): the latest, or
+        # where the cursor went (it moves the window, item by item or to the first with home).
+        start = bucket_window(len(values), starts.get(bucket))
+        end = min(len(values), start + BUCKET_ROWS)
         if start:
-            rows.append((None, Text(f"  … {start:,} earlier items", "dim italic")))
-        for i in range(start, len(values)):
+            rows.append((None, Text(f"  … {start:,} earlier (↑ or home)", "dim italic")))
+        for i in range(start, end):
             rows.append((f"{bucket}:{i}", Text.assemble((f"{i + 1:>2} ", "dim"), mark, _short(values[i]))))
+        if end < len(values):
+            rows.append((None, Text(f"  … {len(values) - end:,} later (↓ or end)", "dim italic")))
 
     def more(name: str, count: int) -> None:
         # A field of 50,000 items drew a row each, at every redraw: each key took seconds.
@@ -196,12 +209,16 @@ class Sidebar(DirectLines, QuietVirtualSize, ScrollView, can_focus=True):
         self._style: tuple[Style, Style] | None = None  # (base, cursor) the cache was drawn with
         self._highlighted: int | None = None
         self._view: Any = None  # the RunView last shown (rows are built again from it on a resize)
+        # bucket -> the first item listed, once the cursor moved past the latest window (of this run)
+        self._starts: dict[str, int] = {}
 
     # --- data ----------------------------------------------------------------
     def sync(self, view: Any) -> None:
+        if getattr(view, "run_id", None) != getattr(self._view, "run_id", None):
+            self._starts.clear()  # another run: its latest items
         self._view = view
         width = self._text_width()
-        rows = sidebar_rows(view, width, editable=self.editable) if view is not None else []
+        rows = sidebar_rows(view, width, editable=self.editable, starts=self._starts) if view is not None else []
         keys = [(rid, text.plain, tuple(text.spans), text.style) for rid, text in rows]
         if keys == self._keys:
             return
@@ -252,18 +269,44 @@ class Sidebar(DirectLines, QuietVirtualSize, ScrollView, can_focus=True):
         return self._rows[i][0] if i is not None and 0 <= i < len(self._rows) else None
 
     def select_id(self, row_id: str) -> bool:
-        """Put the cursor on the row ``row_id``; False when there is none."""
-        ids = self.ids
-        if row_id not in ids:
+        """Put the cursor on the row ``row_id`` (a memory item or task outside the listed window
+        moves the window to it); False when there is none."""
+        if row_id not in self.ids and not self._show_item(row_id):
             return False
-        self.highlighted = ids.index(row_id)
+        self.highlighted = self.ids.index(row_id)
         return True
+
+    def _show_item(self, row_id: str) -> bool:
+        """Move the window of a bucket so it lists ``memory:i`` or ``tasks:i``; False: no such item."""
+        kind, _, key = row_id.partition(":")
+        if kind not in ("memory", "tasks") or self._view is None or not key.isdigit():
+            return False
+        count, i = len(getattr(self._view, kind)), int(key)
+        if not 0 <= i < count:
+            return False
+        start = bucket_window(count, self._starts.get(kind))
+        if i < start:
+            start = i
+        elif i >= start + BUCKET_ROWS:
+            start = i - BUCKET_ROWS + 1
+        if start >= count - BUCKET_ROWS:
+            self._starts.pop(kind, None)  # the latest window again: it follows new items
+        else:
+            self._starts[kind] = start
+        self.sync(self._view)
+        return row_id in self.ids
 
     def _first_selectable(self) -> int | None:
         return next((i for i, (rid, _) in enumerate(self._rows) if rid is not None), None)
 
     # --- keys and mouse ----------------------------------------------------------
     def action_move(self, delta: int) -> None:
+        kind, _, key = (self.highlighted_id or "").partition(":")
+        if kind in ("memory", "tasks") and self._view is not None:
+            j = int(key) + delta  # the next item of the bucket, listed or not
+            if 0 <= j < len(getattr(self._view, kind)) and f"{kind}:{j}" not in self.ids:
+                self.select_id(f"{kind}:{j}")
+                return
         ids, i = self.ids, self._highlighted
         if i is None:
             self.highlighted = self._first_selectable()
@@ -275,6 +318,15 @@ class Sidebar(DirectLines, QuietVirtualSize, ScrollView, can_focus=True):
             self.highlighted = j
 
     def action_move_to(self, where: int) -> None:
+        view = self._view
+        if view is not None:
+            if where == 0:  # the very first item, however many the window leaves out
+                first = next((kind for kind in ("memory", "tasks") if getattr(view, kind)), None)
+                if first is not None and self.select_id(f"{first}:0"):
+                    return
+            elif self._starts:
+                self._starts.clear()  # the last row: every bucket's latest items
+                self.sync(view)
         picks = [i for i, rid in enumerate(self.ids) if rid is not None]
         if picks:
             self.highlighted = picks[where]
