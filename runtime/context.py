@@ -17,7 +17,7 @@ from types import MappingProxyType
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, field_serializer
-from pydantic_core import to_jsonable_python
+from pydantic_core import to_json, to_jsonable_python
 
 from flowtui.runtime.bus import current_origin
 from flowtui.runtime.conversation import ConversationState
@@ -85,9 +85,40 @@ def jsonable(value: Any) -> Any:
     if isinstance(value, Iterator):
         return _described(value, "an iterator, shown without being consumed")
     try:
-        return to_jsonable_python(value, fallback=stable_repr)
+        out = to_jsonable_python(value, fallback=stable_repr)
     except Exception as exc:  # noqa: BLE001 (any failure of showing it is the debugger's to absorb)
         return _described(value, f"not shown: {type(exc).__name__}: {str(exc).splitlines()[0][:200]}")
+    if out.__class__ is float:
+        return out if math.isfinite(out) else _NON_FINITE[str(out)]
+    if isinstance(out, (list, dict)) and _may_hold_non_finite(out):
+        return _finite(out)
+    return out
+
+
+# A NaN or an infinity is said as "NaN", "Infinity", "-Infinity": JSON has no word for them, and the
+# null they were written as showed a score gone NaN as no score at all (and, NaN being unequal to
+# itself, as a change of the field at every check).
+_NON_FINITE = {"nan": "NaN", "inf": "Infinity", "-inf": "-Infinity"}
+
+
+def _may_hold_non_finite(out: list | dict) -> bool:
+    """Whether a JSON-able structure may hold a NaN or an infinity (one pass of a compiled encoder;
+    a text that says NaN or Infinity says maybe)."""
+    try:
+        raw = to_json(out, inf_nan_mode="constants")
+    except Exception:  # noqa: BLE001 (a lone surrogate: looked at value by value)
+        return True
+    return b"NaN" in raw or b"Infinity" in raw
+
+
+def _finite(out: Any) -> Any:
+    if out.__class__ is float:
+        return out if math.isfinite(out) else _NON_FINITE[str(out)]
+    if isinstance(out, list):
+        return [_finite(v) for v in out]
+    if isinstance(out, dict):
+        return {k: _finite(v) for k, v in out.items()}
+    return out
 
 
 _ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+(?=>)")  # as the default repr ends: <Foo object at 0x7f…>
@@ -200,16 +231,11 @@ class AgentContext:
         return f"<ctx run={self.run_id} fields={sorted(self._fields)}>"
 
 
-_SCALARS = frozenset({str, int, float, bool, type(None)})  # carried by an event as they are
+_SCALARS = frozenset({str, int, bool, type(None)})  # carried by an event as they are (a float: if finite)
 
 
 def _event_value(value: Any) -> Any:
-    if value is None or isinstance(value, (str, int, float, bool)):
+    if value is None or isinstance(value, (str, int, bool)):
         return value
-    if isinstance(value, BaseModel):
-        try:
-            return value.model_dump(mode="json", fallback=stable_repr)
-        except Exception:  # noqa: BLE001 (a field that cannot be shown): described, as jsonable does
-            pass
     return jsonable(value)
 

@@ -115,3 +115,35 @@ def test_coerce_validates_against_the_field_type():
     assert coerce(S, "aprovado", "true") is True
     with pytest.raises(ValueError, match="S.rodadas is int: 'abc' refused"):
         coerce(S, "rodadas", "abc")
+
+
+async def test_a_nan_or_an_infinity_is_said_as_such_and_changes_once(tmp_path):
+    """A score gone NaN was shown as null (no score at all), and, NaN being unequal to itself, as a
+    change of the field at every check of the state."""
+    import json
+
+    class S(BaseModel):
+        score: float = 0.0
+        scores: list[float] = []
+
+    @agent(provider=FunctionProvider(lambda m, t: "ok"), prompt="p")
+    class Scorer:
+        def __init__(self, s: S = State()):
+            self.s = s
+
+        def after_response(self, resposta, ctx):
+            self.s.score = float("nan")
+            self.s.scores.append(float("inf"))
+            ctx.ratio = float("-inf")
+
+    @workflow(state=S, steps=[Scorer, Scorer])
+    class W:
+        pass
+
+    journal = tmp_path / "run.jsonl"
+    await bootstrap(W).run("go", journal=journal)
+    lines = [json.loads(line) for line in journal.read_text().splitlines()]
+    changes = [(e["path"], e["old"], e["new"]) for e in lines if e["type"] == "workflow_state.change"]
+    assert changes == [("score", 0.0, "NaN"), ("scores", [], ["Infinity"]),
+                       ("scores", ["Infinity"], ["Infinity", "Infinity"])]
+    assert [e["value"] for e in lines if e["type"] == "ctx.set" and e["name"] == "ratio"] == ["-Infinity"] * 2
