@@ -32,3 +32,19 @@ async def test_the_divergence_screen_keeps_its_buttons_on_an_80x24_screen(tmp_pa
         assert report.region.height >= 3 and report.max_scroll_y > 0  # the report scrolls instead
         await pilot.press("x")  # the keys still work
         await wait_until(pilot, lambda: not isinstance(app.screen, DivergedScreen), what="the screen to close")
+
+
+async def test_one_changed_prompt_is_reported_whole_on_an_80x24_screen(tmp_path):
+    """At 80 columns the dialog was 58 wide: the report wrapped to more rows than it had, and the
+    changed field's values were scrolled out of sight."""
+    flow, journal = await _recorded(tmp_path)
+    flow.write_text(flow.read_text().replace('prompt="You review the draft."',
+                                             'prompt="You review the draft closely."'))
+    app = make(str(flow), resume_from=str(journal))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await paused(pilot)
+        await wait_until(pilot, lambda: isinstance(app.screen, DivergedScreen), what="the divergence screen")
+        await pilot.pause()
+        report = app.screen.query_one("#diverged-report")
+        assert report.max_scroll_y == 0, report.virtual_size  # nothing to scroll to: all of it in view
+        assert app.screen.query_one("#diverged-keys").region.height == 1
