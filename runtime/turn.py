@@ -74,21 +74,28 @@ async def run_agent(run: "Run", spec: AgentSpec) -> None:
             run.ctx._set("output", speech, origin="runtime")
 
 
-def sendable_calls(calls: Any) -> list[ToolCall]:
+def sendable_calls(calls: Any, used: set[str] | None = None) -> list[ToolCall]:
     """A reply's tool calls as the history keeps them and the next request sends them back: each with
     an id of its own and a name the provider takes. A server that gave no id or one id twice (then
     both were answered, and the next request refused), a model that made a name up (``functions.echo``
     sent back was refused with a 400, and the run failed): the model is told of an unknown tool under
-    the name it is shown."""
+    the name it is shown.
+
+    ``used``: the ids the run's history holds already; an id given again (a server that numbers each
+    reply's calls from ``call_0``, calls found in the text of two agents' first turns) is renamed too,
+    since a provider that takes the history as tool-use blocks refuses an id used twice. The new ids
+    are added to it."""
     out: list[ToolCall] = []
-    ids = {c.id for c in calls if c.id}
+    used = set() if used is None else used
+    ids = {c.id for c in calls if c.id} | used
     seen: set[str] = set()
     for i, c in enumerate(calls):
         update: dict[str, Any] = {}
-        if not c.id or c.id in seen:
-            new, n = f"call_{i}", 1
+        if not c.id or c.id in seen or c.id in used:
+            base = c.id or f"call_{i}"
+            new, n = base, 1
             while new in ids:
-                new, n = f"call_{i}_{n}", n + 1
+                new, n = f"{base}_{n}", n + 1
             ids.add(new)
             update["id"] = new
         if not TOOL_NAME.fullmatch(c.name):
@@ -96,6 +103,7 @@ def sendable_calls(calls: Any) -> list[ToolCall]:
         c = c.model_copy(update=update) if update else c
         seen.add(c.id)
         out.append(c)
+    used.update(seen)
     return out
 
 
@@ -127,7 +135,7 @@ async def _turn(run: "Run", spec: AgentSpec, inst: Any) -> None:
     if run.gate_needed():
         await run.gate()
     reply = await call_model(run, spec, build_request(run, spec, prompt), prompt=prompt, built=True)
-    calls = sendable_calls(reply.tool_calls) if reply.tool_calls else []
+    calls = sendable_calls(reply.tool_calls, run.call_ids()) if reply.tool_calls else []
     asked_at = run.state._history_length()
     run.state.append("history", _assistant_message(reply, calls, spec.name), origin=f"agent:{spec.name}")
     results = await _run_calls(run, spec, inst, calls, asked_at) if calls else []

@@ -90,3 +90,27 @@ def test_an_empty_tool_name_is_refused_not_replaced_by_the_functions():
         def f(text: str) -> str:
             """f."""
             return text
+
+
+async def test_an_id_a_server_gives_again_in_a_later_turn_is_renamed():
+    """A server that numbers each reply's calls from call_0 (and calls found in the text of two
+    agents' first turns, both call_1_0) put one id twice in the history; a provider that takes
+    the history as tool-use blocks refuses it."""
+    provider, sent = scripted(*[ChatReply(content="", tool_calls=[ToolCall(name="echo", args={"text": t}, id="call_0")])
+                                for t in "ab"], when_done="done")
+
+    @agent(provider=provider, tools=[echo])
+    class A:
+        pass
+
+    @workflow(steps=[A, A, A])
+    class W:
+        pass
+
+    out, events, run = await run_collect(W)
+    assert out == "done"
+    last = sent[2]  # the third request: both turns, as sent back
+    assert [c.id for m in last if m.role == "assistant" for c in m.tool_calls] == ["call_0", "call_0_1"]
+    assert [(m.tool_call_id, m.content) for m in last if m.role == "tool"] == [("call_0", "echo: a"),
+                                                                               ("call_0_1", "echo: b")]
+    assert not problems(last)
