@@ -68,27 +68,21 @@ async def test_c_continues_to_the_end():
 
 
 async def test_p_pauses_at_the_next_point_while_a_slow_sync_tool_keeps_the_app_responsive(monkeypatch):
-    monkeypatch.setenv("FLOWCAPTURE_TOOL_DELAY", "2.0")
+    monkeypatch.setenv("FLOWCAPTURE_TOOL_DELAY", "3.0")
     app = make(input="go")
     async with app.run_test() as pilot:
         await paused(pilot)
         app.simulate_key("c")
         await wait_until(pilot, lambda: any(ev.type == "node.start" and ev.kind == "tool"
                                             for ev in app.client.events), what="the slow tool")
-        worst = 0.0
-        for _ in range(20):  # the event loop keeps turning while the tool sleeps in its thread
-            t0 = time.perf_counter()
-            await asyncio.sleep(0.01)
-            worst = max(worst, time.perf_counter() - t0)
-        assert worst < 1.0  # the tool takes 2 s: a loop it held would stall that long (a loaded machine, or
-        # the collector's one pass after start-up, may take a few hundred ms; speed is bench/'s)
-        app.simulate_key("question_mark")  # a key is answered before the tool returns
-        await wait_until(pilot, lambda: isinstance(app.screen, HelpScreen), timeout=0.5, what="the help")
+        # Keys are answered while the tool runs (no stall measured here: a loaded machine makes any
+        # threshold flaky; the tool's 3 s are the margin). As a terminal sends them: pilot.press would
+        # first wait up to a second for the busy app to look idle, and the first tool could be over by then.
+        app.simulate_key("question_mark")
+        await wait_until(pilot, lambda: isinstance(app.screen, HelpScreen), timeout=1.0, what="the help")
         assert not any(ev.type == "node.end" and ev.kind == "tool" for ev in app.client.events)
-        # As a terminal sends them (pilot.press would first wait up to a second for the busy app
-        # to look idle, and the first tool could be over by then).
         app.simulate_key("escape")
-        await wait_until(pilot, lambda: not isinstance(app.screen, HelpScreen), timeout=0.5, what="help closed")
+        await wait_until(pilot, lambda: not isinstance(app.screen, HelpScreen), timeout=1.0, what="help closed")
         app.simulate_key("p")
         await paused(pilot)
         pause = app.client.view.pause
