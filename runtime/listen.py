@@ -109,6 +109,7 @@ class Listener:
                               "client to type): give printable characters, or leave it out for a random one")
         self.worker = worker
         self.token = token or secrets.token_hex(16)
+        self.token_from = None if token is None else token_from  # who gave it (None: made here, at random)
         self.public = not is_loopback(host)
         try:
             self._sock = socket.create_server((host, port), family=socket.AF_INET6 if ":" in host else socket.AF_INET)
@@ -146,11 +147,16 @@ class Listener:
     def announce(self, out: Any = None) -> None:
         out = out or sys.stderr
         print(f"listening on {self.address}", file=out, flush=True)
-        print(f"token: {self.token}", file=out, flush=True)
+        # A token made here is said, for the client to type; one given is not repeated into the logs
+        # that keep stderr (FLOWTUI_TOKEN is given so that even ps does not show it).
+        given = self.token_from
+        print(f"token: {self.token}" if given is None else f"token: the one given with {given}", file=out, flush=True)
         where = self.address
         if ipaddress.ip_address(self.host).is_unspecified:  # every interface: the client names one of them
             where = f"THIS-MACHINE:{self.port}"
-        print(f"attach with: flowtui attach {where} --token {shlex.quote(self.token)}", file=out, flush=True)
+        token = (f" --token {shlex.quote(self.token)}" if given is None
+                 else " (FLOWTUI_TOKEN set to the same token)" if given == "FLOWTUI_TOKEN" else " --token TOKEN")
+        print(f"attach with: flowtui attach {where}{token}", file=out, flush=True)
         if len(self.token) < MIN_TOKEN:
             print(f"warning: a token of {len(self.token)} characters can be guessed; leave --token and "
                   "FLOWTUI_TOKEN out for a random one", file=out, flush=True)
