@@ -135,6 +135,9 @@ class RunWatches:
         if not pause.watch or pause is self._said_pause:
             return
         self._said_pause = pause
-        lines = [f"{hit.expr}: {hit.detail or 'true'} (event #{hit.seq}"
-                 + (f", {hit.workflow})" if hit.workflow else ")") for hit in pause.watch]
+        # a change watchpoint's detail names its subject already (state.rodadas: 1 → 2), a condition's
+        # says the value that made it true (state.rodadas >= 2: state.rodadas = 2)
+        lines = [(hit.detail if hit.detail and hit.detail.startswith(f"{hit.expr}: ")
+                  else f"{hit.expr}: {hit.detail or 'true'}")
+                 + f" (event #{hit.seq}" + (f", {hit.workflow})" if hit.workflow else ")") for hit in pause.watch]
         self.notify(shown("\n".join(lines)), title="Watchpoint", timeout=8)

@@ -53,6 +53,8 @@ async def test_each_kind_given_with_watch_pauses_at_the_event_that_made_it_true(
         assert _line(app, "watches").startswith(f"watch: ◆ {expr}")
         await wait_until(pilot, lambda: any(expr in str(n.message) for n in app._notifications),
                          what="the notification saying what made it true")
+        said = [str(n.message) for n in app._notifications if expr in str(n.message)]
+        assert not any(f"{expr}: {expr}:" in line for line in said), said  # the subject said once
 
 
 async def test_w_on_a_state_field_sets_a_watchpoint_from_its_change_and_the_run_pauses_there():
