@@ -82,7 +82,11 @@ def journal_kills(n: int, work: Path) -> tuple[int, int, int]:
     for i in range(n):
         path = work / f"j{i}.jsonl"
         proc = flowtui("run", str(flow), "--input", "go", "--journal", str(path), cwd=work)
-        time.sleep(0.6 + random.random() * 1.5)
+        # mid-run: once the run has started writing its journal (a loaded machine takes longer to get there)
+        deadline = time.monotonic() + 30
+        while not (path.exists() and path.stat().st_size) and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.01)
+        time.sleep(random.random() * 1.5)
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait()
         notices: list = []
