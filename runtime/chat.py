@@ -182,9 +182,14 @@ class AgentProvider(Provider):
         self.inner = run.providers[spec.cls]
 
     async def complete(self, request: ChatRequest) -> ChatReply:
+        run, spec = self._run, self._spec
         if not request.agent:
-            request = request.model_copy(update={"agent": self._spec.name, "turn": next_turn(self._run, self._spec)})
-        return await call_model(self._run, self._spec, request)
+            request = request.model_copy(update={"agent": spec.name, "turn": next_turn(run, spec)})
+        if run.pauses:  # a pause point before each of its model calls, as before a turn's: s stops there
+            await run.pause("chat", spec.name, request=recorded(request, self.inner).model_dump())
+        if run.gate_needed():
+            await run.gate()
+        return await call_model(run, spec, request)
 
     def describe(self) -> str:
         return self.inner.describe()

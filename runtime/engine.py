@@ -219,7 +219,7 @@ class Run:
             self.observer.check()
 
     async def pause(self, kind: str, name: str, *, prompt: str | None = None, call: Any = None,
-                    inside: bool = False) -> None:
+                    request: dict[str, Any] | None = None, inside: bool = False) -> None:
         """A pause point before ``kind`` ``name`` (agent, chat, tool, loop_iteration). ``inside``: called
         from within that step's own node (a diverged re-execution waits there before going live),
         whose label the path then names once, as an ordinary pause point's does."""
@@ -229,7 +229,7 @@ class Run:
         controller = self.controller
         if controller is None:
             return
-        if kind == "chat" and controller.watch.wants_prompt:  # prompt.tokens: known only here
+        if kind == "chat" and request is None and controller.watch.wants_prompt:  # prompt.tokens: known only here
             from flowtui.runtime.tokens import prompt_tokens
 
             controller.watch.before_chat(self, prompt, exact=await prompt_tokens(self, name, prompt))
@@ -245,6 +245,8 @@ class Run:
                     self.next_prompt = (name, prompt)
                 if call is not None:
                     fields["call"] = {"id": call.id, "name": call.name, "args": dict(call.args)}
+                if request is not None:
+                    fields["request"] = request
             return self.emitter.emit(cls, origin="runtime", **fields)
 
         stream = self.emitter.stream

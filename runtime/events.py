@@ -215,6 +215,9 @@ class RunPause(_Event):
                                     "resumed (after a re-executed prefix) or diverged")
     path: list[str] = Field(default_factory=list)
     prompt: str | None = Field(default=None, description="the agent prompt the next model call will send")
+    request: dict[str, Any] | None = Field(default=None, description="before a model call an agent's own run() "
+                                           "makes: its request as it will be sent (messages, tools, model, "
+                                           "sampling), which the history does not make")
     call: dict[str, Any] | None = Field(default=None, description="before a tool: the call about to run "
                                                                  "(id, name, args)")
     watch: list[WatchHit] | None = Field(default=None, description="the watchpoints that fired since the last "

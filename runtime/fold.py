@@ -408,6 +408,9 @@ class RunView:
         """For each message of :meth:`model_sees`, (the event that put it there, its origin): the
         prompt's, one entry for the memory-and-tasks note (its items' events listed: the first
         ``listed`` of them, then counted, ``… 59,990 more``), the history's."""
+        own = self.own_request()
+        if own is not None:  # an agent's own run() made these messages, not the history
+            return [(self.pause.seq, f"agent:{self.pause.name} run()")] * len(own)
         run = self.shown
         out: list[tuple[int | None, str]] = []
         if run.prompt:
@@ -426,8 +429,24 @@ class RunView:
     def model_sees(self) -> list[Message]:
         """The messages the next model call will build: prompt, memory/tasks note, history (the
         function a turn's request is built with; a model middleware may still change it, as the
-        chat node's ``trimmed`` records)."""
+        chat node's ``trimmed`` records). Paused before a model call of an agent's own ``run()``:
+        the messages that call sends, as the pause recorded them."""
+        own = self.own_request()
+        if own is not None:
+            return own
         return model_messages(self.prompt, self.memory, self.tasks, self.history)
+
+    def own_request(self) -> list[Message] | None:
+        """Paused before a model call an agent's own ``run()`` makes: its messages (None otherwise, or
+        when a journal's are no messages)."""
+        pause = self.pause
+        request = getattr(pause, "request", None) if pause is not None else None
+        if not isinstance(request, dict) or not isinstance(request.get("messages"), list):
+            return None
+        try:
+            return [Message.model_validate(m) for m in request["messages"]]
+        except ValueError:
+            return None
 
 
 def _next_iteration(node: NodeView) -> None:

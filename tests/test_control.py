@@ -492,3 +492,43 @@ async def test_a_blank_memory_item_or_task_is_refused_as_the_add_dialog_refuses_
     assert list(d.run.state.memory) == ["keep this"] and list(d.run.state.tasks) == []
     d.ctl.stop()
     await d.task
+
+
+async def test_step_stops_before_each_model_call_of_an_agents_own_run_and_shows_its_request():
+    """An agent that takes its turn over with run() made its model calls with no pause point: s went
+    past all of them at once, and what the model sees showed a request no call made."""
+    from flowtui import ChatRequest, Message
+    from flowtui.runtime.fold import RunView
+
+    received = []
+
+    def model(messages, tools):
+        received.append([(m.role, m.content) for m in messages])
+        return f"reply {len(received)}"
+
+    @agent(provider=FunctionProvider(model), prompt="Check twice.")
+    class Checker:
+        async def run(self, input, ctx):
+            for text in ("first look", "second look"):
+                reply = await self.provider.complete(ChatRequest(messages=[
+                    Message(role="system", content=self.prompt), Message(role="user", content=text)]))
+            return reply.content
+
+    @workflow(steps=[Checker])
+    class W:
+        pass
+
+    d = Driver(W, Controller(start_paused=True))
+    await d.paused(1)
+    seen = []
+    for n in (2, 3):
+        p = await d.command(d.ctl.step)
+        assert where(p) == ("chat", "Checker", "step")
+        view = RunView()
+        for ev in d.events:
+            view.apply(ev)
+        seen.append([(m.role, m.content) for m in view.model_sees()])
+        assert len(received) == n - 2  # paused before the call, not after it
+    assert await d.finish(d.ctl.resume) == "reply 2"
+    assert seen == received == [[("system", "Check twice."), ("user", "first look")],
+                                [("system", "Check twice."), ("user", "second look")]]

@@ -788,6 +788,44 @@ async def test_k_inside_a_model_call_pauses_before_that_call_and_the_model_is_no
             assert _no_wait(recorded_events(second)) == _no_wait(recorded_events(first))
 
 
+async def test_k_inside_a_model_call_of_an_agents_own_run_pauses_before_that_call(tmp_path):
+    """run()'s model calls had no pause point: K inside one re-executed up to before it, then asked the
+    model at once, with no pause to edit anything first."""
+    from flowtui import ChatRequest, Message
+
+    asked = []
+
+    def model(messages, tools):
+        asked.append(messages[-1].content)
+        return f"reply to {messages[-1].content}"
+
+    @agent(provider=FunctionProvider(model), prompt="Check twice.")
+    class Checker:
+        async def run(self, input, ctx):
+            for text in ("first look", "second look"):
+                reply = await self.provider.complete(ChatRequest(messages=[
+                    Message(role="system", content=self.prompt), Message(role="user", content=text)]))
+            return reply.content
+
+    @workflow(steps=[Checker])
+    class W:
+        pass
+
+    first = tmp_path / "first.jsonl"
+    assert await bootstrap(W).run("go", journal=first) == "reply to second look"
+    k = _seq(first, type="node.start", kind="chat", nth=1)  # the second call's start: inside it
+    asked.clear()
+    ctl, events = Controller(start_paused=True), []
+    task = await _paused(bootstrap(W).prepare(controller=ctl, resume_from=f"{first}@{k}", on_event=events.append), ctl)
+    pause = events[-1]
+    assert (pause.type, pause.reason, pause.point, pause.name) == ("run.pause", "resumed", "chat", "Checker")
+    assert asked == []  # the first call served from the journal, the second not asked yet
+    assert [m["content"] for m in pause.request["messages"]] == ["Check twice.", "second look"]
+    assert events[0].resumed_from.before_model == "Checker" and events[0].resumed_from.at == k - 1
+    ctl.resume()
+    assert await task == "reply to second look" and asked == ["second look"]
+
+
 def _no_wait(events: list[dict]) -> list[dict]:
     """Events without a failed attempt's wait before the retry (jittered: another each time)."""
     return [{k: v for k, v in e.items() if k != "retry_in_s"} for e in events]

@@ -19,14 +19,19 @@ def show_model_sees(widget: MessageList, view: Any, counted: Any = None) -> None
     origins = view.provenance(listed=NOTE_ITEMS)  # a label of 60,000 items' events would be built at
     # every redraw for one line to show the first few
     labels = {}
-    if view.prompt:
+    own = view.own_request() is not None  # an agent's own run() made the request: no prompt or note of ours
+    if own:
+        counted = None  # the run counts the request a turn would build, not this one
+        if seen:
+            labels[0] = f"{seen[0].role} · the request {shown(view.pause.name)}'s own run() sends"
+    elif view.prompt:
         pause = view.pause
         # paused before a tool or after a loop's iteration, the next call is another turn's, perhaps
         # another agent's: the prompt drawn is the last call's, and says so
         labels[0] = ("system · the last call's agent prompt (the next call's is known when its agent starts)"
                      if pause is not None and pause.point in ("tool", "loop_iteration") else "system · agent prompt")
-    note = 1 if view.prompt else 0
-    has_note = len(seen) > len(view.history) + note
+    note = 1 if view.prompt and not own else 0
+    has_note = not own and len(seen) > len(view.history) + note
     if has_note:
         labels[note] = f"system · memory and tasks ({shown(origins[note][1])})"
     tags, short, sources = {}, {}, {}
