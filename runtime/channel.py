@@ -126,12 +126,13 @@ class Channel:
         self._tasks = [asyncio.ensure_future(self._read(out)), asyncio.ensure_future(self._read_log(err))]
         return await self._greeting(load_timeout)
 
-    async def connect(self, host: str, port: int, token: str, *,
+    async def connect(self, host: str, port: int, token: str, *, take_over: bool = False,
                       timeout: float = ATTACH_TIMEOUT_S) -> p.Hello | p.LoadError:
-        """Attach to a worker listening on ``host:port``; a wrong token is a :class:`PermissionError`."""
+        """Attach to a worker listening on ``host:port`` (``take_over``: detaching the client attached
+        now, if any); a wrong token is a :class:`PermissionError`."""
         reader, writer = await asyncio.wait_for(asyncio.open_connection(host, port, limit=1 << 24), timeout)
         self._writer = writer
-        writer.write(_p().encode(_p().Auth(token=token)))
+        writer.write(_p().encode(_p().Auth(token=token, take_over=take_over)))
         self._tasks = [asyncio.ensure_future(self._read(reader))]
         hello = await self._greeting(timeout)
         spoken = getattr(hello, "protocol", _p().PROTOCOL_VERSION)
@@ -165,6 +166,7 @@ class Channel:
         return _p().LoadError(message=f"the worker process ended before the flow loaded ({self.ending()[1]})")
 
     refused: str | None = None
+    let_go: str | None = None  # attached: why the server let this client go (another took the run over)
 
     # --- reading ---------------------------------------------------------------------------
     async def _read(self, stream: asyncio.StreamReader) -> None:
@@ -248,6 +250,8 @@ class Channel:
                 future.set_result(msg)
             elif not msg.ok and self.hello is None:
                 self.refused = msg.error
+            elif not msg.ok and msg.id == 0:
+                self.let_go = msg.error
         elif kind == "hello":
             self.hello = msg
             self._greeted.set()

@@ -204,13 +204,18 @@ class Listener:
             if refused:
                 _refuse(conn, refused)
                 return
-            # a client that hung up without detaching is let go on the event loop: a moment to finish it
+            # a client that hung up without detaching is let go on the event loop (one taken over, too):
+            # a moment to finish it
+            taken = self._client if p.parse_command(first).take_over else None  # (checked by _checked)
+            if taken is not None:
+                self._call(self._taken_over, taken)
             deadline = time.monotonic() + RELEASE_WAIT_S
-            while self._client is not None and _hung_up(self._client) and time.monotonic() < deadline:
+            while self._client is not None and (self._client is taken or _hung_up(self._client)) \
+                    and time.monotonic() < deadline:
                 time.sleep(0.01)
             with self._lock:
                 if self._client is not None:
-                    _refuse(conn, "another client is attached to this run")
+                    _refuse(conn, "another client is attached to this run (flowtui attach --take-over detaches it)")
                     return
                 self._client = conn
             attached = True
@@ -375,6 +380,16 @@ class Listener:
         if sender is not None:
             sender(p.encode(p.Reply(id=command.id, ok=True)))
             sender.finish()
+
+    def _taken_over(self, conn: socket.socket) -> None:
+        """A client attaching with ``take_over``: the one attached now is told why, and let go."""
+        sender = self._release(conn)
+        if sender is not None:
+            sender(p.encode(p.Reply(id=0, ok=False, error="another client took this run over (flowtui attach "
+                                                          "--take-over); the run goes on there")))
+            sender.finish()
+            print("flowtui: a client took the run over; the one attached before was detached", file=sys.stderr,
+                  flush=True)
 
     def _detached(self, conn: socket.socket) -> None:
         sender = self._release(conn)

@@ -144,6 +144,8 @@ class _Command(_Message):
 class Auth(_Command):
     type: Literal["auth"] = "auth"
     token: str
+    take_over: bool = Field(default=False, description="detach the client attached now, if one is (a frozen "
+                                                       "terminal's), and attach instead")
 
 
 class Start(_Command):

@@ -83,8 +83,11 @@ def closed(sock: socket.socket) -> bool:
     return True
 
 
-def auth(token: str) -> bytes:
-    return json.dumps({"type": "auth", "token": token}).encode() + b"\n"
+def auth(token: str, **more) -> bytes:
+    return json.dumps({"type": "auth", "token": token, **more}).encode() + b"\n"
+
+
+BUSY = "another client is attached to this run (flowtui attach --take-over detaches it)"
 
 
 # --- before auth ------------------------------------------------------------------------------
@@ -251,7 +254,7 @@ def test_a_client_that_never_reads_does_not_hold_the_run_and_ctrl_c_still_stops_
                 break
         other = socket.create_connection(("127.0.0.1", port), timeout=HANG)  # the server still answers
         other.sendall(auth(token))
-        assert replies(messages(other, lambda out: out)) == [(0, False, "another client is attached to this run")]
+        assert replies(messages(other, lambda out: out)) == [(0, False, BUSY)]
         proc.send_signal(signal.SIGINT)
         assert proc.wait(HANG) == 0  # stopped, as a run stopped by ctrl-C is
         last = json.loads(journal.read_text().splitlines()[-1])
@@ -352,7 +355,7 @@ def test_a_client_that_stops_reading_is_dropped_and_the_next_one_gets_every_even
         deadline = time.monotonic() + HANG
         while True:  # its place is freed on the event loop, a moment after it was dropped
             sock, reader, got = attached(port, 1 + OVER)
-            if got != [(0, False, "another client is attached to this run")] or time.monotonic() > deadline:
+            if got != [(0, False, BUSY)] or time.monotonic() > deadline:
                 break
             time.sleep(0.1)
         assert got == ["hello"] + ["event"] * OVER, len(got)
@@ -828,3 +831,23 @@ def test_a_command_cut_short_by_the_connection_ending_is_not_carried_out(listeni
     with contextlib.suppress(TimeoutError):
         got += [json.loads(line) for line in second.recv(1 << 20).splitlines() if line.strip()]
     assert [m["type"] for m in got].count("run.resume") == 0, [m["type"] for m in got]
+
+
+def test_a_client_that_takes_over_detaches_the_one_attached_and_drives_the_run(listening):
+    """A terminal that froze while attached kept its place: the next client was refused until the
+    server noticed (up to 30 s). --take-over detaches it, and says why to both ends."""
+    proc, port, token = listening
+    first = attach(port, token)
+    events_until(first, paused_msg)
+    other = socket.create_connection(("127.0.0.1", port), timeout=HANG)
+    other.sendall(auth(token))
+    assert replies(messages(other, lambda out: out)) == [(0, False, BUSY)]
+    second = socket.create_connection(("127.0.0.1", port), timeout=HANG)
+    second.sendall(auth(token, take_over=True))
+    assert events_until(second, paused_msg)[0]["type"] == "hello"  # attached, with every event so far
+    told = messages(first, lambda out: any(m.get("type") == "reply" for m in out))
+    assert replies(told) == [(0, False, "another client took this run over (flowtui attach --take-over); "
+                                        "the run goes on there")]
+    assert closed(first)
+    second.sendall(b'{"id":5,"type":"step"}\n')  # and the run is the new client's to drive
+    assert (5, True, None) in replies(messages(second, lambda out: any(m.get("id") == 5 for m in out)))

@@ -149,6 +149,9 @@ def main_attach(argv: list[str]) -> int:
     parser.add_argument("address", metavar="HOST:PORT")
     parser.add_argument("--token", default=os.environ.get("FLOWTUI_TOKEN") or None,
                         help="the token the listening run printed (default: $FLOWTUI_TOKEN, which ps does not show)")
+    parser.add_argument("--take-over", action="store_true",
+                        help="detach the client attached now (a terminal that froze, a session left open) and "
+                             "attach instead")
     parser.add_argument("--debug", action="store_true", help="show tracebacks")
     args = parser.parse_args(argv)
     if not args.token:
@@ -163,7 +166,7 @@ def main_attach(argv: list[str]) -> int:
     needs_a_terminal("flowtui attach")
     from flowtui.tui.app import make_app
 
-    app = make_app(args.address, attach=(host, port, args.token), journal=None, debug=args.debug)
+    app = make_app(args.address, attach=(host, port, args.token, args.take_over), journal=None, debug=args.debug)
     app.run()
     if app.refused:
         say(f"flowtui attach: {args.address}: {app.refused}")

@@ -62,7 +62,7 @@ class LaunchConfig:
     breakpoints: set[str] = field(default_factory=set)
     grace: float = STOP_GRACE_S  # a stop that has not ended the run by then terminates its process
     load_timeout: float = LOAD_TIMEOUT_S
-    attach: tuple[str, int, str] | None = None  # (host, port, token): a run that lives elsewhere
+    attach: tuple[str, int, str, bool] | None = None  # (host, port, token, take over): a run that lives elsewhere
     approve: list[str] = field(default_factory=list)  # tools whose calls wait for a decision ("all")
     watch: list[str] = field(default_factory=list)  # watchpoints set when the run starts (--watch)
     # JOURNAL[@K]: re-execute that journal's run up to event K, then pause, live (a divergence pauses too)
@@ -95,6 +95,7 @@ class RunClient:
         self.logs_total = 0
         self.warnings: list[str] = []  # what the run's process sent that is not the protocol, not yet said
         self.stopping = False  # x was pressed: the status says so until the run ends
+        self.detached: str | None = None  # attached: why the connection ended (the run lives on elsewhere)
         self.urgent = False  # a pause or the run's end arrived: redraw now, not at the next tick
         self._buffer: deque[bytes] = deque()  # event lines read, not folded yet
         self.on_arrival: Any = None  # called (no arguments) when events arrive: the app wakes up
@@ -121,8 +122,8 @@ class RunClient:
         RunView = await asyncio.to_thread(_runtime_for_the_app)
         self.view = RunView()
         if c.attach is not None:
-            host, port, token = c.attach
-            reply = await self.channel.connect(host, port, token)
+            host, port, token, take_over = c.attach
+            reply = await self.channel.connect(host, port, token, take_over=take_over)
         else:
             reply = await spawned
         if isinstance(reply, _p().Hello):
@@ -239,6 +240,14 @@ class RunClient:
         channel = self.channel
         if channel is None or not channel.closed.is_set() or channel.ended or self.view is None:
             return False
+        if self.config.attach is not None:  # the run lives on where it is served: it did not end
+            while self.drain(5.0):
+                pass
+            if self.detached is not None:
+                return False
+            self.detached = channel.let_go or "the connection to the run was lost"
+            self.urgent = True
+            return True
         while self.drain(5.0):  # what the worker sent before it went: its run's end follows it
             pass
         self._buffer.extend(channel.recover(self.view.last_seq))  # and what it journaled but never sent

@@ -417,7 +417,7 @@ async def test_attach_drives_a_run_that_lives_elsewhere_to_its_end(tmp_path):
     try:
         port = int(proc.stderr.readline().rsplit(":", 1)[1])
         token = proc.stderr.readline().split()[1]
-        app = make(f"127.0.0.1:{port}", attach=("127.0.0.1", port, token), journal=None)
+        app = make(f"127.0.0.1:{port}", attach=("127.0.0.1", port, token, False), journal=None)
         async with app.run_test() as pilot:
             await paused(pilot)  # where the run waits: before its first step
             assert app.client.view.status_line() == "paused before Writer"
@@ -479,7 +479,7 @@ async def test_attaching_to_a_paused_run_shows_where_it_waits_without_a_key():
     proc, port, token = _listen("flows/revisao.py")
     try:
         for _ in range(2):  # and again after q (detach): the run waits for the next client
-            app = make(f"127.0.0.1:{port}", attach=("127.0.0.1", port, token), journal=None)
+            app = make(f"127.0.0.1:{port}", attach=("127.0.0.1", port, token, False), journal=None)
             async with app.run_test() as pilot:
                 shown = lambda: str(app.main.query_one("#status").content)  # noqa: E731
                 deadline = time.monotonic() + 15
@@ -498,7 +498,7 @@ async def test_attaching_to_a_paused_run_shows_where_it_waits_without_a_key():
 async def test_r_while_attached_says_at_once_that_the_run_reloads_where_it_runs():
     proc, port, token = _listen("flows/revisao.py")
     try:
-        app = make(f"127.0.0.1:{port}", attach=("127.0.0.1", port, token), journal=None)
+        app = make(f"127.0.0.1:{port}", attach=("127.0.0.1", port, token, False), journal=None)
         async with app.run_test() as pilot:
             await paused(pilot)
             await pilot.press("r")
@@ -791,3 +791,27 @@ async def test_a_journal_folder_that_cannot_be_made_is_said_on_screen(tmp_path, 
         await wait_until(pilot, lambda: isinstance(app.screen, LoadErrorScreen), timeout=15, what="the error screen")
         said = str(app.screen.error)
         assert "cannot write the journal .flowtui/runs" in said and "--no-journal" in said
+
+
+async def test_an_app_taken_over_says_it_was_detached_and_the_run_goes_on_with_the_other():
+    """A client let go (another attached with --take-over) showed the run as failed: 'the connection
+    to the run was lost'. The run lives on where it is served."""
+    proc, port, token = _listen("flows/revisao.py")
+    try:
+        first = make(f"127.0.0.1:{port}", attach=("127.0.0.1", port, token, False), journal=None)
+        async with first.run_test() as pilot:
+            await paused(pilot)
+            second = make(f"127.0.0.1:{port}", attach=("127.0.0.1", port, token, True), journal=None)
+            async with second.run_test() as other:
+                await paused(other)  # attached in its place
+                shown = lambda: str(first.main.query_one("#status").content)  # noqa: E731
+                await wait_until(pilot, lambda: "detached" in shown(), what="the first app to say so")
+                assert shown().startswith("● detached: another client took this run over")
+                assert first.client.view.status == "paused"  # not failed: the run goes on
+                seq = second.client.view.pause.seq
+                await other.press("s")
+                await paused(other, after=seq)  # the run is the second app's to drive
+        assert proc.poll() is None
+    finally:
+        proc.kill()
+        proc.wait()

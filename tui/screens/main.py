@@ -95,6 +95,8 @@ class MainScreen(PanesScreen):
             return  # not composed yet, or the app is quitting: the panes may not be there
         view, lines = client.view, client.lines
         stopping = self.app.stopping_text()  # type: ignore[attr-defined]
+        if client.detached is not None:  # attached, and let go: the run goes on where it is served
+            loading = f"● detached: {client.detached} (flowtui attach again to see the run)"
         if self.looking is not None:  # the panes show the run as it was at event k; the run goes on
             timeline, k = self.looking
             view, lines = timeline.view_at(k), lines[:k]
