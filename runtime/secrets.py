@@ -301,6 +301,35 @@ def redact_streaming(text: str, secrets: Iterable[str]) -> str:
         else text
 
 
+class StreamRedactor:
+    """A text arriving in fragments (a streamed reply), passed on redacted as it comes, for a reader
+    that joins the pieces (the app): each piece given out is final, and a tail that may begin a
+    credential value is held back until the text says whether it does. The app cannot do this itself:
+    only the flow's process knows a key handed over as ``api_key=``."""
+
+    __slots__ = ("_held",)
+
+    def __init__(self) -> None:
+        self._held = ""
+
+    def feed(self, text: str, secrets: tuple[str, ...]) -> str:
+        held = self._held + text
+        k = _begins_one(held, secrets)
+        self._held = held[len(held) - k:] if k else ""
+        return redact(held[:len(held) - k], secrets) if k else redact(held, secrets)
+
+
+def _begins_one(text: str, secrets: tuple[str, ...]) -> int:
+    """The length of the longest end of ``text`` that is the start of a credential value (not all of it)."""
+    best = 0
+    for value in secrets:
+        for k in range(min(len(value) - 1, len(text)), best, -1):
+            if text.endswith(value[:k]):
+                best = k
+                break
+    return best
+
+
 def redact_data(value: Any, secrets: Iterable[str]) -> Any:
     """A copy of JSON-shaped ``value`` (dicts, lists or tuples, strings, numbers) with every string redacted."""
     secrets = tuple(secrets)

@@ -56,7 +56,8 @@ from flowtui.runtime.errors import ConfigError, WatchError
 from flowtui.runtime.observe import state_fields
 from flowtui.runtime.encoding import encode_event
 from flowtui.runtime.inert import visible
-from flowtui.runtime.secrets import Redactor
+from flowtui.runtime.construct import copy_with
+from flowtui.runtime.secrets import Redactor, StreamRedactor
 from flowtui.runtime.spawn import EXIT_FD_CLOSED, STOP_SIGNAL
 
 DEFAULT_GRACE_S = 1.0
@@ -97,6 +98,7 @@ class Worker:
         self.grace = grace
         self.send = send  # send(line, at_once): a slow client slows the run down
         self.redactor = Redactor.from_environment()
+        self._streams: dict[str | None, StreamRedactor] = {}  # chat node -> the reply streaming in there
         self.controller = Controller(start_paused=True, breakpoints=breakpoints)
         state = app.plans.new_state()  # the fields a watchpoint may name, before the run exists
         self.controller.watch.describe(app.workflow, state_fields(state) if state is not None else None)
@@ -127,6 +129,8 @@ class Worker:
     def on_event(self, event: Any) -> None:
         if self.also is not None:
             self.also(event)
+        if event.type in _STREAM_EVENTS:
+            event = self._streamed(event)
         kept: dict[str, str] = {}
         line = encode_event(event, self.redactor, limit=self.wire_limit, kept=kept) + b"\n"
         for path, value in kept.items():
@@ -134,6 +138,21 @@ class Worker:
         if self.backlog is not None:
             self.backlog.append(line)
         self.send(line, event.type in _AT_ONCE)
+
+    def _streamed(self, event: Any) -> Any:
+        """A reply streamed in pieces reaches the app redacted as a whole would be: a credential split
+        over pieces was sent a piece at a time, each too short to be found (StreamRedactor)."""
+        if event.type != "chat.delta":  # a retry streams anew; the node's end: the whole reply follows
+            self._streams.pop(event.node_id, None)
+            return event
+        self.redactor.refresh()
+        if not self.redactor.values:
+            return event
+        stream = self._streams.get(event.node_id)
+        if stream is None:
+            stream = self._streams[event.node_id] = StreamRedactor()
+        text = stream.feed(event.text, self.redactor.values)
+        return event if text == event.text else copy_with(event, {"text": text})
 
     def pause_for_next(self) -> None:
         """A client of a served run left: the run pauses at its next pause point for the next one."""
@@ -293,6 +312,7 @@ class Worker:
 # Never batched: what the client waits on (a pause, the end), and where the flow's own code starts
 # and ends (what a crash inside it would otherwise take along unsent; the journal has it anyway).
 _AT_ONCE = frozenset({"run.start", "run.pause", "run.resume", "run.end", "node.start", "node.end"})
+_STREAM_EVENTS = frozenset({"chat.delta", "chat.attempt", "node.end"})  # what a streamed reply's redaction follows
 _MOVES = {"step": "step", "next_turn": "next_turn", "loop_once": "loop_once", "continue": "resume",
           "pause": "pause", "stop": "stop"}
 

@@ -135,3 +135,41 @@ async def test_a_key_streamed_in_fragments_is_never_on_screen_even_in_part(monke
         assert "[redacted]" in seen[-2]
     finally:
         environment_secrets.cache_clear()
+
+
+async def test_a_key_only_the_flow_knows_streamed_in_fragments_is_never_on_screen(monkeypatch, tmp_path):
+    """A key handed over as api_key= (not in the environment: only the flow's process knows it),
+    echoed by a streaming model three characters at a time, was on screen whole while it streamed."""
+    from conftest import press_and_pause
+    from textual.geometry import Region
+
+    key = "vaultQ7x9Lm2Pz4Kw8Rt6Yb3Nc"
+    said = f"your key is {key} and again {key}. Done."
+    fragments = [said[i:i + 3] for i in range(0, len(said), 3)]
+    flow = tmp_path / "stream_vault.py"
+    flow.write_text(Path("tests/tui/flows/stream_fn.py").read_text().replace(
+        'FRAGMENTS = ["Hel", "lo, wor", "ld: ctx.state ", "holds history."]',
+        f"FRAGMENTS = {fragments!r}\nfrom flowtui.runtime.secrets import credentials_given\n"
+        f"credentials_given({{'api_key': {key!r}}})  # as LiteLLMProvider(api_key=...) does"))
+    monkeypatch.setenv("FLOWCAPTURE_GATES", "1")
+    app = make(str(flow), input="hi")
+    async with app.run_test(size=(120, 30)) as pilot:
+        await paused(pilot)
+        await press_and_pause(pilot, "s")
+        await pilot.press("s")
+        pane = app.main.conversation
+        seen = []
+        for i in range(len(fragments)):
+            await wait_until(pilot, lambda: sum(e.type == "chat.delta" for e in app.client.events) > i,
+                             what=f"fragment {i}")
+            await pilot.pause(0.02)
+            app.flush(everything=True, force=True)
+            seen.append("\n".join(s.text for s in pane.render_lines(Region(0, 0, pane.size.width, pane.size.height))))
+            seen.append(app.client.view.streaming)
+            flowcapture.open_gate(i)
+        await ended(pilot)
+        assert app.client.view.history[-1].content == said.replace(key, "[redacted]")
+    for text in seen:
+        for k in range(4, len(key) + 1):
+            assert key[:k] not in text, (key[:k], text)
+    assert any("your key is [redacted] and again" in text for text in seen)
