@@ -283,3 +283,27 @@ async def test_an_error_text_is_cut_after_redaction_so_no_piece_of_a_key_shows(s
     redacted = "x" * pad + " key=[redacted] was refused"
     fits = pad + len(" key=[redacted]") <= 299
     assert said == (redacted[:299] if fits else "x" * pad + " key=") + "…"
+
+
+UNREADABLE_200 = {
+    "an HTML page": (raw("<html>502 Bad Gateway</html>", content_type="text/html"), False,
+                     "the server's reply is not a valid chat completion (it began: '<html>502 Bad Gateway</html>')"),
+    "events to a plain request": (events(chunk({"role": "assistant", "content": "hi"}), chunk(finish_reason="stop")),
+                                  False, "the server's reply is not a valid chat completion (it began: 'data: "),
+    "one piece over and over": (events(*[chunk({"content": "AAAA"})] * 200, chunk(finish_reason="stop")), True,
+                                "the server's stream repeated one piece over and over"),
+}
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("case", list(UNREADABLE_200))
+async def test_a_200_litellm_cannot_read_is_no_http_500(server, case):
+    """litellm calls these a 500 of its own: the error said 'the call failed (HTTP 500)' of a server
+    that answered 200."""
+    action, stream, said = UNREADABLE_200[case]
+    server.script(action)
+    with pytest.raises(ProviderError) as caught:
+        await complete(provider(server, stream=stream, retry=False), request())
+    text = str(caught.value)
+    assert "HTTP 500" not in text and caught.value.status is None
+    assert f"the server's reply held no usable answer. Provider said: {said}" in text

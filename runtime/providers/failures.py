@@ -67,6 +67,9 @@ def is_connection(exc: BaseException) -> bool:
 # and for a stream that closed before the reply was finished
 _INVALID = "Invalid response object"
 _UNFINISHED = "Stream ended before a finish_reason was received"
+_UNREADABLE = "Empty or invalid response from LLM endpoint"  # litellm calls these a 500 of its own
+_RECEIVED = re.compile(r"Received: '(.*?)'(?:\. Check|$)", re.S)
+_REPEATING = "The model is repeating the same chunk"
 # litellm's types of a response: a ValidationError of one is a reply that does not fit the API
 _RESPONSE_TYPES = frozenset({"Usage", "ModelResponse", "ModelResponseStream", "Choices", "StreamingChoices",
                              "Message", "Delta", "Function", "ChatCompletionMessageToolCall",
@@ -100,6 +103,12 @@ def malformed(exc: BaseException) -> str | None:
             return "the server's reply is not a valid chat completion" + why
         if _UNFINISHED in text:
             return "the server ended the stream before the reply was finished (no finish_reason came)"
+        if _UNREADABLE in text:  # a 200 litellm could not read (an HTML page, events to a plain request)
+            began = _RECEIVED.search(text)
+            return "the server's reply is not a valid chat completion" + (
+                f" (it began: {began.group(1)[:120]!r})" if began else "")
+        if _REPEATING in text:
+            return "the server's stream repeated one piece over and over (litellm stops reading such a stream)"
     return None
 
 
