@@ -11,6 +11,7 @@ set first, and its output counts as a turn that called no tool.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
@@ -84,18 +85,18 @@ def sendable_calls(calls: Any, used: set[str] | None = None) -> list[ToolCall]:
     ``used``: the ids the run's history holds already; an id given again (a server that numbers each
     reply's calls from ``call_0``, calls found in the text of two agents' first turns) is renamed too,
     since a provider that takes the history as tool-use blocks refuses an id used twice. The new ids
-    are added to it."""
+    are added to it. An id longer than OpenAI takes back (40 characters) is shortened the same way."""
     out: list[ToolCall] = []
     used = set() if used is None else used
     ids = {c.id for c in calls if c.id} | used
     seen: set[str] = set()
     for i, c in enumerate(calls):
         update: dict[str, Any] = {}
-        if not c.id or c.id in seen or c.id in used:
+        if not c.id or c.id in seen or c.id in used or len(c.id) > MAX_CALL_ID:
             base = c.id or f"call_{i}"
-            new, n = base, 1
+            new, n = _fitted(base), 1
             while new in ids:
-                new, n = f"{base}_{n}", n + 1
+                new, n = _fitted(f"{base}_{n}"), n + 1
             ids.add(new)
             update["id"] = new
         if not TOOL_NAME.fullmatch(c.name):
@@ -105,6 +106,16 @@ def sendable_calls(calls: Any, used: set[str] | None = None) -> list[ToolCall]:
         out.append(c)
     used.update(seen)
     return out
+
+
+MAX_CALL_ID = 40  # OpenAI refuses a longer tool-call id sent back ("string too long", a 400)
+
+
+def _fitted(call_id: str) -> str:
+    """``call_id`` if it is short enough to send back; else its start and a digest of all of it."""
+    if len(call_id) <= MAX_CALL_ID:
+        return call_id
+    return f"{call_id[:MAX_CALL_ID - 9]}_{hashlib.sha1(call_id.encode('utf-8', 'surrogatepass')).hexdigest()[:8]}"
 
 
 def _answer_dangling_calls(run: "Run", agent: str, *, since: int, why: str, origin: str,

@@ -114,3 +114,19 @@ async def test_an_id_a_server_gives_again_in_a_later_turn_is_renamed():
     assert [(m.tool_call_id, m.content) for m in last if m.role == "tool"] == [("call_0", "echo: a"),
                                                                                ("call_0_1", "echo: b")]
     assert not problems(last)
+
+
+async def test_an_id_too_long_to_send_back_is_shortened_and_one_given_twice_stays_short():
+    """A 65-character id (a proxy's) was sent back as it came, and the next request was refused:
+    'string too long. Expected a string with maximum length 40'. Renaming a repeated 40-character
+    id made it 42."""
+    long, forty = "call_" + "x" * 60, "c" * 40
+    W, sent = flow(ChatReply(content="", tool_calls=[ToolCall(name="echo", args={"text": "a"}, id=long),
+                                                     ToolCall(name="echo", args={"text": "b"}, id=forty),
+                                                     ToolCall(name="echo", args={"text": "c"}, id=forty)]))
+    out, events, run = await run_collect(W)
+    assert out == "done"
+    ids = [c.id for m in sent[1] if m.role == "assistant" for c in m.tool_calls]
+    assert all(len(i) <= 40 for i in ids) and len(set(ids)) == 3 and ids[1] == forty and ids[0].startswith("call_x")
+    assert [m.tool_call_id for m in sent[1] if m.role == "tool"] == ids
+    assert not problems(sent[1])
