@@ -74,11 +74,18 @@ def _hinted(text: str) -> bool:
     return any(h in text for h in _HINTS)
 
 
-_KEYWORD = re.compile(r"key|token|secret|password", re.IGNORECASE)
+_KEYWORD = re.compile(r"key|token|secret|password|authorization|credential", re.IGNORECASE)
 
 
-def _keyword_values(keywords: Mapping[str, Any]) -> set[str]:
-    return {v for k, v in keywords.items() if isinstance(v, str) and len(v) >= MIN_LENGTH and _KEYWORD.search(k)}
+def _keyword_values(keywords: Mapping[str, Any], depth: int = 2) -> set[str]:
+    """The values of the keywords named like a credential; in a mapping given as a keyword too
+    (``extra_headers={"X-Gateway-Key": ...}``, ``Authorization``)."""
+    out = {v for k, v in keywords.items() if isinstance(v, str) and len(v) >= MIN_LENGTH and _KEYWORD.search(str(k))}
+    if depth:
+        for v in keywords.values():
+            if isinstance(v, Mapping):
+                out |= _keyword_values(v, depth - 1)
+    return out
 
 
 class _Given:

@@ -355,6 +355,21 @@ def test_a_credential_code_hands_over_is_redacted_from_then_on_even_where_the_re
     assert key in secret_values() and "openai/gpt-4o-mini" not in secret_values()
 
 
+def test_a_gateway_key_given_in_extra_headers_is_redacted_too():
+    """LiteLLMProvider(extra_headers={"X-Gateway-Key": ...}): only string keywords named like a key
+    were taken, so a gateway echoing its header had it journaled and printed."""
+    from flowtui.runtime.secrets import Redactor, credentials_given
+
+    import secrets as random_secrets
+
+    key, bearer = f"gw{random_secrets.token_hex(12)}", f"Bearer tok{random_secrets.token_hex(10)}"
+    redactor = Redactor.from_environment()
+    credentials_given({"model": "openai/x", "extra_headers": {"X-Gateway-Key": key, "Authorization": bearer,
+                                                              "X-Request-Id": "req-123456789"}})
+    assert redactor.redact(f"gateway says {key}; auth {bearer}") == "gateway says [redacted]; auth [redacted]"
+    assert "req-123456789" not in secret_values()  # a header not named like a credential stays
+
+
 async def test_a_tool_error_cut_for_its_node_leaves_no_piece_of_a_key_the_cut_splits(monkeypatch):
     """The node's error is the result's first 200 characters: cut before redaction, a key that the cut
     split showed its first characters (too few for the redactor to know them)."""
