@@ -202,3 +202,23 @@ async def test_a_reply_cut_at_max_tokens_says_so_in_its_model_calls_end(server, 
     (end,) = [e for e in load_runs(journal)[-1] if e.type == "node.end" and e.kind == "chat"]
     assert end.data["reply"]["finish_reason"] == "length"
     assert summarize(end).endswith(" · the reply was cut at the model's max_tokens")
+
+
+async def test_a_refusal_is_the_reply_and_a_filtered_reply_says_so(server, tmp_path):
+    """A reply whose message held only OpenAI's refusal field ended the run with an empty answer, the
+    refusal in no event; one a content filter withheld (finish_reason content_filter) too, unsaid."""
+    from flowtui.runtime.journal import load_runs
+    from flowtui.tui.widgets.event_log import summarize
+
+    def completion(message: dict, finish_reason: str) -> dict:
+        return {"id": "x", "object": "chat.completion", "created": 1, "model": "gpt-test",
+                "choices": [{"index": 0, "message": message, "finish_reason": finish_reason}]}
+
+    server.script(raw(completion({"role": "assistant", "content": None, "refusal": "I can't help with that."},
+                                 "stop")))
+    assert await bootstrap(flow(server)).run("quanto é 2+3?") == "I can't help with that."
+    server.script(raw(completion({"role": "assistant", "content": None}, "content_filter")))
+    journal = tmp_path / "run.jsonl"
+    await bootstrap(flow(server)).run("quanto é 2+3?", journal=journal)
+    (end,) = [e for e in load_runs(journal)[-1] if e.type == "node.end" and e.kind == "chat"]
+    assert summarize(end).endswith(" · the provider's content filter withheld the reply, or part of it")

@@ -164,8 +164,12 @@ def parse_response(resp: Any, request: ChatRequest, *, rescue: bool) -> ChatRepl
     extra_reasoning = getattr(message, "reasoning_content", None)
     prompt_tokens, completion_tokens = usage_as_sent(resp)
     finish_reason = getattr(choice, "finish_reason", None)
+    content = getattr(message, "content", None) or ""
+    refusal = getattr(message, "refusal", None)
+    if not content and isinstance(refusal, str) and refusal.strip():
+        content = refusal  # the model declined, in its own words (OpenAI's refusal field): its answer
     return model_reply(
-        request, getattr(message, "content", None) or "", calls,
+        request, content, calls,
         rescue=rescue, reasoning=extra_reasoning if isinstance(extra_reasoning, str) else None,
         prompt_tokens=token_count(prompt_tokens), completion_tokens=token_count(completion_tokens),
         model=getattr(resp, "model", None),
