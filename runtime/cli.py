@@ -246,6 +246,12 @@ class TreePrinter:
             why = (f"event #{r.asked} is inside {inside}" if r.asked is not None else
                    f"the recorded run never returned from {r.call} (stopped or killed inside it)")
             line = f"! {why}: re-executed up to event #{r.at}, and that call runs live"
+        elif ev.type == "chat.attempt" and ev.retry_in_s is not None:
+            # a wait before a retry (a server's Retry-After: 20 s) said as it starts, not only by the time it took
+            d = self.depth.get(ev.node_id, 0) + 1
+            status = f"HTTP {ev.status}: " if ev.status else ""
+            line = (f"{'  ' * d}↻ attempt {ev.attempt} failed ({status}{(ev.error or '').splitlines()[0][:200]}); "
+                    f"retrying in {ev.retry_in_s:.1f} s")
         elif ev.type == "run.pause" and ev.watch:
             from flowtui.runtime.control import watch_reason
 

@@ -222,3 +222,22 @@ async def test_a_refusal_is_the_reply_and_a_filtered_reply_says_so(server, tmp_p
     await bootstrap(flow(server)).run("quanto é 2+3?", journal=journal)
     (end,) = [e for e in load_runs(journal)[-1] if e.type == "node.end" and e.kind == "chat"]
     assert summarize(end).endswith(" · the provider's content filter withheld the reply, or part of it")
+
+
+async def test_flowtui_runs_tree_says_a_wait_before_a_retry_as_it_starts(server):
+    """Headless, a server's Retry-After showed nothing until the call ended: the tree looked hung."""
+    import io
+
+    from flowtui.runtime.cli import TreePrinter
+
+    server.script(rate_limited(retry_after_s=0.01), reply("5"))
+    out = io.StringIO()
+    printer = TreePrinter(out)
+    await bootstrap(flow(server)).run("quanto é 2+3?", on_event=printer)
+    lines = out.getvalue().splitlines()
+    retry = next(i for i, line in enumerate(lines) if "↻" in line)
+    assert lines[retry].lstrip().startswith("↻ attempt 1 failed (HTTP 429: ") and lines[retry].endswith(
+        "); retrying in 0.0 s")
+    assert "▸ chat" in lines[retry - 1] and "◂ chat" in lines[retry + 1]  # inside the model call it waits in
+    indent = len(lines[retry - 1]) - len(lines[retry - 1].lstrip())
+    assert lines[retry].startswith(" " * (indent + 2) + "↻")  # drawn as the call's child
