@@ -310,31 +310,44 @@ def redact_streaming(text: str, secrets: Iterable[str]) -> str:
 
 class StreamRedactor:
     """A text arriving in fragments (a streamed reply), passed on redacted as it comes, for a reader
-    that joins the pieces (the app): each piece given out is final, and a tail that may begin a
-    credential value is held back until the text says whether it does. The app cannot do this itself:
-    only the flow's process knows a key handed over as ``api_key=``."""
+    that joins the pieces (the app): each piece given out is final. A tail that may begin a credential
+    value (three characters of it or more, as :func:`redact_streaming` hides) is held back until the
+    text says whether it does; a credential whose first one or two characters went out already has
+    the rest hidden. The app cannot do this itself: only the flow's process knows a key handed over
+    as ``api_key=``."""
 
-    __slots__ = ("_held",)
+    __slots__ = ("_held", "_sent")
 
     def __init__(self) -> None:
-        self._held = ""
+        self._held = ""  # the tail held back
+        self._sent = ""  # the last characters given out (a credential may have begun there)
 
     def feed(self, text: str, secrets: tuple[str, ...]) -> str:
-        held = self._held + text
-        k = _begins_one(held, secrets)
-        self._held = held[len(held) - k:] if k else ""
-        return redact(held[:len(held) - k], secrets) if k else redact(held, secrets)
+        held, before = self._held + text, self._sent
+        # the end that may begin a credential, looked for across what went out already too
+        hold = min(_begins_one(before + held, secrets), len(held))
+        ready, self._held = held[:len(held) - hold], held[len(held) - hold:]
+        out, given = redact(before + ready, secrets), redact(before, secrets)  # (as it went out)
+        if out.startswith(given):
+            out = out[len(given):]
+        else:  # a credential began in what went out (its first two characters at most): the rest is hidden
+            at = out.find(MARK, max(0, len(given) - (_PARTIAL_MIN - 1)))
+            out = out[at:] if at >= 0 else out[len(given):]
+        keep = max(map(len, secrets), default=1) - 1
+        self._sent = (before + ready)[-keep:] if keep else ""
+        return out
 
 
 def _begins_one(text: str, secrets: tuple[str, ...]) -> int:
-    """The length of the longest end of ``text`` that is the start of a credential value (not all of it)."""
-    best = 0
+    """The length of the longest end of ``text`` that is the start of a credential value (not all of
+    it), if it is three characters or more; 0 otherwise."""
+    best = _PARTIAL_MIN - 1
     for value in secrets:
         for k in range(min(len(value) - 1, len(text)), best, -1):
             if text.endswith(value[:k]):
                 best = k
                 break
-    return best
+    return best if best >= _PARTIAL_MIN else 0
 
 
 def redact_data(value: Any, secrets: Iterable[str]) -> Any:
