@@ -1,6 +1,6 @@
 """Fakes shared by the runtime tests: scripted models and a run that records its events."""
 
-from flowtui import FunctionProvider, bootstrap
+from flowtui import ChatRequest, FunctionProvider, Message, agent, bootstrap, workflow
 
 _RAISE = object()
 
@@ -60,6 +60,25 @@ def streaming_workflow():
         pass
 
     @workflow(steps=[A, A])
+    class W:
+        pass
+
+    return W
+
+
+def checking_twice(model):
+    """A workflow of one agent that takes its turn over with run() and asks ``model`` twice
+    ("first look", then "second look"), returning the second reply."""
+
+    @agent(provider=FunctionProvider(model), prompt="Check twice.")
+    class Checker:
+        async def run(self, input, ctx):
+            for text in ("first look", "second look"):
+                reply = await self.provider.complete(ChatRequest(messages=[
+                    Message(role="system", content=self.prompt), Message(role="user", content=text)]))
+            return reply.content
+
+    @workflow(steps=[Checker])
     class W:
         pass
 

@@ -497,7 +497,7 @@ async def test_a_blank_memory_item_or_task_is_refused_as_the_add_dialog_refuses_
 async def test_step_stops_before_each_model_call_of_an_agents_own_run_and_shows_its_request():
     """An agent that takes its turn over with run() made its model calls with no pause point: s went
     past all of them at once, and what the model sees showed a request no call made."""
-    from flowtui import ChatRequest, Message
+    from fakes import checking_twice
     from flowtui.runtime.fold import RunView
 
     received = []
@@ -506,19 +506,7 @@ async def test_step_stops_before_each_model_call_of_an_agents_own_run_and_shows_
         received.append([(m.role, m.content) for m in messages])
         return f"reply {len(received)}"
 
-    @agent(provider=FunctionProvider(model), prompt="Check twice.")
-    class Checker:
-        async def run(self, input, ctx):
-            for text in ("first look", "second look"):
-                reply = await self.provider.complete(ChatRequest(messages=[
-                    Message(role="system", content=self.prompt), Message(role="user", content=text)]))
-            return reply.content
-
-    @workflow(steps=[Checker])
-    class W:
-        pass
-
-    d = Driver(W, Controller(start_paused=True))
+    d = Driver(checking_twice(model), Controller(start_paused=True))
     await d.paused(1)
     seen = []
     for n in (2, 3):

@@ -791,7 +791,7 @@ async def test_k_inside_a_model_call_pauses_before_that_call_and_the_model_is_no
 async def test_k_inside_a_model_call_of_an_agents_own_run_pauses_before_that_call(tmp_path):
     """run()'s model calls had no pause point: K inside one re-executed up to before it, then asked the
     model at once, with no pause to edit anything first."""
-    from flowtui import ChatRequest, Message
+    from fakes import checking_twice
 
     asked = []
 
@@ -799,18 +799,7 @@ async def test_k_inside_a_model_call_of_an_agents_own_run_pauses_before_that_cal
         asked.append(messages[-1].content)
         return f"reply to {messages[-1].content}"
 
-    @agent(provider=FunctionProvider(model), prompt="Check twice.")
-    class Checker:
-        async def run(self, input, ctx):
-            for text in ("first look", "second look"):
-                reply = await self.provider.complete(ChatRequest(messages=[
-                    Message(role="system", content=self.prompt), Message(role="user", content=text)]))
-            return reply.content
-
-    @workflow(steps=[Checker])
-    class W:
-        pass
-
+    W = checking_twice(model)
     first = tmp_path / "first.jsonl"
     assert await bootstrap(W).run("go", journal=first) == "reply to second look"
     k = _seq(first, type="node.start", kind="chat", nth=1)  # the second call's start: inside it
