@@ -26,11 +26,16 @@ def is_number(v: Any) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 
+_NON_FINITE = {"NaN": float("nan"), "Infinity": float("inf"), "-Infinity": float("-inf")}
+
+
 def compare(v: Any, op: str, lit: Any) -> bool:
     """JSON-like comparison: a number only with a number, a text with a text, true/false/null
     only with == and !=; anything else is unequal (and never ordered). An absent field is never true."""
     if v is MISSING:
         return False
+    if isinstance(v, str) and v in _NON_FINITE and is_number(lit):
+        v = _NON_FINITE[v]  # a float the run said in words (JSON has none for it): compared as the float
     if op in ("==", "!="):
         same = (is_number(v) and is_number(lit)) or type(v) is type(lit)
         return (same and v == lit) == (op == "==")

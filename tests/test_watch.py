@@ -520,3 +520,34 @@ async def test_the_tools_a_watchpoint_names_are_its_own_workflows_even_when_anot
         bootstrap(wf).prepare("go", controller=Controller(watch=["repeat(nope) >= 2"]))
     assert caught.value.hint == "W's agents have the tools look"  # not echo: that W is another one
     assert W is not wf
+
+
+class ScoreState(BaseModel):
+    score: float = 0.0
+
+
+@pytest.mark.parametrize("expr,fires_at", [
+    ("state.score > 1", float("inf")), ("state.score < 0", float("-inf")), ("state.score == 2", 2.0)])
+async def test_a_comparison_orders_an_infinity_as_the_number_it_is(expr, fires_at):
+    """The run says a float JSON cannot hold in words ("Infinity"): a watchpoint compared that text
+    with a number, never true, and state.score > 1 missed a score gone infinite."""
+    import math
+
+    values = [float("nan"), float("-inf"), float("inf"), 2.0, 0.5]  # (a watchpoint fires at the next pause point)
+
+    @agent(provider=FunctionProvider(lambda m, t: "ok"), prompt="p")
+    class Scorer:
+        def __init__(self, s: ScoreState = State()):
+            self.s = s
+
+        def after_response(self, response, ctx):
+            self.s.score = values.pop(0)
+
+    @workflow(state=ScoreState, steps=[Scorer] * 5)
+    class W:
+        pass
+
+    events, pauses, _ = await run_watched(W, Controller(watch=[expr]))
+    trigger = event_at(events, pauses[0].watch[0].seq)
+    said = {math.inf: "Infinity", -math.inf: "-Infinity"}.get(fires_at, fires_at)
+    assert (trigger.path, trigger.new) == ("score", said)
