@@ -285,6 +285,20 @@ class Editor:
         return [("bucket", b, list(self._run.state.get(b))) for b in buckets]
 
 
+_WORDS = {"NaN": float("nan"), "Infinity": float("inf"), "-Infinity": float("-inf")}
+
+
+def _non_finite(value: Any) -> Any:
+    """JSON as the app shows a value: the words a NaN or an infinity is said in, as those floats."""
+    if isinstance(value, str):
+        return _WORDS.get(value, value)
+    if isinstance(value, list):
+        return [_non_finite(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _non_finite(v) for k, v in value.items()}
+    return value
+
+
 def _typed(cls: type, name: str, text: str) -> Any:
     """``text`` typed for field ``name`` of state class ``cls``, validated in pydantic's strict
     mode: as JSON first, then as a plain string (which a ``str``, ``Literal``, date or enum field
@@ -307,6 +321,11 @@ def _typed(cls: type, name: str, text: str) -> Any:
         return adapter.validate_json(text if is_json else json.dumps(text), strict=True)
     except ValidationError as exc:
         error = exc
+    if is_json and ('"NaN"' in text or 'Infinity"' in text):  # a float the run said in words, as shown
+        try:
+            return adapter.validate_json(json.dumps(_non_finite(json.loads(text))), strict=True)
+        except ValidationError:
+            pass
     if is_json:  # `true`, `12` typed in a text field are text
         try:
             return adapter.validate_json(json.dumps(text), strict=True)

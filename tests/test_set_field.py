@@ -25,6 +25,7 @@ class S(BaseModel):
     itens: list[str] = []
     quando: datetime.date | None = None
     limite: int = Field(default=3, ge=0)
+    notas: list[float] = []
 
 
 @agent(provider=FunctionProvider(lambda messages, tools: "done"), prompt="You act.")
@@ -186,5 +187,18 @@ async def test_a_value_nested_too_deeply_is_refused_naming_the_field():
     with pytest.raises(ConfigError, match=r"^S\.itens: the text is nested too deeply to be read as JSON; type a "
                                           r"value of type list\[str\]$"):
         run.edits.set_field("itens", "[" * 100_000 + "]" * 100_000)
+    ctl.resume()
+    await asyncio.wait_for(task, 60)
+
+
+async def test_a_float_shown_as_nan_or_infinity_saves_as_it_is_shown():
+    """The app shows a NaN or an infinity in words ("NaN", "Infinity"), quoted inside a list: saving
+    the dialog's own text for a list[float] was refused ('Input should be a valid number')."""
+    run, events, ctl, task = await paused_run()
+    assert run.edits.set_field("notas", '["NaN", "Infinity", 1.5]')[1:] == [float("inf"), 1.5]
+    assert changes(events) == [("notas", [], ["NaN", "Infinity", 1.5], "user")]
+    with pytest.raises(ConfigError):  # the words stay words in a text field
+        run.edits.set_field("itens", '[1.5]')
+    assert run.edits.set_field("itens", '["NaN"]') == ["NaN"]
     ctl.resume()
     await asyncio.wait_for(task, 60)
