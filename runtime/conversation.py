@@ -119,7 +119,7 @@ def model_messages(prompt: str | None, memory: Sequence[str], tasks: Sequence[st
 class ConversationState:
     """``ctx.state`` of one run."""
 
-    __slots__ = ("_buckets", "_emit", "_lock", "_check", "_checked")
+    __slots__ = ("_buckets", "_emit", "_lock", "_check", "_checked", "_ids")
 
     def __init__(self, emit, *, memory: list[str] | None = None, lock: Any = None) -> None:
         self._buckets: dict[str, list] = {"history": [], "memory": list(memory or []), "tasks": []}
@@ -128,6 +128,7 @@ class ConversationState:
         self._lock = lock if lock is not None else threading.RLock()
         self._check = HistoryCheck()
         self._checked: list | None = None  # the history list _check has read (a set installs a new one)
+        self._ids: tuple[list | None, int, set[str]] = (None, 0, set())  # (list read, up to, call ids there)
 
     # reads -------------------------------------------------------------
     @property
@@ -211,6 +212,19 @@ class ConversationState:
         if items is not self._checked or len(items) < self._check.seen:
             self._check, self._checked = HistoryCheck(), items
         return self._check.feed(items, self._check.seen, final=True)
+
+    def call_ids(self) -> set[str]:
+        """The ids of the tool calls the history holds, whoever put them there (a turn, an agent's own
+        run(), a hook, an edit). Read as the history grows, again when it was replaced (``set``)."""
+        items = self._buckets["history"]
+        read, upto, ids = self._ids
+        if items is not read or len(items) < upto:
+            upto, ids = 0, set()
+        for m in items[upto:]:
+            if m.role == "assistant" and m.tool_calls:
+                ids.update(c.id for c in m.tool_calls if c.id)
+        self._ids = (items, len(items), ids)
+        return ids
 
     def _bucket(self, bucket: str) -> list:
         try:

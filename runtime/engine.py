@@ -90,7 +90,6 @@ class Run:
         self.model_layers, self.tool_layers = layers(middlewares, "model"), layers(middlewares, "tool")
         self._startup = startup  # the app's async plugin setups, awaited before run.start
         self._turns: dict[str, int] = {}
-        self._call_ids: set[str] | None = None  # the tool-call ids the history holds (call_ids())
         self.error: BaseException | None = None
         self.exceeded: str | None = None  # the budget limit that ended the run
         self.status = "idle"  # then running; at the end finished, failed or stopped (as run.end says)
@@ -254,14 +253,6 @@ class Run:
         await controller.checkpoint(point, emit)
         if controller.paused_s != paused:  # what was delivered while paused is in the paused time already
             stream.delivery_s = delivered
-
-    def call_ids(self) -> set[str]:
-        """The ids of the tool calls in this run's history: read from it at the first reply that
-        makes calls, then grown by each reply's (see :func:`~flowtui.runtime.turn.sendable_calls`);
-        an id a message deleted since left stays in it, which only renames a call that needed not."""
-        if self._call_ids is None:
-            self._call_ids = {c.id for m in self.state.history if m.role == "assistant" for c in m.tool_calls if c.id}
-        return self._call_ids
 
     @property
     def pauses(self) -> bool:

@@ -84,10 +84,10 @@ def sendable_calls(calls: Any, used: set[str] | None = None) -> list[ToolCall]:
 
     ``used``: the ids the run's history holds already; an id given again (a server that numbers each
     reply's calls from ``call_0``, calls found in the text of two agents' first turns) is renamed too,
-    since a provider that takes the history as tool-use blocks refuses an id used twice. The new ids
-    are added to it. An id longer than OpenAI takes back (40 characters) is shortened the same way."""
+    since a provider that takes the history as tool-use blocks refuses an id used twice. An id longer
+    than OpenAI takes back (40 characters) is shortened the same way."""
     out: list[ToolCall] = []
-    used = set() if used is None else used
+    used = used or set()
     ids = {c.id for c in calls if c.id} | used
     seen: set[str] = set()
     for i, c in enumerate(calls):
@@ -104,7 +104,6 @@ def sendable_calls(calls: Any, used: set[str] | None = None) -> list[ToolCall]:
         c = c.model_copy(update=update) if update else c
         seen.add(c.id)
         out.append(c)
-    used.update(seen)
     return out
 
 
@@ -146,7 +145,7 @@ async def _turn(run: "Run", spec: AgentSpec, inst: Any) -> None:
     if run.gate_needed():
         await run.gate()
     reply = await call_model(run, spec, build_request(run, spec, prompt), prompt=prompt, built=True)
-    calls = sendable_calls(reply.tool_calls, run.call_ids()) if reply.tool_calls else []
+    calls = sendable_calls(reply.tool_calls, run.state.call_ids()) if reply.tool_calls else []
     asked_at = run.state._history_length()
     run.state.append("history", _assistant_message(reply, calls, spec.name), origin=f"agent:{spec.name}")
     results = await _run_calls(run, spec, inst, calls, asked_at) if calls else []

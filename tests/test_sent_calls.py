@@ -130,3 +130,33 @@ async def test_an_id_too_long_to_send_back_is_shortened_and_one_given_twice_stay
     assert all(len(i) <= 40 for i in ids) and len(set(ids)) == 3 and ids[1] == forty and ids[0].startswith("call_x")
     assert [m.tool_call_id for m in sent[1] if m.role == "tool"] == ids
     assert not problems(sent[1])
+
+
+async def test_an_id_an_agents_own_run_put_in_the_history_is_not_given_again():
+    """The ids were read from the history once, then grown only by the replies' own: an id that an
+    agent's run() (or a hook, or an edit) put there later was given to a renamed call again."""
+    from flowtui import Message
+
+    provider, sent = scripted(*[ChatReply(content="", tool_calls=[ToolCall(name="echo", args={"text": t}, id="call_0")])
+                                for t in "ab"], when_done="done")
+
+    @agent(provider=provider, tools=[echo])
+    class A:
+        pass
+
+    @agent(provider=provider)
+    class B:
+        async def run(self, input, ctx):
+            ctx.state.append("history", Message(role="assistant", content="", tool_calls=(
+                ToolCall(name="echo", args={"text": "b"}, id="call_0_1"),)))
+            ctx.state.append("history", Message(role="tool", content="done by hand", tool_name="echo",
+                                                tool_call_id="call_0_1"))
+            return None
+
+    @workflow(steps=[A, B, A, A])
+    class W:
+        pass
+
+    out, events, run = await run_collect(W)
+    ids = [c.id for m in run.state.history if m.role == "assistant" for c in m.tool_calls]
+    assert ids[:2] == ["call_0", "call_0_1"] and len(ids) == len(set(ids)) == 3, ids
