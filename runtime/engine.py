@@ -90,6 +90,7 @@ class Run:
         self.model_layers, self.tool_layers = layers(middlewares, "model"), layers(middlewares, "tool")
         self._startup = startup  # the app's async plugin setups, awaited before run.start
         self._turns: dict[str, int] = {}
+        self.pausing = asyncio.Lock()  # held while a pause point waits (the top-level run's is used)
         self.error: BaseException | None = None
         self.exceeded: str | None = None  # the budget limit that ended the run
         self.status = "idle"  # then running; at the end finished, failed or stopped (as run.end says)
@@ -249,10 +250,13 @@ class Run:
             return self.emitter.emit(cls, origin="runtime", **fields)
 
         stream = self.emitter.stream
-        delivered, paused = stream.delivery_s, controller.paused_s
-        await controller.checkpoint(point, emit)
-        if controller.paused_s != paused:  # what was delivered while paused is in the paused time already
-            stream.delivery_s = delivered
+        # One pause at a time: steps running at once (an agent's run() gathering model calls) each
+        # wait here for the one before to be moved on, then pause on their own.
+        async with self.root.pausing:
+            delivered, paused = stream.delivery_s, controller.paused_s
+            await controller.checkpoint(point, emit)
+            if controller.paused_s != paused:  # what was delivered while paused is in the paused time already
+                stream.delivery_s = delivered
 
     @property
     def pauses(self) -> bool:

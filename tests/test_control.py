@@ -520,3 +520,35 @@ async def test_step_stops_before_each_model_call_of_an_agents_own_run_and_shows_
     assert await d.finish(d.ctl.resume) == "reply 2"
     assert seen == received == [[("system", "Check twice."), ("user", "first look")],
                                 [("system", "Check twice."), ("user", "second look")]]
+
+
+async def test_model_calls_an_agents_run_makes_at_once_each_pause_on_their_own():
+    """Three calls gathered at once paused together: the app showed one, and one s let all three go."""
+    from flowtui import ChatRequest, Message
+
+    received = []
+
+    async def model(messages, tools):
+        received.append(messages[-1].content)
+        return f"seen {messages[-1].content}"
+
+    @agent(provider=FunctionProvider(model), prompt="Ask three.")
+    class Gatherer:
+        async def run(self, input, ctx):
+            replies = await asyncio.gather(*(self.provider.complete(ChatRequest(messages=[
+                Message(role="user", content=f"question {i}")])) for i in range(3)))
+            return ", ".join(r.content for r in replies)
+
+    @workflow(steps=[Gatherer])
+    class W:
+        pass
+
+    d = Driver(W, Controller(start_paused=True))
+    await d.paused(1)
+    asked = []
+    for n in range(3):
+        p = await d.command(d.ctl.step)
+        assert where(p) == ("chat", "Gatherer", "step") and len(received) == n  # the next one waits
+        asked.append(p.request["messages"][-1]["content"])
+    assert await d.finish(d.ctl.step) == "seen question 0, seen question 1, seen question 2"
+    assert sorted(asked) == ["question 0", "question 1", "question 2"]
