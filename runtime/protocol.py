@@ -61,7 +61,7 @@ from __future__ import annotations
 from functools import cache
 from typing import Annotated, Any, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, field_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, TypeAdapter, field_validator
 
 from flowtui.runtime.events import EVENT_CLASSES
 
@@ -144,7 +144,7 @@ class _Command(_Message):
 class Auth(_Command):
     type: Literal["auth"] = "auth"
     token: str
-    take_over: bool = Field(default=False, description="detach the client attached now, if one is (a frozen "
+    take_over: StrictBool = Field(default=False, description="detach the client attached now, if one is (a frozen "
                                                        "terminal's), and attach instead")
 
 

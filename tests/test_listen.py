@@ -842,6 +842,9 @@ def test_a_client_that_takes_over_detaches_the_one_attached_and_drives_the_run(l
     other = socket.create_connection(("127.0.0.1", port), timeout=HANG)
     other.sendall(auth(token))
     assert replies(messages(other, lambda out: out)) == [(0, False, BUSY)]
+    vague = socket.create_connection(("127.0.0.1", port), timeout=HANG)
+    vague.sendall(auth(token, take_over="yes"))  # JSON's true only: anything else is no auth line
+    assert replies(messages(vague, lambda out: out))[0][1] is False  # refused; the first is told nothing yet
     second = socket.create_connection(("127.0.0.1", port), timeout=HANG)
     second.sendall(auth(token, take_over=True))
     assert events_until(second, paused_msg)[0]["type"] == "hello"  # attached, with every event so far
