@@ -16,6 +16,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from flowtui.runtime.context import NON_FINITE_WORDS
+
 MISSING: Any = type("Missing", (), {"__repr__": lambda self: "(absent)"})()  # a field the run does not have
 
 OPS = {"==": operator.eq, "!=": operator.ne, "<=": operator.le, ">=": operator.ge, "<": operator.lt,
@@ -26,16 +28,13 @@ def is_number(v: Any) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 
-_NON_FINITE = {"NaN": float("nan"), "Infinity": float("inf"), "-Infinity": float("-inf")}
-
-
 def compare(v: Any, op: str, lit: Any) -> bool:
     """JSON-like comparison: a number only with a number, a text with a text, true/false/null
     only with == and !=; anything else is unequal (and never ordered). An absent field is never true."""
     if v is MISSING:
         return False
-    if isinstance(v, str) and v in _NON_FINITE and is_number(lit):
-        v = _NON_FINITE[v]  # a float the run said in words (JSON has none for it): compared as the float
+    if isinstance(v, str) and v in NON_FINITE_WORDS and is_number(lit):
+        v = NON_FINITE_WORDS[v]  # a float the run said in words (JSON has none for it): compared as the float
     if op in ("==", "!="):
         same = (is_number(v) and is_number(lit)) or type(v) is type(lit)
         return (same and v == lit) == (op == "==")

@@ -99,6 +99,7 @@ def jsonable(value: Any) -> Any:
 # null they were written as showed a score gone NaN as no score at all (and, NaN being unequal to
 # itself, as a change of the field at every check).
 _NON_FINITE = {"nan": "NaN", "inf": "Infinity", "-inf": "-Infinity"}
+NON_FINITE_WORDS = {"NaN": float("nan"), "Infinity": float("inf"), "-Infinity": float("-inf")}  # and back
 
 
 def _may_hold_non_finite(out: list | dict) -> bool:

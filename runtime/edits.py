@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 from pydantic import TypeAdapter, ValidationError
 
 from flowtui.runtime.bus import current_origin
+from flowtui.runtime.context import NON_FINITE_WORDS
 from flowtui.runtime.errors import ConfigError
 from flowtui.runtime.observe import field_type, jsonable
 from flowtui.runtime.pending import PendingCall, decide, edited, maker_of, parse_arguments
@@ -285,13 +286,10 @@ class Editor:
         return [("bucket", b, list(self._run.state.get(b))) for b in buckets]
 
 
-_WORDS = {"NaN": float("nan"), "Infinity": float("inf"), "-Infinity": float("-inf")}
-
-
 def _non_finite(value: Any) -> Any:
     """JSON as the app shows a value: the words a NaN or an infinity is said in, as those floats."""
     if isinstance(value, str):
-        return _WORDS.get(value, value)
+        return NON_FINITE_WORDS.get(value, value)
     if isinstance(value, list):
         return [_non_finite(v) for v in value]
     if isinstance(value, dict):
