@@ -189,3 +189,13 @@ def test_an_invalid_line_of_a_journal_opens_whole_with_what_it_holds():
                                 {"seq": 7, "type": "ctx.set", "name": 3})
     odd = Unknown(9, "an event type this flowtui does not know: x.y", {"seq": 9, "type": "x.y", "p": "\x1b[2J"})
     assert whole(odd, None)[1] == {"seq": 9, "type": "x.y", "p": "\x1b[2J"}  # (the screen shows it inert)
+
+
+def test_a_streamed_piece_the_run_held_back_says_so_in_the_event_log():
+    """A piece that may begin a credential reaches the app empty (the run holds it back until the next
+    pieces say): the event log showed '+0 characters streamed', as if nothing came."""
+    from flowtui.runtime.events import ChatDelta
+
+    base = dict(seq=9, ts=0.0, run_id="r1", node_id="n4", parent_id="n3", origin="runtime")
+    assert summarize(ChatDelta(**base, text="Hello")) == "+5 characters streamed"
+    assert summarize(ChatDelta(**base, text="")).startswith("a piece streamed, held back by the run")

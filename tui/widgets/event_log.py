@@ -85,7 +85,8 @@ SUMMARIES: dict[str, Callable[[Any], str]] = {
     "run.resume": lambda ev: ev.command,
     "tool.decision": _decision,
     # never the text: a credential split over fragments would show in pieces
-    "chat.delta": lambda ev: f"+{len(ev.text)} characters streamed",
+    "chat.delta": lambda ev: f"+{len(ev.text)} characters streamed" if ev.text else
+    "a piece streamed, held back by the run (it may begin a credential: said with the next pieces)",
     "chat.attempt": lambda ev: f"attempt {ev.attempt}: {ev.error}"
                                + (f"; retrying in {ev.retry_in_s:.1f} s" if ev.retry_in_s is not None else ""),
     "subscriber.error": lambda ev: f"{ev.subscriber}: {ev.error}",
