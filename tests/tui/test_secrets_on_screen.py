@@ -95,38 +95,52 @@ async def test_a_state_field_saved_keeps_the_key_it_did_not_show(leaky_key):
         assert sent[0].content == f"You leak. Note: {leaky_key} twice"  # what the model got
 
 
-async def test_a_key_streamed_in_fragments_is_never_on_screen_even_in_part(monkeypatch, tmp_path):
-    """`sk-` `test-` `SECRE` `T123`...: neither the pane nor the event log ever shows a piece that
-    would let someone put it back together."""
+def _streaming_flow(tmp_path, fragments: list[str], more: str = "") -> str:
+    """tests/tui/flows/stream_fn.py streaming ``fragments``, one per gate (``more``: code appended)."""
+    flow = tmp_path / "stream_these.py"
+    flow.write_text(Path("tests/tui/flows/stream_fn.py").read_text().replace(
+        'FRAGMENTS = ["Hel", "lo, wor", "ld: ctx.state ", "holds history."]', f"FRAGMENTS = {fragments!r}\n{more}"))
+    return str(flow)
+
+
+async def _stream_seen(pilot, count: int) -> tuple[list[str], list[str]]:
+    """Step into the model call, then, as each of ``count`` pieces arrives, what the conversation
+    pane draws, and the streamed text the app holds (a credential's shape, sk-…, is hidden when
+    drawn). A piece that may begin a credential value arrives empty (the run holds it back until
+    the next pieces say): the pieces are counted, not their text."""
     from conftest import press_and_pause
     from textual.geometry import Region
 
+    app = pilot.app
+    await paused(pilot)
+    await press_and_pause(pilot, "s")
+    await pilot.press("s")
+    pane = app.main.conversation
+    drawn, held = [], []
+    for i in range(count):
+        await wait_until(pilot, lambda: sum(e.type == "chat.delta" for e in app.client.events) > i,
+                         what=f"fragment {i}")
+        await pilot.pause(0.05)
+        app.flush(everything=True, force=True)
+        drawn.append("\n".join(s.text for s in pane.render_lines(Region(0, 0, pane.size.width, pane.size.height))))
+        held.append(app.client.view.streaming)
+        flowcapture.open_gate(i)
+    await ended(pilot)
+    return drawn, held
+
+
+async def test_a_key_streamed_in_fragments_is_never_on_screen_even_in_part(monkeypatch, tmp_path):
+    """`sk-` `test-` `SECRE` `T123`...: neither the pane nor the event log ever shows a piece that
+    would let someone put it back together."""
     monkeypatch.setenv("DB_PASSWORD", "hunter2-correct-horse")
     environment_secrets.cache_clear()
     fragments = ["The key is sk-", "test-", "SECRE", "T1234567 and the password ", "hunt", "er2-cor", "rect-horse",
                  ". Done."]
-    flow = tmp_path / "stream_key.py"
-    flow.write_text(Path("tests/tui/flows/stream_fn.py").read_text().replace(
-        'FRAGMENTS = ["Hel", "lo, wor", "ld: ctx.state ", "holds history."]', f"FRAGMENTS = {fragments!r}"))
     monkeypatch.setenv("FLOWCAPTURE_GATES", "1")
-    app = make(str(flow), input="hi")
+    app = make(_streaming_flow(tmp_path, fragments), input="hi")
     try:
         async with app.run_test(size=(120, 30)) as pilot:
-            await paused(pilot)
-            await press_and_pause(pilot, "s")
-            await pilot.press("s")
-            pane = app.main.conversation
-            seen = []
-            for i in range(8):
-                # (a piece that may begin a credential is held back by the run: count the pieces, not the text)
-                await wait_until(pilot, lambda: sum(e.type == "chat.delta" for e in app.client.events) > i,
-                                 what=f"fragment {i}")
-                await pilot.pause(0.05)
-                app.flush(everything=True, force=True)
-                text = "\n".join(s.text for s in pane.render_lines(Region(0, 0, pane.size.width, pane.size.height)))
-                seen.append(text)
-                flowcapture.open_gate(i)
-            await ended(pilot)
+            seen, _ = await _stream_seen(pilot, len(fragments))
             await pilot.press("3")
             await pilot.pause(0.1)
             seen.append(_screen_text(app))
@@ -141,34 +155,16 @@ async def test_a_key_streamed_in_fragments_is_never_on_screen_even_in_part(monke
 async def test_a_key_only_the_flow_knows_streamed_in_fragments_is_never_on_screen(monkeypatch, tmp_path):
     """A key handed over as api_key= (not in the environment: only the flow's process knows it),
     echoed by a streaming model three characters at a time, was on screen whole while it streamed."""
-    from conftest import press_and_pause
-    from textual.geometry import Region
-
     key = "vaultQ7x9Lm2Pz4Kw8Rt6Yb3Nc"
     said = f"your key is {key} and again {key}. Done."
     fragments = [said[i:i + 3] for i in range(0, len(said), 3)]
-    flow = tmp_path / "stream_vault.py"
-    flow.write_text(Path("tests/tui/flows/stream_fn.py").read_text().replace(
-        'FRAGMENTS = ["Hel", "lo, wor", "ld: ctx.state ", "holds history."]',
-        f"FRAGMENTS = {fragments!r}\nfrom flowtui.runtime.secrets import credentials_given\n"
-        f"credentials_given({{'api_key': {key!r}}})  # as LiteLLMProvider(api_key=...) does"))
     monkeypatch.setenv("FLOWCAPTURE_GATES", "1")
-    app = make(str(flow), input="hi")
+    flow = _streaming_flow(tmp_path, fragments, "from flowtui.runtime.secrets import credentials_given\n"
+                           f"credentials_given({{'api_key': {key!r}}})  # as LiteLLMProvider(api_key=...) does")
+    app = make(flow, input="hi")
     async with app.run_test(size=(120, 30)) as pilot:
-        await paused(pilot)
-        await press_and_pause(pilot, "s")
-        await pilot.press("s")
-        pane = app.main.conversation
-        seen = []
-        for i in range(len(fragments)):
-            await wait_until(pilot, lambda: sum(e.type == "chat.delta" for e in app.client.events) > i,
-                             what=f"fragment {i}")
-            await pilot.pause(0.02)
-            app.flush(everything=True, force=True)
-            seen.append("\n".join(s.text for s in pane.render_lines(Region(0, 0, pane.size.width, pane.size.height))))
-            seen.append(app.client.view.streaming)
-            flowcapture.open_gate(i)
-        await ended(pilot)
+        drawn, held = await _stream_seen(pilot, len(fragments))
+        seen = drawn + held
         assert app.client.view.history[-1].content == said.replace(key, "[redacted]")
     for text in seen:
         for k in range(4, len(key) + 1):
