@@ -98,8 +98,8 @@ def jsonable(value: Any) -> Any:
 # A NaN or an infinity is said as "NaN", "Infinity", "-Infinity": JSON has no word for them, and the
 # null they were written as showed a score gone NaN as no score at all (and, NaN being unequal to
 # itself, as a change of the field at every check).
-_NON_FINITE = {"nan": "NaN", "inf": "Infinity", "-inf": "-Infinity"}
-NON_FINITE_WORDS = {"NaN": float("nan"), "Infinity": float("inf"), "-Infinity": float("-inf")}  # and back
+NON_FINITE_WORDS = {"NaN": float("nan"), "Infinity": float("inf"), "-Infinity": float("-inf")}
+_NON_FINITE = {str(number): word for word, number in NON_FINITE_WORDS.items()}  # "nan" -> "NaN": str(float) -> word
 
 
 def _may_hold_non_finite(out: list | dict) -> bool:
