@@ -108,6 +108,8 @@ async def call_model(run: "Run", spec: AgentSpec, request: ChatRequest, *, promp
             prompt_tokens=usage.prompt_tokens, completion_tokens=usage.completion_tokens,
             cost_usd=reply.cost_usd, attempts=reply.attempts, tool_calls=len(reply.tool_calls),
             tool_call_source=reply.tool_call_source, model=reply.model)
+        if reply.usage_estimated:
+            scope.data["usage_estimated"] = True
         if reply.reasoning:
             scope.data["reasoning"] = reply.reasoning
         scope.data["reply"] = {"content": reply.content, "tool_calls": [_call(c) for c in reply.tool_calls],

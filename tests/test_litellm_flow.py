@@ -152,6 +152,38 @@ async def test_negative_usage_from_the_server_never_lowers_the_run_totals(server
     assert view.ctx["budget"]["tokens"] == 20 + 30 + 4
 
 
+async def test_a_reply_with_no_usage_is_estimated_so_a_token_budget_still_trips(server, tmp_path):
+    """A server that sends no usage (some proxies and local servers) counted 0 tokens a call, not
+    streamed: Budget(max_tokens=...) never tripped, and the cost stayed 0."""
+    from flowtui.runtime.journal import load_runs
+    from flowtui.tui.widgets.event_log import summarize
+
+    def bare(message: dict) -> dict:
+        return {"id": "x", "object": "chat.completion", "created": 1, "model": "gpt-test",
+                "choices": [{"index": 0, "message": message, "finish_reason": "stop"}]}
+
+    call = {"role": "assistant", "content": None, "tool_calls": [
+        {"id": "c1", "type": "function", "function": {"name": "somar", "arguments": '{"a": 2, "b": 3}'}}]}
+    server.script(*[raw(bare(call))] * 4)
+    journal = tmp_path / "run.jsonl"
+    out = await bootstrap(flow(server)).run("quanto é 2+3? " * 40, budget=Budget(max_tokens=300),
+                                            journal=journal)
+    events = load_runs(journal)[-1]
+    chats = [e for e in events if e.type == "node.end" and e.kind == "chat"]
+    assert 1 <= len(chats) < 4  # the budget ended the loop before its four iterations
+    assert events[-1].reason == "budget: max_tokens" and out == "5"  # the output so far
+    assert all(e.data["prompt_tokens"] >= 120 and e.data["completion_tokens"] > 0 for e in chats)
+    assert all(e.data["usage_estimated"] for e in chats)
+    assert " · tokens estimated: the server's reply said no usage" in summarize(chats[0])
+    server.reset()
+    server.script(reply("2 + 3 = 5", usage=(30, 4)))  # a server that says its usage: taken as it is
+    journal = tmp_path / "said.jsonl"
+    await bootstrap(flow(server)).run("oi", journal=journal)
+    (chat,) = [e for e in load_runs(journal)[-1] if e.type == "node.end" and e.kind == "chat"]
+    assert (chat.data["prompt_tokens"], chat.data["completion_tokens"]) == (30, 4)
+    assert "usage_estimated" not in chat.data
+
+
 async def test_a_key_given_as_api_key_is_never_shown_or_journaled_when_the_server_echoes_it(server, tmp_path):
     """api_key=vault.key(): a key in no variable and not shaped like one. Echoed by the server in a reply
     and in a tool call's arguments, it was on screen, in the journal, --json and the snapshot."""

@@ -83,6 +83,8 @@ class ChatReply(BaseModel):
     tool_call_source: Literal["native", "rescued"] | None = None
     reasoning: str | None = None
     usage: Usage = Field(default_factory=Usage)
+    # The server sent no usage (some proxies and local servers do not): the counts are estimates.
+    usage_estimated: bool = False
     cost_usd: float = 0.0
     attempts: int = 1
     model: str | None = None

@@ -27,7 +27,8 @@ from typing import Any
 
 from flowtui.runtime.errors import ConfigError, FlowtuiError, ProviderError
 from flowtui.runtime.messages import Message
-from flowtui.runtime.providers.base import AttemptInfo, ChatReply, ChatRequest, Provider, TokenCount
+from flowtui.runtime.context_window import estimate_tokens
+from flowtui.runtime.providers.base import AttemptInfo, ChatReply, ChatRequest, Provider, TokenCount, Usage
 from flowtui.runtime.providers.failures import (
     RETRYABLE_STATUS, EmptyStream, classify, cut, is_connection, is_malformed, is_missing_key, is_timeout,
     retry_after_s, said,
@@ -169,6 +170,8 @@ class LiteLLMProvider(Provider):
                 else:
                     resp = await self._whole(litellm, kwargs)
                 reply = _litellm.parse_response(resp, request, rescue=self.rescue_tool_calls)
+                if not self.stream and not any(_litellm.usage_as_sent(resp)):
+                    self._estimate_usage(request, reply)
             except FlowtuiError:
                 raise
             except _CallbackFailed as failed:
@@ -266,6 +269,17 @@ class LiteLLMProvider(Provider):
         after = retry_after_s(exc)
         return after if after is not None else self._policy.backoff_s(failed_attempt)
 
+    def _estimate_usage(self, request: ChatRequest, reply: ChatReply) -> None:
+        """Count a reply that came with no usage (litellm says 0 and 0) as a stream's is counted:
+        estimated, so a token budget still trips and the cost adds up. The prompt is counted with
+        the model's tokenizer when litellm ships it, else at about four characters a token."""
+        counted = self.count_tokens(request.messages, list(request.tools or ()))
+        prompt = counted.total if counted is not None else sum(estimate_tokens(m) for m in request.messages)
+        said = Message(role="assistant", content=reply.content + (reply.reasoning or ""),
+                       tool_calls=tuple(reply.tool_calls))
+        reply.usage = Usage(prompt_tokens=prompt, completion_tokens=estimate_tokens(said))
+        reply.usage_estimated = True
+
     def _cost(self, litellm: Any, resp: Any, reply: ChatReply) -> float:
         if self.cost_per_1k is not None:
             return _money((reply.usage.prompt_tokens * float(self.cost_per_1k.get("prompt", 0.0))
@@ -273,9 +287,11 @@ class LiteLLMProvider(Provider):
                            ) / 1000.0)
         from flowtui.runtime.providers._litellm import token_count, usage_as_sent
 
-        if any(sent is not None and token_count(sent) != sent for sent in usage_as_sent(resp)):
-            # a count that is no whole number of 0 or more, which litellm priced as it was (a negative
-            # count, a negative cost): price the counts the run takes instead
+        if reply.usage_estimated or any(sent is not None and token_count(sent) != sent
+                                        for sent in usage_as_sent(resp)):
+            # no counts, which litellm priced at 0, or a count that is no whole number of 0 or more,
+            # which litellm priced as it was (a negative count, a negative cost): price the counts
+            # the run takes instead
             try:
                 prompt, completion = litellm.cost_per_token(
                     model=self.model, prompt_tokens=reply.usage.prompt_tokens,
