@@ -26,6 +26,14 @@ from flowtui.runtime.events import CtxSet
 
 _MISSING = object()
 _RESERVED = frozenset({"state", "get", "run_id", "fields", "data", "stop", "on_dispose"})
+# Fields only the runtime writes: the app and until_answered & co. rely on their shape.
+_RUNTIME_WRITES = {"turn": "the summary of the last turn", "loop": "the most recent loop's progress",
+                   "budget": "the run's usage against its budget"}
+
+
+def _runtime_writes(name: str) -> str:
+    return (f"ctx.{name} is written by the runtime ({_RUNTIME_WRITES[name]}): read it, and keep a value "
+            f"of yours under another name (ctx.my_{name} = ...)")
 
 
 class TurnInfo(BaseModel):
@@ -169,6 +177,8 @@ class AgentContext:
             ) from None
 
     def __setattr__(self, name: str, value: Any) -> None:
+        if name in _RUNTIME_WRITES:
+            raise AttributeError(_runtime_writes(name))
         if name in _RESERVED or name.startswith("_"):
             raise AttributeError(
                 f"ctx.{name} is reserved; pick another field name"
@@ -178,6 +188,8 @@ class AgentContext:
         self._set(name, value, origin=None)
 
     def __delattr__(self, name: str) -> None:
+        if name in _RUNTIME_WRITES:
+            raise AttributeError(_runtime_writes(name))
         if name not in self._fields:
             raise AttributeError(f"ctx has no field {name!r}")
         with self._lock:

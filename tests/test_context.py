@@ -46,6 +46,33 @@ async def test_runtime_writes_turn_output_and_loop():
     assert seen["turn_before"] is None  # ctx.turn is written after after_response, as the spec orders
 
 
+@pytest.mark.parametrize("field", ["turn", "loop", "budget"])
+async def test_a_field_the_runtime_writes_is_refused_to_user_code_naming_it(tmp_path, field):
+    """ctx.turn = "x" in a hook: its event broke the shape the app reads, the app dropped it, and the
+    journal had a hole that flowtui diff and --resume-from then refused as damage."""
+    from flowtui.runtime.journal import load_runs
+
+    @agent(provider=FunctionProvider(lambda m, t: "feito"), prompt="p")
+    class A:
+        def after_response(self, response, ctx):
+            setattr(ctx, field, "x")
+
+    @workflow(steps=[A])
+    class W:
+        pass
+
+    journal = tmp_path / "run.jsonl"
+    with pytest.raises(AttributeError, match=f"ctx.{field} is written by the runtime .*ctx.my_{field} = "):
+        await bootstrap(W).run("x", journal=journal)
+    (events,) = load_runs(journal)
+    assert [e.seq for e in events] == list(range(1, len(events) + 1))
+    assert events[-1].status == "failed" and f"ctx.{field} is written by the runtime" in events[-1].error
+    assert not any(e.type == "ctx.set" and e.name == field for e in events)
+    ctx = AgentContext(ConversationState(lambda cls, **f: None), lambda cls, **f: None, run_id="r")
+    with pytest.raises(AttributeError, match=f"ctx.{field} is written by the runtime"):
+        delattr(ctx, field)
+
+
 async def test_showing_a_value_never_changes_what_the_flow_does():
     seen = {}
 
