@@ -6,14 +6,83 @@ A mistake found here is a load error naming the class; found mid-run, it would b
 
 from __future__ import annotations
 
+import difflib
 import inspect
+import math
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from flowtui.runtime.errors import ConfigError
-from flowtui.runtime.markers import where
+from flowtui.runtime.markers import is_marker, where
 from flowtui.runtime.providers.base import Provider
 
 HOOKS = ("before_prompt", "before_tool", "after_tool", "after_response", "on_error")
+
+
+def refuse_unknown(call: str, unknown: Mapping[str, Any], known: Iterable[str]) -> None:
+    """``call`` was given keyword arguments it does not take (``promt=``): say which, the one meant
+    when the name is close to one it takes, and all it takes."""
+    if not unknown:
+        return
+    known = list(known)
+    name = next(iter(unknown))
+    close = difflib.get_close_matches(name, known, n=1)
+    meant = f"did you mean {close[0]}=? " if close else ""
+    raise ConfigError(f"{call} has no parameter {name}=; {meant}it takes {', '.join(k + '=' for k in known)}")
+
+
+def refuse_bare(decorator: str, target: Any, how: str) -> None:
+    """``@agent`` written without its parentheses: Python hands it the class itself."""
+    name = getattr(target, "__name__", None) or repr(target)
+    file, line = where(target)
+    at = f"{file}:{line}: " if file and line else ""
+    raise ConfigError(f"{at}{decorator} takes its parameters in parentheses: write {decorator}({how}) above "
+                      f"{name}, not {decorator} alone")
+
+
+# Sampling parameters a chat completion takes (OpenAI's, and those litellm passes on to others).
+SAMPLING_NUMBERS = {"temperature", "top_p", "presence_penalty", "frequency_penalty", "repetition_penalty", "min_p"}
+SAMPLING_COUNTS = {"max_tokens", "max_completion_tokens", "n", "top_k", "top_logprobs"}
+SAMPLING_OTHER = {"stop", "seed", "logit_bias", "logprobs", "response_format", "tool_choice", "parallel_tool_calls",
+                  "reasoning_effort", "user", "thinking", "modalities", "prediction", "audio", "service_tier",
+                  "metadata", "store", "web_search_options", "verbosity", "extra_body", "safety_identifier",
+                  "reasoning", "top_a", "typical_p", "repeat_penalty", "repeat_last_n", "num_ctx", "num_predict",
+                  "mirostat", "mirostat_eta", "mirostat_tau", "tfs_z", "keep_alive", "safe_prompt", "random_seed",
+                  "stop_sequences", "max_output_tokens", "candidate_count", "top_n_tokens", "guided_json",
+                  "guided_regex", "guided_choice", "guided_grammar", "min_tokens", "max_new_tokens", "ignore_eos",
+                  "best_of", "use_beam_search", "length_penalty", "stop_token_ids", "skip_special_tokens",
+                  "include_stop_str_in_output", "prompt_logprobs", "do_sample", "return_full_text", "watermark",
+                  "echo", "suffix", "truncate", "details", "num_beams", "early_stopping"}
+SAMPLING_KEYS = SAMPLING_NUMBERS | SAMPLING_COUNTS | SAMPLING_OTHER
+
+
+def check_sampling(sampling: Any, who: str) -> dict[str, Any]:
+    """``sampling=`` as a dict, refused now when a provider would refuse the request with a 400 at
+    the first call: not a mapping, a key that is a misspelling of a known one (``temprature``), a
+    known number that is no number or a count that is no whole number of at least 1. A key flowtui
+    does not know and that is close to none is passed on: providers take their own."""
+    if sampling is None:
+        return {}
+    if not isinstance(sampling, Mapping):
+        raise ConfigError(f"{who}: sampling= takes a dict of the model's parameters, such as "
+                          f"sampling={{'temperature': 0.2}}, not {type(sampling).__name__} {sampling!r:.60}")
+    for key, value in sampling.items():
+        if not isinstance(key, str):
+            raise ConfigError(f"{who}: sampling= has the key {key!r}; its keys are parameter names (str)")
+        if key not in SAMPLING_KEYS:
+            close = difflib.get_close_matches(key, sorted(SAMPLING_KEYS), n=1, cutoff=0.8)
+            if close:
+                raise ConfigError(f"{who}: sampling= has {key!r}, which no provider takes; did you mean "
+                                  f"{close[0]!r}?")
+            continue
+        if value is None:
+            continue
+        number = isinstance(value, (int, float)) and not isinstance(value, bool)
+        if key in SAMPLING_NUMBERS and not (number and math.isfinite(value)):
+            raise ConfigError(f"{who}: sampling={{{key!r}: {value!r}}}: {key} is a number (say 0.2)")
+        if key in SAMPLING_COUNTS and not (isinstance(value, int) and not isinstance(value, bool) and value >= 1):
+            raise ConfigError(f"{who}: sampling={{{key!r}: {value!r}}}: {key} is a whole number of at least 1")
+    return dict(sampling)
 
 
 def check_class(obj: Any, decorator: str, how: str) -> None:
@@ -59,19 +128,34 @@ HOOK_ARGS = {"before_prompt": ("prompt", "ctx"), "before_tool": ("call", "ctx"),
              "after_response": ("response", "ctx"), "on_error": ("error", "ctx"), "run": ("input", "ctx")}
 
 
-def _check_takes(cls: type, hook: str, found: Any) -> None:
-    """A hook that needs more than flowtui passes would fail at its first call, mid-run: said at import."""
+def needs_more(fn: Any, passed: tuple[str, ...], *, skip_first: bool = False) -> list[str]:
+    """The parameters of ``fn`` it cannot do without that a call with ``passed`` leaves unfilled
+    (none when its signature cannot be read: trusted). ``skip_first``: a plain method's ``self``."""
     try:
-        params = list(inspect.signature(getattr(cls, hook)).parameters.values())
+        params = list(inspect.signature(fn).parameters.values())
     except (TypeError, ValueError):  # no signature to read: trust it
-        return
-    if inspect.isfunction(found) and params:  # a plain method: its first parameter is the agent
+        return []
+    if skip_first and params:
         params = params[1:]
     required = [p.name for p in params if p.default is p.empty and p.kind in (p.POSITIONAL_ONLY,
                                                                              p.POSITIONAL_OR_KEYWORD)]
     keyword = [p.name for p in params if p.default is p.empty and p.kind is p.KEYWORD_ONLY]
+    return required[len(passed):] + keyword
+
+
+def _check_takes(cls: type, hook: str, found: Any) -> None:
+    """A hook that needs more than flowtui passes would fail at its first call, mid-run: said at import."""
     passed = HOOK_ARGS[hook]
-    extra = required[len(passed):] + keyword
+    try:
+        marked = [p for p in inspect.signature(getattr(cls, hook)).parameters.values() if is_marker(p.default)]
+    except (TypeError, ValueError):
+        marked = []
+    if marked:
+        p = marked[0]
+        raise ConfigError(f"@agent {cls.__name__}: {hook} parameter {p.name!r} is marked {p.default!r}, but "
+                          f"hooks are not injected: flowtui calls {hook}({', '.join(passed)}). Take the state in "
+                          f"__init__ (def __init__(self, s: YourState = State()): self.s = s) and read self.s")
+    extra = needs_more(getattr(cls, hook), passed, skip_first=inspect.isfunction(found))
     if extra:
         raise ConfigError(f"@agent {cls.__name__}: {hook} needs {', '.join(extra)}, which flowtui does not pass: "
                           f"it calls {hook}({', '.join(passed)}); give {extra[0]} a default or take it out")

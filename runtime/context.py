@@ -13,7 +13,6 @@ import math
 import re
 import threading
 from collections.abc import Callable, Iterator, Mapping
-from types import MappingProxyType
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, field_serializer
@@ -148,6 +147,33 @@ def _described(value: Any, why: str) -> str:
     return f"{text[:200]}{'…' if len(text) > 200 else ''} ({why})"
 
 
+class RunData(Mapping):
+    """``ctx.data``: the run's own data, read-only; changing it says what to do instead."""
+
+    __slots__ = ("_items",)
+
+    def __init__(self, items: Mapping[str, Any]) -> None:
+        self._items = dict(items)
+
+    def __getitem__(self, key: str) -> Any:
+        return self._items[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._items)
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __repr__(self) -> str:
+        return repr(self._items)
+
+    def _refuse(self, *_: Any) -> None:
+        raise TypeError("ctx.data is the run's read-only data (given as app.run(data=...) or flowtui run --data); "
+                        "keep a value of yours on ctx (ctx.my_value = ...) or in the workflow state")
+
+    __setitem__ = __delitem__ = _refuse
+
+
 class AgentContext:
     """The type of ``ctx``. Reading an unset field raises ``AttributeError``."""
 
@@ -159,7 +185,7 @@ class AgentContext:
         object.__setattr__(self, "_fields", {})
         object.__setattr__(self, "_emit", emit)
         # The run's own data (app.run(data=...)): for your code, never for the model.
-        object.__setattr__(self, "data", MappingProxyType(dict(data or {})))
+        object.__setattr__(self, "data", RunData(data or {}))
         object.__setattr__(self, "_stop_by", None)  # who called ctx.stop(), once someone did
         object.__setattr__(self, "_disposers", [])
 

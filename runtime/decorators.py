@@ -9,6 +9,7 @@ the whole workflow.
 from __future__ import annotations
 
 import inspect
+import os
 import sys
 import weakref
 from dataclasses import dataclass, field
@@ -18,7 +19,9 @@ from typing import Any
 from pydantic import BaseModel
 
 from flowtui.runtime.budget import Budget
-from flowtui.runtime.checks import HOOKS, check_class, check_hooks, check_provider, check_returns
+from flowtui.runtime.checks import (
+    HOOKS, check_class, check_hooks, check_provider, check_returns, check_sampling, refuse_bare, refuse_unknown,
+)
 from flowtui.runtime.errors import ConfigError, PromptNotFoundError
 from flowtui.runtime.markers import where
 from flowtui.runtime.middleware import check_middleware
@@ -59,25 +62,42 @@ def _looks_like_path(prompt: str) -> bool:
     return "\n" not in prompt and (prompt.startswith(("./", "../", "/")) or prompt.endswith((".md", ".txt")))
 
 
-def agent(*, provider: Any, prompt: str = "", tools: list[type] | tuple[type, ...] = (),
-          sampling: dict[str, Any] | None = None, name: str | None = None):
+_REQUIRED: Any = object()  # a parameter not given (said by name, not as Python's TypeError)
+AGENT_PARAMS = ("provider", "prompt", "tools", "sampling", "name")
+WORKFLOW_PARAMS = ("steps", "state", "name", "middlewares", "budget")
+TOOL_PARAMS = ("name", "description", "schema", "replay")
+
+
+def agent(_target: Any = None, /, *, provider: Any = _REQUIRED, prompt: str | os.PathLike = "",
+          tools: list[type] | tuple[type, ...] = (), sampling: dict[str, Any] | None = None,
+          name: str | None = None, **unknown: Any):
     """Declare an agent: one model call per step, plus the tool calls it asks for.
 
-    ``prompt`` is a path relative to the file that defines the agent (read now),
-    or the prompt text itself. ``provider`` is a provider class (built with no
+    ``prompt`` is a path relative to the file that defines the agent (read now; a
+    ``Path`` is always one), or the prompt text itself. ``provider`` is a provider class (built with no
     arguments, once per run), an instance (forked per run), or a function of
     no arguments that returns a provider, called once per run (per-tenant keys
     and clients: ``provider=lambda: LiteLLMProvider(api_key=...)``).
     """
+    if _target is not None:
+        refuse_bare("@agent", _target, "provider=..., prompt=...")
+    refuse_unknown("@agent(...)", unknown, AGENT_PARAMS)
     defining_file = _caller_file()
 
     def wrap(cls: type) -> type:
         check_class(cls, "@agent", "(its hooks and __init__ as methods)")
+        if provider is _REQUIRED:
+            raise ConfigError(f"@agent(...) of {cls.__name__} needs provider=, the model it calls (e.g. "
+                              "provider=LiteLLMProvider(model='openai/gpt-4o-mini'))")
         check_provider(provider, cls.__name__)
         tools_ = listed(tools, f"@agent(tools=...) of {cls.__name__}", "tools")
         check_hooks(cls)
+        sampling_ = check_sampling(sampling, f"@agent(...) of {cls.__name__}")
+        if not isinstance(prompt, (str, os.PathLike)):
+            raise ConfigError(f"@agent(prompt=...) of {cls.__name__} takes the prompt's text, or the path of a "
+                              f"file that holds it, not {type(prompt).__name__} {prompt!r:.60}")
         text, path = prompt, None
-        if prompt and _looks_like_path(prompt):
+        if isinstance(prompt, os.PathLike) or (prompt and _looks_like_path(prompt)):
             base = Path(defining_file).parent if defining_file else Path.cwd()
             path = (base / prompt).resolve()
             if not path.is_file():
@@ -91,12 +111,15 @@ def agent(*, provider: Any, prompt: str = "", tools: list[type] | tuple[type, ..
         seen: dict[str, Any] = {}
         for t in specs:
             if t.name in seen:
-                raise ConfigError(f"{cls.__name__}: two tools are named {t.name!r} ({seen[t.name]!r} and "
-                                  f"{t.target!r}); give one another name=")
+                if seen[t.name] is t.target:
+                    raise ConfigError(f"@agent(tools=...) of {cls.__name__} lists the tool {t.name!r} twice; "
+                                      "list it once")
+                raise ConfigError(f"{cls.__name__}: two tools are named {t.name!r} ({_named(seen[t.name])} and "
+                                  f"{_named(t.target)}); give one another name=")
             seen[t.name] = t.target
         spec = AgentSpec(
             cls=cls, name=name or cls.__name__, provider=provider, prompt=text,
-            tools=specs, sampling=dict(sampling or {}),
+            tools=specs, sampling=sampling_,
             hooks=frozenset(h for h in HOOKS if callable(getattr(cls, h, None))),
             takes_over=callable(getattr(cls, "run", None)),
             prompt_file=str(path) if path is not None else None,
@@ -107,8 +130,16 @@ def agent(*, provider: Any, prompt: str = "", tools: list[type] | tuple[type, ..
     return wrap
 
 
+def _named(target: Any) -> str:
+    """A tool's target as a message names it: ``function search (tools.py:12)``."""
+    file, line = where(target)
+    kind = "class" if isinstance(target, type) else "function" if inspect.isfunction(target) else "object"
+    shown = getattr(target, "__qualname__", None) or type(target).__name__
+    return f"{kind} {shown}" + (f" ({Path(file).name}:{line})" if file and line else "")
+
+
 def tool(target: Any = None, /, *, name: str | None = None, description: str = "",
-         schema: type[BaseModel] | None = None, replay: str = "serve"):
+         schema: type[BaseModel] | None = None, replay: str = "serve", **unknown: Any):
     """Declare a tool: a class with ``execute`` (sync or async) and a pydantic ``schema``,
     or a function (``@tool`` or ``@tool(name=...)``) whose parameters are its schema.
 
@@ -122,6 +153,7 @@ def tool(target: Any = None, /, *, name: str | None = None, description: str = "
     new result is checked against the recorded one (for a tool whose result depends on
     the world, to see the difference).
     """
+    refuse_unknown("@tool(...)", unknown, TOOL_PARAMS)
     if schema is not None and not (isinstance(schema, type) and issubclass(schema, BaseModel)):
         raise ConfigError(f"@tool({getattr(target, '__name__', name or '')}): schema= must be a pydantic "
                           f"BaseModel subclass, got {schema!r}")
@@ -132,6 +164,9 @@ def tool(target: Any = None, /, *, name: str | None = None, description: str = "
                           f"default: a re-execution serves the recorded result) or 'rerun', not {replay!r}")
 
     def wrap(obj: Any) -> Any:
+        if not isinstance(description, str):
+            raise ConfigError(f"@tool {getattr(obj, '__name__', name or '')}: description= is the text the model "
+                              f"reads about the tool, not {type(description).__name__} {description!r:.60}")
         if isinstance(obj, type):
             if not callable(getattr(obj, "execute", None)):
                 raise ConfigError(f"@tool class {obj.__name__} has no execute() method")
@@ -151,15 +186,22 @@ def tool(target: Any = None, /, *, name: str | None = None, description: str = "
     return wrap(target) if target is not None else wrap
 
 
-def workflow(*, steps: list[Any], state: type | None = None, name: str | None = None,
-             middlewares: list[Any] | tuple[Any, ...] = (), budget: Any = None):
+def workflow(_target: Any = None, /, *, steps: list[Any] = _REQUIRED, state: type | None = None,
+             name: str | None = None, middlewares: list[Any] | tuple[Any, ...] = (), budget: Any = None,
+             **unknown: Any):
     """Declare a workflow: its ``steps``, the class of its typed ``state``, the ``middlewares``
     every app made from it uses (``app.use`` each, in order, before yours), and the ``budget`` its
     runs have unless ``run(budget=...)`` gives another (so a run from the app has one too)."""
+    if _target is not None:
+        refuse_bare("@workflow", _target, "steps=[...]")
+    refuse_unknown("@workflow(...)", unknown, WORKFLOW_PARAMS)
     defining_file = _caller_file()
 
     def wrap(cls: type) -> type:
         check_class(cls, "@workflow", "under @workflow(steps=[...]) (its body may be just pass)")
+        if steps is _REQUIRED:
+            raise ConfigError(f"@workflow(...) of {cls.__name__} needs steps=, the agents it runs in order "
+                              "(e.g. steps=[Writer, loop(steps=[Reviewer], until=until_answered)])")
         steps_ = listed(steps, f"@workflow {cls.__name__}", "steps")
         if not steps_:
             raise ConfigError(f"@workflow {cls.__name__}: steps=[...] is empty")

@@ -62,7 +62,8 @@ async def run_loop(run: "Run", spec: LoopSpec) -> None:
                     _set_loop(ctx, trusted, shown, iterations=i, exhausted=True, max_iterations=ceiling,
                               stopped_by="exhausted")
                     if spec.on_exhausted is not None:
-                        await _call(run, spec.on_exhausted, (ctx, i), "on_exhausted")
+                        await _call(run, spec.on_exhausted, (ctx, i)[:run.plans.arity(spec.on_exhausted)],
+                                    "on_exhausted")
                     break
                 if run.gate_needed():
                     await run.gate()

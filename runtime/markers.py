@@ -52,8 +52,14 @@ def where(obj: Any) -> tuple[str | None, int | None]:
         return None, None
 
 
+def is_marker(value: Any) -> bool:
+    """``State()``, or ``State`` written without its parentheses (taken as the same)."""
+    return isinstance(value, _Marker) or (isinstance(value, type) and issubclass(value, _Marker)
+                                          and value is not _Marker)
+
+
 def marker_of(param: inspect.Parameter, hint: Any) -> Want | None:
-    if isinstance(param.default, _Marker):
+    if is_marker(param.default):
         return param.default.kind
     if get_origin(hint) is Annotated:
         for meta in get_args(hint)[1:]:

@@ -43,12 +43,18 @@ def _observed_subclass(cls: type) -> type:
         if sub is not None:
             return sub
 
+        typed = _typed_fields(cls)
+
         def __setattr__(self, name: str, value: Any) -> None:
             obs = _OBSERVERS.get(id(self))
             if obs is None or name.startswith("_"):
                 super(sub, self).__setattr__(name, value)
                 return
-            super(sub, self).__setattr__(name, value)
+            exact = typed.get(name, _NOTHING)
+            if exact is _NOTHING or value.__class__ is exact:
+                super(sub, self).__setattr__(name, value)
+            else:  # checked against the field's type as it is set, not when a snapshot is read back
+                _validated(self, cls, name, value)
             obs.assigned(name, getattr(self, name, value))
 
         sub = type(cls.__name__, (cls,), {
@@ -57,6 +63,33 @@ def _observed_subclass(cls: type) -> type:
         })
         _SUBCLASSES[cls] = sub
         return sub
+
+
+def _typed_fields(cls: type) -> dict[str, Any]:
+    """The fields of a pydantic state class whose assignment flowtui checks (pydantic does not, unless
+    the class says ``validate_assignment``): field -> its type when that is a plain scalar type (a
+    value of exactly that type needs no check), else None (validated by the class's own validator)."""
+    if not (isinstance(cls, type) and issubclass(cls, BaseModel)) or cls.model_config.get("validate_assignment"):
+        return {}
+    scalars = (bool, int, float, str)
+    return {name: info.annotation if info.annotation in scalars else None
+            for name, info in cls.model_fields.items()}
+
+
+def _validated(obj: Any, cls: type, name: str, value: Any) -> None:
+    """Set field ``name`` of ``obj`` to ``value`` as ``validate_assignment`` would (an int field set to
+    "3" holds 3); a value its type refuses raises, naming the field, its type and the value."""
+    try:
+        cls.__pydantic_validator__.validate_assignment(obj, name, value)
+    except ValidationError as exc:
+        why = exc.errors()[0].get("msg", "refused")
+        shown = _type_name(cls.model_fields[name].annotation)
+        raise TypeError(f"state field {cls.__name__}.{name} is declared {shown}, and {value!r:.80} is not one "
+                        f"({why}); assign a value of that type, or change the field's type") from None
+
+
+def _type_name(annotation: Any) -> str:
+    return annotation.__name__ if isinstance(annotation, type) else str(annotation).replace("typing.", "")
 
 
 def make_state(cls: type) -> Any:

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 from flowtui.runtime.decorators import AgentSpec, WorkflowSpec, spec_of
+from flowtui.runtime.checks import needs_more
 from flowtui.runtime.errors import ConfigError, FlowtuiError, InjectionError, describe_error
 from flowtui.runtime.markers import constructor_plan, execute_plan, positional_arity, type_hints, where
 from flowtui.runtime.observe import make_state
@@ -87,6 +88,16 @@ def make_plans(spec: WorkflowSpec) -> Plans:
                     file, line = where(step.until)
                     raise InjectionError(f"{step.name}(until=...) must take ctx (and optionally the state)",
                                          file=file, line=line, cls=spec.name)
+            for param, fn, passed in (("until", step.until, ("ctx", "s") if has_state else ("ctx",)),
+                                      ("on_exhausted", step.on_exhausted, ("ctx", "n")),
+                                      ("on_fail", step.on_fail, ("ctx", "info"))):
+                extra = needs_more(fn, passed) if fn is not None else []
+                if extra:
+                    file, line = where(fn)
+                    raise InjectionError(
+                        f"{step.name}({param}=...) needs {', '.join(extra)}, which flowtui does not pass: it calls "
+                        f"{param}({', '.join(passed)}); give {extra[0]} a default or take it out",
+                        file=file, line=line, cls=spec.name)
             for s in step.steps:
                 visit(s)
         elif isinstance(step, ParallelSpec):

@@ -45,9 +45,12 @@ class FailInfo:
     max_fails: int | float
 
 
+LOOP_PARAMS = ("steps", "until", "max_iterations", "max_fails", "on_exhausted", "on_fail", "name")
+
+
 def loop(steps: list[Any], until: Callable[..., Any] | None = None, *, max_iterations: int | float = 10,
          max_fails: int | float = 5, on_exhausted: Callable[..., Any] | None = None,
-         on_fail: Callable[..., Any] | None = None, name: str = "loop") -> LoopSpec:
+         on_fail: Callable[..., Any] | None = None, name: str = "loop", **unknown: Any) -> LoopSpec:
     """Run ``steps`` again and again: at least once, until ``until(ctx[, s])`` is true.
 
     Stops at ``max_iterations`` (then ``on_exhausted(ctx, n)``) or when
@@ -56,12 +59,19 @@ def loop(steps: list[Any], until: Callable[..., Any] | None = None, *, max_itera
     warn early. ``math.inf`` turns either brake off (``until`` and the budget
     remain).
     """
+    from flowtui.runtime.checks import refuse_unknown
+
+    refuse_unknown(f"{name}(...)", unknown, LOOP_PARAMS)
     steps = listed(steps, f"{name}(steps=...)", "steps")
     if not steps:
         raise ConfigError(f"{name}(steps=[...]) is empty")
     if until is not None and not callable(until):
         raise ConfigError(f"{name}(until={until!r}): until is a function of (ctx) or (ctx, s) that says when "
                           f"to stop, e.g. until=lambda ctx, s: s.aprovado")
+    for param, value, takes in (("on_exhausted", on_exhausted, "(ctx, n)"), ("on_fail", on_fail, "(ctx, info)")):
+        if value is not None and not callable(value):
+            raise ConfigError(f"{name}({param}={value!r:.60}): {param} is a function of {takes}, called by "
+                              f"the loop")
     max_iterations = _brake(name, "max_iterations", max_iterations)
     max_fails = _brake(name, "max_fails", max_fails)
     return LoopSpec(steps, until, max_iterations, max_fails, on_exhausted, on_fail, name)
@@ -78,8 +88,11 @@ def _brake(loop_name: str, param: str, value: Any) -> int | float:
                       f"or math.inf for no limit")
 
 
-def parallel(steps: list[Any], *, name: str = "parallel") -> ParallelSpec:
+def parallel(steps: list[Any], *more: Any, name: str = "parallel") -> ParallelSpec:
     """Run ``steps`` concurrently on the same context; the last writer of ``ctx.output``/``ctx.turn`` wins."""
+    if more:
+        shown = ", ".join(getattr(s, "__name__", None) or "..." for s in (steps, *more))
+        raise ConfigError(f"{name}(...) takes its steps as one list: write {name}([{shown}])")
     steps = listed(steps, f"{name}(...)", "steps")
     if not steps:
         raise ConfigError(f"{name}([...]) is empty")
@@ -95,24 +108,40 @@ def listed(value: Any, where_: str, param: str) -> tuple[Any, ...]:
     raise ConfigError(f"{where_}: {param}= takes a list, not {name} alone; write {param}=[{name}]")
 
 
-def turn_of(ctx: Any):
+_CALLED = object()  # a stop helper called with no ctx: until=until_answered() at import
+
+
+def _called_bare(helper: str) -> ConfigError:
+    return ConfigError(f"{helper}() was called with no ctx: give the function itself, until={helper} "
+                       f"(no parentheses); the loop calls it with ctx after every iteration")
+
+
+def turn_of(ctx: Any = _CALLED):
     """``ctx.turn``, or ``None`` before the first turn."""
+    if ctx is _CALLED:
+        raise _called_bare("turn_of")
     return ctx.get("turn")
 
 
-def called_tool(ctx: Any) -> bool:
+def called_tool(ctx: Any = _CALLED) -> bool:
     """True when the last turn called a tool."""
+    if ctx is _CALLED:
+        raise _called_bare("called_tool")
     turn = ctx.get("turn")
     return bool(turn and turn.called_tool)
 
 
-def until_answered(ctx: Any) -> bool:
+def until_answered(ctx: Any = _CALLED) -> bool:
     """True when the last turn called no tool: the model answered."""
+    if ctx is _CALLED:
+        raise _called_bare("until_answered")
     turn = ctx.get("turn")
     return turn is not None and not turn.called_tool
 
 
-def was_exhausted(ctx: Any) -> bool:
+def was_exhausted(ctx: Any = _CALLED) -> bool:
     """True when the most recent loop stopped at its ``max_iterations``."""
+    if ctx is _CALLED:
+        raise _called_bare("was_exhausted")
     info = ctx.get("loop")
     return bool(info and info.exhausted)

@@ -23,7 +23,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal, get_args, get_origin
 
-from pydantic import BaseModel, ConfigDict, Field, PydanticSchemaGenerationError, create_model
+from pydantic import (
+    BaseModel, ConfigDict, Field, PydanticSchemaGenerationError, TypeAdapter, ValidationError, create_model,
+)
 from pydantic.fields import FieldInfo
 
 from flowtui.runtime.errors import ConfigError
@@ -110,13 +112,18 @@ def signature_schema(fn: Any, tool_name: str, doc_params: dict[str, str]) -> tup
                           "class")
     for p in params:
         if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
-            raise ConfigError(f"{_at(file, line)}@tool {fn.__name__}: *{p.name} cannot be a tool argument; "
+            stars = "*" if p.kind == p.VAR_POSITIONAL else "**"
+            raise ConfigError(f"{_at(file, line)}@tool {fn.__name__}: {stars}{p.name} cannot be a tool argument; "
                               "name each argument the model fills")
         hint = hints.get(p.name, Any)
         kind = marker_of(p, hint)
         if kind in ("ctx", "state"):
             injected[p.name] = kind
             continue
+        if kind is None and _is_ctx_type(hint):
+            raise ConfigError(f"{_at(file, line)}@tool {fn.__name__}: parameter {p.name!r} is annotated "
+                              f"AgentContext but not marked, so the model would be asked to fill it; to receive "
+                              f"the run's ctx, write {p.name}: AgentContext = Context()")
         if kind is not None:
             raise ConfigError(f"{_at(file, line)}@tool {fn.__name__}: parameter {p.name!r} is marked "
                               f"{kind.title()}(); a tool function's own parameters are its arguments "
@@ -125,6 +132,8 @@ def signature_schema(fn: Any, tool_name: str, doc_params: dict[str, str]) -> tup
         # The docstring describes a parameter unless Field(description=...) already does;
         # description=None is never passed: it would erase an Annotated[..., Field(...)] one.
         doc = {} if _described_in(hint) or p.name not in doc_params else {"description": doc_params[p.name]}
+        if default is not ... and default is not None and not isinstance(default, FieldInfo):
+            _check_default(fn, p.name, hint, default, _at(file, line))
         if isinstance(default, FieldInfo):  # `x: int = Field(3, ge=0)`
             info = default if default.description else FieldInfo.merge_field_infos(default, **doc)
         else:
@@ -138,6 +147,26 @@ def signature_schema(fn: Any, tool_name: str, doc_params: dict[str, str]) -> tup
                           "type the model can fill as JSON (str, int, float, bool, a list or dict of them, a "
                           "pydantic model)") from None
     return model, injected
+
+
+def _check_default(fn: Any, name: str, hint: Any, default: Any, at: str) -> None:
+    """A default the parameter's own type refuses (``x: int = "abc"``) would be put in the schema the
+    model reads, and handed to the tool as it is: refused now. None is let through (``x: int = None``
+    is how many write an optional argument)."""
+    try:
+        TypeAdapter(hint).validate_python(default)
+    except ValidationError as exc:
+        why = exc.errors()[0].get("msg", "refused")
+        raise ConfigError(f"{at}@tool {fn.__name__}: parameter {name!r} defaults to {default!r:.60}, which its "
+                          f"type refuses ({why}); give a default of its type, or change the annotation") from None
+    except Exception:  # noqa: BLE001 - a type with no schema: said below, with the others
+        return
+
+
+def _is_ctx_type(hint: Any) -> bool:
+    from flowtui.runtime.context import AgentContext
+
+    return hint is AgentContext
 
 
 def _unschemable(fields: dict[str, Any], exc: Exception) -> str:

@@ -128,7 +128,8 @@ async def _count_failure(run: "Run", tool: str, output: str, is_error: bool) -> 
     if fails.on_fail is not None:
         info = FailInfo(tool=tool, error=output, consecutive=fails.count, total=fails.total,
                         max_fails=fails.max_fails)
-        await call_user(fails.on_fail, (run.ctx, info), origin="on_fail", then=run.check_state)
+        await call_user(fails.on_fail, (run.ctx, info)[:run.plans.arity(fails.on_fail)], origin="on_fail",
+                        then=run.check_state)
 
 
 async def _execute(run: "Run", spec: AgentSpec, agent: Any, call: ToolCall,

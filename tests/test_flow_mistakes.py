@@ -66,6 +66,48 @@ WORKFLOW = "@workflow(steps=[A])\nclass W:\n    pass\n"
     ("from flowtui import Provider\nclass P(Provider):\n    def complete(self, request):\n        pass\n"
      "@agent(provider=P, prompt='p')\nclass A:\n    pass\n" + WORKFLOW,
      r"A: @agent\(provider=P\): P.complete must be async def complete\(self, request\)"),
+    # decorators and combinators written wrong: Python's own TypeError said none of this
+    ("@agent\nclass A:\n    pass\n" + WORKFLOW,
+     r"flow.py:\d+: @agent takes its parameters in parentheses: write @agent\(provider=..., prompt=...\) above A"),
+    (AGENT + "class A:\n    pass\n@workflow\nclass W:\n    pass\n",
+     r"flow.py:\d+: @workflow takes its parameters in parentheses: write @workflow\(steps=\[...\]\) above W"),
+    ("@agent(prompt='p')\nclass A:\n    pass\n" + WORKFLOW, r"@agent\(...\) of A needs provider=, the model it calls"),
+    (AGENT.replace("prompt=", "promt=") + "class A:\n    pass\n" + WORKFLOW,
+     r"@agent\(...\) has no parameter promt=; did you mean prompt=\? it takes provider=, prompt=, tools="),
+    ("from flowtui import until_answered\n" + AGENT + "class A:\n    pass\n@workflow(steps=[loop(steps=[A], untl=until_answered)])\nclass W:\n    pass\n",
+     r"loop\(...\) has no parameter untl=; did you mean until=\?"),
+    ("from flowtui import parallel\n" + AGENT + "class A:\n    pass\n@workflow(steps=[parallel(A, A)])\nclass W:\n    pass\n",
+     r"parallel\(...\) takes its steps as one list: write parallel\(\[A, A\]\)"),
+    ("from flowtui import until_answered\n" + AGENT + "class A:\n    pass\n"
+     "@workflow(steps=[loop(steps=[A], until=until_answered())])\nclass W:\n    pass\n",
+     r"until_answered\(\) was called with no ctx: give the function itself, until=until_answered \(no parentheses\)"),
+    (AGENT + "class A:\n    pass\n@workflow(steps=[loop(steps=[A], on_fail='warn')])\nclass W:\n    pass\n",
+     r"loop\(on_fail='warn'\): on_fail is a function of \(ctx, info\)"),
+    (AGENT + "class A:\n    pass\n@workflow(steps=[loop(steps=[A], until=lambda ctx, *, x: True)])\n"
+     "class W:\n    pass\n", r"loop\(until=...\) needs x, which flowtui does not pass: it calls until\(ctx\)"),
+    # what an agent is given, of the wrong kind
+    (AGENT.replace("prompt='p'", "prompt=42") + "class A:\n    pass\n" + WORKFLOW,
+     r"@agent\(prompt=...\) of A takes the prompt's text, or the path of a file that holds it, not int 42"),
+    (AGENT.replace("prompt='p'", "prompt='p', sampling='fast'") + "class A:\n    pass\n" + WORKFLOW,
+     r"@agent\(...\) of A: sampling= takes a dict of the model's parameters"),
+    (AGENT.replace("prompt='p'", "prompt='p', sampling={'temprature': 0.2}") + "class A:\n    pass\n" + WORKFLOW,
+     r"sampling= has 'temprature', which no provider takes; did you mean 'temperature'\?"),
+    (AGENT.replace("prompt='p'", "prompt='p', sampling={'max_tokens': -5}") + "class A:\n    pass\n" + WORKFLOW,
+     r"sampling=\{'max_tokens': -5\}: max_tokens is a whole number of at least 1"),
+    (AGENT.replace("prompt='p'", "prompt='p', sampling={'temperature': 'hot'}") + "class A:\n    pass\n" + WORKFLOW,
+     r"sampling=\{'temperature': 'hot'\}: temperature is a number"),
+    ("from pydantic import BaseModel\nclass S(BaseModel):\n    n: int = 0\n" + AGENT
+     + "class A:\n    def after_response(self, r, ctx, s: S = State()):\n        pass\n"
+     "@workflow(state=S, steps=[A])\nclass W:\n    pass\n",
+     r"@agent A: after_response parameter 's' is marked State\(\), but hooks are not injected"),
+    # tools whose schema would mislead the model
+    ("@tool(description=5)\ndef t(a: str) -> str:\n    return a\n",
+     r"@tool t: description= is the text the model reads about the tool, not int 5"),
+    ("@tool\ndef t(x: int = 'abc') -> str:\n    return 'x'\n",
+     r"flow.py:\d+: @tool t: parameter 'x' defaults to 'abc', which its type refuses"),
+    ("from flowtui.runtime.context import AgentContext\n@tool\ndef t(q: str, ctx: AgentContext) -> str:\n"
+     "    return q\n", r"parameter 'ctx' is annotated AgentContext but not marked.*write ctx: AgentContext = Context\(\)"),
+    ("@tool\ndef t(**kw) -> str:\n    return 'x'\n", r"@tool t: \*\*kw cannot be a tool argument"),
 ])
 def test_a_mistake_in_a_flow_is_a_load_error_that_says_what_to_write(tmp_path, body, expect):
     path = write(tmp_path, body)
@@ -169,3 +211,54 @@ def test_a_fault_in_a_module_the_flow_imports_names_that_module_and_its_line(tmp
     assert res.returncode == 2, res.stderr
     assert expect in res.stderr and f"(imported by {path}:2)" in res.stderr, res.stderr
     assert "Traceback" not in res.stderr
+
+
+def test_what_a_person_means_is_taken_as_meant(tmp_path):
+    """A prompt given as a Path (a file beside the flow), State without its parentheses, on_exhausted
+    and on_fail taking fewer parameters than flowtui passes, an optional tool argument defaulting to
+    None: each ran wrong or failed before."""
+    (tmp_path / "writer.md").write_text("You write.\n")
+    path = write(tmp_path, """
+    from pathlib import Path
+    from pydantic import BaseModel
+
+    class S(BaseModel):
+        n: int = 0
+
+    @tool
+    def count(q: str, limit: int = None, s: S = State) -> str:
+        s.n += 1
+        return f"{q}:{limit}:{s.n}"
+
+    def model(messages, tools):
+        return {"content": "", "tool_calls": [{"name": "count", "args": {"q": messages[0].content}}]}
+
+    @agent(provider=FunctionProvider(model), prompt=Path(__file__).parent / "writer.md", tools=[count])
+    class A:
+        def __init__(self, s: S = State):
+            self.s = s
+
+    @workflow(state=S, steps=[loop(steps=[A], max_iterations=1, on_exhausted=lambda ctx: setattr(ctx, "output", ctx.output + "!"))])
+    class W:
+        pass
+    """)
+    res = flowtui("run", str(path), "--input", "x")
+    assert res.returncode == 0, res.stderr
+    assert res.stdout == "You write.:None:1!\n"  # the prompt file read, the state injected, on_exhausted(ctx)
+
+
+@pytest.mark.parametrize("hook, expect", [
+    ("self.s.n = 'many'", r"TypeError: state field S.n is declared int, and 'many' is not one \(Input should be a "
+                          r"valid integer.*\); assign a value of that type.*\(at .*flow.py:\d+ in after_response\)"),
+    ("ctx.data['x'] = 1", r"TypeError: ctx.data is the run's read-only data .*keep a value of yours on ctx"),
+])
+def test_a_wrong_write_in_a_hook_fails_where_it_happens_naming_what(tmp_path, hook, expect):
+    """A state field set to a value its type refuses was taken, journaled, and written to a snapshot that
+    --from-snapshot then refused; ctx.data['x'] = 1 said only that a mappingproxy takes no assignment."""
+    path = write(tmp_path, "from pydantic import BaseModel\nclass S(BaseModel):\n    n: int = 0\n" + AGENT
+                 + f"class A:\n    def __init__(self, s: S = State()):\n        self.s = s\n"
+                   f"    def after_response(self, r, ctx):\n        self.s.n = '3'\n        assert self.s.n == 3\n"
+                   f"        {hook}\n@workflow(state=S, steps=[A])\nclass W:\n    pass\n")
+    res = flowtui("run", str(path), "--input", "x")
+    assert res.returncode == 1, res.stderr
+    assert re.search(expect, res.stderr), res.stderr

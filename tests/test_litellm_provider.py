@@ -569,3 +569,15 @@ async def test_a_model_litellm_cannot_place_says_so_not_that_a_request_was_refus
         await p.complete(request())
     assert "litellm cannot tell which provider serves 'nonsense', so nothing was sent" in str(caught.value)
     assert "refused" not in str(caught.value).split("Provider said")[0] and server.requests == []
+
+
+def test_sampling_a_provider_would_refuse_is_refused_when_the_provider_is_made():
+    """sampling={"temprature": 0.2} and {"max_tokens": -5} were sent as written: a 400 at the first call."""
+    with pytest.raises(ConfigError, match=r"LiteLLMProvider\(...\): sampling= has 'temprature', which no provider "
+                                          r"takes; did you mean 'temperature'\?"):
+        LiteLLMProvider("openai/gpt-test", sampling={"temprature": 0.2})
+    with pytest.raises(ConfigError, match=r"sampling=\{'max_tokens': -5\}: max_tokens is a whole number of at least 1"):
+        LiteLLMProvider("openai/gpt-test", sampling={"max_tokens": -5})
+    # a provider's own parameter, close to none flowtui knows, is passed on
+    assert LiteLLMProvider("openai/gpt-test", sampling={"temperature": 0.2, "top_a": 0.1}).sampling == {
+        "temperature": 0.2, "top_a": 0.1}

@@ -163,9 +163,20 @@ def test_mistakes_with_tools_name_what_is_wrong():
         def varia(*nums: int):
             return sum(nums)
 
-    with pytest.raises(ConfigError, match="two tools are named 'dobro'"):
+    with pytest.raises(ConfigError, match="of C lists the tool 'dobro' twice; list it once"):
         @agent(provider=FunctionProvider(lambda m, t: "x"), tools=[dobrar, dobrar])
         class C:
+            pass
+
+    @tool(name="dobro")
+    def outro(x: int) -> str:
+        return str(x)
+
+    # named as a person reads them (no memory address), with where each is defined
+    with pytest.raises(ConfigError, match=r"two tools are named 'dobro' \(function .*dobrar \(test_tool_forms.py:\d+\) "
+                                          r"and function .*outro \(test_tool_forms.py:\d+\)\)"):
+        @agent(provider=FunctionProvider(lambda m, t: "x"), tools=[dobrar, outro])
+        class C2:
             pass
 
     @agent(provider=FunctionProvider(lambda m, t: "x"), tools=[saldo])

@@ -103,9 +103,11 @@ class LiteLLMProvider(Provider):
         cls = type(self)
         # Instance attributes shadow the class defaults (a subclass's configuration).
         self.model = cls.model if model is _UNSET else model
+        from flowtui.runtime.checks import check_sampling
+
         merged = dict(cls.sampling)
         if sampling is not _UNSET and sampling is not None:
-            merged.update(sampling)
+            merged.update(check_sampling(sampling, f"{cls.__name__}(...)"))
         for key in SAMPLING_KEYS & extra.keys():
             merged[key] = extra.pop(key)
         self.sampling = {k: v for k, v in merged.items() if v is not None}
