@@ -33,7 +33,7 @@ from flowtui.tui.edits import RunEdits
 from flowtui.tui.messages import RunFlushed
 from flowtui.tui.watchpoints import RunWatches
 from flowtui.tui.screens.main import MainScreen
-from flowtui.tui.shown import PlainNotify, shown, shown_apart
+from flowtui.tui.shown import PlainNotify, shown_apart, shown_markup
 from flowtui.tui.signals import quit_on_signals
 from flowtui.tui.typeahead import KeysStayPut
 
@@ -388,7 +388,7 @@ class FlowApp(RunCommands, RunEdits, RunWatches, PlainNotify, KeysStayPut, App[i
         agents, tools = self.client.step_names()
         for name in agents + tools:
             state = "remove" if name in self.client.breakpoints else "set"
-            yield SystemCommand(shown(f"breakpoint: {state} on {name}"), shown(f"Pause before {name}"),
+            yield SystemCommand(shown_markup(f"breakpoint: {state} on {name}"), shown_markup(f"Pause before {name}"),
                                 _bind(self.action_toggle_breakpoint, name))
         for title, help, callback in self.watch_commands():
             yield SystemCommand(title, help, callback)

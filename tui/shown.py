@@ -22,7 +22,8 @@ import sys
 from flowtui.runtime.inert import unvisible, visible
 from flowtui.runtime.secrets import MARK, environment_secrets, redact, redact_streaming, restore
 
-__all__ = ["MARK", "PlainNotify", "shown", "shown_apart", "shown_head", "shown_streaming", "shown_tail", "unshown"]
+__all__ = ["MARK", "PlainNotify", "shown", "shown_apart", "shown_head", "shown_markup", "shown_streaming",
+           "shown_tail", "unshown"]
 
 APART_CHARS = 1_000_000  # a longer text is made safe in a process of its own (see ``shown_apart``)
 
@@ -46,6 +47,15 @@ async def shown_apart(text: str) -> str:
     if proc.returncode != 0:  # (it could not start, or was killed): here, then
         return shown(text)
     return out.decode("utf-8", "surrogatepass")
+
+
+def shown_markup(text: str) -> str:
+    """``shown(text)`` for a place Textual reads as markup (the command palette's entries): its
+    square brackets escaped, so a name like ``x[/]`` or ``[@click=app.quit]`` is drawn as written,
+    never parsed (it crashed the palette, or ran the action when clicked)."""
+    from textual.markup import escape
+
+    return escape(shown(text))
 
 
 def shown_head(text: str, n: int) -> str:

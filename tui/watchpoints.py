@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from flowtui.tui.shown import shown
+from flowtui.tui.shown import shown, shown_markup
 
 if TYPE_CHECKING:
     from flowtui.tui.app import FlowApp
@@ -109,7 +109,7 @@ class RunWatches:
     def watch_commands(self: FlowApp) -> Iterator[tuple[str, str, Any]]:
         """The palette's watchpoint entries: remove each one set; watch each state field's change."""
         for expr in self.client.watches:
-            yield (shown(f"watch: remove {expr}"), "Stop pausing when this becomes true",
+            yield (shown_markup(f"watch: remove {expr}"), "Stop pausing when this becomes true",
                    lambda expr=expr: self._remove_from_palette(expr))
         view = self.client.view
         if view is None:
@@ -119,8 +119,8 @@ class RunWatches:
         for name in view.state:
             expr = f"{prefix}state.{name}"
             if expr not in self.client.watches:
-                yield (shown(f"watch: when {expr} changes"), shown(f"Pause after each change of {name} "
-                                                                   "(edit the condition first)"),
+                yield (shown_markup(f"watch: when {expr} changes"),
+                       shown_markup(f"Pause after each change of {name} (edit the condition first)"),
                        lambda expr=expr: self.action_watch(expr))
 
     def say_refused_watches(self: FlowApp) -> None:

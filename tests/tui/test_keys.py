@@ -296,6 +296,29 @@ async def test_e_on_a_state_field_validates_against_its_type():
         assert app.client.view.last_changed == "rounds"
 
 
+async def test_a_state_text_of_several_lines_is_edited_in_a_text_area_and_keeps_its_line_ends(tmp_path):
+    """Its line breaks went raw to the terminal from a one-line box, over the panes behind it, at every
+    cursor blink; saving turned its \r\n into \n."""
+    flow = tmp_path / "flow.py"
+    flow.write_text("from pydantic import BaseModel\nfrom flowtui import FunctionProvider, agent, workflow\n"
+                    "class S(BaseModel):\n    f: str = 'first\\r\\nSECOND\\nTHIRD'\n"
+                    "@agent(provider=FunctionProvider(lambda m, t: 'ok'), prompt='p')\nclass A:\n    pass\n"
+                    "@workflow(state=S, steps=[A])\nclass W:\n    pass\n")
+    app = make(str(flow), input="go")
+    async with app.run_test(size=(140, 40)) as pilot:
+        await paused(pilot)
+        await _sidebar_to(pilot, "field:f")
+        await pilot.press("e")
+        await wait_until(pilot, lambda: isinstance(app.screen, TextDialog), what="the edit dialog")
+        assert not app.screen.query("Input")
+        area = app.screen.query_one("TextArea")
+        assert area.text == "first\nSECOND\nTHIRD"
+        area.text = area.text.replace("THIRD", "3rd")
+        await pilot.press("ctrl+s")
+        await wait_until(pilot, lambda: app.client.view.state["f"].endswith("3rd"), what="the field set")
+        assert app.client.view.state["f"] == "first\r\nSECOND\n3rd"
+
+
 async def test_e_edits_a_history_message_and_the_model_receives_it():
     app = make(input="go")
     async with app.run_test() as pilot:
@@ -543,3 +566,34 @@ async def test_a_question_is_never_answered_by_a_key_typed_with_the_one_that_ask
         await pilot.press("n")
         await wait_until(pilot, lambda: app.screen is app.main, what="the question gone")
         assert app.client.view.run_id == first
+
+
+async def test_the_palette_shows_names_from_the_flow_as_written_never_as_markup(tmp_path):
+    """An agent named x[/] crashed the palette (MarkupError) once it was searched; one named with
+    [@click=app.quit] showed a link that quit the app when clicked."""
+    from textual.command import CommandList
+
+    names = ["x[/]", "y[@click=app.quit]z", "[link=http://e.x/]w"]
+    flow = tmp_path / "flow.py"
+    flow.write_text(
+        "from flowtui import FunctionProvider, agent, workflow\n"
+        + "".join(f"@agent(provider=FunctionProvider(lambda m, t: 'ok'), prompt='p', name={n!r})\nclass A{i}:\n"
+                  "    pass\n" for i, n in enumerate(names))
+        + "@workflow(steps=[A0, A1, A2])\nclass W:\n    pass\n")
+    app = make(str(flow), input="go")
+    async with app.run_test(size=(140, 40)) as pilot:
+        await paused(pilot)
+        await pilot.press("ctrl+p")
+        await wait_until(pilot, lambda: isinstance(app.screen, CommandPalette), what="the palette")
+        await pilot.press(*"breakpoint set")
+
+        def prompts() -> list[str]:
+            found = app.screen.query(CommandList)
+            return [str(o.prompt) for o in found.first().options] if found else []
+
+        await wait_until(pilot, lambda: len([p for p in prompts() if "breakpoint: set on" in p]) == 3,
+                         what="the three agents' entries")
+        shown = "\n".join(prompts())
+        for name in names:
+            assert f"breakpoint: set on {name}" in shown and f"Pause before {name}" in shown, shown
+        assert app.is_running

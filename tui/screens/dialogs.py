@@ -91,7 +91,8 @@ class TextDialog(ModalScreen[str | None]):
         self.title_text = title
         self.text = text
         self.apply = apply
-        self.single_line = single_line
+        # a text of several lines in a one-line box drew its line breaks raw, over the panes behind it
+        self.single_line = single_line and "\n" not in text
         self.hint = hint
         self.save_label = save_label
         self.lines_ok = lines_ok  # a one-line box that becomes a text area when several lines are pasted
