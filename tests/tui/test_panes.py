@@ -169,6 +169,21 @@ def test_a_state_field_of_fifty_thousand_items_takes_a_few_rows_of_the_sidebar()
     assert ("field:n", "  n = 1") in rows and len(rows) < 60
 
 
+def test_a_tab_or_line_break_in_a_sidebar_value_stays_on_its_row():
+    """A tab in a memory item, a task or a state value reached the terminal raw: the rest of the row
+    moved, the border went, and text of other rows showed in the gap."""
+    from flowtui.runtime.events import RunStart
+    from flowtui.runtime.fold import RunView
+    from flowtui.tui.widgets.sidebar import sidebar_rows
+
+    view = RunView()
+    view.apply(RunStart(seq=1, ts=0.0, run_id="r1", node_id=None, parent_id=None, origin="runtime", workflow="W",
+                        memory=["c1\tc2\t\tc3|"], state={"f": "a\tb\nc", "d": {"k\tey": "v\tw"}}))
+    rows = [text.plain for _, text in sidebar_rows(view, width=60)]
+    assert not any("\t" in row or "\n" in row for row in rows), rows
+    assert " 1 c1⇥c2⇥⇥c3|" in rows and "  f = a⇥b ⏎ c" in rows and "    k⇥ey: v⇥w" in rows, rows
+
+
 def test_a_bucket_set_whole_says_its_count_in_words():
     from flowtui.runtime.events import StateSet
 

@@ -28,9 +28,19 @@ BUCKET_ROWS = 60  # memory items or tasks listed at once (the latest, or where t
 FIELD_ROWS = 20  # a state field's first items listed, past which the sidebar says how many more
 
 
+def _inline(text: str) -> str:
+    """Shown text on one row: a line break as ``⏎``, a tab as ``⇥`` (a raw tab reached the terminal,
+    which moved the rest of the row and left other rows' text in the gap)."""
+    return text.replace("\n", " ⏎ ").replace("\t", "⇥")
+
+
+def _shown(text: str) -> str:
+    return _inline(shown(text))
+
+
 def _short(value: Any, limit: int = 200) -> str:
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=repr)
-    text = shown_head(text, limit).replace("\n", " ⏎ ")
+    text = _inline(shown_head(text, limit))
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
@@ -49,7 +59,7 @@ def sidebar_rows(view: Any, width: int = 42, *, editable: bool = True,
     starts = starts or {}
 
     def section(title: str, count: int | None = None) -> None:
-        text = Text(shown(title), "bold #87afd7")  # a workflow's name comes from the run: shown inert
+        text = Text(_shown(title), "bold #87afd7")  # a workflow's name comes from the run: shown inert
         if count is not None:
             text.append(f" ({count})", "dim")
         rows.append((None, text))
@@ -90,35 +100,35 @@ def sidebar_rows(view: Any, width: int = 42, *, editable: bool = True,
             mark = ("● ", "bold #ffd75f") if changed else ("  ", "")
             name_style = "bold #ffd75f" if changed else "bold"
             if isinstance(value, list) and value:
-                rows.append((f"field:{name}", Text.assemble(mark, (shown(name), name_style),
+                rows.append((f"field:{name}", Text.assemble(mark, (_shown(name), name_style),
                                                             (f" [{len(value)}]", "dim"))))
                 for j, item in enumerate(value[:FIELD_ROWS]):
                     rows.append((f"field:{name}", Text.assemble("    ", (f"{j} ", "dim"), _short(item))))
                 more(name, len(value))
             elif isinstance(value, dict) and value:
-                rows.append((f"field:{name}", Text.assemble(mark, (shown(name), name_style))))
+                rows.append((f"field:{name}", Text.assemble(mark, (_shown(name), name_style))))
                 for key, item in itertools.islice(value.items(), FIELD_ROWS):
-                    rows.append((f"field:{name}", Text.assemble("    ", (f"{shown(str(key))}: ", "dim"), _short(item))))
+                    rows.append((f"field:{name}", Text.assemble("    ", (f"{_shown(str(key))}: ", "dim"), _short(item))))
                 more(name, len(value))
             else:
-                rows.append((f"field:{name}", Text.assemble(mark, (shown(name), name_style), " = ", _short(value))))
+                rows.append((f"field:{name}", Text.assemble(mark, (_shown(name), name_style), " = ", _short(value))))
     user = {k: v for k, v in view.ctx.items() if k not in RUNTIME_CTX}
     section("ctx")
     for name, value in user.items():
-        rows.append((None, Text.assemble((f"  {shown(name)}", "bold"), " = ", _short(value, 120))))
+        rows.append((None, Text.assemble((f"  {_shown(name)}", "bold"), " = ", _short(value, 120))))
     turn = view.ctx.get("turn")
     if isinstance(turn, dict):
         tool = f" · tool {turn.get('tool_name')}" + (" ✗" if turn.get("tool_error") else "") \
             if turn.get("called_tool") else ""
-        rows.append((None, Text.assemble(("  turn", "bold"), shown(f" {turn.get('agent')}{tool}"))))
+        rows.append((None, Text.assemble(("  turn", "bold"), _shown(f" {turn.get('agent')}{tool}"))))
     loop = view.ctx.get("loop")
     if isinstance(loop, dict):
         stopped = f" · stopped by {loop['stopped_by']}" if loop.get("stopped_by") else ""
         done = f" {loop.get('iterations', 0)} of {loop.get('max_iterations', '?')} iterations done{stopped}"
-        rows.append((None, Text.assemble(("  loop", "bold"), shown(done))))
+        rows.append((None, Text.assemble(("  loop", "bold"), _shown(done))))
     budget = view.ctx.get("budget")
     if isinstance(budget, dict):
-        rows.append((None, Text.assemble(("  budget", "bold"), " " + shown(budget_used(budget)))))
+        rows.append((None, Text.assemble(("  budget", "bold"), " " + _shown(budget_used(budget)))))
     if "output" in view.ctx and view.ctx["output"] is not None:
         rows.append((None, Text.assemble(("  output", "bold"), " = ", _short(view.ctx["output"], 120))))
     if not user and not any(k in view.ctx for k in RUNTIME_CTX):
