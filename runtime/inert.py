@@ -10,7 +10,8 @@ tasks, state and ``ctx`` values, journals recorded elsewhere, file names):
 - C1 control characters (``\\x80``–``\\x9f``: CSI ``\\x9b``, OSC ``\\x9d``, ST
   ``\\x9c`` ...), the bidirectional overrides, isolates and marks (U+202A–U+202E,
   U+2066–U+2069, U+200E, U+200F, U+061C) and the invisible ones (U+200B, U+2060–U+2064,
-  U+FEFF) become ``\\x9b``-style escapes, since they have no pictures.
+  U+FEFF, the soft hyphen, fillers, the line and paragraph separators, the tag characters)
+  become ``\\x9b``-style escapes, since they have no pictures.
 
 So ``"\\x1b]0;pwned\\x07"`` is shown as ``␛]0;pwned␇``: visible, and no
 terminal acts on it. The model always receives the exact text; only what is
@@ -35,9 +36,19 @@ _ESCAPES.update({c: f"\\u{c:04x}" for c in (*range(0x202A, 0x202F), *range(0x206
 # Invisible ones that no script needs to be drawn (zero-width joiners, which emoji and some scripts
 # do need, stay): "zero\u200bwidth" looked like "zerowidth", a name spoofed in plain sight.
 _ESCAPES.update({c: f"\\u{c:04x}" for c in (0x061C, 0x200B, 0x200E, 0x200F, *range(0x2060, 0x2065), 0xFEFF)})
+# More that draw as nothing: the soft hyphen, the combining grapheme joiner, fillers (Hangul, Khmer,
+# Mongolian), the line and paragraph separators (which a terminal does not break on), deprecated
+# format characters, interlinear annotation marks; and the tag characters (U+E0000-U+E007F), which
+# spell ASCII invisibly: "sunny<tags: IGNORE PREVIOUS INSTRUCTIONS> 21C" looked like "sunny 21C".
+_ESCAPES.update({c: f"\\u{c:04x}" for c in (0x00AD, 0x034F, 0x115F, 0x1160, 0x17B4, 0x17B5, 0x180E, 0x2028,
+                                            0x2029, *range(0x206A, 0x2070), 0x3164, 0xFFA0,
+                                            *range(0xFFF9, 0xFFFC))})
+_ESCAPES.update({c: f"\\U{c:08x}" for c in range(0xE0000, 0xE0080)})
 _TABLE = str.maketrans({**_PICTURES, **_ESCAPES})
-_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200b\u200e\u200f\u202a-\u202e\u2060-\u2064"
-                     "\u2066-\u2069\ufeff]")
+_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\xad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180e"
+                     "\u200b\u200e\u200f\u2028\u2029\u202a-\u202e\u2060-\u2064\u2066-\u206f\u3164"
+                     "\ufeff\uffa0\ufff9-\ufffb\U000e0000-\U000e007f]")
+_CRLF_OR_UNSAFE = re.compile("\r\n|" + _UNSAFE.pattern)
 
 
 def visible(text: str) -> str:
@@ -61,7 +72,8 @@ def unvisible(edited: str, original: str) -> str:
     """
     if is_inert(original):
         return edited
-    text = original.replace("\r\n", "\n")
-    shown, hidden = shown_with(text, [(m.start(), m.end(), m.group(0).translate(_TABLE))
-                                      for m in _UNSAFE.finditer(text)])
+    # a \r\n is shown as a line break: one left where it was is a \r\n again, not a \n
+    shown, hidden = shown_with(original, [(m.start(), m.end(), "\n" if m.group(0) == "\r\n" else
+                                           m.group(0).translate(_TABLE))
+                                          for m in _CRLF_OR_UNSAFE.finditer(original)])
     return put_back(edited, shown, hidden)

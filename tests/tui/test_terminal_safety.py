@@ -14,7 +14,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from terminal import Terminal  # noqa: E402
 
-from flowtui.runtime.inert import is_inert, visible  # noqa: E402
+from flowtui.runtime.inert import is_inert, unvisible, visible  # noqa: E402
 
 HOSTILE = "tests/tui/flows/hostile.py"
 VISIBLE = "␛]0;pwned␇␛]52;c;cHduZWQ=␇"  # how the payload's first two sequences look on screen
@@ -164,7 +164,7 @@ from hypothesis import given, strategies as st  # noqa: E402
 def test_visible_text_is_always_inert_and_keeps_the_printable_text(text):
     shown = visible(text)
     assert is_inert(shown)
-    printable = [c for c in text if c.isprintable() and c not in "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"]
+    printable = [c for c in text if c.isprintable() and is_inert(c)]  # (a filler that draws as nothing: escaped)
     assert all(c in shown for c in printable)
 
 
@@ -177,6 +177,18 @@ def test_visible_forms():
     # and some scripts need are left alone
     assert visible("zero\u200bwidth\ufeff\u200e\u2060") == "zero\\u200bwidth\\ufeff\\u200e\\u2060"
     assert visible("👨\u200d👩 \u200c") == "👨\u200d👩 \u200c"
+    # tag characters spell ASCII invisibly: an instruction hidden in a tool's output, in plain sight
+    hidden = "".join(chr(0xE0000 + ord(c)) for c in "HI")
+    assert visible(f"sunny{hidden} 21C") == "sunny\\U000e0048\\U000e0049 21C"
+    assert visible("soft\xadhy ls\u2028ps\u2029 filler\u3164") == "soft\\u00adhy ls\\u2028ps\\u2029 filler\\u3164"
+
+
+def test_an_edit_keeps_the_line_ends_and_invisible_characters_it_left_alone():
+    """\r\n came back \n, and U+2028 came back as a line break, after any edit of the text."""
+    original = "crlf\r\nline2 lone\rcr ls\u2028y soft\xadhy tab\there"
+    edited = visible(original).replace("line2", "LINE2")
+    assert unvisible(edited, original) == original.replace("line2", "LINE2")
+    assert unvisible(visible(original), original) == original
     assert re.fullmatch(r"[^\x00-\x08\x0b-\x1f\x7f-\x9f]*", visible("".join(map(chr, range(0xA0)))))
 
 
