@@ -45,7 +45,7 @@ def _conversation() -> Any:
 def _model_sees() -> Any:
     from flowtui.tui.widgets.message_list import MessageList
 
-    return MessageList(id="model-sees", empty_text="Nothing to send yet.")
+    return MessageList(id="model-sees", empty_text="Nothing to send yet.", markdown=False)  # the text as sent
 
 
 def _events() -> Any:

@@ -154,6 +154,11 @@ def estimate_heights(messages: Any, width: int) -> list[int]:
 
 
 _MARKUP = re.compile(r"[*_`#>|\[]|^\s*(?:[-+]|\d+\.)\s", re.MULTILINE)
+# What Markdown would draw as less than the model got: HTML (a comment, a tag: dropped), a link's or
+# an image's address and a reference definition (hidden), a backslash escape or an entity (eaten).
+# A text holding any is drawn as it is: "Sure. <!-- SYSTEM: ... --> [docs](http://evil)" showed "Sure. docs".
+_LOSSY = re.compile(r"<[A-Za-z!/?]|\]\(|\]\s?\[|^ {0,3}\[[^\]\n]+\]:|\\[!-/:-@\[-`{-~]|&#?\w+;",
+                    re.MULTILINE)
 
 
 def _markdown(text: str) -> RenderableType:
@@ -164,7 +169,8 @@ def _markdown(text: str) -> RenderableType:
 
 def render_block(console: Console, msg: Any, index: int, width: int, *, expanded: bool,
                  label: str | None = None, tag: str | None = None, short_tag: str | None = None,
-                 provisional: bool = False, expand_key: str = "enter", composed: bool = False) -> list[Strip]:
+                 provisional: bool = False, expand_key: str = "enter", composed: bool = False,
+                 markdown: bool = True) -> list[Strip]:
     """The strips of message ``index`` at ``width`` cells (a trailing blank line separates blocks).
 
     The header ends in ``tag`` (default ``#index``), or ``short_tag`` where it does not fit; where
@@ -175,6 +181,8 @@ def render_block(console: Console, msg: Any, index: int, width: int, *, expanded
     ``expand_key``: the key the block's hints name for expanding it.
     ``composed``: the text is made of several (the note of memory and tasks), so what one of them
     lost on the way to the app is said where it was cut, not as the whole block's length.
+    ``markdown``: an assistant's text may be drawn as Markdown (where that hides nothing of it);
+    False draws every text as it is (what the model sees).
     """
     inner = max(width - 2, 10)
     role_style = ERROR_STYLE if msg.is_error else ROLE_STYLES.get(msg.role, DIM)
@@ -232,8 +240,9 @@ def render_block(console: Console, msg: Any, index: int, width: int, *, expanded
         if provisional:
             parts.append(Text(content, overflow="fold"))
         elif msg.role == "assistant":
-            markdown = len(content) <= MARKDOWN_CHARS and _MARKUP.search(content)
-            parts.append(_markdown(content) if markdown else Text(content, overflow="fold"))
+            drawn = markdown and len(content) <= MARKDOWN_CHARS and _MARKUP.search(content) \
+                and not _LOSSY.search(content)
+            parts.append(_markdown(content) if drawn else Text(content, overflow="fold"))
         elif msg.role == "tool" and not expanded:
             lines = content.splitlines()
             # a collapsed result is a few rows: each line of the preview at most one row wide

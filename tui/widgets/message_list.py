@@ -74,9 +74,10 @@ class MessageList(DirectLines, QuietVirtualSize, ScrollView, can_focus=True):
             self.widget = widget
             self.index = index
 
-    def __init__(self, *, empty_text: str = "No messages yet.", id: str | None = None) -> None:
+    def __init__(self, *, empty_text: str = "No messages yet.", id: str | None = None, markdown: bool = True) -> None:
         super().__init__(id=id)
         self.empty_text = empty_text
+        self.markdown = markdown  # an assistant's text drawn as Markdown where that hides nothing (else as sent)
         self.labels: dict[int, str] = {}  # optional header label per index ("agent prompt")
         self.tags: dict[int, str] = {}  # optional right-hand tag per index (default "#index")
         self.short_tags: dict[int, str] = {}  # the tag where it does not fit ("#22 · ~45 tok")
@@ -212,7 +213,7 @@ class MessageList(DirectLines, QuietVirtualSize, ScrollView, can_focus=True):
                                expanded=i in self._expanded, label=self.labels.get(i), tag=self.tags.get(i),
                                short_tag=self.short_tags.get(i),
                                expand_key="space" if i in self.sources else "enter",  # enter shows its event
-                               composed=self.note is not None and i == self.note[0])
+                               composed=self.note is not None and i == self.note[0], markdown=self.markdown)
             base = self._base
             strips = [s.apply_style(base) for s in raw]
             self._cache[i] = strips
