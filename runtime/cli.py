@@ -28,6 +28,7 @@ import argparse
 import asyncio
 import contextlib
 import os
+import re
 import sys
 from datetime import datetime
 from pathlib import Path
@@ -205,7 +206,18 @@ def new_journal(workflow: str, *, now: datetime | None = None, directory: Path =
     from flowtui.runtime.files import create_new
 
     stamp = (now or datetime.now()).strftime("%Y%m%d-%H%M%S")
-    return create_new(directory, f"{workflow}-{stamp}", ".jsonl")
+    return create_new(directory, f"{file_stem(workflow)}-{stamp}", ".jsonl")
+
+
+_UNSAFE_IN_NAME = re.compile(r"[^\w-]+")
+
+
+def file_stem(name: str) -> str:
+    """A workflow's name as part of a file name in the journal folder: ``@workflow(name=...)`` is any
+    text, and one holding ``/`` stopped every run (no such folder), ``../../x`` wrote outside the folder,
+    and an escape sequence made a file name the terminal acted on. Letters, digits, ``-`` and ``_``
+    stay; any other run of characters (``.`` too) is one ``_``, none at either end; at most 80."""
+    return _UNSAFE_IN_NAME.sub("_", name).strip("_")[:80] or "run"
 
 
 def journal_note(path: Path, appended_to: int) -> str:

@@ -637,3 +637,16 @@ async def test_the_tree_shows_each_failure_of_a_tool_even_with_the_same_message_
         printer(ev)
     failed = [line for line in out.getvalue().splitlines() if "◂ tool lookup" in line]
     assert len(failed) == 2 and all(line.endswith("✗  Tool lookup failed: the index is down") for line in failed), failed
+
+
+def test_a_workflow_named_like_a_path_journals_inside_the_journal_folder(tmp_path):
+    """@workflow(name="../../x") wrote its journal outside .flowtui/runs; a name holding "/" stopped every
+    run (no such folder); one holding an escape sequence made a file name a terminal would act on."""
+    from flowtui.runtime.cli import new_journal
+
+    runs = tmp_path / "a" / "runs"
+    for name, stem in [("../../../escape", "escape"), ("x[/]y", "x_y"), ("t\x1b]0;pwned\x07", "t_0_pwned"),
+                       ("Revisão W", "Revisão_W"), ("...", "run")]:
+        path = new_journal(name, directory=runs)
+        assert path.parent == runs and path.name.startswith(f"{stem}-"), (name, path)
+    assert sorted(p.parent for p in tmp_path.rglob("*.jsonl")) == [runs] * 5

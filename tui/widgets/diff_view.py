@@ -29,7 +29,9 @@ def journals(workflow: str | None, *, besides: str | None) -> list[Path]:
              and (besides is None or p.resolve() != Path(besides).resolve())]
     found.sort(key=lambda p: p.stat().st_mtime, reverse=True)
     if workflow:
-        found.sort(key=lambda p: not p.name.startswith(f"{workflow}-"))  # stable: newest first within
+        from flowtui.runtime.cli import file_stem
+
+        found.sort(key=lambda p: not p.name.startswith(f"{file_stem(workflow)}-"))  # stable: newest first within
     return found
 
 
