@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ValidationError
+from pydantic_core import to_jsonable_python
 
 from flowtui.runtime.context import stable_repr
 from flowtui.runtime.decorators import AgentSpec
@@ -40,8 +41,8 @@ def _text(value: Any) -> tuple[str, bool]:
         return value, False
     if isinstance(value, BaseModel):
         return value.model_dump_json(), False
-    try:
-        return json.dumps(value, ensure_ascii=False, default=stable_repr), False
+    try:  # a set as a list, a datetime in ISO form, a dataclass as an object: JSON as pydantic makes it
+        return json.dumps(to_jsonable_python(value, fallback=stable_repr), ensure_ascii=False), False
     except (TypeError, ValueError):
         return stable_repr(value), False
 

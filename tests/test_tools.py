@@ -234,6 +234,32 @@ async def test_tool_result_becomes_tool_message_and_turn_summary():
         ("A", True, "echo", False, "native")
 
 
+async def test_a_result_that_is_no_json_reaches_the_model_as_json_pydantic_makes():
+    """A set reached the model as the text "{1, 2}", a date as "datetime.date(2026, 1, 2)"."""
+    import dataclasses
+    import datetime
+
+    @dataclasses.dataclass
+    class Point:
+        x: int
+
+    @tool(name="echo", schema=EchoArgs)
+    class Echo:
+        async def execute(self, args: EchoArgs = Input()):
+            return {"tags": {"b"}, "day": datetime.date(2026, 1, 2), "at": Point(3), "odd": object()}
+
+    @agent(provider=script(call("echo", text="x")), tools=[Echo])
+    class A:
+        pass
+
+    @workflow(steps=[A])
+    class W:
+        pass
+
+    out = await bootstrap(W).run("go")
+    assert json.loads(out) == {"tags": ["b"], "day": "2026-01-02", "at": {"x": 3}, "odd": "<object object>"}
+
+
 # --- the four failure modes -----------------------------------------------------
 
 def _failing_tools():
