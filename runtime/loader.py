@@ -132,10 +132,27 @@ def find_workflow(module: Any, path: Path, name: str | None) -> type:
     if not found:
         raise FlowLoadError("no @workflow class found; decorate one with @workflow(steps=[...])", file=str(path))
     if len(found) > 1:
+        # one that the others name among their steps is not the one to run (it is a mistake, said then)
+        named = {id(s) for cls in found.values() for s in _steps_of(spec_of(cls).steps)}
+        top = [cls for cls in found.values() if id(cls) not in named]
+        if len(top) == 1:
+            return top[0]
         names = sorted(found)
         raise FlowLoadError(f"{len(found)} workflows ({', '.join(names)}); pick one with "
                             f"{path}:{names[0]}", file=str(path))
     return next(iter(found.values()))
+
+
+def _steps_of(steps: Any) -> list[Any]:
+    """Every step, loops' and parallel blocks' walked into."""
+    out = []
+    for step in steps:
+        inner = getattr(step, "steps", None)
+        if isinstance(inner, tuple) and not isinstance(step, type):
+            out += _steps_of(inner)
+        else:
+            out.append(step)
+    return out
 
 
 def load_flow(target: str, **bootstrap_config: Any):

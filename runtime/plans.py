@@ -106,8 +106,14 @@ def make_plans(spec: WorkflowSpec) -> Plans:
         else:
             aspec = spec_of(step)
             if not isinstance(aspec, AgentSpec):
+                shown = getattr(step, "__qualname__", None) or repr(step)
+                if isinstance(aspec, WorkflowSpec):
+                    raise ConfigError(
+                        f"workflow {spec.name}: step {shown} is a @workflow, and a step is an @agent class, "
+                        f"loop(...) or parallel([...]); run a child workflow from a tool or hook: "
+                        f"await self.runtime.run({shown}, input=...)")
                 raise ConfigError(
-                    f"workflow {spec.name}: step {step!r} is not an @agent class, loop(...) or parallel([...])")
+                    f"workflow {spec.name}: step {shown} is not an @agent class, loop(...) or parallel([...])")
             if step in plans.agent_specs:
                 return
             plans.agent_specs[step] = aspec

@@ -85,6 +85,10 @@ WORKFLOW = "@workflow(steps=[A])\nclass W:\n    pass\n"
      r"loop\(on_fail='warn'\): on_fail is a function of \(ctx, info\)"),
     (AGENT + "class A:\n    pass\n@workflow(steps=[loop(steps=[A], until=lambda ctx, *, x: True)])\n"
      "class W:\n    pass\n", r"loop\(until=...\) needs x, which flowtui does not pass: it calls until\(ctx\)"),
+    # a workflow among another's steps: that one is the flow's (no "2 workflows"), and the step is said
+    (AGENT + "class A:\n    pass\n@workflow(steps=[A])\nclass Child:\n    pass\n"
+     "@workflow(steps=[A, loop(steps=[Child])])\nclass Parent:\n    pass\n",
+     r"workflow Parent: step Child is a @workflow.*await self.runtime.run\(Child, input=...\)"),
     # what an agent is given, of the wrong kind
     (AGENT.replace("prompt='p'", "prompt=42") + "class A:\n    pass\n" + WORKFLOW,
      r"@agent\(prompt=...\) of A takes the prompt's text, or the path of a file that holds it, not int 42"),
