@@ -111,8 +111,9 @@ def constructor_plan(cls: type, *, has_state: bool, workflow: str, runtime_type:
         if kind is None:
             if p.default is inspect.Parameter.empty:
                 raise InjectionError(
-                    f"__init__ parameter {p.name!r} has no marker and no default; mark it "
-                    f"{p.name}: YourState = State() or give it a default",
+                    f"__init__ parameter {p.name!r} has no default, and flowtui makes {cls.__name__} with no "
+                    f"arguments: give it a default (a key or setting read from the environment, say), or, "
+                    f"if it is the workflow state, mark it {p.name}: YourState = State()",
                     file=file, line=line, cls=cls.__name__)
             continue
         plan.append((p.name, kind))

@@ -280,13 +280,18 @@ _NO_MODEL = {"ScriptedProvider": "which plays scripted replies", "FunctionProvid
 
 def hook_lookalikes(plans: Plans) -> list[str]:
     """A method of an agent named like a hook but not one (``after_respons``): flowtui never calls it,
-    which would go unnoticed. One note per such method, naming the hook it looks like."""
+    which would go unnoticed. One note per such method, naming the hook it looks like; and one per
+    agent whose ``run()`` means its hooks are never called."""
     from difflib import get_close_matches
 
     from flowtui.runtime.checks import HOOKS
 
     notes = []
     for cls, aspec in plans.agent_specs.items():
+        ignored = [h for h in HOOKS if h in aspec.hooks] if aspec.takes_over else []
+        if ignored:  # run() takes the whole turn over: no hook of the turn is called around it
+            notes.append(f"agent {aspec.name}: run() takes the turn over, so {', '.join(ignored)} "
+                         f"{'is' if len(ignored) == 1 else 'are'} never called; do that work inside run()")
         for name, value in vars(cls).items():
             if name in HOOKS or name.startswith("__") or not callable(value):
                 continue

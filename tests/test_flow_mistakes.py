@@ -89,6 +89,8 @@ WORKFLOW = "@workflow(steps=[A])\nclass W:\n    pass\n"
     (AGENT + "class A:\n    pass\n@workflow(steps=[A])\nclass Child:\n    pass\n"
      "@workflow(steps=[A, loop(steps=[Child])])\nclass Parent:\n    pass\n",
      r"workflow Parent: step Child is a @workflow.*await self.runtime.run\(Child, input=...\)"),
+    (AGENT + "class A:\n    def __init__(self, api_key):\n        self.key = api_key\n" + WORKFLOW,
+     r"A: __init__ parameter 'api_key' has no default, and flowtui makes A with no arguments: give it a default"),
     # what an agent is given, of the wrong kind
     (AGENT.replace("prompt='p'", "prompt=42") + "class A:\n    pass\n" + WORKFLOW,
      r"@agent\(prompt=...\) of A takes the prompt's text, or the path of a file that holds it, not int 42"),
@@ -139,6 +141,16 @@ def test_a_method_named_like_a_hook_is_said_and_the_run_goes_on(tmp_path):
     assert res.returncode == 0, res.stderr
     assert "agent A: after_respons is no hook flowtui calls; did you mean after_response?" in res.stderr
     assert res.stdout == "ok\n"
+
+
+def test_hooks_beside_run_are_said_never_to_be_called(tmp_path):
+    path = write(tmp_path, AGENT + "class A:\n    async def run(self, input, ctx):\n        return 'mine'\n"
+                 "    def after_response(self, response, ctx):\n        return 'x'\n" + WORKFLOW)
+    res = flowtui("run", str(path), "--input", "x")
+    assert res.returncode == 0, res.stderr
+    assert "agent A: run() takes the turn over, so after_response is never called; do that work inside run()" \
+        in res.stderr
+    assert res.stdout == "mine\n"
 
 
 def test_a_provider_of_the_flows_own_that_returns_no_reply_is_named(tmp_path):
