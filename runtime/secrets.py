@@ -46,7 +46,8 @@ _LINE_MIN = 16  # a line of a multi-line secret this long is a secret of its own
 # a colour code's "\x1b[33msk-...", "token_ghp_...". Where no word boundary comes first, a shape
 # that ordinary words could take (a kebab-case name after "desk") needs a digit and more length.
 _SHAPES = [
-    r"\b(?:sk|rk|pk)-[A-Za-z0-9_\-*]{6,}",
+    # "*" inside: a provider's error masks the middle ("sk-proj-****abcd"); never last: "**sk-...**" is bold
+    r"\b(?:sk|rk|pk)-[A-Za-z0-9_\-*]{5,}[A-Za-z0-9_\-]",
     r"(?:sk|rk|pk)-(?=[A-Za-z_\-]*[0-9])[A-Za-z0-9_\-]{20,}",
     r"gh[pousr]_[A-Za-z0-9]{16,}",
     r"github_pat_[A-Za-z0-9_]{16,}",

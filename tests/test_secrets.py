@@ -214,6 +214,9 @@ def test_default_journals_are_unique_and_private(tmp_path):
      "token_[redacted] aws_[redacted] x_[redacted] my[redacted]"),
     ("dsn postgres://admin:p4ss/w0rd@db/x", "dsn postgres://admin:[redacted]@db/x"),
     ("sk-abc", "sk-abc"),  # too short to be a key
+    # Markdown around a key stays (the closing ** was taken for part of it); a provider's masked key goes
+    ("**" + SHAPES["openai"] + "**", "**[redacted]**"),
+    ("Incorrect API key provided: sk-proj-********************abcd.", "Incorrect API key provided: [redacted]."),
     # words that only look like the start of one
     ("desk-lamp-holder-with-a-long-name and task-management-system-overview",
      "desk-lamp-holder-with-a-long-name and task-management-system-overview"),
