@@ -116,6 +116,14 @@ def make_plans(spec: WorkflowSpec) -> Plans:
                     f"workflow {spec.name}: step {shown} is not an @agent class, loop(...) or parallel([...])")
             if step in plans.agent_specs:
                 return
+            twin = next((c for c, a in plans.agent_specs.items() if a.name == aspec.name), None)
+            if twin is not None:  # its nodes, breakpoints and turns could not be told apart
+                file, line = where(step)
+                at = [f"{Path(f).name}:{n}" if f else c.__qualname__ for c, (f, n) in ((twin, where(twin)),
+                                                                                      (step, (file, line)))]
+                raise InjectionError(
+                    f"workflow {spec.name}: two agents are named {aspec.name} ({at[0]} and {at[1]}); give one "
+                    f"another name: @agent(..., name='...')", file=file, line=line, cls=aspec.name)
             plans.agent_specs[step] = aspec
             plans.ctor_plans[step] = constructor_plan(step, has_state=has_state, workflow=spec.name,
                                                       runtime_type=WorkflowRuntime)

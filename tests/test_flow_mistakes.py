@@ -91,6 +91,10 @@ WORKFLOW = "@workflow(steps=[A])\nclass W:\n    pass\n"
      r"workflow Parent: step Child is a @workflow.*await self.runtime.run\(Child, input=...\)"),
     (AGENT + "class A:\n    def __init__(self, api_key):\n        self.key = api_key\n" + WORKFLOW,
      r"A: __init__ parameter 'api_key' has no default, and flowtui makes A with no arguments: give it a default"),
+    # two agents of one name: their nodes, breakpoints and turns could not be told apart
+    (AGENT + "class A:\n    pass\n" + AGENT.replace("prompt='p'", "prompt='p', name='A'") + "class B:\n    pass\n"
+     "@workflow(steps=[A, B])\nclass W:\n    pass\n",
+     r"workflow W: two agents are named A \(flow.py:\d+ and flow.py:\d+\); give one another name"),
     # what an agent is given, of the wrong kind
     (AGENT.replace("prompt='p'", "prompt=42") + "class A:\n    pass\n" + WORKFLOW,
      r"@agent\(prompt=...\) of A takes the prompt's text, or the path of a file that holds it, not int 42"),
