@@ -233,12 +233,12 @@ def _mended_start(item: Invalid, notices: list[Skipped] | None) -> Any:
     from flowtui.runtime.events import validate_event
 
     try:
-        validate_event(item.data)
+        return validate_event(item.data)  # its JSON is an event (its bytes were not: a lone surrogate, a deep value)
     except ValidationError as exc:
         bad = {str(e["loc"][1]) for e in exc.errors() if len(e["loc"]) > 1}
         if not bad or not bad <= _START_EXTRAS:
             return item  # a fault elsewhere (its seq, its workflow): no run can be read from it
-    except ValueError:
+    except (ValueError, RecursionError):
         return item
     try:
         event = validate_event({k: v for k, v in item.data.items() if k not in bad})

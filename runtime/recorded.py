@@ -12,6 +12,7 @@ Errors name the file and ``K`` and say what to do (:class:`~flowtui.runtime.erro
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -245,8 +246,11 @@ def _events(lines: list[bytes | Skipped]) -> _Read:
         try:
             data = from_json(line)  # a long run's journal is megabytes: the fast reader
         except (ValueError, RecursionError):
-            read.skipped.append((n, ("not JSON" if _is_text(line) else "not text") + torn))
-            continue
+            try:  # JSON the fast reader refuses: a lone surrogate ("\ud800"), a value nested deep
+                data = json.loads(line)
+            except (ValueError, RecursionError):
+                read.skipped.append((n, ("not JSON" if _is_text(line) else "not text") + torn))
+                continue
         why = _not_an_event(data)
         if why:
             read.skipped.append((n, why))
@@ -260,9 +264,12 @@ def _not_an_event(data: Any) -> str:
     if not isinstance(data, dict):
         return "not a flowtui event: not a JSON object"
     kind, seq = data.get("type"), data.get("seq")
+    if kind is None:
+        return "not a flowtui event: no type"
+    if not isinstance(kind, str):
+        return f"not a flowtui event: its type is {type(kind).__name__}, not text"
     if kind not in EVENT_TYPES:
-        return ("not a flowtui event: no type" if kind is None else
-                "an event type this flowtui does not know (a journal from a newer flowtui?)")
+        return "an event type this flowtui does not know (a journal from a newer flowtui?)"
     if not isinstance(seq, int) or isinstance(seq, bool) or seq < 1:
         return "not a flowtui event: its seq is not a positive whole number"
     return ""

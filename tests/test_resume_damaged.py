@@ -87,6 +87,26 @@ def test_a_damaged_event_in_the_prefix_is_refused_naming_its_line_and_what_to_do
         Resume.load(f"{journal}@{seq - 1}")  # and that advice works: the events before it are whole
 
 
+def test_a_type_that_is_no_text_or_a_lone_surrogate_is_read_as_such_never_a_crash(recorded, tmp_path):
+    """"type": [] crashed the app and said only "unhashable type: 'list'" headless; a lone surrogate in
+    run.start's input (valid JSON) was "not JSON" to --resume-from, and crashed replay and diff."""
+    from flowtui.runtime.journal import load_runs
+
+    events = [json.loads(line) for line in recorded]
+    events[7]["type"] = []
+    journal = tmp_path / "run.jsonl"
+    journal.write_text("\n".join(json.dumps(e) for e in events) + "\n", encoding="utf-8")
+    with pytest.raises(ResumeError, match=r"line 8, inside the events re-executed .* cannot be read \(not a flowtui "
+                                          r"event: its type is list, not text\)"):
+        Resume.load(str(journal))
+    events = [json.loads(line) for line in recorded]
+    events[0]["input"] = "\ud800hi"
+    journal.write_text("\n".join(json.dumps(e) for e in events) + "\n", encoding="utf-8")
+    (run,) = load_runs(journal)
+    assert run[0].input == "\ud800hi" and run[-1].type == "run.end"
+    assert Resume.load(str(journal)).at == events[-1]["seq"]
+
+
 def test_damage_after_k_does_not_matter(recorded, tmp_path):
     events = [json.loads(line) for line in recorded]
     events[-1]["memory"] = "nothing to do with run.end"
