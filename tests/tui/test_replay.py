@@ -419,3 +419,28 @@ def test_the_position_line_gives_up_its_bar_then_the_start_of_the_journals_name_
     assert narrow.endswith(f"replay of {source}")
     tight = position_text(41, 82, ev, source, width=70).plain
     assert len(tight) <= 70 and tight.endswith("015512.jsonl") and "replay of …" in tight
+
+
+async def test_a_forged_journal_of_deep_nodes_and_huge_names_draws_its_node_tree(journal, tmp_path):
+    """1,000 nodes each inside the one before raised RecursionError in the tree (the replay hung drawing
+    the traceback); a 1 MB node name took seconds to measure at each redraw."""
+    lines = journal.read_text().splitlines()
+    end = json.loads(lines[-1])
+    base = {k: end[k] for k in ("ts", "run_id", "origin")}
+    forged = [json.dumps({**base, "seq": end["seq"] + i, "type": "node.start", "node_id": f"x{i}",
+                          "parent_id": f"x{i - 1}" if i else "n1", "kind": "tool",
+                          "name": ("N" * 1_000_000) if i == 0 else f"t{i}", "data": {}})
+              for i in range(1000)]
+    end["seq"] += 1000
+    path = tmp_path / "forged.jsonl"
+    path.write_text("\n".join(lines[:-1] + forged + [json.dumps(end)]) + "\n")
+    app = make_replay(path)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("end", "4")
+        await pilot.pause()
+        tree = app.main.query_one("#nodes")
+        assert len(tree._items) == len(app.view.nodes)
+        labels = [str(node.label) for node in tree._items.values()]
+        assert max(map(len, labels)) < 300 and any("NNN…" in label for label in labels)
+        await pilot.press("down", "down", "1", "q")
+    assert app.return_code == 0

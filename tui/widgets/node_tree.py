@@ -8,7 +8,11 @@ from rich.text import Text
 from textual.widgets import Tree
 from textual.widgets.tree import TreeNode
 
-from flowtui.tui.shown import shown
+from flowtui.tui.shown import shown_head
+
+LABEL_CHARS = 200  # a node's label or error is cut here (a 20 MB name took 38 s to measure and draw)
+MAX_DEPTH = 60  # deeper nodes are listed at this depth (Textual builds the tree recursively: 1,000 levels
+# of a forged journal raised RecursionError, and the replay hung drawing the traceback)
 
 STATUS = {"running": ("●", "#5fafff"), "ok": ("✓", "#87d787"), "error": ("✗", "#ff5f5f"),
           "stopped": ("■", "#d7af5f")}
@@ -20,13 +24,19 @@ def node_label(node: Any) -> Text:
     text.append(f"{mark} ", color)
     if node.name != node.kind:  # the default loop is named "loop": "loop 2/5", not "loop loop 2/5"
         text.append(f"{node.kind} ", "dim")
-    text.append(shown(node.label), "bold")
+    text.append(_cut(node.label), "bold")
     if node.duration_ms is not None:
         text.append(f"  {node.duration_ms:.1f} ms", "dim")
     if node.error:
         # a node the run's end closed (it never ended on its own) says so apart from a real error
-        text.append(f"  {shown(node.error)}", "italic #d7af5f" if getattr(node, "unfinished", False) else "#ff5f5f")
+        text.append(f"  {_cut(node.error)}", "italic #d7af5f" if getattr(node, "unfinished", False) else "#ff5f5f")
     return text
+
+
+def _cut(text: str) -> str:
+    """Shown on one line, at most ``LABEL_CHARS`` characters (the event log has it whole)."""
+    line = shown_head(text, LABEL_CHARS).replace("\n", " ⏎ ")
+    return line if len(line) <= LABEL_CHARS else line[:LABEL_CHARS - 1] + "…"
 
 
 class NodeTree(Tree[Any]):
@@ -37,6 +47,7 @@ class NodeTree(Tree[Any]):
         self.show_root = False
         self.guide_depth = 3
         self._items: dict[str, TreeNode[Any]] = {}
+        self._depth: dict[str, int] = {}  # how deep each node is drawn (at most MAX_DEPTH)
         self._seen: dict[str, tuple] = {}
         self._view: Any = None
 
@@ -44,6 +55,7 @@ class NodeTree(Tree[Any]):
         if view is not self._view:
             self.clear()
             self._items.clear()
+            self._depth.clear()
             self._seen.clear()
             self._view = view
         if view is None:
@@ -56,8 +68,11 @@ class NodeTree(Tree[Any]):
             item = self._items.get(node_id)
             if item is None:
                 parent = self._items.get(node.parent_id) if node.parent_id else None
+                depth = self._depth.get(node.parent_id, 0) + 1 if parent is not None else 1
+                if depth > MAX_DEPTH:  # beside its parent, as deep as the tree goes
+                    parent, depth = parent.parent, MAX_DEPTH
                 item = (parent or self.root).add(node_label(node), data=node, expand=True)
-                self._items[node_id] = item
+                self._items[node_id], self._depth[node_id] = item, depth
             else:
                 item.set_label(node_label(node))
 
