@@ -74,6 +74,18 @@ async def test_record_then_replay_same_conversation(tmp_path):
 
 
 @pytest.mark.asyncio
+async def test_a_reply_holding_line_separators_replays_from_the_cassette_it_was_recorded_in(tmp_path):
+    """A reply with U+2028, U+2029 or NEL was recorded raw, and the reader broke the line there: the
+    cassette flowtui had just written could not be replayed ("line 2 is not a recorded exchange")."""
+    odd = ChatReply(content="one\u2028two\u2029three\x85four")
+    path = tmp_path / "run.cassette.jsonl"
+    cassette = Cassette.new(path)
+    assert await RecordingProvider(Canned({("Planner", 1): odd}), cassette).complete(req("Planner", 1)) == odd
+    cassette.commit()
+    assert await ReplayProvider(path).complete(req("Planner", 1)) == odd
+
+
+@pytest.mark.asyncio
 async def test_tools_sampling_and_call_ids_may_change(tmp_path):
     path = tmp_path / "c.jsonl"
     await record(path)

@@ -127,7 +127,8 @@ class Cassette:
             text = p.read_bytes().decode("utf-8-sig")
         except UnicodeDecodeError:
             raise ConfigError(f"cassette {str(p)!r} is not a cassette (not text); record one with --record") from None
-        for n, line in enumerate(text.splitlines(), start=1):
+        # lines end at "\n" only: a reply may hold U+2028 or NEL, which splitlines() also breaks at
+        for n, line in enumerate(text.split("\n"), start=1):
             if not line.strip():
                 continue
             try:
@@ -135,7 +136,7 @@ class Cassette:
                 if isinstance(d, dict) and "flowtui_cassette" in d:
                     continue
                 exchanges.append(Exchange.from_json(d))
-            except (ValueError, KeyError, TypeError) as exc:
+            except (ValueError, KeyError, TypeError, RecursionError) as exc:
                 raise ConfigError(f"cassette {str(p)!r} line {n} is not a recorded exchange "
                                   f"({type(exc).__name__}: {exc}); re-record it") from None
         return cls(p, exchanges)
