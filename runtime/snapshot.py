@@ -106,6 +106,12 @@ def load_snapshot(path: str | Path) -> Snapshot:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{p}: not valid TOML: {exc}") from None
+    except RecursionError:
+        raise ConfigError(f"{p}: a value in it is nested too deep to read (arrays or tables inside one "
+                          "another hundreds of times); a snapshot flowtui wrote never is") from None
+    except ValueError as exc:  # an integer of more digits than Python converts (4,300)
+        raise ConfigError(f"{p}: a value in it cannot be read ({str(exc).split(';')[0]}); a snapshot "
+                          "flowtui wrote never holds one") from None
     unknown = set(data) - set(KEYS)
     if unknown:
         raise ConfigError(f"{p}: unknown key(s) {sorted(unknown)}; a snapshot has workflow, memory, tasks, "
@@ -151,8 +157,13 @@ def apply_state(obj: Any, cls: type, values: dict[str, Any], *, source: str) -> 
             # Through JSON: strict about scalars, yet a TOML array fills a tuple and a table a model.
             typed = TypeAdapter(field_type(cls, name)).validate_json(json.dumps(value, default=str), strict=True)
         except ValidationError as exc:
-            raise ConfigError(f"{source}: [state] {name} = {value!r}: {exc.errors()[0]['msg']} "
+            shown = repr(value)
+            shown = shown if len(shown) <= 80 else f"{shown[:79]}… ({len(shown):,} characters)"
+            raise ConfigError(f"{source}: [state] {name} = {shown}: {exc.errors()[0]['msg']} "
                               f"(the field is {_type_name(field_type(cls, name))})") from None
+        except (ValueError, RecursionError) as exc:  # nested too deep to check
+            raise ConfigError(f"{source}: [state] {name}: cannot be read ({type(exc).__name__}); give it a "
+                              f"value of its type ({_type_name(field_type(cls, name))})") from None
         setattr(obj, name, typed)
 
 

@@ -176,6 +176,13 @@ def test_snapshot_out_then_from_snapshot_starts_where_it_left(tmp_path):
     snap.write_text('[state]\nrodadas = "muitas"\n')
     bad = flowtui("run", str(path), "--from-snapshot", str(snap))
     assert bad.returncode == 2 and "snap.toml: [state] rodadas = 'muitas'" in bad.stderr and "Traceback" not in bad.stderr
+    # someone else's snapshot: said naming the file, never a Python setting, never a 5 MB value repeated
+    for body, said in [("[state]\nrodadas = " + "[" * 2000 + "]" * 2000, "snap.toml: a value in it is nested too deep"),
+                       ("[data]\nn = " + "9" * 5000, "snap.toml: a value in it cannot be read (Exceeds the limit"),
+                       ('[state]\nrodadas = "' + "A" * 1_000_000 + '"', "… (1,000,002 characters): Input should be")]:
+        snap.write_text(body + "\n")
+        bad = flowtui("run", str(path), "--from-snapshot", str(snap))
+        assert bad.returncode == 2 and said in bad.stderr and len(bad.stderr) < 2000, bad.stderr[:500]
 
 
 def test_a_credential_never_reaches_the_terminal(tmp_path):
