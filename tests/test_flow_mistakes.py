@@ -282,3 +282,21 @@ def test_a_wrong_write_in_a_hook_fails_where_it_happens_naming_what(tmp_path, ho
     res = flowtui("run", str(path), "--input", "x")
     assert res.returncode == 1, res.stderr
     assert re.search(expect, res.stderr), res.stderr
+
+
+@pytest.mark.parametrize("body, said", [
+    ('[[A]]\ncontent = ""\ntool_calls = [{name = "t", args = 5}]\n',
+     "replies.toml: reply 1 for A: tool_calls[0].args is int 5, not the call's arguments"),
+    ("A = 5\n", "replies.toml: replies for 'A' must be a list of replies, not int"),
+    ("A = " + "[" * 2000 + "]" * 2000 + "\n", "replies.toml: a value in it is nested too deep to read"),
+    ("A = [" + "9" * 5000 + "]\n", "replies.toml: a value in it cannot be read (Exceeds the limit"),
+])
+def test_a_replies_file_that_cannot_be_played_is_named(tmp_path, body, said):
+    """--replies with a deep array or an integer of 5,000 digits said "RecursionError while importing" of
+    the flow; args = 5 said "'int' object is not iterable"; a non-list left out the file's name."""
+    (tmp_path / "replies.toml").write_text(body)
+    path = write(tmp_path, "from flowtui import ScriptedProvider\n@agent(provider=ScriptedProvider(['ok']), "
+                           "prompt='p')\nclass A:\n    pass\n" + WORKFLOW)
+    res = flowtui("run", str(path), "--input", "x", "--replies", str(tmp_path / "replies.toml"))
+    assert res.returncode == 2 and said in res.stderr, res.stderr
+    assert "while importing" not in res.stderr and "Traceback" not in res.stderr

@@ -35,7 +35,12 @@ def split_reply(reply: Any, *, where: str) -> tuple[str, list[dict[str, Any]]]:
                     args = json.loads(args)
                 except json.JSONDecodeError as exc:
                     raise ConfigError(f"{where}: tool_calls[{i}].args is not valid JSON: {exc}") from None
-            calls.append({"name": str(call["name"]), "args": dict(args or {})})
+            if args is None:
+                args = {}
+            if not isinstance(args, Mapping):
+                raise ConfigError(f"{where}: tool_calls[{i}].args is {type(args).__name__} {args!r:.60}, not the "
+                                  f"call's arguments; write args = {{ name = value, ... }}")
+            calls.append({"name": str(call["name"]), "args": dict(args)})
         return str(reply.get("content") or ""), calls
     raise ConfigError(f"{where}: a reply must be a string or a mapping with 'content'/'tool_calls', "
                       f"got {type(reply).__name__}")

@@ -58,17 +58,27 @@ def _loaded(source: Any, *, base: Path | None) -> list[Any] | dict[str, list[Any
             raise ConfigError(f"ScriptedProvider: {path}: cannot read it: {exc.strerror or exc}") from None
         except tomllib.TOMLDecodeError as exc:
             raise ConfigError(f"ScriptedProvider: {path}: not valid TOML: {exc}") from None
+        except RecursionError:
+            raise ConfigError(f"ScriptedProvider: {path}: a value in it is nested too deep to read") from None
+        except ValueError as exc:  # an integer of more digits than Python converts
+            raise ConfigError(f"ScriptedProvider: {path}: a value in it cannot be read "
+                              f"({str(exc).split(';')[0]})") from None
         if set(data) == {"replies"}:
             data = data["replies"]
         source = data
+        where = f"{path}: "
+    else:
+        where = ""
     if isinstance(source, Mapping):
         for agent, replies in source.items():
             if not isinstance(replies, list):
-                raise ConfigError(f"ScriptedProvider: replies for {agent!r} must be a list")
+                raise ConfigError(f"ScriptedProvider: {where}replies for {agent!r} must be a list of replies, "
+                                  f"not {type(replies).__name__}")
         return {str(k): list(v) for k, v in source.items()}
     if isinstance(source, (list, tuple)):
         return list(source)
-    raise ConfigError(f"ScriptedProvider: replies must be a list, a mapping or a TOML path, got {type(source).__name__}")
+    raise ConfigError(f"ScriptedProvider: {where}replies must be a list, a mapping or a TOML path, "
+                      f"got {type(source).__name__}")
 
 
 class ScriptedProvider(Provider):
