@@ -118,7 +118,9 @@ def render(a: LoadedRun, b: LoadedRun, found: list[Difference], *, width: int = 
     for side, run in (("A", a), ("B", b)):
         for n in run.notices[:NOTICES_SHOWN]:
             said = f"line {n.line}: {n.reason}" if isinstance(n, Mended) else f"line {n.line} skipped ({n.reason})"
-            lines.append(_fit(f"   {side}: {_safe(said)}", width))
+            # wrapped, not cut in the middle: the field at fault comes first in what a reason says
+            lines.extend(_fit(part, width) for part in textwrap.wrap(
+                f"   {side}: {_safe(said)}", width, subsequent_indent="      ", max_lines=3, placeholder=" …"))
         if len(run.notices) > NOTICES_SHOWN:
             lines.append(f"   {side}: and {len(run.notices) - NOTICES_SHOWN} more")
     if not found:

@@ -376,7 +376,9 @@ def load_runs(path: str | Path, *, notices: list[Any] | None = None, hint: str =
             first = skipped[0] if skipped else events[0]
             raise JournalError(f"{path}: not a flowtui journal (line {first.line}: {first.reason}){hint}")
         raise JournalError(f"{path}: empty, no events recorded")
-    unreadable = sorted(notice.line for notice in skipped)
+    # lines said already: those skipped, and those that are no valid event (not "missing" either)
+    unreadable = sorted([notice.line for notice in skipped]
+                        + [numbers[i] for i, ev in enumerate(events) if isinstance(ev, Invalid)])
     runs = []
     for members in _runs_of(events, numbers, skipped):
         runs.append(_in_order([events[i] for i in members], [numbers[i] for i in members], skipped, unreadable))

@@ -456,6 +456,22 @@ async def test_a_line_that_is_no_valid_event_is_said_not_hidden_behind_the_same(
     assert json.loads(capsys.readouterr().out)["b"]["skipped_lines"] == [n + 1, n + 2]
 
 
+async def test_an_invalid_line_amid_the_run_names_its_field_and_is_not_called_missing(tmp_path, capsys):
+    """'kind: 7' was said as "not a valid event: n…(132 chars)…'chat' or 'tool')", the field cut away,
+    and the next line claimed the event was missing (lines taken out by hand?), which it was not."""
+    a = await journal(tmp_path, "a")
+    lines = a.read_text().splitlines()
+    i = next(i for i, line in enumerate(lines) if json.loads(line).get("kind") == "chat")
+    event = json.loads(lines[i])
+    event["kind"] = 7
+    lines[i] = json.dumps(event)
+    damaged = tmp_path / "damaged.jsonl"
+    damaged.write_text("\n".join(lines) + "\n")
+    _, out, _ = diff(capsys, a, damaged)
+    assert f"B: line {i + 1} skipped (not a valid event: node.start: kind: Input should be" in out, out
+    assert "missing before it" not in out, out
+
+
 async def test_a_long_value_is_redacted_before_it_is_shortened(tmp_path, capsys):
     """Shortening keeps a value's end: the end of a credential it holds must not be what shows."""
     key = "sk-proj-" + "Ab3d" * 12
