@@ -444,3 +444,16 @@ async def test_a_forged_journal_of_deep_nodes_and_huge_names_draws_its_node_tree
         assert max(map(len, labels)) < 300 and any("NNN…" in label for label in labels)
         await pilot.press("down", "down", "1", "q")
     assert app.return_code == 0
+
+
+def test_a_run_end_reason_of_many_lines_is_one_short_line_of_the_status(journal):
+    """A reason of 500,000 line breaks was laid out as 500,000 lines at every key (seconds each)."""
+    from flowtui.runtime.events import RunEnd
+    from flowtui.tui.screens.replay import final_text
+    from flowtui.tui.widgets.control import status_text
+
+    events = list(read_journal(journal))
+    end = events[-1].model_copy(update={"status": "stopped", "reason": "why\n" * 100_000})
+    view = fold(events[:-1] + [RunEnd.model_validate(end.model_dump())])
+    for text in (final_text(view), status_text(view, width=120)):
+        assert "\n" not in text.plain and "why ⏎ why" in text.plain and len(text.plain) < 3_000

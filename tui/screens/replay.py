@@ -12,7 +12,7 @@ from textual.widgets import Static
 
 from flowtui.tui.panes import PaneData
 from flowtui.tui.screens.panes import PanesScreen, count_title
-from flowtui.tui.shown import shown
+from flowtui.tui.shown import shown, shown_head
 from flowtui.tui.widgets.control import STATUS_STYLES, status_text, where_text
 from flowtui.tui.widgets.keybar import KeyBar
 
@@ -50,7 +50,9 @@ def final_text(final: Any) -> Text:
     if final.status in ("running", "paused", "idle"):
         text.append("none (no run.end: it crashed or is still going)", "bold #d7af5f")
     else:
-        text.append(shown(final.status_line()), STATUS_STYLES.get(final.status, ""))
+        # one line, made safe as far as it can show: a reason of 500,000 line breaks was 500,000 lines to lay
+        # out at every key
+        text.append(shown_head(final.status_line(), 1_000).replace("\n", " ⏎ "), STATUS_STYLES.get(final.status, ""))
     return text
 
 

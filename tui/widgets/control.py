@@ -52,6 +52,11 @@ def waiting_for(view: Any) -> str | None:
     return None
 
 
+def _room(width: int | None) -> int:
+    """How much of a text a line of ``width`` cells may show (wide characters and ``⏎`` aside)."""
+    return 2 * (width or 500)
+
+
 def status_text(view: Any, *, loading: str | None = None, stopping: str | None = None,
                 width: int | None = None, waited_s: float = 0.0) -> Text:
     """``● paused before RevisorAgent``; ``stopping``: ``stopping``/``quitting``, said with what it waits for;
@@ -65,7 +70,8 @@ def status_text(view: Any, *, loading: str | None = None, stopping: str | None =
     else:
         style = STATUS_STYLES.get(view.status, "")
         text = Text("● ", style)
-        text.append(shown(view.status_line(waited_s=waited_s)).replace("\n", " ⏎ "), style)
+        # made safe as far as it can show: a reason of 500,000 line breaks took seconds at every key
+        text.append(shown_head(view.status_line(waited_s=waited_s), _room(width)).replace("\n", " ⏎ "), style)
     if width is not None:
         text.truncate(width, overflow="ellipsis")
     return text
@@ -81,12 +87,12 @@ def where_text(view: Any, *, breakpoints: set[str] | None = None, event: Any = N
     if path:
         head, head_style = shown(" › ".join(path)), "bold"
     elif view is not None and view.status == "finished" and view.output is not None:
-        head, head_style = "output: " + shown(view.output).replace("\n", " "), ""
+        head, head_style = "output: " + shown_head(view.output, _room(width)).replace("\n", " "), ""
     elif view is not None and view.status == "failed" and _AT.search(view.error or ""):
         head, head_style = "raised at " + shown(_AT.search(view.error).group(1)), "#ff5f5f"  # the cut status's end
     elif view is not None and view.status == "failed" and _WHO.match(view.error or ""):
         # a failed model call: what failed, past "agent 'X' (turn 1, model 'm'): ", which takes a narrow status
-        head, head_style = shown(_WHO.sub("", view.error, count=1)).replace("\n", " "), "#ff5f5f"
+        head, head_style = shown_head(_WHO.sub("", view.error, count=1), _room(width)).replace("\n", " "), "#ff5f5f"
     else:
         head, head_style = "—", "dim"
     tails = _tails(view, breakpoints, event)
