@@ -97,7 +97,7 @@ def load_snapshot(path: str | Path) -> Snapshot:
     except OSError as exc:
         raise ConfigError(f"{p}: cannot read it: {exc.strerror or exc}") from None
     try:
-        text = raw.decode("utf-8")
+        text = raw.decode("utf-8-sig")  # (a BOM an editor put in front is no TOML)
     except UnicodeDecodeError:
         raise ConfigError(f"{p}: not a snapshot (a binary file, not TOML text)") from None
     if not text.strip():

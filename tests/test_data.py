@@ -162,3 +162,11 @@ async def test_a_child_workflow_reads_its_parents_data_unless_given_its_own():
 
     await run_collect(W, data={"conta_id": "acme"})
     assert got == [{"conta_id": "acme"}, {"conta_id": "child"}]
+
+
+def test_a_snapshot_an_editor_saved_with_a_bom_loads(tmp_path):
+    from flowtui.runtime.snapshot import load_snapshot
+
+    path = tmp_path / "snap.toml"
+    path.write_bytes(b"\xef\xbb\xbfmemory = [\"plano: pro\"]\n")
+    assert load_snapshot(path).memory == ["plano: pro"]

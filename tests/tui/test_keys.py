@@ -597,3 +597,19 @@ async def test_the_palette_shows_names_from_the_flow_as_written_never_as_markup(
         for name in names:
             assert f"breakpoint: set on {name}" in shown and f"Pause before {name}" in shown, shown
         assert app.is_running
+
+
+async def test_a_choice_named_by_a_file_is_drawn_as_written(tmp_path):
+    """The diff picker's buttons are journal file names: one holding [/] would crash the dialog
+    (markup), and a shown escape lost its backslash."""
+    from textual.widgets import Button
+
+    from flowtui.tui.screens.dialogs import ChoiceDialog
+
+    app = make(input="go")
+    async with app.run_test(size=(140, 40)) as pilot:
+        await paused(pilot)
+        app.push_screen(ChoiceDialog("Compare this run with…", [("1", "x[/]y\u202e.jsonl", "a")]))
+        await wait_until(pilot, lambda: isinstance(app.screen, ChoiceDialog), what="the dialog")
+        labels = [str(b.label) for b in app.screen.query(Button)]
+        assert "x[/]y\\u202e.jsonl [1]" in labels, labels

@@ -15,7 +15,7 @@ from textual.message import Message
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Static, TextArea
 
-from flowtui.tui.shown import shown, unshown
+from flowtui.tui.shown import shown, shown_markup, unshown
 
 
 def _no_blink(screen: ModalScreen) -> None:
@@ -207,7 +207,7 @@ class ChoiceDialog(ModalScreen[str | None]):
             # a few answers side by side; more (a list of files) one under the other
             with (Horizontal if len(self.choices) <= 3 else Vertical)(classes="dialog-buttons"):
                 for i, (key, label, value) in enumerate(self.choices):
-                    yield Button(f"{shown(label)} \\[{key}]", variant="primary" if i == 0 else "default",
+                    yield Button(f"{shown_markup(label)} \\[{key}]", variant="primary" if i == 0 else "default",
                                  id=f"choice-{value}")
                 yield Button("Cancel \\[esc]", id="choice-")
 
