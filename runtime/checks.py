@@ -9,7 +9,7 @@ from __future__ import annotations
 import difflib
 import inspect
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from flowtui.runtime.errors import ConfigError
@@ -19,12 +19,13 @@ from flowtui.runtime.providers.base import Provider
 HOOKS = ("before_prompt", "before_tool", "after_tool", "after_response", "on_error")
 
 
-def refuse_unknown(call: str, unknown: Mapping[str, Any], known: Iterable[str]) -> None:
-    """``call`` was given keyword arguments it does not take (``promt=``): say which, the one meant
-    when the name is close to one it takes, and all it takes."""
+def refuse_unknown(call: str, unknown: Mapping[str, Any], fn: Any) -> None:
+    """``call`` (function ``fn``) was given keyword arguments it does not take (``promt=``): say which,
+    the one meant when the name is close to one it takes, and all it takes (read from its signature)."""
     if not unknown:
         return
-    known = list(known)
+    known = [p.name for p in inspect.signature(fn).parameters.values()
+             if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
     name = next(iter(unknown))
     close = difflib.get_close_matches(name, known, n=1)
     meant = f"did you mean {close[0]}=? " if close else ""

@@ -63,9 +63,6 @@ def _looks_like_path(prompt: str) -> bool:
 
 
 _REQUIRED: Any = object()  # a parameter not given (said by name, not as Python's TypeError)
-AGENT_PARAMS = ("provider", "prompt", "tools", "sampling", "name")
-WORKFLOW_PARAMS = ("steps", "state", "name", "middlewares", "budget")
-TOOL_PARAMS = ("name", "description", "schema", "replay")
 
 
 def agent(_target: Any = None, /, *, provider: Any = _REQUIRED, prompt: str | os.PathLike = "",
@@ -81,7 +78,7 @@ def agent(_target: Any = None, /, *, provider: Any = _REQUIRED, prompt: str | os
     """
     if _target is not None:
         refuse_bare("@agent", _target, "provider=..., prompt=...")
-    refuse_unknown("@agent(...)", unknown, AGENT_PARAMS)
+    refuse_unknown("@agent(...)", unknown, agent)
     defining_file = _caller_file()
 
     def wrap(cls: type) -> type:
@@ -153,7 +150,7 @@ def tool(target: Any = None, /, *, name: str | None = None, description: str = "
     new result is checked against the recorded one (for a tool whose result depends on
     the world, to see the difference).
     """
-    refuse_unknown("@tool(...)", unknown, TOOL_PARAMS)
+    refuse_unknown("@tool(...)", unknown, tool)
     if schema is not None and not (isinstance(schema, type) and issubclass(schema, BaseModel)):
         raise ConfigError(f"@tool({getattr(target, '__name__', name or '')}): schema= must be a pydantic "
                           f"BaseModel subclass, got {schema!r}")
@@ -194,7 +191,7 @@ def workflow(_target: Any = None, /, *, steps: list[Any] = _REQUIRED, state: typ
     runs have unless ``run(budget=...)`` gives another (so a run from the app has one too)."""
     if _target is not None:
         refuse_bare("@workflow", _target, "steps=[...]")
-    refuse_unknown("@workflow(...)", unknown, WORKFLOW_PARAMS)
+    refuse_unknown("@workflow(...)", unknown, workflow)
     defining_file = _caller_file()
 
     def wrap(cls: type) -> type:

@@ -67,6 +67,12 @@ class Plans:
         return self.arity(loop.until)
 
 
+def _defined_at(cls: type) -> str:
+    """``flow.py:12``, where ``cls`` is defined (its name, when that cannot be found)."""
+    file, line = where(cls)
+    return f"{Path(file).name}:{line}" if file else cls.__qualname__
+
+
 def make_plans(spec: WorkflowSpec) -> Plans:
     """Every injection plan of ``spec``'s steps; raises InjectionError/ConfigError naming the fault."""
     from flowtui.runtime.workflow_runtime import WorkflowRuntime
@@ -119,11 +125,10 @@ def make_plans(spec: WorkflowSpec) -> Plans:
             twin = next((c for c, a in plans.agent_specs.items() if a.name == aspec.name), None)
             if twin is not None:  # its nodes, breakpoints and turns could not be told apart
                 file, line = where(step)
-                at = [f"{Path(f).name}:{n}" if f else c.__qualname__ for c, (f, n) in ((twin, where(twin)),
-                                                                                      (step, (file, line)))]
                 raise InjectionError(
-                    f"workflow {spec.name}: two agents are named {aspec.name} ({at[0]} and {at[1]}); give one "
-                    f"another name: @agent(..., name='...')", file=file, line=line, cls=aspec.name)
+                    f"workflow {spec.name}: two agents are named {aspec.name} ({_defined_at(twin)} and "
+                    f"{_defined_at(step)}); give one another name: @agent(..., name='...')",
+                    file=file, line=line, cls=aspec.name)
             plans.agent_specs[step] = aspec
             plans.ctor_plans[step] = constructor_plan(step, has_state=has_state, workflow=spec.name,
                                                       runtime_type=WorkflowRuntime)

@@ -45,9 +45,6 @@ class FailInfo:
     max_fails: int | float
 
 
-LOOP_PARAMS = ("steps", "until", "max_iterations", "max_fails", "on_exhausted", "on_fail", "name")
-
-
 def loop(steps: list[Any], until: Callable[..., Any] | None = None, *, max_iterations: int | float = 10,
          max_fails: int | float = 5, on_exhausted: Callable[..., Any] | None = None,
          on_fail: Callable[..., Any] | None = None, name: str = "loop", **unknown: Any) -> LoopSpec:
@@ -61,7 +58,7 @@ def loop(steps: list[Any], until: Callable[..., Any] | None = None, *, max_itera
     """
     from flowtui.runtime.checks import refuse_unknown
 
-    refuse_unknown(f"{name}(...)", unknown, LOOP_PARAMS)
+    refuse_unknown(f"{name}(...)", unknown, loop)
     steps = listed(steps, f"{name}(steps=...)", "steps")
     if not steps:
         raise ConfigError(f"{name}(steps=[...]) is empty")

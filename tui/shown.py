@@ -22,8 +22,8 @@ import sys
 from flowtui.runtime.inert import unvisible, visible
 from flowtui.runtime.secrets import MARK, environment_secrets, redact, redact_streaming, restore
 
-__all__ = ["MARK", "PlainNotify", "shown", "shown_apart", "shown_head", "shown_markup", "shown_streaming",
-           "shown_tail", "unshown"]
+__all__ = ["MARK", "PlainNotify", "shown", "shown_apart", "shown_head", "shown_line", "shown_markup",
+           "shown_streaming", "shown_tail", "unshown"]
 
 APART_CHARS = 1_000_000  # a longer text is made safe in a process of its own (see ``shown_apart``)
 
@@ -56,6 +56,14 @@ def shown_markup(text: str) -> str:
     from textual.markup import escape
 
     return escape(shown(text))
+
+
+def shown_line(text: str, limit: int) -> str:
+    """``shown(text)`` on one row of at most ``limit`` characters: a line break as ``⏎``, a tab as ``⇥``
+    (a raw tab reached the terminal, which moved the rest of the row), the end cut with ``…``. Only
+    the head a row can show is made safe (a 20 MB value costs what its head does)."""
+    line = shown_head(text, limit).replace("\n", " ⏎ ").replace("\t", "⇥")
+    return line if len(line) <= limit else line[:limit - 1] + "…"
 
 
 def shown_head(text: str, n: int) -> str:

@@ -8,7 +8,7 @@ from rich.text import Text
 from textual.widgets import Tree
 from textual.widgets.tree import TreeNode
 
-from flowtui.tui.shown import shown_head
+from flowtui.tui.shown import shown_line
 
 LABEL_CHARS = 200  # a node's label or error is cut here (a 20 MB name took 38 s to measure and draw)
 MAX_DEPTH = 60  # deeper nodes are listed at this depth (Textual builds the tree recursively: 1,000 levels
@@ -24,19 +24,13 @@ def node_label(node: Any) -> Text:
     text.append(f"{mark} ", color)
     if node.name != node.kind:  # the default loop is named "loop": "loop 2/5", not "loop loop 2/5"
         text.append(f"{node.kind} ", "dim")
-    text.append(_cut(node.label), "bold")
+    text.append(shown_line(node.label, LABEL_CHARS), "bold")
     if node.duration_ms is not None:
         text.append(f"  {node.duration_ms:.1f} ms", "dim")
     if node.error:
         # a node the run's end closed (it never ended on its own) says so apart from a real error
-        text.append(f"  {_cut(node.error)}", "italic #d7af5f" if getattr(node, "unfinished", False) else "#ff5f5f")
+        text.append(f"  {shown_line(node.error, LABEL_CHARS)}", "italic #d7af5f" if getattr(node, "unfinished", False) else "#ff5f5f")
     return text
-
-
-def _cut(text: str) -> str:
-    """Shown on one line, at most ``LABEL_CHARS`` characters (the event log has it whole)."""
-    line = shown_head(text, LABEL_CHARS).replace("\n", " ⏎ ")
-    return line if len(line) <= LABEL_CHARS else line[:LABEL_CHARS - 1] + "…"
 
 
 class NodeTree(Tree[Any]):

@@ -20,7 +20,7 @@ from textual.geometry import Region, Size
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from flowtui.tui.shown import shown, shown_head
+from flowtui.tui.shown import shown, shown_line
 from flowtui.tui.widgets.paint import DirectLines, QuietVirtualSize
 
 RUNTIME_CTX = ("turn", "output", "loop", "budget")
@@ -28,20 +28,14 @@ BUCKET_ROWS = 60  # memory items or tasks listed at once (the latest, or where t
 FIELD_ROWS = 20  # a state field's first items listed, past which the sidebar says how many more
 
 
-def _inline(text: str) -> str:
-    """Shown text on one row: a line break as ``⏎``, a tab as ``⇥`` (a raw tab reached the terminal,
-    which moved the rest of the row and left other rows' text in the gap)."""
-    return text.replace("\n", " ⏎ ").replace("\t", "⇥")
-
-
 def _shown(text: str) -> str:
-    return _inline(shown(text))
+    """A name or label from the run, on its row (a tab or line break never reaches the terminal)."""
+    return shown(text).replace("\n", " ⏎ ").replace("\t", "⇥")
 
 
 def _short(value: Any, limit: int = 200) -> str:
-    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=repr)
-    text = _inline(shown_head(text, limit))
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    return shown_line(value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=repr),
+                      limit)
 
 
 def bucket_window(count: int, start: int | None) -> int:
