@@ -27,11 +27,13 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import functools
 import os
 import re
 import sys
 from datetime import datetime
 from pathlib import Path
+from collections.abc import Callable
 from typing import Any, TextIO
 
 from flowtui.runtime.inert import visible
@@ -374,7 +376,22 @@ async def _run_headless(args: argparse.Namespace, memory: dict[str, str], data: 
     printer = json_printer(sys.stdout) if args.json else None
     folded: list[Any] = []  # the RunView, made once the worker is on its way
     relay: Any = None  # with --listen: the client's side
-    held: list[Any] | None = [] if args.listen is not None else None  # the tree, until "listening on" is said
+    # Served: what would be printed before "listening on" (the flow's import-time output, the load notes,
+    # the tree) waits for it, so a script reading stderr finds the address on its first line.
+    held: list[Callable[[], None]] | None = [] if args.listen is not None else None
+
+    def tell(text: str, **kw: Any) -> None:
+        if held is not None:
+            held.append(lambda: say(text, **kw))
+        else:
+            say(text, **kw)
+
+    def release() -> None:
+        """Print what waited for "listening on" (said, or never to be: the run ends before it is served)."""
+        nonlocal held
+        for deferred in held or ():
+            deferred()
+        held = None
 
     def on_lines(lines: list[bytes]) -> None:
         view = folded[0]
@@ -384,7 +401,7 @@ async def _run_headless(args: argparse.Namespace, memory: dict[str, str], data: 
             if printer is not None:
                 printer(line, ev)
             elif held is not None:
-                held.append(ev)
+                held.append(functools.partial(tree, ev))
             else:
                 tree(ev)
         if relay is not None:
@@ -392,7 +409,7 @@ async def _run_headless(args: argparse.Namespace, memory: dict[str, str], data: 
 
     def on_log(text: str) -> None:  # what the flow printed
         text = redact(text, secrets)
-        say(text, secrets=())
+        tell(text, secrets=())
         if relay is not None:
             relay.log(text)
 
@@ -421,13 +438,16 @@ async def _run_headless(args: argparse.Namespace, memory: dict[str, str], data: 
     try:
         hello = await spawned
     except LoadTimeout as exc:
+        release()
         say(f"flowtui: cannot load {args.flow}\n  {exc}")
         return 2
     except asyncio.CancelledError:  # ctrl-C while the flow is imported: its process goes too
         await channel.kill()
+        release()
         say(f"flowtui: stopped while {args.flow} was loading (ctrl-C); nothing of it ran")
         return 2
     if isinstance(hello, p.LoadError):
+        release()
         where = hello.file or args.flow
         where += f":{hello.line}" if hello.line else ""
         say(f"flowtui: cannot load {args.flow}\n  {where}: {(hello.cls + ': ') if hello.cls else ''}{hello.message}")
@@ -436,12 +456,13 @@ async def _run_headless(args: argparse.Namespace, memory: dict[str, str], data: 
         await channel.wait()
         return 2
     for note in hello.notes:
-        say(f"flowtui: {note}")
+        tell(f"flowtui: {note}")
     made = [folder for folder in (JOURNAL_DIR.parent, JOURNAL_DIR) if not folder.exists()]  # a refusal takes them back
     if not args.no_journal and journal is None:
         try:
             journal = new_journal(hello.workflow)
         except OSError as exc:
+            release()
             say(f"flowtui: cannot create the journal: {exc}; pick one with --journal FILE or use --no-journal")
             await channel.kill()
             return 2
@@ -456,6 +477,7 @@ async def _run_headless(args: argparse.Namespace, memory: dict[str, str], data: 
             listener = Listener(Relay(channel), args.listen, public=args.listen_public, token_from=given,
                                 token=args.token if args.token is not None else os.environ.get("FLOWTUI_TOKEN"))
         except (ConfigError, OSError) as exc:
+            release()
             say(f"flowtui: {exc}")
             await channel.kill()
             return 2
@@ -499,6 +521,7 @@ async def _run_headless(args: argparse.Namespace, memory: dict[str, str], data: 
                 for folder in reversed(made):  # nor the folders made for it
                     with contextlib.suppress(OSError):
                         folder.rmdir()
+            release()
             say(refusal_text(reply.error))
             await channel.kill()
             if listener is not None:
@@ -507,9 +530,7 @@ async def _run_headless(args: argparse.Namespace, memory: dict[str, str], data: 
         if listener is not None:
             listener.start()
             listener.announce(sys.stderr)
-            for ev in held or ():
-                tree(ev)
-            held = None
+            release()
         await channel.ended_or_gone()
         await channel.finish()
     finally:

@@ -293,14 +293,18 @@ _NO_MODEL = {"ScriptedProvider": "which plays scripted replies", "FunctionProvid
 
 def hook_lookalikes(plans: Plans) -> list[str]:
     """A method of an agent named like a hook but not one (``after_respons``): flowtui never calls it,
-    which would go unnoticed. One note per such method, naming the hook it looks like; and one per
-    agent whose ``run()`` means its hooks are never called."""
+    which would go unnoticed. One note per such method, naming the hook it looks like; one per agent
+    whose ``run()`` means its hooks are never called; one per tool with no description."""
     from difflib import get_close_matches
 
     from flowtui.runtime.checks import HOOKS
 
     notes = []
     for cls, aspec in plans.agent_specs.items():
+        for t in aspec.tools:
+            if not str(t.description or "").strip():  # the model is told only a name: it guesses when to call it
+                notes.append(f"agent {aspec.name}: tool {t.name} has no description, so the model sees only its "
+                             f"name; give it a docstring or description=")
         ignored = [h for h in HOOKS if h in aspec.hooks] if aspec.takes_over else []
         if ignored:  # run() takes the whole turn over: no hook of the turn is called around it
             notes.append(f"agent {aspec.name}: run() takes the turn over, so {', '.join(ignored)} "

@@ -157,6 +157,17 @@ def test_hooks_beside_run_are_said_never_to_be_called(tmp_path):
     assert res.stdout == "mine\n"
 
 
+def test_a_tool_with_no_description_is_noted(tmp_path):
+    """A tool with no docstring was sent with description '': the model sees only its name, unsaid."""
+    path = write(tmp_path, "@tool\ndef lookup(q: str) -> str:\n    return q\n"
+                 "@agent(provider=FunctionProvider(lambda m, t: 'ok'), prompt='p', tools=[lookup])\nclass A:\n"
+                 "    pass\n" + WORKFLOW)
+    res = flowtui("run", str(path), "--input", "x")
+    assert res.returncode == 0, res.stderr
+    assert "agent A: tool lookup has no description, so the model sees only its name; give it a docstring" \
+        in res.stderr
+
+
 def test_a_provider_of_the_flows_own_that_returns_no_reply_is_named(tmp_path):
     path = write(tmp_path, "from flowtui import Provider\nclass P(Provider):\n    async def complete(self, request):\n"
                  "        return 'plain text'\n@agent(provider=P, prompt='p')\nclass A:\n    pass\n" + WORKFLOW)

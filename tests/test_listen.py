@@ -54,6 +54,17 @@ def listening():
         proc.wait()
 
 
+def rest(proc: subprocess.Popen) -> tuple[str, str]:
+    """What is left of the process's stdout and stderr, once it ends (``communicate`` would lose what
+    ``readline`` has already buffered)."""
+    pool = concurrent.futures.ThreadPoolExecutor(2)
+    try:
+        out, err = pool.submit(proc.stdout.read), pool.submit(proc.stderr.read)
+        return out.result(timeout=HANG), err.result(timeout=HANG)
+    finally:
+        pool.shutdown(wait=False)  # a timeout: the caller kills the process, which ends the reads
+
+
 def messages(sock: socket.socket, until, timeout: float = HANG) -> list[dict]:
     """What the server sent, until ``until(messages)`` holds or the connection ends."""
     sock.settimeout(timeout)
@@ -532,22 +543,21 @@ def test_what_a_served_flow_prints_is_redacted_inert_and_sent_to_the_client(tmp_
     proc = flowtui("run", str(flow), "--input", "x", "--listen", "127.0.0.1:0", "--no-journal",
                    env=dict(os.environ, OPENAI_API_KEY=key))
     try:
-        before = [proc.stderr.readline()]
-        while not before[-1].startswith("listening on"):
-            before.append(proc.stderr.readline())
+        before = [proc.stderr.readline()]  # the address first: what the flow printed at import waits for it
+        assert before[0].startswith("listening on"), before
         port = int(before[-1].rsplit(":", 1)[1])
         token = proc.stderr.readline().split()[1]
         sock = socket.create_connection(("127.0.0.1", port), timeout=HANG)
         sock.sendall(auth(token) + b'{"id":2,"type":"continue"}\n')
         got = messages(sock, lambda out: False)  # until the server closes: its last words included
-        out, err = proc.communicate(timeout=HANG)
+        out, err = rest(proc)
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
     everything = out + err + "".join(before) + json.dumps(got)
     assert key not in everything
-    assert "at import ␛]0;pwned␇ [redacted]" in before[0]  # printed at import: inert, redacted
+    assert "at import ␛]0;pwned␇ [redacted]" in err  # printed at import: inert, redacted
     assert "printing key: [redacted]" in err and "stderr key: [redacted]" in err
     logs = [m["text"] for m in got if m.get("type") == "log"]
     assert "printing key: [redacted]" in logs and "stderr key: [redacted]" in logs
@@ -854,3 +864,30 @@ def test_a_client_that_takes_over_detaches_the_one_attached_and_drives_the_run(l
     assert closed(first)
     second.sendall(b'{"id":5,"type":"step"}\n')  # and the run is the new client's to drive
     assert (5, True, None) in replies(messages(second, lambda out: any(m.get("id") == 5 for m in out)))
+
+
+def test_a_served_flow_says_its_address_first_and_its_load_notes_after(tmp_path):
+    """A script reads the address off stderr's first line: the flow's import-time output and the load
+    notes (a tool with no description) wait for it instead of pushing it down."""
+    flow = tmp_path / "noted.py"
+    flow.write_text(
+        "from flowtui import FunctionProvider, agent, tool, workflow\n"
+        "print('importing')\n"
+        "@tool\ndef lookup(q: str) -> str:\n    return q\n"
+        "@agent(provider=FunctionProvider(lambda m, t: 'ok'), prompt='p', tools=[lookup])\nclass A:\n    pass\n"
+        "@workflow(steps=[A])\nclass W:\n    pass\n")
+    proc = flowtui("run", str(flow), "--input", "x", "--listen", "127.0.0.1:0", "--no-journal")
+    try:
+        first = proc.stderr.readline()
+        assert first.startswith("listening on"), first
+        token = proc.stderr.readline().split()[1]
+        sock = socket.create_connection(("127.0.0.1", int(first.rsplit(":", 1)[1])), timeout=HANG)
+        sock.sendall(auth(token) + b'{"id":2,"type":"continue"}\n')
+        messages(sock, lambda out: False)
+        out, err = rest(proc)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert "importing" in err and "tool lookup has no description" in err
+    assert out == "ok\n"
