@@ -436,7 +436,10 @@ class Channel:
         if self.proc is None:
             await self.closed.wait()
         else:
-            if not (self.ended or self.killed or self.stopping_since is not None):  # (not while we stop it)
+            if self.load_error is not None:  # said why, its pipe closed: what is left is its teardown
+                if not await self._exited_within(self.grace, done_when_closed=True):
+                    await self.kill()
+            elif not (self.ended or self.killed or self.stopping_since is not None):  # (not while we stop it)
                 await self._exit_or_mute()
             code = await self.proc.wait()
             self._end_group()

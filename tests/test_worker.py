@@ -302,6 +302,18 @@ def test_sys_exit_at_import_is_a_load_error(tmp_path):
     assert not (tmp_path / ".flowtui").exists()  # a flow that never loaded leaves no journal
 
 
+def test_a_load_error_whose_process_is_slow_to_exit_is_said_once_and_only_as_that(tmp_path):
+    """A worker that said its load error and then took its time in teardown (a module's __del__) was
+    taken for a flow that closed its own event pipe, and that was said too."""
+    flow = tmp_path / "slow_exit.py"
+    flow.write_text("import sys, time\nclass Slow:\n    def __del__(self):\n        time.sleep(2)\n"
+                    "sys.modules['_slow_to_go'] = Slow()\nraise ValueError('boom')\n")
+    proc = flowtui("run", str(flow), cwd=tmp_path)
+    out, err = proc.communicate(timeout=HANG)
+    assert proc.returncode == 2
+    assert "ValueError while importing: boom" in err and "pipe" not in err, err
+
+
 def test_an_import_that_never_ends_is_a_load_error_after_the_limit(tmp_path):
     flow = tmp_path / "loops.py"
     flow.write_text("while True:\n    pass\n")
