@@ -448,9 +448,8 @@ async def _run_headless(args: argparse.Namespace, memory: dict[str, str], data: 
         return 2
     if isinstance(hello, p.LoadError):
         release()
-        where = hello.file or args.flow
-        where += f":{hello.line}" if hello.line else ""
-        say(f"flowtui: cannot load {args.flow}\n  {where}: {(hello.cls + ': ') if hello.cls else ''}{hello.message}")
+        where = f"{hello.file}{f':{hello.line}' if hello.line else ''}: " if hello.file else ""  # (an option's file)
+        say(f"flowtui: cannot load {args.flow}\n  {where}{(hello.cls + ': ') if hello.cls else ''}{hello.message}")
         if args.debug and hello.traceback:
             say(hello.traceback.rstrip())
         await channel.wait()

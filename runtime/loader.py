@@ -161,6 +161,11 @@ def load_flow(target: str, **bootstrap_config: Any):
     from flowtui.runtime.markers import where
 
     path, name = split_target(target)
+    replies = bootstrap_config.get("replies")
+    if isinstance(replies, (str, Path)):  # read once, and said as the option's fault, not the workflow's
+        from flowtui.runtime.providers.scripted import load_replies
+
+        bootstrap_config["replies"] = load_replies(replies, base=Path.cwd(), who="--replies")
     module = load_module(path)
     cls = find_workflow(module, path, name)
     try:

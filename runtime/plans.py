@@ -337,6 +337,20 @@ def model_not_applied(plans: Plans, model: str | None) -> list[str]:
             f"provider is {_why(name)}" for name, names in skipped.items()]
 
 
+def replies_not_applied(plans: Plans, replies: Any) -> list[str]:
+    """``--replies`` given to a flow none of whose agents plays scripted replies: it changes nothing,
+    which would go unnoticed (a provider made by a function is only known at run time: not said)."""
+    from flowtui.runtime.providers.scripted import ScriptedProvider
+
+    if replies is None:
+        return []
+    kinds = [p if isinstance(p, type) else type(p) if isinstance(p, Provider) else None
+             for p in (aspec.provider for aspec in plans.agent_specs.values())]
+    if any(k is None or issubclass(k, ScriptedProvider) for k in kinds):
+        return []
+    return ["--replies changes nothing: it replaces a ScriptedProvider's replies, and no agent's provider is one"]
+
+
 def _why(cls: type) -> str:
     kind = next((k for k in cls.__mro__ if k.__name__ in _NO_MODEL), None)
     if kind is None:

@@ -582,7 +582,23 @@ def test_a_replies_file_with_a_reply_of_the_wrong_shape_is_a_load_error_naming_i
     bad.write_text('PlannerAgent = ["ok", {contnt = "x"}]\n')
     res = flowtui("run", "flows/revisao.py", "--input", "x", "--replies", str(bad))
     assert res.returncode == 2, res.stderr
-    assert f"ScriptedProvider: {bad}: reply 2 for PlannerAgent: unknown key(s) ['contnt']" in res.stderr, res.stderr
+    assert f"--replies {bad}: reply 2 for PlannerAgent: unknown key(s) ['contnt']" in res.stderr, res.stderr
+    assert "RevisaoWorkflow" not in res.stderr and "revisao.py:" not in res.stderr  # the option's fault, not the flow's
+
+
+def test_replies_given_to_a_flow_with_no_scripted_provider_is_said_to_change_nothing(tmp_path):
+    flow = tmp_path / "fn.py"
+    flow.write_text("from flowtui import FunctionProvider, agent, workflow\n"
+                    "@agent(provider=FunctionProvider(lambda m, t: 'mine'), prompt='p')\nclass A:\n    pass\n"
+                    "@workflow(steps=[A])\nclass W:\n    pass\n")
+    res = flowtui("run", str(flow), "--input", "x", "--no-journal", "--replies", "flows/revisao.replies.toml")
+    assert res.returncode == 0, res.stderr
+    assert "--replies changes nothing: it replaces a ScriptedProvider's replies, and no agent's provider is one" \
+        in res.stderr
+    assert res.stdout == "mine\n"
+    scripted = flowtui("run", "flows/revisao.py", "--input", "x", "--no-journal", "--replies",
+                       "flows/revisao.replies.toml")
+    assert scripted.returncode == 0 and "--replies changes nothing" not in scripted.stderr
 
 
 @pytest.mark.parametrize("body, said", [

@@ -220,7 +220,7 @@ def test_a_provider_class_that_cannot_be_made_names_the_agent(tmp_path):
     res = flowtui("run", str(path), "--input", "x")
     assert res.returncode == 2, res.stderr
     assert re.search(r"A: @agent\(provider=R\) \(defined at .*flow.py:\d+\) could not be made for the run: "
-                     r"ScriptedProvider: replies file not found: .*nope.replies.toml", res.stderr), res.stderr
+                     r"ScriptedProvider: no such replies file: .*nope.replies.toml", res.stderr), res.stderr
 
 
 @pytest.mark.parametrize("kid, expect", [

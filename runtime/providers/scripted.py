@@ -29,19 +29,20 @@ from flowtui.runtime.messages import ToolCall
 from flowtui.runtime.providers.replies import model_reply, split_reply
 
 
-def load_replies(source: Any, *, base: Path | None = None) -> list[Any] | dict[str, list[Any]]:
+def load_replies(source: Any, *, base: Path | None = None,
+                 who: str = "ScriptedProvider:") -> list[Any] | dict[str, list[Any]]:
     """Replies from a list, a mapping or a TOML file path (``base`` resolves relative paths), each
     checked now (a reply of the wrong shape is said when the flow loads, with the file and the agent,
-    not at the model call that would have played it)."""
-    replies = _loaded(source, base=base)
+    not at the model call that would have played it). ``who`` begins each error: what gave them."""
+    replies = _loaded(source, base=base, who=who)
     where = f"{source}: " if isinstance(source, (str, Path)) else ""
     for agent, items in replies.items() if isinstance(replies, dict) else (("", replies),):
         for i, reply in enumerate(items):
-            split_reply(reply, where=f"ScriptedProvider: {where}reply {i + 1}" + (f" for {agent}" if agent else ""))
+            split_reply(reply, where=f"{who} {where}reply {i + 1}" + (f" for {agent}" if agent else ""))
     return replies
 
 
-def _loaded(source: Any, *, base: Path | None) -> list[Any] | dict[str, list[Any]]:
+def _loaded(source: Any, *, base: Path | None, who: str) -> list[Any] | dict[str, list[Any]]:
     if isinstance(source, (str, Path)):
         path = Path(source)
         if not path.is_absolute() and base is not None:
@@ -49,19 +50,19 @@ def _loaded(source: Any, *, base: Path | None) -> list[Any] | dict[str, list[Any
         try:
             data = tomllib.loads(path.read_bytes().decode("utf-8"))
         except FileNotFoundError:
-            raise ConfigError(f"ScriptedProvider: replies file not found: {path.resolve()}") from None
+            raise ConfigError(f"{who} no such replies file: {path.resolve()}") from None
         except IsADirectoryError:
-            raise ConfigError(f"ScriptedProvider: {path}: is a folder, not a TOML replies file") from None
+            raise ConfigError(f"{who} {path}: is a folder, not a TOML replies file") from None
         except UnicodeDecodeError:
-            raise ConfigError(f"ScriptedProvider: {path}: not a TOML replies file (binary)") from None
+            raise ConfigError(f"{who} {path}: not a TOML replies file (binary)") from None
         except OSError as exc:
-            raise ConfigError(f"ScriptedProvider: {path}: cannot read it: {exc.strerror or exc}") from None
+            raise ConfigError(f"{who} {path}: cannot read it: {exc.strerror or exc}") from None
         except tomllib.TOMLDecodeError as exc:
-            raise ConfigError(f"ScriptedProvider: {path}: not valid TOML: {exc}") from None
+            raise ConfigError(f"{who} {path}: not valid TOML: {exc}") from None
         except RecursionError:
-            raise ConfigError(f"ScriptedProvider: {path}: a value in it is nested too deep to read") from None
+            raise ConfigError(f"{who} {path}: a value in it is nested too deep to read") from None
         except ValueError as exc:  # an integer of more digits than Python converts
-            raise ConfigError(f"ScriptedProvider: {path}: a value in it cannot be read "
+            raise ConfigError(f"{who} {path}: a value in it cannot be read "
                               f"({str(exc).split(';')[0]})") from None
         if set(data) == {"replies"}:
             data = data["replies"]
@@ -72,12 +73,12 @@ def _loaded(source: Any, *, base: Path | None) -> list[Any] | dict[str, list[Any
     if isinstance(source, Mapping):
         for agent, replies in source.items():
             if not isinstance(replies, list):
-                raise ConfigError(f"ScriptedProvider: {where}replies for {agent!r} must be a list of replies, "
+                raise ConfigError(f"{who} {where}replies for {agent!r} must be a list of replies, "
                                   f"not {type(replies).__name__}")
         return {str(k): list(v) for k, v in source.items()}
     if isinstance(source, (list, tuple)):
         return list(source)
-    raise ConfigError(f"ScriptedProvider: {where}replies must be a list, a mapping or a TOML path, "
+    raise ConfigError(f"{who} {where}replies must be a list, a mapping or a TOML path, "
                       f"got {type(source).__name__}")
 
 
