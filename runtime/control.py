@@ -81,7 +81,7 @@ class Controller:
         self._mode: Mode = "step" if start_paused else "run"
         self._reason = "start" if start_paused else "step"
         self._pause_reason = "pause"
-        self._target_loop: str | None = None
+        self._target_loops: frozenset[str] = frozenset()  # loop once: the loops around where it was asked
         self._stop = False
         self._wake: asyncio.Event | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -176,7 +176,9 @@ class Controller:
         if mode == "next_turn" and point.kind == "agent":
             return "next_turn"
         if mode == "loop_once" and point.kind == "loop_iteration":
-            if self._target_loop is None or point.node_id == self._target_loop:
+            # The first of them to end an iteration: the innermost one still running (one that has just
+            # ended its last iteration never ends another; the loop around it does)
+            if not self._target_loops or point.node_id in self._target_loops:
                 return "loop_once"
         if point.name in self.breakpoints and point.kind in ("agent", "tool", "loop_iteration"):
             return "breakpoint"
@@ -202,7 +204,7 @@ class Controller:
     def loop_once(self) -> None:
         """Run until the innermost current loop finishes its iteration."""
         at = self.paused_at or self._last
-        self._target_loop = at.loops[-1] if at and at.loops else None
+        self._target_loops = frozenset(at.loops) if at else frozenset()
         self._command("loop_once")
 
     def resume(self) -> None:

@@ -191,6 +191,38 @@ async def test_start_paused_then_step_next_turn_loop_once_and_resume():
     assert {e.origin for e in d.events if e.type in ("run.pause", "run.resume")} == {"runtime"}
 
 
+async def test_loop_once_after_an_inner_loops_last_iteration_stops_at_the_outer_loops_iteration():
+    """l right after the inner loop's last iteration targeted that loop, which was over: the run went
+    on to its end. The loop still running around it is the one whose iteration it finishes."""
+    provider = FunctionProvider(lambda messages, tools: "ok")
+
+    @agent(provider=provider, prompt="p")
+    class Drafter:
+        pass
+
+    @agent(provider=provider, prompt="p")
+    class Editor:
+        pass
+
+    @workflow(steps=[loop(name="chapters", max_iterations=2, steps=[
+        loop(name="drafts", max_iterations=2, steps=[Drafter]), Editor])])
+    class Book:
+        pass
+
+    d = Driver(Book, Controller(start_paused=True))
+    await d.paused(1)
+    first = await d.command(d.ctl.loop_once)
+    assert (where(first), first.path[-1]) == (("loop_iteration", "drafts", "loop_once"), "drafts 1/2")
+    last = await d.command(d.ctl.loop_once)
+    assert (where(last), last.path[-1]) == (("loop_iteration", "drafts", "loop_once"), "drafts 2/2")
+    outer = await d.command(d.ctl.loop_once)  # drafts is over: chapters' first iteration ends next
+    assert where(outer) == ("loop_iteration", "chapters", "loop_once")
+    assert outer.path[-1] == "chapters 1/2"
+    nxt = await d.command(d.ctl.loop_once)  # chapters' next iteration, its new drafts loop run through
+    assert (where(nxt), nxt.path[-1]) == (("loop_iteration", "chapters", "loop_once"), "chapters 2/2")
+    assert await d.finish(d.ctl.resume) == "ok"
+
+
 async def test_step_visits_every_pause_point_in_order():
     wf, calls = make_flow(max_iterations=1)
     d = Driver(wf, Controller(start_paused=True))
