@@ -22,7 +22,7 @@ from flowtui.runtime.events import ChatAttempt, ChatDelta
 from flowtui.runtime.messages import Message
 from flowtui.runtime.middleware import through
 from flowtui.runtime.nodes import NodeScope
-from flowtui.runtime.providers.base import AttemptInfo, ChatReply, ChatRequest, Provider, Usage
+from flowtui.runtime.providers.base import AttemptInfo, ChatReply, ChatRequest, Provider, Usage, counted
 from flowtui.runtime.wellformed import problems
 
 if TYPE_CHECKING:
@@ -50,8 +50,10 @@ def build_request(run: "Run", spec: AgentSpec, prompt: str) -> ChatRequest:
         emit(ChatAttempt, attempt=info.attempt, error=info.error, status=info.status, retry_in_s=info.retry_in_s)
 
     tools = run.plans.tool_specs[spec.cls]
+    messages, chars = run.state.counted_messages(prompt=prompt)
+    counted(messages, chars)
     return builders[ChatRequest](dict(
-        agent=spec.name, turn=next_turn(run, spec), messages=run.state.to_messages(prompt=prompt),
+        agent=spec.name, turn=next_turn(run, spec), messages=messages,
         tools=tools.schemas, tool_names=tools.names, sampling=spec.sampling, on_delta=on_delta,
         on_attempt=on_attempt))
 

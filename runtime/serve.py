@@ -224,7 +224,7 @@ def recorded_reply(data: dict[str, Any]) -> ChatReply:
     try:
         return ChatReply(
             content=said.get("content") or "", tool_calls=[ToolCall(**c) for c in calls],
-            usage=Usage(**usage), reasoning=data.get("reasoning"),
+            usage=Usage(**usage), usage_estimated=data.get("usage_estimated") is True, reasoning=data.get("reasoning"),
             tool_call_source=data.get("tool_call_source"), cost_usd=data.get("cost_usd") or 0.0,
             attempts=data.get("attempts") or 1, model=data.get("model"),
             finish_reason=said.get("finish_reason") if isinstance(said.get("finish_reason"), str) else None)

@@ -244,6 +244,33 @@ async def test_max_tokens_counts_prompt_and_completion_tokens():
     assert [(e.data["prompt_tokens"], e.data["completion_tokens"]) for e in chat_ends] == [(20, 10)] * 3
 
 
+@pytest.mark.parametrize("answer", [lambda: "a fairly long reply " * 20,
+                                    lambda: ChatReply(content="a fairly long reply " * 20)])
+async def test_a_reply_that_says_no_usage_is_estimated_so_max_tokens_still_trips(answer):
+    """A function standing in for the model (or a provider of the flow's own) said no usage: every call
+    counted 0 tokens, the totals said 0 and max_tokens never tripped."""
+    seen = []
+
+    def handler(messages, tools):
+        seen.append(1)
+        return answer()
+
+    @agent(provider=FunctionProvider(handler), prompt="Talk a lot.")
+    class Talker:
+        pass
+
+    @workflow(steps=[loop([Talker], max_iterations=5)])
+    class W:
+        pass
+
+    out, events, run = await run_collect(W, budget=Budget(max_tokens=200))
+    chat_ends = [e for e in events if e.type == "node.end" and e.kind == "chat"]
+    assert chat_ends[0].data["completion_tokens"] == 100  # 400 characters, about four a token
+    assert chat_ends[0].data["prompt_tokens"] > 0 and chat_ends[0].data["usage_estimated"] is True
+    assert len(seen) == 2 and "max_tokens" in events[-1].reason  # 2 calls of ~100+ tokens each
+    assert events[-1].totals.tokens.total >= 200
+
+
 async def test_max_cost_usd():
     def handler(messages, tools):
         return ChatReply(content="x", cost_usd=0.4)

@@ -9,7 +9,7 @@ import pytest
 from loopback_openai import LoopbackOpenAI, reply
 from flowtui.runtime.errors import CassetteMissError, ConfigError
 from flowtui.runtime.messages import Message, ToolCall
-from flowtui.runtime.providers.base import ChatReply, ChatRequest, Provider
+from flowtui.runtime.providers.base import ChatReply, ChatRequest, Provider, Usage
 from flowtui.runtime.providers.cassette import Cassette, RecordingProvider, ReplayProvider
 from flowtui.runtime.providers.litellm import LiteLLMProvider, Retry
 
@@ -37,8 +37,9 @@ def req(agent: str, turn: int, *extra: Message, system: str = "You plan.") -> Ch
 
 
 CALL = ChatReply(content="", tool_calls=[ToolCall(name="search", args={"q": "x"}, id="c1")],
-                 tool_call_source="native")
-TEXT = ChatReply(content="1. Write\n2. Review", reasoning="hm", cost_usd=0.25, attempts=2)
+                 tool_call_source="native", usage=Usage(prompt_tokens=12, completion_tokens=5))
+TEXT = ChatReply(content="1. Write\n2. Review", reasoning="hm", cost_usd=0.25, attempts=2,
+                 usage=Usage(prompt_tokens=12, completion_tokens=5))
 AFTER_CALL = (Message(role="assistant", tool_calls=(ToolCall(name="search", args={"q": "x"}, id="c1"),)),
               Message(role="tool", content="found it", tool_name="search", tool_call_id="c1"))
 
@@ -77,7 +78,7 @@ async def test_record_then_replay_same_conversation(tmp_path):
 async def test_a_reply_holding_line_separators_replays_from_the_cassette_it_was_recorded_in(tmp_path):
     """A reply with U+2028, U+2029 or NEL was recorded raw, and the reader broke the line there: the
     cassette flowtui had just written could not be replayed ("line 2 is not a recorded exchange")."""
-    odd = ChatReply(content="one\u2028two\u2029three\x85four")
+    odd = ChatReply(content="one\u2028two\u2029three\x85four", usage=Usage(prompt_tokens=3, completion_tokens=4))
     path = tmp_path / "run.cassette.jsonl"
     cassette = Cassette.new(path)
     assert await RecordingProvider(Canned({("Planner", 1): odd}), cassette).complete(req("Planner", 1)) == odd

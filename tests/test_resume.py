@@ -622,6 +622,35 @@ def test_values_shown_by_their_repr_reexecute_without_a_divergence(tmp_path):
     assert recorded_events(second) == recorded_events(first)
 
 
+def test_estimated_usage_reexecutes_as_recorded_and_so_does_a_journal_from_before_it(tmp_path):
+    """A reply that said no usage is estimated and marked so; served from the journal it lost the mark
+    (a divergence at the first model call). A journal written before replies were estimated (0 tokens,
+    no mark) re-executes as it was recorded too."""
+    flow = tmp_path / "fn.py"
+    flow.write_text("from flowtui import FunctionProvider, agent, workflow\n"
+                    "@agent(provider=FunctionProvider(lambda m, t: 'ok'), prompt='p')\nclass A:\n    pass\n"
+                    "@workflow(steps=[A, A])\nclass W:\n    pass\n")
+    first, old = tmp_path / "first.jsonl", tmp_path / "old.jsonl"
+    assert flowtui("run", str(flow), "--input", "go", "--journal", str(first), cwd=tmp_path).returncode == 0
+    chats = [e for e in lines(first) if e["type"] == "node.end" and e["kind"] == "chat"]
+    assert chats and all(e["data"]["usage_estimated"] is True and e["data"]["prompt_tokens"] > 0 for e in chats)
+    before = []
+    for event in lines(first):
+        if event["type"] == "node.end" and event["kind"] == "chat":
+            data = event["data"]
+            del data["usage_estimated"]
+            data["prompt_tokens"] = data["completion_tokens"] = 0
+            data["reply"]["usage"] = {"prompt_tokens": 0, "completion_tokens": 0}
+        for totals in (event.get("totals"), (event.get("data") or {}).get("totals")):
+            if totals:  # the run's and the workflow's: they added up the zeros
+                totals["tokens"] = {"prompt": 0, "completion": 0, "total": 0}
+        before.append(json.dumps(event))
+    old.write_text("\n".join(before) + "\n")
+    for journal in (first, old):
+        again = flowtui("run", str(flow), "--resume-from", str(journal), "--no-journal", cwd=tmp_path)
+        assert again.returncode == 0, (journal.name, again.stderr)  # 3 and a report at a divergence
+
+
 async def test_continuing_from_a_pause_pauses_at_that_same_place(tmp_path):
     """Paused before an agent after n (next turn), K its pause: the re-executed run paused at the end of
     the loop iteration before, a pause point the recorded run went past on its way there."""

@@ -153,6 +153,40 @@ def finish_reply(request: ChatRequest, reply: ChatReply, *, rescue: bool) -> Cha
     return done
 
 
+# The messages of the request a turn built last, their number and their characters (:func:`counted`):
+# estimating a reply's prompt then costs nothing per message of a long history. Messages that are not
+# those (a middleware's, a parallel agent's) are added up.
+_counted: tuple[list | None, int, int] = (None, 0, 0)
+
+
+def counted(messages: list[Message], chars: int) -> None:
+    """``messages`` (a request's, as built) hold ``chars`` characters."""
+    global _counted
+    _counted = (messages, len(messages), chars)
+
+
+def prompt_chars(messages: list[Message]) -> int:
+    """The characters of ``messages``' contents (what a token estimate counts)."""
+    known, n, chars = _counted
+    if known is messages and len(messages) == n:
+        return chars
+    return sum(len(m.content) for m in messages)
+
+
+def with_estimated_usage(request: ChatRequest, reply: ChatReply) -> ChatReply:
+    """``reply`` counted at about four characters a token (as a scripted reply is) when it says no
+    usage (a function standing in for the model, a provider of the flow's own): a token budget still
+    trips, and the totals are no zeros. Marked ``usage_estimated``; a reply that has counts is kept."""
+    usage = reply.usage
+    if usage.prompt_tokens or usage.completion_tokens or reply.usage_estimated:
+        return reply
+    prompt = prompt_chars(request.messages)
+    said = len(reply.content) + len(reply.reasoning or "") + sum(len(c.name) + len(str(c.args))
+                                                                 for c in reply.tool_calls)
+    return copy_with(reply, {"usage": Usage(prompt_tokens=(prompt + 3) // 4, completion_tokens=(said + 3) // 4),
+                             "usage_estimated": True})
+
+
 class Provider:
     """Base class of providers. Subclasses implement :meth:`complete`.
 
@@ -170,12 +204,13 @@ class Provider:
         raise NotImplementedError
 
     def finish(self, request: ChatRequest, reply: ChatReply) -> ChatReply:
-        """What the engine does to every reply of this provider (see :func:`finish_reply`)."""
+        """What the engine does to every reply of this provider (see :func:`finish_reply`); one that
+        says no usage is estimated (:func:`with_estimated_usage`)."""
         if not isinstance(reply, ChatReply):  # a provider of the flow's own: say which, and what it owes
             raise TypeError(f"{type(self).__name__}.complete() returned {type(reply).__name__} "
                             f"({reply!r:.80}), not a ChatReply; return ChatReply(content=...) "
                             "(from flowtui import ChatReply)")
-        return finish_reply(request, reply, rescue=self.rescue_tool_calls)
+        return with_estimated_usage(request, finish_reply(request, reply, rescue=self.rescue_tool_calls))
 
     def fork(self) -> "Provider":
         """A copy for one run. Stateless providers return ``self``."""
