@@ -174,7 +174,7 @@ async def test_a_reply_with_no_usage_is_estimated_so_a_token_budget_still_trips(
     assert events[-1].reason == "budget: max_tokens" and out == "5"  # the output so far
     assert all(e.data["prompt_tokens"] >= 120 and e.data["completion_tokens"] > 0 for e in chats)
     assert all(e.data["usage_estimated"] for e in chats)
-    assert " · tokens estimated: the server's reply said no usage" in summarize(chats[0])
+    assert " · tokens estimated: the reply said no usage" in summarize(chats[0])
     server.reset()
     server.script(reply("2 + 3 = 5", usage=(30, 4)))  # a server that says its usage: taken as it is
     journal = tmp_path / "said.jsonl"

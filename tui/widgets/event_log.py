@@ -48,7 +48,7 @@ _FINISHED_SHORT = {"length": "the reply was cut at the model's max_tokens",
 def _node(ev: Any) -> str:
     extra = f" {ev.status} {ev.duration_ms:.1f} ms" if ev.type == "node.end" else ""
     if ev.type == "node.end" and ev.kind == "chat" and isinstance(ev.data, dict) and ev.data.get("usage_estimated"):
-        extra += " · tokens estimated: the server's reply said no usage"
+        extra += " · tokens estimated: the reply said no usage"
     if ev.type == "node.end" and ev.kind == "chat" and isinstance(ev.data, dict) \
             and isinstance(ev.data.get("reply"), dict) and ev.data["reply"].get("finish_reason") in _FINISHED_SHORT:
         extra += " · " + _FINISHED_SHORT[ev.data["reply"]["finish_reason"]]
