@@ -259,10 +259,18 @@ class RunEdits:
 
     # --- the pending tool call --------------------------------------------------------------------
     def _pending_call(self: FlowApp) -> dict[str, Any] | None:
-        """The tool call the run is paused before (id, name, args), if it is."""
+        """The tool call the run is paused before (id, name, args), if it is: its arguments as the history
+        holds them now (an edit of the call changes them there, after the pause recorded them)."""
         view = self.client.view
         pause = view.pause if view is not None and view.status == "paused" else None
-        return pause.call if pause is not None and pause.point == "tool" else None
+        call = pause.call if pause is not None and pause.point == "tool" else None
+        if call is None or not call.get("id"):
+            return call
+        for msg in reversed(view.history):
+            made = next((c for c in msg.tool_calls if c.id == call["id"]), None) if msg.role == "assistant" else None
+            if made is not None:
+                return {**call, "args": made.args}
+        return call
 
     def _makes_pending(self: FlowApp, i: int) -> bool:
         """Message ``i`` is the assistant message that made the pending call (or no message is selected)."""
@@ -356,5 +364,6 @@ class RunEdits:
         self.push_screen(DecideDialog(call, decide, agent=agent), decided)
 
     def _ask_again(self: FlowApp) -> None:
+        self.client.drain(0.05)  # the edit's events came before its answer: the call is asked about as edited
         self._decided_at = (None, -1)
         self.ask_decision()

@@ -138,6 +138,27 @@ async def test_approve_asks_before_each_call_deny_sends_the_reason_and_approve_r
         assert not app.client.breakpoints and app.client.view.tasks == []
 
 
+async def test_the_approval_dialog_asks_about_the_call_as_edited():
+    """e in the dialog, then save: the dialog came back showing the arguments from before the edit, while
+    y ran the edited ones (a person approved text the dialog no longer matched)."""
+    app = make(input="go", approve=["record_problem"])
+    async with app.run_test(size=(140, 40)) as pilot:
+        await paused(pilot)
+        await pilot.press("c")
+        await wait_until(pilot, lambda: isinstance(app.screen, DecideDialog), what="the decision dialog")
+        assert '"text": "No example."' in str(app.screen.query_one("#decide-call").render())
+        await pilot.press("e")
+        await wait_until(pilot, lambda: isinstance(app.screen, TextDialog), what="the call editor")
+        app.screen.query_one("TextArea").text = '{"text": "Edited in the dialog."}'
+        await pilot.press("ctrl+s")
+        await wait_until(pilot, lambda: isinstance(app.screen, DecideDialog), what="the decision dialog again")
+        shown = str(app.screen.query_one("#decide-call").render())
+        assert '"text": "Edited in the dialog."' in shown and "No example." not in shown
+        await pilot.press("y")
+        await wait_until(pilot, lambda: app.client.view.state.get("problems") == ["Edited in the dialog."],
+                         what="the edited call to run")
+
+
 @pytest.mark.parametrize("typed, reason", [("nyes, but no", "yes, but no"), ("my reason", "my reason"),
                                             ("ne", "e")])
 async def test_keys_typed_in_one_burst_into_the_approval_dialog_are_all_the_reasons(typed, reason):

@@ -184,6 +184,21 @@ def test_a_tab_or_line_break_in_a_sidebar_value_stays_on_its_row():
     assert " 1 c1⇥c2⇥⇥c3|" in rows and "  f = a⇥b ⏎ c" in rows and "    k⇥ey: v⇥w" in rows, rows
 
 
+def test_the_sidebar_shows_ctx_data():
+    """run.start carried ctx.data for the sidebar (so the README said), which never showed it."""
+    from flowtui.runtime.events import RunStart
+    from flowtui.runtime.fold import RunView
+    from flowtui.tui.widgets.sidebar import sidebar_rows
+
+    view = RunView()
+    view.apply(RunStart(seq=1, ts=0.0, run_id="r1", node_id=None, parent_id=None, origin="runtime", workflow="W",
+                        data={"tenant": "acme", "role\t": "a\x1b[2Jb"}))
+    rows = [text.plain for _, text in sidebar_rows(view, width=60)]
+    assert '  data["tenant"] = acme' in rows, rows
+    assert '  data["role\\t"] = a␛[2Jb' in rows, rows  # inert, on its row
+    assert "  nothing set yet" not in rows
+
+
 def test_a_bucket_set_whole_says_its_count_in_words():
     from flowtui.runtime.events import StateSet
 

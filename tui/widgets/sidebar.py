@@ -108,6 +108,12 @@ def sidebar_rows(view: Any, width: int = 42, *, editable: bool = True,
                 rows.append((f"field:{name}", Text.assemble(mark, (_shown(name), name_style), " = ", _short(value))))
     user = {k: v for k, v in view.ctx.items() if k not in RUNTIME_CTX}
     section("ctx")
+    data = view.data or {}  # ctx.data: the run's own data (never sent to the model), read-only
+    for key, value in itertools.islice(data.items(), FIELD_ROWS):
+        rows.append((None, Text.assemble(("  data", "bold"), (f"[{_shown(json.dumps(key, ensure_ascii=False))}]",
+                                                              "bold"), " = ", _short(value, 120))))
+    if len(data) > FIELD_ROWS:
+        rows.append((None, Text(f"  … {len(data) - FIELD_ROWS:,} more in ctx.data", "dim italic")))
     for name, value in user.items():
         rows.append((None, Text.assemble((f"  {_shown(name)}", "bold"), " = ", _short(value, 120))))
     turn = view.ctx.get("turn")
@@ -125,7 +131,7 @@ def sidebar_rows(view: Any, width: int = 42, *, editable: bool = True,
         rows.append((None, Text.assemble(("  budget", "bold"), " " + _shown(budget_used(budget)))))
     if "output" in view.ctx and view.ctx["output"] is not None:
         rows.append((None, Text.assemble(("  output", "bold"), " = ", _short(view.ctx["output"], 120))))
-    if not user and not any(k in view.ctx for k in RUNTIME_CTX):
+    if not user and not data and not any(k in view.ctx for k in RUNTIME_CTX):
         empty("nothing set yet")
     for _, text in rows:  # one line per row: the full text is one `e` away
         text.truncate(width, overflow="ellipsis")
