@@ -231,7 +231,10 @@ class TreePrinter:
     """Prints ``▸ workflow RevisaoWorkflow`` / ``◂ agent RevisorAgent 12ms ✓`` lines as nodes start and end."""
 
     def __init__(self, out: TextIO) -> None:
+        from flowtui.runtime.events import end_note
+
         self.out = out
+        self.end_note = end_note
         self.depth: dict[str, int] = {}
         self.secrets = secret_values()
         self._shown: str | None = None  # an error is shown once, at the deepest node that failed
@@ -248,6 +251,8 @@ class TreePrinter:
             if ev.error and ev.status == "error" and ev.error != self._shown:
                 self._shown = ev.error
                 extra = "  " + ev.error.splitlines()[0]
+            elif note := self.end_note(ev):
+                extra = f"  ({note})"
             line = f"{'  ' * d}◂ {_node(ev)} {_ms(ev.duration_ms)} {mark}{extra}"
         elif ev.type == "subscriber.error":
             line = f"! subscriber {ev.subscriber} raised: {ev.error}"

@@ -337,3 +337,21 @@ def parse_event(line: str | bytes) -> Any:
 def validate_event(data: dict[str, Any]) -> Any:
     """Validate one event read as JSON (a dict) into an event: raises pydantic's ValidationError."""
     return _adapter().validate_python(data)
+
+
+# A node's end worth a word beyond its status (the event log and `flowtui run`'s tree say it): the reply
+# is not the whole of what the model would say, or a loop gave up on its tools.
+_FINISHED_SHORT = {"length": "the reply was cut at the model's max_tokens",
+                   "content_filter": "the provider's content filter withheld the reply, or part of it"}
+
+
+def end_note(ev: Any) -> str | None:
+    """What a ``node.end`` says beyond ok / error: a model call cut short, a loop stopped by ``max_fails``."""
+    data = ev.data if isinstance(ev.data, dict) else {}
+    if ev.kind == "chat":
+        reply = data.get("reply")
+        reason = reply.get("finish_reason") if isinstance(reply, dict) else None
+        return _FINISHED_SHORT.get(reason) if isinstance(reason, str) else None
+    if ev.kind == "loop" and data.get("stopped_by") == "fails":
+        return "stopped by max_fails: too many tool calls in a row failed"
+    return None

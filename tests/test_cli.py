@@ -662,6 +662,50 @@ async def test_the_tree_shows_each_failure_of_a_tool_even_with_the_same_message_
     assert len(failed) == 2 and all(line.endswith("✗  Tool lookup failed: the index is down") for line in failed), failed
 
 
+async def test_the_tree_says_a_reply_cut_short_and_a_loop_its_tools_failed():
+    """A reply cut at max_tokens (or withheld by a content filter) and a loop stopped by max_fails were
+    drawn ✓ like any other: headless, the run looked like a success with nothing said."""
+    import io
+
+    from fakes import call, run_collect
+    from flowtui import ChatReply, FunctionProvider, agent, loop, tool, workflow
+    from flowtui.runtime.cli import TreePrinter
+
+    @tool
+    def add(a: int) -> int:
+        """Adds."""
+        return a
+
+    replies = iter([ChatReply(content="half a sent", finish_reason="length"),
+                    ChatReply(content="", finish_reason="content_filter")])
+
+    @agent(provider=FunctionProvider(lambda m, t: next(replies)), prompt="p")
+    class Cut:
+        pass
+
+    calls = iter([call("add", a="x"), call("ad")])
+
+    @agent(provider=FunctionProvider(lambda m, t: next(calls)), prompt="p", tools=[add])
+    class Caller:
+        pass
+
+    @workflow(steps=[Cut, Cut, loop(steps=[Caller], max_iterations=5, max_fails=2)])
+    class W:
+        pass
+
+    out = io.StringIO()
+    _, events, _ = await run_collect(W)
+    printer = TreePrinter(out)
+    for ev in events:
+        printer(ev)
+    lines = out.getvalue().splitlines()
+    chats = [line for line in lines if "◂ chat Cut" in line]
+    assert chats[0].endswith("✓  (the reply was cut at the model's max_tokens)"), chats
+    assert chats[1].endswith("✓  (the provider's content filter withheld the reply, or part of it)"), chats
+    assert [line for line in lines if "◂ loop" in line][0].endswith(
+        "✓  (stopped by max_fails: too many tool calls in a row failed)"), lines
+
+
 def test_a_workflow_named_like_a_path_journals_inside_the_journal_folder(tmp_path):
     """@workflow(name="../../x") wrote its journal outside .flowtui/runs; a name holding "/" stopped every
     run (no such folder); one holding an escape sequence made a file name a terminal would act on."""

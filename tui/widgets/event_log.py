@@ -16,6 +16,7 @@ from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
+from flowtui.runtime.events import end_note
 from flowtui.tui.shown import shown
 from flowtui.tui.widgets.paint import DirectLines, QuietVirtualSize, drop_oldest
 
@@ -40,18 +41,13 @@ TYPE_MIN, TYPE_MAX = 12, 21  # "workflow_state.change" is 21
 ORIGIN_MIN, ORIGIN_MAX = 8, 26
 
 
-# a model call's finish_reason worth a word: the reply is not the whole of what the model would say
-_FINISHED_SHORT = {"length": "the reply was cut at the model's max_tokens",
-                   "content_filter": "the provider's content filter withheld the reply, or part of it"}
-
-
 def _node(ev: Any) -> str:
     extra = f" {ev.status} {ev.duration_ms:.1f} ms" if ev.type == "node.end" else ""
     if ev.type == "node.end" and ev.kind == "chat" and isinstance(ev.data, dict) and ev.data.get("usage_estimated"):
         extra += " · tokens estimated: the reply said no usage"
-    if ev.type == "node.end" and ev.kind == "chat" and isinstance(ev.data, dict) \
-            and isinstance(ev.data.get("reply"), dict) and ev.data["reply"].get("finish_reason") in _FINISHED_SHORT:
-        extra += " · " + _FINISHED_SHORT[ev.data["reply"]["finish_reason"]]
+    note = end_note(ev) if ev.type == "node.end" else None
+    if note:
+        extra += " · " + note
     return f"{ev.kind} {ev.name}{extra}"
 
 
