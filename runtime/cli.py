@@ -125,6 +125,15 @@ def check_files(args: argparse.Namespace) -> None:
             keep[Path(name)] = f"the --{option.replace('_', '-')} file"
 
 
+def unknown_approvals(approve: Any, hello: Any) -> list[str]:
+    """What to say of ``--approve`` names none of the loaded workflow's agents has as a tool (perhaps a
+    child workflow's: said, not refused)."""
+    known = set(hello.tools) | {"all"}
+    return [f"--approve {name}: {hello.workflow}'s agents have no tool {name} (theirs: "
+            f"{', '.join(sorted(hello.tools)) or 'none'}); it is approved only if a child workflow calls it"
+            for name in sorted(set(approve or ()) - known)]
+
+
 def parse_memory(pairs: list[str]) -> dict[str, str]:
     """``--memory`` pairs as a mapping (each becomes a ``key: value`` memory item)."""
     return parse_pairs(pairs)
@@ -459,7 +468,7 @@ async def _run_headless(args: argparse.Namespace, memory: dict[str, str], data: 
             say(hello.traceback.rstrip())
         await channel.wait()
         return 2
-    for note in hello.notes:
+    for note in [*hello.notes, *unknown_approvals(args.approve, hello)]:
         tell(f"flowtui: {note}")
     made = [folder for folder in (JOURNAL_DIR.parent, JOURNAL_DIR) if not folder.exists()]  # a refusal takes them back
     if not args.no_journal and journal is None:

@@ -176,11 +176,6 @@ class Worker:
         if not paused:
             self.controller.resume()
         self.controller.approve.update(approve)
-        known = set(self.hello().tools) | {"all"}
-        for name in sorted(set(approve) - known):  # perhaps a child workflow's tool: said, not refused
-            print(visible(f"--approve {name}: {self.app.workflow.name}'s agents have no tool {name} (theirs: "
-                          f"{', '.join(sorted(known - {'all'})) or 'none'}); it is approved only if a child "
-                          "workflow calls it"), file=sys.stderr, flush=True)
         self.run = self.app.prepare(input, memory=memory or None, data=data, journal=journal or self.journal,
                                     controller=self.controller, on_event=self.on_event, snapshot=self.snapshot,
                                     resume_from=resume_from, on_divergence=on_divergence, **options)

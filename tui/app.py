@@ -196,7 +196,10 @@ class FlowApp(RunCommands, RunEdits, RunWatches, PlainNotify, KeysStayPut, App[i
 
     async def _begin(self, input: str | None) -> None:
         self.clear_notifications()  # what they said was about the run before
-        for note in self.client.hello.notes if self.client.hello is not None else ():
+        from flowtui.runtime.cli import unknown_approvals
+
+        hello = self.client.hello
+        for note in [*hello.notes, *unknown_approvals(self.config.approve, hello)] if hello is not None else ():
             self.notify(note, severity="warning", timeout=10)
         reply = await self.client.begin(input)
         self.say_refused_watches()

@@ -180,6 +180,18 @@ async def test_keys_typed_in_one_burst_into_the_approval_dialog_are_all_the_reas
         assert (decision.decision, decision.reason) == ("denied", reason)
 
 
+async def test_approving_a_tool_the_flow_lacks_is_said_by_flowtui_not_as_the_flows_output():
+    """The warning was printed by the run's process, so the app showed it as "The flow printed"."""
+    app = make(input="go", approve=["record_problem", "recrod_problem"])
+    async with app.run_test(size=(140, 40)) as pilot:
+        await paused(pilot)
+        await wait_until(pilot, lambda: any("--approve recrod_problem:" in n.message for n in app._notifications),
+                         what="the warning")
+        said = [n for n in app._notifications if "--approve recrod_problem:" in n.message]
+        assert "have no tool recrod_problem (theirs: record_problem)" in said[0].message
+        assert said[0].title != "The flow printed" and not app.client.logs
+
+
 async def test_a_call_left_undecided_is_decided_from_the_palette():
     """esc leaves the call waiting: the palette brings its dialog back (it had no entry for it)."""
     app = make(input="go", approve=["record_problem"])
