@@ -71,6 +71,9 @@ class RunView:
         self.resumed_from: Any = None  # a re-executed run: where it came from (run.start's resumed_from)
         self.divergence: Any = None  # a re-executed run that diverged: the run.diverged event
         self.journal_error: str | None = None  # the journal stopped being written (a full disk): why
+        # The middlewares around every model call (the worker's hello says them): what the model sees
+        # shows is what they are given.
+        self.model_middlewares: tuple[str, ...] = ()
         # What the run consumed: counted from chat and tool nodes as they end (child workflows
         # included), then replaced by the run's own figures on run.end (elapsed_s, exceeded).
         self.totals = RunTotals()
@@ -425,6 +428,17 @@ class RunView:
         out.extend(run.history_from[:len(run.history)])
         out.extend((None, "") for _ in range(len(run.history) - len(run.history_from)))
         return out
+
+    def last_sent(self) -> dict[str, Any] | None:
+        """The shown run's last model call, when a model middleware changed what it sent: ``changed_by``
+        (names), ``messages`` (what the model sees had), ``sent`` and ``trimmed`` (as the chat node keeps
+        them). None when it sent what it was given, or there was none."""
+        run = self.shown
+        node = self.nodes.get(run.last_chat) if run.last_chat else None
+        data = node.data if node is not None else {}
+        if not data.get("changed_by"):
+            return None
+        return {k: data.get(k) for k in ("changed_by", "messages", "sent", "trimmed")}
 
     def model_sees(self) -> list[Message]:
         """The messages the next model call will build: prompt, memory/tasks note, history (the

@@ -90,6 +90,9 @@ class Hello(_Message):
                                          "not apply to")
     breakpoints: list[str] = Field(default_factory=list, description="set now (an earlier client's too)")
     watches: list[str] = Field(default_factory=list, description="watchpoints set now (an earlier client's too)")
+    model_middlewares: list[str] = Field(default_factory=list,
+                                         description="the middlewares around every model call, outermost first: "
+                                                     "what is sent may differ from what the model sees shows")
 
 
 class LoadError(_Message):

@@ -113,6 +113,7 @@ class Worker:
 
     # --- output --------------------------------------------------------------------------
     def hello(self) -> p.Hello:
+        from flowtui.runtime.middleware import layers
         from flowtui.runtime.plans import hook_lookalikes, model_not_applied, replies_not_applied
 
         plans = self.app.plans
@@ -125,7 +126,8 @@ class Worker:
             "a child workflow's may be)" for name in sorted(self.controller.breakpoints - known)]
         return p.Hello(workflow=self.app.workflow.name, file=self.app.workflow.file, agents=agents, tools=tools,
                        pid=os.getpid(), started=self.run is not None, notes=notes,
-                       breakpoints=sorted(self.controller.breakpoints), watches=list(self.controller.watch.texts))
+                       breakpoints=sorted(self.controller.breakpoints), watches=list(self.controller.watch.texts),
+                       model_middlewares=[name for name, _ in layers(self.app.middlewares, "model")])
 
     def on_event(self, event: Any) -> None:
         if self.also is not None:

@@ -128,6 +128,7 @@ class RunClient:
             reply = await spawned
         if isinstance(reply, _p().Hello):
             self.hello = reply
+            self.view.model_middlewares = tuple(reply.model_middlewares)
             if c.attach is not None:  # what the run holds, an earlier client's included, is what is shown
                 self.breakpoints, self.watches = set(reply.breakpoints), list(reply.watches)
         else:

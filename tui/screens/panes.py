@@ -133,9 +133,12 @@ def count_title(view: Any, current: str, counted: Any = None, room: int | None =
         seen = view.model_sees()
         n = len(seen)
         size = total_size(seen, counted)
-        long = f" ({n} message{'s' if n != 1 else ''}, {escape(shown(size))})"
+        # a model middleware may send otherwise (the first block says how the last call went)
+        before = " before middlewares" if view.model_middlewares or view.last_sent() else ""
+        long = f" ({n} message{'s' if n != 1 else ''}{before}, {escape(shown(size))})"
         if room is None or len(pane(current).title) + len(long) <= room:
             return long
-        return f" ({n} msg{'s' if n != 1 else ''}, {escape(shown(size.split(', ')[0].replace(' tokens', ' tok')))})"
+        return (f" ({n} msg{'s' if n != 1 else ''}{' *' if before else ''}, "
+                f"{escape(shown(size.split(', ')[0].replace(' tokens', ' tok')))})")
     n = len(view.history)
     return f" ({n} message{'s' if n != 1 else ''})"

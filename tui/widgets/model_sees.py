@@ -30,6 +30,10 @@ def show_model_sees(widget: MessageList, view: Any, counted: Any = None) -> None
         # another agent's: the prompt drawn is the last call's, and says so
         labels[0] = ("system · the last call's agent prompt (the next call's is known when its agent starts)"
                      if pause is not None and pause.point in ("tool", "loop_iteration") else "system · agent prompt")
+    changes = middleware_note(view)
+    if changes and seen and not own:  # said first on the first block: what follows is what they are given
+        role, _, rest = labels.get(0, seen[0].role).partition(" · ")
+        labels[0] = " · ".join(part for part in (role, changes, rest) if part)
     note = 1 if view.prompt and not own else 0
     has_note = not own and len(seen) > len(view.history) + note
     if has_note:
@@ -47,6 +51,22 @@ def show_model_sees(widget: MessageList, view: Any, counted: Any = None) -> None
     widget.opens_own = True
     widget.note = (note, tuple(view.memory), tuple(view.tasks)) if has_note else None
     widget.set_messages(seen, reset=True)
+
+
+def middleware_note(view: Any) -> str | None:
+    """What the model sees is what the model middlewares are given: ``ContextWindow may change what is
+    sent (the last call sent 3 of 6 messages: 3 left out by ContextWindow)``; None without any."""
+    last = view.last_sent()
+    names = list(view.model_middlewares) or (last or {}).get("changed_by") or []
+    if not names:
+        return None
+    said = f"{', '.join(shown(str(n)) for n in names)} may change what is sent"
+    if last is not None and isinstance(last.get("sent"), int) and isinstance(last.get("messages"), int):
+        trimmed = last.get("trimmed") if isinstance(last.get("trimmed"), dict) else {}
+        left = (f": {trimmed.get('dropped')} left out by {', '.join(shown(str(b)) for b in trimmed.get('by') or [])}"
+                if trimmed.get("dropped") else "")
+        said += f" (the last call sent {last['sent']} of {last['messages']} messages{left})"
+    return said
 
 
 NOTE_ITEMS = 12  # the note's label lists this many of its items' events (one line shows fewer)

@@ -1,0 +1,30 @@
+"""What the model sees is what the model middlewares are given: view 2 says so, and how the last call
+went (a ContextWindow left messages out), instead of passing the history off as what was sent."""
+
+from __future__ import annotations
+
+import flowcapture
+from conftest import FLOWS, make, paused, press_and_pause, wait_until
+
+
+async def test_view_2_says_a_middleware_may_change_what_is_sent_and_what_the_last_call_sent():
+    app = make(str(FLOWS / "windowed.py"), input="hello")
+    async with app.run_test(size=(160, 48)) as pilot:
+        await paused(pilot)
+        await pilot.press("2")
+        sees = app.main.pane_widget("model-sees")
+        await wait_until(pilot, lambda: sees is not None and 0 in sees.labels, what="view 2 drawn")
+        assert sees.labels[0].startswith("system · ContextWindow may change what is sent")  # before any call
+        before = len(flowcapture.requests())
+        while len(flowcapture.requests()) < before + 3:  # three calls: the window leaves the oldest out
+            await press_and_pause(pilot, "s")
+        while app.client.view.pause.point != "chat":
+            await press_and_pause(pilot, "s")
+        await wait_until(pilot, lambda: "the last call sent" in sees.labels.get(0, ""), what="the last call said")
+        sent = flowcapture.requests()[-1][1]
+        seen = app.client.view.last_sent()
+        assert seen["sent"] == len(sent) < seen["messages"]
+        assert (f"(the last call sent {len(sent)} of {seen['messages']} messages: "
+                f"{seen['messages'] - len(sent)} left out by ContextWindow)") in sees.labels[0]
+        title = str(app.screen.query_one("#views").border_title)
+        assert "before middlewares" in title, title
