@@ -29,6 +29,8 @@ def refuse_unknown(call: str, unknown: Mapping[str, Any], fn: Any) -> None:
     name = next(iter(unknown))
     close = difflib.get_close_matches(name, known, n=1)
     meant = f"did you mean {close[0]}=? " if close else ""
+    if name in SAMPLING_KEYS and "sampling" in known:  # a model parameter: it goes in sampling={...}
+        meant = f"a model parameter goes in sampling: sampling={{{name!r}: {unknown[name]!r}}}; "
     raise ConfigError(f"{call} has no parameter {name}=; {meant}it takes {', '.join(k + '=' for k in known)}")
 
 

@@ -74,6 +74,9 @@ WORKFLOW = "@workflow(steps=[A])\nclass W:\n    pass\n"
     ("@agent(prompt='p')\nclass A:\n    pass\n" + WORKFLOW, r"@agent\(...\) of A needs provider=, the model it calls"),
     (AGENT.replace("prompt=", "promt=") + "class A:\n    pass\n" + WORKFLOW,
      r"@agent\(...\) has no parameter promt=; did you mean prompt=\? it takes provider=, prompt=, tools="),
+    (AGENT.replace("prompt=", "temperature=0.3, prompt=") + "class A:\n    pass\n" + WORKFLOW,
+     r"@agent\(...\) has no parameter temperature=; a model parameter goes in sampling: "
+     r"sampling=\{'temperature': 0.3\}; it takes provider="),
     ("from flowtui import until_answered\n" + AGENT + "class A:\n    pass\n@workflow(steps=[loop(steps=[A], untl=until_answered)])\nclass W:\n    pass\n",
      r"loop\(...\) has no parameter untl=; did you mean until=\?"),
     ("from flowtui import parallel\n" + AGENT + "class A:\n    pass\n@workflow(steps=[parallel(A, A)])\nclass W:\n    pass\n",
