@@ -351,6 +351,25 @@ def replies_not_applied(plans: Plans, replies: Any) -> list[str]:
     return ["--replies changes nothing: it replaces a ScriptedProvider's replies, and no agent's provider is one"]
 
 
+def script_gaps(plans: Plans) -> list[str]:
+    """An agent whose ScriptedProvider maps replies to agent names but has none under its name
+    (``{"Agnet": [...]}``): its first model call would fail, which the load can say now."""
+    from difflib import get_close_matches
+
+    from flowtui.runtime.providers.scripted import ScriptedProvider
+
+    notes = []
+    for aspec in plans.agent_specs.values():
+        p = aspec.provider
+        replies = getattr(p, "_replies", None) if isinstance(p, ScriptedProvider) else None
+        if isinstance(replies, dict) and aspec.name not in replies:
+            close = get_close_matches(aspec.name, list(replies), n=1)
+            notes.append(f"agent {aspec.name}: its ScriptedProvider has no replies for {aspec.name} (it has: "
+                         f"{', '.join(sorted(replies)) or 'none'}){f'; did you mean {close[0]}?' if close else '.'}"
+                         f" Its first model call will fail")
+    return notes
+
+
 def _why(cls: type) -> str:
     kind = next((k for k in cls.__mro__ if k.__name__ in _NO_MODEL), None)
     if kind is None:

@@ -160,6 +160,16 @@ def test_hooks_beside_run_are_said_never_to_be_called(tmp_path):
     assert res.stdout == "mine\n"
 
 
+def test_scripted_replies_under_no_agents_name_are_noted_at_load(tmp_path):
+    """ScriptedProvider({"Agnet": [...]}) loaded; the run failed at its first model call."""
+    path = write(tmp_path, "from flowtui import ScriptedProvider\n"
+                 "@agent(provider=ScriptedProvider({'Agnet': ['x']}), prompt='p')\nclass Agent:\n    pass\n"
+                 "@workflow(steps=[Agent])\nclass W:\n    pass\n")
+    res = flowtui("run", str(path), "--input", "x")
+    assert "agent Agent: its ScriptedProvider has no replies for Agent (it has: Agnet); did you mean Agnet? " \
+           "Its first model call will fail" in res.stderr, res.stderr
+
+
 def test_a_tool_with_no_description_is_noted(tmp_path):
     """A tool with no docstring was sent with description '': the model sees only its name, unsaid."""
     path = write(tmp_path, "@tool\ndef lookup(q: str) -> str:\n    return q\n"
