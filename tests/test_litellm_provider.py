@@ -490,6 +490,10 @@ def test_bad_native_arguments_are_kept_raw():
 
     call = _litellm._native_call(Call())
     assert call.args == {_litellm.RAW_ARGUMENTS_KEY: "{not json"}
+    # sent back as the model wrote it, not as {"__raw_arguments__": ...} (a call it never made)
+    sent = _litellm.to_openai_messages([Message(role="assistant", tool_calls=(call,)),
+                                        Message(role="tool", content="Invalid arguments", tool_call_id="c1")])
+    assert sent[0]["tool_calls"][0]["function"]["arguments"] == "{not json"
 
 
 def test_importing_providers_does_not_import_litellm():

@@ -110,8 +110,7 @@ def to_openai_messages(messages: list[Message]) -> list[dict[str, Any]]:
                     call_id = call.id or f"call_{i}_{j}"
                     pending.append((call_id, call.name))
                     calls.append({"id": call_id, "type": "function",
-                                  "function": {"name": call.name,
-                                               "arguments": json.dumps(call.args)}})
+                                  "function": {"name": call.name, "arguments": _arguments(call.args)}})
                 d["tool_calls"] = calls
                 # Some providers reject "" next to tool calls; null is the API's own form.
                 if not msg.content:
@@ -238,6 +237,13 @@ def build_streamed(litellm: Any, chunks: list[Any], messages: list[dict[str, Any
         for fragment, as_sent in mended:  # the chunks as they came (litellm may keep them for its logs)
             fragment.id = as_sent
     return resp
+
+
+def _arguments(args: dict[str, Any]) -> str:
+    """A call's arguments as the model is sent them back: JSON, or the very text it wrote when that was
+    no JSON object (kept under RAW_ARGUMENTS_KEY, a key of flowtui's the model never wrote)."""
+    raw = args.get(RAW_ARGUMENTS_KEY) if len(args) == 1 else None
+    return raw if isinstance(raw, str) else json.dumps(args)
 
 
 def _native_call(call: Any) -> ToolCall:

@@ -117,6 +117,21 @@ def test_a_line_of_megabytes_is_drawn_from_its_head_saying_how_long_it_is(monkey
     assert key[:12] not in plain
 
 
+def test_arguments_that_were_no_json_are_drawn_as_the_model_wrote_them():
+    """They were drawn eco({"__raw_arguments__": "{not json"}): a key of flowtui's, as if the model had
+    written it."""
+    from rich.console import Console
+
+    from flowtui.runtime.messages import Message, ToolCall
+    from flowtui.tui.widgets.blocks import render_block
+
+    call = ToolCall(name="eco", args={"__raw_arguments__": '{"texto": "cut'}, id="c1")
+    strips = render_block(Console(width=100), Message(role="assistant", tool_calls=(call,)), 0, 100, expanded=False)
+    plain = "".join(strip.text for strip in strips)
+    assert '→ eco({"texto": "cut ‹not JSON, as the model wrote it›)' in plain
+    assert "__raw_arguments__" not in plain
+
+
 def test_a_text_cut_on_the_way_to_the_app_says_its_whole_length_not_the_pieces():
     """What the app holds of a 50 MB output is its first 64 KiB and a note; the block says 50,000,000
     characters (collapsed and expanded), never the held piece's length as the line's."""

@@ -110,6 +110,13 @@ def more_lines(n: int) -> str:
 
 
 def args_text(args: dict[str, Any], *, indent: int | None = None) -> str:
+    """A call's arguments as JSON; arguments the model wrote that were no JSON object, as it wrote them
+    (they are sent back so), said to be no JSON."""
+    from flowtui.runtime.providers.base import RAW_ARGUMENTS_KEY
+
+    raw = args.get(RAW_ARGUMENTS_KEY) if len(args) == 1 else None
+    if isinstance(raw, str):
+        return cut_long_lines(shown(raw)) + " ‹not JSON, as the model wrote it›"
     return cut_long_lines(shown(json.dumps(args, ensure_ascii=False, indent=indent, default=repr)))
 
 
