@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 from flowtui.runtime.decorators import AgentSpec, WorkflowSpec, spec_of
 from flowtui.runtime.checks import needs_more
-from flowtui.runtime.errors import ConfigError, FlowtuiError, InjectionError, describe_error
+from flowtui.runtime.errors import ConfigError, FlowtuiError, InjectionError, describe_error, shown_path
 from flowtui.runtime.markers import constructor_plan, execute_plan, positional_arity, type_hints, where
 from flowtui.runtime.observe import make_state
 from flowtui.runtime.providers.base import Provider
@@ -314,7 +314,9 @@ def hook_lookalikes(plans: Plans) -> list[str]:
                 continue
             close = get_close_matches(name, HOOKS, n=1, cutoff=0.85)
             if close:
-                notes.append(f"agent {aspec.name}: {name} is no hook flowtui calls; did you mean {close[0]}? "
+                code = getattr(value, "__code__", None)  # where it is written, as a load error says it
+                at = f"{shown_path(code.co_filename)}:{code.co_firstlineno}: " if code is not None else ""
+                notes.append(f"{at}agent {aspec.name}: {name} is no hook flowtui calls; did you mean {close[0]}? "
                              f"(the hooks: {', '.join(HOOKS)})")
     return notes
 

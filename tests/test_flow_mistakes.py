@@ -146,7 +146,8 @@ def test_a_method_named_like_a_hook_is_said_and_the_run_goes_on(tmp_path):
                  + WORKFLOW)
     res = flowtui("run", str(path), "--input", "x")
     assert res.returncode == 0, res.stderr
-    assert "agent A: after_respons is no hook flowtui calls; did you mean after_response?" in res.stderr
+    assert re.search(r"flow.py:\d+: agent A: after_respons is no hook flowtui calls; did you mean after_response\?",
+                     res.stderr), res.stderr  # where it is written, as a load error says it
     assert res.stdout == "ok\n"
 
 
