@@ -131,6 +131,25 @@ async def test_a_streamed_call_with_no_id_keeps_the_others_in_order(server):
 
 
 @pytest.mark.asyncio
+async def test_streamed_calls_numbered_alike_by_the_server_stay_two_calls(server):
+    """Some compatible servers send every call under index 0: litellm joined them into one call with the
+    second's name and both arguments ({"q": "a"}{}), and the first call was gone."""
+    def call(call_id=None, name=None, args=""):
+        fn = {"arguments": args} if name is None else {"name": name, "arguments": args}
+        return {"index": 0, **({"id": call_id, "type": "function"} if call_id else {}), "function": fn}
+
+    server.script(events(chunk({"role": "assistant", "content": None}),
+                         chunk({"tool_calls": [call("c1", "search")]}),
+                         chunk({"tool_calls": [call(args='{"q": "a"}')]}),
+                         chunk({"tool_calls": [call("c2", "nothing")]}),
+                         chunk({"tool_calls": [call(args="{}")]}),
+                         chunk(finish_reason="tool_calls")))
+    out = await complete(provider(server, stream=True), request(tools=True, turn=2))
+    assert out.tool_calls == [ToolCall(name="search", args={"q": "a"}, id="c1"),
+                              ToolCall(name="nothing", args={}, id="c2")]
+
+
+@pytest.mark.asyncio
 @pytest.mark.parametrize("stream", [True, False], ids=["streamed", "whole"])
 async def test_a_tool_call_with_an_empty_name_is_a_provider_error(server, stream):
     # streamed, it was lost in silence: an empty answer with finish_reason tool_calls

@@ -203,6 +203,7 @@ def build_streamed(litellm: Any, chunks: list[Any], messages: list[dict[str, Any
     call that came with no id or no name."""
     said = False
     calls: dict[Any, list[Any]] = {}  # index -> the fragments of that tool call
+    latest: dict[Any, tuple[Any, int]] = {}  # index as sent -> (id of its latest call, the index it is built at)
     for chunk in chunks:
         for choice in getattr(chunk, "choices", None) or ():
             if getattr(choice, "index", 0) not in (0, None):
@@ -215,7 +216,18 @@ def build_streamed(litellm: Any, chunks: list[Any], messages: list[dict[str, Any
                     or getattr(delta, "function_call", None):
                 said = True
             for call in getattr(delta, "tool_calls", None) or ():
-                calls.setdefault(getattr(call, "index", None) or 0, []).append(call)
+                sent, call_id = getattr(call, "index", None) or 0, getattr(call, "id", None)
+                known_id, index = latest.get(sent, (None, None))
+                if index is None or (call_id and known_id and call_id != known_id):
+                    # a call of its own; one that came under an index a call of another id has (servers that
+                    # number every call 0) was merged into it by litellm: arguments of both, one name
+                    index = sent if sent not in calls else max(calls) + 1
+                    latest[sent] = (call_id, index)
+                elif call_id and not known_id:
+                    latest[sent] = (call_id, index)
+                if index != sent:
+                    call.index = index
+                calls.setdefault(index, []).append(call)
     if not said:
         raise MalformedReply("the server's reply to a streaming request held no message (no chunk of a "
                              "chat completion arrived: plain JSON or other data instead of a stream?)")
