@@ -187,6 +187,18 @@ def test_a_failed_model_call_says_what_failed_below_a_status_too_narrow_for_it()
     assert where.startswith("the model's server could not be reached, or it dropped the connection")
 
 
+def test_a_stopped_run_shows_its_output_so_far_like_a_finished_one():
+    """A run stopped by x or ctx.stop() ends with its output so far; the control pane showed only "—"."""
+    from flowtui.runtime.events import RunEnd, RunStart
+    from flowtui.runtime.fold import RunView
+    from flowtui.tui.widgets.control import where_text
+
+    view = RunView()
+    view.apply(RunStart(seq=1, ts=0.0, run_id="r1", workflow="W"))
+    view.apply(RunEnd(seq=2, ts=1.0, run_id="r1", status="stopped", output="the draft so far", reason="stopped by user"))
+    assert where_text(view, breakpoints=set(), width=80).plain.startswith("output: the draft so far")
+
+
 async def test_s_pressed_three_times_quickly_steps_three_times():
     """The second and third went while the first step ran, and did nothing: one step, no word why."""
     app = make(input="go")

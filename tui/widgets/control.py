@@ -86,7 +86,8 @@ def where_text(view: Any, *, breakpoints: set[str] | None = None, event: Any = N
         path = list(view.pause.path)
     if path:
         head, head_style = shown(" › ".join(path)), "bold"
-    elif view is not None and view.status == "finished" and view.output is not None:
+    elif view is not None and view.status in ("finished", "stopped") and view.output is not None:
+        # (a stopped run ends with its output so far)
         head, head_style = "output: " + shown_head(view.output, _room(width)).replace("\n", " "), ""
     elif view is not None and view.status == "failed" and _AT.search(view.error or ""):
         head, head_style = "raised at " + shown(_AT.search(view.error).group(1)), "#ff5f5f"  # the cut status's end
