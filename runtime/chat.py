@@ -124,7 +124,8 @@ async def call_model(run: "Run", spec: AgentSpec, request: ChatRequest, *, promp
 
 def recorded(request: ChatRequest, provider: Provider, *, built: bool = False) -> "Sent":
     """A request as the journal keeps it: every message as sent, the tools by name, the model
-    (the provider's description) and the sampling parameters.
+    (the provider's description) and the sampling parameters: the agent's (the request's) and the
+    provider's own under them (what was sent is both, the agent's winning key by key).
 
     A request :func:`build_request` made (``built``) holds only messages: validating them again
     cost a pass over the whole history every turn, so a long run got slower turn after turn. It
@@ -132,9 +133,12 @@ def recorded(request: ChatRequest, provider: Provider, *, built: bool = False) -
     description, the sampling keys) have their declared types too; any other request is
     validated, so a malformed one fails as it always did."""
     tools, model, sampling = sorted(request.tool_names), provider.describe(), dict(request.sampling)
-    fields = dict(messages=list(request.messages), tools=tools, model=model, sampling=sampling)
+    defaults = provider.sampling_defaults()
+    fields = dict(messages=list(request.messages), tools=tools, model=model, sampling=sampling,
+                  provider_sampling=defaults)
     if built and type(model) is str and (not sampling or all(type(k) is str for k in sampling)) \
-            and (not tools or all(type(t) is str for t in tools)):
+            and (not tools or all(type(t) is str for t in tools)) and type(defaults) is dict \
+            and all(type(k) is str for k in defaults):
         return builders[Sent](fields)
     return Sent(**fields)
 
@@ -148,11 +152,12 @@ class Sent(BaseModel):
     tools: list[str]
     model: str
     sampling: dict[str, Any]
+    provider_sampling: dict[str, Any] = {}  # the provider's, under the agent's: what was sent is both
 
     @model_serializer
     def _as_sent(self) -> dict[str, Any]:
         return {"messages": [_message(m) for m in self.messages], "tools": self.tools, "model": self.model,
-                "sampling": self.sampling}
+                "sampling": self.sampling, "provider_sampling": self.provider_sampling}
 
 
 def _message(m: Message) -> dict[str, Any]:
@@ -197,3 +202,6 @@ class AgentProvider(Provider):
 
     def describe(self) -> str:
         return self.inner.describe()
+
+    def sampling_defaults(self) -> dict[str, Any]:
+        return self.inner.sampling_defaults()

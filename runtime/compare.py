@@ -111,14 +111,18 @@ def comparable(ev: dict[str, Any], run: str, path: tuple[str, ...]) -> dict[str,
 
 
 def align(rec: dict[str, Any], new: dict[str, Any]) -> None:
-    """A request that names no model (a replayed cassette's) leaves the other side's model uncompared."""
+    """A request that names no model (a replayed cassette's) leaves the other side's model uncompared;
+    one with no ``provider_sampling`` (a journal from before it was recorded), the other's."""
     a, b = rec.get("data"), new.get("data")
     if not (isinstance(a, dict) and isinstance(b, dict)):
         return
     for key in ("request", "sent_request"):
         x, y = a.get(key), b.get(key)
         if isinstance(x, dict) and isinstance(y, dict) and (x.get("model") is None) != (y.get("model") is None):
-            a[key], b[key] = {**x, "model": None}, {**y, "model": None}
+            a[key], b[key] = x, y = {**x, "model": None}, {**y, "model": None}
+        if isinstance(x, dict) and isinstance(y, dict) and ("provider_sampling" in x) != ("provider_sampling" in y):
+            a[key] = {k: v for k, v in x.items() if k != "provider_sampling"}
+            b[key] = {k: v for k, v in y.items() if k != "provider_sampling"}
 
 
 def model_key(described: Any) -> Any:

@@ -214,9 +214,14 @@ class _Builder:
                 step.set("history", sent[len(prefix):])
             else:
                 step.set("messages", sent)
-        for name in ("tools", "model", "sampling"):
+        for name in ("tools", "model"):
             if name in request:
                 step.set(name, request[name])
+        sampling, defaults = request.get("sampling"), request.get("provider_sampling")
+        if isinstance(defaults, dict) and isinstance(sampling, dict):  # what was sent: both, the agent's first
+            sampling = {k: v for k, v in {**defaults, **sampling}.items() if v is not None}
+        if "sampling" in request:
+            step.set("sampling", sampling)
 
     def on_node_end(self, ev: Any) -> None:
         node = self.nodes.get(ev.node_id) if ev.node_id else None

@@ -209,6 +209,9 @@ class ServedProvider(Provider):
     def describe(self) -> str:
         return self.inner.describe()
 
+    def sampling_defaults(self) -> dict[str, Any]:
+        return self.inner.sampling_defaults()
+
 
 def recorded_reply(data: dict[str, Any]) -> ChatReply:
     """The reply a model call's recorded ``node.end`` holds (its ``data``); ValueError when that is not

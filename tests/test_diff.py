@@ -575,3 +575,30 @@ async def test_two_runs_of_one_journal_stay_two_whatever_the_order_of_their_line
         assert (about["runs"], about["status"]) == (2, "finished")
         assert not any("missing" in note["text"] for note in about["notes"])
         assert bool(about["notes"]) == (edit != "as written")
+
+
+async def test_sampling_is_compared_as_sent_the_providers_under_the_agents(tmp_path, capsys):
+    """A request records the agent's sampling and the provider's: the runs compare what was sent (both),
+    so the same parameters given by the agent in one run and by the provider in the other are the same,
+    and a provider's parameter changed is a difference."""
+    a = await journal(tmp_path, "a")
+
+    def rewritten(name: str, **request_fields) -> Path:
+        path = tmp_path / f"{name}.jsonl"
+        lines = []
+        for line in a.read_text().splitlines():
+            event = json.loads(line)
+            request = (event.get("data") or {}).get("request") if event["type"] == "node.start" else None
+            if isinstance(request, dict):
+                request.update(request_fields)
+            lines.append(json.dumps(event))
+        path.write_text("\n".join(lines) + "\n")
+        return path
+
+    by_agent = rewritten("agent", sampling={"temperature": 0.2}, provider_sampling={})
+    by_provider = rewritten("provider", sampling={}, provider_sampling={"temperature": 0.2})
+    other = rewritten("other", sampling={}, provider_sampling={"temperature": 0.7})
+    code, out, _ = diff(capsys, by_agent, by_provider)
+    assert code == 0 and "The runs are the same" in out, out
+    code, out, _ = diff(capsys, by_provider, other)
+    assert code == 1 and "sampling.temperature" in out, out

@@ -273,3 +273,41 @@ async def test_flowtui_runs_tree_says_a_wait_before_a_retry_as_it_starts(server)
     assert "▸ chat" in lines[retry - 1] and "◂ chat" in lines[retry + 1]  # inside the model call it waits in
     indent = len(lines[retry - 1]) - len(lines[retry - 1].lstrip())
     assert lines[retry].startswith(" " * (indent + 2) + "↻")  # drawn as the call's child
+
+
+async def test_the_journal_records_the_providers_sampling_with_the_agents_and_a_resume_checks_it(server, tmp_path):
+    """LiteLLMProvider(sampling=...) was sent but the journal's request said only the agent's sampling
+    ({} here): the record of the call was not what left. It keeps both now; a re-execution whose
+    provider sends other sampling diverges, and a journal from before (no provider_sampling) does not."""
+    import json
+
+    from flowtui.runtime.journal import load_runs
+
+    server.script(reply("5"))
+    journal = tmp_path / "run.jsonl"
+    await bootstrap(flow(server, sampling={"top_p": 0.9, "seed": 7})).run("quanto é 2+3?", journal=journal)
+    sent = server.requests[-1].body
+    assert (sent["top_p"], sent["seed"]) == (0.9, 7)
+    (start,) = [e for e in load_runs(journal)[-1] if e.type == "node.start" and e.kind == "chat"]
+    assert start.data["request"]["provider_sampling"] == {"top_p": 0.9, "seed": 7}
+    assert start.data["request"]["sampling"] == {}
+
+    async def resumed(path, **sampling) -> list:
+        events: list = []
+        server.script(reply("5"))
+        await bootstrap(flow(server, sampling=sampling)).run(resume_from=str(path), on_event=events.append)
+        return [e for e in events if e.type == "run.diverged"]
+
+    assert not await resumed(journal, top_p=0.9, seed=7)
+    (diverged,) = await resumed(journal, top_p=0.5, seed=7)
+    assert any("provider_sampling" in d.field for d in diverged.differences), diverged.differences
+    before = tmp_path / "before.jsonl"  # as a journal written before provider_sampling was recorded
+    lines = []
+    for line in journal.read_text().splitlines():
+        event = json.loads(line)
+        request = (event.get("data") or {}).get("request") if event["type"] == "node.start" else None
+        if isinstance(request, dict):
+            del request["provider_sampling"]
+        lines.append(json.dumps(event))
+    before.write_text("\n".join(lines) + "\n")
+    assert not await resumed(before, top_p=0.5, seed=7)

@@ -235,3 +235,8 @@ class Provider:
 
     def describe(self) -> str:
         return type(self).__name__
+
+    def sampling_defaults(self) -> dict[str, Any]:
+        """The sampling parameters this provider sends under the agent's own (``LiteLLMProvider(sampling=
+        ...)``): the journal records them with each request. None by default."""
+        return {}

@@ -206,6 +206,9 @@ class RecordingProvider(Provider):
     def describe(self) -> str:
         return f"recording {self.inner.describe()} to {self.cassette.path.name}"
 
+    def sampling_defaults(self) -> dict[str, Any]:
+        return self.inner.sampling_defaults()
+
 
 class ReplayProvider(Provider):
     """Serves recorded replies for matching (agent, turn, messages); never calls out.
@@ -230,6 +233,9 @@ class ReplayProvider(Provider):
 
     def describe(self) -> str:
         return f"replaying {self.cassette.path.name}"
+
+    def sampling_defaults(self) -> dict[str, Any]:
+        return self.counter.sampling_defaults() if self.counter is not None else {}
 
     def skip(self, request: ChatRequest, reply: ChatReply) -> None:
         """Served from a journal: the exchange it matches counts as used, so the next request

@@ -140,6 +140,9 @@ class LiteLLMProvider(Provider):
     def describe(self) -> str:
         return f"{type(self).__name__}({self.model or 'no model'})"
 
+    def sampling_defaults(self) -> dict[str, Any]:
+        return dict(self.sampling)
+
     def count_tokens(self, messages: list[Message], tools: list[dict[str, Any]]) -> TokenCount | None:
         """Counted by litellm with the model's own tokenizer: an OpenAI model's tiktoken encoding,
         which litellm ships; None for any other model (never a download)."""
