@@ -17,7 +17,7 @@ from flowtui.tui.widgets.sidebar import Sidebar
 
 def _view(**ctx):
     return SimpleNamespace(memory=["first note"], tasks=["cite the docs"], state={"rounds": 1, "approved": False},
-                           workflow="ReviewWorkflow", last_changed="rounds", ctx=ctx)
+                           workflow="ReviewWorkflow", last_changed="rounds", ctx=ctx, data={})
 
 
 class _Pane(App):
