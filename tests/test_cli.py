@@ -629,14 +629,26 @@ def test_a_run_that_ends_early_says_why_after_its_tree(tmp_path, body, said):
     assert res.stdout.strip()  # the output so far
 
 
+async def tree_of(workflow_cls) -> list[str]:
+    """The lines ``flowtui run``'s tree draws for a run of ``workflow_cls``."""
+    import io
+
+    from fakes import run_collect
+    from flowtui.runtime.cli import TreePrinter
+
+    out = io.StringIO()
+    _, events, _ = await run_collect(workflow_cls)
+    printer = TreePrinter(out)
+    for ev in events:
+        printer(ev)
+    return out.getvalue().splitlines()
+
+
 async def test_the_tree_shows_each_failure_of_a_tool_even_with_the_same_message_as_the_last():
     """An error is shown once where it happened, not again on the nodes it passes through; a second call
     that failed the same way was drawn as a bare ✗."""
-    import io
-
-    from fakes import call, run_collect, scripted
+    from fakes import call, scripted
     from flowtui import agent, tool, workflow
-    from flowtui.runtime.cli import TreePrinter
 
     @tool
     def lookup(q: str) -> str:
@@ -653,23 +665,15 @@ async def test_the_tree_shows_each_failure_of_a_tool_even_with_the_same_message_
     class W:
         pass
 
-    out = io.StringIO()
-    _, events, _ = await run_collect(W)
-    printer = TreePrinter(out)
-    for ev in events:
-        printer(ev)
-    failed = [line for line in out.getvalue().splitlines() if "◂ tool lookup" in line]
+    failed = [line for line in await tree_of(W) if "◂ tool lookup" in line]
     assert len(failed) == 2 and all(line.endswith("✗  Tool lookup failed: the index is down") for line in failed), failed
 
 
 async def test_the_tree_says_a_reply_cut_short_and_a_loop_its_tools_failed():
     """A reply cut at max_tokens (or withheld by a content filter) and a loop stopped by max_fails were
     drawn ✓ like any other: headless, the run looked like a success with nothing said."""
-    import io
-
-    from fakes import call, run_collect
+    from fakes import call
     from flowtui import ChatReply, FunctionProvider, agent, loop, tool, workflow
-    from flowtui.runtime.cli import TreePrinter
 
     @tool
     def add(a: int) -> int:
@@ -693,12 +697,7 @@ async def test_the_tree_says_a_reply_cut_short_and_a_loop_its_tools_failed():
     class W:
         pass
 
-    out = io.StringIO()
-    _, events, _ = await run_collect(W)
-    printer = TreePrinter(out)
-    for ev in events:
-        printer(ev)
-    lines = out.getvalue().splitlines()
+    lines = await tree_of(W)
     chats = [line for line in lines if "◂ chat Cut" in line]
     assert chats[0].endswith("✓  (the reply was cut at the model's max_tokens)"), chats
     assert chats[1].endswith("✓  (the provider's content filter withheld the reply, or part of it)"), chats
