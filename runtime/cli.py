@@ -31,9 +31,9 @@ import functools
 import os
 import re
 import sys
+from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
-from collections.abc import Callable
 from typing import Any, TextIO
 
 from flowtui.runtime.inert import visible

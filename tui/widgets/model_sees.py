@@ -58,6 +58,7 @@ def middleware_note(view: Any) -> str | None:
     sent (the last call sent 3 of 6 messages: 3 left out by ContextWindow)``; None without any."""
     last = view.last_sent()
     names = list(view.model_middlewares) or (last or {}).get("changed_by") or []
+    names = names if isinstance(names, list) else [names]  # (a journal from elsewhere)
     if not names:
         return None
     said = f"{', '.join(shown(str(n)) for n in names)} may change what is sent"
