@@ -24,7 +24,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from flowtui.runtime.construct import copy_with
+from flowtui.runtime.construct import builders, copy_with
 from flowtui.runtime.messages import Message, ToolCall
 from flowtui.runtime.providers.rescue import find_tool_calls, strip_think
 
@@ -181,10 +181,11 @@ def with_estimated_usage(request: ChatRequest, reply: ChatReply) -> ChatReply:
     if usage.prompt_tokens or usage.completion_tokens or reply.usage_estimated:
         return reply
     prompt = prompt_chars(request.messages)
-    said = len(reply.content) + len(reply.reasoning or "") + sum(len(c.name) + len(str(c.args))
-                                                                 for c in reply.tool_calls)
-    return copy_with(reply, {"usage": Usage(prompt_tokens=(prompt + 3) // 4, completion_tokens=(said + 3) // 4),
-                             "usage_estimated": True})
+    said = len(reply.content) + len(reply.reasoning or "")
+    if reply.tool_calls:
+        said += sum(len(c.name) + len(str(c.args)) for c in reply.tool_calls)
+    counts = builders[Usage]({"prompt_tokens": (prompt + 3) // 4, "completion_tokens": (said + 3) // 4})
+    return copy_with(reply, {"usage": counts, "usage_estimated": True})
 
 
 class Provider:
