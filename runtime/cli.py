@@ -147,8 +147,15 @@ def argument_text(value: str) -> str:
 
 def parse_flow_args(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespace:
     """``parser.parse_args``, for a parser given :func:`add_flow_arguments`: an unknown option is
-    named before a missing FLOW."""
-    args = parser.parse_args(argv)
+    named before a missing FLOW, with the option it looks like (``--inptu``: ``--input``)."""
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:
+        import difflib
+
+        options = sorted(set(re.findall(r"--[\w-]+", parser.format_usage())))  # (the usage names them all)
+        typed = next((u.split("=", 1)[0] for u in unknown if u.startswith("--")), None)
+        close = difflib.get_close_matches(typed, options, n=1) if typed else []
+        parser.error(f"unrecognized arguments: {' '.join(unknown)}" + (f"; did you mean {close[0]}?" if close else ""))
     if args.flow is None:
         parser.error("the following arguments are required: FLOW[:Class]")
     return args

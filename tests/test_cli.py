@@ -124,6 +124,16 @@ def test_an_unknown_option_is_named_before_a_missing_flow(command):
     assert res.stderr.splitlines()[-1].endswith("error: the following arguments are required: FLOW[:Class]")
 
 
+@pytest.mark.parametrize("command", [(), ("run",)])
+def test_a_misspelt_option_is_named_with_the_one_meant(command):
+    """argparse said only "unrecognized arguments: --inptu x"."""
+    res = flowtui(*command, "flows/revisao.py", "--inptu", "x")
+    assert res.returncode == 2
+    assert res.stderr.splitlines()[-1].endswith("error: unrecognized arguments: --inptu x; did you mean --input?")
+    res = flowtui(*command, "flows/revisao.py", "--journl=j.jsonl")
+    assert res.stderr.splitlines()[-1].endswith("did you mean --journal?"), res.stderr
+
+
 def test_bad_memory_argument_exits_2(tmp_path):
     path = write(tmp_path, OK_FLOW)
     res = flowtui("run", str(path), "--memory", "no-equals-sign")
