@@ -403,7 +403,7 @@ async def _run_headless(args: argparse.Namespace, memory: dict[str, str], data: 
 
     def tell(text: str, **kw: Any) -> None:
         if held is not None:
-            held.append(lambda: say(text, **kw))
+            held.append(functools.partial(say, text, **kw))
         else:
             say(text, **kw)
 

@@ -31,6 +31,7 @@ from typing import Any
 from flowtui.runtime.conversation import model_messages
 from flowtui.runtime.journal import Invalid
 from flowtui.runtime.messages import Message
+from flowtui.runtime.providers.base import sent_sampling
 
 
 @dataclass
@@ -219,7 +220,7 @@ class _Builder:
                 step.set(name, request[name])
         sampling, defaults = request.get("sampling"), request.get("provider_sampling")
         if isinstance(defaults, dict) and isinstance(sampling, dict):  # what was sent: both, the agent's first
-            sampling = {k: v for k, v in {**defaults, **sampling}.items() if v is not None}
+            sampling = sent_sampling(defaults, sampling)
         if "sampling" in request:
             step.set("sampling", sampling)
 

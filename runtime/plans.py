@@ -291,6 +291,14 @@ def _provider_for_run(p: Any, aspec: AgentSpec, *, replies: str | Path | None) -
 _NO_MODEL = {"ScriptedProvider": "which plays scripted replies", "FunctionProvider": "whose replies come from a function"}
 
 
+def load_notes(plans: Plans, *, model: str | None, replies: Any) -> list[str]:
+    """What a person should know about a flow that loaded (the worker's ``hello`` says it): methods named
+    like hooks, tools with no description, scripted replies under no agent's name, ``--model`` and
+    ``--replies`` where they change nothing."""
+    return hook_lookalikes(plans) + script_gaps(plans) + model_not_applied(plans, model) + \
+        replies_not_applied(plans, replies)
+
+
 def hook_lookalikes(plans: Plans) -> list[str]:
     """A method of an agent named like a hook but not one (``after_respons``): flowtui never calls it,
     which would go unnoticed. One note per such method, naming the hook it looks like; one per agent

@@ -114,14 +114,13 @@ class Worker:
     # --- output --------------------------------------------------------------------------
     def hello(self) -> p.Hello:
         from flowtui.runtime.middleware import layers
-        from flowtui.runtime.plans import hook_lookalikes, model_not_applied, replies_not_applied, script_gaps
+        from flowtui.runtime.plans import load_notes
 
         plans = self.app.plans
         tools = sorted({name for t in plans.tool_specs.values() for name in t.names})
         agents = [s.name for s in plans.agent_specs.values()]
         known = {*agents, *tools, *_loop_names(plans.spec.steps)}
-        notes = hook_lookalikes(plans) + script_gaps(plans) + model_not_applied(plans, self.app.model) + \
-            replies_not_applied(plans, self.app.replies) + [
+        notes = load_notes(plans, model=self.app.model, replies=self.app.replies) + [
             f"breakpoint {name}: no agent, tool or loop of {self.app.workflow.name} is called that (it stays set: "
             "a child workflow's may be)" for name in sorted(self.controller.breakpoints - known)]
         return p.Hello(workflow=self.app.workflow.name, file=self.app.workflow.file, agents=agents, tools=tools,

@@ -19,7 +19,7 @@ interface, so the engine never knows whether a model is real.
 from __future__ import annotations
 
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -151,6 +151,12 @@ def finish_reply(request: ChatRequest, reply: ChatReply, *, rescue: bool) -> Cha
                                  "tool_call_source": source})
     _mark_finished(done)
     return done
+
+
+def sent_sampling(defaults: Mapping[str, Any], own: Mapping[str, Any]) -> dict[str, Any]:
+    """The sampling a model call sends: a provider's ``defaults`` under the agent's ``own``, key by key
+    (``None``: not sent)."""
+    return {k: v for k, v in {**defaults, **own}.items() if v is not None}
 
 
 # The messages of the request a turn built last, their number and their characters (:func:`counted`):

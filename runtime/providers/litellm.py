@@ -28,7 +28,8 @@ from typing import Any
 from flowtui.runtime.errors import ConfigError, FlowtuiError, ProviderError
 from flowtui.runtime.messages import Message
 from flowtui.runtime.context_window import estimate_tokens
-from flowtui.runtime.providers.base import AttemptInfo, ChatReply, ChatRequest, Provider, TokenCount, Usage
+from flowtui.runtime.providers.base import (AttemptInfo, ChatReply, ChatRequest, Provider, TokenCount, Usage,
+                                           sent_sampling)
 from flowtui.runtime.providers.failures import (
     RETRYABLE_STATUS, EmptyStream, classify, cut, is_connection, is_malformed, is_missing_key, is_timeout,
     retry_after_s, said,
@@ -209,9 +210,8 @@ class LiteLLMProvider(Provider):
     def _call_kwargs(self, request: ChatRequest) -> dict[str, Any]:
         from flowtui.runtime.providers._litellm import to_openai_messages
 
-        sampling = {**self.sampling, **request.sampling}
         kwargs: dict[str, Any] = dict(self.extra)
-        kwargs.update({k: v for k, v in sampling.items() if v is not None})
+        kwargs.update(sent_sampling(self.sampling, request.sampling))
         kwargs["model"] = self.model
         kwargs["messages"] = to_openai_messages(request.messages)
         if request.tools:
