@@ -311,12 +311,11 @@ def redact_streaming(text: str, secrets: Iterable[str]) -> str:
 
 class StreamRedactor:
     """A text arriving in fragments (a streamed reply), passed on redacted as it comes, for a reader
-    that joins the pieces (the app): each piece given out is final, and the pieces joined are the whole
-    text redacted. A tail that may be part of a credential value (three characters of it or more,
-    anywhere in it: :func:`redact` hides a long enough piece of one too) is held back until the text
-    says whether it is; a credential whose first one or two characters went out already has the rest
-    hidden. The app cannot do this itself: only the flow's process knows a key handed over as
-    ``api_key=``."""
+    that joins the pieces (the app): each piece given out is final. A tail that may begin a credential
+    value (three characters of it or more, as :func:`redact_streaming` hides) is held back until the
+    text says whether it does; a credential whose first one or two characters went out already has
+    the rest hidden. The app cannot do this itself: only the flow's process knows a key handed over
+    as ``api_key=``."""
 
     __slots__ = ("_held", "_sent")
 
@@ -327,7 +326,7 @@ class StreamRedactor:
     def feed(self, text: str, secrets: tuple[str, ...]) -> str:
         held, before = self._held + text, self._sent
         # the end that may begin a credential, looked for across what went out already too
-        hold = min(_inside_one(before + held, secrets), len(held))
+        hold = min(_begins_one(before + held, secrets), len(held))
         ready, self._held = held[:len(held) - hold], held[len(held) - hold:]
         out, given = redact(before + ready, secrets), redact(before, secrets)  # (as it went out)
         if out.startswith(given):
@@ -340,15 +339,13 @@ class StreamRedactor:
         return out
 
 
-def _inside_one(text: str, secrets: tuple[str, ...]) -> int:
-    """The length of the longest end of ``text`` that is a part of a credential value (not all of it),
-    if it is three characters or more; 0 otherwise."""
+def _begins_one(text: str, secrets: tuple[str, ...]) -> int:
+    """The length of the longest end of ``text`` that is the start of a credential value (not all of
+    it), if it is three characters or more; 0 otherwise."""
     best = _PARTIAL_MIN - 1
     for value in secrets:
-        if text[-_PARTIAL_MIN:] not in value:  # (most texts: one search)
-            continue
         for k in range(min(len(value) - 1, len(text)), best, -1):
-            if text[-k:] in value:
+            if text.endswith(value[:k]):
                 best = k
                 break
     return best if best >= _PARTIAL_MIN else 0

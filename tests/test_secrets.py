@@ -422,20 +422,3 @@ def test_a_stream_redactor_gives_out_no_three_characters_of_a_key_whatever_the_p
                         r"a vault, vaultQ7 alone is no key\.", joined), joined
     plain = StreamRedactor()
     assert "".join(plain.feed(said[i:i + size], ("zzzzzzzz",)) for i in range(0, len(said), size)) == said
-
-
-@pytest.mark.parametrize("size", [1, 2, 3, 5, 7, 11, 100])
-def test_a_piece_of_a_key_from_its_middle_is_hidden_in_a_stream_as_in_the_whole_reply(size):
-    """The last twelve characters of a key were shown live (redacted in the whole reply only), and where
-    the piece completed after part of it went out the preview was garbled ("567890ted] end.")."""
-    from flowtui.runtime.secrets import StreamRedactor, redact
-
-    key = "sk-test-1234567890abcdef"
-    said = "again sk-test-1234 567890abcdef end, then 1234567890abcdefXYZ."
-    stream = StreamRedactor()
-    joined = "".join(stream.feed(said[i:i + size], (key,)) for i in range(0, len(said), size))
-    assert "567890ab" not in joined and "ted]" not in joined.replace("[redacted]", ""), joined
-    # what went out is the whole reply redacted, but for at most two characters a piece began with
-    assert re.fullmatch(r"again (|s|sk)\[redacted\] (|5|56)\[redacted\] end, then (|1|12)\[redacted\]XYZ\.",
-                        joined), joined
-    assert redact(said, (key,)) == "again [redacted] [redacted] end, then [redacted]XYZ."
