@@ -4,7 +4,9 @@ One rule for the whole of flowtui. A credential is:
 
 - the value of an environment variable whose name looks like one
   (``*_API_KEY``, ``*_KEY``, ``*TOKEN*``, ``*SECRET*``, ``*PASSWORD*``,
-  ``*PASSWD*``, ``*CREDENTIAL*``, ``*PRIVATE*``; at least 6 characters),
+  ``*PASSWD*``, ``*CREDENTIAL*``, ``*PRIVATE*``; at least 6 characters; not
+  one named for a place, ``*_DIR``, ``*_PATH``, ``*_FILE``, ``*_HOME``,
+  ``*_CACHE``, nor one holding the path of a file or folder that exists),
   each long line of such a value when it spans several (a PEM key), the
   value URL-encoded (a tool puts it in a query string), and a piece of a long
   one (any run of 19 or more of its characters: a tool printing a key's end);
@@ -37,6 +39,10 @@ from flowtui.runtime.placeholders import put_back, shown_with
 
 MARK = "[redacted]"
 SECRET_NAME = re.compile(r"(API_KEY|_KEY$|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|PRIVATE)", re.IGNORECASE)
+# ...unless the name says it holds a place: TIKTOKEN_CACHE_DIR (litellm sets it when imported), HF_TOKEN_PATH,
+# GOOGLE_APPLICATION_CREDENTIALS_FILE. A path taken for a key was hidden wherever it showed, and held a
+# streamed reply back at every three letters of it ("wor" of /work/...).
+PLACE_NAME = re.compile(r"_(DIR|DIRECTORY|PATH|FILE|HOME|CACHE)$", re.IGNORECASE)
 MIN_LENGTH = 6
 _LINE_MIN = 16  # a line of a multi-line secret this long is a secret of its own
 
@@ -109,7 +115,8 @@ def credentials_given(keywords: Mapping[str, Any]) -> None:
 def secret_values(extra: Mapping[str, Any] | None = None) -> list[str]:
     """Credential values from the environment, those code handed over (:func:`credentials_given`) and ``extra``
     keywords, longest first."""
-    values = {v for k, v in os.environ.items() if SECRET_NAME.search(k) and len(v.strip()) >= MIN_LENGTH}
+    values = {v for k, v in os.environ.items()
+              if SECRET_NAME.search(k) and not _a_place(k, v) and len(v.strip()) >= MIN_LENGTH}
     values |= _Given.values
     if extra:
         values |= _keyword_values(extra)
@@ -118,6 +125,16 @@ def secret_values(extra: Mapping[str, Any] | None = None) -> list[str]:
             values |= {line.strip() for line in v.splitlines() if len(line.strip()) >= _LINE_MIN}
         values |= {quoted for quoted in (quote(v, safe=""), quote_plus(v)) if quoted != v}  # in a URL's query
     return sorted(values, key=len, reverse=True)
+
+
+def _a_place(name: str, value: str) -> bool:
+    """Whether a variable named like a credential holds a place, not one: its name says so, or its value
+    is a file or folder that exists (GOOGLE_APPLICATION_CREDENTIALS names the key's file; the file's
+    content is the secret, and flowtui never reads it)."""
+    if PLACE_NAME.search(name):
+        return True
+    value = value.strip()
+    return value.startswith(("/", "~", ".")) and os.path.exists(os.path.expanduser(value))
 
 
 @functools.lru_cache(maxsize=1)
@@ -311,11 +328,12 @@ def redact_streaming(text: str, secrets: Iterable[str]) -> str:
 
 class StreamRedactor:
     """A text arriving in fragments (a streamed reply), passed on redacted as it comes, for a reader
-    that joins the pieces (the app): each piece given out is final. A tail that may begin a credential
-    value (three characters of it or more, as :func:`redact_streaming` hides) is held back until the
-    text says whether it does; a credential whose first one or two characters went out already has
-    the rest hidden. The app cannot do this itself: only the flow's process knows a key handed over
-    as ``api_key=``."""
+    that joins the pieces (the app): each piece given out is final, and the pieces joined are the whole
+    text redacted. A tail that may be part of a credential value (three characters of it or more,
+    anywhere in it: :func:`redact` hides a long enough piece of one too) is held back until the text
+    says whether it is; a credential whose first one or two characters went out already has the rest
+    hidden. The app cannot do this itself: only the flow's process knows a key handed over as
+    ``api_key=``."""
 
     __slots__ = ("_held", "_sent")
 
@@ -326,7 +344,7 @@ class StreamRedactor:
     def feed(self, text: str, secrets: tuple[str, ...]) -> str:
         held, before = self._held + text, self._sent
         # the end that may begin a credential, looked for across what went out already too
-        hold = min(_begins_one(before + held, secrets), len(held))
+        hold = min(_inside_one(before + held, secrets), len(held))
         ready, self._held = held[:len(held) - hold], held[len(held) - hold:]
         out, given = redact(before + ready, secrets), redact(before, secrets)  # (as it went out)
         if out.startswith(given):
@@ -339,13 +357,15 @@ class StreamRedactor:
         return out
 
 
-def _begins_one(text: str, secrets: tuple[str, ...]) -> int:
-    """The length of the longest end of ``text`` that is the start of a credential value (not all of
-    it), if it is three characters or more; 0 otherwise."""
+def _inside_one(text: str, secrets: tuple[str, ...]) -> int:
+    """The length of the longest end of ``text`` that is a part of a credential value (not all of it),
+    if it is three characters or more; 0 otherwise."""
     best = _PARTIAL_MIN - 1
     for value in secrets:
+        if text[-_PARTIAL_MIN:] not in value:  # (most texts: one search)
+            continue
         for k in range(min(len(value) - 1, len(text)), best, -1):
-            if text.endswith(value[:k]):
+            if text[-k:] in value:
                 best = k
                 break
     return best if best >= _PARTIAL_MIN else 0

@@ -237,6 +237,23 @@ def test_environment_values_are_credentials_line_by_line(monkeypatch):
     assert redact(f"a tool printed one line: {line}", secrets) == "a tool printed one line: [redacted]"
 
 
+def test_a_variable_named_like_a_credential_that_holds_a_place_is_no_credential(monkeypatch, tmp_path):
+    """litellm sets TIKTOKEN_CACHE_DIR to its own folder when imported: the path was taken for a key,
+    hidden wherever it showed, and a streamed reply was held back at every three letters of it."""
+    key_file = tmp_path / "service-account.json"
+    key_file.write_text("{}")
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", "/opt/tokenizers/cache")
+    monkeypatch.setenv("HF_TOKEN_PATH", "/home/someone/.cache/hf/token")
+    monkeypatch.setenv("GOOGLE_APPLICATION_CREDENTIALS", str(key_file))
+    monkeypatch.setenv("DEPLOY_TOKEN", "/not/a/place/but-a-token-shaped-so")  # no such file: a credential
+    secrets = secret_values()
+    assert "/opt/tokenizers/cache" not in secrets and "/home/someone/.cache/hf/token" not in secrets
+    assert str(key_file) not in secrets
+    assert "/not/a/place/but-a-token-shaped-so" in secrets
+    assert redact(f"cached in /opt/tokenizers/cache, key file {key_file}", secrets) == \
+        f"cached in /opt/tokenizers/cache, key file {key_file}"
+
+
 def test_a_credential_value_url_encoded_is_a_credential(monkeypatch):
     # a tool that builds a URL puts the key in its query string, encoded
     monkeypatch.setenv("VENDOR_API_KEY", "vK8/q+Zp=Lr0 tWm")
@@ -422,3 +439,20 @@ def test_a_stream_redactor_gives_out_no_three_characters_of_a_key_whatever_the_p
                         r"a vault, vaultQ7 alone is no key\.", joined), joined
     plain = StreamRedactor()
     assert "".join(plain.feed(said[i:i + size], ("zzzzzzzz",)) for i in range(0, len(said), size)) == said
+
+
+@pytest.mark.parametrize("size", [1, 2, 3, 5, 7, 11, 100])
+def test_a_piece_of_a_key_from_its_middle_is_hidden_in_a_stream_as_in_the_whole_reply(size):
+    """The last twelve characters of a key were shown live (redacted in the whole reply only), and where
+    the piece completed after part of it went out the preview was garbled ("567890ted] end.")."""
+    from flowtui.runtime.secrets import StreamRedactor, redact
+
+    key = "sk-test-1234567890abcdef"
+    said = "again sk-test-1234 567890abcdef end, then 1234567890abcdefXYZ."
+    stream = StreamRedactor()
+    joined = "".join(stream.feed(said[i:i + size], (key,)) for i in range(0, len(said), size))
+    assert "567890ab" not in joined and "ted]" not in joined.replace("[redacted]", ""), joined
+    # what went out is the whole reply redacted, but for at most two characters a piece began with
+    assert re.fullmatch(r"again (|s|sk)\[redacted\] (|5|56)\[redacted\] end, then (|1|12)\[redacted\]XYZ\.",
+                        joined), joined
+    assert redact(said, (key,)) == "again [redacted] [redacted] end, then [redacted]XYZ."
