@@ -29,6 +29,7 @@ from flowtui.runtime.channel import ATTACH_TIMEOUT_S
 from flowtui.tui.actions import ACTIONS, app_help_groups, bindings, palette, textual_commands
 from flowtui.tui.client import LaunchConfig, RunClient, cut_inside
 from flowtui.tui.commands import RunCommands
+from flowtui.tui.driver import TolerantInput
 from flowtui.tui.edits import RunEdits
 from flowtui.tui.messages import RunFlushed
 from flowtui.tui.watchpoints import RunWatches
@@ -57,7 +58,7 @@ NOTICE_CHARS = 120  # of a printed line, what its notice shows
 SETTLE_AFTER_S = 0.1
 
 
-class FlowApp(RunCommands, RunEdits, RunWatches, PlainNotify, KeysStayPut, App[int]):
+class FlowApp(RunCommands, RunEdits, RunWatches, PlainNotify, KeysStayPut, TolerantInput, App[int]):
     """The terminal app of flowtui."""
 
     CSS_PATH = "flowtui.tcss"

@@ -134,7 +134,7 @@ def _main(argv: list[str]) -> None:
     app.run()
     for note in app.client.journal_notes:
         say(note)
-    sys.exit(app.return_code or 0)
+    sys.exit(app.exit_code)
 
 
 def main_attach(argv: list[str]) -> int:
@@ -171,7 +171,7 @@ def main_attach(argv: list[str]) -> int:
     if app.refused:
         say(f"flowtui attach: {args.address}: {app.refused}")
         return 2
-    return app.return_code or 0
+    return app.exit_code
 
 
 if __name__ == "__main__":

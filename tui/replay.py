@@ -26,6 +26,7 @@ from flowtui.tui.signals import quit_on_signals
 from flowtui.tui.screens.replay import ReplayScreen
 from flowtui.runtime.journal import JournalError, Mended, load_runs
 from flowtui.tui.timeline import Timeline
+from flowtui.tui.driver import TolerantInput
 from flowtui.tui.typeahead import KeysStayPut
 
 KEYS: list[ActionSpec] = [  # scrubbing wins over the focused pane's own keys (priority)
@@ -54,7 +55,7 @@ def replay_help_groups() -> list[tuple[str, list[tuple[str, str]]]]:
     return help_groups(KEYS, after={"app": [("ctrl+p", "Command palette: every action, by name")]})
 
 
-class ReplayApp(PlainNotify, KeysStayPut, App[int]):
+class ReplayApp(PlainNotify, KeysStayPut, TolerantInput, App[int]):
     """A recorded run, one event at a time."""
 
     CSS_PATH = "flowtui.tcss"
@@ -249,5 +250,5 @@ def main_replay(argv: list[str]) -> int:
         live.run()
         for note in live.client.journal_notes:
             say(note)
-        return live.return_code or 0
-    return app.return_code or 0
+        return live.exit_code
+    return app.exit_code

@@ -17,6 +17,7 @@ from terminal import Terminal  # noqa: E402
 from flowtui.runtime.inert import is_inert, unvisible, visible  # noqa: E402
 
 HOSTILE = "tests/tui/flows/hostile.py"
+REVIEW = "tests/tui/flows/review_fn.py"
 VISIBLE = "␛]0;pwned␇␛]52;c;cHduZWQ=␇"  # how the payload's first two sequences look on screen
 MARKUP = "[bold red]markup[/]"
 # Textual's own: it sets the pointer shape with OSC 22, ended by BEL.
@@ -153,6 +154,37 @@ def test_a_load_error_holding_escapes_is_shown_inertly(tmp_path):
         assert term.wait_exit(30) == 2
         assert_inert(bytes(term.output), term.title)
         assert "broken ␛]0;pwned␇".encode() in bytes(term.output)
+
+
+def test_typed_bytes_that_are_no_utf8_arrive_as_replacement_characters_and_the_app_goes_on(tmp_path, journal):
+    """A terminal set to Latin-1 typing `café`, a stray byte: Textual's input thread raised on it and
+    the app closed with a traceback (exit 0), the run with it."""
+    with Terminal.flowtui(REVIEW, "--journal", str(tmp_path / "j.jsonl"), cols=120, rows=30) as term:
+        term.wait_for("First message")
+        term.send(b"caf\xe7 \xff\xc3(ok")
+        term.wait_for("caf\ufffd \ufffd\ufffd(ok")  # in the box the keys typed went to
+        term.send("\r")
+        term.wait_for("paused before")
+        term.send(b"\xfe")
+        term.send("c")
+        term.wait_for("● finished")
+        term.send("q")
+        assert term.wait_exit(15) == 0
+        assert "Traceback" not in term.text() and b"UnicodeDecodeError" not in term.output
+    with Terminal.flowtui("replay", str(journal), cols=120, rows=30) as term:
+        term.wait_for("replay")
+        term.send(b"\xe7\xff")
+        term.send("q")
+        assert term.wait_exit(15) == 0
+        assert b"UnicodeDecodeError" not in term.output
+
+
+def test_an_app_textual_closes_with_a_traceback_exits_1(tmp_path):
+    """Textual's panic (its input thread failing) closed the app with a traceback and exit code 0."""
+    with Terminal.flowtui(REVIEW, "--input", "x", "--journal", str(tmp_path / "j.jsonl"), cols=120, rows=30,
+                          env={"TEXTUAL_DRIVER": "broken_driver:BrokenInput"}) as term:
+        assert term.wait_exit(30) == 1
+        assert b"the input thread broke" in term.output
 
 
 # --- the rule itself -------------------------------------------------------------------------------------
