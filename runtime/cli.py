@@ -332,6 +332,13 @@ def json_printer(out: TextIO):
     return write
 
 
+def listen_token(args: argparse.Namespace) -> dict[str, Any]:
+    """The token a served run asks for, and where it was given (set but empty: refused, not random)."""
+    if args.token is not None:
+        return {"token": args.token, "token_from": "--token"}
+    return {"token": os.environ.get("FLOWTUI_TOKEN"), "token_from": "FLOWTUI_TOKEN"}
+
+
 def main_run(argv: list[str]) -> int:
     """``flowtui run``: a client of a worker process, like the app; see the module docstring."""
     parser = argparse.ArgumentParser(prog="flowtui run", description="Run a flow headless.")
@@ -365,10 +372,10 @@ def main_run(argv: list[str]) -> int:
         return 2
     if args.listen is not None:  # (an empty one, from an unset variable, is no address either)
         from flowtui.runtime.errors import ConfigError
-        from flowtui.runtime.listen import parse_address
+        from flowtui.runtime.listen import checked
 
         try:
-            parse_address(args.listen)
+            checked(args.listen, public=args.listen_public, **listen_token(args))
         except ConfigError as exc:
             say(f"flowtui: {exc}")
             return 2
@@ -478,7 +485,17 @@ async def _run_headless(args: argparse.Namespace, memory: dict[str, str], data: 
     for note in [*hello.notes, *unknown_approvals(args.approve, hello)]:
         tell(f"flowtui: {note}")
     made = [folder for folder in (JOURNAL_DIR.parent, JOURNAL_DIR) if not folder.exists()]  # a refusal takes them back
-    if not args.no_journal and journal is None:
+    default_journal = not args.no_journal and journal is None
+
+    def take_back() -> None:
+        """A run refused before it started leaves no journal of its own making, nor the folders made for it."""
+        if default_journal and journal is not None:
+            journal.unlink(missing_ok=True)
+            for folder in reversed(made):
+                with contextlib.suppress(OSError):
+                    folder.rmdir()
+
+    if default_journal:
         try:
             journal = new_journal(hello.workflow)
         except OSError as exc:
@@ -493,10 +510,9 @@ async def _run_headless(args: argparse.Namespace, memory: dict[str, str], data: 
         from flowtui.runtime.relay import Relay
 
         try:
-            given = "--token" if args.token is not None else "FLOWTUI_TOKEN"  # set but empty: refused, not random
-            listener = Listener(Relay(channel), args.listen, public=args.listen_public, token_from=given,
-                                token=args.token if args.token is not None else os.environ.get("FLOWTUI_TOKEN"))
-        except (ConfigError, OSError) as exc:
+            listener = Listener(Relay(channel), args.listen, public=args.listen_public, **listen_token(args))
+        except (ConfigError, OSError) as exc:  # (the port in use)
+            take_back()
             release()
             say(f"flowtui: {exc}")
             await channel.kill()
@@ -536,11 +552,7 @@ async def _run_headless(args: argparse.Namespace, memory: dict[str, str], data: 
         except ConnectionError:  # killed (two ctrl-C) before the start was answered
             reply = None
         if reply is not None and not reply.ok:  # refused before the run started (a bad snapshot, an unknown
-            if journal is not None and not args.journal:  # state field in --watch)
-                journal.unlink(missing_ok=True)  # the new default file: a refused run leaves none
-                for folder in reversed(made):  # nor the folders made for it
-                    with contextlib.suppress(OSError):
-                        folder.rmdir()
+            take_back()  # state field in --watch)
             release()
             say(refusal_text(reply.error))
             await channel.kill()

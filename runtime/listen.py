@@ -91,22 +91,30 @@ def is_loopback(host: str) -> bool:
         return False
 
 
+def checked(address: str, *, public: bool = False, token: str | None = None, token_from: str = "--token") -> tuple[str, int]:
+    """The host and port to serve on, from ``address``; raises ConfigError for an address that is no
+    HOST:PORT, one beyond loopback without ``public``, or a token no one can type. ``flowtui run``
+    checks before loading the flow, so a refusal leaves no journal behind."""
+    host, port = parse_address(address)
+    if not is_loopback(host) and not public:
+        raise ConfigError(f"--listen {address}: {host} is not loopback; anyone who can reach it and guess the "
+                          "token can run commands in this flow's process. Add --listen-public to mean it")
+    if token is not None and not token.strip():
+        raise ConfigError(f"{token_from} is empty: give one of at least 16 characters, or leave it out for a "
+                          "random one")
+    if token is not None and not (token.isprintable() and token == token.strip()):
+        raise ConfigError(f"{token_from} holds control characters or spaces at its ends (it is printed for the "
+                          "client to type): give printable characters, or leave it out for a random one")
+    return host, port
+
+
 class Listener:
     """Serves ``worker``'s protocol on a socket, one client at a time."""
 
     def __init__(self, worker: Any, address: str, *, token: str | None = None, public: bool = False,
                  token_from: str = "--token", auth_timeout: float = AUTH_TIMEOUT_S, max_pending: int = MAX_PENDING,
                  max_line: int = MAX_LINE) -> None:
-        host, port = parse_address(address)
-        if not is_loopback(host) and not public:
-            raise ConfigError(f"--listen {address}: {host} is not loopback; anyone who can reach it and guess the "
-                              "token can run commands in this flow's process. Add --listen-public to mean it")
-        if token is not None and not token.strip():
-            raise ConfigError(f"{token_from} is empty: give one of at least 16 characters, or leave it out for a "
-                              "random one")
-        if token is not None and not (token.isprintable() and token == token.strip()):
-            raise ConfigError(f"{token_from} holds control characters or spaces at its ends (it is printed for the "
-                              "client to type): give printable characters, or leave it out for a random one")
+        host, port = checked(address, public=public, token=token, token_from=token_from)
         self.worker = worker
         self.token = token or secrets.token_hex(16)
         self.token_from = None if token is None else token_from  # who gave it (None: made here, at random)

@@ -429,6 +429,31 @@ def test_listening_on_a_port_in_use_says_so_and_what_to_do():
     assert f"--listen 127.0.0.1:{port}: that port is in use: pick another, or port 0 for a free one" in done.stderr
 
 
+def test_a_served_run_refused_before_it_starts_leaves_no_journal(tmp_path):
+    """Beyond loopback without --listen-public, an empty FLOWTUI_TOKEN: refused before the flow loads;
+    a port in use (known only on binding): after, and the new journal is taken back. Each left an
+    empty .flowtui/runs/*.jsonl in the folder it was run from."""
+    flow = str(ROOT / "flows/revisao.py")
+
+    def run(*args: str, **env: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-c", "from flowtui.tui.cli import main; main()", "run", flow,
+                               "--input", "x", *args], cwd=tmp_path, capture_output=True, text=True, timeout=HANG,
+                              env={**os.environ, **env})
+
+    public = run("--listen", "0.0.0.0:0")
+    assert public.returncode == 2 and "--listen-public" in public.stderr
+    assert public.stdout == "" and "RevisaoWorkflow" not in public.stderr  # said before the flow loaded
+    empty = run("--listen", "127.0.0.1:0", FLOWTUI_TOKEN="")
+    assert empty.returncode == 2 and "FLOWTUI_TOKEN is empty" in empty.stderr
+    taken = socket.create_server(("127.0.0.1", 0))
+    try:
+        in_use = run("--listen", f"127.0.0.1:{taken.getsockname()[1]}")
+    finally:
+        taken.close()
+    assert in_use.returncode == 2 and "that port is in use" in in_use.stderr
+    assert not (tmp_path / ".flowtui").exists()
+
+
 def test_a_first_line_that_is_no_auth_is_told_what_it_must_be(listening):
     proc, port, token = listening
     for first in (b'{"type": "step", "id": 1}\n', b'GET / HTTP/1.1\n', b'{"type": "auth"}\n'):
