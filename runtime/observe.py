@@ -54,7 +54,7 @@ def _observed_subclass(cls: type) -> type:
             if exact is _NOTHING or value.__class__ is exact:
                 super(sub, self).__setattr__(name, value)
             else:  # checked against the field's type as it is set, not when a snapshot is read back
-                _validated(self, cls, name, value)
+                assign_validated(self, cls, name, value)
             obs.assigned(name, getattr(self, name, value))
 
         sub = type(cls.__name__, (cls,), {
@@ -72,17 +72,31 @@ def _typed_fields(cls: type) -> dict[str, Any]:
     if not (isinstance(cls, type) and issubclass(cls, BaseModel)) or cls.model_config.get("validate_assignment"):
         return {}
     scalars = (bool, int, float, str)
-    return {name: info.annotation if info.annotation in scalars else None
+    found = cls.__pydantic_decorators__
+    if found.model_validators or found.root_validators:  # they see every assignment
+        return dict.fromkeys(cls.model_fields)
+    checked = {name for d in [*found.field_validators.values(), *found.validators.values()] for name in d.info.fields}
+    # a field with a validator of its own, or constraints (Field(ge=0), Annotated[int, AfterValidator(f)]),
+    # is validated even when the value has its type: 5 is an int its validator may refuse
+    return {name: info.annotation if info.annotation in scalars and not info.metadata and name not in checked
+            and "*" not in checked else None
             for name, info in cls.model_fields.items()}
 
 
-def _validated(obj: Any, cls: type, name: str, value: Any) -> None:
+def assign_validated(obj: Any, cls: type, name: str, value: Any) -> None:
     """Set field ``name`` of ``obj`` to ``value`` as ``validate_assignment`` would (an int field set to
     "3" holds 3); a value its type refuses raises, naming the field, its type and the value."""
+    before = obj.__dict__.get(name, _NOTHING)
     try:
         cls.__pydantic_validator__.validate_assignment(obj, name, value)
     except ValidationError as exc:
-        why = exc.errors()[0].get("msg", "refused")
+        if before is not _NOTHING:  # a model validator that refused it ran after the value was set
+            obj.__dict__[name] = before
+        error = exc.errors()[0]
+        why = error.get("msg", "refused")
+        if error.get("type") in ("value_error", "assertion_error"):  # the class's own validator said no
+            raise ValueError(f"state field {cls.__name__}.{name} refused {value!r:.80}: "
+                             f"{why.removeprefix('Value error, ').removeprefix('Assertion failed, ')}") from None
         shown = _type_name(cls.model_fields[name].annotation)
         raise TypeError(f"state field {cls.__name__}.{name} is declared {shown}, and {value!r:.80} is not one "
                         f"({why}); assign a value of that type, or change the field's type") from None

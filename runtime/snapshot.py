@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pydantic import TypeAdapter, ValidationError
+from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from flowtui.runtime.errors import ConfigError
 from flowtui.runtime.files import SNAPSHOT_KEYS, write_atomic
@@ -147,7 +147,7 @@ def check_workflow(snapshot: Snapshot, workflow: str) -> None:
 def apply_state(obj: Any, cls: type, values: dict[str, Any], *, source: str) -> None:
     """Set workflow-state fields from a snapshot, each strictly validated against its type
     (``true`` is not an ``int``, ``"3"`` is not a number)."""
-    from flowtui.runtime.observe import field_type, state_fields
+    from flowtui.runtime.observe import assign_validated, field_type, state_fields
 
     known = state_fields(obj)
     for name, value in values.items():
@@ -164,7 +164,13 @@ def apply_state(obj: Any, cls: type, values: dict[str, Any], *, source: str) -> 
         except (ValueError, RecursionError) as exc:  # nested too deep to check
             raise ConfigError(f"{source}: [state] {name}: cannot be read ({type(exc).__name__}); give it a "
                               f"value of its type ({_type_name(field_type(cls, name))})") from None
-        setattr(obj, name, typed)
+        if isinstance(obj, BaseModel):  # the class's own validators too: a snapshot's n = 5 its validator refuses
+            try:
+                assign_validated(obj, cls, name, typed)
+            except (TypeError, ValueError) as exc:
+                raise ConfigError(f"{source}: [state] {name}: {exc}") from None
+        else:
+            setattr(obj, name, typed)
 
 
 def _type_name(tp: Any) -> str:

@@ -147,3 +147,95 @@ async def test_a_nan_or_an_infinity_is_said_as_such_and_changes_once(tmp_path):
     assert changes == [("score", 0.0, "NaN"), ("scores", [], ["Infinity"]),
                        ("scores", ["Infinity"], ["Infinity", "Infinity"])]
     assert [e["value"] for e in lines if e["type"] == "ctx.set" and e["name"] == "ratio"] == ["-Infinity"] * 2
+
+
+@pytest.mark.parametrize("field, value, said", [
+    ("n", 5, "state field S.n refused 5: n must stay under 5"),                # its field_validator
+    ("m", -1, "state field S.m is declared int, and -1 is not one (Input should be greater than or equal to 0)"),
+    ("k", 7, "state field S.k refused 7: odd"),                                # Annotated[int, AfterValidator]
+    ("pair", 3, "state field S.pair refused 3: pair must stay even"),          # a model_validator sees it
+])
+async def test_a_value_of_the_fields_type_is_still_validated_by_the_class(field, value, said):
+    """A value of exactly the field's scalar type skipped validation: `self.s.n = 5` was taken (journaled,
+    written to a snapshot) though the class's validator refuses it, and so was -1 for Field(ge=0)."""
+    from typing import Annotated
+
+    from pydantic import AfterValidator, Field, field_validator, model_validator
+
+    def even(v: int) -> int:
+        if v % 2:
+            raise ValueError("odd")
+        return v
+
+    class S(BaseModel):
+        n: int = 0
+        m: int = Field(default=0, ge=0)
+        k: Annotated[int, AfterValidator(even)] = 0
+        pair: int = 0
+
+        @field_validator("n")
+        @classmethod
+        def _small(cls, v: int) -> int:
+            if v >= 5:
+                raise ValueError("n must stay under 5")
+            return v
+
+        @model_validator(mode="after")
+        def _pair(self) -> "S":
+            if self.pair % 2:
+                raise ValueError("pair must stay even")
+            return self
+
+    @agent(provider=FunctionProvider(lambda m, t: "ok"), prompt="p")
+    class A:
+        def __init__(self, s: S = State()):
+            self.s = s
+
+        def after_response(self, resposta, ctx):
+            setattr(self.s, "n", 4)  # one its validator takes: taken
+            setattr(self.s, field, value)
+
+    @workflow(state=S, steps=[A])
+    class W:
+        pass
+
+    events = []
+    app = bootstrap(W)
+    app.subscribe(events.append)
+    with pytest.raises((TypeError, ValueError)) as raised:
+        await app.run("x")
+    assert str(raised.value).startswith(said), str(raised.value)
+    changes = [(e.path, e.new) for e in events if e.type == "workflow_state.change"]
+    assert changes == [("n", 4)]  # the refused value never reached the state
+
+
+def test_a_snapshot_value_the_state_class_refuses_is_refused_naming_the_file(tmp_path):
+    """A snapshot's `n = 5` of the right type was loaded though the class's validator refuses it."""
+    from pydantic import field_validator
+
+    from flowtui import ConfigError
+
+    class S(BaseModel):
+        n: int = 0
+
+        @field_validator("n")
+        @classmethod
+        def _small(cls, v: int) -> int:
+            if v >= 5:
+                raise ValueError("n must stay under 5")
+            return v
+
+    @agent(provider=FunctionProvider(lambda m, t: "ok"), prompt="p")
+    class A:
+        pass
+
+    @workflow(state=S, steps=[A])
+    class W:
+        pass
+
+    snap = tmp_path / "snap.toml"
+    snap.write_text("[state]\nn = 4\n")
+    assert bootstrap(W).prepare("x", snapshot=snap).workflow_state.n == 4
+    snap.write_text("[state]\nn = 5\n")
+    with pytest.raises(ConfigError, match=r"snap.toml: \[state\] n: state field S.n refused 5: n must stay under 5"):
+        bootstrap(W).prepare("x", snapshot=snap)
