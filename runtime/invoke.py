@@ -9,6 +9,7 @@ and the client stops it however long it takes (see
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import inspect
 import os
@@ -69,12 +70,27 @@ async def call_user(fn: Callable[..., Any], args: Sequence[Any], *, origin: str,
         if result is not None and type(result) not in _PLAIN and inspect.isawaitable(result):
             result = await result
         return result
+    except asyncio.CancelledError as exc:
+        task = asyncio.current_task()
+        if task is None or task.cancelling():  # the run is being stopped (or the app quits): a stop
+            raise
+        raise CancelledInCode(origin) from exc
     finally:
         if _forked_in_a_call:  # returned or raised: either way, back into the run
             _leave_the_copy()
         if then is not None:
             then()
         current_origin.reset(token)
+
+
+class CancelledInCode(RuntimeError):
+    """A tool or hook raised ``CancelledError`` though nothing stopped the run (it awaited a task that
+    was cancelled, or raised it itself): its failure, as any exception is, not the run's stop (the run
+    ended "stopped (cancelled)", exit 0, the tool call left unanswered)."""
+
+    def __init__(self, origin: str) -> None:
+        super().__init__(f"{origin.replace(':', ' ', 1)} raised CancelledError, and nothing stopped the run (a task it awaited was "
+                         "cancelled?); catch it there, or let that task finish")
 
 
 # What a hook's return value replaces, and what None does: for the message when it returns something else.

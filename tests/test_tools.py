@@ -631,3 +631,56 @@ async def test_native_arguments_that_are_not_json_become_an_error_observation():
     await app.run("x")
     msg = seen[0].item
     assert msg.is_error and "not a JSON object" in msg.content and "{q: sem aspas" in msg.content
+
+
+async def test_a_cancelled_error_nothing_caused_fails_the_tool_or_the_hook_not_the_run_as_a_stop():
+    """A tool that awaited a task it had cancelled raised CancelledError: the run ended "stopped
+    (cancelled)", exit 0, its tool call never answered (a snapshot of it could not be run again)."""
+    import asyncio
+
+    class Args(BaseModel):
+        pass
+
+    @tool(name="t", description="d", schema=Args)
+    class T:
+        async def execute(self, args: Args = Input()):
+            inner = asyncio.create_task(asyncio.sleep(10))
+            await asyncio.sleep(0)
+            inner.cancel()
+            await inner
+
+    @agent(provider=FunctionProvider(lambda m, t: ChatReply(content="", tool_calls=[ToolCall(name="t", args={})])),
+           prompt="p", tools=[T])
+    class A:
+        pass
+
+    @workflow(steps=[A])
+    class W:
+        pass
+
+    app = bootstrap(W)
+    events = []
+    app.subscribe(events.append)
+    output = await app.run("x")  # the turn's output: the tool's result
+    assert output.startswith("Tool t failed: tool t raised CancelledError, and nothing stopped the run")
+    end = events[-1]
+    assert end.type == "run.end" and end.status == "finished"
+    result = [e.item for e in events if e.type == "state.append" and e.item.role == "tool"]
+    assert len(result) == 1 and result[0].is_error
+    assert "tool t raised CancelledError, and nothing stopped the run" in result[0].content
+
+    @agent(provider=FunctionProvider(lambda m, t: "ok"), prompt="p")
+    class B:
+        async def after_response(self, response, ctx):
+            raise asyncio.CancelledError()
+
+    @workflow(steps=[B])
+    class V:
+        pass
+
+    app = bootstrap(V)
+    events = []
+    app.subscribe(events.append)
+    with pytest.raises(RuntimeError, match="hook B.after_response raised CancelledError"):
+        await app.run("x")
+    assert events[-1].type == "run.end" and events[-1].status == "failed"
