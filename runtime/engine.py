@@ -111,7 +111,7 @@ class Run:
             RunStart, node_id=None, parent_id=current_node.get()[0], workflow=self.spec.name,
             input=_jsonable_input(self.input), memory=list(self.state.memory),
             state=self.observer.snapshot() if self.observer else {}, file=self.spec.file,
-            data=jsonable(dict(self.ctx.data)),
+            data={key: jsonable(value) for key, value in self.ctx.data.items()},  # (an object, whatever a value is)
             resumed_from=self.resume.origin() if self.resume is not None else None,
         )
         reason = error = None
@@ -332,11 +332,18 @@ def _first_message(input: Any) -> str | None:
     if isinstance(input, dict):
         if "message" in input:
             return str(input["message"])
-        return json.dumps(input, ensure_ascii=False, default=repr)
+        try:
+            return json.dumps(input, ensure_ascii=False, default=repr)
+        except (ValueError, RecursionError):  # a value holding itself: shown as the event shows it
+            return json.dumps(_jsonable_input(input), ensure_ascii=False)
     return str(input)
 
 
 def _jsonable_input(input: Any) -> Any:
-    if input is None or isinstance(input, (str, int, float, bool, list, dict)):
+    if input is None or isinstance(input, (str, int, bool)):
         return input
+    if isinstance(input, dict):  # a child's input: an object still, whatever a value is (bytes, a cycle)
+        return {str(key): jsonable(value) for key, value in input.items()}
+    if isinstance(input, (list, float)):
+        return jsonable(input)
     return repr(input)

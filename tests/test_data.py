@@ -170,3 +170,52 @@ def test_a_snapshot_an_editor_saved_with_a_bom_loads(tmp_path):
     path = tmp_path / "snap.toml"
     path.write_bytes(b"\xef\xbb\xbfmemory = [\"plano: pro\"]\n")
     assert load_snapshot(path).memory == ["plano: pro"]
+
+
+async def test_a_child_given_data_and_input_json_cannot_hold_still_starts_as_an_event_a_client_reads():
+    """data={"b": b"\\xff"} or a list holding itself: the child's run.start said its data as one string,
+    which the protocol refuses (the app lost the child's start and showed the parent's conversation
+    inside it), and an input holding itself failed the tool ("Circular reference detected")."""
+    from flowtui.runtime.encoding import encode_event
+    from flowtui.runtime.events import parse_event
+    from flowtui.runtime.secrets import Redactor
+
+    looped: list = [1]
+    looped.append(looped)
+
+    @agent(provider=FunctionProvider(lambda m, t: "filho"))
+    class Child:
+        pass
+
+    @workflow(steps=[Child])
+    class ChildW:
+        pass
+
+    @tool(name="delegar", schema=NoArgs)
+    class Delegar:
+        def __init__(self, runtime: WorkflowRuntime):
+            self.runtime = runtime
+
+        async def execute(self, args: NoArgs = Input()):
+            return await self.runtime.run(ChildW, input={"r": looped}, data={"b": b"\xff", "r": looped, "n": 2})
+
+    provider, _ = scripted(call("delegar"), "fim")
+
+    @agent(provider=provider, tools=[Delegar])
+    class Parent:
+        pass
+
+    @workflow(steps=[Parent, Parent])
+    class W:
+        pass
+
+    out, events, _ = await run_collect(W)
+    assert out == "fim"
+    child = [e for e in events if e.type == "run.start"][1]
+    assert set(child.data) == {"b", "r", "n"} and child.data["n"] == 2
+    assert child.data["b"].startswith("b'\\xff' (not shown") and child.data["r"].startswith("[1, [...]] (not shown")
+    assert child.input["r"].startswith("[1, [...]] (not shown")
+    again = parse_event(encode_event(child, Redactor([])))  # what a client reads of it
+    assert again.data == child.data and again.input == child.input
+    first = [e.item.content for e in events if e.type == "state.append" and e.run_id == child.run_id][0]
+    assert first.startswith('{"r": "[1, [...]] (not shown'), first  # the child's first message
