@@ -463,6 +463,14 @@ async def _run_headless(args: argparse.Namespace, memory: dict[str, str], data: 
     if not args.no_journal:
         if args.journal:
             journal, appended_to = Path(args.journal), runs_in(Path(args.journal))
+    loop = asyncio.get_running_loop()
+    terminated: list[str] = []  # a supervisor's SIGTERM while the flow loads: as a ctrl-C (asyncio.run's own)
+
+    def on_terminate(main: asyncio.Task = asyncio.current_task()) -> None:  # type: ignore[assignment]
+        terminated.append("SIGTERM")
+        main.cancel()
+
+    loop.add_signal_handler(signal.SIGTERM, on_terminate)
     try:
         hello = await spawned
     except LoadTimeout as exc:
@@ -472,8 +480,10 @@ async def _run_headless(args: argparse.Namespace, memory: dict[str, str], data: 
     except asyncio.CancelledError:  # ctrl-C while the flow is imported: its process goes too
         await channel.kill()
         release()
-        say(f"flowtui: stopped while {args.flow} was loading (ctrl-C); nothing of it ran")
+        say(f"flowtui: stopped while {args.flow} was loading ({(terminated or ['ctrl-C'])[0]}); nothing of it ran")
         return 2
+    finally:
+        loop.remove_signal_handler(signal.SIGTERM)
     if isinstance(hello, p.LoadError):
         release()
         where = f"{hello.file}{f':{hello.line}' if hello.line else ''}: " if hello.file else ""  # (an option's file)
@@ -518,7 +528,6 @@ async def _run_headless(args: argparse.Namespace, memory: dict[str, str], data: 
             await channel.kill()
             return 2
         relay = listener.worker  # events from here on reach the client's backlog
-    loop = asyncio.get_running_loop()
     interrupts = 0
 
     def interrupted(signum: int = signal.SIGINT) -> None:

@@ -437,14 +437,17 @@ def main(argv: list[str] | None = None) -> int:
     loaded = threading.Event()
     threading.Thread(target=_end_if_orphaned_while_loading, args=(in_fd, loaded), name="flowtui-loading",
                      daemon=True).start()
-    app = load(args)
-    loaded.set()
-    if isinstance(app, p.LoadError):
-        send(p.encode(app), True)
-        return 2
-    worker = Worker(app, journal=args.journal, breakpoints=args.breakpoint, grace=args.grace, send=send,
-                    snapshot=args.snapshot, wire_limit=args.wire_limit, debug=args.debug)
-    send(p.encode(worker.hello()), True)
+    try:  # until hello is sent, the commands are not read: a client that goes is seen by the watcher
+        app = load(args)
+        if isinstance(app, p.LoadError):
+            send(p.encode(app), True)
+            return 2
+        # (the state class is made here, and its code may never return: a loop in its __getattribute__)
+        worker = Worker(app, journal=args.journal, breakpoints=args.breakpoint, grace=args.grace, send=send,
+                        snapshot=args.snapshot, wire_limit=args.wire_limit, debug=args.debug)
+        send(p.encode(worker.hello()), True)
+    finally:
+        loaded.set()
     try:
         asyncio.run(_serve_pipe(worker, in_fd))
     except (Terminated, Signalled):

@@ -330,22 +330,42 @@ def workers_of(flow: Path) -> list[int]:
     return [int(pid) for pid in found.stdout.split()]
 
 
-@pytest.mark.parametrize("how", ["ctrl-C", "killed"])
-def test_a_run_process_stuck_importing_goes_with_its_client(tmp_path, how):
+STATE_THAT_LOOPS = """
+from flowtui import FunctionProvider, agent, workflow
+class S:
+    x = 0
+    def __getattribute__(self, name):
+        while name == "x":  # made once the import is over, before the run can be driven
+            pass
+        return object.__getattribute__(self, name)
+@agent(provider=FunctionProvider(lambda m, t: "ok"), prompt="p")
+class A:
+    pass
+@workflow(state=S, steps=[A])
+class W:
+    pass
+"""
+
+
+@pytest.mark.parametrize("how, where", [("ctrl-C", "import"), ("killed", "import"), ("SIGTERM", "import"),
+                                        ("SIGTERM", "state"), ("killed", "state")])
+def test_a_run_process_stuck_importing_goes_with_its_client(tmp_path, how, where):
     """ctrl-C while the flow is imported ends its process too, saying so; a client killed outright
-    takes it along as well (it left one spinning forever)."""
+    takes it along as well (it left one spinning forever). SIGTERM (a supervisor's) said nothing,
+    exit 143, and when the code that never returned came after the import (the state class), the
+    run's process outlived its client, spinning."""
     flow = tmp_path / "loops.py"
-    flow.write_text("while True:\n    pass\n")
+    flow.write_text("while True:\n    pass\n" if where == "import" else STATE_THAT_LOOPS)
     proc = flowtui("run", str(flow), "--no-journal", cwd=tmp_path)
     deadline = time.monotonic() + HANG
     while not workers_of(flow):
         assert time.monotonic() < deadline, "the run's process never started"
         time.sleep(0.05)
-    time.sleep(0.5)  # inside the import
-    proc.send_signal(signal.SIGINT if how == "ctrl-C" else signal.SIGKILL)
+    time.sleep(1.0)  # inside the import, or past it
+    proc.send_signal({"ctrl-C": signal.SIGINT, "SIGTERM": signal.SIGTERM, "killed": signal.SIGKILL}[how])
     out, err = proc.communicate(timeout=HANG)
-    if how == "ctrl-C":
-        assert proc.returncode == 2 and "stopped while" in err and "was loading (ctrl-C)" in err, err
+    if how != "killed":
+        assert proc.returncode == 2 and "stopped while" in err and f"was loading ({how})" in err, err
     while workers_of(flow):
         assert time.monotonic() < deadline, "the run's process outlived its client"
         time.sleep(0.05)
