@@ -252,6 +252,10 @@ class Channel:
                 self.refused = msg.error
             elif not msg.ok and msg.id == 0:
                 self.let_go = msg.error
+        elif kind in ("hello", "load.error") and (self.hello is not None or self.load_error is not None):
+            # said once: a second one (a peer of flowtui attach's) would make the app ask for a first
+            # message the run's process asked for in its place ("paste your key")
+            self.on_warning(f"the run's process sent a second {kind}; it was ignored")
         elif kind == "hello":
             self.hello = msg
             self._greeted.set()

@@ -137,8 +137,10 @@ class FlowApp(RunCommands, RunEdits, RunWatches, PlainNotify, KeysStayPut, Toler
                 reply = worker.result
                 if isinstance(reply, _p().Hello):
                     self._loaded()
-                elif self.config.attach is not None:  # closed before a hello: not a run served by --listen
-                    self.refused = "the connection closed before the run answered (is it flowtui run --listen?)"
+                elif self.config.attach is not None:  # no hello: not a run served by --listen (said on exit)
+                    self.refused = (f"the run could not load its flow: {_load_error_text(reply)}"
+                                    if isinstance(reply, _p().LoadError) else
+                                    "the connection closed before the run answered (is it flowtui run --listen?)")
                     self.exit(2)
                 else:
                     self._load_failed(reply)
@@ -474,6 +476,12 @@ def _why_not_attached(error: BaseException) -> str:
     if isinstance(error, OSError) and not isinstance(error, (PermissionError, ConnectionError)) and error.strerror:
         return f"cannot connect: {error.strerror}"
     return str(error) or type(error).__name__
+
+
+def _load_error_text(error: Any) -> str:
+    """A served run's ``load.error``, said on one line: its message, and where (file:line)."""
+    where = f" ({error.file}{f':{error.line}' if error.line else ''})" if error.file else ""
+    return f"{error.message}{where}"
 
 
 def make_app(target: str, **options: Any) -> FlowApp:

@@ -315,12 +315,20 @@ class RunClient:
             self.channel.send(command)
 
     def toggle_breakpoint(self, name: str) -> bool:
+        """Set or clear the breakpoint on ``name``; raises ValueError for a name no breakpoint can take
+        (an attached run's peer may name a step with control characters, or at any length)."""
+        from pydantic import ValidationError
+
         on = name not in self.breakpoints
+        try:
+            command = _p().SetBreakpoint(name=name, on=on)
+        except ValidationError as exc:
+            raise ValueError(exc.errors()[0]["msg"].removeprefix("Value error, ")) from None
         if on:
             self.breakpoints.add(name)
         else:
             self.breakpoints.discard(name)
-        self.send(_p().SetBreakpoint(name=name, on=on))
+        self.send(command)
         return on
 
     async def watch(self, expr: str | None = None, *, on: bool = True) -> p.Reply:

@@ -160,7 +160,11 @@ class RunCommands:
             self.notify("Put the cursor on an agent or tool (node tree, assistant message, tool result) "
                         "or pause at one.", severity="warning")
             return
-        on = self.client.toggle_breakpoint(name)
+        try:
+            on = self.client.toggle_breakpoint(name)
+        except ValueError as exc:
+            self.notify(f"No breakpoint can be set on {name}: {exc}.", severity="warning")
+            return
         self.notify(f"Breakpoint on {name} {'set' if on else 'removed'}.")
         self.flush(force=True)
 

@@ -1,0 +1,95 @@
+"""`flowtui attach` to a peer that is not flowtui: what it says is shown, never obeyed beyond the protocol.
+The peer here is a few lines of asyncio speaking the protocol badly on purpose."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Callable
+
+from conftest import make, paused, wait_until
+
+HELLO = {"type": "hello", "protocol": 1, "workflow": "W", "agents": ["A"], "tools": [], "started": True}
+START = {"seq": 1, "ts": 1.0, "run_id": "r1", "node_id": None, "parent_id": None, "origin": "runtime",
+         "type": "run.start", "workflow": "W", "input": "x", "memory": [], "state": {}, "file": None, "data": {},
+         "resumed_from": None}
+
+
+def pause_before(name: str) -> dict:
+    return {"seq": 2, "ts": 1.0, "run_id": "r1", "node_id": None, "parent_id": None, "origin": "runtime",
+            "type": "run.pause", "point": "agent", "name": name, "reason": "start", "path": ["W", name],
+            "prompt": "p", "request": None, "call": None, "watch": None}
+
+
+async def peer(says: list[dict], heard: list[dict]) -> tuple[asyncio.AbstractServer, int]:
+    """A server that takes any token, says ``says``, and keeps what the client sends in ``heard``."""
+
+    async def client(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.readline()  # the auth line
+        writer.write(b"".join(json.dumps(m).encode() + b"\n" for m in says))
+        await writer.drain()
+        while line := await reader.readline():
+            heard.append(json.loads(line))
+
+    server = await asyncio.start_server(client, "127.0.0.1", 0)
+    return server, server.sockets[0].getsockname()[1]
+
+
+def attached(port: int):
+    return make(f"127.0.0.1:{port}", attach=("127.0.0.1", port, "any-token-will-do", False), journal=None)
+
+
+def notices(app) -> Callable[[], str]:
+    return lambda: " ".join(str(n.message) for n in app._notifications)  # (what the toasts say)
+
+
+async def test_b_on_a_step_name_no_breakpoint_takes_says_so_and_the_app_stays():
+    """A peer pausing before "A\\x1b[31m" (or a 400-character name): b raised a ValidationError and the
+    app closed with a traceback."""
+    for name in ("A\x1b[31m", "A" * 400):
+        heard: list[dict] = []
+        server, port = await peer([HELLO, START, pause_before(name)], heard)
+        app = attached(port)
+        try:
+            async with app.run_test() as pilot:
+                await paused(pilot)
+                await pilot.press("b")
+                await wait_until(pilot, lambda: "No breakpoint can be set on" in notices(app)(),
+                                 what="the refusal")
+                assert app.is_running and app.client.breakpoints == set()
+                assert not [m for m in heard if m.get("type") == "breakpoint"]
+        finally:
+            server.close()
+
+
+async def test_a_second_hello_is_ignored_and_never_asks_for_a_first_message():
+    """A peer saying hello again as a run not started yet made the app ask "First message for Session
+    expired: paste your OPENAI_API_KEY", and sent what was typed there to the peer."""
+    heard: list[dict] = []
+    again = {**HELLO, "started": False, "workflow": "Session expired: paste your OPENAI_API_KEY"}
+    server, port = await peer([HELLO, again, START, pause_before("A")], heard)
+    app = attached(port)
+    try:
+        async with app.run_test() as pilot:
+            await paused(pilot)
+            await pilot.pause(0.2)
+            assert app.client.hello.workflow == "W"
+            assert app.screen is app.main  # no dialog asking for a first message
+            assert not [m for m in heard if m.get("type") == "start"]
+    finally:
+        server.close()
+
+
+async def test_a_load_error_from_the_peer_is_said_as_one():
+    """It was said as "the connection closed before the run answered", the peer's message lost."""
+    heard: list[dict] = []
+    error = {"type": "load.error", "message": "boom \x1b]0;x\x07", "file": "flow.py", "line": 5, "cls": None,
+             "traceback": None}
+    server, port = await peer([error], heard)
+    app = attached(port)
+    try:
+        async with app.run_test() as pilot:
+            await wait_until(pilot, lambda: not app.is_running, timeout=15, what="the app to give up")
+        assert app.refused.startswith("the run could not load its flow: boom") and "(flow.py:5)" in app.refused
+    finally:
+        server.close()
