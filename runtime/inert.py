@@ -11,7 +11,8 @@ tasks, state and ``ctx`` values, journals recorded elsewhere, file names):
   ``\\x9c`` ...), the bidirectional overrides, isolates and marks (U+202A–U+202E,
   U+2066–U+2069, U+200E, U+200F, U+061C) and the invisible ones (U+200B, U+2060–U+2064,
   U+FEFF, the soft hyphen, fillers, the line and paragraph separators, the tag characters)
-  become ``\\x9b``-style escapes, since they have no pictures.
+  become ``\\x9b``-style escapes, since they have no pictures; so does a lone
+  surrogate (``\\ud800``), which no terminal can be sent.
 
 So ``"\\x1b]0;pwned\\x07"`` is shown as ``␛]0;pwned␇``: visible, and no
 terminal acts on it. The model always receives the exact text; only what is
@@ -44,10 +45,13 @@ _ESCAPES.update({c: f"\\u{c:04x}" for c in (0x00AD, 0x034F, 0x115F, 0x1160, 0x17
                                             0x2029, *range(0x206A, 0x2070), 0x3164, 0xFFA0,
                                             *range(0xFFF9, 0xFFFC))})
 _ESCAPES.update({c: f"\\U{c:08x}" for c in range(0xE0000, 0xE0080)})
+# A lone surrogate (a journal's "\ud800") is no character: no terminal can be sent one (printing it
+# raised UnicodeEncodeError, and flowtui diff ended in a traceback).
+_ESCAPES.update({c: f"\\u{c:04x}" for c in range(0xD800, 0xE000)})
 _TABLE = str.maketrans({**_PICTURES, **_ESCAPES})
 _UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\xad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180e"
                      "\u200b\u200e\u200f\u2028\u2029\u202a-\u202e\u2060-\u2064\u2066-\u206f\u3164"
-                     "\ufeff\uffa0\ufff9-\ufffb\U000e0000-\U000e007f]")
+                     "\ud800-\udfff\ufeff\uffa0\ufff9-\ufffb\U000e0000-\U000e007f]")
 _CRLF_OR_UNSAFE = re.compile("\r\n|" + _UNSAFE.pattern)
 
 

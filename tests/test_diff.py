@@ -602,3 +602,18 @@ async def test_sampling_is_compared_as_sent_the_providers_under_the_agents(tmp_p
     assert code == 0 and "The runs are the same" in out, out
     code, out, _ = diff(capsys, by_provider, other)
     assert code == 1 and "sampling.temperature" in out, out
+
+
+def test_a_lone_surrogate_in_a_journal_is_shown_escaped_by_flowtui_diff(tmp_path):
+    """A journal from elsewhere holding "\\ud800" (JSON allows the escape): flowtui diff ended in a
+    UnicodeEncodeError traceback with exit 1, as if the runs differed."""
+    a, b = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    made = subprocess.run([sys.executable, "-c", "from flowtui.tui.cli import main; main()", "run",
+                           "flows/revisao.py", "--input", "Escreva", "--journal", str(a)],
+                          capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert made.returncode == 0, made.stderr
+    b.write_text(a.read_text().replace('"Escreva"', '"Escreva\\ud800"'))
+    res = subprocess.run([sys.executable, "-c", "from flowtui.tui.cli import main; main()", "diff", str(a), str(b)],
+                         capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert res.returncode == 1 and "Traceback" not in res.stderr, res.stderr
+    assert 'input: "Escreva" → "Escreva\\ud800"' in res.stdout, res.stdout

@@ -204,6 +204,7 @@ def test_visible_forms():
     assert visible("\x1b]0;pwned\x07") == "␛]0;pwned␇"
     assert visible("a\r\nb\rc\x7f\x08") == "a\nb␍c␡␈"
     assert visible("\x9b31m \u202eabc\u2066") == "\\x9b31m \\u202eabc\\u2066"
+    assert visible("lone \ud800 surrogate") == "lone \\ud800 surrogate"  # none can be printed
     assert visible("tab\tand newline\n stay") == "tab\tand newline\n stay"
     # invisible ones a name could hide in ("zero\u200bwidth" looked like "zerowidth"); the joiners emoji
     # and some scripts need are left alone
