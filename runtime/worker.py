@@ -52,7 +52,7 @@ from typing import Any, Callable
 
 from flowtui.runtime import protocol as p
 from flowtui.runtime.control import Controller, Signalled, Terminated
-from flowtui.runtime.errors import ConfigError, WatchError
+from flowtui.runtime.errors import ConfigError, WatchError, user_frame
 from flowtui.runtime.observe import state_fields
 from flowtui.runtime.encoding import encode_event
 from flowtui.runtime.inert import visible
@@ -211,6 +211,15 @@ class Worker:
             return
         try:
             value = self._apply(command)
+        except (Terminated, Signalled) as exc:  # code making the run (a provider factory) never returned
+            if command.type != "start":
+                raise
+            where = user_frame(exc)
+            what = "stopped before the run started" if isinstance(exc, Terminated) else str(exc)
+            self.reply(command, error=visible(self.redactor.redact(
+                f"{what}: making its agents, tools and providers did not return"
+                f"{f' (at {where})' if where else ''}")))
+            return
         except Exception as exc:  # the reason goes back to the client; the run goes on
             self.reply(command, error=visible(self.redactor.redact(str(exc) or type(exc).__name__)),
                        value=watch_refusal(exc))

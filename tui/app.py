@@ -127,6 +127,9 @@ class FlowApp(RunCommands, RunEdits, RunWatches, PlainNotify, KeysStayPut, Toler
             return self._loading_text()
         if self._asking:
             return f"{self.client.workflow_name} loaded: waiting for the first message"
+        since = self.client.starting_since
+        if since is not None and time.monotonic() - since >= 0.5:  # a provider factory, an __init__, not returning
+            return f"starting the run… {time.monotonic() - since:.1f} s (x stops it)"
         return None
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
@@ -295,7 +298,7 @@ class FlowApp(RunCommands, RunEdits, RunWatches, PlainNotify, KeysStayPut, Toler
             self._ticker.pause()
 
     def _idle_check(self) -> None:
-        if self._loading_since is not None:
+        if self._loading_since is not None or self.client.starting_since is not None:
             self.flush(force=True)
         self._say_logs()
         if self._busy():

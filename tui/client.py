@@ -95,6 +95,8 @@ class RunClient:
         self.logs_total = 0
         self.warnings: list[str] = []  # what the run's process sent that is not the protocol, not yet said
         self.stopping = False  # x was pressed: the status says so until the run ends
+        # since when the start is on its way (a provider factory or an agent's __init__ may never return)
+        self.starting_since: float | None = None
         self.detached: str | None = None  # attached: why the connection ended (the run lives on elsewhere)
         self.urgent = False  # a pause or the run's end arrived: redraw now, not at the next tick
         self._buffer: deque[bytes] = deque()  # event lines read, not folded yet
@@ -163,9 +165,13 @@ class RunClient:
         assert self.channel is not None
         self.channel.keep_journal(journal)
         await self._check_watches()
-        reply = await self.channel.command(_p().Start(input=input, memory=c.memory, data=c.data, journal=journal,
-                                                      approve=c.approve, watch=self.watches,
-                                                      resume_from=c.resume_from, on_divergence="pause"))
+        self.starting_since = time.monotonic()
+        try:
+            reply = await self.channel.command(_p().Start(input=input, memory=c.memory, data=c.data, journal=journal,
+                                                          approve=c.approve, watch=self.watches,
+                                                          resume_from=c.resume_from, on_divergence="pause"))
+        finally:
+            self.starting_since = None
         if journal is not None and reply.ok:  # (counted, not read: a journal of runs is read once, at the end)
             self.journals[journal] = self.journals.get(journal, 0) + 1
         return reply

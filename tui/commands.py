@@ -66,6 +66,10 @@ class RunCommands:
     def _run(self: FlowApp, name: str) -> None:
         from flowtui.tui.screens.error import LoadErrorScreen
 
+        if name == "stop" and self.client.starting_since is not None:  # a start that never answers: x ends it
+            self._forget_queue(f"{KEYS[name]} pressed")
+            self._send(name)
+            return
         if (self._loading() or self.queued) and not isinstance(self.screen, LoadErrorScreen) \
                 and self.config.attach is None and not (name in INTERRUPTS and not self._loading()):
             self.queued.append(name)

@@ -182,6 +182,57 @@ async def test_an_import_that_never_ends_is_a_load_error_after_the_limit(tmp_pat
         await paused(pilot, timeout=15)
 
 
+FACTORY_NEVER_RETURNS = """from flowtui import agent, workflow
+def factory():
+    while True:
+        pass
+@agent(provider=factory, prompt="p")
+class A:
+    pass
+@workflow(steps=[A])
+class W:
+    pass
+"""
+
+
+async def test_x_stops_a_run_whose_start_never_returns_and_says_where(tmp_path):
+    """A provider factory that never returns: the status said idle for good, and x only answered
+    "queued until the run is ready"; q alone worked."""
+    flow = tmp_path / "factory.py"
+    flow.write_text(FACTORY_NEVER_RETURNS)
+    app = make(str(flow), input="x")
+    async with app.run_test() as pilot:
+        shown = lambda: str(app.main.query_one("#status").content)  # noqa: E731
+        await wait_until(pilot, lambda: "starting the run…" in shown() and "(x stops it)" in shown(), timeout=15,
+                         what="the status to say the run is starting")
+        await pilot.press("x")
+        await wait_until(pilot, lambda: isinstance(app.screen, LoadErrorScreen), timeout=15, what="the error screen")
+        said = str(app.screen.error)
+        assert "stopped before the run started: making its agents, tools and providers did not return" in said
+        assert "factory.py:3 in factory" in said
+        flow.write_text(Path("tests/tui/flows/review_fn.py").read_text())  # fixed: r loads it afresh
+        await pilot.press("r")
+        await paused(pilot, timeout=15)
+
+
+def test_flowtui_run_stopped_while_its_start_never_returns_says_where(tmp_path):
+    import signal
+    import subprocess
+    import sys
+
+    flow = tmp_path / "factory.py"
+    flow.write_text(FACTORY_NEVER_RETURNS)
+    proc = subprocess.Popen([sys.executable, "-c", "from flowtui.tui.cli import main; main()", "run", str(flow),
+                             "--input", "x", "--journal", str(tmp_path / "j.jsonl")], cwd=tmp_path,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(3)  # loaded, and inside the factory
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 2, err
+    assert "stopped before the run started: making its agents, tools and providers did not return (at " in err
+    assert "Traceback" not in err and "Exception in callback" not in err
+
+
 async def test_a_fifty_megabyte_output_reaches_the_app_as_a_preview():
     app = make(f"{MISBEHAVE}:BigOutput", input="x")
     async with app.run_test(size=(120, 40)) as pilot:
