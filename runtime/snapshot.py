@@ -27,7 +27,9 @@ values are left out and come back as their defaults.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import re
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,6 +37,7 @@ from typing import Any
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
+from flowtui.runtime.context import NON_FINITE_WORDS
 from flowtui.runtime.errors import ConfigError
 from flowtui.runtime.files import SNAPSHOT_KEYS, write_atomic
 from flowtui.runtime.messages import Message
@@ -144,6 +147,11 @@ def check_workflow(snapshot: Snapshot, workflow: str) -> None:
                           "start it with that workflow's flow file")
 
 
+# What flowtui writes in place of a value it cannot show (jsonable's and the encoder's descriptions):
+# "b'\xff' (not shown: UnicodeDecodeError: ...)", "<int of about 5000 digits>".
+DESCRIBED = re.compile(r" \(not shown: \w+|\(an iterator, shown without being consumed\)$|^<int of about \d+ digits>$")
+
+
 def apply_state(obj: Any, cls: type, values: dict[str, Any], *, source: str) -> None:
     """Set workflow-state fields from a snapshot, each strictly validated against its type
     (``true`` is not an ``int``, ``"3"`` is not a number)."""
@@ -153,9 +161,19 @@ def apply_state(obj: Any, cls: type, values: dict[str, Any], *, source: str) -> 
     for name, value in values.items():
         if name not in known:
             raise ConfigError(f"{source}: [state] {name}: {cls.__name__} has no field {name!r}")
+        if isinstance(value, str) and DESCRIBED.search(value):
+            raise ConfigError(f"{source}: [state] {name} = {value[:80]!r}: that is how flowtui described a value it "
+                              "could not show or write, not the value; give the field a value of its type, or "
+                              "leave the line out for its default")
         try:
+            adapter = TypeAdapter(field_type(cls, name))
+            if isinstance(value, str) and value in NON_FINITE_WORDS:  # a NaN or an infinity, as the run said it
+                with contextlib.suppress(ValidationError):
+                    adapter.validate_python(NON_FINITE_WORDS[value], strict=True)
+                    value = NON_FINITE_WORDS[value]
             # Through JSON: strict about scalars, yet a TOML array fills a tuple and a table a model.
-            typed = TypeAdapter(field_type(cls, name)).validate_json(json.dumps(value, default=str), strict=True)
+            typed = adapter.validate_python(value, strict=True) if isinstance(value, float) else \
+                adapter.validate_json(json.dumps(value, default=str), strict=True)
         except ValidationError as exc:
             shown = repr(value)
             shown = shown if len(shown) <= 80 else f"{shown[:79]}… ({len(shown):,} characters)"

@@ -239,3 +239,35 @@ def test_a_snapshot_value_the_state_class_refuses_is_refused_naming_the_file(tmp
     snap.write_text("[state]\nn = 5\n")
     with pytest.raises(ConfigError, match=r"snap.toml: \[state\] n: state field S.n refused 5: n must stay under 5"):
         bootstrap(W).prepare("x", snapshot=snap)
+
+
+def test_a_snapshot_reads_back_the_nan_it_wrote_and_refuses_a_value_flowtui_only_described(tmp_path):
+    """--snapshot-out wrote a NaN score as "NaN", which --from-snapshot refused; and the description of
+    bytes it could not show ("b'\\xff' (not shown: ...)") was loaded into a bytes field as if data."""
+    import math
+
+    from flowtui import ConfigError
+
+    class S(BaseModel):
+        score: float = 0.0
+        raw: bytes = b""
+        big: int = 0
+
+    @agent(provider=FunctionProvider(lambda m, t: "ok"), prompt="p")
+    class A:
+        pass
+
+    @workflow(state=S, steps=[A])
+    class W:
+        pass
+
+    snap = tmp_path / "snap.toml"
+    snap.write_text('[state]\nscore = "NaN"\n')
+    assert math.isnan(bootstrap(W).prepare("x", snapshot=snap).workflow_state.score)
+    snap.write_text('[state]\nscore = "-Infinity"\n')
+    assert bootstrap(W).prepare("x", snapshot=snap).workflow_state.score == float("-inf")
+    for line in ["raw = \"b'\\\\xff\\\\x00' (not shown: UnicodeDecodeError: 'utf-8' codec can't decode byte 0xff)\"",
+                 'big = "<int of about 5000 digits>"']:
+        snap.write_text(f"[state]\n{line}\n")
+        with pytest.raises(ConfigError, match="that is how flowtui described a value it could not show"):
+            bootstrap(W).prepare("x", snapshot=snap)
