@@ -70,6 +70,9 @@ def _p():
 
 LOAD_TIMEOUT_S = 30.0  # a flow whose import has not finished by then is a load error
 ATTACH_TIMEOUT_S = 10.0  # a served run that has not answered ``flowtui attach`` by then is not one
+# q waits this long for a served run to answer ``detach`` (a real one does in milliseconds); then it hangs
+# up, which the run takes as the client gone: it pauses for the next one all the same
+DETACH_WAIT_S = 0.5
 LOG_LINE_MAX = 4096  # a printed line longer than this reaches the client cut
 LINE_MAX = 1 << 26  # a protocol line longer than this (64 MiB) is read to its end and left out, said
 MAY_BE_LOST = 16  # events a skip in seq may stand for when the journal cannot show them (see in_order)
@@ -382,7 +385,7 @@ class Channel:
         """Leave a run served on a socket: it pauses and waits for the next client."""
         if not self.closed.is_set() and self._writer is not None:
             try:
-                await asyncio.wait_for(self.command(_p().Detach()), 2.0)
+                await asyncio.wait_for(self.command(_p().Detach()), DETACH_WAIT_S)
             except (ConnectionError, asyncio.TimeoutError):
                 pass
             self._writer.close()

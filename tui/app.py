@@ -141,8 +141,8 @@ class FlowApp(RunCommands, RunEdits, RunWatches, PlainNotify, KeysStayPut, Toler
                 if isinstance(reply, _p().Hello):
                     self._loaded()
                 elif self.config.attach is not None:  # no hello: not a run served by --listen (said on exit)
-                    self.refused = (f"the run could not load its flow: {_load_error_text(reply)}"
-                                    if isinstance(reply, _p().LoadError) else
+                    said = self.client.channel is not None and reply is self.client.channel.load_error  # (by the run)
+                    self.refused = (f"the run could not load its flow: {_load_error_text(reply)}" if said else
                                     "the connection closed before the run answered (is it flowtui run --listen?)")
                     self.exit(2)
                 else:
