@@ -148,8 +148,12 @@ def load_recorded(source: str | Path, *, at: int | None = None) -> Recorded:
         k = last
     elif not 1 <= k <= last:
         where = "beyond its end" if k > last else "not an event number"
+        # lines it could not read after the run's start may be where K was (a journal re-encoded, retyped)
+        unread = [(line, reason) for line, reason in read.skipped if line > numbers[0]]
+        said = (f" ({len(unread)} line(s) after its start could not be read: line {unread[0][0]}: {unread[0][1]})"
+                if unread else "")
         raise ResumeError(f"--resume-from {shown}@{k}: K={k} is {where}: the recorded run {_shown_id(root)} has "
-                          f"events 1..{last}; give a K in that range, or none for the whole run")
+                          f"events 1..{last}{said}; give a K in that range, or none for the whole run")
     recorded = Recorded(path=shown, run_id=str(root), at=k, last=last, events=run, start=start,
                         lines=dict(zip((ev["seq"] for ev in run), read.lines[begin:])),
                         lazy={ev["seq"] for ev in run if id(ev) in read.lazy},

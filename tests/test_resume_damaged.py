@@ -247,3 +247,19 @@ def test_a_model_request_damaged_inside_is_told_as_damage_when_it_is_compared(re
     assert "  recorded: node.start chat PlannerAgent\n" in res.stderr
     assert f"--resume-from {journal}@{n - 1}" in res.stderr
     assert "null → null" not in res.stderr and "Traceback" not in res.stderr
+
+
+def test_a_k_beyond_the_readable_events_names_the_first_line_that_could_not_be_read(recorded, tmp_path):
+    """Every event from line 4 on retyped (a journal from a newer flowtui, or edited): K=40 was said to be
+    "beyond its end: events 1..3", with no word of the 79 lines it could not read."""
+    events = [json.loads(line) for line in recorded]
+    for ev in events[3:]:
+        ev["type"] = "future." + ev["type"]
+    journal = tmp_path / "run.jsonl"
+    journal.write_text("\n".join(json.dumps(e) for e in events) + "\n", encoding="utf-8")
+    with pytest.raises(ResumeError) as refused:
+        Resume.load(f"{journal}@40")
+    said = str(refused.value)
+    assert "K=40 is beyond its end: the recorded run" in said and "has events 1..3" in said
+    assert f"({len(events) - 3} line(s) after its start could not be read: line 4: an event type this flowtui " \
+           "does not know" in said
