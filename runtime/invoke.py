@@ -89,8 +89,8 @@ class CancelledInCode(RuntimeError):
     ended "stopped (cancelled)", exit 0, the tool call left unanswered)."""
 
     def __init__(self, origin: str) -> None:
-        super().__init__(f"{origin.replace(':', ' ', 1)} raised CancelledError, and nothing stopped the run (a task it awaited was "
-                         "cancelled?); catch it there, or let that task finish")
+        super().__init__(f"{origin.replace(':', ' ', 1)} raised CancelledError, and nothing stopped the run (a task "
+                         "it awaited was cancelled?); catch it there, or let that task finish")
 
 
 # What a hook's return value replaces, and what None does: for the message when it returns something else.

@@ -91,7 +91,8 @@ def is_loopback(host: str) -> bool:
         return False
 
 
-def checked(address: str, *, public: bool = False, token: str | None = None, token_from: str = "--token") -> tuple[str, int]:
+def checked(address: str, *, public: bool = False, token: str | None = None,
+            token_from: str = "--token") -> tuple[str, int]:
     """The host and port to serve on, from ``address``; raises ConfigError for an address that is no
     HOST:PORT, one beyond loopback without ``public``, or a token no one can type. ``flowtui run``
     checks before loading the flow, so a refusal leaves no journal behind."""

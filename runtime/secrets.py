@@ -41,7 +41,7 @@ MARK = "[redacted]"
 SECRET_NAME = re.compile(r"(API_KEY|_KEY$|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|PRIVATE)", re.IGNORECASE)
 # ...unless the name says it holds a place: TIKTOKEN_CACHE_DIR (litellm sets it when imported), HF_TOKEN_PATH,
 # GOOGLE_APPLICATION_CREDENTIALS_FILE. A path taken for a key was hidden wherever it showed, and held a
-# streamed reply back at every three letters of it ("wor" of /work/...).
+# streamed reply back at every three letters of it (a reply saying "lib" held at a path through /usr/lib).
 PLACE_NAME = re.compile(r"_(DIR|DIRECTORY|PATH|FILE|HOME|CACHE)$", re.IGNORECASE)
 MIN_LENGTH = 6
 _LINE_MIN = 16  # a line of a multi-line secret this long is a secret of its own
