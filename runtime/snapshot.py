@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import re
 import tomllib
 from dataclasses import dataclass, field
@@ -172,8 +173,9 @@ def apply_state(obj: Any, cls: type, values: dict[str, Any], *, source: str) -> 
                     adapter.validate_python(NON_FINITE_WORDS[value], strict=True)
                     value = NON_FINITE_WORDS[value]
             # Through JSON: strict about scalars, yet a TOML array fills a tuple and a table a model.
-            typed = adapter.validate_python(value, strict=True) if isinstance(value, float) else \
-                adapter.validate_json(json.dumps(value, default=str), strict=True)
+            # (a NaN or an infinity, which JSON cannot carry, is validated as it is)
+            typed = adapter.validate_python(value, strict=True) if isinstance(value, float) \
+                and not math.isfinite(value) else adapter.validate_json(json.dumps(value, default=str), strict=True)
         except ValidationError as exc:
             shown = repr(value)
             shown = shown if len(shown) <= 80 else f"{shown[:79]}… ({len(shown):,} characters)"
