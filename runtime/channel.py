@@ -74,6 +74,7 @@ ATTACH_TIMEOUT_S = 10.0  # a served run that has not answered ``flowtui attach``
 # up, which the run takes as the client gone: it pauses for the next one all the same
 DETACH_WAIT_S = 0.5
 LOG_LINE_MAX = 4096  # a printed line longer than this reaches the client cut
+LOG_PARTIAL_S = 1.0  # a printed line without its newline for this long is said as it stands
 LINE_MAX = 1 << 26  # a protocol line longer than this (64 MiB) is read to its end and left out, said
 MAY_BE_LOST = 16  # events a skip in seq may stand for when the journal cannot show them (see in_order)
 TEARDOWN_S = 0.05  # a worker whose code has all run (its output closed) may exit this long before it is cut short
@@ -289,24 +290,54 @@ class Channel:
     async def _read_log(self, stream: asyncio.StreamReader) -> None:
         """What the flow printed (the worker's stderr), a line at a time. A line longer than
         ``LOG_LINE_MAX`` is cut (the rest read and dropped, its size said): no line, however long,
-        stops the reading, and with it the worker, which would block on a full pipe."""
-        line, dropped = bytearray(), 0
+        stops the reading, and with it the worker, which would block on a full pipe.
+
+        A carriage return rewrites the line, as on a terminal: a progress bar's ``\\rprogress 40%``
+        keeps its last state, said with the ``\\r`` in front (shown ``␍``: what came before it was
+        written over). A line left without its newline for ``LOG_PARTIAL_S`` is said as it stands: a
+        progress bar, or ``print(..., end="")``, was never shown while the run went on."""
+        line, dropped, since, cr = bytearray(), 0, 0.0, False
+        clock = asyncio.get_running_loop().time
 
         def add(piece: bytes) -> None:
-            nonlocal dropped
+            nonlocal line, dropped, since, cr
+            if not line and not dropped:
+                since = clock()
+            if cr and piece:  # a \r that was no \r\n: the line is written over
+                line, dropped = bytearray(b"\r"), 0
+            cr = piece.endswith(b"\r")  # (a \n may follow in the next chunk)
+            piece = piece.removesuffix(b"\r")
+            rewritten = piece.rfind(b"\r")
+            if rewritten >= 0:  # what comes after the last \r is the line now
+                line, dropped, piece = bytearray(b"\r"), 0, piece[rewritten + 1:]
             room = LOG_LINE_MAX - len(line)
             line.extend(piece[:room])
             dropped += max(0, len(piece) - room)
 
-        while chunk := await stream.read(CHUNK):
+        def say() -> None:
+            nonlocal line, dropped, cr
+            if line or dropped:
+                self._say_log(line, dropped)
+            line, dropped, cr = bytearray(), 0, False
+
+        while True:
+            waited = None if not (line or dropped) else max(0.0, since + LOG_PARTIAL_S - clock())
+            try:
+                chunk = await asyncio.wait_for(stream.read(CHUNK), waited)
+            except asyncio.TimeoutError:  # a line still without its newline: said as it stands
+                say()
+                continue
+            if not chunk:
+                break
             start = 0
             while (end := chunk.find(b"\n", start)) >= 0:
-                add(chunk[start:end])
-                self._say_log(line, dropped)
-                line, dropped, start = bytearray(), 0, end + 1
+                add(chunk[start:end])  # (a \r\n's \r: only ever at the end, taken off)
+                say()
+                start = end + 1
             add(chunk[start:])
-        if line or dropped:
-            self._say_log(line, dropped)
+            if (line or dropped) and clock() - since >= LOG_PARTIAL_S:  # printed to without a pause
+                say()
+        say()
 
     def _say_log(self, line: bytearray, dropped: int) -> None:
         text = line.decode("utf-8", "replace")

@@ -784,3 +784,46 @@ def test_the_next_client_is_told_the_breakpoints_and_watchpoints_an_earlier_one_
     second = Client(port, token)
     hello = second.read()
     assert hello["breakpoints"] == ["registrar_problema"] and hello["watches"] == ["len(state.problemas) >= 2"]
+
+
+PROGRESS = """
+import sys, time
+from pydantic import BaseModel
+from flowtui import ChatReply, FunctionProvider, Input, ToolCall, agent, tool, workflow
+class Args(BaseModel):
+    pass
+@tool(name="baixar", description="d", schema=Args)
+class Baixar:
+    def execute(self, args: Args = Input()):
+        for i in range(1, 4):
+            sys.stderr.write(f"\\rprogress {i}%")
+            sys.stderr.flush()
+        time.sleep(3)  # the bar stays as it is a while: a line without its newline yet
+        sys.stderr.write("\\rprogress 100%\\n")
+        print("done")
+        return "ok"
+def model(messages, tools):
+    if any(m.role == "tool" for m in messages):
+        return "fim"
+    return ChatReply(content="", tool_calls=[ToolCall(name="baixar", args={})])
+@agent(provider=FunctionProvider(model), prompt="p", tools=[Baixar])
+class A:
+    pass
+@workflow(steps=[A])
+class W:
+    pass
+"""
+
+
+def test_a_progress_bar_the_flow_prints_is_shown_while_it_runs_as_a_terminal_shows_it(tmp_path):
+    """A line written over with \\r and left without its newline (a progress bar, print(end="")) was
+    never shown while the run went on, and then as one line of every state it had been in."""
+    flow = tmp_path / "bar.py"
+    flow.write_text(PROGRESS)
+    proc = flowtui("run", str(flow), "--input", "x", "--no-journal", cwd=tmp_path)
+    out, err = proc.communicate(timeout=HANG)
+    assert proc.returncode == 0, err
+    lines = err.splitlines()
+    assert "␍progress 3%" in lines, err  # said as it stood, while the tool slept
+    assert lines.index("␍progress 3%") < lines.index("␍progress 100%") < lines.index("done")
+    assert not any("progress 1%" in line or "progress 2%" in line for line in lines), err  # written over
