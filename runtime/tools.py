@@ -44,7 +44,11 @@ def _text(value: Any) -> tuple[str, bool]:
     try:  # a set as a list, a datetime in ISO form, a dataclass as an object: JSON as pydantic makes it
         return json.dumps(to_jsonable_python(value, fallback=stable_repr), ensure_ascii=False), False
     except (TypeError, ValueError):
-        return stable_repr(value), False
+        try:
+            return stable_repr(value), False
+        except Exception as exc:  # noqa: BLE001 (an int of 100,000 digits: Python writes none past 4,300)
+            return f"<{type(value).__name__} the tool returned, which cannot be written as text: " \
+                   f"{type(exc).__name__}: {exc}>", False
 
 
 def _validation_text(name: str, exc: ValidationError) -> str:

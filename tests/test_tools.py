@@ -684,3 +684,33 @@ async def test_a_cancelled_error_nothing_caused_fails_the_tool_or_the_hook_not_t
     with pytest.raises(RuntimeError, match="hook B.after_response raised CancelledError"):
         await app.run("x")
     assert events[-1].type == "run.end" and events[-1].status == "failed"
+
+
+async def test_a_value_python_cannot_write_as_text_is_the_tools_result_not_its_failure():
+    """A tool returning 10**100000 was said to have failed ("Tool t failed: Exceeds the limit (4300
+    digits)"): the tool had returned; writing its value as text had failed."""
+
+    class Args(BaseModel):
+        pass
+
+    @tool(name="t", description="d", schema=Args)
+    class T:
+        def execute(self, args: Args = Input()):
+            return 10 ** 100000
+
+    @agent(provider=FunctionProvider(lambda m, t: ChatReply(content="", tool_calls=[ToolCall(name="t", args={})])),
+           prompt="p", tools=[T])
+    class A:
+        pass
+
+    @workflow(steps=[A])
+    class W:
+        pass
+
+    events = []
+    app = bootstrap(W)
+    app.subscribe(events.append)
+    output = await app.run("x")
+    assert output.startswith("<int the tool returned, which cannot be written as text: ValueError: Exceeds")
+    result = [e.item for e in events if e.type == "state.append" and e.item.role == "tool"][0]
+    assert not result.is_error and result.content == output
