@@ -401,11 +401,20 @@ class RunView:
             left = max(a.retry_in_s - waited_s, 0.0)
             return (f"running: retrying the model call{f' of {node.name}' if node else ''} in {left:.0f} s "
                     f"(attempt {a.attempt + 1}; it failed: {a.error}{http})")
+        if self.status == "running" and self.cleaning_up():
+            return "running: its cleanups (ctx.on_dispose), after its steps"
         if self.status == "failed":
             return f"failed: {self.error}"
         if self.status in ("finished", "stopped") and self.reason and self.reason != "stopped by user":
             return f"{self.status} ({self.reason})"
         return self.status
+
+    def cleaning_up(self) -> bool:
+        """The top-level workflow's node has ended and the run has not: ``ctx.on_dispose`` cleanups run
+        (one that never returns showed a bare ``running`` for good)."""
+        top = next((self.nodes[i] for i in self.roots if self.nodes[i].run_id == self.run_id
+                    and self.nodes[i].kind == "workflow"), None)
+        return top is not None and top.status != "running"
 
     def provenance(self, listed: int | None = None) -> list[tuple[int | None, str]]:
         """For each message of :meth:`model_sees`, (the event that put it there, its origin): the

@@ -233,3 +233,28 @@ def test_stop_and_on_dispose_are_not_fields():
         ctx.stop = True
     with pytest.raises(TypeError, match="must be callable"):
         ctx.on_dispose("close")
+
+
+async def test_while_cleanups_run_the_status_says_so():
+    """A cleanup that never returned left a bare "running" once every step had ended."""
+    from flowtui.runtime.fold import RunView
+    from flowtui.tui.widgets.control import waiting_for
+
+    view = RunView()
+    seen = []
+
+    @agent(provider=FunctionProvider(lambda m, t: "ok"), prompt="p")
+    class A:
+        def after_response(self, response, ctx):
+            seen.append((view.status_line(), waiting_for(view)))  # a step: not the cleanups
+            ctx.on_dispose(lambda: seen.append((view.status_line(), waiting_for(view))))
+
+    @workflow(steps=[A])
+    class W:
+        pass
+
+    run = bootstrap(W).prepare("x", on_event=view.apply)
+    await run.execute()
+    assert seen == [("running", "agent A"),
+                    ("running: its cleanups (ctx.on_dispose), after its steps", "its cleanups (ctx.on_dispose)")]
+    assert view.status_line() == "finished"

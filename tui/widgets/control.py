@@ -49,7 +49,7 @@ def waiting_for(view: Any) -> str | None:
         if node.status == "running" and node.kind in ("tool", "chat", "agent"):
             return {"tool": f"tool {node.name}", "chat": f"the model call of {node.name}"}.get(
                 node.kind, f"agent {node.name}")
-    return None
+    return "its cleanups (ctx.on_dispose)" if view.cleaning_up() else None
 
 
 def _room(width: int | None) -> int:
