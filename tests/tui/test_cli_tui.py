@@ -159,7 +159,7 @@ def test_record_and_replay_reach_the_app(monkeypatch):
     made = {}
 
     class Fake:
-        return_code = 0
+        exit_code = 0  # (what the command exits with)
 
         def run(self):
             pass
