@@ -254,6 +254,9 @@ class AgentContext:
         """
         if not callable(fn):
             raise TypeError(f"ctx.on_dispose(fn): fn must be callable, got {fn!r}")
+        if self._disposers is None:  # one that added another each time ran until the process was killed
+            raise RuntimeError("ctx.on_dispose: the run's cleanups are running; a cleanup cannot add another "
+                               "(do that work in the cleanup itself)")
         self._disposers.append(fn)
         return fn
 

@@ -186,6 +186,7 @@ class Run:
         """The ``ctx.on_dispose`` cleanups, last registered first, then the child workflows' apps
         (their plugins' ``dispose``); one that raises is reported and the others still run."""
         disposers = self.ctx._disposers
+        object.__setattr__(self.ctx, "_disposers", None)  # from now on, on_dispose refuses (see there)
         while disposers:
             fn = disposers.pop()
             name = getattr(fn, "__qualname__", None) or repr(fn)

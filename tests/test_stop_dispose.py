@@ -258,3 +258,27 @@ async def test_while_cleanups_run_the_status_says_so():
     assert seen == [("running", "agent A"),
                     ("running: its cleanups (ctx.on_dispose), after its steps", "its cleanups (ctx.on_dispose)")]
     assert view.status_line() == "finished"
+
+
+async def test_a_cleanup_that_adds_a_cleanup_is_refused_not_run_forever():
+    """A cleanup registering another each time it ran kept the run ending until its process was killed."""
+    ran = []
+
+    @agent(provider=FunctionProvider(lambda m, t: "ok"))
+    class A:
+        def after_response(self, response, ctx):
+            def again():
+                ran.append("again")
+                ctx.on_dispose(again)
+
+            ctx.on_dispose(again)
+            ctx.on_dispose(lambda: ran.append("other"))
+
+    @workflow(steps=[A])
+    class W:
+        pass
+
+    out, events, run = await asyncio.wait_for(run_collect(W), 30)
+    assert ran == ["other", "again"] and events[-1].status == "finished"
+    refused = [e for e in events if e.type == "dispose.error"]
+    assert len(refused) == 1 and "a cleanup cannot add another" in refused[0].error
