@@ -97,6 +97,8 @@ def jsonable(value: Any) -> Any:
         return _described(value, f"not shown: {type(exc).__name__}: {str(exc).splitlines()[0][:200]}")
     if out.__class__ is float:
         return out if math.isfinite(out) else _NON_FINITE[str(out)]
+    if out.__class__ is dict and isinstance(value, dict) and len(out) < len(value):  # {1: "x", "1": "y"}
+        return _described(value, "not shown: some of its keys are one key as JSON text, and a value would be lost")
     if isinstance(out, (list, dict)) and _may_hold_non_finite(out):
         return _finite(out)
     return out

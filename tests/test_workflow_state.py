@@ -271,3 +271,32 @@ def test_a_snapshot_reads_back_the_nan_it_wrote_and_refuses_a_value_flowtui_only
         snap.write_text(f"[state]\n{line}\n")
         with pytest.raises(ConfigError, match="that is how flowtui described a value it could not show"):
             bootstrap(W).prepare("x", snapshot=snap)
+
+
+async def test_a_dict_whose_keys_collide_as_json_is_described_not_shown_with_a_value_lost():
+    """{1: "x", "1": "y"} was shown (journaled, drawn) as {"1": "y"}: the "x" gone without a word."""
+
+    class S(BaseModel):
+        a: object = None
+
+    @agent(provider=FunctionProvider(lambda m, t: "ok"), prompt="p")
+    class A:
+        def __init__(self, s: S = State()):
+            self.s = s
+
+        def after_response(self, response, ctx):
+            self.s.a = {1: "x", "1": "y"}
+            ctx.fine = {1: "x", 2: "y"}  # keys made text, none lost: shown as JSON
+
+    @workflow(state=S, steps=[A])
+    class W:
+        pass
+
+    events = []
+    app = bootstrap(W)
+    app.subscribe(events.append)
+    await app.run("x")
+    change = next(e for e in events if e.type == "workflow_state.change")
+    assert change.new == "{1: 'x', '1': 'y'} (not shown: some of its keys are one key as JSON text, and a value " \
+                         "would be lost)"
+    assert next(e.value for e in events if e.type == "ctx.set" and e.name == "fine") == {"1": "x", "2": "y"}
