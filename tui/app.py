@@ -300,6 +300,7 @@ class FlowApp(RunCommands, RunEdits, RunWatches, PlainNotify, KeysStayPut, Toler
     def _idle_check(self) -> None:
         if self._loading_since is not None or self.client.starting_since is not None:
             self.flush(force=True)
+        self.say_unanswered()
         self._say_logs()
         if self._busy():
             self.wake()

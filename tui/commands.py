@@ -10,6 +10,7 @@ after the command before them), so no key is lost.
 from __future__ import annotations
 
 import asyncio
+import time
 from collections import deque
 from typing import TYPE_CHECKING
 
@@ -22,6 +23,7 @@ if TYPE_CHECKING:
 QUIT_GRACE_S = 0.4  # q: how long a run gets to stop before its process is terminated, then killed
 SENT = {"step": "Step", "next_turn": "NextTurn", "loop_once": "LoopOnce", "resume": "Continue", "pause": "Pause"}
 QUEUEABLE = (*SENT, "stop")
+UNANSWERED_S = 3.0  # a move the run has not answered this long is said to be unanswered
 INTERRUPTS = ("stop", "pause")  # they act on a running run: a queued one goes out right after the command before it
 MOVES = ("step", "next_turn", "loop_once", "resume")  # they move a paused run on to its next pause
 KEYS = {a.action: key_name(a.key) for a in ACTIONS}
@@ -40,6 +42,7 @@ class RunCommands:
     quit_reason: str | None = None  # why the app quits, when not q: what the run's end says
     _queued_at = -1  # the pause the last queued command was sent from
     _moved_from: tuple[str | None, int] | None = None  # (run, pause) a move left and the run has not paused since
+    _moved_at: float | None = None  # when that move was sent, until the run answers it (or it is said unanswered)
 
     def _init_commands(self: FlowApp) -> None:
         self.queued: deque[str] = deque()  # commands typed before the run could take them
@@ -86,6 +89,18 @@ class RunCommands:
             return
         if self._movable():
             self._send(name)
+
+    def say_unanswered(self: FlowApp) -> None:
+        """A move the run has not answered (no event since it was sent) for ``UNANSWERED_S``: said once. An
+        attached run's process may be stuck, or its peer not flowtui; the status alone showed nothing."""
+        sent, view = self._moved_at, self.client.view
+        if sent is None or view is None or time.monotonic() - sent < UNANSWERED_S:
+            return
+        self._moved_at = None
+        if view.status == "paused" and view.pause is not None and view.pause.seq == self._moved_from[1] \
+                and view.last_seq == view.pause.seq:
+            self.notify(f"The run has not answered for {UNANSWERED_S:g} s: its process may be busy or stuck "
+                        "(x stops it; q quits).", severity="warning", timeout=8)
 
     def apply_queued(self: FlowApp) -> None:
         """Send the next queued command once the run is ready: paused, at a newer pause than the last."""
@@ -137,6 +152,7 @@ class RunCommands:
         if name in MOVES:
             view = self.client.view
             self._moved_from = (view.run_id, view.pause.seq if view.pause is not None else -1)
+            self._moved_at = time.monotonic()
         self.client.send(getattr(_p(), SENT[name])())  # the answer is the next pause, in the event stream
 
     def action_step(self: FlowApp) -> None:

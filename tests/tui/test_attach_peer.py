@@ -93,3 +93,19 @@ async def test_a_load_error_from_the_peer_is_said_as_one():
         assert app.refused.startswith("the run could not load its flow: boom") and "(flow.py:5)" in app.refused
     finally:
         server.close()
+
+
+async def test_a_step_the_run_never_answers_is_said_unanswered():
+    """A peer that takes commands and answers none: s showed nothing at all, the status as it was."""
+    heard: list[dict] = []
+    server, port = await peer([HELLO, START, pause_before("A")], heard)
+    app = attached(port)
+    try:
+        async with app.run_test() as pilot:
+            await paused(pilot)
+            await pilot.press("s")
+            await wait_until(pilot, lambda: "The run has not answered for 3 s" in notices(app)(), timeout=15,
+                             what="the notice")
+            assert [m["type"] for m in heard if m.get("type") == "step"] == ["step"]
+    finally:
+        server.close()
