@@ -11,6 +11,7 @@ middleware changed (``changed_by``, ``sent``, ``trimmed``), tokens and cost.
 
 from __future__ import annotations
 
+import asyncio
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, model_serializer
@@ -19,6 +20,7 @@ from flowtui.runtime.construct import builders
 from flowtui.runtime.decorators import AgentSpec
 from flowtui.runtime.errors import ConversationError, ProviderError
 from flowtui.runtime.events import ChatAttempt, ChatDelta
+from flowtui.runtime.invoke import CancelledInCode
 from flowtui.runtime.messages import Message
 from flowtui.runtime.middleware import through
 from flowtui.runtime.nodes import NodeScope
@@ -79,7 +81,14 @@ async def call_model(run: "Run", spec: AgentSpec, request: ChatRequest, *, promp
                 if found:
                     by = ", ".join(scope.data.get("changed_by", [])) or "a middleware"
                     raise ConversationError(spec.name, found, where=f"the request {by} passed on")
-            return provider.finish(final, await provider.complete(final))
+            try:
+                answer = await provider.complete(final)
+            except asyncio.CancelledError as exc:  # a task the provider awaited was cancelled, not the run
+                task = asyncio.current_task()
+                if task is None or task.cancelling():
+                    raise
+                raise CancelledInCode(f"provider {provider.describe()}") from exc
+            return provider.finish(final, answer)
 
         def on_pass(name: str, received: Any, passed: Any) -> None:
             if passed is received:

@@ -714,3 +714,39 @@ async def test_a_value_python_cannot_write_as_text_is_the_tools_result_not_its_f
     assert output.startswith("<int the tool returned, which cannot be written as text: ValueError: Exceeds")
     result = [e.item for e in events if e.type == "state.append" and e.item.role == "tool"][0]
     assert not result.is_error and result.content == output
+
+
+async def test_a_cancelled_error_from_the_provider_fails_the_model_call_not_the_run_as_a_stop():
+    """A provider awaiting a task cancelled inside its library ended the run "stopped (cancelled)", exit 0,
+    and the agent's on_error never saw it."""
+    import asyncio
+
+    def model(messages, tools):
+        raise asyncio.CancelledError("inside the client library")
+
+    @agent(provider=FunctionProvider(model), prompt="p")
+    class A:
+        def on_error(self, error, ctx):
+            return f"recovered from {type(error).__name__}: {error}"
+
+    @workflow(steps=[A])
+    class W:
+        pass
+
+    out = await bootstrap(W).run("x")
+    assert out.startswith("recovered from CancelledInCode: provider FunctionProvider raised CancelledError")
+
+    @agent(provider=FunctionProvider(model), prompt="p")
+    class B:
+        pass
+
+    @workflow(steps=[B])
+    class V:
+        pass
+
+    app = bootstrap(V)
+    events = []
+    app.subscribe(events.append)
+    with pytest.raises(RuntimeError, match="provider FunctionProvider raised CancelledError"):
+        await app.run("x")
+    assert events[-1].type == "run.end" and events[-1].status == "failed"
