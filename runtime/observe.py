@@ -83,6 +83,11 @@ def _typed_fields(cls: type) -> dict[str, Any]:
             for name, info in cls.model_fields.items()}
 
 
+# Pydantic's error types that say a value is not of the field's type (others: a constraint, a validator)
+_TYPE_ERRORS = frozenset({"is_instance_of", "is_subclass_of", "literal_error", "enum", "union_tag_invalid",
+                          "missing", "none_required", "arguments_type", "callable_type", "json_invalid"})
+
+
 def assign_validated(obj: Any, cls: type, name: str, value: Any) -> None:
     """Set field ``name`` of ``obj`` to ``value`` as ``validate_assignment`` would (an int field set to
     "3" holds 3); a value its type refuses raises, naming the field, its type and the value."""
@@ -94,7 +99,8 @@ def assign_validated(obj: Any, cls: type, name: str, value: Any) -> None:
             obj.__dict__[name] = before
         error = exc.errors()[0]
         why = error.get("msg", "refused")
-        if error.get("type") in ("value_error", "assertion_error"):  # the class's own validator said no
+        kind = str(error.get("type", ""))
+        if not (kind.endswith(("_type", "_parsing")) or kind in _TYPE_ERRORS):  # a validator or a constraint said no
             raise ValueError(f"state field {cls.__name__}.{name} refused {value!r:.80}: "
                              f"{why.removeprefix('Value error, ').removeprefix('Assertion failed, ')}") from None
         shown = _type_name(cls.model_fields[name].annotation)

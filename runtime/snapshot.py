@@ -156,9 +156,10 @@ DESCRIBED = re.compile(r" \(not shown: \w+|\(an iterator, shown without being co
 def apply_state(obj: Any, cls: type, values: dict[str, Any], *, source: str) -> None:
     """Set workflow-state fields from a snapshot, each strictly validated against its type
     (``true`` is not an ``int``, ``"3"`` is not a number)."""
-    from flowtui.runtime.observe import assign_validated, field_type, state_fields
+    from flowtui.runtime.observe import field_type, state_fields
 
     known = state_fields(obj)
+    typed_all: dict[str, Any] = {}
     for name, value in values.items():
         if name not in known:
             raise ConfigError(f"{source}: [state] {name}: {cls.__name__} has no field {name!r}")
@@ -184,13 +185,22 @@ def apply_state(obj: Any, cls: type, values: dict[str, Any], *, source: str) -> 
         except (ValueError, RecursionError) as exc:  # nested too deep to check
             raise ConfigError(f"{source}: [state] {name}: cannot be read ({type(exc).__name__}); give it a "
                               f"value of its type ({_type_name(field_type(cls, name))})") from None
-        if isinstance(obj, BaseModel):  # the class's own validators too: a snapshot's n = 5 its validator refuses
-            try:
-                assign_validated(obj, cls, name, typed)
-            except (TypeError, ValueError) as exc:
-                raise ConfigError(f"{source}: [state] {name}: {exc}") from None
-        else:
+        typed_all[name] = typed
+    if not isinstance(obj, BaseModel):
+        for name, typed in typed_all.items():
             setattr(obj, name, typed)
+        return
+    # The class's own validators too (a snapshot's n = 5 its validator refuses), on the fields together:
+    # a model validator relating two (lo <= hi) refused a run's own snapshot checked a field at a time.
+    try:
+        whole = cls.model_validate({**{f: getattr(obj, f) for f in cls.model_fields}, **typed_all})
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        where = ".".join(map(str, error["loc"])) or "the fields together"
+        why = error["msg"].removeprefix("Value error, ").removeprefix("Assertion failed, ")
+        raise ConfigError(f"{source}: [state] {where}: {cls.__name__} refused it: {why}") from None
+    for name in typed_all:
+        obj.__dict__[name] = getattr(whole, name)
 
 
 def _type_name(tp: Any) -> str:

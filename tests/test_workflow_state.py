@@ -151,7 +151,7 @@ async def test_a_nan_or_an_infinity_is_said_as_such_and_changes_once(tmp_path):
 
 @pytest.mark.parametrize("field, value, said", [
     ("n", 5, "state field S.n refused 5: n must stay under 5"),                # its field_validator
-    ("m", -1, "state field S.m is declared int, and -1 is not one (Input should be greater than or equal to 0)"),
+    ("m", -1, "state field S.m refused -1: Input should be greater than or equal to 0"),  # a constraint
     ("k", 7, "state field S.k refused 7: odd"),                                # Annotated[int, AfterValidator]
     ("pair", 3, "state field S.pair refused 3: pair must stay even"),          # a model_validator sees it
 ])
@@ -237,8 +237,46 @@ def test_a_snapshot_value_the_state_class_refuses_is_refused_naming_the_file(tmp
     snap.write_text("[state]\nn = 4\n")
     assert bootstrap(W).prepare("x", snapshot=snap).workflow_state.n == 4
     snap.write_text("[state]\nn = 5\n")
-    with pytest.raises(ConfigError, match=r"snap.toml: \[state\] n: state field S.n refused 5: n must stay under 5"):
+    with pytest.raises(ConfigError, match=r"snap.toml: \[state\] n: S refused it: n must stay under 5"):
         bootstrap(W).prepare("x", snapshot=snap)
+
+
+def test_a_snapshot_whose_fields_only_hold_together_loads():
+    """A model validator relating two fields (lo <= hi): a run's own snapshot (lo = 10, hi = 20) was refused,
+    its fields checked one at a time against the defaults (lo 10 > hi 5)."""
+    import tempfile
+    from pathlib import Path
+
+    from pydantic import model_validator
+
+    from flowtui import ConfigError
+
+    class S(BaseModel):
+        lo: int = 0
+        hi: int = 5
+
+        @model_validator(mode="after")
+        def _ordered(self) -> "S":
+            if self.lo > self.hi:
+                raise ValueError(f"lo {self.lo} > hi {self.hi}")
+            return self
+
+    @agent(provider=FunctionProvider(lambda m, t: "ok"), prompt="p")
+    class A:
+        pass
+
+    @workflow(state=S, steps=[A])
+    class W:
+        pass
+
+    with tempfile.TemporaryDirectory() as folder:
+        snap = Path(folder) / "snap.toml"
+        snap.write_text("[state]\nlo = 10\nhi = 20\n")
+        state = bootstrap(W).prepare("x", snapshot=snap).workflow_state
+        assert (state.lo, state.hi) == (10, 20)
+        snap.write_text("[state]\nlo = 30\nhi = 20\n")
+        with pytest.raises(ConfigError, match=r"snap.toml: \[state\] the fields together: S refused it: lo 30 > hi 20"):
+            bootstrap(W).prepare("x", snapshot=snap)
 
 
 def test_a_snapshot_reads_back_the_nan_it_wrote_and_refuses_a_value_flowtui_only_described(tmp_path):
