@@ -306,7 +306,7 @@ class Channel:
             if cr and piece:  # a \r that was no \r\n: the line is written over
                 line, dropped = bytearray(b"\r"), 0
             cr = piece.endswith(b"\r")  # (a \n may follow in the next chunk)
-            piece = piece.removesuffix(b"\r")
+            piece = piece.rstrip(b"\r")  # (\r\r\n ends a line as \r\n does)
             rewritten = piece.rfind(b"\r")
             if rewritten >= 0:  # what comes after the last \r is the line now
                 line, dropped, piece = bytearray(b"\r"), 0, piece[rewritten + 1:]

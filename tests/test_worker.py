@@ -800,6 +800,7 @@ class Baixar:
             sys.stderr.flush()
         time.sleep(3)  # the bar stays as it is a while: a line without its newline yet
         sys.stderr.write("\\rprogress 100%\\n")
+        sys.stderr.write("ends\\r\\r\\n")  # as a terminal shows it: ends
         print("done")
         return "ok"
 def model(messages, tools):
@@ -825,5 +826,5 @@ def test_a_progress_bar_the_flow_prints_is_shown_while_it_runs_as_a_terminal_sho
     assert proc.returncode == 0, err
     lines = err.splitlines()
     assert "␍progress 3%" in lines, err  # said as it stood, while the tool slept
-    assert lines.index("␍progress 3%") < lines.index("␍progress 100%") < lines.index("done")
+    assert lines.index("␍progress 3%") < lines.index("␍progress 100%") < lines.index("ends") < lines.index("done")
     assert not any("progress 1%" in line or "progress 2%" in line for line in lines), err  # written over
