@@ -128,6 +128,8 @@ class FlowApp(RunCommands, RunEdits, RunWatches, PlainNotify, KeysStayPut, Toler
         if self._asking:
             return f"{self.client.workflow_name} loaded: waiting for the first message"
         since = self.client.starting_since
+        if since is not None and self.client.stopping:  # said at once, as x says it on a running run
+            return "stopping the run before it started…"
         if since is not None and time.monotonic() - since >= 0.5:  # a provider factory, an __init__, not returning
             return f"starting the run… {time.monotonic() - since:.1f} s (x stops it)"
         return None

@@ -199,6 +199,20 @@ def test_a_stopped_run_shows_its_output_so_far_like_a_finished_one():
     assert where_text(view, breakpoints=set(), width=80).plain.startswith("output: the draft so far")
 
 
+def test_a_step_name_holding_a_line_break_keeps_where_the_run_is_on_one_line():
+    """A loop named "my\nloop" (or a peer's "A\nB"): the line said only "W › my", its counters gone."""
+    from flowtui.runtime.events import NodeStart, RunStart
+    from flowtui.runtime.fold import RunView
+    from flowtui.tui.widgets.control import where_text
+
+    view = RunView()
+    view.apply(RunStart(seq=1, ts=0.0, run_id="r1", workflow="W"))
+    view.apply(NodeStart(seq=2, ts=0.0, run_id="r1", node_id="n1", kind="workflow", name="W"))
+    view.apply(NodeStart(seq=3, ts=0.0, run_id="r1", node_id="n2", parent_id="n1", kind="loop", name="my\nloop"))
+    shown = where_text(view, breakpoints={"A"}, width=120).plain
+    assert "\n" not in shown and "my ⏎ loop" in shown and "breakpoints: A" in shown, shown
+
+
 async def test_s_pressed_three_times_quickly_steps_three_times():
     """The second and third went while the first step ran, and did nothing: one step, no word why."""
     app = make(input="go")

@@ -206,6 +206,7 @@ async def test_x_stops_a_run_whose_start_never_returns_and_says_where(tmp_path):
         await wait_until(pilot, lambda: "starting the run…" in shown() and "(x stops it)" in shown(), timeout=15,
                          what="the status to say the run is starting")
         await pilot.press("x")
+        assert "stopping the run before it started…" in shown()  # at once, not after the grace
         await wait_until(pilot, lambda: isinstance(app.screen, LoadErrorScreen), timeout=15, what="the error screen")
         said = str(app.screen.error)
         assert "stopped before the run started: making its agents, tools and providers did not return" in said

@@ -84,8 +84,8 @@ def where_text(view: Any, *, breakpoints: set[str] | None = None, event: Any = N
     path = view.path() if view is not None else []
     if not path and view is not None and view.pause is not None:
         path = list(view.pause.path)
-    if path:
-        head, head_style = shown(" › ".join(path)), "bold"
+    if path:  # (one line: a step named "my\nloop" took the counters after it off the line)
+        head, head_style = shown(" › ".join(path)).replace("\n", " ⏎ "), "bold"
     elif view is not None and view.status in ("finished", "stopped") and view.output is not None:
         # (a stopped run ends with its output so far)
         head, head_style = "output: " + shown_head(view.output, _room(width)).replace("\n", " "), ""
