@@ -633,6 +633,16 @@ async def test_native_arguments_that_are_not_json_become_an_error_observation():
     assert msg.is_error and "not a JSON object" in msg.content and "{q: sem aspas" in msg.content
 
 
+async def fails(wf, match: str) -> None:
+    """Run ``wf``: it fails with a RuntimeError matching ``match``, and its journal ends it failed."""
+    app = bootstrap(wf)
+    events = []
+    app.subscribe(events.append)
+    with pytest.raises(RuntimeError, match=match):
+        await app.run("x")
+    assert events[-1].type == "run.end" and events[-1].status == "failed"
+
+
 async def test_a_cancelled_error_nothing_caused_fails_the_tool_or_the_hook_not_the_run_as_a_stop():
     """A tool that awaited a task it had cancelled raised CancelledError: the run ended "stopped
     (cancelled)", exit 0, its tool call never answered (a snapshot of it could not be run again)."""
@@ -678,12 +688,7 @@ async def test_a_cancelled_error_nothing_caused_fails_the_tool_or_the_hook_not_t
     class V:
         pass
 
-    app = bootstrap(V)
-    events = []
-    app.subscribe(events.append)
-    with pytest.raises(RuntimeError, match="hook B.after_response raised CancelledError"):
-        await app.run("x")
-    assert events[-1].type == "run.end" and events[-1].status == "failed"
+    await fails(V, "hook B.after_response raised CancelledError")
 
 
 async def test_a_value_python_cannot_write_as_text_is_the_tools_result_not_its_failure():
@@ -744,9 +749,4 @@ async def test_a_cancelled_error_from_the_provider_fails_the_model_call_not_the_
     class V:
         pass
 
-    app = bootstrap(V)
-    events = []
-    app.subscribe(events.append)
-    with pytest.raises(RuntimeError, match="provider FunctionProvider raised CancelledError"):
-        await app.run("x")
-    assert events[-1].type == "run.end" and events[-1].status == "failed"
+    await fails(V, "provider FunctionProvider raised CancelledError")
