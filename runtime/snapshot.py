@@ -155,7 +155,8 @@ DESCRIBED = re.compile(r" \(not shown: \w+|\(an iterator, shown without being co
 
 def apply_state(obj: Any, cls: type, values: dict[str, Any], *, source: str) -> None:
     """Set workflow-state fields from a snapshot, each strictly validated against its type
-    (``true`` is not an ``int``, ``"3"`` is not a number)."""
+    (``true`` is not an ``int``, ``"3"`` is not a number), then, for a pydantic state, by the class
+    with the fields together (its field and model validators, its constraints)."""
     from flowtui.runtime.observe import field_type, state_fields
 
     known = state_fields(obj)
