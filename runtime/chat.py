@@ -20,7 +20,7 @@ from flowtui.runtime.construct import builders
 from flowtui.runtime.decorators import AgentSpec
 from flowtui.runtime.errors import ConversationError, ProviderError
 from flowtui.runtime.events import ChatAttempt, ChatDelta
-from flowtui.runtime.invoke import CancelledInCode
+from flowtui.runtime.invoke import raise_cancelled
 from flowtui.runtime.messages import Message
 from flowtui.runtime.middleware import through
 from flowtui.runtime.nodes import NodeScope
@@ -83,11 +83,8 @@ async def call_model(run: "Run", spec: AgentSpec, request: ChatRequest, *, promp
                     raise ConversationError(spec.name, found, where=f"the request {by} passed on")
             try:
                 answer = await provider.complete(final)
-            except asyncio.CancelledError as exc:  # a task the provider awaited was cancelled, not the run
-                task = asyncio.current_task()
-                if task is None or task.cancelling():
-                    raise
-                raise CancelledInCode(f"provider {provider.describe()}") from exc
+            except asyncio.CancelledError as exc:  # a task the provider awaited was cancelled, or the run
+                raise_cancelled(exc, f"provider {provider.describe()}")
             return provider.finish(final, answer)
 
         def on_pass(name: str, received: Any, passed: Any) -> None:

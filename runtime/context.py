@@ -149,6 +149,13 @@ def _described(value: Any, why: str) -> str:
     return f"{text[:200]}{'…' if len(text) > 200 else ''} ({why})"
 
 
+# What flowtui writes in place of a value it cannot show: _described's "b'\xff' (not shown: ...)" and
+# "... (an iterator, ...)", the encoder's "<int of about 5000 digits>" (runtime.encoding). A snapshot
+# holding one refuses it as a value.
+DESCRIBED = re.compile(r" \(not shown: \w+|\(an iterator, shown without being consumed\)$"
+                       r"|^<int of about \d+ digits>$")
+
+
 class RunData(Mapping):
     """``ctx.data``: the run's own data, read-only; changing it says what to do instead."""
 

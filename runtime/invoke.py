@@ -15,7 +15,7 @@ import inspect
 import os
 import sys
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, NoReturn
 
 from flowtui.runtime.bus import current_origin
 
@@ -71,10 +71,7 @@ async def call_user(fn: Callable[..., Any], args: Sequence[Any], *, origin: str,
             result = await result
         return result
     except asyncio.CancelledError as exc:
-        task = asyncio.current_task()
-        if task is None or task.cancelling():  # the run is being stopped (or the app quits): a stop
-            raise
-        raise CancelledInCode(origin) from exc
+        raise_cancelled(exc, origin)
     finally:
         if _forked_in_a_call:  # returned or raised: either way, back into the run
             _leave_the_copy()
@@ -91,6 +88,15 @@ class CancelledInCode(RuntimeError):
     def __init__(self, origin: str) -> None:
         super().__init__(f"{origin.replace(':', ' ', 1)} raised CancelledError, and nothing stopped the run (a task "
                          "it awaited was cancelled?); catch it there, or let that task finish")
+
+
+def raise_cancelled(exc: asyncio.CancelledError, origin: str) -> NoReturn:
+    """Raise ``exc`` again when the run's task is being cancelled (a stop, the app quitting); else it
+    came from the code of ``origin`` (``tool:x``, ``provider P``): :class:`CancelledInCode`."""
+    task = asyncio.current_task()
+    if task is None or task.cancelling():
+        raise exc
+    raise CancelledInCode(origin) from exc
 
 
 # What a hook's return value replaces, and what None does: for the message when it returns something else.

@@ -30,7 +30,6 @@ from __future__ import annotations
 import contextlib
 import json
 import math
-import re
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,7 +37,7 @@ from typing import Any
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
-from flowtui.runtime.context import NON_FINITE_WORDS
+from flowtui.runtime.context import DESCRIBED, NON_FINITE_WORDS
 from flowtui.runtime.errors import ConfigError
 from flowtui.runtime.files import SNAPSHOT_KEYS, write_atomic
 from flowtui.runtime.messages import Message
@@ -146,11 +145,6 @@ def check_workflow(snapshot: Snapshot, workflow: str) -> None:
     if snapshot.workflow and snapshot.workflow != workflow:
         raise ConfigError(f"{snapshot.source}: a snapshot of workflow {snapshot.workflow}, not {workflow}; "
                           "start it with that workflow's flow file")
-
-
-# What flowtui writes in place of a value it cannot show (jsonable's and the encoder's descriptions):
-# "b'\xff' (not shown: UnicodeDecodeError: ...)", "<int of about 5000 digits>".
-DESCRIBED = re.compile(r" \(not shown: \w+|\(an iterator, shown without being consumed\)$|^<int of about \d+ digits>$")
 
 
 def apply_state(obj: Any, cls: type, values: dict[str, Any], *, source: str) -> None:
