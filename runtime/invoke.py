@@ -58,6 +58,7 @@ async def call_user(fn: Callable[..., Any], args: Sequence[Any], *, origin: str,
     """Call ``fn``; ``then()`` runs right after, still under ``origin`` (so the
     state changes it finds are attributed to this code)."""
     token = current_origin.set(origin)
+    failed = False
     try:
         if is_async(fn):
             result = await (fn(*args, **kwargs) if kwargs else fn(*args))
@@ -71,12 +72,20 @@ async def call_user(fn: Callable[..., Any], args: Sequence[Any], *, origin: str,
             result = await result
         return result
     except asyncio.CancelledError as exc:
+        failed = True
         raise_cancelled(exc, origin)
+    except BaseException:
+        failed = True
+        raise
     finally:
         if _forked_in_a_call:  # returned or raised: either way, back into the run
             _leave_the_copy()
         if then is not None:
-            then()
+            if failed:  # the code's own error is the one said (then() refusing its state change too)
+                with contextlib.suppress(Exception):
+                    then()
+            else:
+                then()
         current_origin.reset(token)
 
 

@@ -7,13 +7,15 @@ pydantic model, a dataclass or a plain class). Changes are found two ways:
   gets an instance of a cached subclass whose ``__setattr__`` reports;
 - in-place changes of containers (``s.problemas.append(...)``) are found by
   comparing each field with a JSON snapshot at every runtime boundary (after
-  every hook, tool, ``until`` and step): :meth:`StateObserver.check`.
+  every hook, tool, ``until`` and step): :meth:`StateObserver.check`. A pydantic
+  class validates a field changed so, and a refused change is put back.
 
 Both emit ``workflow_state.change`` with the field path and old/new values.
 """
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import dataclasses
 import inspect
@@ -88,7 +90,7 @@ _TYPE_ERRORS = frozenset({"is_instance_of", "is_subclass_of", "literal_error", "
                           "missing", "none_required", "arguments_type", "callable_type", "json_invalid"})
 
 
-def assign_validated(obj: Any, cls: type, name: str, value: Any) -> None:
+def assign_validated(obj: Any, cls: type, name: str, value: Any, *, how: str = "refused") -> None:
     """Set field ``name`` of ``obj`` to ``value`` as ``validate_assignment`` would (an int field set to
     "3" holds 3); a value its type refuses raises, naming the field, its type and the value."""
     before = obj.__dict__.get(name, _NOTHING)
@@ -101,7 +103,7 @@ def assign_validated(obj: Any, cls: type, name: str, value: Any) -> None:
         why = error.get("msg", "refused")
         kind = str(error.get("type", ""))
         if not (kind.endswith(("_type", "_parsing")) or kind in _TYPE_ERRORS):  # a validator or a constraint said no
-            raise ValueError(f"state field {cls.__name__}.{name} refused {value!r:.80}: "
+            raise ValueError(f"state field {cls.__name__}.{name} {how} {value!r:.80}: "
                              f"{why.removeprefix('Value error, ').removeprefix('Assertion failed, ')}") from None
         shown = _type_name(cls.model_fields[name].annotation)
         raise TypeError(f"state field {cls.__name__}.{name} is declared {shown}, and {value!r:.80} is not one "
@@ -247,11 +249,42 @@ class StateObserver:
                 if value is kept.get(name, _NOTHING):
                     continue
                 new = jsonable(value)
-                self._keep(name, value)
                 old = snap[name]
-                if new != old:
-                    snap[name] = new
-                    self._emit(WorkflowStateChange, path=name, old=old, new=new)
+                if new == old:
+                    self._keep(name, value)
+                    continue
+                refused = self._refusal(name, value, old)
+                if refused is not None and getattr(obj, name, None) is not value:
+                    raise refused  # put back as it was: nothing to report
+                self._keep(name, value)
+                snap[name] = new
+                self._emit(WorkflowStateChange, path=name, old=old, new=new)
+                if refused is not None:
+                    raise refused
+
+    def _refusal(self, name: str, value: Any, old: Any) -> Exception | None:
+        """The error a pydantic state class raises for field ``name`` changed in place to ``value``
+        (``s.tags.append("BAD")`` against a validator, ``s.sub.x = -1`` against ``Field(ge=0)``), as
+        an assignment of a copy of it would; the field is then put back to ``old`` (its snapshot) when
+        the class takes that. None when the class takes the value."""
+        obj = self.obj
+        cls = type(obj)
+        if not isinstance(obj, BaseModel) or name not in cls.model_fields or cls.model_config.get("frozen"):
+            return None
+        # A copy of the value as pydantic would build it anew (nested models as their fields, so their
+        # own constraints run), assigned to a copy of the state (the run's keeps the object it holds).
+        try:
+            fresh = obj.model_dump(include={name}, warnings=False).get(name, value)
+        except Exception:  # a value pydantic cannot dump: checked as it is
+            fresh = value
+        try:
+            assign_validated(obj.__copy__(), cls, name, fresh, how="changed in place to")
+        except (TypeError, ValueError) as exc:
+            with contextlib.suppress(ValidationError):
+                cls.__pydantic_validator__.validate_assignment(obj, name, old)
+            put_back = getattr(obj, name, None) is not value
+            return type(exc)(f"{exc} ({f'put back to {old!r:.80}' if put_back else 'kept: its old value is refused too'})")
+        return None
 
     def detach(self) -> None:
         if _OBSERVERS.get(id(self.obj)) is self:

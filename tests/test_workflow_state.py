@@ -209,6 +209,94 @@ async def test_a_value_of_the_fields_type_is_still_validated_by_the_class(field,
     assert changes == [("n", 4)]  # the refused value never reached the state
 
 
+def _in_place_state():
+    from pydantic import Field, field_validator
+
+    class Sub(BaseModel):
+        x: int = Field(default=0, ge=0)
+
+    class S(BaseModel):
+        tags: list[str] = []
+        nums: list[int] = []
+        sub: Sub = Sub()
+
+        @field_validator("tags")
+        @classmethod
+        def _lower(cls, v: list[str]) -> list[str]:
+            if any(t != t.lower() for t in v):
+                raise ValueError("tags must be lowercase")
+            return v
+
+    return S
+
+
+@pytest.mark.parametrize("change, error, said", [
+    ("s.tags.append('BAD')", ValueError, "state field S.tags changed in place to ['ok', 'BAD']: tags must be lowercase "
+                                         "(put back to [])"),
+    ("s.sub.x = -1", ValueError, "state field S.sub changed in place to {'x': -1}: Input should be greater than or "
+                                 "equal to 0 (put back to {'x': 0})"),
+    ("s.nums.append('many')", TypeError, "state field S.nums is declared list[int], and ['many'] is not one"),
+])
+async def test_a_change_made_in_place_is_validated_and_a_refused_one_put_back(change, error, said, tmp_path):
+    """`s.tags.append("BAD")` against a field_validator, or `s.sub.x = -1` against Field(ge=0), was journaled
+    and kept: the run went on with a state its own snapshot then refused."""
+    S = _in_place_state()
+
+    @agent(provider=FunctionProvider(lambda m, t: "ok"), prompt="p")
+    class A:
+        def __init__(self, s: S = State()):
+            self.s = s
+
+        def after_response(self, resposta, ctx):
+            self.s.tags.append("ok")
+            exec(change, {"s": self.s})
+
+    @workflow(state=S, steps=[A])
+    class W:
+        pass
+
+    events = []
+    app = bootstrap(W)
+    app.subscribe(events.append)
+    with pytest.raises(error) as raised:
+        await app.run("x", journal=tmp_path / "run.jsonl")
+    assert str(raised.value).startswith(said), str(raised.value)
+    refused = said.split()[2].removeprefix("S.")
+    assert [e.new for e in events if e.type == "workflow_state.change" and e.path == refused] == []  # never reported
+    assert events[-1].type == "run.end" and events[-1].status == "failed"
+    assert "changed in place" in events[-1].error or "is not one" in events[-1].error
+
+
+async def test_a_change_in_place_the_class_takes_is_reported_and_the_codes_own_error_wins():
+    """A valid in-place change is journaled as before; a hook that raised after an invalid one fails with
+    its own error, not the state's refusal."""
+    S = _in_place_state()
+
+    @agent(provider=FunctionProvider(lambda m, t: "ok"), prompt="p")
+    class A:
+        def __init__(self, s: S = State()):
+            self.s = s
+
+        def after_response(self, resposta, ctx):
+            self.s.tags.append("fine")
+            self.s.sub.x = 3
+            if len(self.s.tags) == 2:
+                self.s.tags.append("BAD")
+                raise KeyError("its own")
+
+    @workflow(state=S, steps=[A, A])
+    class W:
+        pass
+
+    events = []
+    app = bootstrap(W)
+    app.subscribe(events.append)
+    with pytest.raises(KeyError, match="its own"):
+        await app.run("x")
+    assert [(e.path, e.new) for e in events if e.type == "workflow_state.change"] == [
+        ("tags", ["fine"]), ("sub", {"x": 3})]
+
+
 def test_a_snapshot_value_the_state_class_refuses_is_refused_naming_the_file(tmp_path):
     """A snapshot's `n = 5` of the right type was loaded though the class's validator refuses it."""
     from pydantic import field_validator
