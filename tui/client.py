@@ -320,9 +320,11 @@ class RunClient:
         if self.channel is not None:
             self.channel.send(command)
 
-    def toggle_breakpoint(self, name: str) -> bool:
-        """Set or clear the breakpoint on ``name``; raises ValueError for a name no breakpoint can take
-        (an attached run's peer may name a step with control characters, or at any length)."""
+    def toggle_breakpoint(self, name: str) -> tuple[bool, asyncio.Future[p.Reply] | None]:
+        """Set or clear the breakpoint on ``name``: (set now, the run's reply to come; None when there
+        is no run to tell: the next one starts with it). Raises ValueError for a name no breakpoint can
+        take (an attached run's peer may name a step with control characters, or at any length). A
+        refusal puts the breakpoint back as it was."""
         from pydantic import ValidationError
 
         on = name not in self.breakpoints
@@ -330,12 +332,20 @@ class RunClient:
             command = _p().SetBreakpoint(name=name, on=on)
         except ValidationError as exc:
             raise ValueError(exc.errors()[0]["msg"].removeprefix("Value error, ")) from None
-        if on:
-            self.breakpoints.add(name)
-        else:
-            self.breakpoints.discard(name)
-        self.send(command)
-        return on
+        (self.breakpoints.add if on else self.breakpoints.discard)(name)
+        if self.channel is None or self.channel.closed.is_set():
+            return on, None
+
+        async def answered() -> p.Reply:
+            try:
+                reply = await self.channel.command(command)
+            except ConnectionError:  # the run ended meanwhile: the next one starts with it
+                return _p().Reply(id=0, ok=True)
+            if not reply.ok:
+                (self.breakpoints.discard if on else self.breakpoints.add)(name)
+            return reply
+
+        return on, asyncio.ensure_future(answered())
 
     async def watch(self, expr: str | None = None, *, on: bool = True) -> p.Reply:
         """Set (or with ``on=False`` clear) watchpoint ``expr``; without one, ask for the list. The

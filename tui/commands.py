@@ -181,11 +181,29 @@ class RunCommands:
                         "or pause at one.", severity="warning")
             return
         try:
-            on = self.client.toggle_breakpoint(name)
+            on, reply = self.client.toggle_breakpoint(name)
         except ValueError as exc:
             self.notify(f"No breakpoint can be set on {name}: {exc}.", severity="warning")
             return
-        self.notify(f"Breakpoint on {name} {'set' if on else 'removed'}.")
+        self.flush(force=True)
+        if reply is None:
+            self.notify(f"Breakpoint on {name} {'set' if on else 'removed'} (for the next run).")
+        else:
+            self.run_worker(self._said_breakpoint(name, on, reply), group="command", exit_on_error=False)
+
+    async def _said_breakpoint(self: FlowApp, name: str, on: bool, reply: asyncio.Future) -> None:
+        """Said once the run has taken it (a busy or mute run: said that it has not, meanwhile)."""
+        done = "set" if on else "removed"
+        try:
+            answer = await asyncio.wait_for(asyncio.shield(reply), UNANSWERED_S)
+        except asyncio.TimeoutError:
+            self.notify(f"Breakpoint on {name}: the run has not answered for {UNANSWERED_S:g} s (busy in a tool, "
+                        f"or stuck); {done} when it does.", severity="warning", timeout=8)
+            answer = await reply
+        if answer.ok:
+            self.notify(f"Breakpoint on {name} {done}.")
+        else:
+            self.notify(f"Breakpoint on {name} not {done}: {answer.error or 'the run refused it'}.", severity="error")
         self.flush(force=True)
 
     def _breakpoint_target(self: FlowApp) -> str | None:

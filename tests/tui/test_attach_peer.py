@@ -21,8 +21,9 @@ def pause_before(name: str) -> dict:
             "prompt": "p", "request": None, "call": None, "watch": None}
 
 
-async def peer(says: list[dict], heard: list[dict]) -> tuple[asyncio.AbstractServer, int]:
-    """A server that takes any token, says ``says``, and keeps what the client sends in ``heard``."""
+async def peer(says: list[dict], heard: list[dict], refuse: str | None = None) -> tuple[asyncio.AbstractServer, int]:
+    """A server that takes any token, says ``says``, and keeps what the client sends in ``heard``; with
+    ``refuse``, it answers every command with that error."""
 
     async def client(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         await reader.readline()  # the auth line
@@ -30,6 +31,9 @@ async def peer(says: list[dict], heard: list[dict]) -> tuple[asyncio.AbstractSer
         await writer.drain()
         while line := await reader.readline():
             heard.append(json.loads(line))
+            if refuse is not None:
+                writer.write(json.dumps({"type": "reply", "id": heard[-1]["id"], "ok": False,
+                                         "error": refuse}).encode() + b"\n")
 
     server = await asyncio.start_server(client, "127.0.0.1", 0)
     return server, server.sockets[0].getsockname()[1]
@@ -107,5 +111,38 @@ async def test_a_step_the_run_never_answers_is_said_unanswered():
             await wait_until(pilot, lambda: "The run has not answered for 3 s" in notices(app)(), timeout=15,
                              what="the notice")
             assert [m["type"] for m in heard if m.get("type") == "step"] == ["step"]
+    finally:
+        server.close()
+
+
+async def test_b_on_a_run_that_never_answers_is_not_said_set():
+    """A mute peer: b said "Breakpoint on A set." though nothing had taken it."""
+    heard: list[dict] = []
+    server, port = await peer([HELLO, START, pause_before("A")], heard)
+    app = attached(port)
+    try:
+        async with app.run_test() as pilot:
+            await paused(pilot)
+            await pilot.press("b")
+            await wait_until(pilot, lambda: "Breakpoint on A: the run has not answered for 3 s" in notices(app)(),
+                             timeout=15, what="the notice")
+            assert "Breakpoint on A set." not in notices(app)()
+            assert [(m["type"], m["name"], m["on"]) for m in heard if m.get("type") == "breakpoint"] == [
+                ("breakpoint", "A", True)]
+    finally:
+        server.close()
+
+
+async def test_a_breakpoint_the_run_refuses_is_said_and_put_back():
+    heard: list[dict] = []
+    server, port = await peer([HELLO, START, pause_before("A")], heard, refuse="no breakpoints here")
+    app = attached(port)
+    try:
+        async with app.run_test() as pilot:
+            await paused(pilot)
+            await pilot.press("b")
+            await wait_until(pilot, lambda: "Breakpoint on A not set: no breakpoints here." in notices(app)(),
+                             what="the refusal")
+            assert app.client.breakpoints == set()
     finally:
         server.close()
