@@ -136,6 +136,7 @@ class Channel:
         now, if any); a wrong token is a :class:`PermissionError`."""
         reader, writer = await asyncio.wait_for(asyncio.open_connection(host, port, limit=1 << 24), timeout)
         self._writer = writer
+        self._peer = f"{host}:{port}"
         writer.write(_p().encode(_p().Auth(token=token, take_over=take_over)))
         self._tasks = [asyncio.ensure_future(self._read(reader))]
         hello = await self._greeting(timeout)
@@ -218,9 +219,13 @@ class Channel:
                     future.set_exception(ConnectionError("the worker is gone"))
             self.closed.set()
 
+    _peer: str | None = None  # attached: the address of the run (a peer that may not be flowtui)
+
     def _dispatch(self, lines: list[bytes]) -> None:
         """Protocol messages are handled now; event lines go to the consumer as they came, to be
         parsed when it folds them (in slices of its own choosing)."""
+        if self._peer is not None and not self._greeted.is_set():
+            lines = self._greeting_lines(lines)
         blob = b"\n".join(lines)  # what is rare in a flood is looked for once a chunk, not once a line
         if not blob.startswith(b'{"type":') and b'\n{"type":' not in blob and b'"type":"run.' not in blob:
             self._events(lines)
@@ -237,6 +242,25 @@ class Channel:
             events.append(line)
         if events:
             self._events(events)
+
+    def _greeting_lines(self, lines: list[bytes]) -> list[bytes]:
+        """Attached, before the run's hello: anything but a hello, a load error, a reply (a refused
+        token) or a log line means the peer is not a run served by flowtui (a malformed hello, events
+        first): the connection is closed and that said, before the app shows or sends anything."""
+        for i, line in enumerate(lines):
+            msg = self._parse_one(line) if line.startswith(b'{"type":') else None
+            if msg is None or msg.type not in ("hello", "load.error", "reply", "log"):
+                what = "a line that is no protocol message" if msg is None else f"a {msg.type} message"
+                self.refused = (f"{self._peer} sent {what} before its hello: not a run served by "
+                                "flowtui run --listen (or another version's)")
+                if self._writer is not None:
+                    self._writer.close()
+                self.closed.set()
+                return []
+            self._message(msg)
+            if self._greeted.is_set():
+                return lines[i + 1:]
+        return []
 
     def _events(self, events: list[bytes]) -> None:
         try:
