@@ -52,10 +52,11 @@ async def shown_apart(text: str) -> str:
 def shown_markup(text: str) -> str:
     """``shown(text)`` for a place Textual reads as markup (the command palette's entries): its
     square brackets escaped, so a name like ``x[/]`` or ``[@click=app.quit]`` is drawn as written,
-    never parsed (it crashed the palette, or ran the action when clicked)."""
-    from textual.markup import escape
-
-    return escape(shown(text))
+    never parsed (it crashed the palette, or ran the action when clicked). Textual's parser takes
+    the backslash right before a ``[`` as its escape and every other backslash as written, so each
+    ``[`` gets one and nothing else changes (``textual.markup.escape`` doubles backslashes the parser
+    then draws doubled: ``A\\[b]`` was shown ``A\\\\[b]``)."""
+    return shown(text).replace("[", "\\[")
 
 
 def shown_line(text: str, limit: int) -> str:

@@ -570,16 +570,17 @@ async def test_a_question_is_never_answered_by_a_key_typed_with_the_one_that_ask
 
 async def test_the_palette_shows_names_from_the_flow_as_written_never_as_markup(tmp_path):
     """An agent named x[/] crashed the palette (MarkupError) once it was searched; one named with
-    [@click=app.quit] showed a link that quit the app when clicked."""
+    [@click=app.quit] showed a link that quit the app when clicked; one holding a backslash showed it
+    doubled (a\\[b]v as a\\\\[b]v)."""
     from textual.command import CommandList
 
-    names = ["x[/]", "y[@click=app.quit]z", "[link=http://e.x/]w"]
+    names = ["x[/]", "y[@click=app.quit]z", "[link=http://e.x/]w", "a\\[b]v", "q\\"]
     flow = tmp_path / "flow.py"
     flow.write_text(
         "from flowtui import FunctionProvider, agent, workflow\n"
         + "".join(f"@agent(provider=FunctionProvider(lambda m, t: 'ok'), prompt='p', name={n!r})\nclass A{i}:\n"
                   "    pass\n" for i, n in enumerate(names))
-        + "@workflow(steps=[A0, A1, A2])\nclass W:\n    pass\n")
+        + "@workflow(steps=[A0, A1, A2, A3, A4])\nclass W:\n    pass\n")
     app = make(str(flow), input="go")
     async with app.run_test(size=(140, 40)) as pilot:
         await paused(pilot)
@@ -591,8 +592,8 @@ async def test_the_palette_shows_names_from_the_flow_as_written_never_as_markup(
             found = app.screen.query(CommandList)
             return [str(o.prompt) for o in found.first().options] if found else []
 
-        await wait_until(pilot, lambda: len([p for p in prompts() if "breakpoint: set on" in p]) == 3,
-                         what="the three agents' entries")
+        await wait_until(pilot, lambda: len([p for p in prompts() if "breakpoint: set on" in p]) == len(names),
+                         what="the agents' entries")
         shown = "\n".join(prompts())
         for name in names:
             assert f"breakpoint: set on {name}" in shown and f"Pause before {name}" in shown, shown
