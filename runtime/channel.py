@@ -319,14 +319,19 @@ class Channel:
         A carriage return rewrites the line, as on a terminal: a progress bar's ``\\rprogress 40%``
         keeps its last state, said with the ``\\r`` in front (shown ``␍``: what came before it was
         written over). A line left without its newline for ``LOG_PARTIAL_S`` is said as it stands: a
-        progress bar, or ``print(..., end="")``, was never shown while the run went on."""
-        line, dropped, since, cr = bytearray(), 0, 0.0, False
+        progress bar, or ``print(..., end="")``, was never shown while the run went on. What comes
+        after is said as going on with it (``…rest``), or as writing it over (``␍next``) when it
+        ended with a ``\r`` (``print(state, end="\r")`` between pauses)."""
+        line, dropped, since, cr, goes_on = bytearray(), 0, 0.0, False, False
         clock = asyncio.get_running_loop().time
 
         def add(piece: bytes) -> None:
-            nonlocal line, dropped, since, cr
+            nonlocal line, dropped, since, cr, goes_on
             if not line and not dropped:
                 since = clock()
+                if goes_on and piece and not piece.startswith(b"\r"):  # the rest of a line said as it stood
+                    line = bytearray("…".encode())
+                goes_on = False
             if cr and piece:  # a \r that was no \r\n: the line is written over
                 line, dropped = bytearray(b"\r"), 0
             cr = piece.endswith(b"\r")  # (a \n may follow in the next chunk)
@@ -338,18 +343,21 @@ class Channel:
             line.extend(piece[:room])
             dropped += max(0, len(piece) - room)
 
-        def say() -> None:
-            nonlocal line, dropped, cr
+        def say(partial: bool = False) -> None:
+            """Say the line; ``partial``: as it stands, without its end (what comes next goes on with it,
+            shown ``…``, or writes it over, shown ``␍``, when it ended with a \r)."""
+            nonlocal line, dropped, cr, goes_on
             if line or dropped:
                 self._say_log(line, dropped)
-            line, dropped, cr = bytearray(), 0, False
+            goes_on = partial and not cr
+            line, dropped, cr = bytearray(), 0, partial and cr
 
         while True:
             waited = None if not (line or dropped) else max(0.0, since + LOG_PARTIAL_S - clock())
             try:
                 chunk = await asyncio.wait_for(stream.read(CHUNK), waited)
             except asyncio.TimeoutError:  # a line still without its newline: said as it stands
-                say()
+                say(partial=True)
                 continue
             if not chunk:
                 break
@@ -360,7 +368,7 @@ class Channel:
                 start = end + 1
             add(chunk[start:])
             if (line or dropped) and clock() - since >= LOG_PARTIAL_S:  # printed to without a pause
-                say()
+                say(partial=True)
         say()
 
     def _say_log(self, line: bytearray, dropped: int) -> None:

@@ -828,3 +828,26 @@ def test_a_progress_bar_the_flow_prints_is_shown_while_it_runs_as_a_terminal_sho
     assert "␍progress 3%" in lines, err  # said as it stood, while the tool slept
     assert lines.index("␍progress 3%") < lines.index("␍progress 100%") < lines.index("ends") < lines.index("done")
     assert not any("progress 1%" in line or "progress 2%" in line for line in lines), err  # written over
+
+
+def test_a_line_printed_in_pieces_with_pauses_is_said_as_going_on_or_written_over(tmp_path):
+    """print(state, end="\\r") between pauses showed each state as a line of its own, unmarked (as if
+    printed one under the other), and a line finished after a pause showed as two unrelated lines."""
+    flow = tmp_path / "pieces.py"
+    flow.write_text(PROGRESS.replace('''        for i in range(1, 4):
+            sys.stderr.write(f"\\rprogress {i}%")
+            sys.stderr.flush()
+        time.sleep(3)  # the bar stays as it is a while: a line without its newline yet
+''', '''        for state in ("waiting", "working"):
+            print(state, end="\\r", file=sys.stderr, flush=True)
+            time.sleep(1.6)
+        print("half", end="", file=sys.stderr, flush=True)
+        time.sleep(1.6)
+        print(" and the rest", file=sys.stderr, flush=True)
+'''))
+    proc = flowtui("run", str(flow), "--input", "x", "--no-journal", cwd=tmp_path)
+    out, err = proc.communicate(timeout=HANG)
+    assert proc.returncode == 0, err
+    lines = err.splitlines()
+    start = lines.index("waiting")
+    assert lines[start:start + 4] == ["waiting", "␍working", "␍half", "… and the rest"], err
