@@ -150,7 +150,10 @@ class Run:
             self.error = exc
         finally:
             await self._dispose()
-            self.check_state()
+            try:
+                self.check_state()  # (a change made by a thread the flow started, refused or not: reported)
+            except Exception as exc:
+                self._report_dispose("the state, checked after the cleanups", describe_error(exc))
             if self.observer is not None:
                 self.observer.detach()
         if status == "finished" and self.ctx._stop_by is not None:  # ctx.stop() with nothing left to skip
@@ -191,7 +194,7 @@ class Run:
             fn = disposers.pop()
             name = getattr(fn, "__qualname__", None) or repr(fn)
             try:
-                await call_user(fn, (), origin="dispose")
+                await call_user(fn, (), origin="dispose", then=self.check_state)
             except CLEANUP_FAILURES as exc:
                 self._report_dispose(name, describe_error(exc))
             except (Terminated, asyncio.CancelledError) as exc:

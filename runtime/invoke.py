@@ -80,13 +80,15 @@ async def call_user(fn: Callable[..., Any], args: Sequence[Any], *, origin: str,
     finally:
         if _forked_in_a_call:  # returned or raised: either way, back into the run
             _leave_the_copy()
-        if then is not None:
-            if failed:  # the code's own error is the one said (then() refusing its state change too)
-                with contextlib.suppress(Exception):
+        try:
+            if then is not None:
+                if failed:  # the code's own error is the one said (then() refusing its state change too)
+                    with contextlib.suppress(Exception):
+                        then()
+                else:
                     then()
-            else:
-                then()
-        current_origin.reset(token)
+        finally:
+            current_origin.reset(token)
 
 
 class CancelledInCode(RuntimeError):

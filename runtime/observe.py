@@ -15,7 +15,6 @@ Both emit ``workflow_state.change`` with the field path and old/new values.
 
 from __future__ import annotations
 
-import contextlib
 import copy
 import dataclasses
 import inspect
@@ -243,6 +242,7 @@ class StateObserver:
                 break
         else:  # every field holds the very immutable value its snapshot was made of: nothing to compare
             return
+        first_refusal = None
         with self._lock:
             for name in self.fields:
                 value = getattr(obj, name, None)
@@ -254,37 +254,45 @@ class StateObserver:
                     self._keep(name, value)
                     continue
                 refused = self._refusal(name, value, old)
+                first_refusal = first_refusal or refused
                 if refused is not None and getattr(obj, name, None) is not value:
-                    raise refused  # put back as it was: nothing to report
+                    continue  # put back as it was: nothing to report
                 self._keep(name, value)
                 snap[name] = new
                 self._emit(WorkflowStateChange, path=name, old=old, new=new)
-                if refused is not None:
-                    raise refused
+        if first_refusal is not None:  # the other fields' changes are reported all the same
+            raise first_refusal
 
     def _refusal(self, name: str, value: Any, old: Any) -> Exception | None:
-        """The error a pydantic state class raises for field ``name`` changed in place to ``value``
-        (``s.tags.append("BAD")`` against a validator, ``s.sub.x = -1`` against ``Field(ge=0)``), as
-        an assignment of a copy of it would; the field is then put back to ``old`` (its snapshot) when
-        the class takes that. None when the class takes the value."""
+        """The error a pydantic state class gives for field ``name`` changed in place to ``value``
+        (``s.tags.append("BAD")`` against a validator, ``s.nums.append("x")`` to a ``list[int]``): the
+        field is checked as assigning it its own value again would check it (on a copy of the state:
+        the run keeps the object it holds), and on a refusal put back to ``old``, its snapshot, when
+        the class takes that. None when the class takes the value. A model held in a field is taken
+        as it is, as pydantic takes one assigned (``s.sub.x = -1`` is not checked against ``Sub``'s
+        constraints); a frozen class or field is not checked (pydantic refuses any assignment to it)."""
         obj = self.obj
         cls = type(obj)
-        if not isinstance(obj, BaseModel) or name not in cls.model_fields or cls.model_config.get("frozen"):
+        if not isinstance(obj, BaseModel) or cls.model_config.get("frozen"):
             return None
-        # A copy of the value as pydantic would build it anew (nested models as their fields, so their
-        # own constraints run), assigned to a copy of the state (the run's keeps the object it holds).
+        info = cls.model_fields.get(name)
+        if info is None or info.frozen:
+            return None
         try:
-            fresh = obj.model_dump(include={name}, warnings=False).get(name, value)
-        except Exception:  # a value pydantic cannot dump: checked as it is
-            fresh = value
-        try:
-            assign_validated(obj.__copy__(), cls, name, fresh, how="changed in place to")
+            assign_validated(obj.__copy__(), cls, name, value, how="changed in place to")
+            return None
         except (TypeError, ValueError) as exc:
-            with contextlib.suppress(ValidationError):
-                cls.__pydantic_validator__.validate_assignment(obj, name, old)
-            put_back = getattr(obj, name, None) is not value
-            return type(exc)(f"{exc} ({f'put back to {old!r:.80}' if put_back else 'kept: its old value is refused too'})")
-        return None
+            refused: Exception = exc
+        except Exception as exc:  # a validator raising something else (AttributeError on a value it did not expect)
+            refused = ValueError(f"state field {cls.__name__}.{name} changed in place to {value!r:.80}: its "
+                                 f"validator raised {type(exc).__name__}: {exc}")
+        try:
+            cls.__pydantic_validator__.validate_assignment(obj, name, old)
+        except Exception:
+            pass
+        done = (f"put back to {old!r:.80}" if getattr(obj, name, None) is not value else
+                "kept: the value it had cannot be rebuilt from its record")
+        return type(refused)(f"{refused} ({done})")
 
     def detach(self) -> None:
         if _OBSERVERS.get(id(self.obj)) is self:

@@ -215,10 +215,16 @@ def _in_place_state():
     class Sub(BaseModel):
         x: int = Field(default=0, ge=0)
 
+    class Item(BaseModel):
+        name: str = Field(alias="Name")  # a model the LLM fills in: built by its alias
+
     class S(BaseModel):
         tags: list[str] = []
         nums: list[int] = []
+        capped: list[int] = Field(default_factory=list, max_length=1)
+        codes: list[str] = []
         sub: Sub = Sub()
+        items: list[Item] = []
 
         @field_validator("tags")
         @classmethod
@@ -227,21 +233,15 @@ def _in_place_state():
                 raise ValueError("tags must be lowercase")
             return v
 
+        @field_validator("codes", mode="before")
+        @classmethod
+        def _upper(cls, v: list) -> list:
+            return [c.upper() for c in v]  # (raises AttributeError on an int)
+
     return S
 
 
-@pytest.mark.parametrize("change, error, said", [
-    ("s.tags.append('BAD')", ValueError, "state field S.tags changed in place to ['ok', 'BAD']: tags must be lowercase "
-                                         "(put back to [])"),
-    ("s.sub.x = -1", ValueError, "state field S.sub changed in place to {'x': -1}: Input should be greater than or "
-                                 "equal to 0 (put back to {'x': 0})"),
-    ("s.nums.append('many')", TypeError, "state field S.nums is declared list[int], and ['many'] is not one"),
-])
-async def test_a_change_made_in_place_is_validated_and_a_refused_one_put_back(change, error, said, tmp_path):
-    """`s.tags.append("BAD")` against a field_validator, or `s.sub.x = -1` against Field(ge=0), was journaled
-    and kept: the run went on with a state its own snapshot then refused."""
-    S = _in_place_state()
-
+def _agent_changing(S, change: str, *, cleanup: str | None = None):
     @agent(provider=FunctionProvider(lambda m, t: "ok"), prompt="p")
     class A:
         def __init__(self, s: S = State()):
@@ -250,8 +250,27 @@ async def test_a_change_made_in_place_is_validated_and_a_refused_one_put_back(ch
         def after_response(self, resposta, ctx):
             self.s.tags.append("ok")
             exec(change, {"s": self.s})
+            if cleanup is not None:
+                ctx.on_dispose(lambda: exec(cleanup, {"s": self.s}))
 
-    @workflow(state=S, steps=[A])
+    return A
+
+
+@pytest.mark.parametrize("change, error, said", [
+    ("s.tags.append('BAD')", ValueError, "state field S.tags changed in place to ['ok', 'BAD']: tags must be lowercase "
+                                         "(put back to [])"),
+    ("s.nums.append('many')", TypeError, "state field S.nums is declared list[int], and ['many'] is not one"),
+    ("s.capped.extend([1, 2])", ValueError, "state field S.capped changed in place to [1, 2]: List should have at "
+                                            "most 1 item after validation, not 2 (put back to [])"),
+    ("s.codes.append(5)", ValueError, "state field S.codes changed in place to [5]: its validator raised "
+                                      "AttributeError: 'int' object has no attribute 'upper' (put back to [])"),
+])
+async def test_a_change_made_in_place_is_validated_and_a_refused_one_put_back(change, error, said, tmp_path):
+    """`s.tags.append("BAD")` against a field_validator, or `s.nums.append("many")` to a list[int], was
+    journaled and kept: the run went on with a state its own snapshot then refused."""
+    S = _in_place_state()
+
+    @workflow(state=S, steps=[_agent_changing(S, change)])
     class W:
         pass
 
@@ -263,26 +282,19 @@ async def test_a_change_made_in_place_is_validated_and_a_refused_one_put_back(ch
     assert str(raised.value).startswith(said), str(raised.value)
     refused = said.split()[2].removeprefix("S.")
     assert [e.new for e in events if e.type == "workflow_state.change" and e.path == refused] == []  # never reported
-    assert events[-1].type == "run.end" and events[-1].status == "failed"
-    assert "changed in place" in events[-1].error or "is not one" in events[-1].error
+    end = events[-1]
+    assert end.type == "run.end" and end.status == "failed" and end.origin == "runtime"
+    assert "changed in place" in end.error or "is not one" in end.error
 
 
 async def test_a_change_in_place_the_class_takes_is_reported_and_the_codes_own_error_wins():
-    """A valid in-place change is journaled as before; a hook that raised after an invalid one fails with
+    """A valid in-place change is journaled as before (a model built by its alias, a nested model's field
+    changed: taken as pydantic takes a model assigned); a hook that raised after an invalid one fails with
     its own error, not the state's refusal."""
     S = _in_place_state()
-
-    @agent(provider=FunctionProvider(lambda m, t: "ok"), prompt="p")
-    class A:
-        def __init__(self, s: S = State()):
-            self.s = s
-
-        def after_response(self, resposta, ctx):
-            self.s.tags.append("fine")
-            self.s.sub.x = 3
-            if len(self.s.tags) == 2:
-                self.s.tags.append("BAD")
-                raise KeyError("its own")
+    A = _agent_changing(S, "s.items.append(type(s).model_fields['items'].annotation.__args__[0](Name='a'))\n"
+                           "s.sub.x = -1\n"
+                           "if len(s.tags) == 2:\n    s.tags.append('BAD')\n    raise KeyError('its own')")
 
     @workflow(state=S, steps=[A, A])
     class W:
@@ -294,7 +306,26 @@ async def test_a_change_in_place_the_class_takes_is_reported_and_the_codes_own_e
     with pytest.raises(KeyError, match="its own"):
         await app.run("x")
     assert [(e.path, e.new) for e in events if e.type == "workflow_state.change"] == [
-        ("tags", ["fine"]), ("sub", {"x": 3})]
+        ("tags", ["ok"]), ("sub", {"x": -1}), ("items", [{"Name": "a"}]),
+        ("items", [{"Name": "a"}, {"Name": "a"}])]  # (tags put back to ["ok"]: the refused BAD, its "ok" with it)
+
+
+async def test_a_cleanup_changing_the_state_to_what_its_class_refuses_is_its_failure_and_the_run_ends():
+    """A refused change made by a ctx.on_dispose cleanup raised past the run's end: no run.end, and
+    `flowtui run` hung."""
+    S = _in_place_state()
+
+    @workflow(state=S, steps=[_agent_changing(S, "pass", cleanup="s.tags.append('CLOSED')")])
+    class W:
+        pass
+
+    events = []
+    app = bootstrap(W)
+    app.subscribe(events.append)
+    await asyncio.wait_for(app.run("x"), 30)
+    failures = [e.error for e in events if e.type == "dispose.error"]
+    assert len(failures) == 1 and "state field S.tags changed in place to ['ok', 'CLOSED']" in failures[0]
+    assert events[-1].type == "run.end" and events[-1].status == "finished"
 
 
 def test_a_snapshot_value_the_state_class_refuses_is_refused_naming_the_file(tmp_path):
