@@ -25,7 +25,8 @@ def build_parser() -> argparse.ArgumentParser:
         prog="flowtui",
         description="Build and debug LLM agent flows in the terminal.",
         epilog="Also: `flowtui run FLOW ...` runs a flow headless; `flowtui replay JOURNAL` scrubs through a "
-               "recorded run; `flowtui diff A.jsonl B.jsonl` compares two.",
+               "recorded run; `flowtui diff A.jsonl B.jsonl` compares two; `flowtui attach HOST:PORT --token T` "
+               "debugs a run served by `flowtui run FLOW --listen`.",
     )
     add_flow_arguments(parser)
     return parser

@@ -84,7 +84,7 @@ class RunWatches:
                 self.flush(force=True)
 
         self.push_screen(TextDialog("Pause when… (a watchpoint)", text, add, single_line=True, hint=HINT,
-                                    save_label="Watch"), done)
+                                    save_label="Watch", extend=True), done)
 
     def action_watchpoints(self: FlowApp) -> None:
         from flowtui.tui.screens.watches import WatchListDialog

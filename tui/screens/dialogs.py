@@ -86,7 +86,7 @@ class TextDialog(ModalScreen[str | None]):
     ]
 
     def __init__(self, title: str, text: str, apply: Callable[[str], object], *, single_line: bool = False,
-                 hint: str = "", save_label: str = "Save", lines_ok: bool = False) -> None:
+                 hint: str = "", save_label: str = "Save", lines_ok: bool = False, extend: bool = False) -> None:
         super().__init__()
         self.title_text = title
         self.text = text
@@ -96,13 +96,16 @@ class TextDialog(ModalScreen[str | None]):
         self.hint = hint
         self.save_label = save_label
         self.lines_ok = lines_ok  # a one-line box that becomes a text area when several lines are pasted
+        # the text is a start to type on from its end (a watchpoint's subject), not a value to replace
+        self.extend = extend
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog", id="text-dialog"):
             yield Label(Text(shown(self.title_text)), classes="dialog-title")
             # Credentials are shown as [redacted]; saving puts back the ones left untouched.
             if self.single_line:
-                yield (OneLineInput if self.lines_ok else Input)(shown(self.text), id="dialog-input")
+                yield (OneLineInput if self.lines_ok else Input)(shown(self.text), id="dialog-input",
+                                                                 select_on_focus=not self.extend)
             else:
                 yield TextArea(shown(self.text), id="dialog-text", soft_wrap=True, show_line_numbers=False)
             yield Static("", id="dialog-error")
