@@ -203,6 +203,13 @@ class RunEdits:
             return
         history = self.client.view.history
         gone, trimmed = removal(history, i)
+        call = self._pending_call()
+        maker = next((j for j in gone if call is not None and self._makes_pending(j)), None)
+        if maker is not None:  # the run refuses it: said now, not after a yes
+            self.notify(f"Message #{maker} asks for {call.get('name')}, the call the run is paused before, and "
+                        "cannot leave before it is answered: step past the call first (or deny it, when the run "
+                        "asks for approval).", severity="warning")
+            return
         msg = history[i]
         question = f"Delete message #{i} ({msg.role})?"
         others = [j for j in gone if j != i]
