@@ -9,8 +9,9 @@
    on it (median and worst of 40 steps).
 3. The conversation pane with 10,000 messages: first paint, memory growth, append at 10k.
 4. An event flood from the run's process: events per second the app absorbs while its longest
-   event-loop stall stays under 20 ms, at rising rates, and the full passes Python's collector
-   made meanwhile (watched through ``gc.callbacks``: the usual cause of the longest stall).
+   event-loop stall stays under 20 ms, at rising rates, the full passes Python's collector
+   made meanwhile (watched through ``gc.callbacks``: the usual cause of the longest stall), and
+   the memory the app grew by an event (its resident size; every event is kept).
 """
 
 from __future__ import annotations
@@ -298,6 +299,12 @@ class Flood:
 """
 
 
+def _rss() -> int:
+    """This process's resident memory, in bytes."""
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
 async def bench_events(rates=(25_000, 50_000, 100_000, 150_000, 200_000), seconds: float = 1.0,
                        read_first: float = 0.5) -> list[dict]:
     """A flow that emits ``rate`` events a second for ``seconds`` (a sync hook setting ctx fields and
@@ -335,6 +342,8 @@ async def bench_events(rates=(25_000, 50_000, 100_000, 150_000, 200_000), second
                 app.flush(everything=True)
                 await asyncio.sleep(read_first)
                 before = app.client.view.events
+                gc.collect()
+                rss_before = _rss()
                 gc.callbacks.append(watch_gc)
                 full.clear()
                 app.client.send(Continue())
@@ -349,7 +358,9 @@ async def bench_events(rates=(25_000, 50_000, 100_000, 150_000, 200_000), second
                 elapsed = time.perf_counter() - t0
                 absorbed = app.client.view.events - before
                 gc.callbacks.remove(watch_gc)
-            results.append({"offered_per_s": rate, "absorbed_per_s": absorbed / elapsed,
+                gc.collect()
+                kept = (_rss() - rss_before) / max(absorbed, 1)
+            results.append({"offered_per_s": rate, "absorbed_per_s": absorbed / elapsed, "kept_b_per_event": kept,
                             "worst_stall_ms": worst * 1000, "backlog_s": elapsed - seconds,
                             "full_gc": len(full), "full_gc_ms": max(full, default=0.0)})
     return results
@@ -378,7 +389,8 @@ def main() -> None:
             best = max(best, r["absorbed_per_s"])
         print(f"events: offered {r['offered_per_s']:>7,}/s absorbed {r['absorbed_per_s']:>9,.0f}/s "
               f"worst stall {r['worst_stall_ms']:5.1f} ms backlog {r['backlog_s']:+.2f} s {'ok' if ok else 'STALL'} "
-              f"(full collections: {r['full_gc']}, longest {r['full_gc_ms']:.1f} ms)")
+              f"(full collections: {r['full_gc']}, longest {r['full_gc_ms']:.1f} ms; memory kept "
+              f"{r['kept_b_per_event']:.0f} B an event)")
     print(f"events absorbed with every stall < 20 ms: {best:,.0f}/s (target >= 100,000)")
     (r,) = asyncio.run(bench_events(rates=(100_000,), read_first=0.0))
     print(f"c pressed the moment the first pause is drawn (no person is that fast): offered 100,000/s, "

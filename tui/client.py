@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from flowtui.runtime.channel import LOAD_TIMEOUT_S, Channel
 from flowtui.runtime.spawn import STOP_GRACE_S, Options
+from flowtui.tui.linestore import Lines
 from flowtui.tui.tokens import ExactTokens
 
 if TYPE_CHECKING:
@@ -84,7 +85,7 @@ class RunClient:
         self.channel: Channel | None = None
         self.hello: p.Hello | None = None
         self.view: Any = None  # flowtui.runtime.fold.RunView of the current run
-        self.lines: list[bytes] = []  # every event of the current run, as it came (for the event log)
+        self.lines = Lines()  # every event of the current run, as it came (for the event log), packed
         self.breakpoints: set[str] = set(config.breakpoints)
         self.watches: list[str] = list(config.watch)  # as the worker last listed them
         self.refused_watches: list[p.Reply] = []  # dropped when the last run started, each saying why
@@ -110,7 +111,7 @@ class RunClient:
         The worker is started first; the runtime's modules this process needs (the protocol,
         the fold) are imported in a thread meanwhile, so they delay neither it nor a frame."""
         await self.close()
-        self.view, self.lines, self.hello, self.stopping = None, [], None, False
+        self.view, self.lines, self.hello, self.stopping = None, Lines(), None, False
         self.tokens = ExactTokens()
         self._buffer = deque()
         self.channel = Channel(self._arrived, on_log=self._log, on_warning=self.warnings.append)

@@ -4,7 +4,7 @@ did not touch."""
 
 from __future__ import annotations
 
-from conftest import make, paused, press_and_pause, wait_until
+from conftest import ended, make, paused, press_and_pause, wait_until
 from loopback_openai import LoopbackOpenAI, reply
 
 from flowtui.runtime.fold import RunView
@@ -92,6 +92,34 @@ async def test_left_looks_back_at_earlier_events_while_the_run_goes_on_and_esc_r
         await pilot.press("escape")
         await wait_until(pilot, lambda: app.main.looking is None
                          and len(app.main.conversation.messages) >= len(live), what="the live run again")
+
+
+async def test_looking_back_far_into_a_long_run_shows_the_event_log_as_it_was(tmp_path):
+    """The app keeps a run's lines packed a thousand at a time: looking back into an early pack, and
+    opening its events, gives the lines the run sent."""
+    flow = tmp_path / "chatty.py"
+    flow.write_text("from flowtui import FunctionProvider, agent, workflow\n"
+                    "class A:\n"
+                    "    def after_response(self, response, ctx):\n"
+                    "        for i in range(3000):\n"
+                    "            ctx.counter = i\n"
+                    "A = agent(provider=FunctionProvider(lambda m, t: 'ok'), prompt='p')(A)\n"
+                    "@workflow(steps=[A])\nclass W:\n    pass\n")
+    app = make(str(flow), input="go", journal=None)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await paused(pilot)
+        await pilot.press("c")
+        await ended(pilot)
+        n = len(app.client.lines)
+        assert n > 3000
+        values = [ev.value for ev in app.client.events if ev.type == "ctx.set" and ev.name == "counter"]
+        assert values == list(range(3000))  # every line, in order, through the packs
+        app.action_view("events")
+        app.action_look(-(n - 700))  # into the first pack
+        await pilot.pause()
+        log = app.main.pane_widget("events")
+        assert app.main.looking[1] == 700 and len(log.events) == 700
+        assert b'"seq":700,' in log.events[699] and b'"seq":699,' in log.events[698]
 
 
 def _sizes(widget) -> list[str]:

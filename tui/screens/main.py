@@ -99,7 +99,7 @@ class MainScreen(PanesScreen):
             loading = f"● detached: {client.detached} (flowtui attach again to see the run)"
         if self.looking is not None:  # the panes show the run as it was at event k; the run goes on
             timeline, k = self.looking
-            view, lines = timeline.view_at(k), lines[:k]
+            view, lines = timeline.view_at(k), lines.prefix(k)
             event = timeline.event(k)
             loading = (f"◂ looking back: event {k}/{len(client.lines)}"
                        + (f" · {event.type}" if event is not None else "")
