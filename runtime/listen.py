@@ -40,6 +40,7 @@ import asyncio
 import errno
 import hmac
 import ipaddress
+import itertools
 import secrets
 import shlex
 import socket
@@ -52,6 +53,7 @@ from pydantic import ValidationError
 
 from flowtui.runtime import protocol as p
 from flowtui.runtime.errors import ConfigError
+from flowtui.runtime.linestore import Lines
 from flowtui.runtime.sender import Sender
 from flowtui.runtime.sender import close as _close
 
@@ -141,7 +143,7 @@ class Listener:
         self._wrong_said_at = -WRONG_SAID_EVERY_S
         self._last_wrong = ""  # where the last wrong token came from
         self._loop: asyncio.AbstractEventLoop | None = None
-        worker.backlog = []  # whoever attaches later gets every event so far
+        worker.backlog = Lines()  # whoever attaches later gets every event so far (packed)
         worker.send = _nowhere
 
     @property
@@ -369,7 +371,8 @@ class Listener:
     def _attached(self, conn: socket.socket) -> None:
         # hello and every event so far go first, a piece at a time from the backlog's own lines (none
         # copied): however large, what a client is owed on attaching is not it falling behind
-        owed = [p.encode(self.worker.hello()), *self.worker.backlog]
+        backlog = self.worker.backlog
+        owed = itertools.chain([p.encode(self.worker.hello())], backlog.prefix(len(backlog)))
         self.worker.send = Sender(conn, lambda why: self._call(self._dropped, conn, why), owed)
 
     def _release(self, conn: socket.socket) -> Any:

@@ -4,8 +4,8 @@ A client that stops reading fills its socket's buffer; writing to it from the
 event loop then blocks the run, its commands and its ctrl-C for good. A
 :class:`Sender` queues what goes to the client and writes it from a thread of
 its own, a piece at a time. What a client is owed on attaching (``hello``, the
-backlog) goes first, from the list it is given (nothing copied), and never
-counts as the client being behind. A client that takes more than ``timeout``
+backlog) goes first, read from what it is given a piece at a time (nothing
+copied: the backlog is kept packed), and never counts as the client being behind. A client that takes more than ``timeout``
 seconds to take a write, or lets more than ``behind`` bytes queue up after
 that, is dropped (``on_gone``): the next client to attach gets every event
 from the worker's backlog, so nothing is lost.
@@ -17,7 +17,7 @@ import select
 import socket
 import threading
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable
 
 SEND_TIMEOUT_S = 30.0  # a write the client does not take within this long: it stopped reading
 MAX_BEHIND = 64 * 1024 * 1024  # bytes queued since attaching that the client has not taken yet
@@ -29,15 +29,16 @@ class Sender:
     sends what is queued, then closes; :meth:`abort` closes at once. ``on_gone(why)`` is called once
     when the client is dropped or its connection fails (never after ``finish`` or ``abort``)."""
 
-    def __init__(self, conn: socket.socket, on_gone: Callable[[str], None], owed: Sequence[bytes] = (), *,
+    def __init__(self, conn: socket.socket, on_gone: Callable[[str], None], owed: Iterable[bytes] = (), *,
                  timeout: float = SEND_TIMEOUT_S, behind: int = MAX_BEHIND) -> None:
         self._conn = conn
         self._on_gone = on_gone
         self._timeout = timeout
         self._behind = behind
-        self._queue: deque[bytes] = deque(owed)  # the lines themselves are shared, not copied
-        self._owed = sum(map(len, owed))  # bytes at the queue's head the client is owed: not behind
-        self._queued = 0  # bytes queued after those
+        self._owed = iter(owed)  # read by the writer only, before the queue: never counted as behind
+        self._owing = True
+        self._queue: deque[bytes] = deque()
+        self._queued = 0  # bytes queued, not taken yet
         self._wake = threading.Condition()
         self._state = "open"  # open, finishing, closed
         self._thread = threading.Thread(target=self._write, name="flowtui-sender", daemon=True)
@@ -72,16 +73,22 @@ class Sender:
 
     def _write(self) -> None:
         while True:
-            with self._wake:
-                while not self._queue and self._state == "open":
-                    self._wake.wait()
-                if self._state == "closed" or not self._queue:  # aborted, or finished and all sent
-                    break
-                piece = [self._queue.popleft()]  # a piece at a time: the socket paces what is taken
-                size = len(piece[0])
-                while self._queue and size < PIECE:
-                    piece.append(self._queue.popleft())
-                    size += len(piece[-1])
+            owed = self._owing and self._owed_piece()
+            if owed:
+                piece, size = owed, 0  # (owed: never counted in _queued)
+            else:
+                with self._wake:
+                    while not self._queue and self._state == "open":
+                        self._wake.wait()
+                    if self._state == "closed" or not self._queue:  # aborted, or finished and all sent
+                        break
+                    piece = [self._queue.popleft()]  # a piece at a time: the socket paces what is taken
+                    size = len(piece[0])
+                    while self._queue and size < PIECE:
+                        piece.append(self._queue.popleft())
+                        size += len(piece[-1])
+            if self._state == "closed":
+                break
             try:
                 self._send_all(b"".join(piece))
             except TimeoutError:
@@ -91,10 +98,19 @@ class Sender:
                 self._drop("its connection failed")
                 return
             with self._wake:
-                paid = min(size, self._owed)
-                self._owed -= paid
-                self._queued -= size - paid
+                self._queued -= size
         close(self._conn)
+
+    def _owed_piece(self) -> list[bytes]:
+        """The next piece of what the client is owed (empty: all of it is sent)."""
+        piece, size = [], 0
+        for line in self._owed:
+            piece.append(line)
+            size += len(line)
+            if size >= PIECE:
+                return piece
+        self._owing = False
+        return piece
 
     def _send_all(self, data: bytes) -> None:
         """``sendall`` that gives up when the client takes nothing for ``timeout`` seconds (the

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from flowtui.runtime.channel import LOAD_TIMEOUT_S, Channel
 from flowtui.runtime.spawn import STOP_GRACE_S, Options
-from flowtui.tui.linestore import Lines
+from flowtui.runtime.linestore import Lines
 from flowtui.tui.tokens import ExactTokens
 
 if TYPE_CHECKING:

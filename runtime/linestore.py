@@ -1,16 +1,19 @@
-"""The run's event lines, as they came, kept packed.
+"""A run's event lines, as they came, kept packed.
 
 The app keeps every line the run sent (the event log shows any of them, and looking back folds
-them again). A flow flooding events grew the app by about 245 bytes an event, 210 of them the
-lines themselves (``bench/tui_bench.py``'s flood: a quarter of a gigabyte a million events). Lines
-are packed a thousand at a time with zlib (JSON lines of one run repeat their keys: about 14 to 1,
-under a millisecond a pack); the ones not yet a full pack, and the last pack read, stay as they came.
+them again), and a run served with ``--listen`` keeps them for whoever attaches later. A flow
+flooding events grew the app by about 245 bytes an event, 210 of them the lines themselves
+(``bench/tui_bench.py``'s flood: a quarter of a gigabyte a million events). Lines are packed a
+thousand at a time with zlib (JSON lines of one run repeat their keys: about 14 to 1, under a
+millisecond a pack); the ones not yet a full pack, and the last pack read, stay as they came.
 
-Nothing here imports textual.
+One thread adds lines while another may read them (a served run's sender thread sends the
+backlog to a client attaching): a lock keeps each access whole.
 """
 
 from __future__ import annotations
 
+import threading
 import zlib
 from array import array
 from collections.abc import Iterable, Iterator, Sequence
@@ -28,20 +31,27 @@ class Lines(Sequence[bytes]):
         self._packs: list[tuple[bytes, array]] = []  # (the pack's bytes compressed, where each line ends)
         self._tail: list[bytes] = []
         self._open: tuple[int, list[bytes]] | None = None  # the last pack read, unpacked
+        self._lock = threading.Lock()
         self.extend(lines)
 
     def __len__(self) -> int:
+        with self._lock:
+            return self._len()
+
+    def _len(self) -> int:
         return len(self._packs) * PACK + len(self._tail)
 
     def append(self, line: bytes) -> None:
-        self._tail.append(line)
-        if len(self._tail) >= PACK:
-            self._pack()
+        with self._lock:
+            self._tail.append(line)
+            if len(self._tail) >= PACK:
+                self._pack()
 
     def extend(self, lines: Iterable[bytes]) -> None:
-        self._tail.extend(lines)
-        while len(self._tail) >= PACK:
-            self._pack()
+        with self._lock:
+            self._tail.extend(lines)
+            while len(self._tail) >= PACK:
+                self._pack()
 
     def _pack(self) -> None:
         lines, self._tail = self._tail[:PACK], self._tail[PACK:]
@@ -66,27 +76,30 @@ class Lines(Sequence[bytes]):
     def __getitem__(self, i: int | slice) -> bytes | list[bytes]:
         if isinstance(i, slice):
             return [self[j] for j in range(*i.indices(len(self)))]
-        n = len(self)
-        if i < 0:
-            i += n
-        if not 0 <= i < n:
-            raise IndexError("line index out of range")
-        pack, at = divmod(i, PACK)
-        return self._tail[at] if pack == len(self._packs) else self._unpacked(pack)[at]
+        with self._lock:
+            n = self._len()
+            if i < 0:
+                i += n
+            if not 0 <= i < n:
+                raise IndexError("line index out of range")
+            pack, at = divmod(i, PACK)
+            return self._tail[at] if pack == len(self._packs) else self._unpacked(pack)[at]
 
     def __iter__(self) -> Iterator[bytes]:
-        for n in range(len(self._packs)):
-            blob, ends = self._packs[n]
+        with self._lock:
+            packs, tail = list(self._packs), list(self._tail)  # (packs never change: shared, not copied)
+        for blob, ends in packs:
             data = zlib.decompress(blob)  # (not kept: a walk through every line leaves no copy behind)
             yield from (data[start:end] for start, end in zip((0, *ends), ends))
-        yield from list(self._tail)
+        yield from tail
 
     def prefix(self, k: int) -> Prefix:
         return Prefix(self, k)
 
 
 class Prefix(Sequence[bytes]):
-    """The first ``k`` lines of a :class:`Lines` (what the panes show while looking back at event k)."""
+    """The first ``k`` lines of a :class:`Lines` (what the panes show while looking back at event k;
+    what a client attaching to a served run is owed)."""
 
     def __init__(self, lines: Lines, k: int) -> None:
         self._lines, self._k = lines, max(0, min(k, len(lines)))

@@ -8,7 +8,7 @@ import tracemalloc
 
 import pytest
 
-from flowtui.tui.linestore import PACK, Lines
+from flowtui.runtime.linestore import PACK, Lines
 
 
 def _lines(n: int, seed: int = 7) -> list[bytes]:
