@@ -16,6 +16,7 @@ Both emit ``workflow_state.change`` with the field path and old/new values.
 from __future__ import annotations
 
 import copy
+import json
 import dataclasses
 import inspect
 import threading
@@ -24,6 +25,7 @@ from typing import Any
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
+from flowtui.runtime.bus import current_origin
 from flowtui.runtime.context import jsonable
 from flowtui.runtime.errors import ConfigError
 from flowtui.runtime.events import WorkflowStateChange
@@ -89,9 +91,10 @@ _TYPE_ERRORS = frozenset({"is_instance_of", "is_subclass_of", "literal_error", "
                           "missing", "none_required", "arguments_type", "callable_type", "json_invalid"})
 
 
-def assign_validated(obj: Any, cls: type, name: str, value: Any, *, how: str = "refused") -> None:
+def assign_validated(obj: Any, cls: type, name: str, value: Any, *, found: str | None = None) -> None:
     """Set field ``name`` of ``obj`` to ``value`` as ``validate_assignment`` would (an int field set to
-    "3" holds 3); a value its type refuses raises, naming the field, its type and the value."""
+    "3" holds 3); a value its type refuses raises, naming the field, its type and the value (``found``:
+    when a change made in place was found, for a field checked as if assigned its own value)."""
     before = obj.__dict__.get(name, _NOTHING)
     try:
         cls.__pydantic_validator__.validate_assignment(obj, name, value)
@@ -102,11 +105,14 @@ def assign_validated(obj: Any, cls: type, name: str, value: Any, *, how: str = "
         why = error.get("msg", "refused")
         kind = str(error.get("type", ""))
         if not (kind.endswith(("_type", "_parsing")) or kind in _TYPE_ERRORS):  # a validator or a constraint said no
+            how = "refused" if found is None else f"changed in place ({found}) to"
             raise ValueError(f"state field {cls.__name__}.{name} {how} {value!r:.80}: "
                              f"{why.removeprefix('Value error, ').removeprefix('Assertion failed, ')}") from None
         shown = _type_name(cls.model_fields[name].annotation)
-        raise TypeError(f"state field {cls.__name__}.{name} is declared {shown}, and {value!r:.80} is not one "
-                        f"({why}); assign a value of that type, or change the field's type") from None
+        where = "" if found is None else f" (changed in place, {found})"
+        raise TypeError(f"state field {cls.__name__}.{name}{where} is declared {shown}, and {value!r:.80} is not one "
+                        f"({why}); {'assign' if found is None else 'keep'} a value of that type, or change the "
+                        "field's type") from None
 
 
 def _type_name(annotation: Any) -> str:
@@ -265,12 +271,13 @@ class StateObserver:
 
     def _refusal(self, name: str, value: Any, old: Any) -> Exception | None:
         """The error a pydantic state class gives for field ``name`` changed in place to ``value``
-        (``s.tags.append("BAD")`` against a validator, ``s.nums.append("x")`` to a ``list[int]``): the
-        field is checked as assigning it its own value again would check it (on a copy of the state:
-        the run keeps the object it holds), and on a refusal put back to ``old``, its snapshot, when
-        the class takes that. None when the class takes the value. A model held in a field is taken
-        as it is, as pydantic takes one assigned (``s.sub.x = -1`` is not checked against ``Sub``'s
-        constraints); a frozen class or field is not checked (pydantic refuses any assignment to it)."""
+        (``s.tags.append("BAD")`` against a validator, ``s.nums.append("x")`` to a ``list[int]``), as
+        assigning the field its own value again would: the class's validators run on the run's state
+        (a model validator deriving another field updates it), and the field keeps the very object
+        it holds (code holding it goes on changing the state's). On a refusal the field is put back
+        to ``old``, its snapshot. None when the class takes the value. A model held in a field is
+        taken as it is, as pydantic takes one assigned (``s.sub.x = -1`` is not checked against
+        ``Sub``'s constraints); a frozen class or field is not checked (it takes no assignment)."""
         obj = self.obj
         cls = type(obj)
         if not isinstance(obj, BaseModel) or cls.model_config.get("frozen"):
@@ -278,22 +285,47 @@ class StateObserver:
         info = cls.model_fields.get(name)
         if info is None or info.frozen:
             return None
+        found = _found_after(current_origin.get())
         try:
-            assign_validated(obj.__copy__(), cls, name, value, how="changed in place to")
-            return None
+            assign_validated(obj, cls, name, value, found=found)
         except (TypeError, ValueError) as exc:
             refused: Exception = exc
         except Exception as exc:  # a validator raising something else (AttributeError on a value it did not expect)
-            refused = ValueError(f"state field {cls.__name__}.{name} changed in place to {value!r:.80}: its "
-                                 f"validator raised {type(exc).__name__}: {exc}")
-        try:
-            cls.__pydantic_validator__.validate_assignment(obj, name, old)
-        except Exception:
-            pass
-        done = (f"put back to {old!r:.80}" if getattr(obj, name, None) is not value else
+            refused = ValueError(f"state field {cls.__name__}.{name} changed in place ({found}) to {value!r:.80}: "
+                                 f"its validator raised {type(exc).__name__}: {exc}")
+        else:
+            obj.__dict__[name] = value
+            return None
+        done = (f"put back to {old!r:.80}" if _put_back(obj, cls, name, old) else
                 "kept: the value it had cannot be rebuilt from its record")
         return type(refused)(f"{refused} ({done})")
 
     def detach(self) -> None:
         if _OBSERVERS.get(id(self.obj)) is self:
             del _OBSERVERS[id(self.obj)]
+
+
+def _found_after(origin: str) -> str:
+    """Who had just run when a change in place was found (not always who made it: a thread may have)."""
+    kind, _, name = origin.partition(":")
+    if kind in ("hook", "tool"):
+        return f"found as {kind} {name} returned"
+    return {"until": "found as until returned", "on_fail": "found as on_fail returned",
+            "dispose": "found as a cleanup returned"}.get(kind, "found after the last step")
+
+
+def _put_back(obj: BaseModel, cls: type, name: str, old: Any) -> bool:
+    """Field ``name`` of ``obj`` rebuilt from ``old``, its JSON record: validated as an assignment, or
+    as JSON (a strict class takes a set only as a JSON array); False when the class takes neither."""
+    value = obj.__dict__.get(name, _NOTHING)
+    try:
+        cls.__pydantic_validator__.validate_assignment(obj, name, old)
+        return True
+    except Exception:
+        pass
+    try:
+        fresh = cls.model_validate_json(json.dumps({name: old}), by_alias=False, by_name=True)
+    except Exception:
+        return obj.__dict__.get(name, _NOTHING) is not value
+    obj.__dict__[name] = fresh.__dict__[name]
+    return True

@@ -256,13 +256,17 @@ def _agent_changing(S, change: str, *, cleanup: str | None = None):
     return A
 
 
+HOOK = "found as hook A.after_response returned"
+
+
 @pytest.mark.parametrize("change, error, said", [
-    ("s.tags.append('BAD')", ValueError, "state field S.tags changed in place to ['ok', 'BAD']: tags must be lowercase "
-                                         "(put back to [])"),
-    ("s.nums.append('many')", TypeError, "state field S.nums is declared list[int], and ['many'] is not one"),
-    ("s.capped.extend([1, 2])", ValueError, "state field S.capped changed in place to [1, 2]: List should have at "
-                                            "most 1 item after validation, not 2 (put back to [])"),
-    ("s.codes.append(5)", ValueError, "state field S.codes changed in place to [5]: its validator raised "
+    ("s.tags.append('BAD')", ValueError, f"state field S.tags changed in place ({HOOK}) to ['ok', 'BAD']: tags must "
+                                         "be lowercase (put back to [])"),
+    ("s.nums.append('many')", TypeError, f"state field S.nums (changed in place, {HOOK}) is declared list[int], and "
+                                         "['many'] is not one"),
+    ("s.capped.extend([1, 2])", ValueError, f"state field S.capped changed in place ({HOOK}) to [1, 2]: List should "
+                                            "have at most 1 item after validation, not 2 (put back to [])"),
+    ("s.codes.append(5)", ValueError, f"state field S.codes changed in place ({HOOK}) to [5]: its validator raised "
                                       "AttributeError: 'int' object has no attribute 'upper' (put back to [])"),
 ])
 async def test_a_change_made_in_place_is_validated_and_a_refused_one_put_back(change, error, said, tmp_path):
@@ -324,8 +328,54 @@ async def test_a_cleanup_changing_the_state_to_what_its_class_refuses_is_its_fai
     app.subscribe(events.append)
     await asyncio.wait_for(app.run("x"), 30)
     failures = [e.error for e in events if e.type == "dispose.error"]
-    assert len(failures) == 1 and "state field S.tags changed in place to ['ok', 'CLOSED']" in failures[0]
+    assert len(failures) == 1 and ("state field S.tags changed in place (found as a cleanup returned) to "
+                                   "['ok', 'CLOSED']") in failures[0]
     assert events[-1].type == "run.end" and events[-1].status == "finished"
+
+
+async def test_a_change_in_place_runs_the_validators_on_the_runs_state_and_a_strict_class_is_put_back():
+    """Checked on a copy, a model validator deriving a field (n_tags = len(tags)) never updated the run's
+    state; and a strict class's set could not be rebuilt from its JSON record (a list), so a refused
+    change was kept, journaled and written to the snapshot, which the class then refused."""
+    from pydantic import ConfigDict, model_validator
+
+    class St(BaseModel):
+        model_config = ConfigDict(strict=True)
+        tags: list[str] = []
+        n_tags: int = 0
+        seen: set[str] = set()
+
+        @model_validator(mode="after")
+        def _count(self) -> "St":
+            if self.n_tags != len(self.tags):
+                self.n_tags = len(self.tags)
+            return self
+
+    held = []
+
+    @agent(provider=FunctionProvider(lambda m, t: "ok"), prompt="p")
+    class A:
+        def __init__(self, s: St = State()):
+            self.s = s
+
+        def after_response(self, resposta, ctx):
+            self.s.tags.append("x")
+            held.append(self.s.tags)
+            if len(self.s.tags) == 2:
+                self.s.seen.add(5)
+
+    @workflow(state=St, steps=[A, A])
+    class W:
+        pass
+
+    events = []
+    app = bootstrap(W)
+    app.subscribe(events.append)
+    with pytest.raises(TypeError, match=r"St\.seen .* \(put back to \[\]\)"):
+        await app.run("x")
+    assert [(e.path, e.new) for e in events if e.type == "workflow_state.change"] == [
+        ("n_tags", 1), ("tags", ["x"]), ("n_tags", 2), ("tags", ["x", "x"])]  # and no seen = [5]: put back
+    assert held[0] is held[1]  # the field kept the very list the hook holds, not a validated copy
 
 
 def test_a_snapshot_value_the_state_class_refuses_is_refused_naming_the_file(tmp_path):
