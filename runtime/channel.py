@@ -21,6 +21,7 @@ here imports textual. A :class:`Channel` owns one worker for one run:
 from __future__ import annotations
 
 import asyncio
+import codecs
 import os
 import signal
 import subprocess
@@ -136,7 +137,7 @@ class Channel:
         now, if any); a wrong token is a :class:`PermissionError`."""
         reader, writer = await asyncio.wait_for(asyncio.open_connection(host, port, limit=1 << 24), timeout)
         self._writer = writer
-        self._peer = f"{host}:{port}"
+        self._peer = True
         writer.write(_p().encode(_p().Auth(token=token, take_over=take_over)))
         self._tasks = [asyncio.ensure_future(self._read(reader))]
         hello = await self._greeting(timeout)
@@ -219,12 +220,12 @@ class Channel:
                     future.set_exception(ConnectionError("the worker is gone"))
             self.closed.set()
 
-    _peer: str | None = None  # attached: the address of the run (a peer that may not be flowtui)
+    _peer = False  # attached: the run is a peer that may not be flowtui
 
     def _dispatch(self, lines: list[bytes]) -> None:
         """Protocol messages are handled now; event lines go to the consumer as they came, to be
         parsed when it folds them (in slices of its own choosing)."""
-        if self._peer is not None and not self._greeted.is_set():
+        if self._peer and not self._greeted.is_set():
             lines = self._greeting_lines(lines)
         blob = b"\n".join(lines)  # what is rare in a flood is looked for once a chunk, not once a line
         if not blob.startswith(b'{"type":') and b'\n{"type":' not in blob and b'"type":"run.' not in blob:
@@ -250,9 +251,11 @@ class Channel:
         for i, line in enumerate(lines):
             msg = self._parse_one(line) if line.startswith(b'{"type":') else None
             if msg is None or msg.type not in ("hello", "load.error", "reply", "log"):
-                what = "a line that is no protocol message" if msg is None else f"a {msg.type} message"
-                self.refused = (f"{self._peer} sent {what} before its hello: not a run served by "
-                                "flowtui run --listen (or another version's)")
+                what = (f"a {msg.type} message" if msg is not None else "a malformed message"
+                        if line.startswith(b'{"type":') else "an event" if line.startswith(b'{"seq":')
+                        else "a line that is no protocol message")
+                self.refused = (f"it sent {what} before its hello: not a run served by flowtui run --listen "
+                                "(or another version's)")
                 if self._writer is not None:
                     self._writer.close()
                 self.closed.set()
@@ -372,8 +375,12 @@ class Channel:
         say()
 
     def _say_log(self, line: bytearray, dropped: int) -> None:
-        text = line.decode("utf-8", "replace")
-        self.on_log(f"{text}… ({len(line) + dropped:,} bytes, cut)" if dropped else text)
+        if not dropped:
+            self.on_log(line.decode("utf-8", "replace"))
+            return
+        # cut: a character the cut split is left out (it was shown as �), not said as undecodable
+        text = codecs.getincrementaldecoder("utf-8")("replace").decode(bytes(line), final=False)
+        self.on_log(f"{text}… ({len(line) + dropped:,} bytes, cut)")
 
     # --- commands ------------------------------------------------------------------------------
     async def command(self, command: p.BaseModel, *, timeout: float | None = None) -> p.Reply:

@@ -406,6 +406,7 @@ def test_a_printed_line_longer_than_any_buffer_never_blocks_the_run(tmp_path):
         "class A:\n"
         "    def after_response(self, r, ctx):\n"
         "        print('X' * 100_000)\n"
+        "        print('€' * 50_000)\n"
         "        for i in range(20_000):\n"
         "            print('after', i)\n"
         "A = agent(provider=FunctionProvider(lambda m, t: 'ok'), prompt='p')(A)\n"
@@ -421,7 +422,9 @@ def test_a_printed_line_longer_than_any_buffer_never_blocks_the_run(tmp_path):
     lines = err.splitlines()
     long = next(i for i, line in enumerate(lines) if "X" * 4000 in line)
     assert lines[long].endswith("(100,000 bytes, cut)")  # said, cut
-    assert lines[long + 1:long + 3] == ["after 0", "after 1"] and "after 19999" in lines
+    # cut where no character is whole: what is left of it is left out (it was said as �)
+    assert lines[long + 1].startswith("€" * 1000) and lines[long + 1].endswith("€… (150,000 bytes, cut)")
+    assert lines[long + 2:long + 4] == ["after 0", "after 1"] and "after 19999" in lines
 
 
 def test_a_line_nested_too_deep_is_refused_and_the_run_goes_on(tmp_path):

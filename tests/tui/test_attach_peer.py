@@ -151,7 +151,7 @@ async def test_a_breakpoint_the_run_refuses_is_said_and_put_back():
 async def test_a_malformed_hello_ends_the_attach_before_anything_is_shown_or_sent():
     """A hello missing its fields was left out, and the events after it were shown and stepped through
     for 10 s, until the app gave up waiting for a hello."""
-    for first in ({"type": "hello", "protocol": 1}, START):
+    for first, said in (({"type": "hello", "protocol": 1}, "a malformed message"), (START, "an event")):
         heard: list[dict] = []
         server, port = await peer([first, START, pause_before("A")], heard)
         app = attached(port)
@@ -159,7 +159,8 @@ async def test_a_malformed_hello_ends_the_attach_before_anything_is_shown_or_sen
             async with app.run_test() as pilot:
                 await pilot.press("s")
                 await wait_until(pilot, lambda: not app.is_running, timeout=15, what="the app to give up")
-            assert "before its hello: not a run served by flowtui run --listen" in app.refused, app.refused
+            assert app.refused.startswith(f"it sent {said} before its hello: not a run served by flowtui run "
+                                          "--listen"), app.refused
             assert heard == []  # nothing sent: no step, no start
         finally:
             server.close()
