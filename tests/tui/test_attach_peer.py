@@ -4,8 +4,9 @@ The peer here is a few lines of asyncio speaking the protocol badly on purpose."
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 
 from conftest import make, paused, wait_until
 
@@ -99,53 +100,46 @@ async def test_a_load_error_from_the_peer_is_said_as_one():
         server.close()
 
 
-async def test_a_step_the_run_never_answers_is_said_unanswered():
-    """A peer that takes commands and answers none: s showed nothing at all, the status as it was."""
+@contextlib.asynccontextmanager
+async def paused_on_peer(refuse: str | None = None) -> AsyncIterator[tuple]:
+    """The app attached to a peer pausing before A, paused there: (app, pilot, what the peer heard)."""
     heard: list[dict] = []
-    server, port = await peer([HELLO, START, pause_before("A")], heard)
+    server, port = await peer([HELLO, START, pause_before("A")], heard, refuse)
     app = attached(port)
     try:
         async with app.run_test() as pilot:
             await paused(pilot)
-            await pilot.press("s")
-            await wait_until(pilot, lambda: "The run has not answered for 3 s" in notices(app)(), timeout=15,
-                             what="the notice")
-            assert [m["type"] for m in heard if m.get("type") == "step"] == ["step"]
+            yield app, pilot, heard
     finally:
         server.close()
+
+
+async def test_a_step_the_run_never_answers_is_said_unanswered():
+    """A peer that takes commands and answers none: s showed nothing at all, the status as it was."""
+    async with paused_on_peer() as (app, pilot, heard):
+        await pilot.press("s")
+        await wait_until(pilot, lambda: "The run has not answered for 3 s" in notices(app)(), timeout=15,
+                         what="the notice")
+        assert [m["type"] for m in heard if m.get("type") == "step"] == ["step"]
 
 
 async def test_b_on_a_run_that_never_answers_is_not_said_set():
     """A mute peer: b said "Breakpoint on A set." though nothing had taken it."""
-    heard: list[dict] = []
-    server, port = await peer([HELLO, START, pause_before("A")], heard)
-    app = attached(port)
-    try:
-        async with app.run_test() as pilot:
-            await paused(pilot)
-            await pilot.press("b")
-            await wait_until(pilot, lambda: "Breakpoint on A: the run has not answered for 3 s" in notices(app)(),
-                             timeout=15, what="the notice")
-            assert "Breakpoint on A set." not in notices(app)()
-            assert [(m["type"], m["name"], m["on"]) for m in heard if m.get("type") == "breakpoint"] == [
-                ("breakpoint", "A", True)]
-    finally:
-        server.close()
+    async with paused_on_peer() as (app, pilot, heard):
+        await pilot.press("b")
+        await wait_until(pilot, lambda: "Breakpoint on A: the run has not answered for 3 s" in notices(app)(),
+                         timeout=15, what="the notice")
+        assert "Breakpoint on A set." not in notices(app)()
+        assert [(m["type"], m["name"], m["on"]) for m in heard if m.get("type") == "breakpoint"] == [
+            ("breakpoint", "A", True)]
 
 
 async def test_a_breakpoint_the_run_refuses_is_said_and_put_back():
-    heard: list[dict] = []
-    server, port = await peer([HELLO, START, pause_before("A")], heard, refuse="no breakpoints here")
-    app = attached(port)
-    try:
-        async with app.run_test() as pilot:
-            await paused(pilot)
-            await pilot.press("b")
-            await wait_until(pilot, lambda: "Breakpoint on A not set: no breakpoints here." in notices(app)(),
-                             what="the refusal")
-            assert app.client.breakpoints == set()
-    finally:
-        server.close()
+    async with paused_on_peer(refuse="no breakpoints here") as (app, pilot, heard):
+        await pilot.press("b")
+        await wait_until(pilot, lambda: "Breakpoint on A not set: no breakpoints here." in notices(app)(),
+                         what="the refusal")
+        assert app.client.breakpoints == set()
 
 
 async def test_a_malformed_hello_ends_the_attach_before_anything_is_shown_or_sent():
