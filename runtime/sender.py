@@ -5,10 +5,11 @@ event loop then blocks the run, its commands and its ctrl-C for good. A
 :class:`Sender` queues what goes to the client and writes it from a thread of
 its own, a piece at a time. What a client is owed on attaching (``hello``, the
 backlog) goes first, read from what it is given a piece at a time (nothing
-copied: the backlog is kept packed), and never counts as the client being behind. A client that takes more than ``timeout``
-seconds to take a write, or lets more than ``behind`` bytes queue up after
-that, is dropped (``on_gone``): the next client to attach gets every event
-from the worker's backlog, so nothing is lost.
+copied: the backlog is kept packed), and never counts as the client being
+behind. A client that takes more than ``timeout`` seconds to take a write, or
+lets more than ``behind`` bytes queue up after that, is dropped (``on_gone``):
+the next client to attach gets every event from the worker's backlog, so
+nothing is lost.
 """
 
 from __future__ import annotations

@@ -24,8 +24,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from flowtui.runtime.channel import LOAD_TIMEOUT_S, Channel
-from flowtui.runtime.spawn import STOP_GRACE_S, Options
 from flowtui.runtime.linestore import Lines
+from flowtui.runtime.spawn import STOP_GRACE_S, Options
 from flowtui.tui.tokens import ExactTokens
 
 if TYPE_CHECKING:
