@@ -18,6 +18,7 @@ import gc
 import json
 import time
 from collections.abc import Iterable
+from pathlib import Path
 from typing import Any
 
 from textual.app import App, SystemCommand
@@ -118,8 +119,17 @@ class FlowApp(RunCommands, RunEdits, RunWatches, PlainNotify, KeysStayPut, Toler
     def _loading_text(self) -> str:
         waited = time.monotonic() - (self._loading_since or time.monotonic())
         limit = ATTACH_TIMEOUT_S if self.config.attach is not None else self.config.load_timeout
-        return (f"loading {self.config.target}… {waited:.1f} s (gives up after {limit:g} s)"
-                if waited >= 0.5 else f"loading {self.config.target}…")
+        then = f", then {self._resuming()}" if self.config.resume_from else ""
+        return (f"loading {self.config.target}{then}… {waited:.1f} s (gives up after {limit:g} s)"
+                if waited >= 0.5 else f"loading {self.config.target}{then}…")
+
+    def _resuming(self) -> str:
+        """What a run started from a journal does first (the panes stay empty until it has)."""
+        given = self.config.resume_from or ""
+        journal, _, at = given.rpartition("@")
+        if not (journal and at.isdigit()):
+            return f"re-executing {Path(given).name} to its end"
+        return f"re-executing {Path(journal).name} up to event #{at}"
 
     def _before_run(self) -> str | None:
         """The status line before the run's first event: loading, or loaded and waiting for the first message."""
@@ -131,7 +141,8 @@ class FlowApp(RunCommands, RunEdits, RunWatches, PlainNotify, KeysStayPut, Toler
         if since is not None and self.client.stopping:  # said at once, as x says it on a running run
             return "stopping the run before it started…"
         if since is not None and time.monotonic() - since >= 0.5:  # a provider factory, an __init__, not returning
-            return f"starting the run… {time.monotonic() - since:.1f} s (x stops it)"
+            doing = self._resuming() if self.config.resume_from else "starting the run"
+            return f"{doing}… {time.monotonic() - since:.1f} s (x stops it)"
         return None
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:

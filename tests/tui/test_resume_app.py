@@ -237,3 +237,17 @@ def test_the_divergence_shows_a_journals_markup_as_written():
     assert "[reverse]REV[/reverse][link=https://evil.example]CLICK[/link]" in drawn
     assert "[blink]v[/blink]" in drawn
     assert "\x1b]8;" not in raw  # no link made of it
+
+
+async def test_the_status_says_a_journal_is_being_reexecuted_while_it_is(tmp_path):
+    """Continue from here (or --resume-from) showed an empty run, `idle` and `events 0`, while the new
+    code loaded and re-executed the journal: as if the run had been lost."""
+    flow, journal = await _recorded(tmp_path)
+    flow.write_text("import time\ntime.sleep(1.5)  # a slow import: the load is seen\n" + flow.read_text())
+    app = make(str(flow), resume_from=f"{journal}@9")
+    async with app.run_test(size=(140, 40)) as pilot:
+        shown = lambda: str(app.main.query_one("#status").content)  # noqa: E731
+        await wait_until(pilot, lambda: "run.jsonl" in shown(), what="the status to say it")
+        assert f"loading {flow}, then re-executing run.jsonl up to event #9…" in shown(), shown()
+        await paused(pilot)
+        assert app.client.view.resumed_from.journal == str(journal)
