@@ -203,7 +203,11 @@ def read_journal(path: str | Path, *, notices: list[Skipped] | None = None,
                 if notices is not None:
                     notices.append(Skipped(n, raw.reason))
                 continue
-            if n == 1 and raw.startswith(b"\xef\xbb\xbf"):
+            if raw.startswith(BOM):
+                if n > 1:
+                    if notices is not None:
+                        notices.append(Skipped(n, INNER_BOM))
+                    continue
                 raw = raw[3:]
             line = raw.strip()
             if not line:
@@ -250,6 +254,8 @@ def _mended_start(item: Invalid, notices: list[Skipped] | None) -> Any:
     return event
 
 
+BOM = b"\xef\xbb\xbf"  # an editor may save a journal with one: taken at the file's start only
+INNER_BOM = "a byte-order mark at its start (only the file's first line may have one: the file was re-encoded?)"
 _PIECE = 1 << 20
 MAX_LINE = 1 << 30  # an event line longer than this (1 GiB) is skipped without being held
 

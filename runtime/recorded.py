@@ -23,7 +23,7 @@ from pydantic_core import from_json
 
 from flowtui.runtime.errors import ResumeError
 from flowtui.runtime.events import EVENT_TYPES, validate_event
-from flowtui.runtime.journal import Skipped, gaps, lines_of, not_a_file, reason_of
+from flowtui.runtime.journal import BOM, INNER_BOM, Skipped, gaps, lines_of, not_a_file, reason_of
 
 _AT = re.compile(r"^(.*)@(\d+)$", re.DOTALL)
 
@@ -145,6 +145,17 @@ def load_recorded(source: str | Path, *, at: int | None = None) -> Recorded:
     root = start.get("run_id")
     last = max(ev["seq"] for ev in run)
     if k is None:
+        # the whole run: lines after the last event read, when that is not the run's end, may have held its
+        # next events, which would be done live again (a last line torn by a crash is not one: it was never
+        # written whole; lines inside the run are looked at below)
+        unread = [(line, reason) for line, reason in read.skipped if line > numbers[-1]
+                  and not reason.endswith(TORN)] if run[-1].get("type") != "run.end" else []
+        if unread:
+            raise ResumeError(f"--resume-from {shown}: {len(unread)} line(s) after event #{last}, the last it "
+                              f"could read, cannot be read (line {unread[0][0]}: {unread[0][1]}), and the run "
+                              "does not end before them: what they recorded would be done live again; "
+                              f"re-execute the events read (--resume-from {shown}@{last}), or run without "
+                              "--resume-from")
         k = last
     elif not 1 <= k <= last:
         where = "beyond its end" if k > last else "not an event number"
@@ -225,6 +236,9 @@ class _Read:
         self.numbers.append(n)
 
 
+TORN = ", and the last line, cut short (the writer was killed?)"
+
+
 def _events(lines: list[bytes | Skipped]) -> _Read:
     """The lines of a journal read as events (a model call's node.start only up to its data)."""
     read = _Read()
@@ -232,9 +246,12 @@ def _events(lines: list[bytes | Skipped]) -> _Read:
         if isinstance(line, Skipped):
             read.skipped.append((n, line.reason))
             continue
-        if n == 1 and line.startswith(b"\xef\xbb\xbf"):
+        if line.startswith(BOM):
+            if n > 1:  # (skipped by the replay and the diff too: the same lines are read the same way)
+                read.skipped.append((n, INNER_BOM))
+                continue
             line = line[3:]
-        torn = "" if line.endswith(b"\n") else ", and the last line, cut short (the writer was killed?)"
+        torn = "" if line.endswith(b"\n") else TORN
         line = line.strip()
         if not line:
             continue

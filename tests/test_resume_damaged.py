@@ -263,3 +263,39 @@ def test_a_k_beyond_the_readable_events_names_the_first_line_that_could_not_be_r
     assert "K=40 is beyond its end: the recorded run" in said and "has events 1..3" in said
     assert f"({len(events) - 3} line(s) after its start could not be read: line 4: an event type this flowtui " \
            "does not know" in said
+
+
+def test_a_byte_order_mark_on_every_line_is_refused_as_the_replay_reads_it(recorded, tmp_path):
+    """A journal re-encoded with a BOM on each line was re-executed in full (each line read past its BOM),
+    while the replay and the diff skipped every line but the first: the two readers disagreed."""
+    from flowtui.runtime.journal import Skipped, read_journal
+
+    journal = tmp_path / "bom.jsonl"
+    journal.write_bytes(b"".join(b"\xef\xbb\xbf" + line.encode() + b"\n" for line in recorded))
+    res = flowtui("run", str(FLOW), "--resume-from", str(journal), "--no-journal", cwd=tmp_path)
+    assert res.returncode == 2, res.stderr
+    assert (f"flowtui: --resume-from {journal}: {len(recorded) - 1} line(s) after event #1, the last it could "
+            "read, cannot be read (line 2: a byte-order mark at its start") in res.stderr, res.stderr
+    notices: list = []
+    assert [ev.type for ev in read_journal(journal, notices=notices)] == ["run.start"]
+    assert all(isinstance(n, Skipped) and "byte-order mark" in n.reason for n in notices) and len(notices) == \
+        len(recorded) - 1
+    journal.write_bytes(b"\xef\xbb\xbf" + "".join(line + "\n" for line in recorded).encode())  # an editor's: taken
+    assert flowtui("run", str(FLOW), "--resume-from", str(journal), "--no-journal", cwd=tmp_path).returncode == 0
+
+
+def test_unreadable_lines_after_the_last_event_read_are_refused_unless_the_run_ended_before_them(recorded, tmp_path):
+    events = [json.loads(line) for line in recorded]
+    n = first_effect(events)["seq"]
+    journal = tmp_path / "tail.jsonl"
+    journal.write_text("\n".join([*recorded[:n], "\x00garbage", *recorded[n + 1:-1]]) + "\n", encoding="utf-8")
+    res = flowtui("run", str(FLOW), "--resume-from", str(journal), "--no-journal", cwd=tmp_path)
+    assert res.returncode == 2 and "inside the events re-executed" in res.stderr, res.stderr  # (inside: as before)
+    journal.write_text("\n".join([*recorded[:n], "\x00garbage"]) + "\n", encoding="utf-8")  # the rest lost
+    res = flowtui("run", str(FLOW), "--resume-from", str(journal), "--no-journal", cwd=tmp_path)
+    assert res.returncode == 2, res.stderr
+    assert f"1 line(s) after event #{n}, the last it could read, cannot be read (line {n + 1}:" in res.stderr
+    assert f"(--resume-from {journal}@{n})" in res.stderr
+    assert flowtui("run", str(FLOW), "--resume-from", f"{journal}@{n}", "--no-journal", cwd=tmp_path).returncode == 0
+    journal.write_text("\n".join([*recorded, "\x00garbage"]) + "\n", encoding="utf-8")  # after its end: no obstacle
+    assert flowtui("run", str(FLOW), "--resume-from", str(journal), "--no-journal", cwd=tmp_path).returncode == 0
