@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from textual.app import App, SystemCommand
-from textual.screen import Screen
+from textual.screen import ModalScreen, Screen
 from textual.timer import Timer
 from textual.worker import Worker, WorkerState
 
@@ -97,6 +97,13 @@ class FlowApp(RunCommands, RunEdits, RunWatches, PlainNotify, KeysStayPut, Toler
         self._ticker = self.set_interval(DRAIN_INTERVAL, self._tick)
         self.set_interval(IDLE_CHECK_S, self._idle_check)
         self.call_after_refresh(self._after_first_paint)
+
+    def push_screen(self, screen: Any, *args: Any, **kwargs: Any) -> Any:
+        """A dialog opens over the notifications said before it: they were about what came before, and
+        at 80x24 one covered the dialog's buttons (Cancel under "Put the cursor on an assistant message")."""
+        if isinstance(screen, ModalScreen):
+            self.clear_notifications()
+        return super().push_screen(screen, *args, **kwargs)
 
     async def on_unmount(self) -> None:
         """However the app ends (q, an error, a test's end), the run's process ends with it (bounded:

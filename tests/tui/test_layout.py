@@ -165,3 +165,26 @@ async def test_an_edit_dialogs_buttons_are_on_the_screen(size, key):
         for button in app.screen.query(Button):  # what is drawn at its middle is the button, not its clip
             x, y = button.region.center
             assert app.screen.get_widget_at(x, y)[0] is button, button.label
+
+
+async def test_a_dialog_opens_over_no_notification_said_before_it():
+    """At 80x24 the notice of an m pressed on the wrong message stayed over the promote dialog opened
+    next, covering its Cancel button."""
+    from textual.widgets import Button
+
+    app = make(input="Write about ctx.state")
+    async with app.run_test(size=(80, 24), notifications=True) as pilot:
+        await paused(pilot)
+        await press_and_pause(pilot, "n")
+        app.main.conversation.focus()
+        app.main.conversation.select(0)  # the user's message: m says to pick an assistant's
+        await pilot.press("m")
+        await wait_until(pilot, lambda: app.main.query("Toast"), what="the notice")
+        app.main.conversation.select(1)
+        await pilot.press("m")
+        await wait_until(pilot, lambda: app.screen is not app.main, what="the dialog")
+        await pilot.pause(0.3)
+        assert not app.screen.query("Toast")
+        for button in app.screen.query(Button):
+            x, y = button.region.center
+            assert app.screen.get_widget_at(x, y)[0] is button, button.label
