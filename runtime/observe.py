@@ -16,9 +16,9 @@ Both emit ``workflow_state.change`` with the field path and old/new values.
 from __future__ import annotations
 
 import copy
-import json
 import dataclasses
 import inspect
+import json
 import threading
 import typing
 from typing import Any
@@ -36,6 +36,8 @@ _NOTHING = object()
 
 # id(state instance) -> its observer, while its run lives.
 _OBSERVERS: dict[int, "StateObserver"] = {}
+# Per thread: the state instances whose class's validators are running (see assign_validated).
+_validating = threading.local()
 _SUBCLASSES: dict[type, type] = {}
 _LOCK = threading.Lock()
 
@@ -54,7 +56,9 @@ def _observed_subclass(cls: type) -> type:
                 super(sub, self).__setattr__(name, value)
                 return
             exact = typed.get(name, _NOTHING)
-            if exact is _NOTHING or value.__class__ is exact:
+            if exact is _NOTHING or value.__class__ is exact or id(self) in getattr(_validating, "ids", ()):
+                # (an assignment by the class's own validator, while one runs: set as pydantic sets it
+                # without validate_assignment; validating it again ran that validator again, for ever)
                 super(sub, self).__setattr__(name, value)
             else:  # checked against the field's type as it is set, not when a snapshot is read back
                 assign_validated(self, cls, name, value)
@@ -96,6 +100,9 @@ def assign_validated(obj: Any, cls: type, name: str, value: Any, *, found: str |
     "3" holds 3); a value its type refuses raises, naming the field, its type and the value (``found``:
     when a change made in place was found, for a field checked as if assigned its own value)."""
     before = obj.__dict__.get(name, _NOTHING)
+    ids = _validating.__dict__.setdefault("ids", set())
+    outer = id(obj) not in ids
+    ids.add(id(obj))
     try:
         cls.__pydantic_validator__.validate_assignment(obj, name, value)
     except ValidationError as exc:
@@ -113,6 +120,9 @@ def assign_validated(obj: Any, cls: type, name: str, value: Any, *, found: str |
         raise TypeError(f"state field {cls.__name__}.{name}{where} is declared {shown}, and {value!r:.80} is not one "
                         f"({why}); {'assign' if found is None else 'keep'} a value of that type, or change the "
                         "field's type") from None
+    finally:
+        if outer:
+            ids.discard(id(obj))
 
 
 def _type_name(annotation: Any) -> str:
@@ -259,32 +269,34 @@ class StateObserver:
                 if new == old:
                     self._keep(name, value)
                     continue
-                refused = self._refusal(name, value, old)
+                refused, put_back = self._refusal(name, value, old)
                 first_refusal = first_refusal or refused
-                if refused is not None and getattr(obj, name, None) is not value:
-                    continue  # put back as it was: nothing to report
+                if put_back:
+                    continue  # as it was: nothing to report
                 self._keep(name, value)
                 snap[name] = new
                 self._emit(WorkflowStateChange, path=name, old=old, new=new)
         if first_refusal is not None:  # the other fields' changes are reported all the same
             raise first_refusal
 
-    def _refusal(self, name: str, value: Any, old: Any) -> Exception | None:
-        """The error a pydantic state class gives for field ``name`` changed in place to ``value``
-        (``s.tags.append("BAD")`` against a validator, ``s.nums.append("x")`` to a ``list[int]``), as
-        assigning the field its own value again would: the class's validators run on the run's state
-        (a model validator deriving another field updates it), and the field keeps the very object
-        it holds (code holding it goes on changing the state's). On a refusal the field is put back
-        to ``old``, its snapshot. None when the class takes the value. A model held in a field is
-        taken as it is, as pydantic takes one assigned (``s.sub.x = -1`` is not checked against
-        ``Sub``'s constraints); a frozen class or field is not checked (it takes no assignment)."""
+    def _refusal(self, name: str, value: Any, old: Any) -> tuple[Exception | None, bool]:
+        """(the error a pydantic state class gives for field ``name`` changed in place to ``value``, and
+        whether the field is put back), as assigning the field its own value again would check it
+        (``s.tags.append("BAD")`` against a validator, ``s.nums.append("x")`` to a ``list[int]``): the
+        class's validators run on the run's state (a model validator deriving another field updates
+        it), and the field keeps the very object it holds (code holding it goes on changing the
+        state's). On a refusal the field is put back to ``old``, its snapshot, when the class takes
+        that: in place, for a list, dict or set. (None, False) when the class takes the value. A
+        model held in a field is taken as it is, as pydantic takes one assigned (``s.sub.x = -1`` is
+        not checked against ``Sub``'s constraints); a frozen class or field is not checked (it takes
+        no assignment)."""
         obj = self.obj
         cls = type(obj)
         if not isinstance(obj, BaseModel) or cls.model_config.get("frozen"):
-            return None
+            return None, False
         info = cls.model_fields.get(name)
         if info is None or info.frozen:
-            return None
+            return None, False
         found = _found_after(current_origin.get())
         try:
             assign_validated(obj, cls, name, value, found=found)
@@ -295,10 +307,10 @@ class StateObserver:
                                  f"its validator raised {type(exc).__name__}: {exc}")
         else:
             obj.__dict__[name] = value
-            return None
-        done = (f"put back to {old!r:.80}" if _put_back(obj, cls, name, old) else
-                "kept: the value it had cannot be rebuilt from its record")
-        return type(refused)(f"{refused} ({done})")
+            return None, False
+        put_back = _put_back(obj, cls, name, value, old)
+        done = f"put back to {old!r:.80}" if put_back else "kept: the value it had cannot be rebuilt from its record"
+        return type(refused)(f"{refused} ({done})"), put_back
 
     def detach(self) -> None:
         if _OBSERVERS.get(id(self.obj)) is self:
@@ -308,24 +320,35 @@ class StateObserver:
 def _found_after(origin: str) -> str:
     """Who had just run when a change in place was found (not always who made it: a thread may have)."""
     kind, _, name = origin.partition(":")
-    if kind in ("hook", "tool"):
+    if kind in ("hook", "tool", "middleware"):
         return f"found as {kind} {name} returned"
-    return {"until": "found as until returned", "on_fail": "found as on_fail returned",
-            "dispose": "found as a cleanup returned"}.get(kind, "found after the last step")
+    if kind in ("until", "on_fail", "on_exhausted"):
+        return f"found as {kind} returned"
+    return {"budget": "found as the budget's on_exceeded returned", "dispose": "found as a cleanup returned",
+            "user": "found after an edit"}.get(kind, "found after the last step")
 
 
-def _put_back(obj: BaseModel, cls: type, name: str, old: Any) -> bool:
-    """Field ``name`` of ``obj`` rebuilt from ``old``, its JSON record: validated as an assignment, or
-    as JSON (a strict class takes a set only as a JSON array); False when the class takes neither."""
-    value = obj.__dict__.get(name, _NOTHING)
+def _put_back(obj: BaseModel, cls: type, name: str, value: Any, old: Any) -> bool:
+    """Field ``name`` of ``obj``, which holds ``value``, rebuilt from ``old``, its JSON record: validated
+    as an assignment, or as JSON (a strict class takes a set only as a JSON array); False when the
+    class takes neither. A list, dict or set is put back in place: code holding it (``self.items =
+    s.items``) goes on changing the state's, never a copy nobody watches."""
     try:
         cls.__pydantic_validator__.validate_assignment(obj, name, old)
-        return True
     except Exception:
-        pass
-    try:
-        fresh = cls.model_validate_json(json.dumps({name: old}), by_alias=False, by_name=True)
-    except Exception:
-        return obj.__dict__.get(name, _NOTHING) is not value
-    obj.__dict__[name] = fresh.__dict__[name]
+        try:
+            fresh = cls.model_validate_json(json.dumps({name: old}), by_alias=False, by_name=True)
+        except Exception:
+            return False
+        obj.__dict__[name] = fresh.__dict__[name]
+    rebuilt = obj.__dict__.get(name)
+    if rebuilt is not value and type(rebuilt) is type(value):
+        if isinstance(value, list):
+            value[:] = rebuilt
+        elif isinstance(value, (dict, set)):
+            value.clear()
+            value.update(rebuilt)
+        else:
+            return True
+        obj.__dict__[name] = value
     return True

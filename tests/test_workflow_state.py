@@ -351,7 +351,7 @@ async def test_a_change_in_place_runs_the_validators_on_the_runs_state_and_a_str
                 self.n_tags = len(self.tags)
             return self
 
-    held = []
+    held, seen = [], []
 
     @agent(provider=FunctionProvider(lambda m, t: "ok"), prompt="p")
     class A:
@@ -362,6 +362,7 @@ async def test_a_change_in_place_runs_the_validators_on_the_runs_state_and_a_str
             self.s.tags.append("x")
             held.append(self.s.tags)
             if len(self.s.tags) == 2:
+                seen.append(self.s.seen)
                 self.s.seen.add(5)
 
     @workflow(state=St, steps=[A, A])
@@ -376,6 +377,42 @@ async def test_a_change_in_place_runs_the_validators_on_the_runs_state_and_a_str
     assert [(e.path, e.new) for e in events if e.type == "workflow_state.change"] == [
         ("n_tags", 1), ("tags", ["x"]), ("n_tags", 2), ("tags", ["x", "x"])]  # and no seen = [5]: put back
     assert held[0] is held[1]  # the field kept the very list the hook holds, not a validated copy
+    assert seen == [set()]  # put back in place: the set the hook holds is the state's, as it was
+
+
+async def test_a_model_validator_assigning_a_field_is_run_once_not_for_ever():
+    """A model validator setting a derived field unconditionally (fine in pydantic without
+    validate_assignment) ran again at its own assignment, which flowtui validates: a RecursionError."""
+    from pydantic import model_validator
+
+    class S(BaseModel):
+        tags: list[str] = []
+        n: int = 0
+
+        @model_validator(mode="after")
+        def _count(self) -> "S":
+            self.n = len(self.tags)
+            return self
+
+    @agent(provider=FunctionProvider(lambda m, t: "ok"), prompt="p")
+    class A:
+        def __init__(self, s: S = State()):
+            self.s = s
+
+        def after_response(self, resposta, ctx):
+            self.s.tags = ["a"]
+            self.s.tags.append("b")
+
+    @workflow(state=S, steps=[A])
+    class W:
+        pass
+
+    events = []
+    app = bootstrap(W)
+    app.subscribe(events.append)
+    await app.run("x")
+    assert [(e.path, e.new) for e in events if e.type == "workflow_state.change"] == [
+        ("n", 1), ("tags", ["a"]), ("n", 2), ("tags", ["a", "b"])]
 
 
 def test_a_snapshot_value_the_state_class_refuses_is_refused_naming_the_file(tmp_path):
