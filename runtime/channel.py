@@ -226,7 +226,11 @@ class Channel:
         """Protocol messages are handled now; event lines go to the consumer as they came, to be
         parsed when it folds them (in slices of its own choosing)."""
         if self._peer and not self._greeted.is_set():
+            if self.refused is not None:  # refused already: what was read after is not looked at
+                return
             lines = self._greeting_lines(lines)
+            if not lines:
+                return
         blob = b"\n".join(lines)  # what is rare in a flood is looked for once a chunk, not once a line
         if not blob.startswith(b'{"type":') and b'\n{"type":' not in blob and b'"type":"run.' not in blob:
             self._events(lines)

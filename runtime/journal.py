@@ -216,7 +216,7 @@ def read_journal(path: str | Path, *, notices: list[Skipped] | None = None,
             if isinstance(item, Invalid) and item.data.get("type") == "run.start":
                 item = _mended_start(item, notices)
             if isinstance(item, Skipped) and not raw.endswith(b"\n"):
-                item = Skipped(n, f"{item.reason}, and the last line, cut short (the writer was killed?)")
+                item = Skipped(n, f"{item.reason}{TORN}")
             if isinstance(item, Skipped):
                 if notices is not None:
                     notices.append(item)
@@ -255,6 +255,7 @@ def _mended_start(item: Invalid, notices: list[Skipped] | None) -> Any:
 
 
 BOM = b"\xef\xbb\xbf"  # an editor may save a journal with one: taken at the file's start only
+TORN = ", and the last line, cut short (the writer was killed?)"  # said of a last line that is no event
 INNER_BOM = "a byte-order mark at its start (only the file's first line may have one: the file was re-encoded?)"
 _PIECE = 1 << 20
 MAX_LINE = 1 << 30  # an event line longer than this (1 GiB) is skipped without being held
@@ -268,7 +269,7 @@ def lines_of(f: Any) -> Iterator[bytes | Skipped]:
         if raw.endswith(b"\n") or len(raw) < _PIECE:
             yield raw
             continue
-        like_json = raw.lstrip().removeprefix(b"\xef\xbb\xbf").startswith(b"{")
+        like_json = raw.lstrip().removeprefix(BOM).startswith(b"{")
         parts: list[bytes] | None = [raw] if like_json else None
         size = len(raw)
         while not raw.endswith(b"\n") and (raw := f.readline(_PIECE if parts is not None else 16 * _PIECE)):

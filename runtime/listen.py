@@ -369,8 +369,8 @@ class Listener:
         self.worker.send(data, True)  # the client's sender as it is now (after _attached has run)
 
     def _attached(self, conn: socket.socket) -> None:
-        # hello and every event so far go first, a piece at a time from the backlog's own lines (none
-        # copied): however large, what a client is owed on attaching is not it falling behind
+        # hello and every event so far go first, read a piece at a time from the packed backlog (never
+        # unpacked whole): however large, what a client is owed on attaching is not it falling behind
         backlog = self.worker.backlog
         owed = itertools.chain([p.encode(self.worker.hello())], backlog.prefix(len(backlog)))
         self.worker.send = Sender(conn, lambda why: self._call(self._dropped, conn, why), owed)

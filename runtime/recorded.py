@@ -23,7 +23,7 @@ from pydantic_core import from_json
 
 from flowtui.runtime.errors import ResumeError
 from flowtui.runtime.events import EVENT_TYPES, validate_event
-from flowtui.runtime.journal import BOM, INNER_BOM, Skipped, gaps, lines_of, not_a_file, reason_of
+from flowtui.runtime.journal import BOM, INNER_BOM, TORN, Skipped, gaps, lines_of, not_a_file, reason_of
 
 _AT = re.compile(r"^(.*)@(\d+)$", re.DOTALL)
 
@@ -149,7 +149,8 @@ def load_recorded(source: str | Path, *, at: int | None = None) -> Recorded:
         # next events, which would be done live again (a last line torn by a crash is not one: it was never
         # written whole; lines inside the run are looked at below)
         unread = [(line, reason) for line, reason in read.skipped if line > numbers[-1]
-                  and not reason.endswith(TORN)] if run[-1].get("type") != "run.end" else []
+                  and not reason.endswith(TORN)] \
+            if not (run[-1].get("type") == "run.end" and run[-1].get("run_id") == root) else []  # (not a child's)
         if unread:
             raise ResumeError(f"--resume-from {shown}: {len(unread)} line(s) after event #{last}, the last it "
                               f"could read, cannot be read (line {unread[0][0]}: {unread[0][1]}), and the run "
@@ -234,9 +235,6 @@ class _Read:
         self.events.append(data)
         self.lines.append(line)
         self.numbers.append(n)
-
-
-TORN = ", and the last line, cut short (the writer was killed?)"
 
 
 def _events(lines: list[bytes | Skipped]) -> _Read:

@@ -18,12 +18,13 @@ from typing import Any
 
 from flowtui.runtime import protocol as p
 from flowtui.runtime.channel import Channel
+from flowtui.runtime.linestore import Lines
 
 
 class Relay:
     """A worker process, as the Listener's worker: see the module's docstring."""
 
-    backlog: list[bytes]  # every event so far, and
+    backlog: Lines  # every event so far (packed), and
     send: Any  # the attached client's sender: both set by the Listener it is given to
 
     def __init__(self, channel: Channel) -> None:

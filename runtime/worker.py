@@ -107,7 +107,7 @@ class Worker:
         self.elided: dict[tuple[int, str], str] = {}  # (seq, path) -> a value cut on the wire
         self.stop_asked: float | None = None  # when the first stop came (a forced stop says how long it waited)
         self.stop_reason: str | None = None  # and why, when it said (the app's SIGTERM): a forced stop says it too
-        self.backlog: list[bytes] | None = None  # every event line, for clients that attach later
+        self.backlog: Any = None  # every event line, for clients that attach later (Lines: set by a Listener)
         self.started = asyncio.Event()
         self.counting: set[asyncio.Task] = set()  # count commands being answered
 

@@ -843,9 +843,9 @@ def test_a_line_printed_in_pieces_with_pauses_is_said_as_going_on_or_written_ove
         time.sleep(3)  # the bar stays as it is a while: a line without its newline yet
 ''', '''        for state in ("waiting", "working"):
             print(state, end="\\r", file=sys.stderr, flush=True)
-            time.sleep(1.6)
+            time.sleep(2.5)
         print("half", end="", file=sys.stderr, flush=True)
-        time.sleep(1.6)
+        time.sleep(2.5)
         print(" and the rest", file=sys.stderr, flush=True)
 '''))
     proc = flowtui("run", str(flow), "--input", "x", "--no-journal", cwd=tmp_path)

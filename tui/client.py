@@ -334,15 +334,16 @@ class RunClient:
         except ValidationError as exc:
             raise ValueError(exc.errors()[0]["msg"].removeprefix("Value error, ")) from None
         (self.breakpoints.add if on else self.breakpoints.discard)(name)
-        if self.channel is None or self.channel.closed.is_set():
+        channel = self.channel
+        if channel is None or channel.closed.is_set():
             return on, None
 
         async def answered() -> p.Reply:
             try:
-                reply = await self.channel.command(command)
+                reply = await channel.command(command)
             except ConnectionError:  # the run ended meanwhile: the next one starts with it
                 return _p().Reply(id=0, ok=True)
-            if not reply.ok:
+            if not reply.ok and self.channel is channel:  # (a reloaded run's breakpoints are its own)
                 (self.breakpoints.discard if on else self.breakpoints.add)(name)
             return reply
 
