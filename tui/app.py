@@ -99,9 +99,11 @@ class FlowApp(RunCommands, RunEdits, RunWatches, PlainNotify, KeysStayPut, Toler
         self.call_after_refresh(self._after_first_paint)
 
     def push_screen(self, screen: Any, *args: Any, **kwargs: Any) -> Any:
-        """A dialog opens over the notifications said before it: they were about what came before, and
-        at 80x24 one covered the dialog's buttons (Cancel under "Put the cursor on an assistant message")."""
-        if isinstance(screen, ModalScreen):
+        """A dialog a key opens clears the notifications said before it: they were about what came
+        before, and at 80x24 one covered its buttons (Cancel under "Put the cursor on an assistant
+        message"). One the run opens (``keeps_notices``: an approval, a divergence) keeps them: a
+        watchpoint's notice says why the run is there."""
+        if isinstance(screen, ModalScreen) and not getattr(screen, "keeps_notices", False):
             self.clear_notifications()
         return super().push_screen(screen, *args, **kwargs)
 

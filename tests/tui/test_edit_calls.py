@@ -302,3 +302,16 @@ async def test_d_on_the_reply_asking_for_the_pending_call_says_why_not_before_as
         assert not isinstance(app.screen, ConfirmDialog)
         assert "Message #2 asks for record_problem, the call the run is paused before" in notes(), notes()
         assert len(app.client.view.history) == 3  # nothing left
+
+
+async def test_an_approval_the_run_asks_for_keeps_what_was_said_before_it():
+    """Dialogs a key opens clear the notices said before them; one the run opens keeps them (a watchpoint's
+    notice says why the run is there)."""
+    app = make(input="go", approve=["record_problem"])
+    async with app.run_test(size=(140, 40), notifications=True) as pilot:
+        await paused(pilot)
+        app.notify("said before the run asked")
+        await pilot.press("c")
+        await wait_until(pilot, lambda: isinstance(app.screen, DecideDialog), what="the decision dialog")
+        await pilot.pause(0.2)
+        assert any("said before the run asked" in str(t.render()) for t in app.screen.query("Toast"))

@@ -31,6 +31,8 @@ class DecideDialog(ModalScreen[str | None]):
     is refused (shown, the dialog stays); dismisses with ``approve``, ``deny``, ``edit`` or
     None (closed: the run stays paused, the call undecided)."""
 
+    keeps_notices = True  # opened by the run, not a key: what was said before it still stands
+
     # y and n, not a and d: a reason typed at once ("absolutely not") must not approve the call with its
     # first letter. y, n and e are read by on_key, not bindings: a binding's action runs later than the
     # keys behind it in a burst are read, and their order was lost.

@@ -28,6 +28,8 @@ def _no_blink(screen: ModalScreen) -> None:
 class FirstMessageDialog(ModalScreen[str | None]):
     """Asks for the run's first user message (when ``--input`` was not given)."""
 
+    keeps_notices = True  # opened by the run, not a key: what was said before it still stands
+
     BINDINGS = [Binding("escape", "cancel", "Start without input", id="first.cancel",
                         tooltip="Start the run with no first message")]
 

@@ -56,6 +56,8 @@ class DivergedScreen(ModalScreen[str | None]):
     has happened yet. Dismisses with ``continue`` (go on live from here), ``cancel`` (stop the
     run) or None (look around first: the run stays paused)."""
 
+    keeps_notices = True  # opened by the run, not a key: what was said before it still stands
+
     BINDINGS = [
         Binding("c", "choose('continue')", "Continue live", id="diverged.continue",
                 tooltip="Go on live from here: the model and the tools are called from now on"),
