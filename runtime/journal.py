@@ -203,12 +203,6 @@ def read_journal(path: str | Path, *, notices: list[Skipped] | None = None,
                 if notices is not None:
                     notices.append(Skipped(n, raw.reason))
                 continue
-            if raw.startswith(BOM):
-                if n > 1:
-                    if notices is not None:
-                        notices.append(Skipped(n, INNER_BOM))
-                    continue
-                raw = raw[3:]
             line = raw.strip()
             if not line:
                 continue
@@ -264,12 +258,23 @@ MAX_LINE = 1 << 30  # an event line longer than this (1 GiB) is skipped without 
 def lines_of(f: Any) -> Iterator[bytes | Skipped]:
     """The lines of ``f``, each whole, or a :class:`Skipped` for one that cannot be an event and is
     read to its end without being held: it does not start like JSON (a sparse file's zeros, a
-    binary), or it is longer than ``MAX_LINE``."""
+    binary), or it is longer than ``MAX_LINE``. A byte-order mark is taken off the first line; a
+    later line starting with one is skipped (every reader of a journal reads it so)."""
+    first = True
     while raw := f.readline(_PIECE):
-        if raw.endswith(b"\n") or len(raw) < _PIECE:
+        whole = raw.endswith(b"\n") or len(raw) < _PIECE
+        if raw.startswith(BOM):
+            if not first:
+                yield Skipped(0, INNER_BOM)
+                while not raw.endswith(b"\n") and (raw := f.readline(16 * _PIECE)):
+                    pass  # (the rest of a long one, read, not held)
+                continue
+            raw = raw[3:]
+        first = False
+        if whole:
             yield raw
             continue
-        like_json = raw.lstrip().removeprefix(BOM).startswith(b"{")
+        like_json = raw.lstrip().startswith(b"{")
         parts: list[bytes] | None = [raw] if like_json else None
         size = len(raw)
         while not raw.endswith(b"\n") and (raw := f.readline(_PIECE if parts is not None else 16 * _PIECE)):

@@ -23,7 +23,7 @@ from pydantic_core import from_json
 
 from flowtui.runtime.errors import ResumeError
 from flowtui.runtime.events import EVENT_TYPES, validate_event
-from flowtui.runtime.journal import BOM, INNER_BOM, TORN, Skipped, gaps, lines_of, not_a_file, reason_of
+from flowtui.runtime.journal import TORN, Skipped, gaps, lines_of, not_a_file, reason_of
 
 _AT = re.compile(r"^(.*)@(\d+)$", re.DOTALL)
 
@@ -244,11 +244,6 @@ def _events(lines: list[bytes | Skipped]) -> _Read:
         if isinstance(line, Skipped):
             read.skipped.append((n, line.reason))
             continue
-        if line.startswith(BOM):
-            if n > 1:  # (skipped by the replay and the diff too: the same lines are read the same way)
-                read.skipped.append((n, INNER_BOM))
-                continue
-            line = line[3:]
         torn = "" if line.endswith(b"\n") else TORN
         line = line.strip()
         if not line:
