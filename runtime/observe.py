@@ -21,6 +21,7 @@ import inspect
 import json
 import threading
 import typing
+from collections import deque
 from typing import Any
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
@@ -120,6 +121,13 @@ def assign_validated(obj: Any, cls: type, name: str, value: Any, *, found: str |
         raise TypeError(f"state field {cls.__name__}.{name}{where} is declared {shown}, and {value!r:.80} is not one "
                         f"({why}); {'assign' if found is None else 'keep'} a value of that type, or change the "
                         "field's type") from None
+    except Exception as exc:  # a validator raising something else (TypeError comparing values it did not expect)
+        if found is None:
+            raise  # from the assignment in the user's code: its traceback says where
+        if before is not _NOTHING:
+            obj.__dict__[name] = before
+        raise ValueError(f"state field {cls.__name__}.{name} changed in place ({found}) to {value!r:.80}: "
+                         f"its validator raised {type(exc).__name__}: {exc}") from None
     finally:
         if outer:
             ids.discard(id(obj))
@@ -273,6 +281,9 @@ class StateObserver:
                 first_refusal = first_refusal or refused
                 if put_back:
                     continue  # as it was: nothing to report
+                if refused is None:  # as the class made it: "3" appended to a list[int] is 3
+                    value = obj.__dict__.get(name, value)
+                    new = jsonable(value)
                 self._keep(name, value)
                 snap[name] = new
                 self._emit(WorkflowStateChange, path=name, old=old, new=new)
@@ -285,11 +296,11 @@ class StateObserver:
         (``s.tags.append("BAD")`` against a validator, ``s.nums.append("x")`` to a ``list[int]``): the
         class's validators run on the run's state (a model validator deriving another field updates
         it), and the field keeps the very object it holds (code holding it goes on changing the
-        state's). On a refusal the field is put back to ``old``, its snapshot, when the class takes
-        that: in place, for a list, dict or set. (None, False) when the class takes the value. A
-        model held in a field is taken as it is, as pydantic takes one assigned (``s.sub.x = -1`` is
-        not checked against ``Sub``'s constraints); a frozen class or field is not checked (it takes
-        no assignment)."""
+        state's, with the contents the class made of it). On a refusal the field is put back to
+        ``old``, its snapshot, when the class takes that: in place, for a list, deque, dict or set.
+        (None, False) when the class takes the value. A model held in a field is taken as it is, as
+        pydantic takes one assigned (``s.sub.x = -1`` is not checked against ``Sub``'s constraints); a
+        frozen class or field is not checked (it takes no assignment)."""
         obj = self.obj
         cls = type(obj)
         if not isinstance(obj, BaseModel) or cls.model_config.get("frozen"):
@@ -302,11 +313,8 @@ class StateObserver:
             assign_validated(obj, cls, name, value, found=found)
         except (TypeError, ValueError) as exc:
             refused: Exception = exc
-        except Exception as exc:  # a validator raising something else (AttributeError on a value it did not expect)
-            refused = ValueError(f"state field {cls.__name__}.{name} changed in place ({found}) to {value!r:.80}: "
-                                 f"its validator raised {type(exc).__name__}: {exc}")
-        else:
-            obj.__dict__[name] = value
+        else:  # taken as the class converted it ("3" appended to a list[int] is 3), in the object it holds
+            _into(obj, name, value)
             return None, False
         put_back = _put_back(obj, cls, name, value, old)
         done = f"put back to {old!r:.80}" if put_back else "kept: the value it had cannot be rebuilt from its record"
@@ -331,7 +339,7 @@ def _found_after(origin: str) -> str:
 def _put_back(obj: BaseModel, cls: type, name: str, value: Any, old: Any) -> bool:
     """Field ``name`` of ``obj``, which holds ``value``, rebuilt from ``old``, its JSON record: validated
     as an assignment, or as JSON (a strict class takes a set only as a JSON array); False when the
-    class takes neither. A list, dict or set is put back in place: code holding it (``self.items =
+    class takes neither. A list, deque, dict or set is put back in place: code holding it (``self.items =
     s.items``) goes on changing the state's, never a copy nobody watches."""
     try:
         cls.__pydantic_validator__.validate_assignment(obj, name, old)
@@ -341,14 +349,23 @@ def _put_back(obj: BaseModel, cls: type, name: str, value: Any, old: Any) -> boo
         except Exception:
             return False
         obj.__dict__[name] = fresh.__dict__[name]
-    rebuilt = obj.__dict__.get(name)
-    if rebuilt is not value and type(rebuilt) is type(value):
-        if isinstance(value, list):
-            value[:] = rebuilt
-        elif isinstance(value, (dict, set)):
-            value.clear()
-            value.update(rebuilt)
-        else:
-            return True
-        obj.__dict__[name] = value
+    _into(obj, name, value)
     return True
+
+
+def _into(obj: BaseModel, name: str, held: Any) -> None:
+    """Field ``name`` of ``obj``, just validated into a new object, back in ``held``, the object it held
+    before, with the new contents (a list, deque, dict or set of the same type): code holding it goes
+    on changing the state's."""
+    made = obj.__dict__.get(name)
+    if made is held or type(made) is not type(held):
+        return
+    if isinstance(held, (list, deque)):
+        held.clear()
+        held.extend(made)
+    elif isinstance(held, (dict, set)):
+        held.clear()
+        held.update(made)
+    else:
+        return
+    obj.__dict__[name] = held

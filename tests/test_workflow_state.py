@@ -225,6 +225,7 @@ def _in_place_state():
         codes: list[str] = []
         sub: Sub = Sub()
         items: list[Item] = []
+        ordered: list = []
 
         @field_validator("tags")
         @classmethod
@@ -237,6 +238,11 @@ def _in_place_state():
         @classmethod
         def _upper(cls, v: list) -> list:
             return [c.upper() for c in v]  # (raises AttributeError on an int)
+
+        @field_validator("ordered")
+        @classmethod
+        def _sorted(cls, v: list) -> list:
+            return sorted(v)  # (raises TypeError on a str and an int)
 
     return S
 
@@ -268,6 +274,9 @@ HOOK = "found as hook A.after_response returned"
                                             "have at most 1 item after validation, not 2 (put back to [])"),
     ("s.codes.append(5)", ValueError, f"state field S.codes changed in place ({HOOK}) to [5]: its validator raised "
                                       "AttributeError: 'int' object has no attribute 'upper' (put back to [])"),
+    ("s.ordered.extend(['a', 1])", ValueError, f"state field S.ordered changed in place ({HOOK}) to ['a', 1]: its "
+                                               "validator raised TypeError: '<' not supported between instances of "
+                                               "'int' and 'str' (put back to [])"),
 ])
 async def test_a_change_made_in_place_is_validated_and_a_refused_one_put_back(change, error, said, tmp_path):
     """`s.tags.append("BAD")` against a field_validator, or `s.nums.append("many")` to a list[int], was
@@ -312,6 +321,48 @@ async def test_a_change_in_place_the_class_takes_is_reported_and_the_codes_own_e
     assert [(e.path, e.new) for e in events if e.type == "workflow_state.change"] == [
         ("tags", ["ok"]), ("sub", {"x": -1}), ("items", [{"Name": "a"}]),
         ("items", [{"Name": "a"}, {"Name": "a"}])]  # (tags put back to ["ok"]: the refused BAD, its "ok" with it)
+
+
+async def test_a_change_in_place_is_kept_as_the_class_converts_it_in_the_object_the_code_holds():
+    """`s.nums.append("3")` to a list[int] was validated, then the raw list kept: the state held "3",
+    the journal said so, and the flow's next `sum(s.nums)` failed. A refused change to a deque was put
+    back in a new deque, so code holding the old one changed a copy nobody watched."""
+    from collections import deque
+
+    from pydantic import Field
+
+    class S(BaseModel):
+        nums: list[int] = []
+        queue: deque[int] = Field(default_factory=deque, max_length=2)
+
+    held, same = [], []
+
+    @agent(provider=FunctionProvider(lambda m, t: "ok"), prompt="p")
+    class A:
+        def __init__(self, s: S = State()):
+            self.s = s
+
+        def after_response(self, resposta, ctx):
+            if not held:
+                held.extend([self.s.nums, self.s.queue])
+                self.s.nums.append("3")
+            else:
+                same.append((sum(self.s.nums), self.s.nums is held[0]))
+                ctx.on_dispose(lambda: same.append(self.s.queue is held[1]))
+                self.s.queue.extend([1, 2, 3])
+
+    @workflow(state=S, steps=[A, A])
+    class W:
+        pass
+
+    events = []
+    app = bootstrap(W)
+    app.subscribe(events.append)
+    with pytest.raises(ValueError, match=r"S\.queue changed in place .* \(put back to \[\]\)"):
+        await app.run("x")
+    assert [(e.path, e.new) for e in events if e.type == "workflow_state.change"] == [("nums", [3])]
+    assert same == [(3, True), True]  # the objects the hook holds: the state's, as the class made them
+    assert held == [[3], deque()]
 
 
 async def test_a_cleanup_changing_the_state_to_what_its_class_refuses_is_its_failure_and_the_run_ends():
