@@ -83,8 +83,10 @@ class RunWatches:
                 self.notify(f"Watchpoint {shown(expr.strip())} set: the run pauses when it becomes true.")
                 self.flush(force=True)
 
+        # typed on where the words go: after a field's name, between a pattern's slashes
+        at = len(text) - 2 if text.endswith("//i") else len(text)
         self.push_screen(TextDialog("Pause when… (a watchpoint)", text, add, single_line=True, hint=HINT,
-                                    save_label="Watch", extend=True), done)
+                                    save_label="Watch", cursor=at), done)
 
     def action_watchpoints(self: FlowApp) -> None:
         from flowtui.tui.screens.watches import WatchListDialog

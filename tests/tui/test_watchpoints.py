@@ -89,6 +89,25 @@ async def test_w_on_a_state_field_sets_a_watchpoint_from_its_change_and_the_run_
         assert (changed.type, changed.path, changed.new) == ("workflow_state.change", "rounds", 2)
 
 
+async def test_w_on_a_memory_item_types_the_pattern_between_its_slashes():
+    """The prefill `memory ~ //i` put the cursor after its flags: `plano` typed made `//iplano`, refused
+    as an unknown flag."""
+    app = make(WATCHED, input="go")
+    async with app.run_test(size=(140, 40)) as pilot:
+        await paused(pilot)
+        await pilot.press("s", "s", "s")  # the Planner's turn has run: memory has an item
+        await paused(pilot)
+        app.main.sidebar.focus()
+        assert app.main.sidebar.select_id("memory:0")
+        await pilot.press("w")
+        await wait_until(pilot, lambda: isinstance(app.screen, TextDialog), what="the watch dialog")
+        await pilot.press(*"plano")
+        assert app.screen.query_one("#dialog-input").value == "memory ~ /plano/i"
+        await pilot.press("ctrl+s")
+        await wait_until(pilot, lambda: app.screen is app.main, what="the dialog to close")
+        assert app.client.watches == ["memory ~ /plano/i"]
+
+
 async def test_big_w_lists_the_watchpoints_and_d_removes_one():
     app = make(WATCHED, input="go", watch=["state.rounds >= 2", "memory ~ /plano/i"])
     async with app.run_test(size=(140, 40)) as pilot:

@@ -88,7 +88,7 @@ class TextDialog(ModalScreen[str | None]):
     ]
 
     def __init__(self, title: str, text: str, apply: Callable[[str], object], *, single_line: bool = False,
-                 hint: str = "", save_label: str = "Save", lines_ok: bool = False, extend: bool = False) -> None:
+                 hint: str = "", save_label: str = "Save", lines_ok: bool = False, cursor: int | None = None) -> None:
         super().__init__()
         self.title_text = title
         self.text = text
@@ -98,8 +98,9 @@ class TextDialog(ModalScreen[str | None]):
         self.hint = hint
         self.save_label = save_label
         self.lines_ok = lines_ok  # a one-line box that becomes a text area when several lines are pasted
-        # the text is a start to type on from its end (a watchpoint's subject), not a value to replace
-        self.extend = extend
+        # where to type on in the text (a watchpoint's subject, between a pattern's slashes); None: the
+        # text is a value to replace, selected whole
+        self.cursor = cursor
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog", id="text-dialog"):
@@ -107,7 +108,7 @@ class TextDialog(ModalScreen[str | None]):
             # Credentials are shown as [redacted]; saving puts back the ones left untouched.
             if self.single_line:
                 yield (OneLineInput if self.lines_ok else Input)(shown(self.text), id="dialog-input",
-                                                                 select_on_focus=not self.extend)
+                                                                 select_on_focus=self.cursor is None)
             else:
                 yield TextArea(shown(self.text), id="dialog-text", soft_wrap=True, show_line_numbers=False)
             yield Static("", id="dialog-error")
@@ -119,6 +120,9 @@ class TextDialog(ModalScreen[str | None]):
 
     def on_mount(self) -> None:
         _no_blink(self)
+        if self.single_line and self.cursor is not None:
+            box = self.query_one(Input)  # (counted from the end: what shown() changes is the name before it)
+            box.cursor_position = len(box.value) - (len(self.text) - self.cursor)
 
     @on(OneLineInput.Lines)
     async def _grow(self, message: OneLineInput.Lines) -> None:
