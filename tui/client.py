@@ -324,8 +324,9 @@ class RunClient:
     def toggle_breakpoint(self, name: str) -> tuple[bool, asyncio.Future[p.Reply] | None]:
         """Set or clear the breakpoint on ``name``: (set now, the run's reply to come; None when there
         is no run to tell: the next one starts with it). Raises ValueError for a name no breakpoint can
-        take (an attached run's peer may name a step with control characters, or at any length). A
-        refusal puts the breakpoint back as it was."""
+        take (an attached run's peer may name a step with control characters, or at any length), and
+        when an attached run has ended (no next run starts here). A refusal puts the breakpoint back as
+        it was."""
         from pydantic import ValidationError
 
         on = name not in self.breakpoints
@@ -333,15 +334,21 @@ class RunClient:
             command = _p().SetBreakpoint(name=name, on=on)
         except ValidationError as exc:
             raise ValueError(exc.errors()[0]["msg"].removeprefix("Value error, ")) from None
-        (self.breakpoints.add if on else self.breakpoints.discard)(name)
         channel = self.channel
-        if channel is None or channel.closed.is_set():
+        ended = channel is None or channel.closed.is_set()
+        if ended and self.config.attach is not None:
+            raise ValueError("the attached run has ended, and no next run starts here")
+        (self.breakpoints.add if on else self.breakpoints.discard)(name)
+        if ended:
             return on, None
 
         async def answered() -> p.Reply:
             try:
                 reply = await channel.command(command)
-            except ConnectionError:  # the run ended meanwhile: the next one starts with it
+            except ConnectionError:  # the run ended meanwhile: the next one starts with it, if here
+                if self.config.attach is not None:
+                    (self.breakpoints.discard if on else self.breakpoints.add)(name)
+                    return _p().Reply(id=0, ok=False, error="the attached run ended before it took it")
                 return _p().Reply(id=0, ok=True)
             if not reply.ok and self.channel is channel:  # (a reloaded run's breakpoints are its own)
                 (self.breakpoints.discard if on else self.breakpoints.add)(name)

@@ -22,14 +22,19 @@ def pause_before(name: str) -> dict:
             "prompt": "p", "request": None, "call": None, "watch": None}
 
 
-async def peer(says: list[dict], heard: list[dict], refuse: str | None = None) -> tuple[asyncio.AbstractServer, int]:
+async def peer(says: list[dict], heard: list[dict], refuse: str | None = None,
+               leave: bool = False) -> tuple[asyncio.AbstractServer, int]:
     """A server that takes any token, says ``says``, and keeps what the client sends in ``heard``; with
-    ``refuse``, it answers every command with that error."""
+    ``refuse``, it answers every command with that error; with ``leave``, it hangs up once it has said
+    them."""
 
     async def client(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         await reader.readline()  # the auth line
         writer.write(b"".join(json.dumps(m).encode() + b"\n" for m in says))
         await writer.drain()
+        if leave:
+            writer.close()
+            return
         while line := await reader.readline():
             heard.append(json.loads(line))
             if refuse is not None:
@@ -140,6 +145,27 @@ async def test_a_breakpoint_the_run_refuses_is_said_and_put_back():
         await wait_until(pilot, lambda: "Breakpoint on A not set: no breakpoints here." in notices(app)(),
                          what="the refusal")
         assert app.client.breakpoints == set()
+
+
+async def test_b_once_the_attached_run_has_ended_says_no_run_will_take_it():
+    """b after an attached run finished said "Breakpoint on A set (for the next run)": no next run
+    starts here (r says to reload it where it runs)."""
+    end = {**START, "seq": 3, "type": "run.end", "status": "finished", "output": "ok", "error": None,
+           "reason": None, "duration_ms": 1.0, "totals": None}
+    for key in ("workflow", "input", "memory", "state", "file", "data", "resumed_from"):
+        del end[key]
+    server, port = await peer([HELLO, START, pause_before("A"), end], [], leave=True)
+    app = attached(port)
+    try:
+        async with app.run_test() as pilot:
+            await wait_until(pilot, lambda: app.client.view is not None and app.client.view.status == "finished",
+                             what="the run's end")
+            app.action_toggle_breakpoint("A")
+            await wait_until(pilot, lambda: "No breakpoint can be set on A: the attached run has ended" in
+                             notices(app)(), what="the refusal")
+            assert "next run" not in notices(app)().replace("no next run", "") and app.client.breakpoints == set()
+    finally:
+        server.close()
 
 
 async def test_a_malformed_hello_ends_the_attach_before_anything_is_shown_or_sent():
