@@ -267,6 +267,11 @@ class Channel:
             self._message(msg)
             if self._greeted.is_set():
                 return lines[i + 1:]
+            if self.refused is not None:  # (a refused token): what follows cannot say otherwise
+                if self._writer is not None:
+                    self._writer.close()
+                self.closed.set()
+                return []
         return []
 
     def _events(self, events: list[bytes]) -> None:

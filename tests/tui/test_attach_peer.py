@@ -184,3 +184,17 @@ async def test_a_malformed_hello_ends_the_attach_before_anything_is_shown_or_sen
             assert heard == []  # nothing sent: no step, no start
         finally:
             server.close()
+
+
+async def test_a_refused_token_is_said_as_refused_whatever_the_peer_sends_after_it():
+    """A peer refusing the token then sending an event in the same breath: the attach said it sent an
+    event before its hello, and "token rejected" was lost."""
+    refusal = {"type": "reply", "id": 0, "ok": False, "error": "token rejected"}
+    server, port = await peer([refusal, START], [])
+    app = attached(port)
+    try:
+        async with app.run_test() as pilot:
+            await wait_until(pilot, lambda: not app.is_running, timeout=15, what="the app to give up")
+        assert app.refused == "token rejected"
+    finally:
+        server.close()
