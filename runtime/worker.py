@@ -358,6 +358,9 @@ def load(args: argparse.Namespace) -> Any:
         return error(f"{type(exc).__name__} while importing: {exc}", exc, file=args.flow)
 
 
+SIGNAL_LATE_S = 0.05  # a stop noted less than this before its signal was handled was read late
+
+
 def install_terminate(grace: float, run_task: Callable[[], asyncio.Task | None],
                       stop_asked: Callable[[], float | None] = lambda: None,
                       stop_reason: Callable[[], str | None] = lambda: None) -> None:
@@ -368,8 +371,12 @@ def install_terminate(grace: float, run_task: Callable[[], asyncio.Task | None],
     def terminate(signum: int, frame: Any) -> None:
         if _exit_code:  # the run is over: what holds the process is the flow's own threads, at exit
             _end_with_threads_running(_exit_code[0])
+        now = time.monotonic()
         asked = stop_asked()  # (the client may not wait the whole grace: the app's q does not)
-        waited = grace if asked is None else time.monotonic() - asked
+        # A stop read only now (or not yet): the code held the interpreter the whole grace (a regex
+        # backtracking in C), so the command reader could not note when the stop came; the client
+        # signals once its grace has passed.
+        waited = grace if asked is None or now - asked < SIGNAL_LATE_S else now - asked
         why = stop_reason()
         task = run_task()
         if _idle() and task is not None and not task.done():  # the run awaits: a model call, an async tool

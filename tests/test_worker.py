@@ -222,8 +222,10 @@ def test_a_process_a_tool_forked_that_comes_back_into_the_run_ends_there(tmp_pat
     assert len(pids) == 2 and len(set(pids)) == 1, pids  # two turns' hooks, in the run's process only
 
 
-@pytest.mark.parametrize("flow", ["SyncLoop", "AsyncLoop", "BlockingUntil"])
+@pytest.mark.parametrize("flow", ["SyncLoop", "AsyncLoop", "BlockingUntil", "RegexUntil"])
 def test_ctrl_c_stops_a_run_that_never_returns(tmp_path, flow):
+    """RegexUntil: C code holding the interpreter kept the stop from being read until it was forced,
+    and the end said "killed after 0.0 s"."""
     journal = tmp_path / "j.jsonl"
     proc = flowtui("run", f"{MISBEHAVE}:{flow}", "--input", "x", "--journal", str(journal), cwd=tmp_path)
     wait_for(journal, '"kind":"tool"' if "Until" not in flow else '"type":"ctx.set","name":"loop"')
@@ -236,6 +238,7 @@ def test_ctrl_c_stops_a_run_that_never_returns(tmp_path, flow):
     assert elapsed < 10, elapsed
     end = journal_events(journal)[-1]
     assert (end["type"], end["status"]) == ("run.end", "stopped") and re.fullmatch(KILLED, end["reason"]), end
+    assert float(end["reason"].split()[2]) >= 1.0, end  # the grace it was given, at least
     assert "stopping the run" in err
 
 

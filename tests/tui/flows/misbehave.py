@@ -3,6 +3,7 @@
 import asyncio
 import ctypes
 import os
+import re
 import signal
 import threading
 import time
@@ -103,6 +104,15 @@ class AwaitsForever:
 
 @workflow(steps=[loop(steps=make(fine)[:1], until=never, max_iterations=3)])
 class BlockingUntil:
+    pass
+
+
+def backtracks(ctx):
+    return re.match(r"(a+)+$", "a" * 64 + "b") is not None  # C code holding the interpreter for ages
+
+
+@workflow(steps=[loop(steps=make(fine)[:1], until=backtracks, max_iterations=3)])
+class RegexUntil:
     pass
 
 
