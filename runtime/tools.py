@@ -3,7 +3,8 @@
 A tool failure is an observation for the model, not an exception: ``execute``
 raising, returning ``ToolOutput(is_error=True)``, an unknown tool name, or
 arguments that fail the schema all become a ``tool`` message with
-``is_error=True``. Only :class:`~runtime.errors.FatalToolError` ends the run.
+``is_error=True``. Only :class:`~runtime.errors.FatalToolError` ends the run (and ``MemoryError``:
+the run's process is out of memory, nothing the model can fix).
 """
 
 from __future__ import annotations
@@ -137,13 +138,18 @@ async def _count_failure(run: "Run", tool: str, output: str, is_error: bool) -> 
                         then=run.check_state)
 
 
+# What a tool raises that ends the run, not an observation: a FatalToolError, a child workflow's budget
+# error, and a MemoryError (the run's process is out of memory: nothing the model can fix).
+ENDS_THE_RUN = (FatalToolError, BudgetExceededError, MemoryError)
+
+
 async def _execute(run: "Run", spec: AgentSpec, agent: Any, call: ToolCall,
                    executed: list[tuple[str, bool]]) -> tuple[str, bool, ToolCall]:
     """``before_tool``, then the call through the middlewares to the tool."""
     if "before_tool" in spec.hooks:
         try:
             new = await run.hook(agent.before_tool, spec.name, "before_tool", (call, run.ctx))
-        except FatalToolError:
+        except (FatalToolError, MemoryError):
             raise
         except Exception as exc:
             return f"Tool call {call.name} was cancelled: {exc}", True, call
@@ -169,7 +175,7 @@ async def invoke_tool(run: "Run", spec: AgentSpec, call: ToolCall,
     invocation = ToolInvocation(name=call.name, args=dict(call.args), agent=spec.name, ctx=run.ctx, call_id=call.id)
     try:
         out = await through(run.tool_layers, invocation, to_tool)
-    except (FatalToolError, BudgetExceededError):
+    except ENDS_THE_RUN:
         raise
     except Exception as exc:
         return f"Tool {call.name} failed: {str(exc) or type(exc).__name__}", True, reached[-1]
@@ -209,7 +215,7 @@ async def _run_tool(run: "Run", spec: AgentSpec, call: ToolCall,
         execute = resume.tool(run, tspec, execute)
     try:
         value = await call_user(execute, (), kwargs=kwargs, origin=f"tool:{call.name}", then=run.check_state)
-    except (FatalToolError, BudgetExceededError):  # a child workflow's budget error ends the run too
+    except ENDS_THE_RUN:
         raise
     except Exception as exc:
         result = f"Tool {call.name} failed: {str(exc) or type(exc).__name__}", True

@@ -535,6 +535,35 @@ async def test_hook_order_around_a_tool_call():
 SECRET = "s3cr3t-db-password-XYZZY"
 
 
+@pytest.mark.parametrize("where", ["execute", "before_tool"])
+async def test_a_tool_out_of_memory_fails_the_run_not_the_call(where):
+    """A tool whose process ran out of memory was a tool error the model was told about, and the run
+    finished: nothing the model can fix, and the run had lost its process's memory."""
+    @tool(name="load", schema=EchoArgs)
+    class Load:
+        def execute(self, args: EchoArgs = Input()):
+            raise MemoryError
+
+    @agent(provider=script(call("load", text="q"), "fine"), tools=[Load])
+    class A:
+        def before_tool(self, call, ctx):
+            if where == "before_tool":
+                raise MemoryError
+
+    @workflow(steps=[A])
+    class W:
+        pass
+
+    app = bootstrap(W)
+    events: list = []
+    app.subscribe(events.append)
+    with pytest.raises(MemoryError):
+        await app.run("go")
+    assert tool_messages(events) == []  # no observation: the run is over
+    end = events[-1]
+    assert end.type == "run.end" and end.status == "failed" and end.error.startswith("MemoryError"), end
+
+
 async def test_fatal_tool_error_ends_the_run_and_keeps_its_cause_private(tmp_path):
     @tool(name="db", schema=EchoArgs)
     class Db:
