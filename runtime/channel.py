@@ -80,6 +80,7 @@ LINE_MAX = 1 << 26  # a protocol line longer than this (64 MiB) is read to its e
 MAY_BE_LOST = 16  # events a skip in seq may stand for when the journal cannot show them (see in_order)
 TEARDOWN_S = 0.05  # a worker whose code has all run (its output closed) may exit this long before it is cut short
 LINGER_S = 0.5  # after the worker exits, how long its pipes may stay silent before they are let go
+LOG_LINGER_S = 0.1  # and its printed output's, once its events' pipe has ended
 MUTED = ("the flow closed the pipe the run's events go out on (os.close or os.closerange in its code?): "
          "the run could no longer be followed, so its process was ended")
 
@@ -518,7 +519,8 @@ class Channel:
         What the flow started and left behind in the worker's process group is killed with it. A
         process that left the group (``os.setsid``) may still hold the output pipes: once the
         worker has exited and they give nothing for ``LINGER_S`` (while the consumer is not
-        holding them back), they are let go instead of waited on for ever."""
+        holding them back; ``LOG_LINGER_S`` for the printed output once the events' pipe has ended),
+        they are let go instead of waited on for ever."""
         if self.proc is None:
             await self.closed.wait()
         else:
@@ -529,10 +531,13 @@ class Channel:
                 await self._exit_or_mute()
             code = await self.proc.wait()
             self._end_group()
-            while self._tasks and not self.closed.is_set():
+            # (the printed output too: a process that left the group holds it after the events' pipe,
+            # which the worker closes in a child it forks, has ended; what the worker printed is in the
+            # pipe by the time it exits, so that is waited on for less)
+            while not all(task.done() for task in self._tasks):
                 self._progress.clear()
                 try:
-                    await asyncio.wait_for(self._progress.wait(), LINGER_S)
+                    await asyncio.wait_for(self._progress.wait(), LOG_LINGER_S if self.closed.is_set() else LINGER_S)
                 except asyncio.TimeoutError:
                     if self.paused.is_set():
                         self.proc.let_go()

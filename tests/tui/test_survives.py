@@ -134,6 +134,35 @@ async def test_q_and_r_do_not_wait_on_a_process_the_flow_forked(tmp_path, monkey
                 pass
 
 
+async def test_q_after_a_run_whose_fork_holds_its_output_quits_at_once(tmp_path, monkeypatch):
+    """q took 5.7 s: the fork, out of the worker's group, holds its printed output's pipe, and each
+    close waited a second on its reader, twice over."""
+    import os
+    import signal
+
+    pids = tmp_path / "pids"
+    monkeypatch.setenv("FLOWTUI_TEST_PIDS", str(pids))
+    monkeypatch.setenv("FLOWTUI_TEST_SETSID", "1")
+    app = make(f"{MISBEHAVE}:Forks", input="x", journal=None)
+    try:
+        async with app.run_test() as pilot:
+            await paused(pilot)
+            await pilot.press("c")
+            await ended(pilot)
+            t0 = time.monotonic()
+            await pilot.press("q")
+            await wait_until(pilot, lambda: not app.is_running, timeout=15, what="the app to quit")
+        quit_s = time.monotonic() - t0  # (with the app's teardown)
+        assert app.return_code == 0
+        assert quit_s < 4, quit_s  # within about a second (generous: a loaded machine)
+    finally:
+        for pid in [int(p) for p in pids.read_text().split()] if pids.exists() else []:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+
 def line_of(code: str) -> int:
     """The line of ``code`` in the misbehaving flows (where an error there is said to be)."""
     return Path(MISBEHAVE).read_text().splitlines().index(f"    {code}") + 1
