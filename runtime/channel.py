@@ -112,6 +112,7 @@ class Channel:
         self.started_ts = 0.0  # ... and when it started (the run.end written for it says how long it ran)
         self.ended = False  # the top-level run.end went by
         self.stopping_since: float | None = None  # when stop() began, for what run.end says
+        self.killed_at: float | None = None  # and when the worker was killed
         self.stop_reason: str | None = None  # what stop() was given as why (else: stopped by user)
         self.killed = False
         self.killed_by: str | None = None
@@ -433,6 +434,7 @@ class Channel:
         grace = self.grace if grace is None else grace
         if self.stopping_since is None:
             self.stopping_since, self.stop_reason = time.monotonic(), reason
+        self.paused.set()  # read on whatever the consumer's backlog: a worker blocked writing could not end
         self.send(_p().Stop(reason=reason))
         if await self._exited_within(grace):
             return
@@ -474,6 +476,7 @@ class Channel:
         """End the worker now (``by``: who asked, which the run's end then says)."""
         self.killed = True
         self.killed_by = self.killed_by or by
+        self.killed_at = self.killed_at or time.monotonic()
         if self.proc is None:  # a socket: hang up (a peer that never answers would never close it)
             if self._writer is not None:
                 self._writer.close()
@@ -588,8 +591,8 @@ class Channel:
         code = self.proc.returncode if self.proc is not None else None
         if self.muted or code == EXIT_FD_CLOSED:
             return "failed", MUTED
-        if self.stopping_since is not None:
-            waited = time.monotonic() - self.stopping_since
+        if self.stopping_since is not None:  # (how long it had when it was killed, not when that was seen)
+            waited = (self.killed_at or time.monotonic()) - self.stopping_since
             why = f"{self.stop_reason} (" if self.stop_reason else ""
             if self.killed_by:
                 return "stopped", f"{why}killed {waited:.1f} s after the stop: {self.killed_by}{')' if why else ''}"

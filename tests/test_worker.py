@@ -712,6 +712,37 @@ class W:
 """
 
 
+def test_a_stop_reads_on_when_the_consumer_is_behind_so_the_run_ends_itself():
+    """An app behind on a flood held the pipe's reading back: the worker, blocked writing, could not
+    write its run's end when stopped, and was killed; its end then said how long the app took to see
+    it ("killed after 3.0 s")."""
+    import asyncio
+
+    from flowtui.runtime import protocol as p
+    from flowtui.runtime.channel import Channel
+    from flowtui.runtime.spawn import Options
+
+    got: list[bytes] = []
+
+    async def run() -> tuple[bool, str]:
+        channel = Channel(got.extend)
+        hello = await channel.spawn(Options(target=f"{MISBEHAVE}:Floods"))
+        assert isinstance(hello, p.Hello), hello
+        assert (await channel.command(p.Start(input="x", paused=False))).ok
+        while len(got) < 20_000:
+            await asyncio.sleep(0.05)
+        channel.paused.clear()  # the consumer is behind: the worker blocks writing
+        await asyncio.sleep(0.5)
+        await channel.stop()
+        await channel.wait()
+        return channel.ended, channel.ending()[1] if not channel.ended else ""
+
+    ended, why = asyncio.run(asyncio.wait_for(run(), HANG))
+    end = json.loads(next(line for line in reversed(got) if b'"type":"run.end"' in line)) if ended else None
+    assert end is not None, why  # its own end, not one the client made up after killing it
+    assert (end["status"], end["reason"]) == ("stopped", "killed after 1.0 s: a tool or hook did not return"), end
+
+
 def test_a_run_whose_code_has_all_run_is_not_waited_on_through_the_interpreters_teardown(tmp_path):
     """The run ended and every atexit handler of the flow has run: the client lets go of the process
     then, not after its grace period (with litellm loaded, Python's own teardown takes over a second).

@@ -198,8 +198,9 @@ class RunClient:
         blob = b"\n".join(lines)  # looked at once a chunk, not once a line
         if b'"type":"run.pause"' in blob or b'"type":"run.end"' in blob:
             self.urgent = True
-        if len(self._buffer) > MAX_BUFFERED and self.channel is not None:
-            self.channel.paused.clear()  # the app is behind: let the worker wait (drain() reads on)
+        channel = self.channel
+        if len(self._buffer) > MAX_BUFFERED and channel is not None and channel.stopping_since is None:
+            channel.paused.clear()  # the app is behind: let the worker wait (drain() reads on; a stop too)
         if self.on_arrival is not None:
             self.on_arrival()
 

@@ -48,10 +48,16 @@ class RunCommands:
         self.queued: deque[str] = deque()  # commands typed before the run could take them
 
     def stopping_text(self: FlowApp) -> str | None:
-        """``quitting`` or ``stopping`` while the run is being ended (the status line says what it waits for)."""
+        """``quitting`` or ``stopping`` while the run is being ended (the status line says what it waits for),
+        or what is left to show of a run whose process has ended."""
         if not self.client.active:
             return None
-        return "quitting" if self.quitting else "stopping" if self.client.stopping else None
+        word = "quitting" if self.quitting else "stopping" if self.client.stopping else None
+        channel, left = self.client.channel, self.client.pending
+        if word is not None and left and channel is not None and channel.closed.is_set():
+            # (its events came faster than they are shown: what it was doing is over)
+            return f"{word}: the run's process has ended; showing the {left:,} events it sent before"
+        return word
 
     # --- the queue -------------------------------------------------------------------------
     def _loading(self: FlowApp) -> bool:

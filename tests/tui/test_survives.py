@@ -66,6 +66,28 @@ async def test_x_stops_a_run_stuck_in_a_tool(flow):
         await wait_until(pilot, lambda: app.screen.__class__.__name__ == "HelpScreen", what="the help")
 
 
+async def test_x_during_a_flood_of_events_stops_in_the_grace_and_says_what_is_left_to_show():
+    """x while the app is behind on a flood: stopped after the grace, said so, and nothing else said
+    meanwhile but that it waits for the tool, or how many events are left to show once the run's
+    process has ended (the status said it waited for the tool, which was over)."""
+    app = make(f"{MISBEHAVE}:Floods", input="x", journal=None)
+    async with app.run_test() as pilot:
+        await paused(pilot)
+        await pilot.press("c")
+        await wait_until(pilot, lambda: app.client.pending > 30_000, timeout=30, what="a backlog")
+        await pilot.press("x")
+        said = set()
+
+        def stopped() -> bool:
+            said.add(str(app.main.query_one("#status").content).split(";")[0])
+            return app.client.view.status == "stopped"
+
+        await wait_until(pilot, stopped, timeout=30, what="the stop")
+        assert app.client.view.status_line() == "stopped (killed after 1.0 s: a tool or hook did not return)"
+        assert said <= {"● stopping: waiting for tool t to stop…", "● stopping: the run's process has ended",
+                        "● stopped (killed after 1.0 s: a tool or hook did not return)"}, said
+
+
 def test_q_on_a_run_awaiting_what_never_answers_says_so_in_its_end(tmp_path):
     """A model call to a server that never answers (here an async tool awaiting as long), then q: its
     end said "a tool or hook did not return", as for code that runs on."""

@@ -59,12 +59,13 @@ def _room(width: int | None) -> int:
 
 def status_text(view: Any, *, loading: str | None = None, stopping: str | None = None,
                 width: int | None = None, waited_s: float = 0.0) -> Text:
-    """``● paused before RevisorAgent``; ``stopping``: ``stopping``/``quitting``, said with what it waits for;
-    ``waited_s``: how long a model call waiting to retry has waited (its wait counts down)."""
+    """``● paused before RevisorAgent``; ``stopping``: ``stopping``/``quitting``, said with what it waits for
+    (or a phrase that says what is left); ``waited_s``: how long a model call waiting to retry has waited
+    (its wait counts down)."""
     if view is None or loading is not None:
         text = Text(shown(loading or "loading…"), "dim")
     elif stopping:
-        busy = waiting_for(view)
+        busy = waiting_for(view) if stopping in ("stopping", "quitting") else None  # (else it says what is left)
         text = Text(f"● {stopping}: waiting for {shown(busy)} to stop…" if busy else f"● {stopping}…",
                     STATUS_STYLES["stopped"])
     else:

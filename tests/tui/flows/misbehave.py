@@ -10,7 +10,7 @@ import time
 
 from pydantic import BaseModel
 
-from flowtui import FunctionProvider, Input, State, agent, loop, tool, workflow
+from flowtui import AgentContext, Context, FunctionProvider, Input, State, agent, loop, tool, workflow
 
 
 class Args(BaseModel):
@@ -166,6 +166,19 @@ def reads_input(self, args: Args = Input()):
 
 @workflow(steps=make(forks))
 class Forks:
+    pass
+
+
+def floods(self, args: Args = Input(), ctx: AgentContext = Context()):
+    """Events faster than the app shows them, for ever: its backlog fills, and its reading waits."""
+    i = 0
+    while True:
+        ctx.state.append("tasks", f"task {i} " + "x" * 200)
+        i += 1
+
+
+@workflow(steps=make(floods))
+class Floods:
     pass
 
 
