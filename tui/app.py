@@ -134,11 +134,17 @@ class FlowApp(RunCommands, RunEdits, RunWatches, PlainNotify, KeysStayPut, Toler
 
     def _resuming(self) -> str:
         """What a run started from a journal does first (the panes stay empty until it has)."""
+        from flowtui.runtime.errors import ResumeError
+        from flowtui.runtime.recorded import parse_resume_arg
+
         given = self.config.resume_from or ""
-        journal, _, at = given.rpartition("@")
-        if not (journal and at.isdigit()):
-            return f"re-executing {Path(given).name} to its end"
-        return f"re-executing {Path(journal).name} up to event #{at}"
+        try:  # (read as the run reads it: a journal named x@12 that exists is taken whole)
+            journal, at = parse_resume_arg(given)
+        except ResumeError:
+            journal, at = Path(given), None
+        if at is None:
+            return f"re-executing {journal.name} to its end"
+        return f"re-executing {journal.name} up to event #{at}"
 
     def _before_run(self) -> str | None:
         """The status line before the run's first event: loading, or loaded and waiting for the first message."""

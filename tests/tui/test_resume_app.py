@@ -251,3 +251,9 @@ async def test_the_status_says_a_journal_is_being_reexecuted_while_it_is(tmp_pat
         assert f"loading {flow}, then re-executing run.jsonl up to event #9…" in shown(), shown()
         await paused(pilot)
         assert app.client.view.resumed_from.journal == str(journal)
+    named = journal.with_name("run.jsonl@3")  # a journal whose name ends in @digits is taken whole
+    named.write_bytes(journal.read_bytes())
+    app = make(str(flow), resume_from=str(named))
+    async with app.run_test(size=(140, 40)) as pilot:
+        await wait_until(pilot, lambda: "run.jsonl@3" in shown(), what="the status to say it")
+        assert "then re-executing run.jsonl@3 to its end…" in shown(), shown()
