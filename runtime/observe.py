@@ -284,6 +284,9 @@ class StateObserver:
                 if refused is None:  # as the class made it: "3" appended to a list[int] is 3
                     value = obj.__dict__.get(name, value)
                     new = jsonable(value)
+                    if new == old:  # (a validator that made it what it was)
+                        self._keep(name, value)
+                        continue
                 self._keep(name, value)
                 snap[name] = new
                 self._emit(WorkflowStateChange, path=name, old=old, new=new)
@@ -296,7 +299,8 @@ class StateObserver:
         (``s.tags.append("BAD")`` against a validator, ``s.nums.append("x")`` to a ``list[int]``): the
         class's validators run on the run's state (a model validator deriving another field updates
         it), and the field keeps the very object it holds (code holding it goes on changing the
-        state's, with the contents the class made of it). On a refusal the field is put back to
+        state's; with the contents the class made of it when it converted any, else with the very
+        objects inside it too). On a refusal the field is put back to
         ``old``, its snapshot, when the class takes that: in place, for a list, deque, dict or set.
         (None, False) when the class takes the value. A model held in a field is taken as it is, as
         pydantic takes one assigned (``s.sub.x = -1`` is not checked against ``Sub``'s constraints); a
@@ -313,8 +317,16 @@ class StateObserver:
             assign_validated(obj, cls, name, value, found=found)
         except (TypeError, ValueError) as exc:
             refused: Exception = exc
-        else:  # taken as the class converted it ("3" appended to a list[int] is 3), in the object it holds
-            _into(obj, name, value)
+        else:  # taken: in the very object it holds, with what the class converted ("3" in a list[int] is 3)
+            made = obj.__dict__.get(name)
+            try:
+                same = made is value or made == value
+            except Exception:  # (an __eq__ of the user's own that raises)
+                same = False
+            if same:  # nothing converted: the object and the ones inside it, as the code holds them
+                obj.__dict__[name] = value
+            else:
+                _into(obj, name, value)
             return None, False
         put_back = _put_back(obj, cls, name, value, old)
         done = f"put back to {old!r:.80}" if put_back else "kept: the value it had cannot be rebuilt from its record"

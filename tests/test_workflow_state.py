@@ -365,6 +365,50 @@ async def test_a_change_in_place_is_kept_as_the_class_converts_it_in_the_object_
     assert held == [[3], deque()]
 
 
+async def test_a_change_in_place_the_class_takes_as_it_is_keeps_the_objects_inside_it():
+    """Every accepted change was copied from the class's validated copy, whose inner lists are new: code
+    holding `s.notes["a"]` changed a list nobody watched, and its second append was lost unreported. A
+    validator that made the change what it was reported a change from ["a"] to ["a"]."""
+    from pydantic import field_validator
+
+    class S(BaseModel):
+        notes: dict[str, list[str]] = {}
+        tags: list[str] = ["a"]
+
+        @field_validator("tags")
+        @classmethod
+        def _unique(cls, v: list[str]) -> list[str]:
+            return sorted(set(v))
+
+    held, seen = [], []
+
+    @agent(provider=FunctionProvider(lambda m, t: "ok"), prompt="p")
+    class A:
+        def __init__(self, s: S = State()):
+            self.s = s
+
+        def after_response(self, resposta, ctx):
+            if not held:
+                held.append(self.s.notes.setdefault("a", []))
+                held[0].append("one")
+                self.s.tags.append("a")
+            else:
+                held[0].append("two")
+            seen.append(held[0] is self.s.notes["a"])
+
+    @workflow(state=S, steps=[A, A])
+    class W:
+        pass
+
+    events = []
+    app = bootstrap(W)
+    app.subscribe(events.append)
+    await app.run("x")
+    assert [(e.path, e.new) for e in events if e.type == "workflow_state.change"] == [
+        ("notes", {"a": ["one"]}), ("notes", {"a": ["one", "two"]})]  # and no tags ["a"] -> ["a"]
+    assert seen == [True, True]
+
+
 async def test_a_cleanup_changing_the_state_to_what_its_class_refuses_is_its_failure_and_the_run_ends():
     """A refused change made by a ctx.on_dispose cleanup raised past the run's end: no run.end, and
     `flowtui run` hung."""
