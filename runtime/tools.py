@@ -3,8 +3,8 @@
 A tool failure is an observation for the model, not an exception: ``execute``
 raising, returning ``ToolOutput(is_error=True)``, an unknown tool name, or
 arguments that fail the schema all become a ``tool`` message with
-``is_error=True``. Only :class:`~runtime.errors.FatalToolError` ends the run (and ``MemoryError``:
-the run's process is out of memory, nothing the model can fix).
+``is_error=True``. Only what ``ENDS_THE_RUN`` names ends the run: a ``FatalToolError``, a budget's
+error, a ``MemoryError``.
 """
 
 from __future__ import annotations
@@ -149,7 +149,7 @@ async def _execute(run: "Run", spec: AgentSpec, agent: Any, call: ToolCall,
     if "before_tool" in spec.hooks:
         try:
             new = await run.hook(agent.before_tool, spec.name, "before_tool", (call, run.ctx))
-        except (FatalToolError, MemoryError):
+        except ENDS_THE_RUN:
             raise
         except Exception as exc:
             return f"Tool call {call.name} was cancelled: {exc}", True, call
