@@ -326,7 +326,8 @@ class RunClient:
         """Set or clear the breakpoint on ``name``: (set now, the run's reply to come; None when there
         is no run to tell: the next one starts with it). Raises ValueError for a name no breakpoint can
         take (an attached run's peer may name a step with control characters, or at any length), and
-        when an attached run has ended (no next run starts here). A refusal puts the breakpoint back as
+        for one to set once an attached run has ended or the app is detached from it (no next run
+        starts here). A refusal puts the breakpoint back as
         it was."""
         from pydantic import ValidationError
 
@@ -337,8 +338,10 @@ class RunClient:
             raise ValueError(exc.errors()[0]["msg"].removeprefix("Value error, ")) from None
         channel = self.channel
         ended = channel is None or channel.closed.is_set()
-        if ended and self.config.attach is not None:
-            raise ValueError("the attached run has ended, and no next run starts here")
+        if ended and on and self.config.attach is not None:  # (cleared, it is only no longer marked)
+            over = self.view is not None and self.view.status in ("finished", "failed", "stopped")
+            gone = "the attached run has ended" if over else "the app is detached from the run"
+            raise ValueError(f"{gone}, and no next run starts here")
         (self.breakpoints.add if on else self.breakpoints.discard)(name)
         if ended:
             return on, None
@@ -349,7 +352,7 @@ class RunClient:
             except ConnectionError:  # the run ended meanwhile: the next one starts with it, if here
                 if self.config.attach is not None:
                     (self.breakpoints.discard if on else self.breakpoints.add)(name)
-                    return _p().Reply(id=0, ok=False, error="the attached run ended before it took it")
+                    return _p().Reply(id=0, ok=False, error="the connection to the run ended before it took it")
                 return _p().Reply(id=0, ok=True)
             if not reply.ok and self.channel is channel:  # (a reloaded run's breakpoints are its own)
                 (self.breakpoints.discard if on else self.breakpoints.add)(name)

@@ -193,7 +193,8 @@ class RunCommands:
             return
         self.flush(force=True)
         if reply is None:
-            self.notify(f"Breakpoint on {name} {'set' if on else 'removed'} (for the next run).")
+            later = "" if self.config.attach is not None else " (for the next run)"
+            self.notify(f"Breakpoint on {name} {'set' if on else 'removed'}{later}.")
         else:
             self.run_worker(self._said_breakpoint(name, on, reply), group="command", exit_on_error=False)
 

@@ -149,7 +149,7 @@ async def test_a_breakpoint_the_run_refuses_is_said_and_put_back():
 
 async def test_b_once_the_attached_run_has_ended_says_no_run_will_take_it():
     """b after an attached run finished said "Breakpoint on A set (for the next run)": no next run
-    starts here (r says to reload it where it runs)."""
+    starts here (r says to reload it where it runs); nor once the app is detached from it."""
     end = {**START, "seq": 3, "type": "run.end", "status": "finished", "output": "ok", "error": None,
            "reason": None, "duration_ms": 1.0, "totals": None}
     for key in ("workflow", "input", "memory", "state", "file", "data", "resumed_from"):
@@ -164,6 +164,16 @@ async def test_b_once_the_attached_run_has_ended_says_no_run_will_take_it():
             await wait_until(pilot, lambda: "No breakpoint can be set on A: the attached run has ended" in
                              notices(app)(), what="the refusal")
             assert "next run" not in notices(app)().replace("no next run", "") and app.client.breakpoints == set()
+    finally:
+        server.close()
+    server, port = await peer([HELLO, START, pause_before("A")], [], leave=True)  # hangs up mid-run
+    app = attached(port)
+    try:
+        async with app.run_test() as pilot:
+            await wait_until(pilot, lambda: app.client.detached is not None, what="the app detached")
+            app.action_toggle_breakpoint("A")
+            await wait_until(pilot, lambda: "No breakpoint can be set on A: the app is detached from the run" in
+                             notices(app)(), what="the refusal")
     finally:
         server.close()
 
