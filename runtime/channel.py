@@ -80,7 +80,9 @@ LINE_MAX = 1 << 26  # a protocol line longer than this (64 MiB) is read to its e
 MAY_BE_LOST = 16  # events a skip in seq may stand for when the journal cannot show them (see in_order)
 TEARDOWN_S = 0.05  # a worker whose code has all run (its output closed) may exit this long before it is cut short
 LINGER_S = 0.5  # after the worker exits, how long its pipes may stay silent before they are let go
-LOG_LINGER_S = 0.1  # and its printed output's, once its events' pipe has ended
+# and its printed output's, once its events' pipe has ended: a flat wait, not one renewed while it
+# prints (a process outside the group printing for ever would hold q up)
+LOG_LINGER_S = 0.1
 MUTED = ("the flow closed the pipe the run's events go out on (os.close or os.closerange in its code?): "
          "the run could no longer be followed, so its process was ended")
 
