@@ -300,11 +300,11 @@ class StateObserver:
         class's validators run on the run's state (a model validator deriving another field updates
         it), and the field keeps the very object it holds (code holding it goes on changing the
         state's; with the contents the class made of it when it converted any, else with the very
-        objects inside it too). On a refusal the field is put back to
-        ``old``, its snapshot, when the class takes that: in place, for a list, deque, dict or set.
-        (None, False) when the class takes the value. A model held in a field is taken as it is, as
-        pydantic takes one assigned (``s.sub.x = -1`` is not checked against ``Sub``'s constraints); a
-        frozen class or field is not checked (it takes no assignment)."""
+        objects inside it too). On a refusal the field is put back to ``old``, its snapshot, when the
+        class takes that: in place, for a list, deque, dict or set. (None, False) when the class takes
+        the value. A model held in a field is taken as it is, as pydantic takes one assigned
+        (``s.sub.x = -1`` is not checked against ``Sub``'s constraints); a frozen class or field is
+        not checked (it takes no assignment)."""
         obj = self.obj
         cls = type(obj)
         if not isinstance(obj, BaseModel) or cls.model_config.get("frozen"):

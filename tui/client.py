@@ -327,8 +327,7 @@ class RunClient:
         is no run to tell: the next one starts with it). Raises ValueError for a name no breakpoint can
         take (an attached run's peer may name a step with control characters, or at any length), and
         for one to set once an attached run has ended or the app is detached from it (no next run
-        starts here). A refusal puts the breakpoint back as
-        it was."""
+        starts here). A refusal puts the breakpoint back as it was."""
         from pydantic import ValidationError
 
         on = name not in self.breakpoints

@@ -56,7 +56,8 @@ class RunCommands:
         channel, left = self.client.channel, self.client.pending
         if word is not None and left and channel is not None and channel.closed.is_set():
             # (its events came faster than they are shown: what it was doing is over)
-            return f"{word}: the run's process has ended; showing the {left:,} events it sent before"
+            gone = "the connection to the run" if self.config.attach is not None else "the run's process"
+            return f"{word}: {gone} has ended; showing the {left:,} events it sent before"
         return word
 
     # --- the queue -------------------------------------------------------------------------
