@@ -15,6 +15,7 @@ Nothing here imports textual.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import re
 import time
@@ -23,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from flowtui.runtime.channel import LOAD_TIMEOUT_S, Channel
+from flowtui.runtime.channel import LOAD_TIMEOUT_S, Channel, seq_of
 from flowtui.runtime.linestore import Lines
 from flowtui.runtime.spawn import STOP_GRACE_S, Options
 from flowtui.tui.tokens import ExactTokens
@@ -245,35 +246,47 @@ class RunClient:
         return n
 
     def gone(self) -> bool:
-        """The worker is gone; when its run never said how it ended, say it (journal and panes). True then."""
+        """The worker is gone; when its run never said how it ended, say it (journal and panes). True then.
+
+        What it sent before it went stays buffered and is folded a slice a tick, as it was (the status
+        says how much is left): folding a full backlog here held every key up for seconds."""
         channel = self.channel
         if channel is None or not channel.closed.is_set() or channel.ended or self.view is None:
             return False
         if self.config.attach is not None:  # the run lives on where it is served: it did not end
-            while self.drain(5.0):
-                pass
             if self.detached is not None:
                 return False
             self.detached = channel.let_go or "the connection to the run was lost"
             self.urgent = True
             return True
-        while self.drain(5.0):  # what the worker sent before it went: its run's end follows it
-            pass
-        self._buffer.extend(channel.recover(self.view.last_seq))  # and what it journaled but never sent
-        while self.drain(5.0):
-            pass
-        if self.view.run_id is None:  # it died before the run started
+        last = self._last_seq()
+        self._buffer.extend(channel.recover(last))  # what it journaled but never sent
+        if channel.run_id is None:  # it died before the run started
             return False
         if not channel.ended:  # (its end may have been journaled, never sent)
             status, why = channel.ending()
             from flowtui.runtime.encoding import encode_event
             from flowtui.runtime.secrets import Redactor
 
-            event = channel.write_run_end(status, why, self.view.last_seq) or _run_end(self.view, status, why)
+            event = channel.write_run_end(status, why, self._last_seq()) \
+                or _run_end(channel.run_id, self._last_seq() + 1, status, why)
             self._buffer.append(encode_event(event, Redactor([])))
             channel.ended = True
         self.urgent = True
         return True
+
+    def _last_seq(self) -> int:
+        """The seq of the last event read, folded or not (of the last lines that say one)."""
+        for line in itertools.islice(reversed(self._buffer), 8):
+            seq = seq_of(line)  # (as the worker writes an event, seq first; else the whole line)
+            if seq is None:
+                try:
+                    seq = json.loads(line).get("seq")
+                except (ValueError, AttributeError):
+                    continue
+            if type(seq) is int:
+                return max(seq, self.view.last_seq)
+        return self.view.last_seq
 
     # --- commands ---------------------------------------------------------------------------
     @property
@@ -517,12 +530,12 @@ def _set_child(holder: Any, key: str, value: str) -> None:
     holder[int(key) if isinstance(holder, list) else key] = value
 
 
-def _run_end(view: Any, status: str, why: str) -> Any:
+def _run_end(run_id: str, seq: int, status: str, why: str) -> Any:
     """The ``run.end`` of a run whose process died, for the panes (when there is no journal to write it to)."""
     from flowtui.runtime.bus import build_event
     from flowtui.runtime.events import RunEnd
 
-    return build_event(RunEnd, dict(seq=view.last_seq + 1, ts=time.time(), run_id=view.run_id, node_id=None,
+    return build_event(RunEnd, dict(seq=seq, ts=time.time(), run_id=run_id, node_id=None,
                                     parent_id=None, origin="flowtui", status=status, output=None,
                                     error=why if status == "failed" else None,
                                     reason=why if status != "failed" else None, duration_ms=0.0))

@@ -49,15 +49,16 @@ class RunCommands:
 
     def stopping_text(self: FlowApp) -> str | None:
         """``quitting`` or ``stopping`` while the run is being ended (the status line says what it waits for),
-        or what is left to show of a run whose process has ended."""
+        and what is left to show of a run whose process has ended (stopped, or died on its own)."""
         if not self.client.active:
             return None
         word = "quitting" if self.quitting else "stopping" if self.client.stopping else None
         channel, left = self.client.channel, self.client.pending
-        if word is not None and left and channel is not None and channel.closed.is_set():
+        if left and channel is not None and channel.closed.is_set():
             # (its events came faster than they are shown: what it was doing is over)
             gone = "the connection to the run" if self.config.attach is not None else "the run's process"
-            return f"{word}: {gone} has ended; showing the {left:,} events it sent before"
+            said = f"{gone} has ended; showing the {left:,} events it sent before"
+            return f"{word}: {said}" if word else said
         return word
 
     # --- the queue -------------------------------------------------------------------------

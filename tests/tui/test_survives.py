@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import re
+import signal
 import sys
 import time
 from collections.abc import Iterator
@@ -74,7 +76,8 @@ async def test_x_during_a_flood_of_events_stops_in_the_grace_and_says_what_is_le
     async with app.run_test() as pilot:
         await paused(pilot)
         await pilot.press("c")
-        await wait_until(pilot, lambda: app.client.pending > 30_000, timeout=30, what="a backlog")
+        # (how soon one builds depends on how fast each process runs: 10-30 s seen)
+        await wait_until(pilot, lambda: app.client.pending > 30_000, timeout=90, what="a backlog")
         await pilot.press("x")
         said = set()
 
@@ -682,6 +685,46 @@ async def test_keys_are_answered_while_a_backlog_that_ends_the_run_is_folded():
         await ended(pilot, timeout=60)
         assert app.client.view.ctx["counter"] == 300_000
         assert app.client.view.status == "finished"
+
+
+async def test_a_run_process_killed_behind_a_backlog_is_shown_a_slice_at_a_time(tmp_path):
+    """The run's process dies while the app is behind on what it sent: that is folded a slice a tick, as
+    before it died (folding it at once held every key up: 270 ms for 28,000 events of a flood), the
+    status says what is left to show, and the run's end comes after all of it, in the journal too."""
+    import json
+
+    journal = tmp_path / "j.jsonl"
+    app = make(input="go", journal=str(journal))
+    async with app.run_test() as pilot:
+        await paused(pilot)
+        view = app.client.view
+        run_id, seq = view.run_id, view.last_seq
+        base = {"ts": 0.0, "run_id": run_id, "node_id": None, "parent_id": None, "origin": "tool:flood"}
+
+        def line(**event) -> bytes:  # as the worker writes an event: compact JSON
+            return json.dumps({**base, **event}, separators=(",", ":")).encode()
+
+        app.client.channel.on_lines([line(seq=seq + i, type="ctx.set", name="counter", value=i)
+                                     for i in range(1, 100_001)])
+        os.kill(app.client.channel.proc.pid, signal.SIGKILL)
+        deadline = time.monotonic() + 30
+        while not app.client.channel.ended:  # the app has seen the process go, and said how the run ended
+            assert time.monotonic() < deadline, "the process never went"
+            await pilot.pause(0.01)
+        assert app.client.pending > 50_000, app.client.pending
+        said = r"● the run's process has ended; showing the [\d,]+ events it sent before…"
+        while not re.fullmatch(said, str(app.main.query_one("#status").content)):  # said at its next redraw
+            assert time.monotonic() < deadline and app.client.pending, str(app.main.query_one("#status").content)
+            await pilot.pause(0.01)
+        app.simulate_key("3")
+        while app.main.current_view != "events" and time.monotonic() < deadline:
+            await pilot.pause(0.01)
+        assert app.main.current_view == "events" and app.client.pending, "the key waited for the backlog"
+        await ended(pilot, timeout=60)
+        assert app.client.view.ctx["counter"] == 100_000  # (not one left out as late)
+        assert app.client.view.status_line() == "failed: the flow process was killed by SIGKILL (9)"
+    end = json.loads(journal.read_text().splitlines()[-1])
+    assert (end["type"], end["seq"], end["status"]) == ("run.end", seq + 100_001, "failed"), end
 
 
 async def test_a_flow_that_closes_the_pipe_of_its_events_is_ended_and_said_so(tmp_path):
