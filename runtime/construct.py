@@ -39,8 +39,8 @@ def _builder(cls: type) -> Callable[[dict[str, Any]], Any]:
     new = cls.__new__
     # Every field is in the object's __dict__, given or defaulted, so every field counts as set:
     # one set for all the class's objects. Pydantic never changes it in place but to add a field
-    # already in it (assigning one on an unfrozen model); a copy gets a copy.
-    every = set(template)
+    # already in it (assigning one on an unfrozen model); a copy made by copy_with keeps it too.
+    every = _every[cls] = set(template)
 
     def build(fields: dict[str, Any]) -> Any:
         values = {**template, **fields}
@@ -58,6 +58,10 @@ def _builder(cls: type) -> Callable[[dict[str, Any]], Any]:
         return obj
 
     return build
+
+
+# class -> the fields set its builder gives every object (all of them).
+_every: dict[type, set[str]] = {}
 
 
 def _factory(factory: Callable[[], Any]) -> Callable[[], Any]:
@@ -100,7 +104,8 @@ def copy_with(model: Any, update: dict[str, Any]) -> Any:
         return model.model_copy(update=update)
     obj = cls.__new__(cls)
     _set_dict(obj, {**model.__dict__, **update})
-    _set_fields_set(obj, model.__pydantic_fields_set__ | update.keys())
+    fields_set = model.__pydantic_fields_set__
+    _set_fields_set(obj, fields_set if fields_set is _every.get(cls) else fields_set | update.keys())
     _set_extra(obj, None)
     _set_private(obj, None)
     return obj
