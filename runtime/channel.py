@@ -50,7 +50,7 @@ def parse_events(lines: list[bytes], on_bad: Callable[[str], None] | None = None
         return out
 
 
-def seq_of(line: bytes) -> int | None:
+def _seq_of(line: bytes) -> int | None:
     """The ``seq`` of an event line as the runtime writes it (``{"seq":12,...``); None for another line."""
     if not line.startswith(b'{"seq":'):
         return None
@@ -633,7 +633,7 @@ class Channel:
                     start = max(self._journal_from, start - block)
                     f.seek(start)
                     lines = f.read(end - start).split(b"\n")
-                    first = seq_of(lines[1] if start > self._journal_from and len(lines) > 1 else lines[0])
+                    first = _seq_of(lines[1] if start > self._journal_from and len(lines) > 1 else lines[0])
                     if first is not None and first <= after:
                         break
                     block *= 4
@@ -642,7 +642,7 @@ class Channel:
         if start > self._journal_from:
             lines = lines[1:]  # the first may be the end of a line before the block
         lines = lines[:-1]  # after the last newline: nothing, or a line torn by a crash
-        return [(seq, line) for line in lines if (seq := seq_of(line)) is not None and seq > after]
+        return [(seq, line) for line in lines if (seq := _seq_of(line)) is not None and seq > after]
 
     def recover(self, after_seq: int) -> list[bytes]:
         """The events the dead worker journaled but never sent (its last batch): this run's lines of

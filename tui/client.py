@@ -15,7 +15,6 @@ Nothing here imports textual.
 from __future__ import annotations
 
 import asyncio
-import itertools
 import json
 import re
 import time
@@ -24,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from flowtui.runtime.channel import LOAD_TIMEOUT_S, Channel, seq_of
+from flowtui.runtime.channel import LOAD_TIMEOUT_S, Channel
 from flowtui.runtime.linestore import Lines
 from flowtui.runtime.spawn import STOP_GRACE_S, Options
 from flowtui.tui.tokens import ExactTokens
@@ -102,6 +101,7 @@ class RunClient:
         self.detached: str | None = None  # attached: why the connection ended (the run lives on elsewhere)
         self.urgent = False  # a pause or the run's end arrived: redraw now, not at the next tick
         self._buffer: deque[bytes] = deque()  # event lines read, not folded yet
+        self._ending: str | None = None  # the worker is gone: "sent" / "journaled", what is folded before its end
         self.on_arrival: Any = None  # called (no arguments) when events arrive: the app wakes up
         self.tokens = ExactTokens()  # the run's own token counts of what the model sees, per pause
 
@@ -114,7 +114,7 @@ class RunClient:
         await self.close()
         self.view, self.lines, self.hello, self.stopping = None, Lines(), None, False
         self.tokens = ExactTokens()
-        self._buffer = deque()
+        self._buffer, self._ending = deque(), None
         self.channel = Channel(self._arrived, on_log=self._log, on_warning=self.warnings.append)
         c = self.config
         if c.attach is None:
@@ -241,15 +241,18 @@ class RunClient:
             n += len(batch)
             if clock() > deadline:
                 break
+        if not buffer and self._ending is not None:  # a gone worker's: what comes next, to fold next time
+            self._end_when_folded()
         if self.channel is not None and not self.channel.paused.is_set() and len(buffer) < MAX_BUFFERED // 2:
             self.channel.paused.set()
         return n
 
-    def gone(self) -> bool:
+    def gone(self, *, now: bool = False) -> bool:
         """The worker is gone; when its run never said how it ended, say it (journal and panes). True then.
 
-        What it sent before it went stays buffered and is folded a slice a tick, as it was (the status
-        says how much is left): folding a full backlog here held every key up for seconds."""
+        What it sent before it went is folded first, then what it journaled and never sent, then its
+        end, if it said none: by the ticks, a slice each, as while it lived (folding a flood's backlog
+        here held every key up for seconds), or ``now`` (the app quits, or reloads)."""
         channel = self.channel
         if channel is None or not channel.closed.is_set() or channel.ended or self.view is None:
             return False
@@ -259,34 +262,40 @@ class RunClient:
             self.detached = channel.let_go or "the connection to the run was lost"
             self.urgent = True
             return True
-        last = self._last_seq()
-        self._buffer.extend(channel.recover(last))  # what it journaled but never sent
-        if channel.run_id is None:  # it died before the run started
-            return False
+        if self._ending is None:
+            self._ending = "sent"
+        self.urgent = True
+        if now:
+            while self._buffer or self._ending is not None:
+                self.drain(5.0)
+                self._end_when_folded()
+        else:
+            self._end_when_folded()
+        return True
+
+    def _end_when_folded(self) -> None:
+        """The next step of a gone worker's ending, once everything before it is folded."""
+        channel = self.channel
+        if self._ending is None or self._buffer or channel is None:
+            return
+        if self._ending == "sent":  # folded what it sent: what it journaled but never sent comes next
+            self._ending = "journaled"
+            recovered = channel.recover(self.view.last_seq)
+            if recovered:
+                self._buffer.extend(recovered)
+                return
+        self._ending = None
+        if self.view.run_id is None:  # it died before the run started
+            return
         if not channel.ended:  # (its end may have been journaled, never sent)
             status, why = channel.ending()
             from flowtui.runtime.encoding import encode_event
             from flowtui.runtime.secrets import Redactor
 
-            event = channel.write_run_end(status, why, self._last_seq()) \
-                or _run_end(channel.run_id, self._last_seq() + 1, status, why)
+            event = channel.write_run_end(status, why, self.view.last_seq) or _run_end(self.view, status, why)
             self._buffer.append(encode_event(event, Redactor([])))
             channel.ended = True
         self.urgent = True
-        return True
-
-    def _last_seq(self) -> int:
-        """The seq of the last event read, folded or not (of the last lines that say one)."""
-        for line in itertools.islice(reversed(self._buffer), 8):
-            seq = seq_of(line)  # (as the worker writes an event, seq first; else the whole line)
-            if seq is None:
-                try:
-                    seq = json.loads(line).get("seq")
-                except (ValueError, AttributeError):
-                    continue
-            if type(seq) is int:
-                return max(seq, self.view.last_seq)
-        return self.view.last_seq
 
     # --- commands ---------------------------------------------------------------------------
     @property
@@ -413,7 +422,7 @@ class RunClient:
         elif not channel.closed.is_set():
             await channel.stop(grace, reason=reason)
         await channel.wait()
-        self.gone()
+        self.gone(now=True)
 
     @property
     def journal_notes(self) -> list[str]:
@@ -530,12 +539,12 @@ def _set_child(holder: Any, key: str, value: str) -> None:
     holder[int(key) if isinstance(holder, list) else key] = value
 
 
-def _run_end(run_id: str, seq: int, status: str, why: str) -> Any:
+def _run_end(view: Any, status: str, why: str) -> Any:
     """The ``run.end`` of a run whose process died, for the panes (when there is no journal to write it to)."""
     from flowtui.runtime.bus import build_event
     from flowtui.runtime.events import RunEnd
 
-    return build_event(RunEnd, dict(seq=seq, ts=time.time(), run_id=run_id, node_id=None,
+    return build_event(RunEnd, dict(seq=view.last_seq + 1, ts=time.time(), run_id=view.run_id, node_id=None,
                                     parent_id=None, origin="flowtui", status=status, output=None,
                                     error=why if status == "failed" else None,
                                     reason=why if status != "failed" else None, duration_ms=0.0))

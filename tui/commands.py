@@ -57,7 +57,7 @@ class RunCommands:
         if left and channel is not None and channel.closed.is_set():
             # (its events came faster than they are shown: what it was doing is over)
             gone = "the connection to the run" if self.config.attach is not None else "the run's process"
-            said = f"{gone} has ended; showing the {left:,} events it sent before"
+            said = f"{gone} has ended; showing the {left:,} event{'s' if left != 1 else ''} it sent before"
             return f"{word}: {said}" if word else said
         return word
 
