@@ -145,6 +145,19 @@ def argument_text(value: str) -> str:
     return value.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
 
 
+def file_name(value: str) -> str:
+    """A file argument whose name is UTF-8: the run's process names its files in messages and events,
+    which are UTF-8 JSON (a name with a Latin-1 byte made ``flowtui run`` end in a traceback, and
+    left the app waiting for a run that never started)."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        shown = repr(os.fsencode(value))[2:-1]  # the bytes as the shell took them: caf\xe9.jsonl
+        raise argparse.ArgumentTypeError(f"the file name {shown} is not UTF-8 (a run names its files in "
+                                         "its events, which are UTF-8); rename the file") from None
+    return value
+
+
 def parse_flow_args(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespace:
     """``parser.parse_args``, for a parser given :func:`add_flow_arguments`: an unknown option is
     named before a missing FLOW, with the option it looks like (``--inptu``: ``--input``)."""
@@ -165,27 +178,27 @@ def add_flow_arguments(parser: argparse.ArgumentParser) -> None:
     """The arguments ``flowtui run`` and the app share."""
     # Optional to argparse, required by parse_flow_args: argparse reports a missing positional before an
     # option it does not know, and `flowtui --bogus` was told to give a FLOW, not that --bogus is no option.
-    parser.add_argument("flow", metavar="FLOW[:Class]", nargs="?", help="the flow file, e.g. flows/revisao.py")
+    parser.add_argument("flow", metavar="FLOW[:Class]", nargs="?", type=file_name, help="the flow file, e.g. flows/revisao.py")
     parser.add_argument("--input", type=argument_text, action=_Once, help="the first user message")
     parser.add_argument("--memory", action="append", default=[], metavar="KEY=VALUE", type=argument_text,
                         help="seed durable memory (repeatable)")
     parser.add_argument("--data", action="append", default=[], metavar="KEY=VALUE", type=argument_text,
                         help="the run's data, read as ctx.data and never sent to the model (repeatable)")
     parser.add_argument("--model", help="use this litellm model for every agent (also FLOWTUI_MODEL)")
-    parser.add_argument("--replies", metavar="FILE", help="serve every ScriptedProvider from this TOML file")
+    parser.add_argument("--replies", metavar="FILE", type=file_name, help="serve every ScriptedProvider from this TOML file")
     cassette = parser.add_mutually_exclusive_group()
-    cassette.add_argument("--record", metavar="FILE",
+    cassette.add_argument("--record", metavar="FILE", type=file_name,
                           help="keep every model exchange in this cassette file (replaced when the run ends)")
-    cassette.add_argument("--replay", metavar="FILE", help="serve model replies from this cassette, no network")
+    cassette.add_argument("--replay", metavar="FILE", type=file_name, help="serve model replies from this cassette, no network")
     journal = parser.add_mutually_exclusive_group()
-    journal.add_argument("--journal", metavar="FILE",
+    journal.add_argument("--journal", metavar="FILE", type=file_name,
                          help=f"append every event to this JSONL file (default: a new "
                               f"{JOURNAL_DIR}/<Workflow>-<time>.jsonl per run)")
     journal.add_argument("--no-journal", action="store_true", help="do not journal the run")
     parser.add_argument("--approve", action="append", default=[], metavar="TOOL",
                         help="pause before every call of this tool for a decision: approve, deny or edit "
                              "(repeatable; 'all' for every tool)")
-    parser.add_argument("--resume-from", metavar="JOURNAL[@K]",
+    parser.add_argument("--resume-from", metavar="JOURNAL[@K]", type=file_name,
                         help="re-execute that journal's run with this code: model replies and tool results "
                              "served from it up to event K (default: its end), every event checked, then live")
     parser.add_argument("--watch", action="append", default=[], metavar="EXPR",
@@ -344,8 +357,8 @@ def main_run(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="flowtui run", description="Run a flow headless.")
     add_flow_arguments(parser)
     parser.add_argument("--json", action="store_true", help="print the events as JSON lines on stdout")
-    parser.add_argument("--from-snapshot", metavar="FILE", help="start from this TOML snapshot")
-    parser.add_argument("--snapshot-out", metavar="FILE",
+    parser.add_argument("--from-snapshot", metavar="FILE", type=file_name, help="start from this TOML snapshot")
+    parser.add_argument("--snapshot-out", metavar="FILE", type=file_name,
                         help="write the final state as a TOML snapshot (replaces the file, atomically)")
     parser.add_argument("--load-timeout", type=_seconds, default=None, metavar="S",
                         help="give up on a flow whose import takes longer (default: 30 s)")

@@ -325,5 +325,15 @@ def what_is_wrong(error: Exception) -> str:
 
 
 def encode(message: BaseModel) -> bytes:
-    """A protocol message (not an event: those go through :mod:`flowtui.runtime.encoding`) as one line."""
-    return message.model_dump_json().encode("utf-8") + b"\n"
+    """A protocol message (not an event: those go through :mod:`flowtui.runtime.encoding`) as one line.
+    A lone surrogate (a file name that is not UTF-8, as ``os`` gives it) becomes U+FFFD, as in an event:
+    the line stays UTF-8 JSON (it made the worker's hello fail, and the flow never loaded)."""
+    from pydantic_core import PydanticSerializationError
+
+    try:
+        return message.model_dump_json().encode("utf-8") + b"\n"
+    except PydanticSerializationError:
+        import json
+
+        text = json.dumps(message.model_dump(mode="json"), ensure_ascii=False, separators=(",", ":"))
+        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace").encode("utf-8") + b"\n"

@@ -1,6 +1,7 @@
 """flowtui run: live tree on stderr, output on stdout, exit codes, load errors without tracebacks."""
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -726,3 +727,27 @@ def test_a_workflow_named_like_a_path_journals_inside_the_journal_folder(tmp_pat
         path = new_journal(name, directory=runs)
         assert path.parent == runs and path.name.startswith(f"{stem}-"), (name, path)
     assert sorted(p.parent for p in tmp_path.rglob("*.jsonl")) == [runs] * 5
+
+
+def test_a_file_name_that_is_not_utf8_is_refused_naming_it():
+    """A Latin-1 file name given to the run: ``flowtui run`` ended in a traceback, and the app sat idle
+    waiting for a run that never started (its process could not say the name in its messages)."""
+    bad = os.fsdecode(b"caf\xe9.jsonl")
+    for args in (("run", "flows/revisao.py", "--input", "x", "--journal", bad),
+                 ("flows/revisao.py", "--input", "x", "--resume-from", bad)):
+        res = flowtui(*args)
+        assert res.returncode == 2, res.stderr
+        assert "the file name caf\\xe9.jsonl is not UTF-8" in res.stderr and "rename the file" in res.stderr
+        assert "Traceback" not in res.stderr
+    assert not (ROOT / bad).exists()
+
+
+def test_a_run_in_a_folder_whose_name_is_not_utf8(tmp_path):
+    """The flow's path names its folder: the worker's hello could not be written, and the flow never loaded.
+    Said as U+FFFD where the run names it, as an event does."""
+    folder = tmp_path / os.fsdecode(b"caf\xe9")
+    folder.mkdir()
+    write(folder, OK_FLOW)
+    res = flowtui("run", "flow.py", "--input", "x", cwd=folder)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.strip() == "resposta: x"
