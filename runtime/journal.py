@@ -34,7 +34,7 @@ from pydantic import ValidationError
 
 from flowtui.runtime.encoding import encode_event
 from flowtui.runtime.errors import ConfigError
-from flowtui.runtime.events import EVENT_TYPES, parse_event
+from flowtui.runtime.events import EVENT_TYPES, parse_event, validate_event
 from flowtui.runtime.files import cannot_write, not_a_file, open_append  # noqa: F401 (theirs, here too)
 from flowtui.runtime.secrets import Redactor, environment_secrets, redact
 
@@ -130,9 +130,26 @@ def runs_in(path: Path) -> int:
         return 0
     try:
         with path.open("rb") as f:
-            return sum(1 for line in lines_of(f) if isinstance(line, bytes) and line.startswith(b'{"seq":1,'))
+            return sum(1 for line in lines_of(f) if isinstance(line, bytes) and _starts_a_run(line))
     except OSError:
         return 0
+
+
+def _starts_a_run(line: bytes) -> bool:
+    """Whether a journal line is the event of seq 1: at a glance as flowtui writes one; read, when
+    written otherwise (a journal that went through another tool: spaces, keys in another order)."""
+    if line.startswith(b'{"seq":1,'):
+        return True
+    if line[7:8].isdigit() and line.startswith(b'{"seq":'):  # flowtui's own line, of another event
+        return False
+    if b'"seq"' not in line or b'"run.start"' not in line:
+        return False
+    try:
+        data = json.loads(line)
+    except (ValueError, RecursionError):
+        return False
+    return isinstance(data, dict) and type(data.get("seq")) is int and data["seq"] == 1 \
+        and data.get("type") == "run.start"
 
 
 # --- reading ---------------------------------------------------------------------------
@@ -228,8 +245,6 @@ _START_EXTRAS = frozenset({"input", "memory", "state", "file", "data", "resumed_
 def _mended_start(item: Invalid, notices: list[Skipped] | None) -> Any:
     """A run.start one of whose extras is malformed (a journal edited by hand, or from elsewhere):
     the event without them, and a notice naming them; else ``item`` as it was."""
-    from flowtui.runtime.events import validate_event
-
     try:
         return validate_event(item.data)  # its JSON is an event (its bytes were not: a lone surrogate, a deep value)
     except ValidationError as exc:
@@ -310,9 +325,9 @@ def parse_line(line: bytes, n: int = 0) -> Any:
     if not isinstance(kind, str) or kind not in EVENT_TYPES:  # (a list or an object is no type either)
         return Unknown(n, f"an event type this flowtui does not know: {_label(kind, 80)}", data,
                        type=_label(kind, 80), origin=_label(data.get("origin", "?"), 80))
-    try:
-        return parse_event(text)
-    except (ValidationError, ValueError) as exc:
+    try:  # (from the JSON read: pydantic's reader refuses a lone surrogate, "\ud800", which json reads)
+        return validate_event(data)
+    except (ValidationError, ValueError, RecursionError) as exc:
         return Invalid(n, f"{_label(kind, 40)}: {reason_of(exc)}", data, origin=_label(data.get("origin", "?"), 80))
 
 

@@ -606,7 +606,8 @@ async def test_sampling_is_compared_as_sent_the_providers_under_the_agents(tmp_p
 
 def test_a_lone_surrogate_in_a_journal_is_shown_escaped_by_flowtui_diff(tmp_path):
     """A journal from elsewhere holding "\\ud800" (JSON allows the escape): flowtui diff ended in a
-    UnicodeEncodeError traceback with exit 1, as if the runs differed."""
+    UnicodeEncodeError traceback with exit 1, as if the runs differed; then it skipped every line but
+    run.start's holding one (pydantic's JSON reader refuses it)."""
     a, b = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
     made = subprocess.run([sys.executable, "-c", "from flowtui.tui.cli import main; main()", "run",
                            "flows/revisao.py", "--input", "Escreva", "--journal", str(a)],
@@ -617,3 +618,5 @@ def test_a_lone_surrogate_in_a_journal_is_shown_escaped_by_flowtui_diff(tmp_path
                          capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert res.returncode == 1 and "Traceback" not in res.stderr, res.stderr
     assert 'input: "Escreva" → "Escreva\\ud800"' in res.stdout, res.stdout
+    # every line read: the user's message too (it was skipped, "not a valid event: … hex escape")
+    assert "skipped" not in res.stdout and res.stdout.count("finished, 82 events") == 2, res.stdout

@@ -282,3 +282,24 @@ async def test_a_run_start_with_a_malformed_extra_is_read_without_it_and_said(tm
     lines[0]["workflow"] = ["not", "a", "name"]  # a fault no run can be read past: still an invalid event
     path.write_text("".join(json.dumps(ev) + "\n" for ev in lines))
     assert isinstance(next(read_journal(path)), Invalid)
+
+
+def test_a_journal_another_tool_rewrote_is_appended_to(tmp_path):
+    """A journal whose lines went through another tool (``json.dumps``' spaces, keys reordered): every
+    reader took it, but ``--journal`` refused it as "something other than a flowtui journal (no run
+    starts in it)", counting runs only by flowtui's own first bytes."""
+    path = tmp_path / "j.jsonl"
+    root = Path(__file__).resolve().parent.parent
+
+    def run() -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-c", "from flowtui.tui.cli import main; main()", "run",
+                               "flows/revisao.py", "--input", "x", "--journal", str(path)],
+                              capture_output=True, text=True, cwd=root, timeout=120)
+
+    assert run().returncode == 0
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    path.write_text("".join(json.dumps(dict(reversed(e.items()))) + "\n" for e in lines))
+    again = run()
+    assert again.returncode == 0, again.stderr
+    assert f"journal: appended run 2 to {path}" in again.stderr
+    assert [e.type for e in read_journal(path) if e.type in ("run.start", "run.end")] == ["run.start", "run.end"] * 2
