@@ -30,6 +30,16 @@ async def test_the_divergence_screen_keeps_its_buttons_on_an_80x24_screen(tmp_pa
         assert hint.height >= 1 and inside.contains_region(hint), (hint, inside)
         report = screen.query_one("#diverged-report")
         assert report.region.height >= 3 and report.max_scroll_y > 0  # the report scrolls instead
+        # ... from the keys, the focus on a button (↓ did nothing: the values below its fold were out of reach)
+        await wait_until(pilot, lambda: "↑↓ scroll" in str(screen.query_one("#diverged-keys").content),
+                         what="the keys line to say the report scrolls")
+        assert hint.height == 1 and isinstance(app.focused, Button)
+        await pilot.press("down")
+        assert report.scroll_y == 1, report.scroll_y
+        await pilot.press("pagedown")
+        assert report.scroll_y == min(6, report.max_scroll_y) > 1, (report.scroll_y, report.max_scroll_y)
+        await pilot.press("up")
+        assert report.scroll_y == min(6, report.max_scroll_y) - 1, report.scroll_y
         await pilot.press("x")  # the keys still work
         await wait_until(pilot, lambda: not isinstance(app.screen, DivergedScreen), what="the screen to close")
 
@@ -48,3 +58,4 @@ async def test_one_changed_prompt_is_reported_whole_on_an_80x24_screen(tmp_path)
         report = app.screen.query_one("#diverged-report")
         assert report.max_scroll_y == 0, report.virtual_size  # nothing to scroll to: all of it in view
         assert app.screen.query_one("#diverged-keys").region.height == 1
+        assert "↑↓" not in str(app.screen.query_one("#diverged-keys").content)  # (nothing to scroll)

@@ -20,6 +20,8 @@ from flowtui.runtime.divergence import EVENT_FIELDS
 from flowtui.tui.shown import shown
 
 REPORT_ROWS = 20  # the report's height at most; it scrolls past that
+KEYS = "esc: look around first (the run waits; c continues live, x stops it)"
+KEYS_MORE = "↑↓ scroll · esc: look first (the run waits; c continues, x stops)"  # (one line at 80 columns)
 
 
 def _value(value: Any) -> str:
@@ -64,6 +66,12 @@ class DivergedScreen(ModalScreen[str | None]):
         Binding("x", "choose('cancel')", "Cancel", id="diverged.cancel", tooltip="Stop the run here"),
         Binding("escape", "choose(None)", "Look first", id="diverged.close",
                 tooltip="Close this; the run stays paused (c continues, x stops)"),
+        # the report scrolls from the keys wherever the focus is (on a button, at first): at 80x24 the
+        # values that differ were below its fold, and nothing said how to see them
+        Binding("down", "scroll_report(1)", "Scroll down", show=False),
+        Binding("up", "scroll_report(-1)", "Scroll up", show=False),
+        Binding("pagedown", "scroll_report(5)", "Page down", show=False),
+        Binding("pageup", "scroll_report(-5)", "Page up", show=False),
     ]
 
     def __init__(self, diverged: Any) -> None:
@@ -83,12 +91,12 @@ class DivergedScreen(ModalScreen[str | None]):
             with Horizontal(classes="dialog-buttons"):
                 yield Button("Continue live from here \\[c]", variant="warning", id="diverged-continue")
                 yield Button("Cancel \\[x]", variant="error", id="diverged-cancel")
-            yield Static(Text("esc: look around first (the run waits; c continues live, x stops it)", "dim"),
-                         id="diverged-keys")
+            yield Static(Text(KEYS, "dim"), id="diverged-keys")
 
     def on_mount(self) -> None:
         self.query_one("#diverged-cancel", Button).focus()
         self.call_after_refresh(self._fit)
+        self.watch(self.query_one("#diverged-report"), "virtual_size", self._say_keys, init=False)
 
     def on_resize(self, event: Resize) -> None:
         self.call_after_refresh(self._fit)
@@ -105,6 +113,16 @@ class DivergedScreen(ModalScreen[str | None]):
         rows = max(3, min(REPORT_ROWS, room - rest - report.styles.margin.height))
         if report.styles.max_height != rows:
             report.styles.max_height = rows
+        self.call_after_refresh(self._say_keys)
+
+    def _say_keys(self) -> None:
+        """The keys line names ↑↓ when the report has more than it shows."""
+        report = self.query_one("#diverged-report")
+        more = report.virtual_size.height > report.scrollable_content_region.height > 0
+        self.query_one("#diverged-keys", Static).update(Text(KEYS_MORE if more else KEYS, "dim"))
+
+    def action_scroll_report(self, rows: int) -> None:
+        self.query_one("#diverged-report").scroll_relative(y=rows, animate=False)
 
     def action_choose(self, choice: str | None) -> None:
         self.dismiss(choice)
