@@ -30,6 +30,7 @@ import contextlib
 import functools
 import os
 import re
+import signal
 import sys
 from collections.abc import Callable
 from datetime import datetime
@@ -396,17 +397,20 @@ def main_run(argv: list[str]) -> int:
         say("flowtui run: --approve needs a person to decide: open the flow in the app (flowtui FLOW "
             "--approve TOOL), or serve it with --listen and decide from `flowtui attach`")
         return 2
+    args.start_sent = False  # set as the run is started: a ctrl-C before that stopped nothing that ran
     try:
         return asyncio.run(_run_headless(args, memory, data))
-    except KeyboardInterrupt:  # a third ctrl-C while the worker is killed: nothing left to wait for
-        return 1
+    except KeyboardInterrupt:  # a third ctrl-C while the worker is killed, or one before asyncio's handler
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # (one more, as this is said, would kill the process)
+        if args.start_sent:
+            return 1
+        say(f"flowtui: stopped while {args.flow} was loading (ctrl-C); nothing of it ran")
+        return 2
 
 
 async def _run_headless(args: argparse.Namespace, memory: dict[str, str], data: dict[str, str]) -> int:
     """``flowtui run``: the run in a worker process, its tree (or events) printed; with ``--listen``,
     served to a client too (:mod:`flowtui.runtime.relay`), started paused."""
-    import signal
-
     from flowtui.runtime.channel import LOAD_TIMEOUT_S, Channel, LoadTimeout, parse_events
     from flowtui.runtime.encoding import encode_event
     from flowtui.runtime.errors import ConfigError
@@ -567,6 +571,7 @@ async def _run_headless(args: argparse.Namespace, memory: dict[str, str], data: 
         try:
             # Nobody drives a headless run: a watchpoint that fires stops it there. A served one starts
             # paused and waits for its client, as a watchpoint or a divergence makes it wait.
+            args.start_sent = True
             reply = await channel.command(p.Start(
                 input=args.input, memory=memory or None, data=data or None, paused=served, journal=channel.journal,
                 watch=args.watch, on_watch="pause" if served else "stop", resume_from=args.resume_from,

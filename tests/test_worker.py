@@ -888,3 +888,17 @@ def test_a_line_printed_in_pieces_with_pauses_is_said_as_going_on_or_written_ove
     lines = err.splitlines()
     start = lines.index("waiting")
     assert lines[start:start + 4] == ["waiting", "␍working", "␍half", "… and the rest"], err
+
+
+@pytest.mark.parametrize("after", [0.15, 0.25])
+def test_ctrl_c_while_flowtui_itself_starts_stops_with_no_traceback(tmp_path, after):
+    """ctrl-C while flowtui imports its own modules, or before asyncio's handler is in place: a
+    KeyboardInterrupt traceback, or exit 1 with nothing said (as if the run had failed). Wherever it
+    lands before the run starts: exit 2, said."""
+    proc = flowtui("run", str(ROOT / "flows/revisao.py"), "--input", "x", "--no-journal", cwd=tmp_path)
+    time.sleep(after)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=HANG)
+    assert proc.returncode == 2 and "Traceback" not in err, err
+    assert re.search(r"flowtui: stopped (\(ctrl-C\) before the run started|while .* was loading \(ctrl-C\); "
+                     r"nothing of it ran)", err), err

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
 
 
@@ -49,6 +50,10 @@ def main(argv: list[str] | None = None) -> None:
     _standard_streams()
     try:
         _main(sys.argv[1:] if argv is None else argv)
+    except KeyboardInterrupt:  # ctrl-C before a command put its own handling in place (while importing)
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # (one more, as this is said, would kill the process)
+        sys.stderr.write("flowtui: stopped (ctrl-C) before the run started\n")
+        sys.exit(2)
     except BrokenPipeError:  # what reads our output went away (`flowtui diff A B | head`): nothing to say
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # else the exit's flush fails again
         sys.exit(1)
