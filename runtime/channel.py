@@ -413,6 +413,11 @@ class Channel:
         """Send ``command`` without waiting for its reply."""
         self._write(command, None)
 
+    def unsent(self) -> int:
+        """Bytes written to the worker and not taken by it yet (read from any thread: one number)."""
+        writer = self._writer
+        return writer.transport.get_write_buffer_size() if writer is not None and not writer.is_closing() else 0
+
     def _write(self, command: p.BaseModel, waiter: Any) -> bool:
         """Number ``command`` and write it, its reply to go to ``waiter`` (a future, a callback, or
         None: unheard); False when it cannot go out. Not once the worker's input has closed: asyncio

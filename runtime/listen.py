@@ -62,6 +62,7 @@ MAX_FIRST_LINE = 64 * 1024  # bytes: the ``auth`` line is short; a longer one is
 MIN_TOKEN = 16  # characters: a shorter token given with --token is warned about
 MAX_PENDING = 16  # connections waiting to authenticate; one more lets the oldest go
 MAX_QUEUED = 64  # a client's commands read and not handled yet; it is read on as they are
+MAX_UNSENT = 8 * 1024 * 1024  # bytes of commands handed on and not taken by the worker: past this, reading waits
 MAX_LINE = 64 * 1024 * 1024  # bytes: a command after ``auth`` (an edit may carry a long text)
 RELEASE_WAIT_S = 1.0  # how long a new client waits for one that hung up without detaching to be let go
 WRONG_SPACING_S = 0.25  # after a wrong token, the next token is checked no sooner than this
@@ -254,10 +255,16 @@ class Listener:
                     self._call(self.worker.reply, command, "already authenticated: auth is the first line only")
                     continue
                 # At most MAX_QUEUED commands wait for the event loop: a client's flood never holds back a
-                # stop, ctrl-C or another client behind it (its socket fills and it waits instead).
+                # stop, ctrl-C or another client behind it (its socket fills and it waits instead). Nor
+                # what they carry waits unsent without end: a worker process slower than the socket
+                # (800 edits of 1 MiB grew flowtui run to 2.2 GB).
                 while not room.acquire(timeout=1.0):
                     if self._client is not conn:
                         return
+                while self.worker.unsent() > MAX_UNSENT:
+                    if self._client is not conn:
+                        return
+                    time.sleep(0.01)
                 self._call(self._handle, command, room)
         except OSError:
             pass

@@ -65,6 +65,10 @@ class Relay:
 
         self.channel.forward(command, answered)
 
+    def unsent(self) -> int:
+        """Bytes of commands written to the worker process and not read by it yet."""
+        return self.channel.unsent()
+
     def run_over(self) -> bool:
         return self.channel.ended or self.channel.closed.is_set() or self.channel.stopping_since is not None
 

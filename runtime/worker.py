@@ -202,6 +202,10 @@ class Worker:
         return 1 if self.run is not None and self.run.status == "failed" else 0
 
     # --- commands ------------------------------------------------------------------------
+    def unsent(self) -> int:
+        """Bytes of commands handed on and not applied yet: none, each is applied as it is handled."""
+        return 0
+
     def handle(self, command: Any) -> None:
         """Apply one command and answer it (an edit's refusal is an answer, not a failure)."""
         if command.type == "count":  # answered when counted: a tokenizer may take seconds to load

@@ -130,6 +130,29 @@ def test_an_over_long_first_line_is_refused_and_closed_and_memory_stays_bounded(
     assert messages(c, lambda out: out)[0]["type"] == "hello"
 
 
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads the server's memory from /proc")
+def test_a_client_sending_large_edits_faster_than_the_run_takes_them_is_held_back(listening):
+    """The worker process applies edits slower than a socket brings them: what was handed on and not
+    taken yet grew without end (800 edits of 1 MiB: flowtui run at 2.2 GB). Now reading the client
+    waits, every edit is still applied and answered, and the server stays small."""
+    proc, port, token = listening
+    before = rss_kb(proc.pid)
+    sock = socket.create_connection(("127.0.0.1", port), timeout=HANG)
+    sock.sendall(auth(token))
+    answered: list[dict] = []
+    reader = threading.Thread(target=lambda: answered.extend(
+        m for m in messages(sock, lambda out: len(replies(out)) >= 400, timeout=120) if m["type"] == "reply"))
+    reader.start()
+    text, peak = "z" * (1 << 20), 0
+    for i in range(400):
+        sock.sendall(json.dumps({"type": "add_item", "id": i + 1, "bucket": "tasks", "text": text}).encode() + b"\n")
+        if i % 10 == 0:
+            peak = max(peak, rss_kb(proc.pid))
+    reader.join(timeout=120)
+    assert [(r["id"], r["ok"]) for r in answered] == [(i + 1, True) for i in range(400)], answered[-3:]
+    assert peak - before < 256 * 1024, f"the server grew by {(peak - before) // 1024} MB"  # (KiB)
+
+
 def test_a_first_line_just_too_long_is_refused_with_why(listening):
     proc, port, token = listening
     sock = socket.create_connection(("127.0.0.1", port), timeout=HANG)
