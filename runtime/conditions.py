@@ -16,6 +16,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+import regex  # re's syntax, and a search that can time out
+
 from flowtui.runtime.context import NON_FINITE_WORDS
 
 MISSING: Any = type("Missing", (), {"__repr__": lambda self: "(absent)"})()  # a field the run does not have
@@ -248,15 +250,28 @@ class Matches:
         return [self.subject]
 
     @property
-    def regex(self) -> re.Pattern:
+    def regex(self) -> Any:
         return compile_pattern(self.pattern, self.flags)
 
     def eval(self, track: Any, change: Any, totals: Any) -> tuple[bool, bool, str | None]:
-        regex = self.regex
+        compiled = self.regex
         for item in self.subject.gained(change):
-            if regex.search(item):
+            try:
+                found = compiled.search(item, timeout=PATTERN_TIMEOUT_S)
+            except TimeoutError:
+                raise PatternTooSlow(f"its pattern took over {PATTERN_TIMEOUT_S:g} s on {_show(item)} (it backtracks: "
+                                     "write it without nested repeats); this watchpoint is off now") from None
+            if found:
                 return True, True, f"{self.subject} gained {_show(item)}"
         return False, False, None
+
+
+PATTERN_TIMEOUT_S = 0.1  # a pattern's search of one text: past this, the watchpoint is taken off
+
+
+class PatternTooSlow(Exception):
+    """A watchpoint's pattern backtracked on a text past :data:`PATTERN_TIMEOUT_S` (``/(a|aa)+$/`` on a
+    text the model wrote): the run would have hung in the search."""
 
 
 @dataclass(frozen=True)
@@ -289,16 +304,19 @@ def _group(node: Any, word: str) -> str:
     return f"({node})" if isinstance(node, Both) and node.word != word else str(node)
 
 
-_REGEX_CACHE: dict[tuple[str, str], re.Pattern] = {}
+_REGEX_CACHE: dict[tuple[str, str], Any] = {}
 
 
-def compile_pattern(pattern: str, flags: str) -> re.Pattern:
+def compile_pattern(pattern: str, flags: str) -> Any:
+    """``pattern`` as ``re`` reads it (``re.error`` where it does not), compiled by ``regex``, whose
+    searches take a timeout."""
     key = (pattern, flags)
-    regex = _REGEX_CACHE.get(key)
-    if regex is None:
+    found = _REGEX_CACHE.get(key)
+    if found is None:
         bits = 0
         for f in flags:
             bits |= {"i": re.IGNORECASE, "m": re.MULTILINE, "s": re.DOTALL}[f]
-        regex = _REGEX_CACHE[key] = re.compile(pattern, bits)
-    return regex
+        re.compile(pattern, bits)  # re's syntax and its errors (where they are): what the README promises
+        found = _REGEX_CACHE[key] = regex.compile(pattern, bits)
+    return found
 

@@ -23,7 +23,7 @@ import json
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from flowtui.runtime.conditions import new_items
+from flowtui.runtime.conditions import PatternTooSlow, new_items
 from flowtui.runtime.watch import Watch, check_fields, check_known, parse
 
 if TYPE_CHECKING:
@@ -324,7 +324,11 @@ class Watchpoints:
                 self._judge(watch, t, change, t.prev, seq)
 
     def _judge(self, watch: Watch, t: Track, change: Change, prev: dict[str, bool], seq: int) -> None:
-        true, fresh, detail = watch.condition.eval(t, change, self.totals)
+        try:
+            true, fresh, detail = watch.condition.eval(t, change, self.totals)
+        except PatternTooSlow as exc:  # taken off, and said as a hit: the run pauses there, saying why
+            self.remove(watch.text)
+            true, fresh, detail = True, True, str(exc)
         was = prev.get(watch.key, False)
         prev[watch.key] = true
         resume = getattr(self.root, "resume", None)

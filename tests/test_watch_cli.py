@@ -217,3 +217,17 @@ def test_a_run_a_watchpoint_stopped_between_a_replys_calls_reexecutes_without_a_
     assert again.returncode == 4, again.stderr  # stopped where the recorded run stopped, as it did: no divergence
     end = json.loads(again.stdout.splitlines()[-1])
     assert end["type"] == "run.end" and end["reason"].startswith("watchpoint history ~ /echo: one/ fired")
+
+
+def test_a_pattern_that_backtracks_on_a_text_stops_the_run_there_saying_so_instead_of_hanging_it():
+    """``/(a|aa)+$/`` on 40 a's then "!" backtracks for years: the run hung in the search (a text the
+    model writes can do that to an ordinary-looking pattern). The search is cut after 0.1 s, the
+    watchpoint taken off, and the run stops there saying why (in the app it pauses there)."""
+    res = subprocess.run([sys.executable, "-c", "from flowtui.tui.cli import main; main()", "run",
+                          str(ROOT / "flows/revisao.py"), "--input", "a" * 40 + "!", "--no-journal",
+                          "--watch", "history ~ /(a|aa)+$/"], capture_output=True, text=True, cwd=ROOT, timeout=60)
+    assert res.returncode == 4, res.stderr
+    (line,) = [line for line in res.stderr.splitlines() if line.startswith("◆")]
+    assert line.startswith("◆ watchpoint history ~ /(a|aa)+$/ fired at event #2 in RevisaoWorkflow (its pattern "
+                           f"took over 0.1 s on '{'a' * 40}!' (it backtracks"), line
+    assert line.endswith("this watchpoint is off now)"), line
