@@ -179,18 +179,21 @@ def add_flow_arguments(parser: argparse.ArgumentParser) -> None:
     """The arguments ``flowtui run`` and the app share."""
     # Optional to argparse, required by parse_flow_args: argparse reports a missing positional before an
     # option it does not know, and `flowtui --bogus` was told to give a FLOW, not that --bogus is no option.
-    parser.add_argument("flow", metavar="FLOW[:Class]", nargs="?", type=file_name, help="the flow file, e.g. flows/revisao.py")
+    parser.add_argument("flow", metavar="FLOW[:Class]", nargs="?", type=file_name,
+                        help="the flow file, e.g. flows/revisao.py")
     parser.add_argument("--input", type=argument_text, action=_Once, help="the first user message")
     parser.add_argument("--memory", action="append", default=[], metavar="KEY=VALUE", type=argument_text,
                         help="seed durable memory (repeatable)")
     parser.add_argument("--data", action="append", default=[], metavar="KEY=VALUE", type=argument_text,
                         help="the run's data, read as ctx.data and never sent to the model (repeatable)")
     parser.add_argument("--model", help="use this litellm model for every agent (also FLOWTUI_MODEL)")
-    parser.add_argument("--replies", metavar="FILE", type=file_name, help="serve every ScriptedProvider from this TOML file")
+    parser.add_argument("--replies", metavar="FILE", type=file_name,
+                        help="serve every ScriptedProvider from this TOML file")
     cassette = parser.add_mutually_exclusive_group()
     cassette.add_argument("--record", metavar="FILE", type=file_name,
                           help="keep every model exchange in this cassette file (replaced when the run ends)")
-    cassette.add_argument("--replay", metavar="FILE", type=file_name, help="serve model replies from this cassette, no network")
+    cassette.add_argument("--replay", metavar="FILE", type=file_name,
+                          help="serve model replies from this cassette, no network")
     journal = parser.add_mutually_exclusive_group()
     journal.add_argument("--journal", metavar="FILE", type=file_name,
                          help=f"append every event to this JSONL file (default: a new "

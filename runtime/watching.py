@@ -327,7 +327,9 @@ class Watchpoints:
         try:
             true, fresh, detail = watch.condition.eval(t, change, self.totals)
         except PatternTooSlow as exc:  # taken off, and said as a hit: the run pauses there, saying why
-            self.remove(watch.text)
+            # (the checker stays a sink: detaching it while the stream hands it an event would skip the next sink)
+            self.items = [w for w in self.items if w is not watch]
+            self._changed()
             true, fresh, detail = True, True, str(exc)
         was = prev.get(watch.key, False)
         prev[watch.key] = true
