@@ -33,7 +33,9 @@ class _Event(BaseModel):
     # whatever a newer flowtui adds to an event this one knows
     model_config = ConfigDict(frozen=True, extra="allow")
 
-    seq: int
+    # a positive JSON integer a reader can hold (not true, not -5, not 10**30): a journal from elsewhere
+    # with those was read, and its events placed before the run's first or past its end
+    seq: int = Field(strict=True, ge=1, le=2**53)
     ts: float
     run_id: str
     node_id: str | None = None

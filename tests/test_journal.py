@@ -12,6 +12,7 @@ import textwrap
 import time
 from pathlib import Path
 
+import pytest
 from hypothesis import given, settings, strategies as st
 
 from flowtui import FunctionProvider, Input, agent, bootstrap, tool, workflow
@@ -303,3 +304,20 @@ def test_a_journal_another_tool_rewrote_is_appended_to(tmp_path):
     assert again.returncode == 0, again.stderr
     assert f"journal: appended run 2 to {path}" in again.stderr
     assert [e.type for e in read_journal(path) if e.type in ("run.start", "run.end")] == ["run.start", "run.end"] * 2
+
+
+@pytest.mark.parametrize("seq,why", [(-5, "greater than or equal to 1"), (0, "greater than or equal to 1"),
+                                     (10**30, "less than or equal to 9007199254740992"), (True, "valid integer"),
+                                     (2.0, "valid integer")])
+def test_a_seq_no_run_could_have_is_an_invalid_line_named_as_such(tmp_path, seq, why):
+    """A journal from elsewhere with ``"seq": -5``, ``10**30`` or ``true``: diff and replay took the line
+    (``-5``: "events #-4 to #0 are missing before it"; ``true``: read as event #1; ``10**30`` replayed
+    after the run's end), where ``--resume-from`` refused it."""
+    lines = [encode_event(ev(CtxSet, seq=i, name="i", value=i), NONE).decode() for i in range(1, 4)]
+    odd = json.loads(lines[1])
+    odd["seq"] = seq
+    path = tmp_path / "j.jsonl"
+    path.write_text("\n".join([lines[0], json.dumps(odd), lines[2]]) + "\n")
+    events = list(read_journal(path))
+    assert [type(e).__name__ for e in events] == ["CtxSet", "Invalid", "CtxSet"]
+    assert events[1].reason.startswith("ctx.set: seq: ") and why in events[1].reason, events[1].reason
