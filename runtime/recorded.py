@@ -296,25 +296,30 @@ def _check_prefix(recorded: Recorded, numbers: list[int], skipped: list[tuple[in
     again)."""
     events, k = recorded.events, recorded.at
     end_line = numbers[0]
+    faults: list[tuple[int, ResumeError]] = []  # (line, why): the first line at fault is the one said
     for ev, n in zip(events, numbers):
         if ev["seq"] > k:
             continue
         end_line = max(end_line, n)
-        if ev["seq"] in recorded.lazy:
-            continue  # its head matched the writer's own layout; the comparison reads the rest
+        if ev["seq"] in recorded.lazy or faults and faults[0][0] < n:
+            continue  # its head matched the writer's own layout (the comparison reads the rest); or found past one
         try:
             validate_event(ev)
         except ValueError as exc:  # pydantic's ValidationError among them
-            raise recorded.damaged(ev["seq"], reason_of(exc)) from None
+            faults = [(n, recorded.damaged(ev["seq"], reason_of(exc)))]
     for n, why in skipped:
         if numbers[0] < n < end_line:
             before = max((ev["seq"] for ev, m in zip(events, numbers) if m < n), default=1)
             after = min((ev["seq"] for ev, m in zip(events, numbers) if m > n), default=before + 1)
             if after == before + 1:  # a line that is no event between two that follow on: none is missing
                 continue
-            raise ResumeError(f"--resume-from {recorded.path}: line {n}, inside the events re-executed (1..{k}), "
-                              f"cannot be read ({why}): an event of the run is missing there, and what it did "
-                              f"would silently not be done again; {_before(recorded.path, before + 1)}")
+            faults.append((n, ResumeError(
+                f"--resume-from {recorded.path}: line {n}, inside the events re-executed (1..{k}), cannot be read "
+                f"({why}): an event of the run is missing there, and what it did would silently not be done "
+                f"again; {_before(recorded.path, before + 1)}")))
+            break
+    if faults:  # (the one a person fixing the file meets first; the advice then holds for the others too)
+        raise min(faults, key=lambda fault: fault[0])[1]
     prefix = [ev for ev in events if ev["seq"] <= k]
     gap = next(gaps((ev["seq"], ev["type"], ev.get("kind") if ev["type"] in ("node.start", "node.end") else None,
                      ev.get("node_id"), ev.get("origin")) for ev in prefix), None)

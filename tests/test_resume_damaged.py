@@ -299,3 +299,18 @@ def test_unreadable_lines_after_the_last_event_read_are_refused_unless_the_run_e
     assert flowtui("run", str(FLOW), "--resume-from", f"{journal}@{n}", "--no-journal", cwd=tmp_path).returncode == 0
     journal.write_text("\n".join([*recorded, "\x00garbage"]) + "\n", encoding="utf-8")  # after its end: no obstacle
     assert flowtui("run", str(FLOW), "--resume-from", str(journal), "--no-journal", cwd=tmp_path).returncode == 0
+
+
+def test_the_first_line_at_fault_is_the_one_said(recorded, tmp_path):
+    """A line that cannot be read (line 6) before an event that is damaged (line 14): the damaged one was
+    said first, and its advice (@13) only led to the other refusal (@5)."""
+    events = [json.loads(line) for line in recorded]
+    events[5]["type"] = "foo.bar"
+    node = next(e for e in events[10:] if e["type"] == "node.start")
+    node["kind"] = "weird"
+    journal = tmp_path / "run.jsonl"
+    journal.write_text("\n".join(json.dumps(e) for e in events) + "\n", encoding="utf-8")
+    with pytest.raises(ResumeError) as caught:
+        Resume.load(str(journal))
+    assert f"--resume-from {journal}: line 6, inside the events re-executed" in str(caught.value)
+    assert f"(--resume-from {journal}@5)" in str(caught.value)
