@@ -218,7 +218,8 @@ class Listener:
                 return
             # a client that hung up without detaching is let go on the event loop (one taken over, too):
             # a moment to finish it
-            taken = self._client if p.parse_command(first).take_over else None  # (checked by _checked)
+            take_over = p.parse_command(first).take_over  # (checked by _checked)
+            taken = self._client if take_over else None
             if taken is not None:
                 self._call(self._taken_over, taken)
             deadline = time.monotonic() + RELEASE_WAIT_S
@@ -227,7 +228,8 @@ class Listener:
                 time.sleep(0.01)
             with self._lock:
                 if self._client is not None:
-                    _refuse(conn, "another client is attached to this run (flowtui attach --take-over detaches it)")
+                    _refuse(conn, "another client attached at the same time as this one; try again" if take_over
+                            else "another client is attached to this run (flowtui attach --take-over detaches it)")
                     return
                 self._client = conn
             attached = True

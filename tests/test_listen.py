@@ -941,3 +941,19 @@ def test_a_served_flow_says_its_address_first_and_its_load_notes_after(tmp_path)
             proc.wait()
     assert "importing" in err and "tool lookup has no description" in err
     assert out == "ok\n"
+
+
+def test_clients_taking_over_at_once_are_never_told_to_take_over(listening):
+    """Several ``--take-over`` clients at once: one ends up attached, and one that lost the race was told
+    "another client is attached to this run (flowtui attach --take-over detaches it)", which it had used."""
+    proc, port, token = listening
+    events_until(attach(port, token), paused_msg)
+    socks = [socket.create_connection(("127.0.0.1", port), timeout=HANG) for _ in range(6)]
+    for sock in socks:
+        sock.sendall(auth(token, take_over=True))
+    said = [messages(sock, lambda out: out) for sock in socks]
+    refusals = [r for out in said for r in replies(out)]
+    assert all(r[2] != BUSY for r in refusals), refusals
+    assert {r[2] for r in refusals} <= {"another client attached at the same time as this one; try again",
+                                        "another client took this run over (flowtui attach --take-over); "
+                                        "the run goes on there"}, refusals
