@@ -247,21 +247,20 @@ class RunClient:
             self.channel.paused.set()
         return n
 
-    def gone(self, *, now: bool = False) -> bool:
-        """The worker is gone; when its run never said how it ended, say it (journal and panes). True then.
+    def gone(self, *, now: bool = False) -> None:
+        """The worker is gone: when its run never said how it ended, say it (journal and panes).
 
         What it sent before it went is folded first, then what it journaled and never sent, then its
         end, if it said none: by the ticks, a slice each, as while it lived (folding a flood's backlog
         here held every key up for seconds), or ``now`` (the app quits, or reloads)."""
         channel = self.channel
         if channel is None or not channel.closed.is_set() or channel.ended or self.view is None:
-            return False
+            return
         if self.config.attach is not None:  # the run lives on where it is served: it did not end
-            if self.detached is not None:
-                return False
-            self.detached = channel.let_go or "the connection to the run was lost"
-            self.urgent = True
-            return True
+            if self.detached is None:
+                self.detached = channel.let_go or "the connection to the run was lost"
+                self.urgent = True
+            return
         if self._ending is None:
             self._ending = "sent"
         self.urgent = True
@@ -271,7 +270,6 @@ class RunClient:
                 self._end_when_folded()
         else:
             self._end_when_folded()
-        return True
 
     def _end_when_folded(self) -> None:
         """The next step of a gone worker's ending, once everything before it is folded."""
