@@ -62,6 +62,7 @@ from functools import cache
 from typing import Annotated, Any, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, TypeAdapter, field_validator
+from pydantic_core import PydanticSerializationError
 
 from flowtui.runtime.events import EVENT_CLASSES
 
@@ -328,8 +329,6 @@ def encode(message: BaseModel) -> bytes:
     """A protocol message (not an event: those go through :mod:`flowtui.runtime.encoding`) as one line.
     A lone surrogate (a file name that is not UTF-8, as ``os`` gives it) becomes U+FFFD, as in an event:
     the line stays UTF-8 JSON (it made the worker's hello fail, and the flow never loaded)."""
-    from pydantic_core import PydanticSerializationError
-
     try:
         return message.model_dump_json().encode("utf-8") + b"\n"
     except PydanticSerializationError:

@@ -656,25 +656,30 @@ def test_a_terminate_or_hangup_signal_quits_as_q_does_and_gives_the_terminal_bac
                              "SIGHUP": "the app's terminal went away (SIGHUP)"}[signum]
 
 
+def counted(view, count: int, **end) -> list[bytes]:
+    """A flood the run could have sent after its last event: ``count`` ``ctx.set counter`` events, as the
+    worker writes them (compact JSON), handed to the channel as it hands what it read; with ``end``, the
+    run.end's fields after them."""
+    base = {"ts": 0.0, "run_id": view.run_id, "node_id": None, "parent_id": None, "origin": "tool:flood"}
+    seq = view.last_seq
+
+    def line(**event) -> bytes:
+        return json.dumps({**base, **event}, separators=(",", ":")).encode()
+
+    lines = [line(seq=seq + i, type="ctx.set", name="counter", value=i) for i in range(1, count + 1)]
+    if end:
+        lines.append(line(seq=seq + count + 1, origin="runtime", type="run.end", **end))
+    return lines
+
+
 async def test_keys_are_answered_while_a_backlog_that_ends_the_run_is_folded():
     """A flood's backlog with the run's end behind it: the end is shown once the backlog is folded,
     a slice a tick, and a key pressed meanwhile is answered before it is (folding all of it in one
     go held every key until the last event)."""
-    import json
-
     app = make(input="go")
     async with app.run_test() as pilot:
         await paused(pilot)
-        view = app.client.view
-        run_id, seq = view.run_id, view.last_seq
-        base = {"ts": 0.0, "run_id": run_id, "node_id": None, "parent_id": None, "origin": "tool:flood"}
-
-        def line(**event) -> bytes:  # as the worker writes an event: compact JSON
-            return json.dumps({**base, **event}, separators=(",", ":")).encode()
-
-        lines = [line(seq=seq + i, type="ctx.set", name="counter", value=i) for i in range(1, 300_001)]
-        lines.append(line(seq=seq + 300_001, origin="runtime", type="run.end", status="finished", output="done"))
-        app.client.channel.on_lines(lines)  # as the channel hands over what it read from the run
+        app.client.channel.on_lines(counted(app.client.view, 300_000, status="finished", output="done"))
         app.simulate_key("3")
         deadline = time.monotonic() + 30
         while app.main.current_view != "events" and time.monotonic() < deadline:
@@ -691,21 +696,12 @@ async def test_a_run_process_killed_behind_a_backlog_is_shown_a_slice_at_a_time(
     """The run's process dies while the app is behind on what it sent: that is folded a slice a tick, as
     before it died (folding it at once held every key up: 270 ms for 28,000 events of a flood), the
     status says what is left to show, and the run's end comes after all of it, in the journal too."""
-    import json
-
     journal = tmp_path / "j.jsonl"
     app = make(input="go", journal=str(journal))
     async with app.run_test() as pilot:
         await paused(pilot)
-        view = app.client.view
-        run_id, seq = view.run_id, view.last_seq
-        base = {"ts": 0.0, "run_id": run_id, "node_id": None, "parent_id": None, "origin": "tool:flood"}
-
-        def line(**event) -> bytes:  # as the worker writes an event: compact JSON
-            return json.dumps({**base, **event}, separators=(",", ":")).encode()
-
-        app.client.channel.on_lines([line(seq=seq + i, type="ctx.set", name="counter", value=i)
-                                     for i in range(1, 100_001)])
+        seq = app.client.view.last_seq
+        app.client.channel.on_lines(counted(app.client.view, 100_000))
         os.kill(app.client.channel.proc.pid, signal.SIGKILL)
         deadline = time.monotonic() + 30
         said = r"● the run's process has ended; showing the [\d,]+ events it sent before…"
