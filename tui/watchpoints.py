@@ -143,3 +143,10 @@ class RunWatches:
                   else f"{hit.expr}: {hit.detail or 'true'}")
                  + f" (event #{hit.seq}" + (f", {hit.workflow})" if hit.workflow else ")") for hit in pause.watch]
         self.notify(shown("\n".join(lines)), title="Watchpoint", timeout=8)
+        # the run may have taken one off (its pattern backtracked): the list as the run has it
+        self.run_worker(self._relist_watches(), group="command", exit_on_error=False)
+
+    async def _relist_watches(self: FlowApp) -> None:
+        before = list(self.client.watches)
+        if (await self.client.watch()).ok and self.client.watches != before:
+            self.flush(force=True)

@@ -164,3 +164,19 @@ def test_a_long_refused_watchpoint_is_shown_around_its_fault_so_the_caret_stays_
     assert first == f"expected a value (column {column})"
     assert len(shown) <= EXPR_SHOWN + 4 and shown.startswith("  …") and shown.endswith("…")
     assert shown[caret.index("^")] == ">" and shown[caret.index("^") - 1] == ">"  # under the fault
+
+
+async def test_a_watchpoint_taken_off_for_its_slow_pattern_leaves_the_list():
+    """Its pattern backtracked on a text past the search's limit: the run took it off and paused there;
+    the control pane, W and the palette no longer list it (they did, as if it still watched)."""
+    slow = "history ~ /(a|aa)+$/"
+    app = make("flows/revisao.py", input="a" * 40 + "!", watch=[slow, "memory ~ /nunca/"])
+    async with app.run_test(size=(140, 40)) as pilot:
+        await paused(pilot)
+        pause = app.client.view.pause
+        assert pause.reason == "watchpoint" and "this watchpoint is off now" in pause.watch[0].detail, pause
+        await wait_until(pilot, lambda: app.client.watches == ["memory ~ /nunca/"], what="the list without it")
+        assert slow not in _line(app, "watches")
+        await pilot.press("W")
+        await wait_until(pilot, lambda: isinstance(app.screen, WatchListDialog), what="the list")
+        assert app.screen.watches == ["memory ~ /nunca/"]
