@@ -36,7 +36,7 @@ _EVICT_BATCH = 200  # dropped together when the cache is full (oldest first)
 DIM = Style(dim=True)
 CURSOR_STYLE = Style(reverse=True)
 SUMMARY_CHARS = 1_000  # an event's description is cut here (wider than any screen)
-SEQ_CELLS = 7  # "    42 "
+SEQ_DIGITS = 6  # the seq column: "    42 ", wider once a run passes 999,999 events
 TYPE_MIN, TYPE_MAX = 12, 21  # "workflow_state.change" is 21
 ORIGIN_MIN, ORIGIN_MAX = 8, 26
 
@@ -120,13 +120,14 @@ def summarize(ev: Any) -> str:
     return f"line {ev.line}: {reason}" if reason and hasattr(ev, "line") else ""
 
 
-def columns(width: int) -> tuple[int, int, int]:
-    """Widths of the type and origin columns and of the description, for a pane ``width`` cells wide.
+def columns(width: int, digits: int = SEQ_DIGITS) -> tuple[int, int, int]:
+    """Widths of the type and origin columns and of the description, for a pane ``width`` cells wide
+    whose seq column holds ``digits``.
 
     The description takes what is left: type and origin get at most what their longest usual
     values need and shrink (origin first) so the description keeps about half the pane.
     """
-    rest = width - SEQ_CELLS - 2  # a space after the type and after the origin
+    rest = width - digits - 3  # a space after the seq, the type and the origin
     type_w = max(TYPE_MIN, min(TYPE_MAX, rest // 4))
     origin_w = max(ORIGIN_MIN, min(ORIGIN_MAX, rest // 5))
     return type_w, origin_w, max(rest - type_w - origin_w, 0)
@@ -191,6 +192,7 @@ class EventLog(DirectLines, QuietVirtualSize, ScrollView, can_focus=True):
         self._events: Sequence[Any] = []
         self._lines: dict[int, Strip] = {}
         self._columns = columns(80)
+        self._digits = SEQ_DIGITS
         self.cursor: int | None = None  # None: on the last event, following the tail
 
     @property
@@ -273,7 +275,7 @@ class EventLog(DirectLines, QuietVirtualSize, ScrollView, can_focus=True):
             kind = ev.type.split(".")[0]
             user = ev.origin == "user"
             type_w, origin_w, _ = self._columns
-            segs = [Segment(f"{ev.seq:>6} ", DIM),
+            segs = [Segment(f"{ev.seq:>{self._digits}} ", DIM),
                     Segment(f"{_fit(shown(ev.type), type_w):<{type_w}} ", TYPE_STYLES.get(kind, Style())),
                     Segment(f"{_fit(shown(ev.origin), origin_w):<{origin_w}} ", USER_STYLE if user else DIM),
                     Segment(shown(_fit(summarize(ev), SUMMARY_CHARS)).replace("\n", " ⏎ "))]
@@ -285,8 +287,10 @@ class EventLog(DirectLines, QuietVirtualSize, ScrollView, can_focus=True):
 
     def render_line(self, y: int) -> Strip:
         width, base = self.size.width, self.rich_style
-        if columns(width) != self._columns:  # a new width: the columns move, every line is drawn again
-            self._columns = columns(width)
+        events = self._events
+        digits = max(SEQ_DIGITS, len(str(seq_of(events[-1])))) if events else SEQ_DIGITS
+        if (columns(width, digits), digits) != (self._columns, self._digits):  # the columns move: drawn again
+            self._columns, self._digits = columns(width, digits), digits
             self._lines.clear()
         i = self.scroll_offset.y + y
         if i >= len(self._events):
