@@ -3,7 +3,7 @@
 A tool failure is an observation for the model, not an exception: ``execute``
 raising, returning ``ToolOutput(is_error=True)``, an unknown tool name, or
 arguments that fail the schema all become a ``tool`` message with
-``is_error=True``. Only what ``ENDS_THE_RUN`` names ends the run: a ``FatalToolError``, a budget's
+``is_error=True``. Only what ``ends_the_run`` names ends the run: a ``FatalToolError``, a budget's
 error, a ``MemoryError``.
 """
 
@@ -138,9 +138,12 @@ async def _count_failure(run: "Run", tool: str, output: str, is_error: bool) -> 
                         then=run.check_state)
 
 
-# What a tool raises that ends the run, not an observation: a FatalToolError, a child workflow's budget
-# error, and a MemoryError (the run's process is out of memory: nothing the model can fix).
-ENDS_THE_RUN = (FatalToolError, BudgetExceededError, MemoryError)
+def ends_the_run(exc: Exception) -> bool:
+    """What a tool raises that ends the run, not an observation: a FatalToolError, a child workflow's
+    budget error, and a MemoryError (the run's process is out of memory: nothing the model can fix).
+    Not a subclass of it: numpy's "Unable to allocate 8 TiB for an array" is a request too large, which
+    the model can make smaller."""
+    return isinstance(exc, (FatalToolError, BudgetExceededError)) or type(exc) is MemoryError
 
 
 async def _execute(run: "Run", spec: AgentSpec, agent: Any, call: ToolCall,
@@ -149,9 +152,9 @@ async def _execute(run: "Run", spec: AgentSpec, agent: Any, call: ToolCall,
     if "before_tool" in spec.hooks:
         try:
             new = await run.hook(agent.before_tool, spec.name, "before_tool", (call, run.ctx))
-        except ENDS_THE_RUN:
-            raise
         except Exception as exc:
+            if ends_the_run(exc):
+                raise
             return f"Tool call {call.name} was cancelled: {exc}", True, call
         if isinstance(new, ToolCall):
             call = new
@@ -175,9 +178,9 @@ async def invoke_tool(run: "Run", spec: AgentSpec, call: ToolCall,
     invocation = ToolInvocation(name=call.name, args=dict(call.args), agent=spec.name, ctx=run.ctx, call_id=call.id)
     try:
         out = await through(run.tool_layers, invocation, to_tool)
-    except ENDS_THE_RUN:
-        raise
     except Exception as exc:
+        if ends_the_run(exc):
+            raise
         return f"Tool {call.name} failed: {str(exc) or type(exc).__name__}", True, reached[-1]
     text, is_error = _text(out)
     return text, is_error, reached[-1]
@@ -215,9 +218,9 @@ async def _run_tool(run: "Run", spec: AgentSpec, call: ToolCall,
         execute = resume.tool(run, tspec, execute)
     try:
         value = await call_user(execute, (), kwargs=kwargs, origin=f"tool:{call.name}", then=run.check_state)
-    except ENDS_THE_RUN:
-        raise
     except Exception as exc:
+        if ends_the_run(exc):
+            raise
         result = f"Tool {call.name} failed: {str(exc) or type(exc).__name__}", True
     else:
         result = _text(value)

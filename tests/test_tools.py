@@ -564,6 +564,34 @@ async def test_a_tool_out_of_memory_fails_the_run_not_the_call(where):
     assert end.type == "run.end" and end.status == "failed" and end.error.startswith("MemoryError"), end
 
 
+async def test_a_request_too_large_to_allocate_is_told_to_the_model():
+    """numpy says "Unable to allocate 8.00 TiB for an array" with a subclass of MemoryError: the process
+    is not out of memory, and the model can ask for less. It ended the run as if it were."""
+    class ArrayMemoryError(MemoryError):  # numpy's _ArrayMemoryError, without numpy
+        pass
+
+    @tool(name="load", schema=EchoArgs)
+    class Load:
+        def execute(self, args: EchoArgs = Input()):
+            raise ArrayMemoryError("Unable to allocate 8.00 TiB for an array with shape (10**12,)")
+
+    @agent(provider=script(call("load", text="q"), "smaller then"), tools=[Load])
+    class A:
+        pass
+
+    @workflow(steps=[A])
+    class W:
+        pass
+
+    app = bootstrap(W)
+    events: list = []
+    app.subscribe(events.append)
+    await app.run("go")
+    (told,) = tool_messages(events)
+    assert told.content == "Tool load failed: Unable to allocate 8.00 TiB for an array with shape (10**12,)", told
+    assert events[-1].type == "run.end" and events[-1].status == "finished", events[-1]
+
+
 async def test_fatal_tool_error_ends_the_run_and_keeps_its_cause_private(tmp_path):
     @tool(name="db", schema=EchoArgs)
     class Db:
