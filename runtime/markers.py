@@ -130,16 +130,31 @@ def execute_plan(fn: Any, *, owner: str, schema: type | None, has_state: bool, w
     label = f"{getattr(fn, '__name__', 'execute')}()"
     plan: list[tuple[str, Want]] = []
     marked = [(p, marker_of(p, hints.get(p.name))) for p in params]
+    for p, kind in marked:
+        if kind is None and _is_ctx(hints.get(p.name)):  # it would get its default (None), or the arguments
+            raise InjectionError(f"{label} parameter {p.name!r} is annotated AgentContext but not marked; to "
+                                 f"receive the run's ctx, write {p.name}: AgentContext = Context()",
+                                 file=file, line=line, cls=owner)
     if not any(kind for _, kind in marked):
         if len(params) == 1:
+            _check_input(params[0], hints, schema, label, file, line, owner)
             return [(params[0].name, "input")]
         required = [p.name for p in params if p.default is inspect.Parameter.empty]
         if not params or not required:
             return []
         raise InjectionError(
             f"{label} takes {len(params)} parameters without markers ({', '.join(p.name for p in params)}); "
-            "mark them with Input(), Context() and State()",
+            "the tool's arguments come in one of them, a model of its schema= marked Input(); mark the "
+            "others Context() or State()",
             file=file, line=line, cls=owner)
+    inputs = [p for p, kind in marked if kind == "input"]
+    if len(inputs) > 1:
+        raise InjectionError(
+            f"{label} marks {len(inputs)} parameters Input() ({', '.join(p.name for p in inputs)}); one gets the "
+            "tool's arguments, as a model of its schema= (args.x, args.y)",
+            file=file, line=line, cls=owner)
+    for p in inputs:
+        _check_input(p, hints, schema, label, file, line, owner)
     for p, kind in marked:
         if kind is None:
             base = hints.get(p.name)
@@ -158,6 +173,28 @@ def execute_plan(fn: Any, *, owner: str, schema: type | None, has_state: bool, w
                 file=file, line=line, cls=owner)
         plan.append((p.name, kind))
     return plan
+
+
+def _is_ctx(hint: Any) -> bool:
+    from flowtui.runtime.context import AgentContext
+
+    return (get_args(hint)[0] if get_origin(hint) is Annotated else hint) is AgentContext
+
+
+def _check_input(p: inspect.Parameter, hints: dict[str, Any], schema: type | None, label: str,
+                 file: str | None, line: int | None, owner: str) -> None:
+    """The parameter that gets the arguments, annotated with a model, and no schema= given: the model
+    would be told the tool takes none, and the parameter would get a dict."""
+    from pydantic import BaseModel
+
+    hint = hints.get(p.name)
+    hint = get_args(hint)[0] if get_origin(hint) is Annotated else hint
+    if schema is None and isinstance(hint, type) and issubclass(hint, BaseModel):
+        raise InjectionError(
+            f"{label} parameter {p.name!r} is annotated {hint.__name__}, but the tool has no schema=: the model "
+            f"would be told it takes no arguments, and {p.name} would be a dict; add schema={hint.__name__} to "
+            "@tool(...)",
+            file=file, line=line, cls=owner)
 
 
 def positional_arity(fn: Any) -> int:

@@ -84,6 +84,68 @@ def test_state_in_tool_execute_without_state_and_annotated_markers():
     bootstrap(W2)  # Annotated markers are understood
 
 
+class ReadArgs(BaseModel):
+    path: str
+
+
+def _bootstrap_with(tool_cls):
+    @agent(provider=P, prompt="p", tools=[tool_cls])
+    class A:
+        pass
+
+    @workflow(steps=[A])
+    class W:
+        pass
+
+    return bootstrap(W)
+
+
+def test_a_tool_class_whose_arguments_are_a_model_but_that_gives_no_schema_is_refused_saying_what_to_add():
+    """It loaded: the model was told the tool takes no arguments, and execute got a dict (args.path
+    failed in the run, told to the model as the tool's failure)."""
+    @tool(name="read", description="Reads a file.")
+    class Read:
+        def execute(self, args: ReadArgs = Input()):
+            return args.path
+
+    with pytest.raises(InjectionError, match=r"Read: execute\(\) parameter 'args' is annotated ReadArgs, but the "
+                                             r"tool has no schema=.*add schema=ReadArgs to @tool"):
+        _bootstrap_with(Read)
+
+    @tool(name="read", description="Reads a file.")
+    class Unmarked:
+        def execute(self, args: ReadArgs):
+            return args.path
+
+    with pytest.raises(InjectionError, match=r"add schema=ReadArgs"):
+        _bootstrap_with(Unmarked)
+
+
+def test_a_tool_class_with_ctx_annotated_but_not_marked_is_refused_as_a_tool_function_is():
+    """ctx: AgentContext = None got None in the run (a tool function with it is refused at load)."""
+    from flowtui import AgentContext
+
+    @tool(name="read", description="Reads a file.", schema=ReadArgs)
+    class Read:
+        def execute(self, args: ReadArgs = Input(), ctx: AgentContext = None):
+            return ctx.state
+
+    with pytest.raises(InjectionError, match=r"Read: execute\(\) parameter 'ctx' is annotated AgentContext but "
+                                             r"not marked.*write ctx: AgentContext = Context\(\)"):
+        _bootstrap_with(Read)
+
+
+def test_a_tool_class_taking_each_argument_with_input_is_told_they_come_in_one_model():
+    """x: int = Input(), y: str = Input() got the whole arguments dict in each."""
+    @tool(name="add", description="Adds.")
+    class Add:
+        def execute(self, x: int = Input(), y: str = Input()):
+            return f"{x}{y}"
+
+    with pytest.raises(InjectionError, match=r"Add: execute\(\) marks 2 parameters Input\(\) \(x, y\); one gets"):
+        _bootstrap_with(Add)
+
+
 def test_error_carries_file_and_line_of_the_class():
     @agent(provider=P, prompt="p")
     class Lost:
