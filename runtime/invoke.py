@@ -111,8 +111,9 @@ def raise_cancelled(exc: asyncio.CancelledError, origin: str) -> NoReturn:
 
 
 # What a hook's return value replaces, and what None does: for the message when it returns something else.
-_TEXT_RETURNS = {
+_RETURNS = {
     "before_prompt": "the prompt as a str, or None to keep it",
+    "before_tool": "a ToolCall to replace the call, or None to keep it",
     "after_response": "a str to replace ctx.output, or None to keep it",
     "after_tool": "a str or a ToolOutput to replace the tool's output, or None to keep it",
     "on_error": "a str to be the agent's reply, or None to let the error end the run",
@@ -125,6 +126,11 @@ def hook_text(fn: Callable[..., Any], agent: str, hook: str, value: Any) -> str:
     ``str()`` made the model's system prompt ``['x']`` of a list, a run's output ``True``."""
     if isinstance(value, str):
         return value
+    refuse_returned(fn, agent, hook, value)
+
+
+def refuse_returned(fn: Callable[..., Any], agent: str, hook: str, value: Any) -> NoReturn:
+    """Raise the TypeError that says hook ``fn`` of ``agent`` returned what it may not, and what it may."""
     from flowtui.runtime.errors import shown_path
     from flowtui.runtime.markers import where
 
@@ -132,5 +138,4 @@ def hook_text(fn: Callable[..., Any], agent: str, hook: str, value: Any) -> str:
     at = f" (defined at {shown_path(file)}:{line})" if file else ""
     shown = repr(value)
     shown = shown if len(shown) <= 60 else shown[:57] + "..."
-    raise TypeError(f"{agent}.{hook} returned {type(value).__name__} {shown}{at}; return "
-                    f"{_TEXT_RETURNS[hook]}")
+    raise TypeError(f"{agent}.{hook} returned {type(value).__name__} {shown}{at}; return {_RETURNS[hook]}")

@@ -19,7 +19,7 @@ from pydantic_core import to_jsonable_python
 from flowtui.runtime.context import stable_repr
 from flowtui.runtime.decorators import AgentSpec
 from flowtui.runtime.errors import BudgetExceededError, FatalToolError
-from flowtui.runtime.invoke import call_user, hook_text
+from flowtui.runtime.invoke import call_user, hook_text, refuse_returned
 from flowtui.runtime.messages import Message, ToolCall, ToolOutput, ToolResult
 from flowtui.runtime.middleware import ToolInvocation, through
 from flowtui.runtime.nodes import NodeScope, fail_counter
@@ -158,6 +158,8 @@ async def _execute(run: "Run", spec: AgentSpec, agent: Any, call: ToolCall,
             return f"Tool call {call.name} was cancelled: {exc}", True, call
         if isinstance(new, ToolCall):
             call = new
+        elif new is not None:  # (a dict or a name ran the call unchanged, unsaid)
+            refuse_returned(agent.before_tool, spec.name, "before_tool", new)
     return await invoke_tool(run, spec, call, executed)
 
 

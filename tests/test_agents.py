@@ -113,6 +113,9 @@ async def test_returning_a_value_replaces_and_none_keeps():
                              "replace ctx.output, or None to keep it"),
     ("after_tool", {"n": 1}, "A.after_tool returned dict {{'n': 1}} (defined at {file}:{line}); return a str or a "
                              "ToolOutput to replace the tool's output, or None to keep it"),
+    # (the call ran as the model asked, the hook's dict unsaid)
+    ("before_tool", {"name": "busca"}, "A.before_tool returned dict {{'name': 'busca'}} (defined at {file}:{line}); "
+                                       "return a ToolCall to replace the call, or None to keep it"),
 ])
 async def test_a_hook_returning_something_not_text_fails_the_run_naming_it(hook, returned, expect):
     """str() of it went to the model or became the run's output in silence (the prompt "['x']")."""
