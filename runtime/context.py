@@ -28,6 +28,8 @@ _RESERVED = frozenset({"state", "get", "run_id", "fields", "data", "stop", "on_d
 # Fields only the runtime writes: the app and until_answered & co. rely on their shape.
 _RUNTIME_WRITES = {"turn": "the summary of the last turn", "loop": "the most recent loop's progress",
                    "budget": "the run's usage against its budget"}
+_RUNTIME_SETS = {"turn": "after each turn", "loop": "after each iteration of a loop",
+                 "budget": "after each model call or tool of a run with a budget"}
 
 
 def _runtime_writes(name: str) -> str:
@@ -205,9 +207,11 @@ class AgentContext:
         try:
             return self._fields[name]
         except KeyError:
-            hint = " (the runtime sets it after the first turn)" if name == "turn" else ""
+            if name in _RUNTIME_WRITES:  # (not to be set: say when the runtime does)
+                raise AttributeError(f"ctx has no field {name!r} yet: the runtime sets it {_RUNTIME_SETS[name]}; "
+                                     f"read it with ctx.get({name!r}, default)") from None
             raise AttributeError(
-                f"ctx has no field {name!r}{hint}; set it first (ctx.{name} = ...) "
+                f"ctx has no field {name!r}; set it first (ctx.{name} = ...) "
                 f"or read it with ctx.get({name!r}, default)"
             ) from None
 

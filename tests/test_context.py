@@ -21,6 +21,17 @@ def test_free_fields_get_and_unset_attribute_error():
         ctx.state = None
 
 
+@pytest.mark.parametrize("field,when", [("turn", "after each turn"), ("loop", "after each iteration of a loop"),
+                                        ("budget", "after each model call or tool of a run with a budget")])
+def test_reading_a_runtime_field_before_it_is_set_says_when_it_will_be_not_to_set_it(field, when):
+    """It said "set it first (ctx.turn = ...)", which the runtime then refuses."""
+    ctx = AgentContext(ConversationState(lambda cls, **f: None), lambda cls, **f: None, run_id="r")
+    with pytest.raises(AttributeError) as info:
+        getattr(ctx, field)
+    assert str(info.value) == (f"ctx has no field {field!r} yet: the runtime sets it {when}; read it with "
+                               f"ctx.get({field!r}, default)")
+
+
 async def test_runtime_writes_turn_output_and_loop():
     seen = {}
 
