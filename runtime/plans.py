@@ -118,6 +118,10 @@ def make_plans(spec: WorkflowSpec) -> Plans:
                         f"workflow {spec.name}: step {shown} is a @workflow, and a step is an @agent class, "
                         f"loop(...) or parallel([...]); run a child workflow from a tool or hook: "
                         f"await self.runtime.run({shown}, input=...)")
+                made_of = type(step).__name__
+                if isinstance(spec_of(type(step)), AgentSpec):
+                    raise ConfigError(f"workflow {spec.name}: a step is an instance of {made_of}; flowtui makes the "
+                                      f"@agent class's instance for each run: write {made_of}, not {made_of}()")
                 raise ConfigError(
                     f"workflow {spec.name}: step {shown} is not an @agent class, loop(...) or parallel([...])")
             if step in plans.agent_specs:

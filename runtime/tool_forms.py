@@ -214,6 +214,10 @@ def as_tool(obj: Any, *, agent: str) -> ToolSpec:
     if inspect.isroutine(obj):
         raise ConfigError(f"{agent}: tools=[...] holds the function {obj.__name__}, which is not a tool; "
                           "decorate it with @tool")
+    made_of = type(obj).__name__
+    if isinstance(getattr(type(obj), SPEC_ATTR, None), ToolSpec) and not all(hasattr(obj, a) for a in OBJECT_TOOL_ATTRS):
+        raise ConfigError(f"{agent}: tools=[...] holds an instance of {made_of}; flowtui makes the @tool class's "
+                          f"instance for each run: write {made_of}, not {made_of}()")
     spec = object_tool(obj, agent=agent)
     check_tool_name(spec.name, f"{agent}: the tool object {type(obj).__name__}", "with its name attribute")
     return spec

@@ -121,6 +121,14 @@ WORKFLOW = "@workflow(steps=[A])\nclass W:\n    pass\n"
     ("from flowtui.runtime.context import AgentContext\n@tool\ndef t(q: str, ctx: AgentContext) -> str:\n"
      "    return q\n", r"parameter 'ctx' is annotated AgentContext but not marked.*write ctx: AgentContext = Context\(\)"),
     ("@tool\ndef t(**kw) -> str:\n    return 'x'\n", r"@tool t: \*\*kw cannot be a tool argument"),
+    # an instance where the class goes (flowtui makes one for each run)
+    (AGENT + "class A:\n    pass\n@workflow(steps=[A()])\nclass W:\n    pass\n",
+     r"workflow W: a step is an instance of A; flowtui makes the @agent class's instance for each run: write A, "
+     r"not A\(\)"),
+    ("@tool(description='d')\nclass T:\n    def execute(self, args):\n        return 'x'\n"
+     + AGENT.replace("prompt='p'", "prompt='p', tools=[T()]") + "class A:\n    pass\n" + WORKFLOW,
+     r"A: tools=\[...\] holds an instance of T; flowtui makes the @tool class's instance for each run: write T, "
+     r"not T\(\)"),
 ])
 def test_a_mistake_in_a_flow_is_a_load_error_that_says_what_to_write(tmp_path, body, expect):
     path = write(tmp_path, body)
