@@ -50,12 +50,15 @@ def _observed_subclass(cls: type) -> type:
             return sub
 
         typed = _typed_fields(cls)
+        declared = {f.name for f in dataclasses.fields(cls)} if dataclasses.is_dataclass(cls) else None
 
         def __setattr__(self, name: str, value: Any) -> None:
             obs = _OBSERVERS.get(id(self))
             if obs is None or name.startswith("_"):
                 super(sub, self).__setattr__(name, value)
                 return
+            if declared is not None and name not in declared:  # (pydantic refuses it itself)
+                raise AttributeError(_not_a_field(cls, name, declared))
             exact = typed.get(name, _NOTHING)
             if exact is _NOTHING or value.__class__ is exact or id(self) in getattr(_validating, "ids", ()):
                 # (an assignment by the class's own validator, while one runs: set as pydantic sets it
@@ -71,6 +74,17 @@ def _observed_subclass(cls: type) -> type:
         })
         _SUBCLASSES[cls] = sub
         return sub
+
+
+def _not_a_field(cls: type, name: str, declared: set[str]) -> str:
+    """A dataclass state set an attribute it does not declare: a misspelled field, most likely (its
+    snapshot could not be read back, nor its change be told from a new field)."""
+    import difflib
+
+    close = difflib.get_close_matches(name, sorted(declared), n=1)
+    hint = f"did you mean {close[0]!r}? " if close else ""
+    return (f"{cls.__name__} has no field {name!r}; {hint}its fields are {', '.join(sorted(declared)) or 'none'} "
+            f"(declare it in the class; a value that is not the workflow's state: start its name with _)")
 
 
 def _typed_fields(cls: type) -> dict[str, Any]:
@@ -151,6 +165,8 @@ def make_state(cls: type) -> Any:
             f"state class {cls.__name__} must be constructible with no arguments "
             f"(give every field a default): {type(exc).__name__}: {exc}"
         ) from None
+    if isinstance(obj, BaseModel) and cls not in _DEFAULTS_CHECKED:
+        _check_defaults(cls, obj)
     if not (isinstance(obj, BaseModel) or dataclasses.is_dataclass(obj)):
         # A plain class's `problemas = []` lives on the class: give this run its own copy.
         for name in _class_attrs(cls):
@@ -159,6 +175,21 @@ def make_state(cls: type) -> Any:
                 if isinstance(value, (list, dict, set, bytearray)) or hasattr(value, "__dict__"):
                     object.__setattr__(obj, name, copy.deepcopy(value))
     return obj
+
+
+_DEFAULTS_CHECKED: set[type] = set()
+
+
+def _check_defaults(cls: type, obj: BaseModel) -> None:
+    """Pydantic does not validate a default: ``rodadas: int = Field(-1, ge=0)`` made a state whose run
+    wrote a snapshot its class then refused, and ``= "many"`` failed in a hook that never named it."""
+    try:
+        cls.__pydantic_validator__.validate_python({name: getattr(obj, name) for name in cls.model_fields})
+    except ValidationError as exc:
+        faults = "; ".join(f"{'.'.join(map(str, e['loc'])) or cls.__name__}: {e['msg']}" for e in exc.errors())
+        raise ConfigError(f"state class {cls.__name__}: a default its own fields refuse ({faults}); give every "
+                          "field a default of its type") from None
+    _DEFAULTS_CHECKED.add(cls)
 
 
 def _class_attrs(cls: type) -> list[str]:

@@ -28,6 +28,7 @@ values are left out and come back as their defaults.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import math
 import tomllib
@@ -154,9 +155,10 @@ def apply_state(obj: Any, cls: type, values: dict[str, Any], *, source: str) -> 
     from flowtui.runtime.observe import field_type, state_fields
 
     known = state_fields(obj)
+    declares = isinstance(obj, BaseModel) or dataclasses.is_dataclass(obj)  # (a plain class's run may add one)
     typed_all: dict[str, Any] = {}
     for name, value in values.items():
-        if name not in known:
+        if name not in known and (declares or not name.isidentifier() or name.startswith("_")):
             raise ConfigError(f"{source}: [state] {name}: {cls.__name__} has no field {name!r}")
         if isinstance(value, str) and DESCRIBED.search(value):
             raise ConfigError(f"{source}: [state] {name} = {value[:80]!r}: that is how flowtui described a value it "

@@ -639,3 +639,72 @@ async def test_a_dict_whose_keys_collide_as_json_is_described_not_shown_with_a_v
     assert change.new == "{1: 'x', '1': 'y'} (not shown: some of its keys are one key as JSON text, and a value " \
                          "would be lost)"
     assert next(e.value for e in events if e.type == "ctx.set" and e.name == "fine") == {"1": "x", "2": "y"}
+
+
+def _one_agent_flow(state_cls, after_response=None):
+    def __init__(self, s: state_cls = State()):
+        self.s = s
+
+    body = {"__init__": __init__, **({"after_response": after_response} if after_response else {})}
+    A = agent(provider=FunctionProvider(lambda m, t: "ok"), prompt="p")(type("A", (), body))
+
+    @workflow(state=state_cls, steps=[A])
+    class W:
+        pass
+
+    return W
+
+
+async def test_a_dataclass_state_refuses_an_attribute_it_does_not_declare_naming_the_field_meant():
+    """s.aprovdo = True was journaled as a change of a field the class lacks, and went into the run's
+    snapshot, which the class then refused; the field meant stayed False."""
+    @dataclass
+    class S:
+        aprovado: bool = False
+        rodadas: int = 0
+
+    def after_response(self, response, ctx):
+        self.s.aprovdo = True
+
+    app = bootstrap(_one_agent_flow(S, after_response))
+    events = []
+    app.subscribe(events.append)
+    with pytest.raises(AttributeError) as info:
+        await app.run("x")
+    assert str(info.value) == ("S has no field 'aprovdo'; did you mean 'aprovado'? its fields are aprovado, rodadas "
+                               "(declare it in the class; a value that is not the workflow's state: start its name "
+                               "with _)")
+    assert not [e for e in events if e.type == "workflow_state.change"]
+
+
+async def test_a_plain_class_states_field_a_run_added_reads_back_from_its_snapshot(tmp_path):
+    """A plain class declares no fields: one its run sets is a field, and its snapshot was refused."""
+    class S:
+        def __init__(self):
+            self.aprovado = False
+
+    def after_response(self, response, ctx):
+        self.s.resultado = [1, 2]
+
+    W = _one_agent_flow(S, after_response)
+    snap = tmp_path / "snap.toml"
+    snap.write_text("[state]\naprovado = true\nresultado = [1, 2]\n")
+    state = bootstrap(W).prepare("x", snapshot=snap).workflow_state
+    assert (state.aprovado, state.resultado) == (True, [1, 2])
+
+
+@pytest.mark.parametrize("default, fault", [
+    ("Field(default=-1, ge=0)", "rodadas: Input should be greater than or equal to 0"),
+    ('"many"', "rodadas: Input should be a valid integer, unable to parse string as an integer"),
+])
+def test_a_pydantic_state_whose_default_its_field_refuses_is_a_load_error(default, fault):
+    """Pydantic does not validate defaults: -1 for ge=0 was written to the run's snapshot, which the
+    class then refused; "many" for an int failed later, in a hook, never naming the default."""
+    from pydantic import Field
+
+    from flowtui import InjectionError
+
+    S = type("S", (BaseModel,), {"__annotations__": {"rodadas": int}, "rodadas": eval(default, {"Field": Field})})
+    with pytest.raises(InjectionError, match=rf"state class S: a default its own fields refuse \({fault}\); give "
+                                          "every field a default of its type"):
+        bootstrap(_one_agent_flow(S))
