@@ -158,10 +158,38 @@ def _check_takes(cls: type, hook: str, found: Any) -> None:
         raise ConfigError(f"@agent {cls.__name__}: {hook} parameter {p.name!r} is marked {p.default!r}, but "
                           f"hooks are not injected: flowtui calls {hook}({', '.join(passed)}). Take the state in "
                           f"__init__ (def __init__(self, s: YourState = State()): self.s = s) and read self.s")
+    if inspect.isfunction(found):
+        _check_self(cls, hook, found, passed)
     extra = needs_more(getattr(cls, hook), passed, skip_first=inspect.isfunction(found))
     if extra:
+        try:
+            params = inspect.signature(getattr(cls, hook)).parameters
+        except (TypeError, ValueError):
+            params = {}
+        if all(name in params and params[name].kind is inspect.Parameter.KEYWORD_ONLY for name in extra):
+            raise ConfigError(f"@agent {cls.__name__}: {hook} takes {', '.join(extra)} by keyword only (after *), "
+                              f"and flowtui passes them in order: it calls {hook}({', '.join(passed)}); take out "
+                              "the *")
         raise ConfigError(f"@agent {cls.__name__}: {hook} needs {', '.join(extra)}, which flowtui does not pass: "
                           f"it calls {hook}({', '.join(passed)}); give {extra[0]} a default or take it out")
+
+
+def _check_self(cls: type, hook: str, fn: Any, passed: tuple[str, ...]) -> None:
+    """A hook written without ``self`` gets the agent where its first parameter goes, and every other
+    one shifted (``def after_response(response, ctx)``: response is the agent, ctx the response)."""
+    try:
+        params = [p for p in inspect.signature(fn).parameters.values()
+                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    except (TypeError, ValueError):
+        return
+    names = [p.name for p in params]
+    if names and (names[0] == "self" or not (names[0] in passed or ("ctx" in names and len(names) <= len(passed)))):
+        return  # (def after_response(this, response, ctx) is a method too)
+    if any(p.kind is p.VAR_POSITIONAL for p in inspect.signature(fn).parameters.values()):
+        return  # (*args takes whatever comes)
+    raise ConfigError(f"@agent {cls.__name__}: {hook}({', '.join(names)}) has no self, so the agent would be "
+                      f"passed as {names[0] if names else 'its first argument'}: write def {hook}(self"
+                      f"{', ' if names else ''}{', '.join(names)})")
 
 
 def check_provider(provider: Any, agent: str) -> None:

@@ -39,6 +39,12 @@ WORKFLOW = "@workflow(steps=[A])\nclass W:\n    pass\n"
     (AGENT + "class A:\n    def after_response(self, response, ctx, extra):\n        pass\n" + WORKFLOW,
      r"@agent A: after_response needs extra, which flowtui does not pass: it calls "
      r"after_response\(response, ctx\); give extra a default"),
+    (AGENT + "class A:\n    def after_response(response, ctx):\n        pass\n" + WORKFLOW,
+     r"@agent A: after_response\(response, ctx\) has no self, so the agent would be passed as response: write "
+     r"def after_response\(self, response, ctx\)"),
+    (AGENT + "class A:\n    def after_response(self, *, response, ctx):\n        pass\n" + WORKFLOW,
+     r"@agent A: after_response takes response, ctx by keyword only \(after \*\), and flowtui passes them in "
+     r"order: it calls after_response\(response, ctx\); take out the \*"),
     (AGENT + "class A:\n    async def __init__(self):\n        pass\n" + WORKFLOW,
      r"@agent A: __init__ is async"),
     # a generator where a value is returned: the model would be sent "<generator object ...>"
