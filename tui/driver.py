@@ -6,10 +6,16 @@ no UTF-8 (a terminal set to Latin-1 typing ``ç``, binary pasted, a stray
 run with it. :class:`TolerantInput` (the apps) makes Textual's Linux driver
 :func:`tolerant`: the same input loop, decoding with
 ``errors="replace"``, so such a byte arrives as ``�`` and the keys after it
-as keys (a bracketed paste stays one paste).
+as keys.
 
-The loop is Textual 8.2.8's ``LinuxDriver.run_input_thread`` with that one
-change (textual is pinned; ``tests/tui/test_terminal_safety.py`` sends such
+And a bracketed paste is one paste, whatever it holds: Textual's parser reads
+an escape sequence inside a paste as it reads one typed, and sends what it does
+not know as keys (a line copied from coloured output, ``error: \x1b[Kc``,
+pressed ``c`` and continued the run). :class:`Pastes` takes each paste out of
+the input whole, before the parser sees it.
+
+The loop is Textual 8.2.8's ``LinuxDriver.run_input_thread`` with those two
+changes (textual is pinned; ``tests/tui/test_terminal_safety.py`` sends such
 bytes through a real terminal).
 """
 
@@ -21,6 +27,7 @@ from codecs import getincrementaldecoder
 from functools import cache
 from typing import Any
 
+from textual import events
 from textual.driver import Driver
 
 
@@ -35,15 +42,73 @@ def tolerant(linux_driver: type[Driver]) -> type[Driver]:
     return TolerantLinuxDriver
 
 
+PASTE_START, PASTE_END = "\x1b[200~", "\x1b[201~"
+HOLD_S = 0.02  # what may begin a paste's marker waits this long for the rest (an escape key, this late)
+
+
+class Pastes:
+    """Splits the terminal's input into what the parser reads (keys, mouse, replies) and bracketed
+    pastes, each whole, however the reads cut it (a marker split between two reads included)."""
+
+    def __init__(self) -> None:
+        self.pasted: list[str] | None = None  # inside a paste: what it holds so far
+        self.held = ""  # the end of a read that may begin a marker
+
+    def feed(self, text: str) -> list[str | events.Paste]:
+        """``text`` read: the text for the parser, and the pastes it ends, in order."""
+        out: list[str | events.Paste] = []
+        text, self.held = self.held + text, ""
+        while text:
+            if self.pasted is None:
+                start = text.find(PASTE_START)
+                if start < 0:
+                    # (held a moment: the loop hands it on if nothing follows soon, an escape key)
+                    keep = _marker_begun(text, PASTE_START, least=1)
+                    out.append(text[:len(text) - keep])
+                    self.held = text[len(text) - keep:]
+                    break
+                out.append(text[:start])
+                self.pasted, text = [], text[start + len(PASTE_START):]
+            else:
+                end = text.find(PASTE_END)
+                if end < 0:
+                    keep = _marker_begun(text, PASTE_END, least=1)
+                    self.pasted.append(text[:len(text) - keep])
+                    self.held = text[len(text) - keep:]
+                    break
+                self.pasted.append(text[:end])
+                out.append(events.Paste("".join(self.pasted).replace("\x00", "")))  # (NUL: as Textual drops it)
+                self.pasted, text = None, text[end + len(PASTE_END):]
+        return [part for part in out if part != ""]
+
+    def flush(self) -> str:
+        """Nothing came for a while: a held start of a marker was not one (keys, for the parser)."""
+        held, self.held = (self.held, "") if self.pasted is None else ("", self.held)
+        return held
+
+
+def _marker_begun(text: str, marker: str, *, least: int) -> int:
+    """How many characters at the end of ``text`` begin ``marker`` (at least ``least``, else 0)."""
+    for k in range(min(len(marker) - 1, len(text)), least - 1, -1):
+        if text.endswith(marker[:k]):
+            return k
+    return 0
+
+
 def _run_input_thread(self) -> None:
-    """``LinuxDriver.run_input_thread``, decoding with ``errors="replace"``."""
+    """``LinuxDriver.run_input_thread``, decoding with ``errors="replace"``, pastes taken whole."""
     from textual._parser import ParseError
     from textual._xterm_parser import XTermParser
 
     selector = selectors.SelectSelector()
     selector.register(self.fileno, selectors.EVENT_READ)
     parser = XTermParser()
+    pastes = Pastes()
     decode = getincrementaldecoder("utf-8")(errors="replace").decode
+
+    def parse(text: str) -> None:
+        for event in parser.feed(text):
+            self.process_message(event)
 
     def process(selected: list, final: bool = False) -> None:
         for i, (_key, mask) in enumerate(selected):
@@ -51,14 +116,19 @@ def _run_input_thread(self) -> None:
                 text = decode(os.read(self.fileno, 1024 * 4), final=final and i == len(selected) - 1)
                 if not text:  # stdin piped, and at its end
                     break
-                for event in parser.feed(text):
-                    self.process_message(event)
+                for part in pastes.feed(text):
+                    if isinstance(part, str):
+                        parse(part)
+                    else:
+                        self.process_message(part)
+        if not selected and (held := pastes.flush()):  # (feeding "" would end the parser)
+            parse(held)
         for event in parser.tick():
             self.process_message(event)
 
     try:
         while not self.exit_event.is_set():
-            process(selector.select(0.1))
+            process(selector.select(HOLD_S if pastes.held else 0.1))
         selector.unregister(self.fileno)
         process(selector.select(0.1), final=True)
     finally:

@@ -272,3 +272,41 @@ async def test_a_long_text_for_the_pager_is_made_safe_apart_exactly_as_a_short_o
     assert ticks > 5
     assert made == shown(text)
     assert key not in made and "\x1b" not in made and "\x07" not in made and "␛]0;pwned␇" in made
+
+
+def test_a_paste_holding_escape_sequences_is_text_never_keys(tmp_path):
+    """A line copied from coloured output, pasted: Textual's parser read `\\x1b[Kc` inside the paste as
+    a sequence it did not know and sent it as keys (`c` continued the run, live), and in a dialog the
+    text came reordered (`^[2JcdXab`)."""
+    with Terminal.flowtui(REVIEW, "--input", "hi", "--journal", str(tmp_path / "j.jsonl"), cols=120,
+                          rows=30) as term:
+        term.wait_for("paused before")
+        term.send(b"\x1b[200~error: \x1b[Kc and \x1b[0m x\x1b[201~")
+        term.send("?")  # (answered after the paste: the paste is behind it)
+        term.wait_for("flowtui keys")
+        assert "paused before" in term.text() and "Promote" not in term.text(), term.text()
+        term.send("\x1b")
+        term.wait_for(lambda: "flowtui keys" not in term.text())
+        term.send("A")
+        term.wait_for("memory item")
+        term.send(b"\x1b[200~Xab\x1b[2Jcd\x1b[201~")
+        term.send("\x13")  # ctrl+s
+        term.wait_for("Xab␛[2Jcd")  # in memory, whole and in order, its ESC shown
+        assert "paused before" in term.text()
+        term.send("q")
+        assert term.wait_exit(15) == 0
+
+
+def test_a_paste_is_taken_whole_however_the_reads_cut_it():
+    """The terminal's input comes in reads of any length: a marker cut between two is still one."""
+    from textual import events
+
+    from flowtui.tui.driver import Pastes
+
+    typed = "ab\x1b[Aq\x1b[200~error: \x1b[Kc\x00\x1b[201~\x1b[<0;3;4Mz"
+    for cut in range(1, len(typed)):
+        pastes = Pastes()
+        parts = pastes.feed(typed[:cut]) + pastes.feed(typed[cut:]) + [pastes.flush()]
+        keys = "".join(p for p in parts if isinstance(p, str))
+        assert keys == "ab\x1b[Aq\x1b[<0;3;4Mz", (cut, parts)
+        assert [p.text for p in parts if isinstance(p, events.Paste)] == ["error: \x1b[Kc"], (cut, parts)
