@@ -69,7 +69,7 @@ class _Edits:
     """What a person did while the recorded run was paused at ``point``: ``count`` edit events
     (from the expected event where this sits), then perhaps the stop command."""
 
-    point: tuple[str, str, str]  # (kind, name, relative run id)
+    point: tuple[str, str, str] | None  # (kind, name, relative run id); None: the first pause point there
     count: int = 0
     stop: bool = False
 
@@ -128,7 +128,9 @@ class Resume:
             elif t == "run.end" and ev.get("origin") == "flowtui":
                 continue  # written by flowtui for a run whose process died: nothing the code did
             elif t not in IGNORED:
-                if pause is not None and ev.get("origin") == "user" and t in EDITS:
+                if ev.get("origin") == "user" and t in EDITS:
+                    # (with no pause before them: a re-execution's journal, whose prefix made them again
+                    # at a pause point it went past without pausing, the first one at this place)
                     group = group or self.edits.setdefault(len(self.expected), _Edits(pause))
                     group.count += 1
                 else:
@@ -187,7 +189,7 @@ class Resume:
             self.pause_at = None
             return False
         group = self.edits.get(self.i)
-        if group is not None and group.point == (kind, name, relative_run(run.id, self.root_id)):
+        if group is not None and group.point in (None, (kind, name, relative_run(run.id, self.root_id))):
             del self.edits[self.i]
             for ev in self.expected[self.i:self.i + group.count]:
                 if not self.checking:  # past K (or diverged): the rest is the person's to redo

@@ -345,6 +345,15 @@ async def test_a_journal_with_edits_and_decisions_reexecutes_identically(tmp_pat
     assert "run.diverged" not in [e.type for e in events]
     assert "run.pause" not in [e.type for e in events]  # the prefix never waits for a person
     assert recorded_events(second) == recorded_events(first)
+    # and the re-execution's journal re-executes on its own: its edits have no pause before them (the
+    # prefix never paused), and were taken for what the code did (diverged: "edited here by hand")
+    third: list = []
+    await load_flow(str(FLOWS / "revisao.py")).run(journal=tmp_path / "third.jsonl", resume_from=str(second),
+                                                   on_event=third.append,
+                                                   controller=Controller(approve=["registrar_problema"]))
+    assert called == []
+    assert "run.diverged" not in [e.type for e in third], [e for e in third if e.type == "run.diverged"]
+    assert recorded_events(tmp_path / "third.jsonl") == recorded_events(first)
 
 
 async def test_a_stop_command_in_the_journal_stops_the_reexecution_there(tmp_path, no_live):
