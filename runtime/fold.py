@@ -54,7 +54,8 @@ class RunView:
         self._active: list[str] = []
         self.status = "idle"  # idle, running, paused, finished, failed, stopped (the top-level run's)
         self.pause: Any = None
-        self.last_pause_seq: int | None = None  # where the run last paused (where a fork of a stopped run goes)
+        # where the run last paused, or the last edit made there (where a fork of a stopped run goes)
+        self.last_pause_seq: int | None = None
         self.error: str | None = None
         self.reason: str | None = None
         self.output: str | None = None
@@ -339,6 +340,8 @@ class RunView:
     def _count_user(self, ev: Any) -> None:
         if ev.origin == "user":
             self.user_edits += 1
+            if self.status == "paused":  # (a fork of a stopped run keeps what the person did there)
+                self.last_pause_seq = ev.seq
 
     # --- derived views -----------------------------------------------------
     def path(self) -> list[str]:

@@ -217,6 +217,25 @@ async def test_f_at_the_end_of_a_stopped_run_forks_where_it_was_stopped(tmp_path
         assert len(app.client.view.history) > len(history)
 
 
+async def test_f_on_a_stopped_run_keeps_the_edits_made_where_it_was_stopped(tmp_path):
+    """A memory item added at the last pause, then x, then f: the fork re-executed up to the pause, not
+    to the edit after it, and the item was gone."""
+    journal = tmp_path / "j.jsonl"
+    app = make(str(FLOWS / "review_fn.py"), input="go", journal=str(journal))
+    async with app.run_test(size=(140, 40)) as pilot:
+        await paused(pilot)
+        await press_and_pause(pilot, "n")
+        await pilot.press("A", *"kept note", "ctrl+s")
+        await wait_until(pilot, lambda: "kept note" in app.client.view.memory, what="the memory item")
+        old_run = app.client.view.run_id
+        await pilot.press("x")
+        await wait_until(pilot, lambda: app.client.view.status == "stopped", what="the stop")
+        await pilot.press("f")
+        await wait_until(pilot, lambda: app.client.view is not None and app.client.view.run_id not in (None, old_run)
+                         and app.client.view.status == "paused", timeout=20, what="the forked run, paused")
+        assert "kept note" in app.client.view.memory, app.client.view.memory
+
+
 def test_the_divergence_shows_a_journals_markup_as_written():
     """What a journal from elsewhere recorded is text: a [link] or [reverse] in it is shown, not obeyed."""
     from rich.console import Console
