@@ -317,8 +317,8 @@ class RunCommands:
         where = ""
         if log is not None and log.cursor_row >= 0:
             seq = seq_of(log.events[log.cursor_row])
-        elif view.status == "stopped" and view.last_pause_seq is not None:
-            # re-executed to its end, a stopped run only stopped again: it forks where it last paused
+        elif view.status in ("stopped", "finished", "failed") and view.last_pause_seq is not None:
+            # re-executed to its end, a run that is over would only end again: it forks where it last paused
             seq, where = view.last_pause_seq, ", where the run last paused"
         else:
             seq = view.last_seq

@@ -236,6 +236,22 @@ async def test_f_on_a_stopped_run_keeps_the_edits_made_where_it_was_stopped(tmp_
         assert "kept note" in app.client.view.memory, app.client.view.memory
 
 
+async def test_f_at_the_end_of_a_finished_run_forks_where_it_last_paused(tmp_path):
+    """f on a finished run forked at its end: a second finished run, with no pause and nothing to edit."""
+    journal = tmp_path / "j.jsonl"
+    app = make(str(FLOWS / "review_fn.py"), input="go", journal=str(journal))
+    async with app.run_test(size=(140, 40)) as pilot:
+        await paused(pilot)
+        await press_and_pause(pilot, "n")
+        old_run, where = app.client.view.run_id, app.client.view.status_line()
+        await pilot.press("c")
+        await wait_until(pilot, lambda: app.client.view.status == "finished", what="the end")
+        await pilot.press("f")
+        await wait_until(pilot, lambda: app.client.view is not None and app.client.view.run_id not in (None, old_run)
+                         and app.client.view.status == "paused", timeout=20, what="the forked run, paused")
+        assert app.client.view.status_line().startswith(where)
+
+
 def test_the_divergence_shows_a_journals_markup_as_written():
     """What a journal from elsewhere recorded is text: a [link] or [reverse] in it is shown, not obeyed."""
     from rich.console import Console
