@@ -29,7 +29,7 @@ from pydantic import TypeAdapter, ValidationError
 from flowtui.runtime.bus import current_origin
 from flowtui.runtime.context import NON_FINITE_WORDS
 from flowtui.runtime.errors import ConfigError
-from flowtui.runtime.observe import field_type, jsonable
+from flowtui.runtime.observe import field_type, is_type_fault, jsonable
 from flowtui.runtime.pending import PendingCall, decide, edited, maker_of, parse_arguments
 from flowtui.runtime.secrets import redact, restore, secret_values
 from flowtui.runtime.wellformed import removal, results_of
@@ -340,6 +340,8 @@ def _typed(cls: type, name: str, text: str) -> Any:
     reason += f"; and {len(faults) - 3:,} more" if len(faults) > 3 else ""
     shown = repr(text) if len(text) <= 60 else repr(text[:57]) + f"… ({len(text):,} characters)"
     tname = _type_name(field_type(cls, name))
+    if not any(is_type_fault(str(e["type"])) for e in faults):  # (-1 for Field(ge=0) is an int all right)
+        raise ConfigError(f"{cls.__name__}.{name} is {tname}: {shown} refused ({reason}); type a value it accepts")
     raise ConfigError(f"{cls.__name__}.{name} is {tname}: {shown} refused ({reason}); type a value of "
                       f"type {tname} (read as JSON and checked strictly: true is not an int, 2.0 is not one)")
 

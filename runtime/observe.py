@@ -110,6 +110,12 @@ _TYPE_ERRORS = frozenset({"is_instance_of", "is_subclass_of", "literal_error", "
                           "missing", "none_required", "arguments_type", "callable_type", "json_invalid"})
 
 
+def is_type_fault(kind: str) -> bool:
+    """Pydantic's error ``kind`` says the value is not of the field's type (not that a constraint or a
+    validator refused a value of it)."""
+    return kind.endswith(("_type", "_parsing")) or kind in _TYPE_ERRORS
+
+
 def assign_validated(obj: Any, cls: type, name: str, value: Any, *, found: str | None = None) -> None:
     """Set field ``name`` of ``obj`` to ``value`` as ``validate_assignment`` would (an int field set to
     "3" holds 3); a value its type refuses raises, naming the field, its type and the value (``found``:
@@ -125,8 +131,7 @@ def assign_validated(obj: Any, cls: type, name: str, value: Any, *, found: str |
             obj.__dict__[name] = before
         error = exc.errors()[0]
         why = error.get("msg", "refused")
-        kind = str(error.get("type", ""))
-        if not (kind.endswith(("_type", "_parsing")) or kind in _TYPE_ERRORS):  # a validator or a constraint said no
+        if not is_type_fault(str(error.get("type", ""))):  # a validator or a constraint said no
             how = "refused" if found is None else f"changed in place ({found}) to"
             raise ValueError(f"state field {cls.__name__}.{name} {how} {value!r:.80}: "
                              f"{why.removeprefix('Value error, ').removeprefix('Assertion failed, ')}") from None

@@ -83,6 +83,17 @@ async def test_a_value_its_type_refuses_strictly_is_refused_naming_field_type_an
     await asyncio.wait_for(task, 60)
 
 
+async def test_a_value_of_the_right_type_a_constraint_refuses_is_not_told_to_be_of_its_type():
+    """-1 for Field(ge=0) was told "type a value of type int", and -1 is one."""
+    run, events, ctl, task = await paused_run()
+    with pytest.raises(ConfigError) as info:
+        run.edits.set_field("limite", "-1")
+    assert str(info.value) == ("S.limite is int: '-1' refused (Input should be greater than or equal to 0); type a "
+                               "value it accepts")
+    ctl.resume()
+    await asyncio.wait_for(task, 60)
+
+
 @pytest.mark.parametrize(("name", "text", "value"), [
     ("rodadas", "7", 7),
     ("nota", "2", 2.0),
