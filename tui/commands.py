@@ -315,7 +315,9 @@ class RunCommands:
             return
         log = self.focused if isinstance(self.focused, EventLog) else None
         where = ""
-        if log is not None and log.cursor_row >= 0:
+        if self.main.looking is not None:  # the event the panes show
+            seq, where = seq_of(self.client.lines[max(self.main.looking[1], 1) - 1]), ", the event looked back at"
+        elif log is not None and log.cursor_row >= 0:
             seq = seq_of(log.events[log.cursor_row])
         elif view.status in ("stopped", "finished", "failed") and view.last_pause_seq is not None:
             # re-executed to its end, a run that is over would only end again: it forks where it last paused

@@ -4,6 +4,8 @@ which continues live or cancels."""
 
 from __future__ import annotations
 
+import json
+
 import shutil
 from pathlib import Path
 
@@ -194,6 +196,23 @@ async def test_f_on_an_earlier_event_of_the_log_forks_a_run_paused_there(tmp_pat
         assert view.resumed_from is not None and view.resumed_from.journal == str(journal)
         assert view.last_seq >= draft.seq
         assert [m.role for m in view.history] == ["user", "assistant"] and old_history > 2
+
+
+async def test_f_while_looking_back_forks_at_the_event_the_panes_show(tmp_path):
+    """It forked at the live end, whatever the panes showed."""
+    journal = tmp_path / "j.jsonl"
+    app = make(str(FLOWS / "review_fn.py"), input="go", journal=str(journal))
+    async with app.run_test(size=(140, 40)) as pilot:
+        await paused(pilot)
+        await press_and_pause(pilot, "n", "n")
+        old_run, n = app.client.view.run_id, len(app.client.lines)
+        await pilot.press(*["left"] * 6)
+        shown = json.loads(app.client.lines[n - 7])["seq"]
+        assert f"looking back: event {n - 6}/{n}" in str(app.main.query_one("#status").content)
+        await pilot.press("f")
+        await wait_until(pilot, lambda: app.client.view is not None and app.client.view.run_id not in (None, old_run)
+                         and app.client.view.status == "paused", timeout=20, what="the forked run, paused")
+        assert app.client.view.resumed_from.at == shown
 
 
 async def test_f_at_the_end_of_a_stopped_run_forks_where_it_was_stopped(tmp_path):
