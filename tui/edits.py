@@ -126,9 +126,17 @@ class RunEdits:
             return
         results = results_of(history, i)
         along = f" Its tool results {_numbers(results)} leave the history with it." if results else ""
-        if cut_in(history[i].content):  # too large to edit here: promoted whole, as the run holds it
-            self.run_worker(self._apply(_p().Promote(index=i), f"Message #{i} promoted to memory, whole.{along}"),
-                            group="command", exit_on_error=False)
+        cut = cut_in(history[i].content)
+        if cut:  # too large to edit here: promoted whole, as the run holds it, if so asked
+            from flowtui.tui.screens.dialogs import ConfirmDialog
+
+            def answered(yes: bool | None) -> None:
+                if yes:
+                    self.run_worker(self._apply(_p().Promote(index=i), f"Message #{i} promoted to memory, whole."
+                                                f"{along}"), group="command", exit_on_error=False)
+
+            self.push_screen(ConfirmDialog(f"Message #{i} holds {cut[2]:,} characters, too many to edit here. Promote it "
+                                           f"to memory whole? It leaves the history.{along} u undoes."), answered)
             return
         self.push_screen(TextDialog(f"Promote message #{i} to memory", history[i].content,
                                     lambda text: self.edit(_p().Promote(index=i, text=text)), save_label="Promote",

@@ -969,3 +969,28 @@ async def test_an_app_taken_over_says_it_was_detached_and_the_run_goes_on_with_t
     finally:
         proc.kill()
         proc.wait()
+
+
+async def test_m_on_a_reply_too_large_to_edit_asks_before_promoting_it_whole():
+    """It promoted at once, with no chance to look (promoting lets the text be edited first)."""
+    from flowtui.tui.screens.dialogs import ConfirmDialog
+
+    app = make(f"{MISBEHAVE}:LongReply", input="x")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await paused(pilot)
+        await press_and_pause(pilot, "n")
+        history = [m.role for m in app.client.view.history]
+        assert history == ["user", "assistant"]
+        app.main.conversation.cursor = 1
+        await pilot.press("m")
+        await wait_until(pilot, lambda: isinstance(app.screen, ConfirmDialog), what="the question")
+        assert "Message #1 holds 100,000 characters, too many to edit here" in app.screen.question
+        await pilot.press("n")
+        await pilot.pause()
+        assert [m.role for m in app.client.view.history] == history and not app.client.view.memory
+        await pilot.press("m")
+        await wait_until(pilot, lambda: isinstance(app.screen, ConfirmDialog), what="the question")
+        await pilot.press("y")
+        await wait_until(pilot, lambda: app.client.view.memory, what="the promotion")
+        assert [m.role for m in app.client.view.history] == ["user"]
+        assert len(app.client.view.memory) == 1

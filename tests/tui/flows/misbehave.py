@@ -328,3 +328,10 @@ class Echo:
     type("Caller", (), {}))])
 class LongArguments:
     pass
+
+
+@workflow(steps=[agent(provider=FunctionProvider(lambda messages, tools: "r" * 100_000), prompt="p")(
+    type("Wordy", (), {})), agent(provider=FunctionProvider(lambda messages, tools: "ok"), prompt="p")(
+    type("After", (), {}))])
+class LongReply:
+    pass
