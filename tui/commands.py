@@ -41,6 +41,7 @@ class RunCommands:
     quitting = False
     quit_reason: str | None = None  # why the app quits, when not q: what the run's end says
     _queued_at = -1  # the pause the last queued command was sent from
+    _pause_asked: tuple[str | None, int | None] | None = None  # (run, its last pause) when p was pressed
     _moved_from: tuple[str | None, int] | None = None  # (run, pause) a move left and the run has not paused since
     _moved_at: float | None = None  # when that move was sent, until the run answers it (or it is said unanswered)
 
@@ -53,6 +54,10 @@ class RunCommands:
         if not self.client.active:
             return None
         word = "quitting" if self.quitting else "stopping" if self.client.stopping else None
+        view = self.client.view
+        if word is None and view is not None and view.status == "running" \
+                and self._pause_asked == (view.run_id, view.last_pause_seq):  # p, and no pause point reached yet
+            word = "pausing"
         channel, left = self.client.channel, self.client.pending
         if left and channel is not None and channel.closed.is_set():
             # (its events came faster than they are shown: what it was doing is over)
@@ -154,9 +159,11 @@ class RunCommands:
         if name == "pause" and self.client.view.status == "paused" and not behind:
             self.notify("Already paused.")
         elif name == "pause" and not behind:  # said at once: the pause comes when the run reaches a pause point
+            self._pause_asked = (self.client.view.run_id, self.client.view.last_pause_seq)  # (the status says so)
             busy = waiting_for(self.client.view)
             self.notify(f"Pausing at the next pause point: waiting for {busy} to return…" if busy
                         else "Pausing at the next pause point…", timeout=4)
+            self.flush(force=True)
         if name in MOVES:
             view = self.client.view
             self._moved_from = (view.run_id, view.pause.seq if view.pause is not None else -1)

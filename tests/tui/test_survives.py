@@ -128,6 +128,9 @@ async def test_p_while_a_tool_never_returns_says_what_the_pause_waits_for():
         await pilot.press("p")
         assert any(n.message == "Pausing at the next pause point: waiting for tool t to return…"
                    for n in app._notifications)
+        # and the status line says so for as long as it waits (it said "running", the notice went in 4 s)
+        await pilot.pause(0.3)
+        assert str(app.main.query_one("#status").content) == "● pausing: waiting for tool t to return…"
 
 
 async def test_q_quits_while_a_tool_never_returns(tmp_path):
