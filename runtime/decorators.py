@@ -201,7 +201,8 @@ def workflow(_target: Any = None, /, *, steps: list[Any] = _REQUIRED, state: typ
                               "(e.g. steps=[Writer, loop(steps=[Reviewer], until=until_answered)])")
         steps_ = listed(steps, f"@workflow {cls.__name__}", "steps")
         if not steps_:
-            raise ConfigError(f"@workflow {cls.__name__}: steps=[...] is empty")
+            raise ConfigError(f"@workflow {cls.__name__}: steps=[...] is empty; give it the agents it runs, in "
+                              "order: steps=[MyAgent]")
         if state is not None and not isinstance(state, type):
             raise ConfigError(f"@workflow {cls.__name__}: state= takes the state's class, not an instance "
                               f"({type(state).__name__}(...)); write state={type(state).__name__}")

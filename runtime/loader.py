@@ -101,6 +101,9 @@ def load_module(path: Path) -> Any:
                     fault, line = Path(at[1]).resolve(), int(at[2])
                 text = text[at.end():]
             message = text
+        elif isinstance(exc, ImportError) and exc.name == "flowtui" \
+                and (wrong := re.match(r"cannot import name '(\w+)' from 'flowtui'", text)):
+            message = _not_exported(wrong[1])
         else:
             where_ = f" (in {func})" if func and func != "<module>" else ""
             message = f"{type(exc).__name__} while importing{where_}: {text}"
@@ -177,3 +180,15 @@ def load_flow(target: str, **bootstrap_config: Any):
     except FlowtuiError as exc:
         file, line = where(cls)
         raise FlowLoadError(str(exc), file=str(path), line=line, cls=cls.__name__) from None
+
+
+def _not_exported(name: str) -> str:
+    """``from flowtui import agnet``: Python's message names where flowtui is installed, and no name
+    that is."""
+    import difflib
+
+    import flowtui
+
+    close = difflib.get_close_matches(name, flowtui.__all__, n=1)
+    hint = f"did you mean {close[0]}? " if close else ""
+    return f"flowtui has no {name!r} to import; {hint}what it exports is listed by python -c 'import flowtui; print(flowtui.__all__)'"

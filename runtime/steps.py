@@ -61,7 +61,8 @@ def loop(steps: list[Any], until: Callable[..., Any] | None = None, *, max_itera
     refuse_unknown(f"{name}(...)", unknown, loop)
     steps = listed(steps, f"{name}(steps=...)", "steps")
     if not steps:
-        raise ConfigError(f"{name}(steps=[...]) is empty")
+        raise ConfigError(f"{name}(steps=[...]) is empty; give it the agents it repeats: {name}(steps=[MyAgent], "
+                          "until=...)")
     if until is not None and not callable(until):
         raise ConfigError(f"{name}(until={until!r}): until is a function of (ctx) or (ctx, s) that says when "
                           f"to stop, e.g. until=lambda ctx, s: s.aprovado")
@@ -92,7 +93,7 @@ def parallel(steps: list[Any], *more: Any, name: str = "parallel") -> ParallelSp
         raise ConfigError(f"{name}(...) takes its steps as one list: write {name}([{shown}])")
     steps = listed(steps, f"{name}(...)", "steps")
     if not steps:
-        raise ConfigError(f"{name}([...]) is empty")
+        raise ConfigError(f"{name}([...]) is empty; give it the agents it runs at once: {name}([AgentA, AgentB])")
     return ParallelSpec(steps, name)
 
 

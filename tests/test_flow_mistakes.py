@@ -127,6 +127,8 @@ WORKFLOW = "@workflow(steps=[A])\nclass W:\n    pass\n"
     ("from flowtui.runtime.context import AgentContext\n@tool\ndef t(q: str, ctx: AgentContext) -> str:\n"
      "    return q\n", r"parameter 'ctx' is annotated AgentContext but not marked.*write ctx: AgentContext = Context\(\)"),
     ("@tool\ndef t(**kw) -> str:\n    return 'x'\n", r"@tool t: \*\*kw cannot be a tool argument"),
+    # a name flowtui does not export (Python's message named where flowtui is installed)
+    ("from flowtui import agnet\n", r"flow.py:\d+: flowtui has no 'agnet' to import; did you mean agent\?"),
     # an instance where the class goes (flowtui makes one for each run)
     (AGENT + "class A:\n    pass\n@workflow(steps=[A()])\nclass W:\n    pass\n",
      r"workflow W: a step is an instance of A; flowtui makes the @agent class's instance for each run: write A, "
