@@ -191,4 +191,5 @@ def _not_exported(name: str) -> str:
 
     close = difflib.get_close_matches(name, flowtui.__all__, n=1)
     hint = f"did you mean {close[0]}? " if close else ""
-    return f"flowtui has no {name!r} to import; {hint}what it exports is listed by python -c 'import flowtui; print(flowtui.__all__)'"
+    return (f"flowtui has no {name!r} to import; {hint}what it exports is listed by "
+            "python -c 'import flowtui; print(flowtui.__all__)'")

@@ -215,7 +215,8 @@ def as_tool(obj: Any, *, agent: str) -> ToolSpec:
         raise ConfigError(f"{agent}: tools=[...] holds the function {obj.__name__}, which is not a tool; "
                           "decorate it with @tool")
     made_of = type(obj).__name__
-    if isinstance(getattr(type(obj), SPEC_ATTR, None), ToolSpec) and not all(hasattr(obj, a) for a in OBJECT_TOOL_ATTRS):
+    made_by_hand = isinstance(getattr(type(obj), SPEC_ATTR, None), ToolSpec)  # (an instance of a @tool class)
+    if made_by_hand and not all(hasattr(obj, a) for a in OBJECT_TOOL_ATTRS):
         raise ConfigError(f"{agent}: tools=[...] holds an instance of {made_of}; flowtui makes the @tool class's "
                           f"instance for each run: write {made_of}, not {made_of}()")
     spec = object_tool(obj, agent=agent)

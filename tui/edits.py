@@ -135,8 +135,9 @@ class RunEdits:
                     self.run_worker(self._apply(_p().Promote(index=i), f"Message #{i} promoted to memory, whole."
                                                 f"{along}"), group="command", exit_on_error=False)
 
-            self.push_screen(ConfirmDialog(f"Message #{i} holds {cut[2]:,} characters, too many to edit here. Promote it "
-                                           f"to memory whole? It leaves the history.{along} u undoes."), answered)
+            self.push_screen(ConfirmDialog(f"Message #{i} holds {cut[2]:,} characters, too many to edit here. "
+                                           f"Promote it to memory whole? It leaves the history.{along} u undoes."),
+                             answered)
             return
         self.push_screen(TextDialog(f"Promote message #{i} to memory", history[i].content,
                                     lambda text: self.edit(_p().Promote(index=i, text=text)), save_label="Promote",

@@ -62,15 +62,15 @@ _WAITS = {"stopping": "stop", "quitting": "stop", "pausing": "return"}  # what e
 
 def status_text(view: Any, *, loading: str | None = None, stopping: str | None = None,
                 width: int | None = None, waited_s: float = 0.0) -> Text:
-    """``● paused before RevisorAgent``; ``stopping``: ``stopping``/``quitting``/``pausing``, said with what it waits for
-    (or a phrase that says what is left); ``waited_s``: how long a model call waiting to retry has waited
+    """``● paused before RevisorAgent``; ``stopping``: ``stopping``/``quitting``/``pausing``, said with what it
+    waits for (or a phrase that says what is left); ``waited_s``: how long a model call waiting to retry has waited
     (its wait counts down)."""
     if view is None or loading is not None:
         text = Text(shown(loading or "loading…"), "dim")
     elif stopping:
         busy = waiting_for(view) if stopping in _WAITS else None  # (else it says what is left)
-        text = Text(f"● {stopping}: waiting for {shown(busy)} to {_WAITS[stopping]}…" if busy else f"● {stopping}…",
-                    STATUS_STYLES["paused" if stopping == "pausing" else "stopped"])
+        said = f"● {stopping}: waiting for {shown(busy)} to {_WAITS[stopping]}…" if busy else f"● {stopping}…"
+        text = Text(said, STATUS_STYLES["paused" if stopping == "pausing" else "stopped"])
     else:
         style = STATUS_STYLES.get(view.status, "")
         text = Text("● ", style)
