@@ -332,20 +332,46 @@ class StreamRedactor:
     text redacted. A tail that may be part of a credential value (three characters of it or more,
     anywhere in it: :func:`redact` hides a long enough piece of one too) is held back until the text
     says whether it is; a credential whose first one or two characters went out already has the rest
-    hidden. The app cannot do this itself: only the flow's process knows a key handed over as
-    ``api_key=``."""
+    hidden. So is the word the text ends in (a key of a shape, ``sk-proj-...``, is whole only when a
+    character no key holds comes after it: given out as it grew, its tail went out in clear once its
+    start was redacted), and a private key's block until its end. The app cannot do this itself: only
+    the flow's process knows a key handed over as ``api_key=``."""
 
-    __slots__ = ("_held", "_sent")
+    __slots__ = ("_held", "_size", "_word", "_sent")
 
     def __init__(self) -> None:
-        self._held = ""  # the tail held back
+        self._held: list[str] = []  # the tail held back, in the pieces it came in
+        self._size = 0  # its length
+        self._word = 0  # how long the word the text ends in is (it may be a key still arriving)
         self._sent = ""  # the last characters given out (a credential may have begun there)
 
     def feed(self, text: str, secrets: tuple[str, ...]) -> str:
-        held, before = self._held + text, self._sent
+        self._held.append(text)
+        self._size += len(text)
+        start = len(text)
+        while start and text[start - 1] in _WORD:
+            start -= 1
+        self._word = len(text) - start if start else self._word + len(text)
+        if self._word >= self._size:  # all of it one word still arriving (a long one: not joined again each time)
+            return ""
+        held, before = "".join(self._held), self._sent
         # the end that may begin a credential, looked for across what went out already too
-        hold = min(_inside_one(before + held, secrets), len(held))
-        ready, self._held = held[:len(held) - hold], held[len(held) - hold:]
+        window = (before + held)[-_SHAPE_WINDOW:]
+        begun = _PARTIAL_SHAPE.search(window) if _HINT.search(window) or "-----BEGIN" in window else None
+        hold = min(max(_inside_one(before + held, secrets), self._word,
+                       len(window) - begun.start() if begun else 0), len(held))
+        self._held, self._size = ([held[len(held) - hold:]], hold) if hold else ([], 0)
+        return self._give(held[:len(held) - hold], secrets)
+
+    def end(self, secrets: tuple[str, ...]) -> str:
+        """The text is whole: what was held back, redacted (a reply cut short leaves it unsaid)."""
+        held, self._held, self._size, self._word = "".join(self._held), [], 0, 0
+        return self._give(held, secrets)
+
+    def _give(self, ready: str, secrets: tuple[str, ...]) -> str:
+        if not ready:
+            return ""
+        before = self._sent
         out, given = redact(before + ready, secrets), redact(before, secrets)  # (as it went out)
         if out.startswith(given):
             out = out[len(given):]
@@ -355,6 +381,11 @@ class StreamRedactor:
         keep = max(map(len, secrets), default=1) - 1
         self._sent = (before + ready)[-keep:] if keep else ""
         return out
+
+
+# What a key of a shape is made of: a word of these is held back whole in a stream (see StreamRedactor).
+_WORD = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-*.~+/=")
+_SHAPE_WINDOW = 16_384  # how far back a stream's partial shape is looked for (a private key's block fits)
 
 
 def _inside_one(text: str, secrets: tuple[str, ...]) -> int:

@@ -433,12 +433,13 @@ def test_a_stream_redactor_gives_out_no_three_characters_of_a_key_whatever_the_p
     said = f"your key is {key} and again {key}! a vault, vaultQ7 alone is no key."
     stream = StreamRedactor()
     pieces = [stream.feed(said[i:i + size], (key,)) for i in range(0, len(said), size)]
-    joined = "".join(pieces)
+    joined = "".join(pieces) + stream.end((key,))
     # at most a key's first two characters went out before it could be told from other text
     assert re.fullmatch(r"your key is (|v|va)\[redacted\] and again (|v|va)\[redacted\]! "
                         r"a vault, vaultQ7 alone is no key\.", joined), joined
     plain = StreamRedactor()
-    assert "".join(plain.feed(said[i:i + size], ("zzzzzzzz",)) for i in range(0, len(said), size)) == said
+    assert "".join(plain.feed(said[i:i + size], ("zzzzzzzz",)) for i in range(0, len(said), size)) \
+        + plain.end(("zzzzzzzz",)) == said
 
 
 @pytest.mark.parametrize("size", [1, 2, 3, 5, 7, 11, 100])
@@ -450,9 +451,28 @@ def test_a_piece_of_a_key_from_its_middle_is_hidden_in_a_stream_as_in_the_whole_
     key = "sk-test-1234567890abcdef"
     said = "again sk-test-1234 567890abcdef end, then 1234567890abcdefXYZ."
     stream = StreamRedactor()
-    joined = "".join(stream.feed(said[i:i + size], (key,)) for i in range(0, len(said), size))
+    joined = "".join(stream.feed(said[i:i + size], (key,)) for i in range(0, len(said), size)) + stream.end((key,))
     assert "567890ab" not in joined and "ted]" not in joined.replace("[redacted]", ""), joined
     # what went out is the whole reply redacted, but for at most two characters a piece began with
     assert re.fullmatch(r"again (|s|sk)\[redacted\] (|5|56)\[redacted\] end, then (|1|12)\[redacted\]XYZ\.",
                         joined), joined
     assert redact(said, (key,)) == "again [redacted] [redacted] end, then [redacted]XYZ."
+
+
+@pytest.mark.parametrize("size", [1, 2, 3, 7, 100])
+def test_a_stream_redactor_gives_out_nothing_of_a_key_it_knows_only_by_its_shape(size):
+    """A project key longer than the keys the flow knows, streamed a character at a time: once its
+    start was redacted, its tail went out in clear ("[redacted]]oINzW9Cr..."), 85 characters of it."""
+    from flowtui.runtime.secrets import StreamRedactor, redact
+
+    known = "sk-" + "k" * 48  # the flow's own key, shorter than the one the model says
+    other = "sk-proj-" + "oINzW9CrAbyvcQNVWXLq_gx2Ym4Fl55Wj28M0kyI5" * 4
+    said = f"foreign {other} end, and sk-x too"
+    stream = StreamRedactor()
+    out = ""
+    for i in range(0, len(said), size):
+        out += stream.feed(said[i:i + size], (known,))
+        body = out.replace("[redacted]", "\0")
+        assert not any(other[j:j + 4] in body for j in range(8, len(other) - 4)), out  # not four of its own
+    out += stream.end((known,))
+    assert out == redact(said, (known,)) == "foreign [redacted] end, and sk-x too", out
