@@ -91,6 +91,27 @@ async def test_a_streaming_request_answered_without_a_stream_of_an_answer_is_a_p
     assert caught.value.status is None
 
 
+BAD_CHUNKS = {
+    "choices not a list": {"id": "x", "object": "chat.completion.chunk", "model": "gpt-test", "choices": "notalist"},
+    "a choice that is null": {"id": "x", "object": "chat.completion.chunk", "model": "gpt-test", "choices": [None]},
+    "a delta that is text": {"id": "x", "object": "chat.completion.chunk", "model": "gpt-test",
+                             "choices": [{"index": 0, "delta": "oops"}]},
+}
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("case", list(BAD_CHUNKS))
+async def test_a_stream_chunk_that_is_no_chunk_is_no_usable_answer_not_a_server_error(server, case):
+    """It was said as "HTTP 500: 'str' object has no attribute 'delta'": no server sent a 500."""
+    server.script(events(chunk({"role": "assistant", "content": "hi"}), BAD_CHUNKS[case], chunk(finish_reason="stop")))
+    with pytest.raises(ProviderError) as caught:
+        await complete(provider(server, stream=True, retry=False), request())
+    text = str(caught.value)
+    assert "the server's reply held no usable answer" in text and "HTTP 500" not in text, text
+    assert "a stream chunk is not a chat completion chunk" in text, text
+    assert caught.value.status is None
+
+
 @pytest.mark.asyncio
 async def test_a_non_streamed_choice_without_a_message_says_so_without_a_traceback(server):
     server.script(raw(completion()), reply("fine"))

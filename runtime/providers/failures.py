@@ -93,6 +93,9 @@ def malformed(exc: BaseException) -> str | None:
     for cause in chain:
         if isinstance(cause, json.JSONDecodeError):
             return f"the server's reply is not valid JSON ({cause})"
+        if isinstance(cause, (AttributeError, TypeError, KeyError, IndexError)) and _in_stream_reading(cause):
+            # (a chunk of the wrong shape, "choices": "notalist": litellm calls it a 500 of its own)
+            return f"a stream chunk is not a chat completion chunk ({_one_line(cause)})"
         if type(cause).__name__ == "ValidationError" and getattr(cause, "title", None) in _RESPONSE_TYPES:
             return f"the server's reply is not a valid chat completion ({_one_line(cause)})"
     for cause in chain:
@@ -110,6 +113,14 @@ def malformed(exc: BaseException) -> str | None:
         if _REPEATING in text:
             return "the server's stream repeated one piece over and over (litellm stops reading such a stream)"
     return None
+
+
+def _in_stream_reading(exc: BaseException) -> bool:
+    """Raised where litellm reads a stream's chunks (not in flowtui's code, nor the flow's)."""
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    return tb is not None and "streaming_handler" in tb.tb_frame.f_code.co_filename.replace("\\", "/")
 
 
 def _one_line(exc: BaseException) -> str:
