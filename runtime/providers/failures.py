@@ -14,6 +14,7 @@ import asyncio
 import email.utils
 import json
 import re
+import socket
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -37,6 +38,8 @@ def classify(exc: BaseException) -> tuple[int | None, bool]:
         status = None
     if is_missing_key(exc):  # reported as 500 by some paths; no retry will find a key
         return status, False
+    if _not_http(exc):  # api_base="htp://...": no attempt can reach it
+        return None, False
     if is_timeout(exc) or is_connection(exc) or is_malformed(exc):
         return None, True  # no answer came, or none that can be used: litellm's 408 or 500 here is its own
     if status is None:
@@ -61,6 +64,23 @@ def is_connection(exc: BaseException) -> bool:
                               "ClientConnectionError", "ServerDisconnectedError") for c in type(cause).__mro__):
             return True
     return False
+
+
+def unreachable(exc: BaseException) -> str | None:
+    """Why a connection could not be made, in words (the address is no web address, its host name is
+    unknown, nothing listens there); None when that cannot be told."""
+    if _not_http(exc):
+        return "the address is not an http:// or https:// one"
+    for cause in causes(exc, 12):
+        if isinstance(cause, socket.gaierror):
+            return "its host name was not found"
+        if isinstance(cause, ConnectionRefusedError):
+            return "nothing listens at that host and port (connection refused)"
+    return None
+
+
+def _not_http(exc: BaseException) -> bool:
+    return any(type(c).__name__ in ("NonHttpUrlClientError", "UnsupportedProtocol") for c in causes(exc, 12))
 
 
 # litellm's words for a 200 it could not turn into a response (a field missing, one of the wrong type),

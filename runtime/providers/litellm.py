@@ -32,7 +32,7 @@ from flowtui.runtime.providers.base import (AttemptInfo, ChatReply, ChatRequest,
                                            sent_sampling)
 from flowtui.runtime.providers.failures import (
     RETRYABLE_STATUS, EmptyStream, classify, cut, is_connection, is_malformed, is_missing_key, is_timeout,
-    retry_after_s, said,
+    retry_after_s, said, unreachable,
 )
 from flowtui.runtime.secrets import credentials_given, redact, secret_values
 
@@ -336,6 +336,9 @@ class LiteLLMProvider(Provider):
             what = f"the model did not answer within timeout={self.timeout}s"
         elif is_malformed(exc):  # a 200 with no answer in it: litellm's own 500 is no server's
             what = "the server's reply held no usable answer"
+        elif unreachable(exc) is not None:  # (a mistyped api_base: said, with the address tried)
+            what = f"the model's server could not be reached at {self.api_base or 'its default address'}: " \
+                   f"{unreachable(exc)}; check api_base"
         elif is_connection(exc):
             what = "the model's server could not be reached, or it dropped the connection"
         elif status is not None and not retryable:
