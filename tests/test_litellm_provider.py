@@ -443,6 +443,10 @@ def test_retry_after_forms():
     assert 25 <= _retry_after_s(E({"Retry-After": date})) <= 31
     assert _retry_after_s(E({"Retry-After": "soon"})) is None
     assert _retry_after_s(E({})) is None
+    # no wait said (the backoff's then): they made an immediate retry ("retrying in 0.0 s")
+    for nonsense in ("nan", "-5"):
+        assert _retry_after_s(E({"Retry-After": nonsense})) is None, nonsense
+        assert _retry_after_s(E({"retry-after-ms": nonsense})) is None, nonsense
 
 
 # --------------------------------------------------------------------------- the litellm shim

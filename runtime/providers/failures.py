@@ -181,16 +181,20 @@ def retry_after_s(exc: BaseException) -> float | None:
         return None
     if "retry-after-ms" in lowered:
         try:
-            return max(0.0, float(lowered["retry-after-ms"]) / 1000.0)
+            ms = float(lowered["retry-after-ms"])
         except ValueError:
             pass
+        else:
+            return ms / 1000.0 if ms >= 0 else None  # (NaN or below 0: no wait said; the backoff's)
     value = lowered.get("retry-after")
     if value is None:
         return None
     try:
-        return max(0.0, float(value))
+        seconds = float(value)
     except ValueError:
         pass
+    else:
+        return seconds if seconds >= 0 else None
     try:
         when = email.utils.parsedate_to_datetime(value)
     except (TypeError, ValueError):
