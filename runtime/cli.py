@@ -146,6 +146,14 @@ def argument_text(value: str) -> str:
     return value.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
 
 
+def model_name(value: str) -> str:
+    """``--model``: a name (given empty, the flow's own models were used unsaid)."""
+    if not value.strip():
+        raise argparse.ArgumentTypeError("is empty: give a litellm model name, such as openai/gpt-4o-mini, or leave "
+                                         "--model out for the flow's own models")
+    return value
+
+
 def file_name(value: str) -> str:
     """A file argument whose name is UTF-8: the run's process names its files in messages and events,
     which are UTF-8 JSON (a name with a Latin-1 byte made ``flowtui run`` end in a traceback, and
@@ -186,7 +194,7 @@ def add_flow_arguments(parser: argparse.ArgumentParser) -> None:
                         help="seed durable memory (repeatable)")
     parser.add_argument("--data", action="append", default=[], metavar="KEY=VALUE", type=argument_text,
                         help="the run's data, read as ctx.data and never sent to the model (repeatable)")
-    parser.add_argument("--model", help="use this litellm model for every agent (also FLOWTUI_MODEL)")
+    parser.add_argument("--model", type=model_name, help="use this litellm model for every agent (also FLOWTUI_MODEL)")
     parser.add_argument("--replies", metavar="FILE", type=file_name,
                         help="serve every ScriptedProvider from this TOML file")
     cassette = parser.add_mutually_exclusive_group()

@@ -141,6 +141,13 @@ def test_bad_memory_argument_exits_2(tmp_path):
     assert res.returncode == 2 and "expected KEY=VALUE" in res.stderr
 
 
+def test_an_empty_model_exits_2_instead_of_running_the_flows_own_models(tmp_path):
+    """--model "" was ignored in silence: the run used the flow's models and failed on what came next."""
+    path = write(tmp_path, OK_FLOW)
+    res = flowtui("run", str(path), "--model", "", "--input", "x", "--no-journal")
+    assert res.returncode == 2 and "argument --model: is empty: give a litellm model name" in res.stderr, res.stderr
+
+
 def test_record_then_replay_serves_the_same_conversation_and_refuses_a_new_one(tmp_path):
     path = write(tmp_path, OK_FLOW)
     cassette = tmp_path / "eco.cassette.jsonl"
