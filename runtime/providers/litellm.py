@@ -336,9 +336,9 @@ class LiteLLMProvider(Provider):
             what = f"the model did not answer within timeout={self.timeout}s"
         elif is_malformed(exc):  # a 200 with no answer in it: litellm's own 500 is no server's
             what = "the server's reply held no usable answer"
-        elif unreachable(exc) is not None:  # (a mistyped api_base: said, with the address tried)
+        elif (why := unreachable(exc)) is not None:  # (a mistyped api_base: said, with the address tried)
             what = f"the model's server could not be reached at {self.api_base or 'its default address'}: " \
-                   f"{unreachable(exc)}; check api_base"
+                   f"{why}; check api_base"
         elif is_connection(exc):
             what = "the model's server could not be reached, or it dropped the connection"
         elif status is not None and not retryable:

@@ -207,6 +207,10 @@ class EventLog(DirectLines, QuietVirtualSize, ScrollView, can_focus=True):
             self._events = events
             self._lines.clear()
             self.cursor = None
+        digits = max(SEQ_DIGITS, len(str(seq_of(events[-1])))) if events else SEQ_DIGITS
+        if digits != self._digits:  # past 999,999 events: the seq column widens, every line is drawn again
+            self._digits, self._columns = digits, columns(self.size.width or 80, digits)
+            self._lines.clear()
         self.grow_to(Size(0, len(events)))  # lines are cut to the pane: nothing to scroll sideways
         if at_end:
             self.scroll_end(animate=False, immediate=True, force=True, x_axis=False)
@@ -287,10 +291,8 @@ class EventLog(DirectLines, QuietVirtualSize, ScrollView, can_focus=True):
 
     def render_line(self, y: int) -> Strip:
         width, base = self.size.width, self.rich_style
-        events = self._events
-        digits = max(SEQ_DIGITS, len(str(seq_of(events[-1])))) if events else SEQ_DIGITS
-        if (columns(width, digits), digits) != (self._columns, self._digits):  # the columns move: drawn again
-            self._columns, self._digits = columns(width, digits), digits
+        if columns(width, self._digits) != self._columns:  # a new width: the columns move, every line is drawn again
+            self._columns = columns(width, self._digits)
             self._lines.clear()
         i = self.scroll_offset.y + y
         if i >= len(self._events):
