@@ -20,6 +20,8 @@ Messages name the file, class, parameter or key at fault and say what to do.
 
 from __future__ import annotations
 
+import functools
+
 
 class FlowtuiError(Exception):
     """Base of every error flowtui raises on purpose."""
@@ -164,21 +166,30 @@ def user_frame(exc: BaseException) -> str | None:
 
 def deepest_user_frame(exc: BaseException) -> tuple[str, int, str] | None:
     """(file, line, function) of :func:`user_frame`."""
-    import os
-    import sysconfig
-
-    paths = sysconfig.get_paths()
-    skip = tuple(os.path.join(p, "") for p in {paths["stdlib"], paths["platstdlib"], paths["purelib"],
-                                                paths["platlib"]}) + _OWN
     found = None
     tb = exc.__traceback__
     while tb is not None:
         code = tb.tb_frame.f_code
-        name = code.co_filename
-        if not name.startswith(("<", *skip)) and name != _OWN_INIT:
-            found = (name, tb.tb_lineno, code.co_name)
+        if is_flow_code(code.co_filename):
+            found = (code.co_filename, tb.tb_lineno, code.co_name)
         tb = tb.tb_next
     return found
+
+
+def is_flow_code(filename: str) -> bool:
+    """Whether a code object's file is the flow's own (not flowtui's, the standard library's or an
+    installed package's)."""
+    return not filename.startswith(_not_the_flows()) and filename != _OWN_INIT
+
+
+@functools.cache
+def _not_the_flows() -> tuple[str, ...]:
+    import os
+    import sysconfig
+
+    paths = sysconfig.get_paths()
+    return ("<", *(os.path.join(p, "") for p in {paths["stdlib"], paths["platstdlib"], paths["purelib"],
+                                                  paths["platlib"]}), *_OWN)
 
 
 def shown_path(name: str) -> str:

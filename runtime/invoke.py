@@ -15,9 +15,11 @@ import inspect
 import os
 import sys
 from collections.abc import Callable, Sequence
+from types import FrameType
 from typing import Any, NoReturn
 
-from flowtui.runtime.bus import current_origin
+from flowtui.runtime.bus import Stream, current_origin
+from flowtui.runtime.errors import is_flow_code, shown_path
 
 _IS_ASYNC: dict[Any, bool] = {}
 _PLAIN = frozenset({bool, int, float, str})
@@ -91,13 +93,46 @@ async def call_user(fn: Callable[..., Any], args: Sequence[Any], *, origin: str,
             current_origin.reset(token)
 
 
+# What the origins without a name in them are, in words (the others: ``tool:x`` is ``tool x``).
+_SAID = {"until": "the loop's until", "on_exhausted": "the loop's on_exhausted", "on_fail": "the loop's on_fail",
+         "dispose": "a cleanup (ctx.on_dispose)", "budget": "the budget's on_exceeded"}
+_SEND = ("call_model.<locals>.send", os.path.join(os.path.dirname(os.path.abspath(__file__)), "chat.py"))
+
+
+def origin_words(origin: str) -> str:
+    """``tool:fetch`` is ``tool fetch``, ``hook:A.after_response`` ``hook A.after_response``,
+    ``until`` ``the loop's until``."""
+    return _SAID.get(origin) or origin.replace(":", " ", 1)
+
+
+def running_code(frame: FrameType | None) -> tuple[str, str | None]:
+    """What the run's code was inside when a signal landed in ``frame``, in words (``tool fetch``,
+    ``hook A.after_response``, ``the model call of Escritor``; ``a tool or hook`` when no code of the
+    flow's was found: the runtime's own, an event on its way out), and the line of the flow's own
+    files it was at (``flows/f.py:12 in execute``; None: none)."""
+    what = where = None
+    while frame is not None and what is None:
+        code = frame.f_code
+        if where is None and is_flow_code(code.co_filename):
+            where = f"{shown_path(code.co_filename)}:{frame.f_lineno} in {code.co_name}"
+        if code is _CALL_USER:
+            what = origin_words(frame.f_locals.get("origin", "runtime"))
+        elif code is _DELIVER:
+            break  # an event on its way out (the journal, the pipe to the app) holds it up: not the flow's code
+        elif (code.co_qualname, code.co_filename) == _SEND:
+            spec = frame.f_locals.get("spec")
+            what = f"the model call of {spec.name}" if spec is not None else "a model call"
+        frame = frame.f_back
+    return what or "a tool or hook", where
+
+
 class CancelledInCode(RuntimeError):
     """A tool or hook raised ``CancelledError`` though nothing stopped the run (it awaited a task that
     was cancelled, or raised it itself): its failure, as any exception is, not the run's stop (the run
     ended "stopped (cancelled)", exit 0, the tool call left unanswered)."""
 
     def __init__(self, origin: str) -> None:
-        super().__init__(f"{origin.replace(':', ' ', 1)} raised CancelledError, and nothing stopped the run (a task "
+        super().__init__(f"{origin_words(origin)} raised CancelledError, and nothing stopped the run (a task "
                          "it awaited was cancelled?); catch it there, or let that task finish")
 
 
@@ -139,3 +174,7 @@ def refuse_returned(fn: Callable[..., Any], agent: str, hook: str, value: Any) -
     shown = repr(value)
     shown = shown if len(shown) <= 60 else shown[:57] + "..."
     raise TypeError(f"{agent}.{hook} returned {type(value).__name__} {shown}{at}; return {_RETURNS[hook]}")
+
+
+_CALL_USER = call_user.__code__
+_DELIVER = Stream._deliver.__code__

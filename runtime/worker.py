@@ -14,7 +14,7 @@ down, never the app.
 - ``STOP_SIGNAL`` (the client's stop, when a cooperative ``stop`` did not
   reach a pause point within the grace period) raises :class:`~flowtui.runtime.control.Terminated`
   inside whatever code is running, so the run still ends with ``run.end``
-  (``stopped (killed after 1.0 s: a tool or hook did not return)``). ``SIGTERM``
+  (``stopped (killed after 1.0 s: tool fetch did not return (at flows/f.py:12 in fetch))``). ``SIGTERM``
   from anything else unwinds it the same way, and the run ends ``failed``
   (``the flow process received SIGTERM``).
 - ``SIGINT`` is the client's business on pipes (ignored here); listening, the
@@ -56,6 +56,7 @@ from flowtui.runtime.errors import ConfigError, WatchError, user_frame
 from flowtui.runtime.observe import state_fields
 from flowtui.runtime.encoding import encode_event
 from flowtui.runtime.inert import visible
+from flowtui.runtime.invoke import running_code
 from flowtui.runtime.construct import copy_with
 from flowtui.runtime.secrets import Redactor, StreamRedactor
 from flowtui.runtime.spawn import EXIT_FD_CLOSED, STOP_SIGNAL
@@ -387,8 +388,10 @@ def install_terminate(grace: float, run_task: Callable[[], asyncio.Task | None],
             task.cancel(f"{why + ' (' if why else ''}killed after {waited:.1f} s: the model call or async tool "
                         f"it awaited did not return{')' if why else ''}")
             return
-        raise Terminated(f"{why + ' (' if why else ''}killed after {waited:.1f} s: a tool or hook did not return"
-                         f"{')' if why else ''}")
+        what, where = running_code(frame)
+        said = f"killed after {waited:.1f} s: {what} did not return"
+        raise Terminated(f"{why} ({said}{f', at {where}' if where else ''})" if why
+                         else f"{said}{f' (at {where})' if where else ''}")
 
     def terminated_elsewhere(signum: int, frame: Any) -> None:
         why = Signalled(f"the flow process received {signal.Signals(signum).name} (not from flowtui)")

@@ -42,8 +42,13 @@ def wait_for(path: Path, what: str, timeout: float = HANG) -> None:
 
 
 # How long a forced stop waited, as the run's process measured it from the stop's arrival (about the
-# 1 s grace; a loaded machine adds to it).
-KILLED = r"killed after \d+\.\d s: a tool or hook did not return"
+# 1 s grace; a loaded machine adds to it), and what it waited for.
+def killed(what: str, *, inside: bool = False) -> str:
+    """The end of a run whose ``what`` did not return within the grace, with where in misbehave.py;
+    ``inside``: said inside the parentheses of what stopped it."""
+    at = r"at .*misbehave\.py:\d+ in \w+"
+    where = f", {at}" if inside else rf" \({at}\)"
+    return rf"killed after \d+\.\d s: {what} did not return{where}"
 
 
 @pytest.mark.parametrize("how", ["stopped", "killed"])
@@ -222,13 +227,21 @@ def test_a_process_a_tool_forked_that_comes_back_into_the_run_ends_there(tmp_pat
     assert len(pids) == 2 and len(set(pids)) == 1, pids  # two turns' hooks, in the run's process only
 
 
-@pytest.mark.parametrize("flow", ["SyncLoop", "AsyncLoop", "BlockingUntil", "RegexUntil"])
+NEVER_RETURNS = {"SyncLoop": "tool t", "AsyncLoop": "tool t", "BlockingUntil": "the loop's until",
+                 "RegexUntil": "the loop's until", "HookSpins": "hook Ag.after_response",
+                 "ModelBlocks": "the model call of Writer"}
+
+
+@pytest.mark.parametrize("flow", list(NEVER_RETURNS))
 def test_ctrl_c_stops_a_run_that_never_returns(tmp_path, flow):
     """RegexUntil: C code holding the interpreter kept the stop from being read until it was forced,
-    and the end said "killed after 0.0 s"."""
+    and the end said "killed after 0.0 s". The end names the code that did not return, and its line
+    (it said "a tool or hook" whatever it was)."""
     journal = tmp_path / "j.jsonl"
     proc = flowtui("run", f"{MISBEHAVE}:{flow}", "--input", "x", "--journal", str(journal), cwd=tmp_path)
-    wait_for(journal, '"kind":"tool"' if "Until" not in flow else '"type":"ctx.set","name":"loop"')
+    wait_for(journal, {"BlockingUntil": '"type":"ctx.set","name":"loop"', "RegexUntil": '"type":"ctx.set","name":"loop"',
+                       "HookSpins": '"type":"node.end","kind":"tool"', "ModelBlocks": '"kind":"chat"'}
+             .get(flow, '"kind":"tool"'))
     time.sleep(0.3)  # well inside the code that never returns
     t0 = time.monotonic()
     proc.send_signal(signal.SIGINT)
@@ -237,7 +250,7 @@ def test_ctrl_c_stops_a_run_that_never_returns(tmp_path, flow):
     assert proc.returncode == 0, err  # stopped, not failed
     assert elapsed < 10, elapsed
     end = journal_events(journal)[-1]
-    assert (end["type"], end["status"]) == ("run.end", "stopped") and re.fullmatch(KILLED, end["reason"]), end
+    assert (end["type"], end["status"]) == ("run.end", "stopped") and re.fullmatch(killed(NEVER_RETURNS[flow]), end["reason"]), end
     assert float(end["reason"].split()[2]) >= 0.5, end  # about the 1 s grace (a loaded machine notes the stop late)
     assert "stopping the run" in err
 
@@ -257,7 +270,7 @@ def test_sigterm_to_flowtui_run_stops_the_run_as_ctrl_c_does_saying_so(tmp_path,
     assert proc.returncode == 0, err  # stopped, not failed
     end = journal_events(journal)[-1]
     # a tool that never returns: killed, and the run.end says why it was stopped and that it was killed
-    want = rf"flowtui run received SIGTERM \({KILLED}\)" if flow == "SyncLoop" else "flowtui run received SIGTERM"
+    want = rf"flowtui run received SIGTERM \({killed('tool t', inside=True)}\)" if flow == "SyncLoop" else "flowtui run received SIGTERM"
     assert (end["type"], end["status"]) == ("run.end", "stopped") and re.fullmatch(want, end["reason"]), end
     assert "stopping the run (SIGTERM again kills it)" in err
 

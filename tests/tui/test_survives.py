@@ -59,7 +59,7 @@ async def test_x_stops_a_run_stuck_in_a_tool(flow):
         await pilot.press("x")
         # said at once, with what it waits for (a loaded machine may already be past the 1 s grace);
         # then how long the stop waited, as the run's process measured it (about the grace)
-        killed = r"stopped \(killed after \d+\.\d s: a tool or hook did not return\)"
+        killed = r"stopped \(killed after \d+\.\d s: tool t did not return \(at .*misbehave\.py:\d+ in \w+\)\)"
         status = str(app.main.query_one("#status").content)
         assert status == "● stopping: waiting for tool t to stop…" or re.fullmatch("● " + killed, status)
         await ended(pilot, timeout=15)
@@ -638,7 +638,7 @@ async def test_r_while_attached_says_at_once_that_the_run_reloads_where_it_runs(
 
 @pytest.mark.parametrize("signum", ["SIGTERM", "SIGHUP"])
 def test_a_signal_to_the_app_while_a_tool_never_returns_is_named_in_the_runs_end(tmp_path, signum):
-    """The forced stop's words replaced it: "killed after 0.4 s: a tool or hook did not return"."""
+    """The forced stop's words replaced it: "killed after 0.4 s: tool t did not return"."""
     import signal
 
     journal = tmp_path / "j.jsonl"
@@ -648,7 +648,7 @@ def test_a_signal_to_the_app_while_a_tool_never_returns_is_named_in_the_runs_end
     end = last_event(journal)
     said = {"SIGTERM": "the app received SIGTERM", "SIGHUP": "the app's terminal went away (SIGHUP)"}[signum]
     assert end["type"] == "run.end" and end["status"] == "stopped"
-    assert end["reason"].startswith(f"{said} (killed ") and "a tool or hook did not return" in end["reason"]
+    assert end["reason"].startswith(f"{said} (killed ") and "tool t did not return, at " in end["reason"], end
 
 
 @pytest.mark.parametrize("signum", ["SIGTERM", "SIGHUP"])

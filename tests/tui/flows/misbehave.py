@@ -116,6 +116,25 @@ class RegexUntil:
     pass
 
 
+def hook_spins(self, response, ctx):
+    while True:
+        pass
+
+
+@workflow(steps=make(fine, hook=hook_spins))
+class HookSpins:
+    pass
+
+
+def model_blocks(messages, tools):
+    time.sleep(3600)  # a model stand-in of the flow's own that never answers
+
+
+@workflow(steps=[agent(provider=FunctionProvider(model_blocks), prompt="p")(type("Writer", (), {}))])
+class ModelBlocks:
+    pass
+
+
 @workflow(steps=make(fine, hook=system_exit))
 class HookSystemExit:
     pass
