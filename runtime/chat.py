@@ -12,6 +12,7 @@ middleware changed (``changed_by``, ``sent``, ``trimmed``), tokens and cost.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, model_serializer
@@ -44,11 +45,10 @@ def build_request(run: "Run", spec: AgentSpec, prompt: str) -> ChatRequest:
     if found:
         raise ConversationError(spec.name, found)
     emit = run.emitter.emit
-
-    def on_delta(text: str) -> None:
-        emit(ChatDelta, text=text)
+    on_delta = Streamed(emit)
 
     def on_attempt(info: AttemptInfo) -> None:
+        on_delta.pieces.clear()  # the retry streams its reply again from the start
         emit(ChatAttempt, attempt=info.attempt, error=info.error, status=info.status, retry_in_s=info.retry_in_s)
 
     tools = run.plans.tool_specs[spec.cls]
@@ -58,6 +58,21 @@ def build_request(run: "Run", spec: AgentSpec, prompt: str) -> ChatRequest:
         agent=spec.name, turn=next_turn(run, spec), messages=messages,
         tools=tools.schemas, tool_names=tools.names, sampling=spec.sampling, on_delta=on_delta,
         on_attempt=on_attempt))
+
+
+class Streamed:
+    """A turn's ``on_delta``: each piece of its streamed reply is a ``chat.delta`` event (not journaled),
+    and is kept until the call ends, so a call cut short (stopped, failed) journals what had arrived,
+    as its chat node's ``partial``: what the app showed live, a replay shows too."""
+
+    __slots__ = ("emit", "pieces")
+
+    def __init__(self, emit: Callable[..., Any]) -> None:
+        self.emit, self.pieces = emit, []
+
+    def __call__(self, text: str) -> None:
+        self.pieces.append(text)
+        self.emit(ChatDelta, text=text)
 
 
 async def call_model(run: "Run", spec: AgentSpec, request: ChatRequest, *, prompt: str | None = None,
@@ -105,6 +120,10 @@ async def call_model(run: "Run", spec: AgentSpec, request: ChatRequest, *, promp
         except ProviderError as exc:
             exc.agent = exc.agent or spec.name
             scope.data["attempts"] = exc.attempts
+            _keep_partial(scope, request)
+            raise
+        except BaseException:  # stopped, or a middleware failed
+            _keep_partial(scope, request)
             raise
         if not isinstance(reply, ChatReply):
             raise TypeError(f"a model middleware returned {type(reply).__name__}, not a ChatReply "
@@ -126,6 +145,13 @@ async def call_model(run: "Run", spec: AgentSpec, request: ChatRequest, *, promp
             scope.data["reply"]["finish_reason"] = reply.finish_reason
     run.publish_budget()
     return reply
+
+
+def _keep_partial(scope: NodeScope, request: ChatRequest) -> None:
+    """What arrived of a streamed reply that never came whole, on its chat node's end."""
+    streamed = request.on_delta
+    if type(streamed) is Streamed and streamed.pieces:
+        scope.data["partial"] = "".join(streamed.pieces)
 
 
 def recorded(request: ChatRequest, provider: Provider, *, built: bool = False) -> "Sent":

@@ -260,8 +260,12 @@ class RunView:
         node.data.update(ev.data)
         if ev.kind in ("chat", "tool"):
             self._count(ev)
-        if ev.kind == "chat" and ev.status != "ok" and self._streamed:  # what arrived stays, said cut short
-            self.streaming_cut = "failed" if ev.status == "error" else ev.status
+        if ev.kind == "chat" and ev.status != "ok":
+            partial = ev.data.get("partial")
+            if not self._streamed and isinstance(partial, str) and partial:  # read back: its pieces are not journaled
+                self._streamed, self.streaming_length, self.streaming_agent = [partial], len(partial), ev.name
+            if self._streamed:  # what arrived stays, said cut short
+                self.streaming_cut = "failed" if ev.status == "error" else ev.status
         if ev.node_id in self._active:
             self._active.remove(ev.node_id)
 

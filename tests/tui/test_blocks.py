@@ -198,3 +198,30 @@ async def test_a_reply_cut_short_by_a_stop_stays_shown_as_cut_short(monkeypatch)
         await wait_until(pilot, lambda: "stopped mid-reply" in pane_text(pane), what="the cut-short block")
         text = pane_text(pane)
         assert "streaming…" not in text and "Hel" in text  # what arrived is still there, for what it is
+
+
+async def test_a_reply_cut_short_is_journaled_and_replays_as_it_showed_live(monkeypatch, tmp_path):
+    """What arrived of a streamed reply that a stop cut short was not journaled (its pieces are not):
+    the replay showed nothing of what the person had seen. Its chat node's end now keeps it."""
+    from flowtui.runtime.journal import read_journal
+    from flowtui.tui.replay import make_replay
+
+    monkeypatch.setenv("FLOWCAPTURE_GATES", "1")
+    journal = tmp_path / "j.jsonl"
+    app = make(STREAM, input="hi", journal=str(journal))
+    async with app.run_test(size=(120, 30)) as pilot:
+        await paused(pilot)
+        await pilot.press("c")
+        pane = app.main.conversation
+        await wait_until(pilot, lambda: "streaming…" in pane_text(pane), what="the first fragment")
+        flowcapture.open_gate(0)
+        await wait_until(pilot, lambda: "Hello, wor" in pane_text(pane), what="the second fragment")
+        await pilot.press("x")  # the model is waiting at gate 1, two fragments in
+        await wait_until(pilot, lambda: app.client.view.status == "stopped", timeout=30, what="the stop")
+    chat = [ev for ev in read_journal(journal) if ev.type == "node.end" and ev.kind == "chat"]
+    assert [(ev.status, ev.data.get("partial")) for ev in chat] == [("stopped", "Hello, wor")]
+    replay = make_replay(journal)
+    async with replay.run_test(size=(120, 30)) as pilot:
+        await pilot.pause()
+        text = pane_text(replay.main.query_one("#conversation"))
+        assert "stopped mid-reply" in text and "Hello, wor" in text, text
