@@ -24,7 +24,7 @@ import re
 import typing
 from typing import TYPE_CHECKING, Annotated, Any
 
-from pydantic import TypeAdapter, ValidationError
+from pydantic import FailFast, TypeAdapter, ValidationError
 
 from flowtui.runtime.bus import current_origin
 from flowtui.runtime.context import NON_FINITE_WORDS
@@ -309,7 +309,8 @@ def _typed(cls: type, name: str, text: str) -> Any:
     info = getattr(cls, "model_fields", {}).get(name)
     if info is not None and info.metadata:  # Field(ge=0, max_length=3...): checked as well
         tp = Annotated[(tp, *info.metadata)]
-    adapter = TypeAdapter(tp)
+    long = len(text) > FAIL_FAST_CHARS
+    adapter = _adapter(tp, fail_fast=long)
     try:
         json.loads(text)
     except ValueError:
@@ -338,12 +339,30 @@ def _typed(cls: type, name: str, text: str) -> Any:
     faults = error.errors()
     reason = "; ".join(f"{'.'.join(map(str, e['loc'])) + ': ' if e['loc'] else ''}{e['msg']}" for e in faults[:3])
     reason += f"; and {len(faults) - 3:,} more" if len(faults) > 3 else ""
+    reason += "; a text this long is checked up to its first fault" if long else ""
     shown = repr(text) if len(text) <= 60 else repr(text[:57]) + f"… ({len(text):,} characters)"
     tname = _type_name(field_type(cls, name))
     if not any(is_type_fault(str(e["type"])) for e in faults):  # (-1 for Field(ge=0) is an int all right)
         raise ConfigError(f"{cls.__name__}.{name} is {tname}: {shown} refused ({reason}); type a value it accepts")
     raise ConfigError(f"{cls.__name__}.{name} is {tname}: {shown} refused ({reason}); type a value of "
                       f"type {tname} (read as JSON and checked strictly: true is not an int, 2.0 is not one)")
+
+
+# A text longer than this is checked up to its first fault: a list of 3,000,000 numbers set into a
+# list[str] field held 3 GB in the run's process (a fault of pydantic's per item, and their messages;
+# 20,000 characters make at most 10,000 of them, a few MB).
+FAIL_FAST_CHARS = 20_000
+
+
+def _adapter(tp: Any, *, fail_fast: bool) -> TypeAdapter:
+    """The validator of ``tp``; ``fail_fast``: one that stops at the first fault of a list, set, tuple
+    or dict (a type of another kind has no items to stop among)."""
+    if fail_fast:
+        try:
+            return TypeAdapter(Annotated[tp, FailFast()])
+        except Exception:  # pydantic: "Unable to apply constraint 'fail_fast'" to a str, an int, a model
+            pass
+    return TypeAdapter(tp)
 
 
 def _type_name(tp: Any) -> str:
