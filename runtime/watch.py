@@ -202,6 +202,9 @@ class _Parser:
             return Total(word)
         if word == "len":
             self.need("(", "'(' after len")
+            if self.peek("len"):  # (refused before reading it: len(len(... 2,000 deep ran out of stack)
+                raise self.fail("len() takes memory, tasks, history or a state field, not another len()",
+                                self.skip())
             inner = self.subject()
             if not isinstance(inner, (StateField, Bucket)):
                 raise self.fail(f"len() takes memory, tasks, history or a state field, not {inner}", at)

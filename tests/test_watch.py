@@ -75,6 +75,8 @@ def test_expressions_parse_to_one_normal_form(text, key):
     # parsing and checking recurse: what would exhaust Python's stack is refused, not raised as RecursionError
     ("(" * 1000 + "state.a > 1" + ")" * 1000, 34, "parentheses nested more than 32 deep"),
     (" or ".join(["state.a > 1"] * 3000), 96 * 10 + 1, "more than 64 conditions in one watchpoint"),
+    pytest.param("len(" * 2000 + "history" + ")" * 2000 + " > 1", 5, "len() takes memory, tasks, history or a state "
+                 "field, not another len()", id="len-2000-deep"),
 ])
 def test_a_malformed_expression_is_refused_at_its_column(text, column, message):
     with pytest.raises(WatchError) as caught:
