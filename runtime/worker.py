@@ -269,7 +269,7 @@ class Worker:
         if kind == "fetch":
             value = self.elided.get((c.seq, c.path))
             if value is None:
-                raise ValueError(f"no value was cut at event {c.seq}, {c.path}")
+                raise ValueError(f"no value was cut at event {c.seq}{f', at {c.path}' if c.path else ' (a path is needed)'}")
             return self.redactor.redact(value)
         if self.run is None:
             raise ValueError("the run has not started yet")
@@ -285,8 +285,11 @@ class Worker:
         return self._edit(c)
 
     def _edit(self, c: Any) -> Any:
+        if self.run_over() or self.controller.stopping:  # (told to pause, a client paused in vain)
+            raise ValueError(f"the run {'has ended' if self.run_over() else 'is stopping'}: edits apply to a "
+                             "paused run")
         if not self.controller.paused:
-            raise ValueError("edits apply to a paused run; pause it first (p)")
+            raise ValueError("edits apply to a paused run; pause it first (p, or the pause command)")
         edits = self.run.edits_for(c.run_id)
         kind = c.type
         if kind == "promote":

@@ -607,7 +607,12 @@ def test_a_plain_socket_client_drives_a_run_through_every_command(listening):
     assert c.command(type="pause")["ok"]
     bad = c.command(type="nope")
     assert not bad["ok"]
+    assert c.command(type="fetch", seq=1, path="")["error"] == "no value was cut at event 1 (a path is needed)"
     assert c.command(type="stop")["ok"]
+    # stopping or ended, not to be paused first: it said "edits apply to a paused run; pause it first (p)"
+    late = c.command(type="add_item", bucket="memory", text="late")["error"]
+    assert late in ("the run is stopping: edits apply to a paused run", "the run has ended: edits apply to a paused run",
+                    "the run's process has ended"), late
     end = c.until(lambda ev: ev["type"] == "run.end")
     assert end["status"] == "stopped"
     assert proc.wait(timeout=HANG) == 0
