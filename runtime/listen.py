@@ -49,7 +49,6 @@ import threading
 import time
 from typing import Any
 
-from pydantic import ValidationError
 
 from flowtui.runtime import protocol as p
 from flowtui.runtime.errors import ConfigError
@@ -247,7 +246,7 @@ class Listener:
                     continue
                 try:
                     command = p.parse_command(line)
-                except ValidationError as exc:
+                except ValueError as exc:  # (pydantic's ValidationError is one)
                     self._call(self._send, p.encode(p.refusal(line, exc)))
                     continue
                 if command.type == "detach":
@@ -354,9 +353,10 @@ class Listener:
         """Why the first line does not authenticate (None: it does)."""
         try:
             command = p.parse_command(line)
-        except ValidationError:
-            command = None
-        if command is None or command.type != "auth":
+        except ValueError as exc:  # what is wrong with it, by name: a take_over of "yes" was told only the form
+            return ('the first line must be {"type": "auth", "token": "..."} with the token the run printed '
+                    f"({p.what_is_wrong(exc)})")
+        if command.type != "auth":
             return 'the first line must be {"type": "auth", "token": "..."} with the token the run printed'
         return None if hmac.compare_digest(command.token.encode(), self.token.encode()) else "token rejected"
 

@@ -58,6 +58,7 @@ the top-level run when it is left out.
 
 from __future__ import annotations
 
+import json
 from functools import cache
 from typing import Annotated, Any, Literal, Union
 
@@ -298,8 +299,24 @@ Command = Annotated[Union[COMMANDS], Field(discriminator="type")]
 
 
 def parse_command(line: bytes | str) -> Any:
-    """One line from a client, validated (raises ``pydantic.ValidationError``)."""
-    return _adapter(Command).validate_json(line)
+    """One line from a client, validated (raises ``ValueError``: pydantic's ``ValidationError``, or
+    a key given twice in one object)."""
+    command = _adapter(Command).validate_json(line)
+    _once.decode(line.decode("utf-8") if isinstance(line, bytes) else line)
+    return command
+
+
+def _each_key_once(pairs: list[tuple[str, Any]]) -> None:
+    if len(pairs) > 1:
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:  # JSON parsers differ on which one wins: {"type": "pause", "type": "stop"} stopped
+                raise ValueError(f"the key {key!r} is given twice in one object; give each key once")
+            seen.add(key)
+
+
+# (what it decodes is thrown away: the command is pydantic's; this only checks the keys)
+_once = json.JSONDecoder(object_pairs_hook=_each_key_once)
 
 
 def refusal(line: bytes, error: Exception) -> Reply:
@@ -332,7 +349,5 @@ def encode(message: BaseModel) -> bytes:
     try:
         return message.model_dump_json().encode("utf-8") + b"\n"
     except PydanticSerializationError:
-        import json
-
         text = json.dumps(message.model_dump(mode="json"), ensure_ascii=False, separators=(",", ":"))
         return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace").encode("utf-8") + b"\n"

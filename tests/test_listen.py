@@ -487,6 +487,17 @@ def test_a_first_line_that_is_no_auth_is_told_what_it_must_be(listening):
         sock.sendall(first)
         (said,) = replies(messages(sock, lambda out: False))
         assert said[2].startswith('the first line must be {"type": "auth", "token": "..."}'), first
+    # the right token, and something else wrong with the line: said by name (it was the form alone,
+    # as if the token were wrong)
+    for first, wrong in ((b'{"type": "auth", "token": "%s", "take_over": "yes"}\n', "auth.take_over: Input should "
+                          "be a valid boolean"),
+                         (b'{"type": "auth", "id": "abc", "token": "%s"}\n', "auth.id: Input should be a valid integer"),
+                         (b'{"type": "auth", "token": "%s", "type": "step"}\n', "the key 'type' is given twice")):
+        sock = socket.create_connection(("127.0.0.1", port), timeout=HANG)
+        sock.sendall(first % token.encode())
+        (said,) = replies(messages(sock, lambda out: False))
+        assert said[2].startswith('the first line must be {"type": "auth"') and wrong in said[2], said
+        assert token not in said[2]
 
 
 def test_attach_where_nothing_listens_says_so_in_words():

@@ -449,7 +449,8 @@ def test_a_line_nested_too_deep_is_refused_and_the_run_goes_on(tmp_path):
     deep = b'{"id":2,"type":"step","x":' + b"[" * 50_000 + b"]" * 50_000 + b"}\n"
     worker.stdin.write(b'{"id":1,"type":"start","input":"x"}\n' + deep + b'{"id":3,"type":"step"}\n'
                        b'{"id":4,"type":"auth","token":"t"}\n'
-                       b'{"id":true,"type":"pause"}\n{"id":' + b"9" * 26 + b',"type":"pause"}\n')
+                       b'{"id":true,"type":"pause"}\n{"id":' + b"9" * 26 + b',"type":"pause"}\n'
+                       b'{"id":5,"type":"pause","type":"stop"}\n{"id":6,"type":"step"}\n')
     worker.stdin.flush()
     replies = []
     try:
@@ -457,13 +458,15 @@ def test_a_line_nested_too_deep_is_refused_and_the_run_goes_on(tmp_path):
             message = json.loads(line)
             if message.get("type") == "reply":
                 replies.append((message["id"], message["ok"], message.get("error") or ""))
-            if len(replies) == 6:
+            if len(replies) == 8:
                 break
     finally:
         worker.kill()
         worker.communicate(timeout=HANG)
-    assert [r[:2] for r in replies] == [(1, True), (-1, False), (3, True), (4, False), (-1, False), (-1, False)], \
-        replies
+    assert [r[:2] for r in replies] == [(1, True), (-1, False), (3, True), (4, False), (-1, False), (-1, False),
+                                        (5, False), (6, True)], replies
+    # a key twice: which one a parser takes differs (this one stopped the run as the last "type")
+    assert replies[6][2] == "not a command: the key 'type' is given twice in one object; give each key once"
     assert replies[4][2].startswith("not a command: pause.id: Input should be a valid integer")  # not taken as 1
     assert "auth is for a client on a socket" in replies[3][2]  # not an internal error
 
