@@ -157,22 +157,22 @@ class Listener:
 
     def announce(self, out: Any = None) -> None:
         out = out or sys.stderr
-        print(f"listening on {self.address}", file=out, flush=True)
+        _tell(f"listening on {self.address}", out)
         # A token made here is said, for the client to type; one given is not repeated into the logs
         # that keep stderr (FLOWTUI_TOKEN is given so that even ps does not show it).
         given = self.token_from
-        print(f"token: {self.token}" if given is None else f"token: the one given with {given}", file=out, flush=True)
+        _tell(f"token: {self.token}" if given is None else f"token: the one given with {given}", out)
         where = self.address
         if ipaddress.ip_address(self.host).is_unspecified:  # every interface: the client names one of them
             where = f"THIS-MACHINE:{self.port}"
         token = (f" --token {shlex.quote(self.token)}" if given is None
                  else " (FLOWTUI_TOKEN set to the same token)" if given == "FLOWTUI_TOKEN" else " --token TOKEN")
-        print(f"attach with: flowtui attach {where}{token}", file=out, flush=True)
+        _tell(f"attach with: flowtui attach {where}{token}", out)
         if len(self.token) < MIN_TOKEN:
-            print(f"warning: a token of {len(self.token)} characters can be guessed; leave --token and "
-                  "FLOWTUI_TOKEN out for a random one", file=out, flush=True)
+            _tell(f"warning: a token of {len(self.token)} characters can be guessed; leave --token and "
+                  "FLOWTUI_TOKEN out for a random one", out)
         if self.public:
-            print("warning: listening beyond loopback; keep the token secret", file=out, flush=True)
+            _tell("warning: listening beyond loopback; keep the token secret", out)
 
     def close(self) -> None:
         """Stop listening; the attached client gets what is on its way (the run's end) first."""
@@ -343,10 +343,7 @@ class Listener:
         self._last_wrong = peer
         what = "a wrong token" if self._wrong_unsaid == 1 else f"{self._wrong_unsaid} wrong tokens"
         since = "" if self._wrong == self._wrong_unsaid else f" since the last count ({self._wrong} in all)"
-        try:
-            print(f"flowtui: {what}{since}, the last from {peer}", file=sys.stderr, flush=True)
-        except OSError:
-            pass
+        _tell(f"flowtui: {what}{since}, the last from {peer}")
         self._wrong_unsaid, self._wrong_said_at = 0, now
 
     def _refusal(self, line: bytes) -> str | None:
@@ -409,8 +406,7 @@ class Listener:
             sender(p.encode(p.Reply(id=0, ok=False, error="another client took this run over (flowtui attach "
                                                           "--take-over); the run goes on there")))
             sender.finish()
-            print("flowtui: a client took the run over; the one attached before was detached", file=sys.stderr,
-                  flush=True)
+            _tell("flowtui: a client took the run over; the one attached before was detached")
 
     def _detached(self, conn: socket.socket) -> None:
         sender = self._release(conn)
@@ -419,8 +415,17 @@ class Listener:
 
     def _dropped(self, conn: socket.socket, why: str) -> None:
         if self._release(conn) is not None:
-            print(f"flowtui: the attached client was detached: {why}; the run waits, paused, for the next one "
-                  "(it gets every event so far)", file=sys.stderr, flush=True)
+            _tell(f"flowtui: the attached client was detached: {why}; the run waits, paused, for the next one "
+                  "(it gets every event so far)")
+
+
+def _tell(text: str, out: Any = None) -> None:
+    """Say ``text`` on stderr (or ``out``). Whatever reads it may have gone (``2>&1 | head -2`` read
+    the address and the token, then closed): the run is served all the same, not ended by a write."""
+    try:
+        print(text, file=out or sys.stderr, flush=True)
+    except OSError:
+        pass
 
 
 def _hung_up(conn: socket.socket) -> bool:

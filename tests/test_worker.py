@@ -633,6 +633,47 @@ def test_a_wrong_token_is_refused_and_the_run_keeps_waiting(listening, tmp_path)
     assert c.until(lambda ev: ev["type"] == "run.end")["status"] == "finished"
 
 
+def test_a_served_run_whose_stderr_is_gone_is_served_all_the_same(tmp_path):
+    """``flowtui run --listen ... 2>&1 | head -2`` read the address and the token, then closed: the next
+    line said on stderr ("attach with: ...") failed, the serving process exited 1, and the run ended
+    "its client went away". Here stderr is closed before anything is said (the port and token given)."""
+    import os
+    import socket
+
+    free = socket.create_server(("127.0.0.1", 0))
+    port = free.getsockname()[1]
+    free.close()
+    token = "a-token-long-enough-for-no-warning-0123"
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # whatever read stderr has gone
+    journal = tmp_path / "j.jsonl"
+    proc = subprocess.Popen([sys.executable, "-c", "from flowtui.tui.cli import main; main()", "run",
+                             str(ROOT / "flows/revisao.py"), "--input", "x", "--listen", f"127.0.0.1:{port}",
+                             "--journal", str(journal)], cwd=tmp_path, stdout=subprocess.PIPE, stderr=write_end,
+                            env={**os.environ, "FLOWTUI_TOKEN": token})
+    os.close(write_end)
+    try:
+        deadline = time.monotonic() + HANG
+        while True:
+            assert proc.poll() is None, f"the serving process exited {proc.returncode}"
+            try:
+                c = Client(port, token)
+                break
+            except ConnectionRefusedError:
+                assert time.monotonic() < deadline, "never listened"
+                time.sleep(0.05)
+        assert c.read()["type"] == "hello"
+        assert c.command(type="continue")["ok"]
+        end = c.until(lambda ev: ev["type"] == "run.end")
+        assert end["status"] == "finished", end
+        assert proc.wait(timeout=HANG) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert journal_events(journal)[-1]["status"] == "finished"
+
+
 def test_detaching_leaves_the_run_paused_for_the_next_client(listening):
     proc, port, token, journal = listening
     first = Client(port, token)
