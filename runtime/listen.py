@@ -112,7 +112,9 @@ def checked(address: str, *, public: bool = False, token: str | None = None,
 
 
 class Listener:
-    """Serves ``worker``'s protocol on a socket, one client at a time."""
+    """Serves ``worker``'s protocol on a socket, one client at a time. ``worker``: a
+    :class:`~flowtui.runtime.worker.Worker` or a :class:`~flowtui.runtime.relay.Relay` (``hello``,
+    ``handle``, ``backlog``, ``send``, ``owed``: the replies each client is still owed)."""
 
     def __init__(self, worker: Any, address: str, *, token: str | None = None, public: bool = False,
                  token_from: str = "--token", auth_timeout: float = AUTH_TIMEOUT_S, max_pending: int = MAX_PENDING,
@@ -393,11 +395,16 @@ class Listener:
         return sender
 
     def _detach(self, conn: socket.socket, command: Any) -> None:
-        """``detach``: the place is free before the reply leaves, so the client may attach again at once."""
+        """``detach``: the place is free before the reply leaves, so the client may attach again at once;
+        the reply comes after those to the client's earlier commands (a step sent just before it ran, and
+        its reply was lost)."""
         sender = self._release(conn)
         if sender is not None:
-            sender(p.encode(p.Reply(id=command.id, ok=True)))
-            sender.finish()
+            def answer() -> None:
+                sender(p.encode(p.Reply(id=command.id, ok=True)))
+                sender.finish()
+
+            self.worker.owed.then(sender, answer)
 
     def _taken_over(self, conn: socket.socket) -> None:
         """A client attaching with ``take_over``: the one attached now is told why, and let go."""

@@ -19,6 +19,7 @@ from typing import Any
 from flowtui.runtime import protocol as p
 from flowtui.runtime.channel import Channel
 from flowtui.runtime.linestore import Lines
+from flowtui.runtime.sender import Owed
 
 
 class Relay:
@@ -30,6 +31,7 @@ class Relay:
     def __init__(self, channel: Channel) -> None:
         self.channel = channel
         self._set: dict[str, list[str]] = {}  # breakpoints and watches, as the worker last listed them
+        self.owed = Owed()  # the replies on their way from the worker process, per client
 
     def hello(self) -> p.Hello:
         assert self.channel.hello is not None
@@ -58,11 +60,15 @@ class Relay:
             self.reply(command)
             asyncio.ensure_future(self.channel.stop(reason=command.reason))
             return
+        sender = self.send  # the reply goes to the client that asked, also once it has detached
+
         def answered(reply: Any) -> None:
             if reply.ok and command.type in ("breakpoint", "watch") and isinstance(reply.value, list):
                 self._set["breakpoints" if command.type == "breakpoint" else "watches"] = reply.value
-            self.send(p.encode(reply.model_copy(update={"id": command.id})), True)
+            sender(p.encode(reply.model_copy(update={"id": command.id})), True)
+            self.owed.paid(sender)
 
+        self.owed.owe(sender)
         self.channel.forward(command, answered)
 
     def unsent(self) -> int:

@@ -19,6 +19,7 @@ import socket
 import threading
 from collections import deque
 from collections.abc import Callable, Iterable
+from typing import Any
 
 SEND_TIMEOUT_S = 30.0  # a write the client does not take within this long: it stopped reading
 MAX_BEHIND = 64 * 1024 * 1024  # bytes queued since attaching that the client has not taken yet
@@ -143,3 +144,32 @@ def close(conn: socket.socket) -> None:
     except OSError:
         pass
     conn.close()
+
+
+class Owed:
+    """The replies each attached client is owed for commands answered later (a worker process's
+    replies, a token count): its ``detach`` is answered after them, in order, and each goes to the
+    client that sent its command, never to the next one to attach. All on the event loop."""
+
+    def __init__(self) -> None:
+        self._owed: dict[Any, int] = {}
+        self._then: dict[Any, list[Callable[[], None]]] = {}
+
+    def owe(self, sender: Any) -> None:
+        self._owed[sender] = self._owed.get(sender, 0) + 1
+
+    def paid(self, sender: Any) -> None:
+        left = self._owed[sender] - 1
+        if left:
+            self._owed[sender] = left
+            return
+        del self._owed[sender]
+        for then in self._then.pop(sender, ()):
+            then()
+
+    def then(self, sender: Any, then: Callable[[], None]) -> None:
+        """``then()`` once ``sender`` is owed nothing (at once when it is owed nothing now)."""
+        if self._owed.get(sender):
+            self._then.setdefault(sender, []).append(then)
+        else:
+            then()

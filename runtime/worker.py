@@ -59,6 +59,7 @@ from flowtui.runtime.inert import visible
 from flowtui.runtime.invoke import running_code
 from flowtui.runtime.construct import copy_with
 from flowtui.runtime.secrets import Redactor, StreamRedactor
+from flowtui.runtime.sender import Owed
 from flowtui.runtime.spawn import EXIT_FD_CLOSED, STOP_SIGNAL
 
 DEFAULT_GRACE_S = 1.0
@@ -98,6 +99,7 @@ class Worker:
         self.wire_limit = wire_limit or None
         self.grace = grace
         self.send = send  # send(line, at_once): a slow client slows the run down
+        self.owed = Owed()  # token counts still being made, per client (served: its detach waits for them)
         self.redactor = Redactor.from_environment()
         self._streams: dict[str | None, StreamRedactor] = {}  # chat node -> the reply streaming in there
         self.controller = Controller(start_paused=True, breakpoints=breakpoints)
@@ -162,8 +164,9 @@ class Worker:
         if not self.run_over():
             self.controller.pause()
 
-    def reply(self, command: Any, error: str | None = None, value: Any = None) -> None:
-        self.send(p.encode(p.Reply(id=command.id, ok=error is None, error=error, value=value)), True)
+    def reply(self, command: Any, error: str | None = None, value: Any = None, *, to: Any = None) -> None:
+        """Answer ``command``; ``to``: the sender of the client that sent it (one answered later)."""
+        (to or self.send)(p.encode(p.Reply(id=command.id, ok=error is None, error=error, value=value)), True)
 
     # --- the run -------------------------------------------------------------------------
     def start(self, input: Any, memory: Any, *, data: Any = None, paused: bool = True,
@@ -210,7 +213,8 @@ class Worker:
     def handle(self, command: Any) -> None:
         """Apply one command and answer it (an edit's refusal is an answer, not a failure)."""
         if command.type == "count":  # answered when counted: a tokenizer may take seconds to load
-            task = asyncio.ensure_future(self._count(command))
+            self.owed.owe(self.send)
+            task = asyncio.ensure_future(self._count(command, self.send))
             self.counting.add(task)
             task.add_done_callback(self.counting.discard)
             return
@@ -231,18 +235,22 @@ class Worker:
             return
         self.reply(command, value=value)
 
-    async def _count(self, c: Any) -> None:
+    async def _count(self, c: Any, to: Any) -> None:
+        try:
+            self.reply(c, **await self._counted(c), to=to)
+        finally:
+            self.owed.paid(to)
+
+    async def _counted(self, c: Any) -> dict[str, Any]:
         from flowtui.runtime.tokens import count_shown
 
         if self.run is not None and c.run_id is not None and c.run_id not in self.run.runs:
-            self.reply(c, error=f"no run {c.run_id!r} in this run (its own, or one of its child workflows)")
-            return
+            return {"error": f"no run {c.run_id!r} in this run (its own, or one of its child workflows)"}
         try:
             counted = await count_shown(self.run, c.run_id) if self.run is not None else None
         except Exception as exc:  # the provider could not count: said, and the estimates stay
-            self.reply(c, error=visible(self.redactor.redact(f"{type(exc).__name__}: {exc}")))
-            return
-        self.reply(c, value=None if counted is None else counted.model_dump())
+            return {"error": visible(self.redactor.redact(f"{type(exc).__name__}: {exc}"))}
+        return {"value": None if counted is None else counted.model_dump()}
 
     def _apply(self, c: Any) -> Any:
         kind = c.type

@@ -27,6 +27,7 @@ from terminal import Terminal  # noqa: E402
 from flowtui.runtime import protocol as p
 from flowtui.runtime.errors import ConfigError
 from flowtui.runtime.listen import MAX_FIRST_LINE, MAX_LINE, Listener, parse_address
+from flowtui.runtime.sender import Owed
 from flowtui.runtime.sender import MAX_BEHIND
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -327,6 +328,8 @@ OVER = MAX_BEHIND // len(EVENT) + 32
 class Served:
     """A run that sends events: the listener serves its ``hello``, its backlog and the events as they
     come (:meth:`emit`, on the event loop as a worker does), and it answers every command."""
+
+    owed = Owed()  # (each command is answered as it is handled: none is ever owed)
 
     def hello(self) -> p.Hello:
         return p.Hello(workflow="Flood", started=True)

@@ -692,6 +692,32 @@ def test_detaching_leaves_the_run_paused_for_the_next_client(listening):
     assert second.until(lambda ev: ev["type"] == "run.end")["status"] == "finished"
 
 
+def test_commands_sent_just_before_detach_are_answered_before_it_and_never_to_the_next_client(listening):
+    """step, pause and detach sent at once: only the detach was answered (the step ran, its reply went
+    nowhere), and a reply late enough went to the next client, under an id of the first one's."""
+    proc, port, token, journal = listening
+    first = Client(port, token)
+    first.read()
+    first.paused()
+    first.send({"id": 10, "type": "step"})
+    first.send({"id": 20, "type": "breakpoint", "name": "RevisorAgent", "on": True})
+    first.send({"id": 30, "type": "detach"})
+    said = []
+    for line in first.reader:  # to the connection's end
+        msg = json.loads(line)
+        if msg["type"] == "reply":
+            said.append((msg["id"], msg["ok"]))
+    assert said == [(10, True), (20, True), (30, True)], said
+    second = Client(port, token)
+    hello = second.read()
+    assert hello["type"] == "hello" and hello["breakpoints"] == ["RevisorAgent"], hello
+    assert second.command(type="continue")["ok"]
+    second.until(lambda ev: ev["type"] == "run.pause" and ev.get("name") == "RevisorAgent")
+    assert second.command(type="stop")["ok"]
+    assert second.until(lambda ev: ev["type"] == "run.end")["status"] == "stopped"
+    assert not any(ev.get("type") == "reply" and ev["id"] in (10, 20) for ev in second.events)
+
+
 def test_listening_beyond_loopback_needs_listen_public(tmp_path):
     proc = flowtui("run", str(ROOT / "flows/revisao.py"), "--listen", "0.0.0.0:0", cwd=ROOT)
     out, err = proc.communicate(timeout=HANG)
