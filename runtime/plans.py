@@ -269,8 +269,11 @@ def _provider_for_run(p: Any, aspec: AgentSpec, *, replies: str | Path | None) -
         try:
             return p()
         except Exception as exc:  # built with no arguments, once per run: which agent's, and where it is
-            file, line = (None, None) if p.__module__.startswith("flowtui.") else where(p)
-            at = f" (defined at {file}:{line})" if file and line else ""
+            if p.__module__.startswith("flowtui."):  # one of flowtui's own (provider=FunctionProvider): the agent's place
+                at = f" (agent defined at {_defined_at(aspec.cls)})"
+            else:
+                file, line = where(p)
+                at = f" (defined at {file}:{line})" if file and line else ""
             why = str(exc) if isinstance(exc, FlowtuiError) else describe_error(exc)
             raise ConfigError(f"{aspec.name}: @agent(provider={p.__name__}){at} could not be made for the run: "
                               f"{why}") from exc

@@ -253,6 +253,16 @@ def test_a_provider_class_that_cannot_be_made_names_the_agent(tmp_path):
                      r"ScriptedProvider: no such replies file: .*nope.replies.toml", res.stderr), res.stderr
 
 
+def test_one_of_flowtuis_provider_classes_given_unmade_names_where_the_agent_is(tmp_path):
+    """provider=FunctionProvider (the class, its handler not given) named the agent but not where it is."""
+    path = write(tmp_path, "from flowtui import FunctionProvider\n@agent(provider=FunctionProvider, prompt='p')\n"
+                 "class A:\n    pass\n" + WORKFLOW)
+    res = flowtui("run", str(path), "--input", "x")
+    assert res.returncode == 2, res.stderr
+    assert re.search(r"A: @agent\(provider=FunctionProvider\) \(agent defined at flow.py:3\) could not be made for "
+                     r"the run: TypeError: FunctionProvider needs a handler: FunctionProvider\(fn\)", res.stderr), res.stderr
+
+
 @pytest.mark.parametrize("kid, expect", [
     ("class K:\n    def x(:\n", "kid.py:2: syntax error: invalid syntax"),
     ("d = {}\nK = d['kk']\n", "kid.py:2: KeyError while importing: 'kk'"),
