@@ -9,6 +9,7 @@ system message). Reads return read-only sequences; every change goes through
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, overload
@@ -74,14 +75,16 @@ def memory_items(memory: str | Iterable[str] | Mapping[str, Any] | None) -> list
     """Initial memory from ``app.run(memory=...)``.
 
     A string is one item; a list gives one item each; a mapping gives one item
-    per key, written ``key: value`` (e.g. ``{"plano": "pro"}`` → ``"plano: pro"``).
+    per key, written ``key: value`` (e.g. ``{"plano": "pro"}`` → ``"plano: pro"``), a value
+    other than a string as JSON (``{"prefs": {"ok": True}}`` → ``prefs: {"ok": true}``, not
+    Python's ``{'ok': True}``).
     """
     if memory is None:
         return []
     if isinstance(memory, str):
         return [memory]
     if isinstance(memory, Mapping):
-        return [f"{k}: {v}" for k, v in memory.items()]
+        return [f"{k}: {v if isinstance(v, str) else _as_json(v)}" for k, v in memory.items()]
     if not isinstance(memory, Iterable) or isinstance(memory, (bytes, bytearray)):
         raise TypeError(f"run(memory=...) must be a str, a list of str or a mapping such as {{'plano': 'pro'}}, "
                         f"got {type(memory).__name__} {memory!r:.60}")
@@ -93,6 +96,13 @@ def memory_items(memory: str | Iterable[str] | Mapping[str, Any] | None) -> list
                 "(or pass a mapping, which becomes 'key: value' items)"
             )
     return items
+
+
+def _as_json(value: Any) -> str:
+    try:
+        return json.dumps(value, ensure_ascii=False, default=str)
+    except (ValueError, RecursionError):  # a value that holds itself
+        return str(value)
 
 
 def system_note(memory: Sequence[str], tasks: Sequence[str]) -> str | None:

@@ -101,3 +101,6 @@ async def test_run_seeds_memory_and_first_user_turn_and_agent_prompt_comes_first
     seen.clear()
     await bootstrap(W).run(input={"pedido": 7})  # no "message": the input is serialized
     assert seen[0][-1] == ("user", '{"pedido": 7}')
+    seen.clear()  # a value other than a string is written as JSON, not Python's repr ({'lang': 'pt'}, True, None)
+    await bootstrap(W).run(input="Olá", memory={"prefs": {"lang": "pt", "ok": True}, "n": 3, "nada": None})
+    assert seen[0][1] == ("system", 'prefs: {"lang": "pt", "ok": true}\n\nn: 3\n\nnada: null')
