@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from types import FrameType
 from typing import Any, NoReturn
 
-from flowtui.runtime.bus import Stream, current_origin
+from flowtui.runtime.bus import current_origin
 from flowtui.runtime.errors import is_flow_code, shown_path
 
 _IS_ASYNC: dict[Any, bool] = {}
@@ -108,8 +108,9 @@ def origin_words(origin: str) -> str:
 def running_code(frame: FrameType | None) -> tuple[str, str | None]:
     """What the run's code was inside when a signal landed in ``frame``, in words (``tool fetch``,
     ``hook A.after_response``, ``the model call of Escritor``; ``a tool or hook`` when no code of the
-    flow's was found: the runtime's own, an event on its way out), and the line of the flow's own
-    files it was at (``flows/f.py:12 in execute``; None: none)."""
+    flow's was found: the runtime's own), and the line of the flow's own files it was at
+    (``flows/f.py:12 in execute``; None: none). An event a tool emits that cannot leave (the app far
+    behind) holds the tool: said as the tool's."""
     what = where = None
     while frame is not None and what is None:
         code = frame.f_code
@@ -117,8 +118,6 @@ def running_code(frame: FrameType | None) -> tuple[str, str | None]:
             where = f"{shown_path(code.co_filename)}:{frame.f_lineno} in {code.co_name}"
         if code is _CALL_USER:
             what = origin_words(frame.f_locals.get("origin", "runtime"))
-        elif code is _DELIVER:
-            break  # an event on its way out (the journal, the pipe to the app) holds it up: not the flow's code
         elif (code.co_qualname, code.co_filename) == _SEND:
             spec = frame.f_locals.get("spec")
             what = f"the model call of {spec.name}" if spec is not None else "a model call"
@@ -177,4 +176,3 @@ def refuse_returned(fn: Callable[..., Any], agent: str, hook: str, value: Any) -
 
 
 _CALL_USER = call_user.__code__
-_DELIVER = Stream._deliver.__code__

@@ -49,7 +49,6 @@ import threading
 import time
 from typing import Any
 
-
 from flowtui.runtime import protocol as p
 from flowtui.runtime.errors import ConfigError
 from flowtui.runtime.linestore import Lines

@@ -269,7 +269,7 @@ def _provider_for_run(p: Any, aspec: AgentSpec, *, replies: str | Path | None) -
         try:
             return p()
         except Exception as exc:  # built with no arguments, once per run: which agent's, and where it is
-            if p.__module__.startswith("flowtui."):  # one of flowtui's own (provider=FunctionProvider): the agent's place
+            if p.__module__.startswith("flowtui."):  # flowtui's own (provider=FunctionProvider): where the agent is
                 at = f" (agent defined at {_defined_at(aspec.cls)})"
             else:
                 file, line = where(p)

@@ -277,7 +277,8 @@ class Worker:
         if kind == "fetch":
             value = self.elided.get((c.seq, c.path))
             if value is None:
-                raise ValueError(f"no value was cut at event {c.seq}{f', at {c.path}' if c.path else ' (a path is needed)'}")
+                where = f", at {c.path}" if c.path else " (a path is needed)"
+                raise ValueError(f"no value was cut at event {c.seq}{where}")
             return self.redactor.redact(value)
         if self.run is None:
             raise ValueError("the run has not started yet")

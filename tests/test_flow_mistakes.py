@@ -260,7 +260,8 @@ def test_one_of_flowtuis_provider_classes_given_unmade_names_where_the_agent_is(
     res = flowtui("run", str(path), "--input", "x")
     assert res.returncode == 2, res.stderr
     assert re.search(r"A: @agent\(provider=FunctionProvider\) \(agent defined at flow.py:3\) could not be made for "
-                     r"the run: TypeError: FunctionProvider needs a handler: FunctionProvider\(fn\)", res.stderr), res.stderr
+                     r"the run: TypeError: FunctionProvider needs a handler: FunctionProvider\(fn\)",
+                     res.stderr), res.stderr
 
 
 @pytest.mark.parametrize("kid, expect", [

@@ -494,7 +494,8 @@ def test_a_first_line_that_is_no_auth_is_told_what_it_must_be(listening):
     # as if the token were wrong)
     for first, wrong in ((b'{"type": "auth", "token": "%s", "take_over": "yes"}\n', "auth.take_over: Input should "
                           "be a valid boolean"),
-                         (b'{"type": "auth", "id": "abc", "token": "%s"}\n', "auth.id: Input should be a valid integer"),
+                         (b'{"type": "auth", "id": "abc", "token": "%s"}\n',
+                          "auth.id: Input should be a valid integer"),
                          (b'{"type": "auth", "token": "%s", "type": "step"}\n', "the key 'type' is given twice")):
         sock = socket.create_connection(("127.0.0.1", port), timeout=HANG)
         sock.sendall(first % token.encode())
