@@ -123,7 +123,7 @@ async def test_approve_asks_before_each_call_deny_sends_the_reason_and_approve_r
         await pilot.press("c")
         await wait_until(pilot, lambda: isinstance(app.screen, DecideDialog), what="the decision dialog")
         assert app.client.view.pause.call["args"] == {"text": "No example."}
-        # typed at once, the Approve button focused: every letter is the reason's, none the app's
+        # typed at once, a button focused: every letter is the reason's, none the app's
         # ("a" approved the call, "b" set a breakpoint, "d" deleted)
         await pilot.press(*["space" if c == " " else c for c in "absolutely not"], "enter")
         await wait_until(pilot, lambda: isinstance(app.screen, DecideDialog)
@@ -136,6 +136,22 @@ async def test_approve_asks_before_each_call_deny_sends_the_reason_and_approve_r
         decisions = [(ev.decision, ev.reason) for ev in _user_events(app) if ev.type == "tool.decision"]
         assert decisions == [("denied", "absolutely not"), ("approved", None)]
         assert not app.client.breakpoints and app.client.view.tasks == []
+
+
+async def test_enter_at_once_in_the_approval_dialog_denies_as_it_says_never_approves():
+    """The reason box says "enter denies", and the Approve button had the focus: enter, before anything
+    was typed, approved the call."""
+    app = make(input="go", approve=["record_problem"])
+    async with app.run_test(size=(140, 40)) as pilot:
+        await paused(pilot)
+        await pilot.press("c")
+        await wait_until(pilot, lambda: isinstance(app.screen, DecideDialog), what="the decision dialog")
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: any(ev.type == "tool.decision" for ev in _user_events(app)),
+                         what="the decision")
+        decisions = [(ev.decision, ev.reason) for ev in _user_events(app) if ev.type == "tool.decision"]
+        assert decisions == [("denied", None)], decisions
+        assert [m.content for m in app.client.view.history if m.role == "tool"] == ["denied by the user"]
 
 
 async def test_the_approval_dialog_asks_about_the_call_as_edited():

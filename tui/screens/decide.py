@@ -61,11 +61,14 @@ class DecideDialog(ModalScreen[str | None]):
                 yield Button("Approve \\[y]", variant="success", id="decide-approve")
                 yield Button("Deny \\[n]", variant="error", id="decide-deny")
                 yield Button("Edit arguments \\[e]", id="decide-edit")
-            yield Static(Text("typing starts the reason · esc: decide later (the run waits; a run key then runs "
-                              "the call as it is)", "dim"))
+            yield Static(Text("y approves · n (or any other letter) starts the reason, enter denies with it · "
+                              "e edits · esc: decide later (the run waits; a run key then runs the call as it is)",
+                              "dim"))
 
     def on_mount(self) -> None:
-        self.query_one("#decide-approve", Button).focus()
+        # enter, before anything is typed, denies (as the reason box says): with Approve focused, enter read as
+        # "deny" by a person approved the call
+        self.query_one("#decide-deny", Button).focus()
 
     async def _send(self, decision: str) -> None:
         reason = self.query_one("#decide-reason", Input).value.strip() if decision == "deny" else ""
