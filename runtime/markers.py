@@ -195,6 +195,22 @@ def _check_input(p: inspect.Parameter, hints: dict[str, Any], schema: type | Non
             f"would be told it takes no arguments, and {p.name} would be a dict; add schema={hint.__name__} to "
             "@tool(...)",
             file=file, line=line, cls=owner)
+    if schema is None and hint is not None and not _a_mapping(hint):  # execute(self, question: str)
+        name = getattr(hint, "__name__", None) or repr(hint)
+        raise InjectionError(
+            f"{label} parameter {p.name!r} is annotated {name}, but the tool has no schema=: the model would be "
+            f"told it takes no arguments, and {p.name} would be the arguments' dict. Declare them: schema=AModel "
+            f"in @tool(...) and {p.name}: AModel = Input() (args.x), or write the tool as a function whose "
+            f"parameters are its arguments (@tool, def {owner.lower()}({p.name}: {name}))",
+            file=file, line=line, cls=owner)
+
+
+def _a_mapping(hint: Any) -> bool:
+    """``dict``, ``dict[str, Any]``, ``Mapping``, ``Any``: what the arguments' dict may be annotated."""
+    import collections.abc
+
+    return hint in (Any, object, dict) or get_origin(hint) in (dict, collections.abc.Mapping) \
+        or hint is collections.abc.Mapping
 
 
 def positional_arity(fn: Any) -> int:

@@ -1,6 +1,6 @@
 """Injection errors fail before the run starts and name the class and the parameter."""
 
-from typing import Annotated
+from typing import Annotated, Any
 
 import pytest
 from pydantic import BaseModel
@@ -121,6 +121,26 @@ def test_a_tool_class_whose_arguments_are_a_model_but_that_gives_no_schema_is_re
         _bootstrap_with(Unmarked)
 
 
+def test_a_tool_class_taking_a_plain_argument_with_no_schema_is_refused_saying_how_to_declare_it():
+    """execute(self, question: str) loaded: the model was sent no parameters, and question got the
+    arguments' dict (a newcomer's trial: a child workflow's input became '{"question": ...}')."""
+    @tool(name="echo", description="Echo.")
+    class Echo:
+        def execute(self, question: str):
+            return question
+
+    with pytest.raises(InjectionError, match=r"Echo: execute\(\) parameter 'question' is annotated str, but the "
+                                             r"tool has no schema=.*Declare them: schema=AModel"):
+        _bootstrap_with(Echo)
+
+    for annotation in ("dict", "dict[str, Any]", "Any", None):  # the arguments' dict, as it is: still taken
+        body = f"def execute(self, args{': ' + annotation if annotation else ''}):\n    return str(args)"
+        space: dict = {"Any": Any}
+        exec(body, space)
+        taken = tool(name="raw", description="Raw.")(type("Raw", (), {"execute": space["execute"]}))
+        _bootstrap_with(taken)
+
+
 def test_a_tool_class_with_ctx_annotated_but_not_marked_is_refused_as_a_tool_function_is():
     """ctx: AgentContext = None got None in the run (a tool function with it is refused at load)."""
     from flowtui import AgentContext
@@ -197,7 +217,7 @@ def test_state_annotated_with_another_class_is_a_load_error_naming_class_paramet
 def test_state_annotated_wrongly_in_a_tool_execute_a_tool_function_and_an_optional():
     @tool(name="t")
     class T:
-        async def execute(self, q: str = Input(), s: Annotated[Other, State()] = None):
+        async def execute(self, q: dict = Input(), s: Annotated[Other, State()] = None):
             return q
 
     @agent(provider=P, prompt="p", tools=[T])
