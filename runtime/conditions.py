@@ -52,7 +52,8 @@ def _show(v: Any, limit: int = 80) -> str:
     return text if len(text) <= limit else text[:limit - 1] + "…"
 
 
-def _literal(v: Any) -> str:
+def literal_text(v: Any) -> str:
+    """A literal as a watchpoint writes it: null, true, 'text', 3."""
     return "null" if v is None else "true" if v is True else "false" if v is False else \
         repr(v) if isinstance(v, str) else str(v)
 
@@ -204,7 +205,7 @@ class Compare:
     literal: Any
 
     def __str__(self) -> str:
-        return f"{self.subject} {self.op} {_literal(self.literal)}"
+        return f"{self.subject} {self.op} {literal_text(self.literal)}"
 
     def subjects(self) -> list[Subject]:
         return [self.subject]

@@ -36,6 +36,7 @@ from typing import Any
 
 from flowtui.runtime.conditions import (
     Both, Bucket, Changed, Compare, Len, Matches, PromptTokens, Repeat, StateField, Subject, Total, compile_pattern,
+    is_number, literal_text,
 )
 from flowtui.runtime.errors import WatchError
 
@@ -379,13 +380,13 @@ def check_known(watch: Watch, *, workflow: str, state_type: type | None, tools: 
                     raise WatchError(f"{subject} is {_type_name(tp)}: it is never {node.op} a number",
                                      expr=expr, column=subject.column,
                                      hint=f"compare its length: len({subject}) {node.op} {node.literal}")
-            elif isinstance(subject, StateField) and node.op in ("==", "!=") and node.literal is not None:
+            elif isinstance(subject, StateField) and node.op in ("==", "!="):
                 tp = _field_type(state_type, subject.parts)
-                never = ((int, float, bool, list, tuple, dict, set, type(None)) if isinstance(node.literal, str)
-                         else (str, list, tuple, dict, set, type(None)))
-                if tp is not None and _only(tp, never):  # 'true' is no flag, 3 is no text: always unequal
-                    sized = not isinstance(node.literal, (str, bool)) and _only(tp, (list, tuple, dict, set, str))
-                    raise WatchError(f"{subject} is {_type_name(tp)}: it never equals {node.literal!r}",
+                # 'true' is no flag, 3 is no text, 1 no flag, true no count, null no field that is never null:
+                # always unequal (JSON-like: compare() takes a flag for no number)
+                if tp is not None and not _admits(tp, node.literal):
+                    sized = is_number(node.literal) and _only(tp, (list, tuple, dict, set, str))
+                    raise WatchError(f"{subject} is {_type_name(tp)}: it never equals {literal_text(node.literal)}",
                                      expr=expr, column=subject.column,
                                      hint=f"compare its length: len({subject}) {node.op} {node.literal}" if sized
                                      else f"compare it with a value of its type, e.g. {subject} {node.op} "
@@ -441,6 +442,31 @@ def _path_fault(state_type: type, parts: tuple[str | int, ...]) -> str | None:
                 and part not in tp.model_fields:
             return f"{path} is {_type_name(tp)}: it has no field {part!r} ({', '.join(tp.model_fields)})"
     return None
+
+
+def _admits(tp: Any, literal: Any) -> bool:
+    """Whether a value of type ``tp`` may equal ``literal`` as :func:`compare` compares (True when the
+    type cannot tell: Any, a Literal, an object)."""
+    import types
+    import typing
+
+    origin = typing.get_origin(tp)
+    if origin is typing.Union or origin is types.UnionType:
+        return any(_admits(a, literal) for a in typing.get_args(tp))
+    if origin is typing.Annotated:
+        return _admits(typing.get_args(tp)[0], literal)
+    base = origin if isinstance(origin, type) else tp
+    if not isinstance(base, type) or base is object:
+        return True
+    if literal is None:
+        return base is type(None)
+    if isinstance(literal, bool):
+        return issubclass(base, bool)
+    if is_number(literal):
+        return issubclass(base, (int, float)) and not issubclass(base, bool)
+    if isinstance(literal, str):
+        return issubclass(base, str)
+    return True
 
 
 def _only(tp: Any, kinds: tuple[type, ...]) -> bool:

@@ -462,6 +462,14 @@ async def test_a_parent_with_state_refuses_a_child_field_unless_the_watch_names_
      "compare it with a value of its type, e.g. state.approved == true"),
     ("state.rounds != 'x'", 7, "state.rounds is int: it never equals 'x'", None),
     ("state.notes == 3", 7, "state.notes is list[str]: it never equals 3", "compare its length: len(state.notes) == 3"),
+    # a flag is never 1, a count never true, a field that is never null never null (they were taken, and
+    # never fired: a newcomer's state.approved == 1 as the flag became true)
+    ("state.approved == 1", 7, "state.approved is bool: it never equals 1",
+     "compare it with a value of its type, e.g. state.approved == true"),
+    ("state.approved != 0", 7, "state.approved is bool: it never equals 0", None),
+    ("state.rounds == true", 7, "state.rounds is int: it never equals true",
+     "compare it with a value of its type, e.g. state.rounds == 3"),
+    ("state.notes == null", 7, "state.notes is list[str]: it never equals null", None),
     # a path that holds nothing
     ("state.rounds.0 > 1", 7, "state.rounds is int: it has no part 0", None),
     ("len(state.notes.first) > 1", 11, "state.notes is list[str]: its items are taken by index, not by a name "
@@ -487,6 +495,7 @@ async def test_a_watchpoint_that_can_never_fire_is_refused_naming_the_part_at_fa
     "W: state.rounds >= 1", "len(state.label) > 1", "state.label ~ /x/",
     "state.approved == true", "state.label == 'x'", "state.verdict != 'ok'", "state.rounds == 2",
     "state.notes.0 ~ /x/", "len(state.notes.1) > 2",
+    "state.label == null", "state.label != null", "state.rounds == 2.0", "state.approved != false",
 ])
 async def test_a_watchpoint_that_can_fire_is_kept(expr):
     wf, _ = make_flow()
