@@ -50,15 +50,25 @@ def _observed_subclass(cls: type) -> type:
             return sub
 
         typed = _typed_fields(cls)
-        declared = {f.name for f in dataclasses.fields(cls)} if dataclasses.is_dataclass(cls) else None
+        # the fields an assignment may name: a dataclass's, and a pydantic model's (pydantic refuses another
+        # with a ValueError of its own, which named no field meant); None: any (a plain class, extra="allow")
+        declared, refused = None, AttributeError
+        if dataclasses.is_dataclass(cls):
+            declared = {f.name for f in dataclasses.fields(cls)}
+        elif isinstance(cls, type) and issubclass(cls, BaseModel) and cls.model_config.get("extra") != "allow":
+            declared, refused = set(cls.model_fields), ValueError
 
         def __setattr__(self, name: str, value: Any) -> None:
             obs = _OBSERVERS.get(id(self))
             if obs is None or name.startswith("_"):
                 super(sub, self).__setattr__(name, value)
                 return
-            if declared is not None and name not in declared:  # (pydantic refuses it itself)
-                raise AttributeError(_not_a_field(cls, name, declared))
+            if declared is not None and name not in declared:
+                if not hasattr(getattr(cls, name, None), "__set__"):
+                    raise refused(_not_a_field(cls, name, declared))
+                # a property's setter: set as usual, and the fields it sets are the changes (it is no field)
+                super(sub, self).__setattr__(name, value)
+                return
             exact = typed.get(name, _NOTHING)
             if exact is _NOTHING or value.__class__ is exact or id(self) in getattr(_validating, "ids", ()):
                 # (an assignment by the class's own validator, while one runs: set as pydantic sets it
@@ -77,8 +87,8 @@ def _observed_subclass(cls: type) -> type:
 
 
 def _not_a_field(cls: type, name: str, declared: set[str]) -> str:
-    """A dataclass state set an attribute it does not declare: a misspelled field, most likely (its
-    snapshot could not be read back, nor its change be told from a new field)."""
+    """A dataclass or pydantic state set an attribute it does not declare: a misspelled field, most
+    likely (its snapshot could not be read back, nor its change be told from a new field)."""
     import difflib
 
     close = difflib.get_close_matches(name, sorted(declared), n=1)

@@ -677,6 +677,33 @@ async def test_a_dataclass_state_refuses_an_attribute_it_does_not_declare_naming
     assert not [e for e in events if e.type == "workflow_state.change"]
 
 
+async def test_a_pydantic_state_refuses_a_misspelled_field_naming_the_one_meant():
+    """pydantic's own refusal said only '"S" object has no field "aprovdo"'."""
+    class S(BaseModel):
+        aprovado: bool = False
+        rodadas: int = 0
+
+        @property
+        def feito(self) -> bool:
+            return self.aprovado
+
+        @feito.setter
+        def feito(self, value: bool) -> None:
+            self.aprovado = value
+
+    def after_response(self, response, ctx):
+        self.s.feito = True  # a property's setter: set as usual
+        self.s.aprovdo = True
+
+    app = bootstrap(_one_agent_flow(S, after_response))
+    events = []
+    app.subscribe(events.append)
+    with pytest.raises(ValueError, match=r"^S has no field 'aprovdo'; did you mean 'aprovado'\? its fields are "
+                                         r"aprovado, rodadas"):
+        await app.run("x")
+    assert [(e.path, e.new) for e in events if e.type == "workflow_state.change"] == [("aprovado", True)]
+
+
 async def test_a_plain_class_states_field_a_run_added_reads_back_from_its_snapshot(tmp_path):
     """A plain class declares no fields: one its run sets is a field, and its snapshot was refused."""
     class S:
