@@ -348,7 +348,8 @@ _FINISHED_SHORT = {"length": "the reply was cut at the model's max_tokens",
 
 
 def end_note(ev: Any) -> str | None:
-    """What a ``node.end`` says beyond ok / error: a model call cut short, a loop stopped by ``max_fails``."""
+    """What a ``node.end`` says beyond ok / error: a model call cut short, a loop stopped by ``max_fails``,
+    an agent's failed turn that its ``on_error`` recovered."""
     data = ev.data if isinstance(ev.data, dict) else {}
     if ev.kind == "chat":
         reply = data.get("reply")
@@ -356,4 +357,6 @@ def end_note(ev: Any) -> str | None:
         return _FINISHED_SHORT.get(reason) if isinstance(reason, str) else None
     if ev.kind == "loop" and data.get("stopped_by") == "fails":
         return "stopped by max_fails: too many tool calls in a row failed"
+    if ev.kind == "agent" and data.get("recovered") is True:
+        return "recovered by on_error: what it returned is the agent's answer"
     return None

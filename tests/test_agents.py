@@ -179,6 +179,22 @@ async def test_on_error_string_recovers_and_none_reraises():
     agent_end = [e for e in events if e.type == "node.end" and e.kind == "agent"][0]
     assert agent_end.status == "error" and agent_end.data["recovered"] is True
     assert events[-1].status == "finished"
+    # said where the ✗ is drawn (flowtui run's tree, the app's node tree): it read as a failed agent
+    import io
+
+    from flowtui.runtime.cli import TreePrinter
+    from flowtui.runtime.fold import RunView
+    from flowtui.tui.widgets.node_tree import node_label
+
+    out_text, view = io.StringIO(), RunView()
+    tree = TreePrinter(out_text)
+    for ev in events:
+        tree(ev)
+        view.apply(ev)
+    assert re.search(r"◂ agent Recovers \S+ ✗  \(recovered by on_error: what it returned is the agent's answer\)",
+                     out_text.getvalue()), out_text.getvalue()
+    label = node_label(view.nodes[agent_end.node_id]).plain
+    assert label.startswith("✗ agent Recovers") and label.endswith("(recovered by on_error)"), label
 
     @agent(provider=FunctionProvider(broken), prompt="p")
     class Gives:

@@ -30,6 +30,8 @@ def node_label(node: Any) -> Text:
     if node.error:
         # a node the run's end closed (it never ended on its own) says so apart from a real error
         text.append(f"  {shown_line(node.error, LABEL_CHARS)}", "italic #d7af5f" if getattr(node, "unfinished", False) else "#ff5f5f")
+    if node.kind == "agent" and node.data.get("recovered") is True:  # the run went on: said, not a bare ✗
+        text.append("  (recovered by on_error)", "#d7af5f")
     return text
 
 
