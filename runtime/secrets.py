@@ -51,21 +51,28 @@ _LINE_MIN = 16  # a line of a multi-line secret this long is a secret of its own
 # A key glued to what comes before it is a key too: JSON's "\nsk-..." (the n of an escaped newline),
 # a colour code's "\x1b[33msk-...", "token_ghp_...". Where no word boundary comes first, a shape
 # that ordinary words could take (a kebab-case name after "desk") needs a digit and more length.
+# Every shape fails fast where it starts: a lookahead or a scan to the end of a run of letters, tried at
+# each of the run's positions, made "ask-" * 20,000 (an 80 KB reply) take 9 s, a live run's every event
+# and `flowtui diff` minutes. So a lookahead is bounded, and a shape that may be long starts a run.
 _SHAPES = [
     # "*" inside: a provider's error masks the middle ("sk-proj-****abcd"); never last: "**sk-...**" is bold
     r"\b(?:sk|rk|pk)-[A-Za-z0-9_\-*]{5,}[A-Za-z0-9_\-]",
-    r"(?:sk|rk|pk)-(?=[A-Za-z_\-]*[0-9])[A-Za-z0-9_\-]{20,}",
+    # (a key of this length with no digit in its first 100 characters: about 1 in 50 million)
+    r"(?:sk|rk|pk)-(?=[A-Za-z_\-]{0,100}[0-9])[A-Za-z0-9_\-]{20,}",
     r"gh[pousr]_[A-Za-z0-9]{16,}",
     r"github_pat_[A-Za-z0-9_]{16,}",
     r"xox[abposr]-[A-Za-z0-9-]{8,}",
     r"(?:AKIA|ASIA)[0-9A-Z]{16}(?![0-9A-Z])",
     r"\bhf_[A-Za-z0-9]{16,}",
-    r"hf_(?=[A-Za-z]*[0-9])[A-Za-z0-9]{30,}",
-    r"eyJ[A-Za-z0-9_-]{4,}\.eyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]{4,}",
+    r"hf_(?=[A-Za-z]{0,100}[0-9])[A-Za-z0-9]{30,}",
+    # where no letter or digit is glued before it (but an escaped line break's: "\neyJ..."), its header
+    # (a few dozen characters) bounded: "eyJ" * 27,000 took 2 s
+    r"(?:(?<![A-Za-z0-9])|(?<=\\[nrt]))eyJ[A-Za-z0-9_-]{4,512}\.eyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]{4,}",
     r"-----BEGIN[A-Z0-9 ]*PRIVATE KEY-----.*?(?:-----END[A-Z0-9 ]*PRIVATE KEY-----|\Z)",
     r"(?P<bearer>\bBearer\s+)[A-Za-z0-9._~+/=-]{8,}",
     # the password may hold a "/" (unescaped, as people write it); a port and a path (host:443/a/@b) is no password
-    r"(?P<url>\b[A-Za-z][A-Za-z0-9+.-]*://[^\s:/@\"']+:)(?![0-9]*/)[^\s@\"']+(?=@)",
+    # (the password ends where another URL starts: "a://b:" * 13,000, each scanned to the end, took 7 s)
+    r"(?P<url>\b[A-Za-z][A-Za-z0-9+.-]{0,40}://[^\s:/@\"']+:)(?![0-9]*/)(?:(?!://)[^\s@\"'])+(?=@)",
 ]
 _SHAPE = re.compile("|".join(f"(?:{s})" for s in _SHAPES), re.DOTALL)
 # Cheap test before the full pattern: every shape holds one of these.

@@ -476,3 +476,15 @@ def test_a_stream_redactor_gives_out_nothing_of_a_key_it_knows_only_by_its_shape
         assert not any(other[j:j + 4] in body for j in range(8, len(other) - 4)), out  # not four of its own
     out += stream.end((known,))
     assert out == redact(said, (known,)) == "foreign [redacted] end, and sk-x too", out
+
+
+def test_redacting_text_shaped_to_make_the_shapes_backtrack_takes_linear_time():
+    """"ask-" * 30,000 (a 120 KB reply) took 212 s through a live run, and minutes in flowtui diff: a
+    lookahead scanned to the end of the text at each "sk-". Each text here took seconds to minutes; all
+    of them now take well under a second, so a generous bound (in a process of its own, killed when
+    it passes) catches the quadratic time without timing anything finely."""
+    texts = ["'ask-' * 80_000", "'a.' * 160_000 + ' ://'", "'eyJ' * 100_000", "'desk-' + 'a-' * 160_000",
+             "'a://b:' * 50_000", "'eyJ_' * 80_000"]
+    code = "from flowtui.runtime.secrets import redact\n" + "".join(f"redact({t}, ())\n" for t in texts)
+    done = subprocess.run([sys.executable, "-c", code], timeout=60, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
