@@ -8,6 +8,7 @@ import json
 
 import shutil
 from pathlib import Path
+from typing import Any
 
 import flowcapture
 from conftest import FLOWS, ended, make, paused, press_and_pause, wait_until
@@ -131,7 +132,8 @@ async def test_f_in_the_replay_forks_a_run_paused_where_the_replay_was(tmp_path)
             if isinstance(replay.screen, ConfirmDialog):
                 break
             await pilot.pause(0.02)
-        assert f"Fork runs the flow file {Path(flow).resolve()}" in replay.screen.question
+        assert replay.screen.question.startswith("Run the code of the flow file this journal names? Fork runs "
+                                                 f"{Path(flow).resolve()} (workflow ReviewWorkflow) here.")
         await pilot.press("y")
         for _ in range(200):
             if replay.fork is not None:
@@ -147,6 +149,53 @@ async def test_f_in_the_replay_forks_a_run_paused_where_the_replay_was(tmp_path)
         assert view.last_seq >= shown_at.seq  # re-executed up to the event the replay showed, then paused
         assert [m.content for m in view.history] == expected_history
     assert len(flowcapture.requests()) == asked  # the prefix called no model
+
+
+async def test_a_fork_runs_only_the_file_its_question_names_and_enter_does_not_run_it(tmp_path):
+    """A journal from elsewhere: workflow "W.py" made the fork run the file "shown.py:W.py" (what its
+    question named was shown.py); a path of 40 line breaks pushed the file's name, the question and the
+    buttons off the dialog; and enter, Yes focused, ran the code."""
+    import json
+
+    from flowtui.tui.replay import make_replay
+    from flowtui.tui.screens.dialogs import ConfirmDialog
+
+    flow, journal = await _recorded(tmp_path)
+    events = [json.loads(line) for line in Path(journal).read_text().splitlines()]
+
+    def forged(name: str, **start) -> Path:
+        path = tmp_path / name
+        path.write_text("".join(json.dumps({**e, **start} if e["type"] == "run.start" else e) + "\n" for e in events))
+        return path
+
+    async def press_f(path: Path) -> Any:
+        replay = make_replay(path)
+        async with replay.run_test(size=(100, 30)) as pilot:
+            await pilot.pause()
+            replay.go(5)
+            await pilot.press("f")
+            for _ in range(50):
+                if isinstance(replay.screen, ConfirmDialog):
+                    break
+                await pilot.pause(0.02)
+            screen = replay.screen
+            question = screen.question if isinstance(screen, ConfirmDialog) else None
+            notes = [n.message for n in replay._notifications]
+            await pilot.press("enter")
+            await pilot.pause()
+            return question, notes, replay.fork
+
+    (tmp_path / f"{Path(flow).name}:W.py").write_text("raise SystemExit('the wrong file ran')")
+    question, notes, fork = await press_f(forged("colon.jsonl", file=str(flow), workflow="W.py"))
+    assert question is None and fork is None, question
+    assert any("not a class a fork can run from that file" in n for n in notes), notes
+
+    odd = tmp_path / ("trusted.py" + "\n" * 40)
+    odd.mkdir()
+    shutil.copy(flow, odd / "evil.py")
+    question, notes, fork = await press_f(forged("lines.jsonl", file=str(odd / "evil.py")))
+    assert question is not None and "\n" not in question and "⏎" in question, question
+    assert question.endswith("evil.py (workflow ReviewWorkflow) here.") and fork is None  # enter: no
 
 
 async def test_r_on_a_paused_run_reloads_the_code_and_continues_from_the_same_place(tmp_path):

@@ -189,6 +189,10 @@ class ConfirmDialog(ModalScreen[bool]):
                 yield Button("Yes \\[y]", variant="warning", id="confirm-yes")
                 yield Button("No \\[n]", id="confirm-no")
 
+    def on_mount(self) -> None:
+        # what a question asks is never undone by a stray enter: it focused Yes (a fork ran a journal's code)
+        self.query_one("#confirm-no", Button).focus()
+
     def on_button_pressed(self, event: Button.Pressed) -> None:
         event.stop()
         self.dismiss(event.button.id == "confirm-yes")
