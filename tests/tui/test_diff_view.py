@@ -105,3 +105,48 @@ async def test_the_diff_view_compares_with_no_other_workflows_journal_by_default
         await pilot.press("5")
         text = await _text(pilot, app.main.pane_widget("diff"))
         assert text.startswith("Nothing to compare with: no other journal of this workflow"), text
+
+
+async def test_scrubbing_with_the_diff_view_open_compares_once_at_a_time_and_the_last_position_last(
+        tmp_path, monkeypatch):
+    """Each key started one more comparison in a thread of its own (none can be cancelled): scrubbing a
+    replay of a million events, the keys lagged 8 s, and quitting waited 11 s on them."""
+    import threading
+
+    from flowtui.tui.widgets.diff_view import DiffView
+
+    monkeypatch.chdir(tmp_path)
+    a, b = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    await _record(a, "Write about ctx.state")
+    await _record(b, "Write about memory")
+    gate, running, calls = threading.Event(), [], []
+    report = DiffView._report
+
+    def held(self, events, against, width):
+        running.append(1)
+        calls.append(len(events))
+        assert len(running) == 1, "two comparisons at once"
+        gate.wait(30)
+        try:
+            return report(self, events, against, width)
+        finally:
+            running.pop()
+
+    monkeypatch.setattr(DiffView, "_report", held)
+    app = make_replay(a)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await pilot.press("5")
+        view = app.main.pane_widget("diff")
+        view.against = str(b)
+        for _ in range(100):
+            if calls:
+                break
+            await pilot.pause(0.02)
+        await pilot.press(*["left"] * 10)  # while the first comparison is held
+        gate.set()
+        for _ in range(200):
+            if view.report.plain.strip():
+                break
+            await pilot.pause(0.02)
+        assert len(calls) == 2, calls  # the first, then only the last position's
+        assert calls[1] == app.position and "B: " in view.report.plain

@@ -68,6 +68,10 @@ class DiffView(VerticalScroll, can_focus=True):
         self._last: tuple[Any, Any] | None = None
         self._shown_against: str | None = None  # B of the report on screen
         self._loaded: tuple[tuple, Any] | None = None  # B as last read, by (path, mtime, size)
+        # One comparison at a time, and the latest one asked for next: each key scrubbing a replay of a million
+        # events started one more in a thread (none can be cancelled), keys then lagged 8 s and quitting 11 s
+        self._comparing = False
+        self._wanted: tuple[tuple, list[Any], int] | None = None
 
     def compose(self):  # type: ignore[no-untyped-def]
         yield self._text
@@ -101,16 +105,29 @@ class DiffView(VerticalScroll, can_focus=True):
         if self.against != self._shown_against:  # the report on screen is of another journal: say what comes
             self._text.update(Text(f"comparing with {shown(self.against or '')}…", "dim"))
         # Reading a journal of hundreds of megabytes takes seconds: never on the thread that answers keys.
-        width, snapshot = max((self.size.width or 100) - 2, 40), list(events)
+        self._wanted = (key, list(events), max((self.size.width or 100) - 2, 40))
+        if not self._comparing:
+            self._next()
+
+    def _next(self) -> None:
+        """Start the comparison last asked for (one at a time)."""
+        key, snapshot, width = self._wanted
+        self._wanted, self._comparing = None, True
         self.run_worker(lambda: self._compare(key, snapshot, width), thread=True, group="diff",
                         name="diff", exit_on_error=False)
 
     def _compare(self, key: tuple, events: list[Any], width: int) -> None:
         """In a thread: the report, shown if it is still the one wanted (a newer sync may have come)."""
-        report = self._report(events, key[2], width)
+        try:
+            report = self._report(events, key[2], width)
+        except Exception as exc:  # (said, and the next comparison still starts)
+            report = Text(f"cannot compare: {type(exc).__name__}: {shown(str(exc))}", "bold #ff5f5f")
         self.app.call_from_thread(self._show, key, report)
 
     def _show(self, key: tuple, report: Text) -> None:
+        self._comparing = False
+        if self._wanted is not None:
+            self._next()
         if key != self._seen:
             return
         self.report, self._shown_against = report, key[2]
