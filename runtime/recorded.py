@@ -25,7 +25,7 @@ from flowtui.runtime.errors import ResumeError
 from flowtui.runtime.events import EVENT_TYPES, validate_event
 from flowtui.runtime.journal import TORN, Skipped, gaps, lines_of, not_a_file, reason_of
 
-_AT = re.compile(r"^(.*)@(\d+)$", re.DOTALL)
+_AT = re.compile(r"^(.*)@([0-9]+)$", re.DOTALL)  # ([0-9]: \d took "٣" for 3)
 
 
 def parse_resume_arg(text: str | Path) -> tuple[Path, int | None]:

@@ -26,6 +26,7 @@ def cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
     ("@-1", "K='-1' is not an event number"),
     ("@", "nothing follows @"),
     ("@4x", "K='4x' is not an event number"),
+    ("@٣", "K='٣' is not an event number"),  # an Arabic-Indic three was taken as K=3
 ])
 def test_a_bad_k_after_an_existing_journal_names_k_not_a_missing_file(tmp_path, suffix, what):
     journal = tmp_path / "a.jsonl"
