@@ -153,11 +153,12 @@ def _check_takes(cls: type, hook: str, found: Any) -> None:
         marked = [p for p in inspect.signature(getattr(cls, hook)).parameters.values() if is_marker(p.default)]
     except (TypeError, ValueError):
         marked = []
+    at = where(found)  # (said at the hook's def, not at the class's decorator)
     if marked:
         p = marked[0]
         raise ConfigError(f"@agent {cls.__name__}: {hook} parameter {p.name!r} is marked {p.default!r}, but "
                           f"hooks are not injected: flowtui calls {hook}({', '.join(passed)}). Take the state in "
-                          f"__init__ (def __init__(self, s: YourState = State()): self.s = s) and read self.s")
+                          f"__init__ (def __init__(self, s: YourState = State()): self.s = s) and read self.s", at=at)
     if inspect.isfunction(found):
         _check_self(cls, hook, found, passed)
     extra = needs_more(getattr(cls, hook), passed, skip_first=inspect.isfunction(found))
@@ -169,9 +170,9 @@ def _check_takes(cls: type, hook: str, found: Any) -> None:
         if all(name in params and params[name].kind is inspect.Parameter.KEYWORD_ONLY for name in extra):
             raise ConfigError(f"@agent {cls.__name__}: {hook} takes {', '.join(extra)} by keyword only (after *), "
                               f"and flowtui passes them in order: it calls {hook}({', '.join(passed)}); take out "
-                              "the *")
+                              "the *", at=at)
         raise ConfigError(f"@agent {cls.__name__}: {hook} needs {', '.join(extra)}, which flowtui does not pass: "
-                          f"it calls {hook}({', '.join(passed)}); give {extra[0]} a default or take it out")
+                          f"it calls {hook}({', '.join(passed)}); give {extra[0]} a default or take it out", at=at)
 
 
 def _check_self(cls: type, hook: str, fn: Any, passed: tuple[str, ...]) -> None:
@@ -189,7 +190,7 @@ def _check_self(cls: type, hook: str, fn: Any, passed: tuple[str, ...]) -> None:
         return  # (*args takes whatever comes)
     raise ConfigError(f"@agent {cls.__name__}: {hook}({', '.join(names)}) has no self, so the agent would be "
                       f"passed as {names[0] if names else 'its first argument'}: write def {hook}(self"
-                      f"{', ' if names else ''}{', '.join(names)})")
+                      f"{', ' if names else ''}{', '.join(names)})", at=where(fn))
 
 
 def check_provider(provider: Any, agent: str) -> None:

@@ -56,7 +56,12 @@ class InjectionError(FlowLoadError):
 
 
 class ConfigError(FlowtuiError, ValueError):
-    """A bad argument given to a decorator, ``loop``, ``Budget`` or ``run``."""
+    """A bad argument given to a decorator, ``loop``, ``Budget`` or ``run``. ``at``: (file, line) of
+    the code at fault when it is not where the decorator is applied (a hook's ``def``)."""
+
+    def __init__(self, *args: object, at: tuple[str | None, int | None] | None = None) -> None:
+        super().__init__(*args)
+        self.at = at
 
 
 class WatchError(ConfigError):

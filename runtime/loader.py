@@ -95,6 +95,9 @@ def load_module(path: Path) -> Any:
         if deepest is not None and Path(deepest[0]).resolve() != file:  # in a module the flow imports
             fault, line, func = Path(deepest[0]).resolve(), deepest[1], deepest[2]
         if isinstance(exc, FlowtuiError):  # a decorator's or loop()'s own message: where it is, said once
+            said_at = getattr(exc, "at", None)  # the def of a hook at fault, below its class's decorator
+            if said_at and said_at[0] and said_at[1]:
+                fault, line = Path(said_at[0]).resolve(), said_at[1]
             at = re.match(r"^(.+?):(\d+): ", text)
             if at and Path(at[1]).is_file():
                 if Path(at[1]).resolve() != file:

@@ -31,19 +31,21 @@ WORKFLOW = "@workflow(steps=[A])\nclass W:\n    pass\n"
     ("@tool\ndef t(a: str) -> str:\n    return a\n"
      "@agent(provider=FunctionProvider(lambda m, t: 'ok'), prompt='p', tools=t)\nclass A:\n    pass\n" + WORKFLOW,
      r"@agent\(tools=...\) of A: tools= takes a list, not t alone; write tools=\[t\]"),
-    # hooks that could never be called as written
+    # hooks that could never be called as written: said at the hook's def (line 4), not at @agent (line 2)
     (AGENT + "class A:\n    after_response = 'UPPER'\n" + WORKFLOW,
      r"@agent A: after_response is str 'UPPER', not a method"),
     (AGENT + "class A:\n    @property\n    def after_response(self):\n        return 'x'\n" + WORKFLOW,
      r"@agent A: after_response is a property, not a method"),
     (AGENT + "class A:\n    def after_response(self, response, ctx, extra):\n        pass\n" + WORKFLOW,
-     r"@agent A: after_response needs extra, which flowtui does not pass: it calls "
+     r"flow.py:4: @agent A: after_response needs extra, which flowtui does not pass: it calls "
      r"after_response\(response, ctx\); give extra a default"),
     (AGENT + "class A:\n    def after_response(response, ctx):\n        pass\n" + WORKFLOW,
-     r"@agent A: after_response\(response, ctx\) has no self, so the agent would be passed as response: write "
+     r"flow.py:4: @agent A: after_response\(response, ctx\) has no self, so the agent would be passed as response: "
+     r"write "
      r"def after_response\(self, response, ctx\)"),
     (AGENT + "class A:\n    def after_response(self, *, response, ctx):\n        pass\n" + WORKFLOW,
-     r"@agent A: after_response takes response, ctx by keyword only \(after \*\), and flowtui passes them in "
+     r"flow.py:4: @agent A: after_response takes response, ctx by keyword only \(after \*\), and flowtui passes "
+     r"them in "
      r"order: it calls after_response\(response, ctx\); take out the \*"),
     (AGENT + "class A:\n    async def __init__(self):\n        pass\n" + WORKFLOW,
      r"@agent A: __init__ is async"),
