@@ -437,6 +437,10 @@ def test_the_position_line_gives_up_its_bar_then_the_start_of_the_journals_name_
     assert narrow.endswith(f"replay of {source}")
     tight = position_text(41, 82, ev, source, width=70).plain
     assert len(tight) <= 70 and tight.endswith("015512.jsonl") and "replay of …" in tight
+    # an origin of 100 characters (a journal made elsewhere) left nothing after it on the row, not even its end
+    long = position_text(41, 82, SimpleNamespace(seq=57, type="state.append", origin="tool:" + "x" * 95), source,
+                         width=100).plain
+    assert "tool:xxx" in long and "…" in long and long.endswith("015512.jsonl") and len(long) <= 100, long
 
 
 async def test_a_forged_journal_of_deep_nodes_and_huge_names_draws_its_node_tree(journal, tmp_path):

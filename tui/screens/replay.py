@@ -12,11 +12,14 @@ from textual.widgets import Static
 
 from flowtui.tui.panes import PaneData
 from flowtui.tui.screens.panes import PanesScreen, count_title
-from flowtui.tui.shown import shown, shown_head
+from flowtui.tui.shown import shown, shown_head, shown_line
 from flowtui.tui.widgets.control import STATUS_STYLES, status_text, where_text
 from flowtui.tui.widgets.keybar import KeyBar
 
 BAR_WIDTH = 24
+
+
+ORIGIN_CHARS = 40  # an event's origin is cut here on the position line
 
 
 def position_text(k: int, n: int, ev: Any, source: str = "", *, width: int | None = None) -> Text:
@@ -30,7 +33,8 @@ def position_text(k: int, n: int, ev: Any, source: str = "", *, width: int | Non
     else:
         text.append(f"#{getattr(ev, 'seq', '?')} · {k}/{n}", "bold")
         text.append(f" · {shown(ev.type)}", "bold #5fafff")
-        text.append(f" · {shown(ev.origin)}", "bold #ffd75f" if ev.origin == "user" else "")
+        # (one row, cut: an origin of 100 characters from a journal made elsewhere left the row blank after it)
+        text.append(f" · {shown_line(ev.origin, ORIGIN_CHARS)}", "bold #ffd75f" if ev.origin == "user" else "")
     name = f"   replay of {shown(source)}" if source else ""
     if width is None or text.cell_len + 3 + BAR_WIDTH + len(name) <= width:
         done = round(BAR_WIDTH * k / n) if n else 0
