@@ -408,6 +408,7 @@ def load_runs(path: str | Path, *, notices: list[Any] | None = None, hint: str =
                         + [numbers[i] for i, ev in enumerate(events) if isinstance(ev, Invalid)])
     runs = []
     for members in _runs_of(events, numbers, skipped):
+        members = _early_ends_left_out(members, events, numbers, skipped, unreadable)
         runs.append(_in_order([events[i] for i in members], [numbers[i] for i in members], skipped, unreadable))
     if notices is not None:
         notices.extend(sorted(skipped, key=lambda notice: notice.line))
@@ -436,6 +437,23 @@ def _runs_of(events: list[Any], numbers: list[int], notices: list[Skipped]) -> l
             first_ts[root] = min(first_ts[root], ev.ts)
         groups.setdefault(current, []).append(i)  # (an invalid event stays with the run around it)
     return [groups[root] for root in sorted(groups, key=lambda root: first_ts.get(root, 0.0))]
+
+
+def _early_ends_left_out(members: list[int], events: list[Any], numbers: list[int], notices: list[Skipped],
+                         unreadable: list[int]) -> list[int]:
+    """``members`` without a top-level ``run.end`` numbered before another of the run's events: a run
+    says nothing after its end, so one there was put in by hand (flowtui diff compared the run as
+    ended there, saying the runs were the same, or took its error for the run's)."""
+    valid = [i for i in members if not isinstance(events[i], Invalid)]
+    if not valid:
+        return members
+    last = max(events[i].seq for i in valid)
+    early = {i for i in valid if events[i].type == "run.end" and "." not in events[i].run_id and events[i].seq < last}
+    for i in sorted(early):
+        notices.append(Skipped(numbers[i], f"a run.end (event #{events[i].seq}) before the run's last event, "
+                                           f"#{last} (put in by hand?): left out"))
+        bisect.insort(unreadable, numbers[i])  # (said: no gap is said where it was)
+    return [i for i in members if i not in early] if early else members
 
 
 def _in_order(run: list[Any], lines: list[int], notices: list[Skipped], unreadable: list[int]) -> list[Any]:

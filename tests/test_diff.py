@@ -527,6 +527,24 @@ async def test_lines_moved_repeated_or_taken_out_by_hand_are_said_not_read_as_ot
     assert "Not compared (above): 1 line of B." in out
 
 
+async def test_a_run_end_put_in_the_middle_of_a_run_is_said_and_left_out(tmp_path, capsys):
+    """A run.end copied into the middle (renumbered): flowtui diff said "The runs are the same", naming
+    nothing, and one saying failed with output "HIJACKED" was compared as the run's end (its error only)."""
+    a = await journal(tmp_path, "a")
+    events = [json.loads(line) for line in a.read_text().splitlines()]
+    forged = {**events[-1], "status": "failed", "error": "boom", "output": "HIJACKED"}
+    events.insert(20, forged)
+    for n, ev in enumerate(events, 1):
+        ev["seq"] = n
+    b = tmp_path / "b.jsonl"
+    b.write_text("".join(json.dumps(ev) + "\n" for ev in events))
+    code, out, _ = diff(capsys, a, b)
+    assert (f"   B: line 21 skipped (a run.end (event #21) before the run's last event, #{len(events)} (put in by "
+            "hand?): left out)") in out.replace("\n      ", " "), out
+    assert "missing before it" not in out and "boom" not in out and "HIJACKED" not in out
+    assert "Not compared (above): 1 line of B." in out and code == 0  # the rest is the same run
+
+
 async def test_a_credential_one_journal_holds_raw_is_no_difference_shown_as_the_same(tmp_path, capsys):
     """A journal written elsewhere (its writer did not know the key) holds it raw; the reader hides it,
     and "[redacted]" → "[redacted]" was a difference nobody could see, here and re-executing it (exit 3)."""
