@@ -31,6 +31,7 @@ after every event :mod:`flowtui.runtime.watching`.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -444,18 +445,29 @@ def _path_fault(state_type: type, parts: tuple[str | int, ...]) -> str | None:
     return None
 
 
-def _admits(tp: Any, literal: Any) -> bool:
-    """Whether a value of type ``tp`` may equal ``literal`` as :func:`compare` compares (True when the
-    type cannot tell: Any, a Literal, an object)."""
+def _members(tp: Any) -> Iterator[Any]:
+    """The types a value of ``tp`` may have: a union's members, an ``Annotated``'s type, a generic's
+    class (``list`` for ``list[str]``); what is no class (``Any``, a ``Literal``) as it is."""
     import types
     import typing
 
     origin = typing.get_origin(tp)
     if origin is typing.Union or origin is types.UnionType:
-        return any(_admits(a, literal) for a in typing.get_args(tp))
-    if origin is typing.Annotated:
-        return _admits(typing.get_args(tp)[0], literal)
-    base = origin if isinstance(origin, type) else tp
+        for member in typing.get_args(tp):
+            yield from _members(member)
+    elif origin is typing.Annotated:
+        yield from _members(typing.get_args(tp)[0])
+    else:
+        yield origin if isinstance(origin, type) else tp
+
+
+def _admits(tp: Any, literal: Any) -> bool:
+    """Whether a value of type ``tp`` may equal ``literal`` as :func:`compare` compares (True when the
+    type cannot tell: Any, a Literal, an object)."""
+    return any(_admitted(base, literal) for base in _members(tp))
+
+
+def _admitted(base: Any, literal: Any) -> bool:
     if not isinstance(base, type) or base is object:
         return True
     if literal is None:
@@ -471,18 +483,7 @@ def _admits(tp: Any, literal: Any) -> bool:
 
 def _only(tp: Any, kinds: tuple[type, ...]) -> bool:
     """Whether every value of type ``tp`` is one of ``kinds`` (a union: each of its members)."""
-    import types
-    import typing
-
-    if tp is None:
-        return False
-    origin = typing.get_origin(tp)
-    if origin is typing.Union or origin is types.UnionType:
-        return all(_only(a, kinds) for a in typing.get_args(tp))
-    if origin is typing.Annotated:
-        return _only(typing.get_args(tp)[0], kinds)
-    base = origin if isinstance(origin, type) else tp
-    return isinstance(base, type) and issubclass(base, kinds)
+    return tp is not None and all(isinstance(base, type) and issubclass(base, kinds) for base in _members(tp))
 
 
 def _example_of(tp: Any) -> str:
