@@ -58,7 +58,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main_diff(argv: list[str]) -> int:
-    """``flowtui diff``: 0 same, 1 different, 2 a file that cannot be compared."""
+    """``flowtui diff``: 0 same, 1 different, 2 a file that cannot be compared, 3 the same as far as
+    compared but lines of a journal were not (skipped: "the same" must not hide one)."""
     from flowtui.runtime.cli import printable, say
 
     args = build_parser().parse_args(argv)
@@ -83,14 +84,21 @@ def main_diff(argv: list[str]) -> int:
         say(f"flowtui diff: cannot compare {args.a} and {args.b}: {type(exc).__name__}: {exc} "
             f"(a bug in flowtui diff; --debug shows the traceback)")
         return 2
+    compared_all = not (_left_out(a) or _left_out(b))
     if args.json:
-        out = json.dumps({"same": not found, "a": _about(a), "b": _about(b),
+        out = json.dumps({"same": not found and compared_all, "compared_all": compared_all,
+                          "a": _about(a), "b": _about(b),
                           "differences": [d.as_json() for d in found]}, ensure_ascii=True, default=repr)
         print(printable(out))
     else:
         width = args.width or min(120, shutil.get_terminal_size((100, 24)).columns)
         print(printable("\n".join(render(a, b, found, width=max(width, 40)))))
-    return 1 if found else 0
+    return 1 if found else 0 if compared_all else 3
+
+
+def _left_out(run: LoadedRun) -> list[Any]:
+    """The lines of a journal that were not compared (skipped; a line mended is compared)."""
+    return [n for n in run.notices if not isinstance(n, Mended)]
 
 
 def _about(run: LoadedRun) -> dict[str, Any]:
@@ -125,8 +133,9 @@ def render(a: LoadedRun, b: LoadedRun, found: list[Difference], *, width: int = 
             lines.append(f"   {side}: and {len(run.notices) - NOTICES_SHOWN} more")
     if not found:
         unread = [f"{_count(len(left_out), 'line')} of {side}" for side, run in (("A", a), ("B", b))
-                  if (left_out := [n for n in run.notices if not isinstance(n, Mended)])]
-        lines.append("The runs are the same (ids, timestamps, durations and sequence numbers aside).")
+                  if (left_out := _left_out(run))]
+        same = "The runs are the same" + (" as far as compared" if unread else "")
+        lines.extend(textwrap.wrap(f"{same} (ids, timestamps, durations and sequence numbers aside).", width))
         if unread:
             lines.append(_fit(f"Not compared (above): {' and '.join(unread)}.", width))
         return lines

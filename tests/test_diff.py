@@ -266,8 +266,8 @@ async def test_json_lists_the_differences(tmp_path, capsys):
 
     same = await journal(tmp_path, "same", arg="no example")
     assert main_diff([str(a), str(same), "--json"]) == 0
-    assert json.loads(capsys.readouterr().out) | {"a": None, "b": None} == {"same": True, "differences": [],
-                                                                           "a": None, "b": None}
+    assert json.loads(capsys.readouterr().out) | {"a": None, "b": None} == {"same": True, "compared_all": True,
+                                                                           "differences": [], "a": None, "b": None}
 
 
 async def test_run_picks_a_run_of_a_journal_holding_several(tmp_path, capsys):
@@ -441,19 +441,25 @@ async def test_an_agent_that_no_longer_exists_and_calls_named_by_their_place(tmp
 
 async def test_a_line_that_is_no_valid_event_is_said_not_hidden_behind_the_same(tmp_path, capsys):
     """A forged or damaged event line (JSON, but no valid event) is not compared: the report names
-    it, and the event counts are of the events compared."""
+    it, and the event counts are of the events compared. It exits 3, not 0: a check that wants the
+    same run (exit 0) was told "the same" with lines never compared."""
     a = await journal(tmp_path, "a")
     forged = tmp_path / "forged.jsonl"
     n = len(a.read_text().splitlines())
     forged.write_text(a.read_text() + '{"seq": 999999, "type": "run.end"}\n{"seq": 1000000, "type": "from.the.future"}\n')
     code, out, _ = diff(capsys, a, forged)
-    assert code == 0 and "The runs are the same" in out
+    assert code == 3 and "The runs are the same as far as compared" in out
     assert f"B: line {n + 1} skipped (not a valid event: " in out
     assert f"B: line {n + 2} skipped (an event type this flowtui does not know: " in out
     assert "Not compared (above): 2 lines of B." in out
     assert out.count(f"finished, {n} events") == 2
-    main_diff([str(a), str(forged), "--json"])
-    assert json.loads(capsys.readouterr().out)["b"]["skipped_lines"] == [n + 1, n + 2]
+    assert main_diff([str(a), str(forged), "--json"]) == 3
+    said = json.loads(capsys.readouterr().out)
+    assert said["b"]["skipped_lines"] == [n + 1, n + 2]
+    assert said["same"] is False and said["compared_all"] is False and said["differences"] == []
+    assert main_diff([str(a), str(a), "--json"]) == 0
+    said = json.loads(capsys.readouterr().out)
+    assert said["same"] is True and said["compared_all"] is True
 
 
 async def test_an_invalid_line_amid_the_run_names_its_field_and_is_not_called_missing(tmp_path, capsys):
@@ -542,7 +548,7 @@ async def test_a_run_end_put_in_the_middle_of_a_run_is_said_and_left_out(tmp_pat
     assert (f"   B: line 21 skipped (a run.end (event #21) before the run's last event, #{len(events)} (put in by "
             "hand?): left out)") in out.replace("\n      ", " "), out
     assert "missing before it" not in out and "boom" not in out and "HIJACKED" not in out
-    assert "Not compared (above): 1 line of B." in out and code == 0  # the rest is the same run
+    assert "Not compared (above): 1 line of B." in out and code == 3  # the rest is the same run
 
 
 async def test_a_credential_one_journal_holds_raw_is_no_difference_shown_as_the_same(tmp_path, capsys):
