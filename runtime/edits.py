@@ -340,7 +340,10 @@ def _typed(cls: type, name: str, text: str) -> Any:
     reason = "; ".join(f"{'.'.join(map(str, e['loc'])) + ': ' if e['loc'] else ''}{e['msg']}" for e in faults[:3])
     reason += f"; and {len(faults) - 3:,} more" if len(faults) > 3 else ""
     reason += "; a text this long is checked up to its first fault" if long else ""
-    shown = repr(text) if len(text) <= 60 else repr(text[:57]) + f"… ({len(text):,} characters)"
+    # JSON as typed (`11`, `"3"`, `[1, 2]`: quoting 11 as '11' made a number read as a text); other
+    # text quoted, its control characters escaped
+    shown = text if is_json and len(text) <= 60 and text.isprintable() and text == text.strip() \
+        else repr(text) if len(text) <= 60 else repr(text[:57]) + f"… ({len(text):,} characters)"
     tname = _type_name(field_type(cls, name))
     if not any(is_type_fault(str(e["type"])) for e in faults):  # (-1 for Field(ge=0) is an int all right)
         raise ConfigError(f"{cls.__name__}.{name} is {tname}: {shown} refused ({reason}); type a value it accepts")
