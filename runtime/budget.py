@@ -117,6 +117,15 @@ class RunTotals(BaseModel):
     exceeded: str | None = None
 
 
+def limits_of(budget: Budget | None) -> dict[str, Any] | None:
+    """A budget's limits that are set, and its mode (``run.start`` says them: the sidebar shows the
+    run's spending against them from its start); None without a budget."""
+    if budget is None:
+        return None
+    return {**{name: getattr(budget, name) for name in LIMITS if getattr(budget, name) is not None},
+            "mode": budget.mode}
+
+
 class BudgetTracker:
     """Accumulates usage for a run and its children."""
 

@@ -89,6 +89,7 @@ def comparable(ev: dict[str, Any], run: str, path: tuple[str, ...]) -> dict[str,
     if t == "run.start":
         out.pop("resumed_from", None)
         out.pop("file", None)
+        out.pop("budget", None)  # a limit raised is no divergence; one reached shows in what follows
     elif t == "run.end":
         out["totals"] = _without(out.get("totals"), "elapsed_s")
     elif t in ("node.start", "node.end") and isinstance(out.get("data"), dict):

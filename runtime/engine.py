@@ -16,7 +16,7 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
-from flowtui.runtime.budget import BudgetStop, BudgetTracker, RunTotals
+from flowtui.runtime.budget import BudgetStop, BudgetTracker, RunTotals, limits_of
 from flowtui.runtime.bus import Emitter, current_node
 from flowtui.runtime.context import AgentContext, jsonable
 from flowtui.runtime.control import Controller, PausePoint, RunStopped, Signalled, StopRequested, Terminated
@@ -113,6 +113,7 @@ class Run:
             state=self.observer.snapshot() if self.observer else {}, file=self.spec.file,
             data={key: jsonable(value) for key, value in self.ctx.data.items()},  # (an object, whatever a value is)
             resumed_from=self.resume.origin() if self.resume is not None else None,
+            budget=limits_of(self.tracker.budget),
         )
         reason = error = None
         self.status = "running"

@@ -86,6 +86,8 @@ class RunStart(_Event):
     file: str | None = None
     data: dict[str, Any] = Field(default_factory=dict, description="the run's data (ctx.data); never sent to the model")
     resumed_from: ResumedFrom | None = Field(default=None, description="a re-executed run: its parent journal")
+    budget: dict[str, Any] | None = Field(default=None, description="the run's budget: the limits set "
+                                          "(max_chat_calls, ...) and its mode; None without one")
 
 
 class RunEnd(_Event):

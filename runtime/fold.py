@@ -44,6 +44,7 @@ class RunView:
     last_changed = _shown("last_changed")
     workflow = _shown("workflow")
     file = _shown("file")
+    budget = _shown("budget")
 
     def __init__(self) -> None:
         self.run_id: str | None = None  # the top-level run's
@@ -162,6 +163,7 @@ class RunView:
             return
         run = self.runs[ev.run_id] = RunState(ev.run_id, ev.workflow)
         run.file, run.memory, run.state, run.data = ev.file, list(ev.memory), dict(ev.state), dict(ev.data)
+        run.budget = ev.budget if isinstance(getattr(ev, "budget", None), dict) else None
         run.memory_from = [(ev.seq, "input")] * len(run.memory)  # seeded by the run's start (--memory)
         if self.run_id is None:
             self.run_id = ev.run_id

@@ -34,6 +34,10 @@ from flowtui.runtime.messages import Message
 from flowtui.runtime.providers.base import sent_sampling
 
 
+# ctx.budget's fields measured rather than counted: never the same twice
+_MEASURED = frozenset({"duration_s", "tokens", "cost_usd"})
+
+
 @dataclass
 class Step:
     """A place in a run: its path segment, its facts and its sub-steps, in the order they happened."""
@@ -283,7 +287,10 @@ class _Builder:
         if (ev.name == "loop" and node is not None and node.kind == "loop" and node.run_id == ev.run_id
                 and isinstance(ev.value, dict) and isinstance(ev.value.get("iterations"), int)):
             node.done, node.between = ev.value["iterations"], True  # an iteration ended
-        self.field(ev, f"ctx.{ev.name}", ev.value)
+        value = ev.value
+        if ev.name == "budget" and isinstance(value, dict):  # the time, tokens and money spent: left out, as
+            value = {k: v for k, v in value.items() if k not in _MEASURED}  # a reply's usage is (two runs differed)
+        self.field(ev, f"ctx.{ev.name}", value)
 
     def field(self, ev: Any, name: str, value: Any) -> None:
         """A workflow-state or ctx field set: a fact of the step that set it."""

@@ -58,7 +58,7 @@ class RunState:
 
     __slots__ = ("run_id", "workflow", "file", "parent_node", "parent_run", "status", "history", "history_resets",
                  "memory", "tasks", "state", "data", "last_changed", "ctx", "prompt", "last_chat",
-                 "history_from", "memory_from", "tasks_from", "prompt_from")
+                 "history_from", "memory_from", "tasks_from", "prompt_from", "budget")
 
     def __init__(self, run_id: str | None = None, workflow: str | None = None) -> None:
         self.run_id, self.workflow = run_id, workflow
@@ -81,6 +81,7 @@ class RunState:
         self.memory_from: list[tuple[int, str]] = []
         self.tasks_from: list[tuple[int, str]] = []
         self.prompt_from: tuple[int, str] | None = None
+        self.budget: dict[str, Any] | None = None  # the budget's limits and mode, from run.start
 
     def clone(self) -> "RunState":
         twin = RunState.__new__(RunState)

@@ -594,3 +594,62 @@ def test_a_whole_float_is_a_count_and_inf_no_limit():
 
     assert Budget(max_tokens=1e6).max_tokens == 1_000_000
     assert Budget(max_duration_s=math.inf).max_duration_s == math.inf
+
+
+# --- the budget as the panes show it ---------------------------------------------------
+
+async def test_the_sidebar_shows_the_budget_against_its_limits_from_the_run_s_start():
+    """The sidebar said nothing of a budget until the first model call had ended, and then only what
+    was spent: a person stepping to the first agent could not tell the run had a budget, or how far
+    from its limits it was. run.start now says the limits, and the sidebar says them from there."""
+    from flowtui.runtime.fold import RunView
+    from flowtui.tui.widgets.sidebar import sidebar_rows
+
+    provider, _ = scripted("one", "two")
+
+    @agent(provider=provider)
+    class A:
+        pass
+
+    @workflow(steps=[A, A])
+    class W:
+        pass
+
+    def budget_row(events):
+        view = RunView()
+        for ev in events:
+            view.apply(ev)
+        rows = [text.plain for _, text in sidebar_rows(view, width=200)]
+        return next((row for row in rows if row.startswith("  budget")), None)
+
+    out, events, _ = await run_collect(W, budget=Budget(max_chat_calls=5, max_cost_usd=2, mode="raise"))
+    assert events[0].type == "run.start" and events[0].budget == {"max_chat_calls": 5, "max_cost_usd": 2.0,
+                                                                  "mode": "raise"}
+    first_call = next(i for i, e in enumerate(events) if e.type == "node.start" and e.kind == "chat")
+    assert budget_row(events[:first_call]) == "  budget 0 of 5 chat calls · $0.0000 of $2.00 · raises when reached"
+    row = budget_row(events)
+    assert row.startswith("  budget 2 of 5 chat calls · ") and " · $0.0000 of $2.00 · " in row, row
+    assert row.endswith(" · raises when reached"), row
+
+    out, events, _ = await run_collect(W)  # no budget: no row, as before
+    assert events[0].budget is None and budget_row(events) is None
+
+
+async def test_a_budget_limit_changed_is_no_difference_between_two_runs(tmp_path):
+    """Raising a limit the run never reached is the commonest change before running a flow again:
+    comparing the two runs (flowtui diff, a re-execution) must not stop at the run's start for it."""
+    from flowtui.runtime.diff_cli import main_diff
+
+    provider, _ = scripted("one", "two", "one", "two")
+
+    @agent(provider=provider)
+    class A:
+        pass
+
+    @workflow(steps=[A, A])
+    class W:
+        pass
+
+    for name, most in (("a", 5), ("b", 50)):
+        await bootstrap(W).run("go", budget=Budget(max_chat_calls=most), journal=str(tmp_path / f"{name}.jsonl"))
+    assert main_diff([str(tmp_path / "a.jsonl"), str(tmp_path / "b.jsonl")]) == 0

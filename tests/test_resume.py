@@ -140,6 +140,24 @@ async def test_every_flow_reexecuted_against_its_journal_reproduces_it(name, tmp
     assert again.resumed_from.journal == str(first)
 
 
+async def test_a_budget_limit_raised_before_re_executing_is_no_divergence(tmp_path, no_live):
+    """run.start says the budget's limits (the sidebar shows them from the start): a limit raised for
+    the re-execution, the commonest change, must not diverge at the run's start."""
+    from flowtui import Budget
+
+    guard, called = no_live
+    first, second = tmp_path / "first.jsonl", tmp_path / "second.jsonl"
+    await load_flow(str(FLOWS / "revisao.py")).run(FLOW_RUNS["revisao.py"][0], journal=first,
+                                                    budget=Budget(max_chat_calls=40))
+    assert lines(first)[0]["budget"] == {"max_chat_calls": 40, "mode": "stop"}
+    guard()
+    events: list = []
+    await load_flow(str(FLOWS / "revisao.py")).run(journal=second, resume_from=str(first), on_event=events.append,
+                                                    budget=Budget(max_chat_calls=80))
+    assert called == [] and "run.diverged" not in [e.type for e in events]
+    assert lines(second)[0]["budget"] == {"max_chat_calls": 80, "mode": "stop"}
+
+
 def folded(journal: Path) -> RunView:
     view = RunView()
     for event in read_journal(journal):

@@ -126,9 +126,10 @@ def sidebar_rows(view: Any, width: int = 42, *, editable: bool = True,
         stopped = f" · stopped by {loop['stopped_by']}" if loop.get("stopped_by") else ""
         done = f" {loop.get('iterations', 0)} of {loop.get('max_iterations', '?')} iterations done{stopped}"
         rows.append((None, Text.assemble(("  loop", "bold"), _shown(done))))
-    budget = view.ctx.get("budget")
-    if isinstance(budget, dict):
-        rows.append((None, Text.assemble(("  budget", "bold"), " " + _shown(budget_used(budget)))))
+    budget, limits = view.ctx.get("budget"), getattr(view, "budget", None)
+    if isinstance(budget, dict) or isinstance(limits, dict):  # (limits: from the run's start, before any use)
+        used = budget_used(budget if isinstance(budget, dict) else {}, limits if isinstance(limits, dict) else None)
+        rows.append((None, Text.assemble(("  budget", "bold"), " " + _shown(used))))
     if "output" in view.ctx and view.ctx["output"] is not None:
         rows.append((None, Text.assemble(("  output", "bold"), " = ", _short(view.ctx["output"], 120))))
     if not user and not data and not any(k in view.ctx for k in RUNTIME_CTX):
@@ -138,26 +139,54 @@ def sidebar_rows(view: Any, width: int = 42, *, editable: bool = True,
     return rows
 
 
+def _money(v: float) -> str:
+    return f"${v:.4f}" if v < 1 else f"${v:,.2f}"
+
+
 # ctx.budget's fields as the sidebar says them, in this order (a count is said only once there is one)
 _USED = {"chat_calls": lambda n: f"{n} chat call{'s' * (n != 1)}",
          "tool_calls": lambda n: f"{n} tool call{'s' * (n != 1)}",
-         "tokens": lambda n: f"{n:,} tokens", "cost_usd": lambda v: f"${v:.4f}" if v < 1 else f"${v:,.2f}",
+         "tokens": lambda n: f"{n:,} tokens", "cost_usd": _money,
          "duration_s": lambda v: f"{v:.1f} s"}
 
 
-def budget_used(budget: dict[str, Any]) -> str:
+# ctx.budget's fields against their limits (run.start's ``budget``): ``4 of 20 chat calls``
+_LIMITED = {"chat_calls": ("max_chat_calls", lambda n, most: f"{n:,} of {most:,} chat call{'s' * (most != 1)}"),
+            "tool_calls": ("max_tool_calls", lambda n, most: f"{n:,} of {most:,} tool call{'s' * (most != 1)}"),
+            "tokens": ("max_tokens", lambda n, most: f"{n:,} of {most:,} tokens"),
+            "cost_usd": ("max_cost_usd", lambda v, most: f"{_money(v)} of ${most:,.2f}" if most >= 0.01
+                         else f"{_money(v)} of {_money(most)}"),
+            "duration_s": ("max_duration_s", lambda v, most: f"{v:.1f} of {most:.1f} s")}
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def budget_used(budget: dict[str, Any], limits: dict[str, Any] | None = None) -> str:
     """``4 chat calls · 2 tool calls · 313 tokens · $0.0012 · 4.3 s``: what the run has spent (it said
-    ``duration_s 4.268842, chat_calls 4, ...``). A field of another name or type (a journal from
-    elsewhere) is said as it is."""
+    ``duration_s 4.268842, chat_calls 4, ...``); against the budget's limits when they are known
+    (``4 of 20 chat calls``), from the run's start, before anything was spent. A field of another
+    name or type (a journal from elsewhere) is said as it is."""
+    limits = limits or {}
     parts = []
-    for key in [*(k for k in _USED if k in budget), *(k for k in budget if k not in _USED)]:
-        value, say = budget[key], _USED.get(key)
-        if value in (None, 0) and key != "duration_s":
+    for key in [*(k for k in _USED if k in budget or _LIMITED[k][0] in limits), *(k for k in budget if k not in _USED)]:
+        value, say = budget.get(key), _USED.get(key)
+        limit_key, against = _LIMITED.get(key, (None, None))
+        most = limits.get(limit_key) if limit_key else None
+        if against is not None and _number(most) and (value is None or _number(value)):
+            if value is None and key == "duration_s":  # (nothing spent yet: no time measured either)
+                parts.append(f"at most {most:.1f} s")
+            else:
+                parts.append(against(value or 0, most))
+        elif value in (None, 0) and key != "duration_s":
             continue
-        if say is not None and isinstance(value, (int, float)) and not isinstance(value, bool):
+        elif say is not None and _number(value):
             parts.append(say(value))
         else:
             parts.append(f"{key} {value}")
+    if limits.get("mode") == "raise":
+        parts.append("raises when reached")
     return " · ".join(parts) or "nothing used"
 
 
