@@ -74,12 +74,21 @@ def _standard_streams() -> None:
 
 def needs_a_terminal(what: str) -> None:
     """The app reads keys from stdin and draws on stderr: without a terminal there, say so (exit 2)
-    instead of waiting for keys that never come."""
-    if not (sys.stdin.isatty() and sys.stderr.isatty()):
-        from flowtui.runtime.cli import say
+    instead of waiting for keys that never come. A terminal that says it cannot move its cursor
+    (``TERM=dumb``: an editor's shell, a CI log) is refused too: the live app drew itself over and
+    over there, at full CPU, deaf to ``q`` and ctrl-C (Rich takes such a terminal as 80x25, the
+    terminal says otherwise)."""
+    from flowtui.runtime.cli import say
 
+    if not (sys.stdin.isatty() and sys.stderr.isatty()):
         say(f"flowtui: {what} needs a terminal (stdin and stderr are not one); to run a flow without one: "
             "flowtui run FLOW ...")
+        sys.exit(2)
+    term = os.environ.get("TERM", "")
+    if term.lower() in ("dumb", "unknown"):  # (what Rich calls a dumb terminal)
+        say(f"flowtui: {what} needs a terminal that can move its cursor, and TERM={term} says this one "
+            "cannot; set TERM to the terminal's own (e.g. TERM=xterm-256color), or run the flow without "
+            "the app: flowtui run FLOW ...")
         sys.exit(2)
 
 

@@ -257,6 +257,20 @@ def test_without_a_terminal_the_app_says_so_instead_of_waiting_for_keys(argv, tm
     assert res.returncode == 2 and "needs a terminal" in res.stderr and "flowtui run FLOW" in res.stderr
 
 
+def test_a_terminal_that_cannot_move_its_cursor_is_refused_and_the_app_does_not_spin(tmp_path):
+    """Under TERM=dumb (an editor's shell) the live app drew itself over and over at full CPU, deaf to
+    q, ctrl-C and SIGTERM: only a SIGKILL ended it. It is refused, saying what to do, exit 2."""
+    from terminal import Terminal
+
+    root = Path(__file__).resolve().parents[2]
+    for term_name in ("dumb", "unknown"):
+        with Terminal.flowtui("flows/revisao.py", "--input", "x", "--no-journal", cols=80, rows=24, cwd=root,
+                              env={"TERM": term_name}) as term:
+            assert term.wait_exit(timeout=60) == 2
+            said = term.output.decode("utf-8", "replace")
+            assert f"TERM={term_name} says this one cannot" in said and "flowtui run FLOW" in said, said
+
+
 def test_a_journal_that_cannot_be_written_and_a_bad_load_timeout_are_said_plainly(flow, tmp_path):
     res = flowtui("run", str(flow), "--input", "x", "--journal", str(tmp_path), cwd=tmp_path)
     assert res.returncode == 2 and f"cannot write the journal {tmp_path}: it is a folder" in res.stderr
