@@ -48,6 +48,10 @@ def printable(text: str, secrets: Any = None) -> str:
     return visible(redact(text, secret_values() if secrets is None else secrets))
 
 
+# The standard streams that were closed when flowtui started (``>&-``): the null device took their place.
+CLOSED_AT_START: set[str] = set()
+
+
 def say(text: str, *, file: TextIO | None = None, secrets: Any = None) -> None:
     """Print ``text`` (made :func:`printable`) on stderr, or ``file``; ``secrets``: the credentials
     to redact, when the caller has them at hand (else they are read from the environment)."""
@@ -348,10 +352,8 @@ def json_printer(out: TextIO):
             try:
                 out.write(line.decode("utf-8") + "\n")
                 out.flush()
-            except BrokenPipeError:  # what read it went away (| head): as for any command
-                raise
-            except OSError as exc:  # a full disk: said once, at the end (the journal has every event)
-                write.failed = exc.strerror or str(exc)
+            except OSError as exc:  # a full disk, or its reader went away (| head): said once, at the
+                write.failed = _unwritable(exc)  # end (the journal has every event); the run goes on
 
     write.failed = None
     return write
@@ -645,22 +647,32 @@ async def _run_headless(args: argparse.Namespace, memory: dict[str, str], data: 
     if view.status == "failed" or channel.muted:  # stopped by us: what it did after is unknown
         return 1
     unwritten = printer.failed if printer is not None else None
+    if "stdout" in CLOSED_AT_START and (args.json or view.output is not None):
+        unwritten = "it was closed when flowtui started"
     if not args.json and view.output is not None:
         try:
             say(view.output, file=sys.stdout)
             sys.stdout.flush()
-        except BrokenPipeError:
-            raise
         except OSError as exc:
-            unwritten = exc.strerror or str(exc)
+            unwritten = _unwritable(exc)
     if unwritten:
-        sys.stdout = open(os.devnull, "w")  # what is left unwritten must not fail again at exit
+        # what is left unwritten must not fail again at exit (Python flushes the stream it had)
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        sys.stdout = open(os.devnull, "w")
         say(f"flowtui: the run {view.status}, but its {'events' if args.json else 'output'} could not be "
             f"written to stdout: {unwritten}" + (f" (the journal has it all: {journal})" if journal else ""))
         return 5
     if snapshot_failed or view.journal_error is not None:  # a file the run was to write is not whole
         return 5
     return 4 if stopped_at_watchpoint(view) else 0
+
+
+def _unwritable(exc: OSError) -> str:
+    """Why stdout took no more: its reader went away (``| head -1``: the run finished all the same, and
+    exited 1, "failed"), or its disk is full."""
+    if isinstance(exc, BrokenPipeError):
+        return "its reader went away (a broken pipe)"
+    return exc.strerror or str(exc)
 
 
 def stopped_at_watchpoint(view: Any) -> bool:

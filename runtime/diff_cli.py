@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
+import os
 import shutil
 import textwrap
 import sys
@@ -89,11 +90,20 @@ def main_diff(argv: list[str]) -> int:
         out = json.dumps({"same": not found and compared_all, "compared_all": compared_all,
                           "a": _about(a), "b": _about(b),
                           "differences": [d.as_json() for d in found]}, ensure_ascii=True, default=repr)
-        print(printable(out))
     else:
         width = args.width or min(120, shutil.get_terminal_size((100, 24)).columns)
-        print(printable("\n".join(render(a, b, found, width=max(width, 40)))))
-    return 1 if found else 0 if compared_all else 3
+        out = "\n".join(render(a, b, found, width=max(width, 40)))
+    verdict = 1 if found else 0 if compared_all else 3
+    try:
+        print(printable(out))
+        sys.stdout.flush()
+    except OSError as exc:  # (a full disk: a traceback, and exit 1 as if the runs differed)
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # else Python's exit flush fails again
+        if isinstance(exc, BrokenPipeError):  # its reader stopped reading (| head): the verdict stands
+            return verdict
+        say(f"flowtui diff: the report could not be written to stdout: {exc.strerror or exc}")
+        return 2
+    return verdict
 
 
 def _left_out(run: LoadedRun) -> list[Any]:

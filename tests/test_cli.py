@@ -479,6 +479,31 @@ def test_a_full_stdout_is_said_once_with_exit_5_and_the_journal_keeps_the_run(tm
     assert json.loads(journal.read_text().splitlines()[-1])["status"] == "finished"
 
 
+@pytest.mark.parametrize("json_out", [False, True], ids=["output", "json"])
+def test_a_stdout_whose_reader_went_away_or_that_was_closed_is_said_with_exit_5(tmp_path, json_out):
+    """`flowtui run ... | true` (the reader gone before the output): the run finished, and it exited 1,
+    "failed", saying nothing; with --json it exited 0, and said events "never arrived" that had. Run
+    with stdout closed (>&-) the output went to the null device, exit 0. Now: exit 5, said once."""
+    journal = tmp_path / "j.jsonl"
+    argv = [sys.executable, "-c", "from flowtui.tui.cli import main; main()", "run", "flows/revisao.py", "--input",
+            "x", "--journal", str(journal), *(["--json"] if json_out else [])]
+    read, write = os.pipe()
+    os.close(read)  # the reader, gone before the run writes a line
+    try:
+        out = subprocess.run(argv, cwd=ROOT, stdout=write, stderr=subprocess.PIPE, text=True, timeout=60)
+    finally:
+        os.close(write)
+    assert out.returncode == 5, out.stderr
+    assert out.stderr.count("could not be written to stdout: its reader went away (a broken pipe)") == 1, out.stderr
+    assert "never arrived" not in out.stderr and "could not show" not in out.stderr and "Traceback" not in out.stderr
+    assert json.loads(journal.read_text().splitlines()[-1])["status"] == "finished"
+
+    out = subprocess.run(argv, cwd=ROOT, stderr=subprocess.PIPE, text=True, timeout=60,
+                         preexec_fn=lambda: os.close(1))
+    assert out.returncode == 5, out.stderr
+    assert "could not be written to stdout: it was closed when flowtui started" in out.stderr, out.stderr
+
+
 @pytest.mark.parametrize("command", [["replay", "FIFO"], ["diff", "FIFO", "flows/revisao.py"],
                                      ["run", "flows/revisao.py", "--resume-from", "FIFO"],
                                      ["run", "flows/revisao.py", "--input", "x", "--journal", "FIFO"],

@@ -374,6 +374,13 @@ def test_flowtui_diff_through_the_command_and_revisao(tmp_path):
     gone.stdout.close()  # `flowtui diff A B | head`: the reader is gone before the report is written
     assert gone.wait(timeout=120) == 1 and gone.stderr.read() == ""  # no traceback
     gone.stderr.close()
+    if Path("/dev/full").exists():  # a full disk: a traceback, and exit 1, "they differ", of two runs the same
+        with open("/dev/full", "w") as full:
+            res = subprocess.run([sys.executable, "-c", "from flowtui.tui.cli import main; main()", "diff",
+                                  tmp_path / "a.jsonl", tmp_path / "b.jsonl"], stdout=full, stderr=subprocess.PIPE,
+                                 text=True, cwd=ROOT, timeout=120)
+        assert res.returncode == 2 and "Traceback" not in res.stderr, res.stderr
+        assert res.stderr == "flowtui diff: the report could not be written to stdout: No space left on device\n"
     res = flowtui("diff", tmp_path / "a.jsonl", tmp_path / "nope.jsonl")
     assert res.returncode == 2 and "nope.jsonl: no such file" in res.stderr
     res = flowtui("diff", tmp_path / "a.jsonl")

@@ -63,6 +63,8 @@ def _standard_streams() -> None:
     """A stdin, stdout or stderr started closed (``2>&-``) is the null device instead: Python leaves
     ``sys.stderr`` None (every message then failed, and said so on stdout), and the next file or
     pipe opened (the worker's) would take its number."""
+    from flowtui.runtime.cli import CLOSED_AT_START
+
     for fd, name in ((0, "stdin"), (1, "stdout"), (2, "stderr")):
         try:
             os.fstat(fd)
@@ -70,6 +72,7 @@ def _standard_streams() -> None:
             if os.open(os.devnull, os.O_RDWR) != fd:  # the lowest free number: this one
                 continue
             setattr(sys, name, open(fd, "r" if fd == 0 else "w", closefd=False))
+            CLOSED_AT_START.add(name)  # (flowtui run's output to a closed stdout is lost: it says so)
 
 
 def needs_a_terminal(what: str) -> None:
