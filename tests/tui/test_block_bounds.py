@@ -58,3 +58,6 @@ def test_a_reply_is_drawn_as_markdown_only_where_that_hides_none_of_it():
         assert lossy.split("\n")[-1] in drawn(lossy), lossy
     assert "**bold**" not in drawn("**bold** and `code`") and "bold" in drawn("**bold** and `code`")
     assert "**bold**" in drawn("**bold** and `code`", markdown=False)  # what the model sees: as sent
+    # a line break inside a paragraph is one drawn: Markdown joined the lines with a space
+    lines = [line.strip(" ▌│") for line in drawn("S1 com *ênfase*\nS2 linha dois\n\n- a\n- b").split("\n")]
+    assert "S1 com ênfase" in lines and "S2 linha dois" in lines, lines

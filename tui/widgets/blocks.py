@@ -168,10 +168,15 @@ _LOSSY = re.compile(r"<[A-Za-z!/?]|\]\(|\]\s?\[|^ {0,3}\[[^\]\n]+\]:|\\[!-/:-@\[
                     re.MULTILINE)
 
 
+# A line break inside a paragraph: Markdown draws it as a space ("S1 com [colchete\nS2" was one line,
+# the model got two). Two spaces before it make it a break drawn as one (in code, they draw as nothing).
+_SOFT_BREAK = re.compile(r"(?<!\n)\n(?!\n)")
+
+
 def _markdown(text: str) -> RenderableType:
     from rich.markdown import Markdown  # markdown-it is imported on the first assistant block
 
-    return Markdown(text)
+    return Markdown(_SOFT_BREAK.sub("  \n", text))
 
 
 def render_block(console: Console, msg: Any, index: int, width: int, *, expanded: bool,
