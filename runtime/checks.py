@@ -88,6 +88,18 @@ def check_sampling(sampling: Any, who: str) -> dict[str, Any]:
     return dict(sampling)
 
 
+def check_name(name: Any, who: str, *, blank: bool = True) -> None:
+    """A ``name=`` is text: the panes, the journal and a watchpoint call the step by it. A number
+    (``loop(name=7)``) loaded, and its events were refused as they reached the app and the journal,
+    which then no replay, diff or re-execution could read whole. ``blank``: an empty one may stand
+    for the default (an agent's or workflow's class name)."""
+    if name is None or (isinstance(name, str) and (blank or name.strip())):
+        return
+    shown = "empty" if isinstance(name, str) else f"{type(name).__name__} {name!r:.60}"
+    raise ConfigError(f"{who}: name= is the text the panes and the journal call it by, such as "
+                      f"name=\"revisao\", not {shown}")
+
+
 def check_class(obj: Any, decorator: str, how: str) -> None:
     """``decorator`` is put on a class; on anything else, say where and what to write."""
     if isinstance(obj, type):

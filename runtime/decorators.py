@@ -20,7 +20,8 @@ from pydantic import BaseModel
 
 from flowtui.runtime.budget import Budget
 from flowtui.runtime.checks import (
-    HOOKS, check_class, check_hooks, check_provider, check_returns, check_sampling, refuse_bare, refuse_unknown,
+    HOOKS, check_class, check_hooks, check_name, check_provider, check_returns, check_sampling, refuse_bare,
+    refuse_unknown,
 )
 from flowtui.runtime.errors import ConfigError, PromptNotFoundError
 from flowtui.runtime.markers import where
@@ -83,6 +84,7 @@ def agent(_target: Any = None, /, *, provider: Any = _REQUIRED, prompt: str | os
 
     def wrap(cls: type) -> type:
         check_class(cls, "@agent", "(its hooks and __init__ as methods)")
+        check_name(name, f"@agent(...) of {cls.__name__}")
         if provider is _REQUIRED:
             raise ConfigError(f"@agent(...) of {cls.__name__} needs provider=, the model it calls (e.g. "
                               "provider=LiteLLMProvider(model='openai/gpt-4o-mini'))")
@@ -151,6 +153,7 @@ def tool(target: Any = None, /, *, name: str | None = None, description: str = "
     the world, to see the difference).
     """
     refuse_unknown("@tool(...)", unknown, tool)
+    check_name(name, f"@tool({getattr(target, '__name__', '...')})")
     if schema is not None and not (isinstance(schema, type) and issubclass(schema, BaseModel)):
         raise ConfigError(f"@tool({getattr(target, '__name__', name or '')}): schema= must be a pydantic "
                           f"BaseModel subclass, got {schema!r}")
@@ -196,6 +199,7 @@ def workflow(_target: Any = None, /, *, steps: list[Any] = _REQUIRED, state: typ
 
     def wrap(cls: type) -> type:
         check_class(cls, "@workflow", "under @workflow(steps=[...]) (its body may be just pass)")
+        check_name(name, f"@workflow(...) of {cls.__name__}")
         if steps is _REQUIRED:
             raise ConfigError(f"@workflow(...) of {cls.__name__} needs steps=, the agents it runs in order "
                               "(e.g. steps=[Writer, loop(steps=[Reviewer], until=until_answered)])")

@@ -56,8 +56,9 @@ def loop(steps: list[Any], until: Callable[..., Any] | None = None, *, max_itera
     warn early. ``math.inf`` turns either brake off (``until`` and the budget
     remain).
     """
-    from flowtui.runtime.checks import refuse_unknown
+    from flowtui.runtime.checks import check_name, refuse_unknown
 
+    check_name(name, "loop(...)", blank=False)
     refuse_unknown(f"{name}(...)", unknown, loop)
     steps = listed(steps, f"{name}(steps=...)", "steps")
     if not steps:
@@ -88,6 +89,9 @@ def _brake(loop_name: str, param: str, value: Any) -> int | float:
 
 def parallel(steps: list[Any], *more: Any, name: str = "parallel") -> ParallelSpec:
     """Run ``steps`` concurrently on the same context; the last writer of ``ctx.output``/``ctx.turn`` wins."""
+    from flowtui.runtime.checks import check_name
+
+    check_name(name, "parallel(...)", blank=False)
     if more:
         shown = ", ".join(getattr(s, "__name__", None) or "..." for s in (steps, *more))
         raise ConfigError(f"{name}(...) takes its steps as one list: write {name}([{shown}])")

@@ -129,6 +129,18 @@ WORKFLOW = "@workflow(steps=[A])\nclass W:\n    pass\n"
     ("from flowtui.runtime.context import AgentContext\n@tool\ndef t(q: str, ctx: AgentContext) -> str:\n"
      "    return q\n", r"parameter 'ctx' is annotated AgentContext but not marked.*write ctx: AgentContext = Context\(\)"),
     ("@tool\ndef t(**kw) -> str:\n    return 'x'\n", r"@tool t: \*\*kw cannot be a tool argument"),
+    # a name= that is no text: it loaded, and its events were refused on their way to the app and the
+    # journal (a loop(name=7) run wrote a journal no replay, diff or re-execution could read whole)
+    (AGENT + "class A:\n    pass\n@workflow(steps=[loop(steps=[A], name=7, max_iterations=1)])\nclass W:\n    pass\n",
+     r'flow.py:\d+: loop\(\.\.\.\): name= is the text the panes and the journal call it by, such as name="revisao", '
+     r"not int 7"),
+    (AGENT + "class A:\n    pass\n@workflow(steps=[A], name=123)\nclass W:\n    pass\n",
+     r"flow.py:\d+: @workflow\(\.\.\.\) of W: name= is .* not int 123"),
+    (AGENT.replace("prompt='p'", "prompt='p', name=5") + "class A:\n    pass\n" + WORKFLOW,
+     r"flow.py:\d+: @agent\(\.\.\.\) of A: name= is .* not int 5"),
+    ("@tool(name=123, description='d')\ndef t(a: str) -> str:\n    return a\n", r"flow.py:\d+: @tool\(\.\.\.\): name= is .* not int 123"),
+    (AGENT + "class A:\n    pass\n@workflow(steps=[__import__('flowtui').parallel([A], name='  ')])\nclass W:\n    pass\n",
+     r"flow.py:\d+: parallel\(\.\.\.\): name= is .* not empty"),
     # a name flowtui does not export (Python's message named where flowtui is installed)
     ("from flowtui import agnet\n", r"flow.py:\d+: flowtui has no 'agnet' to import; did you mean agent\?"),
     # an instance where the class goes (flowtui makes one for each run)
