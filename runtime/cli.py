@@ -109,6 +109,14 @@ def check_files(args: argparse.Namespace) -> None:
     from flowtui.runtime.files import cannot_write, not_a_file, replace_refusal
     from flowtui.runtime.loader import split_target
 
+    if args.resume_from is not None:  # a re-execution starts as the recorded run started: another start
+        given = [option for option, value in (("--input", args.input), ("--memory", args.memory), ("--data", args.data),
+                                              ("--from-snapshot", getattr(args, "from_snapshot", None))) if value]
+        if given:  # diverged at the run's start ("input: recorded "x", now "y""), exit 3, as if the code had
+            raise SystemExit(f"flowtui: {' and '.join(given)} cannot be given with --resume-from: a re-execution "
+                             "starts with the recorded run's input, memory and data; leave "
+                             f"{'it' if len(given) == 1 else 'them'} out (a fork at event K keeps what the "
+                             "run had there)")
     if args.journal and not args.no_journal:  # a pipe or a device: writing to it may never end
         why = not_a_file(Path(args.journal))
         if why:
