@@ -356,6 +356,8 @@ def test_a_wrong_write_in_a_hook_fails_where_it_happens_naming_what(tmp_path, ho
     ("A = 5\n", "replies.toml: replies for 'A' must be a list of replies, not int"),
     ("A = " + "[" * 2000 + "]" * 2000 + "\n", "replies.toml: a value in it is nested too deep to read"),
     ("A = [" + "9" * 5000 + "]\n", "replies.toml: a value in it cannot be read (Exceeds the limit"),
+    # empty: it ran, and failed at the first model call ("no replies ... (it has: none)"), exit 1
+    ("", "replies.toml: holds no replies; write each agent's, e.g. RevisorAgent = [\"APROVADO\"]"),
 ])
 def test_a_replies_file_that_cannot_be_played_is_named(tmp_path, body, said):
     """--replies with a deep array or an integer of 5,000 digits said "RecursionError while importing" of
@@ -366,3 +368,12 @@ def test_a_replies_file_that_cannot_be_played_is_named(tmp_path, body, said):
     res = flowtui("run", str(path), "--input", "x", "--replies", str(tmp_path / "replies.toml"))
     assert res.returncode == 2 and said in res.stderr, res.stderr
     assert "while importing" not in res.stderr and "Traceback" not in res.stderr
+
+
+def test_a_replies_file_saved_with_a_byte_order_mark_is_read(tmp_path):
+    """Saved by Windows' Notepad: "not valid TOML: Invalid statement (at line 1, column 1)"."""
+    (tmp_path / "replies.toml").write_bytes(b"\xef\xbb\xbfA = [\"from the file\"]\n")
+    path = write(tmp_path, "from flowtui import ScriptedProvider\n@agent(provider=ScriptedProvider(['ok']), "
+                           "prompt='p')\nclass A:\n    pass\n" + WORKFLOW)
+    res = flowtui("run", str(path), "--input", "x", "--replies", str(tmp_path / "replies.toml"), "--no-journal")
+    assert res.returncode == 0 and res.stdout.strip() == "from the file", res.stderr

@@ -48,7 +48,7 @@ def _loaded(source: Any, *, base: Path | None, who: str) -> list[Any] | dict[str
         if not path.is_absolute() and base is not None:
             path = base / path
         try:
-            data = tomllib.loads(path.read_bytes().decode("utf-8"))
+            data = tomllib.loads(path.read_bytes().decode("utf-8-sig"))  # (a BOM, as Notepad saves: not TOML's)
         except FileNotFoundError:
             raise ConfigError(f"{who} no such replies file: {path.resolve()}") from None
         except IsADirectoryError:
@@ -64,6 +64,9 @@ def _loaded(source: Any, *, base: Path | None, who: str) -> list[Any] | dict[str
         except ValueError as exc:  # an integer of more digits than Python converts
             raise ConfigError(f"{who} {path}: a value in it cannot be read "
                               f"({str(exc).split(';')[0]})") from None
+        if not data:  # (it ran, and failed at the first model call: "no more replies (it has: none)")
+            raise ConfigError(f"{who} {path}: holds no replies; write each agent's, e.g. "
+                              f"RevisorAgent = [\"APROVADO\"] (the README's --replies)")
         if set(data) == {"replies"}:
             data = data["replies"]
         source = data
