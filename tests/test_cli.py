@@ -610,6 +610,14 @@ def test_a_journal_the_disk_cannot_take_stops_whole_and_is_said_with_exit_5(tmp_
 
 @pytest.mark.parametrize("options, said", [
     (["--input", "a", "--input", "b"], "--input is given twice ('a', then 'b'): give it once"),
+    # each of these took the last one given, the first dropped without a word
+    (["--journal", "a.jsonl", "--journal", "b.jsonl"], "--journal is given twice ('a.jsonl', then 'b.jsonl')"),
+    (["--model", "a/b", "--model", "c/d"], "--model is given twice ('a/b', then 'c/d')"),
+    (["--resume-from", "j@5", "--resume-from", "j@6"], "--resume-from is given twice ('j@5', then 'j@6')"),
+    (["--replies", "a.toml", "--replies", "b.toml"], "--replies is given twice"),
+    (["--load-timeout", "5", "--load-timeout", "9"], "--load-timeout is given twice"),
+    (["--listen", "127.0.0.1:0", "--token", "abcdefghijklmnopq", "--token", "rstuvwxyz0123456"],
+     "--token is given twice: give it once"),  # (a token is a secret: neither is said)
     (["--token", "abcdefghijklmnopq"], "--token is for a served run: give --listen HOST:PORT too"),
     (["--listen-public"], "--listen-public is for a served run"),
 ])
@@ -617,6 +625,7 @@ def test_an_option_that_would_be_dropped_or_ignored_is_refused(tmp_path, options
     path = write(tmp_path, OK_FLOW)
     res = flowtui("run", str(path), *options)
     assert res.returncode == 2 and said in res.stderr, res.stderr
+    assert "abcdefghijklmnopq" not in res.stderr
 
 
 def test_a_replies_file_with_a_reply_of_the_wrong_shape_is_a_load_error_naming_it(tmp_path):
