@@ -318,6 +318,10 @@ class TreePrinter:
             why = (f"event #{r.asked} is inside {inside}" if r.asked is not None else
                    f"the recorded run never returned from {r.call} (stopped or killed inside it)")
             line = f"! {why}: re-executed up to event #{r.at}, and that call runs live"
+        elif ev.type == "run.start" and ev.resumed_from is not None and ev.resumed_from.inside_edit:
+            r = ev.resumed_from  # (a promote is two events: K between them held what nobody saw)
+            line = (f"! event #{r.asked} is inside an edit ({r.inside_edit}): re-executed up to event #{r.at}, "
+                    "before it")
         elif ev.type == "chat.attempt" and ev.retry_in_s is not None:
             # a wait before a retry (a server's Retry-After: 20 s) said as it starts, not only by the time it took
             d = self.depth.get(ev.node_id, 0) + 1

@@ -43,7 +43,7 @@ class Editor:
 
     def __init__(self, run: "Run") -> None:
         self._run = run
-        self._undo: list[list[tuple[str, str, Any]]] = []
+        self._undo: list[tuple[str, list[tuple[str, str, Any]]]] = []  # (what the edit did, how to put it back)
         self._mark = -1  # stream position right after the last edit or undo
 
     # --- history -------------------------------------------------------------
@@ -67,7 +67,7 @@ class Editor:
             self._run.state.set("history", _without(history, gone), origin="user",
                                 note=f"{promoted} (removed {_numbers(gone)})")
             self._run.state.append("memory", item, origin="user", note=f"{promoted} (added)")
-        self._done(before)
+        self._done(before, promoted)
 
     def delete_message(self, index: int, *, with_call: bool = True) -> list[int]:
         """Delete history message ``index``; returns the indices that left. An assistant message
@@ -90,7 +90,7 @@ class Editor:
             note += f" (removed {_numbers(gone)})"
         with _as_user():
             self._run.state.set("history", _without(history, gone), origin="user", note=note)
-        self._done(before)
+        self._done(before, f"deleted #{index}")
         return gone
 
     def edit_message(self, index: int, content: str) -> None:
@@ -108,7 +108,7 @@ class Editor:
         with _as_user():
             self._run.state.set("history", history, origin="user",
                                 note=f"edited #{index}: {_quote(msg.content)} → {_quote(new)}")
-        self._done(before)
+        self._done(before, f"edited #{index}")
 
     # --- the pending tool call -------------------------------------------------
     def edit_call(self, text: str) -> dict[str, Any]:
@@ -136,7 +136,7 @@ class Editor:
                                      f"{_quote(_json(old.args))} → {_quote(_json(args))}")
         pending.call = new
         edited(self._run, pending, old)
-        self._done(before)
+        self._done(before, f"edited call {old.id} of {old.name}")
         return args
 
     def decide(self, decision: str, reason: str = "") -> None:
@@ -177,7 +177,7 @@ class Editor:
         with _as_user():
             self._run.state.set(bucket, items, origin="user",
                                 note=f"edited {bucket}[{index}]: {_quote(old)} → {_quote(items[index])}")
-        self._done(before)
+        self._done(before, f"edited {bucket}[{index}]")
 
     def delete_item(self, bucket: str, index: int) -> None:
         self._begin()
@@ -187,16 +187,16 @@ class Editor:
         del items[index]
         with _as_user():
             self._run.state.set(bucket, items, origin="user", note=f"deleted {bucket}[{index}]: {_quote(old)}")
-        self._done(before)
+        self._done(before, f"deleted {bucket}[{index}]")
 
     def add_item(self, bucket: str, text: str) -> None:
         _not_blank(text, bucket, "type what it should say")
         self._begin()
         before = self._snapshot(bucket)
+        added = f"added {bucket}[{len(self._run.state.get(bucket))}]"
         with _as_user():
-            self._run.state.append(bucket, text, origin="user",
-                                   note=f"added {bucket}[{len(self._run.state.get(bucket))}]: {_quote(text)}")
-        self._done(before)
+            self._run.state.append(bucket, text, origin="user", note=f"{added}: {_quote(text)}")
+        self._done(before, added)
 
     # --- workflow state ------------------------------------------------------
     def set_field(self, name: str, text: str) -> Any:
@@ -239,7 +239,7 @@ class Editor:
         if stream.last_seq == mark:  # the state class kept what it held (a validator of its own)
             raise ConfigError(f"{cls.__name__}.{name} kept {_shown_value(getattr(obj, name))}: the state class "
                               f"did not take {text!r}; nothing recorded")
-        self._done([("field", name, old)])
+        self._done([("field", name, old)], f"set {name}")
         return value
 
     # --- undo ----------------------------------------------------------------
@@ -263,11 +263,12 @@ class Editor:
         if self._moved_on():
             self._undo.clear()
             raise ConfigError("the run has gone on since the last edit; undo works only before it continues")
-        entries = self._undo.pop()
+        what, entries = self._undo.pop()
         with _as_user():
-            for kind, name, value in entries:
-                if kind == "bucket":
-                    self._run.state.set(name, value, origin="user", note=f"undone: {name} as before the last edit")
+            for i, (kind, name, value) in enumerate(entries):
+                if kind == "bucket":  # (a later part of one undo says so: a fork at K never splits it)
+                    self._run.state.set(name, value, origin="user",
+                                        note=f"undone: {what} ({name} as before it{', with the above' * bool(i)})")
                 elif kind == "call":
                     pending = self._run.pending
                     if pending is not None:  # said as an edit back, so a re-execution makes it again
@@ -282,8 +283,8 @@ class Editor:
         if self._moved_on():
             self._undo.clear()  # older edits sit before turns the run has taken since
 
-    def _done(self, undo: list[tuple[str, str, Any]]) -> None:
-        self._undo.append(undo)
+    def _done(self, undo: list[tuple[str, str, Any]], what: str) -> None:
+        self._undo.append((what, undo))
         self._mark = self._run.emitter.stream.last_seq
 
     def _snapshot(self, *buckets: str) -> list[tuple[str, str, Any]]:
@@ -425,3 +426,4 @@ def _at(items: list, index: int, bucket: str) -> Any:
     if not 0 <= index < len(items):
         raise ConfigError(f"{bucket} has no item {index} (it holds {len(items)})")
     return items[index]
+

@@ -58,8 +58,10 @@ class ResumedFrom(BaseModel):
                                      "the model answers live: as for before_tool, the recorded run never returned "
                                      "from it, or the K asked for fell inside it (a reply is served only whole)")
     asked: int | None = Field(default=None, description="the K asked for, when it fell inside before_tool's or "
-                              "before_model's call (whose own events come only from making it): K is then the event "
-                              "before that call")
+                              "before_model's call (whose own events come only from making it), or inside "
+                              "inside_edit: K is then the event before that call or edit")
+    inside_edit: str | None = Field(default=None, description="the person's edit the K asked for fell inside (a "
+                                    "promote is two events), said as its first event's note")
 
     @property
     def call(self) -> str | None:
@@ -71,7 +73,7 @@ class ResumedFrom(BaseModel):
     @model_serializer(mode="wrap")
     def _only_when_there(self, handler: Any) -> dict[str, Any]:
         data = handler(self)
-        for name in ("before_tool", "before_model", "asked"):
+        for name in ("before_tool", "before_model", "asked", "inside_edit"):
             if data.get(name) is None:
                 data.pop(name, None)
         return data
@@ -362,3 +364,20 @@ def end_note(ev: Any) -> str | None:
     if ev.kind == "agent" and data.get("recovered") is True:
         return "recovered by on_error: what it returned is the agent's answer"
     return None
+
+
+def continues_edit(ev: Any) -> bool:
+    """Whether event ``ev`` (an event, or one as a journal holds it) is a later part of the person's edit
+    the event before it began, as :mod:`~flowtui.runtime.edits` writes them: a promote's memory item
+    (``(added)``), an edited call's ``tool.decision`` (after the history that makes it), an undo's second
+    bucket (``with the above``). Such an edit is one step: a fork or a re-execution at ``K`` never splits
+    it, and the status counts it once."""
+    get = ev.get if isinstance(ev, dict) else lambda name, default=None: getattr(ev, name, default)
+    if get("origin") != "user":
+        return False
+    kind = get("type")
+    if kind == "tool.decision":
+        return get("decision") == "edited"
+    note = get("note") or ""
+    return note.endswith(", with the above)") or (kind == "state.append" and note.startswith("promoted #")
+                                                   and note.endswith(" (added)"))

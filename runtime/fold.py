@@ -14,6 +14,7 @@ from typing import Any
 
 from flowtui.runtime.budget import RunTotals, TokenTotals
 from flowtui.runtime.conversation import model_messages
+from flowtui.runtime.events import continues_edit
 from flowtui.runtime.messages import Message
 from flowtui.runtime.run_state import NodeView, RunState
 
@@ -345,7 +346,8 @@ class RunView:
 
     def _count_user(self, ev: Any) -> None:
         if ev.origin == "user":
-            self.user_edits += 1
+            if not continues_edit(ev):  # (a promote is two events, and one edit)
+                self.user_edits += 1
             if self.status == "paused":  # (a fork of a stopped run keeps what the person did there)
                 self.last_pause_seq = ev.seq
 
@@ -396,7 +398,8 @@ class RunView:
                 return text + f" ({waits}watchpoint {p.watch[0].expr}, at #{p.watch[0].seq}{more})"
             if p.reason == "resumed" and self.resumed_from is not None:  # the end of a re-executed prefix
                 r = self.resumed_from
-                inside = f"tool {r.before_tool}'s call" if r.before_tool else r.call
+                inside = f"tool {r.before_tool}'s call" if r.before_tool else r.call or \
+                    f"an edit ({getattr(r, 'inside_edit', None)})"
                 why = (f", not #{r.asked}, which is inside {inside}" if r.asked is not None else
                        f", where the recorded run never returned from {r.call}" if r.call else "")
                 return f"{text} (re-executed up to event #{r.at} of its journal{why}; live from here)"

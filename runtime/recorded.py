@@ -22,7 +22,7 @@ from pydantic import ValidationError
 from pydantic_core import from_json
 
 from flowtui.runtime.errors import ResumeError
-from flowtui.runtime.events import EVENT_TYPES, validate_event
+from flowtui.runtime.events import EVENT_TYPES, continues_edit, validate_event
 from flowtui.runtime.journal import TORN, Skipped, gaps, lines_of, not_a_file, reason_of
 
 _AT = re.compile(r"^(.*)@([0-9]+)$", re.DOTALL)  # ([0-9]: \d took "٣" for 3)
@@ -71,7 +71,8 @@ class Recorded:
     # the call the prefix stops before, (kind, name): ("tool", its name) or ("chat", its agent's); it never
     # returned, or K fell inside it
     before: tuple[str, str] | None = None
-    asked: int | None = None  # K as given, when it fell inside that call (``at`` is then just before it)
+    asked: int | None = None  # K as given, when it fell inside that call or edit (``at`` is then just before it)
+    inside_edit: str | None = None  # the person's edit K fell inside (its first event's note)
 
     def full(self, ev: dict[str, Any]) -> dict[str, Any]:
         """``ev`` with all its fields: a node.start read up to its name is read whole (in place), and
@@ -178,7 +179,24 @@ def load_recorded(source: str | Path, *, at: int | None = None) -> Recorded:
         elif node is not None:
             recorded.inside.setdefault(node, []).append(ev)
     _stop_before_call(recorded)
+    _whole_edit(recorded)
     return recorded
+
+
+def _whole_edit(recorded: Recorded) -> None:
+    """End the prefix before a person's edit that K falls inside (between a promote's history and its
+    memory item, an undo's two buckets): the run re-executed up to K held a state nobody ever saw (the
+    reply gone from the history and not in memory), and the edit could not be made again whole."""
+    if recorded.asked is not None:
+        return
+    events = recorded.events
+    i = next((n for n, ev in enumerate(events) if ev["seq"] == recorded.at), None)
+    if i is None or i + 1 >= len(events) or not continues_edit(events[i + 1]):
+        return
+    while i > 0 and continues_edit(events[i]):
+        i -= 1
+    recorded.asked, recorded.at = recorded.at, events[i]["seq"] - 1
+    recorded.inside_edit = str(events[i].get("note") or "an edit")
 
 
 # What a call's node.end holds once it returned: a tool's result is served by "executed", a model call's by its reply.

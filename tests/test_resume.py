@@ -333,6 +333,59 @@ async def _drive(run, ctl, decide):
     return await task
 
 
+async def test_a_fork_at_k_inside_a_promote_or_its_undo_goes_back_to_before_that_edit(tmp_path, no_live):
+    """A promote is two events (the reply leaves the history, then joins memory), its undo two more. K
+    between them re-executed a state nobody saw: the reply in neither place (or in both), no warning. K
+    inside one edit now stops before it, said as for a K inside a tool call; the status counts it once."""
+    from flowtui.runtime.recorded import load_recorded
+
+    guard, called = no_live
+    first = tmp_path / "first.jsonl"
+    app = load_flow(str(FLOWS / "revisao.py"))
+    ctl = Controller(breakpoints=["loop"])
+    run = app.prepare("Escreva", controller=ctl, journal=first)
+    before: dict = {}
+
+    def person(point):
+        if point.kind == "loop_iteration" and not before:
+            edits = run.edits_for(None)
+            history = run.state.history
+            escritor = next(i for i, m in enumerate(history) if m.role == "assistant" and m.agent == "EscritorAgent")
+            before.update(history=list(history), memory=list(run.state.memory))
+            edits.promote(escritor)
+            edits.undo()
+            edits.promote(escritor)
+        ctl.resume()
+
+    await _drive(run, ctl, person)
+    user = [e for e in lines(first) if e.get("origin") == "user"]
+    notes = [e.get("note") for e in user]
+    assert len(user) == 6 and notes[0].startswith("promoted #") and notes[1].endswith(" (added)"), notes
+    assert notes[2] == f"undone: {notes[0].split(' (')[0]} (history as before it)", notes
+    assert notes[3] == f"undone: {notes[0].split(' (')[0]} (memory as before it, with the above)", notes
+    assert folded(first).user_edits == 3  # promote, undo, promote (it said 6)
+    guard()
+    for a in (0, 2, 4):  # K on each edit's first event: half of it
+        k = user[a]["seq"]
+        recorded = load_recorded(f"{first}@{k}")
+        assert (recorded.at, recorded.asked, recorded.inside_edit) == (k - 1, k, notes[a])
+    assert load_recorded(f"{first}@{user[1]['seq']}").asked is None  # the promote whole: as asked
+
+    again = load_flow(str(FLOWS / "revisao.py"))
+    ctl2 = Controller(start_paused=True)  # as the app starts a fork
+    fork = again.prepare(resume_from=f"{first}@{user[0]['seq']}", controller=ctl2, journal=tmp_path / "fork.jsonl")
+    task = await _paused(fork, ctl2)
+    assert list(fork.state.history) == before["history"] and list(fork.state.memory) == before["memory"]
+    assert "which is inside an edit (promoted #" in folded(tmp_path / "fork.jsonl").status_line()
+    ctl2.stop()
+    await asyncio.wait_for(task, 60)
+    res = flowtui("run", str(FLOWS / "revisao.py"), "--resume-from", f"{first}@{user[2]['seq']}", "--no-journal",
+                  cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    assert (f"! event #{user[2]['seq']} is inside an edit ({notes[2]}): re-executed up to event "
+            f"#{user[2]['seq'] - 1}, before it") in res.stderr, res.stderr
+
+
 async def test_a_journal_with_edits_and_decisions_reexecutes_identically(tmp_path, no_live):
     guard, called = no_live
     first, second = tmp_path / "first.jsonl", tmp_path / "second.jsonl"
