@@ -81,7 +81,8 @@ class _Once(argparse.Action):
     def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
                  option_string: str | None = None) -> None:
         if getattr(namespace, self.dest, None) is not None:
-            said = "" if self.dest == "token" else f" ({getattr(namespace, self.dest)!r}, then {values!r})"  # (a secret)
+            # (a token is a secret: neither is said)
+            said = "" if self.dest == "token" else f" ({getattr(namespace, self.dest)!r}, then {values!r})"
             parser.error(f"{option_string} is given twice{said}: give it once")
         setattr(namespace, self.dest, values)
 
@@ -206,7 +207,8 @@ def add_flow_arguments(parser: argparse.ArgumentParser) -> None:
                         help="seed durable memory (repeatable)")
     parser.add_argument("--data", action="append", default=[], metavar="KEY=VALUE", type=argument_text,
                         help="the run's data, read as ctx.data and never sent to the model (repeatable)")
-    parser.add_argument("--model", type=model_name, action=_Once, help="use this litellm model for every agent (also FLOWTUI_MODEL)")
+    parser.add_argument("--model", type=model_name, action=_Once,
+                        help="use this litellm model for every agent (also FLOWTUI_MODEL)")
     parser.add_argument("--replies", metavar="FILE", type=file_name, action=_Once,
                         help="serve every ScriptedProvider from this TOML file")
     cassette = parser.add_mutually_exclusive_group()
@@ -383,7 +385,8 @@ def main_run(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="flowtui run", description="Run a flow headless.")
     add_flow_arguments(parser)
     parser.add_argument("--json", action="store_true", help="print the events as JSON lines on stdout")
-    parser.add_argument("--from-snapshot", metavar="FILE", type=file_name, action=_Once, help="start from this TOML snapshot")
+    parser.add_argument("--from-snapshot", metavar="FILE", type=file_name, action=_Once,
+                        help="start from this TOML snapshot")
     parser.add_argument("--snapshot-out", metavar="FILE", type=file_name, action=_Once,
                         help="write the final state as a TOML snapshot (replaces the file, atomically)")
     parser.add_argument("--load-timeout", type=_seconds, default=None, metavar="S", action=_Once,
