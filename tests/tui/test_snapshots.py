@@ -42,7 +42,7 @@ def test_mid_loop_with_tools(snap_compare):
 
 def test_after_a_promotion(snap_compare):
     """The writer's draft was promoted by hand: the conversation is back to the user's
-    message only, memory item 1 is the draft's text, the status line counts 2 user edits,
+    message only, memory item 1 is the draft's text, the status line counts 1 user edit (a promote),
     and a notification confirms the promotion."""
 
     async def run_before(pilot):
