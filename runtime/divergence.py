@@ -109,6 +109,9 @@ def report(ev: Any, *, journal: str | None = None) -> str:
             lines.append(f"  {d.field}: {d.why}: {_value(d.recorded)} → {_value(d.now)}")
         else:
             lines.append(f"  {d.field}: recorded {_value(d.recorded)}, now {_value(d.now)}")
+    left = getattr(ev, "edits_not_made", None) or []
+    if left:
+        lines.append(f"  {edits_left(left)} that the recorded run holds after this point: not made again")
     if ev.action == "stopped" and ev.at <= 1:
         lines.append("  the run stopped there, before doing anything live; it differs from its very start: "
                      "run it without --resume-from")
@@ -118,6 +121,12 @@ def report(ev: Any, *, journal: str | None = None) -> str:
     else:
         lines.append("  the run waits at the next pause point: continue goes on live from there, stop cancels it")
     return "\n".join(lines)
+
+
+def edits_left(left: list[str], shown: int = 5) -> str:
+    """``2 of your edits (added memory[1]: 'x'; set rounds to 7)``, the first ``shown`` of them."""
+    listed = "; ".join(left[:shown]) + (f"; and {len(left) - shown} more" if len(left) > shown else "")
+    return f"{len(left)} of your edit{'s' * (len(left) != 1)} ({listed})"
 
 
 # --- the pieces -------------------------------------------------------------------------------

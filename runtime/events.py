@@ -275,6 +275,9 @@ class RunDiverged(_Event):
     differences: list[Difference] = Field(default_factory=list)
     action: Literal["stopped", "paused"] = "stopped"
     journal: str = ""
+    edits_not_made: list[str] = Field(default_factory=list, description="the person's edits the recorded run "
+                                      "holds up to K after this point, which are not made again (the run no "
+                                      "longer follows its journal), each said as its note")
 
 
 class RunResume(_Event):

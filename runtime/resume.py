@@ -37,6 +37,7 @@ holds the whole run, prefix included.
 from __future__ import annotations
 
 import asyncio
+import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -48,7 +49,7 @@ from flowtui.runtime.control import RunStopped
 from flowtui.runtime.divergence import describe, explain, lookup_for
 from flowtui.runtime.encoding import encode_event
 from flowtui.runtime.errors import ConfigError
-from flowtui.runtime.events import Difference, ResumedFrom, RunDiverged
+from flowtui.runtime.events import Difference, ResumedFrom, RunDiverged, continues_edit
 from flowtui.runtime.recorded import DamagedLine, Recorded, load_recorded, relative_run
 from flowtui.runtime.secrets import Redactor, redact_data
 from flowtui.runtime.serve import ServedProvider, Server, as_item, set_field
@@ -316,12 +317,36 @@ class Resume:
         self.checking = False
         self._give_back_approvals()
         action = "paused" if self.on_divergence == "pause" else "stopped"
-        self.diverged = {**fields, "action": action, "journal": self.recorded.path}
+        self.diverged = {**fields, "action": action, "journal": self.recorded.path,
+                         "edits_not_made": self._edits_left()}
         where = f" ({fields['path']})" if fields["path"] else ""
         self.reason = f"diverged from {self.recorded.path} at event #{fields['at']}{where}"
         self.run.emitter.emit(RunDiverged, origin="runtime", **self.diverged)
         if action == "paused":
             self.controller.pause(reason="diverged")
+
+
+    def _edits_left(self) -> list[str]:
+        """The person's edits up to K not yet made again (continuing live after a divergence dropped
+        them in silence: only a diff of the two journals showed them gone), each as its note says it."""
+        left = []
+        for index in sorted(self.edits):
+            group = self.edits[index]
+            for ev in self.expected[index:index + group.count]:
+                if index >= self.i and ev["seq"] <= self.at and not continues_edit(ev):
+                    left.append(_said(ev))
+        return left
+
+
+def _said(ev: dict[str, Any]) -> str:
+    """A person's edit in words: its note, else what it set or decided."""
+    if ev.get("note"):
+        return str(ev["note"])
+    if ev.get("type") == "workflow_state.change":
+        return f"set {ev.get('path')} to {json.dumps(ev.get('new'), ensure_ascii=False, default=repr)}"
+    if ev.get("type") == "tool.decision":
+        return f"{ev.get('decision')} tool {ev.get('tool')}"
+    return str(ev.get("type"))
 
 
 def _payload(line: bytes) -> bytes | None:

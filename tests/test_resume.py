@@ -569,6 +569,56 @@ async def test_a_divergence_can_pause_and_continuing_goes_on_live(tmp_path, knob
     assert events[-1].type == "run.end" and events[-1].status == "finished"
 
 
+async def test_a_divergence_names_the_edits_up_to_k_it_will_not_make_again(tmp_path, knobs):
+    """Continuing live after a divergence dropped the person's later recorded edits in silence: only a
+    diff of the two journals showed them gone. The divergence names them (flowtui run, the app)."""
+    from textual.app import App
+
+    from flowtui.runtime.divergence import report
+    from flowtui.tui.screens.diverged import DivergedScreen
+
+    answers: list = []
+    first = tmp_path / "first.jsonl"
+    ctl = Controller(breakpoints=["loop"])
+    run = bootstrap(counting_flow(answers)).prepare("go", controller=ctl, journal=first)
+    made: list = []
+
+    def person(point):
+        if point.kind == "loop_iteration" and not made:
+            edits = run.edits_for(None)
+            edits.add_item("memory", "lembrete")
+            edits.add_item("tasks", "revisar")
+            edits.undo()
+            edits.set_field("rodadas", "3")
+            made.append(True)
+        ctl.resume()
+
+    await _drive(run, ctl, person)
+    knobs["step"] = 2  # diverges at the first turn's hook, before the pause where the edits were made
+    events: list = []
+    again = bootstrap(counting_flow(answers)).prepare(controller=Controller(), resume_from=str(first),
+                                                      on_divergence="pause", on_event=events.append)
+    task = await _paused(again, again.controller)
+    diverged = next(e for e in events if e.type == "run.diverged")
+    assert diverged.edits_not_made == ['added memory[0]: "lembrete"', 'added tasks[0]: "revisar"',
+                                       "undone: added tasks[0] (tasks as before it)", "set rodadas to 3"]
+    assert ('  4 of your edits (added memory[0]: "lembrete"; added tasks[0]: "revisar"; undone: added tasks[0] '
+            "(tasks as before it); set rodadas to 3) that the recorded run holds after this point: not made "
+            "again") in report(diverged)
+
+    class Shows(App):
+        def on_mount(self) -> None:
+            self.push_screen(DivergedScreen(diverged))
+
+    app = Shows()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.pause()
+        said = str(app.screen.query_one("#diverged-edits").render())
+        assert said.startswith('4 of your edits (added memory[0]: "lembrete";') and "will not be made again" in said
+    again.controller.stop()
+    await task
+
+
 async def _paused_after_divergence(first, answers) -> tuple[list, Controller, asyncio.Task]:
     ctl = Controller()
     events: list = []

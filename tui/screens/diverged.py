@@ -16,7 +16,7 @@ from textual.events import Resize
 from textual.screen import ModalScreen
 from textual.widgets import Button, Label, Static
 
-from flowtui.runtime.divergence import EVENT_FIELDS
+from flowtui.runtime.divergence import EVENT_FIELDS, edits_left
 from flowtui.tui.shown import shown
 
 REPORT_ROWS = 20  # the report's height at most; it scrolls past that
@@ -87,6 +87,10 @@ class DivergedScreen(ModalScreen[str | None]):
                                                                              "bold")), id="diverged-where")
             with VerticalScroll(id="diverged-report"):
                 yield Static(side_by_side(ev))
+                left = getattr(ev, "edits_not_made", None) or []
+                if left:  # (continuing dropped them in silence: only a diff of the journals showed it)
+                    yield Static(Text(shown(f"{edits_left(left)} that the recorded run holds after this point "
+                                            "will not be made again."), "#ffd75f"), id="diverged-edits")
             yield Static(Text("Nothing live has happened yet: the run waits here.", "dim"))
             with Horizontal(classes="dialog-buttons"):
                 yield Button("Continue live from here \\[c]", variant="warning", id="diverged-continue")
