@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import difflib
 import json
 import math
 import tomllib
@@ -159,7 +160,10 @@ def apply_state(obj: Any, cls: type, values: dict[str, Any], *, source: str) -> 
     typed_all: dict[str, Any] = {}
     for name, value in values.items():
         if name not in known and (declares or not name.isidentifier() or name.startswith("_")):
-            raise ConfigError(f"{source}: [state] {name}: {cls.__name__} has no field {name!r}")
+            close = difflib.get_close_matches(name, sorted(known), n=1)
+            raise ConfigError(f"{source}: [state] {name}: {cls.__name__} has no field {name!r}; "
+                              + (f"did you mean {close[0]!r}? " if close else "")
+                              + f"its fields are {', '.join(sorted(known)) or 'none'}")
         if isinstance(value, str) and DESCRIBED.search(value):
             raise ConfigError(f"{source}: [state] {name} = {value[:80]!r}: that is how flowtui described a value it "
                               "could not show or write, not the value; give the field a value of its type, or "
