@@ -95,6 +95,19 @@ def needs_a_terminal(what: str) -> None:
         sys.exit(2)
 
 
+COMMANDS = ("run", "replay", "attach", "diff")
+
+
+def _mistyped_command(first: str) -> str | None:
+    """The command ``first`` misspells (``rnu``, ``relpay``), when it names no file."""
+    import difflib
+
+    if first.startswith("-") or "." in first or "/" in first or os.path.exists(first):
+        return None
+    close = difflib.get_close_matches(first, COMMANDS, n=1, cutoff=0.6)
+    return close[0] if close else None
+
+
 def _main(argv: list[str]) -> None:
     if argv and argv[0] == "run":
         from flowtui.runtime.cli import main_run
@@ -112,6 +125,10 @@ def _main(argv: list[str]) -> None:
         sys.exit(main_diff(argv[1:]))
     from flowtui.runtime.cli import parse_flow_args, say
 
+    mistyped = _mistyped_command(argv[0]) if argv else None
+    if mistyped:  # `flowtui rnu flows/x.py` said "unrecognized arguments: flows/x.py"
+        say(f"flowtui: {argv[0]!r} is no command and no flow file; did you mean `flowtui {mistyped}`?")
+        sys.exit(2)
     args = parse_flow_args(build_parser(), argv)
     try:
         options = app_options(args)

@@ -257,6 +257,16 @@ def test_without_a_terminal_the_app_says_so_instead_of_waiting_for_keys(argv, tm
     assert res.returncode == 2 and "needs a terminal" in res.stderr and "flowtui run FLOW" in res.stderr
 
 
+@pytest.mark.parametrize("typed, meant", [("rnu", "run"), ("relpay", "replay"), ("atach", "attach"), ("dif", "diff")])
+def test_a_mistyped_command_is_named_with_the_one_meant(typed, meant):
+    """`flowtui rnu flows/revisao.py` said "unrecognized arguments: flows/revisao.py"."""
+    root = Path(__file__).resolve().parents[2]
+    res = subprocess.run([sys.executable, "-c", "from flowtui.tui.cli import main; main()", typed, "flows/revisao.py"],
+                         cwd=root, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60)
+    assert res.returncode == 2
+    assert res.stderr == f"flowtui: {typed!r} is no command and no flow file; did you mean `flowtui {meant}`?\n"
+
+
 def test_a_terminal_that_cannot_move_its_cursor_is_refused_and_the_app_does_not_spin(tmp_path):
     """Under TERM=dumb (an editor's shell) the live app drew itself over and over at full CPU, deaf to
     q, ctrl-C and SIGTERM: only a SIGKILL ended it. It is refused, saying what to do, exit 2."""
