@@ -30,6 +30,7 @@ after every event :mod:`flowtui.runtime.watching`.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -257,8 +258,11 @@ class _Parser:
             text = m.group()
             if len(text) > MAX_NUMBER:
                 raise self.fail(f"a number of {len(text):,} characters: at most {MAX_NUMBER} here", at)
+            number = float(text) if ("." in text or "e" in text.lower()) else int(text)
+            if isinstance(number, float) and math.isinf(number):  # (1e999: what no value ever reaches)
+                raise self.fail(f"{text} is too large a number: it reads as infinity", at)
             self.pos = m.end()
-            return float(text) if ("." in text or "e" in text.lower()) else int(text)
+            return number
         if subject.numeric:
             raise self.fail(f"expected a number for {subject}")
         if self.text.startswith(("'", '"'), at):

@@ -71,6 +71,7 @@ def test_expressions_parse_to_one_normal_form(text, key):
     ("cost > 1 and", 13, "expected a subject"),
     ("", 1, "expected a condition"),
     ("state.rodadas == " + "1" * 5000, 18, "a number of 5,000 characters: at most 100 here"),  # not int()'s limit
+    ("state.rodadas >= 1e999", 18, "1e999 is too large a number: it reads as infinity"),  # never fired
     ("state.a." + "1" * 5000 + " == 1", 9, "expected a key or an index"),
     # parsing and checking recurse: what would exhaust Python's stack is refused, not raised as RecursionError
     ("(" * 1000 + "state.a > 1" + ")" * 1000, 34, "parentheses nested more than 32 deep"),
