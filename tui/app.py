@@ -485,14 +485,21 @@ async def page(app: App, text: str) -> None:
                    f"in {path}", severity="warning", timeout=15)
         return
     if not pager or shutil.which(pager[0]) is None:
-        app.notify(f"No pager found (set PAGER); the text is in {path}", severity="warning", timeout=15)
+        # (PAGER=/nonexistent/pager was told "No pager found (set PAGER)": it was set)
+        said = (f"PAGER={os.environ['PAGER']!r}: no such command; fix it, or unset it for less"
+                if os.environ.get("PAGER") else "No pager found (less is not installed; set PAGER)")
+        app.notify(f"{said}. The text is in {path}", severity="warning", timeout=15)
         return
     # ctrl-C in the pager is the pager's (it reaches the whole process group): not a KeyboardInterrupt
     # that ends the app. A handler, not SIG_IGN, so the pager itself starts with the default one.
     previous = signal.signal(signal.SIGINT, lambda signum, frame: None)
     try:
         with app.suspend():
-            subprocess.run([*pager, path])
+            done = subprocess.run([*pager, path])
+        if done.returncode not in (0, -signal.SIGINT, 128 + signal.SIGINT):  # (PAGER=false showed nothing at all)
+            app.notify(f"The pager {pager[0]} ended with code {done.returncode}; the text is in {path}",
+                       severity="warning", timeout=15)
+            return
     except SuspendNotSupported:
         app.notify(f"This terminal cannot be handed to a pager; the text is in {path}", timeout=15)
         return

@@ -51,3 +51,27 @@ async def test_a_pager_variable_that_is_no_command_is_named(tmp_path, monkeypatc
                          what="the notice")
         said = next(str(t.render()) for t in app.screen.query("Toast") if "PAGER=" in str(t.render()))
         assert "cannot be read as a command" in said and "The text is in" in said
+
+
+async def test_a_pager_variable_naming_no_command_is_said_as_set(tmp_path, monkeypatch):
+    """PAGER=/nonexistent/pager was told "No pager found (set PAGER)": it was set."""
+    monkeypatch.setenv("PAGER", "/nonexistent/pager -R")
+    app = make(REVIEW, input="x")
+    async with app.run_test(notifications=True) as pilot:
+        await paused(pilot)
+        await pilot.press("o")
+        await wait_until(pilot, lambda: any("PAGER=" in str(t.render()) for t in app.screen.query("Toast")),
+                         what="the notice")
+        said = next(str(t.render()) for t in app.screen.query("Toast") if "PAGER=" in str(t.render()))
+        assert "PAGER='/nonexistent/pager -R': no such command; fix it, or unset it for less" in said, said
+        assert "The text is in" in said
+
+
+def test_a_pager_that_fails_at_once_is_said_not_silent(tmp_path):
+    """PAGER=false: the screen blinked and nothing said why the text never showed."""
+    with Terminal.flowtui("flows/revisao.py", "--input", "x", "--no-journal", env={"PAGER": "false"}) as term:
+        term.wait_for("paused before PlannerAgent")
+        term.send("o")
+        term.wait_for("The pager false ended with code 1; the text is in")
+        term.send("q")
+        assert term.wait_exit() == 0
