@@ -102,8 +102,8 @@ def checked(address: str, *, public: bool = False, token: str | None = None,
         raise ConfigError(f"--listen {address}: {host} is not loopback; anyone who can reach it and guess the "
                           "token can run commands in this flow's process. Add --listen-public to mean it")
     if token is not None and not token.strip():
-        raise ConfigError(f"{token_from} is empty: give one of at least 16 characters, or leave it out for a "
-                          "random one")
+        raise ConfigError(f"{token_from} is {'empty' if not token else 'only spaces'}: give one of at least 16 "
+                          "characters, or leave it out for a random one")
     if token is not None and not (token.isprintable() and token == token.strip()):
         raise ConfigError(f"{token_from} holds control characters or spaces at its ends (it is printed for the "
                           "client to type): give printable characters, or leave it out for a random one")

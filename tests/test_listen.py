@@ -428,7 +428,7 @@ def test_listening_on_a_port_out_of_range_exits_2_naming_listen():
 
 @pytest.mark.parametrize("options,said", [
     (["--listen", ""], "flowtui: --listen '': expected HOST:PORT"),  # an unset variable: nothing served
-    (["--listen", "127.0.0.1:0", "--token", " "], "flowtui: --token is empty"),
+    (["--listen", "127.0.0.1:0", "--token", " "], "flowtui: --token is only spaces"),  # (it said "empty")
     (["--listen", "127.0.0.1:0", "--token", ""], "flowtui: --token is empty"),  # it served under a random token
     # printed for the client to type: a control character would reach the terminal
     (["--listen", "127.0.0.1:0", "--token", "a\x1b]0;x\x07-long-enough-token"], "flowtui: --token holds control"),
