@@ -164,6 +164,9 @@ def model_name(value: str) -> str:
     if not value.strip():
         raise argparse.ArgumentTypeError("is empty: give a litellm model name, such as openai/gpt-4o-mini, or leave "
                                          "--model out for the flow's own models")
+    if not value.isprintable() or value != value.strip():  # (a line break in it was printed as one)
+        raise argparse.ArgumentTypeError(f"{value!r} holds a line break, a control character or spaces at its "
+                                         "ends: give a litellm model name, such as openai/gpt-4o-mini")
     return value
 
 

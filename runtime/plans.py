@@ -350,6 +350,7 @@ def model_not_applied(plans: Plans, model: str | None) -> list[str]:
         if cls is not None and issubclass(cls, Provider) and cls.override_model is Provider.override_model:
             skipped.setdefault(cls, []).append(aspec.name)
     given = "FLOWTUI_MODEL=" if os.environ.get("FLOWTUI_MODEL") == model else "--model "  # (as the person gave it)
+    model = model if model.isprintable() else repr(model)  # (a line break in FLOWTUI_MODEL was printed as one)
     return [f"{given}{model} does not apply to {', '.join(names)}: {'its' if len(names) == 1 else 'their'} "
             f"provider is {_why(name)}" for name, names in skipped.items()]
 

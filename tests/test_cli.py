@@ -146,6 +146,8 @@ def test_an_empty_model_exits_2_instead_of_running_the_flows_own_models(tmp_path
     path = write(tmp_path, OK_FLOW)
     res = flowtui("run", str(path), "--model", "", "--input", "x", "--no-journal")
     assert res.returncode == 2 and "argument --model: is empty: give a litellm model name" in res.stderr, res.stderr
+    res = flowtui("run", str(path), "--model", "a\nb", "--input", "x", "--no-journal")  # printed as two lines
+    assert res.returncode == 2 and "argument --model: 'a\\nb' holds a line break" in res.stderr, res.stderr
 
 
 def test_record_then_replay_serves_the_same_conversation_and_refuses_a_new_one(tmp_path):
