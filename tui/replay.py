@@ -21,7 +21,7 @@ from textual.screen import Screen
 from flowtui.runtime.cli import printable, say
 from flowtui.tui.actions import ActionSpec, bindings, help_groups, key_hints, palette, pane_actions, textual_commands
 from flowtui.tui.screens.dialogs import HelpScreen
-from flowtui.tui.shown import PlainNotify, shown
+from flowtui.tui.shown import PlainNotify, shown_path
 from flowtui.tui.signals import quit_on_signals
 from flowtui.tui.screens.replay import ReplayScreen
 from flowtui.runtime.journal import JournalError, Mended, load_runs
@@ -104,13 +104,13 @@ class ReplayApp(PlainNotify, KeysStayPut, TolerantInput, App[int]):
             self.notify("Only the journal's last run can be re-executed; replay it with --run omitted.",
                         severity="warning")
         elif not start.file or not Path(start.file).is_file():
-            self.notify(f"The flow's file {_one_line(start.file or '(not recorded)')} is not there: nothing to fork "
+            self.notify(f"The flow's file {shown_path(start.file or '(not recorded)')} is not there: nothing to fork "
                         "(a fork runs the flow's current code, from its file).", severity="error")
         elif not start.workflow.isidentifier() or Path(f"{start.file}:{start.workflow}").exists():
             # "shown.py" and workflow "W.py": the file "shown.py:W.py" was what ran, not the one the dialog named
-            self.notify(f"This journal names workflow {_one_line(start.workflow)} of {_one_line(start.file)}: not a "
+            self.notify(f"This journal names workflow {shown_path(start.workflow)} of {shown_path(start.file)}: not a "
                         "class a fork can run from that file. Run the flow yourself with --resume-from "
-                        f"{_one_line(self.source)}@{event.seq}.", severity="error")
+                        f"{shown_path(self.source)}@{event.seq}.", severity="error")
         else:
             from flowtui.tui.screens.dialogs import ConfirmDialog
 
@@ -122,7 +122,7 @@ class ReplayApp(PlainNotify, KeysStayPut, TolerantInput, App[int]):
             # the journal names the file: a journal from elsewhere could name any code on this machine (said on
             # one line, its end kept: a path of 40 line breaks hid the file, the question and the buttons)
             self.push_screen(ConfirmDialog(f"Run the code of the flow file this journal names? Fork runs "
-                                           f"{_one_line(str(Path(start.file).resolve()))} (workflow {start.workflow}) "
+                                           f"{shown_path(str(Path(start.file).resolve()))} (workflow {start.workflow}) "
                                            "here."), answered)
 
     # --- position ---------------------------------------------------------------
@@ -258,10 +258,3 @@ def main_replay(argv: list[str]) -> int:
             say(note)
         return live.exit_code
     return app.exit_code
-
-
-def _one_line(text: str, limit: int = 240) -> str:
-    """``text`` made safe on one line (``⏎`` for a line break), its start and its end kept when long: a
-    file's name is at the end of its path."""
-    line = shown(text).replace("\n", " ⏎ ").replace("\r", " ⏎ ").replace("\t", "⇥")
-    return line if len(line) <= limit else f"{line[:limit // 3]} … {line[-(limit - limit // 3 - 3):]}"

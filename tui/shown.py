@@ -67,6 +67,13 @@ def shown_line(text: str, limit: int) -> str:
     return line if len(line) <= limit else line[:limit - 1] + "…"
 
 
+def shown_path(text: str, limit: int = 240) -> str:
+    """A file's path made safe on one line (``⏎`` for a line break), its start and its end kept when long:
+    a file's name is at the end of its path."""
+    line = shown(text).replace("\n", " ⏎ ").replace("\r", " ⏎ ").replace("\t", "⇥")
+    return line if len(line) <= limit else f"{line[:limit // 3]} … {line[-(limit - limit // 3 - 3):]}"
+
+
 def shown_head(text: str, n: int) -> str:
     """At least the first ``n`` characters of ``shown(text)`` (when ``text`` has them), paying for
     those only: a 50 MB value costs what its head does. A credential that starts before the cut and

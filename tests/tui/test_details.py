@@ -137,3 +137,16 @@ async def test_the_replay_sidebar_offers_no_edits(tmp_path):
     assert any("a adds one" in line for line in live)
     assert any(line.strip() == "none" for line in replayed)  # the tasks: none, and nothing about keys
     assert not any("adds" in line or "press" in line for line in replayed)
+
+
+async def test_a_line_break_in_the_flow_file_s_name_stays_on_the_error_screen_s_file_line(tmp_path):
+    """Other control characters were shown as pictures; a line break in the name broke the file's line."""
+    from flowtui.tui.screens.error import LoadErrorScreen
+
+    flow = tmp_path / "bad\nname.py"
+    flow.write_text("this is ( not python\n")
+    app = make(str(flow), input="x")
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_until(pilot, lambda: isinstance(app.screen, LoadErrorScreen), what="the error screen")
+        where = str(app.screen.query_one("#error-where").render())
+        assert where.splitlines()[0] == f"file  {tmp_path}/bad ⏎ name.py", where

@@ -9,7 +9,7 @@ from textual.containers import Vertical
 from textual.screen import Screen
 from textual.widgets import Static
 
-from flowtui.tui.shown import shown
+from flowtui.tui.shown import shown, shown_path
 from flowtui.tui.widgets.keybar import KeyBar
 
 
@@ -39,7 +39,7 @@ class LoadErrorScreen(Screen):
         head = Text(self.title_text, "bold #ff5f5f")
         loc = Text()
         loc.append("file  ", "dim")
-        loc.append(shown(f"{where}"), "bold")
+        loc.append(shown_path(f"{where}"), "bold")  # (a line break in a file's name broke the line)
         if line:
             loc.append("\nline  ", "dim")
             loc.append(shown(str(line)), "bold")
