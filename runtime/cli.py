@@ -183,6 +183,11 @@ def file_name(value: str) -> str:
     return value
 
 
+# The options flowtui run has and the app has not.
+RUN_ONLY = frozenset({"--json", "--from-snapshot", "--snapshot-out", "--load-timeout", "--listen", "--token",
+                      "--listen-public"})
+
+
 def parse_flow_args(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespace:
     """``parser.parse_args``, for a parser given :func:`add_flow_arguments`: an unknown option is
     named before a missing FLOW, with the option it looks like (``--inptu``: ``--input``)."""
@@ -192,6 +197,9 @@ def parse_flow_args(parser: argparse.ArgumentParser, argv: list[str]) -> argpars
 
         options = sorted(set(re.findall(r"--[\w-]+", parser.format_usage())))  # (the usage names them all)
         typed = next((u.split("=", 1)[0] for u in unknown if u.startswith("--")), None)
+        if typed in RUN_ONLY and parser.prog == "flowtui":  # (`flowtui FLOW --json`: "did you mean --journal?")
+            parser.error(f"{typed} is an option of flowtui run (the headless run), not of the app: "
+                         f"flowtui run FLOW {typed} ...")
         close = difflib.get_close_matches(typed, options, n=1) if typed else []
         parser.error(f"unrecognized arguments: {' '.join(unknown)}" + (f"; did you mean {close[0]}?" if close else ""))
     if args.flow is None:

@@ -267,6 +267,16 @@ def test_a_mistyped_command_is_named_with_the_one_meant(typed, meant):
     assert res.stderr == f"flowtui: {typed!r} is no command and no flow file; did you mean `flowtui {meant}`?\n"
 
 
+def test_an_option_of_flowtui_run_given_to_the_app_is_said_to_be_one():
+    """`flowtui FLOW --json` was asked "did you mean --journal?"."""
+    root = Path(__file__).resolve().parents[2]
+    res = subprocess.run([sys.executable, "-c", "from flowtui.tui.cli import main; main()", "flows/revisao.py",
+                          "--json"], cwd=root, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60)
+    assert res.returncode == 2
+    assert ("--json is an option of flowtui run (the headless run), not of the app: flowtui run FLOW --json ..."
+            in res.stderr), res.stderr
+
+
 def test_a_terminal_that_cannot_move_its_cursor_is_refused_and_the_app_does_not_spin(tmp_path):
     """Under TERM=dumb (an editor's shell) the live app drew itself over and over at full CPU, deaf to
     q, ctrl-C and SIGTERM: only a SIGKILL ended it. It is refused, saying what to do, exit 2."""
