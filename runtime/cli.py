@@ -174,6 +174,8 @@ def file_name(value: str) -> str:
     """A file argument whose name is UTF-8: the run's process names its files in messages and events,
     which are UTF-8 JSON (a name with a Latin-1 byte made ``flowtui run`` end in a traceback, and
     left the app waiting for a run that never started)."""
+    if not value.strip():  # ("" was the current folder: "cannot load .: is a folder")
+        raise argparse.ArgumentTypeError("is empty: name the file")
     try:
         value.encode("utf-8")
     except UnicodeEncodeError:

@@ -632,6 +632,9 @@ def test_a_journal_the_disk_cannot_take_stops_whole_and_is_said_with_exit_5(tmp_
     (["--resume-from", "j@5", "--resume-from", "j@6"], "--resume-from is given twice ('j@5', then 'j@6')"),
     (["--replies", "a.toml", "--replies", "b.toml"], "--replies is given twice"),
     (["--load-timeout", "5", "--load-timeout", "9"], "--load-timeout is given twice"),
+    # an empty file name was the current folder ("cannot load .: is a folder") or the option left out
+    (["--journal", ""], "argument --journal: is empty: name the file"),
+    (["--replies", ""], "argument --replies: is empty: name the file"),
     (["--listen", "127.0.0.1:0", "--token", "abcdefghijklmnopq", "--token", "rstuvwxyz0123456"],
      "--token is given twice: give it once"),  # (a token is a secret: neither is said)
     (["--token", "abcdefghijklmnopq"], "--token is for a served run: give --listen HOST:PORT too"),
