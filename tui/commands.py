@@ -39,6 +39,7 @@ class RunCommands:
     """Mixin of :class:`flowtui.tui.app.FlowApp`: the run's commands."""
 
     quitting = False
+    exit_with = 0  # the app's exit code once it quits: 2 at a flow that could not load
     quit_reason: str | None = None  # why the app quits, when not q: what the run's end says
     _queued_at = -1  # the pause the last queued command was sent from
     _pause_asked: tuple[str | None, int | None] | None = None  # (run, its last pause) when p was pressed
@@ -349,8 +350,12 @@ class RunCommands:
         if self.quitting:
             return
         self.quitting = True
+        from flowtui.tui.screens.error import LoadErrorScreen
+
+        # quit at a flow that could not load: exit 2, as flowtui run does (it exited 0)
+        self.exit_with = 2 if isinstance(self.screen, LoadErrorScreen) else 0
         if self.client.channel is None or self.client.channel.closed.is_set():
-            self.exit(0)
+            self.exit(return_code=self.exit_with)
             return
         busy = waiting_for(self.client.view)
         self.flush(force=True)  # the status line: "quitting: waiting for tool web_search to stop…"
@@ -364,7 +369,7 @@ class RunCommands:
         try:
             await self._close_client()
         finally:
-            self.exit(0)
+            self.exit(return_code=self.exit_with)
 
     async def _close_client(self: FlowApp) -> None:
         """The run's process ends (or an attached run is left), in a bounded time whatever it does."""

@@ -467,6 +467,24 @@ async def test_load_error_screen_then_r_reloads_after_the_fix(tmp_path):
         assert app.client.view.workflow == "ReviewWorkflow"
 
 
+async def test_quitting_at_a_flow_that_could_not_load_exits_2_as_flowtui_run_does(tmp_path):
+    """It exited 0: a script starting the app could not tell a flow that never loaded."""
+    flow = tmp_path / "flow.py"
+    flow.write_text("from flowtui import workflow\n\n@workflow(steps=[]\nclass W:\n    pass\n")
+    app = make(str(flow), input="go")
+    async with app.run_test() as pilot:
+        await wait_until(pilot, lambda: isinstance(app.screen, LoadErrorScreen), what="the error screen")
+        await pilot.press("q")
+        await wait_until(pilot, lambda: app.return_code is not None, what="the app to quit")
+    assert app.return_code == 2
+    app = make(input="go")
+    async with app.run_test() as pilot:
+        await paused(pilot)
+        await pilot.press("q")
+        await wait_until(pilot, lambda: app.return_code is not None, what="the app to quit")
+    assert app.return_code == 0
+
+
 async def test_ten_thousand_messages_still_answer_a_key():
     app = make("tests/tui/flows/many_messages.py", input="flood")
     async with app.run_test(size=(120, 40)) as pilot:
