@@ -67,8 +67,8 @@ def _cassette_wrap(record: str | Path | None, replay: str | Path | None) -> tupl
         return None, None
     from flowtui.runtime.providers.cassette import Cassette, RecordingProvider, ReplayProvider
 
-    if replay is not None:
-        cassette = Cassette.load(replay)  # read once: a missing file fails before the run
+    if replay is not None:  # read once (or by the loader, for --replay): a missing file fails before the run
+        cassette = replay if isinstance(replay, Cassette) else Cassette.load(replay)
         return (lambda inner: ReplayProvider(cassette, counter=inner)), None
     recording = Cassette.new(record)  # replaces the file when a run ends, not before
     return (lambda inner: RecordingProvider(inner, recording)), recording

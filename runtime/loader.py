@@ -172,6 +172,15 @@ def load_flow(target: str, **bootstrap_config: Any):
         from flowtui.runtime.providers.scripted import load_replies
 
         bootstrap_config["replies"] = load_replies(replies, base=Path.cwd(), who="--replies")
+    replay = bootstrap_config.get("replay")
+    if isinstance(replay, (str, Path)):  # the same: it was said at the workflow's line, --replay unnamed
+        from flowtui.runtime.errors import ConfigError
+        from flowtui.runtime.providers.cassette import Cassette
+
+        try:
+            bootstrap_config["replay"] = Cassette.load(replay)
+        except ConfigError as exc:
+            raise ConfigError(f"--replay: {exc}") from None
     module = load_module(path)
     cls = find_workflow(module, path, name)
     try:

@@ -162,6 +162,12 @@ def test_record_then_replay_serves_the_same_conversation_and_refuses_a_new_one(t
     miss = flowtui("run", str(path), "--input", "outra", "--replay", str(cassette))
     assert miss.returncode == 1
     assert "no recorded reply for agent 'Eco' turn 1" in miss.stderr and "+    outra" in miss.stderr
+    # a cassette that is not there, or no cassette: said as --replay's, not at the workflow's line
+    (tmp_path / "notes.jsonl").write_text("not json\n")
+    for name, said in (("nope.jsonl", "does not exist"), ("notes.jsonl", "line 1 is not a recorded exchange")):
+        bad = flowtui("run", str(path), "--input", "olá", "--replay", str(tmp_path / name))
+        assert bad.returncode == 2, bad.stderr
+        assert f"  --replay: cassette '{tmp_path / name}' {said}" in bad.stderr, bad.stderr
 
 
 def test_snapshot_out_then_from_snapshot_starts_where_it_left(tmp_path):
