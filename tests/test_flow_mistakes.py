@@ -354,6 +354,7 @@ def test_a_wrong_write_in_a_hook_fails_where_it_happens_naming_what(tmp_path, ho
     ('[[A]]\ncontent = ""\ntool_calls = [{name = "t", args = 5}]\n',
      "replies.toml: reply 1 for A: tool_calls[0].args is int 5, not the call's arguments"),
     ("A = 5\n", "replies.toml: replies for 'A' must be a list of replies, not int"),
+    ('[[A]]\ncontent = ""\ntool_calls = "t"\n', "replies.toml: reply 1 for A: tool_calls is str 't', not a list of calls"),
     ("A = " + "[" * 2000 + "]" * 2000 + "\n", "replies.toml: a value in it is nested too deep to read"),
     ("A = [" + "9" * 5000 + "]\n", "replies.toml: a value in it cannot be read (Exceeds the limit"),
     # empty: it ran, and failed at the first model call ("no replies ... (it has: none)"), exit 1

@@ -26,7 +26,12 @@ def split_reply(reply: Any, *, where: str) -> tuple[str, list[dict[str, Any]]]:
             raise ConfigError(f"{where}: unknown key(s) {sorted(unknown)} in a reply; "
                               "a reply has 'content' and 'tool_calls'")
         calls = []
-        for i, call in enumerate(reply.get("tool_calls") or []):
+        listed = reply.get("tool_calls") or []
+        # ("registrar" was read letter by letter: "tool_calls[0] needs a 'name'")
+        if not isinstance(listed, (list, tuple)):
+            raise ConfigError(f"{where}: tool_calls is {type(listed).__name__} {listed!r:.60}, not a list of calls; "
+                              "write tool_calls = [{ name = \"tool\", args = { ... } }]")
+        for i, call in enumerate(listed):
             if not isinstance(call, Mapping) or "name" not in call:
                 raise ConfigError(f"{where}: tool_calls[{i}] needs a 'name' (and 'args')")
             args = call.get("args", call.get("arguments", {}))
