@@ -62,6 +62,18 @@ def visible(text: str) -> str:
     return text.replace("\r\n", "\n").translate(_TABLE)
 
 
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def pasted(text: str) -> str:
+    """A paste as an edit box takes it: its line breaks as newlines (terminals send a paste's as
+    ``\r``), its other control characters as :func:`visible` shows them (``ESC`` as ``␛``), so the
+    box never sends one to the terminal. What draws as nothing but drives nothing (a soft hyphen, a
+    zero-width space: common in copied web text) stays as pasted."""
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
+    return _CONTROL.sub(lambda m: m.group().translate(_TABLE), text) if _CONTROL.search(text) else text
+
+
 def is_inert(text: str) -> bool:
     """True when ``text`` holds nothing a terminal would act on (other than newline and tab)."""
     return _UNSAFE.search(text) is None

@@ -30,7 +30,7 @@ from typing import Any
 from textual import events
 from textual.driver import Driver
 
-from flowtui.runtime.inert import visible
+from flowtui.runtime.inert import pasted
 
 
 @cache
@@ -51,7 +51,7 @@ HOLD_S = 0.02  # what may begin a paste's marker waits this long for the rest (a
 class Pastes:
     """Splits the terminal's input into what the parser reads (keys, mouse, replies) and bracketed
     pastes, each whole, however the reads cut it (a marker split between two reads included), its
-    control characters made visible (:func:`~flowtui.runtime.inert.visible`)."""
+    control characters made visible (:func:`~flowtui.runtime.inert.pasted`)."""
 
     def __init__(self) -> None:
         self.pasted: list[str] | None = None  # inside a paste: what it holds so far
@@ -83,7 +83,7 @@ class Pastes:
                 # (NUL: as Textual drops it); its control characters as the panes show them (ESC as ␛): the
                 # box drew a paste as it came, so "\x1b[2J" in it wiped the screen and "\x1b]0;…\x07" set
                 # the window's title. What is saved is what the box showed.
-                out.append(events.Paste(visible("".join(self.pasted).replace("\x00", ""))))
+                out.append(events.Paste(pasted("".join(self.pasted).replace("\x00", ""))))
                 self.pasted, text = None, text[end + len(PASTE_END):]
         return [part for part in out if part != ""]
 

@@ -316,3 +316,8 @@ def test_a_paste_is_taken_whole_however_the_reads_cut_it():
         keys = "".join(p for p in parts if isinstance(p, str))
         assert keys == "ab\x1b[Aq\x1b[<0;3;4Mz", (cut, parts)
         assert [p.text for p in parts if isinstance(p, events.Paste)] == ["error: ␛[Kc"], (cut, parts)
+    # terminals send a paste's line breaks as \r: newlines, not ␍ (the box kept one line of ␍s); what
+    # draws as nothing and drives nothing (a soft hyphen, copied from the web) stays as pasted
+    pastes = Pastes()
+    parts = pastes.feed("\x1b[200~one\rtwo\r\nthree soft\u00adhy\x1b[201~")
+    assert [p.text for p in parts if isinstance(p, events.Paste)] == ["one\ntwo\nthree soft\u00adhy"]
