@@ -8,6 +8,7 @@ A child workflow counts toward its parent's budget (they share one tracker).
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable
 from typing import Any, Literal
@@ -122,7 +123,9 @@ def limits_of(budget: Budget | None) -> dict[str, Any] | None:
     run's spending against them from its start); None without a budget."""
     if budget is None:
         return None
-    return {**{name: getattr(budget, name) for name in LIMITS if getattr(budget, name) is not None},
+    # (math.inf is no limit: JSON has no infinity, and the app said "duration_s None")
+    limits = {name: getattr(budget, name) for name in LIMITS}
+    return {**{name: value for name, value in limits.items() if value is not None and math.isfinite(value)},
             "mode": budget.mode}
 
 

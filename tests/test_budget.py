@@ -4,6 +4,7 @@ and child workflows counting toward their parent's budget."""
 from __future__ import annotations
 
 import asyncio
+import math
 
 import pytest
 from pydantic import BaseModel
@@ -633,6 +634,11 @@ async def test_the_sidebar_shows_the_budget_against_its_limits_from_the_run_s_st
 
     out, events, _ = await run_collect(W)  # no budget: no row, as before
     assert events[0].budget is None and budget_row(events) is None
+
+    # math.inf is no limit: left out (the journal, which has no infinity, said it as null: "duration_s None")
+    out, events, _ = await run_collect(W, budget=Budget(max_chat_calls=5, max_duration_s=math.inf))
+    assert events[0].budget == {"max_chat_calls": 5, "mode": "stop"}
+    assert budget_row(events[:1]) == "  budget 0 of 5 chat calls"
 
 
 async def test_a_budget_limit_changed_is_no_difference_between_two_runs(tmp_path):

@@ -150,9 +150,12 @@ def test_the_budget_says_what_the_run_spent_in_words():
     assert budget_used({"duration_s": 0.0, "chat_calls": 0, "tool_calls": 0, "tokens": 0, "cost_usd": 0.0}) == "0.0 s"
     # against the limits the run's start said, and before anything was spent (no ctx.budget yet)
     limits = {"max_chat_calls": 20, "max_tokens": 10_000, "max_duration_s": 60, "mode": "stop"}
-    assert budget_used(spent, limits) == "4 of 20 chat calls · 1 tool call · 1,234 of 10,000 tokens · $0.0012 · 4.3 of 60.0 s"
+    assert budget_used(spent, limits) == ("4 of 20 chat calls · 1 tool call · 1,234 of 10,000 tokens · $0.0012 · "
+                                          "4.3 of 60.0 s")
     assert budget_used({}, limits) == "0 of 20 chat calls · 0 of 10,000 tokens · at most 60.0 s"
-    assert budget_used({"chat_calls": 1}, {"max_chat_calls": 1, "mode": "raise"}) == "1 of 1 chat call · raises when reached"
+    assert budget_used({"chat_calls": 1}, {"max_chat_calls": 1, "mode": "raise"}) == ("1 of 1 chat call · raises "
+                                                                                      "when reached")
+    assert budget_used({}, {"max_chat_calls": 2, "max_duration_s": None}) == "0 of 2 chat calls"  # (a null limit)
     assert budget_used({"chat_calls": "3", "odd": 1}) == "chat_calls 3 · odd 1"  # a journal from elsewhere
 
 

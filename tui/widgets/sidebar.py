@@ -170,7 +170,8 @@ def budget_used(budget: dict[str, Any], limits: dict[str, Any] | None = None) ->
     name or type (a journal from elsewhere) is said as it is."""
     limits = limits or {}
     parts = []
-    for key in [*(k for k in _USED if k in budget or _LIMITED[k][0] in limits), *(k for k in budget if k not in _USED)]:
+    for key in [*(k for k in _USED if k in budget or _number(limits.get(_LIMITED[k][0]))),
+                *(k for k in budget if k not in _USED)]:
         value, say = budget.get(key), _USED.get(key)
         limit_key, against = _LIMITED.get(key, (None, None))
         most = limits.get(limit_key) if limit_key else None
