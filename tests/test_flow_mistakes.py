@@ -138,8 +138,10 @@ WORKFLOW = "@workflow(steps=[A])\nclass W:\n    pass\n"
      r"flow.py:\d+: @workflow\(\.\.\.\) of W: name= is .* not int 123"),
     (AGENT.replace("prompt='p'", "prompt='p', name=5") + "class A:\n    pass\n" + WORKFLOW,
      r"flow.py:\d+: @agent\(\.\.\.\) of A: name= is .* not int 5"),
-    ("@tool(name=123, description='d')\ndef t(a: str) -> str:\n    return a\n", r"flow.py:\d+: @tool\(\.\.\.\): name= is .* not int 123"),
-    (AGENT + "class A:\n    pass\n@workflow(steps=[__import__('flowtui').parallel([A], name='  ')])\nclass W:\n    pass\n",
+    ("@tool(name=123, description='d')\ndef t(a: str) -> str:\n    return a\n",
+     r"flow.py:\d+: @tool\(\.\.\.\): name= is .* not int 123"),
+    (AGENT + "class A:\n    pass\n@workflow(steps=[__import__('flowtui').parallel([A], name='  ')])\n"
+     "class W:\n    pass\n",
      r"flow.py:\d+: parallel\(\.\.\.\): name= is .* not empty"),
     # a name flowtui does not export (Python's message named where flowtui is installed)
     ("from flowtui import agnet\n", r"flow.py:\d+: flowtui has no 'agnet' to import; did you mean agent\?"),
@@ -354,7 +356,8 @@ def test_a_wrong_write_in_a_hook_fails_where_it_happens_naming_what(tmp_path, ho
     ('[[A]]\ncontent = ""\ntool_calls = [{name = "t", args = 5}]\n',
      "replies.toml: reply 1 for A: tool_calls[0].args is int 5, not the call's arguments"),
     ("A = 5\n", "replies.toml: replies for 'A' must be a list of replies, not int"),
-    ('[[A]]\ncontent = ""\ntool_calls = "t"\n', "replies.toml: reply 1 for A: tool_calls is str 't', not a list of calls"),
+    ('[[A]]\ncontent = ""\ntool_calls = "t"\n',
+     "replies.toml: reply 1 for A: tool_calls is str 't', not a list of calls"),
     ("A = " + "[" * 2000 + "]" * 2000 + "\n", "replies.toml: a value in it is nested too deep to read"),
     ("A = [" + "9" * 5000 + "]\n", "replies.toml: a value in it cannot be read (Exceeds the limit"),
     # empty: it ran, and failed at the first model call ("no replies ... (it has: none)"), exit 1

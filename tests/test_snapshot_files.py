@@ -91,7 +91,8 @@ def test_kills_during_a_rewrite_never_destroy_the_snapshot(flow, tmp_path):
     (b'workflow = "W"\n[state]\ncount = tr', "not valid TOML"),
     (b'workflow = "Other"\n', "a snapshot of workflow Other, not W"),
     (b'workflow = "W"\n[state]\ncount = true\n', "[state] count = True: Input should be a valid integer"),
-    (b'workflow = "W"\n[state]\ncont = 3\n', "[state] cont: S has no field 'cont'; did you mean 'count'? its fields are "),
+    (b'workflow = "W"\n[state]\ncont = 3\n',
+     "[state] cont: S has no field 'cont'; did you mean 'count'? its fields are "),
     (b'workflow = "W"\n[state]\ncount = "3"\n', "[state] count = '3': Input should be a valid integer"),
     (b'workflow = "W"\n[state]\nnotes = [1, 2]\n', "[state] notes = [1, 2]: Input should be a valid string"),
     # the key at fault, as the file writes it (it said ': Input should be a valid list' and '0.role: ...')
