@@ -174,13 +174,13 @@ def replace_refusal(path: Path, what: str, keep: dict[Path, str]) -> str | None:
             return f"cannot be read to see what it holds ({exc.strerror or exc}); name another file"
     parent = path.parent if str(path.parent) else Path(".")
     existing = next((p for p in (parent, *parent.parents) if p.exists()), Path("."))
-    if existing == parent:  # a file made there and gone: what the permissions alone do not say (run as
-        try:  # root, /proc or a read-only disk: the run went on, then failed or lost its file at the end)
+    try:  # a file (or the folders to come) made there and gone: what the permissions alone do not say (as
+        if existing == parent:  # root, /proc or a read-only disk: the run went on, then failed or lost its file)
             with tempfile.TemporaryFile(dir=parent):
                 pass
-        except OSError as exc:
-            return (f"its folder {existing} cannot be written ({exc.strerror or exc}); name a file in a folder "
-                    "you can write")
-    elif not os.access(existing, os.W_OK | os.X_OK):
-        return f"its folder {existing} cannot be written; name a file in a folder you can write"
+        else:
+            os.rmdir(tempfile.mkdtemp(prefix=".flowtui-", dir=existing))
+    except OSError as exc:
+        return (f"no file can be made in its folder {existing} ({exc.strerror or exc}); name a file in a folder "
+                "you can write")
     return None

@@ -518,12 +518,13 @@ def test_a_file_to_write_in_a_folder_that_takes_no_file_is_refused_before_the_ru
     """A folder whose permissions say yes and that takes no file (/proc; for root, any read-only disk):
     --record failed the run (exit 1, naming its hidden .recording file), --snapshot-out lost the
     snapshot after the run (exit 5). Both are refused before it, naming the option."""
-    res = subprocess.run([sys.executable, "-c", "from flowtui.tui.cli import main; main()", "run", "flows/revisao.py",
-                          "--input", "x", "--no-journal", option, "/proc/flowtui-test.file"], cwd=ROOT,
-                         capture_output=True, text=True, timeout=60)
-    assert res.returncode == 2, res.stderr
-    assert f"flowtui: {option} '/proc/flowtui-test.file': its folder /proc cannot be written (" in res.stderr
-    assert "APROVADO" not in res.stdout and "▸ workflow" not in res.stderr  # nothing ran
+    for target in ("/proc/flowtui-test.file", "/proc/flowtui-new/test.file"):  # (a folder the writer would make)
+        res = subprocess.run([sys.executable, "-c", "from flowtui.tui.cli import main; main()", "run",
+                              "flows/revisao.py", "--input", "x", "--no-journal", option, target], cwd=ROOT,
+                             capture_output=True, text=True, timeout=60)
+        assert res.returncode == 2, res.stderr
+        assert f"flowtui: {option} '{target}': no file can be made in its folder /proc (" in res.stderr, res.stderr
+        assert "APROVADO" not in res.stdout and "▸ workflow" not in res.stderr  # nothing ran
 
 
 @pytest.mark.parametrize("command", [["replay", "FIFO"], ["diff", "FIFO", "flows/revisao.py"],
