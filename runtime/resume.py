@@ -90,6 +90,7 @@ class Resume:
         self.checking = True  # in the prefix: events are compared, calls served
         self.diverged: dict[str, Any] | None = None  # the run.diverged fields, once it diverged
         self.held = False  # on_divergence="pause": the run has paused since
+        self._making = -1  # the index in expected of the recorded edit being made again
         self.reason = ""
         self.run: Any = None
         self.controller: Any = None
@@ -191,11 +192,12 @@ class Resume:
             return False
         group = self.edits.get(self.i)
         if group is not None and group.point in (None, (kind, name, relative_run(run.id, self.root_id))):
-            del self.edits[self.i]
-            for ev in self.expected[self.i:self.i + group.count]:
+            start = self.i
+            for self._making in range(start, start + group.count):
                 if not self.checking:  # past K (or diverged): the rest is the person's to redo
                     break
-                self._edit(run, ev)
+                self._edit(run, self.expected[self._making])
+            del self.edits[start]  # (after: a divergence in them names the rest, see _edits_left)
             if group.stop and self.checking:  # stopped again where the person (or a watchpoint) stopped it
                 raise RunStopped(self.stopped_because) if self.stopped_because else RunStopped()
         if self.controller is not None:
@@ -325,15 +327,15 @@ class Resume:
         if action == "paused":
             self.controller.pause(reason="diverged")
 
-
     def _edits_left(self) -> list[str]:
         """The person's edits up to K not yet made again (continuing live after a divergence dropped
-        them in silence: only a diff of the two journals showed them gone), each as its note says it."""
+        them in silence: only a diff of the two journals showed them gone), each as its note says it;
+        when one being made again diverged, the ones after it."""
         left = []
         for index in sorted(self.edits):
-            group = self.edits[index]
-            for ev in self.expected[index:index + group.count]:
-                if index >= self.i and ev["seq"] <= self.at and not continues_edit(ev):
+            first = max(index, self.i, self._making + 1)
+            for ev in self.expected[first:index + self.edits[index].count]:
+                if ev["seq"] <= self.at and not continues_edit(ev):
                     left.append(_said(ev))
         return left
 

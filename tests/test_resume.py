@@ -619,6 +619,56 @@ async def test_a_divergence_names_the_edits_up_to_k_it_will_not_make_again(tmp_p
     await task
 
 
+async def test_a_divergence_in_a_recorded_edit_names_the_edits_made_after_it(tmp_path):
+    """A recorded edit that comes out otherwise now (its field's validator changed) diverges while the
+    edits at that pause are made again: the ones after it were neither made nor named."""
+    from pydantic import ConfigDict, field_validator
+
+    clamp = {"at": 10}
+
+    class S(BaseModel):
+        model_config = ConfigDict(validate_assignment=True)
+        n: int = 0
+
+        @field_validator("n")
+        @classmethod
+        def _at_most(cls, value: int) -> int:
+            return min(value, clamp["at"])
+
+    @agent(provider=FunctionProvider(lambda m, t: "ok"), prompt="p")
+    class A:
+        pass
+
+    @workflow(state=S, steps=[loop(steps=[A], max_iterations=2)])
+    class W:
+        pass
+
+    first = tmp_path / "first.jsonl"
+    ctl = Controller(breakpoints=["loop"])
+    run = bootstrap(W).prepare("go", controller=ctl, journal=first)
+    made: list = []
+
+    def person(point):
+        if point.kind == "loop_iteration" and not made:
+            edits = run.edits_for(None)
+            edits.set_field("n", "7")
+            edits.add_item("memory", "depois")
+            made.append(True)
+        ctl.resume()
+
+    await _drive(run, ctl, person)
+    clamp["at"] = 5  # the set field now comes out 5, not 7
+    events: list = []
+    again = bootstrap(W).prepare(controller=Controller(), resume_from=str(first), on_divergence="pause",
+                                 on_event=events.append)
+    task = await _paused(again, again.controller)
+    diverged = next(e for e in events if e.type == "run.diverged")
+    assert [(d.field, d.recorded, d.now) for d in diverged.differences] == [("state.n", 7, 5)], diverged
+    assert diverged.edits_not_made == ['added memory[0]: "depois"']
+    again.controller.stop()
+    await task
+
+
 async def _paused_after_divergence(first, answers) -> tuple[list, Controller, asyncio.Task]:
     ctl = Controller()
     events: list = []
