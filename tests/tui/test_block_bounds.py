@@ -61,3 +61,5 @@ def test_a_reply_is_drawn_as_markdown_only_where_that_hides_none_of_it():
     # a line break inside a paragraph is one drawn: Markdown joined the lines with a space
     lines = [line.strip(" ▌│") for line in drawn("S1 com *ênfase*\nS2 linha dois\n\n- a\n- b").split("\n")]
     assert "S1 com ênfase" in lines and "S2 linha dois" in lines, lines
+    lines = [line.strip(" ▌│") for line in drawn("**x** foo\\\nbar").split("\n")]  # Markdown's own break, kept
+    assert "x foo" in lines and "bar" in lines, lines

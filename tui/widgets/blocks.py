@@ -170,7 +170,7 @@ _LOSSY = re.compile(r"<[A-Za-z!/?]|\]\(|\]\s?\[|^ {0,3}\[[^\]\n]+\]:|\\[!-/:-@\[
 
 # A line break inside a paragraph: Markdown draws it as a space ("S1 com [colchete\nS2" was one line,
 # the model got two). Two spaces before it make it a break drawn as one (in code, they draw as nothing).
-_SOFT_BREAK = re.compile(r"(?<!\n)\n(?!\n)")
+_SOFT_BREAK = re.compile(r"(?<![\n\\])\n(?!\n)")  # (after a backslash: a break already, Markdown's own)
 
 
 def _markdown(text: str) -> RenderableType:
