@@ -111,8 +111,10 @@ def check_files(args: argparse.Namespace) -> None:
     from flowtui.runtime.loader import split_target
 
     if args.resume_from is not None:  # a re-execution starts as the recorded run started: another start
-        given = [option for option, value in (("--input", args.input), ("--memory", args.memory), ("--data", args.data),
-                                              ("--from-snapshot", getattr(args, "from_snapshot", None))) if value]
+        given = [option for option, value in (("--input", args.input), ("--memory", args.memory or None),
+                                              ("--data", args.data or None),
+                                              ("--from-snapshot", getattr(args, "from_snapshot", None)))
+                 if value is not None]  # (--input "" is another input too)
         if given:  # diverged at the run's start ("input: recorded "x", now "y""), exit 3, as if the code had
             raise SystemExit(f"flowtui: {' and '.join(given)} cannot be given with --resume-from: a re-execution "
                              "starts with the recorded run's input, memory and data; leave "

@@ -309,7 +309,7 @@ def test_bad_resume_from_values_exit_2_naming_the_file_and_k(tmp_path):
         load_flow(str(FLOWS / "pesquisa.py")).prepare(resume_from=f"{journal}@{last + 1}")
     # another start than the recorded run's: it diverged at once (exit 3, "input: recorded ..., now ..."),
     # as if the code had changed; the options conflict, and are refused as such
-    for extra, said in ((("--input", "other"), "--input cannot"),
+    for extra, said in ((("--input", "other"), "--input cannot"), (("--input", ""), "--input cannot"),
                         (("--memory", "a=b", "--data", "c=d"), "--memory and --data cannot")):
         res = flowtui("run", str(FLOWS / "pesquisa.py"), "--resume-from", str(journal), *extra, "--no-journal",
                       cwd=tmp_path)

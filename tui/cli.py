@@ -102,8 +102,10 @@ def _mistyped_command(first: str) -> str | None:
     """The command ``first`` misspells (``rnu``, ``relpay``), when it names no file."""
     import difflib
 
-    if first.startswith("-") or "." in first or "/" in first or os.path.exists(first):
-        return None
+    from flowtui.runtime.loader import split_target
+
+    if first.startswith("-") or "." in first or "/" in first or split_target(first)[0].exists():
+        return None  # (a flow file named run, as run:Workflow too)
     close = difflib.get_close_matches(first, COMMANDS, n=1, cutoff=0.6)
     return close[0] if close else None
 

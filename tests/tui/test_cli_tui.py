@@ -267,6 +267,15 @@ def test_a_mistyped_command_is_named_with_the_one_meant(typed, meant):
     assert res.stderr == f"flowtui: {typed!r} is no command and no flow file; did you mean `flowtui {meant}`?\n"
 
 
+def test_a_flow_file_named_like_a_command_is_a_flow(tmp_path):
+    """A flow file named `rnu` (or `rnu:Workflow`) is the flow, not a mistyped command."""
+    (tmp_path / "rnu").write_text(Path(REVIEW).read_text())
+    for target in ("rnu", "rnu:ReviewWorkflow"):
+        res = subprocess.run([sys.executable, "-c", "from flowtui.tui.cli import main; main()", target, "--input", "x"],
+                             cwd=tmp_path, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60)
+        assert res.returncode == 2 and "needs a terminal" in res.stderr, res.stderr  # got as far as the app
+
+
 def test_an_option_of_flowtui_run_given_to_the_app_is_said_to_be_one():
     """`flowtui FLOW --json` was asked "did you mean --journal?"."""
     root = Path(__file__).resolve().parents[2]
