@@ -371,16 +371,19 @@ def end_note(ev: Any) -> str | None:
 
 def continues_edit(ev: Any) -> bool:
     """Whether event ``ev`` (an event, or one as a journal holds it) is a later part of the person's edit
-    the event before it began, as :mod:`~flowtui.runtime.edits` writes them: a promote's memory item
+    an event before it began, as :mod:`~flowtui.runtime.edits` writes them: a promote's memory item
     (``(added)``), an edited call's ``tool.decision`` (after the history that makes it), an undo's second
-    bucket (``with the above``). Such an edit is one step: a fork or a re-execution at ``K`` never splits
-    it, and the status counts it once."""
+    bucket (``with the above``), a denied call's result (its decision said it). Such an edit is one
+    step: a fork or a re-execution at ``K`` never splits it, and the status counts it once. (An undo in
+    a journal of an older flowtui, whose notes did not say so, counts as many as its buckets.)"""
     get = ev.get if isinstance(ev, dict) else lambda name, default=None: getattr(ev, name, default)
     if get("origin") != "user":
         return False
     kind = get("type")
     if kind == "tool.decision":
         return get("decision") == "edited"
+    if kind == "state.append" and get("bucket") == "history":  # a denied call's result: part of the deny
+        return True
     note = get("note") or ""
     return note.endswith(", with the above)") or (kind == "state.append" and note.startswith("promoted #")
                                                    and note.endswith(" (added)"))

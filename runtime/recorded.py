@@ -191,7 +191,7 @@ def _whole_edit(recorded: Recorded) -> None:
         return
     events = recorded.events
     i = next((n for n, ev in enumerate(events) if ev["seq"] == recorded.at), None)
-    if i is None or i + 1 >= len(events) or not continues_edit(events[i + 1]):
+    if i is None or i + 1 >= len(events) or events[i].get("origin") != "user" or not continues_edit(events[i + 1]):
         return
     while i > 0 and continues_edit(events[i]):
         i -= 1
