@@ -52,6 +52,13 @@ def printable(text: str, secrets: Any = None) -> str:
 CLOSED_AT_START: set[str] = set()
 
 
+def stdout_to_null() -> None:
+    """Point stdout at the null device: what is left in its buffer must not fail again as Python exits."""
+    null = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(null, sys.stdout.fileno())
+    os.close(null)
+
+
 def say(text: str, *, file: TextIO | None = None, secrets: Any = None) -> None:
     """Print ``text`` (made :func:`printable`) on stderr, or ``file``; ``secrets``: the credentials
     to redact, when the caller has them at hand (else they are read from the environment)."""
@@ -687,7 +694,7 @@ async def _run_headless(args: argparse.Namespace, memory: dict[str, str], data: 
             unwritten = _unwritable(exc)
     if unwritten:
         # what is left unwritten must not fail again at exit (Python flushes the stream it had)
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        stdout_to_null()
         sys.stdout = open(os.devnull, "w")
         say(f"flowtui: the run {view.status}, but its {'events' if args.json else 'output'} could not be "
             f"written to stdout: {unwritten}" + (f" (the journal has it all: {journal})" if journal else ""))
@@ -698,8 +705,7 @@ async def _run_headless(args: argparse.Namespace, memory: dict[str, str], data: 
 
 
 def _unwritable(exc: OSError) -> str:
-    """Why stdout took no more: its reader went away (``| head -1``: the run finished all the same, and
-    exited 1, "failed"), or its disk is full."""
+    """Why stdout took no more: its reader went away (``| head -1``), or its disk is full."""
     if isinstance(exc, BrokenPipeError):
         return "its reader went away (a broken pipe)"
     return exc.strerror or str(exc)

@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
-import os
 import shutil
 import textwrap
 import sys
@@ -61,7 +60,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main_diff(argv: list[str]) -> int:
     """``flowtui diff``: 0 same, 1 different, 2 a file that cannot be compared, 3 the same as far as
     compared but lines of a journal were not (skipped: "the same" must not hide one)."""
-    from flowtui.runtime.cli import printable, say
+    from flowtui.runtime.cli import CLOSED_AT_START, printable, say, stdout_to_null
 
     args = build_parser().parse_args(argv)
     try:
@@ -94,11 +93,14 @@ def main_diff(argv: list[str]) -> int:
         width = args.width or min(120, shutil.get_terminal_size((100, 24)).columns)
         out = "\n".join(render(a, b, found, width=max(width, 40)))
     verdict = 1 if found else 0 if compared_all else 3
+    if "stdout" in CLOSED_AT_START:  # (>&-: the report went to the null device, the verdict said)
+        say("flowtui diff: the report could not be written to stdout: it was closed when flowtui started")
+        return 2
     try:
         print(printable(out))
         sys.stdout.flush()
     except OSError as exc:  # (a full disk: a traceback, and exit 1 as if the runs differed)
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # else Python's exit flush fails again
+        stdout_to_null()
         if isinstance(exc, BrokenPipeError):  # its reader stopped reading (| head): the verdict stands
             return verdict
         say(f"flowtui diff: the report could not be written to stdout: {exc.strerror or exc}")

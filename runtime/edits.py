@@ -426,4 +426,3 @@ def _at(items: list, index: int, bucket: str) -> Any:
     if not 0 <= index < len(items):
         raise ConfigError(f"{bucket} has no item {index} (it holds {len(items)})")
     return items[index]
-

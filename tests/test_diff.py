@@ -4,6 +4,7 @@ place by place; the report names that difference first, at the right path."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -381,6 +382,11 @@ def test_flowtui_diff_through_the_command_and_revisao(tmp_path):
                                  text=True, cwd=ROOT, timeout=120)
         assert res.returncode == 2 and "Traceback" not in res.stderr, res.stderr
         assert res.stderr == "flowtui diff: the report could not be written to stdout: No space left on device\n"
+    closed = subprocess.run([sys.executable, "-c", "from flowtui.tui.cli import main; main()", "diff",
+                             tmp_path / "a.jsonl", tmp_path / "b.jsonl"], stderr=subprocess.PIPE, text=True, cwd=ROOT,
+                            timeout=120, preexec_fn=lambda: os.close(1))  # (>&-: "the same", exit 0, unseen)
+    assert closed.returncode == 2, closed.stderr
+    assert "the report could not be written to stdout: it was closed when flowtui started" in closed.stderr
     res = flowtui("diff", tmp_path / "a.jsonl", tmp_path / "nope.jsonl")
     assert res.returncode == 2 and "nope.jsonl: no such file" in res.stderr
     res = flowtui("diff", tmp_path / "a.jsonl")

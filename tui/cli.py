@@ -55,7 +55,9 @@ def main(argv: list[str] | None = None) -> None:
         sys.stderr.write("flowtui: stopped (ctrl-C) before the run started\n")
         sys.exit(2)
     except BrokenPipeError:  # what reads our output went away (`flowtui diff A B | head`): nothing to say
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # else the exit's flush fails again
+        from flowtui.runtime.cli import stdout_to_null
+
+        stdout_to_null()  # else the exit's flush fails again
         sys.exit(1)
 
 
