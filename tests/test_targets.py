@@ -56,8 +56,7 @@ def test_journal_at_k_still_parses_and_a_missing_journal_is_still_no_such_file(t
 def test_the_command_line_says_k_is_at_fault(tmp_path):
     journal = tmp_path / "a.jsonl"
     journal.write_text('{"seq":1}\n')
-    res = cli("run", str(ROOT / "flows/revisao.py"), "--input", "x", "--no-journal", "--resume-from",
-              f"{journal}@abc", cwd=tmp_path)
+    res = cli("run", str(ROOT / "flows/revisao.py"), "--no-journal", "--resume-from", f"{journal}@abc", cwd=tmp_path)
     assert res.returncode == 2, res.stderr
     assert f"{journal}@abc: K='abc' is not an event number" in res.stderr and "no such file" not in res.stderr
 
