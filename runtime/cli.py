@@ -194,9 +194,9 @@ def file_name(value: str) -> str:
     return value
 
 
-# The options flowtui run has and the app has not.
-RUN_ONLY = frozenset({"--json", "--from-snapshot", "--snapshot-out", "--load-timeout", "--listen", "--token",
-                      "--listen-public"})
+def _options(parser: argparse.ArgumentParser) -> set[str]:
+    """The long options ``parser`` takes (its usage names them all)."""
+    return set(re.findall(r"--[\w-]+", parser.format_usage()))
 
 
 def parse_flow_args(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespace:
@@ -206,12 +206,13 @@ def parse_flow_args(parser: argparse.ArgumentParser, argv: list[str]) -> argpars
     if unknown:
         import difflib
 
-        options = sorted(set(re.findall(r"--[\w-]+", parser.format_usage())))  # (the usage names them all)
+        options = _options(parser)
         typed = next((u.split("=", 1)[0] for u in unknown if u.startswith("--")), None)
-        if typed in RUN_ONLY and parser.prog == "flowtui":  # (`flowtui FLOW --json`: "did you mean --journal?")
+        # an option of flowtui run given to the app (`flowtui FLOW --json`: "did you mean --journal?")
+        if parser.prog == "flowtui" and typed in _options(build_run_parser()):
             parser.error(f"{typed} is an option of flowtui run (the headless run), not of the app: "
                          f"flowtui run FLOW {typed} ...")
-        close = difflib.get_close_matches(typed, options, n=1) if typed else []
+        close = difflib.get_close_matches(typed, sorted(options), n=1) if typed else []
         parser.error(f"unrecognized arguments: {' '.join(unknown)}" + (f"; did you mean {close[0]}?" if close else ""))
     if args.flow is None:
         parser.error("the following arguments are required: FLOW[:Class]")
@@ -402,8 +403,8 @@ def listen_token(args: argparse.Namespace) -> dict[str, Any]:
     return {"token": os.environ.get("FLOWTUI_TOKEN"), "token_from": "FLOWTUI_TOKEN"}
 
 
-def main_run(argv: list[str]) -> int:
-    """``flowtui run``: a client of a worker process, like the app; see the module docstring."""
+def build_run_parser() -> argparse.ArgumentParser:
+    """``flowtui run``'s options: the app's (:func:`add_flow_arguments`) and its own."""
     parser = argparse.ArgumentParser(prog="flowtui run", description="Run a flow headless.")
     add_flow_arguments(parser)
     parser.add_argument("--json", action="store_true", help="print the events as JSON lines on stdout")
@@ -420,8 +421,13 @@ def main_run(argv: list[str]) -> int:
                              "show, else a random one, printed)")
     parser.add_argument("--listen-public", action="store_true",
                         help="allow --listen on an address other than loopback")
+    return parser
+
+
+def main_run(argv: list[str]) -> int:
+    """``flowtui run``: a client of a worker process, like the app; see the module docstring."""
     try:
-        args = parse_flow_args(parser, argv)
+        args = parse_flow_args(build_run_parser(), argv)
         memory = parse_memory(args.memory)
         data = parse_pairs(args.data, option="--data", example="conta_id=acme")
         parse_watches(args.watch)
@@ -693,9 +699,7 @@ async def _run_headless(args: argparse.Namespace, memory: dict[str, str], data: 
         except OSError as exc:
             unwritten = _unwritable(exc)
     if unwritten:
-        # what is left unwritten must not fail again at exit (Python flushes the stream it had)
         stdout_to_null()
-        sys.stdout = open(os.devnull, "w")
         say(f"flowtui: the run {view.status}, but its {'events' if args.json else 'output'} could not be "
             f"written to stdout: {unwritten}" + (f" (the journal has it all: {journal})" if journal else ""))
         return 5

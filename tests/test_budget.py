@@ -599,14 +599,9 @@ def test_a_whole_float_is_a_count_and_inf_no_limit():
 
 # --- the budget as the panes show it ---------------------------------------------------
 
-async def test_the_sidebar_shows_the_budget_against_its_limits_from_the_run_s_start():
-    """The sidebar said nothing of a budget until the first model call had ended, and then only what
-    was spent: a person stepping to the first agent could not tell the run had a budget, or how far
-    from its limits it was. run.start now says the limits, and the sidebar says them from there."""
-    from flowtui.runtime.fold import RunView
-    from flowtui.tui.widgets.sidebar import sidebar_rows
-
-    provider, _ = scripted("one", "two")
+def two_turns(*replies):
+    """A workflow of one agent run twice, answering ``replies`` in turn."""
+    provider, _ = scripted(*replies)
 
     @agent(provider=provider)
     class A:
@@ -615,6 +610,18 @@ async def test_the_sidebar_shows_the_budget_against_its_limits_from_the_run_s_st
     @workflow(steps=[A, A])
     class W:
         pass
+
+    return W
+
+
+async def test_the_sidebar_shows_the_budget_against_its_limits_from_the_run_s_start():
+    """The sidebar said nothing of a budget until the first model call had ended, and then only what
+    was spent: a person stepping to the first agent could not tell the run had a budget, or how far
+    from its limits it was. run.start now says the limits, and the sidebar says them from there."""
+    from flowtui.runtime.fold import RunView
+    from flowtui.tui.widgets.sidebar import sidebar_rows
+
+    W = two_turns("one", "two")
 
     def budget_row(events):
         view = RunView()
@@ -646,16 +653,7 @@ async def test_a_budget_limit_changed_is_no_difference_between_two_runs(tmp_path
     comparing the two runs (flowtui diff, a re-execution) must not stop at the run's start for it."""
     from flowtui.runtime.diff_cli import main_diff
 
-    provider, _ = scripted("one", "two", "one", "two")
-
-    @agent(provider=provider)
-    class A:
-        pass
-
-    @workflow(steps=[A, A])
-    class W:
-        pass
-
+    W = two_turns("one", "two", "one", "two")
     for name, most in (("a", 5), ("b", 50)):
         await bootstrap(W).run("go", budget=Budget(max_chat_calls=most), journal=str(tmp_path / f"{name}.jsonl"))
     assert main_diff([str(tmp_path / "a.jsonl"), str(tmp_path / "b.jsonl")]) == 0

@@ -333,6 +333,22 @@ async def _drive(run, ctl, decide):
     return await task
 
 
+async def _edited_at_first_iteration(app, message, journal, edit) -> None:
+    """Run ``app`` to its end, journaled, a person calling ``edit(run)`` at the end of its first loop
+    iteration (once), then going on."""
+    ctl = Controller(breakpoints=["loop"])
+    run = app.prepare(message, controller=ctl, journal=journal)
+    made: list = []
+
+    def person(point):
+        if point.kind == "loop_iteration" and not made:
+            edit(run)
+            made.append(True)
+        ctl.resume()
+
+    await _drive(run, ctl, person)
+
+
 async def test_a_fork_at_k_inside_a_promote_or_its_undo_goes_back_to_before_that_edit(tmp_path, no_live):
     """A promote is two events (the reply leaves the history, then joins memory), its undo two more. K
     between them re-executed a state nobody saw: the reply in neither place (or in both), no warning. K
@@ -341,23 +357,18 @@ async def test_a_fork_at_k_inside_a_promote_or_its_undo_goes_back_to_before_that
 
     guard, called = no_live
     first = tmp_path / "first.jsonl"
-    app = load_flow(str(FLOWS / "revisao.py"))
-    ctl = Controller(breakpoints=["loop"])
-    run = app.prepare("Escreva", controller=ctl, journal=first)
     before: dict = {}
 
-    def person(point):
-        if point.kind == "loop_iteration" and not before:
-            edits = run.edits_for(None)
-            history = run.state.history
-            escritor = next(i for i, m in enumerate(history) if m.role == "assistant" and m.agent == "EscritorAgent")
-            before.update(history=list(history), memory=list(run.state.memory))
-            edits.promote(escritor)
-            edits.undo()
-            edits.promote(escritor)
-        ctl.resume()
+    def edit(run):
+        edits = run.edits_for(None)
+        history = run.state.history
+        escritor = next(i for i, m in enumerate(history) if m.role == "assistant" and m.agent == "EscritorAgent")
+        before.update(history=list(history), memory=list(run.state.memory))
+        edits.promote(escritor)
+        edits.undo()
+        edits.promote(escritor)
 
-    await _drive(run, ctl, person)
+    await _edited_at_first_iteration(load_flow(str(FLOWS / "revisao.py")), "Escreva", first, edit)
     user = [e for e in lines(first) if e.get("origin") == "user"]
     notes = [e.get("note") for e in user]
     assert len(user) == 6 and notes[0].startswith("promoted #") and notes[1].endswith(" (added)"), notes
@@ -583,21 +594,15 @@ async def test_a_divergence_names_the_edits_up_to_k_it_will_not_make_again(tmp_p
 
     answers: list = []
     first = tmp_path / "first.jsonl"
-    ctl = Controller(breakpoints=["loop"])
-    run = bootstrap(counting_flow(answers)).prepare("go", controller=ctl, journal=first)
-    made: list = []
 
-    def person(point):
-        if point.kind == "loop_iteration" and not made:
-            edits = run.edits_for(None)
-            edits.add_item("memory", "lembrete")
-            edits.add_item("tasks", "revisar")
-            edits.undo()
-            edits.set_field("rodadas", "3")
-            made.append(True)
-        ctl.resume()
+    def edit(run):
+        edits = run.edits_for(None)
+        edits.add_item("memory", "lembrete")
+        edits.add_item("tasks", "revisar")
+        edits.undo()
+        edits.set_field("rodadas", "3")
 
-    await _drive(run, ctl, person)
+    await _edited_at_first_iteration(bootstrap(counting_flow(answers)), "go", first, edit)
     knobs["step"] = 2  # diverges at the first turn's hook, before the pause where the edits were made
     events: list = []
     again = bootstrap(counting_flow(answers)).prepare(controller=Controller(), resume_from=str(first),
@@ -648,19 +653,12 @@ async def test_a_divergence_in_a_recorded_edit_names_the_edits_made_after_it(tmp
         pass
 
     first = tmp_path / "first.jsonl"
-    ctl = Controller(breakpoints=["loop"])
-    run = bootstrap(W).prepare("go", controller=ctl, journal=first)
-    made: list = []
 
-    def person(point):
-        if point.kind == "loop_iteration" and not made:
-            edits = run.edits_for(None)
-            edits.set_field("n", "7")
-            edits.add_item("memory", "depois")
-            made.append(True)
-        ctl.resume()
+    def edit(run):
+        run.edits_for(None).set_field("n", "7")
+        run.edits_for(None).add_item("memory", "depois")
 
-    await _drive(run, ctl, person)
+    await _edited_at_first_iteration(bootstrap(W), "go", first, edit)
     clamp["at"] = 5  # the set field now comes out 5, not 7
     events: list = []
     again = bootstrap(W).prepare(controller=Controller(), resume_from=str(first), on_divergence="pause",

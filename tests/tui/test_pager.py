@@ -40,31 +40,29 @@ async def test_p_opens_what_the_flow_printed(tmp_path):
         assert "hello from the flow" in Path(said.split("the text is in ")[1].strip()).read_text()
 
 
-async def test_a_pager_variable_that_is_no_command_is_named(tmp_path, monkeypatch):
-    """PAGER='"less' (a quote left open): the toast said 'ValueError: No closing quotation'."""
-    monkeypatch.setenv("PAGER", '"less')
+async def _pager_notice(monkeypatch, pager: str) -> str:
+    """The notice `o` gives with ``PAGER=pager``."""
+    monkeypatch.setenv("PAGER", pager)
     app = make(REVIEW, input="x")
     async with app.run_test(notifications=True) as pilot:
         await paused(pilot)
         await pilot.press("o")
         await wait_until(pilot, lambda: any("PAGER=" in str(t.render()) for t in app.screen.query("Toast")),
                          what="the notice")
-        said = next(str(t.render()) for t in app.screen.query("Toast") if "PAGER=" in str(t.render()))
-        assert "cannot be read as a command" in said and "The text is in" in said
+        return next(str(t.render()) for t in app.screen.query("Toast") if "PAGER=" in str(t.render()))
+
+
+async def test_a_pager_variable_that_is_no_command_is_named(tmp_path, monkeypatch):
+    """PAGER='"less' (a quote left open): the toast said 'ValueError: No closing quotation'."""
+    said = await _pager_notice(monkeypatch, '"less')
+    assert "cannot be read as a command" in said and "The text is in" in said
 
 
 async def test_a_pager_variable_naming_no_command_is_said_as_set(tmp_path, monkeypatch):
     """PAGER=/nonexistent/pager was told "No pager found (set PAGER)": it was set."""
-    monkeypatch.setenv("PAGER", "/nonexistent/pager -R")
-    app = make(REVIEW, input="x")
-    async with app.run_test(notifications=True) as pilot:
-        await paused(pilot)
-        await pilot.press("o")
-        await wait_until(pilot, lambda: any("PAGER=" in str(t.render()) for t in app.screen.query("Toast")),
-                         what="the notice")
-        said = next(str(t.render()) for t in app.screen.query("Toast") if "PAGER=" in str(t.render()))
-        assert "PAGER='/nonexistent/pager -R': no such command; fix it, or unset it for less" in said, said
-        assert "The text is in" in said
+    said = await _pager_notice(monkeypatch, "/nonexistent/pager -R")
+    assert "PAGER='/nonexistent/pager -R': no such command; fix it, or unset it for less" in said, said
+    assert "The text is in" in said
 
 
 def test_a_pager_that_fails_at_once_is_said_not_silent(tmp_path):
