@@ -100,7 +100,11 @@ async def test_x_during_a_flood_of_events_stops_in_the_grace_and_says_what_is_le
             return app.client.view.status == "stopped"
 
         await wait_until(pilot, stopped, timeout=30, what="the stop")
-        killed = r"stopped \(killed after 1\.0 s: tool t did not return \(at .*misbehave\.py:\d+ in floods\)\)"
+        # the run's own end (it stopped in the grace and its end came through the backlog), or, when its
+        # process was killed while blocked writing to the app, the end the app wrote for it (as the
+        # docstring says; on a loaded machine, 1 run in 3 of the suite)
+        killed = (r"stopped \(killed after (1\.0 s: tool t did not return \(at .*misbehave\.py:\d+ in floods\)"
+                  r"|1\.5 s: a tool or hook did not return)\)")
         assert re.fullmatch(killed, app.client.view.status_line()), app.client.view.status_line()
         left = "● stopping: the run's process has ended"
         assert said[0] == left and all(s == left or re.fullmatch("● " + killed, s) for s in said), said
