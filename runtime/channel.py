@@ -26,7 +26,7 @@ import os
 import signal
 import subprocess
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -69,6 +69,12 @@ def _p():
     return protocol
 
 
+def _environment_secrets() -> tuple[str, ...]:
+    from flowtui.runtime.secrets import environment_secrets
+
+    return environment_secrets()
+
+
 LOAD_TIMEOUT_S = 30.0  # a flow whose import has not finished by then is a load error
 ATTACH_TIMEOUT_S = 10.0  # a served run that has not answered ``flowtui attach`` by then is not one
 # q waits this long for a served run to answer ``detach`` (a real one does in milliseconds); then it hangs
@@ -96,10 +102,12 @@ class Channel:
 
     def __init__(self, on_lines: Callable[[list[bytes]], None],
                  on_log: Callable[[str], None] | None = None,
-                 on_warning: Callable[[str], None] | None = None) -> None:
+                 on_warning: Callable[[str], None] | None = None,
+                 secrets: Callable[[], Iterable[str]] | None = None) -> None:
         self.on_lines = on_lines  # event lines as they came, in order (parse them with parse_events)
         self.on_log = on_log or (lambda text: None)  # what the flow printed
         self.on_warning = on_warning or self.on_log  # what the run's process sent that is not the protocol
+        self.secrets = secrets or _environment_secrets  # what a line printed in pieces is redacted of
         self.proc: Started | None = None
         self.hello: p.Hello | None = None
         self.load_error: p.LoadError | None = None
@@ -337,24 +345,31 @@ class Channel:
         written over). A line left without its newline for ``LOG_PARTIAL_S`` is said as it stands: a
         progress bar, or ``print(..., end="")``, was never shown while the run went on. What comes
         after is said as going on with it (``…rest``), or as writing it over (``␍next``) when it
-        ended with a ``\r`` (``print(state, end="\r")`` between pauses)."""
+        ended with a ``\\r`` (``print(state, end="\\r")`` between pauses).
+
+        A line said in pieces is redacted as one text arriving (:class:`StreamRedactor`): a key
+        printed a few characters a second was said a piece at a time, each too short to be found."""
+        from flowtui.runtime.secrets import StreamRedactor
+
         line, dropped, since, cr, goes_on = bytearray(), 0, 0.0, False, False
+        lead = ""  # what the line is said after: "…" (it goes on with one said as it stood), "\r" (written over)
+        told: StreamRedactor | None = None  # the line's redaction, once a piece of it was said
         clock = asyncio.get_running_loop().time
 
         def add(piece: bytes) -> None:
-            nonlocal line, dropped, since, cr, goes_on
-            if not line and not dropped:
+            nonlocal line, dropped, since, cr, goes_on, lead, told
+            if not (line or dropped or lead):
                 since = clock()
                 if goes_on and piece and not piece.startswith(b"\r"):  # the rest of a line said as it stood
-                    line = bytearray("…".encode())
+                    lead = "…"
                 goes_on = False
             if cr and piece:  # a \r that was no \r\n: the line is written over
-                line, dropped = bytearray(b"\r"), 0
+                line, dropped, lead, told = bytearray(), 0, "\r", None
             cr = piece.endswith(b"\r")  # (a \n may follow in the next chunk)
             piece = piece.rstrip(b"\r")  # (\r\r\n ends a line as \r\n does)
             rewritten = piece.rfind(b"\r")
             if rewritten >= 0:  # what comes after the last \r is the line now
-                line, dropped, piece = bytearray(b"\r"), 0, piece[rewritten + 1:]
+                line, dropped, piece, lead, told = bytearray(), 0, piece[rewritten + 1:], "\r", None
             room = LOG_LINE_MAX - len(line)
             line.extend(piece[:room])
             dropped += max(0, len(piece) - room)
@@ -362,11 +377,23 @@ class Channel:
         def say(partial: bool = False) -> None:
             """Say the line; ``partial``: as it stands, without its end (what comes next goes on with it,
             shown ``…``, or writes it over, shown ``␍``, when it ended with a \r)."""
-            nonlocal line, dropped, cr, goes_on
-            if line or dropped:
-                self._say_log(line, dropped)
-            goes_on = partial and not cr
-            line, dropped, cr = bytearray(), 0, partial and cr
+            nonlocal line, dropped, cr, goes_on, lead, told
+            text = line.decode("utf-8", "replace") if not dropped else \
+                codecs.getincrementaldecoder("utf-8")("replace").decode(bytes(line), final=False)  # (a cut
+            # character is left out, not said as undecodable)
+            if partial or told is not None:
+                secrets = tuple(self.secrets())
+                told = told or StreamRedactor(words=False)
+                text = told.feed(text, secrets)
+                if not partial or told.held > LOG_LINE_MAX:  # (a word that never ends is not held forever)
+                    text += told.end(secrets)
+            said = bool(text or dropped or lead == "\r")
+            if said:
+                self.on_log(lead + text + (f"… ({len(line) + dropped:,} bytes, cut)" if dropped else ""))
+            goes_on = partial and not cr and (said or goes_on or lead == "…")
+            if not partial:
+                told = None
+            line, dropped, cr, lead = bytearray(), 0, partial and cr, lead if partial and not said else ""
 
         while True:
             waited = None if not (line or dropped) else max(0.0, since + LOG_PARTIAL_S - clock())
@@ -386,14 +413,6 @@ class Channel:
             if (line or dropped) and clock() - since >= LOG_PARTIAL_S:  # printed to without a pause
                 say(partial=True)
         say()
-
-    def _say_log(self, line: bytearray, dropped: int) -> None:
-        if not dropped:
-            self.on_log(line.decode("utf-8", "replace"))
-            return
-        # cut: a character the cut split is left out (it was shown as �), not said as undecodable
-        text = codecs.getincrementaldecoder("utf-8")("replace").decode(bytes(line), final=False)
-        self.on_log(f"{text}… ({len(line) + dropped:,} bytes, cut)")
 
     # --- commands ------------------------------------------------------------------------------
     async def command(self, command: p.BaseModel, *, timeout: float | None = None) -> p.Reply:

@@ -515,7 +515,7 @@ async def _run_headless(args: argparse.Namespace, memory: dict[str, str], data: 
             relay.log(text)
 
     secrets = secret_values()  # once: a flow may print a line a microsecond
-    channel = Channel(on_lines, on_log=on_log, on_warning=lambda text: say(f"flowtui: {text}"))
+    channel = Channel(on_lines, on_log=on_log, on_warning=lambda text: say(f"flowtui: {text}"), secrets=lambda: secrets)
     # served: long values are cut as the app's own worker cuts them (a client fetches them whole)
     served = args.listen is not None
     options = Options(target=args.flow, model=args.model, replies=args.replies, record=args.record,

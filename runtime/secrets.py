@@ -342,15 +342,20 @@ class StreamRedactor:
     hidden. So is the word the text ends in (a key of a shape, ``sk-proj-...``, is whole only when a
     character no key holds comes after it: given out as it grew, its tail went out in clear once its
     start was redacted), and a private key's block until its end. The app cannot do this itself: only
-    the flow's process knows a key handed over as ``api_key=``."""
+    the flow's process knows a key handed over as ``api_key=``.
 
-    __slots__ = ("_held", "_size", "_word", "_sent")
+    ``words=False``: the word the text ends in is given out unless it begins a credential's shape or
+    is a part of a credential value (a line printed in pieces: ``waiting``, ``working``, each written
+    over the last, would never be shown)."""
 
-    def __init__(self) -> None:
+    __slots__ = ("_held", "_size", "_word", "_sent", "_words")
+
+    def __init__(self, *, words: bool = True) -> None:
         self._held: list[str] = []  # the tail held back, in the pieces it came in
         self._size = 0  # its length
         self._word = 0  # how long the word the text ends in is (it may be a key still arriving)
         self._sent = ""  # the last characters given out (a credential may have begun there)
+        self._words = words
 
     def feed(self, text: str, secrets: tuple[str, ...]) -> str:
         self._held.append(text)
@@ -359,16 +364,21 @@ class StreamRedactor:
         while start and text[start - 1] in _WORD:
             start -= 1
         self._word = len(text) - start if start else self._word + len(text)
-        if self._word >= self._size:  # all of it one word still arriving (a long one: not joined again each time)
-            return ""
+        if self._words and self._word >= self._size:  # all of it one word still arriving (a long one: not
+            return ""  # joined again each time)
         held, before = "".join(self._held), self._sent
         # the end that may begin a credential, looked for across what went out already too
         window = (before + held)[-_SHAPE_WINDOW:]
         begun = _PARTIAL_SHAPE.search(window) if _HINT.search(window) or "-----BEGIN" in window else None
-        hold = min(max(_inside_one(before + held, secrets), self._word,
+        hold = min(max(_inside_one(before + held, secrets), self._word if self._words else 0,
                        len(window) - begun.start() if begun else 0), len(held))
         self._held, self._size = ([held[len(held) - hold:]], hold) if hold else ([], 0)
         return self._give(held[:len(held) - hold], secrets)
+
+    @property
+    def held(self) -> int:
+        """How many characters are held back."""
+        return self._size
 
     def end(self, secrets: tuple[str, ...]) -> str:
         """The text is whole: what was held back, redacted (a reply cut short leaves it unsaid)."""

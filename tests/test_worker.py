@@ -985,6 +985,35 @@ def test_a_line_printed_in_pieces_with_pauses_is_said_as_going_on_or_written_ove
     assert lines[start:start + 4] == ["waiting", "␍working", "␍half", "… and the rest"], err
 
 
+def test_a_key_printed_slowly_in_pieces_is_never_said_in_them(tmp_path):
+    """A line left without its newline is said as it stands after a second, and each piece was redacted
+    on its own: a key printed a few characters a second (a tool streaming model tokens) went out whole,
+    a piece at a time, each too short to be found: on stderr, in the app's notice and its pager."""
+    key, token = "sk-testabcdefghijklmnopqrstuvwxyz0123456789ABCD", "Zq9xWv7Lm2Rt5Yp8Kd3Hs6Jf"
+    flow = tmp_path / "slow.py"
+    flow.write_text(PROGRESS.replace('''        for i in range(1, 4):
+            sys.stderr.write(f"\\rprogress {i}%")
+            sys.stderr.flush()
+        time.sleep(3)  # the bar stays as it is a while: a line without its newline yet
+''', '''        import os
+        key, token = os.environ["OPENAI_API_KEY"], os.environ["SERVICE_TOKEN"]
+        print("key", key[:20], end="", flush=True)
+        time.sleep(1.5)
+        print(key[20:], "token", token[:10], end="", flush=True)
+        time.sleep(1.5)
+        print(token[10:], "waiting", end="", flush=True)
+        time.sleep(1.5)
+        print(" ok", flush=True)
+'''))
+    proc = flowtui("run", str(flow), "--input", "x", "--no-journal", cwd=tmp_path,
+                   env={**os.environ, "OPENAI_API_KEY": key, "SERVICE_TOKEN": token})
+    out, err = proc.communicate(timeout=HANG)
+    assert proc.returncode == 0, err
+    for secret in (key, token):
+        assert not any(secret[i:i + 4] in err for i in range(3, len(secret) - 3)), err
+    assert "waiting" in err and "…[redacted]" in err, err  # (a word that begins no key is said as it came)
+
+
 @pytest.mark.parametrize("after", [0.15, 0.25])
 def test_ctrl_c_while_flowtui_itself_starts_stops_with_no_traceback(tmp_path, after):
     """ctrl-C while flowtui imports its own modules, or before asyncio's handler is in place: a
