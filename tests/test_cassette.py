@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 
@@ -177,3 +178,26 @@ async def test_recording_appends_when_given_a_path(tmp_path):
     await RecordingProvider(inner, path).complete(req("A", 2))
     assert len(Cassette.load(path).exchanges) == 2
     assert ReplayProvider(path).describe().startswith("replaying")
+
+
+@pytest.mark.asyncio
+async def test_a_recording_stays_where_it_was_asked_for_when_the_flow_changes_folder(tmp_path, monkeypatch):
+    """`--record run.jsonl` with a tool that calls os.chdir: the first exchange stayed in a hidden
+    recording beside run.jsonl, the rest went to a new file in the tool's folder (world-writable under
+    umask 0), run.jsonl was never written, and "cassette: wrote run.jsonl" was said all the same."""
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path)
+    cassette = Cassette.new("run.jsonl")
+    planner = RecordingProvider(Canned({("Planner", 1): CALL, ("Planner", 2): TEXT}), cassette)
+    await planner.complete(req("Planner", 1))
+    monkeypatch.chdir(tmp_path / "elsewhere")  # what the flow's tool did between two model calls
+    umask = os.umask(0)
+    try:
+        await planner.complete(req("Planner", 2, *AFTER_CALL))
+        assert cassette.commit() is False
+    finally:
+        os.umask(umask)
+    assert list((tmp_path / "elsewhere").iterdir()) == []
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["elsewhere", "run.jsonl"]
+    assert len(Cassette.load(tmp_path / "run.jsonl").exchanges) == 2
+    assert (tmp_path / "run.jsonl").stat().st_mode & 0o777 == 0o600

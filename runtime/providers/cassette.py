@@ -85,7 +85,10 @@ class Cassette:
     ``Cassette.load(path)`` reads one for replay."""
 
     def __init__(self, path: str | Path, exchanges: list[Exchange] | None = None) -> None:
-        self.path = Path(path)
+        self.path = Path(path)  # as given, for what is said of it
+        # where it is, whatever the flow's code does to the working folder later (a tool's os.chdir
+        # left the recording beside the old one and put its end, world-writable, in the new one)
+        self._file = Path(os.path.abspath(path))
         self.exchanges: list[Exchange] = exchanges or []
         self._lock = threading.Lock()
         self._recording: Path | None = None
@@ -100,7 +103,7 @@ class Cassette:
 
     @property
     def recording_path(self) -> Path:
-        return self.path.parent / f".{self.path.name}.recording"
+        return self._file.parent / f".{self._file.name}.recording"
 
     def commit(self) -> bool | None:
         """Put what was recorded in place of ``path`` atomically; True when a file was replaced,
@@ -109,10 +112,10 @@ class Cassette:
             tmp, self._recording = self._recording, None
             if tmp is None:
                 return None
-            existed = self.path.exists()
+            existed = self._file.exists()
             with open(tmp, "rb+") as f:
                 os.fsync(f.fileno())
-            os.replace(tmp, self.path)
+            os.replace(tmp, self._file)
             return existed
 
     @classmethod
@@ -146,7 +149,7 @@ class Cassette:
         line = json.dumps(exchange.to_json(), ensure_ascii=False)
         with self._lock:
             self.exchanges.append(exchange)
-            target = self.path
+            target = self._file
             if self._atomic:
                 if self._recording is None:
                     self._recording = self.recording_path
