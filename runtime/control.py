@@ -98,6 +98,9 @@ class Controller:
         self.on_watch: OnWatch = on_watch
         self._fired: list[WatchHit] = []  # fired since the last pause point
         self._waiting: tuple = ()  # (emit, point, reason) of the pause the run waits at
+        # A move (step, continue...) given while the run waits, until the run takes it: a pause given
+        # before the run woke (a client's detach at once after) cancelled it, though it was answered ok
+        self._moved: Mode | None = None
         self._stop_reason: str | None = None
 
     # --- the engine's side -------------------------------------------------
@@ -139,13 +142,15 @@ class Controller:
                     self.paused_at = None
                     emit(RunResume, command="stop")
                     raise self._stopped()
-                if self._mode != "pause":
+                moved, self._moved = self._moved, None
+                if moved is not None or self._mode != "pause":
                     break
         finally:
             self.paused_s += time.perf_counter() - since
             self._waiting = ()
         self.paused_at = None
-        emit(RunResume, command=self._mode if self._mode != "run" else "continue")
+        command = moved or self._mode  # (a pause given since: the run pauses at the next pause point)
+        emit(RunResume, command=command if command != "run" else "continue")
 
     def _stopped(self) -> RunStopped:
         return RunStopped(self._stop_reason) if self._stop_reason else RunStopped()
@@ -246,6 +251,8 @@ class Controller:
         if reason:
             self._reason = reason
         if wake:
+            if self._waiting:
+                self._moved = mode
             self._signal()
 
     def _signal(self) -> None:

@@ -286,6 +286,22 @@ async def test_pause_while_running_pauses_at_the_next_point():
         [("run.pause", None), ("run.resume", "continue")]
 
 
+@pytest.mark.parametrize("move", ["step", "next_turn", "resume"])
+async def test_a_move_then_a_pause_at_once_moves_then_pauses(move):
+    """A client's step followed at once by a pause (or its detach, which pauses): both answered ok, and
+    the run never moved, the pause having overwritten the move before the run woke to take it."""
+    wf, calls = make_flow()
+    d = Driver(wf, Controller(start_paused=True))
+    first = await d.paused(1)
+    n = len(d.pauses())
+    getattr(d.ctl, move)()
+    d.ctl.pause()
+    second = await d.paused(n + 1)
+    assert where(first) == ("agent", "Planner", "start")
+    assert second.seq > first.seq and second.reason == "pause" and where(second) != where(first)
+    assert [e.command for e in d.events if e.type == "run.resume"] == [{"resume": "continue"}.get(move, move)]
+
+
 # --- stop --------------------------------------------------------------------------------
 
 async def test_stop_while_paused_ends_the_run_as_stopped():
