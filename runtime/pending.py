@@ -55,11 +55,27 @@ def maker_of(history: Any, call: ToolCall) -> tuple[int, int] | None:
     return None
 
 
+class _TwiceError(Exception):
+    def __init__(self, key: str) -> None:
+        self.key = key
+
+
+def _each_key_once(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    made: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in made:
+            raise _TwiceError(key)
+        made[key] = value
+    return made
+
+
 def parse_arguments(run: "Run", pending: PendingCall, text: str) -> dict[str, Any]:
     """Typed arguments as the call's new ``args``; ``ConfigError`` says what is wrong with them."""
     name = pending.call.name
     try:
-        args = json.loads(text)
+        args = json.loads(text, object_pairs_hook=_each_key_once)
+    except _TwiceError as exc:  # (JSON says nothing of which one counts: the model and the tool may differ)
+        raise ConfigError(f"the arguments of {name} give the key {exc.key!r} twice; give each key once") from None
     except ValueError as exc:
         raise ConfigError(f"the arguments of {name} are not JSON ({exc.msg} at line {exc.lineno}, column "
                           f"{exc.colno}); write them as a JSON object, e.g. {{\"query\": \"...\"}}") from None

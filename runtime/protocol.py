@@ -143,6 +143,9 @@ def parse_worker_lines(lines: list[bytes]) -> list[Any]:
 
 
 class _Command(_Message):
+    # strict: an index of true (1) or "0", a with_call of "no" (False) were taken as what they resembled
+    model_config = ConfigDict(frozen=True, strict=True)
+
     id: int = Field(default=0, strict=True, ge=-(2**53), le=2**53)  # a JSON integer (not true, not 26 digits)
 
 
@@ -204,8 +207,10 @@ class SetBreakpoint(_Command):
     @field_validator("name")
     @classmethod
     def _a_name(cls, name: str) -> str:  # "", "   " or one with control characters was taken, and never hit
-        if not name.strip() or any(ord(c) < 0x20 or ord(c) == 0x7F for c in name):
-            raise ValueError("an agent, tool or loop name: not blank, no control characters")
+        from flowtui.runtime.inert import visible  # (C1's CSI, a bidi override: what no terminal may be sent)
+
+        if not name.strip() or visible(name) != name:
+            raise ValueError("an agent, tool or loop name: not blank, no control or invisible characters")
         return name
 
 

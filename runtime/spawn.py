@@ -58,7 +58,11 @@ class Options:
         return argv
 
     def environment(self) -> dict[str, str]:
-        return {**os.environ, **(self.env or {}), "PYTHONUNBUFFERED": "1"}
+        env = {**os.environ, **(self.env or {}), "PYTHONUNBUFFERED": "1"}
+        # the token clients attach with is this process's: the flow's code, and whatever it starts (a
+        # shell tool the model drives), could read it from its own environment and attach to the run
+        env.pop("FLOWTUI_TOKEN", None)
+        return env
 
     def start_now(self) -> subprocess.Popen:
         """Start the worker at once, before any event loop runs, for :meth:`Channel.spawn` to take over

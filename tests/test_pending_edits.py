@@ -167,6 +167,8 @@ async def test_editing_the_pending_call_is_checked_against_the_schema_and_reache
             d.run.edits.edit_call('{"query": "x", "limit": "many"}')
         with pytest.raises(ConfigError, match=r"\(Query: query, limit\): extra: not an argument of busca$"):
             d.run.edits.edit_call('{"query": "x", "extra": 1}')  # the tool drops it, the model would see it
+        with pytest.raises(ConfigError, match="^the arguments of busca give the key 'query' twice; give each key once"):
+            d.run.edits.edit_call('{"query": "shown", "query": "run"}')  # (which one counts: JSON does not say)
         assert at.name == "busca"
         d.run.edits.edit_call('{"query": "edited", "limit": 1}')
         made = d.run.state.history[1].tool_calls[0]

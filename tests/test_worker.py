@@ -472,6 +472,39 @@ def test_a_line_nested_too_deep_is_refused_and_the_run_goes_on(tmp_path):
     assert replies[4][2].startswith("not a command: pause.id: Input should be a valid integer")  # not taken as 1
     assert "auth is for a client on a socket" in replies[3][2]  # not an internal error
 
+def test_a_command_field_of_the_wrong_json_type_is_refused_not_taken_as_what_it_resembles(tmp_path):
+    """index true was item 1, "0" and 0.0 item 0, with_call "no" False: an edit made where the client did
+    not mean one (id and take_over were already strict)."""
+    worker = subprocess.Popen([sys.executable, "-m", "flowtui.runtime.worker", str(ROOT / "flows/revisao.py")],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=tmp_path)
+    worker.stdin.write(b'{"id":1,"type":"start","input":"x","memory":["a","b"]}\n')
+    worker.stdin.flush()
+    for line in worker.stdout:  # (edits apply to a paused run)
+        if json.loads(line).get("type") == "run.pause":
+            break
+    worker.stdin.write(b'{"id":2,"type":"delete_item","bucket":"memory","index":true}\n'
+                       b'{"id":3,"type":"delete_item","bucket":"memory","index":"0"}\n'
+                       b'{"id":4,"type":"delete_item","bucket":"memory","index":0.0}\n'
+                       b'{"id":5,"type":"delete_message","index":1,"with_call":"no"}\n'
+                       b'{"id":6,"type":"breakpoint","name":"PlannerAgent","on":1}\n'
+                       b'{"id":7,"type":"count"}\n')
+    worker.stdin.flush()
+    replies = {}
+    try:
+        for line in worker.stdout:
+            message = json.loads(line)
+            if message.get("type") == "reply":
+                replies[message["id"]] = message
+            if 7 in replies:
+                break
+    finally:
+        worker.kill()
+        worker.communicate(timeout=HANG)
+    for n, field in ((2, "index"), (3, "index"), (4, "index"), (5, "with_call"), (6, "on")):
+        assert not replies[n]["ok"] and f".{field}: Input should be a valid" in replies[n]["error"], replies[n]
+    assert replies[7]["ok"], replies[7]
+
+
 def test_a_breakpoint_on_a_name_the_flow_no_longer_has_is_said_when_it_loads(tmp_path):
     """A breakpoint kept across a reload on an agent the new code renamed would never fire: the
     hello says so (the app shows it), and the others are not named."""
@@ -983,6 +1016,24 @@ def test_a_line_printed_in_pieces_with_pauses_is_said_as_going_on_or_written_ove
     lines = err.splitlines()
     start = lines.index("waiting")
     assert lines[start:start + 4] == ["waiting", "␍working", "␍half", "… and the rest"], err
+
+
+def test_the_flow_never_sees_the_token_clients_attach_with(tmp_path):
+    """FLOWTUI_TOKEN (the token of a served run, which ps does not show) was in the worker's environment:
+    the flow's code, or a shell tool the model drives, could read it and attach to the run."""
+    flow = tmp_path / "env.py"
+    flow.write_text(PROGRESS.replace('''        for i in range(1, 4):
+            sys.stderr.write(f"\\rprogress {i}%")
+            sys.stderr.flush()
+        time.sleep(3)  # the bar stays as it is a while: a line without its newline yet
+''', '''        import os
+        print("token seen:", "FLOWTUI_TOKEN" in os.environ, "other seen:", "OTHER_SETTING" in os.environ)
+'''))
+    proc = flowtui("run", str(flow), "--input", "x", "--no-journal", cwd=tmp_path,
+                   env={**os.environ, "FLOWTUI_TOKEN": "t0k3n-for-clients-only", "OTHER_SETTING": "1"})
+    out, err = proc.communicate(timeout=HANG)
+    assert proc.returncode == 0, err
+    assert "token seen: False other seen: True" in err, err
 
 
 def test_a_key_printed_slowly_in_pieces_is_never_said_in_them(tmp_path):
