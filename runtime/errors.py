@@ -147,12 +147,17 @@ class FatalToolError(FlowtuiError):
         return (FatalToolError, (self.message,))
 
 
+ERROR_MAX = 4096  # characters of an exception's message that an error says (as of a printed line)
+
+
 def describe_error(exc: BaseException) -> str:
     """A one-line description safe to show and to write (a FatalToolError's cause stays out), ending
     with where the flow's own code raised it: ``KeyError: 'x' (at flows/f.py:12 in until)``."""
     if isinstance(exc, FatalToolError):
         return f"FatalToolError: {exc.message}"
     text = str(exc)
+    if len(text) > ERROR_MAX:  # (a 10 MB message was 20 MB on stderr, and 40 MB of journal: one copy per node it ended)
+        text = f"{text[:ERROR_MAX]}… ({len(text):,} characters, cut)"
     described = f"{type(exc).__name__}: {text}" if text else type(exc).__name__
     where = user_frame(exc)
     return f"{described} (at {where})" if where else described

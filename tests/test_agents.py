@@ -8,7 +8,7 @@ import pytest
 from pydantic import BaseModel
 
 from flowtui import (
-    AgentContext, FunctionProvider, Input, PromptNotFoundError, ToolCall, agent, bootstrap, tool, workflow,
+    AgentContext, FunctionProvider, Input, PromptNotFoundError, ToolCall, agent, bootstrap, loop, tool, workflow,
 )
 
 
@@ -478,3 +478,29 @@ async def test_a_lambda_provider_works_and_a_bad_factory_is_named():
 
     with pytest.raises(ConfigError, match=r"Wrong: the provider function .* returned 'not a provider', not a Provider"):
         await bootstrap(W2).run("x")
+
+
+async def test_an_error_with_a_huge_message_is_said_cut_once_per_node_it_ends():
+    """A hook raising an exception with a 10 MB message: 20 MB on flowtui run's stderr and 40 MB of
+    journal, the message copied into the end of every node it ended and the run's."""
+    class Huge(Exception):
+        def __str__(self):
+            return "H" * 10_000_000
+
+    @agent(provider=FunctionProvider(lambda m, t: "ok"), prompt="p")
+    class Raises:
+        def after_response(self, response, ctx):
+            raise Huge()
+
+    @workflow(steps=[loop(steps=[Raises], max_iterations=2)])
+    class W:
+        pass
+
+    app = bootstrap(W)
+    errors = []
+    app.subscribe(lambda e: errors.append(e.error) if e.type in ("node.end", "run.end") and e.error else None)
+    with pytest.raises(Huge):
+        await app.run("x")
+    assert len(errors) == 4  # the agent, the loop, the workflow and the run
+    for error in errors:
+        assert len(error) < 5_000 and "H" * 4096 + "… (10,000,000 characters, cut) (at tests/test_agents.py:" in error
