@@ -111,7 +111,8 @@ class RunCommands:
         if sent is None or view is None or time.monotonic() - sent < UNANSWERED_S:
             return
         self._moved_at = None
-        if view.status == "paused" and view.pause is not None and view.pause.seq == self._moved_from[1] \
+        # (the same run: after c, r within the time started another, paused at the same event number)
+        if view.status == "paused" and view.pause is not None and self._moved_from == (view.run_id, view.pause.seq) \
                 and view.last_seq == view.pause.seq:
             self.notify(f"The run has not answered for {UNANSWERED_S:g} s: its process may be busy or stuck "
                         "(x stops it; q quits).", severity="warning", timeout=8)

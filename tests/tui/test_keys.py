@@ -154,6 +154,27 @@ async def test_r_reloads_after_confirming_and_starts_a_new_run():
         assert app.client.view.status_line() == "paused before Writer"
 
 
+async def test_a_new_run_soon_after_c_is_not_said_to_have_left_c_unanswered():
+    """c, the run finished at once, r within 3 s: the new run, paused before Writer as it should be,
+    was said not to have answered (its pause had the event number c was sent at)."""
+    app = make(input="go")
+    async with app.run_test() as pilot:
+        await paused(pilot)
+        first = app.client.view.run_id
+        await pilot.press("c")
+        await ended(pilot)
+        await pilot.press("r")
+        await pilot.pause(0.2)
+        if isinstance(app.screen, ConfirmDialog):
+            await pilot.press("y")
+        await wait_until(pilot, lambda: app.client.view is not None and app.client.view.run_id not in (None, first)
+                         and status(app) == "paused", what="a new run")
+        await pilot.pause(4.0)  # (past the 3 s after which a move not answered is said)
+        said = " ".join(str(n.message) for n in app._notifications)
+        assert "has not answered" not in said, said
+        assert app.client.view.status_line() == "paused before Writer"
+
+
 async def test_q_quits_and_stops_the_run():
     app = make(input="go")
     async with app.run_test() as pilot:
