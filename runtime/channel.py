@@ -480,8 +480,14 @@ class Channel:
         if self._writer is not None and not self.closed.is_set():
             self._writer.close()
         if not await self._exited_within(grace, done_when_closed=self.ended):
+            if self.ended:  # (its run's end is said: what was cut short is the process's own clean-up)
+                self.on_warning(f"the run's process had not exited {grace:.1f} s after its run ended (a middleware's "
+                                "dispose() that did not return?): it was ended")
             await self.kill()
-        await self.wait()
+        code = await self.wait()
+        if self.ended and not self.killed and code not in (None, 0, 1, -signal.SIGKILL):
+            self.on_warning(f"the run's process exited with code {code} after its run ended (in a middleware's "
+                            "dispose()?)")
 
     async def ended_or_gone(self) -> None:
         """Until the run has ended (its run.end went by) or the worker is gone."""

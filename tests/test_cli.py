@@ -349,6 +349,34 @@ def test_run_disposes_the_workflows_middlewares_and_shows_a_failing_one(tmp_path
     assert "! cache.dispose raised: OSError: pool already closed" in res.stderr
 
 
+@pytest.mark.parametrize("body, said", [
+    ("time.sleep(1000)", "flowtui: the run's process had not exited 1.0 s after its run ended (a middleware's "
+                         "dispose() that did not return?): it was ended"),
+    ("os._exit(7)", "flowtui: the run's process exited with code 7 after its run ended (in a middleware's dispose()?)"),
+])
+def test_a_middleware_dispose_that_never_returns_or_exits_is_said(tmp_path, body, said):
+    """A middleware's dispose() that hung was cut short after the grace, and one that called os._exit(7)
+    ended the process: both in silence, as if all had been cleaned up."""
+    path = write(tmp_path, f"""
+    import os, time
+    from flowtui import Middleware
+
+    def close():
+        {body}
+
+    @agent(provider=FunctionProvider(lambda m, t: "ok"))
+    class A:
+        pass
+
+    @workflow(steps=[A], middlewares=[Middleware(name="pool", dispose=close)])
+    class W:
+        pass
+    """)
+    res = flowtui("run", str(path), "--input", "x")
+    assert res.returncode == 0 and res.stdout == "ok\n", res.stderr  # the run finished: its output stands
+    assert said in res.stderr.splitlines(), res.stderr
+
+
 RAISING = """
 def stop_when(ctx):
     return ctx.missing > 1
