@@ -126,7 +126,7 @@ def report(ev: Any, *, journal: str | None = None) -> str:
 def edits_left(left: list[str], shown: int = 5) -> str:
     """``2 of your edits (added memory[1]: 'x'; set rounds to 7)``, the first ``shown`` of them."""
     listed = "; ".join(left[:shown]) + (f"; and {len(left) - shown} more" if len(left) > shown else "")
-    return f"{len(left)} of your edit{'s' * (len(left) != 1)} ({listed})"
+    return f"your edit ({listed})" if len(left) == 1 else f"{len(left)} of your edits ({listed})"
 
 
 # --- the pieces -------------------------------------------------------------------------------

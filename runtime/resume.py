@@ -196,7 +196,8 @@ class Resume:
             for self._making in range(start, start + group.count):
                 if not self.checking:  # past K (or diverged): the rest is the person's to redo
                     break
-                self._edit(run, self.expected[self._making])
+                edit = self.expected[self._making]
+                self._edit(self._edited_run(edit, run), edit)
             del self.edits[start]  # (after: a divergence in them names the rest, see _edits_left)
             if group.stop and self.checking:  # stopped again where the person (or a watchpoint) stopped it
                 raise RunStopped(self.stopped_because) if self.stopped_because else RunStopped()
@@ -205,6 +206,14 @@ class Resume:
                 raise RunStopped()
             await asyncio.sleep(0)  # as a checkpoint does: a command that arrived is seen now
         return self.checking
+
+    def _edited_run(self, ev: dict[str, Any], paused: "Run") -> "Run":
+        """The run a recorded edit was made on: not always the one paused (a person paused in a child
+        workflow may edit its parent, and the edit went to the child, which then diverged)."""
+        wanted = self.recorded.relative(ev["run_id"])
+        if relative_run(paused.id, self.root_id) == wanted:
+            return paused
+        return next((r for r in self.run.runs.values() if relative_run(r.id, self.root_id) == wanted), paused)
 
     def _edit(self, run: "Run", ev: dict[str, Any]) -> None:
         from flowtui.runtime.pending import decide, edited

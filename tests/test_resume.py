@@ -349,6 +349,31 @@ async def _edited_at_first_iteration(app, message, journal, edit) -> None:
     await _drive(run, ctl, person)
 
 
+async def test_an_edit_of_the_parent_made_while_paused_in_its_child_is_made_again_on_the_parent(tmp_path):
+    """Paused in a child workflow's step, a person added a memory item to the parent: every re-execution
+    made it again on the child (the run paused there), and diverged ("run: recorded the top-level run,
+    now .1")."""
+    first = tmp_path / "first.jsonl"
+    ctl = Controller(start_paused=True)
+    run = load_flow(str(FLOWS / "subagente.py")).prepare("Resuma ctx.state", controller=ctl, journal=first)
+    made: list = []
+
+    def person(point):
+        if "PesquisaWorkflow" in point.path and not made:
+            run.edits_for(None).add_item("memory", "nota-pai")
+            made.append(point)
+        ctl.step() if not made else ctl.resume()
+
+    await _drive(run, ctl, person)
+    assert made and run.state.memory[-1] == "nota-pai"
+    events: list = []
+    again = load_flow(str(FLOWS / "subagente.py")).prepare(resume_from=str(first), on_event=events.append)
+    await again.execute()
+    assert [e for e in events if e.type == "run.diverged"] == []
+    assert again.status == "finished" and again.state.memory[-1] == "nota-pai"
+    assert [e.run_id for e in events if e.type == "state.append" and e.item == "nota-pai"] == [again.id]
+
+
 async def test_a_fork_at_k_inside_a_promote_or_its_undo_goes_back_to_before_that_edit(tmp_path, no_live):
     """A promote is two events (the reply leaves the history, then joins memory), its undo two more. K
     between them re-executed a state nobody saw: the reply in neither place (or in both), no warning. K
@@ -667,6 +692,9 @@ async def test_a_divergence_in_a_recorded_edit_names_the_edits_made_after_it(tmp
     diverged = next(e for e in events if e.type == "run.diverged")
     assert [(d.field, d.recorded, d.now) for d in diverged.differences] == [("state.n", 7, 5)], diverged
     assert diverged.edits_not_made == ['added memory[0]: "depois"']
+    from flowtui.runtime.divergence import report  # (one edit: not "1 of your edit")
+
+    assert '  your edit (added memory[0]: "depois") that the recorded run holds after this point' in report(diverged)
     again.controller.stop()
     await task
 
