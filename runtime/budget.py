@@ -177,24 +177,26 @@ class BudgetTracker:
             return builders[RunTotals](fields)
         return RunTotals(**fields)
 
-    def exceeded_in(self) -> "tuple[BudgetTracker, str] | None":
-        """(the tracker whose budget was reached, the limit's name), here or in a parent; or None."""
-        limit = self._own_limit()
+    def exceeded_in(self, before_tool: bool = False) -> "tuple[BudgetTracker, str] | None":
+        """(the tracker whose budget was reached, the limit's name), here or in a parent; or None.
+        ``before_tool``: what limits a tool call of a reply already had (the limits on model calls,
+        tokens and money do not: the reply is paid for, and the next model call is stopped)."""
+        limit = self._own_limit(before_tool)
         if limit is not None:
             return self, limit
-        return self.parent.exceeded_in() if self.parent is not None else None
+        return self.parent.exceeded_in(before_tool) if self.parent is not None else None
 
-    def _own_limit(self) -> str | None:
+    def _own_limit(self, before_tool: bool = False) -> str | None:
         b = self.budget
         if b is None:
             return None
-        if b.max_chat_calls is not None and self.chat_calls >= b.max_chat_calls:
+        if b.max_chat_calls is not None and self.chat_calls >= b.max_chat_calls and not before_tool:
             return "max_chat_calls"
         if b.max_tool_calls is not None and self.tool_calls >= b.max_tool_calls:
             return "max_tool_calls"
-        if b.max_tokens is not None and self.tokens >= b.max_tokens:
+        if b.max_tokens is not None and self.tokens >= b.max_tokens and not before_tool:
             return "max_tokens"
-        if b.max_cost_usd is not None and self.cost_usd >= b.max_cost_usd:
+        if b.max_cost_usd is not None and self.cost_usd >= b.max_cost_usd and not before_tool:
             return "max_cost_usd"
         if b.max_duration_s is not None and time.perf_counter() - self._t0 >= b.max_duration_s:
             return "max_duration_s"

@@ -80,6 +80,9 @@ class Run:
         self.children = 0  # numbers child runs: <run id>.1, .2, ...
         self.edits = Editor(self)
         self.pending: Any = None  # the PendingCall while paused before a tool
+        # (the task, set when they are): the turn whose tool calls are in the history still to be answered
+        # while it runs them. In a parallel step, other branches wait for it (see turn.others_answered).
+        self.open_calls: tuple[asyncio.Task | None, asyncio.Event] | None = None
         # (agent, prompt) of the latest run.pause or chat node that carried a prompt: the one
         # "what the model sees" shows (the fold reads the same two events), counted by `count`
         self.next_prompt: tuple[str, str] | None = None
@@ -284,14 +287,16 @@ class Run:
             tracker = tracker.parent
         return False
 
-    async def gate(self) -> None:
+    async def gate(self, before_tool: bool = False) -> None:
         """Between units of work: end the run after ``ctx.stop()``; stop or raise when a budget
         limit is reached (``on_exceeded(ctx, usage, limit)``, sync or async, may take fewer
-        parameters, is called once per budget)."""
+        parameters, is called once per budget). ``before_tool``: a tool call of a reply the run has
+        already, which a limit on model calls, tokens or money does not stop (``max_chat_calls=1``
+        left the one reply's tool calls unrun)."""
         self.check_stop()
         if self.root.resume is not None:
             self.root.resume.check()  # a re-execution that diverged stops before anything live
-        found = self.tracker.exceeded_in()
+        found = self.tracker.exceeded_in(before_tool)
         if found is None:
             return
         tracker, limit = found  # a child run may hit its parent's budget: that run's end says so too

@@ -27,7 +27,7 @@ from flowtui.runtime.messages import Message, ToolCall
 from flowtui.runtime.nodes import NodeScope
 from flowtui.runtime.pending import PendingCall, decide, deny_call
 from flowtui.runtime.tool_forms import TOOL_NAME, sendable_name
-from flowtui.runtime.tools import AgentTool, run_tool_call
+from flowtui.runtime.tools import AgentTool, ends_the_run, run_tool_call
 
 if TYPE_CHECKING:
     from flowtui.runtime.engine import Run
@@ -62,6 +62,7 @@ async def run_agent(run: "Run", spec: AgentSpec) -> None:
             recovered = await run.hook(inst.on_error, spec.name, "on_error", (exc, run.ctx))
             if recovered is None:
                 raise
+            await others_answered(run)  # (a parallel branch's calls since are its own, and answered first)
             scope.status, scope.error = "error", describe_error(exc)
             scope.data["recovered"] = True
             speech = hook_text(inst.on_error, spec.name, "on_error", recovered)
@@ -118,16 +119,16 @@ def _fitted(call_id: str) -> str:
 
 
 def _answer_dangling_calls(run: "Run", agent: str, *, since: int, why: str, origin: str,
-                           running: str | None = None) -> None:
+                           running: str | None = None, running_was: str = "did not return") -> None:
     """Give every tool call this turn asked for and never ran an error result, so the history
     stays a conversation a model accepts (each call answered) before the recovery is appended.
-    ``running``: the id of a call whose tool was stopped before it returned."""
+    ``running``: the id of a call whose tool had started (``running_was``: what came of it)."""
     history = run.state.history
     answered = {m.tool_call_id for m in history[since:] if m.role == "tool"}
     for m in history[since:]:
         for call in m.tool_calls if m.role == "assistant" else ():
             if call.id not in answered:
-                what = "did not return" if call.id == running else "was not run"
+                what = running_was if call.id == running else "was not run"
                 run.state.append("history", Message(
                     role="tool", content=f"Tool call {call.name} {what}: {why}.",
                     tool_name=call.name, tool_call_id=call.id, is_error=True, agent=agent), origin=origin)
@@ -140,15 +141,28 @@ async def _turn(run: "Run", spec: AgentSpec, inst: Any) -> None:
         new = await run.hook(inst.before_prompt, spec.name, "before_prompt", (prompt, ctx))
         if new is not None:
             prompt = hook_text(inst.before_prompt, spec.name, "before_prompt", new)
+    if run.open_calls is not None:  # (before the pause: what it shows is then the request that goes)
+        await others_answered(run)
     if run.pauses:
         await run.pause("chat", spec.name, prompt=prompt)
     if run.gate_needed():
         await run.gate()
+    if run.open_calls is not None:
+        await others_answered(run)
     reply = await call_model(run, spec, build_request(run, spec, prompt), prompt=prompt, built=True)
+    if run.open_calls is not None:  # (asked while another branch's calls were still to be answered)
+        await others_answered(run)
     calls = sendable_calls(reply.tool_calls, run.state.call_ids()) if reply.tool_calls else []
     asked_at = run.state._history_length()
     run.state.append("history", _assistant_message(reply, calls, spec.name), origin=f"agent:{spec.name}")
-    results = await _run_calls(run, spec, inst, calls, asked_at) if calls else []
+    results = []
+    if calls:
+        run.open_calls = opened = (asyncio.current_task(), asyncio.Event())
+        try:
+            results = await _run_calls(run, spec, inst, calls, asked_at)
+        finally:
+            run.open_calls = None
+            opened[1].set()
     last = results[-1] if results else None
     response = last.output if last is not None else reply.content
     if "after_response" in spec.hooks:
@@ -181,7 +195,7 @@ async def _run_calls(run: "Run", spec: AgentSpec, inst: Any, calls: list[ToolCal
                 if run.pauses:
                     await run.pause("tool", call.name, call=call)
                 if run.gate_needed():
-                    await run.gate()
+                    await run.gate(before_tool=True)
             finally:
                 run.pending = None
             if pending.approval and pending.decision is None:
@@ -197,7 +211,27 @@ async def _run_calls(run: "Run", spec: AgentSpec, inst: Any, calls: list[ToolCal
         why = f"the budget's {stop.limit} was reached" if isinstance(stop, BudgetStop) else "the run stopped"
         _answer_dangling_calls(run, spec.name, since=asked_at, why=why, origin="runtime", running=running)
         raise
+    except asyncio.CancelledError:  # another branch of a parallel step failed
+        _answer_dangling_calls(run, spec.name, since=asked_at, why="the parallel step it ran in was cancelled",
+                               origin="runtime", running=running)
+        raise
+    except Exception as exc:  # a hook or middleware raised among them: the one that had started did run
+        if not ends_the_run(exc):  # (on_error may recover the turn; a run that ends here is over)
+            _answer_dangling_calls(run, spec.name, since=asked_at, why=f"the turn failed ({describe_error(exc)})",
+                                   origin="runtime", running=running, running_was="gave no result")
+        raise
     return results
+
+
+async def others_answered(run: "Run") -> None:
+    """Until no other branch of a parallel step has tool calls in the history still to be answered.
+    A model call sent meanwhile held calls without their results, which a provider refuses (the run
+    failed, blaming the flow's code for the history), and a reply kept meanwhile came between a call
+    and its result. Its own calls a turn does not wait for."""
+    held = run.open_calls
+    while held is not None and held[0] is not asyncio.current_task():
+        await held[1].wait()
+        held = run.open_calls
 
 
 # A turn's message and summary are built without validation when every value already has its

@@ -192,6 +192,19 @@ async def test_max_tool_calls_stops_between_tool_calls_of_one_turn():
     assert not run.state.history_problems()
 
 
+async def test_a_limit_on_model_calls_lets_the_reply_it_paid_for_run_its_tool_calls():
+    """max_chat_calls=1 and one reply calling two tools: neither ran ("the budget's max_chat_calls was
+    reached"), the output was None, though the limit is on model calls and the reply was in. A reply
+    with no tool call finished the same run normally."""
+    executed: list = []
+    W = _one_turn_of_calls(2, executed)
+    out, events, run = await run_collect(W, budget=Budget(max_chat_calls=1))
+    assert executed == [0, 1]
+    assert not [m for m in run.state.history if m.role == "tool" and m.is_error]
+    assert events[-1].type == "run.end" and events[-1].status == "finished"
+    assert run.ctx.budget.chat_calls == 1
+
+
 async def test_a_run_stopped_before_a_tool_answers_the_calls_it_leaves():
     """Stopped (x) at the pause before a tool, the reply's calls were left unanswered."""
     from flowtui.runtime.control import Controller

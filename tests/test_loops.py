@@ -491,6 +491,56 @@ async def test_parallel_runs_steps_concurrently_on_the_same_ctx():
     assert nodes.index(("node.end", "parallel", "parallel")) < nodes.index(("node.start", "agent", "Join"))
 
 
+import pytest  # noqa: E402
+
+
+@pytest.mark.parametrize("order", ["caller first", "caller last"])
+async def test_a_parallel_branch_calling_a_tool_keeps_the_shared_history_a_conversation(order):
+    """A branch's reply with a tool call joined the history at once, its result only once the tool
+    returned: the other branch's model call, sent in between, held a call without its result (refused:
+    "ConversationError ... fix the code that wrote the history"), or its reply came between the call
+    and its result, and the next step's call was refused."""
+    seen = {}
+
+    async def slow(messages, tools):  # (its reply comes while A's tool runs)
+        seen["B"] = [(x.role, x.tool_call_id) for x in messages]
+        await asyncio.sleep(0.02)
+        return "B-text"
+
+    @tool
+    async def slowtool() -> str:
+        """Slow."""
+        await asyncio.sleep(0.1)
+        return "slow-result"
+
+    @agent(provider=FunctionProvider(lambda m, t: {"content": "", "tool_calls": [{"name": "slowtool", "args": {}}]}),
+           tools=[slowtool])
+    class A:
+        pass
+
+    @agent(provider=FunctionProvider(slow))
+    class B:
+        pass
+
+    @agent(provider=FunctionProvider(lambda m, t: seen.setdefault("C", [(x.role, x.tool_call_id) for x in m])
+                                     and "joined"))
+    class C:
+        pass
+
+    @workflow(steps=[parallel([A, B] if order == "caller first" else [B, A]), C])
+    class W:
+        pass
+
+    out, events, run = await run_collect(W)
+    assert out == "joined"
+    call_id = next(c.id for m in run.state.history for c in m.tool_calls)
+    # each model saw a conversation: every call answered right after it
+    roles = [("user", None), ("assistant", None), ("tool", call_id)]
+    assert seen["B"] in (roles[:1], roles), seen["B"]
+    assert seen["C"] == [*roles, ("assistant", None)], seen["C"]
+    assert [m.content for m in run.state.history if m.role == "assistant"] == ["", "B-text", "joined"]
+
+
 async def test_parallel_inside_a_loop():
     pa, ca = counting("a")
     pb, cb = counting("b")
