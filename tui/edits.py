@@ -329,7 +329,8 @@ class RunEdits:
         if pause is None:
             return
         self.say_fired(pause)
-        if pause.seq > self._checked_at and pause.point == "chat":  # (before a tool, a call waits for its result)
+        # (before a tool, a call waits for its result; an agent's own run() sends its own request, not the history)
+        if pause.seq > self._checked_at and pause.point == "chat" and pause.request is None:
             self._checked_at = pause.seq
             self._check_history()
         self.ask_decision()

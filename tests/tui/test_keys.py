@@ -653,3 +653,64 @@ async def test_a_choice_named_by_a_file_is_drawn_as_written(tmp_path):
         await wait_until(pilot, lambda: isinstance(app.screen, ChoiceDialog), what="the dialog")
         labels = [str(b.label) for b in app.screen.query(Button)]
         assert "x[/]y\\u202e.jsonl [1]" in labels, labels
+
+
+PARALLEL_OWN_RUN = '''
+from flowtui import ChatRequest, FunctionProvider, Message, agent, parallel, tool, workflow
+
+@tool
+async def somar(a: int, b: int) -> int:
+    """Adds.
+
+    Args:
+        a: first
+        b: second
+    """
+    return a + b
+
+def calc(messages, tools):
+    if any(m.role == "tool" for m in messages):
+        return "5"
+    return {"content": "", "tool_calls": [{"name": "somar", "args": {"a": 2, "b": 3}}]}
+
+@agent(provider=FunctionProvider(calc), prompt="calc", tools=[somar])
+class Calc:
+    pass
+
+@agent(provider=FunctionProvider(lambda m, t: "um verso"), prompt="poeta")
+class Poeta:
+    async def run(self, input, ctx):
+        reply = await self.provider.complete(ChatRequest(messages=[Message(role="system", content=self.prompt),
+                                                                  Message(role="user", content="um verso")]))
+        return reply.content
+
+@workflow(steps=[parallel([Calc, Poeta])])
+class W:
+    pass
+'''
+
+
+async def test_a_run_agents_own_request_is_not_said_to_fail_for_the_shared_history(tmp_path):
+    """Paused before the model call an agent's own run() makes (its own two messages), in a parallel
+    step whose other branch had a tool call still to be answered in the shared history: "The history
+    is not a valid conversation ... The next model call will fail", and it went through."""
+    flow = tmp_path / "flow.py"
+    flow.write_text(PARALLEL_OWN_RUN)
+    app = make(str(flow), input="go")
+    async with app.run_test(size=(140, 40)) as pilot:
+        await paused(pilot)
+        open_call = False
+        for _ in range(12):
+            pause = app.client.view.pause
+            history = app.client.view.history
+            if (pause.point, pause.name) == ("chat", "Poeta"):
+                open_call = any(m.tool_calls for m in history) and not any(m.role == "tool" for m in history)
+                break
+            await press_and_pause(pilot, "s")
+        assert (pause.point, pause.name) == ("chat", "Poeta") and open_call  # (what the case is)
+        await pilot.pause(0.3)
+        said = " ".join(str(n.message) + str(n.title) for n in app._notifications)
+        assert "not a valid conversation" not in said, said
+        await pilot.press("c")
+        await ended(pilot)
+        assert app.client.view.status == "finished"
