@@ -80,9 +80,10 @@ class Run:
         self.children = 0  # numbers child runs: <run id>.1, .2, ...
         self.edits = Editor(self)
         self.pending: Any = None  # the PendingCall while paused before a tool
-        # (the task, set when they are): the turn whose tool calls are in the history still to be answered
-        # while it runs them. In a parallel step, other branches wait for it (see turn.others_answered).
-        self.open_calls: tuple[asyncio.Task | None, asyncio.Event] | None = None
+        # (its task, set when they are, its agent, the tools called): the turn whose tool calls are in the
+        # history still to be answered while it runs them. In a parallel step, other branches wait for it
+        # (see turn.others_answered).
+        self.open_calls: tuple[asyncio.Task | None, asyncio.Event, str, list[str]] | None = None
         # (agent, prompt) of the latest run.pause or chat node that carried a prompt: the one
         # "what the model sees" shows (the fold reads the same two events), counted by `count`
         self.next_prompt: tuple[str, str] | None = None

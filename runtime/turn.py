@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import sys
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
@@ -62,7 +63,7 @@ async def run_agent(run: "Run", spec: AgentSpec) -> None:
             recovered = await run.hook(inst.on_error, spec.name, "on_error", (exc, run.ctx))
             if recovered is None:
                 raise
-            await others_answered(run)  # (a parallel branch's calls since are its own, and answered first)
+            await others_answered(run, spec.name)  # (a parallel branch's calls since: answered first)
             scope.status, scope.error = "error", describe_error(exc)
             scope.data["recovered"] = True
             speech = hook_text(inst.on_error, spec.name, "on_error", recovered)
@@ -141,23 +142,25 @@ async def _turn(run: "Run", spec: AgentSpec, inst: Any) -> None:
         new = await run.hook(inst.before_prompt, spec.name, "before_prompt", (prompt, ctx))
         if new is not None:
             prompt = hook_text(inst.before_prompt, spec.name, "before_prompt", new)
-    if run.open_calls is not None:  # (before the pause: what it shows is then the request that goes)
-        await others_answered(run)
-    if run.pauses:
-        await run.pause("chat", spec.name, prompt=prompt)
-    if run.gate_needed():
-        await run.gate()
-    if run.open_calls is not None:
-        await others_answered(run)
+    while True:  # (waited for before the pause, and again after it if another branch asked meanwhile: the
+        # pause shows the request that goes, and the gate sees what the wait let happen)
+        if run.open_calls is not None:
+            await others_answered(run, spec.name)
+        if run.pauses:
+            await run.pause("chat", spec.name, prompt=prompt)
+        if run.gate_needed():
+            await run.gate()
+        if run.open_calls is None or run.open_calls[0] is asyncio.current_task():
+            break
     reply = await call_model(run, spec, build_request(run, spec, prompt), prompt=prompt, built=True)
     if run.open_calls is not None:  # (asked while another branch's calls were still to be answered)
-        await others_answered(run)
+        await others_answered(run, spec.name)
     calls = sendable_calls(reply.tool_calls, run.state.call_ids()) if reply.tool_calls else []
     asked_at = run.state._history_length()
     run.state.append("history", _assistant_message(reply, calls, spec.name), origin=f"agent:{spec.name}")
     results = []
     if calls:
-        run.open_calls = opened = (asyncio.current_task(), asyncio.Event())
+        run.open_calls = opened = (asyncio.current_task(), asyncio.Event(), spec.name, [c.name for c in calls])
         try:
             results = await _run_calls(run, spec, inst, calls, asked_at)
         finally:
@@ -211,9 +214,9 @@ async def _run_calls(run: "Run", spec: AgentSpec, inst: Any, calls: list[ToolCal
         why = f"the budget's {stop.limit} was reached" if isinstance(stop, BudgetStop) else "the run stopped"
         _answer_dangling_calls(run, spec.name, since=asked_at, why=why, origin="runtime", running=running)
         raise
-    except asyncio.CancelledError:  # another branch of a parallel step failed
-        _answer_dangling_calls(run, spec.name, since=asked_at, why="the parallel step it ran in was cancelled",
-                               origin="runtime", running=running)
+    except asyncio.CancelledError:  # another branch of a parallel step failed; a stop's grace ran out
+        _answer_dangling_calls(run, spec.name, since=asked_at, why="its turn was cancelled", origin="runtime",
+                               running=running)
         raise
     except Exception as exc:  # a hook or middleware raised among them: the one that had started did run
         if not ends_the_run(exc):  # (on_error may recover the turn; a run that ends here is over)
@@ -223,14 +226,24 @@ async def _run_calls(run: "Run", spec: AgentSpec, inst: Any, calls: list[ToolCal
     return results
 
 
-async def others_answered(run: "Run") -> None:
+WAIT_SAID_S = 5.0  # a branch waiting this long for another's tool calls says so (it may wait for ever)
+
+
+async def others_answered(run: "Run", waiting: str) -> None:
     """Until no other branch of a parallel step has tool calls in the history still to be answered.
     A model call sent meanwhile held calls without their results, which a provider refuses (the run
     failed, blaming the flow's code for the history), and a reply kept meanwhile came between a call
-    and its result. Its own calls a turn does not wait for."""
-    held = run.open_calls
+    and its result. Its own calls a turn does not wait for. A wait that goes on is said once, on
+    stderr: a tool that waits for what another branch does then waits for ever."""
+    held, said = run.open_calls, False
     while held is not None and held[0] is not asyncio.current_task():
-        await held[1].wait()
+        try:
+            await asyncio.wait_for(held[1].wait(), None if said else WAIT_SAID_S)
+        except asyncio.TimeoutError:
+            said = True
+            print(f"flowtui: {waiting} waits for the tool calls of {held[2]} ({', '.join(held[3])}) to be answered: "
+                  "branches of a parallel step share one history, so a tool that waits for another branch waits "
+                  "for ever (x stops the run)", file=sys.stderr, flush=True)
         held = run.open_calls
 
 

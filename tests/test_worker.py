@@ -11,6 +11,7 @@ import re
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -1077,3 +1078,51 @@ def test_ctrl_c_while_flowtui_itself_starts_stops_with_no_traceback(tmp_path, af
     assert proc.returncode == 2 and "Traceback" not in err, err
     assert re.search(r"flowtui: stopped (\(ctrl-C\) before the run started|while .* was loading \(ctrl-C\); "
                      r"nothing of it ran)", err), err
+
+
+WAITS_FOR_ANOTHER_BRANCH = """
+import asyncio
+from flowtui import FunctionProvider, agent, parallel, tool, workflow
+box = {}
+@tool
+async def espera_b() -> str:
+    '''Waits for what B does.'''
+    box.setdefault("ev", asyncio.Event())
+    await box["ev"].wait()
+    return "B fez"
+@agent(provider=FunctionProvider(lambda m, t: {"content": "", "tool_calls": [{"name": "espera_b", "args": {}}]}),
+       prompt="a", tools=[espera_b])
+class A:
+    pass
+@agent(provider=FunctionProvider(lambda m, t: "B ok"), prompt="b")
+class B:
+    def after_response(self, response, ctx):
+        box.setdefault("ev", asyncio.Event()).set()
+@workflow(steps=[parallel([A, B])])
+class W:
+    pass
+"""
+
+
+def test_a_branch_waiting_for_another_branchs_tool_calls_says_so_and_x_still_stops_it(tmp_path):
+    """Parallel branches wait for each other's tool calls to be answered (they share one history): a tool
+    that waits for another branch then waits for ever, which was a silent hang."""
+
+    flow = tmp_path / "waits.py"
+    flow.write_text(WAITS_FOR_ANOTHER_BRANCH)
+    journal = tmp_path / "run.jsonl"
+    proc = flowtui("run", str(flow), "--input", "x", "--journal", str(journal), cwd=tmp_path)
+    said: list = []
+    reader = threading.Thread(target=lambda: said.extend(proc.stderr), daemon=True)
+    reader.start()
+    deadline = time.monotonic() + HANG
+    while not any("waits for the tool calls of A (espera_b)" in line for line in said):
+        assert time.monotonic() < deadline and proc.poll() is None, said
+        time.sleep(0.1)
+    proc.send_signal(signal.SIGINT)
+    proc.wait(timeout=HANG)
+    reader.join(timeout=HANG)
+    line = next(line for line in said if "waits for the tool calls" in line)
+    assert line.startswith("flowtui: B waits for the tool calls of A (espera_b) to be answered: branches of a "
+                           "parallel step share one history"), line
+    assert journal_events(journal)[-1]["type"] == "run.end"
