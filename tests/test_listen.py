@@ -839,9 +839,10 @@ def test_a_breakpoint_with_no_name_is_refused_naming_the_field(listening):
                  + b'{"id":4,"type":"breakpoint","name":"\\u001b[2J"}\n'
                  + b'{"id":6,"type":"breakpoint","name":"Esc\\u009b2J\\u009b31m"}\n'  # (C1's CSI)
                  + b'{"id":7,"type":"breakpoint","name":"evil\\u202eiveR"}\n'  # (a bidi override)
+                 + b'{"id":8,"type":"breakpoint","name":"Ag\\nent"}\n'
                  + b'{"id":5,"type":"breakpoint","name":"RevisorAgent"}\n')
     got = messages(sock, lambda out: any(m.get("id") == 5 for m in out))
-    *refused, named = (next(m for m in got if m.get("id") == n) for n in (2, 3, 4, 6, 7, 5))
+    *refused, named = (next(m for m in got if m.get("id") == n) for n in (2, 3, 4, 6, 7, 8, 5))
     for reply in refused:
         assert reply["ok"] is False and "name" in reply["error"], reply
         assert "an agent, tool or loop name: not blank, no control or invisible characters" in reply["error"], reply
