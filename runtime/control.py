@@ -147,7 +147,7 @@ class Controller:
                     break
         finally:
             self.paused_s += time.perf_counter() - since
-            self._waiting = ()
+            self._waiting, self._moved = (), None
         self.paused_at = None
         command = moved or self._mode  # (a pause given since: the run pauses at the next pause point)
         emit(RunResume, command=command if command != "run" else "continue")

@@ -482,7 +482,7 @@ async def test_a_lambda_provider_works_and_a_bad_factory_is_named():
         await bootstrap(W2).run("x")
 
 
-async def test_an_error_with_a_huge_message_is_said_cut_once_per_node_it_ends():
+async def test_an_error_with_a_huge_message_is_said_cut_in_each_end_it_is_in():
     """A hook raising an exception with a 10 MB message: 20 MB on flowtui run's stderr and 40 MB of
     journal, the message copied into the end of every node it ended and the run's."""
     class Huge(Exception):

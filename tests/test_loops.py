@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
 from pydantic import BaseModel
 
 from flowtui import (
@@ -489,9 +490,6 @@ async def test_parallel_runs_steps_concurrently_on_the_same_ctx():
     assert {e.parent_id for e in events if e.type == "node.start" and e.kind == "agent" and e.name in "AB"} \
         == {par_id}
     assert nodes.index(("node.end", "parallel", "parallel")) < nodes.index(("node.start", "agent", "Join"))
-
-
-import pytest  # noqa: E402
 
 
 @pytest.mark.parametrize("order", ["caller first", "caller last"])
