@@ -70,7 +70,8 @@ def _cassette_wrap(record: str | Path | None, replay: str | Path | None) -> tupl
     if replay is not None:  # read once (or by the loader, for --replay): a missing file fails before the run
         cassette = replay if isinstance(replay, Cassette) else Cassette.load(replay)
         return (lambda inner: ReplayProvider(cassette, counter=inner)), None
-    recording = Cassette.new(record)  # replaces the file when a run ends, not before
+    recording = record if isinstance(record, Cassette) else Cassette.new(record)  # replaces the file when a run
+    # ends, not before (made by the loader, for --record, before the flow was imported)
     return (lambda inner: RecordingProvider(inner, recording)), recording
 
 

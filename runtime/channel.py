@@ -360,7 +360,8 @@ class Channel:
             nonlocal line, dropped, since, cr, goes_on, lead, told
             if not (line or dropped or lead):
                 since = clock()
-                if goes_on and piece and not piece.startswith(b"\r"):  # the rest of a line said as it stood
+                # the rest of a line said as it stood (or only what was held back of it: a key's start)
+                if goes_on and (piece or told is not None) and not piece.startswith(b"\r"):
                     lead = "…"
                 goes_on = False
             if cr and piece:  # a \r that was no \r\n: the line is written over

@@ -181,6 +181,11 @@ def load_flow(target: str, **bootstrap_config: Any):
             bootstrap_config["replay"] = Cassette.load(replay)
         except ConfigError as exc:
             raise ConfigError(f"--replay: {exc}") from None
+    record = bootstrap_config.get("record")
+    if isinstance(record, (str, Path)):  # made here, its place fixed before the flow's import may change folder
+        from flowtui.runtime.providers.cassette import Cassette
+
+        bootstrap_config["record"] = Cassette.new(record)
     module = load_module(path)
     cls = find_workflow(module, path, name)
     try:

@@ -64,6 +64,8 @@ from flowtui.runtime.spawn import EXIT_FD_CLOSED, STOP_SIGNAL
 
 DEFAULT_GRACE_S = 1.0
 
+START_CWD = os.getcwd()  # the folder the run's process started in (the flow's import may change it)
+
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m flowtui.runtime.worker",
@@ -181,7 +183,10 @@ class Worker:
         if not paused:
             self.controller.resume()
         self.controller.approve.update(approve)
-        self.run = self.app.prepare(input, memory=memory or None, data=data, journal=journal or self.journal,
+        journal = journal or self.journal
+        if journal:  # where the run started, whatever folder the flow's import moved to
+            journal = os.path.join(START_CWD, journal)
+        self.run = self.app.prepare(input, memory=memory or None, data=data, journal=journal,
                                     controller=self.controller, on_event=self.on_event, snapshot=self.snapshot,
                                     resume_from=resume_from, on_divergence=on_divergence, **options)
         self.task = asyncio.ensure_future(self._execute())
