@@ -262,6 +262,10 @@ class Run:
         # One pause at a time: steps running at once (an agent's run() gathering model calls) each
         # wait here for the one before to be moved on, then pause on their own.
         async with self.root.pausing:
+            held = self.open_calls
+            if kind == "chat" and request is None and held is not None and held[0] is not asyncio.current_task():
+                return  # another branch asked for tools while this one waited its turn to pause: the turn waits
+                # for their results, then pauses (what the pause shows is then the request that goes)
             delivered, paused = stream.delivery_s, controller.paused_s
             await controller.checkpoint(point, emit)
             if controller.paused_s != paused:  # what was delivered while paused is in the paused time already

@@ -9,11 +9,13 @@ import pytest
 from pydantic import BaseModel
 
 from flowtui import (
+    Controller,
     FunctionProvider,
     Input,
     State,
     ToolOutput,
     agent,
+    bootstrap,
     called_tool,
     loop,
     parallel,
@@ -23,6 +25,7 @@ from flowtui import (
     was_exhausted,
     workflow,
 )
+from flowtui.runtime.wellformed import problems
 from fakes import call, counting, run_collect, scripted
 
 
@@ -667,3 +670,46 @@ def test_a_bad_brake_is_refused_when_loop_is_called_naming_the_parameter():
             loop([A], name="revisao", **{param: value})
         assert f"revisao(..., {param}={value!r})" in str(info.value)
         assert "math.inf" in str(info.value)
+
+
+async def test_stepping_parallel_branches_pauses_before_a_model_call_only_with_every_call_answered():
+    """Stepped, a branch paused before its model call while the other branch's call waited for its
+    result: the request shown was not the one sent, and the app said the call would fail."""
+    @tool
+    def somar(a: int, b: int) -> int:
+        """Adds.
+
+        Args:
+            a: first
+            b: second
+        """
+        return a + b
+
+    @agent(provider=FunctionProvider(lambda m, t: "5" if any(x.role == "tool" for x in m)
+                                     else {"content": "", "tool_calls": [{"name": "somar", "args": {"a": 2, "b": 3}}]}),
+           tools=[somar])
+    class Calc:
+        pass
+
+    @agent(provider=FunctionProvider(lambda m, t: "um verso"))
+    class Poeta:
+        pass
+
+    @workflow(steps=[parallel([loop([Calc], until=until_answered, max_iterations=3), Poeta])])
+    class W:
+        pass
+
+    ctl = Controller(start_paused=True)
+    run = bootstrap(W).prepare("go", controller=ctl)
+    task = asyncio.ensure_future(run.execute())
+    chat_pauses, seen = [], None
+    while not task.done():
+        await asyncio.sleep(0.001)
+        if ctl.paused and ctl.paused_at is not seen:
+            seen = ctl.paused_at
+            if seen.kind == "chat":
+                chat_pauses.append((seen.name, problems(run.state.history)))
+            ctl.step()
+    await task
+    assert run.status == "finished"
+    assert ("Poeta", []) in chat_pauses and all(found == [] for _, found in chat_pauses), chat_pauses
