@@ -207,9 +207,9 @@ class SetBreakpoint(_Command):
     @field_validator("name")
     @classmethod
     def _a_name(cls, name: str) -> str:  # "", "   " or one with control characters was taken, and never hit
-        from flowtui.runtime.inert import visible  # (C1's CSI, a bidi override: what no terminal may be sent)
+        from flowtui.runtime.inert import is_inert  # (C1's CSI, a bidi override: what no terminal may be sent)
 
-        if not name.strip() or visible(name) != name or any(ord(c) < 0x20 for c in name):  # (a line break, a tab)
+        if not name.strip() or not is_inert(name) or any(ord(c) < 0x20 for c in name):  # (a line break, a tab)
             raise ValueError("an agent, tool or loop name: not blank, no control or invisible characters")
         return name
 

@@ -211,8 +211,6 @@ class Resume:
         """The run a recorded edit was made on: not always the one paused (a person paused in a child
         workflow may edit its parent, and the edit went to the child, which then diverged)."""
         wanted = self.recorded.relative(ev["run_id"])
-        if relative_run(paused.id, self.root_id) == wanted:
-            return paused
         return next((r for r in self.run.runs.values() if relative_run(r.id, self.root_id) == wanted), paused)
 
     def _edit(self, run: "Run", ev: dict[str, Any]) -> None:

@@ -852,18 +852,8 @@ def test_a_flow_that_changes_folder_as_it_is_imported_leaves_its_cassette_and_jo
     """os.chdir at a flow's top level: --record run.jsonl and --journal j.jsonl were both written into the
     folder it moved to, and "cassette: wrote run.jsonl" was said of a file that was not there."""
     (tmp_path / "sub").mkdir()
-    path = write(tmp_path, """
-    import os
-    os.chdir(os.path.join(os.path.dirname(os.path.abspath(__file__)), "sub"))
-
-    @agent(provider=FunctionProvider(lambda m, t: "ok"))
-    class A:
-        pass
-
-    @workflow(steps=[A])
-    class W:
-        pass
-    """)
+    path = write(tmp_path, 'import os\nos.chdir(os.path.join(os.path.dirname(os.path.abspath(__file__)), "sub"))\n'
+                 + OK_FLOW)
     res = flowtui("run", str(path), "--input", "x", "--record", "run.jsonl", "--journal", "j.jsonl", cwd=tmp_path)
     assert res.returncode == 0, res.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == ["flow.py", "j.jsonl", "run.jsonl", "sub"]

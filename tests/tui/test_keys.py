@@ -7,7 +7,7 @@ import time
 from pathlib import Path
 
 import flowcapture
-from conftest import REVIEW, ended, make, paused, press_and_pause, status, types, wait_until
+from conftest import FLOWS, REVIEW, ended, make, paused, press_and_pause, status, types, wait_until
 from textual.command import CommandPalette
 
 from flowtui.tui.screens.dialogs import ConfirmDialog, FirstMessageDialog, HelpScreen, TextDialog
@@ -488,11 +488,9 @@ async def test_load_error_screen_then_r_reloads_after_the_fix(tmp_path):
         assert app.client.view.workflow == "ReviewWorkflow"
 
 
-async def test_quitting_at_a_flow_that_could_not_load_exits_2_as_flowtui_run_does(tmp_path):
+async def test_quitting_at_a_flow_that_could_not_load_exits_2_as_flowtui_run_does():
     """It exited 0: a script starting the app could not tell a flow that never loaded."""
-    flow = tmp_path / "flow.py"
-    flow.write_text("from flowtui import workflow\n\n@workflow(steps=[]\nclass W:\n    pass\n")
-    app = make(str(flow), input="go")
+    app = make(str(FLOWS / "broken_flow.py"), input="go")
     async with app.run_test() as pilot:
         await wait_until(pilot, lambda: isinstance(app.screen, LoadErrorScreen), what="the error screen")
         await pilot.press("q")
