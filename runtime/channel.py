@@ -378,10 +378,14 @@ class Channel:
         def say(partial: bool = False) -> None:
             """Say the line; ``partial``: as it stands, without its end (what comes next goes on with it,
             shown ``…``, or writes it over, shown ``␍``, when it ended with a \r)."""
-            nonlocal line, dropped, cr, goes_on, lead, told
-            text = line.decode("utf-8", "replace") if not dropped else \
-                codecs.getincrementaldecoder("utf-8")("replace").decode(bytes(line), final=False)  # (a cut
-            # character is left out, not said as undecodable)
+            nonlocal line, dropped, since, cr, goes_on, lead, told
+            tail = b""  # a character cut where the line stands: said with the rest, not as two undecodables
+            if partial or dropped:
+                decoder = codecs.getincrementaldecoder("utf-8")("replace")
+                text = decoder.decode(bytes(line), final=False)
+                tail = decoder.getstate()[0] if partial and not dropped else b""  # (cut by LINE_MAX: left out)
+            else:
+                text = line.decode("utf-8", "replace")
             if partial or told is not None:
                 secrets = tuple(self.secrets())
                 told = told or StreamRedactor(words=False)
@@ -394,7 +398,11 @@ class Channel:
             goes_on = partial and not cr and (said or goes_on or lead == "…")
             if not partial:
                 told = None
-            line, dropped, cr, lead = bytearray(), 0, partial and cr, lead if partial and not said else ""
+            line, dropped, cr, lead = bytearray(tail), 0, partial and cr, lead if partial and not said else ""
+            if tail:  # the line goes on from its kept bytes: said a while later, as going on with this
+                since = clock()
+                if goes_on:
+                    lead, goes_on = "…", False
 
         while True:
             waited = None if not (line or dropped) else max(0.0, since + LOG_PARTIAL_S - clock())

@@ -1066,6 +1066,27 @@ def test_a_key_printed_slowly_in_pieces_is_never_said_in_them(tmp_path):
     assert "waiting" in err and "…[redacted]" in err, err  # (a word that begins no key is said as it came)
 
 
+def test_a_character_cut_between_two_pieces_of_a_line_is_said_whole(tmp_path):
+    """A line said as it stood after a pause, cut inside a character (a model's reply streamed a byte
+    at a time), showed that character as two undecodable ones: one at the end of each piece."""
+    flow = tmp_path / "cut.py"
+    flow.write_text(PROGRESS.replace('''        for i in range(1, 4):
+            sys.stderr.write(f"\\rprogress {i}%")
+            sys.stderr.flush()
+        time.sleep(3)  # the bar stays as it is a while: a line without its newline yet
+''', '''        word = "ação pronta".encode()
+        sys.stderr.buffer.write(word[:2]); sys.stderr.flush()  # "a" and the first byte of "ç"
+        time.sleep(1.5)
+        sys.stderr.buffer.write(word[2:] + b"\\n"); sys.stderr.flush()
+'''))
+    proc = flowtui("run", str(flow), "--input", "x", "--no-journal", cwd=tmp_path)
+    out, err = proc.communicate(timeout=HANG)
+    assert proc.returncode == 0, err
+    assert "\ufffd" not in err, err
+    lines = err.splitlines()
+    assert "a" in lines and "…ção pronta" in lines, err  # (said as it stood, then going on with it)
+
+
 @pytest.mark.parametrize("after", [0.15, 0.25])
 def test_ctrl_c_while_flowtui_itself_starts_stops_with_no_traceback(tmp_path, after):
     """ctrl-C while flowtui imports its own modules, or before asyncio's handler is in place: a
