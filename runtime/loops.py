@@ -77,7 +77,7 @@ async def run_loop(run: "Run", spec: LoopSpec) -> None:
             fail_counter.reset(tokens[0])
             loops_var.reset(tokens[1])
             scope.data.update(iterations=done, stopped_by=stopped_by)
-            if stopped_by is not None:
+            if stopped_by not in (None, "exhausted"):  # (exhausted: set before on_exhausted was called)
                 _set_loop(ctx, trusted, shown, iterations=done, exhausted=stopped_by == "exhausted",
                           max_iterations=ceiling, stopped_by=stopped_by)
 

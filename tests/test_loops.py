@@ -189,6 +189,9 @@ async def test_loop_exhausted_at_max_iterations_calls_on_exhausted():
     assert run.ctx.loop.stopped_by == "exhausted"
     assert was_exhausted(run.ctx) is True
     assert events[-1].type == "run.end" and events[-1].status == "finished"
+    # each change of ctx.loop said once: the exhausted value was set twice, one ctx.set the same as the last
+    infos = loop_infos(events)
+    assert [(i["iterations"], i["stopped_by"]) for i in infos] == [(1, None), (2, None), (3, None), (3, "exhausted")]
 
 
 async def test_loop_without_until_runs_to_max_iterations():
