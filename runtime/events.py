@@ -14,6 +14,7 @@ read back from a journal.
 
 from __future__ import annotations
 
+import json
 from functools import cache
 from typing import Annotated, Any, Literal, Union
 
@@ -355,13 +356,16 @@ _FINISHED_SHORT = {"length": "the reply was cut at the model's max_tokens",
 
 
 def end_note(ev: Any) -> str | None:
-    """What a ``node.end`` says beyond ok / error: a model call cut short, a loop stopped by ``max_fails``,
-    an agent's failed turn that its ``on_error`` recovered."""
+    """What a ``node.end`` says beyond ok / error: a model call cut short, a tool call changed on its way to
+    the tool, a loop stopped by ``max_fails``, an agent's failed turn that its ``on_error`` recovered."""
     data = ev.data if isinstance(ev.data, dict) else {}
     if ev.kind == "chat":
         reply = data.get("reply")
         reason = reply.get("finish_reason") if isinstance(reply, dict) else None
         return _FINISHED_SHORT.get(reason) if isinstance(reason, str) else None
+    ran = data.get("ran")
+    if ev.kind == "tool" and isinstance(ran, dict):
+        return f"ran as {ran.get('name')} {json.dumps(ran.get('args'), ensure_ascii=False)}: before_tool or a middleware changed the call"
     if ev.kind == "loop" and data.get("stopped_by") == "fails":
         return "stopped by max_fails: too many tool calls in a row failed"
     if ev.kind == "agent" and data.get("recovered") is True:

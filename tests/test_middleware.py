@@ -126,6 +126,8 @@ async def test_a_tool_middleware_changes_the_arguments_and_retries_a_failure():
     assert executed == ["falha", "de novo"]
     assert tool_results(events) == [("achei de novo", False)]
     assert turns[0]["tool_name"] == "busca" and turns[0]["tool_error"] is False
+    (end,) = [e for e in events if e.type == "node.end" and e.kind == "tool"]
+    assert end.data["ran"] == {"name": "busca", "args": {"q": "de novo"}}  # what reached the tool last
 
 
 async def test_a_model_middleware_changes_the_request_and_the_chat_node_records_it():

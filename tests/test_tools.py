@@ -28,6 +28,7 @@ from flowtui import (
     until_answered,
     workflow,
 )
+from flowtui.runtime.events import end_note
 from fakes import call
 
 
@@ -382,6 +383,12 @@ async def test_before_tool_returning_a_toolcall_replaces_the_call():
     (msg,) = tool_messages(events)
     assert msg.content == "HI THERE!" and msg.is_error is False
     assert msg.tool_call_id == "call_1_0"
+    # the tool's node says the call the tool got, beside the one the model made (it said only the model's)
+    (start,) = [e for e in events if e.type == "node.start" and e.kind == "tool"]
+    (end,) = [e for e in events if e.type == "node.end" and e.kind == "tool"]
+    assert start.data["args"] == {"text": "hi"}
+    assert end.data["ran"] == {"name": "shout", "args": {"text": "hi there"}}
+    assert end_note(end) == 'ran as shout {"text": "hi there"}: before_tool or a middleware changed the call'
 
 
 async def test_before_tool_returning_none_keeps_the_call():
