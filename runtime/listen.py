@@ -415,9 +415,11 @@ class Listener:
             _tell("flowtui: a client took the run over; the one attached before was detached")
 
     def _detached(self, conn: socket.socket) -> None:
+        """The client's end was read (it hung up, or only shut its writing, as ``nc -N`` does): the
+        replies to what it sent still go to it, then it is let go (a client that hung up takes nothing)."""
         sender = self._release(conn)
         if sender is not None:
-            sender.abort()
+            self.worker.owed.then(sender, sender.finish)
 
     def _dropped(self, conn: socket.socket, why: str) -> None:
         if self._release(conn) is not None:

@@ -891,6 +891,20 @@ def test_a_client_that_hung_up_without_detaching_does_not_keep_the_next_one_out(
         second.close()
 
 
+def test_a_client_that_shuts_its_writing_gets_the_replies_to_what_it_sent(listening):
+    """A client that sends its commands and shuts its end (``nc -N``, a script's here-document) got no
+    reply to any of them, although they were carried out: it could not tell which were refused."""
+    proc, port, token = listening
+    sock = socket.create_connection(("127.0.0.1", port), timeout=HANG)
+    sock.sendall(auth(token) + b'{"id":1,"type":"pause"}\n{"id":2,"type":"promote","index":true}\n')
+    sock.shutdown(socket.SHUT_WR)
+    got = messages(sock, lambda out: False)  # all it is sent, to the connection's end
+    assert got[0]["type"] == "hello"
+    (two,) = [r for r in replies(got) if r[0] == 2]
+    assert sorted(r[:2] for r in replies(got)) == [(1, True), (2, False)] and "index" in two[2], replies(got)
+    assert proc.poll() is None  # and the run waits for the next client
+
+
 def test_a_command_cut_short_by_the_connection_ending_is_not_carried_out(listening):
     """A last line without its newline (the client hung up mid-write) was executed, and its reply
     could not arrive: a step nobody saw answered. It is dropped."""
