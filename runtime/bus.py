@@ -62,6 +62,9 @@ class Stream:
         self.lock = threading.RLock()
         self._delivering = False
         self._queued: list[Any] = []
+        # The thread the run runs on: an event from another that says no origin came from a thread the
+        # flow started (the runtime emits from none), whose context holds none of the run's variables.
+        self.thread = threading.get_ident()
         # Time spent handing events to the sinks (a journal redacting and writing a 50 MB result):
         # the debugger's, not the flow's, so node durations leave it out.
         self.delivery_s = 0.0
@@ -167,5 +170,7 @@ class Emitter:
         if "node_id" not in fields:
             fields["node_id"], fields["parent_id"] = current_node.get()
         if "origin" not in fields:
-            fields["origin"] = current_origin.get()
+            origin = fields["origin"] = current_origin.get()
+            if origin == "runtime" and threading.get_ident() != self.stream.thread:
+                fields["origin"] = f"thread:{threading.current_thread().name}"
         return self.stream.emit(cls, self.run_id, fields)

@@ -182,6 +182,31 @@ async def test_threads_changing_state_keep_events_in_the_order_of_the_changes():
     assert view.memory == list(run.state.memory) and len(view.memory) == 600
 
 
+async def test_a_change_from_a_thread_the_flow_started_says_that_thread_as_its_origin():
+    """A thread the flow starts holds none of the run's context: what it changed was said to come from
+    the runtime, as if flowtui itself had done it."""
+    import threading
+
+    @agent(provider=FunctionProvider(lambda messages, tools: "ok"), prompt="p")
+    class A:
+        def after_response(self, response, ctx):
+            helper = threading.Thread(target=lambda: ctx.state.append("memory", "from the helper"),
+                                      name="indexer")
+            helper.start()
+            helper.join()
+            ctx.state.append("memory", "from the hook")
+
+    @workflow(steps=[A])
+    class W:
+        pass
+
+    events: list = []
+    await bootstrap(W).prepare("x", on_event=events.append).execute()
+    said = [(e.item, e.origin) for e in events if e.type == "state.append" and e.bucket == "memory"]
+    assert said == [("from the helper", "thread:indexer"), ("from the hook", "hook:A.after_response")]
+    assert {e.origin for e in events if e.type == "node.start"} == {"runtime"}
+
+
 async def test_a_run_refused_before_it_starts_leaves_no_journal(tmp_path):
     from flowtui import ConfigError
 
