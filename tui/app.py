@@ -424,7 +424,8 @@ class FlowApp(RunCommands, RunEdits, RunWatches, PlainNotify, KeysStayPut, Toler
         for title, help, callback in palette(ACTIONS, self.run_action):
             yield SystemCommand(title, help, callback)
         agents, tools = self.client.step_names()
-        for name in agents + tools:
+        # and a breakpoint set on a name none of them has (a loop, a child's agent it has not called yet)
+        for name in agents + tools + sorted(self.client.breakpoints - {*agents, *tools}):
             state = "remove" if name in self.client.breakpoints else "set"
             yield SystemCommand(shown_markup(f"breakpoint: {state} on {name}"), shown_markup(f"Pause before {name}"),
                                 _bind(self.action_toggle_breakpoint, name))

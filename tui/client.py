@@ -144,10 +144,19 @@ class RunClient:
         return self.hello.workflow if self.hello is not None else self.config.target
 
     def step_names(self) -> tuple[list[str], list[str]]:
-        """The agents and tools of the loaded flow (for breakpoint commands)."""
+        """The agents and tools of the loaded flow, then those of its child workflows the run has
+        called so far (known only once they run), for breakpoint commands."""
         if self.hello is None:
             return [], []
-        return list(self.hello.agents), list(self.hello.tools)
+        agents, tools = list(self.hello.agents), list(self.hello.tools)
+        view = self.view
+        if view is not None and len(view.runs) > 1:
+            known = {*agents, *tools}
+            children = {(node.kind, node.name) for node in view.nodes.values()
+                        if node.run_id != view.run_id and node.kind in ("agent", "tool") and node.name not in known}
+            agents += sorted(name for kind, name in children if kind == "agent")
+            tools += sorted(name for kind, name in children if kind == "tool")
+        return agents, tools
 
     async def begin(self, input: str | None) -> p.Reply:
         """Start the run, paused before its first step."""

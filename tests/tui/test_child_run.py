@@ -59,3 +59,28 @@ async def test_the_node_tree_cursor_on_the_parent_shows_the_parents_panes_until_
         await wait_until(pilot, lambda: app.client.view.memory == [], what="the parent again")
         await press_and_pause(pilot, "s")  # the run moves: the panes follow it (into the child's reply)
         assert app.client.view.focus is None
+
+
+async def test_the_palette_offers_a_breakpoint_on_a_child_workflows_agent_once_it_has_run():
+    """The palette offered the top-level workflow's agents and tools only: a child's agent could be
+    broken on from the node tree (b) but not from the palette, nor its breakpoint removed there."""
+    app = make(CHILD, input="What is ctx.state, in short?")
+    async with app.run_test(size=(140, 40)) as pilot:
+        await inside_the_child(pilot)
+        assert "Researcher" not in app.client.hello.agents  # a child's: known only once it runs
+
+        def commands() -> dict:
+            return {str(c.title): c for c in app.get_system_commands(app.screen)}
+
+        assert "breakpoint: set on Researcher" in commands()
+        commands()["breakpoint: set on Researcher"].callback()
+        await wait_until(pilot, lambda: "Researcher" in app.client.breakpoints, what="the breakpoint set")
+        assert "breakpoint: remove on Researcher" in commands()
+
+
+async def test_a_breakpoint_set_on_a_name_the_run_has_not_met_yet_can_be_removed_from_the_palette():
+    app = make(CHILD, input="What is ctx.state, in short?", breakpoints={"Researcher"})
+    async with app.run_test(size=(140, 40)) as pilot:
+        await paused(pilot)
+        titles = {str(c.title) for c in app.get_system_commands(app.screen)}
+        assert "breakpoint: remove on Researcher" in titles, sorted(t for t in titles if "breakpoint" in t)
