@@ -365,7 +365,8 @@ def end_note(ev: Any) -> str | None:
         return _FINISHED_SHORT.get(reason) if isinstance(reason, str) else None
     ran = data.get("ran")
     if ev.kind == "tool" and isinstance(ran, dict):
-        return f"ran as {ran.get('name')} {json.dumps(ran.get('args'), ensure_ascii=False)}: before_tool or a middleware changed the call"
+        args = json.dumps(ran.get("args"), ensure_ascii=False)
+        return f"ran as {ran.get('name')} {args}: before_tool or a middleware changed the call"
     if ev.kind == "loop" and data.get("stopped_by") == "fails":
         return "stopped by max_fails: too many tool calls in a row failed"
     if ev.kind == "agent" and data.get("recovered") is True:
