@@ -585,6 +585,32 @@ async def test_keys_typed_in_one_burst_with_the_one_that_opens_a_dialog_reach_ne
         assert app.client.view.tasks == []
 
 
+async def test_keys_typed_in_one_burst_in_a_dialog_box_are_applied_in_the_order_typed():
+    """Once a dialog shows, a burst typed in its box (keys arriving in one read: ssh, a key macro) had its
+    letters overtake its editing keys, which Textual runs only after they bubble up to the app:
+    `abc⌫d` saved `abc`, and End ⌫⌫ XYZ on "buy milk" saved `XYZbuy mi`."""
+    from textual import events
+
+    def burst(*keys: str) -> None:
+        for key in keys:
+            app.post_message(events.Key(key, key if len(key) == 1 else None))
+
+    app = make(input="go")
+    async with app.run_test() as pilot:
+        await paused(pilot)
+        await pilot.press("a")
+        await wait_until(pilot, lambda: isinstance(app.screen, TextDialog) and app.screen.is_mounted,
+                         what="the add dialog")
+        await pilot.pause(0.1)
+        burst("a", "b", "c", "backspace", "d", "left", "x", "home", "y", "end", "z")
+        await wait_until(pilot, lambda: len(app.screen.value) >= 5, what="the keys typed")
+        await pilot.pause(0.2)
+        assert app.screen.value == "yabxdz"
+        burst("enter")  # a one-line box: enter saves, in its turn too
+        await wait_until(pilot, lambda: app.client.view.tasks != [], what="the task added")
+        assert app.client.view.tasks == ["yabxdz"]
+
+
 async def test_a_question_is_never_answered_by_a_key_typed_with_the_one_that_asked_it():
     """`r` then `y` in one burst: the `y` was typed before "stop the run and reload?" showed; it stops
     nothing."""

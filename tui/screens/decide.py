@@ -16,6 +16,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Static
 
 from flowtui.tui.shown import shown, shown_head
+from flowtui.tui.widgets.boxes import Box
 
 
 def call_text(call: dict[str, Any]) -> str:
@@ -54,7 +55,7 @@ class DecideDialog(ModalScreen[str | None]):
             yield Label(Text.assemble("Tool call waiting for approval: ", (name, "bold"), who), classes="dialog-title")
             with VerticalScroll(id="decide-args"):
                 yield Static(Text(shown(call_text(self.call))), id="decide-call")
-            yield Input(placeholder="Reason, if you deny it (the model reads it); enter denies", id="decide-reason",
+            yield Box(placeholder="Reason, if you deny it (the model reads it); enter denies", id="decide-reason",
                         select_on_focus=False)  # tab into it after typing: what was typed stays
             yield Static("", id="dialog-error")
             with Horizontal(classes="dialog-buttons"):

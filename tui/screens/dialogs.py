@@ -16,6 +16,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Static, TextArea
 
 from flowtui.tui.shown import shown, shown_markup, unshown
+from flowtui.tui.widgets.boxes import Area, Box
 
 
 def _no_blink(screen: ModalScreen) -> None:
@@ -40,7 +41,7 @@ class FirstMessageDialog(ModalScreen[str | None]):
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog"):
             yield Label(Text.assemble("First message for ", (shown(self.workflow), "bold")), classes="dialog-title")
-            yield Input(placeholder="What should the flow work on?", id="first-input")
+            yield Box(placeholder="What should the flow work on?", id="first-input")
             with Horizontal(classes="dialog-buttons"):
                 yield Button("Start", variant="primary", id="first-start")
                 yield Button("No input", id="first-none")
@@ -58,7 +59,7 @@ class FirstMessageDialog(ModalScreen[str | None]):
         self.dismiss(None)
 
 
-class OneLineInput(Input):
+class OneLineInput(Box):
     """A one-line box that hands a paste of several lines to its dialog as :class:`Lines` (an Input
     keeps a paste's first line only, dropping the rest without a word)."""
 
@@ -107,10 +108,10 @@ class TextDialog(ModalScreen[str | None]):
             yield Label(Text(shown(self.title_text)), classes="dialog-title")
             # Credentials are shown as [redacted]; saving puts back the ones left untouched.
             if self.single_line:
-                yield (OneLineInput if self.lines_ok else Input)(shown(self.text), id="dialog-input",
+                yield (OneLineInput if self.lines_ok else Box)(shown(self.text), id="dialog-input",
                                                                  select_on_focus=self.cursor is None)
             else:
-                yield TextArea(shown(self.text), id="dialog-text", soft_wrap=True, show_line_numbers=False)
+                yield Area(shown(self.text), id="dialog-text", soft_wrap=True, show_line_numbers=False)
             yield Static("", id="dialog-error")
             if self.hint:
                 yield Static(Text(self.hint, "dim"), id="dialog-hint")
@@ -128,7 +129,7 @@ class TextDialog(ModalScreen[str | None]):
     async def _grow(self, message: OneLineInput.Lines) -> None:
         """Several lines pasted: the one-line box gives way to a text area holding them all."""
         box = self.query_one(OneLineInput)
-        area = TextArea(message.text, id="dialog-text", soft_wrap=True, show_line_numbers=False)
+        area = Area(message.text, id="dialog-text", soft_wrap=True, show_line_numbers=False)
         await self.query_one("#text-dialog").mount(area, before=box)
         await box.remove()
         self.single_line = False
