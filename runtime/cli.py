@@ -435,7 +435,7 @@ def main_run(argv: list[str]) -> int:
     except SystemExit as exc:
         if isinstance(exc.code, str):
             say(exc.code)
-        return 2
+        return 0 if exc.code == 0 else 2  # (--help: 0)
     if args.listen is None and (args.token is not None or args.listen_public):  # it would be ignored
         say(f"flowtui: {'--token' if args.token is not None else '--listen-public'} is for a served run: give "
             "--listen HOST:PORT too, or leave it out")

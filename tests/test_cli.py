@@ -858,3 +858,12 @@ def test_a_flow_that_changes_folder_as_it_is_imported_leaves_its_cassette_and_jo
     assert res.returncode == 0, res.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == ["flow.py", "j.jsonl", "run.jsonl", "sub"]
     assert list((tmp_path / "sub").iterdir()) == []
+
+
+@pytest.mark.parametrize("command", [["--help"], ["run", "--help"], ["run", "-h"], ["replay", "--help"],
+                                     ["diff", "--help"], ["attach", "--help"]])
+def test_help_is_printed_on_stdout_and_exits_0(command):
+    """`flowtui run --help` printed its help and exited 2, as for a mistake: a script probing it failed."""
+    proc = flowtui(*command)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("usage: flowtui") and proc.stderr == ""
