@@ -207,9 +207,8 @@ def workflow(_target: Any = None, /, *, steps: list[Any] = _REQUIRED, state: typ
         if not steps_:
             raise ConfigError(f"@workflow {cls.__name__}: steps=[...] is empty; give it the agents it runs, in "
                               "order: steps=[MyAgent]")
-        if state is not None and not isinstance(state, type):
-            raise ConfigError(f"@workflow {cls.__name__}: state= takes the state's class, not an instance "
-                              f"({type(state).__name__}(...)); write state={type(state).__name__}")
+        if state is not None and (not isinstance(state, type) or state.__module__ == "builtins"):
+            raise ConfigError(f"@workflow {cls.__name__}: {_state_advice(state)}")
         for mw in middlewares:
             check_middleware(mw, where=f"@workflow(middlewares=[...]) of {cls.__name__}")
         if budget is not None and not isinstance(budget, Budget):
@@ -222,6 +221,19 @@ def workflow(_target: Any = None, /, *, steps: list[Any] = _REQUIRED, state: typ
         return cls
 
     return wrap
+
+
+def _state_advice(state: Any) -> str:
+    """What to write for a ``state=`` that is no state class: an instance, or a built-in type (``dict``
+    has no fields to declare, so ``s.n`` fails the first hook that reads it)."""
+    kind = state if isinstance(state, type) else type(state)
+    if kind.__module__ != "builtins":
+        return f"state= takes the state's class, not an instance ({kind.__name__}(...)); write state={kind.__name__}"
+    fields = "".join(f"\n    {key}: {type(value).__name__} = {value!r}" for key, value in state.items()
+                     if isinstance(key, str) and key.isidentifier()) if isinstance(state, dict) else ""
+    given = kind.__name__ if isinstance(state, type) else f"a {kind.__name__} ({state!r:.40})"
+    return (f"state= takes a class that declares the workflow's fields, not {given}; declare one and give it:"
+            f"\n  class MyState(BaseModel):{fields or chr(10) + '    rounds: int = 0'}\n  @workflow(state=MyState, ...)")
 
 
 # Every @workflow class defined in this process (while it lives): what a watchpoint may name as

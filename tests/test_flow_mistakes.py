@@ -64,6 +64,12 @@ WORKFLOW = "@workflow(steps=[A])\nclass W:\n    pass\n"
     ("from pydantic import BaseModel\nclass S(BaseModel):\n    n: int\n" + AGENT + "class A:\n    pass\n"
      "@workflow(state=S(n=1), steps=[A])\nclass W:\n    pass\n",
      r"@workflow W: state= takes the state's class, not an instance \(S\(...\)\); write state=S"),
+    # a dict, or dict itself, has no fields to declare: state=dict loaded, and the first s.n failed the run
+    (AGENT + "class A:\n    pass\n@workflow(state={'n': 0}, steps=[A])\nclass W:\n    pass\n",
+     r"@workflow W: state= takes a class that declares the workflow's fields, not a dict \(\{'n': 0\}\); declare "
+     r"one and give it:\n  class MyState\(BaseModel\):\n    n: int = 0\n  @workflow\(state=MyState, ...\)"),
+    (AGENT + "class A:\n    pass\n@workflow(state=dict, steps=[A])\nclass W:\n    pass\n",
+     r"@workflow W: state= takes a class that declares the workflow's fields, not dict; declare one"),
     ("from pydantic import BaseModel\nclass S(BaseModel):\n    n: int\n" + AGENT + "class A:\n    pass\n"
      "@workflow(state=S, steps=[A])\nclass W:\n    pass\n",
      r"flow.py:\d+: W: @workflow\(state=S\): state class S must be constructible with no arguments, and is not "
