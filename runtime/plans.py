@@ -316,10 +316,14 @@ def hook_lookalikes(plans: Plans) -> list[str]:
 
     notes = []
     for cls, aspec in plans.agent_specs.items():
+        if aspec.prompt_file is None and _path_like(aspec.prompt):  # sent as it is: the model reads a path
+            notes.append(f"{_at(cls)}agent {aspec.name}: prompt={aspec.prompt!r} is sent as the prompt's text; a "
+                         "file is read when the path begins with ./ or ../ or ends in .md or .txt (or is a Path): "
+                         f"write prompt='./{aspec.prompt.removeprefix('/')}' if it is one")
         for t in aspec.tools:
             if not str(t.description or "").strip():  # the model is told only a name: it guesses when to call it
-                notes.append(f"agent {aspec.name}: tool {t.name} has no description, so the model sees only its "
-                             f"name; give it a docstring or description=")
+                notes.append(f"{_at(t.target)}agent {aspec.name}: tool {t.name} has no description, so the model "
+                             f"sees only its name; give it a docstring or description=")
         ignored = [h for h in HOOKS if h in aspec.hooks] if aspec.takes_over else []
         if ignored:  # run() takes the whole turn over: no hook of the turn is called around it
             notes.append(f"agent {aspec.name}: run() takes the turn over, so {', '.join(ignored)} "
@@ -334,6 +338,18 @@ def hook_lookalikes(plans: Plans) -> list[str]:
                 notes.append(f"{at}agent {aspec.name}: {name} is no hook flowtui calls; did you mean {close[0]}? "
                              f"(the hooks: {', '.join(HOOKS)})")
     return notes
+
+
+def _path_like(prompt: str) -> bool:
+    """A prompt of one word that names a file (``prompts/helper``, ``helper.prompt``), not a sentence."""
+    return 0 < len(prompt) < 256 and not any(c.isspace() for c in prompt) and \
+        ("/" in prompt or re.search(r"\w\.[A-Za-z]\w{0,7}$", prompt) is not None)
+
+
+def _at(obj: Any) -> str:
+    """``file:line: `` of where ``obj`` is written, as a load error says it (or nothing)."""
+    file, line = where(obj)
+    return f"{shown_path(file)}:{line}: " if file and line else ""
 
 
 def model_not_applied(plans: Plans, model: str | None) -> list[str]:

@@ -216,8 +216,33 @@ def test_a_tool_with_no_description_is_noted(tmp_path):
                  "    pass\n" + WORKFLOW)
     res = flowtui("run", str(path), "--input", "x")
     assert res.returncode == 0, res.stderr
-    assert "agent A: tool lookup has no description, so the model sees only its name; give it a docstring" \
-        in res.stderr
+    assert "flow.py:2: agent A: tool lookup has no description, so the model sees only its name; give it a " \
+           "docstring" in res.stderr, res.stderr  # (where it is written, as the other notes say)
+
+
+@pytest.mark.parametrize("prompt", ["prompts/helper.prompt", "prompts/helper", "helper.prompt"])
+def test_a_prompt_that_names_a_file_flowtui_does_not_read_is_noted(tmp_path, prompt):
+    """prompt='prompts/helper.prompt' (no ./, no .md) was sent to the model as the prompt's text: the
+    path, unsaid."""
+    (tmp_path / "prompts").mkdir()
+    (tmp_path / "prompts" / "helper.prompt").write_text("You help.")
+    path = write(tmp_path, f"@agent(provider=FunctionProvider(lambda m, t: 'ok'), prompt={prompt!r})\nclass A:\n"
+                 "    pass\n" + WORKFLOW)
+    res = flowtui("run", str(path), "--input", "x", "--no-journal")
+    assert res.returncode == 0, res.stderr
+    assert f"flow.py:2: agent A: prompt={prompt!r} is sent as the prompt's text; a file is read when the path " \
+           f"begins with ./ or ../ or ends in .md or .txt (or is a Path): write prompt='./{prompt}' if it is " \
+           "one" in res.stderr, res.stderr
+
+
+@pytest.mark.parametrize("prompt", ["Summarize.", "You are terse.", "v1.2", "e.g.", "./prompts/helper.prompt"])
+def test_a_prompt_of_words_or_a_file_read_is_not_noted(tmp_path, prompt):
+    (tmp_path / "prompts").mkdir()
+    (tmp_path / "prompts" / "helper.prompt").write_text("You help.")
+    path = write(tmp_path, f"@agent(provider=FunctionProvider(lambda m, t: 'ok'), prompt={prompt!r})\nclass A:\n"
+                 "    pass\n" + WORKFLOW)
+    res = flowtui("run", str(path), "--input", "x", "--no-journal")
+    assert res.returncode == 0 and "prompt=" not in res.stderr, res.stderr
 
 
 def test_a_provider_of_the_flows_own_that_returns_no_reply_is_named(tmp_path):
