@@ -94,8 +94,9 @@ def comparable(ev: dict[str, Any], run: str, path: tuple[str, ...]) -> dict[str,
         out["totals"] = _without(out.get("totals"), "elapsed_s")
     elif t in ("node.start", "node.end") and isinstance(out.get("data"), dict):
         data = dict(out["data"])
-        if out.get("kind") == "loop":  # (see _CEILING)
+        if out.get("kind") == "loop":  # (see _CEILING; whether it has an until shows in what follows too)
             data.pop("max_iterations", None)
+            data.pop("until", None)
         if "totals" in data:
             data["totals"] = _without(data["totals"], "elapsed_s")
         for key in ("request", "sent_request"):

@@ -357,7 +357,7 @@ _FINISHED_SHORT = {"length": "the reply was cut at the model's max_tokens",
 
 def end_note(ev: Any) -> str | None:
     """What a ``node.end`` says beyond ok / error: a model call cut short, a tool call changed on its way to
-    the tool, a loop stopped by ``max_fails``, an agent's failed turn that its ``on_error`` recovered."""
+    the tool, a loop stopped by ``max_fails`` or at ``max_iterations``, an agent's failed turn that its ``on_error`` recovered."""
     data = ev.data if isinstance(ev.data, dict) else {}
     if ev.kind == "chat":
         reply = data.get("reply")
@@ -369,6 +369,10 @@ def end_note(ev: Any) -> str | None:
         return f"ran as {ran.get('name')} {args}: before_tool or a middleware changed the call"
     if ev.kind == "loop" and data.get("stopped_by") == "fails":
         return "stopped by max_fails: too many tool calls in a row failed"
+    if ev.kind == "loop" and data.get("stopped_by") == "exhausted":
+        n = data.get("iterations")
+        ran = f"{n} iteration{'s' * (n != 1)}" if isinstance(n, int) else "its iterations"
+        return f"stopped at max_iterations: {ran}" + (", until never held" if data.get("until") else "")
     if ev.kind == "agent" and data.get("recovered") is True:
         return "recovered by on_error: what it returned is the agent's answer"
     return None

@@ -114,8 +114,15 @@ class Resume:
         # there. After the prefix the run pauses there again, not at a pause point the recorded run went past
         # without pausing on its way to it (n: the end of a loop iteration, on the way to the next agent).
         self.pause_at: tuple[str, str, str] | None = None
+        loops: dict[str, Any] = {}  # run id -> its last ctx.loop recorded
         for ev in self.recorded.events:
             t = ev["type"]
+            if t == "ctx.set" and ev.get("name") == "loop" and ev.get("origin") == "runtime":
+                value = ev.get("value")
+                if isinstance(value, dict) and value.get("stopped_by") == "exhausted" \
+                        and loops.get(ev["run_id"]) == value:
+                    continue  # an older flowtui said an exhausted loop's last ctx.loop twice
+                loops[ev["run_id"]] = value
             if t == "run.end" and ev.get("status") == "stopped" and isinstance(ev.get("reason"), str) \
                     and not self.recorded.relative(ev["run_id"]):
                 self.stopped_because = ev["reason"]

@@ -811,6 +811,26 @@ async def test_the_tree_says_a_reply_cut_short_and_a_loop_its_tools_failed():
         "✓  (stopped by max_fails: too many tool calls in a row failed)"), lines
 
 
+async def test_the_tree_says_a_loop_that_ran_out_of_iterations():
+    """A loop whose until never held, stopped at its max_iterations, was drawn ✓ like one until ended:
+    headless, only --json's stopped_by said so."""
+    from flowtui import FunctionProvider, agent, loop, workflow
+
+    @agent(provider=FunctionProvider(lambda m, t: "ok"), prompt="p")
+    class A:
+        pass
+
+    @workflow(steps=[loop(steps=[A], until=lambda ctx: False, max_iterations=3, name="tries"),
+                     loop(steps=[A], until=lambda ctx: True, max_iterations=3, name="once")])
+    class W:
+        pass
+
+    lines = await tree_of(W)
+    assert [line for line in lines if "◂ tries" in line or "◂ loop tries" in line][0].endswith(
+        "✓  (stopped at max_iterations: 3 iterations, until never held)"), lines
+    assert [line for line in lines if "◂ once" in line or "◂ loop once" in line][0].endswith("✓"), lines
+
+
 def test_a_workflow_named_like_a_path_journals_inside_the_journal_folder(tmp_path):
     """@workflow(name="../../x") wrote its journal outside .flowtui/runs; a name holding "/" stopped every
     run (no such folder); one holding an escape sequence made a file name a terminal would act on."""

@@ -259,6 +259,32 @@ def test_a_loop_ceiling_raised_past_what_the_loop_used_reexecutes_and_one_lowere
     assert "■ stopped (diverged" not in res.stderr  # the report says it, once
 
 
+def test_a_journal_of_an_older_flowtui_with_an_exhausted_loop_reexecutes(tmp_path):
+    """An older flowtui said an exhausted loop's last ctx.loop twice, and its loops' events had no `until`:
+    its journals are re-executed without a divergence there."""
+    flow = tmp_path / "ex.py"
+    flow.write_text("from flowtui import FunctionProvider, agent, loop, workflow\n"
+                    "@agent(provider=FunctionProvider(lambda m, t: 'ok'), prompt='p')\nclass A:\n    pass\n"
+                    "@agent(provider=FunctionProvider(lambda m, t: 'fim'), prompt='p')\nclass B:\n    pass\n"
+                    "@workflow(steps=[loop([A], max_iterations=2), B])\nclass W:\n    pass\n")
+    journal = tmp_path / "run.jsonl"
+    res = flowtui("run", str(flow), "--input", "x", "--journal", str(journal), cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    older = []
+    for ev in lines(journal):  # as the older flowtui wrote it
+        if ev["type"] in ("node.start", "node.end") and ev.get("kind") == "loop":
+            assert ev["data"].pop("until") is False
+        older.append(ev)
+        if ev["type"] == "ctx.set" and ev["name"] == "loop" and ev["value"]["stopped_by"] == "exhausted":
+            older.append(dict(ev))
+    for seq, ev in enumerate(older, 1):
+        ev["seq"] = seq
+    journal.write_text("".join(json.dumps(ev) + "\n" for ev in older))
+    res = flowtui("run", str(flow), "--resume-from", str(journal), "--no-journal", cwd=tmp_path)
+    assert res.returncode == 0 and "diverged" not in res.stderr, res.stderr
+    assert res.stdout == "fim\n"
+
+
 def test_a_field_only_the_journal_has_is_said_apart_from_the_value_and_as_absent_now(tmp_path):
     """A ctx.set with a key x beside its value read 'ctx.turnx: recorded 1, now "(none)"': the field glued to
     the name, and the absence quoted as if it were the text "(none)"."""
