@@ -887,3 +887,12 @@ def test_help_is_printed_on_stdout_and_exits_0(command):
     proc = flowtui(*command)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.startswith("usage: flowtui") and proc.stderr == ""
+
+
+def test_a_run_without_input_says_it_starts_with_no_user_message(tmp_path):
+    """The app asks for the first message; headless, a forgotten --input ran the flow on no message, unsaid."""
+    proc = flowtui("run", str(ROOT / "flows/revisao.py"), "--no-journal", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "flowtui: no --input: the run starts with no user message (give --input TEXT for one)" in proc.stderr
+    proc = flowtui("run", str(ROOT / "flows/revisao.py"), "--no-journal", "--input", "x", cwd=tmp_path)
+    assert proc.returncode == 0 and "--input" not in proc.stderr, proc.stderr
