@@ -76,9 +76,9 @@ def load_module(path: Path) -> Any:
     except SyntaxError as exc:
         sys.modules.pop(name, None)
         if exc.filename and Path(exc.filename).resolve() != file:  # in a module the flow imports: that one
-            raise FlowLoadError(f"syntax error: {exc.msg}{_imported_by(exc, path, file)}",
+            raise FlowLoadError(f"{_syntax(exc)}{_imported_by(exc, path, file)}",
                                 file=shown_path(exc.filename), line=exc.lineno) from None
-        raise FlowLoadError(f"syntax error: {exc.msg}", file=str(path), line=exc.lineno) from None
+        raise FlowLoadError(_syntax(exc), file=str(path), line=exc.lineno) from None
     except FlowLoadError as exc:
         sys.modules.pop(name, None)
         if exc.file and Path(exc.file).resolve() == file:
@@ -115,6 +115,19 @@ def load_module(path: Path) -> Any:
                                 line=line) from exc
         raise FlowLoadError(message, file=str(path), line=line) from exc  # --debug shows the flow's own traceback
     return module
+
+
+def _syntax(exc: SyntaxError) -> str:
+    """A syntax error as Python shows it: the line, and a caret under where it was found."""
+    said = f"syntax error: {exc.msg}"
+    if "codec can't decode" in exc.msg:  # a file saved in Latin-1 or cp1252
+        return said + "; save the file as UTF-8"
+    text = exc.text.rstrip("\r\n") if isinstance(exc.text, str) else ""
+    if not text.strip() or len(text) > 200 or exc.offset is None:
+        return said
+    shown = text.lstrip()  # (without its indent; a tab inside it as one space, so the caret stays under it)
+    column = exc.offset - (len(text) - len(shown))
+    return f"{said} (column {exc.offset})\n    {shown.replace(chr(9), ' ')}\n    {' ' * max(column - 1, 0)}^"
 
 
 def _imported_by(exc: BaseException, path: Path, file: Path) -> str:

@@ -896,3 +896,17 @@ def test_a_run_without_input_says_it_starts_with_no_user_message(tmp_path):
     assert "flowtui: no --input: the run starts with no user message (give --input TEXT for one)" in proc.stderr
     proc = flowtui("run", str(ROOT / "flows/revisao.py"), "--no-journal", "--input", "x", cwd=tmp_path)
     assert proc.returncode == 0 and "--input" not in proc.stderr, proc.stderr
+
+
+def test_a_syntax_error_shows_its_line_and_where_in_it_and_a_latin1_file_is_told_to_be_utf8(tmp_path):
+    """`flow.py:3: syntax error: invalid syntax` said neither the line nor where in it, which Python shows;
+    a file saved in Latin-1 got the codec's words only."""
+    path = write(tmp_path, "class A:\n\tdef f(self):\n\t\treturn 1 +\n")
+    res = flowtui("run", str(path))
+    assert res.returncode == 2
+    assert "flow.py:4: syntax error: invalid syntax (column 13)\n    return 1 +\n              ^\n" in res.stderr, \
+        res.stderr
+    path.write_bytes(b"x = \"caf\xe9\"\n")
+    res = flowtui("run", str(path))
+    assert res.returncode == 2 and "codec can't decode" in res.stderr
+    assert res.stderr.rstrip().endswith("; save the file as UTF-8"), res.stderr
