@@ -169,7 +169,13 @@ def tool(target: Any = None, /, *, name: str | None = None, description: str = "
                               f"reads about the tool, not {type(description).__name__} {description!r:.60}")
         if isinstance(obj, type):
             if not callable(getattr(obj, "execute", None)):
-                raise ConfigError(f"@tool class {obj.__name__} has no execute() method")
+                from difflib import get_close_matches
+
+                methods = [n for n, v in vars(obj).items() if callable(v) and not n.startswith("__")]
+                close = get_close_matches("execute", methods, n=1, cutoff=0.7)
+                raise ConfigError(f"@tool class {obj.__name__} has no execute() method"
+                                  + (f"; did you mean {close[0]}? rename it execute" if close else
+                                     ": flowtui calls execute(self, ...) with the model's arguments"))
             check_returns(obj.execute, f"@tool class {obj.__name__}: execute", "the result (a str, or a value "
                            "made JSON)")
             spec = ToolSpec(target=obj, form="class", name=name or obj.__name__,

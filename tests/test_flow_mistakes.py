@@ -64,6 +64,11 @@ WORKFLOW = "@workflow(steps=[A])\nclass W:\n    pass\n"
     ("from pydantic import BaseModel\nclass S(BaseModel):\n    n: int\n" + AGENT + "class A:\n    pass\n"
      "@workflow(state=S(n=1), steps=[A])\nclass W:\n    pass\n",
      r"@workflow W: state= takes the state's class, not an instance \(S\(...\)\); write state=S"),
+    # a tool class whose execute is misspelled, or missing
+    ('@tool\nclass Busca:\n    """Busca."""\n    def exectue(self, q: str) -> str:\n        return q\n',
+     r"flow.py:\d+: @tool class Busca has no execute\(\) method; did you mean exectue\? rename it execute"),
+    ('@tool\nclass Busca:\n    """Busca."""\n',
+     r"@tool class Busca has no execute\(\) method: flowtui calls execute\(self, ...\) with the model's arguments"),
     # a dict, or dict itself, has no fields to declare: state=dict loaded, and the first s.n failed the run
     (AGENT + "class A:\n    pass\n@workflow(state={'n': 0}, steps=[A])\nclass W:\n    pass\n",
      r"@workflow W: state= takes a class that declares the workflow's fields, not a dict \(\{'n': 0\}\); declare "
