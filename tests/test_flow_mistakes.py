@@ -305,6 +305,16 @@ def test_a_provider_class_that_cannot_be_made_names_the_agent(tmp_path):
                      r"ScriptedProvider: no such replies file: .*nope.replies.toml", res.stderr), res.stderr
 
 
+def test_a_scripted_reply_given_as_a_string_is_told_to_be_a_list(tmp_path):
+    """ScriptedProvider("APROVADO") was said to be no such replies file, nothing more."""
+    path = write(tmp_path, "from flowtui import ScriptedProvider\n"
+                 "@agent(provider=ScriptedProvider('APROVADO'), prompt='p')\nclass A:\n    pass\n" + WORKFLOW)
+    res = flowtui("run", str(path), "--input", "x")
+    assert res.returncode == 2, res.stderr
+    assert re.search(r"ScriptedProvider: no such replies file: .*APROVADO; a string is the path of a TOML file: "
+                     r"for one reply, give a list: \['APROVADO'\]", res.stderr), res.stderr
+
+
 def test_one_of_flowtuis_provider_classes_given_unmade_names_where_the_agent_is(tmp_path):
     """provider=FunctionProvider (the class, its handler not given) named the agent but not where it is."""
     path = write(tmp_path, "from flowtui import FunctionProvider\n@agent(provider=FunctionProvider, prompt='p')\n"

@@ -50,7 +50,10 @@ def _loaded(source: Any, *, base: Path | None, who: str) -> list[Any] | dict[str
         try:
             data = tomllib.loads(path.read_bytes().decode("utf-8-sig"))  # (a BOM, as Notepad saves: not TOML's)
         except FileNotFoundError:
-            raise ConfigError(f"{who} no such replies file: {path.resolve()}") from None
+            text = isinstance(source, str) and not source.endswith(".toml") and ("/" not in source or " " in source)
+            raise ConfigError(f"{who} no such replies file: {path.resolve()}" + (  # a reply given as a string
+                f"; a string is the path of a TOML file: for one reply, give a list: [{source!r:.60}]"
+                if text else "")) from None
         except IsADirectoryError:
             raise ConfigError(f"{who} {path}: is a folder, not a TOML replies file") from None
         except UnicodeDecodeError:
