@@ -392,7 +392,12 @@ def script_gaps(plans: Plans) -> list[str]:
 
     from flowtui.runtime.providers.scripted import ScriptedProvider
 
+    from flowtui.runtime.providers.replies import split_reply
+
     notes = []
+    users: dict[int, int] = {}  # id of a provider -> how many agents it answers
+    for aspec in plans.agent_specs.values():
+        users[id(aspec.provider)] = users.get(id(aspec.provider), 0) + 1
     for aspec in plans.agent_specs.values():
         p = aspec.provider
         replies = getattr(p, "_replies", None) if isinstance(p, ScriptedProvider) else None
@@ -401,6 +406,17 @@ def script_gaps(plans: Plans) -> list[str]:
             notes.append(f"agent {aspec.name}: its ScriptedProvider has no replies for {aspec.name} (it has: "
                          f"{', '.join(sorted(replies)) or 'none'}){f'; did you mean {close[0]}?' if close else '.'}"
                          f" Its first model call will fail")
+        # its own replies (a list shared by several agents may be meant for another): a call of a tool it lacks
+        own = replies.get(aspec.name) if isinstance(replies, dict) else replies if users[id(p)] == 1 else None
+        tools = sorted(t.name for t in aspec.tools)
+        for i, reply in enumerate(own if isinstance(own, list) else ()):
+            for call in split_reply(reply, where="")[1]:
+                if call["name"] not in tools:
+                    close = get_close_matches(call["name"], tools, n=1)
+                    notes.append(f"agent {aspec.name}: its scripted reply {i + 1} calls tool {call['name']}, which "
+                                 f"{aspec.name} does not have (its tools: {', '.join(tools) or 'none'})"
+                                 f"{f'; did you mean {close[0]}?' if close else '.'} The model would be told "
+                                 "there is no such tool")
     return notes
 
 

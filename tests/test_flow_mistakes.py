@@ -214,6 +214,18 @@ def test_scripted_replies_under_no_agents_name_are_noted_at_load(tmp_path):
            "Its first model call will fail" in res.stderr, res.stderr
 
 
+def test_a_scripted_reply_calling_a_tool_the_agent_lacks_is_noted_at_load(tmp_path):
+    """Replies' agent names were checked at load, their tool calls not: a misspelled tool was told to the
+    model as unknown, the run exit 0."""
+    path = write(tmp_path, "from flowtui import ScriptedProvider\n@tool(description='Saldo.')\n"
+                 "def saldo(conta: str) -> str:\n    return '10'\n"
+                 "@agent(provider=ScriptedProvider({'A': [{'tool_calls': [{'name': 'sald', 'args': {}}]}, 'fim']}), "
+                 "prompt='p', tools=[saldo])\nclass A:\n    pass\n" + WORKFLOW)
+    res = flowtui("run", str(path), "--input", "x")
+    assert "agent A: its scripted reply 1 calls tool sald, which A does not have (its tools: saldo); did you mean " \
+           "saldo? The model would be told there is no such tool" in res.stderr, res.stderr
+
+
 def test_a_tool_with_no_description_is_noted(tmp_path):
     """A tool with no docstring was sent with description '': the model sees only its name, unsaid."""
     path = write(tmp_path, "@tool\ndef lookup(q: str) -> str:\n    return q\n"
