@@ -910,3 +910,10 @@ def test_a_syntax_error_shows_its_line_and_where_in_it_and_a_latin1_file_is_told
     res = flowtui("run", str(path))
     assert res.returncode == 2 and "codec can't decode" in res.stderr
     assert res.stderr.rstrip().endswith("; save the file as UTF-8"), res.stderr
+
+
+def test_version_is_said():
+    from importlib.metadata import version
+
+    proc = flowtui("--version")
+    assert proc.returncode == 0 and proc.stdout == f"flowtui {version('flowtui')}\n", proc

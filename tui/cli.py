@@ -30,7 +30,17 @@ def build_parser() -> argparse.ArgumentParser:
                "debugs a run served by `flowtui run FLOW --listen`.",
     )
     add_flow_arguments(parser)
+    parser.add_argument("--version", action="version", version=f"flowtui {_version()}")
     return parser
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("flowtui")
+    except PackageNotFoundError:  # run from a checkout that was never installed
+        return "(not installed)"
 
 
 def app_options(args: argparse.Namespace) -> dict:
