@@ -917,3 +917,15 @@ def test_version_is_said():
 
     proc = flowtui("--version")
     assert proc.returncode == 0 and proc.stdout == f"flowtui {version('flowtui')}\n", proc
+
+
+def test_the_readmes_whole_flow_runs_as_it_says(tmp_path):
+    """The guide's first example is a whole flow a newcomer copies: it must load and end as the README says."""
+    readme = (ROOT / "README.md").read_text()
+    start = readme.index("    # hello.py")
+    end = readme.index("class HelloWorkflow:\n        pass\n", start) + len("class HelloWorkflow:\n        pass\n")
+    (tmp_path / "hello.py").write_text(textwrap.dedent(readme[start:end]))
+    proc = flowtui("run", "hello.py", "--input", "ctx.state", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "APPROVED\n" and "flowtui:" not in proc.stderr, proc.stderr
+    assert '`flowtui run\nhello.py --input "ctx.state"` runs it headless and prints `APPROVED`' in readme
