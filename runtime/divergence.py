@@ -101,7 +101,7 @@ def report(ev: Any, *, journal: str | None = None) -> str:
     where = f" ({ev.path})" if ev.path else ""
     lines = [f"the run diverged from {source} at event #{ev.at}{where}",
              f"  recorded: {ev.recorded}",
-             f"  now:      {ev.current}" + (f" (event #{ev.now})" if ev.now else "")]
+             f"  now:      {ev.current}{numbered_now(ev)}"]
     for d in ev.differences:
         if d.field in EVENT_FIELDS:  # another event altogether: the two lines above say which
             lines.append(f"  {d.why or 'the code did another thing here'}")
@@ -121,6 +121,16 @@ def report(ev: Any, *, journal: str | None = None) -> str:
     else:
         lines.append("  the run waits at the next pause point: continue goes on live from there, stop cancels it")
     return "\n".join(lines)
+
+
+def numbered_now(ev: Any) -> str:
+    """Where the event is in the run now: its number differs from the recorded one's when the recorded
+    run paused (its pauses and resumes are events, the re-execution went past them) or was edited."""
+    if not ev.now:
+        return ""
+    if ev.now == ev.at:
+        return f" (event #{ev.now})"
+    return f" (event #{ev.now} of this run: the recorded run's pauses are events too, which it went past)"
 
 
 def edits_left(left: list[str], shown: int = 5) -> str:

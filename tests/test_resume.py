@@ -285,6 +285,22 @@ def test_a_journal_of_an_older_flowtui_with_an_exhausted_loop_reexecutes(tmp_pat
     assert res.stdout == "fim\n"
 
 
+def test_a_divergence_says_why_its_event_numbers_differ_when_they_do():
+    """`diverged … at event #33` beside `now: … (event #23)`, unexplained: the recorded run's pauses are
+    events, which the re-execution goes past."""
+    from types import SimpleNamespace
+
+    from flowtui.runtime.divergence import report
+
+    ev = SimpleNamespace(journal="a.jsonl", path="W › A", at=33, now=23, recorded="node.start agent A",
+                         current="node.start agent B", differences=[], edits_not_made=[], action="stopped")
+    lines = report(ev).splitlines()
+    assert lines[2] == "  now:      node.start agent B (event #23 of this run: the recorded run's pauses are events " \
+                       "too, which it went past)", lines
+    ev.now = 33
+    assert report(ev).splitlines()[2] == "  now:      node.start agent B (event #33)"
+
+
 def test_a_field_only_the_journal_has_is_said_apart_from_the_value_and_as_absent_now(tmp_path):
     """A ctx.set with a key x beside its value read 'ctx.turnx: recorded 1, now "(none)"': the field glued to
     the name, and the absence quoted as if it were the text "(none)"."""

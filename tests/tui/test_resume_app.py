@@ -330,7 +330,7 @@ def test_the_divergence_shows_a_journals_markup_as_written():
     class Diverged:  # the fields side_by_side reads of a run.diverged event
         recorded = "run.start [x[reverse]REV[/reverse][link=https://evil.example]CLICK[/link]]"
         current = "run.start [runtime]"
-        now = 1
+        at = now = 1
         differences = [Difference(field="origin", recorded="[blink]v[/blink]", now="runtime")]
 
     console = Console(width=200, record=True, force_terminal=True, color_system="truecolor")

@@ -16,7 +16,7 @@ from textual.events import Resize
 from textual.screen import ModalScreen
 from textual.widgets import Button, Label, Static
 
-from flowtui.runtime.divergence import EVENT_FIELDS, edits_left
+from flowtui.runtime.divergence import EVENT_FIELDS, edits_left, numbered_now
 from flowtui.tui.shown import shown
 
 REPORT_ROWS = 20  # the report's height at most; it scrolls past that
@@ -42,7 +42,7 @@ def side_by_side(ev: Any) -> Group:
     head = Table(box=None, expand=True, show_edge=False, padding=(0, 2, 0, 2))
     head.add_column("recorded", ratio=1, overflow="fold", header_style="bold")
     head.add_column("now", ratio=1, overflow="fold", header_style="bold")
-    head.add_row(Text(shown(ev.recorded)), Text(shown(ev.current) + (f" (event #{ev.now})" if ev.now else "")))
+    head.add_row(Text(shown(ev.recorded)), Text(shown(ev.current) + numbered_now(ev)))
     parts: list[Any] = [head]
     for d in ev.differences:
         if d.field in EVENT_FIELDS:  # another event altogether: the two lines above say which
