@@ -50,7 +50,7 @@ def parse_events(lines: list[bytes], on_bad: Callable[[str], None] | None = None
         return out
 
 
-def _seq_of(line: bytes) -> int | None:
+def seq_of(line: bytes) -> int | None:
     """The ``seq`` of an event line as the runtime writes it (``{"seq":12,...``); None for another line."""
     if not line.startswith(b'{"seq":'):
         return None
@@ -471,7 +471,16 @@ class Channel:
             self.stopping_since, self.stop_reason = time.monotonic(), reason
         self.paused.set()  # read on whatever the consumer's backlog: a worker blocked writing could not end
         self.send(_p().Stop(reason=reason))
-        if await self._exited_within(grace):
+        t0 = time.monotonic()
+        if self.proc is not None and await self._ended_within(grace):
+            # Its run said its end: its process is let go now. It would wait for its input to close (to
+            # serve fetch) and be terminated once the grace was over: every q and x took that long.
+            if self._writer is not None and not self.closed.is_set():
+                self._writer.close()
+            if await self._exited_within(grace, done_when_closed=True):
+                return
+            # (a thread the flow left running holds its exit: the signal ends it, saying which)
+        elif await self._exited_within(max(grace - (time.monotonic() - t0), 0.0)):
             return
         self._signal(STOP_SIGNAL)
         if await self._exited_within(grace / 2):
@@ -488,8 +497,11 @@ class Channel:
             await self._exit_or_mute()
         if self._writer is not None and not self.closed.is_set():
             self._writer.close()
-        if not await self._exited_within(grace, done_when_closed=self.ended):
-            if self.ended:  # (its run's end is said: what was cut short is the process's own clean-up)
+        # (a stop under way ends the process its own way, saying what held it: it is given the time)
+        if not await self._exited_within(2 * grace if self.stopping_since is not None else grace,
+                                         done_when_closed=self.ended):
+            if self.ended and self.stopping_since is None:  # (its run's end is said: what was cut short is the
+                # process's own clean-up; a stop says what held it, if anything did: see stop)
                 self.on_warning(f"the run's process had not exited {grace:.1f} s after its run ended (a middleware's "
                                 "dispose() that did not return?): it was ended")
             await self.kill()
@@ -532,6 +544,14 @@ class Channel:
                 os.killpg(self.proc.pid, signum)  # the worker and anything the flow started
             except ProcessLookupError:
                 pass
+
+    async def _ended_within(self, seconds: float) -> bool:
+        """Whether the run said its end (or the worker went) within ``seconds``."""
+        try:
+            await asyncio.wait_for(self.ended_or_gone(), seconds)
+        except asyncio.TimeoutError:
+            return False
+        return self.ended
 
     async def _exited_within(self, seconds: float, *, done_when_closed: bool = False) -> bool:
         """Whether the worker exited within ``seconds``. ``done_when_closed``: its run has ended, so
@@ -672,7 +692,7 @@ class Channel:
                     start = max(self._journal_from, start - block)
                     f.seek(start)
                     lines = f.read(end - start).split(b"\n")
-                    first = _seq_of(lines[1] if start > self._journal_from and len(lines) > 1 else lines[0])
+                    first = seq_of(lines[1] if start > self._journal_from and len(lines) > 1 else lines[0])
                     if first is not None and first <= after:
                         break
                     block *= 4
@@ -681,7 +701,7 @@ class Channel:
         if start > self._journal_from:
             lines = lines[1:]  # the first may be the end of a line before the block
         lines = lines[:-1]  # after the last newline: nothing, or a line torn by a crash
-        return [(seq, line) for line in lines if (seq := _seq_of(line)) is not None and seq > after]
+        return [(seq, line) for line in lines if (seq := seq_of(line)) is not None and seq > after]
 
     def recover(self, after_seq: int) -> list[bytes]:
         """The events the dead worker journaled but never sent (its last batch): this run's lines of

@@ -921,6 +921,34 @@ atexit.register(cleanup)
     assert done.read_text() == "yes"  # the flow's own atexit handler ran first
 
 
+def test_a_stopped_run_lets_its_process_go_at_once_not_after_the_grace_period(tmp_path):
+    """Stopped (x, q, ctrl-C), a run that ends at once had its process wait for its input to close, to
+    serve fetch: the client waited out the whole grace period, then terminated it (q took 0.4 s more
+    than it needed, x killed the process its run had left). Here the grace is 20 s."""
+    import asyncio
+
+    from flowtui.runtime import protocol as p
+    from flowtui.runtime.channel import Channel
+    from flowtui.runtime.spawn import Options
+
+    flow = tmp_path / "one.py"
+    flow.write_text(ONE_AGENT)
+
+    async def run() -> tuple[float, bool, bool]:
+        channel = Channel(lambda lines: None)
+        hello = await channel.spawn(Options(target=str(flow), grace=20.0))
+        assert isinstance(hello, p.Hello), hello
+        assert (await channel.command(p.Start(input="x", paused=True))).ok
+        t0 = time.monotonic()
+        await channel.stop()
+        await channel.wait()
+        return time.monotonic() - t0, channel.ended, channel.killed
+
+    took, ended, killed = asyncio.run(asyncio.wait_for(run(), HANG))
+    assert took < 10, took  # not the 20 s grace
+    assert ended and not killed  # its run said its own end, and it was let go, not killed for not stopping
+
+
 def test_a_flow_that_imports_litellm_itself_gets_the_price_map_shipped_with_it(tmp_path):
     """litellm's import fetches a price map from the network unless told not to (offline: seconds of
     retries and warnings on the terminal); the runtime's own import tells it, and a flow's import too."""
