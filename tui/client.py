@@ -100,6 +100,7 @@ class RunClient:
         self.starting_since: float | None = None
         self.detached: str | None = None  # attached: why the connection ended (the run lives on elsewhere)
         self.urgent = False  # a pause or the run's end arrived: redraw now, not at the next tick
+        self.quitting = False  # the app is quitting: events are no longer folded (see _skim)
         self._buffer: deque[bytes] = deque()  # event lines read, not folded yet
         self._ending: str | None = None  # the worker is gone: "sent" / "journaled", what is folded before its end
         self.on_arrival: Any = None  # called (no arguments) when events arrive: the app wakes up
@@ -234,6 +235,8 @@ class RunClient:
         buffer, view, lines = self._buffer, self.view, self.lines
         if view is None or not buffer:
             return 0
+        if self.quitting:
+            return self._skim()
         from flowtui.runtime.channel import parse_events
 
         clock = time.perf_counter
@@ -254,6 +257,21 @@ class RunClient:
             self._end_when_folded()
         if self.channel is not None and not self.channel.paused.is_set() and len(buffer) < MAX_BUFFERED // 2:
             self.channel.paused.set()
+        return n
+
+    def _skim(self) -> int:
+        """The app is quitting: the backlog is dropped unfolded (nothing will show it; a thread of the flow
+        flooding events while the run was paused had q fold millions of them, for seconds). Only its last
+        event's number is kept: the run's end this app writes for a worker that never said it follows it."""
+        from flowtui.runtime.channel import seq_of
+
+        buffer, n = self._buffer, len(self._buffer)
+        last = next((seq for line in reversed(buffer) if (seq := seq_of(line)) is not None), None)
+        if last is not None and self.view is not None and last > self.view.last_seq:
+            self.view.last_seq = last
+        buffer.clear()
+        if self._ending is not None:
+            self._end_when_folded()
         return n
 
     def gone(self, *, now: bool = False) -> None:

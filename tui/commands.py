@@ -360,6 +360,7 @@ class RunCommands:
             return
         busy = waiting_for(self.client.view)
         self.flush(force=True)  # the status line: "quitting: waiting for tool web_search to stop…"
+        self.client.quitting = True  # what comes after is never shown: not folded
         self.notify("Detaching: the run waits, paused, for the next client…" if self.config.attach
                     else f"Quitting: waiting for {busy} to stop…" if busy else "Quitting: stopping the run…",
                     timeout=5)
