@@ -624,7 +624,7 @@ async def _run_headless(args: argparse.Namespace, memory: dict[str, str], data: 
 
     previous = {signum: signal.signal(signum, on_signal) for signum in (signal.SIGINT, signal.SIGTERM)}
     if args.input is None and args.resume_from is None and getattr(args, "from_snapshot", None) is None:
-        say("flowtui: no --input: the run starts with no user message (give --input TEXT for one)")
+        tell("flowtui: no --input: the run starts with no user message (give --input TEXT for one)")
     try:
         try:
             # Nobody drives a headless run: a watchpoint that fires stops it there. A served one starts

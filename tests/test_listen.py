@@ -989,3 +989,16 @@ def test_clients_taking_over_at_once_are_never_told_to_take_over(listening):
     assert {r[2] for r in refusals} <= {"another client attached at the same time as this one; try again",
                                         "another client took this run over (flowtui attach --take-over); "
                                         "the run goes on there"}, refusals
+
+
+def test_a_served_run_without_input_still_says_its_address_first():
+    """The note that a run without --input starts with no user message came before "listening on", which a
+    script reads from stderr's first line."""
+    proc = flowtui("run", "flows/revisao.py", "--listen", "127.0.0.1:0", "--no-journal")
+    try:
+        said = [proc.stderr.readline() for _ in range(4)]
+    finally:
+        proc.kill()
+        proc.wait()
+    assert said[0].startswith("listening on 127.0.0.1:") and said[1].startswith("token: "), said
+    assert said[3] == "flowtui: no --input: the run starts with no user message (give --input TEXT for one)\n", said
