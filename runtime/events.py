@@ -366,6 +366,7 @@ def end_note(ev: Any) -> str | None:
     ran = data.get("ran")
     if ev.kind == "tool" and isinstance(ran, dict):
         args = json.dumps(ran.get("args"), ensure_ascii=False)
+        args = args if len(args) <= 200 else args[:199] + "…"  # (the node's data holds them whole)
         return f"ran as {ran.get('name')} {args}: before_tool or a middleware changed the call"
     if ev.kind == "loop" and data.get("stopped_by") == "fails":
         return "stopped by max_fails: too many tool calls in a row failed"

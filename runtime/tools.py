@@ -66,7 +66,7 @@ async def run_tool_call(run: "Run", spec: AgentSpec, agent: Any, call: ToolCall)
     stop_before = ctx._stop_by
     with NodeScope(run, "tool", call.name, data={"args": dict(call.args)}) as scope:
         output, is_error, ran = await _execute(run, spec, agent, call, executed)  # ran: the call before_tool left
-        _changed(scope, call, ran)
+        _changed(scope, ran)
         if stop_before is None and ctx._stop_by == f"tool:{call.name}":
             scope.data["stop"] = True  # the tool called ctx.stop(): a re-execution that serves it does too
         if "after_tool" in spec.hooks:
@@ -85,10 +85,10 @@ async def run_tool_call(run: "Run", spec: AgentSpec, agent: Any, call: ToolCall)
     return ToolResult(name=ran.name, args=dict(ran.args), output=output, is_error=is_error)
 
 
-def _changed(scope: NodeScope, call: ToolCall, ran: ToolCall) -> None:
-    """The call as the tool got it, on its node, when ``before_tool`` or a middleware changed it: the
-    node's ``args`` (and the history) say the call as the model made it."""
-    if ran is not call and (ran.name, ran.args) != (call.name, call.args):
+def _changed(scope: NodeScope, ran: ToolCall) -> None:
+    """The call as the tool got it, on its node, when ``before_tool`` or a middleware changed it (in place
+    too): the node's ``args``, copied as it began, and the history say the call as the model made it."""
+    if (ran.name, ran.args) != (scope.name, scope.data["args"]):
         scope.data["ran"] = {"name": ran.name, "args": to_jsonable_python(dict(ran.args), fallback=stable_repr)}
 
 
@@ -121,7 +121,7 @@ class AgentTool:
         executed: list[tuple[str, bool]] = []
         with NodeScope(run, "tool", self.name, data={"args": dict(call.args)}) as scope:
             output, is_error, ran = await invoke_tool(run, self._spec, call, executed)
-            _changed(scope, call, ran)
+            _changed(scope, ran)
             _ran(run, scope, output, is_error, executed)
         run.publish_budget()
         return ToolOutput(content=output, is_error=is_error)

@@ -285,6 +285,27 @@ def test_a_journal_of_an_older_flowtui_with_an_exhausted_loop_reexecutes(tmp_pat
     assert res.stdout == "fim\n"
 
 
+def test_a_journal_of_an_older_flowtui_with_a_call_before_tool_changed_reexecutes(tmp_path):
+    """An older flowtui did not say, on a tool's end, the call before_tool changed (`ran`): its journals
+    diverged there, `ran: recorded (absent), now {...}`."""
+    flow = tmp_path / "bt.py"
+    flow.write_text("from flowtui import ScriptedProvider, ToolCall, agent, tool, workflow\n"
+                    "@tool(description='Busca.')\ndef busca(q: str) -> str:\n    return 'achei ' + q\n"
+                    "@agent(provider=ScriptedProvider([{'tool_calls': [{'name': 'busca', 'args': {'q': 'x'}}]}, "
+                    "'fim']), prompt='p', tools=[busca])\nclass A:\n"
+                    "    def before_tool(self, call, ctx):\n        return ToolCall(name='busca', args={'q': 'y'})\n"
+                    "@workflow(steps=[A])\nclass W:\n    pass\n")
+    journal = tmp_path / "run.jsonl"
+    res = flowtui("run", str(flow), "--input", "x", "--journal", str(journal), cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    older = lines(journal)
+    (end,) = [ev for ev in older if ev["type"] == "node.end" and ev.get("kind") == "tool"]
+    assert end["data"].pop("ran") == {"name": "busca", "args": {"q": "y"}}  # as the older flowtui wrote it
+    journal.write_text("".join(json.dumps(ev) + "\n" for ev in older))
+    res = flowtui("run", str(flow), "--resume-from", str(journal), "--no-journal", cwd=tmp_path)
+    assert res.returncode == 0 and "diverged" not in res.stderr, res.stderr
+
+
 def test_a_divergence_says_why_its_event_numbers_differ_when_they_do():
     """`diverged … at event #33` beside `now: … (event #23)`, unexplained: the recorded run's pauses are
     events, which the re-execution goes past."""

@@ -391,6 +391,34 @@ async def test_before_tool_returning_a_toolcall_replaces_the_call():
     assert end_note(end) == 'ran as shout {"text": "hi there"}: before_tool or a middleware changed the call'
 
 
+async def test_a_call_before_tool_changed_in_place_is_said_as_the_tool_got_it():
+    """before_tool changing call.args in place (returning None, or the call) left the node saying the
+    model's arguments, with no word of the change: the tool got others."""
+    got = []
+
+    @tool(name="echo", schema=EchoArgs)
+    class Echo:
+        async def execute(self, args: EchoArgs = Input()):
+            got.append(args.text)
+            return args.text
+
+    @agent(provider=script(call("echo", text="hi"), "done"), tools=[Echo])
+    class A:
+        def before_tool(self, c, ctx):
+            c.args["text"] = "changed in place"
+
+    @workflow(steps=[A])
+    class W:
+        pass
+
+    events: list = []
+    await bootstrap(W).prepare("go", on_event=events.append).execute()
+    (start,) = [e for e in events if e.type == "node.start" and e.kind == "tool"]
+    (end,) = [e for e in events if e.type == "node.end" and e.kind == "tool"]
+    assert got == ["changed in place"] and start.data["args"] == {"text": "hi"}
+    assert end.data["ran"] == {"name": "echo", "args": {"text": "changed in place"}}
+
+
 async def test_before_tool_returning_none_keeps_the_call():
     executed = []
 
