@@ -62,8 +62,9 @@ class Stream:
         self.lock = threading.RLock()
         self._delivering = False
         self._queued: list[Any] = []
-        # The thread the run runs on: an event from another that says no origin came from a thread the
-        # flow started (the runtime emits from none), whose context holds none of the run's variables.
+        # The thread the run runs on (set again as it starts): an event from another that says no origin
+        # came from a thread the flow started (the runtime emits from none), whose context holds none of the
+        # run's variables.
         self.thread = threading.get_ident()
         # Time spent handing events to the sinks (a journal redacting and writing a 50 MB result):
         # the debugger's, not the flow's, so node durations leave it out.

@@ -85,6 +85,8 @@ def comparable(ev: dict[str, Any], run: str, path: tuple[str, ...]) -> dict[str,
     """``ev`` (as journaled) with what may differ between runs left out, and its run and path added."""
     out = {k: v for k, v in ev.items() if k not in _VOLATILE}
     out[RUN], out[PATH] = run, path
+    if str(out.get("origin", "")).startswith("thread:"):  # a flow's thread: its name is no stable fact (a
+        out["origin"] = "runtime"  # default one counts threads), and an older flowtui said runtime
     t = out.get("type")
     if t == "run.start":
         out.pop("resumed_from", None)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import threading
 import time
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
@@ -109,6 +110,8 @@ class Run:
         """Run the workflow to the end; returns ``ctx.output``. Raises when it fails."""
         if self._startup is not None:
             await self._startup()
+        if self.depth == 0:  # the thread the run runs on (it may be prepared on another)
+            self.emitter.stream.thread = threading.get_ident()
         t0 = time.perf_counter()
         message = _first_message(self.input)
         self.emitter.emit(

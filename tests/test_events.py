@@ -207,6 +207,27 @@ async def test_a_change_from_a_thread_the_flow_started_says_that_thread_as_its_o
     assert {e.origin for e in events if e.type == "node.start"} == {"runtime"}
 
 
+def test_a_run_prepared_on_one_thread_and_run_on_another_says_runtime_for_its_own_events():
+    """The run's thread was the one that prepared it: run on another (asyncio.run in a thread of the
+    host's), its own events said thread:NAME."""
+    import threading
+
+    @agent(provider=FunctionProvider(lambda messages, tools: "ok"), prompt="p")
+    class A:
+        pass
+
+    @workflow(steps=[A])
+    class W:
+        pass
+
+    events: list = []
+    run = bootstrap(W).prepare("x", on_event=events.append)
+    host = threading.Thread(target=lambda: asyncio.run(run.execute()), name="host-loop")
+    host.start()
+    host.join()
+    assert events and {e.origin for e in events if e.type in ("run.start", "node.start", "run.end")} == {"runtime"}
+
+
 async def test_a_run_refused_before_it_starts_leaves_no_journal(tmp_path):
     from flowtui import ConfigError
 

@@ -306,6 +306,26 @@ def test_a_journal_of_an_older_flowtui_with_a_call_before_tool_changed_reexecute
     assert res.returncode == 0 and "diverged" not in res.stderr, res.stderr
 
 
+def test_a_run_whose_flow_starts_threads_reexecutes_though_their_names_differ(tmp_path):
+    """A change from a thread the flow started says thread:NAME, and a default name counts the process's
+    threads: re-executed (its tool served, so one thread fewer), the same code diverged at the origin."""
+    flow = tmp_path / "thr.py"
+    flow.write_text("import threading\nfrom flowtui import ScriptedProvider, agent, tool, workflow\n"
+                    "def later(f):\n    t = threading.Thread(target=f)\n    t.start()\n    t.join()\n"
+                    "@tool(description='Conta.')\ndef conta(q: str) -> str:\n    later(lambda: None)\n    return q\n"
+                    "@agent(provider=ScriptedProvider([{'tool_calls': [{'name': 'conta', 'args': {'q': 'x'}}]}, "
+                    "'fim']), prompt='p', tools=[conta])\nclass A:\n"
+                    "    def after_response(self, response, ctx):\n"
+                    "        later(lambda: ctx.state.append('memory', 'from a thread'))\n"
+                    "@workflow(steps=[A])\nclass W:\n    pass\n")
+    journal = tmp_path / "run.jsonl"
+    res = flowtui("run", str(flow), "--input", "x", "--journal", str(journal), cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    assert any(ev.get("origin", "").startswith("thread:Thread-") for ev in lines(journal))
+    res = flowtui("run", str(flow), "--resume-from", str(journal), "--no-journal", cwd=tmp_path)
+    assert res.returncode == 0 and "diverged" not in res.stderr, res.stderr
+
+
 def test_a_divergence_says_why_its_event_numbers_differ_when_they_do():
     """`diverged … at event #33` beside `now: … (event #23)`, unexplained: the recorded run's pauses are
     events, which the re-execution goes past."""
