@@ -119,15 +119,30 @@ def load_module(path: Path) -> Any:
 
 def _syntax(exc: SyntaxError) -> str:
     """A syntax error as Python shows it: the line, and a caret under where it was found."""
-    said = f"syntax error: {exc.msg}"
-    if "codec can't decode" in exc.msg:  # a file saved in Latin-1 or cp1252
+    msg = str(exc.msg or "invalid syntax")  # (`raise SyntaxError` has none)
+    said = f"syntax error: {msg}"
+    if "codec can't decode" in msg:  # a file saved in Latin-1 or cp1252
         return said + "; save the file as UTF-8"
+    exc = _in_characters(exc)
     text = exc.text.rstrip("\r\n") if isinstance(exc.text, str) else ""
     if not text.strip() or len(text) > 200 or exc.offset is None:
         return said
     shown = text.lstrip()  # (without its indent; a tab inside it as one space, so the caret stays under it)
     column = exc.offset - (len(text) - len(shown))
     return f"{said} (column {exc.offset})\n    {shown.replace(chr(9), ' ')}\n    {' ' * max(column - 1, 0)}^"
+
+
+def _in_characters(exc: SyntaxError) -> SyntaxError:
+    """The error found again in the file's text: compiled from its bytes (as an import does), Python gives
+    some errors' column in bytes, so a line with an accent before the fault put the caret past it."""
+    try:
+        compile(Path(exc.filename or "").read_text(encoding="utf-8"), exc.filename or "", "exec")
+    except SyntaxError as again:
+        if (again.lineno, again.msg) == (exc.lineno, exc.msg):
+            return again
+    except (OSError, ValueError):
+        pass
+    return exc
 
 
 def _imported_by(exc: BaseException, path: Path, file: Path) -> str:

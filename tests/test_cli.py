@@ -906,6 +906,13 @@ def test_a_syntax_error_shows_its_line_and_where_in_it_and_a_latin1_file_is_told
     assert res.returncode == 2
     assert "flow.py:4: syntax error: invalid syntax (column 13)\n    return 1 +\n              ^\n" in res.stderr, \
         res.stderr
+    path.write_text('x = "ééééé" + * 3\n', encoding="utf-8")  # (Python gives this one's column in bytes)
+    res = flowtui("run", str(path))
+    assert 'flow.py:1: syntax error: invalid syntax (column 15)\n    x = "ééééé" + * 3\n                  ^\n' \
+        in res.stderr, res.stderr
+    path.write_text("raise SyntaxError\n")  # one a flow raises, with no message: it was said as "None"
+    res = flowtui("run", str(path))
+    assert res.returncode == 2 and "TypeError" not in res.stderr and "None" not in res.stderr, res.stderr
     path.write_bytes(b"x = \"caf\xe9\"\n")
     res = flowtui("run", str(path))
     assert res.returncode == 2 and "codec can't decode" in res.stderr
