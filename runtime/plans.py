@@ -341,8 +341,9 @@ def hook_lookalikes(plans: Plans) -> list[str]:
 
 
 def _path_like(prompt: str) -> bool:
-    """A prompt of one word that names a file (``prompts/helper``, ``helper.prompt``), not a sentence."""
-    return 0 < len(prompt) < 256 and not any(c.isspace() for c in prompt) and \
+    """A prompt of one word that names a file (``prompts/helper``, ``helper.prompt``), not a sentence (of
+    a script written without spaces, too: ``只回答：通过/不通过``)."""
+    return len(prompt) < 256 and re.fullmatch(r"[\w.\-/~]+", prompt, re.ASCII) is not None and \
         ("/" in prompt or re.search(r"\w\.[A-Za-z]\w{0,7}$", prompt) is not None)
 
 

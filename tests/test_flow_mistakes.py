@@ -252,7 +252,8 @@ def test_a_prompt_that_names_a_file_flowtui_does_not_read_is_noted(tmp_path, pro
            "one" in res.stderr, res.stderr
 
 
-@pytest.mark.parametrize("prompt", ["Summarize.", "You are terse.", "v1.2", "e.g.", "./prompts/helper.prompt"])
+@pytest.mark.parametrize("prompt", ["Summarize.", "You are terse.", "v1.2", "e.g.", "./prompts/helper.prompt",
+                                    "你是审稿人。只回答：通过/不通过。", "Responda: sim/não."])
 def test_a_prompt_of_words_or_a_file_read_is_not_noted(tmp_path, prompt):
     (tmp_path / "prompts").mkdir()
     (tmp_path / "prompts" / "helper.prompt").write_text("You help.")
