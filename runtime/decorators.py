@@ -235,11 +235,24 @@ def _state_advice(state: Any) -> str:
     kind = state if isinstance(state, type) else type(state)
     if kind.__module__ != "builtins":
         return f"state= takes the state's class, not an instance ({kind.__name__}(...)); write state={kind.__name__}"
-    fields = "".join(f"\n    {key}: {type(value).__name__} = {value!r}" for key, value in state.items()
+    fields = "".join(f"\n    {key}: {_field_of(value)}" for key, value in state.items()
                      if isinstance(key, str) and key.isidentifier()) if isinstance(state, dict) else ""
     given = kind.__name__ if isinstance(state, type) else f"a {kind.__name__} ({state!r:.40})"
     return (f"state= takes a class that declares the workflow's fields, not {given}; declare one and give it:"
             f"\n  class MyState(BaseModel):{fields or chr(10) + '    rounds: int = 0'}\n  @workflow(state=MyState, ...)")
+
+
+def _field_of(value: Any) -> str:
+    """``int = 0``: a field declared for a dict's value, to paste (a long value: its type's empty one)."""
+    if value is None:
+        return "str | None = None"
+    shown = repr(value)
+    if len(shown) > 40:
+        try:
+            shown = repr(type(value)())
+        except Exception:  # noqa: BLE001 (a type with no empty value)
+            return f"{type(value).__name__}"
+    return f"{type(value).__name__} = {shown}"
 
 
 # Every @workflow class defined in this process (while it lives): what a watchpoint may name as

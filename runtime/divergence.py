@@ -125,12 +125,13 @@ def report(ev: Any, *, journal: str | None = None) -> str:
 
 def numbered_now(ev: Any) -> str:
     """Where the event is in the run now: its number differs from the recorded one's when the recorded
-    run paused (its pauses and resumes are events, the re-execution went past them) or was edited."""
+    run has events a re-execution does not repeat (its pauses and resumes; an older flowtui's)."""
     if not ev.now:
         return ""
     if ev.now == ev.at:
         return f" (event #{ev.now})"
-    return f" (event #{ev.now} of this run: the recorded run's pauses are events too, which it went past)"
+    return f" (event #{ev.now} of this run: the recorded run's numbers count events a re-execution does not " \
+           "repeat, such as its pauses)"
 
 
 def edits_left(left: list[str], shown: int = 5) -> str:

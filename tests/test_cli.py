@@ -932,7 +932,7 @@ def test_the_readmes_whole_flow_runs_as_it_says(tmp_path):
     start = readme.index("    # hello.py")
     end = readme.index("class HelloWorkflow:\n        pass\n", start) + len("class HelloWorkflow:\n        pass\n")
     (tmp_path / "hello.py").write_text(textwrap.dedent(readme[start:end]))
-    proc = flowtui("run", "hello.py", "--input", "ctx.state", cwd=tmp_path)
+    proc = flowtui("run", "hello.py", "--input", "tide pools", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == "APPROVED\n" and "flowtui:" not in proc.stderr, proc.stderr
-    assert '`flowtui run\nhello.py --input "ctx.state"` runs it headless and prints `APPROVED`' in readme
+    assert '`flowtui run\nhello.py --input "tide pools"` runs it headless and prints `APPROVED`' in readme

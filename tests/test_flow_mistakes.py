@@ -73,6 +73,8 @@ WORKFLOW = "@workflow(steps=[A])\nclass W:\n    pass\n"
     (AGENT + "class A:\n    pass\n@workflow(state={'n': 0}, steps=[A])\nclass W:\n    pass\n",
      r"@workflow W: state= takes a class that declares the workflow's fields, not a dict \(\{'n': 0\}\); declare "
      r"one and give it:\n  class MyState\(BaseModel\):\n    n: int = 0\n  @workflow\(state=MyState, ...\)"),
+    (AGENT + "class A:\n    pass\n@workflow(state={'last': None, 'notes': 'x' * 60}, steps=[A])\nclass W:\n    pass\n",
+     r"class MyState\(BaseModel\):\n    last: str \| None = None\n    notes: str = ''\n"),
     (AGENT + "class A:\n    pass\n@workflow(state=dict, steps=[A])\nclass W:\n    pass\n",
      r"@workflow W: state= takes a class that declares the workflow's fields, not dict; declare one"),
     ("from pydantic import BaseModel\nclass S(BaseModel):\n    n: int\n" + AGENT + "class A:\n    pass\n"

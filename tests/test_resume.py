@@ -336,8 +336,8 @@ def test_a_divergence_says_why_its_event_numbers_differ_when_they_do():
     ev = SimpleNamespace(journal="a.jsonl", path="W › A", at=33, now=23, recorded="node.start agent A",
                          current="node.start agent B", differences=[], edits_not_made=[], action="stopped")
     lines = report(ev).splitlines()
-    assert lines[2] == "  now:      node.start agent B (event #23 of this run: the recorded run's pauses are events " \
-                       "too, which it went past)", lines
+    assert lines[2] == "  now:      node.start agent B (event #23 of this run: the recorded run's numbers count " \
+                       "events a re-execution does not repeat, such as its pauses)", lines
     ev.now = 33
     assert report(ev).splitlines()[2] == "  now:      node.start agent B (event #33)"
 
