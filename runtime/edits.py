@@ -32,7 +32,7 @@ from flowtui.runtime.errors import ConfigError
 from flowtui.runtime.observe import field_type, is_type_fault, jsonable
 from flowtui.runtime.pending import PendingCall, decide, edited, maker_of, parse_arguments
 from flowtui.runtime.secrets import redact, restore, secret_values
-from flowtui.runtime.wellformed import removal, results_of
+from flowtui.runtime.wellformed import HistoryCheck, problems, removal, results_of
 
 if TYPE_CHECKING:
     from flowtui.runtime.engine import Run
@@ -61,6 +61,7 @@ class Editor:
             raise ConfigError("the promoted text is empty; type what memory should hold")
         gone = [index, *results_of(history, index)]
         self._keeps_pending(history, gone)
+        self._stays_valid(history, _without(history, gone))
         before = self._snapshot("history", "memory")
         promoted = f"promoted #{index} → memory[{len(self._run.state.memory)}]"
         with _as_user():  # (two events, each saying its part: the log showed one line twice)
@@ -86,6 +87,7 @@ class Editor:
             history[maker] = caller.model_copy(update={"tool_calls": calls})
             note += f" and its call in #{maker}"
         self._keeps_pending(history, gone)
+        self._stays_valid(list(self._run.state.history), _without(history, gone))
         if len(gone) > 1:
             note += f" (removed {_numbers(gone)})"
         with _as_user():
@@ -151,11 +153,32 @@ class Editor:
             controller.proceed()
 
     def _keeps_pending(self, history: list, gone: list[int]) -> None:
+        """The message that makes the calls the run is answering stays: the call it is paused before, or
+        calls whose tools are running (a child workflow the run is paused inside): their results would
+        answer a call no message makes, and the next model call would fail."""
         pending = self._run.pending
         found = maker_of(history, pending.call) if pending is not None else None
         if found is not None and found[0] in gone:
             raise ConfigError(f"history[{found[0]}] makes {pending.call.id}, the call the run is paused before; "
                               "deny the call (it then leaves an error result) or step past it first")
+        if self._run.open_calls is not None:  # its turn is answering its calls
+            check = HistoryCheck()
+            check.feed(history, 0, final=False)
+            if check.open and check.maker in gone:
+                calls = ", ".join(str(k) for k in check.open if isinstance(k, str)) or "its calls"
+                raise ConfigError(f"history[{check.maker}] makes {calls}, whose tool is still running (the run "
+                                  "is paused inside it, or in another branch); its result will answer it: step "
+                                  "past it first")
+
+    @staticmethod
+    def _stays_valid(before: list, after: list) -> None:
+        """An edit leaves the history no less a valid conversation than it was (deleting a tool result
+        without its call left the call unanswered, and the next model call failed)."""
+        was, now = problems(before), problems(after)
+        if len(now) > len(was):
+            new = next((p for p in now if p not in was), now[-1])
+            raise ConfigError(f"the history would no longer be a valid conversation: {new}; delete the tool "
+                              "result with its call (with_call true), or the message that makes it")
 
     def _pending(self) -> PendingCall:
         pending = self._run.pending

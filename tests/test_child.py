@@ -460,3 +460,23 @@ async def test_a_workflow_that_runs_itself_ends_the_run_naming_the_recursion():
         await bootstrap(Loop).run("go", on_event=events.append)
     assert events[-1].type == "run.end" and events[-1].status == "failed"
     assert max(e.run_id.count(".") for e in events) == 32
+
+
+async def test_the_parents_message_whose_call_runs_the_child_cannot_be_deleted_while_paused_inside_it():
+    """Paused inside the child, deleting (or promoting) the parent's reply that made the call running the
+    child was made: the child's result then answered a call no message made, and the run failed."""
+    from flowtui import Controller, ConfigError, bootstrap
+
+    ctl = Controller(breakpoints={"Researcher"})
+    run = bootstrap(_delegating_flow(FunctionProvider(lambda m, t: "because"))).prepare("go", controller=ctl)
+    task = asyncio.ensure_future(run.execute())
+    while not ctl.paused:
+        await asyncio.sleep(0.001)
+    assert ctl.paused_at.name == "Researcher"  # inside the child, the parent's call still running
+    assert [m.role for m in run.state.history] == ["user", "assistant"]
+    for edit in (lambda: run.edits.delete_message(1), lambda: run.edits.promote(1, "kept")):
+        with pytest.raises(ConfigError, match=r"^history\[1\] makes call_1_0, whose tool is still running"):
+            edit()
+    assert [m.role for m in run.state.history] == ["user", "assistant"]
+    ctl.resume()
+    assert await asyncio.wait_for(task, 10) == "done"

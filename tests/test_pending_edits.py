@@ -125,9 +125,11 @@ async def test_deleting_messages_keeps_calls_and_results_together():
         assert d.run.edits.delete_message(1) == [1, 2, 3]  # the assistant message takes its results
         assert [m.role for m in d.run.state.history] == ["user"]
         d.run.edits.undo()
-        d.run.edits.delete_message(3, with_call=False)  # asked for: the orphan call stays, and is named
-        assert problems(d.run.state.history) == [
-            "history[1] makes call_1_1, which no tool message answers at the end"]
+        # a result alone, its call left unanswered: refused (it was made, and the next model call failed)
+        with pytest.raises(ConfigError, match=r"^the history would no longer be a valid conversation: history\[1\] "
+                                              r"makes call_1_1, which no tool message answers at the end; delete"):
+            d.run.edits.delete_message(3, with_call=False)
+        assert len(d.run.state.history) == 4 and problems(d.run.state.history) == []
 
 
 async def test_a_history_left_broken_by_an_edit_fails_the_next_call_with_the_reason():
@@ -136,11 +138,22 @@ async def test_a_history_left_broken_by_an_edit_fails_the_next_call_with_the_rea
     flow, calls = build([TWO_CALLS, "APROVADO"], ran=[])
     async with Driver(flow) as d:
         await d.step_to("agent")
-        d.run.edits.delete_message(3, with_call=False)
+        d.run.state.set("history", list(d.run.state.history)[:3])  # as a hook could: call_1_1 left unanswered
         d.ctl.resume()
         with pytest.raises(ConversationError, match=r"history\[1\] makes call_1_1, which no tool message answers"):
             await asyncio.wait_for(d.task, 10)
     assert len(calls) == 1
+
+
+async def test_a_tool_result_answering_its_call_twice_can_be_deleted_alone():
+    """with_call false keeps its meaning where it leaves a valid conversation: a second answer goes."""
+    flow, _ = build([TWO_CALLS, "APROVADO"], ran=[])
+    async with Driver(flow) as d:
+        await d.step_to("agent")
+        history = list(d.run.state.history)
+        d.run.state.set("history", [*history, history[3]])  # call_1_1 answered twice
+        assert d.run.edits.delete_message(4, with_call=False) == [4]
+        assert problems(d.run.state.history) == [] and len(d.run.state.history[1].tool_calls) == 2
 
 
 async def test_the_call_the_run_waits_on_cannot_be_deleted_or_promoted_away():
