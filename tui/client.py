@@ -266,10 +266,18 @@ class RunClient:
         from flowtui.runtime.channel import seq_of
 
         buffer, n = self._buffer, len(self._buffer)
-        last = next((seq for line in reversed(buffer) if (seq := seq_of(line)) is not None), None)
-        if last is not None and self.view is not None and last > self.view.last_seq:
-            self.view.last_seq = last
+        ends = [line for line in buffer if b'"type":"run.end"' in line]  # how the run ended is still folded
+        kept = next((line for line in reversed(buffer) if line not in ends and seq_of(line) is not None), None)
         buffer.clear()
+        if kept is not None and self.view is not None and seq_of(kept) > self.view.last_seq:
+            self.view.last_seq = seq_of(kept) or 0  # (the events skipped: the ends follow them)
+        if ends:
+            buffer.extend(ends)
+            self.quitting = False
+            try:
+                self.drain(1.0)
+            finally:
+                self.quitting = True
         if self._ending is not None:
             self._end_when_folded()
         return n
