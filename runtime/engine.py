@@ -231,7 +231,7 @@ class Run:
             self.observer.check()
 
     async def pause(self, kind: str, name: str, *, prompt: str | None = None, call: Any = None,
-                    request: dict[str, Any] | None = None, inside: bool = False) -> None:
+                    request: dict[str, Any] | None = None, inside: bool = False, prompt_hook: bool = False) -> None:
         """A pause point before ``kind`` ``name`` (agent, chat, tool, loop_iteration). ``inside``: called
         from within that step's own node (a diverged re-execution waits there before going live),
         whose label the path then names once, as an ordinary pause point's does."""
@@ -255,6 +255,8 @@ class Run:
                 if prompt is not None:
                     fields["prompt"] = prompt
                     self.next_prompt = (name, prompt)
+                if prompt_hook:
+                    fields["prompt_hook"] = True
                 if call is not None:
                     fields["call"] = {"id": call.id, "name": call.name, "args": dict(call.args)}
                 if request is not None:

@@ -222,6 +222,8 @@ class RunPause(_Event):
                                     "resumed (after a re-executed prefix) or diverged")
     path: list[str] = Field(default_factory=list)
     prompt: str | None = Field(default=None, description="the agent prompt the next model call will send")
+    prompt_hook: bool = Field(default=False, description="at an agent's pause: its before_prompt makes the prompt "
+                                                        "its call sends; prompt is the one it declares")
     request: dict[str, Any] | None = Field(default=None, description="before a model call an agent's own run() "
                                            "makes: its request as it will be sent (messages, tools, model, "
                                            "sampling), which the history does not make")

@@ -37,7 +37,7 @@ if TYPE_CHECKING:
 async def run_agent(run: "Run", spec: AgentSpec) -> None:
     """One agent step: pause, budget, then a turn (or the agent's own run())."""
     if run.pauses:
-        await run.pause("agent", spec.name, prompt=spec.prompt)
+        await run.pause("agent", spec.name, prompt=spec.prompt, prompt_hook="before_prompt" in spec.hooks)
     if run.gate_needed():
         await run.gate()
     inst = run.agents[spec.cls]

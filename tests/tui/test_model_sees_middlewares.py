@@ -28,3 +28,26 @@ async def test_view_2_says_a_middleware_may_change_what_is_sent_and_what_the_las
                 f"{seen['messages'] - len(sent)} left out by ContextWindow)") in sees.labels[0]
         title = str(app.screen.query_one("#views").border_title)
         assert "before middlewares" in title, title
+
+
+async def test_view_2_at_an_agents_pause_says_its_before_prompt_may_replace_the_prompt_shown(tmp_path):
+    """At an agent's pause, view 2 showed its declared prompt as `agent prompt`, though its before_prompt
+    made the prompt the call sent; the pause before the model call shows that one."""
+    flow = tmp_path / "dynamic.py"
+    flow.write_text("from flowtui import FunctionProvider, agent, workflow\n"
+                    "@agent(provider=FunctionProvider(lambda m, t: 'ok'), prompt='STATIC PROMPT.')\nclass A:\n"
+                    "    def before_prompt(self, prompt, ctx):\n        return 'DYNAMIC PROMPT.'\n"
+                    "@workflow(steps=[A])\nclass W:\n    pass\n")
+    app = make(str(flow), input="hello")
+    async with app.run_test(size=(160, 48)) as pilot:
+        await paused(pilot)
+        assert app.client.view.pause.point == "agent"
+        await pilot.press("2")
+        sees = app.main.pane_widget("model-sees")
+        await wait_until(pilot, lambda: sees is not None and 0 in sees.labels, what="view 2 drawn")
+        assert sees.labels[0] == ("system · the agent's declared prompt (its before_prompt may replace it: the pause "
+                                  "before the model call shows what is sent)")
+        await press_and_pause(pilot, "s")  # before the model call: the prompt it sends
+        assert app.client.view.pause.point == "chat"
+        await wait_until(pilot, lambda: sees.labels.get(0) == "system · agent prompt", what="view 2 again")
+        assert app.client.view.model_sees()[0].content == "DYNAMIC PROMPT."

@@ -29,7 +29,10 @@ def show_model_sees(widget: MessageList, view: Any, counted: Any = None) -> None
         # paused before a tool or after a loop's iteration, the next call is another turn's, perhaps
         # another agent's: the prompt drawn is the last call's, and says so
         labels[0] = ("system · the last call's agent prompt (the next call's is known when its agent starts)"
-                     if pause is not None and pause.point in ("tool", "loop_iteration") else "system · agent prompt")
+                     if pause is not None and pause.point in ("tool", "loop_iteration") else
+                     "system · the agent's declared prompt (its before_prompt may replace it: the pause before "
+                     "the model call shows what is sent)" if getattr(pause, "prompt_hook", False) else
+                     "system · agent prompt")
     changes = middleware_note(view)
     if changes and seen and not own:  # said first on the first block: what follows is what they are given
         role, _, rest = labels.get(0, seen[0].role).partition(" · ")
