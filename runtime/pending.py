@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import ValidationError
 
 from flowtui.runtime.errors import ConfigError
+from flowtui.runtime.providers.base import RAW_ARGUMENTS_KEY
 from flowtui.runtime.events import ToolDecision
 from flowtui.runtime.messages import Message, ToolCall, ToolResult
 from flowtui.runtime.nodes import NodeScope
@@ -84,14 +85,17 @@ def parse_arguments(run: "Run", pending: PendingCall, text: str) -> dict[str, An
                           "JSON object, e.g. {\"query\": \"...\"}") from None
     if not isinstance(args, dict):
         raise ConfigError(f"the arguments of {name} must be a JSON object ({{...}}), not {type(args).__name__}")
+    if RAW_ARGUMENTS_KEY in args:  # (the tool would be told its arguments were no JSON object)
+        raise ConfigError(f"{RAW_ARGUMENTS_KEY} is flowtui's own key (what a model sent that was no JSON "
+                          "object); leave it out and give the arguments themselves")
     tool = run.plans.tool_specs[pending.spec.cls].by_name.get(name)
     if tool is not None and tool.schema is not None:
         # a key the schema does not know would be dropped by the tool and still sent to the model
         known = {key for field, info in tool.schema.model_fields.items() for key in (field, info.alias) if key}
         unknown = sorted(set(args) - known) if tool.schema.model_config.get("extra") != "allow" else []
         problems = [f"{key}: not an argument of {name}" for key in unknown]
-        try:
-            tool.schema.model_validate(args)
+        try:  # strictly, as a state field's edit is: true is no int, "5" no number (the tool would take both)
+            tool.schema.model_validate_json(json.dumps(args), strict=True)
         except ValidationError as exc:
             problems += [f"{'.'.join(str(p) for p in e['loc']) or '(arguments)'}: {e['msg']}" for e in exc.errors()]
         if problems:

@@ -178,6 +178,11 @@ async def test_editing_the_pending_call_is_checked_against_the_schema_and_reache
             d.run.edits.edit_call('{"query": ' + "[" * 100_000 + "]" * 100_000 + "}")  # (said as Python's own)
         with pytest.raises(ConfigError, match=r"busca refuses these arguments \(Query: query, limit\): limit"):
             d.run.edits.edit_call('{"query": "x", "limit": "many"}')
+        for loose in ('true', '"5"', '2.0'):  # strictly, as a state field's edit: the tool took true as 1
+            with pytest.raises(ConfigError, match=r"\(Query: query, limit\): limit: Input should be a valid integer"):
+                d.run.edits.edit_call('{"query": "x", "limit": %s}' % loose)
+        with pytest.raises(ConfigError, match=r"^__raw_arguments__ is flowtui's own key"):
+            d.run.edits.edit_call('{"query": "x", "__raw_arguments__": "y"}')
         with pytest.raises(ConfigError, match=r"\(Query: query, limit\): extra: not an argument of busca$"):
             d.run.edits.edit_call('{"query": "x", "extra": 1}')  # the tool drops it, the model would see it
         with pytest.raises(ConfigError, match="^the arguments of busca give the key 'query' twice; give each key once"):
