@@ -232,25 +232,17 @@ class RunClient:
         Python's collector next runs, so they are not kept into its older generations (with 256,
         a 100,000-event flood made 630 young collections and 3-5 full ones, each a 50 ms stall;
         with 32, 280 and 1-2; ``bench/tui_bench.py``)."""
-        buffer, view, lines = self._buffer, self.view, self.lines
-        if view is None or not buffer:
+        buffer = self._buffer
+        if self.view is None or not buffer:
             return 0
         if self.quitting:
             return self._skim()
-        from flowtui.runtime.channel import parse_events
-
         clock = time.perf_counter
         deadline = clock() + budget_s
         popleft = buffer.popleft
         n = 0
         while buffer:
-            batch = parse_events([popleft() for _ in range(min(chunk, len(buffer)))], self.warnings.append)
-            if self.channel is not None:
-                batch = self.channel.in_order(batch, view.last_seq)
-            events = [mark_cuts(line, ev) if _elided(ev) else ev for line, ev in batch]
-            view.apply_many(events)
-            lines.extend(line for line, _ in batch)
-            n += len(batch)
+            n += self._fold([popleft() for _ in range(min(chunk, len(buffer)))])
             if clock() > deadline:
                 break
         if not buffer and self._ending is not None:  # a gone worker's: what comes next, to fold next time
@@ -259,25 +251,33 @@ class RunClient:
             self.channel.paused.set()
         return n
 
+    def _fold(self, raw: list[bytes]) -> int:
+        """Event lines parsed and folded into the view, in order; how many."""
+        from flowtui.runtime.channel import parse_events
+
+        view = self.view
+        batch = parse_events(raw, self.warnings.append)
+        if self.channel is not None:
+            batch = self.channel.in_order(batch, view.last_seq)
+        view.apply_many([mark_cuts(line, ev) if _elided(ev) else ev for line, ev in batch])
+        self.lines.extend(line for line, _ in batch)
+        return len(batch)
+
     def _skim(self) -> int:
-        """The app is quitting: the backlog is dropped unfolded (nothing will show it; a thread of the flow
-        flooding events while the run was paused had q fold millions of them, for seconds). Only its last
-        event's number is kept: the run's end this app writes for a worker that never said it follows it."""
+        """The app is quitting: the backlog is dropped unfolded but for how the run ended (nothing will show
+        the rest; a thread of the flow flooding events while the run was paused had q fold them all). The
+        number of the last event dropped is kept: what is folded, or written, after it follows it."""
         from flowtui.runtime.channel import seq_of
 
         buffer, n = self._buffer, len(self._buffer)
-        ends = [line for line in buffer if b'"type":"run.end"' in line]  # how the run ended is still folded
-        kept = next((line for line in reversed(buffer) if line not in ends and seq_of(line) is not None), None)
+        ends = [line for line in buffer if b'"type":"run.end"' in line]
+        dropped = next((seq for line in reversed(buffer) if line not in ends and (seq := seq_of(line)) is not None),
+                       None)
         buffer.clear()
-        if kept is not None and self.view is not None and seq_of(kept) > self.view.last_seq:
-            self.view.last_seq = seq_of(kept) or 0  # (the events skipped: the ends follow them)
+        if dropped is not None and dropped > self.view.last_seq:
+            self.view.last_seq = dropped
         if ends:
-            buffer.extend(ends)
-            self.quitting = False
-            try:
-                self.drain(1.0)
-            finally:
-                self.quitting = True
+            self._fold(ends)
         if self._ending is not None:
             self._end_when_folded()
         return n
