@@ -330,9 +330,12 @@ def refusal(line: bytes, error: Exception) -> Reply:
 
     try:
         data = orjson.loads(line)
-        ident = data.get("id") if isinstance(data, dict) else None
-    except (ValueError, RecursionError):
-        ident = None
+    except ValueError:  # orjson takes no lone surrogate ("\ud800"), which Python's own parser reads
+        try:
+            data = json.loads(line)
+        except (ValueError, RecursionError):
+            data = None
+    ident = data.get("id") if isinstance(data, dict) else None
     valid = type(ident) is int and abs(ident) <= 2**53  # else not an id the client gave: -1
     return Reply(id=ident if valid else -1, ok=False, error=f"not a command: {what_is_wrong(error)}")
 

@@ -473,6 +473,29 @@ def test_a_line_nested_too_deep_is_refused_and_the_run_goes_on(tmp_path):
     assert replies[4][2].startswith("not a command: pause.id: Input should be a valid integer")  # not taken as 1
     assert "auth is for a client on a socket" in replies[3][2]  # not an internal error
 
+def test_a_command_holding_a_lone_surrogate_is_refused_with_its_id(tmp_path):
+    """A text with a lone surrogate ("\\ud800", a file name that is no UTF-8) was refused with id -1: the
+    client could not tell which of its commands the refusal answered."""
+    worker = subprocess.Popen([sys.executable, "-m", "flowtui.runtime.worker", str(ROOT / "flows/revisao.py")],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=tmp_path)
+    worker.stdin.write(b'{"id":1,"type":"start","input":"x"}\n'
+                       b'{"id":7,"type":"add_item","bucket":"memory","text":"a\\ud800b"}\n{"id":8,"type":"step"}\n')
+    worker.stdin.flush()
+    replies = {}
+    try:
+        for line in worker.stdout:
+            message = json.loads(line)
+            if message.get("type") == "reply":
+                replies[message["id"]] = message
+            if 8 in replies:
+                break
+    finally:
+        worker.kill()
+        worker.communicate(timeout=HANG)
+    assert not replies[7]["ok"] and replies[7]["error"].startswith("not a command:"), replies
+    assert -1 not in replies and replies[8]["ok"]
+
+
 def test_a_command_field_of_the_wrong_json_type_is_refused_not_taken_as_what_it_resembles(tmp_path):
     """index true was item 1, "0" and 0.0 item 0, with_call "no" False: an edit made where the client did
     not mean one (id and take_over were already strict)."""
