@@ -24,10 +24,10 @@ from typing import TYPE_CHECKING, Any
 from pydantic import ValidationError
 
 from flowtui.runtime.errors import ConfigError
-from flowtui.runtime.providers.base import RAW_ARGUMENTS_KEY
 from flowtui.runtime.events import ToolDecision
 from flowtui.runtime.messages import Message, ToolCall, ToolResult
 from flowtui.runtime.nodes import NodeScope
+from flowtui.runtime.providers.base import RAW_ARGUMENTS_KEY
 
 if TYPE_CHECKING:
     from flowtui.runtime.decorators import AgentSpec

@@ -391,9 +391,8 @@ def script_gaps(plans: Plans) -> list[str]:
     (``{"Agnet": [...]}``): its first model call would fail, which the load can say now."""
     from difflib import get_close_matches
 
-    from flowtui.runtime.providers.scripted import ScriptedProvider
-
     from flowtui.runtime.providers.replies import split_reply
+    from flowtui.runtime.providers.scripted import ScriptedProvider
 
     notes = []
     users: dict[int, int] = {}  # id of a provider -> how many agents it answers
