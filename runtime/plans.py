@@ -333,9 +333,7 @@ def hook_lookalikes(plans: Plans) -> list[str]:
                 continue
             close = get_close_matches(name, HOOKS, n=1, cutoff=0.85)
             if close:
-                code = getattr(value, "__code__", None)  # where it is written, as a load error says it
-                at = f"{shown_path(code.co_filename)}:{code.co_firstlineno}: " if code is not None else ""
-                notes.append(f"{at}agent {aspec.name}: {name} is no hook flowtui calls; did you mean {close[0]}? "
+                notes.append(f"{_at(value)}agent {aspec.name}: {name} is no hook flowtui calls; did you mean {close[0]}? "
                              f"(the hooks: {', '.join(HOOKS)})")
     return notes
 

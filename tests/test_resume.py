@@ -259,17 +259,33 @@ def test_a_loop_ceiling_raised_past_what_the_loop_used_reexecutes_and_one_lowere
     assert "■ stopped (diverged" not in res.stderr  # the report says it, once
 
 
+def journaled(tmp_path: Path, name: str, source: str) -> tuple[Path, Path]:
+    """``source`` written as flow ``name`` and run headless: (the flow, its journal)."""
+    flow, journal = tmp_path / name, tmp_path / "run.jsonl"
+    flow.write_text(source)
+    res = flowtui("run", str(flow), "--input", "x", "--journal", str(journal), cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    return flow, journal
+
+
+def reexecuted(flow: Path, journal: Path) -> subprocess.CompletedProcess:
+    """The flow re-executed against the whole journal, which it reproduces: no divergence."""
+    res = flowtui("run", str(flow), "--resume-from", str(journal), "--no-journal", cwd=flow.parent)
+    assert res.returncode == 0 and "diverged" not in res.stderr, res.stderr
+    return res
+
+
+def rewritten(journal: Path, events: list[dict]) -> None:
+    journal.write_text("".join(json.dumps(ev) + "\n" for ev in events))
+
+
 def test_a_journal_of_an_older_flowtui_with_an_exhausted_loop_reexecutes(tmp_path):
     """An older flowtui said an exhausted loop's last ctx.loop twice, and its loops' events had no `until`:
     its journals are re-executed without a divergence there."""
-    flow = tmp_path / "ex.py"
-    flow.write_text("from flowtui import FunctionProvider, agent, loop, workflow\n"
-                    "@agent(provider=FunctionProvider(lambda m, t: 'ok'), prompt='p')\nclass A:\n    pass\n"
-                    "@agent(provider=FunctionProvider(lambda m, t: 'fim'), prompt='p')\nclass B:\n    pass\n"
-                    "@workflow(steps=[loop([A], max_iterations=2), B])\nclass W:\n    pass\n")
-    journal = tmp_path / "run.jsonl"
-    res = flowtui("run", str(flow), "--input", "x", "--journal", str(journal), cwd=tmp_path)
-    assert res.returncode == 0, res.stderr
+    flow, journal = journaled(tmp_path, "ex.py", "from flowtui import FunctionProvider, agent, loop, workflow\n"
+                              "@agent(provider=FunctionProvider(lambda m, t: 'ok'), prompt='p')\nclass A:\n    pass\n"
+                              "@agent(provider=FunctionProvider(lambda m, t: 'fim'), prompt='p')\nclass B:\n    pass\n"
+                              "@workflow(steps=[loop([A], max_iterations=2), B])\nclass W:\n    pass\n")
     older = []
     for ev in lines(journal):  # as the older flowtui wrote it
         if ev["type"] in ("node.start", "node.end") and ev.get("kind") == "loop":
@@ -279,51 +295,41 @@ def test_a_journal_of_an_older_flowtui_with_an_exhausted_loop_reexecutes(tmp_pat
             older.append(dict(ev))
     for seq, ev in enumerate(older, 1):
         ev["seq"] = seq
-    journal.write_text("".join(json.dumps(ev) + "\n" for ev in older))
-    res = flowtui("run", str(flow), "--resume-from", str(journal), "--no-journal", cwd=tmp_path)
-    assert res.returncode == 0 and "diverged" not in res.stderr, res.stderr
-    assert res.stdout == "fim\n"
+    rewritten(journal, older)
+    assert reexecuted(flow, journal).stdout == "fim\n"
 
 
 def test_a_journal_of_an_older_flowtui_with_a_call_before_tool_changed_reexecutes(tmp_path):
     """An older flowtui did not say, on a tool's end, the call before_tool changed (`ran`): its journals
     diverged there, `ran: recorded (absent), now {...}`."""
-    flow = tmp_path / "bt.py"
-    flow.write_text("from flowtui import ScriptedProvider, ToolCall, agent, tool, workflow\n"
-                    "@tool(description='Busca.')\ndef busca(q: str) -> str:\n    return 'achei ' + q\n"
-                    "@agent(provider=ScriptedProvider([{'tool_calls': [{'name': 'busca', 'args': {'q': 'x'}}]}, "
-                    "'fim']), prompt='p', tools=[busca])\nclass A:\n"
-                    "    def before_tool(self, call, ctx):\n        return ToolCall(name='busca', args={'q': 'y'})\n"
-                    "@workflow(steps=[A])\nclass W:\n    pass\n")
-    journal = tmp_path / "run.jsonl"
-    res = flowtui("run", str(flow), "--input", "x", "--journal", str(journal), cwd=tmp_path)
-    assert res.returncode == 0, res.stderr
+    flow, journal = journaled(
+        tmp_path, "bt.py", "from flowtui import ScriptedProvider, ToolCall, agent, tool, workflow\n"
+        "@tool(description='Busca.')\ndef busca(q: str) -> str:\n    return 'achei ' + q\n"
+        "@agent(provider=ScriptedProvider([{'tool_calls': [{'name': 'busca', 'args': {'q': 'x'}}]}, "
+        "'fim']), prompt='p', tools=[busca])\nclass A:\n"
+        "    def before_tool(self, call, ctx):\n        return ToolCall(name='busca', args={'q': 'y'})\n"
+        "@workflow(steps=[A])\nclass W:\n    pass\n")
     older = lines(journal)
     (end,) = [ev for ev in older if ev["type"] == "node.end" and ev.get("kind") == "tool"]
     assert end["data"].pop("ran") == {"name": "busca", "args": {"q": "y"}}  # as the older flowtui wrote it
-    journal.write_text("".join(json.dumps(ev) + "\n" for ev in older))
-    res = flowtui("run", str(flow), "--resume-from", str(journal), "--no-journal", cwd=tmp_path)
-    assert res.returncode == 0 and "diverged" not in res.stderr, res.stderr
+    rewritten(journal, older)
+    reexecuted(flow, journal)
 
 
 def test_a_run_whose_flow_starts_threads_reexecutes_though_their_names_differ(tmp_path):
     """A change from a thread the flow started says thread:NAME, and a default name counts the process's
     threads: re-executed (its tool served, so one thread fewer), the same code diverged at the origin."""
-    flow = tmp_path / "thr.py"
-    flow.write_text("import threading\nfrom flowtui import ScriptedProvider, agent, tool, workflow\n"
-                    "def later(f):\n    t = threading.Thread(target=f)\n    t.start()\n    t.join()\n"
-                    "@tool(description='Conta.')\ndef conta(q: str) -> str:\n    later(lambda: None)\n    return q\n"
-                    "@agent(provider=ScriptedProvider([{'tool_calls': [{'name': 'conta', 'args': {'q': 'x'}}]}, "
-                    "'fim']), prompt='p', tools=[conta])\nclass A:\n"
-                    "    def after_response(self, response, ctx):\n"
-                    "        later(lambda: ctx.state.append('memory', 'from a thread'))\n"
-                    "@workflow(steps=[A])\nclass W:\n    pass\n")
-    journal = tmp_path / "run.jsonl"
-    res = flowtui("run", str(flow), "--input", "x", "--journal", str(journal), cwd=tmp_path)
-    assert res.returncode == 0, res.stderr
+    flow, journal = journaled(
+        tmp_path, "thr.py", "import threading\nfrom flowtui import ScriptedProvider, agent, tool, workflow\n"
+        "def later(f):\n    t = threading.Thread(target=f)\n    t.start()\n    t.join()\n"
+        "@tool(description='Conta.')\ndef conta(q: str) -> str:\n    later(lambda: None)\n    return q\n"
+        "@agent(provider=ScriptedProvider([{'tool_calls': [{'name': 'conta', 'args': {'q': 'x'}}]}, "
+        "'fim']), prompt='p', tools=[conta])\nclass A:\n"
+        "    def after_response(self, response, ctx):\n"
+        "        later(lambda: ctx.state.append('memory', 'from a thread'))\n"
+        "@workflow(steps=[A])\nclass W:\n    pass\n")
     assert any(ev.get("origin", "").startswith("thread:Thread-") for ev in lines(journal))
-    res = flowtui("run", str(flow), "--resume-from", str(journal), "--no-journal", cwd=tmp_path)
-    assert res.returncode == 0 and "diverged" not in res.stderr, res.stderr
+    reexecuted(flow, journal)
 
 
 def test_a_divergence_says_why_its_event_numbers_differ_when_they_do():

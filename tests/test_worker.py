@@ -473,6 +473,22 @@ def test_a_line_nested_too_deep_is_refused_and_the_run_goes_on(tmp_path):
     assert replies[4][2].startswith("not a command: pause.id: Input should be a valid integer")  # not taken as 1
     assert "auth is for a client on a socket" in replies[3][2]  # not an internal error
 
+def replies_until(worker: subprocess.Popen, last: int) -> dict[int, dict]:
+    """The worker's replies by id, up to the one to command ``last``; the worker is killed then."""
+    replies = {}
+    try:
+        for line in worker.stdout:
+            message = json.loads(line)
+            if message.get("type") == "reply":
+                replies[message["id"]] = message
+            if last in replies:
+                break
+    finally:
+        worker.kill()
+        worker.communicate(timeout=HANG)
+    return replies
+
+
 def test_a_command_holding_a_lone_surrogate_is_refused_with_its_id(tmp_path):
     """A text with a lone surrogate ("\\ud800", a file name that is no UTF-8) was refused with id -1: the
     client could not tell which of its commands the refusal answered."""
@@ -481,17 +497,7 @@ def test_a_command_holding_a_lone_surrogate_is_refused_with_its_id(tmp_path):
     worker.stdin.write(b'{"id":1,"type":"start","input":"x"}\n'
                        b'{"id":7,"type":"add_item","bucket":"memory","text":"a\\ud800b"}\n{"id":8,"type":"step"}\n')
     worker.stdin.flush()
-    replies = {}
-    try:
-        for line in worker.stdout:
-            message = json.loads(line)
-            if message.get("type") == "reply":
-                replies[message["id"]] = message
-            if 8 in replies:
-                break
-    finally:
-        worker.kill()
-        worker.communicate(timeout=HANG)
+    replies = replies_until(worker, 8)
     assert not replies[7]["ok"] and replies[7]["error"].startswith("not a command:"), replies
     assert -1 not in replies and replies[8]["ok"]
 
@@ -513,17 +519,7 @@ def test_a_command_field_of_the_wrong_json_type_is_refused_not_taken_as_what_it_
                        b'{"id":6,"type":"breakpoint","name":"PlannerAgent","on":1}\n'
                        b'{"id":7,"type":"count"}\n')
     worker.stdin.flush()
-    replies = {}
-    try:
-        for line in worker.stdout:
-            message = json.loads(line)
-            if message.get("type") == "reply":
-                replies[message["id"]] = message
-            if 7 in replies:
-                break
-    finally:
-        worker.kill()
-        worker.communicate(timeout=HANG)
+    replies = replies_until(worker, 7)
     for n, field in ((2, "index"), (3, "index"), (4, "index"), (5, "with_call"), (6, "on")):
         assert not replies[n]["ok"] and f".{field}: Input should be a valid" in replies[n]["error"], replies[n]
     assert replies[7]["ok"], replies[7]
