@@ -51,3 +51,61 @@ async def test_view_2_at_an_agents_pause_says_its_before_prompt_may_replace_the_
         assert app.client.view.pause.point == "chat"
         await wait_until(pilot, lambda: sees.labels.get(0) == "system · agent prompt", what="view 2 again")
         assert app.client.view.model_sees()[0].content == "DYNAMIC PROMPT."
+
+
+PARALLEL_CALL = """
+import asyncio
+from flowtui import FunctionProvider, agent, loop, parallel, tool, until_answered, workflow
+
+@tool
+async def somar(a: int, b: int) -> int:
+    '''Adds.
+
+    Args:
+        a: first
+        b: second
+    '''
+    return a + b
+
+@agent(provider=FunctionProvider(lambda m, t: '5' if any(x.role == 'tool' for x in m)
+                                 else {'content': '', 'tool_calls': [{'name': 'somar', 'args': {'a': 2, 'b': 3}}]}),
+       tools=[somar], prompt='You add.')
+class Calc:
+    pass
+
+@agent(provider=FunctionProvider(lambda m, t: 'x'), prompt='You wait.')
+class Espera:
+    async def run(self, input, ctx):
+        return 'ready'
+
+@agent(provider=FunctionProvider(lambda m, t: 'a verse'), prompt='You write verses.')
+class Poeta:
+    pass
+
+@workflow(steps=[parallel([loop([Calc], until=until_answered, max_iterations=2), loop([Espera, Poeta], max_iterations=1)])])
+class W:
+    pass
+"""
+
+
+async def test_view_2_says_a_call_shown_without_its_result_gets_it_before_the_next_call(tmp_path):
+    """Paused before a parallel branch's agent while the other branch's tool call waited for its result,
+    view 2 showed that call unanswered, as if sent so (a provider refuses it); the model call waits for the
+    result and sends it."""
+    flow = tmp_path / "branches.py"
+    flow.write_text(PARALLEL_CALL)
+    app = make(str(flow), input="go")
+    async with app.run_test(size=(160, 48)) as pilot:
+        await paused(pilot)
+        await pilot.press("2")
+        sees = app.main.pane_widget("model-sees")
+        view = app.client.view
+        while not (view.pause.point == "agent" and view.pause.name == "Poeta"):
+            await press_and_pause(pilot, "s")
+        calling = next(i for i, m in enumerate(view.model_sees()) if m.tool_calls)
+        await wait_until(pilot, lambda: calling in sees.labels, what="view 2 drawn")
+        assert sees.labels[calling] == "assistant (its result comes before the next call)"
+        while not (view.pause.point == "chat" and view.pause.name == "Poeta"):
+            await press_and_pause(pilot, "s")
+        await wait_until(pilot, lambda: calling not in sees.labels, what="view 2 again")
+        assert [m.role for m in view.model_sees()][calling:calling + 2] == ["assistant", "tool"]

@@ -33,6 +33,10 @@ def show_model_sees(widget: MessageList, view: Any, counted: Any = None) -> None
                      "system · the agent's declared prompt (its before_prompt may replace it: the pause before "
                      "the model call shows what is sent)" if getattr(pause, "prompt_hook", False) else
                      "system · agent prompt")
+    for i in unanswered(seen):  # a call the history holds without its result yet (this turn's, before its tool
+        # runs; another parallel branch's): the next call goes once it is answered, with its result
+        labels[i] = f"assistant ({'its result comes' if len(seen[i].tool_calls) == 1 else 'their results come'} " \
+                    "before the next call)"
     changes = middleware_note(view)
     if changes and seen and not own:  # said first on the first block: what follows is what they are given
         role, _, rest = labels.get(0, seen[0].role).partition(" · ")
@@ -54,6 +58,13 @@ def show_model_sees(widget: MessageList, view: Any, counted: Any = None) -> None
     widget.opens_own = True
     widget.note = (note, tuple(view.memory), tuple(view.tasks)) if has_note else None
     widget.set_messages(seen, reset=True)
+
+
+def unanswered(messages: list[Any]) -> list[int]:
+    """The indices of the assistant messages with a tool call no tool message answers yet."""
+    answered = {m.tool_call_id for m in messages if m.role == "tool"}
+    return [i for i, m in enumerate(messages) if m.role == "assistant"
+            and any(call.id not in answered for call in m.tool_calls)]
 
 
 def middleware_note(view: Any) -> str | None:
