@@ -559,8 +559,11 @@ async def _run_headless(args: argparse.Namespace, memory: dict[str, str], data: 
         loop.remove_signal_handler(signal.SIGTERM)
     if isinstance(hello, p.LoadError):
         release()
-        where = f"{hello.file}{f':{hello.line}' if hello.line else ''}: " if hello.file else ""  # (an option's file)
-        say(f"flowtui: cannot load {args.flow}\n  {where}{(hello.cls + ': ') if hello.cls else ''}{hello.message}")
+        if hello.option:  # the option's file is at fault (the message names both), not the flow
+            say(f"flowtui: {hello.message}")
+        else:
+            where = f"{hello.file}{f':{hello.line}' if hello.line else ''}: " if hello.file else ""
+            say(f"flowtui: cannot load {args.flow}\n  {where}{(hello.cls + ': ') if hello.cls else ''}{hello.message}")
         if args.debug and hello.traceback:
             say(hello.traceback.rstrip())
         await channel.wait()

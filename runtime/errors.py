@@ -64,6 +64,15 @@ class ConfigError(FlowtuiError, ValueError):
         self.at = at
 
 
+class OptionError(ConfigError):
+    """The file a command-line option names (``--replies``, ``--replay``, ``--record``) cannot be used:
+    the run's fault is there, not in the flow (which was not imported). The message starts with the option."""
+
+    def __init__(self, message: str, *, option: str, file: str) -> None:
+        super().__init__(message)
+        self.option, self.file = option, file
+
+
 class WatchError(ConfigError):
     """A watchpoint expression that does not parse, or names a state field its workflow lacks.
     ``column`` (1-based) is where in ``expr`` the fault is; :meth:`render` puts a caret under it."""

@@ -195,25 +195,17 @@ def load_flow(target: str, **bootstrap_config: Any):
     from flowtui.runtime.markers import where
 
     path, name = split_target(target)
-    replies = bootstrap_config.get("replies")
-    if isinstance(replies, (str, Path)):  # read once, and said as the option's fault, not the workflow's
-        from flowtui.runtime.providers.scripted import load_replies
+    from flowtui.runtime.providers.cassette import Cassette
+    from flowtui.runtime.providers.scripted import load_replies
 
-        bootstrap_config["replies"] = load_replies(replies, base=Path.cwd(), who="--replies")
-    replay = bootstrap_config.get("replay")
-    if isinstance(replay, (str, Path)):  # the same: it was said at the workflow's line, --replay unnamed
-        from flowtui.runtime.errors import ConfigError
-        from flowtui.runtime.providers.cassette import Cassette
-
-        try:
-            bootstrap_config["replay"] = Cassette.load(replay)
-        except ConfigError as exc:
-            raise ConfigError(f"--replay: {exc}") from None
-    record = bootstrap_config.get("record")
-    if isinstance(record, (str, Path)):  # made here, its place fixed before the flow's import may change folder
-        from flowtui.runtime.providers.cassette import Cassette
-
-        bootstrap_config["record"] = Cassette.new(record)
+    # Each option's file is read once, first, and a fault in it said as the option's, not the workflow's
+    # (--replay was said at the workflow's line, unnamed); --record's place is fixed before the flow's
+    # import may change folder.
+    for option, key, read in (("--replies", "replies", lambda f: load_replies(f, base=Path.cwd(), who="--replies")),
+                              ("--replay", "replay", Cassette.load), ("--record", "record", Cassette.new)):
+        given = bootstrap_config.get(key)
+        if isinstance(given, (str, Path)):
+            bootstrap_config[key] = _option_file(option, given, read)
     module = load_module(path)
     cls = find_workflow(module, path, name)
     try:
@@ -225,6 +217,18 @@ def load_flow(target: str, **bootstrap_config: Any):
     except FlowtuiError as exc:
         file, line = where(cls)
         raise FlowLoadError(str(exc), file=str(path), line=line, cls=cls.__name__) from None
+
+
+def _option_file(option: str, file: str | Path, read: Any) -> Any:
+    """``read(file)``; a fault in it raised as an :class:`OptionError` of ``option`` (its message starts with it)."""
+    from flowtui.runtime.errors import ConfigError, OptionError
+
+    try:
+        return read(file)
+    except ConfigError as exc:
+        said = str(exc)
+        raise OptionError(said if said.startswith(option) else f"{option}: {said}", option=option,
+                          file=str(file)) from None
 
 
 def _not_exported(name: str) -> str:

@@ -104,6 +104,7 @@ class LoadError(_Message):
     line: int | None = None
     cls: str | None = None
     traceback: str | None = None
+    option: str | None = None  # the option whose file is at fault (--replies, --replay, --record): file is that file
 
 
 class Reply(_Message):

@@ -358,7 +358,7 @@ def _loop_names(steps: Any) -> list[str]:
 
 def load(args: argparse.Namespace) -> Any:
     """The flow's App, or a :class:`~flowtui.runtime.protocol.LoadError` saying why not."""
-    from flowtui.runtime.errors import FlowLoadError, FlowtuiError
+    from flowtui.runtime.errors import FlowLoadError, FlowtuiError, OptionError
     from flowtui.runtime.loader import load_flow
 
     redactor = Redactor.from_environment()
@@ -371,7 +371,9 @@ def load(args: argparse.Namespace) -> Any:
         return load_flow(args.flow, model=args.model, replies=args.replies, record=args.record, replay=args.replay)
     except FlowLoadError as exc:
         return error(exc.message, exc.__cause__ or exc.__context__ or exc, file=exc.file, line=exc.line, cls=exc.cls)
-    except FlowtuiError as exc:  # a bad --replies or cassette file
+    except OptionError as exc:  # a bad --replies or cassette file: the flow was not imported
+        return error(str(exc), option=exc.option, file=exc.file)
+    except FlowtuiError as exc:
         return error(str(exc))
     except SystemExit as exc:
         return error(f"the flow called sys.exit({exc.code!r}) while it was being imported; a flow file "

@@ -170,7 +170,7 @@ class FlowApp(RunCommands, RunEdits, RunWatches, PlainNotify, KeysStayPut, Toler
                     self._loaded()
                 elif self.config.attach is not None:  # no hello: not a run served by --listen (said on exit)
                     said = self.client.channel is not None and reply is self.client.channel.load_error  # (by the run)
-                    self.refused = (f"the run could not load its flow: {_load_error_text(reply)}" if said else
+                    self.refused = (_load_error_text(reply) if said else
                                     "the connection closed before the run answered (is it flowtui run --listen?)")
                     self.exit(2)
                 else:
@@ -219,7 +219,9 @@ class FlowApp(RunCommands, RunEdits, RunWatches, PlainNotify, KeysStayPut, Toler
         self._forget_queue("The flow could not load")
         if isinstance(self.screen, LoadErrorScreen):
             self.pop_screen()
-        self.push_screen(LoadErrorScreen(self.config.target, error, details=details))
+        option = getattr(error, "option", None)  # the file an option names is at fault, not the flow
+        said = dict(title=f"Could not use {option}", fix=f"Fix the file or the {option} option") if option else {}
+        self.push_screen(LoadErrorScreen(self.config.target, error, details=details, **said))
 
     def start_run(self, input: str | None) -> None:
         """Start the loaded flow's run, paused before its first step."""
@@ -519,9 +521,12 @@ def _why_not_attached(error: BaseException) -> str:
 
 
 def _load_error_text(error: Any) -> str:
-    """A served run's ``load.error``, said on one line: its message, and where (file:line)."""
+    """A served run's ``load.error``, said on one line: its message, and where (file:line); the file an
+    option names is in the message."""
+    if error.option:
+        return f"the run could not start: {error.message}"
     where = f" ({error.file}{f':{error.line}' if error.line else ''})" if error.file else ""
-    return f"{error.message}{where}"
+    return f"the run could not load its flow: {error.message}{where}"
 
 
 def make_app(target: str, **options: Any) -> FlowApp:

@@ -150,3 +150,18 @@ async def test_a_line_break_in_the_flow_file_s_name_stays_on_the_error_screen_s_
         await wait_until(pilot, lambda: isinstance(app.screen, LoadErrorScreen), what="the error screen")
         where = str(app.screen.query_one("#error-where").render())
         assert where.splitlines()[0] == f"file  {tmp_path}/bad ⏎ name.py", where
+
+
+async def test_a_bad_replies_file_is_said_as_the_options_fault_on_the_error_screen(tmp_path):
+    """It was shown as "Could not load the flow", the flow's file named and "Fix the file" said, though
+    the flow was never read: the fault was in the file --replies named."""
+    bad = tmp_path / "bad.replies.toml"
+    bad.write_text("{not toml\n")
+    app = make(input="x", replies=str(bad))
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_until(pilot, lambda: isinstance(app.screen, LoadErrorScreen), what="the error screen")
+        text = "\n".join(str(w.render()) for w in app.screen.query("Static"))
+        assert str(app.screen.query_one("#error-title").render()) == "Could not use --replies"
+        assert str(app.screen.query_one("#error-where").render()) == f"file  {bad}"
+        assert f"--replies {bad}: not valid TOML" in text and "Fix the file or the --replies option" in text
+        assert "revisao.py" not in text
