@@ -75,7 +75,9 @@ def load_module(path: Path) -> Any:
         spec.loader.exec_module(module)
     except SyntaxError as exc:
         sys.modules.pop(name, None)
-        if exc.filename and Path(exc.filename).resolve() != file:  # in a module the flow imports: that one
+        if not (exc.filename and Path(exc.filename).is_file()):  # raised by code (a `raise`, a compile() of a
+            raise _raised(exc, path, file) from exc  # string), not a file that would not parse
+        if Path(exc.filename).resolve() != file:  # in a module the flow imports: that one
             raise FlowLoadError(f"{_syntax(exc)}{_imported_by(exc, path, file)}",
                                 file=shown_path(exc.filename), line=exc.lineno) from None
         raise FlowLoadError(_syntax(exc), file=str(path), line=exc.lineno) from None
@@ -88,38 +90,43 @@ def load_module(path: Path) -> Any:
         raise
     except Exception as exc:
         sys.modules.pop(name, None)
-        text = str(exc)
-        line, func = _user_frame(exc, file)
-        fault = file
-        deepest = deepest_user_frame(exc)
-        if deepest is not None and Path(deepest[0]).resolve() != file:  # in a module the flow imports
-            fault, line, func = Path(deepest[0]).resolve(), deepest[1], deepest[2]
-        if isinstance(exc, FlowtuiError):  # a decorator's or loop()'s own message: where it is, said once
-            said_at = getattr(exc, "at", None)  # the def of a hook at fault, below its class's decorator
-            if said_at and said_at[0] and said_at[1]:
-                fault, line = Path(said_at[0]).resolve(), said_at[1]
-            at = re.match(r"^(.+?):(\d+): ", text)
-            if at and Path(at[1]).is_file():
-                if Path(at[1]).resolve() != file:
-                    fault, line = Path(at[1]).resolve(), int(at[2])
-                text = text[at.end():]
-            message = text
-        elif isinstance(exc, ImportError) and exc.name == "flowtui" \
-                and (wrong := re.match(r"cannot import name '(\w+)' from 'flowtui'", text)):
-            message = _not_exported(wrong[1])
-        else:
-            where_ = f" (in {func})" if func and func != "<module>" else ""
-            message = f"{type(exc).__name__} while importing{where_}: {text}"
-        if fault != file:
-            raise FlowLoadError(message + _imported_by(exc, path, file), file=shown_path(str(fault)),
-                                line=line) from exc
-        raise FlowLoadError(message, file=str(path), line=line) from exc  # --debug shows the flow's own traceback
+        raise _raised(exc, path, file) from exc  # --debug shows the flow's own traceback
     return module
+
+
+def _raised(exc: Exception, path: Path, file: Path) -> FlowLoadError:
+    """What the flow's import raised, said where it was raised (the flow's line, or the module's it imports)."""
+    text = "" if isinstance(exc, SyntaxError) and exc.msg is None else str(exc)  # (str() of one says "None")
+    line, func = _user_frame(exc, file)
+    fault = file
+    deepest = deepest_user_frame(exc)
+    if deepest is not None and Path(deepest[0]).resolve() != file:  # in a module the flow imports
+        fault, line, func = Path(deepest[0]).resolve(), deepest[1], deepest[2]
+    if isinstance(exc, FlowtuiError):  # a decorator's or loop()'s own message: where it is, said once
+        said_at = getattr(exc, "at", None)  # the def of a hook at fault, below its class's decorator
+        if said_at and said_at[0] and said_at[1]:
+            fault, line = Path(said_at[0]).resolve(), said_at[1]
+        at = re.match(r"^(.+?):(\d+): ", text)
+        if at and Path(at[1]).is_file():
+            if Path(at[1]).resolve() != file:
+                fault, line = Path(at[1]).resolve(), int(at[2])
+            text = text[at.end():]
+        message = text
+    elif isinstance(exc, ImportError) and exc.name == "flowtui" \
+            and (wrong := re.match(r"cannot import name '(\w+)' from 'flowtui'", text)):
+        message = _not_exported(wrong[1])
+    else:
+        where_ = f" (in {func})" if func and func != "<module>" else ""
+        message = f"{type(exc).__name__} while importing{where_}: {text}" if text.strip() else \
+            f"{type(exc).__name__} while importing{where_} (raised with no message)"
+    if fault != file:
+        return FlowLoadError(message + _imported_by(exc, path, file), file=shown_path(str(fault)), line=line)
+    return FlowLoadError(message, file=str(path), line=line)
 
 
 def _syntax(exc: SyntaxError) -> str:
     """A syntax error as Python shows it: the line, and a caret under where it was found."""
-    msg = str(exc.msg or "invalid syntax")  # (`raise SyntaxError` has none)
+    msg = str(exc.msg or "invalid syntax")
     said = f"syntax error: {msg}"
     if "codec can't decode" in msg:  # a file saved in Latin-1 or cp1252
         return said + "; save the file as UTF-8"

@@ -913,9 +913,16 @@ def test_a_syntax_error_shows_its_line_and_where_in_it_and_a_latin1_file_is_told
     res = flowtui("run", str(path))
     assert 'flow.py:1: syntax error: invalid syntax (column 15)\n    x = "ééééé" + * 3\n                  ^\n' \
         in res.stderr, res.stderr
-    path.write_text("raise SyntaxError\n")  # one a flow raises, with no message: it was said as "None"
+    # one a flow raises (with no message), or a compile() of its own: it was said as the file's syntax
+    # ("invalid syntax", no line), or at "<string>:1" as if a file of that name would not parse
+    path.write_text("import os\nraise SyntaxError\n")
     res = flowtui("run", str(path))
-    assert res.returncode == 2 and "TypeError" not in res.stderr and "None" not in res.stderr, res.stderr
+    assert res.returncode == 2 and "flow.py:2: SyntaxError while importing (raised with no message)" in res.stderr, \
+        res.stderr
+    path.write_text("import os\ncompile('x(', '<string>', 'exec')\n")
+    res = flowtui("run", str(path))
+    assert "flow.py:2: SyntaxError while importing: '(' was never closed (<string>, line 1)" in res.stderr, res.stderr
+    assert "<string>:1" not in res.stderr
     path.write_bytes(b"x = \"caf\xe9\"\n")
     res = flowtui("run", str(path))
     assert res.returncode == 2 and "codec can't decode" in res.stderr
