@@ -12,6 +12,7 @@ middleware changed (``changed_by``, ``sent``, ``trimmed``), tokens and cost.
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -119,6 +120,8 @@ async def call_model(run: "Run", spec: AgentSpec, request: ChatRequest, *, promp
             reply = await (through(layers, request, send, on_pass=on_pass) if layers else send(request))
         except ProviderError as exc:
             exc.agent = exc.agent or spec.name
+            if built and "sent" not in scope.data:  # (what a middleware sent is not the history's order)
+                _name_message(exc, request, prompt, run.state.memory, run.state.tasks)
             scope.data["attempts"] = exc.attempts
             _keep_partial(scope, request)
             raise
@@ -145,6 +148,33 @@ async def call_model(run: "Run", spec: AgentSpec, request: ChatRequest, *, promp
             scope.data["reply"]["finish_reason"] = reply.finish_reason
     run.publish_budget()
     return reply
+
+
+_MESSAGE_INDEX = re.compile(r"messages\.?\[(\d{1,9})\]")  # OpenAI's 'messages[1].content', (messages.[3].role)
+
+
+def _name_message(exc: ProviderError, request: ChatRequest, prompt: str | None, memory: Any, tasks: Any) -> None:
+    """A provider that refused a turn's request naming ``messages[N]`` is told which message that is: the
+    agent prompt, the memory-and-tasks note, or ``history[K]`` (the index ``ctx.state.history`` has)."""
+    text = str(exc)
+    found = _MESSAGE_INDEX.search(text)
+    n = int(found[1]) if found else -1
+    if not 0 <= n < len(request.messages):
+        return
+    k = n - bool(prompt) - bool(memory or tasks)  # (the request is model_messages': prompt, note, history)
+    if prompt and n == 0:
+        said = "the agent prompt"
+    elif k < 0:
+        said = f"the memory-and-tasks note ({_items(len(memory), 'memory item')}, {_items(len(tasks), 'task')})"
+    else:
+        m = request.messages[n]
+        said = f"history[{k}], " + (f"the result of tool {m.tool_name}" if m.role == "tool" else
+                                    f"the {m.role} message" + (f" of {m.agent}" if m.agent else ""))
+    exc.args = (f"{text} ({found[0]} is {said})", *exc.args[1:])
+
+
+def _items(n: int, what: str) -> str:
+    return f"{n:,} {what}{'' if n == 1 else 's'}"
 
 
 def _keep_partial(scope: NodeScope, request: ChatRequest) -> None:

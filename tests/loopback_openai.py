@@ -456,6 +456,9 @@ def _make_handler(owner: LoopbackOpenAI) -> type[BaseHTTPRequestHandler]:
     return Handler
 
 
+MAX_CONTENT = 10_485_760  # characters of one message's content OpenAI takes
+
+
 def _refusal(body: Any) -> str | None:
     """OpenAI's 400 for a conversation it refuses (its own wording), or None. Written from the
     API's behaviour, independently of flowtui's own check."""
@@ -465,6 +468,10 @@ def _refusal(body: Any) -> str | None:
     waiting: list[str] = []
     for i, m in enumerate(messages):
         role = m.get("role") if isinstance(m, dict) else None
+        content = m.get("content") if isinstance(m, dict) else None
+        if isinstance(content, str) and len(content) > MAX_CONTENT:
+            return (f"Invalid 'messages[{i}].content': string too long. Expected a string with maximum length "
+                    f"{MAX_CONTENT}, but got a string with length {len(content)} instead.")
         if role == "tool":
             if m.get("tool_call_id") not in waiting:
                 return (f"Invalid parameter: messages with role 'tool' must be a response to a preceeding "

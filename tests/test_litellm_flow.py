@@ -311,3 +311,19 @@ async def test_the_journal_records_the_providers_sampling_with_the_agents_and_a_
         lines.append(json.dumps(event))
     before.write_text("\n".join(lines) + "\n")
     assert not await resumed(before, top_p=0.5, seed=7)
+
+
+@pytest.mark.parametrize("where", ["memory", "history"])
+async def test_a_request_refused_for_one_message_says_which_message_of_the_run_it_is(server, where):
+    """A memory item of 10.5 M characters failed the run with the API's words only, "Invalid
+    'messages[1].content': string too long": messages[1] is nothing the person can find or edit."""
+    server.script(reply("ok"))
+    huge = "x" * 10_500_000
+    memory, task = ([huge], "hi") if where == "memory" else (["a fact"], huge)
+    with pytest.raises(ProviderError) as info:
+        await bootstrap(flow(server)).run(task, memory=memory)
+    said = str(info.value)
+    assert "'messages[1].content': string too long" in said if where == "memory" else \
+        "'messages[2].content': string too long" in said, said
+    assert said.endswith("(messages[1] is the memory-and-tasks note (1 memory item, 0 tasks))" if where == "memory"
+                         else "(messages[2] is history[0], the user message)"), said
