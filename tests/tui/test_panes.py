@@ -237,3 +237,28 @@ def test_a_streamed_piece_the_run_held_back_says_so_in_the_event_log():
     base = dict(seq=9, ts=0.0, run_id="r1", node_id="n4", parent_id="n3", origin="runtime")
     assert summarize(ChatDelta(**base, text="Hello")) == "+5 characters streamed"
     assert summarize(ChatDelta(**base, text="")).startswith("a piece streamed, held back by the run")
+
+
+async def test_the_sidebar_says_a_loop_without_a_ceiling_as_infinite():
+    """A loop of max_iterations=math.inf (journaled as null: JSON has no infinity) said "2 of None
+    iterations done"; the path and the node tree say `loop 2/∞`."""
+    import math
+
+    from flowtui import FunctionProvider, agent, bootstrap, loop, workflow
+    from flowtui.runtime.fold import RunView
+    from flowtui.tui.widgets.sidebar import sidebar_rows
+
+    @agent(provider=FunctionProvider(lambda m, t: "x"))
+    class A:
+        pass
+
+    @workflow(steps=[loop([A], until=lambda ctx: ctx.loop.iterations == 2, max_iterations=math.inf)])
+    class W:
+        pass
+
+    view = RunView()
+    app = bootstrap(W)
+    app.subscribe(view.apply)
+    await app.run("go")
+    rows = [text.plain for _, text in sidebar_rows(view, width=60)]
+    assert "  loop 2 of ∞ iterations done · stopped by until" in rows, rows

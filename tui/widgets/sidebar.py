@@ -124,7 +124,9 @@ def sidebar_rows(view: Any, width: int = 42, *, editable: bool = True,
     loop = view.ctx.get("loop")
     if isinstance(loop, dict):
         stopped = f" · stopped by {loop['stopped_by']}" if loop.get("stopped_by") else ""
-        done = f" {loop.get('iterations', 0)} of {loop.get('max_iterations', '?')} iterations done{stopped}"
+        ceiling = loop.get("max_iterations", "?")
+        ceiling = "∞" if ceiling is None else ceiling  # max_iterations=math.inf (events are JSON: null)
+        done = f" {loop.get('iterations', 0)} of {ceiling} iterations done{stopped}"
         rows.append((None, Text.assemble(("  loop", "bold"), _shown(done))))
     budget, limits = view.ctx.get("budget"), getattr(view, "budget", None)
     if isinstance(budget, dict) or isinstance(limits, dict):  # (limits: from the run's start, before any use)
