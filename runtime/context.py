@@ -198,6 +198,9 @@ class AgentContext:
         # The run's own data (app.run(data=...)): for your code, never for the model.
         object.__setattr__(self, "data", RunData(data or {}))
         object.__setattr__(self, "_stop_by", None)  # who called ctx.stop(), once someone did
+        # (ctx.loop as the most recent loop to end left it, the ids of the loops around that one): what
+        # was_exhausted reads in an outer loop's until, which runs once the outer loop set ctx.loop
+        object.__setattr__(self, "_ended_loop", None)
         object.__setattr__(self, "_disposers", [])
 
     def __getattr__(self, name: str) -> Any:

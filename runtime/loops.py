@@ -80,6 +80,8 @@ async def run_loop(run: "Run", spec: LoopSpec) -> None:
             if stopped_by not in (None, "exhausted"):  # (exhausted: set before on_exhausted was called)
                 _set_loop(ctx, trusted, shown, iterations=done, exhausted=stopped_by == "exhausted",
                           max_iterations=ceiling, stopped_by=stopped_by)
+            if stopped_by is not None:
+                object.__setattr__(ctx, "_ended_loop", (ctx.get("loop"), loops_var.get()))
 
 
 def _set_loop(ctx: Any, trusted: bool, shown_ceiling: int | None, **fields: Any) -> None:

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from flowtui.runtime.errors import ConfigError
+from flowtui.runtime.nodes import loops_var
 
 
 @dataclass(frozen=True)
@@ -142,8 +143,14 @@ def until_answered(ctx: Any = _CALLED) -> bool:
 
 
 def was_exhausted(ctx: Any = _CALLED) -> bool:
-    """True when the most recent loop stopped at its ``max_iterations``."""
+    """True when the most recent loop stopped at its ``max_iterations``: in an outer loop's ``until``, the
+    inner loop that ended in its iteration (``ctx.loop`` is the outer loop's own by then), else ``ctx.loop``'s."""
     if ctx is _CALLED:
         raise _called_bare("was_exhausted")
+    ended = getattr(ctx, "_ended_loop", None)
+    if ended is not None:
+        running = loops_var.get()
+        if running and running[-1] in ended[1]:  # it ended inside the loop running now
+            return bool(ended[0].exhausted)
     info = ctx.get("loop")
     return bool(info and info.exhausted)

@@ -194,6 +194,41 @@ async def test_loop_exhausted_at_max_iterations_calls_on_exhausted():
     assert [(i["iterations"], i["stopped_by"]) for i in infos] == [(1, None), (2, None), (3, None), (3, "exhausted")]
 
 
+async def test_was_exhausted_in_an_outer_loops_until_reads_the_inner_loop_that_ended_in_its_iteration():
+    """The outer loop sets ctx.loop to its own before its until runs, so was_exhausted there read the outer
+    loop (running, never exhausted): retrying an inner loop until it no longer gave up could not be written."""
+    provider, _ = counting()
+
+    @agent(provider=provider)
+    class A:
+        pass
+
+    seen_outer, seen_after = [], []
+
+    def outer_until(ctx):
+        seen_outer.append((ctx.loop.iterations, was_exhausted(ctx)))
+        return not was_exhausted(ctx)
+
+    def after_until(ctx):  # a loop after another: the one before did not end inside it
+        seen_after.append(was_exhausted(ctx))
+        return True
+
+    rounds = iter([2, 2, 1])  # the inner loop's until holds at once on the third round
+
+    def inner_until(ctx):
+        return ctx.loop.iterations >= next(rounds) if ctx.loop.iterations == 1 else False
+
+    @workflow(steps=[loop([loop([A], until=inner_until, max_iterations=2, name="inner")], until=outer_until,
+                          max_iterations=5, name="outer"),
+                     loop([A], until=after_until, max_iterations=2, name="after")])
+    class W:
+        pass
+
+    await run_collect(W)
+    assert seen_outer == [(1, True), (2, True), (3, False)]
+    assert seen_after == [False]
+
+
 async def test_loop_without_until_runs_to_max_iterations():
     provider, calls = counting()
 
