@@ -309,6 +309,9 @@ def parse_command(line: bytes | str) -> Any:
     a key given twice in one object)."""
     command = _adapter(Command).validate_json(line)
     _once.decode(line.decode("utf-8") if isinstance(line, bytes) else line)
+    if "id" not in command.model_fields_set and command.type != "auth":  # (carried out, it was answered with id 0:
+        # what a wrong token and a take-over are answered with)
+        raise ValueError(f"a {command.type} command needs an id: a JSON integer its reply carries back")
     return command
 
 

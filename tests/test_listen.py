@@ -319,6 +319,18 @@ def test_auth_again_is_refused_as_already_authenticated(listening):
     assert got == [(3, False, "already authenticated: auth is the first line only"), (4, True, None)]
 
 
+def test_a_command_without_an_id_is_refused_not_carried_out(listening):
+    """{"type": "step"} stepped the run and was answered with id 0, what a wrong token and a take-over are
+    answered with; an id of null was refused."""
+    proc, port, token = listening
+    sock = socket.create_connection(("127.0.0.1", port), timeout=HANG)
+    sock.sendall(auth(token) + b'{"type":"step"}\n' + b'{"id":4,"type":"pause"}\n')
+    got = messages(sock, lambda out: any(m.get("id") == 4 for m in out))
+    assert [m["type"] for m in got if m["type"].startswith("run.")] == ["run.start", "run.pause"], got  # no step
+    assert replies(got) == [(-1, False, "not a command: a step command needs an id: a JSON integer its reply "
+                                        "carries back"), (4, True, None)]
+
+
 EVENT = b'{"type":"tool.result","seq":1,"content":"' + b"y" * (1 << 20) + b'"}\n'  # one big event, shared
 # that many of it: more than a client may fall behind, past what the sockets' buffers take in (loopback's
 # grow to several MiB each way: with 8 MiB over, a loaded machine's never dropped the stalled client)
