@@ -657,3 +657,21 @@ def test_a_lone_surrogate_in_a_journal_is_shown_escaped_by_flowtui_diff(tmp_path
     assert 'input: "Escreva" → "Escreva\\ud800"' in res.stdout, res.stdout
     # every line read: the user's message too (it was skipped, "not a valid event: … hex escape")
     assert "skipped" not in res.stdout and res.stdout.count("finished, 82 events") == 2, res.stdout
+
+
+async def test_a_value_nested_hundreds_deep_in_a_forged_journal_is_a_difference_not_a_failure(tmp_path, capsys):
+    """A journal with a state value nested 600 deep could not be compared at all ("a journal nests too deep
+    or holds too much", exit 2, no line named): hiding credentials before saying a difference recursed."""
+    a = await journal(tmp_path, "a")
+    lines = a.read_text().splitlines()
+    start = json.loads(lines[0])
+    field = next(iter(start["state"]))
+    deep: object = 1
+    for _ in range(600):
+        deep = {"a": deep}
+    start["state"][field] = deep
+    b = tmp_path / "b.jsonl"
+    b.write_text("\n".join([json.dumps(start), *lines[1:]]) + "\n")
+    code, out, err = diff(capsys, a, b)
+    assert code == 1 and err == "", err
+    assert f"state.{field}" in out and '{"a": {"a":' in out
