@@ -56,7 +56,8 @@ _LINE_MIN = 16  # a line of a multi-line secret this long is a secret of its own
 # and `flowtui diff` minutes. So a lookahead is bounded, and a shape that may be long starts a run.
 _SHAPES = [
     # "*" inside: a provider's error masks the middle ("sk-proj-****abcd"); never last: "**sk-...**" is bold
-    r"\b(?:sk|rk|pk)-[A-Za-z0-9_\-*]{5,}[A-Za-z0-9_\-]",
+    # (or right after a colour code, "\x1b[31msk-...", whose m is glued to it)
+    r"(?:\b|(?<=[0-9;\[]m))(?:sk|rk|pk)-[A-Za-z0-9_\-*]{5,}[A-Za-z0-9_\-]",
     # (a key of this length with no digit in its first 100 characters: about 1 in 50 million)
     r"(?:sk|rk|pk)-(?=[A-Za-z_\-]{0,100}[0-9])[A-Za-z0-9_\-]{20,}",
     r"gh[pousr]_[A-Za-z0-9]{16,}",

@@ -210,6 +210,9 @@ def test_default_journals_are_unique_and_private(tmp_path):
     # glued to what comes before: JSON's escaped newline, a colour code, a name
     (json.dumps("keys:\n" + SHAPES["openai"] + "\n" + SHAPES["github"]), '"keys:\\n[redacted]\\n[redacted]"'),
     ("\x1b[33m" + SHAPES["openai"] + "\x1b[0m", "\x1b[33m[redacted]\x1b[0m"),
+    # a key without a digit after a colour code (one with a digit was caught glued to anything)
+    ("\x1b[31msk-abcdefghijklmnopqrstuvwx \x1b[1;32mpk-abcdefghijklmnop\x1b[m",
+     "\x1b[31m[redacted] \x1b[1;32m[redacted]\x1b[m"),
     ("token_" + SHAPES["github"] + " aws_" + SHAPES["aws_id"] + " x_" + SHAPES["bearer"] + " my" + SHAPES["hf"],
      "token_[redacted] aws_[redacted] x_[redacted] my[redacted]"),
     ("dsn postgres://admin:p4ss/w0rd@db/x", "dsn postgres://admin:[redacted]@db/x"),
