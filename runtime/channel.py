@@ -307,7 +307,8 @@ class Channel:
         elif kind in ("hello", "load.error") and (self.hello is not None or self.load_error is not None):
             # said once: a second one (a peer of flowtui attach's) would make the app ask for a first
             # message the run's process asked for in its place ("paste your key")
-            self.on_warning(f"the run's process sent a second {kind}; it was ignored")
+            first = "hello" if self.hello is not None else "load.error"
+            self.on_warning(f"the run's process sent a {kind} after its {first}; it was ignored")
         elif kind == "hello":
             self.hello = msg
             self._greeted.set()

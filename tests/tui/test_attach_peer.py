@@ -86,6 +86,24 @@ async def test_a_second_hello_is_ignored_and_never_asks_for_a_first_message():
             assert app.client.hello.workflow == "W"
             assert app.screen is app.main  # no dialog asking for a first message
             assert not [m for m in heard if m.get("type") == "start"]
+            await wait_until(pilot, lambda: "sent a hello after its hello; it was ignored" in notices(app)(),
+                             what="the warning")
+    finally:
+        server.close()
+
+
+async def test_a_load_error_after_the_peers_hello_is_said_as_coming_after_it():
+    """It was said as "a second load.error", though it was the first (after a hello)."""
+    heard: list[dict] = []
+    late = {"type": "load.error", "message": "boom"}
+    server, port = await peer([HELLO, START, pause_before("A"), late], heard)
+    app = attached(port)
+    try:
+        async with app.run_test() as pilot:
+            await paused(pilot)
+            await wait_until(pilot, lambda: "sent a load.error after its hello; it was ignored" in notices(app)(),
+                             what="the warning")
+            assert app.is_running and app.client.hello.workflow == "W"
     finally:
         server.close()
 
