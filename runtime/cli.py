@@ -82,7 +82,7 @@ def _seconds(text: str) -> float:
     return value
 
 
-class _Once(argparse.Action):
+class Once(argparse.Action):
     """An option given once: a second one is refused, not taken over the first in silence."""
 
     def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
@@ -225,29 +225,29 @@ def add_flow_arguments(parser: argparse.ArgumentParser) -> None:
     # option it does not know, and `flowtui --bogus` was told to give a FLOW, not that --bogus is no option.
     parser.add_argument("flow", metavar="FLOW[:Class]", nargs="?", type=file_name,
                         help="the flow file, e.g. flows/revisao.py")
-    parser.add_argument("--input", type=argument_text, action=_Once, help="the first user message")
+    parser.add_argument("--input", type=argument_text, action=Once, help="the first user message")
     parser.add_argument("--memory", action="append", default=[], metavar="KEY=VALUE", type=argument_text,
                         help="seed durable memory (repeatable)")
     parser.add_argument("--data", action="append", default=[], metavar="KEY=VALUE", type=argument_text,
                         help="the run's data, read as ctx.data and never sent to the model (repeatable)")
-    parser.add_argument("--model", type=model_name, action=_Once,
+    parser.add_argument("--model", type=model_name, action=Once,
                         help="use this litellm model for every agent (also FLOWTUI_MODEL)")
-    parser.add_argument("--replies", metavar="FILE", type=file_name, action=_Once,
+    parser.add_argument("--replies", metavar="FILE", type=file_name, action=Once,
                         help="serve every ScriptedProvider from this TOML file")
     cassette = parser.add_mutually_exclusive_group()
-    cassette.add_argument("--record", metavar="FILE", type=file_name, action=_Once,
+    cassette.add_argument("--record", metavar="FILE", type=file_name, action=Once,
                           help="keep every model exchange in this cassette file (replaced when the run ends)")
-    cassette.add_argument("--replay", metavar="FILE", type=file_name, action=_Once,
+    cassette.add_argument("--replay", metavar="FILE", type=file_name, action=Once,
                           help="serve model replies from this cassette, no network")
     journal = parser.add_mutually_exclusive_group()
-    journal.add_argument("--journal", metavar="FILE", type=file_name, action=_Once,
+    journal.add_argument("--journal", metavar="FILE", type=file_name, action=Once,
                          help=f"append every event to this JSONL file (default: a new "
                               f"{JOURNAL_DIR}/<Workflow>-<time>.jsonl per run)")
     journal.add_argument("--no-journal", action="store_true", help="do not journal the run")
     parser.add_argument("--approve", action="append", default=[], metavar="TOOL",
                         help="pause before every call of this tool for a decision: approve, deny or edit "
                              "(repeatable; 'all' for every tool)")
-    parser.add_argument("--resume-from", metavar="JOURNAL[@K]", type=file_name, action=_Once,
+    parser.add_argument("--resume-from", metavar="JOURNAL[@K]", type=file_name, action=Once,
                         help="re-execute that journal's run with this code: model replies and tool results "
                              "served from it up to event K (default: its end), every event checked, then live")
     parser.add_argument("--watch", action="append", default=[], metavar="EXPR",
@@ -408,15 +408,15 @@ def build_run_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="flowtui run", description="Run a flow headless.")
     add_flow_arguments(parser)
     parser.add_argument("--json", action="store_true", help="print the events as JSON lines on stdout")
-    parser.add_argument("--from-snapshot", metavar="FILE", type=file_name, action=_Once,
+    parser.add_argument("--from-snapshot", metavar="FILE", type=file_name, action=Once,
                         help="start from this TOML snapshot")
-    parser.add_argument("--snapshot-out", metavar="FILE", type=file_name, action=_Once,
+    parser.add_argument("--snapshot-out", metavar="FILE", type=file_name, action=Once,
                         help="write the final state as a TOML snapshot (replaces the file, atomically)")
-    parser.add_argument("--load-timeout", type=_seconds, default=None, metavar="S", action=_Once,
+    parser.add_argument("--load-timeout", type=_seconds, default=None, metavar="S", action=Once,
                         help="give up on a flow whose import takes longer (default: 30 s)")
-    parser.add_argument("--listen", metavar="HOST:PORT", action=_Once,
+    parser.add_argument("--listen", metavar="HOST:PORT", action=Once,
                         help="serve the run to `flowtui attach` (port 0 picks one); it starts paused")
-    parser.add_argument("--token", action=_Once,
+    parser.add_argument("--token", action=Once,
                         help="the token attaching clients must give (default: $FLOWTUI_TOKEN, which ps does not "
                              "show, else a random one, printed)")
     parser.add_argument("--listen-public", action="store_true",

@@ -21,6 +21,7 @@ import textwrap
 import sys
 from typing import Any
 
+from flowtui.runtime.cli import Once
 from flowtui.runtime.inert import visible
 from flowtui.runtime.journal import Mended
 from flowtui.runtime.secrets import environment_secrets, redact
@@ -47,11 +48,11 @@ def build_parser() -> argparse.ArgumentParser:
                     "Exit 0 when they are the same, 1 when they differ, 2 when a file is not a journal.")
     parser.add_argument("a", metavar="A.jsonl", help="the first journal")
     parser.add_argument("b", metavar="B.jsonl", help="the second journal")
-    parser.add_argument("--run", type=int, metavar="N",
+    parser.add_argument("--run", type=int, metavar="N", action=Once,
                         help="which run of each journal, when one holds several (1 is the first; default: the last)")
-    parser.add_argument("--run-b", type=int, metavar="N", help="which run of B, when it is not the same N as A's")
+    parser.add_argument("--run-b", type=int, metavar="N", action=Once, help="which run of B, when it is not the same N as A's")
     parser.add_argument("--json", action="store_true", help="print the result as one JSON object")
-    parser.add_argument("--width", type=_columns, metavar="COLUMNS",
+    parser.add_argument("--width", type=_columns, metavar="COLUMNS", action=Once,
                         help="shorten lines to this width, 40 or more (default: the terminal's, at most 120)")
     parser.add_argument("--debug", action="store_true", help="show a traceback if the comparison itself fails")
     return parser

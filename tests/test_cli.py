@@ -684,6 +684,19 @@ def test_an_option_that_would_be_dropped_or_ignored_is_refused(tmp_path, options
     assert "abcdefghijklmnopq" not in res.stderr
 
 
+@pytest.mark.parametrize("command, said", [
+    (["replay", "j.jsonl", "--at", "5", "--at", "6"], "--at is given twice (5, then 6): give it once"),
+    (["replay", "j.jsonl", "--run", "1", "--run", "2"], "--run is given twice (1, then 2)"),
+    (["diff", "j.jsonl", "j.jsonl", "--run", "1", "--run", "2"], "--run is given twice (1, then 2)"),
+    (["diff", "j.jsonl", "j.jsonl", "--run-b", "1", "--run-b", "2"], "--run-b is given twice (1, then 2)"),
+    (["diff", "j.jsonl", "j.jsonl", "--width", "50", "--width", "60"], "--width is given twice (50, then 60)"),
+])
+def test_replay_and_diff_refuse_an_option_given_twice_as_run_does(tmp_path, command, said):
+    """flowtui replay --at 5 --at 6 opened at event 6, the first dropped without a word."""
+    res = flowtui(*command, cwd=tmp_path)
+    assert res.returncode == 2 and said in res.stderr, res.stderr
+
+
 def test_a_replies_file_with_a_reply_of_the_wrong_shape_is_a_load_error_naming_it(tmp_path):
     """It failed at the model call that would have played it (exit 1, a journal made, the file not named)."""
     bad = tmp_path / "bad.replies.toml"

@@ -18,7 +18,7 @@ from typing import Any
 from textual.app import App, SystemCommand
 from textual.screen import Screen
 
-from flowtui.runtime.cli import printable, say
+from flowtui.runtime.cli import Once, printable, say
 from flowtui.tui.actions import ActionSpec, bindings, help_groups, key_hints, palette, pane_actions, textual_commands
 from flowtui.tui.screens.dialogs import HelpScreen
 from flowtui.tui.shown import PlainNotify, shown_path
@@ -176,10 +176,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="flowtui replay",
                                      description="Open a recorded run (a JSONL journal) read-only and scrub through it.")
     parser.add_argument("journal", metavar="JOURNAL", help="e.g. .flowtui/runs/RevisaoWorkflow-20250101-120000.jsonl")
-    parser.add_argument("--at", type=int, metavar="K",
+    parser.add_argument("--at", type=int, metavar="K", action=Once,
                         help="open just after event #K, numbered as in the event log and JOURNAL@K "
                              "(0: before the first; default: the run's end)")
-    parser.add_argument("--run", type=int, metavar="N",
+    parser.add_argument("--run", type=int, metavar="N", action=Once,
                         help="which run, when the file holds several (1 is the first; default: the last)")
     return parser
 
