@@ -202,17 +202,13 @@ def load_flow(target: str, **bootstrap_config: Any):
     from flowtui.runtime.markers import where
 
     path, name = split_target(target)
-    from flowtui.runtime.providers.cassette import Cassette
-    from flowtui.runtime.providers.scripted import load_replies
-
     # Each option's file is read once, first, and a fault in it said as the option's, not the workflow's
     # (--replay was said at the workflow's line, unnamed); --record's place is fixed before the flow's
     # import may change folder.
-    for option, key, read in (("--replies", "replies", lambda f: load_replies(f, base=Path.cwd(), who="--replies")),
-                              ("--replay", "replay", Cassette.load), ("--record", "record", Cassette.new)):
+    for key in ("replies", "replay", "record"):
         given = bootstrap_config.get(key)
         if isinstance(given, (str, Path)):
-            bootstrap_config[key] = _option_file(option, given, read)
+            bootstrap_config[key] = _option_file(key, given)
     module = load_module(path)
     cls = find_workflow(module, path, name)
     try:
@@ -226,12 +222,20 @@ def load_flow(target: str, **bootstrap_config: Any):
         raise FlowLoadError(str(exc), file=str(path), line=line, cls=cls.__name__) from None
 
 
-def _option_file(option: str, file: str | Path, read: Any) -> Any:
-    """``read(file)``; a fault in it raised as an :class:`OptionError` of ``option`` (its message starts with it)."""
+def _option_file(key: str, file: str | Path) -> Any:
+    """The replies, or the cassette, the option ``--KEY`` names; a fault in its file raised as an
+    :class:`OptionError` (its message starts with the option)."""
     from flowtui.runtime.errors import ConfigError, OptionError
 
+    option = f"--{key}"
     try:
-        return read(file)
+        if key == "replies":
+            from flowtui.runtime.providers.scripted import load_replies
+
+            return load_replies(file, base=Path.cwd(), who=option)
+        from flowtui.runtime.providers.cassette import Cassette
+
+        return Cassette.load(file) if key == "replay" else Cassette.new(file)
     except ConfigError as exc:
         said = str(exc)
         raise OptionError(said if said.startswith(option) else f"{option}: {said}", option=option,
