@@ -61,6 +61,10 @@ class Paths:
             self._iterations[node] = self._iterations.get(node, 1) + 1
         return path
 
+    def kind_at(self, path: tuple[str, ...]) -> str | None:
+        """The kind of the node at ``path`` (None: no node there)."""
+        return next((kind for found, kind in self._nodes.values() if found == path), None)
+
     def inside(self, node: str | None) -> tuple[str, ...]:
         """The path of what runs inside ``node`` (a loop's current iteration included)."""
         found = self._nodes.get(node) if node is not None else None

@@ -98,6 +98,7 @@ class Resume:
         self.server = Server(self)  # the recorded replies and results, served in the prefix
         self.server.check()
         self._paths = (Paths(), Paths())  # recorded, now
+        self._gone_on = asyncio.Event()  # set once the run reached pause_at, or did something live
         self._approve: set[str] = set()
         self._redactor = Redactor.from_environment()
 
@@ -114,6 +115,7 @@ class Resume:
         # there. After the prefix the run pauses there again, not at a pause point the recorded run went past
         # without pausing on its way to it (n: the end of a loop iteration, on the way to the next agent).
         self.pause_at: tuple[str, str, str] | None = None
+        self.pause_node: str | None = None  # the node the recorded run was paused in there
         loops: dict[str, Any] = {}  # run id -> its last ctx.loop recorded
         for ev in self.recorded.events:
             t = ev["type"]
@@ -129,7 +131,7 @@ class Resume:
             if t == "run.pause":
                 pause, group = (str(ev.get("point")), str(ev.get("name")), self.recorded.relative(ev["run_id"])), None
                 if ev["seq"] <= self.at:
-                    self.pause_at = pause
+                    self.pause_at, self.pause_node = pause, ev.get("node_id")
             elif t == "run.resume":
                 if ev.get("command") == "stop" and pause is not None:
                     group = group or self.edits.setdefault(len(self.expected), _Edits(pause))
@@ -194,8 +196,14 @@ class Resume:
                 self.held = True
                 return False
             if self.pause_at is not None and self.pause_at != (kind, name, relative_run(run.id, self.root_id)):
-                return True  # on, to where the person was (nothing live happens before: see __call__)
-            self.pause_at = None
+                if not self._other_branch(kind, name):
+                    return True  # on, to where the person was (nothing live happens before: see __call__)
+                # Another branch of a parallel step than the one the person was paused in: it waits until
+                # that one is there (it went live, and its model was called, before the pause at K), then
+                # pauses here as a live run does.
+                await self._gone_on.wait()
+                return False
+            self._went_on()
             return False
         group = self.edits.get(self.i)
         if group is not None and group.point in (None, (kind, name, relative_run(run.id, self.root_id))):
@@ -213,6 +221,19 @@ class Resume:
                 raise RunStopped()
             await asyncio.sleep(0)  # as a checkpoint does: a command that arrived is seen now
         return self.checking
+
+    def _went_on(self) -> None:
+        self.pause_at = None
+        self._gone_on.set()
+
+    def _other_branch(self, kind: str, name: str) -> bool:
+        """Whether the pause point reached (after the prefix) is in another branch of a parallel step than
+        the one the recorded run was paused in at K: their paths part just inside a parallel node (an
+        agent's pause point is in its parent node, before the agent's own: its name says the branch)."""
+        here = self._paths[1].inside(current_node.get()[0]) + ((name,) if kind == "agent" else ())
+        there = self._paths[0].inside(self.pause_node) + ((self.pause_at[1],) if self.pause_at[0] == "agent" else ())
+        common = next((i for i, (a, b) in enumerate(zip(here, there)) if a != b), None)
+        return common is not None and common > 0 and self._paths[1].kind_at(here[:common]) == "parallel"
 
     def _edited_run(self, ev: dict[str, Any], paused: "Run") -> "Run":
         """The run a recorded edit was made on: not always the one paused (a person paused in a child
@@ -262,7 +283,7 @@ class Resume:
         if event.type in IGNORED:
             return
         if not self.checking:
-            self.pause_at = None  # the run did something past the prefix: it pauses at the next pause point
+            self._went_on()  # the run did something past the prefix: it pauses at the next pause point
             return
         try:
             self._check(event)

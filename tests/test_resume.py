@@ -1255,3 +1255,67 @@ async def test_a_model_call_the_recorded_run_never_returned_from_is_made_live_af
         await task
         assert len(asked) == 1 and events[-1].type == "run.end" and events[-1].status == "finished", journal
         assert "run.diverged" not in [e.type for e in events]
+
+
+PARALLEL_FLOW = """
+from flowtui import ScriptedProvider, agent, parallel, tool, workflow
+
+RAN = []
+
+@tool
+def side_effect(note: str) -> str:
+    '''Notes something.
+
+    Args:
+        note: what to note
+    '''
+    RAN.append(note)
+    return "noted"
+
+script = ScriptedProvider({"A": ["A says hi."],
+                           "B": [{"content": "", "tool_calls": [{"name": "side_effect", "args": {"note": "B"}}]},
+                                 "B done."]})
+
+@agent(provider=script, prompt="You are A.")
+class A:
+    pass
+
+@agent(provider=script, prompt="You are B.", tools=[side_effect])
+class B:
+    pass
+
+@workflow(steps=[parallel([A, B])])
+class ParFlow:
+    pass
+"""
+
+
+async def test_a_fork_at_a_pause_in_one_parallel_branch_holds_the_other_branch_until_it_is_there(tmp_path):
+    """Forked at A's pause before its model call (B waiting to pause before its own), B's model was called
+    live and its tool run before the fork paused, at B's tool: a call the person never saw nor could edit."""
+    flow = tmp_path / "par.py"
+    flow.write_text(PARALLEL_FLOW)
+    first = tmp_path / "first.jsonl"
+    ctl = Controller(start_paused=True)
+    run = load_flow(str(flow)).prepare("go", controller=ctl, journal=first)
+    await _drive(run, ctl, lambda point: ctl.step())
+    pauses = [(e["seq"], e["point"], e["name"]) for e in lines(first) if e["type"] == "run.pause"]
+    k = next(seq for seq, point, name in pauses if (point, name) == ("chat", "A"))
+    assert [(point, name) for seq, point, name in pauses if seq > k][0] == ("chat", "B")  # B after A, as stepped
+
+    forked = load_flow(str(flow))
+    ctl2 = Controller(start_paused=True)  # as the app starts a fork
+    fork = forked.prepare(controller=ctl2, resume_from=f"{first}@{k}", journal=tmp_path / "fork.jsonl")
+    task = await _paused(fork, ctl2)
+    assert (ctl2.paused_at.kind, ctl2.paused_at.name) == ("chat", "A")
+    assert [m.agent for m in fork.state.history if m.role == "assistant"] == []  # B's model not called
+    ctl2.step()  # then B pauses where the recorded run did, before its model call
+    for _ in range(5000):
+        if ctl2.paused and (ctl2.paused_at.kind, ctl2.paused_at.name) != ("chat", "A") or task.done():
+            break
+        await asyncio.sleep(0.001)
+    assert (ctl2.paused_at.kind, ctl2.paused_at.name) == ("chat", "B")
+    ctl2.resume()
+    await asyncio.wait_for(task, 60)
+    assert fork.status == "finished"
+    assert recorded_events(tmp_path / "fork.jsonl") == recorded_events(first)
