@@ -97,7 +97,8 @@ def parse_arguments(run: "Run", pending: PendingCall, text: str) -> dict[str, An
         try:  # strictly, as a state field's edit is: true is no int, "5" no number (the tool would take both)
             tool.schema.model_validate_json(json.dumps(args), strict=True)
         except ValidationError as exc:
-            problems += [f"{'.'.join(str(p) for p in e['loc']) or '(arguments)'}: {e['msg']}" for e in exc.errors()]
+            problems += [f"{'.'.join(str(p) for p in e['loc']) or '(arguments)'}: {e['msg']}" for e in exc.errors()
+                         if not (e["type"] == "extra_forbidden" and e["loc"][:1] and e["loc"][0] in unknown)]  # (said)
         if problems:
             raise ConfigError(f"{name} refuses these arguments ({tool.schema.__name__}: "
                               f"{', '.join(tool.schema.model_fields) or 'none'}): {'; '.join(problems)}")

@@ -7,7 +7,7 @@ import asyncio
 import json
 
 import pytest
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict
 
 from flowtui import ConfigError, Controller, agent, bootstrap, loop, tool, until_answered, workflow
 from flowtui.runtime.wellformed import problems
@@ -19,11 +19,15 @@ class Query(BaseModel):
     limit: int = 3
 
 
-def build(replies, *, ran: list):
+class StrictQuery(Query):
+    model_config = ConfigDict(extra="forbid")
+
+
+def build(replies, *, ran: list, schema: type = Query):
     provider, calls = scripted(*replies)
 
-    @tool(name="busca", description="Searches.", schema=Query)
-    def busca(args: Query) -> str:
+    @tool(name="busca", description="Searches.", schema=schema)
+    def busca(args: schema) -> str:
         ran.append(args.model_dump())
         return f"found {args.query}"
 
@@ -164,6 +168,15 @@ async def test_the_call_the_run_waits_on_cannot_be_deleted_or_promoted_away():
             d.run.edits.promote(1)
         with pytest.raises(ConfigError, match="the call the run is paused before"):
             d.run.edits.delete_message(1)
+
+
+async def test_a_key_a_strict_schema_forbids_is_said_once():
+    """It was said twice: "extra: not an argument of busca; extra: Extra inputs are not permitted"."""
+    flow, _ = build([TWO_CALLS, "APROVADO"], ran=[], schema=StrictQuery)
+    async with Driver(flow) as d:
+        await d.step_to("tool")
+        with pytest.raises(ConfigError, match=r"\(StrictQuery: query, limit\): extra: not an argument of busca$"):
+            d.run.edits.edit_call('{"query": "x", "extra": 1}')
 
 
 async def test_editing_the_pending_call_is_checked_against_the_schema_and_reaches_tool_and_model():
