@@ -18,6 +18,7 @@ from flowtui.runtime.budget import BudgetStop
 from flowtui.runtime.construct import builders
 from flowtui.runtime.context import LoopInfo
 from flowtui.runtime.control import RunStopped, StopRequested
+from flowtui.runtime.errors import BudgetExceededError
 from flowtui.runtime.invoke import call_user
 from flowtui.runtime.nodes import FailCounter, NodeScope, fail_counter, loops_var
 from flowtui.runtime.steps import LoopSpec, ParallelSpec
@@ -34,7 +35,7 @@ async def run_loop(run: "Run", spec: LoopSpec) -> None:
     # A ceiling loop() accepts: ctx.loop is built without validation (a LoopSpec made by hand is not).
     trusted = type(ceiling) is int or (type(ceiling) is float and ceiling == math.inf)
     with NodeScope(run, "loop", spec.name, data={"max_iterations": shown, "until": spec.until is not None}) as scope:
-        fails = FailCounter(on_fail=spec.on_fail, max_fails=spec.max_fails)
+        fails = FailCounter(on_fail=spec.on_fail, max_fails=spec.max_fails, outer=fail_counter.get())
         tokens = (fail_counter.set(fails), loops_var.set(loops_var.get() + (scope.id,)))
         i, done, stopped_by = 0, 0, None  # iterations begun, and ended (a stop may come inside one)
         try:
@@ -67,7 +68,7 @@ async def run_loop(run: "Run", spec: LoopSpec) -> None:
                     break
                 if run.gate_needed():
                     await run.gate()
-        except BudgetStop:
+        except (BudgetStop, BudgetExceededError):  # (mode="raise": the budget's error, which fails the run)
             stopped_by = "budget"
             raise
         except RunStopped as exc:

@@ -27,6 +27,7 @@ from flowtui.runtime.bus import Emitter
 from flowtui.runtime.context import check_data_arg
 from flowtui.runtime.conversation import memory_items
 from flowtui.runtime.errors import FatalToolError
+from flowtui.runtime.nodes import fail_counter
 
 if TYPE_CHECKING:
     from flowtui.runtime.engine import Run
@@ -69,8 +70,10 @@ class WorkflowRuntime:
                     startup=app.start)
         child.root = parent.root
         child.root.runs[child.id] = child
+        outer = fail_counter.set(None)  # its own ctx: its tool calls count in its own loops, not the parent's
         try:
             output = await child.execute()
         finally:
+            fail_counter.reset(outer)
             child.root.runs.pop(child.id, None)
         return "" if output is None else str(output)

@@ -21,6 +21,9 @@ from flowtui import (
     parallel,
     tool,
     turn_of,
+    Budget,
+    BudgetExceededError,
+    WorkflowRuntime,
     until_answered,
     was_exhausted,
     workflow,
@@ -310,6 +313,89 @@ async def test_max_fails_consecutive_tool_failures_stop_the_loop_and_call_on_fai
     assert run.ctx.loop.exhausted is False
     # the run itself goes on and finishes
     assert events[-1].type == "run.end" and events[-1].status == "finished"
+
+
+async def test_failures_in_a_nested_loop_count_for_the_loop_around_it_too():
+    """The outer loop's max_fails and on_fail never heard of a failure inside its inner loop: nine
+    failures in a row, and the outer loop ran on to its ceiling."""
+    provider, calls = scripted(*[call("flaky", ok=False)] * 20)
+    outer, inner = [], []
+
+    @agent(provider=provider, tools=[_flaky_tool()])
+    class A:
+        pass
+
+    nested = loop([A], max_iterations=3, max_fails=10, name="inner",
+                  on_fail=lambda ctx, info: inner.append(info.consecutive))
+
+    @workflow(steps=[loop([nested], max_iterations=3, max_fails=2, name="outer",
+                          on_fail=lambda ctx, info: outer.append(info.consecutive))])
+    class W:
+        pass
+
+    out, events, run = await run_collect(W)
+    assert len(calls) == 3  # the inner loop ran its three turns; then the outer loop stopped
+    assert inner == [1, 2, 3] and outer == [1, 2, 3]
+    ends = {e.name: e.data["stopped_by"] for e in events if e.type == "node.end" and e.kind == "loop"}
+    assert ends == {"inner": "exhausted", "outer": "fails"}
+
+
+async def test_a_child_workflows_tool_failures_are_its_own_not_its_parents_loops():
+    """The parent loop's on_fail was called for each failure inside a child workflow, with the child's
+    ctx, and counted them toward the parent's max_fails."""
+    heard = []
+
+    @agent(provider=scripted(call("flaky", ok=False), call("flaky", ok=False), call("flaky", ok=False), "done")[0],
+           tools=[_flaky_tool()])
+    class Inner:
+        pass
+
+    @workflow(steps=[Inner])
+    class Child:
+        pass
+
+    @tool(name="delegar", description="Runs the child.")
+    class Delegar:
+        def __init__(self, runtime: WorkflowRuntime):
+            self.runtime = runtime
+
+        async def execute(self) -> str:
+            return await self.runtime.run(Child, input="CHILD-INPUT")
+
+    @agent(provider=scripted(call("delegar"), "all done")[0], tools=[Delegar])
+    class P:
+        pass
+
+    @workflow(steps=[loop([P], until=until_answered, max_fails=2,
+                          on_fail=lambda ctx, info: heard.append((info.tool, ctx.state.history[0].content)))])
+    class Parent:
+        pass
+
+    out, events, run = await run_collect(Parent)
+    assert out == "all done" and heard == []
+    assert [e.data["stopped_by"] for e in events if e.type == "node.end" and e.kind == "loop"] == ["until"]
+
+
+async def test_a_budget_in_raise_mode_says_it_stopped_the_loop():
+    """ctx.loop.stopped_by and the loop's node said nothing (null) when a budget in mode="raise" ended it;
+    in mode="stop" they said budget."""
+    provider, _ = scripted(*["again"] * 10)
+
+    @agent(provider=provider)
+    class A:
+        pass
+
+    @workflow(steps=[loop([A], max_iterations=10)])
+    class W:
+        pass
+
+    events: list = []
+    run = bootstrap(W).prepare("go", on_event=events.append, budget=Budget(max_chat_calls=2, mode="raise"))
+    with pytest.raises(BudgetExceededError):
+        await run.execute()
+    end = loop_end(events)
+    assert (end.status, end.data["stopped_by"]) == ("error", "budget")
+    assert run.ctx.loop.stopped_by == "budget"
 
 
 async def test_a_success_resets_the_consecutive_fail_count():
