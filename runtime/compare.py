@@ -42,6 +42,7 @@ class Paths:
 
     def __init__(self) -> None:
         self._nodes: dict[str, tuple[tuple[str, ...], str]] = {}
+        self._up: dict[str, str | None] = {}  # node -> its parent
         self._iterations: dict[str, int] = {}
 
     def of(self, ev: dict[str, Any]) -> tuple[str, ...]:
@@ -50,6 +51,7 @@ class Paths:
             path = self.inside(ev.get("parent_id")) + (_label(ev),)
             if node is not None:
                 self._nodes[node] = (path, str(ev.get("kind")))
+                self._up[node] = ev.get("parent_id")
             return path
         if t == "node.end":
             found = self._nodes.get(node) if node is not None else None
@@ -61,9 +63,17 @@ class Paths:
             self._iterations[node] = self._iterations.get(node, 1) + 1
         return path
 
-    def kind_at(self, path: tuple[str, ...]) -> str | None:
-        """The kind of the node at ``path`` (None: no node there)."""
-        return next((kind for found, kind in self._nodes.values() if found == path), None)
+    def kind_of(self, node: str | None) -> str | None:
+        found = self._nodes.get(node) if node is not None else None
+        return found[1] if found else None
+
+    def chain(self, node: str | None) -> list[str]:
+        """The ids of ``node`` and the nodes around it, the outermost first."""
+        out: list[str] = []
+        while node is not None and node in self._nodes and node not in out:  # (a forged journal's cycle)
+            out.append(node)
+            node = self._up.get(node)
+        return out[::-1]
 
     def inside(self, node: str | None) -> tuple[str, ...]:
         """The path of what runs inside ``node`` (a loop's current iteration included)."""

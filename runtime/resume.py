@@ -99,6 +99,7 @@ class Resume:
         self.server.check()
         self._paths = (Paths(), Paths())  # recorded, now
         self._gone_on = asyncio.Event()  # set once the run reached pause_at, or did something live
+        self._loop: asyncio.AbstractEventLoop | None = None  # the loop a branch waits for it on
         self._approve: set[str] = set()
         self._redactor = Redactor.from_environment()
 
@@ -196,11 +197,12 @@ class Resume:
                 self.held = True
                 return False
             if self.pause_at is not None and self.pause_at != (kind, name, relative_run(run.id, self.root_id)):
-                if not self._other_branch(kind, name):
+                if not self._other_branch():
                     return True  # on, to where the person was (nothing live happens before: see __call__)
                 # Another branch of a parallel step than the one the person was paused in: it waits until
                 # that one is there (it went live, and its model was called, before the pause at K), then
                 # pauses here as a live run does.
+                self._loop = asyncio.get_running_loop()
                 await self._gone_on.wait()
                 return False
             self._went_on()
@@ -220,20 +222,31 @@ class Resume:
             if self.controller.stopping:
                 raise RunStopped()
             await asyncio.sleep(0)  # as a checkpoint does: a command that arrived is seen now
-        return self.checking
+        if not self.checking:  # the prefix ended meanwhile (another branch's event was its last): as after it
+            return await self.at_pause(run, kind, name)
+        return True
 
     def _went_on(self) -> None:
         self.pause_at = None
-        self._gone_on.set()
+        loop = self._loop  # (a branch waits for it: the event is set on its loop, from a flow's thread too)
+        if loop is not None and not self._gone_on.is_set():
+            loop.call_soon_threadsafe(self._gone_on.set)
 
-    def _other_branch(self, kind: str, name: str) -> bool:
+    def _other_branch(self) -> bool:
         """Whether the pause point reached (after the prefix) is in another branch of a parallel step than
-        the one the recorded run was paused in at K: their paths part just inside a parallel node (an
-        agent's pause point is in its parent node, before the agent's own: its name says the branch)."""
-        here = self._paths[1].inside(current_node.get()[0]) + ((name,) if kind == "agent" else ())
-        there = self._paths[0].inside(self.pause_node) + ((self.pause_at[1],) if self.pause_at[0] == "agent" else ())
-        common = next((i for i, (a, b) in enumerate(zip(here, there)) if a != b), None)
-        return common is not None and common > 0 and self._paths[1].kind_at(here[:common]) == "parallel"
+        the one the recorded run was paused in at K: the innermost node around both is a parallel one.
+        (Nodes told apart by what they re-execute, not by their names: two branches may be loops of one
+        name. An agent's pause point is in its parent's node, before its own: one directly in a parallel
+        step is in a branch of its own, which no node started in the prefix holds.)"""
+        mapped = self.server.node_map  # node id now -> the recorded node it re-executes
+        here = [mapped.get(node) for node in self._paths[1].chain(current_node.get()[0])]
+        there = self._paths[0].chain(self.pause_node)
+        if not here or not there or None in here:
+            return False
+        common = 0
+        while common < min(len(here), len(there)) and here[common] == there[common]:
+            common += 1
+        return common > 0 and self._paths[0].kind_of(there[common - 1]) == "parallel"
 
     def _edited_run(self, ev: dict[str, Any], paused: "Run") -> "Run":
         """The run a recorded edit was made on: not always the one paused (a person paused in a child

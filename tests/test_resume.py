@@ -1258,7 +1258,7 @@ async def test_a_model_call_the_recorded_run_never_returned_from_is_made_live_af
 
 
 PARALLEL_FLOW = """
-from flowtui import ScriptedProvider, agent, parallel, tool, workflow
+from flowtui import ScriptedProvider, agent, loop, parallel, tool, workflow
 
 RAN = []
 
@@ -1284,24 +1284,28 @@ class A:
 class B:
     pass
 
-@workflow(steps=[parallel([A, B])])
+@workflow(steps=[STEPS])
 class ParFlow:
     pass
 """
 
 
-async def test_a_fork_at_a_pause_in_one_parallel_branch_holds_the_other_branch_until_it_is_there(tmp_path):
+@pytest.mark.parametrize("steps", ["parallel([A, B])",
+                                   # branches whose paths read the same: loops of one name
+                                   "parallel([loop([A], max_iterations=1), loop([B], max_iterations=1)])"])
+async def test_a_fork_at_a_pause_in_one_parallel_branch_holds_the_other_branch_until_it_is_there(tmp_path, steps):
     """Forked at A's pause before its model call (B waiting to pause before its own), B's model was called
     live and its tool run before the fork paused, at B's tool: a call the person never saw nor could edit."""
     flow = tmp_path / "par.py"
-    flow.write_text(PARALLEL_FLOW)
+    flow.write_text(PARALLEL_FLOW.replace("STEPS", steps))
     first = tmp_path / "first.jsonl"
     ctl = Controller(start_paused=True)
     run = load_flow(str(flow)).prepare("go", controller=ctl, journal=first)
     await _drive(run, ctl, lambda point: ctl.step())
     pauses = [(e["seq"], e["point"], e["name"]) for e in lines(first) if e["type"] == "run.pause"]
     k = next(seq for seq, point, name in pauses if (point, name) == ("chat", "A"))
-    assert [(point, name) for seq, point, name in pauses if seq > k][0] == ("chat", "B")  # B after A, as stepped
+    after = [(point, name) for seq, point, name in pauses if seq >= k]
+    assert ("chat", "B") in after  # B paused after A, as stepped
 
     forked = load_flow(str(flow))
     ctl2 = Controller(start_paused=True)  # as the app starts a fork
@@ -1309,13 +1313,22 @@ async def test_a_fork_at_a_pause_in_one_parallel_branch_holds_the_other_branch_u
     task = await _paused(fork, ctl2)
     assert (ctl2.paused_at.kind, ctl2.paused_at.name) == ("chat", "A")
     assert [m.agent for m in fork.state.history if m.role == "assistant"] == []  # B's model not called
-    ctl2.step()  # then B pauses where the recorded run did, before its model call
-    for _ in range(5000):
-        if ctl2.paused and (ctl2.paused_at.kind, ctl2.paused_at.name) != ("chat", "A") or task.done():
+    stepped = []  # then B pauses where the recorded run did, before its model call
+
+    def person(point):
+        stepped.append((point.kind, point.name))
+        ctl2.step()
+
+    seen = ctl2.paused_at
+    person(seen)
+    for _ in range(20_000):  # (a bound: a hang fails the test)
+        if task.done():
             break
         await asyncio.sleep(0.001)
-    assert (ctl2.paused_at.kind, ctl2.paused_at.name) == ("chat", "B")
-    ctl2.resume()
+        if ctl2.paused and ctl2.paused_at is not seen:
+            seen = ctl2.paused_at
+            person(seen)
     await asyncio.wait_for(task, 60)
+    assert stepped == after
     assert fork.status == "finished"
     assert recorded_events(tmp_path / "fork.jsonl") == recorded_events(first)
