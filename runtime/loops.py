@@ -35,7 +35,7 @@ async def run_loop(run: "Run", spec: LoopSpec) -> None:
     # A ceiling loop() accepts: ctx.loop is built without validation (a LoopSpec made by hand is not).
     trusted = type(ceiling) is int or (type(ceiling) is float and ceiling == math.inf)
     with NodeScope(run, "loop", spec.name, data={"max_iterations": shown, "until": spec.until is not None}) as scope:
-        fails = FailCounter(on_fail=spec.on_fail, max_fails=spec.max_fails, outer=fail_counter.get())
+        fails = FailCounter(on_fail=spec.on_fail, max_fails=spec.max_fails)
         tokens = (fail_counter.set(fails), loops_var.set(loops_var.get() + (scope.id,)))
         i, done, stopped_by = 0, 0, None  # iterations begun, and ended (a stop may come inside one)
         try:

@@ -28,18 +28,16 @@ loops_var: contextvars.ContextVar[tuple[str, ...]] = contextvars.ContextVar("flo
 
 
 class FailCounter:
-    """Tool failures inside a loop (a nested loop's too): ``count`` in a row (a success resets it),
-    ``total`` in all; ``on_fail`` is that loop's callback, called after each failure; ``outer``, the
-    counter of the loop around it in the same run."""
+    """Tool failures inside the innermost loop: ``count`` in a row (a success resets it), ``total``
+    in all; ``on_fail`` is that loop's callback, called after each failure."""
 
-    __slots__ = ("count", "total", "on_fail", "max_fails", "outer")
+    __slots__ = ("count", "total", "on_fail", "max_fails")
 
-    def __init__(self, *, on_fail: Any = None, max_fails: int | float = 0, outer: "FailCounter | None" = None) -> None:
+    def __init__(self, *, on_fail: Any = None, max_fails: int | float = 0) -> None:
         self.count = 0
         self.total = 0
         self.on_fail = on_fail
         self.max_fails = max_fails
-        self.outer = outer
 
 
 fail_counter: contextvars.ContextVar[FailCounter | None] = contextvars.ContextVar("flowtui_fails", default=None)

@@ -131,21 +131,22 @@ class AgentTool:
 
 
 async def _count_failure(run: "Run", tool: str, output: str, is_error: bool) -> None:
-    """Count the call in the fails of each loop around it, the innermost first (a nested loop's failure is
-    one of the loop around it too); each loop's ``on_fail`` hears of every failure at once."""
+    """Count the call in the innermost loop's fails (a loop around it keeps going as its own steps do:
+    every loop's max_fails is 5 by default, so an inner loop giving up would end every one around it);
+    ``on_fail`` hears of every failure at once."""
     fails = fail_counter.get()
-    while fails is not None:
-        if not is_error:
-            fails.count = 0
-        else:
-            fails.count += 1
-            fails.total += 1
-            if fails.on_fail is not None:
-                info = FailInfo(tool=tool, error=output, consecutive=fails.count, total=fails.total,
-                                max_fails=fails.max_fails)
-                await call_user(fails.on_fail, (run.ctx, info)[:run.plans.arity(fails.on_fail)], origin="on_fail",
-                                then=run.check_state)
-        fails = fails.outer
+    if fails is None:
+        return
+    if not is_error:
+        fails.count = 0
+        return
+    fails.count += 1
+    fails.total += 1
+    if fails.on_fail is not None:
+        info = FailInfo(tool=tool, error=output, consecutive=fails.count, total=fails.total,
+                        max_fails=fails.max_fails)
+        await call_user(fails.on_fail, (run.ctx, info)[:run.plans.arity(fails.on_fail)], origin="on_fail",
+                        then=run.check_state)
 
 
 def ends_the_run(exc: Exception) -> bool:
