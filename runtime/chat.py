@@ -84,6 +84,9 @@ async def call_model(run: "Run", spec: AgentSpec, request: ChatRequest, *, promp
     provider = run.providers[spec.cls]
     if prompt is not None:
         run.next_prompt = (spec.name, prompt)
+    # what comes before the history in a turn's request (its prompt, the memory-and-tasks note), as sent:
+    # another branch or a person may change memory while the call is out
+    lead = len(request.messages) - run.state._history_length() if built else None
     start = {"turn": request.turn, "messages": len(request.messages), "prompt": prompt,
              "request": recorded(request, provider, built=built)}
     with NodeScope(run, "chat", spec.name, data=start) as scope:
@@ -120,8 +123,8 @@ async def call_model(run: "Run", spec: AgentSpec, request: ChatRequest, *, promp
             reply = await (through(layers, request, send, on_pass=on_pass) if layers else send(request))
         except ProviderError as exc:
             exc.agent = exc.agent or spec.name
-            if built and "sent" not in scope.data:  # (what a middleware sent is not the history's order)
-                _name_message(exc, request, prompt, run.state.memory, run.state.tasks)
+            if lead is not None and "sent" not in scope.data:  # (what a middleware sent is not the history's order)
+                _name_message(exc, request, lead, bool(prompt))
             scope.data["attempts"] = exc.attempts
             _keep_partial(scope, request)
             raise
@@ -153,28 +156,23 @@ async def call_model(run: "Run", spec: AgentSpec, request: ChatRequest, *, promp
 _MESSAGE_INDEX = re.compile(r"messages\.?\[(\d{1,9})\]")  # OpenAI's 'messages[1].content', (messages.[3].role)
 
 
-def _name_message(exc: ProviderError, request: ChatRequest, prompt: str | None, memory: Any, tasks: Any) -> None:
+def _name_message(exc: ProviderError, request: ChatRequest, lead: int, prompted: bool) -> None:
     """A provider that refused a turn's request naming ``messages[N]`` is told which message that is: the
-    agent prompt, the memory-and-tasks note, or ``history[K]`` (the index ``ctx.state.history`` has)."""
+    agent prompt, the memory-and-tasks note, or ``history[K]`` (the index ``ctx.state.history`` has).
+    ``lead``: the request's messages before its history (model_messages': the prompt, when ``prompted``,
+    then the note)."""
     text = str(exc)
     found = _MESSAGE_INDEX.search(text)
     n = int(found[1]) if found else -1
-    if not 0 <= n < len(request.messages):
+    if not 0 <= n < len(request.messages) or not prompted <= lead <= 2:
         return
-    k = n - bool(prompt) - bool(memory or tasks)  # (the request is model_messages': prompt, note, history)
-    if prompt and n == 0:
-        said = "the agent prompt"
-    elif k < 0:
-        said = f"the memory-and-tasks note ({_items(len(memory), 'memory item')}, {_items(len(tasks), 'task')})"
+    if n < lead:
+        said = "the agent prompt" if prompted and n == 0 else "the memory-and-tasks note"
     else:
         m = request.messages[n]
-        said = f"history[{k}], " + (f"the result of tool {m.tool_name}" if m.role == "tool" else
-                                    f"the {m.role} message" + (f" of {m.agent}" if m.agent else ""))
+        said = f"history[{n - lead}], " + (f"the result of tool {m.tool_name}" if m.role == "tool" else
+                                           f"the {m.role} message" + (f" of {m.agent}" if m.agent else ""))
     exc.args = (f"{text} ({found[0]} is {said})", *exc.args[1:])
-
-
-def _items(n: int, what: str) -> str:
-    return f"{n:,} {what}{'' if n == 1 else 's'}"
 
 
 def _keep_partial(scope: NodeScope, request: ChatRequest) -> None:

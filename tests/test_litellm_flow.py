@@ -325,5 +325,5 @@ async def test_a_request_refused_for_one_message_says_which_message_of_the_run_i
     said = str(info.value)
     assert "'messages[1].content': string too long" in said if where == "memory" else \
         "'messages[2].content': string too long" in said, said
-    assert said.endswith("(messages[1] is the memory-and-tasks note (1 memory item, 0 tasks))" if where == "memory"
+    assert said.endswith("(messages[1] is the memory-and-tasks note)" if where == "memory"
                          else "(messages[2] is history[0], the user message)"), said
