@@ -197,7 +197,8 @@ def _steps_of(steps: Any) -> list[Any]:
 
 
 def load_flow(target: str, **bootstrap_config: Any):
-    """Load ``FILE[:Class]`` and bootstrap it. Raises :class:`FlowLoadError` only."""
+    """Load ``FILE[:Class]`` and bootstrap it. Raises :class:`FlowLoadError`, or an
+    :class:`~flowtui.runtime.errors.OptionError` for a file ``replies``, ``replay`` or ``record`` names."""
     from flowtui.runtime.app import bootstrap
     from flowtui.runtime.markers import where
 

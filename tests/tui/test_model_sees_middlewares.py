@@ -100,12 +100,16 @@ async def test_view_2_says_a_call_shown_without_its_result_gets_it_before_the_ne
         await pilot.press("2")
         sees = app.main.pane_widget("model-sees")
         view = app.client.view
-        while not (view.pause.point == "agent" and view.pause.name == "Poeta"):
+        for _ in range(20):  # (a bound: a pause that never comes fails the test)
+            if view.pause.point == "agent" and view.pause.name == "Poeta":
+                break
             await press_and_pause(pilot, "s")
         calling = next(i for i, m in enumerate(view.model_sees()) if m.tool_calls)
         await wait_until(pilot, lambda: calling in sees.labels, what="view 2 drawn")
         assert sees.labels[calling] == "assistant (its result comes before the next call)"
-        while not (view.pause.point == "chat" and view.pause.name == "Poeta"):
+        for _ in range(20):
+            if view.pause.point == "chat" and view.pause.name == "Poeta":
+                break
             await press_and_pause(pilot, "s")
         await wait_until(pilot, lambda: calling not in sees.labels, what="view 2 again")
         assert [m.role for m in view.model_sees()][calling:calling + 2] == ["assistant", "tool"]

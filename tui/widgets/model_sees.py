@@ -33,8 +33,10 @@ def show_model_sees(widget: MessageList, view: Any, counted: Any = None) -> None
                      "system · the agent's declared prompt (its before_prompt may replace it: the pause before "
                      "the model call shows what is sent)" if getattr(pause, "prompt_hook", False) else
                      "system · agent prompt")
-    for i in unanswered(seen):  # a call the history holds without its result yet (this turn's, before its tool
-        # runs; another parallel branch's): the next call goes once it is answered, with its result
+    # a call the history holds without its result yet (this turn's, before its tool runs; another parallel
+    # branch's): the next call goes once it is answered, with its result (an agent's own run() sends what
+    # it sends; a run that is over makes no next call)
+    for i in unanswered(seen) if not own and view.status in ("running", "paused") else ():
         labels[i] = f"assistant ({'its result comes' if len(seen[i].tool_calls) == 1 else 'their results come'} " \
                     "before the next call)"
     changes = middleware_note(view)
