@@ -186,8 +186,12 @@ class Worker:
         journal = journal or self.journal
         if journal:  # where the run started, whatever folder the flow's import moved to
             journal = os.path.join(START_CWD, journal)
+        snapshot = self.snapshot
+        if os.getcwd() != START_CWD:  # the same for the files named to start from (said as given, unless moved)
+            resume_from = resume_from and os.path.join(START_CWD, resume_from)
+            snapshot = snapshot and os.path.join(START_CWD, snapshot)
         self.run = self.app.prepare(input, memory=memory or None, data=data, journal=journal,
-                                    controller=self.controller, on_event=self.on_event, snapshot=self.snapshot,
+                                    controller=self.controller, on_event=self.on_event, snapshot=snapshot,
                                     resume_from=resume_from, on_divergence=on_divergence, **options)
         self.task = asyncio.ensure_future(self._execute())
         self.started.set()

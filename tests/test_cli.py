@@ -959,3 +959,17 @@ def test_the_readmes_whole_flow_runs_as_it_says(tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == "APPROVED\n" and "flowtui:" not in proc.stderr, proc.stderr
     assert '`flowtui run\nhello.py --input "tide pools"` runs it headless and prints `APPROVED`' in readme
+
+
+def test_a_flow_that_changes_folder_at_import_still_resumes_and_starts_from_files_named_from_where_it_ran(tmp_path):
+    """--resume-from and --from-snapshot (and so the app's fork and continue-from-here, which resume from its
+    journal) were read from the folder the flow's import moved to: "no such file", or another file there."""
+    (tmp_path / "elsewhere").mkdir()
+    path = write(tmp_path, f"import os\n{OK_FLOW}\nos.chdir({str(tmp_path / 'elsewhere')!r})\n")
+    first = flowtui("run", str(path), "--input", "olá", "--journal", "run.jsonl", "--snapshot-out", "snap.toml",
+                    cwd=tmp_path)
+    assert first.returncode == 0 and (tmp_path / "run.jsonl").is_file() and (tmp_path / "snap.toml").is_file()
+    again = flowtui("run", str(path), "--resume-from", "run.jsonl@3", "--no-journal", cwd=tmp_path)
+    assert again.returncode == 0 and again.stdout == first.stdout, again.stderr
+    snapped = flowtui("run", str(path), "--from-snapshot", "snap.toml", "--input", "x", cwd=tmp_path)
+    assert snapped.returncode == 0, snapped.stderr
