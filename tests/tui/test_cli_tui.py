@@ -155,6 +155,25 @@ async def test_the_app_says_which_runs_it_appended_to_a_journal_file(tmp_path, m
                                         "journal: appended runs 2-3 to mine.jsonl"]
 
 
+async def test_the_app_does_not_read_a_large_journal_through_to_say_which_runs_are_its_own(tmp_path, monkeypatch):
+    """q waited for the whole journal to be read to count its runs: 2.5 s for a gigabyte (a run that
+    journaled a huge value, or one file appended to run after run). Past 64 MiB, this session's runs are
+    said to be the file's last ones."""
+    from flowtui.runtime.loader import load_flow
+
+    target = str(Path(REVIEW).resolve())
+    monkeypatch.chdir(tmp_path)
+    big = tmp_path / "mine.jsonl"
+    await load_flow(target).run("first", journal=big)
+    monkeypatch.setattr("flowtui.tui.client.COUNTED_UP_TO", big.stat().st_size - 1, raising=False)  # (64 MiB)
+    client = RunClient(LaunchConfig(target=target, journal="mine.jsonl"))
+    await client.load()
+    assert (await client.begin("hi")).ok
+    await client.close()
+    assert client.journal_notes == ["journal: mine.jsonl (its last run)"]
+    assert '"type":"run.end"' in big.read_text()[-4000:]
+
+
 def test_record_and_replay_reach_the_app(monkeypatch):
     made = {}
 
