@@ -503,8 +503,9 @@ class Channel:
                                          done_when_closed=self.ended):
             if self.ended and self.stopping_since is None:  # (its run's end is said: what was cut short is the
                 # process's own clean-up; a stop says what held it, if anything did: see stop)
-                self.on_warning(f"the run's process had not exited {grace:.1f} s after its run ended (a middleware's "
-                                "dispose() that did not return?): it was ended")
+                self.on_warning(f"the run's process had not exited {grace:.1f} s after its run ended (a thread the "
+                                "flow started, an atexit hook, or a middleware's dispose() that did not return): "
+                                "it was ended")
             await self.kill()
         code = await self.wait()
         if self.ended and not self.killed and code not in (None, 0, 1, -signal.SIGKILL):

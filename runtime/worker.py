@@ -434,7 +434,8 @@ def _end_with_threads_running(code: int) -> None:
     ("Exception ignored in: <module 'threading'>", "killed after 1.0 s: a tool or hook did not return")
     that said nothing true. The run has ended and said so: the process ends, saying which threads."""
     names = [t.name for t in threading.enumerate() if not t.daemon and t is not threading.main_thread()]
-    print(f"flowtui: the flow's thread{'s' * (len(names) != 1)} {', '.join(names)} still ran after the run "
+    said = ", ".join(names[:5]) + (f" and {len(names) - 5:,} more" if len(names) > 5 else "")
+    print(f"flowtui: the flow's thread{'s' * (len(names) != 1)} {said} still ran after the run "
           "ended; ended with the run's process", file=sys.stderr, flush=True)
     for last in _at_the_very_end:
         last()

@@ -352,8 +352,8 @@ def test_run_disposes_the_workflows_middlewares_and_shows_a_failing_one(tmp_path
 
 
 @pytest.mark.parametrize("body, said", [
-    ("time.sleep(1000)", "flowtui: the run's process had not exited 1.0 s after its run ended (a middleware's "
-                         "dispose() that did not return?): it was ended"),
+    ("time.sleep(1000)", "flowtui: the run's process had not exited 1.0 s after its run ended (a thread the flow "
+                         "started, an atexit hook, or a middleware's dispose() that did not return): it was ended"),
     ("os._exit(7)", "flowtui: the run's process exited with code 7 after its run ended (in a middleware's dispose()?)"),
 ])
 def test_a_middleware_dispose_that_never_returns_or_exits_is_said(tmp_path, body, said):

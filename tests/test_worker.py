@@ -96,7 +96,11 @@ def test_a_run_stopped_or_killed_inside_a_tool_reexecutes_up_to_that_call_which_
     assert results == ["waited 1"]  # run live, not served as ""
 
 
-def test_ctrl_c_on_a_run_whose_flow_left_a_thread_running_ends_without_a_traceback(tmp_path):
+@pytest.mark.parametrize("threads, said", [
+    (1, "the flow's thread poller still ran"),
+    # (10,000 of them were each named, on one line)
+    (8, "the flow's threads poller, poller-1, poller-2, poller-3, poller-4 and 3 more still ran")])
+def test_ctrl_c_on_a_run_whose_flow_left_a_thread_running_ends_without_a_traceback(tmp_path, threads, said):
     """A thread the flow started (no daemon) held the run's process at exit; the client's stop landed in
     Python's wait for it and printed "Exception ignored in: <module 'threading'>" and a traceback saying
     "killed after 1.0 s: a tool or hook did not return", though the run had stopped cleanly."""
@@ -108,7 +112,9 @@ def test_ctrl_c_on_a_run_whose_flow_left_a_thread_running_ends_without_a_traceba
         "@agent(provider=FunctionProvider(lambda m, t: 'ok'), prompt='p')\nclass A:\n"
         "    def after_response(self, response, ctx):\n"
         "        if not ctx.get('started', False):\n"
-        "            ctx.started = True\n            threading.Thread(target=forever, name='poller').start()\n"
+        f"            for i in range({threads}):\n"
+        "                threading.Thread(target=forever, name=f'poller-{i}' if i else 'poller').start()\n"
+        "            ctx.started = True\n"
         "        time.sleep(0.05)\n\n"
         "@workflow(steps=[loop([A], max_iterations=100000)])\nclass W:\n    pass\n")
     journal = tmp_path / "j.jsonl"
@@ -118,7 +124,7 @@ def test_ctrl_c_on_a_run_whose_flow_left_a_thread_running_ends_without_a_traceba
     out, err = proc.communicate(timeout=HANG)
     assert proc.returncode == 0, err
     assert "Traceback" not in err and "Exception ignored" not in err and "did not return" not in err, err
-    assert "flowtui: the flow's thread poller still ran after the run ended; ended with the run's process" in err
+    assert f"flowtui: {said} after the run ended; ended with the run's process" in err
     end = journal_events(journal)[-1]
     assert (end["type"], end["status"], end["reason"]) == ("run.end", "stopped", "stopped by user"), end
 
