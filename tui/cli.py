@@ -181,6 +181,10 @@ def _main(argv: list[str]) -> None:
 
     app = make_app(args.flow, head_start=head_start, **options)
     app.run()
+    if app.signalled:  # (the run's end says it too; the command line gets it, and an exit code that does)
+        import signal
+
+        say(f"flowtui: ended by {signal.Signals(app.signalled).name}: the run was stopped")
     for note in app.client.journal_notes:
         say(note)
     sys.exit(app.exit_code)
@@ -220,6 +224,10 @@ def main_attach(argv: list[str]) -> int:
     if app.refused:
         say(f"flowtui attach: {args.address}: {app.refused}")
         return 2
+    if app.signalled:
+        import signal
+
+        say(f"flowtui attach: ended by {signal.Signals(app.signalled).name}: detached, the run waits for the next client")
     return app.exit_code
 
 

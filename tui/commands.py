@@ -41,6 +41,7 @@ class RunCommands:
     quitting = False
     exit_with = 0  # the app's exit code once it quits: 2 at a flow that could not load
     quit_reason: str | None = None  # why the app quits, when not q: what the run's end says
+    signalled: int | None = None  # the signal it quits for (SIGTERM, SIGHUP): it exits 128 + that, as a shell says
     _queued_at = -1  # the pause the last queued command was sent from
     _pause_asked: tuple[str | None, int | None] | None = None  # (run, its last pause) when p was pressed
     _moved_from: tuple[str | None, int] | None = None  # (run, pause) a move left and the run has not paused since
@@ -354,7 +355,7 @@ class RunCommands:
         from flowtui.tui.screens.error import LoadErrorScreen
 
         # quit at a flow that could not load: exit 2, as flowtui run does (it exited 0)
-        self.exit_with = 2 if isinstance(self.screen, LoadErrorScreen) else 0
+        self.exit_with = 2 if isinstance(self.screen, LoadErrorScreen) else 128 + self.signalled if self.signalled else 0
         if self.client.channel is None or self.client.channel.closed.is_set():
             self.exit(return_code=self.exit_with)
             return

@@ -26,17 +26,18 @@ def quit_on_signals(app: Any) -> None:
     """From the app's ``on_mount``: ``SIGTERM`` and ``SIGHUP`` run its quit action."""
     loop = asyncio.get_running_loop()
 
-    def quit_because(reason: str) -> None:  # what the run's end says (q's: "stopped by user")
+    def quit_because(reason: str, signum: int) -> None:  # what the run's end says (q's: "stopped by user")
         app.quit_reason = app.quit_reason or reason
+        app.signalled = app.signalled or signum
         app.call_next(app.action_quit)
 
-    loop.add_signal_handler(signal.SIGTERM, quit_because, "the app received SIGTERM")
+    loop.add_signal_handler(signal.SIGTERM, quit_because, "the app received SIGTERM", signal.SIGTERM)
 
     def hung_up(signum: int, frame: Any) -> None:
         # A handler of Python's own, not the event loop's: it runs even while a write to the gone
         # terminal holds the loop (which would never run one of the loop's).
         threading.Timer(HANGUP_DEADLINE_S, os._exit, args=(128 + signal.SIGHUP,)).start()
-        loop.call_soon_threadsafe(quit_because, "the app's terminal went away (SIGHUP)")
+        loop.call_soon_threadsafe(quit_because, "the app's terminal went away (SIGHUP)", signal.SIGHUP)
 
     signal.signal(signal.SIGHUP, hung_up)
     app.app_resume_signal.subscribe(app, lambda _: app.refresh(repaint=True, layout=True))
