@@ -80,6 +80,8 @@ ACTIONS: list[ActionSpec] = [
     ActionSpec("escape", "live", "view", "back to live", "Stop looking back: the panes show the live run again"),
     ActionSpec("tab", "focus_next", "view", "next pane", "Move the focus to the next pane"),
     ActionSpec("question_mark", "help", "app", "keys", "Show the keys", rank=1),
+    ActionSpec("ctrl+l", "redraw", "app", "redraw", "Draw the whole screen again (after something else wrote on "
+               "the terminal)"),
     ActionSpec("q", "quit", "app", "quit", "Quit flowtui", rank=8),
 ]
 
@@ -91,6 +93,15 @@ KEY_NAMES = {"question_mark": "?", "left_square_bracket": "[", "right_square_bra
 def key_name(key: str) -> str:
     """``left,h`` → ``← h``: how a binding's keys are written for a person."""
     return " ".join(KEY_NAMES.get(k, k) for k in key.split(","))
+
+
+class Redraws:
+    """``ctrl+l``, as in a shell, ``less`` or ``vim``: the whole screen drawn again. Something the flow started
+    may write on the terminal by its path (``/dev/pts/3``), which the app never hears of; only what changes
+    next would be drawn over it."""
+
+    def action_redraw(self) -> None:
+        self.refresh(repaint=True, layout=True)  # type: ignore[attr-defined]
 
 
 def bindings(specs: Iterable[ActionSpec]) -> list[Any]:

@@ -27,7 +27,7 @@ from textual.timer import Timer
 from textual.worker import Worker, WorkerState
 
 from flowtui.runtime.channel import ATTACH_TIMEOUT_S
-from flowtui.tui.actions import ACTIONS, app_help_groups, bindings, palette, textual_commands
+from flowtui.tui.actions import ACTIONS, Redraws, app_help_groups, bindings, palette, textual_commands
 from flowtui.tui.client import LaunchConfig, RunClient, cut_inside
 from flowtui.tui.commands import RunCommands
 from flowtui.tui.driver import TolerantInput
@@ -59,7 +59,7 @@ NOTICE_CHARS = 120  # of a printed line, what its notice shows
 SETTLE_AFTER_S = 0.1
 
 
-class FlowApp(RunCommands, RunEdits, RunWatches, PlainNotify, KeysStayPut, TolerantInput, App[int]):
+class FlowApp(RunCommands, RunEdits, RunWatches, PlainNotify, KeysStayPut, Redraws, TolerantInput, App[int]):
     """The terminal app of flowtui."""
 
     CSS_PATH = "flowtui.tcss"

@@ -19,7 +19,9 @@ from textual.app import App, SystemCommand
 from textual.screen import Screen
 
 from flowtui.runtime.cli import Once, printable, say
-from flowtui.tui.actions import ActionSpec, bindings, help_groups, key_hints, palette, pane_actions, textual_commands
+from flowtui.tui.actions import (
+    ActionSpec, Redraws, bindings, help_groups, key_hints, palette, pane_actions, textual_commands,
+)
 from flowtui.tui.screens.dialogs import HelpScreen
 from flowtui.tui.shown import PlainNotify, shown_path
 from flowtui.tui.signals import quit_on_signals
@@ -47,6 +49,7 @@ KEYS: list[ActionSpec] = [  # scrubbing wins over the focused pane's own keys (p
                "against this journal up to this event and paused there, ready for edits", rank=6),
     ActionSpec("tab", "focus_next", "view", "next pane", "Move the focus to the next pane (↑ ↓ move over messages)"),
     ActionSpec("question_mark", "help", "app", "keys", "Show the keys", rank=1),
+    ActionSpec("ctrl+l", "redraw", "app", "redraw", "Draw the whole screen again"),
     ActionSpec("q", "quit", "app", "quit", "Close the replay", rank=7),
 ]
 
@@ -55,7 +58,7 @@ def replay_help_groups() -> list[tuple[str, list[tuple[str, str]]]]:
     return help_groups(KEYS, after={"app": [("ctrl+p", "Command palette: every action, by name")]})
 
 
-class ReplayApp(PlainNotify, KeysStayPut, TolerantInput, App[int]):
+class ReplayApp(PlainNotify, KeysStayPut, Redraws, TolerantInput, App[int]):
     """A recorded run, one event at a time."""
 
     CSS_PATH = "flowtui.tcss"

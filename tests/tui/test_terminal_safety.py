@@ -321,3 +321,26 @@ def test_a_paste_is_taken_whole_however_the_reads_cut_it():
     pastes = Pastes()
     parts = pastes.feed("\x1b[200~one\rtwo\r\nthree soft\u00adhy\x1b[201~")
     assert [p.text for p in parts if isinstance(p, events.Paste)] == ["one\ntwo\nthree soft\u00adhy"]
+
+
+def test_ctrl_l_draws_the_whole_screen_again_after_something_else_wrote_on_the_terminal():
+    """Something the flow started may write on the app's terminal by its path (/dev/pts/N, which is not
+    the worker's stdout): the screen stayed garbled, the key bar gone, and nothing drew it again."""
+    import os
+    import time
+
+    with Terminal.flowtui(REVIEW, "--input", "x", "--no-journal", cols=100, rows=30) as term:
+        term.wait_for("paused before")
+        term.wait_for("? keys")  # the key bar, drawn
+        with open(os.readlink(f"/proc/{term.proc.pid}/fd/0"), "w") as tty:
+            tty.write("\x1b[2J\x1b[H" + "GARBAGE " * 300)
+        term.wait_for("GARBAGE")
+        os.write(term.master, b"\x0c")  # ctrl+l
+        deadline = time.monotonic() + 15
+        while "GARBAGE" in "\n".join(term.screen.display) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        shown = "\n".join(term.screen.display)
+        assert "GARBAGE" not in shown and "paused before" in shown and "? keys" in shown, shown
+        assert shown.splitlines()[0].startswith("╭─ Conversation"), shown  # the panes' borders too
+        os.write(term.master, b"q")
+        term.wait_exit(15)
