@@ -179,6 +179,7 @@ def test_record_and_replay_reach_the_app(monkeypatch):
 
     class Fake:
         exit_code = 0  # (what the command exits with)
+        signalled = None  # (no signal ended it)
 
         def run(self):
             pass
