@@ -300,8 +300,11 @@ def file_stem(name: str) -> str:
     return _UNSAFE_IN_NAME.sub("_", name).strip("_")[:80] or "run"
 
 
-def journal_note(path: Path, appended_to: int) -> str:
-    """``journal: FILE``, or ``journal: appended run 3 to FILE`` when the file held runs before."""
+def journal_note(path: Path, appended_to: int | None) -> str:
+    """``journal: FILE``, or ``journal: appended run 3 to FILE`` when the file held runs before (None: a
+    file too large to count them in, of which the run is the last)."""
+    if appended_to is None:
+        return f"journal: {path} (its last run)"
     return f"journal: appended run {appended_to + 1} to {path}" if appended_to else f"journal: {path}"
 
 
@@ -526,16 +529,16 @@ async def _run_headless(args: argparse.Namespace, memory: dict[str, str], data: 
     await asyncio.sleep(0)
     from flowtui.runtime import protocol as p
     from flowtui.runtime.fold import RunView
-    from flowtui.runtime.journal import runs_in
+    from flowtui.runtime.journal import runs_before
     from flowtui.runtime.snapshot import write_snapshot
 
     view = RunView()
     folded.append(view)
     journal = None
-    appended_to = 0
+    appended_to: int | None = 0
     if not args.no_journal:
         if args.journal:
-            journal, appended_to = Path(args.journal), runs_in(Path(args.journal))
+            journal, appended_to = Path(args.journal), runs_before(Path(args.journal))
     loop = asyncio.get_running_loop()
     terminated: list[str] = []  # a supervisor's SIGTERM while the flow loads: as a ctrl-C (asyncio.run's own)
 

@@ -973,3 +973,18 @@ def test_a_flow_that_changes_folder_at_import_still_resumes_and_starts_from_file
     assert again.returncode == 0 and again.stdout == first.stdout, again.stderr
     snapped = flowtui("run", str(path), "--from-snapshot", "snap.toml", "--input", "x", cwd=tmp_path)
     assert snapped.returncode == 0, snapped.stderr
+
+
+def test_a_journal_too_large_to_count_its_runs_in_is_appended_to_without_reading_it_through(tmp_path):
+    """flowtui run --journal FILE read all of FILE before the run, to count its runs (2.5 s for a gigabyte).
+    Past 64 MiB it is not read: the note says the run is the file's last."""
+    path = write(tmp_path, OK_FLOW)
+    journal = tmp_path / "big.jsonl"
+    first = flowtui("run", str(path), "--input", "a", "--journal", str(journal), cwd=tmp_path)
+    assert first.returncode == 0 and first.stderr.rstrip().endswith(f"journal: {journal}"), first.stderr
+    run = journal.read_bytes()
+    with journal.open("ab") as f:  # the same run, appended again and again: past 64 MiB
+        f.write(run * ((64 << 20) // len(run) + 1))
+    again = flowtui("run", str(path), "--input", "b", "--journal", str(journal), cwd=tmp_path)
+    assert again.returncode == 0 and again.stderr.rstrip().endswith(f"journal: {journal} (its last run)"), again.stderr
+    assert b'"input":"b"' in journal.read_bytes()[-len(run) - 200:]

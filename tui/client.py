@@ -459,27 +459,20 @@ class RunClient:
 
     @property
     def journal_notes(self) -> list[str]:
-        from flowtui.runtime.journal import runs_in
+        from flowtui.runtime.journal import runs_before
 
         notes = []
         for j, ours in self.journals.items():
-            try:
-                size = Path(j).stat().st_size
-            except OSError:
-                size = 0
-            if size > COUNTED_UP_TO:  # counting its runs would read all of it while the quit waits: ours are its last
+            now = runs_before(Path(j)) if Path(j).exists() else 0
+            if now is None:  # too large to read through while the quit waits: ours are its last
                 notes.append(f"journal: {j} ({'its last run' if ours == 1 else f'its last {ours} runs'})")
                 continue
-            now = runs_in(Path(j)) if Path(j).exists() else 0
             before = max(now - ours, 0)
             if now > before:  # as flowtui run says it: which runs of the file are this session's
                 runs = f"run {now}" if now == before + 1 else f"runs {before + 1}-{now}"
                 notes.append(f"journal: appended {runs} to {j}" if before else
                              f"journal: {j}" + (f" ({runs})" if now > 1 else ""))
         return notes
-
-
-COUNTED_UP_TO = 64 << 20  # bytes of a journal read to say which of its runs are this session's (a GB took 2.5 s)
 
 
 def _runtime_for_the_app() -> type:

@@ -165,7 +165,7 @@ async def test_the_app_does_not_read_a_large_journal_through_to_say_which_runs_a
     monkeypatch.chdir(tmp_path)
     big = tmp_path / "mine.jsonl"
     await load_flow(target).run("first", journal=big)
-    monkeypatch.setattr("flowtui.tui.client.COUNTED_UP_TO", big.stat().st_size - 1, raising=False)  # (64 MiB)
+    monkeypatch.setattr("flowtui.runtime.journal.COUNTED_UP_TO", big.stat().st_size - 1)  # (64 MiB)
     client = RunClient(LaunchConfig(target=target, journal="mine.jsonl"))
     await client.load()
     assert (await client.begin("hi")).ok
