@@ -463,7 +463,7 @@ class RunClient:
 
         notes = []
         for j, ours in self.journals.items():
-            now = runs_before(Path(j)) if Path(j).exists() else 0
+            now = runs_before(Path(j))  # (0 for a file that is gone)
             if now is None:  # too large to read through while the quit waits: ours are its last
                 notes.append(f"journal: {j} ({'its last run' if ours == 1 else f'its last {ours} runs'})")
                 continue

@@ -54,7 +54,6 @@ async def test_view_2_at_an_agents_pause_says_its_before_prompt_may_replace_the_
 
 
 PARALLEL_CALL = """
-import asyncio
 from flowtui import FunctionProvider, agent, loop, parallel, tool, until_answered, workflow
 
 @tool

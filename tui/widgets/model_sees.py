@@ -64,9 +64,10 @@ def show_model_sees(widget: MessageList, view: Any, counted: Any = None) -> None
 
 def unanswered(messages: list[Any]) -> list[int]:
     """The indices of the assistant messages with a tool call no tool message answers yet."""
-    answered = {m.tool_call_id for m in messages if m.role == "tool"}
-    return [i for i, m in enumerate(messages) if m.role == "assistant"
-            and any(call.id not in answered for call in m.tool_calls)]
+    from flowtui.runtime.wellformed import results_of
+
+    return [i for i, m in enumerate(messages) if m.role == "assistant" and m.tool_calls
+            and len(results_of(messages, i)) < len(m.tool_calls)]
 
 
 def middleware_note(view: Any) -> str | None:
