@@ -6,10 +6,12 @@
 
 The run starts paused and waits for a client. A client's first line must be
 ``auth`` with the token (compared in constant time); a wrong one is answered
-``token rejected`` and the connection closed, and the run keeps waiting. Tokens
-are checked one at a time, a quarter second apart after a wrong one, and wrong
-ones are counted on stderr: a short token given with ``--token`` is not guessed
-at a thousand tries a second unseen. Before
+``token rejected`` and the connection closed, and the run keeps waiting. Wrong
+ones are counted on stderr. A token under ``SPACED_BELOW`` characters (one given
+with ``--token``) is checked one at a time, a quarter second apart after a wrong
+one, so it is not guessed at a thousand tries a second; a longer one (the random
+one made here) cannot be guessed at any rate, so it is checked at once: no flood
+of wrong ones keeps its client out. Before
 ``auth`` a connection gets little: its first line may be 64 KiB at most, it
 must arrive within ``auth_timeout`` seconds all told, and at most
 ``max_pending`` connections wait for theirs (one more lets the oldest go, so
@@ -58,6 +60,7 @@ from flowtui.runtime.sender import close as _close
 AUTH_TIMEOUT_S = 10.0  # from connecting to a valid ``auth`` line, all told
 MAX_FIRST_LINE = 64 * 1024  # bytes: the ``auth`` line is short; a longer one is refused unread
 MIN_TOKEN = 16  # characters: a shorter token given with --token is warned about
+SPACED_BELOW = 32  # characters: a shorter token is checked one at a time (the random one is 32 hex digits)
 MAX_PENDING = 16  # connections waiting to authenticate; one more lets the oldest go
 MAX_QUEUED = 64  # a client's commands read and not handled yet; it is read on as they are
 MAX_UNSENT = 8 * 1024 * 1024  # bytes of commands handed on and not taken by the worker: past this, reading waits
@@ -176,7 +179,10 @@ class Listener:
             _tell("warning: listening beyond loopback; keep the token secret", out)
 
     def close(self) -> None:
-        """Stop listening; the attached client gets what is on its way (the run's end) first."""
+        """Stop listening; the attached client gets what is on its way (the run's end) first. The wrong
+        tokens not said yet are said."""
+        with self._checking:
+            self._said_wrong(None)
         if isinstance(self.worker.send, Sender):
             self.worker.send.finish(wait=FLUSH_AT_CLOSE_S)
         for s in (self._client, self._sock):
@@ -304,9 +310,16 @@ class Listener:
         return None, b""
 
     def _checked(self, line: bytes, conn: socket.socket) -> str | None:
-        """:meth:`_refusal`, one check at a time, and none sooner than ``WRONG_SPACING_S`` after a wrong
-        token: guessing goes at a few tries a second however many connections try. Wrong tokens are
-        said on stderr (the first, then a count at most every ``WRONG_SAID_EVERY_S``)."""
+        """:meth:`_refusal`. A token under ``SPACED_BELOW`` characters: one check at a time, and none
+        sooner than ``WRONG_SPACING_S`` after a wrong token, so guessing goes at a few tries a second however
+        many connections try (and whoever floods it with wrong ones keeps the client waiting, or out);
+        a longer one at once. Wrong tokens are said on stderr (the first, then a count at most every
+        ``WRONG_SAID_EVERY_S``)."""
+        if len(self.token) >= SPACED_BELOW:
+            refused = self._refusal(line)
+            with self._checking:
+                self._counted(refused, conn)
+            return refused
         with self._lock:
             if self._checks_waiting >= MAX_CHECKS_WAITING:
                 return "too many connections are authenticating (wrong tokens are being tried): try again"
@@ -319,13 +332,17 @@ class Listener:
                 refused = self._refusal(line)
                 if refused == "token rejected":
                     self._next_check = time.monotonic() + WRONG_SPACING_S
-                    self._said_wrong(conn)
-                elif refused is None:  # a client gets in: the wrong tokens before it, all said
-                    self._said_wrong(None)
+                self._counted(refused, conn)
                 return refused
         finally:
             with self._lock:
                 self._checks_waiting -= 1
+
+    def _counted(self, refused: str | None, conn: socket.socket) -> None:
+        if refused == "token rejected":
+            self._said_wrong(conn)
+        elif refused is None:  # a client gets in: the wrong tokens before it, all said
+            self._said_wrong(None)
 
     def _said_wrong(self, conn: socket.socket | None) -> None:
         """Count a wrong token (``conn``'s), saying the count now if it is due; None: say what is unsaid."""
@@ -333,15 +350,15 @@ class Listener:
         if conn is not None:
             self._wrong += 1
             self._wrong_unsaid += 1
+            try:
+                self._last_wrong = "%s:%s" % conn.getpeername()[:2]
+            except OSError:
+                self._last_wrong = "a client that left"
             if now - self._wrong_said_at < WRONG_SAID_EVERY_S:
                 return
         elif not self._wrong_unsaid:
             return
-        try:
-            peer = "%s:%s" % conn.getpeername()[:2] if conn is not None else self._last_wrong
-        except OSError:
-            peer = "a client that left"
-        self._last_wrong = peer
+        peer = self._last_wrong
         what = "a wrong token" if self._wrong_unsaid == 1 else f"{self._wrong_unsaid} wrong tokens"
         since = "" if self._wrong == self._wrong_unsaid else f" since the last count ({self._wrong} in all)"
         _tell(f"flowtui: {what}{since}, the last from {peer}")

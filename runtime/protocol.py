@@ -144,13 +144,16 @@ def parse_worker_lines(lines: list[bytes]) -> list[Any]:
 
 
 class _Command(_Message):
-    # strict: an index of true (1) or "0", a with_call of "no" (False) were taken as what they resembled
-    model_config = ConfigDict(frozen=True, strict=True)
+    # strict: an index of true (1) or "0", a with_call of "no" (False) were taken as what they resembled;
+    # no key the command does not take: a misspelt one ("reasn"), or a run_id on a breakpoint, did nothing
+    model_config = ConfigDict(frozen=True, strict=True, extra="forbid")
 
-    id: int = Field(default=0, strict=True, ge=-(2**53), le=2**53)  # a JSON integer (not true, not 26 digits)
+    # a JSON integer (not true, not 26 digits), from 1: the replies of id 0 and -1 are the server's own
+    id: int = Field(default=0, strict=True, ge=1, le=2**53)
 
 
 class Auth(_Command):
+    id: int = Field(default=0, strict=True, ge=0, le=2**53)  # (not needed: answered with hello, or id 0)
     type: Literal["auth"] = "auth"
     token: str
     take_over: StrictBool = Field(default=False, description="detach the client attached now, if one is (a frozen "
@@ -302,17 +305,31 @@ COMMANDS = (Auth, Start, Step, NextTurn, LoopOnce, Continue, Pause, Stop, SetBre
             EditMessage,
             DeleteMessage, EditCall, Decide, SetItem, DeleteItem, AddItem, SetField, Undo, Fetch, Count, Detach)
 Command = Annotated[Union[COMMANDS], Field(discriminator="type")]
+_COMMANDS = {c.model_fields["type"].default: c for c in COMMANDS}  # (a command's type, as an error's place says it)
 
 
 def parse_command(line: bytes | str) -> Any:
     """One line from a client, validated (raises ``ValueError``: pydantic's ``ValidationError``, or
     a key given twice in one object)."""
-    command = _adapter(Command).validate_json(line)
-    _once.decode(line.decode("utf-8") if isinstance(line, bytes) else line)
+    text = line.decode("utf-8", "surrogateescape") if isinstance(line, bytes) else line
+    try:
+        command = _adapter(Command).validate_json(line)
+    except ValueError:
+        try:  # a key given twice is said first: it is why a key looks wrong ({"type": "auth", ..., "type": "step"})
+            _once.decode(text)
+        except (ValueError, RecursionError) as exc:
+            if isinstance(exc, KeyGivenTwice):
+                raise exc from None
+        raise
+    _once.decode(text)
     if "id" not in command.model_fields_set and command.type != "auth":  # (carried out, it was answered with id 0:
         # what a wrong token and a take-over are answered with)
-        raise ValueError(f"a {command.type} command needs an id: a JSON integer its reply carries back")
+        raise ValueError(f"a {command.type} command needs an id: a JSON integer from 1, which its reply carries back")
     return command
+
+
+class KeyGivenTwice(ValueError):
+    pass
 
 
 def _each_key_once(pairs: list[tuple[str, Any]]) -> None:
@@ -320,7 +337,7 @@ def _each_key_once(pairs: list[tuple[str, Any]]) -> None:
         seen: set[str] = set()
         for key, _ in pairs:
             if key in seen:  # JSON parsers differ on which one wins: {"type": "pause", "type": "stop"} stopped
-                raise ValueError(f"the key {key!r} is given twice in one object; give each key once")
+                raise KeyGivenTwice(f"the key {key!r} is given twice in one object; give each key once")
             seen.add(key)
 
 
@@ -340,7 +357,7 @@ def refusal(line: bytes, error: Exception) -> Reply:
         except (ValueError, RecursionError):
             data = None
     ident = data.get("id") if isinstance(data, dict) else None
-    valid = type(ident) is int and abs(ident) <= 2**53  # else not an id the client gave: -1
+    valid = type(ident) is int and 1 <= ident <= 2**53  # else not an id the client could give: -1
     return Reply(id=ident if valid else -1, ok=False, error=f"not a command: {what_is_wrong(error)}")
 
 
@@ -351,7 +368,11 @@ def what_is_wrong(error: Exception) -> str:
         return str(error).splitlines()[0] if str(error) else type(error).__name__
     first = errors[0]
     where = ".".join(str(x) for x in first.get("loc", ()) if not str(x).startswith(("tagged-union", "function")))
-    return f"{where + ': ' if where else ''}{first.get('msg', 'not valid')}"
+    said = first.get("msg", "not valid")
+    kind = str((first.get("loc") or ("",))[0])
+    if first.get("type") == "extra_forbidden" and kind in _COMMANDS:
+        said = f"a {kind} command takes no such key (it takes {', '.join(_COMMANDS[kind].model_fields)})"
+    return f"{where + ': ' if where else ''}{said}"
 
 
 def encode(message: BaseModel) -> bytes:

@@ -327,8 +327,28 @@ def test_a_command_without_an_id_is_refused_not_carried_out(listening):
     sock.sendall(auth(token) + b'{"type":"step"}\n' + b'{"id":4,"type":"pause"}\n')
     got = messages(sock, lambda out: any(m.get("id") == 4 for m in out))
     assert [m["type"] for m in got if m["type"].startswith("run.")] == ["run.start", "run.pause"], got  # no step
-    assert replies(got) == [(-1, False, "not a command: a step command needs an id: a JSON integer its reply "
-                                        "carries back"), (4, True, None)]
+    assert replies(got) == [(-1, False, "not a command: a step command needs an id: a JSON integer from 1, "
+                                        "which its reply carries back"), (4, True, None)]
+
+
+def test_a_command_with_a_key_it_does_not_take_or_an_id_of_the_servers_is_refused(listening):
+    """A misspelt key ({"reasn": ...}) and a run_id on a breakpoint were taken silently, and did nothing the
+    client meant; an id of -1 or 0 was carried out, its reply not told from the server's refusals."""
+    proc, port, token = listening
+    sock = socket.create_connection(("127.0.0.1", port), timeout=HANG)
+    sock.sendall(auth(token) + b'{"type":"stop","id":1,"reasn":"enough"}\n'
+                 + b'{"type":"breakpoint","id":2,"name":"RevisorAgent","run_id":"r2"}\n'
+                 + b'{"type":"step","id":-1}\n{"type":"step","id":0}\n{"type":"watch","id":3}\n')
+    got = messages(sock, lambda out: any(m.get("id") == 3 for m in out))
+    assert [m["type"] for m in got if m["type"].startswith("run.")] == ["run.start", "run.pause"], got  # no stop, no step
+    said = replies(got)
+    assert said[:2] == [
+        (1, False, "not a command: stop.reasn: a stop command takes no such key (it takes id, type, reason)"),
+        (2, False, "not a command: breakpoint.run_id: a breakpoint command takes no such key "
+                   "(it takes id, type, name, on)")], said
+    assert [(i, ok) for i, ok, _ in said[2:]] == [(-1, False), (-1, False), (3, True)], said
+    assert all("step.id" in error for _, _, error in said[2:4]), said
+    sock.close()
 
 
 EVENT = b'{"type":"tool.result","seq":1,"content":"' + b"y" * (1 << 20) + b'"}\n'  # one big event, shared
@@ -800,6 +820,59 @@ def test_a_served_flow_that_crashes_its_process_ends_failed_and_the_server_says_
         assert proc.wait(HANG) == 1
         assert last_event(journal)["status"] == "failed"
         assert "Traceback" not in proc.stderr.read()
+
+
+def test_a_flood_of_wrong_tokens_keeps_no_client_out_of_a_run_with_a_long_token(listening):
+    """Twenty connections trying wrong tokens again and again kept the rightful client out: tokens were
+    checked one at a time, spaced, and past 16 waiting for their check the right one was refused unread.
+    A long token (the random one) cannot be guessed at any rate: it is checked at once."""
+    proc, port, token = listening
+    flooding = threading.Event()
+
+    def flood() -> None:
+        while not flooding.is_set():
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=HANG) as sock:
+                    sock.sendall(auth("a-wrong-token-" * 3))
+                    sock.recv(1 << 16)
+            except OSError:
+                pass
+
+    threads = [threading.Thread(target=flood, daemon=True) for _ in range(20)]
+    for thread in threads:
+        thread.start()
+    try:
+        time.sleep(0.5)  # the flood under way
+        for attempt in range(3):
+            sock = socket.create_connection(("127.0.0.1", port), timeout=HANG)
+            sock.sendall(auth(token) + b'{"type":"detach","id":1}\n')
+            got = messages(sock, lambda out: replies(out))  # the detach's, or a refusal
+            assert got and got[0]["type"] == "hello" and (1, True, None) in replies(got), (attempt, got[:2])
+            sock.close()
+    finally:
+        flooding.set()
+        for thread in threads:
+            thread.join(HANG)
+    proc.kill()
+    _, err = rest(proc)
+    assert re.search(r"flowtui: \d+ wrong tokens since the last count \(\d+ in all\), the last from 127", err), err
+
+
+def test_the_count_of_wrong_tokens_names_the_last_one_and_none_is_left_unsaid(listening):
+    """The count said the first wrong token's client as the last one's; and the wrong tokens since the
+    last count were never said when the run ended before a client got in."""
+    proc, port, token = listening
+    ports = []
+    for _ in range(3):
+        sock = socket.create_connection(("127.0.0.1", port), timeout=HANG)
+        ports.append(sock.getsockname()[1])
+        sock.sendall(auth("wrong"))
+        assert replies(messages(sock, lambda out: replies(out))) == [(0, False, "token rejected")]
+        sock.close()
+    proc.send_signal(signal.SIGINT)  # the run ends with nobody in
+    _, err = rest(proc)
+    assert f"flowtui: a wrong token, the last from 127.0.0.1:{ports[0]}" in err, err
+    assert f"flowtui: 2 wrong tokens since the last count (3 in all), the last from 127.0.0.1:{ports[2]}" in err, err
 
 
 def test_wrong_tokens_are_checked_a_few_a_second_and_counted_on_stderr(tmp_path):
