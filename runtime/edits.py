@@ -121,6 +121,9 @@ class Editor:
         args = parse_arguments(self._run, pending, _restore(text, json.dumps(pending.call.args, ensure_ascii=False)))
         self._begin()
         old = pending.call
+        if args == old.args:
+            raise ConfigError(f"the arguments of the call of {old.name} are unchanged: nothing recorded "
+                              "(type a change, or Escape)")
         history = list(self._run.state.history)
         found = maker_of(history, old)
         if found is None:

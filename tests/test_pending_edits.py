@@ -179,6 +179,19 @@ async def test_a_key_a_strict_schema_forbids_is_said_once():
             d.run.edits.edit_call('{"query": "x", "extra": 1}')
 
 
+async def test_an_edit_of_the_pending_call_that_changes_nothing_is_refused_and_nothing_recorded():
+    """Saved as it was (typed, then typed back), it was recorded as an edit: a state.set and a
+    tool.decision "edited", and the status line counted an edit."""
+    flow, _ = build([TWO_CALLS, "APROVADO"], ran=[])
+    async with Driver(flow) as d:
+        await d.step_to("tool")
+        seen = len(d.events)
+        for same in ('{"query": "a"}', '{ "query" :  "a" }'):
+            with pytest.raises(ConfigError, match="^the arguments of the call of busca are unchanged: nothing recorded"):
+                d.run.edits.edit_call(same)
+        assert len(d.events) == seen and d.run.edits.undo() is False
+
+
 async def test_editing_the_pending_call_is_checked_against_the_schema_and_reaches_tool_and_model():
     ran: list = []
     flow, calls = build([TWO_CALLS, "APROVADO"], ran=ran)
