@@ -197,12 +197,20 @@ class FlowApp(RunCommands, RunEdits, RunWatches, PlainNotify, KeysStayPut, Redra
             self.flush(everything=True, force=True)  # the status said "loading" while the backlog came
             self.wake()
             return
+        if self._ask_input and self.client.watches:  # --watch naming a field the flow lacks: said while the
+            # first message is asked for, not once the run has started (given one, the run starts checking them)
+            self.run_worker(self._check_watches(), group="command", name="watches", exit_on_error=False)
         if self._ask_input:
             self._ask_input, self._asking = False, True
             self.push_screen(FirstMessageDialog(self.client.workflow_name), self.start_run)
             self.flush(force=True)  # the status no longer says loading
         else:
             self.start_run(self.client.input)
+
+    async def _check_watches(self) -> None:
+        await self.client.check_watches()
+        self.say_refused_watches()
+        self.main.sync(self.client, force=True)
 
     async def _watch(self) -> None:
         """Until the worker is gone; then the run's end is shown, said by us when the worker could not."""

@@ -176,7 +176,7 @@ class RunClient:
                 return _p().Reply(id=0, ok=False, error=cannot_write(JOURNAL_DIR, exc.strerror or str(exc)))
         assert self.channel is not None
         self.channel.keep_journal(journal)
-        await self._check_watches()
+        await self.check_watches()
         self.starting_since = time.monotonic()
         try:
             reply = await self.channel.command(_p().Start(input=input, memory=c.memory, data=c.data, journal=journal,
@@ -188,10 +188,10 @@ class RunClient:
             self.journals[journal] = self.journals.get(journal, 0) + 1
         return reply
 
-    async def _check_watches(self) -> None:
-        """Set the watchpoints one by one before the run starts: one the flow refuses (a state field
-        a reloaded flow no longer has) is dropped, with why, in ``refused_watches``, and the run
-        starts with the others."""
+    async def check_watches(self) -> None:
+        """Set the watchpoints one by one, once the flow has loaded and again before the run starts:
+        one the flow refuses (a state field it does not have, or a reloaded flow no longer has) is
+        dropped, with why, in ``refused_watches``, and the run starts with the others."""
         self.refused_watches = []
         for expr in list(self.watches):
             reply = await self.channel.command(_p().SetWatch(expr=expr))

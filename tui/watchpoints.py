@@ -25,18 +25,20 @@ def _p():
 
 
 EXPR_SHOWN = 48  # of a refused watchpoint, the characters shown around the fault (one line in the dialog at 80x24)
+EXPR_NOTIFIED = 30  # and in a notice (one line of it)
 
 
-def refusal_text(reply: Any) -> str:
+def refusal_text(reply: Any, shown: int = EXPR_SHOWN) -> str:
     """A refused watchpoint as the dialog shows it (after its ``✗ ``): what, then the expression
-    with a caret under the fault, then what to do."""
+    with a caret under the fault (``shown`` characters of it around the fault at most: a line wrapped
+    would put the caret under another part), then what to do."""
     where = reply.value if isinstance(reply.value, dict) else None
     if where is None:
         return reply.error or "refused"
     expr, column = where["expr"], where["column"]
-    if len(expr) > EXPR_SHOWN:  # a line the dialog would wrap, the caret then under another part: a window
-        start = max(0, min(column - 1 - EXPR_SHOWN // 2, len(expr) - EXPR_SHOWN))
-        expr = ("…" if start else "") + expr[start:start + EXPR_SHOWN] + ("…" if start + EXPR_SHOWN < len(expr) else "")
+    if len(expr) > shown:  # a line the dialog would wrap, the caret then under another part: a window
+        start = max(0, min(column - 1 - shown // 2, len(expr) - shown))
+        expr = ("…" if start else "") + expr[start:start + shown] + ("…" if start + shown < len(expr) else "")
         column = column - start + (1 if start else 0)
     lines = [f"{where['message']} (column {where['column']})", f"  {expr}",
              "  " + " " * (column - 1) + "^"]  # two columns: the dialog's "✗ " prefix
@@ -127,8 +129,8 @@ class RunWatches:
 
     def say_refused_watches(self: FlowApp) -> None:
         """Watchpoints a new run refused (a reloaded flow lost a field): dropped, and said."""
-        for reply in self.client.refused_watches:
-            self.notify(shown(reply.error or "refused"), title="Watchpoint dropped", severity="warning",
+        for reply in self.client.refused_watches:  # (the expression on a line of its own: the caret under the fault)
+            self.notify(shown(refusal_text(reply, EXPR_NOTIFIED)), title="Watchpoint dropped", severity="warning",
                         timeout=10)
         self.client.refused_watches = []
 

@@ -149,6 +149,24 @@ async def test_a_watchpoint_the_flow_refuses_is_dropped_with_why_and_the_run_sta
                                             for n in app._notifications), what="the notice")
 
 
+async def test_a_watchpoint_the_flow_refuses_is_said_before_the_first_message_with_the_caret_under_it():
+    """With no --input, a --watch naming a field the flow lacks showed as set while the first message was
+    asked for, and was said dropped only once the run had started; the notice's caret, under the end
+    of a wrapped line, stood under no part of the expression."""
+    from flowtui.tui.screens.dialogs import FirstMessageDialog
+
+    app = make(WATCHED, watch=["state.rodadas >= 3", "state.rounds >= 3"])
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_until(pilot, lambda: any("unknown state field 'rodadas'" in str(n.message)
+                                            for n in app._notifications), what="the notice")
+        assert isinstance(app.screen, FirstMessageDialog) and app.client.view.status == "idle"  # nothing ran
+        assert app.client.watches == ["state.rounds >= 3"]
+        lines = next(str(n.message) for n in app._notifications if "rodadas" in str(n.message)).splitlines()
+        shown = next(line for line in lines if line.strip().startswith("state.rodadas"))
+        caret = lines[lines.index(shown) + 1]
+        assert caret.strip() == "^" and shown[caret.index("^"):].startswith("rodadas"), lines
+
+
 def test_a_long_refused_watchpoint_is_shown_around_its_fault_so_the_caret_stays_under_it():
     """Wrapped by the dialog, the expression's second line came above the caret, under another part."""
     from types import SimpleNamespace
