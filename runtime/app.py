@@ -56,7 +56,11 @@ def bootstrap(workflow_cls: type, *, model: str | None = None,
             inst = p() if isinstance(p, type) and issubclass(p, ScriptedProvider) else p
             if isinstance(inst, ScriptedProvider):
                 plans.agent_specs[cls] = _replace_provider(aspec, inst.with_replies(replies))
-    model = model or os.environ.get("FLOWTUI_MODEL") or None
+    given = os.environ.get("FLOWTUI_MODEL")
+    if model is None and given and not given.strip():
+        raise ConfigError("FLOWTUI_MODEL is blank: give a litellm model name, such as openai/gpt-4o-mini, or unset "
+                          "it for the flow's own models")
+    model = model or given or None
     wrap, recording = _cassette_wrap(record, replay)
     return App(plans, model=model, wrap=wrap, replies=replies, recording=recording)
 

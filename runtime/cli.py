@@ -112,11 +112,16 @@ def check_files(args: argparse.Namespace) -> None:
     """The files the flow arguments name, checked before anything runs (``SystemExit`` with why): one
     read that is a folder, a pipe or a device (read for ever, or all of memory), and one written that
     would replace something it is not (the flow's own source, the run's journal, a file that is no
-    snapshot or cassette, a device)."""
+    snapshot or cassette, a device). And ``FLOWTUI_MODEL``, as ``--model`` is, which it stands for."""
     # (light modules only: the app checks these before its first frame)
     from flowtui.runtime.files import cannot_write, not_a_file, replace_refusal
     from flowtui.runtime.loader import split_target
 
+    if args.model is None and os.environ.get("FLOWTUI_MODEL"):  # checked as --model is (set empty: not set)
+        try:  # (blank, it was taken as a model's name: the run failed at its first model call)
+            args.model = model_name(os.environ["FLOWTUI_MODEL"], leave_out="unset it")
+        except argparse.ArgumentTypeError as exc:
+            raise SystemExit(f"flowtui: FLOWTUI_MODEL {exc}") from None
     if args.resume_from is not None:  # a re-execution starts as the recorded run started: another start
         given = [option for option, value in (("--input", args.input), ("--memory", args.memory or None),
                                               ("--data", args.data or None),
@@ -168,11 +173,11 @@ def argument_text(value: str) -> str:
     return value.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
 
 
-def model_name(value: str) -> str:
+def model_name(value: str, leave_out: str = "leave --model out") -> str:
     """``--model``: a name (given empty, the flow's own models were used unsaid)."""
     if not value.strip():
-        raise argparse.ArgumentTypeError("is empty: give a litellm model name, such as openai/gpt-4o-mini, or leave "
-                                         "--model out for the flow's own models")
+        raise argparse.ArgumentTypeError(f"is empty: give a litellm model name, such as openai/gpt-4o-mini, or "
+                                         f"{leave_out} for the flow's own models")
     if not value.isprintable() or value != value.strip():  # (a line break in it was printed as one)
         raise argparse.ArgumentTypeError(f"{value!r} holds a line break, a control character or spaces at its "
                                          "ends: give a litellm model name, such as openai/gpt-4o-mini")

@@ -150,6 +150,36 @@ def test_an_empty_model_exits_2_instead_of_running_the_flows_own_models(tmp_path
     assert res.returncode == 2 and "argument --model: 'a\\nb' holds a line break" in res.stderr, res.stderr
 
 
+def test_a_blank_flowtui_model_exits_2_as_a_blank_model_does(tmp_path, monkeypatch):
+    """FLOWTUI_MODEL="   " was taken as a model's name: the flow loaded, litellm was imported, and the run
+    failed at its first model call (exit 1), where --model " " was refused at once."""
+    from flowtui import FunctionProvider, agent, bootstrap, workflow
+    from flowtui.runtime.errors import ConfigError
+
+    path = write(tmp_path, OK_FLOW)
+    monkeypatch.setenv("FLOWTUI_MODEL", "   ")
+    res = flowtui("run", str(path), "--input", "x")
+    assert res.returncode == 2 and res.stderr.startswith("flowtui: FLOWTUI_MODEL is empty: give a litellm model name"), \
+        res.stderr
+    assert "unset it for the flow's own models" in res.stderr and "Traceback" not in res.stderr
+    res = flowtui("run", str(path), "--input", "x", "--model", "openai/gpt-4o-mini")
+    assert res.returncode == 0 and "FLOWTUI_MODEL" not in res.stderr, res.stderr  # --model given: it is not read
+    monkeypatch.setenv("FLOWTUI_MODEL", "")  # set empty: not set, as a shell's FLOWTUI_MODEL= says
+    assert flowtui("run", str(path), "--input", "x").returncode == 0
+
+    @agent(provider=FunctionProvider(lambda m, t: "ok"), prompt="p")
+    class A:
+        pass
+
+    @workflow(steps=[A])
+    class Vazio:
+        pass
+
+    monkeypatch.setenv("FLOWTUI_MODEL", " ")
+    with pytest.raises(ConfigError, match="^FLOWTUI_MODEL is blank: give a litellm model name"):
+        bootstrap(Vazio)
+
+
 def test_record_then_replay_serves_the_same_conversation_and_refuses_a_new_one(tmp_path):
     path = write(tmp_path, OK_FLOW)
     cassette = tmp_path / "eco.cassette.jsonl"
