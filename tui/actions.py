@@ -126,9 +126,15 @@ def help_groups(specs: Iterable[ActionSpec] = ACTIONS, *, before: dict[str, list
     return list(groups.items())
 
 
-def app_help_groups() -> list[tuple[str, list[tuple[str, str]]]]:
+def live_actions(*, attached: bool) -> list[ActionSpec]:
+    """The live app's actions: an app attached to a run that lives elsewhere has no reload (the flow's
+    file is where the run is)."""
+    return [a for a in ACTIONS if not (attached and a.action == "reload")]
+
+
+def app_help_groups(specs: Iterable[ActionSpec] = ACTIONS) -> list[tuple[str, list[tuple[str, str]]]]:
     """The live app's help: every action, and the keys that belong to a pane."""
-    return help_groups(ACTIONS, before={"view": [
+    return help_groups(specs, before={"view": [
         ("↑ ↓ home end", "Move the selection over messages"),
         ("enter space", "Expand or collapse a tool call, tool result or reasoning (in what the model sees, enter "
                         "shows the event that put the block there)"),

@@ -27,7 +27,7 @@ from textual.timer import Timer
 from textual.worker import Worker, WorkerState
 
 from flowtui.runtime.channel import ATTACH_TIMEOUT_S
-from flowtui.tui.actions import ACTIONS, Redraws, app_help_groups, bindings, palette, textual_commands
+from flowtui.tui.actions import ACTIONS, Redraws, app_help_groups, bindings, live_actions, palette, textual_commands
 from flowtui.tui.client import LaunchConfig, RunClient, cut_inside
 from flowtui.tui.commands import RunCommands
 from flowtui.tui.driver import TolerantInput
@@ -69,6 +69,7 @@ class FlowApp(RunCommands, RunEdits, RunWatches, PlainNotify, KeysStayPut, Redra
     def __init__(self, config: LaunchConfig) -> None:
         super().__init__()
         self.config = config
+        self.actions = live_actions(attached=config.attach is not None)  # (key bar, buttons, help, palette)
         self.client = RunClient(config)
         self.client.on_arrival = self.wake
         self.main = MainScreen()
@@ -428,10 +429,10 @@ class FlowApp(RunCommands, RunEdits, RunWatches, PlainNotify, KeysStayPut, Redra
     def action_help(self) -> None:
         from flowtui.tui.screens.dialogs import HelpScreen
 
-        self.push_screen(HelpScreen(app_help_groups()))
+        self.push_screen(HelpScreen(app_help_groups(self.actions)))
 
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
-        for title, help, callback in palette(ACTIONS, self.run_action):
+        for title, help, callback in palette(self.actions, self.run_action):
             yield SystemCommand(title, help, callback)
         agents, tools = self.client.step_names()
         # and a breakpoint set on a name none of them has (a loop, a child's agent it has not called yet)

@@ -196,6 +196,27 @@ async def test_b_once_the_attached_run_has_ended_says_no_run_will_take_it():
         server.close()
 
 
+async def test_an_attached_app_offers_no_reload_on_its_buttons_key_bar_help_or_palette():
+    """r reload was on the key bar and a button of an attached app, which cannot reload: the flow's
+    file is where the run lives (r only said so)."""
+    from flowtui.tui.screens.dialogs import HelpScreen
+
+    server, port = await peer([HELLO, START, pause_before("A")], [])
+    app = attached(port)
+    try:
+        async with app.run_test(size=(160, 48)) as pilot:
+            await paused(pilot)
+            buttons = [str(b.label) for b in app.main.query("#buttons Button")]
+            assert buttons and not any("eload" in label for label in buttons), buttons
+            assert "reload" not in app.main.query_one("KeyBar").render().plain
+            assert not any("reload" in str(c.title) for c in app.get_system_commands(app.screen))
+            await pilot.press("question_mark")
+            await wait_until(pilot, lambda: isinstance(app.screen, HelpScreen), what="the help")
+            assert "Reload the flow file" not in str(app.screen.groups)
+    finally:
+        server.close()
+
+
 async def test_a_malformed_hello_ends_the_attach_before_anything_is_shown_or_sent():
     """A hello missing its fields was left out, and the events after it were shown and stepped through
     for 10 s, until the app gave up waiting for a hello."""

@@ -9,7 +9,7 @@ from typing import Any
 from textual.app import ComposeResult
 from textual.widgets import Tree
 
-from flowtui.tui.actions import ACTIONS, key_hints
+from flowtui.tui.actions import key_hints
 from flowtui.tui.panes import PaneData
 from flowtui.tui.screens.panes import PanesScreen, count_title
 from flowtui.tui.widgets.control import ControlPane
@@ -36,8 +36,9 @@ class MainScreen(PanesScreen):
 
     def compose(self) -> ComposeResult:
         yield from self.compose_panes()
-        yield ControlPane(id="control")
-        yield KeyBar(key_hints(ACTIONS))
+        actions = self.app.actions  # type: ignore[attr-defined]
+        yield ControlPane(actions, id="control")
+        yield KeyBar(key_hints(actions))
 
     def complete(self) -> None:
         """Mount what the first paint does without: the control pane's buttons."""

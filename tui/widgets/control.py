@@ -22,7 +22,6 @@ from textual.widgets import Button, Static
 from flowtui.tui.actions import ACTIONS, ActionSpec, key_name
 from flowtui.tui.shown import shown, shown_head
 
-BUTTONS: list[ActionSpec] = [a for a in ACTIONS if a.button]
 STATUS_STYLES = {"paused": "bold #ffd75f", "running": "bold #5fafff", "finished": "bold #87d787",
                  "failed": "bold #ff5f5f", "stopped": "bold #d7af5f", "idle": "dim"}
 BUTTON_CHROME = 3  # a compact button's padding and its margin
@@ -30,11 +29,11 @@ _AT = re.compile(r"\(at ([^()]+:\d+ in [^()]+)\)$")  # where the flow's code rai
 _WHO = re.compile(r"\w*Error: agent '[^']*' \(turn \d+[^)]*\): ")  # a provider's failure, who failed (providers)
 
 
-def button_labels(width: int) -> list[str]:
+def button_labels(buttons: list[ActionSpec], width: int) -> list[str]:
     """The buttons' labels that fit in ``width`` cells: ``Next turn [n]``, else ``n turn``, else ``n``."""
-    forms = [[f"{a.title.capitalize()} \\[{key_name(a.key)}]" for a in BUTTONS],
-             [f"{key_name(a.key)} {a.label}" for a in BUTTONS],
-             [key_name(a.key) for a in BUTTONS]]
+    forms = [[f"{a.title.capitalize()} \\[{key_name(a.key)}]" for a in buttons],
+             [f"{key_name(a.key)} {a.label}" for a in buttons],
+             [key_name(a.key) for a in buttons]]
     for labels in forms:
         if sum(len(label.replace("\\", "")) + BUTTON_CHROME for label in labels) <= width:
             return labels
@@ -157,8 +156,9 @@ class ControlPane(Vertical):
     row is there from the start, so nothing moves when they arrive.
     """
 
-    def __init__(self, *, id: str | None = None) -> None:
+    def __init__(self, actions: list[ActionSpec] = ACTIONS, *, id: str | None = None) -> None:
         super().__init__(id=id)
+        self._specs = [a for a in actions if a.button]
         self._shown: dict[str, tuple] = {}
         self._disabled: dict[str, bool] = {}
         self._buttons: dict[str, Button] = {}
@@ -178,7 +178,7 @@ class ControlPane(Vertical):
     def add_buttons(self) -> None:
         if self._buttons:
             return
-        for spec, label in zip(BUTTONS, button_labels(self._width())):
+        for spec, label in zip(self._specs, button_labels(self._specs, self._width())):
             button = Button(label, id=f"btn-{spec.action}", action=f"app.{spec.action}", compact=True)
             # clicked, or its key pressed, never focused: tab goes from pane to pane (on a focused
             # button, enter stepped the run and the arrows did nothing)
@@ -192,7 +192,7 @@ class ControlPane(Vertical):
         return self.content_region.width or 200
 
     def on_resize(self, event: Resize) -> None:
-        for button, label in zip(self._buttons.values(), button_labels(self._width())):
+        for button, label in zip(self._buttons.values(), button_labels(self._specs, self._width())):
             if str(button.label) != label:
                 button.label = label
                 button.refresh(layout=True)  # a label is no layout change to Textual: it kept its width
