@@ -231,14 +231,19 @@ def _first_difference(x: str, y: str) -> int:
 
 
 def shorten(text: str, width: int, *, focus: int | None = None) -> str:
-    """``text`` in at most ``width`` characters: cut in the middle (``…``), or, when ``focus``
-    (where two values start to differ) would be cut away, kept around it."""
+    """``text`` in at most ``width`` characters: cut in the middle (``…(N chars)…``, N the characters
+    left out), or, when ``focus`` (where two values start to differ) would be cut away, kept around it."""
     width = max(width, 20)
     if len(text) <= width:
         return text
-    cut = f"…({len(text)} chars)…"
-    head = (width - len(cut)) // 2
-    tail = width - len(cut) - head
+    left_out = len(text)
+    while True:  # (the marker's width depends on the number it says)
+        cut = f"…({left_out} chars)…"
+        head = (width - len(cut)) // 2
+        tail = width - len(cut) - head
+        if len(text) - head - tail == left_out:
+            break
+        left_out = len(text) - head - tail
     if focus is None or focus < head or focus >= len(text) - tail:
         return text[:head] + cut + text[len(text) - tail:]
     # the part around the first difference, with a little of the start for context

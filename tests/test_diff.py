@@ -245,7 +245,14 @@ async def test_a_difference_in_the_middle_of_a_long_value_is_shown(tmp_path, cap
 def test_shorten_cuts_in_the_middle_and_keeps_short_text():
     assert shorten("short", 40) == "short"
     cut = shorten("a" * 50 + "b" * 50, 40)
-    assert len(cut) <= 40 and cut.startswith("aaaa") and cut.endswith("bbbb") and "(100 chars)" in cut
+    assert len(cut) <= 40 and cut.startswith("aaaa") and cut.endswith("bbbb")
+    kept = cut.split("…")  # the number says what is left out (it said the whole text's length)
+    assert int(kept[1].strip("( chars)")) == 100 - len(kept[0]) - len(kept[2]), cut
+    path = ".flowtui/runs/RevisaoWorkflow-20261205-221938.jsonl"
+    for width in range(20, len(path)):
+        short = shorten(path, width)
+        head, marker, tail = short.split("…")
+        assert len(short) <= width and int(marker.strip("( chars)")) == len(path) - len(head) - len(tail), short
 
 
 # --- the command line -----------------------------------------------------------------------------
