@@ -87,23 +87,21 @@ def _standard_streams() -> None:
             CLOSED_AT_START.add(name)  # (flowtui run's output to a closed stdout is lost: it says so)
 
 
-def needs_a_terminal(what: str) -> None:
+def needs_a_terminal(what: str, instead: str = "to run a flow without one: flowtui run FLOW ...") -> None:
     """The app reads keys from stdin and draws on stderr: without a terminal there, say so (exit 2)
     instead of waiting for keys that never come. A terminal that says it cannot move its cursor
     (``TERM=dumb``: an editor's shell, a CI log) is refused too: the live app drew itself over and
     over there, at full CPU, deaf to ``q`` and ctrl-C (Rich takes such a terminal as 80x25, the
-    terminal says otherwise)."""
+    terminal says otherwise). ``instead``: what to do without one."""
     from flowtui.runtime.cli import say
 
     if not (sys.stdin.isatty() and sys.stderr.isatty()):
-        say(f"flowtui: {what} needs a terminal (stdin and stderr are not one); to run a flow without one: "
-            "flowtui run FLOW ...")
+        say(f"flowtui: {what} needs a terminal (stdin and stderr are not one); {instead}")
         sys.exit(2)
     term = os.environ.get("TERM", "")
     if term.lower() in ("dumb", "unknown"):  # (what Rich calls a dumb terminal)
         say(f"flowtui: {what} needs a terminal that can move its cursor, and TERM={term} says this one "
-            "cannot; set TERM to the terminal's own (e.g. TERM=xterm-256color), or run the flow without "
-            "the app: flowtui run FLOW ...")
+            f"cannot; set TERM to the terminal's own (e.g. TERM=xterm-256color); {instead}")
         sys.exit(2)
 
 
@@ -216,7 +214,8 @@ def main_attach(argv: list[str]) -> int:
     except ConfigError as exc:
         say(f"flowtui attach: {exc}")
         return 2
-    needs_a_terminal("flowtui attach")
+    needs_a_terminal("flowtui attach", "without one, any client of the protocol can drive the run "
+                                       "(README: the protocol)")
     from flowtui.tui.app import make_app
 
     app = make_app(args.address, attach=(host, port, args.token, args.take_over), journal=None, debug=args.debug)

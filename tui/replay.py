@@ -249,7 +249,8 @@ def main_replay(argv: list[str]) -> int:
         app.position = app.timeline.after(args.at)
     from flowtui.tui.cli import needs_a_terminal
 
-    needs_a_terminal("flowtui replay")
+    needs_a_terminal("flowtui replay", "without one, the journal is JSON lines to read as they are, and "
+                                       "flowtui diff compares two runs")
     app.run()
     if app.fork is not None:  # f: the app, on the run re-executed up to the event that was shown
         from flowtui.tui.app import make_app

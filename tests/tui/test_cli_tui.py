@@ -261,12 +261,12 @@ def test_the_app_never_imports_the_flow_or_litellm(tmp_path):
     assert res.stdout.strip() == "[]"
 
 
-@pytest.mark.parametrize("argv", [
-    ["flows/revisao.py", "--input", "x"],
-    ["replay", "JOURNAL"],
-    ["attach", "127.0.0.1:1", "--token", "t"],
+@pytest.mark.parametrize("argv, instead", [  # (what to do instead: a replay was told to run the flow)
+    (["flows/revisao.py", "--input", "x"], "to run a flow without one: flowtui run FLOW"),
+    (["replay", "JOURNAL"], "the journal is JSON lines to read as they are, and flowtui diff compares two runs"),
+    (["attach", "127.0.0.1:1", "--token", "t"], "any client of the protocol can drive the run"),
 ])
-def test_without_a_terminal_the_app_says_so_instead_of_waiting_for_keys(argv, tmp_path):
+def test_without_a_terminal_the_app_says_so_instead_of_waiting_for_keys(argv, instead, tmp_path):
     root = Path(__file__).resolve().parents[2]
     journal = tmp_path / "j.jsonl"
     if "JOURNAL" in argv:
@@ -274,7 +274,7 @@ def test_without_a_terminal_the_app_says_so_instead_of_waiting_for_keys(argv, tm
     argv = [str(journal) if a == "JOURNAL" else a for a in argv]
     res = subprocess.run([sys.executable, "-c", "from flowtui.tui.cli import main; main()", *argv], cwd=root,
                          stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60)
-    assert res.returncode == 2 and "needs a terminal" in res.stderr and "flowtui run FLOW" in res.stderr
+    assert res.returncode == 2 and "needs a terminal" in res.stderr and instead in res.stderr, res.stderr
 
 
 @pytest.mark.parametrize("typed, meant", [("rnu", "run"), ("relpay", "replay"), ("atach", "attach"), ("dif", "diff")])
