@@ -207,6 +207,8 @@ def _options(parser: argparse.ArgumentParser) -> set[str]:
 def parse_flow_args(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespace:
     """``parser.parse_args``, for a parser given :func:`add_flow_arguments`: an unknown option is
     named before a missing FLOW, with the option it looks like (``--inptu``: ``--input``)."""
+    if parser.usage is None:  # FLOW shown as what it is, required (the usage said [FLOW[:Class]], then "required")
+        parser.usage = parser.format_usage().removeprefix("usage: ").rstrip().replace("[FLOW[:Class]]", "FLOW[:Class]")
     args, unknown = parser.parse_known_args(argv)
     if unknown:
         import difflib

@@ -123,6 +123,8 @@ def test_an_unknown_option_is_named_before_a_missing_flow(command):
     res = flowtui(*command, "--input", "x")
     assert res.returncode == 2
     assert res.stderr.splitlines()[-1].endswith("error: the following arguments are required: FLOW[:Class]")
+    # and the usage above it shows FLOW as required (it said [FLOW[:Class]], as if it could be left out)
+    assert "[FLOW[:Class]]" not in res.stderr and res.stderr.splitlines()[-2].strip() == "FLOW[:Class]", res.stderr
 
 
 @pytest.mark.parametrize("command", [(), ("run",)])
