@@ -128,6 +128,13 @@ class RunCommands:
             self.queued.clear()
         elif view.status == "paused" and view.pause is not None and view.pause.seq > self._queued_at:
             self._queued_at = view.pause.seq
+            if view.pause.reason == "approval" and self.queued[0] in MOVES:  # a move there runs the call: never one
+                # typed before the call was shown (s pressed while the model answered approved what it asked)
+                self.notify(f"{view.pause.name} waits for your decision: {KEYS[self.queued[0]]}, typed before it "
+                            f"asked, is not taken as one ({len(self.queued)} queued key(s) dropped).",
+                            severity="warning", timeout=8)
+                self.queued.clear()
+                return
             self._send(self.queued.popleft())
             while self.queued and self.queued[0] in INTERRUPTS:  # x or p behind c: now, not at a pause c may never reach
                 self._send(self.queued.popleft(), behind=True)

@@ -138,6 +138,31 @@ async def test_approve_asks_before_each_call_deny_sends_the_reason_and_approve_r
         assert not app.client.breakpoints and app.client.view.tasks == []
 
 
+async def test_a_move_typed_before_a_call_asked_for_approval_is_never_taken_as_one(monkeypatch):
+    """s pressed while the run went on (a tool, the model answering) was queued, and sent at the next
+    pause: an approval pause, where a move runs the call. The call ran approved "by the user", unseen,
+    and then its dialog came up, dead."""
+    monkeypatch.setenv("FLOWCAPTURE_TOOL_DELAY", "1.5")  # the first call's tool takes a while
+    app = make(input="go", approve=["record_problem"])
+    async with app.run_test(size=(140, 40)) as pilot:
+        await paused(pilot)
+        await pilot.press("c")
+        await wait_until(pilot, lambda: isinstance(app.screen, DecideDialog), what="the first call's dialog")
+        await pilot.press("y")
+        await wait_until(pilot, lambda: app.screen is app.main and app.client.view.status == "running",
+                         what="the first call's tool to run")
+        await pilot.press("s")  # while it runs: queued
+        await wait_until(pilot, lambda: isinstance(app.screen, DecideDialog)
+                         and app.screen.call["args"] == {"text": "No closing rule."}, what="the second call's dialog")
+        await wait_until(pilot, lambda: any("waits for your decision: s, typed before it asked, is not taken as one"
+                                            in str(n.message) for n in app._notifications), what="the notice")
+        assert [ev.decision for ev in _user_events(app) if ev.type == "tool.decision"] == ["approved"]
+        assert app.client.view.pause.reason == "approval" and app.client.view.state["problems"] == ["No example."]
+        await pilot.press("n", "enter")  # the dialog is the live one: it decides
+        await wait_until(pilot, lambda: [ev.decision for ev in _user_events(app) if ev.type == "tool.decision"]
+                         == ["approved", "denied"], what="the second call denied")
+
+
 async def test_enter_at_once_in_the_approval_dialog_denies_as_it_says_never_approves():
     """The reason box says "enter denies", and the Approve button had the focus: enter, before anything
     was typed, approved the call."""
