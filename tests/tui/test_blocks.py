@@ -64,6 +64,11 @@ async def test_reasoning_is_collapsed_and_enter_expands_it():
         assert text.index("Keep it short.") < text.index("Hello, world")  # reasoning first, then the reply
         await pilot.press("enter")
         assert "The user wants a greeting." not in pane_text(pane)
+        # what the model sees: the reasoning is kept in the history, not sent (it showed as part of it)
+        await pilot.press("2")
+        await pilot.pause()
+        sees = pane_text(app.main.query_one("#model-sees"))
+        assert "▸ reasoning, not sent to the model (2 lines" in sees and "Hello, world" in sees, sees
 
 
 async def test_assistant_header_names_its_agent_and_b_breaks_on_that_agent():

@@ -194,7 +194,8 @@ def render_block(console: Console, msg: Any, index: int, width: int, *, expanded
     ``composed``: the text is made of several (the note of memory and tasks), so what one of them
     lost on the way to the app is said where it was cut, not as the whole block's length.
     ``markdown``: an assistant's text may be drawn as Markdown (where that hides nothing of it);
-    False draws every text as it is (what the model sees).
+    False draws every text as it is (what the model sees), and says a reply's reasoning is not sent
+    (the history keeps it; a request leaves it out).
     """
     inner = max(width - 2, 10)
     role_style = ERROR_STYLE if msg.is_error else ROLE_STYLES.get(msg.role, DIM)
@@ -225,12 +226,13 @@ def render_block(console: Console, msg: Any, index: int, width: int, *, expanded
 
     parts: list[RenderableType] = [header]
     if msg.reasoning:
+        said = "reasoning" if markdown else "reasoning, not sent to the model"
         if expanded:
-            parts.append(Text("reasoning", Style(dim=True, bold=True)))
+            parts.append(Text(said, Style(dim=True, bold=True)))
             parts.append(Text(cut_long_lines(shown(msg.reasoning)), REASONING_STYLE, overflow="fold"))
         else:
             n = msg.reasoning.count("\n") + 1
-            parts.append(Text(f"▸ reasoning ({n} line{'s' if n > 1 else ''}, {expand_key} expands)", REASONING_STYLE,
+            parts.append(Text(f"▸ {said} ({n} line{'s' if n > 1 else ''}, {expand_key} expands)", REASONING_STYLE,
                               no_wrap=True, overflow="ellipsis"))
     # A text cut on the way to the app: what it holds is drawn, and the last line says how long it is
     # (its cut line's own count would be the piece's).
