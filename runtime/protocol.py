@@ -176,6 +176,8 @@ class Start(_Command):
                                                               "up to event K, checked, then go on live")
     on_divergence: Literal["stop", "pause"] = Field(default="stop", description="a re-execution that diverges: "
                                                     "stops, or waits at the next pause point (run.diverged says)")
+    resume_run: str | None = Field(default=None, description="the journal's run resume_from re-executes, by its "
+                                   "run_id (another may have been appended after it); none: its last run")
 
 
 class Step(_Command):

@@ -106,8 +106,9 @@ def relative_run(run_id: str, root: str) -> str:
     return run_id[len(root):] if run_id.startswith(root + ".") else run_id
 
 
-def load_recorded(source: str | Path, *, at: int | None = None) -> Recorded:
-    """The last run of journal ``source`` (``"FILE@K"`` also accepted when ``at`` is not given).
+def load_recorded(source: str | Path, *, at: int | None = None, run_id: str | None = None) -> Recorded:
+    """The last run of journal ``source`` (``"FILE@K"`` also accepted when ``at`` is not given), or
+    the run of id ``run_id`` (the app forks the run it shows, whatever runs were appended after it).
 
     Raises :class:`ResumeError` naming the file (and K) for a missing file, a folder, a file
     that is not a flowtui journal, a journal without a ``run.start``, or K outside the run."""
@@ -131,14 +132,17 @@ def load_recorded(source: str | Path, *, at: int | None = None) -> Recorded:
         why = f" (line {first_bad[0]}: {first_bad[1]})" if first_bad else " (it is empty)"
         raise ResumeError(f"--resume-from {shown}: not a flowtui journal{why}; give a .jsonl file that "
                           "`flowtui run` or the app wrote")
-    begin = _last_run(events)
+    begin, end = _last_run(events), len(events)
+    if run_id is not None:
+        begin, end = _run_of(events, run_id, shown)
     moved = _moved_line(events, read.numbers, events[begin].get("run_id"))
     if moved is not None:
         raise ResumeError(f"--resume-from {shown}: {moved}: the journal's lines were moved or repeated by hand; "
                           "a run is re-executed only from its lines in the order flowtui wrote them (flowtui "
                           "diff and flowtui replay read this one by event number)")
-    run = events[begin:]
-    numbers = read.numbers[begin:]
+    run = events[begin:end]
+    numbers = read.numbers[begin:end]
+    after = read.numbers[end] if end < len(events) else float("inf")  # (the next run's first line)
     start = run[0]
     if start.get("type") != "run.start":
         raise ResumeError(f"--resume-from {shown}: {_no_start(read, begin)}; a run can only be re-executed "
@@ -149,7 +153,7 @@ def load_recorded(source: str | Path, *, at: int | None = None) -> Recorded:
         # the whole run: lines after the last event read, when that is not the run's end, may have held its
         # next events, which would be done live again (a last line torn by a crash is not one: it was never
         # written whole; lines inside the run are looked at below)
-        unread = [(line, reason) for line, reason in read.skipped if line > numbers[-1]
+        unread = [(line, reason) for line, reason in read.skipped if numbers[-1] < line < after
                   and not reason.endswith(TORN)] \
             if not (run[-1].get("type") == "run.end" and run[-1].get("run_id") == root) else []  # (not a child's)
         if unread:
@@ -162,13 +166,13 @@ def load_recorded(source: str | Path, *, at: int | None = None) -> Recorded:
     elif not 1 <= k <= last:
         where = "beyond its end" if k > last else "not an event number"
         # lines it could not read after the run's start may be where K was (a journal re-encoded, retyped)
-        unread = [(line, reason) for line, reason in read.skipped if line > numbers[0]]
+        unread = [(line, reason) for line, reason in read.skipped if numbers[0] < line < after]
         said = (f" ({len(unread)} line(s) after its start could not be read: line {unread[0][0]}: {unread[0][1]})"
                 if unread else "")
         raise ResumeError(f"--resume-from {shown}@{k}: K={k} is {where}: the recorded run {_shown_id(root)} has "
                           f"events 1..{last}{said}; give a K in that range, or none for the whole run")
     recorded = Recorded(path=shown, run_id=str(root), at=k, last=last, events=run, start=start,
-                        lines=dict(zip((ev["seq"] for ev in run), read.lines[begin:])),
+                        lines=dict(zip((ev["seq"] for ev in run), read.lines[begin:end])),
                         lazy={ev["seq"] for ev in run if id(ev) in read.lazy},
                         line_of=dict(zip((ev["seq"] for ev in run), numbers)))
     _check_prefix(recorded, numbers, read.skipped)
@@ -396,6 +400,18 @@ def _moved_line(events: list[dict[str, Any]], numbers: list[int], root: Any) -> 
             return f"its line {n} (event #{ev['seq']}) comes after event #{top} of the same run"
         top = ev["seq"]
     return None
+
+
+def _run_of(events: list[dict[str, Any]], run_id: str, shown: str) -> tuple[int, int]:
+    """Where run ``run_id`` begins (its last ``run.start``, a file holding it twice) and ends (where
+    the sequence numbers start again: the next run)."""
+    begin = next((i for i in range(len(events) - 1, -1, -1) if events[i].get("type") == "run.start"
+                  and events[i].get("run_id") == run_id), None)
+    if begin is None:
+        raise ResumeError(f"--resume-from {shown}: holds no run {_shown_id(run_id)} (the file was replaced, or "
+                          "the run taken out of it); give the journal that run was written to")
+    end = next((i for i in range(begin + 1, len(events)) if events[i]["seq"] <= events[i - 1]["seq"]), len(events))
+    return begin, end
 
 
 def _last_run(events: list[dict[str, Any]]) -> int:

@@ -173,8 +173,8 @@ class Worker:
     # --- the run -------------------------------------------------------------------------
     def start(self, input: Any, memory: Any, *, data: Any = None, paused: bool = True,
               journal: str | None = None, approve: list[str] = (), watch: list[str] = (),
-              on_watch: str = "pause", resume_from: str | None = None, on_divergence: str = "stop",
-              **options: Any) -> None:
+              on_watch: str = "pause", resume_from: Any = None, on_divergence: str = "stop",
+              resume_run: str | None = None, **options: Any) -> None:
         try:
             self.controller.watch.add_all(watch)
         except WatchError as exc:  # they come from the command line: say so (the reply says which one)
@@ -190,6 +190,10 @@ class Worker:
         if os.getcwd() != START_CWD:  # the same for the files named to start from (said as given, unless moved)
             resume_from = resume_from and os.path.join(START_CWD, resume_from)
             snapshot = snapshot and os.path.join(START_CWD, snapshot)
+        if resume_from is not None and resume_run is not None:  # that run of the journal, not its last one
+            from flowtui.runtime.recorded import load_recorded
+
+            resume_from = load_recorded(resume_from, run_id=resume_run)
         self.run = self.app.prepare(input, memory=memory or None, data=data, journal=journal,
                                     controller=self.controller, on_event=self.on_event, snapshot=snapshot,
                                     resume_from=resume_from, on_divergence=on_divergence, **options)
@@ -271,7 +275,7 @@ class Worker:
                 raise ValueError("the run has started already")
             self.start(c.input, c.memory, data=c.data, paused=c.paused, journal=c.journal, approve=c.approve,
                        watch=c.watch, on_watch=c.on_watch, resume_from=c.resume_from,
-                       on_divergence=c.on_divergence)
+                       on_divergence=c.on_divergence, resume_run=c.resume_run)
             return None
         if kind == "watch":
             if c.expr is not None:

@@ -116,6 +116,26 @@ def _refusing(name, called):
     return execute
 
 
+async def test_a_run_of_a_journal_picked_by_its_id_is_that_one_not_the_last(tmp_path):
+    """The app forks the run it shows: one appended to the journal after it was re-executed instead."""
+    from flowtui.runtime.recorded import load_recorded
+
+    journal = tmp_path / "two.jsonl"
+    flow = load_flow(str(FLOWS / "revisao.py"))
+    await flow.run("primeira", journal=journal)
+    await flow.run("segunda", journal=journal)
+    first, second = (ev for ev in lines(journal) if ev["type"] == "run.start")
+    picked = load_recorded(str(journal), at=5, run_id=first["run_id"])
+    assert picked.run_id == first["run_id"] and picked.start["input"] == "primeira"
+    assert {ev["run_id"].split(".")[0] for ev in picked.events} == {first["run_id"]}  # none of the second's
+    assert picked.last == max(ev["seq"] for ev in lines(journal)[:len(picked.events)])
+    assert load_recorded(str(journal), at=5).run_id == second["run_id"]  # none named: the last, as before
+    with pytest.raises(ResumeError, match="holds no run r9-gone"):
+        load_recorded(str(journal), at=5, run_id="r9-gone")
+    out = await flow.run(resume_from=picked)  # re-executed whole: the first run's own end
+    assert out == (await load_flow(str(FLOWS / "revisao.py")).run("primeira"))
+
+
 # --- every flow reproduces itself ----------------------------------------------------------------
 
 

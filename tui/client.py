@@ -68,6 +68,7 @@ class LaunchConfig:
     watch: list[str] = field(default_factory=list)  # watchpoints set when the run starts (--watch)
     # JOURNAL[@K]: re-execute that journal's run up to event K, then pause, live (a divergence pauses too)
     resume_from: str | None = None
+    resume_run: str | None = None  # the run of that journal (the one the app showed): none, its last
     head_start: Any = None  # the first run's worker, started by the command line already (Options.start_now)
 
     def worker_options(self, breakpoints: set[str] | None = None) -> Options:
@@ -181,7 +182,8 @@ class RunClient:
         try:
             reply = await self.channel.command(_p().Start(input=input, memory=c.memory, data=c.data, journal=journal,
                                                           approve=c.approve, watch=self.watches,
-                                                          resume_from=c.resume_from, on_divergence="pause"))
+                                                          resume_from=c.resume_from, resume_run=c.resume_run,
+                                                          on_divergence="pause"))
         finally:
             self.starting_since = None
         if journal is not None and reply.ok:  # (counted, not read: a journal of runs is read once, at the end)

@@ -266,7 +266,7 @@ class RunCommands:
             # Edit and continue: the new code re-executed against this run's journal up to this pause.
             def chosen(choice: str | None) -> None:
                 if choice == "continue":
-                    self._reload(resume_from=f"{journal}@{view.last_seq}")
+                    self._reload(resume_from=f"{journal}@{view.last_seq}", resume_run=view.run_id)
                 elif choice == "restart":
                     self._reload()
 
@@ -342,13 +342,16 @@ class RunCommands:
         else:
             seq = view.last_seq
         self.notify(f"Forking at event #{seq}{where}: the run so far stays in {journal}.")
-        self._reload(resume_from=f"{journal}@{seq}")
+        self._reload(resume_from=f"{journal}@{seq}", resume_run=view.run_id)
 
-    def _reload(self: FlowApp, *, resume_from: str | None = None) -> None:
+    def _reload(self: FlowApp, *, resume_from: str | None = None, resume_run: str | None = None) -> None:
+        """Load the flow afresh and start a run; ``resume_from`` (``JOURNAL@K``): re-executing that journal's
+        run ``resume_run`` (the one shown: another may have been appended to the file since) up to K."""
         if self.config.attach is not None:
             self.notify("Attached to a run that lives elsewhere: reload it where it runs.", severity="warning")
             return
         self.config.resume_from = resume_from  # the next run (only): re-executed up to that event
+        self.config.resume_run = resume_run
         self.client.stopping = self.client.active
         self.load()  # the client stops the old worker first; the new one reads the code afresh
 

@@ -320,6 +320,26 @@ async def test_f_at_the_end_of_a_finished_run_forks_where_it_last_paused(tmp_pat
         assert app.client.view.status_line().startswith(where)
 
 
+async def test_f_forks_the_run_shown_though_another_was_appended_to_its_journal_since(tmp_path):
+    """Another run appended to the journal after this one ended (a flowtui run --journal of the same
+    file): f re-executed that one, the journal's last run, and said nothing (or diverged at its input)."""
+    journal = tmp_path / "j.jsonl"
+    app = make(str(FLOWS / "review_fn.py"), input="go", journal=str(journal))
+    async with app.run_test(size=(140, 40)) as pilot:
+        await paused(pilot)
+        await press_and_pause(pilot, "n")
+        old_run, where = app.client.view.run_id, app.client.view.status_line()
+        await pilot.press("c")
+        await wait_until(pilot, lambda: app.client.view.status == "finished", what="the end")
+        await load_flow(str(FLOWS / "review_fn.py")).run("another input", journal=journal)  # appended after it
+        await pilot.press("f")
+        await wait_until(pilot, lambda: app.client.view is not None and app.client.view.run_id not in (None, old_run)
+                         and app.client.view.status == "paused", timeout=20, what="the forked run, paused")
+        view = app.client.view
+        assert view.resumed_from.run_id == old_run and view.divergence is None
+        assert view.history[0].content == "go" and view.status_line().startswith(where)
+
+
 def test_the_divergence_shows_a_journals_markup_as_written():
     """What a journal from elsewhere recorded is text: a [link] or [reverse] in it is shown, not obeyed."""
     from rich.console import Console
