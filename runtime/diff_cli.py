@@ -209,12 +209,13 @@ def _show(d: Difference, width: int) -> list[str]:
 
 def _value(v: Any) -> str:
     """A value on one line, inert and redacted (before it is shortened: a cut could leave part of a
-    credential no rule then recognises): text quoted, its newlines and tabs as ``\\n`` ``\\t``, its
-    control characters as pictures (``␛``); structures as JSON."""
+    credential no rule then recognises): text quoted, its newlines and tabs as ``\\n`` ``\\t`` (a CRLF as
+    ``\\r\\n``: a line end's difference is a difference), its control characters as pictures (``␛``);
+    structures as JSON."""
     if v is MISSING:
         return "(absent)"
     if isinstance(v, str):
-        return '"' + _safe(v).replace("\n", "\\n").replace("\t", "\\t") + '"'
+        return '"' + _safe(v.replace("\r\n", "\\r\\n")).replace("\n", "\\n").replace("\t", "\\t") + '"'
     try:
         return _safe(json.dumps(v, ensure_ascii=False, default=repr))
     except (ValueError, RecursionError):

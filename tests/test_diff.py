@@ -175,6 +175,15 @@ async def test_a_tool_argument(tmp_path, capsys):
            '"no example" → "no ending"' in out
 
 
+async def test_a_reply_that_differs_only_in_its_line_ends_shows_the_difference(tmp_path, capsys):
+    """"linha um\r\nlinha dois" against "linha um\nlinha dois" was said as "…\n…" → "…\n…": a
+    difference shown as none."""
+    a = await journal(tmp_path, "a", reply_extra="\nend")
+    b = await journal(tmp_path, "b", reply_extra="\r\nend")
+    code, out, _ = diff(capsys, a, b)
+    assert code == 1 and '"draft 2\\nend" → "draft 2\\r\\nend"' in out, out
+
+
 async def test_a_state_field(tmp_path):
     a = await journal(tmp_path, "a", step=1)
     b = await journal(tmp_path, "b", step=2)
