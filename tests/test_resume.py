@@ -695,6 +695,21 @@ def knobs():
     KNOBS.update(step=1, deny=True, prompt="Note, then answer.")
 
 
+async def test_a_run_started_from_a_snapshot_is_not_said_to_diverge_for_a_change_of_code(tmp_path):
+    """Its state came from the snapshot, which a re-execution does not restore: "state.aprovado:
+    recorded true, now false" was all it said, as if the code had changed (it had not)."""
+    from flowtui.runtime.snapshot import Snapshot
+
+    journal = tmp_path / "snap.jsonl"
+    flow = load_flow(str(FLOWS / "revisao.py"))
+    await flow.run("de novo", snapshot=Snapshot(state={"rodadas": 3}), journal=journal)
+    events: list = []
+    await flow.run(resume_from=str(journal), on_event=events.append)
+    diverged = next(e for e in events if e.type == "run.diverged")
+    assert diverged.at == 1 and [(d.field, d.recorded, d.now) for d in diverged.differences] == [("state.rodadas", 3, 0)]
+    assert "or the recorded run started from a snapshot (--from-snapshot)" in diverged.differences[0].why
+
+
 async def test_a_divergence_can_pause_and_continuing_goes_on_live(tmp_path, knobs):
     answers: list = []
     first = tmp_path / "first.jsonl"
