@@ -16,6 +16,7 @@ live waits (``on_divergence="pause"``) or stops the run first.
 from __future__ import annotations
 
 import inspect
+import re
 from typing import TYPE_CHECKING, Any
 
 from pydantic import TypeAdapter, ValidationError
@@ -30,6 +31,10 @@ from flowtui.runtime.providers.base import AttemptInfo, ChatReply, ChatRequest, 
 if TYPE_CHECKING:
     from flowtui.runtime.engine import Run
     from flowtui.runtime.resume import Resume
+
+
+# An object a journal could only describe: its default repr, without its address (context.stable_repr)
+_AN_OBJECT = re.compile(r"<\S+ object>")
 
 
 class Server:
@@ -110,6 +115,18 @@ class Server:
             await resume.hold("tool", tspec.name)
             return await _call(execute, kwargs)
         if k == 1:
+            kept = self._object_kept_as_text(rec or "", tspec.name)
+            if kept is not None:  # made again, the field would hold that text: the tool runs, live, instead
+                name, shown = kept
+                resume.diverge_at(end, Difference(
+                    field=f"ctx.{name}", recorded=shown, now="(not made again)",
+                    why=f"tool {tspec.name} set ctx.{name} to an object the journal keeps only as its description: "
+                        f"re-executed, ctx.{name} would be that text (and what the tool registered with "
+                        f"ctx.on_dispose, not registered); give the tool replay=\"rerun\" so a re-execution runs "
+                        "it again, or fork before it"),
+                    recorded=f"tool {tspec.name} served", current=f"tool {tspec.name} runs")
+                await resume.hold("tool", tspec.name)
+                return await _call(execute, kwargs)
             self._effects(run, tspec.name, rec or "")
             if data.get("stop"):
                 run.ctx.stop()
@@ -156,6 +173,16 @@ class Server:
                         [as_item(ev["bucket"], x) for x in ev["items"]]
                 except ValidationError as exc:
                     raise recorded.damaged(ev["seq"], reason_of(exc, at="item")) from None
+
+    def _object_kept_as_text(self, rec: str, name: str) -> tuple[str, str] | None:
+        """(field, its recorded text) of a ``ctx`` field the recorded tool set to an object with no
+        JSON form (a connection, a client): the journal holds ``<module.Class object>``."""
+        for ev in self.resume.recorded.inside.get(rec, ()):
+            value = ev.get("value")
+            if ev["type"] == "ctx.set" and ev.get("origin") == f"tool:{name}" and isinstance(value, str) \
+                    and _AN_OBJECT.fullmatch(value):
+                return str(ev.get("name")), value
+        return None
 
     def _effects(self, run: "Run", name: str, rec: str) -> None:
         """Make again what the recorded tool did to the run (in order, attributed to it)."""

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from flowtui import (
-    Controller, FunctionProvider, Input, LiteLLMProvider, Middleware, ScriptedProvider, State, ToolOutput, agent,
+    AgentContext, Context, Controller, FunctionProvider, Input, LiteLLMProvider, Middleware, ScriptedProvider, State, ToolOutput, agent,
     bootstrap, loop, tool, until_answered, workflow,
 )
 from flowtui.runtime import plans as plans_module
@@ -708,6 +708,62 @@ async def test_a_run_started_from_a_snapshot_is_not_said_to_diverge_for_a_change
     diverged = next(e for e in events if e.type == "run.diverged")
     assert diverged.at == 1 and [(d.field, d.recorded, d.now) for d in diverged.differences] == [("state.rodadas", 3, 0)]
     assert "or the recorded run started from a snapshot (--from-snapshot)" in diverged.differences[0].why
+
+
+def object_flow():
+    """A tool that keeps a live object in ctx (a connection), made on its first call, used on each."""
+
+    class Conexao:
+        def __init__(self):
+            self.usos = 0
+
+        def usar(self):
+            self.usos += 1
+            return self.usos
+
+    @tool(name="usar", description="Uses the connection.")
+    class Usar:
+        def execute(self, ctx: AgentContext = Context()):
+            if ctx.get("conn") is None:
+                ctx.conn = Conexao()
+            return f"uso {ctx.conn.usar()}"
+
+    def model(messages, tools):
+        done = sum(m.role == "tool" for m in messages)
+        return "fim" if done >= 3 else {"content": "", "tool_calls": [{"name": "usar", "args": {}}]}
+
+    @agent(provider=FunctionProvider(model), prompt="p", tools=[Usar])
+    class A:
+        pass
+
+    @workflow(steps=[loop(steps=[A], until=lambda ctx: ctx.turn.response == "fim", max_iterations=5)])
+    class ObjWorkflow:
+        pass
+
+    return ObjWorkflow
+
+
+async def test_a_ctx_object_the_journal_kept_as_text_is_not_made_again_as_that_text(tmp_path):
+    """ctx.conn = Conexao() in a served tool came back as the text "<...Conexao object>": the live part
+    after K failed on it ('str' object has no attribute 'usar'), and nothing said why."""
+    journal = tmp_path / "obj.jsonl"
+    await bootstrap(object_flow()).run("go", journal=journal)
+    k = _seq(journal, type="node.end", kind="agent")  # after the first turn: the tool has made its object
+    events: list = []
+    await bootstrap(object_flow()).run(resume_from=f"{journal}@{k}", on_event=events.append)
+    diverged = next(e for e in events if e.type == "run.diverged")
+    (difference,) = diverged.differences
+    assert difference.field == "ctx.conn" and difference.recorded.endswith("Conexao object>")
+    assert 'give the tool replay="rerun"' in difference.why
+    ctl = Controller()  # paused there, then continued: the tool runs, live, and makes its object
+    events = []
+    run = bootstrap(object_flow()).prepare(controller=ctl, resume_from=f"{journal}@{k}", on_divergence="pause",
+                                           on_event=events.append)
+    task = await _paused(run, ctl)
+    ctl.resume()
+    await asyncio.wait_for(task, 10)
+    results = [e.item.content for e in events if e.type == "state.append" and getattr(e.item, "role", "") == "tool"]
+    assert results == ["uso 1", "uso 2", "uso 3"], results
 
 
 async def test_a_divergence_can_pause_and_continuing_goes_on_live(tmp_path, knobs):
