@@ -257,6 +257,11 @@ class RunCommands:
         from flowtui.tui.screens.dialogs import ChoiceDialog, ConfirmDialog
         from flowtui.tui.screens.error import LoadErrorScreen
 
+        if isinstance(self.screen, LoadErrorScreen) and self.config.resume_from is not None:
+            # the fixed code goes on where "continue from here" (or f) was asked for: it was dropped, and a
+            # new run started from the beginning
+            self._reload(resume_from=self.config.resume_from, resume_run=self.config.resume_run)
+            return
         if (self.config.attach is not None or isinstance(self.screen, LoadErrorScreen) or not self.client.active
                 or self.client.view.run_id is None):
             self._reload()  # attached: it says at once, without asking, that the run reloads where it runs

@@ -226,6 +226,34 @@ async def test_r_on_a_paused_run_reloads_the_code_and_continues_from_the_same_pl
         assert any(m.content == "Noted: No example." for m in app.client.view.history)
 
 
+async def test_continue_from_here_is_kept_through_a_load_error_and_r_after_the_fix(tmp_path):
+    """Continue from here with code that did not load, then r once it was fixed: a new run from the
+    beginning, the place it was to continue from dropped, unsaid."""
+    from flowtui.tui.screens.dialogs import ChoiceDialog
+    from flowtui.tui.screens.error import LoadErrorScreen
+
+    flow = tmp_path / "review_copy.py"
+    shutil.copy(FLOWS / "review_fn.py", flow)
+    good = flow.read_text()
+    app = make(str(flow), input="go", journal=str(tmp_path / "j.jsonl"))
+    async with app.run_test(size=(140, 40)) as pilot:
+        await paused(pilot)
+        await press_and_pause(pilot, "n", "n")
+        where, history = app.client.view.status_line(), [m.content for m in app.client.view.history]
+        flow.write_text(good + "\nsyntax error here(\n")
+        await pilot.press("r")
+        await wait_until(pilot, lambda: isinstance(app.screen, ChoiceDialog), what="the reload question")
+        await pilot.press("c")
+        await wait_until(pilot, lambda: isinstance(app.screen, LoadErrorScreen), timeout=20, what="the load error")
+        assert "the run then goes on from" in " ".join(str(w.render()) for w in app.screen.query("Static"))
+        flow.write_text(good)
+        await pilot.press("r")
+        await wait_until(pilot, lambda: app.client.view is not None and app.client.view.resumed_from is not None
+                         and app.client.view.status == "paused", timeout=20, what="the run re-executed, paused")
+        assert app.client.view.status_line().startswith(where)
+        assert [m.content for m in app.client.view.history] == history
+
+
 async def test_f_on_an_earlier_event_of_the_log_forks_a_run_paused_there(tmp_path):
     journal = tmp_path / "j.jsonl"
     app = make(str(FLOWS / "review_fn.py"), input="go", journal=str(journal))
