@@ -12,6 +12,8 @@ middleware changed (``changed_by``, ``sent``, ``trimmed``), tokens and cost.
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import json
 import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -195,7 +197,7 @@ def recorded(request: ChatRequest, provider: Provider, *, built: bool = False) -
     tools, model, sampling = sorted(request.tool_names), provider.describe(), dict(request.sampling)
     defaults = provider.sampling_defaults()
     fields = dict(messages=list(request.messages), tools=tools, model=model, sampling=sampling,
-                  provider_sampling=defaults)
+                  provider_sampling=defaults, tools_digest=tools_digest(request.tools) if request.tools else None)
     if built and type(model) is str and (not sampling or all(type(k) is str for k in sampling)) \
             and (not tools or all(type(t) is str for t in tools)) and type(defaults) is dict \
             and all(type(k) is str for k in defaults):
@@ -213,11 +215,34 @@ class Sent(BaseModel):
     model: str
     sampling: dict[str, Any]
     provider_sampling: dict[str, Any] = {}  # the provider's, under the agent's: what was sent is both
+    # what the model was told of the tools (descriptions, argument schemas), as a digest: a re-execution
+    # or a diff of code that changed them saw the same request (the names alone were recorded)
+    tools_digest: str | None = None
 
     @model_serializer
     def _as_sent(self) -> dict[str, Any]:
-        return {"messages": [_message(m) for m in self.messages], "tools": self.tools, "model": self.model,
-                "sampling": self.sampling, "provider_sampling": self.provider_sampling}
+        out = {"messages": [_message(m) for m in self.messages], "tools": self.tools, "model": self.model,
+               "sampling": self.sampling, "provider_sampling": self.provider_sampling}
+        if self.tools_digest is not None:
+            out["tools_digest"] = self.tools_digest
+        return out
+
+
+_DIGESTS: dict[int, tuple[Any, str]] = {}  # id of a list of schemas -> (that list, its digest): an agent's is
+# one list, made once, so a turn pays a lookup
+
+
+def tools_digest(schemas: Any) -> str:
+    """A short digest of the tool schemas a request sends (as JSON, keys sorted)."""
+    known = _DIGESTS.get(id(schemas))
+    if known is not None and known[0] is schemas:
+        return known[1]
+    text = json.dumps(schemas, sort_keys=True, ensure_ascii=False, default=repr)
+    digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+    if len(_DIGESTS) >= 256:  # (a middleware that makes new lists each call)
+        _DIGESTS.clear()
+    _DIGESTS[id(schemas)] = (schemas, digest)
+    return digest
 
 
 def _message(m: Message) -> dict[str, Any]:

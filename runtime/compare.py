@@ -130,7 +130,7 @@ def comparable(ev: dict[str, Any], run: str, path: tuple[str, ...]) -> dict[str,
 
 def align(rec: dict[str, Any], new: dict[str, Any]) -> None:
     """A request that names no model (a replayed cassette's) leaves the other side's model uncompared;
-    one with no ``provider_sampling`` (a journal from before it was recorded), the other's; a tool's end
+    one with no ``provider_sampling`` or ``tools_digest`` (a journal from before it was recorded), the other's; a tool's end
     with no ``ran`` (likewise), the other's."""
     a, b = rec.get("data"), new.get("data")
     if not (isinstance(a, dict) and isinstance(b, dict)):
@@ -141,9 +141,11 @@ def align(rec: dict[str, Any], new: dict[str, Any]) -> None:
         x, y = a.get(key), b.get(key)
         if isinstance(x, dict) and isinstance(y, dict) and (x.get("model") is None) != (y.get("model") is None):
             a[key], b[key] = x, y = {**x, "model": None}, {**y, "model": None}
-        if isinstance(x, dict) and isinstance(y, dict) and ("provider_sampling" in x) != ("provider_sampling" in y):
-            a[key] = {k: v for k, v in x.items() if k != "provider_sampling"}
-            b[key] = {k: v for k, v in y.items() if k != "provider_sampling"}
+        for recorded_since in ("provider_sampling", "tools_digest"):  # (one side's journal from before it)
+            x, y = a.get(key), b.get(key)
+            if isinstance(x, dict) and isinstance(y, dict) and (recorded_since in x) != (recorded_since in y):
+                a[key] = {k: v for k, v in x.items() if k != recorded_since}
+                b[key] = {k: v for k, v in y.items() if k != recorded_since}
 
 
 def model_key(described: Any) -> Any:

@@ -213,6 +213,8 @@ def _why(rec: dict[str, Any], new: dict[str, Any], field: str, now: Any, lookup:
                         else f"the prompt of {spec.name} changed")
             if "before_prompt" in spec.hooks:
                 return f"{spec.name}.before_prompt returned another prompt"
+        if field == "request.tools_digest":
+            return "what the model is told of the agent's tools changed (a description, or an argument's schema)"
         if field.startswith("request.tools"):
             return "the agent's tools changed"
         if field.startswith("request.sampling"):

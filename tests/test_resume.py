@@ -710,6 +710,53 @@ async def test_a_run_started_from_a_snapshot_is_not_said_to_diverge_for_a_change
     assert "or the recorded run started from a snapshot (--from-snapshot)" in diverged.differences[0].why
 
 
+def described_flow(description: str):
+    """One agent with a tool described as ``description``: it calls it once, then answers."""
+
+    @tool(name="anotar", description=description)
+    class Anotar:
+        def execute(self):
+            return "anotado"
+
+    def model(messages, tools):
+        return "fim" if any(m.role == "tool" for m in messages) else {
+            "content": "", "tool_calls": [{"name": "anotar", "args": {}}]}
+
+    @agent(provider=FunctionProvider(model), prompt="p", tools=[Anotar])
+    class A:
+        pass
+
+    @workflow(steps=[A])
+    class Descrito:
+        pass
+
+    return Descrito
+
+
+async def test_a_changed_tool_description_is_a_divergence_of_the_request(tmp_path):
+    """What the model is told of a tool (its description, its arguments' schema) changed, and the
+    re-execution saw the same request: only the tools' names were recorded."""
+    journal = tmp_path / "d.jsonl"
+    await bootstrap(described_flow("Notes a fact.")).run("go", journal=journal)
+    events: list = []
+    await bootstrap(described_flow("Notes a fact. ALWAYS call it ten times.")).run(
+        resume_from=str(journal), on_event=events.append)
+    diverged = next(e for e in events if e.type == "run.diverged")
+    (difference,) = diverged.differences
+    assert difference.field == "request.tools_digest" and "agent's tools changed" in difference.why
+    events = []  # the same code: the same digest, no divergence
+    await bootstrap(described_flow("Notes a fact.")).run(resume_from=str(journal), on_event=events.append)
+    assert not [e for e in events if e.type == "run.diverged"]
+    old = tmp_path / "old.jsonl"  # a journal from before the digest was recorded re-executes as before
+    recorded = lines(journal)
+    for event in recorded:
+        event.get("data", {}).get("request", {}).pop("tools_digest", None)
+    old.write_text("".join(json.dumps(event) + "\n" for event in recorded))
+    events = []
+    await bootstrap(described_flow("Notes a fact.")).run(resume_from=str(old), on_event=events.append)
+    assert not [e for e in events if e.type == "run.diverged"]
+
+
 def object_flow():
     """A tool that keeps a live object in ctx (a connection), made on its first call, used on each."""
 
