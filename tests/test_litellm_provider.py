@@ -483,6 +483,18 @@ async def test_scripted_replies_are_parsed_like_a_model_answer_without_litellm()
     assert out.usage.completion_tokens == 3 and out.usage.prompt_tokens >= 1
 
 
+def test_arguments_are_sent_back_in_the_characters_the_model_wrote():
+    """{"consulta": "çç"} went back as "{\\"consulta\\": \\"\\u00e7\\u00e7\\"}": the same JSON, other text (and more
+    tokens) than the model wrote and what the model sees showed; a lone surrogate stays escaped."""
+    out = _litellm.to_openai_messages([Message(role="assistant", tool_calls=(
+        ToolCall(name="buscar", id="c1", args={"consulta": "çç 日本"}),
+        ToolCall(name="buscar", id="c2", args={"consulta": "\ud800"})))])
+    calls = out[0]["tool_calls"]
+    assert calls[0]["function"]["arguments"] == '{"consulta": "çç 日本"}'
+    assert calls[1]["function"]["arguments"] == '{"consulta": "\\ud800"}'
+    calls[1]["function"]["arguments"].encode("utf-8")  # (what a request can carry)
+
+
 def test_bad_native_arguments_are_kept_raw():
     class Fn:
         name = "search"

@@ -255,7 +255,14 @@ def _arguments(args: dict[str, Any]) -> str:
     """A call's arguments as the model is sent them back: JSON, or the very text it wrote when that was
     no JSON object (kept under RAW_ARGUMENTS_KEY, a key of flowtui's the model never wrote)."""
     raw = args.get(RAW_ARGUMENTS_KEY) if len(args) == 1 else None
-    return raw if isinstance(raw, str) else json.dumps(args)
+    if isinstance(raw, str):
+        return raw
+    text = json.dumps(args, ensure_ascii=False)  # "çç" as the model wrote it and view 2 shows it, not "\u00e7\u00e7"
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate: escaped, as no UTF-8 request can carry one
+        return json.dumps(args)
+    return text
 
 
 def _native_call(call: Any) -> ToolCall:
