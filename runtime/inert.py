@@ -62,16 +62,18 @@ def visible(text: str) -> str:
     return text.replace("\r\n", "\n").translate(_TABLE)
 
 
-_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+_PASTE_SHOWN = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 
 
 def pasted(text: str) -> str:
     """A paste as an edit box takes it: its line breaks as newlines (terminals send a paste's as
-    ``\r``), its other control characters as :func:`visible` shows them (``ESC`` as ``␛``), so the
-    box never sends one to the terminal. What draws as nothing but drives nothing (a soft hyphen, a
-    zero-width space: common in copied web text) stays as pasted."""
+    ``\r``), its other control characters and the bidirectional overrides, embeddings and isolates
+    as :func:`visible` shows them (``ESC`` as ``␛``, U+202E as ``\u202e``), so the box never sends
+    one to the terminal (an override drew the box's line reordered). What draws as nothing but drives
+    nothing (a soft hyphen, a zero-width space, a right-to-left mark: common in copied text) stays as
+    pasted."""
     text = text.replace("\r\n", "\n").replace("\r", "\n")
-    return _CONTROL.sub(lambda m: m.group().translate(_TABLE), text) if _CONTROL.search(text) else text
+    return _PASTE_SHOWN.sub(lambda m: m.group().translate(_TABLE), text) if _PASTE_SHOWN.search(text) else text
 
 
 def is_inert(text: str) -> bool:

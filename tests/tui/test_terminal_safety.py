@@ -321,6 +321,11 @@ def test_a_paste_is_taken_whole_however_the_reads_cut_it():
     pastes = Pastes()
     parts = pastes.feed("\x1b[200~one\rtwo\r\nthree soft\u00adhy\x1b[201~")
     assert [p.text for p in parts if isinstance(p, events.Paste)] == ["one\ntwo\nthree soft\u00adhy"]
+    # a bidi override or isolate reordered the box's line as drawn: shown as the panes show it
+    pastes = Pastes()
+    parts = pastes.feed("\x1b[200~name: \u202eevil\u202c and \u2067x\u2069 \u200fmark\x1b[201~")
+    assert [p.text for p in parts if isinstance(p, events.Paste)] == [
+        "name: \\u202eevil\\u202c and \\u2067x\\u2069 \u200fmark"]
 
 
 def test_ctrl_l_draws_the_whole_screen_again_after_something_else_wrote_on_the_terminal():
