@@ -215,7 +215,8 @@ def _value(v: Any) -> str:
     if v is MISSING:
         return "(absent)"
     if isinstance(v, str):
-        return '"' + _safe(v.replace("\r\n", "\\r\\n")).replace("\n", "\\n").replace("\t", "\\t") + '"'
+        redacted = redact(v, environment_secrets())  # (before the CRLF is text: "\\r\\nBearer x" is no line start)
+        return '"' + visible(redacted.replace("\r\n", "\\r\\n")).replace("\n", "\\n").replace("\t", "\\t") + '"'
     try:
         return _safe(json.dumps(v, ensure_ascii=False, default=repr))
     except (ValueError, RecursionError):

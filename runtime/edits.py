@@ -121,7 +121,7 @@ class Editor:
         args = parse_arguments(self._run, pending, _restore(text, json.dumps(pending.call.args, ensure_ascii=False)))
         self._begin()
         old = pending.call
-        if args == old.args:
+        if json.dumps(args, sort_keys=True) == json.dumps(old.args, sort_keys=True):  # (as JSON: true is not 1)
             raise ConfigError(f"the arguments of the call of {old.name} are unchanged: nothing recorded "
                               "(type a change, or Escape)")
         history = list(self._run.state.history)

@@ -7,11 +7,11 @@
 The run starts paused and waits for a client. A client's first line must be
 ``auth`` with the token (compared in constant time); a wrong one is answered
 ``token rejected`` and the connection closed, and the run keeps waiting. Wrong
-ones are counted on stderr. A token under ``SPACED_BELOW`` characters (one given
-with ``--token``) is checked one at a time, a quarter second apart after a wrong
-one, so it is not guessed at a thousand tries a second; a longer one (the random
-one made here) cannot be guessed at any rate, so it is checked at once: no flood
-of wrong ones keeps its client out. Before
+ones are counted on stderr. A token given (``--token``, ``FLOWTUI_TOKEN``) is
+checked one at a time, a quarter second apart after a wrong one, so a weak one is
+not guessed at a thousand tries a second; the random one made here cannot be
+guessed at any rate, so it is checked at once: no flood of wrong ones keeps its
+client out. Before
 ``auth`` a connection gets little: its first line may be 64 KiB at most, it
 must arrive within ``auth_timeout`` seconds all told, and at most
 ``max_pending`` connections wait for theirs (one more lets the oldest go, so
@@ -60,7 +60,6 @@ from flowtui.runtime.sender import close as _close
 AUTH_TIMEOUT_S = 10.0  # from connecting to a valid ``auth`` line, all told
 MAX_FIRST_LINE = 64 * 1024  # bytes: the ``auth`` line is short; a longer one is refused unread
 MIN_TOKEN = 16  # characters: a shorter token given with --token is warned about
-SPACED_BELOW = 32  # characters: a shorter token is checked one at a time (the random one is 32 hex digits)
 MAX_PENDING = 16  # connections waiting to authenticate; one more lets the oldest go
 MAX_QUEUED = 64  # a client's commands read and not handled yet; it is read on as they are
 MAX_UNSENT = 8 * 1024 * 1024  # bytes of commands handed on and not taken by the worker: past this, reading waits
@@ -181,7 +180,7 @@ class Listener:
     def close(self) -> None:
         """Stop listening; the attached client gets what is on its way (the run's end) first. The wrong
         tokens not said yet are said."""
-        with self._checking:
+        with self._lock:
             self._said_wrong(None)
         if isinstance(self.worker.send, Sender):
             self.worker.send.finish(wait=FLUSH_AT_CLOSE_S)
@@ -310,15 +309,13 @@ class Listener:
         return None, b""
 
     def _checked(self, line: bytes, conn: socket.socket) -> str | None:
-        """:meth:`_refusal`. A token under ``SPACED_BELOW`` characters: one check at a time, and none
-        sooner than ``WRONG_SPACING_S`` after a wrong token, so guessing goes at a few tries a second however
-        many connections try (and whoever floods it with wrong ones keeps the client waiting, or out);
-        a longer one at once. Wrong tokens are said on stderr (the first, then a count at most every
-        ``WRONG_SAID_EVERY_S``)."""
-        if len(self.token) >= SPACED_BELOW:
+        """:meth:`_refusal`. A token given: one check at a time, and none sooner than ``WRONG_SPACING_S``
+        after a wrong token, so guessing goes at a few tries a second however many connections try (and
+        whoever floods it with wrong ones keeps the client waiting, or out); the random one, at once.
+        Wrong tokens are said on stderr (the first, then a count at most every ``WRONG_SAID_EVERY_S``)."""
+        if self.token_from is None:  # (made here: 128 random bits)
             refused = self._refusal(line)
-            with self._checking:
-                self._counted(refused, conn)
+            self._counted(refused, conn)
             return refused
         with self._lock:
             if self._checks_waiting >= MAX_CHECKS_WAITING:
@@ -339,10 +336,11 @@ class Listener:
                 self._checks_waiting -= 1
 
     def _counted(self, refused: str | None, conn: socket.socket) -> None:
-        if refused == "token rejected":
-            self._said_wrong(conn)
-        elif refused is None:  # a client gets in: the wrong tokens before it, all said
-            self._said_wrong(None)
+        with self._lock:  # (not the checking lock: the server's close must not wait behind spaced checks)
+            if refused == "token rejected":
+                self._said_wrong(conn)
+            elif refused is None:  # a client gets in: the wrong tokens before it, all said
+                self._said_wrong(None)
 
     def _said_wrong(self, conn: socket.socket | None) -> None:
         """Count a wrong token (``conn``'s), saying the count now if it is due; None: say what is unsaid."""

@@ -219,7 +219,7 @@ class _Builder:
                 step.set("history", sent[len(prefix):])
             else:
                 step.set("messages", sent)
-        for name in ("tools", "model"):
+        for name in ("tools", "tools_digest", "model"):  # (the digest: what the model is told of the tools)
             if name in request:
                 step.set(name, request[name])
         sampling, defaults = request.get("sampling"), request.get("provider_sampling")

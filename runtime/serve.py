@@ -33,8 +33,20 @@ if TYPE_CHECKING:
     from flowtui.runtime.resume import Resume
 
 
-# An object a journal could only describe: its default repr, without its address (context.stable_repr)
-_AN_OBJECT = re.compile(r"<\S+ object>")
+# An object a journal could only describe: its default repr, without its address (context.stable_repr):
+# <module.Class object>, <unlocked _thread.lock object>
+_AN_OBJECT = re.compile(r"<[^<>\n]*(?:<[^<>\n]*>[^<>\n]*)* object>")
+
+
+def _object_text(value: Any, depth: int = 0) -> str | None:
+    if isinstance(value, str):
+        return value if _AN_OBJECT.fullmatch(value) else None
+    if depth < 20 and isinstance(value, (list, dict)):
+        for item in value.values() if isinstance(value, dict) else value:
+            found = _object_text(item, depth + 1)
+            if found is not None:
+                return found
+    return None
 
 
 class Server:
@@ -175,13 +187,14 @@ class Server:
                     raise recorded.damaged(ev["seq"], reason_of(exc, at="item")) from None
 
     def _object_kept_as_text(self, rec: str, name: str) -> tuple[str, str] | None:
-        """(field, its recorded text) of a ``ctx`` field the recorded tool set to an object with no
-        JSON form (a connection, a client): the journal holds ``<module.Class object>``."""
+        """(field, the recorded text) of a ``ctx`` field the recorded tool set to an object with no JSON
+        form (a connection, a client), or to a list or mapping holding one: the journal holds
+        ``<module.Class object>`` for it."""
         for ev in self.resume.recorded.inside.get(rec, ()):
-            value = ev.get("value")
-            if ev["type"] == "ctx.set" and ev.get("origin") == f"tool:{name}" and isinstance(value, str) \
-                    and _AN_OBJECT.fullmatch(value):
-                return str(ev.get("name")), value
+            if ev["type"] == "ctx.set" and ev.get("origin") == f"tool:{name}":
+                found = _object_text(ev.get("value"))
+                if found is not None:
+                    return str(ev.get("name")), found
         return None
 
     def _effects(self, run: "Run", name: str, rec: str) -> None:

@@ -182,6 +182,9 @@ async def test_a_reply_that_differs_only_in_its_line_ends_shows_the_difference(t
     b = await journal(tmp_path, "b", reply_extra="\r\nend")
     code, out, _ = diff(capsys, a, b)
     assert code == 1 and '"draft 2\\nend" → "draft 2\\r\\nend"' in out, out
+    from flowtui.runtime.diff_cli import _value  # a credential at a line's start after a CRLF: still found
+
+    assert _value("hdr\r\nBearer abcdefghijklmnopqrstuv") == '"hdr\\r\\nBearer [redacted]"'
 
 
 async def test_a_state_field(tmp_path):

@@ -755,6 +755,12 @@ async def test_a_changed_tool_description_is_a_divergence_of_the_request(tmp_pat
     events = []
     await bootstrap(described_flow("Notes a fact.")).run(resume_from=str(old), on_event=events.append)
     assert not [e for e in events if e.type == "run.diverged"]
+    from flowtui.runtime.diff import diff_runs, load_run  # flowtui diff says it too (not "the same")
+
+    other = tmp_path / "other.jsonl"
+    await bootstrap(described_flow("Notes a fact. ALWAYS call it ten times.")).run("go", journal=other)
+    assert [d.field for d in diff_runs(load_run(journal).events, load_run(other).events)] == ["tools_digest"]
+    assert diff_runs(load_run(journal).events, load_run(old).events) == []  # (one from before: not compared)
 
 
 def object_flow():

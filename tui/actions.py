@@ -127,9 +127,9 @@ def help_groups(specs: Iterable[ActionSpec] = ACTIONS, *, before: dict[str, list
 
 
 def live_actions(*, attached: bool) -> list[ActionSpec]:
-    """The live app's actions: an app attached to a run that lives elsewhere has no reload (the flow's
-    file is where the run is)."""
-    return [a for a in ACTIONS if not (attached and a.action == "reload")]
+    """The live app's actions: an app attached to a run that lives elsewhere has no reload nor fork (the
+    flow's file and the journal are where the run is)."""
+    return [a for a in ACTIONS if not (attached and a.action in ("reload", "fork"))]
 
 
 def app_help_groups(specs: Iterable[ActionSpec] = ACTIONS) -> list[tuple[str, list[tuple[str, str]]]]:

@@ -258,9 +258,21 @@ class RunCommands:
         from flowtui.tui.screens.error import LoadErrorScreen
 
         if isinstance(self.screen, LoadErrorScreen) and self.config.resume_from is not None:
-            # the fixed code goes on where "continue from here" (or f) was asked for: it was dropped, and a
-            # new run started from the beginning
-            self._reload(resume_from=self.config.resume_from, resume_run=self.config.resume_run)
+            # the fixed code may go on where "continue from here" (or f) was asked for: it was dropped, and a
+            # new run started from the beginning; or, the re-execution itself refused, start over
+            resume_from, resume_run = self.config.resume_from, self.config.resume_run
+
+            def again(choice: str | None) -> None:
+                if choice == "continue":
+                    self._reload(resume_from=resume_from, resume_run=resume_run)
+                elif choice == "restart":
+                    self._reload()
+
+            self.push_screen(ChoiceDialog(
+                "Reload the flow's code, and then?",
+                [("c", "Continue from there", "continue"), ("r", "Start over", "restart")],
+                hint=f"Continue from there: re-executed against {resume_from}, as asked before. Start over: a new "
+                     "run from the first step."), again)
             return
         if (self.config.attach is not None or isinstance(self.screen, LoadErrorScreen) or not self.client.active
                 or self.client.view.run_id is None):

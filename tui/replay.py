@@ -65,10 +65,10 @@ class ReplayApp(PlainNotify, KeysStayPut, Redraws, TolerantInput, App[int]):
     TITLE = "flowtui replay"
     BINDINGS = bindings(KEYS)
 
-    def __init__(self, events: list[Any], *, source: str = "", notices: list[Any] = (), last_run: bool = True) -> None:
+    def __init__(self, events: list[Any], *, source: str = "", notices: list[Any] = ()) -> None:
         super().__init__()
-        self.last_run = last_run  # the journal's last run: the one --resume-from re-executes
-        self.fork: tuple[str, str] | None = None  # (FLOW:Class, JOURNAL@K) when f closed the replay
+        # (FLOW:Class, JOURNAL@K, the run's id: any run of the journal, not only its last) when f closed the replay
+        self.fork: tuple[str, str, str] | None = None
         self.notices = list(notices)  # journal lines that could not be read
         self.timeline = Timeline(events)
         self.final = self.timeline.view_at(len(self.timeline)).clone()  # also lays the checkpoints down
@@ -103,9 +103,6 @@ class ReplayApp(PlainNotify, KeysStayPut, Redraws, TolerantInput, App[int]):
         start = self.timeline.events[0] if self.timeline.events else None
         if event is None or start is None or getattr(start, "type", None) != "run.start":
             self.notify("Move to an event first (→): the fork re-executes the run up to it.", severity="warning")
-        elif not self.last_run:
-            self.notify("Only the journal's last run can be re-executed; replay it with --run omitted.",
-                        severity="warning")
         elif not start.file or not Path(start.file).is_file():
             self.notify(f"The flow's file {shown_path(start.file or '(not recorded)')} is not there: nothing to fork "
                         "(a fork runs the flow's current code, from its file).", severity="error")
@@ -119,7 +116,7 @@ class ReplayApp(PlainNotify, KeysStayPut, Redraws, TolerantInput, App[int]):
 
             def answered(yes: bool | None) -> None:
                 if yes:
-                    self.fork = (f"{start.file}:{start.workflow}", f"{self.source}@{event.seq}")
+                    self.fork = (f"{start.file}:{start.workflow}", f"{self.source}@{event.seq}", start.run_id)
                     self.exit(0)
 
             # the journal names the file: a journal from elsewhere could name any code on this machine (said on
@@ -195,7 +192,7 @@ def make_replay(path: str | Path, *, run: int | None = None, progress: Any = Non
     if run is not None and not 1 <= run <= len(runs):
         raise JournalError(f"{path}: --run {run}: the file holds {len(runs)} run{'s' if len(runs) != 1 else ''}")
     events = runs[(run or len(runs)) - 1]
-    return ReplayApp(events, source=str(path), notices=notices, last_run=run in (None, len(runs)), **options)
+    return ReplayApp(events, source=str(path), notices=notices, **options)
 
 
 class Reading:
@@ -255,8 +252,8 @@ def main_replay(argv: list[str]) -> int:
     if app.fork is not None:  # f: the app, on the run re-executed up to the event that was shown
         from flowtui.tui.app import make_app
 
-        target, resume_from = app.fork
-        live = make_app(target, resume_from=resume_from, journal_auto=True)
+        target, resume_from, run_id = app.fork
+        live = make_app(target, resume_from=resume_from, resume_run=run_id, journal_auto=True)
         live.run()
         for note in live.client.journal_notes:
             say(note)

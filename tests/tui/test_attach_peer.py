@@ -198,7 +198,7 @@ async def test_b_once_the_attached_run_has_ended_says_no_run_will_take_it():
 
 async def test_an_attached_app_offers_no_reload_on_its_buttons_key_bar_help_or_palette():
     """r reload was on the key bar and a button of an attached app, which cannot reload: the flow's
-    file is where the run lives (r only said so)."""
+    file is where the run lives (r only said so); f fork was in its help and palette, likewise."""
     from flowtui.tui.screens.dialogs import HelpScreen
 
     server, port = await peer([HELLO, START, pause_before("A")], [])
@@ -209,10 +209,11 @@ async def test_an_attached_app_offers_no_reload_on_its_buttons_key_bar_help_or_p
             buttons = [str(b.label) for b in app.main.query("#buttons Button")]
             assert buttons and not any("eload" in label for label in buttons), buttons
             assert "reload" not in app.main.query_one("KeyBar").render().plain
-            assert not any("reload" in str(c.title) for c in app.get_system_commands(app.screen))
+            assert not any("reload" in str(c.title) or "fork" in str(c.title)
+                           for c in app.get_system_commands(app.screen))
             await pilot.press("question_mark")
             await wait_until(pilot, lambda: isinstance(app.screen, HelpScreen), what="the help")
-            assert "Reload the flow file" not in str(app.screen.groups)
+            assert "Reload the flow file" not in str(app.screen.groups) and "Fork:" not in str(app.screen.groups)
     finally:
         server.close()
 

@@ -115,11 +115,13 @@ async def test_resuming_at_k_pauses_after_k_then_goes_on_live(tmp_path):
 
 
 async def test_f_in_the_replay_forks_a_run_paused_where_the_replay_was(tmp_path):
+    """Any run of the journal: f on its first of two (--run 1) said only the last could be re-executed."""
     from flowtui.tui.replay import make_replay
     from flowtui.tui.screens.dialogs import ConfirmDialog
 
     flow, journal = await _recorded(tmp_path)
-    replay = make_replay(journal)
+    await load_flow(str(flow)).run("a second run", journal=journal)
+    replay = make_replay(journal, run=1)
     async with replay.run_test(size=(140, 40)) as pilot:
         await pilot.pause()
         k = replay.timeline.next_agent(0)  # the first agent turn's start
@@ -139,10 +141,11 @@ async def test_f_in_the_replay_forks_a_run_paused_where_the_replay_was(tmp_path)
             if replay.fork is not None:
                 break
             await pilot.pause(0.02)
-    target, resume_from = replay.fork
+    target, resume_from, run_id = replay.fork
     assert target == f"{flow}:ReviewWorkflow" and resume_from == f"{journal}@{shown_at.seq}"
+    assert run_id == replay.timeline.events[0].run_id
     asked = len(flowcapture.requests())
-    app = make(target, resume_from=resume_from)
+    app = make(target, resume_from=resume_from, resume_run=run_id)
     async with app.run_test(size=(140, 40)) as pilot:
         await paused(pilot)
         view = app.client.view
@@ -248,6 +251,8 @@ async def test_continue_from_here_is_kept_through_a_load_error_and_r_after_the_f
         assert "the run then goes on from" in " ".join(str(w.render()) for w in app.screen.query("Static"))
         flow.write_text(good)
         await pilot.press("r")
+        await wait_until(pilot, lambda: isinstance(app.screen, ChoiceDialog), what="the question again")
+        await pilot.press("c")  # (r there starts over: a re-execution that itself failed is left that way)
         await wait_until(pilot, lambda: app.client.view is not None and app.client.view.resumed_from is not None
                          and app.client.view.status == "paused", timeout=20, what="the run re-executed, paused")
         assert app.client.view.status_line().startswith(where)
@@ -388,6 +393,24 @@ def test_the_divergence_shows_a_journals_markup_as_written():
     assert "[reverse]REV[/reverse][link=https://evil.example]CLICK[/link]" in drawn
     assert "[blink]v[/blink]" in drawn
     assert "\x1b]8;" not in raw  # no link made of it
+
+
+def test_the_divergence_shows_values_differing_only_in_line_ends_apart():
+    """"um\r\ndois" against "um\ndois": drawn, both were two lines, the same."""
+    from rich.console import Console
+
+    from flowtui.runtime.events import Difference
+    from flowtui.tui.screens.diverged import side_by_side
+
+    class Diverged:
+        recorded = current = "node.end tool anotar"
+        at = now = 9
+        differences = [Difference(field="result.content", recorded="um\r\ndois", now="um\ndois")]
+
+    console = Console(width=120, record=True)
+    console.print(side_by_side(Diverged()))
+    drawn = console.export_text(styles=False)
+    assert "um\\r\\ndois" in drawn and "dois" in drawn.split("um\\r\\ndois", 1)[1], drawn
 
 
 async def test_the_status_says_a_journal_is_being_reexecuted_while_it_is(tmp_path):

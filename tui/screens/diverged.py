@@ -25,7 +25,10 @@ KEYS_MORE = "↑↓ scroll · esc: look first (the run waits; c continues, x sto
 
 
 def _value(value: Any) -> str:
-    return shown(value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=repr))
+    """A value as the report shows it; a CRLF as ``\\r\\n`` (drawn, it is a line end like a newline: two
+    values differing only in their line ends showed the same)."""
+    return shown(value.replace("\r\n", "\\r\\n") if isinstance(value, str)
+                 else json.dumps(value, ensure_ascii=False, default=repr))
 
 
 def _pair(recorded: str, now: str) -> Table:
