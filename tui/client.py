@@ -193,11 +193,11 @@ class RunClient:
     async def check_watches(self) -> None:
         """Set the watchpoints one by one, once the flow has loaded and again before the run starts:
         one the flow refuses (a state field it does not have, or a reloaded flow no longer has) is
-        dropped, with why, in ``refused_watches``, and the run starts with the others."""
-        self.refused_watches = []
+        dropped, with why, in ``refused_watches`` (emptied as they are said), and the run starts with the
+        others. The two checks may overlap (the first message given at once): each drop is made once."""
         for expr in list(self.watches):
             reply = await self.channel.command(_p().SetWatch(expr=expr))
-            if not reply.ok:
+            if not reply.ok and expr in self.watches:
                 self.watches.remove(expr)
                 self.refused_watches.append(reply)
 
