@@ -192,6 +192,23 @@ async def test_an_edit_of_the_pending_call_that_changes_nothing_is_refused_and_n
         assert len(d.events) == seen and d.run.edits.undo() is False
 
 
+async def test_an_edit_of_the_pending_call_from_1_to_true_is_a_change():
+    """Compared as Python values, 1 == True: the edit was refused as "unchanged", though the tool and the
+    model would get another value (a field of type Any keeps what it is given)."""
+    from typing import Any
+
+    class Loose(BaseModel):
+        query: Any = None
+
+    ones = {"content": "", "tool_calls": [{"name": "busca", "args": {"query": 1}}]}
+    flow, _ = build([ones, "APROVADO"], ran=[], schema=Loose)
+    async with Driver(flow) as d:
+        await d.step_to("tool")
+        with pytest.raises(ConfigError, match="unchanged"):
+            d.run.edits.edit_call('{"query": 1}')
+        assert d.run.edits.edit_call('{"query": true}') == {"query": True}
+
+
 async def test_editing_the_pending_call_is_checked_against_the_schema_and_reaches_tool_and_model():
     ran: list = []
     flow, calls = build([TWO_CALLS, "APROVADO"], ran=ran)
