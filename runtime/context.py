@@ -106,6 +106,16 @@ def jsonable(value: Any) -> Any:
     return out
 
 
+def output_text(value: Any) -> str | None:
+    """``ctx.output`` as a run's output is said (``run.end``, ``flowtui run``'s stdout, a child's result
+    to its parent's tool): text as it is, anything else as JSON (an object with none, as its description).
+    A dict left in it made a ``run.end`` no reader took: the run hung, its end never heard."""
+    if value is None or isinstance(value, str):
+        return value
+    shown = jsonable(value)
+    return shown if isinstance(shown, str) else to_json(shown).decode()
+
+
 # A NaN or an infinity is said as "NaN", "Infinity", "-Infinity": JSON has no word for them, and the
 # null they were written as showed a score gone NaN as no score at all (and, NaN being unequal to
 # itself, as a change of the field at every check).

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from flowtui.runtime.budget import BudgetStop, BudgetTracker, RunTotals, limits_of
 from flowtui.runtime.bus import Emitter, current_node
-from flowtui.runtime.context import AgentContext, jsonable
+from flowtui.runtime.context import AgentContext, jsonable, output_text
 from flowtui.runtime.control import Controller, PausePoint, RunStopped, Signalled, StopRequested, Terminated
 from flowtui.runtime.conversation import ConversationState
 from flowtui.runtime.decorators import WorkflowSpec
@@ -170,7 +170,8 @@ class Run:
             status, reason = self.resume.ending(status, reason)
         output = self.ctx.get("output")
         self.status = status
-        self.emitter.emit(RunEnd, node_id=None, parent_id=current_node.get()[0], status=status, output=output,
+        self.emitter.emit(RunEnd, node_id=None, parent_id=current_node.get()[0], status=status,
+                          output=output_text(output),
                           error=error, reason=reason, duration_ms=round((time.perf_counter() - t0) * 1000, 3),
                           totals=self.totals())
         self.emitter.close()

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from flowtui.runtime.budget import Budget, BudgetTracker, check_budget_arg
 from flowtui.runtime.bus import Emitter
-from flowtui.runtime.context import check_data_arg
+from flowtui.runtime.context import check_data_arg, output_text
 from flowtui.runtime.conversation import memory_items
 from flowtui.runtime.errors import FatalToolError
 from flowtui.runtime.nodes import fail_counter
@@ -76,4 +76,4 @@ class WorkflowRuntime:
         finally:
             fail_counter.reset(outer)
             child.root.runs.pop(child.id, None)
-        return "" if output is None else str(output)
+        return output_text(output) or ""

@@ -152,6 +152,29 @@ def test_an_empty_model_exits_2_instead_of_running_the_flows_own_models(tmp_path
     assert res.returncode == 2 and "argument --model: 'a\\nb' holds a line break" in res.stderr, res.stderr
 
 
+@pytest.mark.parametrize("value, said", [('{"a": 1, "b": [1, 2]}', '{"a":1,"b":[1,2]}'), ("5", "5"), ("True", "true")])
+def test_an_output_that_is_no_text_is_said_as_json_and_the_run_ends(tmp_path, value, said):
+    """ctx.output = {"a": 1} (in on_exhausted, where the README says it is yours to set): run.end carried
+    the dict, which no reader took: the run hung until killed, its journal holding a line diff refused."""
+    path = write(tmp_path, f"""
+        @agent(provider=FunctionProvider(lambda m, t: "x"), prompt="p")
+        class A:
+            pass
+
+        def exhausted(ctx, n):
+            ctx.output = {value}
+
+        @workflow(steps=[loop([A], max_iterations=1, on_exhausted=exhausted)])
+        class W:
+            pass
+        """)
+    journal = tmp_path / "j.jsonl"
+    res = flowtui("run", str(path), "--input", "x", "--journal", str(journal))
+    assert res.returncode == 0 and res.stdout == said + "\n", res.stderr
+    assert json.loads(journal.read_text().splitlines()[-1])["output"] == said
+    assert flowtui("diff", str(journal), str(journal)).returncode == 0  # (it refused that line)
+
+
 def test_a_blank_flowtui_model_exits_2_as_a_blank_model_does(tmp_path, monkeypatch):
     """FLOWTUI_MODEL="   " was taken as a model's name: the flow loaded, litellm was imported, and the run
     failed at its first model call (exit 1), where --model " " was refused at once."""
