@@ -93,8 +93,11 @@ async def call_model(run: "Run", spec: AgentSpec, request: ChatRequest, *, promp
              "request": recorded(request, provider, built=built)}
     with NodeScope(run, "chat", spec.name, data=start) as scope:
         del scope.data["prompt"], scope.data["request"]  # on node.start only: node.end need not repeat them
+        answered: list[ChatReply] = []  # each reply the provider gave (a middleware may call it again: a retry)
 
         async def send(final: ChatRequest) -> ChatReply:
+            if answered and run.gate_needed():  # called again: a budget reached by the calls so far stops it
+                await run.gate()
             if final is not request:  # a middleware changed it: what really left is recorded too
                 scope.data["sent"] = len(final.messages)
                 scope.data["sent_request"] = recorded(final, provider)
@@ -106,7 +109,13 @@ async def call_model(run: "Run", spec: AgentSpec, request: ChatRequest, *, promp
                 answer = await provider.complete(final)
             except asyncio.CancelledError as exc:  # a task the provider awaited was cancelled, or the run
                 raise_cancelled(exc, f"provider {provider.describe()}")
-            return provider.finish(final, answer)
+            done = provider.finish(final, answer)
+            if isinstance(done, ChatReply):  # each call counts, in the budget and the totals (the second of a
+                # middleware that called twice spent money no budget saw)
+                run.tracker.add_chat(prompt_tokens=done.usage.prompt_tokens,
+                                     completion_tokens=done.usage.completion_tokens, cost_usd=done.cost_usd)
+                answered.append(done)
+            return done
 
         def on_pass(name: str, received: Any, passed: Any) -> None:
             if passed is received:
@@ -137,8 +146,12 @@ async def call_model(run: "Run", spec: AgentSpec, request: ChatRequest, *, promp
             raise TypeError(f"a model middleware returned {type(reply).__name__}, not a ChatReply "
                             f"(return what call_next(request) gave, or a ChatReply of your own)")
         usage = reply.usage
-        run.tracker.add_chat(prompt_tokens=usage.prompt_tokens, completion_tokens=usage.completion_tokens,
-                             cost_usd=reply.cost_usd)
+        if not answered:  # a middleware answered in the provider's place (a cache): counted as one call, as ever
+            run.tracker.add_chat(prompt_tokens=usage.prompt_tokens, completion_tokens=usage.completion_tokens,
+                                 cost_usd=reply.cost_usd)
+        elif len(answered) > 1:  # what each call answered, for the journal: the one passed on is the reply below
+            scope.data["provider_replies"] = [{"content": r.content, "tool_calls": [_call(c) for c in r.tool_calls],
+                                               "usage": _usage(r.usage)} for r in answered]
         scope.data.update(
             prompt_tokens=usage.prompt_tokens, completion_tokens=usage.completion_tokens,
             cost_usd=reply.cost_usd, attempts=reply.attempts, tool_calls=len(reply.tool_calls),

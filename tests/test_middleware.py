@@ -151,6 +151,39 @@ async def test_a_model_middleware_changes_the_request_and_the_chat_node_records_
     assert chat_start.data["messages"] == 2  # what the agent built; sent=3 is what left
 
 
+async def test_a_model_middleware_calling_the_model_twice_is_counted_and_held_to_the_budget():
+    """A retry middleware (call_next twice) spent two calls for each the run counted: past
+    max_chat_calls, its totals and journal one call short each time."""
+    from flowtui import Budget, FunctionProvider, loop
+
+    calls: list[int] = []
+
+    def model(messages, tools):
+        calls.append(1)
+        return f"reply {len(calls)}"
+
+    async def twice(request, call_next):
+        await call_next(request)
+        return await call_next(request)
+
+    @agent(provider=FunctionProvider(model), prompt="p")
+    class A:
+        pass
+
+    @workflow(steps=[loop(steps=[A], until=lambda ctx: False, max_iterations=5)],
+              middlewares=[Middleware(name="twice", model=twice)], budget=Budget(max_chat_calls=3, mode="stop"))
+    class W:
+        pass
+
+    events: list = []
+    await bootstrap(W).run("go", on_event=events.append)
+    end = events[-1]
+    assert end.reason == "budget: max_chat_calls" and end.totals.chat_calls == len(calls) == 3, (end, calls)
+    chat_ends = [e for e in events if e.type == "node.end" and e.kind == "chat"]
+    assert [len(e.data.get("provider_replies", [])) for e in chat_ends] == [2, 0], chat_ends
+    assert [r["content"] for r in chat_ends[0].data["provider_replies"]] == ["reply 1", "reply 2"]
+
+
 async def test_events_a_middleware_causes_name_it_as_their_origin():
     executed = []
     provider, _ = scripted(call("busca", q="x"), "fim")
