@@ -157,6 +157,7 @@ class Run:
             status, error = "failed", describe_error(exc)
             self.error = exc
         finally:
+            stop_by = self.ctx._stop_by  # (a cleanup's ctx.stop() comes after the run's end: it changes nothing)
             await self._dispose()
             try:
                 self.check_state()  # (a change made by a thread the flow started, refused or not: reported)
@@ -164,8 +165,8 @@ class Run:
                 self._report_dispose("the state, checked after the cleanups", describe_error(exc))
             if self.observer is not None:
                 self.observer.detach()
-        if status == "finished" and self.ctx._stop_by is not None:  # ctx.stop() with nothing left to skip
-            status, reason = "stopped", f"stopped by ctx.stop() in {self.ctx._stop_by}"
+        if status == "finished" and stop_by is not None:  # ctx.stop() with nothing left to skip
+            status, reason = "stopped", f"stopped by ctx.stop() in {stop_by}"
         if self.resume is not None:
             status, reason = self.resume.ending(status, reason)
         output = self.ctx.get("output")

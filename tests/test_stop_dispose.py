@@ -134,6 +134,23 @@ async def test_ctx_stop_in_the_last_step_still_reports_the_run_as_stopped():
     assert events[-1].reason == "stopped by ctx.stop() in hook:A.after_response"
 
 
+async def test_ctx_stop_in_a_cleanup_does_not_change_how_the_run_ended():
+    """A cleanup (after every step had finished) calling ctx.stop() made a finished run a stopped one."""
+    a, _ = counting("a")
+
+    @agent(provider=a)
+    class A:
+        def after_response(self, response, ctx):
+            ctx.on_dispose(lambda: ctx.stop())
+
+    @workflow(steps=[A])
+    class W:
+        pass
+
+    out, events, run = await run_collect(W)
+    assert (out, events[-1].status, events[-1].reason) == ("a 1", "finished", None)
+
+
 async def test_ctx_stop_in_a_child_workflow_ends_the_child_only():
     @agent(provider=FunctionProvider(lambda m, t: call("finalizar")), tools=[Finalizar])
     class ChildAgent:
