@@ -129,9 +129,15 @@ async def call_model(run: "Run", spec: AgentSpec, request: ChatRequest, *, promp
                 trimmed["dropped"] += dropped
                 trimmed["by"].append(name)
 
+        def returned(name: str, reply: Any) -> None:
+            if not isinstance(reply, ChatReply):
+                raise TypeError(f"model middleware {name!r} returned {type(reply).__name__}, not a ChatReply (return "
+                                "what call_next(request) gave, or a ChatReply of your own)")
+
         layers = run.model_layers
         try:  # with no model middleware, through() would only call send
-            reply = await (through(layers, request, send, on_pass=on_pass) if layers else send(request))
+            reply = await (through(layers, request, send, on_pass=on_pass, returned=returned) if layers
+                           else send(request))
         except ProviderError as exc:
             exc.agent = exc.agent or spec.name
             if lead is not None and "sent" not in scope.data:  # (what a middleware sent is not the history's order)
@@ -142,9 +148,8 @@ async def call_model(run: "Run", spec: AgentSpec, request: ChatRequest, *, promp
         except BaseException:  # stopped, or a middleware failed
             _keep_partial(scope, request)
             raise
-        if not isinstance(reply, ChatReply):
-            raise TypeError(f"a model middleware returned {type(reply).__name__}, not a ChatReply "
-                            f"(return what call_next(request) gave, or a ChatReply of your own)")
+        if not isinstance(reply, ChatReply):  # (a provider's own: its complete/finish returned something else)
+            raise TypeError(f"provider {provider.describe()} returned {type(reply).__name__}, not a ChatReply")
         usage = reply.usage
         if not answered:  # a middleware answered in the provider's place (a cache): counted as one call, as ever
             run.tracker.add_chat(prompt_tokens=usage.prompt_tokens, completion_tokens=usage.completion_tokens,

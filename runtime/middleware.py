@@ -97,9 +97,11 @@ def layers(middlewares: Sequence[Any], hook: str) -> list[Layer]:
 
 
 async def through(chain: list[Layer], value: Any, innermost: Callable[[Any], Awaitable[Any]], *,
-                  on_pass: Callable[[str, Any, Any], None] | None = None) -> Any:
+                  on_pass: Callable[[str, Any, Any], None] | None = None,
+                  returned: Callable[[str, Any], None] | None = None) -> Any:
     """``value`` through each layer, then ``innermost``. ``on_pass(name, received, passed)`` hears
-    what each middleware handed on (to record a changed request)."""
+    what each middleware handed on (to record a changed request); ``returned(name, result)`` what each
+    returned (to refuse what is not the reply, naming the middleware that returned it)."""
     if not chain:  # no middleware: nothing to wrap, and the origin already is the caller's
         return await innermost(value)
     origin = current_origin.get()
@@ -118,7 +120,10 @@ async def through(chain: list[Layer], value: Any, innermost: Callable[[Any], Awa
                 on_pass(name, current, passed)
             return await at(i + 1, passed)
 
-        return await call_user(fn, (current, call_next), origin=f"middleware:{name}")
+        result = await call_user(fn, (current, call_next), origin=f"middleware:{name}")
+        if returned is not None:
+            returned(name, result)
+        return result
 
     return await at(0, value)
 

@@ -184,6 +184,28 @@ async def test_a_model_middleware_calling_the_model_twice_is_counted_and_held_to
     assert [r["content"] for r in chat_ends[0].data["provider_replies"]] == ["reply 1", "reply 2"]
 
 
+async def test_a_model_middleware_that_returns_no_reply_is_named():
+    """"a model middleware returned NoneType": which one, of several, was not said."""
+    async def passes(request, call_next):
+        return await call_next(request)
+
+    async def forgets(request, call_next):
+        await call_next(request)  # (no return)
+
+    @agent(provider=FunctionProvider(lambda m, t: "ok"), prompt="p")
+    class A:
+        pass
+
+    @workflow(steps=[A], middlewares=[Middleware(name="outer", model=passes), Middleware(name="forgetful", model=forgets)])
+    class W:
+        pass
+
+    events: list = []
+    with pytest.raises(TypeError, match="^model middleware 'forgetful' returned NoneType, not a ChatReply"):
+        await bootstrap(W).run("go", on_event=events.append)
+    assert "model middleware 'forgetful' returned NoneType" in events[-1].error
+
+
 async def test_events_a_middleware_causes_name_it_as_their_origin():
     executed = []
     provider, _ = scripted(call("busca", q="x"), "fim")
