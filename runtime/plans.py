@@ -9,6 +9,7 @@ receives that run's instance and runs never share a provider's state.
 
 from __future__ import annotations
 
+import inspect
 import os
 
 import re
@@ -97,6 +98,10 @@ def make_plans(spec: WorkflowSpec) -> Plans:
             for param, fn, passed in (("until", step.until, ("ctx", "s") if has_state else ("ctx",)),
                                       ("on_exhausted", step.on_exhausted, ("ctx", "n")),
                                       ("on_fail", step.on_fail, ("ctx", "info"))):
+                if fn is not None and (inspect.isgeneratorfunction(fn) or inspect.isasyncgenfunction(fn)):
+                    file, line = where(fn)  # (a generator is truthy: such an until stopped every loop at once)
+                    raise InjectionError(f"{step.name}({param}=...) yields, so calling it makes a generator, not "
+                                         "a result: return the value instead", file=file, line=line, cls=spec.name)
                 extra = needs_more(fn, passed) if fn is not None else []
                 if extra:
                     file, line = where(fn)

@@ -109,6 +109,12 @@ WORKFLOW = "@workflow(steps=[A])\nclass W:\n    pass\n"
      r"loop\(on_fail='warn'\): on_fail is a function of \(ctx, info\)"),
     (AGENT + "class A:\n    pass\n@workflow(steps=[loop(steps=[A], until=lambda ctx, *, x: True)])\n"
      "class W:\n    pass\n", r"loop\(until=...\) needs x, which flowtui does not pass: it calls until\(ctx\)"),
+    # a generator is truthy: such an until stopped every loop after its first iteration
+    (AGENT + "class A:\n    pass\ndef done(ctx):\n    yield True\n@workflow(steps=[loop(steps=[A], until=done)])\n"
+     "class W:\n    pass\n", r"flow.py:\d+: .*loop\(until=...\) yields, so calling it makes a generator, not a result"),
+    (AGENT + "class A:\n    pass\nasync def failed(ctx, info):\n    yield\n"
+     "@workflow(steps=[loop(steps=[A], on_fail=failed)])\nclass W:\n    pass\n",
+     r"loop\(on_fail=...\) yields, so calling it makes a generator"),
     # a workflow among another's steps: that one is the flow's (no "2 workflows"), and the step is said
     (AGENT + "class A:\n    pass\n@workflow(steps=[A])\nclass Child:\n    pass\n"
      "@workflow(steps=[A, loop(steps=[Child])])\nclass Parent:\n    pass\n",
