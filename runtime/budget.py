@@ -62,6 +62,13 @@ class Budget(BaseModel):
                 raise ConfigError(f"Budget({name}=nan): not a limit (it is never reached); leave it out for none")
             if value is not None and value < 0:
                 raise ConfigError(f"Budget({name}={value}): a limit cannot be negative")
+        if self.on_exceeded is not None:  # (found when the limit was reached, as a TypeError naming nothing)
+            from flowtui.runtime.checks import needs_more
+
+            extra = needs_more(self.on_exceeded, ("ctx", "usage", "limit"))
+            if extra:
+                raise ConfigError(f"Budget(on_exceeded=...) needs {', '.join(extra)}, which flowtui does not pass: "
+                                  f"it calls on_exceeded(ctx, usage, limit); give {extra[0]} a default or take it out")
         return self
 
 

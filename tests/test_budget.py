@@ -313,6 +313,15 @@ async def test_no_budget_leaves_ctx_budget_unset():
 
 # --- on_exceeded --------------------------------------------------------------------
 
+def test_an_on_exceeded_that_needs_more_than_flowtui_passes_is_refused_when_made():
+    """It failed when the limit was reached, as "TypeError: <lambda>() missing 1 required positional
+    argument: 'extra'", naming neither on_exceeded nor where; until & co. are refused at load."""
+    from flowtui.runtime.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=r"^Budget\(on_exceeded=...\) needs extra, which flowtui does not pass"):
+        Budget(max_chat_calls=1, on_exceeded=lambda ctx, usage, limit, extra: None)
+    Budget(max_chat_calls=1, on_exceeded=lambda ctx: None)  # fewer: the first ones are passed
+
 @pytest.mark.parametrize("mode", ["stop", "raise"])
 async def test_on_exceeded_is_called_once_with_ctx_and_usage(mode):
     p, calls = counting("r")
