@@ -57,12 +57,13 @@ def app_options(args: argparse.Namespace) -> dict:
 
 
 def main(argv: list[str] | None = None) -> None:
-    _standard_streams()
     try:
+        _standard_streams()  # (in the try: it imports, and a ctrl-C there was a traceback on a slow start)
         _main(sys.argv[1:] if argv is None else argv)
     except KeyboardInterrupt:  # ctrl-C before a command put its own handling in place (while importing)
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # (one more, as this is said, would kill the process)
-        sys.stderr.write("flowtui: stopped (ctrl-C) before the run started\n")
+        if sys.stderr is not None:  # (started closed, and the interrupt came before it was reopened)
+            sys.stderr.write("flowtui: stopped (ctrl-C) before the run started\n")
         sys.exit(2)
     except BrokenPipeError:  # what reads our output went away (`flowtui diff A B | head`): nothing to say
         from flowtui.runtime.cli import stdout_to_null

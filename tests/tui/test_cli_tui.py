@@ -187,7 +187,7 @@ def test_record_and_replay_reach_the_app(monkeypatch):
         client = RunClient(LaunchConfig(target=REVIEW))
 
     monkeypatch.setattr("flowtui.tui.app.make_app", lambda target, **kw: made.update(target=target, **kw) or Fake())
-    monkeypatch.setattr(cli, "needs_a_terminal", lambda what: None)  # no terminal under pytest
+    monkeypatch.setattr(cli, "needs_a_terminal", lambda *said: None)  # no terminal under pytest
     started = object()
     monkeypatch.setattr("flowtui.runtime.spawn.Options.start_now", lambda self: started)
     with pytest.raises(SystemExit) as exit:

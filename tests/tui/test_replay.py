@@ -167,7 +167,7 @@ async def test_at_k_opens_after_event_number_k_as_the_event_log_and_resume_from_
     assert events.index(second) + 1 != second.seq  # the numbers left out make position and number differ
     opened: list[ReplayApp] = []
     monkeypatch.setattr(ReplayApp, "run", lambda self: opened.append(self))
-    monkeypatch.setattr("flowtui.tui.cli.needs_a_terminal", lambda name: None)
+    monkeypatch.setattr("flowtui.tui.cli.needs_a_terminal", lambda *said: None)
     assert main_replay([str(journal), "--at", str(second.seq)]) == 0
     (app,) = opened
     async with app.run_test(size=SIZE):
