@@ -129,14 +129,9 @@ async def call_model(run: "Run", spec: AgentSpec, request: ChatRequest, *, promp
                 trimmed["dropped"] += dropped
                 trimmed["by"].append(name)
 
-        def returned(name: str, reply: Any) -> None:
-            if not isinstance(reply, ChatReply):
-                raise TypeError(f"model middleware {name!r} returned {type(reply).__name__}, not a ChatReply (return "
-                                "what call_next(request) gave, or a ChatReply of your own)")
-
         layers = run.model_layers
         try:  # with no model middleware, through() would only call send
-            reply = await (through(layers, request, send, on_pass=on_pass, returned=returned) if layers
+            reply = await (through(layers, request, send, on_pass=on_pass, returned=_a_reply) if layers
                            else send(request))
         except ProviderError as exc:
             exc.agent = exc.agent or spec.name
@@ -171,6 +166,13 @@ async def call_model(run: "Run", spec: AgentSpec, request: ChatRequest, *, promp
             scope.data["reply"]["finish_reason"] = reply.finish_reason
     run.publish_budget()
     return reply
+
+
+def _a_reply(name: str, reply: Any) -> None:
+    """What model middleware ``name`` returned is a reply (else said, naming it)."""
+    if not isinstance(reply, ChatReply):
+        raise TypeError(f"model middleware {name!r} returned {type(reply).__name__}, not a ChatReply (return "
+                        "what call_next(request) gave, or a ChatReply of your own)")
 
 
 _MESSAGE_INDEX = re.compile(r"messages\.?\[(\d{1,9})\]")  # OpenAI's 'messages[1].content', (messages.[3].role)

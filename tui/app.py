@@ -229,9 +229,11 @@ class FlowApp(RunCommands, RunEdits, RunWatches, PlainNotify, KeysStayPut, Redra
         if isinstance(self.screen, LoadErrorScreen):
             self.pop_screen()
         option = getattr(error, "option", None)  # the file an option names is at fault, not the flow
-        said = dict(title=f"Could not use {option}", fix=f"Fix the file or the {option} option") if option else \
-            dict(fix=f"Fix the file (the run then goes on from {self.config.resume_from}, where it was)") \
-            if self.config.resume_from else {}
+        said = {}
+        if option:
+            said = dict(title=f"Could not use {option}", fix=f"Fix the file or the {option} option")
+        elif self.config.resume_from:
+            said = dict(fix=f"Fix the file (the run then goes on from {self.config.resume_from}, where it was)")
         self.push_screen(LoadErrorScreen(self.config.target, error, details=details, **said))
 
     def start_run(self, input: str | None) -> None:

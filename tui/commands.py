@@ -254,25 +254,14 @@ class RunCommands:
 
     # --- reload and quit -------------------------------------------------------------------------
     def action_reload(self: FlowApp) -> None:
-        from flowtui.tui.screens.dialogs import ChoiceDialog, ConfirmDialog
+        from flowtui.tui.screens.dialogs import ConfirmDialog
         from flowtui.tui.screens.error import LoadErrorScreen
 
         if isinstance(self.screen, LoadErrorScreen) and self.config.resume_from is not None:
             # the fixed code may go on where "continue from here" (or f) was asked for: it was dropped, and a
             # new run started from the beginning; or, the re-execution itself refused, start over
-            resume_from, resume_run = self.config.resume_from, self.config.resume_run
-
-            def again(choice: str | None) -> None:
-                if choice == "continue":
-                    self._reload(resume_from=resume_from, resume_run=resume_run)
-                elif choice == "restart":
-                    self._reload()
-
-            self.push_screen(ChoiceDialog(
-                "Reload the flow's code, and then?",
-                [("c", "Continue from there", "continue"), ("r", "Start over", "restart")],
-                hint=f"Continue from there: re-executed against {resume_from}, as asked before. Start over: a new "
-                     "run from the first step."), again)
+            self._ask_continue(self.config.resume_from, self.config.resume_run, "Continue from there",
+                               f"re-executed against {self.config.resume_from}, as asked before.")
             return
         if (self.config.attach is not None or isinstance(self.screen, LoadErrorScreen) or not self.client.active
                 or self.client.view.run_id is None):
@@ -281,18 +270,10 @@ class RunCommands:
         view, journal = self.client.view, self.client.channel.journal if self.client.channel else None
         if view.status == "paused" and journal is not None and self.config.attach is None:
             # Edit and continue: the new code re-executed against this run's journal up to this pause.
-            def chosen(choice: str | None) -> None:
-                if choice == "continue":
-                    self._reload(resume_from=f"{journal}@{view.last_seq}", resume_run=view.run_id)
-                elif choice == "restart":
-                    self._reload()
-
-            self.push_screen(ChoiceDialog(
-                "Reload the flow's code, and then?",
-                [("c", "Continue from here", "continue"), ("r", "Start over", "restart")],
-                hint=f"Continue from here: the new code is re-executed against this run's journal up to event "
-                     f"#{view.last_seq} (no model or tool is called), then pauses here; if it does something else "
-                     "before, you see where. Start over: a new run from the first step."), chosen)
+            self._ask_continue(f"{journal}@{view.last_seq}", view.run_id, "Continue from here",
+                               f"the new code is re-executed against this run's journal up to event #{view.last_seq} "
+                               "(no model or tool is called), then pauses here; if it does something else before, "
+                               "you see where.")
             return
 
         def answer(yes: bool | None) -> None:
@@ -360,6 +341,20 @@ class RunCommands:
             seq = view.last_seq
         self.notify(f"Forking at event #{seq}{where}: the run so far stays in {journal}.")
         self._reload(resume_from=f"{journal}@{seq}", resume_run=view.run_id)
+
+    def _ask_continue(self: FlowApp, resume_from: str, resume_run: str | None, label: str, what: str) -> None:
+        """Reload, asking first: continue (re-executing ``resume_from``'s run ``resume_run``) or start over."""
+        from flowtui.tui.screens.dialogs import ChoiceDialog
+
+        def chosen(choice: str | None) -> None:
+            if choice == "continue":
+                self._reload(resume_from=resume_from, resume_run=resume_run)
+            elif choice == "restart":
+                self._reload()
+
+        self.push_screen(ChoiceDialog("Reload the flow's code, and then?",
+                                      [("c", label, "continue"), ("r", "Start over", "restart")],
+                                      hint=f"{label}: {what} Start over: a new run from the first step."), chosen)
 
     def _reload(self: FlowApp, *, resume_from: str | None = None, resume_run: str | None = None) -> None:
         """Load the flow afresh and start a run; ``resume_from`` (``JOURNAL@K``): re-executing that journal's

@@ -25,6 +25,24 @@ async def _recorded(tmp_path):
     return flow, journal
 
 
+async def _forked(pilot, old_run: str) -> None:
+    """Until the run forked from ``old_run`` (another run) is paused."""
+    app = pilot.app
+    await wait_until(pilot, lambda: app.client.view is not None and app.client.view.run_id not in (None, old_run)
+                     and app.client.view.status == "paused", timeout=20, what="the forked run, paused")
+
+
+async def _finished_after_a_turn(pilot) -> tuple[str, str]:
+    """The run paused after its first turn, then continued to its end: its id, and where it last paused."""
+    app = pilot.app
+    await paused(pilot)
+    await press_and_pause(pilot, "n")
+    old_run, where = app.client.view.run_id, app.client.view.status_line()
+    await pilot.press("c")
+    await wait_until(pilot, lambda: app.client.view.status == "finished", what="the end")
+    return old_run, where
+
+
 def _changed(flow):
     flow.write_text(flow.read_text().replace('prompt="You review the draft."', 'prompt="You review it closely."'))
 
@@ -272,8 +290,7 @@ async def test_f_on_an_earlier_event_of_the_log_forks_a_run_paused_there(tmp_pat
         await wait_until(pilot, lambda: log is not None and log.has_focus, what="the event log")
         assert log.show_seq(draft.seq)
         await pilot.press("f")
-        await wait_until(pilot, lambda: app.client.view is not None and app.client.view.run_id not in (None, old_run)
-                         and app.client.view.status == "paused", timeout=20, what="the forked run, paused")
+        await _forked(pilot, old_run)
         view = app.client.view
         assert view.resumed_from is not None and view.resumed_from.journal == str(journal)
         assert view.last_seq >= draft.seq
@@ -292,8 +309,7 @@ async def test_f_while_looking_back_forks_at_the_event_the_panes_show(tmp_path):
         shown = json.loads(app.client.lines[n - 7])["seq"]
         assert f"looking back: event {n - 6}/{n}" in str(app.main.query_one("#status").content)
         await pilot.press("f")
-        await wait_until(pilot, lambda: app.client.view is not None and app.client.view.run_id not in (None, old_run)
-                         and app.client.view.status == "paused", timeout=20, what="the forked run, paused")
+        await _forked(pilot, old_run)
         assert app.client.view.resumed_from.at == shown
 
 
@@ -309,8 +325,7 @@ async def test_f_at_the_end_of_a_stopped_run_forks_where_it_was_stopped(tmp_path
         await pilot.press("x")
         await wait_until(pilot, lambda: app.client.view.status == "stopped", what="the stop")
         await pilot.press("f")
-        await wait_until(pilot, lambda: app.client.view is not None and app.client.view.run_id not in (None, old_run)
-                         and app.client.view.status == "paused", timeout=20, what="the forked run, paused")
+        await _forked(pilot, old_run)
         view = app.client.view
         assert view.status_line().startswith(where)  # paused where the old run was when it was stopped
         assert [m.content for m in view.history] == history
@@ -332,8 +347,7 @@ async def test_f_on_a_stopped_run_keeps_the_edits_made_where_it_was_stopped(tmp_
         await pilot.press("x")
         await wait_until(pilot, lambda: app.client.view.status == "stopped", what="the stop")
         await pilot.press("f")
-        await wait_until(pilot, lambda: app.client.view is not None and app.client.view.run_id not in (None, old_run)
-                         and app.client.view.status == "paused", timeout=20, what="the forked run, paused")
+        await _forked(pilot, old_run)
         assert "kept note" in app.client.view.memory, app.client.view.memory
 
 
@@ -342,14 +356,9 @@ async def test_f_at_the_end_of_a_finished_run_forks_where_it_last_paused(tmp_pat
     journal = tmp_path / "j.jsonl"
     app = make(str(FLOWS / "review_fn.py"), input="go", journal=str(journal))
     async with app.run_test(size=(140, 40)) as pilot:
-        await paused(pilot)
-        await press_and_pause(pilot, "n")
-        old_run, where = app.client.view.run_id, app.client.view.status_line()
-        await pilot.press("c")
-        await wait_until(pilot, lambda: app.client.view.status == "finished", what="the end")
+        old_run, where = await _finished_after_a_turn(pilot)
         await pilot.press("f")
-        await wait_until(pilot, lambda: app.client.view is not None and app.client.view.run_id not in (None, old_run)
-                         and app.client.view.status == "paused", timeout=20, what="the forked run, paused")
+        await _forked(pilot, old_run)
         assert app.client.view.status_line().startswith(where)
 
 
@@ -359,15 +368,10 @@ async def test_f_forks_the_run_shown_though_another_was_appended_to_its_journal_
     journal = tmp_path / "j.jsonl"
     app = make(str(FLOWS / "review_fn.py"), input="go", journal=str(journal))
     async with app.run_test(size=(140, 40)) as pilot:
-        await paused(pilot)
-        await press_and_pause(pilot, "n")
-        old_run, where = app.client.view.run_id, app.client.view.status_line()
-        await pilot.press("c")
-        await wait_until(pilot, lambda: app.client.view.status == "finished", what="the end")
+        old_run, where = await _finished_after_a_turn(pilot)
         await load_flow(str(FLOWS / "review_fn.py")).run("another input", journal=journal)  # appended after it
         await pilot.press("f")
-        await wait_until(pilot, lambda: app.client.view is not None and app.client.view.run_id not in (None, old_run)
-                         and app.client.view.status == "paused", timeout=20, what="the forked run, paused")
+        await _forked(pilot, old_run)
         view = app.client.view
         assert view.resumed_from.run_id == old_run and view.divergence is None
         assert view.history[0].content == "go" and view.status_line().startswith(where)
