@@ -99,7 +99,7 @@ class Driver:
 
     async def paused(self, n: int):
         """Wait for the n-th pause (1-based) and return its event."""
-        deadline = time.monotonic() + 3
+        deadline = time.monotonic() + 30  # a hang, not a slow machine
         while time.monotonic() < deadline:
             if self.task.done():
                 self.task.result()
