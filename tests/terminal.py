@@ -37,6 +37,7 @@ class Terminal:
         self.stream = pyte.ByteStream(self.screen)
         self.output = bytearray()
         self._lock = threading.Lock()
+        self._last_output = time.monotonic()
         master, slave = pty.openpty()
         fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
         full_env = {**os.environ, "TERM": "xterm-256color", "COLUMNS": str(cols), "LINES": str(rows),
@@ -68,6 +69,7 @@ class Terminal:
             with self._lock:
                 self.output.extend(data)
                 self.stream.feed(data)
+                self._last_output = time.monotonic()
 
     def send(self, keys: str | bytes) -> None:
         os.write(self.master, keys.encode() if isinstance(keys, str) else keys)
@@ -89,7 +91,8 @@ class Terminal:
             return "\n".join(self.screen.display)
 
     def wait_for(self, what: str | Callable[[], bool], timeout: float = 30.0) -> None:
-        """Until the screen shows ``what`` (or ``what()`` holds); fails with the screen on a timeout."""
+        """Until the screen shows ``what`` (or ``what()`` holds); fails with the screen on a timeout.
+        Then until the output pauses, so what follows reads a whole frame (see ``_settle``)."""
         check = what if callable(what) else (lambda: what in self.text())
         deadline = time.monotonic() + timeout
         while not check():
@@ -102,6 +105,19 @@ class Terminal:
                 raise AssertionError(f"the program exited ({self.proc.returncode}) before showing {what!r}; "
                                      f"the screen:\n{self.text()}")
             time.sleep(0.05)
+        self._settle()
+
+    def _settle(self, quiet: float = 0.05, at_most: float = 1.0) -> None:
+        """Until nothing was written for ``quiet`` seconds (``at_most`` for an app that never stops
+        drawing). The pty hands a large frame over in pieces: what was waited for may be in the first,
+        and the rest of the screen it redraws in the next (a test read it half drawn, on a loaded machine)."""
+        deadline = time.monotonic() + at_most
+        while time.monotonic() < deadline:
+            with self._lock:
+                since = time.monotonic() - self._last_output
+            if since >= quiet:
+                return
+            time.sleep(quiet - since)
 
     def wait_exit(self, timeout: float = 30.0) -> int:
         code = self.proc.wait(timeout=timeout)
