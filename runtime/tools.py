@@ -59,13 +59,18 @@ def _validation_text(name: str, exc: ValidationError) -> str:
     return f"Invalid arguments for tool {name}: {problems}. Fix the arguments and call it again."
 
 
-async def run_tool_call(run: "Run", spec: AgentSpec, agent: Any, call: ToolCall) -> ToolResult:
-    """Execute ``call`` for ``agent``; append its tool message; return the result."""
+async def run_tool_call(run: "Run", spec: AgentSpec, agent: Any, call: ToolCall) -> ToolResult | None:
+    """Execute ``call`` for ``agent``; append its tool message; return the result (None: ``before_tool``
+    called ``ctx.stop()``, and the tool was not run)."""
     ctx = run.ctx
     executed: list[tuple[str, bool]] = []  # what the tool itself returned, each time it ran
     stop_before = ctx._stop_by
     with NodeScope(run, "tool", call.name, data={"args": dict(call.args)}) as scope:
-        output, is_error, ran = await _execute(run, spec, agent, call, executed)  # ran: the call before_tool left
+        try:
+            output, is_error, ran = await _execute(run, spec, agent, call, executed)  # ran: the call before_tool left
+        except _Stopping:  # before_tool called ctx.stop(): the turn answers it as it does the calls left
+            scope.status = "stopped"
+            return None
         _changed(scope, ran)
         if stop_before is None and ctx._stop_by == f"tool:{call.name}":
             scope.data["stop"] = True  # the tool called ctx.stop(): a re-execution that serves it does too
@@ -171,7 +176,13 @@ async def _execute(run: "Run", spec: AgentSpec, agent: Any, call: ToolCall,
             call = new
         elif new is not None:  # (a dict or a name ran the call unchanged, unsaid)
             refuse_returned(agent.before_tool, spec.name, "before_tool", new)
+        if run.ctx._stop_by is not None:  # no tool starts once the run is stopping (it ran: a tool that
+            raise _Stopping  # deletes did delete)
     return await invoke_tool(run, spec, call, executed)
+
+
+class _Stopping(Exception):
+    """``before_tool`` called ``ctx.stop()``: the call it was about is not run."""
 
 
 async def invoke_tool(run: "Run", spec: AgentSpec, call: ToolCall,

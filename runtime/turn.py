@@ -207,8 +207,13 @@ async def _run_calls(run: "Run", spec: AgentSpec, inst: Any, calls: list[ToolCal
                 results.append(deny_call(run, spec, pending.call, pending.reason))
                 continue
             running = pending.call.id
-            results.append(await run_tool_call(run, spec, inst, pending.call))
+            result = await run_tool_call(run, spec, inst, pending.call)
             running = None
+            if result is None:  # its before_tool called ctx.stop(): it and the rest are not run
+                _answer_dangling_calls(run, spec.name, since=asked_at, why="the run is stopping (ctx.stop())",
+                                       origin="runtime")
+                break
+            results.append(result)
     except (RunStopped, BudgetStop) as stop:
         # the same words however it was stopped: a re-execution stops there as the person did, and compares
         why = f"the budget's {stop.limit} was reached" if isinstance(stop, BudgetStop) else "the run stopped"

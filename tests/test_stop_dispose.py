@@ -73,6 +73,32 @@ async def test_ctx_stop_in_a_tool_finishes_the_turn_then_ends_the_run_with_its_o
     assert agent_names(events) == ["A"]
 
 
+async def test_ctx_stop_in_before_tool_keeps_that_tool_from_running():
+    """before_tool is the gate before a tool: a stop called there ran the tool anyway (one that deletes
+    did delete), and only the calls after it were left out."""
+    provider, calls = scripted({"content": "", "tool_calls": [{"name": "outra", "args": {}},
+                                                              {"name": "finalizar", "args": {}}]})
+
+    @agent(provider=provider, tools=[Outra, Finalizar])
+    class A:
+        def before_tool(self, call, ctx):
+            ctx.stop()
+
+    @workflow(steps=[A])
+    class W:
+        pass
+
+    out, events, run = await run_collect(W)
+    tools = [(e.item.tool_name, e.item.content, e.item.is_error) for e in events
+             if e.type == "state.append" and e.item.role == "tool"]
+    assert tools == [("outra", "Tool call outra was not run: the run is stopping (ctx.stop()).", True),
+                     ("finalizar", "Tool call finalizar was not run: the run is stopping (ctx.stop()).", True)]
+    assert [e.status for e in events if e.type == "node.end" and e.kind == "tool"] == ["stopped"]
+    assert not run.ctx.turn.called_tool  # no tool ran in the turn
+    end = events[-1]
+    assert (end.type, end.status, end.reason) == ("run.end", "stopped", "stopped by ctx.stop() in hook:A.before_tool")
+
+
 async def test_ctx_stop_in_until_ends_the_loop_as_a_stop():
     provider, calls = counting()
 
