@@ -22,6 +22,7 @@ import contextlib
 import json
 import re
 import typing
+from decimal import Decimal
 from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import FailFast, TypeAdapter, ValidationError
@@ -249,9 +250,14 @@ class Editor:
         # The client showed the field as text (a str as it is, else its JSON), credentials [redacted]:
         # the ones left untouched go back, or saving a field unchanged would write "[redacted]" into it.
         held = jsonable(old)
-        value = _typed(cls, name, _restore(text, held if isinstance(held, str) else
-                                           json.dumps(held, ensure_ascii=False)))
-        if jsonable(value) == jsonable(old) and type(value) is type(old):
+        shown = held if isinstance(held, str) else json.dumps(held, ensure_ascii=False)
+        restored = _restore(text, shown)
+        # the text as shown, saved untouched, is no edit: read again it was not always the value (a Decimal
+        # of 30 digits read as a float, the text "7" of a str | int field as the number, bytes as their
+        # description), and the run's value changed though the person changed nothing
+        value = old if restored == shown else _typed(cls, name, restored)
+        if restored == shown or _json(held) == _json(jsonable(value)):  # (a tuple typed as its list: no
+            # event could say it, the observer sees the same JSON)
             raise ConfigError(f"{cls.__name__}.{name} is already {_shown_value(old)}: unchanged, nothing recorded "
                               "(type a different value, or Escape)")
         stream = self._run.emitter.stream
@@ -262,7 +268,9 @@ class Editor:
             # flow changed in place to what its class refuses is put back here: this edit stands all the same)
             with contextlib.suppress(TypeError, ValueError):
                 observer.check()
-        if stream.last_seq == mark:  # the state class kept what it held (a validator of its own)
+        if stream.last_seq == mark:  # the state class kept what it held (a validator of its own), or took
+            with _as_user(), contextlib.suppress(Exception):  # what no event tells apart (1 for 1.0):
+                setattr(obj, name, old)  # what the person is told was kept is what the run holds
             raise ConfigError(f"{cls.__name__}.{name} kept {_shown_value(getattr(obj, name))}: the state class "
                               f"did not take {text!r}; nothing recorded")
         self._done([("field", name, old)], f"set {name}")
@@ -348,9 +356,14 @@ def _typed(cls: type, name: str, text: str) -> Any:
     else:
         is_json = True
     try:
-        return adapter.validate_json(text if is_json else json.dumps(text), strict=True)
+        value = adapter.validate_json(text if is_json else json.dumps(text), strict=True)
     except ValidationError as exc:
         error = exc
+    else:
+        if is_json and isinstance(value, Decimal):  # a JSON number is read through a float: 0.1000000000000000000001
+            with contextlib.suppress(ValidationError):  # was 0.1; its digits as a text are the Decimal's own
+                return adapter.validate_json(json.dumps(text.strip()), strict=True)
+        return value
     if is_json and ('"NaN"' in text or 'Infinity"' in text):  # a float the run said in words, as shown
         try:
             return adapter.validate_json(json.dumps(_non_finite(json.loads(text))), strict=True)

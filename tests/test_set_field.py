@@ -8,7 +8,8 @@ import asyncio
 import json
 import datetime
 import time
-from typing import Literal
+from decimal import Decimal
+from typing import Any, Literal
 
 import pytest
 from pydantic import BaseModel, Field
@@ -132,6 +133,54 @@ async def test_an_edit_that_changes_nothing_says_unchanged_and_records_nothing()
     assert changes(events) == [("rodadas", 1, 2, "user")]
     assert run.edits.undo() is True
     assert run.workflow_state.rodadas == 1
+    ctl.resume()
+    await asyncio.wait_for(task, 60)
+
+
+class Typed(BaseModel):
+    dec: Decimal = Decimal("123456789012345678901234567890.123456789")
+    either: int | str = "7"
+    pair: Any = (1, 2)
+    count: int | float = 1
+
+
+@agent(provider=FunctionProvider(lambda messages, tools: "done"), prompt="You act.")
+class B:
+    pass
+
+
+@workflow(state=Typed, steps=[B])
+class TypedW:
+    pass
+
+
+async def test_a_value_saved_as_shown_or_as_the_same_json_is_unchanged_and_keeps_its_type():
+    """Read again, the text a field was shown as was not always its value: a 30-digit Decimal went
+    through a float, the text "7" of an int | str field became the number, a tuple a list; the run's
+    value changed though the person changed nothing (and the tuple's change was said as refused)."""
+    events: list = []
+    ctl = Controller(breakpoints=["B"])
+    run = bootstrap(TypedW).prepare("go", controller=ctl, on_event=events.append)
+    task = asyncio.ensure_future(run.execute())
+    while not ctl.paused:
+        assert not task.done()
+        await asyncio.sleep(0.005)
+    state = run.workflow_state
+    for name, text in [("dec", "123456789012345678901234567890.123456789"), ("either", "7"),
+                       ("pair", "[1, 2]"), ("pair", "[1,2]")]:
+        with pytest.raises(ConfigError, match=f"Typed.{name} is already .*: unchanged"):
+            run.edits.set_field(name, text)
+    assert (state.dec, state.either, state.pair) == (Decimal("123456789012345678901234567890.123456789"), "7", (1, 2))
+    # 1.0 for 1: no event tells them apart, so it is not recorded, and not made either
+    with pytest.raises(ConfigError, match="Typed.count kept 1: .*nothing recorded"):
+        run.edits.set_field("count", "1.0")
+    assert type(state.count) is int
+    assert changes(events) == []
+    # digits typed for a Decimal are its own, not a float's
+    assert run.edits.set_field("dec", "0.1000000000000000000001") == Decimal("0.1000000000000000000001")
+    assert state.dec == Decimal("0.1000000000000000000001")
+    assert changes(events) == [("dec", "123456789012345678901234567890.123456789", "0.1000000000000000000001",
+                                "user")]
     ctl.resume()
     await asyncio.wait_for(task, 60)
 
