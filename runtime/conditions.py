@@ -14,6 +14,7 @@ from __future__ import annotations
 import operator
 import re
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any
 
 import regex  # re's syntax, and a search that can time out
@@ -30,13 +31,23 @@ def is_number(v: Any) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 
+# A number written as a text: how a Decimal is journaled (JSON numbers would go through a float)
+_NUMBER_TEXT = re.compile(r"-?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
+
+
 def compare(v: Any, op: str, lit: Any) -> bool:
     """JSON-like comparison: a number only with a number, a text with a text, true/false/null
-    only with == and !=; anything else is unequal (and never ordered). An absent field is never true."""
+    only with == and !=; anything else is unequal (and never ordered). An absent field is never true.
+    A text that is a number (a Decimal, as it is journaled) is that number to a number."""
     if v is MISSING:
         return False
-    if isinstance(v, str) and v in NON_FINITE_WORDS and is_number(lit):
-        v = NON_FINITE_WORDS[v]  # a float the run said in words (JSON has none for it): compared as the float
+    if isinstance(v, str) and is_number(lit):
+        if v in NON_FINITE_WORDS:
+            v = NON_FINITE_WORDS[v]  # a float the run said in words (JSON has none for it): compared as the float
+        elif len(v) <= 100 and _NUMBER_TEXT.fullmatch(v):
+            if lit != lit:  # a NaN: unequal to all, ordered with none
+                return op == "!="
+            return OPS[op](Decimal(v), Decimal(repr(lit)) if isinstance(lit, float) else lit)  # (0.1 as typed)
     if op in ("==", "!="):
         same = (is_number(v) and is_number(lit)) or type(v) is type(lit)
         return (same and v == lit) == (op == "==")
@@ -101,8 +112,8 @@ class StateField(Subject):
 
 def dig(value: Any, parts: tuple[str | int, ...]) -> Any:
     for part in parts:
-        if isinstance(value, dict) and isinstance(part, str) and part in value:
-            value = value[part]
+        if isinstance(value, dict) and str(part) in value:  # (JSON's keys are text: state.counts.3 is key "3")
+            value = value[str(part)]
         elif isinstance(value, list) and isinstance(part, int) and -len(value) <= part < len(value):
             value = value[part]
         else:

@@ -34,11 +34,13 @@ import math
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
+from decimal import Decimal
+from enum import Enum
 from typing import Any
 
 from flowtui.runtime.conditions import (
-    Both, Bucket, Changed, Compare, Len, Matches, PromptTokens, Repeat, StateField, Subject, Total, compile_pattern,
-    is_number, literal_text,
+    Both, Bucket, Changed, Compare, Len, Matches, PromptTokens, Repeat, StateField, Subject, Total, compare,
+    compile_pattern, is_number, literal_text,
 )
 from flowtui.runtime.errors import WatchError
 
@@ -474,6 +476,10 @@ def _admits(tp: Any, literal: Any) -> bool:
 def _admitted(base: Any, literal: Any) -> bool:
     if not isinstance(base, type) or base is object:
         return True
+    if issubclass(base, Enum):  # journaled as its value: state.color == 'blue'
+        return any(compare(member.value, "==", literal) for member in base)
+    if issubclass(base, Decimal):  # journaled as a text that is the number, which compares as one
+        return is_number(literal)
     if literal is None:
         return base is type(None)
     if isinstance(literal, bool):
@@ -491,7 +497,9 @@ def _only(tp: Any, kinds: tuple[type, ...]) -> bool:
 
 
 def _example_of(tp: Any) -> str:
-    for kind, example in ((bool, "true"), (int, "3"), (float, "0.5"), (str, "'text'")):
+    if isinstance(tp, type) and issubclass(tp, Enum) and len(tp):
+        return literal_text(next(iter(tp)).value)
+    for kind, example in ((bool, "true"), (int, "3"), (float, "0.5"), (Decimal, "3"), (str, "'text'")):
         if _only(tp, (kind, type(None))):
             return example
     return "..."

@@ -5,6 +5,8 @@ in-process with a Controller here; through the worker protocol in test_watch_pro
 from __future__ import annotations
 
 import asyncio
+from decimal import Decimal
+from enum import Enum
 
 import pytest
 from pydantic import BaseModel
@@ -563,3 +565,59 @@ async def test_a_comparison_orders_an_infinity_as_the_number_it_is(expr, fires_a
     trigger = event_at(events, pauses[0].watch[0].seq)
     said = {math.inf: "Infinity", -math.inf: "-Infinity"}.get(fires_at, fires_at)
     assert (trigger.path, trigger.new) == ("score", said)
+
+
+class Color(Enum):
+    RED = "red"
+    BLUE = "blue"
+
+
+class TypedState(BaseModel):
+    amount: Decimal = Decimal("0.1")
+    color: Color = Color.RED
+    by_id: dict[int, str] = {}
+
+
+@pytest.mark.parametrize("expr,path", [
+    ("state.amount > 1", "amount"),  # a Decimal is journaled as its digits: compared as the number
+    ("state.amount == 2.5", "amount"),
+    ("state.color == 'blue'", "color"),  # an enum as its value (it was refused: "never equals 'blue'")
+    ("state.by_id.3 == 'three'", "by_id"),  # a dict's int keys are text in JSON
+])
+async def test_a_watchpoint_on_a_decimal_an_enum_or_a_dict_by_int_key_fires(expr, path):
+    """Accepted, they never fired (a Decimal is a text in the journal, a dict's keys too), or were
+    refused: an enum field could not be watched at all."""
+    @agent(provider=FunctionProvider(lambda m, t: "ok"), prompt="p")
+    class Setter:
+        def __init__(self, s: TypedState = State()):
+            self.s = s
+
+        def after_response(self, response, ctx):
+            self.s.amount = Decimal("2.50")
+            self.s.color = Color.BLUE
+            self.s.by_id = {3: "three"}
+
+    @workflow(state=TypedState, steps=[Setter, Setter])
+    class W:
+        pass
+
+    events, pauses, _ = await run_watched(W, Controller(watch=[expr]))
+    assert len(pauses) == 1, [p.watch for p in pauses]
+    trigger = event_at(events, pauses[0].watch[0].seq)
+    assert (trigger.type, trigger.path) == ("workflow_state.change", path)
+
+
+async def test_an_enum_field_equal_to_no_value_of_its_enum_is_refused_with_one_of_them_as_the_example():
+    @agent(provider=FunctionProvider(lambda m, t: "ok"), prompt="p")
+    class Setter:
+        def __init__(self, s: TypedState = State()):
+            self.s = s
+
+    @workflow(state=TypedState, steps=[Setter])
+    class W:
+        pass
+
+    with pytest.raises(WatchError) as caught:
+        bootstrap(W).prepare("go", controller=Controller(watch=["state.color == 'green'"]))
+    assert caught.value.message == "state.color is Color: it never equals 'green'"
+    assert caught.value.hint == "compare it with a value of its type, e.g. state.color == 'red'"
