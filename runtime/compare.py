@@ -60,7 +60,9 @@ class Paths:
             return self.inside(ev.get("parent_id"))
         path = self.inside(node)
         if t == "ctx.set" and ev.get("name") == "loop" and self._nodes.get(node, ((), ""))[1] == "loop":
-            self._iterations[node] = self._iterations.get(node, 1) + 1
+            done = ev["value"].get("iterations") if isinstance(ev.get("value"), dict) else None
+            # the iteration that comes next (0 as the loop starts: an older flowtui said only ends, one each)
+            self._iterations[node] = done + 1 if type(done) is int else self._iterations.get(node, 1) + 1
         return path
 
     def kind_of(self, node: str | None) -> str | None:

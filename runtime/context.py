@@ -9,6 +9,7 @@ sees is ``ctx.state``; ``ctx.data`` is the run's read-only data
 
 from __future__ import annotations
 
+import contextvars
 import math
 import re
 import threading
@@ -28,8 +29,15 @@ _RESERVED = frozenset({"state", "get", "run_id", "fields", "data", "stop", "on_d
 # Fields only the runtime writes: the app and until_answered & co. rely on their shape.
 _RUNTIME_WRITES = {"turn": "the summary of the last turn", "loop": "the most recent loop's progress",
                    "budget": "the run's usage against its budget"}
-_RUNTIME_SETS = {"turn": "after each turn", "loop": "after each iteration of a loop",
+_RUNTIME_SETS = {"turn": "after each turn", "loop": "as a loop starts and after each of its iterations",
                  "budget": "after each model call or tool of a run with a budget"}
+
+
+# (ctx, its loop as this task last set it): the branches of a parallel step share ctx, and a loop's own
+# until and hooks read the loop of their branch, not the loop of whichever branch last wrote ctx.loop (an
+# until that awaited read its sibling's iterations, and ended its loop on them). Set, never reset: the
+# most recent loop is the one that ended, once it has.
+branch_loop: contextvars.ContextVar[tuple[Any, Any] | None] = contextvars.ContextVar("flowtui_loop", default=None)
 
 
 def _runtime_writes(name: str) -> str:
@@ -217,6 +225,8 @@ class AgentContext:
         # Only called when normal lookup fails: i.e. for fields.
         if name.startswith("__"):
             raise AttributeError(name)
+        if name == "loop" and (found := self.get("loop", _MISSING)) is not _MISSING:
+            return found
         try:
             return self._fields[name]
         except KeyError:
@@ -287,7 +297,12 @@ class AgentContext:
         return fn
 
     def get(self, name: str, default: Any = None) -> Any:
-        """The field ``name``, or ``default`` when it was never set."""
+        """The field ``name``, or ``default`` when it was never set (``loop``: in a branch of a parallel
+        step, the most recent loop of that branch)."""
+        if name == "loop":
+            mine = branch_loop.get()
+            if mine is not None and mine[0] is self:
+                return mine[1]
         return self._fields.get(name, default)
 
     @property

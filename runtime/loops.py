@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from flowtui.runtime.budget import BudgetStop
 from flowtui.runtime.construct import builders
-from flowtui.runtime.context import LoopInfo
+from flowtui.runtime.context import LoopInfo, branch_loop
 from flowtui.runtime.control import RunStopped, StopRequested
 from flowtui.runtime.errors import BudgetExceededError
 from flowtui.runtime.invoke import call_user
@@ -38,6 +38,7 @@ async def run_loop(run: "Run", spec: LoopSpec) -> None:
         fails = FailCounter(on_fail=spec.on_fail, max_fails=spec.max_fails)
         tokens = (fail_counter.set(fails), loops_var.set(loops_var.get() + (scope.id,)))
         i, done, stopped_by = 0, 0, None  # iterations begun, and ended (a stop may come inside one)
+        _set_loop(ctx, trusted, shown, iterations=0, max_iterations=ceiling)  # (read in its first iteration)
         try:
             while True:
                 i += 1
@@ -89,12 +90,14 @@ def _set_loop(ctx: Any, trusted: bool, shown_ceiling: int | None, **fields: Any)
     """``ctx.loop``. A trusted one is built without validation, with its event value (what
     ``model_dump(mode="json")`` gives: the ceiling shown as ``None`` when there is none)."""
     if not trusted:
-        ctx._set("loop", LoopInfo(**fields), origin="runtime")
-        return
-    info = builders[LoopInfo](fields)
-    ctx._set("loop", info, origin="runtime", shown={
-        "iterations": info.iterations, "exhausted": info.exhausted, "max_iterations": shown_ceiling,
-        "stopped_by": info.stopped_by})
+        info = LoopInfo(**fields)
+        ctx._set("loop", info, origin="runtime")
+    else:
+        info = builders[LoopInfo](fields)
+        ctx._set("loop", info, origin="runtime", shown={
+            "iterations": info.iterations, "exhausted": info.exhausted, "max_iterations": shown_ceiling,
+            "stopped_by": info.stopped_by})
+    branch_loop.set((ctx, info))
 
 
 async def _until(run: "Run", spec: LoopSpec) -> bool:
@@ -108,7 +111,10 @@ def _call(run: "Run", fn: Any, args: tuple, origin: str) -> Awaitable[Any]:
 
 
 async def run_parallel(run: "Run", spec: ParallelSpec) -> None:
-    """``spec``'s steps concurrently on the same ``ctx`` (the last writer of ctx.output wins)."""
+    """``spec``'s steps concurrently on the same ``ctx`` (the last writer of ctx.output wins; ctx.loop
+    is each branch's own: see ``branch_loop``)."""
+    ctx = run.ctx
+    before = ctx._fields.get("loop")
     with NodeScope(run, "parallel", spec.name):
         tasks = [asyncio.ensure_future(run.step(s)) for s in spec.steps]
         try:
@@ -118,3 +124,7 @@ async def run_parallel(run: "Run", spec: ParallelSpec) -> None:
                 t.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
             raise
+        finally:
+            after = ctx._fields.get("loop")
+            if after is not before:  # after the step, the most recent loop is the one of its branches that
+                branch_loop.set((ctx, after))  # ended last (a branch's own was set in its task only)

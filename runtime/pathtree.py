@@ -286,7 +286,8 @@ class _Builder:
         node = self.nodes.get(ev.node_id) if ev.node_id else None
         if (ev.name == "loop" and node is not None and node.kind == "loop" and node.run_id == ev.run_id
                 and isinstance(ev.value, dict) and isinstance(ev.value.get("iterations"), int)):
-            node.done, node.between = ev.value["iterations"], True  # an iteration ended
+            node.done = ev.value["iterations"]  # an iteration ended (0: the loop starts, before its first)
+            node.between = node.done > 0
         value = ev.value
         if ev.name == "budget" and isinstance(value, dict):  # the time, tokens and money spent: left out, as
             value = {k: v for k, v in value.items() if k not in _MEASURED}  # a reply's usage is (two runs differed)

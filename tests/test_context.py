@@ -21,7 +21,7 @@ def test_free_fields_get_and_unset_attribute_error():
         ctx.state = None
 
 
-@pytest.mark.parametrize("field,when", [("turn", "after each turn"), ("loop", "after each iteration of a loop"),
+@pytest.mark.parametrize("field,when", [("turn", "after each turn"), ("loop", "as a loop starts and after each of its iterations"),
                                         ("budget", "after each model call or tool of a run with a budget")])
 def test_reading_a_runtime_field_before_it_is_set_says_when_it_will_be_not_to_set_it(field, when):
     """It said "set it first (ctx.turn = ...)", which the runtime then refuses."""
@@ -49,7 +49,8 @@ async def test_runtime_writes_turn_output_and_loop():
     app.subscribe(events.append)
     assert await app.run("x") == "feito"
     sets = [(e.name, e.origin) for e in events if e.type == "ctx.set"]
-    assert sets == [("turn", "runtime"), ("output", "runtime"), ("loop", "runtime"), ("loop", "runtime")]
+    assert sets == [("loop", "runtime"), ("turn", "runtime"), ("output", "runtime"), ("loop", "runtime"),
+                    ("loop", "runtime")]
     turn = next(e.value for e in events if e.type == "ctx.set" and e.name == "turn")
     assert TurnInfo(**turn) == TurnInfo(agent="A", response="feito")
     final_loop = [e.value for e in events if e.type == "ctx.set" and e.name == "loop"][-1]

@@ -241,7 +241,7 @@ async def test_a_child_workflow_is_aligned_under_its_tool(tmp_path, capsys):
     assert main_diff([str(a), str(b), "--width", "40"]) == 1  # narrow: the run's description wrapped, not cut
     out = capsys.readouterr().out
     assert all(len(line) <= 40 for line in out.splitlines())
-    assert "   its only run: ReviewWorkflow,\n   finished, 71 events\n" in out  # (the path is the part cut)
+    assert "   its only run: ReviewWorkflow,\n   finished, 72 events\n" in out  # (the path is the part cut)
 
 
 async def test_a_difference_in_the_middle_of_a_long_value_is_shown(tmp_path, capsys):
@@ -675,7 +675,7 @@ def test_a_lone_surrogate_in_a_journal_is_shown_escaped_by_flowtui_diff(tmp_path
     assert res.returncode == 1 and "Traceback" not in res.stderr, res.stderr
     assert 'input: "Escreva" → "Escreva\\ud800"' in res.stdout, res.stdout
     # every line read: the user's message too (it was skipped, "not a valid event: … hex escape")
-    assert "skipped" not in res.stdout and res.stdout.count("finished, 82 events") == 2, res.stdout
+    assert "skipped" not in res.stdout and res.stdout.count("finished, 83 events") == 2, res.stdout
 
 
 async def test_a_value_nested_hundreds_deep_in_a_forged_journal_is_a_difference_not_a_failure(tmp_path, capsys):

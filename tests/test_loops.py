@@ -165,6 +165,61 @@ async def test_ctx_loop_counts_iterations_while_the_loop_runs():
     assert seen == [(1, 4, None), (2, 4, None)]
 
 
+async def test_ctx_loop_is_the_running_loop_from_its_first_iteration_nested_too():
+    """"attempt {ctx.loop.iterations + 1} of {ctx.loop.max_iterations}" failed the run in the first
+    iteration (no ctx.loop yet), and an inner loop's first iteration read the outer loop's."""
+    p, _ = counting()
+    seen = []
+
+    @agent(provider=p)
+    class A:
+        def before_prompt(self, prompt, ctx):
+            seen.append((ctx.loop.iterations, ctx.loop.max_iterations))
+
+    @workflow(steps=[loop([loop([A], max_iterations=2, name="inner")], max_iterations=3, name="outer")])
+    class W:
+        pass
+
+    await run_collect(W)
+    assert seen == [(0, 2), (1, 2)] * 3
+
+
+async def test_a_parallel_branch_reads_its_own_loop_whatever_the_other_branch_wrote():
+    """The branches share ctx: an until that awaited read the sibling loop's iterations (which had
+    run ahead), and ended its own loop on them."""
+    a, _ = counting("a")
+    b, _ = counting("b")
+    b_done = asyncio.Event()
+    seen = []
+
+    @agent(provider=a)
+    class A:
+        def before_prompt(self, prompt, ctx):
+            seen.append(("prompt", ctx.loop.iterations, ctx.loop.max_iterations))
+
+    @agent(provider=b)
+    class B:
+        pass
+
+    async def until(ctx):
+        await asyncio.wait_for(b_done.wait(), 30)  # the other branch's loop runs to its end meanwhile
+        seen.append(("until", ctx.loop.iterations, ctx.get("loop").max_iterations))
+        return ctx.loop.iterations >= 2
+
+    @workflow(steps=[parallel([loop([A], until=until, max_iterations=5, name="LA"),
+                               loop([B], max_iterations=3, on_exhausted=lambda ctx: b_done.set(), name="LB")])])
+    class W:
+        pass
+
+    _, events, run = await run_collect(W)
+    assert seen == [("prompt", 0, 5), ("until", 1, 5), ("prompt", 1, 5), ("until", 2, 5)]
+    ends = {e.name: (e.data["iterations"], e.data["stopped_by"]) for e in events
+            if e.type == "node.end" and e.kind == "loop"}
+    assert ends == {"LA": (2, "until"), "LB": (3, "exhausted")}
+    # after the step, ctx.loop is the most recent loop: the branch's that ended last
+    assert (run.ctx.loop.max_iterations, run.ctx.loop.stopped_by) == (5, "until")
+
+
 # --- exhausted ------------------------------------------------------------------
 
 async def test_loop_exhausted_at_max_iterations_calls_on_exhausted():
@@ -194,7 +249,8 @@ async def test_loop_exhausted_at_max_iterations_calls_on_exhausted():
     assert events[-1].type == "run.end" and events[-1].status == "finished"
     # each change of ctx.loop said once: the exhausted value was set twice, one ctx.set the same as the last
     infos = loop_infos(events)
-    assert [(i["iterations"], i["stopped_by"]) for i in infos] == [(1, None), (2, None), (3, None), (3, "exhausted")]
+    assert [(i["iterations"], i["stopped_by"]) for i in infos] == [(0, None), (1, None), (2, None), (3, None),
+                                                                   (3, "exhausted")]
 
 
 async def test_was_exhausted_in_an_outer_loops_until_reads_the_inner_loop_that_ended_in_its_iteration():
@@ -303,10 +359,10 @@ async def test_max_fails_consecutive_tool_failures_stop_the_loop_and_call_on_fai
 
     out, events, run = await run_collect(W)
     assert len(calls) == 3
-    # every failure is reported as it happens (the first before any ctx.loop exists), not only the third
+    # every failure is reported as it happens (the first in the loop's first iteration), not only the third
     assert [i[:4] for i in infos] == [(1, 1, "flaky", "it broke"), (2, 2, "flaky", "it broke"),
                                       (3, 3, "flaky", "it broke")]
-    assert [i[4] and i[4].iterations for i in infos] == [None, 1, 2]
+    assert [i[4].iterations for i in infos] == [0, 1, 2]
     end = loop_end(events)
     assert (end.data["iterations"], end.data["stopped_by"]) == (3, "fails")
     assert run.ctx.loop.stopped_by == "fails"

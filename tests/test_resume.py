@@ -319,6 +319,28 @@ def test_a_journal_of_an_older_flowtui_with_an_exhausted_loop_reexecutes(tmp_pat
     assert reexecuted(flow, journal).stdout == "fim\n"
 
 
+def test_a_journal_of_an_older_flowtui_whose_loops_set_ctx_loop_only_after_an_iteration_reexecutes(tmp_path):
+    """ctx.loop is set as a loop starts now (iterations 0); a journal of an older flowtui has no such
+    event: re-executed without a divergence there, and a divergence later names the right iteration."""
+    source = ("from flowtui import FunctionProvider, agent, loop, workflow\n"
+              "@agent(provider=FunctionProvider(lambda m, t: 'ok'), prompt='p')\nclass A:\n    pass\n"
+              "@workflow(steps=[loop([loop([A], max_iterations=2, name='inner')], max_iterations=2, name='outer')])\n"
+              "class W:\n    pass\n")
+    flow, journal = journaled(tmp_path, "old.py", source)
+    starts = [ev for ev in lines(journal) if ev["type"] == "ctx.set" and ev["name"] == "loop"
+              and ev["value"]["iterations"] == 0]
+    assert len(starts) == 3  # the outer loop's and each inner loop's
+    older = [ev for ev in lines(journal) if ev not in starts]
+    for seq, ev in enumerate(older, 1):
+        ev["seq"] = seq
+    rewritten(journal, older)
+    reexecuted(flow, journal)
+    flow.write_text(source.replace("class A:\n    pass", "class A:\n    def before_prompt(self, prompt, ctx):\n"
+                                   "        return prompt if len(ctx.state.history) < 3 else 'changed'"))
+    res = flowtui("run", str(flow), "--resume-from", str(journal), "--no-journal", cwd=tmp_path)
+    assert res.returncode == 3 and "(W › outer 2 › inner 1 › A › chat)" in res.stderr, res.stderr
+
+
 def test_a_journal_of_an_older_flowtui_with_a_call_before_tool_changed_reexecutes(tmp_path):
     """An older flowtui did not say, on a tool's end, the call before_tool changed (`ran`): its journals
     diverged there, `ran: recorded (absent), now {...}`."""
