@@ -109,9 +109,28 @@ def jsonable(value: Any) -> Any:
         return out if math.isfinite(out) else _NON_FINITE[str(out)]
     if out.__class__ is dict and isinstance(value, dict) and len(out) < len(value):  # {1: "x", "1": "y"}
         return _described(value, "not shown: some of its keys are one key as JSON text, and a value would be lost")
+    if isinstance(value, (set, frozenset)):  # in one order: a set's is its strings' hash order, which each
+        out.sort(key=_json_order)  # process draws anew (a re-execution diverged, and diff saw changes, at random)
     if isinstance(out, (list, dict)) and _may_hold_non_finite(out):
         return _finite(out)
     return out
+
+
+def _json_order(item: Any) -> tuple[int, Any]:
+    """A set's items in one order, whatever their types: strings, then numbers, then the others by their JSON."""
+    if item.__class__ is str:
+        return 0, item
+    if item.__class__ in (int, float) and item == item:  # (a NaN is no number to sort by)
+        return 1, item
+    return 2, to_json(item).decode()
+
+
+def _reads_back(value: Any, shown: Any) -> bool:
+    """Whether ``shown``, a value's JSON form, is that value again (a list: compared deep)."""
+    try:
+        return shown.__class__ is value.__class__ and bool(shown == value)
+    except Exception:  # noqa: BLE001 (an array's == is an array, whose truth raises)
+        return False
 
 
 def output_text(value: Any) -> str | None:
@@ -261,14 +280,22 @@ class AgentContext:
     def _set(self, name: str, value: Any, *, origin: str | None, shown: dict[str, Any] | None = None) -> None:
         """Set field ``name``; ``shown`` is the value as the event carries it, when the runtime
         made it along with the value (``ctx.turn``, ``ctx.loop``: no dump needed)."""
+        typed = None
         if shown is None:
-            shown = value if value.__class__ in _SCALARS else _event_value(value)
+            if value.__class__ in _SCALARS:
+                shown = value
+            else:
+                shown = _event_value(value)
+                if not _reads_back(value, shown):
+                    typed = type(value).__name__
         with self._lock:  # the change and its event together
             self._fields[name] = value
             if origin:
                 self._emit(CtxSet, name=name, value=shown, origin=origin)
-            else:
+            elif typed is None:
                 self._emit(CtxSet, name=name, value=shown)
+            else:  # (only code of the flow's sets a value the runtime did not make)
+                self._emit(CtxSet, name=name, value=shown, typed=typed)
 
     def stop(self) -> None:
         """End the run gracefully after the current unit of work, with the output so far.

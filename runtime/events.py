@@ -173,6 +173,9 @@ class CtxSet(_Event):
     type: Literal["ctx.set"] = "ctx.set"
     name: str
     value: Any = None
+    # the value's type, when its JSON form (``value``) reads back as another: a datetime, a Decimal, a
+    # tuple, a model, a list holding one (a re-execution that serves the tool that set it says so)
+    typed: str | None = None
 
     @model_validator(mode="after")
     def _runtime_fields_fit(self) -> "CtxSet":

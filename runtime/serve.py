@@ -16,6 +16,7 @@ live waits (``on_divergence="pause"``) or stops the run first.
 from __future__ import annotations
 
 import inspect
+import json
 import re
 from typing import TYPE_CHECKING, Any
 
@@ -129,11 +130,11 @@ class Server:
         if k == 1:
             kept = self._object_kept_as_text(rec or "", tspec.name)
             if kept is not None:  # made again, the field would hold that text: the tool runs, live, instead
-                name, shown = kept
+                name, shown, what = kept
                 resume.diverge_at(end, Difference(
                     field=f"ctx.{name}", recorded=shown, now="(not made again)",
-                    why=f"tool {tspec.name} set ctx.{name} to an object the journal keeps only as its description: "
-                        f"re-executed, ctx.{name} would be that text (and what the tool registered with "
+                    why=f"tool {tspec.name} set ctx.{name} to {what}: "
+                        f"re-executed, ctx.{name} would be that (and what the tool registered with "
                         f"ctx.on_dispose, not registered); give the tool replay=\"rerun\" so a re-execution runs "
                         "it again, or fork before it"),
                     recorded=f"tool {tspec.name} served", current=f"tool {tspec.name} runs")
@@ -186,15 +187,19 @@ class Server:
                 except ValidationError as exc:
                     raise recorded.damaged(ev["seq"], reason_of(exc, at="item")) from None
 
-    def _object_kept_as_text(self, rec: str, name: str) -> tuple[str, str] | None:
-        """(field, the recorded text) of a ``ctx`` field the recorded tool set to an object with no JSON
-        form (a connection, a client), or to a list or mapping holding one: the journal holds
-        ``<module.Class object>`` for it."""
+    def _object_kept_as_text(self, rec: str, name: str) -> tuple[str, str, str] | None:
+        """(field, the recorded text, what it is) of a ``ctx`` field the recorded tool set to an object
+        with no JSON form (a connection, a client), or to a list or mapping holding one: the journal
+        holds ``<module.Class object>`` for it; or to a value its JSON form is not (a datetime, a
+        tuple: the event says its ``typed``)."""
         for ev in self.resume.recorded.inside.get(rec, ()):
             if ev["type"] == "ctx.set" and ev.get("origin") == f"tool:{name}":
                 found = _object_text(ev.get("value"))
                 if found is not None:
-                    return str(ev.get("name")), found
+                    return str(ev.get("name")), found, "an object the journal keeps only as its description"
+                if ev.get("typed"):
+                    return (str(ev.get("name")), json.dumps(ev.get("value"), ensure_ascii=False)[:80],
+                            f"a {ev['typed']} the journal keeps only as its JSON form")
         return None
 
     def _effects(self, run: "Run", name: str, rec: str) -> None:

@@ -92,6 +92,10 @@ async def test_showing_a_value_never_changes_what_the_flow_does():
         def __repr__(self):
             raise ValueError("boom")
 
+    class Array:  # numpy's: == is elementwise, and the truth of what it gives raises
+        def __eq__(self, other):
+            raise ValueError("The truth value of an array with more than one element is ambiguous")
+
     @agent(provider=FunctionProvider(lambda m, t: "ok"), prompt="p")
     class A:
         def after_response(self, response, ctx):
@@ -100,6 +104,7 @@ async def test_showing_a_value_never_changes_what_the_flow_does():
             circular = []
             circular.append(circular)
             ctx.circular, ctx.raw, ctx.loud = circular, b"\x00\xff", Loud()
+            ctx.arrays = [Array()]
 
     @workflow(steps=[A])
     class W:
@@ -113,3 +118,6 @@ async def test_showing_a_value_never_changes_what_the_flow_does():
     shown = {e.name: e.value for e in events if e.type == "ctx.set"}
     assert "shown without being consumed" in shown["gen"]
     assert "Circular reference" in shown["circular"] and "not shown" in shown["raw"] and "boom" in shown["loud"]
+    # none of them reads back from its JSON form: each event says its type
+    typed = {e.name: e.typed for e in events if e.type == "ctx.set" and e.name != "output" and e.name != "turn"}
+    assert typed == {"gen": "generator", "circular": "list", "raw": "bytes", "loud": "Loud", "arrays": "list"}

@@ -374,6 +374,41 @@ def test_a_run_whose_flow_starts_threads_reexecutes_though_their_names_differ(tm
     reexecuted(flow, journal)
 
 
+def test_a_set_in_the_state_is_journaled_in_one_order_whatever_the_process(tmp_path):
+    """A set's order is its strings' hash order, which each Python process draws anew: a run
+    re-executed in another process diverged at its start (state.tags[0] 'delta' -> 'gamma') about
+    half the time, and flowtui diff found differences between two runs of the same flow."""
+    import os
+
+    flow = tmp_path / "sets.py"
+    flow.write_text(
+        "from pydantic import BaseModel\nfrom flowtui import ScriptedProvider, State, agent, workflow\n"
+        "class S(BaseModel):\n    tags: set[str] = {'alpha', 'beta', 'gamma', 'delta', 'epsilon'}\n"
+        "    frozen: frozenset[str] = frozenset({'a', 'b', 'c', 'd'})\n"
+        "@agent(provider=ScriptedProvider(['ok']), prompt='p')\nclass A:\n"
+        "    def __init__(self, s: S = State()):\n        self.s = s\n"
+        "    def after_response(self, response, ctx):\n        self.s.tags.add('zeta')\n"
+        "@workflow(state=S, steps=[A])\nclass W:\n    pass\n")
+
+    def in_a_process(seed: int, *args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-c", "from flowtui.tui.cli import main; main()", "run", str(flow),
+                               *args], capture_output=True, text=True, cwd=tmp_path, timeout=120,
+                              env={**os.environ, "PYTHONHASHSEED": str(seed)})
+
+    journals = []
+    for seed in range(4):  # the order of five strings differs between some of these
+        journals.append(tmp_path / f"run{seed}.jsonl")
+        assert in_a_process(seed, "--input", "x", "--journal", str(journals[-1])).returncode == 0
+    states = {json.dumps([ev.get("state") or ev.get("new") for ev in lines(journal)
+                          if ev["type"] in ("run.start", "workflow_state.change")]) for journal in journals}
+    assert states == {json.dumps([{"tags": ["alpha", "beta", "delta", "epsilon", "gamma"],
+                                   "frozen": ["a", "b", "c", "d"]},
+                                  ["alpha", "beta", "delta", "epsilon", "gamma", "zeta"]])}
+    for seed in range(4):
+        res = in_a_process(seed + 10, "--resume-from", str(journals[seed]), "--no-journal")
+        assert res.returncode == 0 and "diverged" not in res.stderr, res.stderr
+
+
 def test_a_divergence_says_why_its_event_numbers_differ_when_they_do():
     """`diverged … at event #33` beside `now: … (event #23)`, unexplained: the recorded run's pauses are
     events, which the re-execution goes past."""
@@ -839,6 +874,48 @@ async def test_a_ctx_object_the_journal_kept_as_text_is_not_made_again_as_that_t
     await asyncio.wait_for(task, 10)
     results = [e.item.content for e in events if e.type == "state.append" and getattr(e.item, "role", "") == "tool"]
     assert results == ["uso 1", "uso 2", "uso 3"], results
+
+
+async def test_a_ctx_value_whose_json_reads_back_as_another_type_is_not_made_again_as_its_json(tmp_path):
+    """ctx.when = datetime(...) in a served tool came back as its ISO text (a Decimal as a text, a tuple
+    as a list): the re-execution of unchanged code failed ('str' object has no attribute 'year'), said
+    as a divergence of the hook that read it."""
+    import datetime
+
+    @tool(name="marcar", description="Marks the time.")
+    class Marcar:
+        def execute(self, ctx: AgentContext = Context()):
+            ctx.quando = datetime.datetime(2024, 5, 6)
+            ctx.nomes = ["a", "b"]  # JSON already: served as it is
+            return "marcado"
+
+    def model(messages, tools):
+        return "fim" if any(m.role == "tool" for m in messages) else \
+            {"content": "", "tool_calls": [{"name": "marcar", "args": {}}]}
+
+    years = []
+
+    @agent(provider=FunctionProvider(model), prompt="p", tools=[Marcar])
+    class A:
+        def after_response(self, response, ctx):
+            years.append(ctx.quando.year)
+
+    @workflow(steps=[A])
+    class TimeWorkflow:
+        pass
+
+    journal = tmp_path / "when.jsonl"
+    await bootstrap(TimeWorkflow).run("go", journal=journal)
+    sets = {ev["name"]: ev.get("typed") for ev in lines(journal) if ev["type"] == "ctx.set" and ev["origin"] != "runtime"}
+    assert sets == {"quando": "datetime", "nomes": None}
+    events: list = []
+    await bootstrap(TimeWorkflow).run(resume_from=str(journal), on_event=events.append)
+    diverged = next(e for e in events if e.type == "run.diverged")
+    (difference,) = diverged.differences
+    assert (difference.field, difference.recorded) == ("ctx.quando", '"2024-05-06T00:00:00"')
+    assert "a datetime the journal keeps only as its JSON form" in difference.why
+    assert 'give the tool replay="rerun"' in difference.why
+    assert years == [2024]  # the hook never read a text in its place
 
 
 async def test_a_divergence_can_pause_and_continuing_goes_on_live(tmp_path, knobs):
