@@ -82,9 +82,10 @@ def test_the_loop_label_is_the_iteration_in_progress_at_every_event(tmp_path):
             labels.append((ev.type, getattr(ev, "kind", None), getattr(ev, "name", None), loop.label))
     starts = [label for type, kind, _, label in labels if (type, kind) == ("node.start", "agent")]
     assert starts == ["loop 1/4", "loop 1/4", "loop 2/4", "loop 2/4"]
-    # an iteration's end (ctx.loop set) keeps its number: the next starts with its first step
+    # the loop's start (ctx.loop set, 0 iterations) is its first; an iteration's end keeps its number: the
+    # next starts with its first step
     assert [label for type, _, name, label in labels if (type, name) == ("ctx.set", "loop")] == \
-        ["loop 1/4", "loop 2/4", "loop 2/4"]
+        ["loop 1/4", "loop 1/4", "loop 2/4", "loop 2/4"]
     assert labels[-1][3] == "loop 2/4"  # ended after two iterations
 
 

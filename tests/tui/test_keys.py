@@ -22,7 +22,7 @@ async def test_opens_paused_before_the_first_step_with_input_and_memory_seeded()
         assert view.status_line() == "paused before Writer"
         assert [m.content for m in view.history] == ["Write about ctx.state"]
         assert view.memory == ["user: Castro"]
-        assert types(app) == ["run.start", "state.append", "node.start", "node.start", "run.pause"]
+        assert types(app) == ["run.start", "state.append", "node.start", "node.start", "ctx.set", "run.pause"]
         assert flowcapture.requests() == []  # nothing ran
 
 
