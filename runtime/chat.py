@@ -101,10 +101,12 @@ async def call_model(run: "Run", spec: AgentSpec, request: ChatRequest, *, promp
             if final is not request:  # a middleware changed it: what really left is recorded too
                 scope.data["sent"] = len(final.messages)
                 scope.data["sent_request"] = recorded(final, provider)
-                found = problems(final.messages, name="messages")
+                # (one with no message at all: a provider refuses it, as it does a call left unanswered)
+                found = problems(final.messages, name="messages") if final.messages else ["it holds no message"]
                 if found:
                     by = ", ".join(scope.data.get("changed_by", [])) or "a middleware"
-                    raise ConversationError(spec.name, found, where=f"the request {by} passed on")
+                    raise ConversationError(spec.name, found, where=f"the request {by} passed on",
+                                            fix=f"fix {by}: it passes on what the model is sent")
             try:
                 answer = await provider.complete(final)
             except asyncio.CancelledError as exc:  # a task the provider awaited was cancelled, or the run

@@ -110,12 +110,13 @@ class ConversationError(RunError):
     """A model call was refused before it left: what it would send is not a valid conversation
     (:mod:`~flowtui.runtime.wellformed`). ``problems`` lists each fault, naming the message."""
 
-    def __init__(self, agent: str, problems: list[str], *, where: str = "ctx.state.history") -> None:
+    def __init__(self, agent: str, problems: list[str], *, where: str = "ctx.state.history",
+                 fix: str = "fix the code that wrote the history, or remove the orphan in the app (d)") -> None:
         self.agent, self.problems, self.where = agent, problems, where
         shown = "; ".join(problems[:3]) + (f"; and {len(problems) - 3} more" if len(problems) > 3 else "")
         super().__init__(f"the model call of {agent} was not sent: {where} is not a valid conversation "
                          f"({shown}). Every tool message must answer a call of the assistant message before "
-                         "it; fix the code that wrote the history, or remove the orphan in the app (d)")
+                         f"it; {fix}")
 
 
 class ProviderError(RunError):

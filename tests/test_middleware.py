@@ -206,6 +206,38 @@ async def test_a_model_middleware_that_returns_no_reply_is_named():
     assert "model middleware 'forgetful' returned NoneType" in events[-1].error
 
 
+async def test_a_model_middleware_passing_on_no_message_or_an_orphan_result_is_named_before_it_is_sent():
+    """A request a middleware emptied went to the provider, which refused it with a 400 that named no
+    middleware; one left with a tool result whose call it dropped was refused as history's fault."""
+    from flowtui import ConversationError
+
+    sent = []
+
+    async def empties(request, call_next):
+        return await call_next(request.model_copy(update={"messages": []}))
+
+    async def orphans(request, call_next):
+        extra = Message(role="tool", content="r", tool_call_id="call_9", tool_name="busca")
+        return await call_next(request.model_copy(update={"messages": [*request.messages, extra]}))
+
+    for name, layer, problem in [("emptier", empties, "it holds no message"),
+                                 ("orphaner", orphans, "answers call_9, which no assistant message makes")]:
+        @agent(provider=FunctionProvider(lambda m, t: sent.append(m) or "ok"), prompt="p")
+        class A:
+            pass
+
+        @workflow(steps=[A], middlewares=[Middleware(name=name, model=layer)])
+        class W:
+            pass
+
+        with pytest.raises(ConversationError) as caught:
+            await bootstrap(W).run("go")
+        said = str(caught.value)
+        assert f"the request {name} passed on is not a valid conversation" in said and problem in said, said
+        assert said.endswith(f"fix {name}: it passes on what the model is sent") and "orphan in the app" not in said
+    assert sent == []  # neither reached the provider
+
+
 async def test_events_a_middleware_causes_name_it_as_their_origin():
     executed = []
     provider, _ = scripted(call("busca", q="x"), "fim")
