@@ -91,6 +91,7 @@ class _Run:
     memory: list[str] = field(default_factory=list)
     tasks: list[str] = field(default_factory=list)
     fields: dict[str, Any] = field(default_factory=dict)  # "state.x" and "ctx.y" as they are now
+    paused: tuple[str | None, str] | None = None  # (its node, its point) while paused: where an edit is made
 
 
 def build_tree(events: Iterable[Any], *, shared: dict[Any, Any] | None = None) -> Step:
@@ -128,12 +129,19 @@ class _Builder:
         return run
 
     def owner(self, ev: Any) -> Step:
-        """The step an event belongs to: its node's (a loop's current iteration), else its run's."""
-        node = self.nodes.get(ev.node_id) if ev.node_id else None
+        """The step an event belongs to: its node's (a loop's current iteration), else its run's. An
+        edit made by hand belongs where the run was paused (it is made from outside the run, with no
+        node of its own: said at the run's root, it came last, after all the steps it came before)."""
+        node_id, point = ev.node_id, None
+        if not node_id and ev.origin == "user" and ev.run_id in self.runs and self.runs[ev.run_id].paused:
+            node_id, point = self.runs[ev.run_id].paused
+        node = self.nodes.get(node_id) if node_id else None
         if node is None or node.run_id != ev.run_id:
             return self.run(ev.run_id).root
         if node.kind == "loop":
-            return self.iteration(node, node.done if node.between else node.done + 1)
+            # (paused before the next iteration's first step: that iteration's, as the pause's path says)
+            ahead = point is not None and point != "loop_iteration"
+            return self.iteration(node, node.done if node.between and not ahead else node.done + 1)
         return node.step
 
     def iteration(self, loop: _Node, i: int) -> Step:
@@ -316,6 +324,12 @@ class _Builder:
             return out
         return self.shared.setdefault(key, out)
 
+    def on_run_pause(self, ev: Any) -> None:
+        self.run(ev.run_id).paused = (ev.node_id, ev.point)
+
+    def on_run_resume(self, ev: Any) -> None:
+        self.run(ev.run_id).paused = None
+
     def on_tool_decision(self, ev: Any) -> None:
         self.owner(ev).add("decisions", {"tool": ev.tool, "decision": ev.decision, "reason": ev.reason,
                                          "args": ev.args})
@@ -328,7 +342,8 @@ _HANDLERS = {
     "node.start": _Builder.on_node_start, "node.end": _Builder.on_node_end,
     "state.append": _Builder.on_state_append, "state.set": _Builder.on_state_set,
     "workflow_state.change": _Builder.on_workflow_state_change, "ctx.set": _Builder.on_ctx_set,
-    "tool.decision": _Builder.on_tool_decision,
+    "tool.decision": _Builder.on_tool_decision, "run.pause": _Builder.on_run_pause,
+    "run.resume": _Builder.on_run_resume,
 }
 
 

@@ -694,3 +694,36 @@ async def test_a_value_nested_hundreds_deep_in_a_forged_journal_is_a_difference_
     code, out, err = diff(capsys, a, b)
     assert code == 1 and err == "", err
     assert f"state.{field}" in out and '{"a": {"a":' in out
+
+
+async def test_an_edit_made_at_a_pause_is_said_where_the_run_was_paused_first_when_it_came_first(tmp_path, capsys):
+    """An edit is made from outside the run, with no node: it was said at the run's root, after every
+    step (the first divergence marked a later step, and the edit came last)."""
+    import asyncio
+
+    from flowtui import Controller
+
+    async def edited_at_the_second_writer(path: Path) -> None:
+        ctl = Controller(breakpoints=["Writer"])
+        run = bootstrap(review_flow(approve_at=3)).prepare("write about the sky", controller=ctl, journal=path)
+        task = asyncio.ensure_future(run.execute())
+        pauses = 0
+        while not task.done():
+            if ctl.paused:
+                pauses += 1
+                if pauses == 3:  # before the loop's second iteration
+                    run.edits.set_field("rounds", "7")
+                    run.state.append("memory", "added by hand", origin="user")
+                ctl.resume()
+            await asyncio.sleep(0.002)
+        await asyncio.wait_for(task, 60)
+
+    a = tmp_path / "a.jsonl"
+    await bootstrap(review_flow(approve_at=3)).run("write about the sky", journal=a)
+    b = tmp_path / "b.jsonl"
+    await edited_at_the_second_writer(b)
+    code, out, _ = diff(capsys, a, b)
+    assert code == 1
+    assert "▶ first divergence: ReviewWorkflow › loop 2\n  state.rounds: 2 → 7\n  memory appended: (absent) → " \
+           "[\"added by hand\"]\n" in out, out
+    assert out.index("▶ first divergence") < out.index("ReviewWorkflow › loop 2 › Writer")
