@@ -68,8 +68,9 @@ async def run_tool_call(run: "Run", spec: AgentSpec, agent: Any, call: ToolCall)
     with NodeScope(run, "tool", call.name, data={"args": dict(call.args)}) as scope:
         try:
             output, is_error, ran = await _execute(run, spec, agent, call, executed)  # ran: the call before_tool left
-        except _Stopping:  # before_tool called ctx.stop(): the turn answers it as it does the calls left
-            scope.status = "stopped"
+        except _Stopping:  # the run is stopping (before_tool called ctx.stop()): the turn answers it as it
+            scope.status = "stopped"  # does the calls left; the journal says it was not run, not that it
+            scope.data["executed"] = 0  # never returned (a re-execution ran it live)
             return None
         _changed(scope, ran)
         if stop_before is None and ctx._stop_by == f"tool:{call.name}":
@@ -123,6 +124,9 @@ class AgentTool:
 
     async def __call__(self, args: Mapping[str, Any] | None = None, /, **kwargs: Any) -> ToolOutput:
         run, call = self._run, ToolCall(name=self.name, args={**(args or {}), **kwargs})
+        if run.ctx._stop_by is not None:  # no tool starts once the run is stopping, a turn's or an agent's own
+            return ToolOutput(content=f"Tool call {self.name} was not run: the run is stopping (ctx.stop()).",
+                              is_error=True)
         executed: list[tuple[str, bool]] = []
         with NodeScope(run, "tool", self.name, data={"args": dict(call.args)}) as scope:
             output, is_error, ran = await invoke_tool(run, self._spec, call, executed)
@@ -177,12 +181,12 @@ async def _execute(run: "Run", spec: AgentSpec, agent: Any, call: ToolCall,
         elif new is not None:  # (a dict or a name ran the call unchanged, unsaid)
             refuse_returned(agent.before_tool, spec.name, "before_tool", new)
         if run.ctx._stop_by is not None:  # no tool starts once the run is stopping (it ran: a tool that
-            raise _Stopping  # deletes did delete)
+            raise _Stopping  # deletes did delete), said by before_tool or, while it awaited, elsewhere
     return await invoke_tool(run, spec, call, executed)
 
 
 class _Stopping(Exception):
-    """``before_tool`` called ``ctx.stop()``: the call it was about is not run."""
+    """The run is stopping (``ctx.stop()``) as ``before_tool`` returns: the call it was about is not run."""
 
 
 async def invoke_tool(run: "Run", spec: AgentSpec, call: ToolCall,

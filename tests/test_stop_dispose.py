@@ -99,6 +99,25 @@ async def test_ctx_stop_in_before_tool_keeps_that_tool_from_running():
     assert (end.type, end.status, end.reason) == ("run.end", "stopped", "stopped by ctx.stop() in hook:A.before_tool")
 
 
+async def test_an_agents_own_run_calls_no_tool_once_the_run_is_stopping():
+    """self.tools["x"]() inside run() ran the tool after ctx.stop(), though no tool starts once it is said."""
+    @agent(provider=FunctionProvider(lambda m, t: "unused"), tools=[Finalizar, Outra])
+    class Manual:
+        async def run(self, input, ctx):
+            first = await self.tools["finalizar"]()
+            second = await self.tools["outra"]()  # would raise AssertionError, had it run
+            return f"{first.content} | {second.content} ({second.is_error})"
+
+    @workflow(steps=[Manual])
+    class W:
+        pass
+
+    out, events, run = await run_collect(W)
+    assert out == "relatório final | Tool call outra was not run: the run is stopping (ctx.stop()). (True)"
+    assert [e.name for e in events if e.type == "node.start" and e.kind == "tool"] == ["finalizar"]
+    assert (events[-1].status, events[-1].reason) == ("stopped", "stopped by ctx.stop() in tool:finalizar")
+
+
 async def test_ctx_stop_in_until_ends_the_loop_as_a_stop():
     provider, calls = counting()
 
