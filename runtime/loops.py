@@ -10,6 +10,7 @@ which. ``math.inf`` turns a ceiling off.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import math
 from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Any
@@ -83,7 +84,9 @@ async def run_loop(run: "Run", spec: LoopSpec) -> None:
                 _set_loop(ctx, trusted, shown, iterations=done, exhausted=stopped_by == "exhausted",
                           max_iterations=ceiling, stopped_by=stopped_by)
             if stopped_by is not None:
-                object.__setattr__(ctx, "_ended_loop", (ctx.get("loop"), loops_var.get()))
+                ended = (ctx.get("loop"), loops_var.get())
+                object.__setattr__(ctx, "_ended_loop", ended)  # (read where no task of the run's says its own)
+                _note(ctx, ended[0], ended)
 
 
 def _set_loop(ctx: Any, trusted: bool, shown_ceiling: int | None, **fields: Any) -> None:
@@ -97,7 +100,21 @@ def _set_loop(ctx: Any, trusted: bool, shown_ceiling: int | None, **fields: Any)
         ctx._set("loop", info, origin="runtime", shown={
             "iterations": info.iterations, "exhausted": info.exhausted, "max_iterations": shown_ceiling,
             "stopped_by": info.stopped_by})
-    branch_loop.set((ctx, info))
+    mine = branch_loop.get()
+    _note(ctx, info, mine[2] if mine is not None and mine[0] is ctx else None)
+
+
+# [ctx, the loop set last, the loop ended last] by the branches of the parallel step running now: once it is
+# over, its task's own (a branch with no loop, or a parallel step nested in a branch, takes no sibling's)
+_in_parallel: contextvars.ContextVar[list[Any] | None] = contextvars.ContextVar("flowtui_parallel", default=None)
+
+
+def _note(ctx: Any, info: Any, ended: Any) -> None:
+    """``ctx.loop`` and the loop ended last, as this task (a branch of a parallel step) reads them."""
+    branch_loop.set((ctx, info, ended))
+    held = _in_parallel.get()
+    if held is not None and held[0] is ctx:
+        held[1:] = [info, ended]
 
 
 async def _until(run: "Run", spec: LoopSpec) -> bool:
@@ -114,9 +131,13 @@ async def run_parallel(run: "Run", spec: ParallelSpec) -> None:
     """``spec``'s steps concurrently on the same ``ctx`` (the last writer of ctx.output wins; ctx.loop
     is each branch's own: see ``branch_loop``)."""
     ctx = run.ctx
-    before = ctx._fields.get("loop")
+    held = [ctx, None, None]
     with NodeScope(run, "parallel", spec.name):
-        tasks = [asyncio.ensure_future(run.step(s)) for s in spec.steps]
+        token = _in_parallel.set(held)  # (the branches' tasks hold it: they are made with this context)
+        try:
+            tasks = [asyncio.ensure_future(run.step(s)) for s in spec.steps]
+        finally:
+            _in_parallel.reset(token)
         try:
             await asyncio.gather(*tasks)
         except BaseException:
@@ -125,6 +146,5 @@ async def run_parallel(run: "Run", spec: ParallelSpec) -> None:
             await asyncio.gather(*tasks, return_exceptions=True)
             raise
         finally:
-            after = ctx._fields.get("loop")
-            if after is not before:  # after the step, the most recent loop is the one of its branches that
-                branch_loop.set((ctx, after))  # ended last (a branch's own was set in its task only)
+            if held[1] is not None:  # after the step, the most recent loop is the one its branches set last
+                _note(ctx, held[1], held[2])

@@ -888,3 +888,76 @@ async def test_stepping_parallel_branches_pauses_before_a_model_call_only_with_e
     await task
     assert run.status == "finished"
     assert ("Poeta", []) in chat_pauses and all(found == [] for _, found in chat_pauses), chat_pauses
+
+
+async def test_a_parallel_step_nested_in_a_branch_keeps_the_branch_loop_and_was_exhausted_its_own():
+    """After a parallel step nested in a branch, the branch read the sibling branch's loop (the one last
+    written to the shared ctx), and was_exhausted in a branch's until read the sibling's inner loop."""
+    lb_wrote, slow_in, lb_ended_again = asyncio.Event(), asyncio.Event(), asyncio.Event()
+    seen = []
+
+    def waiting_for(event, first=None):
+        async def model(messages, tools):
+            if first is not None:
+                first.set()
+            await asyncio.wait_for(event.wait(), 30)
+            return "ok"
+        return FunctionProvider(model)
+
+    @agent(provider=waiting_for(lb_wrote))
+    class P1:  # the nested step waits while the other branch writes ctx.loop
+        pass
+
+    @agent(provider=FunctionProvider(lambda m, t: "p"))
+    class P2:
+        pass
+
+    @agent(provider=FunctionProvider(lambda m, t: "obs"))
+    class Obs:
+        def before_prompt(self, prompt, ctx):
+            seen.append((ctx.loop.max_iterations, ctx.loop.iterations, ctx.fields["loop"].max_iterations))
+
+    @agent(provider=FunctionProvider(lambda m, t: "x"))
+    class X:
+        pass
+
+    @agent(provider=waiting_for(lb_ended_again, first=slow_in))
+    class Slow:  # after X's loop gave up, the other branch ends a loop of its own
+        pass
+
+    writes = []
+
+    async def b_model(messages, tools):
+        writes.append(1)
+        if len(writes) == 1:
+            lb_wrote.set()
+            await asyncio.wait_for(slow_in.wait(), 30)
+        return "b"
+
+    @agent(provider=FunctionProvider(lambda m, t: "b"))
+    class B:
+        pass
+
+    @agent(provider=FunctionProvider(b_model))
+    class Bw:
+        pass
+
+    def lb_iteration_ended(ctx):
+        if ctx.loop.iterations == 2:
+            lb_ended_again.set()
+        return False
+
+    @workflow(steps=[parallel([
+        loop([parallel([P1, P2]), Obs, loop([X], max_iterations=1), Slow], until=lambda ctx: was_exhausted(ctx),
+             max_iterations=3, name="LA"),
+        loop([loop([B], until=lambda ctx: True, max_iterations=5), Bw], until=lb_iteration_ended,
+             max_iterations=2, name="LB")])])
+    class W:
+        pass
+
+    _, events, run = await run_collect(W)
+    assert seen == [(3, 0, 3)]  # LA's own loop, whatever LB wrote meanwhile
+    ends = {e.name: (e.data["iterations"], e.data["stopped_by"]) for e in events
+            if e.type == "node.end" and e.kind == "loop" and e.name in ("LA", "LB")}
+    # LA's until: its inner loop gave up (exhausted), whatever loop LB ended since (stopped by its until)
+    assert ends == {"LA": (1, "until"), "LB": (2, "exhausted")}
