@@ -10,7 +10,8 @@
   ``papel`` is ``atendente`` (the model reads why), and ``ContextWindow``
   keeps each request within a token budget;
 - the tool opens the account's connection once per run and closes it with
-  ``ctx.on_dispose``, whatever the run's outcome.
+  ``ctx.on_dispose``, whatever the run's outcome; it is ``replay="rerun"``: a
+  re-execution against a journal runs it again (a journal holds no connection).
 
 Offline: a ``FunctionProvider`` plays a model that looks the invoice up, tries
 to cancel it and answers from what the tools said.
@@ -51,7 +52,7 @@ def conexao(ctx: AgentContext) -> Conexao:
     return ctx.conexao
 
 
-@tool
+@tool(replay="rerun")  # it keeps a live connection in ctx: a re-execution runs it again, to open one
 def faturas(mes: str, ctx: AgentContext = Context()) -> str:
     """The customer's invoice for a month. Use before answering about money.
 

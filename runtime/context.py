@@ -33,11 +33,12 @@ _RUNTIME_SETS = {"turn": "after each turn", "loop": "as a loop starts and after 
                  "budget": "after each model call or tool of a run with a budget"}
 
 
-# (ctx, its loop as this task last set it): the branches of a parallel step share ctx, and a loop's own
-# until and hooks read the loop of their branch, not the loop of whichever branch last wrote ctx.loop (an
-# until that awaited read its sibling's iterations, and ended its loop on them). Set, never reset: the
-# most recent loop is the one that ended, once it has.
-branch_loop: contextvars.ContextVar[tuple[Any, Any] | None] = contextvars.ContextVar("flowtui_loop", default=None)
+# (ctx, its loop as this task last set it, the loop that last ended in it and the loops around that one): the
+# branches of a parallel step share ctx, and a loop's own until and hooks read the loop of their branch, not
+# the loop of whichever branch last wrote ctx.loop (an until that awaited read its sibling's iterations, and
+# ended its loop on them). Set, never reset: the most recent loop is the one that ended, once it has.
+branch_loop: contextvars.ContextVar[tuple[Any, Any, Any] | None] = contextvars.ContextVar("flowtui_loop",
+                                                                                         default=None)
 
 
 def _runtime_writes(name: str) -> str:
@@ -110,10 +111,20 @@ def jsonable(value: Any) -> Any:
     if out.__class__ is dict and isinstance(value, dict) and len(out) < len(value):  # {1: "x", "1": "y"}
         return _described(value, "not shown: some of its keys are one key as JSON text, and a value would be lost")
     if isinstance(value, (set, frozenset)):  # in one order: a set's is its strings' hash order, which each
-        out.sort(key=_json_order)  # process draws anew (a re-execution diverged, and diff saw changes, at random)
+        _sort(out)  # process draws anew (a re-execution diverged, and diff saw changes, at random)
     if isinstance(out, (list, dict)) and _may_hold_non_finite(out):
         return _finite(out)
     return out
+
+
+def _sort(items: list[Any]) -> None:
+    """A set's items (as JSON) in one order: of one kind, as Python orders them (a set of texts at the
+    speed of a plain sort), else by :func:`_json_order`."""
+    kinds = {item.__class__ for item in items}
+    if kinds == {str} or (kinds and kinds <= {int, float} and all(item == item for item in items)):
+        items.sort()
+    else:
+        items.sort(key=_json_order)
 
 
 def _json_order(item: Any) -> tuple[int, Any]:
@@ -126,7 +137,10 @@ def _json_order(item: Any) -> tuple[int, Any]:
 
 
 def _reads_back(value: Any, shown: Any) -> bool:
-    """Whether ``shown``, a value's JSON form, is that value again (a list: compared deep)."""
+    """Whether ``shown``, a value's JSON form, is that value again (a list: compared deep; an enum of
+    ints or strings is carried as itself, and written as its value)."""
+    if shown is value:
+        return value.__class__ in _SCALARS or value.__class__ is float
     try:
         return shown.__class__ is value.__class__ and bool(shown == value)
     except Exception:  # noqa: BLE001 (an array's == is an array, whose truth raises)
@@ -280,22 +294,20 @@ class AgentContext:
     def _set(self, name: str, value: Any, *, origin: str | None, shown: dict[str, Any] | None = None) -> None:
         """Set field ``name``; ``shown`` is the value as the event carries it, when the runtime
         made it along with the value (``ctx.turn``, ``ctx.loop``: no dump needed)."""
-        typed = None
-        if shown is None:
-            if value.__class__ in _SCALARS:
-                shown = value
-            else:
-                shown = _event_value(value)
-                if not _reads_back(value, shown):
-                    typed = type(value).__name__
+        fields = {"name": name}
+        if shown is not None:
+            fields["value"] = shown
+        elif value.__class__ in _SCALARS:
+            fields["value"] = value
+        else:
+            fields["value"] = shown = _event_value(value)
+            if origin is None and not _reads_back(value, shown):  # (the flow's own code set it)
+                fields["typed"] = type(value).__name__
+        if origin:
+            fields["origin"] = origin
         with self._lock:  # the change and its event together
             self._fields[name] = value
-            if origin:
-                self._emit(CtxSet, name=name, value=shown, origin=origin)
-            elif typed is None:
-                self._emit(CtxSet, name=name, value=shown)
-            else:  # (only code of the flow's sets a value the runtime did not make)
-                self._emit(CtxSet, name=name, value=shown, typed=typed)
+            self._emit(CtxSet, **fields)
 
     def stop(self) -> None:
         """End the run gracefully after the current unit of work, with the output so far.
@@ -334,8 +346,9 @@ class AgentContext:
 
     @property
     def fields(self) -> dict[str, Any]:
-        """A copy of every field set so far (yours and the runtime's)."""
-        return dict(self._fields)
+        """A copy of every field set so far (yours and the runtime's; ``loop``: as :meth:`get` reads it)."""
+        mine = branch_loop.get()
+        return {**self._fields, "loop": mine[1]} if mine is not None and mine[0] is self else dict(self._fields)
 
     def __repr__(self) -> str:
         return f"<ctx run={self.run_id} fields={sorted(self._fields)}>"

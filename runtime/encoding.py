@@ -77,6 +77,8 @@ _LAST: tuple[Any, tuple[str, ...], bytes] = (None, (), b"")  # the last event en
 def _encode(event: Any, redactor: Redactor, limit: int | None, kept: dict[str, str] | None) -> tuple[bytes, bool]:
     """The line, and whether it is the whole event (nothing cut)."""
     fields = event.__dict__
+    if fields.get("typed", 0) is None:  # a ctx.set's, but for a value its JSON is not: written only then (a
+        fields = _without_typed(fields)  # journal of a flowtui before it has none, and is the same line)
     verdict = _scan(event, redactor)
     raw = None
     if verdict is not _DIRTY:
@@ -89,11 +91,17 @@ def _encode(event: Any, redactor: Redactor, limit: int | None, kept: dict[str, s
             and (verdict is _FLAT or not redactor.may_hold(raw)):
         return raw, True
     data = event.model_dump(mode="python", warnings=False)
+    if data.get("typed", 0) is None:
+        data = _without_typed(data)
     elided: dict[str, int] = {}
     data = _safe(data, redactor.values, limit, elided, "", kept)
     if elided:
         data["elided"] = elided
     return encode_data(data), not elided
+
+
+def _without_typed(fields: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in fields.items() if k != "typed"}
 
 
 _OURS = frozenset({"seq", "ts", "run_id", "node_id", "parent_id", "type"})  # written by the runtime itself

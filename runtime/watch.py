@@ -479,7 +479,7 @@ def _admitted(base: Any, literal: Any) -> bool:
     if issubclass(base, Enum):  # journaled as its value: state.color == 'blue'
         return any(compare(member.value, "==", literal) for member in base)
     if issubclass(base, Decimal):  # journaled as a text that is the number, which compares as one
-        return is_number(literal)
+        return is_number(literal) or isinstance(literal, str)
     if literal is None:
         return base is type(None)
     if isinstance(literal, bool):
@@ -498,7 +498,8 @@ def _only(tp: Any, kinds: tuple[type, ...]) -> bool:
 
 def _example_of(tp: Any) -> str:
     if isinstance(tp, type) and issubclass(tp, Enum) and len(tp):
-        return literal_text(next(iter(tp)).value)
+        value = next(iter(tp)).value
+        return literal_text(value) if value is None or isinstance(value, (str, int, float)) else "..."
     for kind, example in ((bool, "true"), (int, "3"), (float, "0.5"), (Decimal, "3"), (str, "'text'")):
         if _only(tp, (kind, type(None))):
             return example

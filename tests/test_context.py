@@ -1,5 +1,7 @@
 """ctx: free fields, ctx.get, AttributeError on unset fields, and the runtime's fields."""
 
+import enum
+
 import pytest
 
 from flowtui import FunctionProvider, LoopInfo, TurnInfo, agent, bootstrap, loop, workflow
@@ -92,6 +94,9 @@ async def test_showing_a_value_never_changes_what_the_flow_does():
         def __repr__(self):
             raise ValueError("boom")
 
+    class Color(enum.IntEnum):  # written as its value, read back as an int
+        RED = 1
+
     class Array:  # numpy's: == is elementwise, and the truth of what it gives raises
         def __eq__(self, other):
             raise ValueError("The truth value of an array with more than one element is ambiguous")
@@ -105,6 +110,7 @@ async def test_showing_a_value_never_changes_what_the_flow_does():
             circular.append(circular)
             ctx.circular, ctx.raw, ctx.loud = circular, b"\x00\xff", Loud()
             ctx.arrays = [Array()]
+            ctx.color, ctx.ratio, ctx.names = Color.RED, 0.5, ["a", 1, {"b": [2.5]}]  # (the last two read back)
 
     @workflow(steps=[A])
     class W:
@@ -120,4 +126,5 @@ async def test_showing_a_value_never_changes_what_the_flow_does():
     assert "Circular reference" in shown["circular"] and "not shown" in shown["raw"] and "boom" in shown["loud"]
     # none of them reads back from its JSON form: each event says its type
     typed = {e.name: e.typed for e in events if e.type == "ctx.set" and e.name != "output" and e.name != "turn"}
-    assert typed == {"gen": "generator", "circular": "list", "raw": "bytes", "loud": "Loud", "arrays": "list"}
+    assert typed == {"gen": "generator", "circular": "list", "raw": "bytes", "loud": "Loud", "arrays": "list",
+                     "color": "Color", "ratio": None, "names": None}

@@ -44,7 +44,9 @@ FLOW_RUNS = {
     "pesquisa.py": ("O que é ctx.state?", None),
     "conta.py": ("Quero cancelar a fatura de 2025-03", {"conta_id": "acme"}),
 }
-RERUN = {"pesquisar"}  # runs a child workflow: re-executed, its child's model calls and tools served
+# pesquisar runs a child workflow: re-executed, its child's model calls and tools served; faturas keeps a
+# live connection in ctx, so it is declared replay="rerun"
+RERUN = {"pesquisar", "faturas"}
 
 
 def recorded_events(path: Path, *, skip=("run.pause", "run.resume")) -> list[dict]:
@@ -908,6 +910,8 @@ async def test_a_ctx_value_whose_json_reads_back_as_another_type_is_not_made_aga
     await bootstrap(TimeWorkflow).run("go", journal=journal)
     sets = {ev["name"]: ev.get("typed") for ev in lines(journal) if ev["type"] == "ctx.set" and ev["origin"] != "runtime"}
     assert sets == {"quando": "datetime", "nomes": None}
+    # written only where it says something: a journal of a flowtui before it is the same line by line
+    assert not [ev for ev in lines(journal) if "typed" in ev and ev["typed"] is None]
     events: list = []
     await bootstrap(TimeWorkflow).run(resume_from=str(journal), on_event=events.append)
     diverged = next(e for e in events if e.type == "run.diverged")
@@ -916,6 +920,28 @@ async def test_a_ctx_value_whose_json_reads_back_as_another_type_is_not_made_aga
     assert "a datetime the journal keeps only as its JSON form" in difference.why
     assert 'give the tool replay="rerun"' in difference.why
     assert years == [2024]  # the hook never read a text in its place
+
+
+def test_a_tool_before_tool_stopped_is_journaled_as_not_run_and_a_flow_that_now_runs_it_diverges(tmp_path):
+    """Its node ended "stopped" with nothing said of its running: a re-execution took it for a call that
+    never returned, checked nothing after it, and ran it live (a flow whose hook no longer stops ran
+    the deleting tool without a word)."""
+    source = ("from flowtui import ScriptedProvider, agent, tool, workflow\n"
+              "@tool(description='Deletes.')\ndef apagar(q: str) -> str:\n    open('apagado.txt', 'w').write(q)\n"
+              "    return 'apagado'\n"
+              "@agent(provider=ScriptedProvider([{'tool_calls': [{'name': 'apagar', 'args': {'q': 'x'}}]}, 'fim']), "
+              "prompt='p', tools=[apagar])\nclass A:\n"
+              "    def before_tool(self, call, ctx):\n        ctx.stop()\n"
+              "@workflow(steps=[A])\nclass W:\n    pass\n")
+    flow, journal = journaled(tmp_path, "bt.py", source)
+    (end,) = [ev for ev in lines(journal) if ev["type"] == "node.end" and ev["kind"] == "tool"]
+    assert (end["status"], end["data"]["executed"]) == ("stopped", 0)
+    res = reexecuted(flow, journal)
+    assert "never returned" not in res.stderr and not (tmp_path / "apagado.txt").exists()
+    flow.write_text(source.replace("        ctx.stop()\n", "        pass\n"))
+    res = flowtui("run", str(flow), "--resume-from", str(journal), "--no-journal", cwd=tmp_path)
+    assert res.returncode == 3 and "the recorded run did not run tool apagar here" in res.stderr, res.stderr
+    assert not (tmp_path / "apagado.txt").exists()
 
 
 async def test_a_divergence_can_pause_and_continuing_goes_on_live(tmp_path, knobs):

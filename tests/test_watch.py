@@ -572,7 +572,12 @@ class Color(Enum):
     BLUE = "blue"
 
 
+class Point(Enum):
+    ORIGIN = (0, 0)
+
+
 class TypedState(BaseModel):
+    point: Point = Point.ORIGIN
     amount: Decimal = Decimal("0.1")
     color: Color = Color.RED
     by_id: dict[int, str] = {}
@@ -581,6 +586,7 @@ class TypedState(BaseModel):
 @pytest.mark.parametrize("expr,path", [
     ("state.amount > 1", "amount"),  # a Decimal is journaled as its digits: compared as the number
     ("state.amount == 2.5", "amount"),
+    ("state.amount == '2.50'", "amount"),  # or as its text, as the journal holds it
     ("state.color == 'blue'", "color"),  # an enum as its value (it was refused: "never equals 'blue'")
     ("state.by_id.3 == 'three'", "by_id"),  # a dict's int keys are text in JSON
 ])
@@ -621,3 +627,6 @@ async def test_an_enum_field_equal_to_no_value_of_its_enum_is_refused_with_one_o
         bootstrap(W).prepare("go", controller=Controller(watch=["state.color == 'green'"]))
     assert caught.value.message == "state.color is Color: it never equals 'green'"
     assert caught.value.hint == "compare it with a value of its type, e.g. state.color == 'red'"
+    with pytest.raises(WatchError) as caught:  # a value no watchpoint can write is not given as an example
+        bootstrap(W).prepare("go", controller=Controller(watch=["state.point == 3"]))
+    assert caught.value.hint == "compare it with a value of its type, e.g. state.point == ..."
