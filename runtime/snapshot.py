@@ -56,16 +56,29 @@ def _drop_none(value: Any) -> Any:
     return value
 
 
+def left_out(view: Any) -> list[str]:
+    """The state fields a snapshot of ``view`` leaves out: flowtui could only describe their values
+    (bytes that are no text, an object with no JSON form), and a snapshot holding the description
+    could not be loaded back. They start at their defaults."""
+    return [name for name, value in view.state.items() if isinstance(value, str) and DESCRIBED.search(value)]
+
+
 def snapshot_toml(view: Any) -> str:
     """The TOML text of a :class:`~flowtui.runtime.fold.RunView`'s current state, credentials redacted."""
     import tomli_w
 
     history = [m.model_dump(mode="json", exclude_defaults=True) for m in view.history]
+    gone = left_out(view)
+    state = {name: value for name, value in view.state.items() if name not in gone}
     data = {"workflow": view.workflow or "", "memory": list(view.memory), "tasks": list(view.tasks),
-            "state": view.state, "data": view.data, "history": history}
+            "state": state, "data": view.data, "history": history}
     from flowtui.runtime.encoding import safe_data
 
-    return tomli_w.dumps(_drop_none(safe_data(data, Redactor.from_environment())))
+    text = tomli_w.dumps(_drop_none(safe_data(data, Redactor.from_environment())))
+    if gone:
+        return f"# left out: {', '.join(gone)} (flowtui could only describe their values; they start at " \
+               f"their defaults)\n{text}"
+    return text
 
 
 def write_snapshot(view: Any, path: str | Path) -> bool:

@@ -129,3 +129,23 @@ def test_snapshot_out_says_what_it_did(flow, tmp_path):
     second = flowtui("run", f"{flow}:W", "--no-journal", "--snapshot-out", str(snap), cwd=tmp_path)
     assert f"snapshot: replaced {snap}" in second.stderr
     assert oct(snap.stat().st_mode & 0o777) == "0o600"
+
+
+def test_a_state_value_flowtui_could_only_describe_is_left_out_of_the_snapshot_and_said(tmp_path):
+    """bytes that are no text were written as their description, which loading then refused: the
+    snapshot flowtui wrote could not be used at all."""
+    flow = tmp_path / "bytes_flow.py"
+    flow.write_text(
+        "from pydantic import BaseModel\nfrom flowtui import FunctionProvider, State, agent, workflow\n"
+        "class S(BaseModel):\n    raw: bytes = b'ok'\n    n: int = 0\n"
+        "@agent(provider=FunctionProvider(lambda m, t: 'ok'), prompt='p')\nclass A:\n"
+        "    def __init__(self, s: S = State()):\n        self.s = s\n"
+        "    def after_response(self, response, ctx):\n        self.s.raw, self.s.n = b'\\xff\\xfe', 5\n"
+        "@workflow(state=S, steps=[A])\nclass W:\n    pass\n")
+    res = flowtui("run", str(flow), "--input", "x", "--no-journal", "--snapshot-out", "s.toml", cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    assert "snapshot: wrote s.toml (left out: state raw, which flowtui could only describe" in res.stderr
+    text = (tmp_path / "s.toml").read_text()
+    assert text.startswith("# left out: raw") and "raw =" not in text and "n = 5" in text
+    res = flowtui("run", str(flow), "--input", "y", "--no-journal", "--from-snapshot", "s.toml", cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
