@@ -353,6 +353,10 @@ class TreePrinter:
             why = (f"event #{r.asked} is inside {inside}" if r.asked is not None else
                    f"the recorded run never returned from {r.call} (stopped or killed inside it)")
             line = f"! {why}: re-executed up to event #{r.at}, and that call runs live"
+        elif ev.type == "run.start" and ev.resumed_from is not None and ev.resumed_from.torn:
+            r = ev.resumed_from
+            line = (f"! line {r.torn} of {r.journal}, its last, is cut short (its writer was killed?): re-executed "
+                    f"up to event #{r.at}, the last written whole, then live")
         elif ev.type == "run.start" and ev.resumed_from is not None and ev.resumed_from.inside_edit:
             r = ev.resumed_from  # (a promote is two events: K between them held what nobody saw)
             line = (f"! event #{r.asked} is inside an edit ({r.inside_edit}): re-executed up to event #{r.at}, "

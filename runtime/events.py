@@ -63,6 +63,8 @@ class ResumedFrom(BaseModel):
                               "inside_edit: K is then the event before that call or edit")
     inside_edit: str | None = Field(default=None, description="the person's edit the K asked for fell inside (a "
                                     "promote is two events), said as its first event's note")
+    torn: int | None = Field(default=None, description="the journal's last line, cut short (its writer was "
+                             "killed): the run was re-executed up to the last event written whole, then live")
 
     @property
     def call(self) -> str | None:
@@ -74,7 +76,7 @@ class ResumedFrom(BaseModel):
     @model_serializer(mode="wrap")
     def _only_when_there(self, handler: Any) -> dict[str, Any]:
         data = handler(self)
-        for name in ("before_tool", "before_model", "asked", "inside_edit"):
+        for name in ("before_tool", "before_model", "asked", "inside_edit", "torn"):
             if data.get(name) is None:
                 data.pop(name, None)
         return data

@@ -73,6 +73,7 @@ class Recorded:
     before: tuple[str, str] | None = None
     asked: int | None = None  # K as given, when it fell inside that call or edit (``at`` is then just before it)
     inside_edit: str | None = None  # the person's edit K fell inside (its first event's note)
+    torn: int | None = None  # the journal's last line, cut short after the run's last event read (a crash)
 
     def full(self, ev: dict[str, Any]) -> dict[str, Any]:
         """``ev`` with all its fields: a node.start read up to its name is read whole (in place), and
@@ -149,13 +150,14 @@ def load_recorded(source: str | Path, *, at: int | None = None, run_id: str | No
                           "from its start")
     root = start.get("run_id")
     last = max(ev["seq"] for ev in run)
+    torn = None
     if k is None:
         # the whole run: lines after the last event read, when that is not the run's end, may have held its
         # next events, which would be done live again (a last line torn by a crash is not one: it was never
-        # written whole; lines inside the run are looked at below)
-        unread = [(line, reason) for line, reason in read.skipped if numbers[-1] < line < after
-                  and not reason.endswith(TORN)] \
-            if not (run[-1].get("type") == "run.end" and run[-1].get("run_id") == root) else []  # (not a child's)
+        # written whole, and is said; lines inside the run are looked at below)
+        ended = run[-1].get("type") == "run.end" and run[-1].get("run_id") == root  # (not a child's)
+        after_it = [] if ended else [(line, reason) for line, reason in read.skipped if numbers[-1] < line < after]
+        unread = [(line, reason) for line, reason in after_it if not reason.endswith(TORN)]
         if unread:
             raise ResumeError(f"--resume-from {shown}: {len(unread)} line(s) after event #{last}, the last it "
                               f"could read, cannot be read (line {unread[0][0]}: {unread[0][1]}), and the run "
@@ -163,6 +165,7 @@ def load_recorded(source: str | Path, *, at: int | None = None, run_id: str | No
                               f"re-execute the events read (--resume-from {shown}@{last}), or run without "
                               "--resume-from")
         k = last
+        torn = next((line for line, reason in after_it if reason.endswith(TORN)), None)
     elif not 1 <= k <= last:
         where = "beyond its end" if k > last else "not an event number"
         # lines it could not read after the run's start may be where K was (a journal re-encoded, retyped)
@@ -174,7 +177,7 @@ def load_recorded(source: str | Path, *, at: int | None = None, run_id: str | No
     recorded = Recorded(path=shown, run_id=str(root), at=k, last=last, events=run, start=start,
                         lines=dict(zip((ev["seq"] for ev in run), read.lines[begin:end])),
                         lazy={ev["seq"] for ev in run if id(ev) in read.lazy},
-                        line_of=dict(zip((ev["seq"] for ev in run), numbers)))
+                        line_of=dict(zip((ev["seq"] for ev in run), numbers)), torn=torn)
     _check_prefix(recorded, numbers, read.skipped)
     for ev in run:
         node = ev.get("node_id")

@@ -156,7 +156,8 @@ class Resume:
         kind, name = self.recorded.before or ("", None)
         return ResumedFrom(journal=self.recorded.path, run_id=self.recorded.run_id, at=self.at,
                            before_tool=name if kind == "tool" else None, before_model=name if kind == "chat" else None,
-                           asked=self.recorded.asked, inside_edit=self.recorded.inside_edit)
+                           asked=self.recorded.asked, inside_edit=self.recorded.inside_edit,
+                           torn=self.recorded.torn)
 
     def start_values(self) -> dict[str, Any]:
         """The recorded run's input, memory and data (a re-execution starts from them)."""

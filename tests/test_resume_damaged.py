@@ -197,11 +197,18 @@ def test_a_journal_whose_lines_were_moved_or_repeated_is_refused_naming_the_firs
     assert "▸" not in res.stderr + res.stdout  # nothing ran
 
 
-def test_a_last_line_cut_short_by_a_killed_writer_is_no_obstacle(recorded, tmp_path):
+def test_a_last_line_cut_short_by_a_killed_writer_is_no_obstacle_and_is_said(recorded, tmp_path):
+    """It was re-executed up to the last event written whole, then went on live, without a word: the
+    run's end that line held was done again."""
     journal = tmp_path / "cut.jsonl"
     journal.write_text("\n".join(recorded[:-1]) + "\n" + recorded[-1][:30], encoding="utf-8")
-    res = flowtui("run", str(FLOW), "--resume-from", str(journal), "--no-journal", cwd=tmp_path)
+    res = flowtui("run", str(FLOW), "--resume-from", str(journal), "--journal", "again.jsonl", cwd=tmp_path)
     assert res.returncode == 0, res.stderr
+    n = len(recorded)
+    assert (f"! line {n} of {journal}, its last, is cut short (its writer was killed?): re-executed up to event "
+            f"#{n - 1}, the last written whole, then live") in res.stderr, res.stderr
+    start = json.loads((tmp_path / "again.jsonl").read_text().splitlines()[0])
+    assert (start["resumed_from"]["at"], start["resumed_from"]["torn"]) == (n - 1, n)
 
 
 def test_a_lost_run_start_and_a_broken_sequence_are_told_apart(recorded, tmp_path):
