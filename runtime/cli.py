@@ -32,6 +32,7 @@ import os
 import re
 import signal
 import sys
+import time
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
@@ -390,6 +391,25 @@ def _node(ev: Any) -> str:
     return ev.name if ev.name == ev.kind else f"{ev.kind} {ev.name}"
 
 
+CLEANUPS_SAID_S = 3.0  # a run whose steps are done and whose cleanups have run this long says so
+
+
+async def _said_cleanups(view: Any, say: Callable[[str], None]) -> None:
+    """Once, when the run's steps are done and its cleanups (``ctx.on_dispose``) go on: a cleanup that
+    never returns held ``flowtui run`` without a word (the app's status line says it)."""
+    since = None
+    while True:
+        await asyncio.sleep(0.25)
+        if view.status == "running" and view.cleaning_up():
+            since = since or time.monotonic()
+            if time.monotonic() - since >= CLEANUPS_SAID_S:
+                say("flowtui: the run's steps are done, and its cleanups (ctx.on_dispose) are still running "
+                    f"after {CLEANUPS_SAID_S:.0f} s (ctrl-C stops them)")
+                return
+        else:
+            since = None
+
+
 def _ms(ms: float) -> str:
     return f"{ms:.0f}ms" if ms >= 1 else f"{ms:.2f}ms"
 
@@ -665,7 +685,11 @@ async def _run_headless(args: argparse.Namespace, memory: dict[str, str], data: 
             listener.start()
             listener.announce(sys.stderr)
             release()
-        await channel.ended_or_gone()
+        cleanups = asyncio.ensure_future(_said_cleanups(view, say))
+        try:
+            await channel.ended_or_gone()
+        finally:
+            cleanups.cancel()
         await channel.finish()
     finally:
         for signum, handler in previous.items():

@@ -145,10 +145,23 @@ def test_ctrl_c_in_a_cleanup_that_never_returns_keeps_the_runs_end_and_output(tm
     journal = tmp_path / "j.jsonl"
     proc = flowtui("run", str(flow), "--input", "x", "--journal", str(journal), cwd=tmp_path)
     wait_for(journal, '"kind":"workflow","name":"W","status":"ok"')
-    time.sleep(0.3)  # inside the cleanup
+    # inside the cleanup: said once it has run a while (it held flowtui run without a word)
+    said = "flowtui: the run's steps are done, and its cleanups (ctx.on_dispose) are still running after 3 s " \
+           "(ctrl-C stops them)\n"
+    lines = []
+    reader = threading.Thread(target=lambda: lines.extend(iter(proc.stderr.readline, "")), daemon=True)
+    reader.start()
+    deadline = time.monotonic() + HANG
+    while said not in lines:
+        assert time.monotonic() < deadline, lines
+        time.sleep(0.05)
     proc.send_signal(signal.SIGINT)
-    out, err = proc.communicate(timeout=HANG)
+    out = proc.stdout.read()
+    proc.wait(timeout=HANG)
+    reader.join(timeout=HANG)
+    err = "".join(lines)
     assert proc.returncode == 0 and out == "done\n", err
+    assert lines.count(said) == 1, err
     error, end = journal_events(journal)[-2:]
     assert (error["type"], error["cleanup"]) == ("dispose.error", "A.after_response.<locals>.close_pool")
     assert error["error"].endswith(": it never returned; the stop ended it"), error
