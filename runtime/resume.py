@@ -100,6 +100,7 @@ class Resume:
         self._paths = (Paths(), Paths())  # recorded, now
         self._gone_on = asyncio.Event()  # set once the run reached pause_at, or did something live
         self._loop: asyncio.AbstractEventLoop | None = None  # the loop a branch waits for it on
+        self._advanced: asyncio.Event | None = None  # set as the check moves on (see in_turn), on that loop
         self._approve: set[str] = set()
         self._redactor = Redactor.from_environment()
 
@@ -233,6 +234,23 @@ class Resume:
         if loop is not None and not self._gone_on.is_set():
             loop.call_soon_threadsafe(self._gone_on.set)
 
+    async def in_turn(self, node: str) -> None:
+        """In the prefix, until the next recorded event is one of recorded node ``node``'s: a served
+        reply or tool result comes back when the recorded one did. Served at once, the calls of a
+        parallel step's branches that overlapped in the recorded run ended in another order, and the
+        re-execution of unchanged code diverged there."""
+        while self.checking and self.i < len(self.expected) and self.expected[self.i].get("node_id") != node:
+            if self._advanced is None:
+                self._loop, self._advanced = asyncio.get_running_loop(), asyncio.Event()
+            self._advanced.clear()
+            await self._advanced.wait()
+
+    def _moved_on(self) -> None:
+        """The check moved on (an event matched, the prefix ended, the run diverged): the calls waiting
+        for their turn look again."""
+        if self._advanced is not None and self._loop is not None:
+            self._loop.call_soon_threadsafe(self._advanced.set)
+
     def _other_branch(self) -> bool:
         """Whether the pause point reached (after the prefix) is in another branch of a parallel step than
         the one the recorded run was paused in at K: the innermost node around both is a parallel one.
@@ -344,6 +362,7 @@ class Resume:
         self.i += 1
         if self.i >= len(self.expected) or self.expected[self.i]["seq"] > self.at:
             self._end_prefix()
+        self._moved_on()
 
     def _end_prefix(self) -> None:
         self.checking = False
@@ -370,6 +389,7 @@ class Resume:
 
     def _report(self, fields: dict[str, Any]) -> None:
         self.checking = False
+        self._moved_on()
         self._give_back_approvals()
         action = "paused" if self.on_divergence == "pause" else "stopped"
         self.diverged = {**fields, "action": action, "journal": self.recorded.path,

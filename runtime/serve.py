@@ -71,6 +71,10 @@ class Server:
     async def model_reply(self, request: ChatRequest) -> ChatReply | None:
         """The recorded reply to this model call, or None to call the model (after the prefix)."""
         resume = self.resume
+        if resume.checking and resume.diverged is None:
+            rec, end = self._recorded_node()
+            if end is not None:
+                await resume.in_turn(rec or "")
         if resume.diverged is not None:
             await resume.hold("chat", request.agent)
             return None
@@ -112,6 +116,12 @@ class Server:
         rec, end = self._recorded_node() if resume.checking else (None, None)
         if end is None or tspec.replay == "rerun" or _runs_children(run, tspec):
             return await _call(execute, kwargs)  # after the prefix, or re-run and checked like the rest
+        await resume.in_turn(rec or "")  # (see Resume.in_turn)
+        if resume.diverged is not None:  # another branch diverged meanwhile
+            await resume.hold("tool", tspec.name)
+            return await _call(execute, kwargs)
+        if not resume.checking:  # the prefix ended meanwhile
+            return await _call(execute, kwargs)
         data = end.get("data") or {}
         error = str(end.get("error") or "")
         if "executed" not in data and end.get("status") == "error" and error.startswith("FatalToolError: "):

@@ -1601,3 +1601,48 @@ async def test_a_fork_at_a_pause_in_one_parallel_branch_holds_the_other_branch_u
     assert stepped == after
     assert fork.status == "finished"
     assert recorded_events(tmp_path / "fork.jsonl") == recorded_events(first)
+
+
+async def test_a_parallel_step_whose_calls_overlapped_reexecutes_its_calls_in_their_recorded_order(tmp_path, no_live):
+    """Served at once, the branches' replies and tool results came back in another order than
+    recorded (the slow branch's reply had ended after the fast branch's next call began), and unchanged
+    code diverged at the first event of another branch."""
+    from flowtui import parallel
+
+    @tool(name="olhar", description="Looks.")
+    class Olhar:
+        async def execute(self, ctx: AgentContext = Context()):
+            await asyncio.sleep(0.05)
+            return "visto"
+
+    def model(delay):
+        async def answer(messages, tools):
+            await asyncio.sleep(delay)
+            if not any(m.role == "tool" for m in messages):
+                return {"content": "", "tool_calls": [{"name": "olhar", "args": {}}]}
+            return "pronto"
+        return FunctionProvider(answer)
+
+    @agent(provider=model(0.2), prompt="a", tools=[Olhar])
+    class Lento:
+        pass
+
+    @agent(provider=model(0), prompt="b", tools=[Olhar])
+    class Rapido:
+        pass
+
+    @workflow(steps=[parallel([loop([Lento], until=until_answered, max_iterations=3),
+                               loop([Rapido], until=until_answered, max_iterations=3)])])
+    class ParWorkflow:
+        pass
+
+    journal = tmp_path / "par.jsonl"
+    await bootstrap(ParWorkflow).run("go", journal=journal)
+    ends = [ev["name"] for ev in lines(journal) if ev["type"] == "node.end" and ev["kind"] == "chat"]
+    assert ends[:2] == ["Rapido", "Rapido"]  # the fast branch's calls ended while the slow one's was out
+    guard, called = no_live
+    guard()
+    events: list = []
+    await bootstrap(ParWorkflow).run(resume_from=str(journal), on_event=events.append)
+    assert called == []
+    assert [e for e in events if e.type == "run.diverged"] == [] and events[-1].status == "finished"
