@@ -215,6 +215,7 @@ def _stop_before_call(recorded: Recorded) -> None:
     before it): one that never returned (the run was stopped or killed inside it), or one K falls inside (a
     tool's result and effects, a model's reply, are served only whole: the events inside the call, a tool's
     own effects, a model call's failed attempts, come only from making it)."""
+    ran_children = {ev.get("parent_id") for ev in recorded.events if ev["type"] == "run.start"}
     for ev in recorded.events:
         if ev["seq"] > recorded.at:
             return
@@ -222,20 +223,18 @@ def _stop_before_call(recorded: Recorded) -> None:
         if ev["type"] != "node.start" or kind not in _RETURNED:
             continue
         node, call = ev.get("node_id") or "", (str(kind), str(ev.get("name")))
+        if node in ran_children:
+            # a tool that runs a child workflow runs again in the prefix anyway: K inside it (in its child's
+            # steps) stays, whether the tool returned or not (a fork made while paused in the child stopped
+            # the run there first), and a tool or model call of the child that K falls inside is met further on
+            continue
         end = recorded.ends.get(node)
         if end is None or (end.get("status") == "stopped" and _RETURNED[kind] not in (end.get("data") or {})):
             recorded.at, recorded.before = ev["seq"] - 1, call  # (no end: its process died)
             return
-        # a tool that runs a child workflow runs again in the prefix anyway: K inside it (in its child's
-        # steps) stays, and a tool or model call of the child that K falls inside is met further on
-        if end["seq"] > recorded.at and not _ran_child(recorded, node):
+        if end["seq"] > recorded.at:
             recorded.asked, recorded.at, recorded.before = recorded.at, ev["seq"] - 1, call
             return
-
-
-def _ran_child(recorded: Recorded, node: str) -> bool:
-    """Whether the recorded tool call ``node`` started a child workflow (its run.start hangs from it)."""
-    return any(ev["type"] == "run.start" and ev.get("parent_id") == node for ev in recorded.events)
 
 
 # A node.start's line up to its data: a model call's carries the whole request, most of a long

@@ -1646,3 +1646,36 @@ async def test_a_parallel_step_whose_calls_overlapped_reexecutes_its_calls_in_th
     await bootstrap(ParWorkflow).run(resume_from=str(journal), on_event=events.append)
     assert called == []
     assert [e for e in events if e.type == "run.diverged"] == [] and events[-1].status == "finished"
+
+
+def test_a_fork_inside_a_child_workflow_of_a_stopped_run_stays_where_it_was_asked(tmp_path):
+    """A fork made while paused in a child stops the run there first: the tool that ran the child never
+    returned, and the re-execution went back to before that tool (the person's place in the child lost),
+    though a tool that runs a child runs again in the prefix anyway."""
+    flow = tmp_path / "parent.py"
+    flow.write_text(
+        "from pydantic import BaseModel\n"
+        "from flowtui import FunctionProvider, State, WorkflowRuntime, agent, loop, tool, until_answered, workflow\n"
+        "class CS(BaseModel):\n    n: int = 0\n"
+        "@agent(provider=FunctionProvider(lambda m, t: 'c'), prompt='c')\nclass C:\n"
+        "    def __init__(self, s: CS = State()):\n        self.s = s\n"
+        "    def after_response(self, r, ctx):\n        self.s.n += 1\n"
+        "@workflow(state=CS, steps=[loop([C], max_iterations=4)])\nclass ChildWorkflow:\n    pass\n"
+        "@tool(name='sub', description='Runs the child.')\nclass Sub:\n"
+        "    def __init__(self, runtime: WorkflowRuntime):\n        self.runtime = runtime\n"
+        "    async def execute(self):\n        return await self.runtime.run(ChildWorkflow, input='x')\n"
+        "def model(messages, tools):\n"
+        "    if not any(m.role == 'tool' for m in messages):\n"
+        "        return {'content': '', 'tool_calls': [{'name': 'sub', 'args': {}}]}\n    return 'fim'\n"
+        "@agent(provider=FunctionProvider(model), prompt='p', tools=[Sub])\nclass P:\n    pass\n"
+        "@workflow(steps=[loop([P], until=until_answered, max_iterations=3)])\nclass ParentWorkflow:\n    pass\n")
+    journal = tmp_path / "w.jsonl"
+    res = flowtui("run", f"{flow}:ParentWorkflow", "--input", "hi", "--journal", str(journal),
+                  "--watch", "ChildWorkflow: state.n >= 3", cwd=tmp_path)
+    assert res.returncode == 4, res.stderr  # stopped at the watchpoint, inside the child
+    k = [ev["seq"] for ev in lines(journal) if ev["type"] == "workflow_state.change"][-1]
+    again = tmp_path / "again.jsonl"
+    res = flowtui("run", f"{flow}:ParentWorkflow", "--resume-from", f"{journal}@{k}", "--journal", str(again),
+                  cwd=tmp_path)
+    assert res.returncode == 0 and "never returned" not in res.stderr, res.stderr
+    assert lines(again)[0]["resumed_from"]["at"] == k
