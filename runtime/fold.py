@@ -316,8 +316,35 @@ class RunView:
             return
         run.ctx[ev.name] = ev.value
         if ev.name == "loop" and ev.node_id in self.nodes and isinstance(ev.value, dict):
+            node = self.nodes[ev.node_id]
             done = ev.value.get("iterations", 0)
-            self.nodes[ev.node_id].iterations_done = done if isinstance(done, int) else 0
+            node.iterations_done = done if isinstance(done, int) else 0
+            node.loop, node.loop_seq = ev.value, ev.seq
+
+    def loop_shown(self) -> Any:
+        """``ctx.loop`` as the code where the run is paused reads it: in a branch of a parallel step, the
+        loop that branch set last (the runtime keeps one per branch; the run's last ctx.loop was often
+        another branch's, which the pane showed), else the shown run's most recent loop."""
+        shown = self.shown.ctx.get("loop")
+        pause = self.pause
+        node = self.nodes.get(pause.node_id) if pause is not None and pause.node_id else None
+        chain = []
+        while node is not None and node.run_id == pause.run_id:
+            chain.append(node)
+            node = self.nodes.get(node.parent_id) if node.parent_id else None
+        at = next((i for i, n in enumerate(chain) if n.kind == "parallel" and i > 0), None)
+        if at is None:
+            return shown
+        best, stack = None, [chain[at - 1].id]  # the branch: the node under the nearest parallel step
+        while stack:
+            n = self.nodes[stack.pop()]
+            if n.kind == "loop" and n.loop_seq and (best is None or n.loop_seq > best.loop_seq):
+                best = n
+            stack.extend(c for c in n.children if c in self.nodes and self.nodes[c].run_id == n.run_id)
+        if best is not None:
+            return best.loop
+        above = next((n for n in chain[at:] if n.kind == "loop" and n.loop_seq), None)  # as the step began
+        return above.loop if above is not None else shown
 
     def _on_chat_delta(self, ev: Any) -> None:
         if self.retrying is not None:

@@ -36,6 +36,8 @@ class NodeView:
     # paused after it (the next one starts when something inside the loop does). The runtime's
     # path says the same: ``loop 2/5`` from the start of iteration 2 until iteration 3 starts.
     iteration: int = 1
+    loop: Any = None  # a loop: the ctx.loop it set last, and that event's seq
+    loop_seq: int = 0
 
     @property
     def label(self) -> str:

@@ -166,3 +166,47 @@ async def test_a_bad_replies_file_is_said_as_the_options_fault_on_the_error_scre
         assert str(app.screen.query_one("#error-where").render()) == f"file  {bad}"
         assert f"--replies {bad}: not valid TOML" in text and "Fix the file or the --replies option" in text
         assert "revisao.py" not in text
+
+
+def test_the_sidebar_loop_is_the_paused_branchs_own_in_a_parallel_step(tmp_path):
+    """Each branch reads its own ctx.loop; the sidebar showed the run's last one, often the other
+    branch's (paused before A in loop la, it said lb's 0 of 3)."""
+    import asyncio
+
+    from flowtui import Controller, FunctionProvider, agent, bootstrap, loop, parallel, workflow
+    from flowtui.runtime.fold import RunView
+    from flowtui.tui.widgets.sidebar import sidebar_rows
+
+    @agent(provider=FunctionProvider(lambda m, t: "a"), prompt="a")
+    class A:
+        pass
+
+    @agent(provider=FunctionProvider(lambda m, t: "b"), prompt="b")
+    class B:
+        pass
+
+    @workflow(steps=[parallel([loop([A], max_iterations=4, name="la"), loop([B], max_iterations=3, name="lb")])])
+    class W:
+        pass
+
+    async def run() -> None:
+        ctl = Controller(breakpoints=["A"])
+        journal = tmp_path / "j.jsonl"
+        run = bootstrap(W).prepare("go", controller=ctl, journal=journal)
+        task = asyncio.ensure_future(run.execute())
+        while not task.done():
+            if ctl.paused:
+                ctl.resume()
+            await asyncio.sleep(0.002)
+        await task
+
+    asyncio.run(run())
+    view, seen = RunView(), []
+    for ev in read_journal(tmp_path / "j.jsonl"):
+        view.apply(ev)
+        if ev.type == "run.pause" and ev.name == "A":
+            rows = "\n".join(text.plain for _, text in sidebar_rows(view, 60))
+            seen.append((view.ctx["loop"]["max_iterations"], view.loop_shown()["max_iterations"],
+                         "of 4 iterations done" in rows))
+    assert seen[0] == (3, 4, True)  # lb wrote last; the sidebar says la's, where the run is paused
+    assert all(shown == 4 and said for _, shown, said in seen), seen

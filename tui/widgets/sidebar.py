@@ -121,7 +121,7 @@ def sidebar_rows(view: Any, width: int = 42, *, editable: bool = True,
         tool = f" · tool {turn.get('tool_name')}" + (" ✗" if turn.get("tool_error") else "") \
             if turn.get("called_tool") else ""
         rows.append((None, Text.assemble(("  turn", "bold"), _shown(f" {turn.get('agent')}{tool}"))))
-    loop = view.ctx.get("loop")
+    loop = view.loop_shown() if hasattr(view, "loop_shown") else view.ctx.get("loop")
     if isinstance(loop, dict):
         stopped = f" · stopped by {loop['stopped_by']}" if loop.get("stopped_by") else ""
         ceiling = loop.get("max_iterations", "?")
