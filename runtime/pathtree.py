@@ -101,10 +101,25 @@ def build_tree(events: Iterable[Any], *, shared: dict[Any, Any] | None = None) -
     ``shared`` when given: two trees built with one ``shared`` compare their messages by identity
     first, so comparing two long runs costs about their size, not their size times their turns."""
     builder = _Builder(shared if shared is not None else {})
+    # A person's edits a re-execution made again where they were made, without pausing there: no pause
+    # says where, the next event does (said at the run's root, they were differences with their own run)
+    held: list[Any] = []
     for ev in events:
         handler = _HANDLERS.get(ev.type)
-        if handler is not None and not isinstance(ev, Invalid):  # what does not validate is not compared
-            handler(builder, ev)
+        if handler is None or isinstance(ev, Invalid):  # what does not validate is not compared
+            continue
+        if ev.origin == "user" and not ev.node_id and ev.run_id in builder.runs \
+                and builder.runs[ev.run_id].paused is None:
+            held.append(ev)
+            continue
+        if held:
+            builder.forced = builder.next_place(ev)
+            for edit in held:
+                _HANDLERS[edit.type](builder, edit)
+            builder.forced, held = None, []
+        handler(builder, ev)
+    for edit in held:
+        _HANDLERS[edit.type](builder, edit)
     return builder.root or Step("(no run)", "run")
 
 
@@ -114,6 +129,7 @@ class _Builder:
         self.root: Step | None = None
         self.runs: dict[str, _Run] = {}
         self.nodes: dict[str, _Node] = {}
+        self.forced: Step | None = None  # where the edits held back are said (see build_tree)
 
     # --- where an event belongs ---------------------------------------------------------
     def run(self, run_id: str, *, label: str = "(run)", parent: str | None = None) -> _Run:
@@ -132,17 +148,33 @@ class _Builder:
         """The step an event belongs to: its node's (a loop's current iteration), else its run's. An
         edit made by hand belongs where the run was paused (it is made from outside the run, with no
         node of its own: said at the run's root, it came last, after all the steps it came before)."""
+        if self.forced is not None and ev.origin == "user":
+            return self.forced
         node_id, point = ev.node_id, None
         if not node_id and ev.origin == "user" and ev.run_id in self.runs and self.runs[ev.run_id].paused:
             node_id, point = self.runs[ev.run_id].paused
+        return self.at(ev.run_id, node_id, point)
+
+    def at(self, run_id: str, node_id: str | None, point: str | None = None) -> Step:
+        """The step of node ``node_id`` (a loop's current iteration; at a pause ``point`` before its
+        next iteration's first step, that one), else of run ``run_id``."""
         node = self.nodes.get(node_id) if node_id else None
-        if node is None or node.run_id != ev.run_id:
-            return self.run(ev.run_id).root
+        if node is None or node.run_id != run_id:
+            return self.run(run_id).root
         if node.kind == "loop":
             # (paused before the next iteration's first step: that iteration's, as the pause's path says)
             ahead = point is not None and point != "loop_iteration"
             return self.iteration(node, node.done if node.between and not ahead else node.done + 1)
         return node.step
+
+    def next_place(self, ev: Any) -> Step:
+        """The step the run is at as ``ev`` comes: a pause's, the one a node starts in, or ``ev``'s own."""
+        if ev.type == "run.pause":
+            return self.at(ev.run_id, ev.node_id, ev.point)
+        parent = self.nodes.get(ev.parent_id) if ev.type == "node.start" and ev.parent_id else None
+        if parent is not None and parent.run_id == ev.run_id:
+            return self.iteration(parent, parent.done + 1) if parent.kind == "loop" else parent.step
+        return self.owner(ev)
 
     def iteration(self, loop: _Node, i: int) -> Step:
         label = f"{loop.step.label} {max(i, 1)}"

@@ -727,3 +727,9 @@ async def test_an_edit_made_at_a_pause_is_said_where_the_run_was_paused_first_wh
     assert "▶ first divergence: ReviewWorkflow › loop 2\n  state.rounds: 2 → 7\n  memory appended: (absent) → " \
            "[\"added by hand\"]\n" in out, out
     assert out.index("▶ first divergence") < out.index("ReviewWorkflow › loop 2 › Writer")
+    # re-executed, the run makes the edits again where they were made, without pausing there: the same run
+    c = tmp_path / "c.jsonl"
+    await bootstrap(review_flow(approve_at=3)).run(resume_from=str(b), journal=c)
+    assert not [line for line in c.read_text().splitlines() if '"run.pause"' in line]
+    code, out, _ = diff(capsys, b, c)
+    assert code == 0 and "The runs are the same" in out, out
