@@ -326,8 +326,10 @@ class _Builder:
         node = self.nodes.get(ev.node_id) if ev.node_id else None
         if (ev.name == "loop" and node is not None and node.kind == "loop" and node.run_id == ev.run_id
                 and isinstance(ev.value, dict) and isinstance(ev.value.get("iterations"), int)):
-            node.done = ev.value["iterations"]  # an iteration ended (0: the loop starts, before its first)
-            node.between = node.done > 0
+            done, stopped = ev.value["iterations"], ev.value.get("stopped_by")
+            if not (stopped and done == node.done and not node.between):  # (a stop inside the next iteration
+                node.done = done  # keeps the count: its ctx.loop is that iteration's, not the one before)
+                node.between = done > 0  # an iteration ended (0: the loop starts, before its first)
         value = ev.value
         if ev.name == "budget" and isinstance(value, dict):  # the time, tokens and money spent: left out, as
             value = {k: v for k, v in value.items() if k not in _MEASURED}  # a reply's usage is (two runs differed)

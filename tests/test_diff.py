@@ -733,3 +733,18 @@ async def test_an_edit_made_at_a_pause_is_said_where_the_run_was_paused_first_wh
     assert not [line for line in c.read_text().splitlines() if '"run.pause"' in line]
     code, out, _ = diff(capsys, b, c)
     assert code == 0 and "The runs are the same" in out, out
+
+
+async def test_a_loop_stopped_inside_an_iteration_is_said_at_that_iteration(tmp_path, capsys):
+    """Stopped inside iteration 2, the loop's last ctx.loop (1 iteration done, stopped) was said at
+    iteration 1, which both runs made alike."""
+    from flowtui import Controller
+
+    a, b = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    await bootstrap(review_flow(approve_at=4)).run("write about the sky", journal=a)
+    stop = Controller(watch=["state.problems ~ /problem 2/"], on_watch="stop")  # inside iteration 2
+    await bootstrap(review_flow(approve_at=4)).prepare("write about the sky", controller=stop, journal=b).execute()
+    code, out, _ = diff(capsys, a, b)
+    assert code == 1
+    assert 'ReviewWorkflow › loop 2\n  ctx.loop.iterations: 2 → 1\n  ctx.loop.stopped_by: null → "stopped"\n' in out, out
+    assert "ReviewWorkflow › loop 1\n" not in out, out
