@@ -245,6 +245,8 @@ async def others_answered(run: "Run", waiting: str) -> None:
         try:
             await asyncio.wait_for(held[1].wait(), None if said else WAIT_SAID_S)
         except asyncio.TimeoutError:
+            if run.controller is not None and run.controller.paused:  # a person holds the run: no wait of
+                continue  # the flow's (a tool waiting for a branch) to tell of
             said = True
             print(f"flowtui: {waiting} waits for the tool calls of {held[2]} ({', '.join(held[3])}) to be answered: "
                   "branches of a parallel step share one history, so a tool that waits for another branch waits "

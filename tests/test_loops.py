@@ -961,3 +961,45 @@ async def test_a_parallel_step_nested_in_a_branch_keeps_the_branch_loop_and_was_
             if e.type == "node.end" and e.kind == "loop" and e.name in ("LA", "LB")}
     # LA's until: its inner loop gave up (exhausted), whatever loop LB ended since (stopped by its until)
     assert ends == {"LA": (1, "until"), "LB": (2, "exhausted")}
+
+
+async def test_a_branch_waiting_while_a_person_holds_the_run_says_nothing_of_a_wait(monkeypatch, capsys):
+    """Paused before a branch's tool, the other branch's wait for that tool's answer was said as a flow
+    that may wait for ever (a tool waiting for another branch), after 5 s of a person looking."""
+    from flowtui.runtime import turn
+
+    monkeypatch.setattr(turn, "WAIT_SAID_S", 0.05)
+
+    @tool(name="olhar", schema=None)
+    class Olhar:
+        def execute(self):
+            return "visto"
+
+    calls = []
+
+    def a_model(messages, tools):
+        calls.append(1)
+        return "a ok" if len(calls) > 1 else {"content": "", "tool_calls": [{"name": "olhar", "args": {}}]}
+
+    @agent(provider=FunctionProvider(a_model), prompt="a", tools=[Olhar])
+    class A:
+        pass
+
+    @agent(provider=FunctionProvider(lambda m, t: "b ok"), prompt="b")
+    class B:
+        pass
+
+    @workflow(steps=[parallel([A, B])])
+    class W:
+        pass
+
+    ctl = Controller(breakpoints=["olhar"])
+    run = bootstrap(W).prepare("go", controller=ctl)
+    task = asyncio.ensure_future(run.execute())
+    while not ctl.paused:
+        assert not task.done()
+        await asyncio.sleep(0.005)
+    await asyncio.sleep(0.5)  # held ten times past the wait said
+    ctl.resume()
+    await asyncio.wait_for(task, 30)
+    assert "waits for the tool calls" not in capsys.readouterr().err
