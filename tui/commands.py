@@ -365,7 +365,8 @@ class RunCommands:
         self.config.resume_from = resume_from  # the next run (only): re-executed up to that event
         self.config.resume_run = resume_run
         self.client.stopping = self.client.active
-        self.load()  # the client stops the old worker first; the new one reads the code afresh
+        self.main.looking = None  # (looking back at a run that goes: a redraw while the next one loads, with no
+        self.load()  # run to say the state of, failed: the app crashed)  # the client stops the old worker first; the new one reads the code afresh
 
     async def action_quit(self: FlowApp) -> None:
         """Quit within about a second, whatever the flow is doing: its run is stopped (then its

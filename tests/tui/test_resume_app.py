@@ -309,6 +309,7 @@ async def test_f_while_looking_back_forks_at_the_event_the_panes_show(tmp_path):
         shown = json.loads(app.client.lines[n - 7])["seq"]
         assert f"looking back: event {n - 6}/{n}" in str(app.main.query_one("#status").content)
         await pilot.press("f")
+        assert app.main.looking is None  # (the panes drawn while the fork loads have no run to look back at)
         await _forked(pilot, old_run)
         assert app.client.view.resumed_from.at == shown
 
