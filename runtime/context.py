@@ -41,6 +41,12 @@ branch_loop: contextvars.ContextVar[tuple[Any, Any, Any] | None] = contextvars.C
                                                                                          default=None)
 
 
+def own_loops(ctx: Any) -> tuple[Any, Any, Any] | None:
+    """``branch_loop`` when this task set it for ``ctx`` (a child workflow's run has a ctx of its own)."""
+    mine = branch_loop.get()
+    return mine if mine is not None and mine[0] is ctx else None
+
+
 def _runtime_writes(name: str) -> str:
     return (f"ctx.{name} is written by the runtime ({_RUNTIME_WRITES[name]}): read it, and keep a value "
             f"of yours under another name (ctx.my_{name} = ...)")
@@ -338,17 +344,15 @@ class AgentContext:
     def get(self, name: str, default: Any = None) -> Any:
         """The field ``name``, or ``default`` when it was never set (``loop``: in a branch of a parallel
         step, the most recent loop of that branch)."""
-        if name == "loop":
-            mine = branch_loop.get()
-            if mine is not None and mine[0] is self:
-                return mine[1]
+        if name == "loop" and (mine := own_loops(self)) is not None:
+            return mine[1]
         return self._fields.get(name, default)
 
     @property
     def fields(self) -> dict[str, Any]:
         """A copy of every field set so far (yours and the runtime's; ``loop``: as :meth:`get` reads it)."""
-        mine = branch_loop.get()
-        return {**self._fields, "loop": mine[1]} if mine is not None and mine[0] is self else dict(self._fields)
+        mine = own_loops(self)
+        return dict(self._fields) if mine is None else {**self._fields, "loop": mine[1]}
 
     def __repr__(self) -> str:
         return f"<ctx run={self.run_id} fields={sorted(self._fields)}>"

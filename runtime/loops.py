@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from flowtui.runtime.budget import BudgetStop
 from flowtui.runtime.construct import builders
-from flowtui.runtime.context import LoopInfo, branch_loop
+from flowtui.runtime.context import LoopInfo, branch_loop, own_loops
 from flowtui.runtime.control import RunStopped, StopRequested
 from flowtui.runtime.errors import BudgetExceededError
 from flowtui.runtime.invoke import call_user
@@ -100,8 +100,8 @@ def _set_loop(ctx: Any, trusted: bool, shown_ceiling: int | None, **fields: Any)
         ctx._set("loop", info, origin="runtime", shown={
             "iterations": info.iterations, "exhausted": info.exhausted, "max_iterations": shown_ceiling,
             "stopped_by": info.stopped_by})
-    mine = branch_loop.get()
-    _note(ctx, info, mine[2] if mine is not None and mine[0] is ctx else None)
+    mine = own_loops(ctx)
+    _note(ctx, info, mine[2] if mine is not None else None)
 
 
 # [ctx, the loop set last, the loop ended last] by the branches of the parallel step running now: once it is

@@ -10,8 +10,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from flowtui.runtime.context import own_loops
 from flowtui.runtime.errors import ConfigError
-from flowtui.runtime.context import branch_loop
 from flowtui.runtime.nodes import loops_var
 
 
@@ -148,8 +148,8 @@ def was_exhausted(ctx: Any = _CALLED) -> bool:
     inner loop that ended in its iteration (``ctx.loop`` is the outer loop's own by then), else ``ctx.loop``'s."""
     if ctx is _CALLED:
         raise _called_bare("was_exhausted")
-    mine = branch_loop.get()  # (a branch of a parallel step: its own, not its sibling's)
-    ended = mine[2] if mine is not None and mine[0] is ctx else getattr(ctx, "_ended_loop", None)
+    mine = own_loops(ctx)  # (a branch of a parallel step: its own, not its sibling's)
+    ended = mine[2] if mine is not None else getattr(ctx, "_ended_loop", None)
     if ended is not None:
         running = loops_var.get()
         if running and running[-1] in ended[1]:  # it ended inside the loop running now

@@ -125,8 +125,7 @@ class AgentTool:
     async def __call__(self, args: Mapping[str, Any] | None = None, /, **kwargs: Any) -> ToolOutput:
         run, call = self._run, ToolCall(name=self.name, args={**(args or {}), **kwargs})
         if run.ctx._stop_by is not None:  # no tool starts once the run is stopping, a turn's or an agent's own
-            return ToolOutput(content=f"Tool call {self.name} was not run: the run is stopping (ctx.stop()).",
-                              is_error=True)
+            return ToolOutput(content=f"Tool call {self.name} was not run: {STOPPING}.", is_error=True)
         executed: list[tuple[str, bool]] = []
         with NodeScope(run, "tool", self.name, data={"args": dict(call.args)}) as scope:
             output, is_error, ran = await invoke_tool(run, self._spec, call, executed)
@@ -183,6 +182,9 @@ async def _execute(run: "Run", spec: AgentSpec, agent: Any, call: ToolCall,
         if run.ctx._stop_by is not None:  # no tool starts once the run is stopping (it ran: a tool that
             raise _Stopping  # deletes did delete), said by before_tool or, while it awaited, elsewhere
     return await invoke_tool(run, spec, call, executed)
+
+
+STOPPING = "the run is stopping (ctx.stop())"  # why a call was not run, as the model is told
 
 
 class _Stopping(Exception):

@@ -28,7 +28,7 @@ from flowtui.runtime.messages import Message, ToolCall
 from flowtui.runtime.nodes import NodeScope
 from flowtui.runtime.pending import PendingCall, decide, deny_call
 from flowtui.runtime.tool_forms import TOOL_NAME, sendable_name
-from flowtui.runtime.tools import AgentTool, ends_the_run, run_tool_call
+from flowtui.runtime.tools import STOPPING, AgentTool, ends_the_run, run_tool_call
 
 if TYPE_CHECKING:
     from flowtui.runtime.engine import Run
@@ -188,8 +188,6 @@ async def _run_calls(run: "Run", spec: AgentSpec, inst: Any, calls: list[ToolCal
     try:
         for call in calls:
             if run.ctx._stop_by is not None:  # ctx.stop() in a tool: this turn finishes, the rest is not run
-                _answer_dangling_calls(run, spec.name, since=asked_at, why="the run is stopping (ctx.stop())",
-                                       origin="runtime")
                 break
             controller = run.controller
             pending = run.pending = PendingCall(spec, call, approval=controller is not None
@@ -209,11 +207,10 @@ async def _run_calls(run: "Run", spec: AgentSpec, inst: Any, calls: list[ToolCal
             running = pending.call.id
             result = await run_tool_call(run, spec, inst, pending.call)
             running = None
-            if result is None:  # its before_tool called ctx.stop(): it and the rest are not run
-                _answer_dangling_calls(run, spec.name, since=asked_at, why="the run is stopping (ctx.stop())",
-                                       origin="runtime")
-                break
-            results.append(result)
+            if result is not None:  # (None: its before_tool called ctx.stop(), and it was not run)
+                results.append(result)
+        if run.ctx._stop_by is not None:  # the calls not run are answered so
+            _answer_dangling_calls(run, spec.name, since=asked_at, why=STOPPING, origin="runtime")
     except (RunStopped, BudgetStop) as stop:
         # the same words however it was stopped: a re-execution stops there as the person did, and compares
         why = f"the budget's {stop.limit} was reached" if isinstance(stop, BudgetStop) else "the run stopped"

@@ -39,10 +39,11 @@ class W:
     pass
 
 
-async def paused_run():
+async def paused_run(flow=W, agent="A"):
+    """``flow``'s run, paused before ``agent``: (the run, its events, its controller, its task)."""
     events: list = []
-    ctl = Controller(breakpoints=["A"])
-    run = bootstrap(W).prepare("go", controller=ctl, on_event=events.append)
+    ctl = Controller(breakpoints=[agent])
+    run = bootstrap(flow).prepare("go", controller=ctl, on_event=events.append)
     task = asyncio.ensure_future(run.execute())
     deadline = time.monotonic() + 60
     while not ctl.paused:
@@ -158,13 +159,7 @@ async def test_a_value_saved_as_shown_or_as_the_same_json_is_unchanged_and_keeps
     """Read again, the text a field was shown as was not always its value: a 30-digit Decimal went
     through a float, the text "7" of an int | str field became the number, a tuple a list; the run's
     value changed though the person changed nothing (and the tuple's change was said as refused)."""
-    events: list = []
-    ctl = Controller(breakpoints=["B"])
-    run = bootstrap(TypedW).prepare("go", controller=ctl, on_event=events.append)
-    task = asyncio.ensure_future(run.execute())
-    while not ctl.paused:
-        assert not task.done()
-        await asyncio.sleep(0.005)
+    run, events, ctl, task = await paused_run(TypedW, "B")
     state = run.workflow_state
     for name, text in [("dec", "123456789012345678901234567890.123456789"), ("either", "7"),
                        ("pair", "[1, 2]"), ("pair", "[1,2]")]:
