@@ -360,9 +360,11 @@ def _typed(cls: type, name: str, text: str) -> Any:
     except ValidationError as exc:
         error = exc
     else:
-        if is_json and isinstance(value, Decimal):  # a JSON number is read through a float: 0.1000000000000000000001
-            with contextlib.suppress(ValidationError):  # was 0.1; its digits as a text are the Decimal's own
-                return adapter.validate_json(json.dumps(text.strip()), strict=True)
+        if is_json:  # a JSON number is read through a float: 0.1000000000000000000001 was 0.1, in a list too;
+            exact = _exact_decimals(json.loads(text, parse_float=Decimal), value)  # its digits as a text are
+            if exact is not _SAME:  # the Decimal's own
+                with contextlib.suppress(ValidationError):
+                    return adapter.validate_json(json.dumps(exact, default=float), strict=True)
         return value
     if is_json and ('"NaN"' in text or 'Infinity"' in text):  # a float the run said in words, as shown
         try:
@@ -395,6 +397,30 @@ def _typed(cls: type, name: str, text: str) -> Any:
 # list[str] field held 3 GB in the run's process (a fault of pydantic's per item, and their messages;
 # 20,000 characters make at most 10,000 of them, a few MB).
 FAIL_FAST_CHARS = 20_000
+
+
+_SAME = object()
+
+
+def _exact_decimals(raw: Any, value: Any) -> Any:
+    """``raw`` (the typed JSON, its numbers read as Decimals) with the numbers ``value`` holds as Decimals
+    given as their text, the digits typed; ``_SAME`` when it holds none (a set's items have no place)."""
+    if isinstance(value, Decimal) and isinstance(raw, (Decimal, int)) and not isinstance(raw, bool):
+        return str(raw)
+    if isinstance(raw, list) and isinstance(value, (list, tuple)) and len(raw) == len(value):
+        pairs = list(zip(range(len(raw)), raw, value))
+    elif isinstance(raw, dict) and isinstance(value, dict) and len(raw) == len(value):
+        pairs = [(key, item, held) for (key, item), held in zip(raw.items(), value.values())]
+    elif isinstance(raw, dict) and not isinstance(value, dict) and value is not None:  # a model, a dataclass
+        pairs = [(key, item, getattr(value, key, None)) for key, item in raw.items()]
+    else:
+        return _SAME
+    exact = {key: _exact_decimals(item, held) for key, item, held in pairs}
+    if all(new is _SAME for new in exact.values()):
+        return _SAME
+    if isinstance(raw, list):
+        return [item if exact[i] is _SAME else exact[i] for i, item in enumerate(raw)]
+    return {key: item if exact[key] is _SAME else exact[key] for key, item in raw.items()}
 
 
 def _adapter(tp: Any, *, fail_fast: bool) -> TypeAdapter:

@@ -143,6 +143,8 @@ class Typed(BaseModel):
     either: int | str = "7"
     pair: Any = (1, 2)
     count: int | float = 1
+    amounts: list[Decimal] = []
+    lines: dict[str, tuple[Decimal, float]] = {}
 
 
 @agent(provider=FunctionProvider(lambda messages, tools: "done"), prompt="You act.")
@@ -176,6 +178,13 @@ async def test_a_value_saved_as_shown_or_as_the_same_json_is_unchanged_and_keeps
     assert state.dec == Decimal("0.1000000000000000000001")
     assert changes(events) == [("dec", "123456789012345678901234567890.123456789", "0.1000000000000000000001",
                                 "user")]
+    # and so are the ones typed inside a list, a dict or a tuple, next to a float read as a float
+    assert run.edits.set_field("amounts", "[0.1000000000000000000001, 12345678901234567890.12, 3]") == [
+        Decimal("0.1000000000000000000001"), Decimal("12345678901234567890.12"), Decimal(3)]
+    assert run.edits.set_field("lines", '{"pen": [19.990000000000000001, 0.1]}') == {
+        "pen": (Decimal("19.990000000000000001"), 0.1)}
+    assert changes(events)[1:] == [("amounts", [], ["0.1000000000000000000001", "12345678901234567890.12", "3"], "user"),
+                                   ("lines", {}, {"pen": ["19.990000000000000001", 0.1]}, "user")]
     ctl.resume()
     await asyncio.wait_for(task, 60)
 
