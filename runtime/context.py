@@ -143,14 +143,26 @@ def _json_order(item: Any) -> tuple[int, Any]:
 
 
 def _reads_back(value: Any, shown: Any) -> bool:
-    """Whether ``shown``, a value's JSON form, is that value again (a list: compared deep; an enum of
-    ints or strings is carried as itself, and written as its value)."""
+    """Whether ``shown``, a value's JSON form, is that value again (a list: compared deep, item by item of
+    the same class: an enum of ints or strings, carried as itself and written as its value, equals its
+    value, in a list too)."""
     if shown is value:
         return value.__class__ in _SCALARS or value.__class__ is float
     try:
-        return shown.__class__ is value.__class__ and bool(shown == value)
-    except Exception:  # noqa: BLE001 (an array's == is an array, whose truth raises)
+        return _same(shown, value)
+    except Exception:  # noqa: BLE001 (an array's == is an array, whose truth raises; a list nested too deep)
         return False
+
+
+def _same(shown: Any, value: Any) -> bool:
+    if shown.__class__ is not value.__class__:
+        return False
+    if value.__class__ is list:
+        return len(shown) == len(value) and all(map(_same, shown, value))
+    if value.__class__ is dict:
+        return len(shown) == len(value) and all(
+            _same(k, j) and _same(a, b) for (k, a), (j, b) in zip(shown.items(), value.items()))
+    return bool(shown == value)
 
 
 def output_text(value: Any) -> str | None:

@@ -111,6 +111,7 @@ async def test_showing_a_value_never_changes_what_the_flow_does():
             ctx.circular, ctx.raw, ctx.loud = circular, b"\x00\xff", Loud()
             ctx.arrays = [Array()]
             ctx.color, ctx.ratio, ctx.names = Color.RED, 0.5, ["a", 1, {"b": [2.5]}]  # (the last two read back)
+            ctx.colors, ctx.by_color = [Color.RED], {"x": {"y": Color.RED}}  # equal to their JSON, not of its types
 
     @workflow(steps=[A])
     class W:
@@ -127,4 +128,4 @@ async def test_showing_a_value_never_changes_what_the_flow_does():
     # none of them reads back from its JSON form: each event says its type
     typed = {e.name: e.typed for e in events if e.type == "ctx.set" and e.name != "output" and e.name != "turn"}
     assert typed == {"gen": "generator", "circular": "list", "raw": "bytes", "loud": "Loud", "arrays": "list",
-                     "color": "Color", "ratio": None, "names": None}
+                     "color": "Color", "ratio": None, "names": None, "colors": "list", "by_color": "dict"}
