@@ -232,7 +232,8 @@ class _Parser:
             if m:
                 parts.append(m.group())
             elif parts and (m := _INDEX.match(self.text, self.pos)) and len(m.group()) <= MAX_NUMBER:
-                parts.append(int(m.group()))
+                # (01 is key "01" of a dict, not key "1": a number's own digits are kept as a text)
+                parts.append(int(m.group()) if str(int(m.group())) == m.group() else m.group())
             else:
                 raise self.fail("expected a field name" if not parts else "expected a key or an index")
             self.pos = m.end()
@@ -443,6 +444,8 @@ def _path_fault(state_type: type, parts: tuple[str | int, ...]) -> str | None:
         part, path = parts[n], "state." + ".".join(map(str, parts[:n]))
         if _only(tp, _UNSIZED + (str,)):
             return f"{path} is {_type_name(tp)}: it has no part {part!r}"
+        if isinstance(part, str) and typing.get_origin(tp) in (list, tuple) and _INDEX.fullmatch(part):
+            return f"{path} is {_type_name(tp)}: write its index {int(part)}, not {part}"
         if isinstance(part, str) and typing.get_origin(tp) in (list, tuple):
             return f"{path} is {_type_name(tp)}: its items are taken by index, not by a name ({part!r})"
         if isinstance(part, str) and isinstance(tp, type) and hasattr(tp, "model_fields") \

@@ -477,6 +477,7 @@ async def test_a_parent_with_state_refuses_a_child_field_unless_the_watch_names_
     ("state.rounds.0 > 1", 7, "state.rounds is int: it has no part 0", None),
     ("len(state.notes.first) > 1", 11, "state.notes is list[str]: its items are taken by index, not by a name "
      "('first')", "name a field the state has, and an item of a list by its index (state.notas.0)"),
+    ("len(state.notes.01) > 1", 11, "state.notes is list[str]: write its index 1, not 01", None),
 ])
 async def test_a_watchpoint_that_can_never_fire_is_refused_naming_the_part_at_fault(expr, column, message, hint):
     wf, _ = make_flow()
@@ -581,6 +582,7 @@ class TypedState(BaseModel):
     amount: Decimal = Decimal("0.1")
     color: Color = Color.RED
     by_id: dict[int, str] = {}
+    by_code: dict[str, str] = {}
 
 
 @pytest.mark.parametrize("expr,path", [
@@ -589,6 +591,7 @@ class TypedState(BaseModel):
     ("state.amount == '2.50'", "amount"),  # or as its text, as the journal holds it
     ("state.color == 'blue'", "color"),  # an enum as its value (it was refused: "never equals 'blue'")
     ("state.by_id.3 == 'three'", "by_id"),  # a dict's int keys are text in JSON
+    ("state.by_code.01 == 'first'", "by_code"),  # and key "01" is not key "1"
 ])
 async def test_a_watchpoint_on_a_decimal_an_enum_or_a_dict_by_int_key_fires(expr, path):
     """Accepted, they never fired (a Decimal is a text in the journal, a dict's keys too), or were
@@ -602,6 +605,7 @@ async def test_a_watchpoint_on_a_decimal_an_enum_or_a_dict_by_int_key_fires(expr
             self.s.amount = Decimal("2.50")
             self.s.color = Color.BLUE
             self.s.by_id = {3: "three"}
+            self.s.by_code = {"1": "one", "01": "first"}
 
     @workflow(state=TypedState, steps=[Setter, Setter])
     class W:
