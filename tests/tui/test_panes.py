@@ -262,3 +262,24 @@ async def test_the_sidebar_says_a_loop_without_a_ceiling_as_infinite():
     await app.run("go")
     rows = [text.plain for _, text in sidebar_rows(view, width=60)]
     assert "  loop 2 of ∞ iterations done · stopped by until" in rows, rows
+
+
+
+async def test_view_2_opened_with_the_conversation_at_its_end_shows_every_block_that_fits():
+    """Opened with the conversation's cursor at its end, what the model sees scrolled as far down as its
+    blocks' guessed heights reached; drawn, they were shorter: blank rows under the last block, and the
+    agent prompt and memory above the top although there was room for them (as if not sent)."""
+    app = make(str(Path(__file__).parents[2] / "flows" / "revisao.py"), input="x")
+    async with app.run_test(size=(160, 48)) as pilot:
+        await paused(pilot)
+        for _ in range(5):
+            await press_and_pause(pilot, "n")
+        await pilot.press("end")
+        await pilot.press("2")
+        await pilot.pause()
+        await pilot.pause()
+        sees = app.main.pane_widget("model-sees")
+        shown = sees.scrollable_content_region.height
+        assert sees.labels[0] == "system · agent prompt"
+        assert sees.virtual_size.height <= shown  # every block fits: the test's premise
+        assert sees.scroll_offset.y == 0  # from the agent prompt, no blank rows under the last block

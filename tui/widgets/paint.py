@@ -86,7 +86,10 @@ class QuietVirtualSize:
         shown = self.show_vertical_scrollbar  # type: ignore[attr-defined]
         overflow = self.styles.overflow_y  # type: ignore[attr-defined]
         needed = overflow == "scroll" or (overflow == "auto" and size.height > view.height)
-        if not self.is_mounted or size.width != current.width or needed != shown:  # type: ignore[attr-defined]
+        # (shrunk below the view's bottom: Textual's path moves the view up, as setting it quietly did not, and
+        # the pane showed blank rows, the blocks above it scrolled out of sight although they all fit)
+        past = size.height < current.height and self.scroll_offset.y + view.height > size.height  # type: ignore[attr-defined]
+        if not self.is_mounted or size.width != current.width or needed != shown or past:  # type: ignore[attr-defined]
             self.virtual_size = size  # type: ignore[attr-defined]
             return
         self.set_reactive(Widget.virtual_size, size)  # type: ignore[attr-defined]
