@@ -464,14 +464,21 @@ class Channel:
         return True
 
     # --- stopping ------------------------------------------------------------------------------
-    async def stop(self, grace: float | None = None, reason: str | None = None) -> None:
-        """Stop the run within about ``grace`` seconds whatever it is doing: a ``stop`` command,
-        then ``STOP_SIGNAL`` (the worker unwinds the code that does not return), then ``SIGKILL``."""
-        grace = self.grace if grace is None else grace
+    def begin_stop(self, reason: str | None = None) -> None:
+        """Send the ``stop`` command now: the commands written after it reach the worker after it (a
+        client's ``step`` sent behind its ``stop`` ran a tool once the stop was answered)."""
         if self.stopping_since is None:
             self.stopping_since, self.stop_reason = time.monotonic(), reason
         self.paused.set()  # read on whatever the consumer's backlog: a worker blocked writing could not end
         self.send(_p().Stop(reason=reason))
+
+    async def stop(self, grace: float | None = None, reason: str | None = None, *, begun: bool = False) -> None:
+        """Stop the run within about ``grace`` seconds whatever it is doing: a ``stop`` command (sent
+        already by :meth:`begin_stop` when ``begun``), then ``STOP_SIGNAL`` (the worker unwinds the code
+        that does not return), then ``SIGKILL``."""
+        grace = self.grace if grace is None else grace
+        if not begun:
+            self.begin_stop(reason)
         t0 = time.monotonic()
         if self.proc is not None and await self._ended_within(grace):
             # Its run said its end: its process is let go now. It would wait for its input to close (to

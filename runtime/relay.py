@@ -58,7 +58,8 @@ class Relay:
                 self.reply(command, "the run has ended")
                 return
             self.reply(command)
-            asyncio.ensure_future(self.channel.stop(reason=command.reason))
+            self.channel.begin_stop(command.reason)  # before whatever the client sent after it
+            asyncio.ensure_future(self.channel.stop(reason=command.reason, begun=True))
             return
         sender = self.send  # the reply goes to the client that asked, also once it has detached
 

@@ -298,6 +298,8 @@ class Worker:
         if kind in _MOVES:
             if self.run_over():
                 raise ValueError("the run has ended")
+            if self.controller.stopping and kind != "stop":  # (a step sent behind a stop: it does not go on)
+                raise ValueError("the run is stopping")
             if kind == "stop":  # a run awaiting (a model call) reaches no pause point: cancel what it awaits
                 self.controller.stop(c.reason)
                 asyncio.get_running_loop().call_later(self.grace / 2, self._cancel, c.reason or "stopped by user")

@@ -1087,3 +1087,30 @@ def test_a_served_run_without_input_still_says_its_address_first():
         proc.wait()
     assert said[0].startswith("listening on 127.0.0.1:") and said[1].startswith("token: "), said
     assert said[3] == "flowtui: no --input: the run starts with no user message (give --input TEXT for one)\n", said
+
+
+def test_commands_sent_behind_a_stop_reach_the_run_after_it(listening):
+    """stop was answered at once and sent to the run's process on the loop's next turn, so the step and
+    the edit the client wrote after it got there first: paused before a tool, the tool ran once the
+    stop had been answered, and the edit was journaled."""
+    proc, port, token = listening
+    sock = socket.create_connection(("127.0.0.1", port), timeout=HANG)
+    sock.sendall(auth(token))
+    seen, n = [], 0
+    while not any(m.get("type") == "run.pause" and m.get("point") == "tool" for m in seen):
+        got = messages(sock, lambda out: any(m.get("type") == "run.pause" for m in out))
+        assert got, seen[-5:]
+        seen += got
+        if not any(m.get("type") == "run.pause" and m.get("point") == "tool" for m in got):
+            n += 1
+            sock.sendall(json.dumps({"type": "step", "id": n}).encode() + b"\n")
+    sock.sendall(b'{"type":"stop","id":100}\n{"type":"step","id":101}\n'
+                 b'{"type":"add_item","id":102,"bucket":"memory","text":"after stop"}\n')
+    after = messages(sock, lambda out: any(m.get("type") == "run.end" for m in out)
+                     and {100, 101, 102} <= {m.get("id") for m in out if m.get("type") == "reply"})
+    answers = {m["id"]: m for m in after if m.get("type") == "reply"}
+    assert answers[100]["ok"] is True
+    assert answers[101]["ok"] is False and answers[102]["ok"] is False, answers
+    assert not [m for m in after if m.get("type") == "node.end" and m.get("kind") == "tool"]  # the tool never ran
+    assert not [m for m in after if m.get("type") == "state.append" and m.get("item") == "after stop"]
+    assert next(m for m in after if m.get("type") == "run.end")["status"] == "stopped"
