@@ -58,7 +58,7 @@ from flowtui.runtime.encoding import encode_event
 from flowtui.runtime.inert import visible
 from flowtui.runtime.invoke import running_code
 from flowtui.runtime.construct import copy_with
-from flowtui.runtime.secrets import Redactor, StreamRedactor
+from flowtui.runtime.secrets import Redactor, StreamRedactor, redact_data
 from flowtui.runtime.sender import Owed
 from flowtui.runtime.spawn import EXIT_FD_CLOSED, STOP_SIGNAL
 
@@ -130,7 +130,8 @@ class Worker:
             "a child workflow's may be)" for name in sorted(self.controller.breakpoints - known)]
         return p.Hello(workflow=self.app.workflow.name, file=self.app.workflow.file, agents=agents, tools=tools,
                        pid=os.getpid(), started=self.run is not None, notes=notes,
-                       breakpoints=sorted(self.controller.breakpoints), watches=list(self.controller.watch.texts),
+                       breakpoints=self._redacted(sorted(self.controller.breakpoints)),
+                       watches=self._redacted(list(self.controller.watch.texts)),
                        model_middlewares=[name for name, _ in layers(self.app.middlewares, "model")])
 
     def on_event(self, event: Any) -> None:
@@ -244,9 +245,15 @@ class Worker:
             return
         except Exception as exc:  # the reason goes back to the client; the run goes on
             self.reply(command, error=visible(self.redactor.redact(str(exc) or type(exc).__name__)),
-                       value=watch_refusal(exc))
+                       value=self._redacted(watch_refusal(exc)))
             return
-        self.reply(command, value=value)
+        # what an edit made, the breakpoints and watchpoints set: what a client typed, a credential too, comes
+        # back as the events say it (a fetched value is redacted already, and may be megabytes)
+        self.reply(command, value=value if command.type == "fetch" else self._redacted(value))
+
+    def _redacted(self, value: Any) -> Any:
+        self.redactor.refresh()
+        return redact_data(value, self.redactor.values) if self.redactor.values and value is not None else value
 
     async def _count(self, c: Any, to: Any) -> None:
         try:

@@ -1114,3 +1114,36 @@ def test_commands_sent_behind_a_stop_reach_the_run_after_it(listening):
     assert not [m for m in after if m.get("type") == "node.end" and m.get("kind") == "tool"]  # the tool never ran
     assert not [m for m in after if m.get("type") == "state.append" and m.get("item") == "after stop"]
     assert next(m for m in after if m.get("type") == "run.end")["status"] == "stopped"
+
+
+def test_what_a_client_typed_comes_back_redacted_in_replies_and_in_the_next_clients_hello():
+    """The events of an edit said [redacted]; its reply gave the value typed as it was, and a breakpoint or a
+    refused watchpoint named by a credential came back whole, to this client and to the next one's hello."""
+    import os
+
+    key = "sk-test-1234567890abcdef1234567890abcdef"
+    proc = flowtui("run", "flows/revisao.py", "--input", "x", "--listen", "127.0.0.1:0", "--no-journal",
+                   env=dict(os.environ, OPENAI_API_KEY=key))
+    try:
+        port = int(proc.stderr.readline().rsplit(":", 1)[1])
+        token = proc.stderr.readline().split()[1]
+        sock = socket.create_connection(("127.0.0.1", port), timeout=HANG)
+        edits = [{"id": 2, "type": "set_field", "name": "problemas", "text": json.dumps([key])},
+                 {"id": 3, "type": "breakpoint", "name": key, "on": True},
+                 {"id": 4, "type": "watch", "expr": f"state.rodadas == '{key}'", "on": True},
+                 {"id": 5, "type": "add_item", "bucket": "memory", "text": f"key {key}"}]
+        sock.sendall(auth(token) + b"".join(json.dumps(e).encode() + b"\n" for e in edits))
+        got = messages(sock, lambda out: any(m.get("id") == 5 for m in out))
+        sock.close()
+        answers = {m["id"]: m for m in got if m.get("type") == "reply"}
+        assert answers[2]["ok"] and answers[3]["ok"] and not answers[4]["ok"], answers
+        assert "[redacted]" in answers[2]["value"] and answers[3]["value"] == ["[redacted]"]
+        again = socket.create_connection(("127.0.0.1", port), timeout=HANG)
+        again.sendall(auth(token))
+        hello = messages(again, lambda out: any(m.get("type") == "hello" for m in out))
+        again.close()
+    finally:
+        proc.kill()
+        proc.wait()
+    assert key not in json.dumps(got) + json.dumps(hello)
+    assert next(m for m in hello if m["type"] == "hello")["breakpoints"] == ["[redacted]"]
