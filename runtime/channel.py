@@ -175,7 +175,9 @@ class Channel:
         if not done:
             await self.kill()
             if self.proc is None:
-                raise LoadTimeout(f"no answer within {timeout:g} s (is it a run served by flowtui run --listen?)")
+                sent = (f"it sent {self._bytes_read:,} bytes but no line of the protocol" if self._bytes_read
+                        else "no answer")  # (80 MB without a newline was said as no answer)
+                raise LoadTimeout(f"{sent} within {timeout:g} s (is it a run served by flowtui run --listen?)")
             raise LoadTimeout(f"the flow did not finish loading within {timeout:g} s (an endless loop or a "
                               "blocking call at import?)")
         if self.refused:
@@ -184,6 +186,7 @@ class Channel:
         return _p().LoadError(message=f"the worker process ended before the flow loaded ({self.ending()[1]})")
 
     refused: str | None = None
+    _bytes_read = 0  # from the run's process or the peer, so far
     let_go: str | None = None  # attached: why the server let this client go (another took the run over)
 
     # --- reading ---------------------------------------------------------------------------
@@ -196,6 +199,7 @@ class Channel:
                 chunk = await stream.read(CHUNK if len(pending) < CHUNK else 1 << 22)
                 if not chunk:
                     break
+                self._bytes_read += len(chunk)
                 if skipped or len(pending) + len(chunk) > LINE_MAX:
                     first = chunk.find(b"\n")  # where the line in progress ends, if it does in this chunk
                     if skipped or len(pending) + (len(chunk) if first < 0 else first) > LINE_MAX:

@@ -287,6 +287,9 @@ class Listener:
         try:
             while True:
                 end = buf.find(b"\n")
+                if end >= 0 and not buf[:end].strip():  # blank lines before it are let pass, as after it
+                    buf = buf[end + 1:]
+                    continue
                 if end >= 0:
                     conn.settimeout(None)
                     return buf[:end + 1], buf[end + 1:]

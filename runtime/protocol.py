@@ -326,7 +326,7 @@ def parse_command(line: bytes | str) -> Any:
     _once.decode(text)
     if "id" not in command.model_fields_set and command.type != "auth":  # (carried out, it was answered with id 0:
         # what a wrong token and a take-over are answered with)
-        raise ValueError(f"a {command.type} command needs an id: a JSON integer from 1, which its reply carries back")
+        raise ValueError(f"{_a(command.type)} command needs an id: a JSON integer from 1, which its reply carries back")
     return command
 
 
@@ -373,8 +373,17 @@ def what_is_wrong(error: Exception) -> str:
     said = first.get("msg", "not valid")
     kind = str((first.get("loc") or ("",))[0])
     if first.get("type") == "extra_forbidden" and kind in _COMMANDS:
-        said = f"a {kind} command takes no such key (it takes {', '.join(_COMMANDS[kind].model_fields)})"
+        said = f"{_a(kind)} command takes no such key (it takes {', '.join(_COMMANDS[kind].model_fields)})"
+    elif first.get("type") in ("union_tag_not_found", "union_tag_invalid"):  # (pydantic's words: "Unable to
+        # extract tag using discriminator 'type'", and every tag, the first line's auth too)
+        tag = (first.get("ctx") or {}).get("tag")
+        said = (f"no command is called {tag!r}" if tag is not None else 'it has no "type"') + \
+            f" (the commands: {', '.join(name for name in _COMMANDS if name != 'auth')})"
     return f"{where + ': ' if where else ''}{said}"
+
+
+def _a(word: str) -> str:
+    return f"{'an' if word[:1] in 'aeiou' else 'a'} {word}"
 
 
 def encode(message: BaseModel) -> bytes:

@@ -351,6 +351,23 @@ def test_a_command_with_a_key_it_does_not_take_or_an_id_of_the_servers_is_refuse
     sock.close()
 
 
+def test_a_line_with_no_type_or_an_unknown_one_is_told_so_in_words_and_blank_lines_before_auth_pass(listening):
+    """{} was told "Unable to extract tag using discriminator 'type'", an unknown type was given every tag,
+    auth (refused after the first line) among them, and a blank line before auth ended the connection."""
+    proc, port, token = listening
+    sock = socket.create_connection(("127.0.0.1", port), timeout=HANG)
+    sock.sendall(b"\n\r\n" + auth(token) + b'{"id":1}\n{"type":"nope","id":2}\n{"type":"undo","id":3,"x":1}\n'
+                 + b'{"type":"pause","id":4}\n')
+    got = messages(sock, lambda out: any(m.get("id") == 4 for m in out))
+    commands = "(the commands: start, step, next_turn, loop_once, continue, pause, stop, breakpoint, watch, promote, "
+    said = replies(got)
+    assert [(i, ok) for i, ok, _ in said] == [(1, False), (2, False), (3, False), (4, True)], said
+    assert said[0][2].startswith('not a command: it has no "type" ' + commands), said
+    assert said[1][2].startswith("not a command: no command is called 'nope' " + commands), said
+    assert said[2][2] == "not a command: undo.x: an undo command takes no such key (it takes id, run_id, type)"
+    sock.close()
+
+
 EVENT = b'{"type":"tool.result","seq":1,"content":"' + b"y" * (1 << 20) + b'"}\n'  # one big event, shared
 # that many of it: more than a client may fall behind, past what the sockets' buffers take in (loopback's
 # grow to several MiB each way: with 8 MiB over, a loaded machine's never dropped the stalled client)
@@ -619,6 +636,22 @@ def test_attach_to_a_peer_that_never_answers_exits_2_after_the_wait():
     assert code == 2, said
     assert f"flowtui attach: 127.0.0.1:{port}: no answer within 10 s" in said
     assert "(gives up after 10 s)" in said and "gives up after 30" not in said  # the wait it shows is the one it has
+
+
+def test_attach_to_a_peer_that_sends_no_line_says_what_it_sent():
+    """A peer that sent a megabyte without a newline was said to have given no answer."""
+    def babbling(conn, stop):
+        conn.sendall(b"\x1b[2J" + b"x" * (1 << 20))
+        stop.wait(HANG)
+
+    port, stop = serving(babbling)
+    try:
+        code, said = attached_in_a_terminal(port)
+    finally:
+        stop.set()
+    assert code == 2, said
+    assert f"flowtui attach: 127.0.0.1:{port}: it sent 1,048,580 bytes but no line of the protocol within 10 s" in said
+    assert "\x1b[2J" not in said
 
 
 def test_what_a_served_flow_prints_is_redacted_inert_and_sent_to_the_client(tmp_path):
