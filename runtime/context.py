@@ -203,13 +203,15 @@ def _finite(out: Any) -> Any:
 
 
 _ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+(?=>)")  # as the default repr ends: <Foo object at 0x7f…>
+_FLOW_MODULE = re.compile(r"\bflowtui_flow_(\w+?)_\d+\.")  # the name a flow file is imported under (loader)
 
 
 def stable_repr(value: Any) -> str:
     """``repr(value)`` without the memory address Python's default repr names (``<Foo object at
     0x7f…>`` is ``<Foo object>``): it differs from run to run, so a re-execution or a diff of two
-    runs would see a change where there is none."""
-    return _ADDRESS.sub("", repr(value))
+    runs would see a change where there is none. A class of the flow file is named by the file
+    (``revisao.Foo``), not the module name it was imported under (``flowtui_flow_revisao_1.Foo``)."""
+    return _FLOW_MODULE.sub(r"\1.", _ADDRESS.sub("", repr(value)))
 
 
 def _described(value: Any, why: str) -> str:

@@ -43,7 +43,10 @@ def _text(value: Any) -> tuple[str, bool]:
     if isinstance(value, BaseModel):
         return value.model_dump_json(), False
     try:  # a set as a list, a datetime in ISO form, a dataclass as an object: JSON as pydantic makes it
-        return json.dumps(to_jsonable_python(value, fallback=stable_repr), ensure_ascii=False), False
+        shown = to_jsonable_python(value, fallback=stable_repr)
+        if isinstance(shown, str):  # a date, a path, an object with no JSON form (its repr): that text, not
+            return shown, False  # the JSON string of it ("\"<Thing object>\"" reached the model)
+        return json.dumps(shown, ensure_ascii=False), False
     except (TypeError, ValueError):
         try:
             return stable_repr(value), False

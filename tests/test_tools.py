@@ -261,6 +261,41 @@ async def test_a_result_that_is_no_json_reaches_the_model_as_json_pydantic_makes
     assert json.loads(out) == {"tags": ["b"], "day": "2026-01-02", "at": {"x": 3}, "odd": "<object object>"}
 
 
+@pytest.mark.parametrize("returned,said", [
+    ("thing", "<test_tools.Thing object>"),  # no JSON form: its repr, not the JSON string of it
+    ("day", "2026-01-02"),
+    ("path", "notes/a.txt"),
+    ("flows", "<my_flow_2.Thing object>"),  # a flow file's class: named by its file, not the module it was made
+])
+async def test_a_result_whose_json_is_a_string_reaches_the_model_as_that_text_unquoted(returned, said):
+    """A tool returning an object with no JSON form sent the model "\\"<flowtui_flow_x_1.Thing object>\\"":
+    quoted, and named by the module the flow was imported under."""
+    import datetime
+    from pathlib import Path
+
+    of_a_flow = type("Thing", (), {"__module__": "flowtui_flow_my_flow_2_13"})  # (runtime.loader names it so)
+    values = {"thing": Thing(), "day": datetime.date(2026, 1, 2), "path": Path("notes/a.txt"), "flows": of_a_flow()}
+
+    @tool(name="echo", schema=EchoArgs)
+    class Echo:
+        async def execute(self, args: EchoArgs = Input()):
+            return values[returned]
+
+    @agent(provider=script(call("echo", text="x")), tools=[Echo])
+    class A:
+        pass
+
+    @workflow(steps=[A])
+    class W:
+        pass
+
+    assert await bootstrap(W).run("go") == said
+
+
+class Thing:
+    pass
+
+
 # --- the four failure modes -----------------------------------------------------
 
 def _failing_tools():
