@@ -307,7 +307,7 @@ class Editor:
                     pending = self._run.pending
                     if pending is not None:  # said as an edit back, so a re-execution makes it again
                         now, pending.call = pending.call, value
-                        edited(self._run, pending, now)
+                        edited(self._run, pending, now, reason="undone")
                 else:
                     setattr(self._run.workflow_state, name, value)
         self._mark = self._run.emitter.stream.last_seq

@@ -113,10 +113,11 @@ def decide(run: "Run", pending: PendingCall, decision: str, reason: str = "") ->
                      reason=reason or None)
 
 
-def edited(run: "Run", pending: PendingCall, before: ToolCall) -> None:
+def edited(run: "Run", pending: PendingCall, before: ToolCall, reason: str | None = None) -> None:
+    """Say the edit of the pending call (``reason``: ``undone``, an edit that undoes the last one)."""
     call = pending.call
     run.emitter.emit(ToolDecision, origin="user", tool=call.name, call_id=call.id, decision="edited",
-                     args=dict(call.args), before=dict(before.args))
+                     args=dict(call.args), before=dict(before.args), reason=reason)
 
 
 def deny_call(run: "Run", spec: "AgentSpec", call: ToolCall, reason: str) -> ToolResult:

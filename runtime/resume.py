@@ -292,7 +292,7 @@ class Resume:
                 if ev.get("decision") == "edited":
                     old = pending.call
                     pending.call = old.model_copy(update={"args": dict(ev.get("args") or {})})
-                    edited(run, pending, old)
+                    edited(run, pending, old, ev.get("reason"))
                 else:
                     decide(run, pending, str(ev.get("decision")), ev.get("reason") or "")
         finally:

@@ -60,7 +60,7 @@ class RunState:
 
     __slots__ = ("run_id", "workflow", "file", "parent_node", "parent_run", "status", "history", "history_resets",
                  "memory", "tasks", "state", "data", "last_changed", "ctx", "prompt", "last_chat",
-                 "history_from", "memory_from", "tasks_from", "prompt_from", "budget")
+                 "history_from", "memory_from", "tasks_from", "prompt_from", "budget", "edited_out")
 
     def __init__(self, run_id: str | None = None, workflow: str | None = None) -> None:
         self.run_id, self.workflow = run_id, workflow
@@ -84,6 +84,8 @@ class RunState:
         self.tasks_from: list[tuple[int, str]] = []
         self.prompt_from: tuple[int, str] | None = None
         self.budget: dict[str, Any] | None = None  # the budget's limits and mode, from run.start
+        # what a person's edits took out of a bucket, by item: where each came from, for an undo that brings it back
+        self.edited_out: dict[Any, tuple[tuple[Any, tuple[int, str]], ...]] = {}
 
     def clone(self) -> "RunState":
         twin = RunState.__new__(RunState)
@@ -104,16 +106,23 @@ class RunState:
         at: dict[Any, list[int]] = {}  # item -> its positions in the old bucket
         for k, item in enumerate(old[:len(origins)]):
             at.setdefault(_key(item), []).append(k)
-        kept, j = [], 0
+        kept, j, used = [], 0, set()
+        undone = (ev.note or "").startswith("undone:")  # (an undo: an item it brings back came from where it did)
         for item in items:
             places = at.get(_key(item), ())
             i = bisect_left(places, j)
             k = next((places[n] for n in range(i, len(places)) if old[places[n]] == item), None)
             if k is not None:
                 kept.append(origins[k])
+                used.add(k)
                 j = k + 1
             else:
-                kept.append((ev.seq, ev.origin))
+                back = next((o for x, o in self.edited_out.get(_key(item), ()) if x == item), None) if undone else None
+                kept.append(back or (ev.seq, ev.origin))
+        if ev.origin == "user" and not undone:
+            for k, item in enumerate(old[:len(origins)]):
+                if k not in used:
+                    self.edited_out[_key(item)] = (*self.edited_out.get(_key(item), ()), (item, origins[k]))
         setattr(self, f"{bucket}_from", kept)
 
 

@@ -256,6 +256,7 @@ async def test_undoing_an_edit_of_the_pending_call_is_an_event_so_a_reexecution_
         back = d.of("tool.decision")[-1]
         assert (back.decision, back.origin, back.args, back.before) == ("edited", "user", {"query": "a"},
                                                                         {"query": "edited"})
+        assert back.reason == "undone"  # an edit back, said as the undo it is
         d.ctl.resume()
         await asyncio.wait_for(d.task, 10)
     assert ran[0]["query"] == "a"  # (the tool fills its defaults in)

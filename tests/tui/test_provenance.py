@@ -51,6 +51,30 @@ def test_a_bucket_replaced_whole_keeps_the_provenance_of_the_items_it_kept():
     assert view.shown.memory_from == [(1, "input"), (3, "user"), (4, "user")]
 
 
+def test_an_undone_edit_gives_back_the_provenance_of_what_it_brings_back():
+    """A call edited then undone: the assistant message back as the agent wrote it was said to be the
+    person's (#40 · user)."""
+    from flowtui.tui.widgets.event_log import summarize
+
+    said = {"role": "assistant", "content": "", "agent": "A",
+            "tool_calls": [{"id": "c1", "name": "note", "args": {"text": "as the model asked"}}]}
+    edited = {**said, "tool_calls": [{"id": "c1", "name": "note", "args": {"text": "EDITED"}}]}
+    view = RunView()
+    view.apply(_ev(1, "run.start", "runtime", workflow="W", input="x"))
+    view.apply(_ev(2, "state.append", "agent:A", bucket="history", item=said))
+    view.apply(_ev(3, "state.set", "user", bucket="history", items=[edited], note="edited the call"))
+    view.apply(decision := _ev(4, "tool.decision", "user", tool="note", decision="edited",
+                               args={"text": "EDITED"}, before={"text": "as the model asked"}))
+    assert view.shown.history_from == [(3, "user")]
+    view.apply(_ev(5, "state.set", "user", bucket="history", items=[said], note="undone: edited the call"))
+    view.apply(undo := _ev(6, "tool.decision", "user", tool="note", decision="edited", reason="undone",
+                           args={"text": "as the model asked"}, before={"text": "EDITED"}))
+    assert view.shown.history_from == [(2, "agent:A")]
+    # the log says which is which, by what changed (the old arguments first, cut at the line's end, read alike)
+    assert summarize(decision) == 'edited the call of note: text "as the model asked" → "EDITED"'
+    assert summarize(undo) == 'undid the edit of the call of note: text "EDITED" → "as the model asked"'
+
+
 async def test_enter_on_a_memory_item_in_the_sidebar_shows_the_event_that_put_it_there():
     app = make(input="go")
     async with app.run_test(size=(160, 48)) as pilot:

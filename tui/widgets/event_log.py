@@ -61,7 +61,8 @@ def _append(ev: Any) -> str:
 
 def _decision(ev: Any) -> str:
     if ev.decision == "edited":
-        return f"edited the call of {ev.tool}: {_j(ev.before)} → {_j(ev.args)}"
+        return f"{'undid the edit of' if ev.reason == 'undone' else 'edited'} the call of {ev.tool}: " \
+               f"{_edited(ev.before, ev.args)}"
     return f"{ev.decision} the call of {ev.tool}" + (f": {ev.reason}" if ev.reason else "")
 
 
@@ -153,6 +154,24 @@ def seq_of(item: Any) -> int:
 
 def _fit(text: str, width: int) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def _edited(before: Any, after: Any) -> str:
+    """The arguments an edit changed, each as it was and as it is, cut short: the whole of both, the old
+    first, were cut at the line's end, and an edit and its undo read the same."""
+    if not (isinstance(before, dict) and isinstance(after, dict)):
+        return f"{_cut(_j(before))} → {_cut(_j(after))}"
+    changed = [key for key in {**before, **after} if before.get(key, _NONE) != after.get(key, _NONE)]
+    return "; ".join(f"{key} " + ("removed" if key not in after else f"= {_cut(_j(after[key]))}" if key not in before
+                                  else f"{_cut(_j(before[key]))} → {_cut(_j(after[key]))}")
+                     for key in changed) or "the same arguments"
+
+
+_NONE = object()
+
+
+def _cut(text: str, width: int = 40) -> str:
+    return text if len(text) <= width else text[:width - 1] + "…"
 
 
 def _j(value: Any) -> str:
