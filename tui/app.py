@@ -443,7 +443,8 @@ class FlowApp(RunCommands, RunEdits, RunWatches, PlainNotify, KeysStayPut, Redra
         # and a breakpoint set on a name none of them has (a loop, a child's agent it has not called yet)
         for name in agents + tools + sorted(self.client.breakpoints - {*agents, *tools}):
             state = "remove" if name in self.client.breakpoints else "set"
-            yield SystemCommand(shown_markup(f"breakpoint: {state} on {name}"), shown_markup(f"Pause before {name}"),
+            said = f"No longer pause before {name}" if state == "remove" else f"Pause before {name}"
+            yield SystemCommand(shown_markup(f"breakpoint: {state} on {name}"), shown_markup(said),
                                 _bind(self.action_toggle_breakpoint, name))
         for title, help, callback in self.watch_commands():
             yield SystemCommand(title, help, callback)

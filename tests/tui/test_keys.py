@@ -738,3 +738,25 @@ async def test_a_run_agents_own_request_is_not_said_to_fail_for_the_shared_histo
         await pilot.press("c")
         await ended(pilot)
         assert app.client.view.status == "finished"
+
+
+async def test_the_palette_says_removing_a_breakpoint_stops_the_pauses():
+    """"breakpoint: remove on Writer" was described as "Pause before Writer", what it undoes."""
+    from textual.command import CommandList
+
+    app = make(input="go")
+    async with app.run_test(size=(140, 40)) as pilot:
+        await paused(pilot)
+        await pilot.press("b")  # before Writer
+        await pilot.press("ctrl+p")
+        await wait_until(pilot, lambda: isinstance(app.screen, CommandPalette), what="the palette")
+        await pilot.press(*"breakpoint remove")
+
+        def prompts() -> list[str]:
+            found = app.screen.query(CommandList)
+            return [str(o.prompt) for o in found.first().options] if found else []
+
+        await wait_until(pilot, lambda: any("breakpoint: remove on Writer" in p for p in prompts()),
+                         what="the entry")
+        entry = next(p for p in prompts() if "breakpoint: remove on Writer" in p)
+        assert "No longer pause before Writer" in entry and "\nPause before" not in entry, entry
