@@ -119,6 +119,8 @@ def _raised(exc: Exception, path: Path, file: Path) -> FlowLoadError:
         where_ = f" (in {func})" if func and func != "<module>" else ""
         message = f"{type(exc).__name__} while importing{where_}: {text}" if text.strip() else \
             f"{type(exc).__name__} while importing{where_} (raised with no message)"
+        if isinstance(exc, NameError):
+            message += _unknown_name(exc)
     if fault != file:
         return FlowLoadError(message + _imported_by(exc, path, file), file=shown_path(str(fault)), line=line)
     return FlowLoadError(message, file=str(path), line=line)
@@ -241,6 +243,31 @@ def _option_file(key: str, file: str | Path) -> Any:
         said = str(exc)
         raise OptionError(said if said.startswith(option) else f"{option}: {said}", option=option,
                           file=str(file)) from None
+
+
+def _unknown_name(exc: NameError) -> str:
+    """What Python's own traceback suggests for a name not defined (``@agnet``: did you mean agent?), and
+    the import a name flowtui exports needs (``@tool`` not imported)."""
+    import builtins
+    import difflib
+
+    import flowtui
+
+    name = getattr(exc, "name", None)
+    if not isinstance(name, str):
+        return ""
+    if name in flowtui.__all__:
+        return f"; import it: from flowtui import {name}"
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    own = set(tb.tb_frame.f_globals) | set(tb.tb_frame.f_locals) if tb is not None else set()
+    for known in (own, set(flowtui.__all__), set(dir(builtins))):  # the flow's own names first (agent, not anext)
+        close = difflib.get_close_matches(name, [n for n in known if not n.startswith("__")], n=1)
+        if close:
+            return f"; did you mean {close[0]}?" + (f" (from flowtui import {close[0]})"
+                                                   if close[0] in flowtui.__all__ and close[0] not in own else "")
+    return ""
 
 
 def _not_exported(name: str) -> str:

@@ -448,3 +448,19 @@ def test_a_replies_file_saved_with_a_byte_order_mark_is_read(tmp_path):
                            "prompt='p')\nclass A:\n    pass\n" + WORKFLOW)
     res = flowtui("run", str(path), "--input", "x", "--replies", str(tmp_path / "replies.toml"), "--no-journal")
     assert res.returncode == 0 and res.stdout.strip() == "from the file", res.stderr
+
+
+@pytest.mark.parametrize("imports,used,hint", [
+    ("agent", "agnet", "did you mean agent?"),  # (difflib alone would say anext, a builtin)
+    ("workflow", "agent", "import it: from flowtui import agent"),
+    ("workflow", "agnet", "did you mean agent\\? \\(from flowtui import agent\\)"),
+])
+def test_a_name_not_defined_at_import_is_said_with_the_name_meant(tmp_path, imports, used, hint):
+    """Python's own traceback says "Did you mean: 'agent'?"; the load error said only the NameError."""
+    path = tmp_path / "flow.py"  # (not write(): its header imports every name)
+    path.write_text(f"from flowtui import FunctionProvider, {imports}\n"
+                    f"@{used}(provider=FunctionProvider(lambda m, t: 'ok'), prompt='p')\nclass A:\n    pass\n")
+    res = flowtui("run", str(path), "--input", "x")
+    assert res.returncode == 2, res.stderr
+    assert re.search(rf"flow.py:2: NameError while importing: name '{used}' is not defined; {hint}", res.stderr), \
+        res.stderr
