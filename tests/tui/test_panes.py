@@ -207,6 +207,28 @@ def test_the_sidebar_shows_ctx_data():
     assert "  nothing set yet" not in rows
 
 
+def test_on_a_narrow_sidebar_the_turn_loop_and_budget_take_more_rows_not_cut():
+    """At 80 columns they read "loop 4 of 50 iteration…" and "budget 4 of 4 chat cal…"."""
+    from flowtui.runtime.events import CtxSet, RunStart
+    from flowtui.runtime.fold import RunView
+    from flowtui.tui.widgets.sidebar import sidebar_rows
+
+    base = dict(ts=0.0, run_id="r1", node_id=None, parent_id=None, origin="runtime")
+    view = RunView()
+    view.apply(RunStart(seq=1, **base, workflow="W", budget={"max_chat_calls": 4, "mode": "stop"}))
+    view.apply(CtxSet(seq=2, **base, name="loop", value={"iterations": 4, "max_iterations": 50,
+                                                          "exhausted": False, "stopped_by": "budget"}))
+    view.apply(CtxSet(seq=3, **base, name="budget", value={"chat_calls": 4, "tool_calls": 4, "tokens": 114,
+                                                            "duration_s": 3.2}))
+    rows = [text.plain for _, text in sidebar_rows(view, width=26)]
+    assert all(len(row) <= 26 and "…" not in row for row in rows), rows
+    at = rows.index("  loop 4 of 50 iterations")
+    assert rows[at:at + 6] == ["  loop 4 of 50 iterations", "    done · stopped by", "    budget",
+                               "  budget 4 of 4 chat calls", "    · 4 tool calls · 114", "    tokens · 3.2 s"], rows
+    wide = [text.plain for _, text in sidebar_rows(view, width=80)]  # one row each where they fit
+    assert "  loop 4 of 50 iterations done · stopped by budget" in wide, wide
+
+
 def test_a_bucket_set_whole_says_its_count_in_words():
     from flowtui.runtime.events import StateSet
 
