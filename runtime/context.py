@@ -30,7 +30,7 @@ _RESERVED = frozenset({"state", "get", "run_id", "fields", "data", "stop", "on_d
 _RUNTIME_WRITES = {"turn": "the summary of the last turn", "loop": "the most recent loop's progress",
                    "budget": "the run's usage against its budget"}
 _RUNTIME_SETS = {"turn": "after each turn", "loop": "as a loop starts and after each of its iterations",
-                 "budget": "after each model call or tool of a run with a budget"}
+                 "budget": "as a run with a budget starts, and after each model call or tool"}
 
 
 # (ctx, its loop as this task last set it, the loop that last ended in it and the loops around that one): the
@@ -328,6 +328,10 @@ class AgentContext:
         with self._lock:  # the change and its event together
             self._fields[name] = value
             self._emit(CtxSet, **fields)
+
+    def _starts_with(self, name: str, value: Any) -> None:
+        """The value a runtime field holds as the run starts, which ``run.start`` says (no ``ctx.set``)."""
+        self._fields[name] = value
 
     def stop(self) -> None:
         """End the run gracefully after the current unit of work, with the output so far.

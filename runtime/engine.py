@@ -122,6 +122,8 @@ class Run:
             resumed_from=self.resume.origin() if self.resume is not None else None,
             budget=limits_of(self.tracker.budget),
         )
+        if self.tracker.budget is not None:  # nothing spent yet, as run.start says: a before_prompt reading
+            self.ctx._starts_with("budget", self.tracker.usage())  # it before the first call got None
         reason = error = None
         self.status = "running"
         status = "finished"

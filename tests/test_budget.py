@@ -356,6 +356,9 @@ async def test_ctx_budget_shows_usage_as_the_run_goes():
 
     @agent(provider=provider, tools=[_noop_tool(executed)])
     class A:
+        def before_prompt(self, prompt, ctx):  # before the first call too: nothing spent (it was None)
+            seen.append(("before", ctx.budget.chat_calls))
+
         def after_response(self, response, ctx):
             seen.append((ctx.budget.chat_calls, ctx.budget.tool_calls))
 
@@ -364,7 +367,8 @@ async def test_ctx_budget_shows_usage_as_the_run_goes():
         pass
 
     out, events, run = await run_collect(W, budget=Budget(max_chat_calls=100))
-    assert seen == [(1, 1), (2, 1)]
+    assert seen == [("before", 0), (1, 1), ("before", 1), (2, 1)]
+    assert events[1].type != "ctx.set"  # (no event says it: run.start does, with the budget's limits)
     assert isinstance(run.ctx.budget, BudgetUsage)
     budget_sets = [e.value for e in events if e.type == "ctx.set" and e.name == "budget"]
     assert budget_sets and budget_sets[-1]["chat_calls"] == 2 and budget_sets[-1]["tool_calls"] == 1

@@ -24,7 +24,7 @@ def test_free_fields_get_and_unset_attribute_error():
 
 
 @pytest.mark.parametrize("field,when", [("turn", "after each turn"), ("loop", "as a loop starts and after each of its iterations"),
-                                        ("budget", "after each model call or tool of a run with a budget")])
+                                        ("budget", "as a run with a budget starts, and after each model call or tool")])
 def test_reading_a_runtime_field_before_it_is_set_says_when_it_will_be_not_to_set_it(field, when):
     """It said "set it first (ctx.turn = ...)", which the runtime then refuses."""
     ctx = AgentContext(ConversationState(lambda cls, **f: None), lambda cls, **f: None, run_id="r")
