@@ -28,7 +28,15 @@ from flowtui.runtime.invoke import raise_cancelled
 from flowtui.runtime.messages import Message
 from flowtui.runtime.middleware import through
 from flowtui.runtime.nodes import NodeScope
-from flowtui.runtime.providers.base import AttemptInfo, ChatReply, ChatRequest, Provider, Usage, counted
+from flowtui.runtime.providers.base import (
+    AttemptInfo,
+    ChatReply,
+    ChatRequest,
+    Provider,
+    Usage,
+    counted,
+    tool_names_of,
+)
 from flowtui.runtime.wellformed import problems
 
 if TYPE_CHECKING:
@@ -59,7 +67,8 @@ def build_request(run: "Run", spec: AgentSpec, prompt: str) -> ChatRequest:
     counted(messages, chars)
     return builders[ChatRequest](dict(
         agent=spec.name, turn=next_turn(run, spec), messages=messages,
-        tools=tools.schemas, tool_names=tools.names, sampling=spec.sampling, on_delta=on_delta,
+        tools=tools.schemas, tool_names=tools.names, sampling=dict(spec.sampling), on_delta=on_delta,  # (its own:
+        # a middleware that set request.sampling["temperature"] in place set it for every later call of the agent)
         on_attempt=on_attempt))
 
 
@@ -98,7 +107,8 @@ async def call_model(run: "Run", spec: AgentSpec, request: ChatRequest, *, promp
         async def send(final: ChatRequest) -> ChatReply:
             if answered and run.gate_needed():  # called again: a budget reached by the calls so far stops it
                 await run.gate()
-            if final is not request:  # a middleware changed it: what really left is recorded too
+            if final is not request or shapes.get(id(final), start_shape) != start_shape:  # a middleware changed
+                # it (a copy, or in place): what really left is recorded too
                 scope.data["sent"] = len(final.messages)
                 scope.data["sent_request"] = recorded(final, provider)
                 # (one with no message at all: a provider refuses it, as it does a call left unanswered)
@@ -120,18 +130,24 @@ async def call_model(run: "Run", spec: AgentSpec, request: ChatRequest, *, promp
             return done
 
         def on_pass(name: str, received: Any, passed: Any) -> None:
-            if passed is received:
+            before = shapes.get(id(received)) or _shape(received)
+            now = shapes[id(passed)] = _shape(passed)
+            if passed is received and now == before:
                 return
             changed = scope.data.setdefault("changed_by", [])
             if name not in changed:
                 changed.append(name)
-            dropped = len(received.messages) - len(passed.messages)
+            dropped = before[0] - now[0]  # (one changed in place: what it held as it came in)
             if dropped > 0:  # visible as such in "what the model sees": who left out how much
                 trimmed = scope.data.setdefault("trimmed", {"dropped": 0, "by": []})
                 trimmed["dropped"] += dropped
                 trimmed["by"].append(name)
 
         layers = run.model_layers
+        # what each request a middleware got held as it came in (messages, tools, sampling): one that changed
+        # it in place, not as a copy, sent what the journal never said, and a broken history went unchecked
+        start_shape = _shape(request) if layers else None
+        shapes: dict[int, tuple] = {id(request): start_shape} if layers else {}
         try:  # with no model middleware, through() would only call send
             reply = await (through(layers, request, send, on_pass=on_pass, returned=_a_reply) if layers
                            else send(request))
@@ -168,6 +184,14 @@ async def call_model(run: "Run", spec: AgentSpec, request: ChatRequest, *, promp
             scope.data["reply"]["finish_reason"] = reply.finish_reason
     run.publish_budget()
     return reply
+
+
+def _shape(request: Any) -> tuple:
+    """What a request holds, to tell one changed in place: its messages (frozen: by identity), its tools
+    and its sampling."""
+    messages, tools = request.messages, request.tools
+    return (len(messages), tuple(map(id, messages)), len(tools), tuple(map(id, tools)),
+            tuple(request.sampling.items()))
 
 
 def _a_reply(name: str, reply: Any) -> None:
@@ -216,7 +240,10 @@ def recorded(request: ChatRequest, provider: Provider, *, built: bool = False) -
     is recorded without validation when the few values user code gave (the provider's
     description, the sampling keys) have their declared types too; any other request is
     validated, so a malformed one fails as it always did."""
-    tools, model, sampling = sorted(request.tool_names), provider.describe(), dict(request.sampling)
+    # (the tools a request made elsewhere sends, by the names it gives them: a middleware's copy without a
+    # tool, an agent's own run() with tools=[...], whose tool_names said the turn's or none)
+    tools = sorted(request.tool_names if built else tool_names_of(request))
+    model, sampling = provider.describe(), dict(request.sampling)
     defaults = provider.sampling_defaults()
     fields = dict(messages=list(request.messages), tools=tools, model=model, sampling=sampling,
                   provider_sampling=defaults, tools_digest=tools_digest(request.tools) if request.tools else None)

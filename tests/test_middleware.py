@@ -238,6 +238,100 @@ async def test_a_model_middleware_passing_on_no_message_or_an_orphan_result_is_n
     assert sent == []  # neither reached the provider
 
 
+async def test_a_request_a_middleware_changes_in_place_is_recorded_checked_and_stays_its_own():
+    """request.messages.append(...) and request.sampling[...] = ... (no model_copy): the provider got them,
+    the journal said neither, an orphan result went unchecked, and the temperature stayed for every later
+    call of the agent."""
+    from flowtui import ConversationError
+
+    sent = []
+
+    def model(messages, tools):
+        sent.append([(m.role, m.content) for m in messages])
+        return "ok"
+
+    def louder(request, call_next):
+        request.messages.append(Message(role="user", content="(be brief)"))
+        request.sampling["temperature"] = 0.3
+        return call_next(request)
+
+    @agent(provider=FunctionProvider(model), prompt="p", sampling={"temperature": 0.9})
+    class A:
+        pass
+
+    @workflow(steps=[A, A], middlewares=[Middleware(name="louder", model=louder)])
+    class W:
+        pass
+
+    out, events = await _run(bootstrap(W), "go")
+    assert sent[0] == [("system", "p"), ("user", "go"), ("user", "(be brief)")]
+    starts = [e.data["request"] for e in events if e.type == "node.start" and e.kind == "chat"]
+    ends = [e.data for e in events if e.type == "node.end" and e.kind == "chat"]
+    assert [s.sampling for s in starts] == [{"temperature": 0.9}] * 2  # the agent's own, each call
+    for data in ends:
+        assert data["changed_by"] == ["louder"] and data["sent_request"].sampling == {"temperature": 0.3}
+        assert data["sent_request"].messages[-1].content == "(be brief)"
+
+    def orphans(request, call_next):
+        request.messages.append(Message(role="tool", content="r", tool_call_id="call_9", tool_name="busca"))
+        return call_next(request)
+
+    @workflow(steps=[A], middlewares=[Middleware(name="orphaner", model=orphans)])
+    class Broken:
+        pass
+
+    sent.clear()
+    with pytest.raises(ConversationError, match="the request orphaner passed on is not a valid conversation"):
+        await bootstrap(Broken).run("go")
+    assert sent == []
+
+
+async def test_the_journal_names_the_tools_a_request_sends_not_the_ones_it_came_with():
+    """A middleware's copy without a tool, and an agent's own run() with tools=[...]: the journal named
+    the turn's tools (or none), not the ones the model was told of."""
+    told = []
+
+    def model(messages, tools):
+        told.append(sorted(s["function"]["name"] for s in tools))
+        return "ok"
+
+    def no_busca(request, call_next):
+        return call_next(request.model_copy(update={"tools": [s for s in request.tools
+                                                               if s["function"]["name"] != "busca"]}))
+
+    @tool(name="outra", description="Another.")
+    def outra() -> str:
+        return "x"
+
+    @agent(provider=FunctionProvider(model), prompt="p", tools=[_busca([]), outra])
+    class A:
+        pass
+
+    @workflow(steps=[A], middlewares=[Middleware(name="no_busca", model=no_busca)])
+    class W:
+        pass
+
+    out, events = await _run(bootstrap(W), "go")
+    (end,) = [e.data for e in events if e.type == "node.end" and e.kind == "chat"]
+    assert told == [["outra"]] and end["sent_request"].tools == ["outra"]
+
+    from flowtui import ChatRequest
+
+    @agent(provider=FunctionProvider(model), prompt="p", tools=[_busca([]), outra])
+    class Manual:
+        async def run(self, input, ctx):
+            request = ChatRequest(messages=[Message(role="user", content=input)], tools=[self.tools["busca"].schema])
+            return (await self.provider.complete(request)).content
+
+    @workflow(steps=[Manual])
+    class Own:
+        pass
+
+    out, events = await _run(bootstrap(Own), "go")
+    (start,) = [e.data for e in events if e.type == "node.start" and e.kind == "chat"]
+    assert told[-1] == ["busca"] and start["request"].tools == ["busca"]
+
+
 async def test_events_a_middleware_causes_name_it_as_their_origin():
     executed = []
     provider, _ = scripted(call("busca", q="x"), "fim")

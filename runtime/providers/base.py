@@ -53,6 +53,18 @@ class ChatRequest(BaseModel):
     on_attempt: Callable[["AttemptInfo"], None] | None = None
 
 
+def tool_names_of(request: ChatRequest) -> frozenset[str]:
+    """The names of the tools ``request`` sends, read from its ``tools`` (a copy a middleware made without
+    a tool keeps the ``tool_names`` of the request it came from)."""
+    names = set()
+    for schema in request.tools:
+        if isinstance(schema, dict):
+            inner = schema.get("function") if isinstance(schema.get("function"), dict) else schema
+            if isinstance(inner.get("name"), str):
+                names.add(inner["name"])
+    return frozenset(names)
+
+
 class AttemptInfo(BaseModel):
     """A failed attempt of one logical call, reported before the retry."""
 
@@ -130,7 +142,7 @@ def _mark_finished(reply: ChatReply) -> None:
 def finish_reply(request: ChatRequest, reply: ChatReply, *, rescue: bool) -> ChatReply:
     """``reply`` with ``<think>`` blocks moved from the content to ``reasoning`` (after any
     the provider sent apart), tool calls written as text rescued when there are no
-    native ones (only names in ``request.tool_names``; off with ``rescue=False``), and
+    native ones (only names among ``request.tools``; off with ``rescue=False``), and
     ids ``call_<turn>_<i>`` for calls without one, so a replayed conversation is
     byte-identical to the recorded one."""
     if _finished(reply):
@@ -139,8 +151,8 @@ def finish_reply(request: ChatRequest, reply: ChatReply, *, rescue: bool) -> Cha
     if reply.reasoning and reply.reasoning.strip():
         think = reply.reasoning.strip() + ("\n\n" + think if think else "")
     calls, source = reply.tool_calls, reply.tool_call_source or ("native" if reply.tool_calls else None)
-    if not calls and rescue and request.tool_names:
-        calls, content = find_tool_calls(content, request.tool_names)
+    if not calls and rescue and request.tools and (names := tool_names_of(request)):
+        calls, content = find_tool_calls(content, names)
         source = "rescued" if calls else None
     if not calls and content is reply.content and think is reply.reasoning and reply.tool_call_source is None:
         done = reply  # a plain answer: nothing to move, rescue or name (the usual reply of a fast model)
