@@ -140,6 +140,15 @@ async def run_parallel(run: "Run", spec: ParallelSpec) -> None:
             _in_parallel.reset(token)
         try:
             await asyncio.gather(*tasks)
+        except (StopRequested, BudgetStop):  # ctx.stop() or a budget reached in one branch: the others end
+            # after their unit of work, as the run does (a model call under way was cancelled: paid for, and
+            # counted nowhere); the first to raise something else is raised
+            ended = await asyncio.gather(*tasks, return_exceptions=True)
+            failed = next((e for e in ended if isinstance(e, BaseException)
+                           and not isinstance(e, (StopRequested, BudgetStop))), None)
+            if failed is not None:
+                raise failed from None
+            raise
         except BaseException:
             for t in tasks:
                 t.cancel()

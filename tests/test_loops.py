@@ -1003,3 +1003,58 @@ async def test_a_branch_waiting_while_a_person_holds_the_run_says_nothing_of_a_w
     ctl.resume()
     await asyncio.wait_for(task, 30)
     assert "waits for the tool calls" not in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("how", ["ctx.stop", "budget"])
+async def test_a_branch_that_stops_the_run_lets_the_others_finish_the_model_call_under_way(how):
+    """ctx.stop() (or a budget in stop mode) reached in one branch cancelled the other's model call under
+    way: paid for, counted nowhere (the totals said one call less), and its loop said stopped_by None."""
+    from flowtui import AgentContext, Budget, Context
+
+    released, started = asyncio.Event(), asyncio.Event()
+    calls = []
+
+    async def slow(messages, tools):  # under way when the other branch stops the run
+        calls.append("B")
+        started.set()
+        await released.wait()
+        await asyncio.sleep(0.05)  # (the other branch's stop has reached the parallel step by then)
+        return "b reply"
+
+    @tool(name="finish", description="Ends the run.")
+    def finish(ctx: AgentContext = Context()) -> str:
+        ctx.stop()
+        return "done"
+
+    first = [{"content": "", "tool_calls": [{"name": "finish", "args": {}}]}] if how == "ctx.stop" else ["a"]
+
+    async def fast(messages, tools):
+        await started.wait()
+        return first[0]
+
+    @agent(provider=FunctionProvider(fast), prompt="A", tools=[finish])
+    class A:
+        pass
+
+    @agent(provider=FunctionProvider(slow), prompt="B")
+    class B:
+        pass
+
+    @workflow(steps=[parallel([loop([A], until=lambda ctx: False, max_iterations=5, name="la"),
+                               loop([B], until=lambda ctx: False, max_iterations=5, name="lb")])])
+    class W:
+        pass
+
+    app = bootstrap(W)
+    events = []
+    app.subscribe(events.append)
+    app.subscribe(lambda e: released.set() if e.type == "node.end" and e.kind == "loop" and e.name == "la" else None)
+    await asyncio.wait_for(app.run("go", budget=Budget(max_chat_calls=2) if how == "budget" else None), 60)
+    (chat_b,) = [e for e in events if e.type == "node.end" and e.kind == "chat" and e.name == "B"]
+    assert chat_b.status == "ok" and calls == ["B"]
+    end = events[-1]
+    assert end.totals.chat_calls == 1 + (how == "budget") + 1  # B's call counted
+    loops = {e.name: e for e in events if e.type == "node.end" and e.kind == "loop"}
+    assert loops["lb"].status == "stopped"
+    said = [e.value for e in events if e.type == "ctx.set" and e.name == "loop"]
+    assert said[-1]["stopped_by"] == ("stop" if how == "ctx.stop" else "budget"), said
