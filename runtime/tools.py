@@ -90,7 +90,7 @@ async def run_tool_call(run: "Run", spec: AgentSpec, agent: Any, call: ToolCall)
                           origin=f"tool:{call.name}")
         _ran(run, scope, output, is_error, executed)
     run.publish_budget()
-    await _count_failure(run, call.name, output, is_error)
+    await _count_failure(run, ran.name, output, is_error)  # (the tool that ran, as after_tool and ctx.turn say)
     return ToolResult(name=ran.name, args=dict(ran.args), output=output, is_error=is_error)
 
 

@@ -426,6 +426,36 @@ async def test_before_tool_returning_a_toolcall_replaces_the_call():
     assert end_note(end) == 'ran as shout {"text": "hi there"}: before_tool or a middleware changed the call'
 
 
+async def test_on_fail_names_the_tool_before_tool_swapped_in_as_after_tool_does():
+    """FailInfo.tool said the tool the model asked for, after_tool and ctx.turn the one that ran."""
+    from flowtui import loop
+
+    @tool(name="echo", schema=EchoArgs)
+    class Echo:
+        async def execute(self, args: EchoArgs = Input()):
+            return args.text
+
+    @tool(name="broken", schema=EchoArgs)
+    class Broken:
+        async def execute(self, args: EchoArgs = Input()):
+            raise RuntimeError("out of order")
+
+    failed = []
+
+    @agent(provider=script(call("echo", text="hi")), tools=[Echo, Broken])
+    class A:
+        def before_tool(self, c: ToolCall, ctx):
+            return ToolCall(name="broken", args=c.args)
+
+    @workflow(steps=[loop([A], until=lambda ctx: True, on_fail=lambda ctx, info: failed.append(info.tool))])
+    class W:
+        pass
+
+    run = bootstrap(W).prepare("go")
+    await run.execute()
+    assert failed == ["broken"] and run.ctx.turn.tool_name == "broken"
+
+
 async def test_a_call_before_tool_changed_in_place_is_said_as_the_tool_got_it():
     """before_tool changing call.args in place (returning None, or the call) left the node saying the
     model's arguments, with no word of the change: the tool got others."""
