@@ -23,7 +23,7 @@ from typing import Any
 
 from flowtui.runtime.cli import Once
 from flowtui.runtime.inert import visible
-from flowtui.runtime.journal import Mended
+from flowtui.runtime.journal import Mended, ReadWithout
 from flowtui.runtime.secrets import environment_secrets, redact
 from flowtui.runtime.diff import MISSING, Difference, DiffError, LoadedRun, diff_runs, load_run
 
@@ -110,8 +110,9 @@ def main_diff(argv: list[str]) -> int:
 
 
 def _left_out(run: LoadedRun) -> list[Any]:
-    """The lines of a journal that were not compared (skipped; a line mended is compared)."""
-    return [n for n in run.notices if not isinstance(n, Mended)]
+    """The lines of a journal that were not compared, whole or in part (skipped, or read without fields it
+    holds: a run.start's memory that could not be read was said "the same"); a line mended is compared."""
+    return [n for n in run.notices if not isinstance(n, Mended) or isinstance(n, ReadWithout)]
 
 
 def _about(run: LoadedRun) -> dict[str, Any]:

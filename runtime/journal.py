@@ -182,6 +182,11 @@ class Mended(Skipped):
     order) or found (events missing, lines taken out)."""
 
 
+class ReadWithout(Mended):
+    """A line read without the fields of it that could not be read (a run.start's malformed memory):
+    the event is there, those fields are not, so they were not compared either."""
+
+
 @dataclass(frozen=True)
 class Invalid:
     """A journal line that is JSON but not a valid event: shown in the event log, skipped by the fold."""
@@ -271,7 +276,7 @@ def _mended_start(item: Invalid, notices: list[Skipped] | None) -> Any:
     except (ValidationError, ValueError):
         return item
     if notices is not None:
-        notices.append(Mended(item.line, f"run.start's {', '.join(sorted(bad))} could not be read "
+        notices.append(ReadWithout(item.line, f"run.start's {', '.join(sorted(bad))} could not be read "
                                          f"({item.reason.removeprefix('run.start: ')}): the run is read without them"))
     return event
 

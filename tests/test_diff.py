@@ -494,6 +494,22 @@ async def test_a_line_that_is_no_valid_event_is_said_not_hidden_behind_the_same(
     assert said["same"] is True and said["compared_all"] is True
 
 
+async def test_a_run_start_read_without_its_malformed_memory_is_not_said_the_same(tmp_path, capsys):
+    """A forged run.start memory ({"a": 1}) was read without it, and the runs said "the same", exit 0."""
+    a = await journal(tmp_path, "a")
+    lines = a.read_text().splitlines()
+    start = json.loads(lines[0])
+    start["memory"] = {"a": 1}
+    forged = tmp_path / "forged.jsonl"
+    forged.write_text("\n".join([json.dumps(start), *lines[1:]]) + "\n")
+    code, out, _ = diff(capsys, a, forged)
+    assert code == 3 and "The runs are the same as far as compared" in out, out
+    assert "B: line 1: run.start's memory could not be read" in out and "Not compared (above): 1 line of B." in out
+    assert main_diff([str(a), str(forged), "--json"]) == 3
+    said = json.loads(capsys.readouterr().out)
+    assert said["same"] is False and said["compared_all"] is False
+
+
 async def test_an_invalid_line_amid_the_run_names_its_field_and_is_not_called_missing(tmp_path, capsys):
     """'kind: 7' was said as "not a valid event: n…(132 chars)…'chat' or 'tool')", the field cut away,
     and the next line claimed the event was missing (lines taken out by hand?), which it was not."""
