@@ -19,6 +19,7 @@ tool's result.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 # Never compared: pause points (re-applied instead), fragments, the app's subscribers, the report itself.
@@ -94,7 +95,21 @@ def _label(ev: dict[str, Any]) -> str:
 
 
 def show_path(path: tuple[str, ...] | list[str]) -> str:
-    return " › ".join(path)
+    """``RevisaoWorkflow › loop 1 › RevisorAgent``, each step's name on one line and cut short (a journal's
+    name of 50,000 lines made a report of as many)."""
+    return " › ".join(one_line(str(part), NAME_SHOWN) for part in path)
+
+
+NAME_SHOWN = 80  # characters of a step's name a path says
+
+
+def one_line(text: str, width: int | None = None) -> str:
+    """``text`` on one line (its line breaks as ⏎), cut to ``width`` characters."""
+    text = _BREAKS.sub("⏎", text)
+    return text if width is None or len(text) <= width else f"{text[:width - 1]}…"
+
+
+_BREAKS = re.compile("\r\n|[\n\r\x0b\x0c\x85\u2028\u2029]")
 
 
 def comparable(ev: dict[str, Any], run: str, path: tuple[str, ...]) -> dict[str, Any]:

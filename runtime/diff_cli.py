@@ -22,6 +22,7 @@ import sys
 from typing import Any
 
 from flowtui.runtime.cli import Once
+from flowtui.runtime.compare import one_line
 from flowtui.runtime.inert import visible
 from flowtui.runtime.journal import Mended, ReadWithout
 from flowtui.runtime.secrets import environment_secrets, redact
@@ -225,7 +226,9 @@ def _value(v: Any) -> str:
 
 
 def _safe(text: str) -> str:
-    return visible(redact(text, environment_secrets()))
+    """Text from a journal on the report's line: redacted, inert, its line breaks as ⏎ (a step named by
+    50,000 lines, or a file name holding one, took as many lines of the report)."""
+    return visible(one_line(redact(text, environment_secrets())))
 
 
 def _first_difference(x: str, y: str) -> int:
@@ -259,7 +262,7 @@ def shorten(text: str, width: int, *, focus: int | None = None) -> str:
 
 def _wrap_path(path: str, width: int) -> list[str]:
     """A step's path over as many lines as it needs, broken before a ``›``."""
-    path = visible(path)
+    path = visible(one_line(path))
     if len(path) <= width:
         return [path]
     lines: list[str] = []

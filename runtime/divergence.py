@@ -16,7 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from flowtui.runtime.compare import MISSING, PATH, RUN, diff, show_path
+from flowtui.runtime.compare import MISSING, PATH, RUN, diff, one_line, show_path
 from flowtui.runtime.events import Difference
 from flowtui.runtime.steps import LoopSpec, ParallelSpec
 
@@ -120,7 +120,11 @@ def report(ev: Any, *, journal: str | None = None) -> str:
                      f"--resume-from {source}@{ev.at - 1}")
     else:
         lines.append("  the run waits at the next pause point: continue goes on live from there, stop cancels it")
-    return "\n".join(lines)
+    # each on one line and cut: a field named by a key of a million characters was a line of a million
+    return "\n".join(one_line(line, REPORT_LINE) for line in lines)
+
+
+REPORT_LINE = 400  # characters of a line of the report
 
 
 def numbered_now(ev: Any) -> str:

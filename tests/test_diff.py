@@ -341,6 +341,19 @@ async def test_a_torn_journal_is_compared_up_to_where_it_ends(tmp_path, capsys):
     assert "only in A" in out
 
 
+async def test_a_name_or_a_file_name_holding_line_breaks_stays_on_the_reports_lines(tmp_path, capsys):
+    """A step named by 1,000 lines took as many lines of the report (so a name could forge lines of it),
+    and a file name holding a line break broke the header."""
+    a = await journal(tmp_path, "a")
+    forged = tmp_path / "two\nlines.jsonl"
+    forged.write_text(a.read_text().replace('"name":"Reviewer"', '"name":"' + "Rev\\n" * 1000 + 'iewer"'))
+    code, out, _ = diff(capsys, a, forged)
+    assert code == 1
+    assert all(len(line) <= WIDTH for line in out.splitlines()) and len(out.splitlines()) < 40, out
+    assert "two⏎lines.jsonl" in out
+    assert "Rev⏎Rev⏎" in out and not any(line == "Rev" for line in out.splitlines())
+
+
 async def test_a_hostile_journal_is_printed_inert(tmp_path, capsys):
     """Escape sequences in replies, names and values reach the screen as visible characters."""
     a = await journal(tmp_path, "a")

@@ -321,3 +321,24 @@ def test_the_first_line_at_fault_is_the_one_said(recorded, tmp_path):
         Resume.load(str(journal))
     assert f"--resume-from {journal}: line 6, inside the events re-executed" in str(caught.value)
     assert f"(--resume-from {journal}@5)" in str(caught.value)
+
+
+def test_a_name_of_many_lines_or_a_key_of_a_million_characters_keeps_the_report_to_a_few_short_lines(recorded,
+                                                                                                    tmp_path):
+    """A journal's agent named by 50,000 lines printed a report of as many; a state key of a million
+    characters, a line of a million."""
+    events = [json.loads(line) for line in recorded]
+    agent = next(e for e in events if e["type"] == "node.start" and e["kind"] == "agent")
+    agent["name"] = "A\n" * 50_000 + "B"
+    journal = tmp_path / "names.jsonl"
+    journal.write_text("\n".join(json.dumps(e) for e in events) + "\n", encoding="utf-8")
+    res = flowtui("run", str(FLOW), "--resume-from", str(journal), "--no-journal", cwd=tmp_path)
+    assert res.returncode == 3, res.stderr
+    report = res.stderr[res.stderr.index("flowtui: the run diverged"):].splitlines()
+    assert len(report) < 12 and max(map(len, report)) <= 420, report
+    assert "(RevisaoWorkflow › A⏎A⏎A⏎" in report[0]
+    events = [json.loads(line) for line in recorded]
+    events[0]["state"]["x" * 1_000_000] = 1
+    journal.write_text("\n".join(json.dumps(e) for e in events) + "\n", encoding="utf-8")
+    res = flowtui("run", str(FLOW), "--resume-from", str(journal), "--no-journal", cwd=tmp_path)
+    assert res.returncode == 3 and len(res.stderr) < 5_000 and "state.xxxx" in res.stderr, res.stderr[:500]
