@@ -170,6 +170,22 @@ def test_bad_cassettes_are_config_errors(tmp_path):
         Cassette.load(bad)
 
 
+async def test_a_reply_no_run_could_take_is_refused_as_the_cassette_loads(tmp_path):
+    """A NaN of tokens (an edited cassette) failed the run when it reached that reply, with pydantic's
+    error naming neither the cassette nor its line."""
+    path = tmp_path / "c.jsonl"
+    await record(path)
+    lines = path.read_text().splitlines()
+    exchange = json.loads(lines[2])
+    exchange["reply"]["usage"]["prompt_tokens"] = float("nan")
+    lines[2] = json.dumps(exchange)
+    path.write_text("\n".join(lines) + "\n")
+    with pytest.raises(ConfigError) as caught:
+        Cassette.load(path)
+    assert str(caught.value) == (f"cassette {str(path)!r} line 3 is not a recorded exchange (its reply's "
+                                 "usage.prompt_tokens: Input should be a finite number); re-record it")
+
+
 @pytest.mark.asyncio
 async def test_recording_appends_when_given_a_path(tmp_path):
     path = tmp_path / "sub" / "c.jsonl"

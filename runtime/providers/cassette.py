@@ -33,6 +33,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from flowtui.runtime.errors import CassetteMissError, ConfigError
 from flowtui.runtime.files import FILE_MODE, private_dir
 from flowtui.runtime.messages import Message
@@ -138,7 +140,14 @@ class Cassette:
                 d = json.loads(line)
                 if isinstance(d, dict) and "flowtui_cassette" in d:
                     continue
-                exchanges.append(Exchange.from_json(d))
+                exchange = Exchange.from_json(d)
+                ChatReply.model_validate(exchange.reply)  # checked now, not when the run reaches it (a NaN
+                exchanges.append(exchange)  # of tokens failed the run mid-way, naming neither file nor line)
+            except ValidationError as exc:
+                first = exc.errors()[0]
+                where = ".".join(map(str, first["loc"]))
+                raise ConfigError(f"cassette {str(p)!r} line {n} is not a recorded exchange (its reply's "
+                                  f"{where or 'value'}: {first['msg']}); re-record it") from None
             except (ValueError, KeyError, TypeError, RecursionError) as exc:
                 raise ConfigError(f"cassette {str(p)!r} line {n} is not a recorded exchange "
                                   f"({type(exc).__name__}: {exc}); re-record it") from None
