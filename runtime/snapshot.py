@@ -145,6 +145,12 @@ def load_snapshot(path: str | Path) -> Snapshot:
             what = "a list of messages" if key == "history" else "a list of strings"
             raise ConfigError(f"{p}: {where}: {first['msg']} ({key} is {what})") from None
     history, memory, tasks = checked["history"], checked["memory"], checked["tasks"]
+    from flowtui.runtime.wellformed import problems
+
+    found = problems(history)
+    if found:  # (it failed at the run's first model call, as a history to mend in the app)
+        more = f" (and {len(found) - 1} more)" if len(found) > 1 else ""
+        raise ConfigError(f"{p}: its history is no conversation a model takes: {found[0]}{more}; fix the file")
     state = data.get("state", {})
     if not isinstance(state, dict):
         raise ConfigError(f"{p}: [state] must be a table of field = value")

@@ -99,6 +99,9 @@ def test_kills_during_a_rewrite_never_destroy_the_snapshot(flow, tmp_path):
     (b'memory = "abc"\n', "memory: Input should be a valid list (memory is a list of strings)"),
     (b'memory = ["a", 3]\n', "memory[1]: Input should be a valid string"),
     (b'[[history]]\nrole = "boss"\ncontent = "x"\n', "history[0].role: Input should be"),
+    # a history no model takes (it failed at the first model call, "remove the orphan in the app (d)")
+    (b'[[history]]\nrole = "tool"\ncontent = "x"\ntool_call_id = "nope"\ntool_name = "t"\n',
+     "its history is no conversation a model takes: history[0] answers nope, which no assistant message makes"),
 ])
 def test_bad_snapshots_exit_2_naming_the_file(flow, tmp_path, content, message):
     snap = tmp_path / "snap.toml"
