@@ -403,8 +403,7 @@ class FlowApp(RunCommands, RunEdits, RunWatches, PlainNotify, KeysStayPut, Redra
             if why is not None:
                 self.notify(why, severity="warning")
                 return
-        text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, indent=2, default=str)
-        await page(self, text)
+        await page_value(self, value)
 
     def action_printed(self) -> None:
         """The last lines the flow printed (its stdout and stderr), in the pager."""
@@ -475,6 +474,11 @@ def _settle() -> None:
 def _preload_markdown() -> None:
     """Markdown for assistant blocks, imported after the first paint (in a thread)."""
     import rich.markdown  # noqa: F401
+
+
+async def page_value(app: App, value: Any) -> None:
+    """``value`` whole in the pager: a text as it is, anything else as indented JSON."""
+    await page(app, value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, indent=2, default=str))
 
 
 async def page(app: App, text: str) -> None:

@@ -28,6 +28,16 @@ def _numbers(indices: list[int]) -> str:
     return ", ".join(f"#{i}" for i in indices)
 
 
+def row_value(view: Any, target: str) -> tuple[str, Any]:
+    """(what it is, its value) of the sidebar row ``target`` (``memory:i``, ``tasks:i``, ``field:name``)."""
+    kind, _, key = target.partition(":")
+    if kind in ("memory", "tasks"):
+        items = view.memory if kind == "memory" else view.tasks
+        i = int(key)
+        return f"{kind} item {i + 1}", items[i] if 0 <= i < len(items) else None
+    return f"state field {key}", view.state.get(key)
+
+
 class RunEdits:
     """Mixin of :class:`flowtui.tui.app.FlowApp`: the run's edits."""
 
@@ -84,14 +94,7 @@ class RunEdits:
         return cut is not None
 
     def row_value(self: FlowApp, target: str) -> tuple[str, Any]:
-        """(what it is, its value) of the sidebar row ``target`` (``memory:i``, ``tasks:i``, ``field:name``)."""
-        view = self.client.view
-        kind, _, key = target.partition(":")
-        if kind in ("memory", "tasks"):
-            items = view.memory if kind == "memory" else view.tasks
-            i = int(key)
-            return f"{kind} item {i + 1}", items[i] if 0 <= i < len(items) else None
-        return f"state field {key}", view.state.get(key)
+        return row_value(self.client.view, target)
 
     def _sidebar_target(self: FlowApp) -> str | None:
         sidebar = self.main.sidebar

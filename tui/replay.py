@@ -47,6 +47,8 @@ KEYS: list[ActionSpec] = [  # scrubbing wins over the focused pane's own keys (p
     *pane_actions(),
     ActionSpec("f", "fork", "replay", "fork", "Fork: open the app on a new run of the flow's current code, re-executed "
                "against this journal up to this event and paused there, ready for edits", rank=6),
+    ActionSpec("o", "open_whole", "view", "open whole text", "Open the whole text of the message under the "
+               "cursor (or of the sidebar's item or field) in your pager ($PAGER)", "open"),
     ActionSpec("tab", "focus_next", "view", "next pane", "Move the focus to the next pane (↑ ↓ move over messages)"),
     ActionSpec("question_mark", "help", "app", "keys", "Show the keys", rank=1),
     ActionSpec("ctrl+l", "redraw", "app", "redraw", "Draw the whole screen again"),
@@ -162,6 +164,30 @@ class ReplayApp(PlainNotify, KeysStayPut, Redraws, TolerantInput, App[int]):
     def action_view(self, name: str) -> None:
         if self.screen is self.main:
             self.main.show_view(name)
+
+    def action_open_whole(self) -> None:
+        """The message under the conversation's cursor (or the sidebar's item or field) whole, in the pager:
+        a block draws its first lines, and said "o opens it whole" where o did nothing."""
+        from flowtui.tui.app import page_value
+        from flowtui.tui.edits import row_value
+
+        view, sidebar = self.view, self.main.sidebar
+        if view is None:
+            return
+        if self.focused is sidebar and sidebar.highlighted_id is not None:
+            value = row_value(view, sidebar.highlighted_id)[1]
+        else:
+            i = self.main.conversation.cursor
+            if not 0 <= i < len(view.history):
+                self.notify("Put the cursor on a message to open it.", severity="warning")
+                return
+            value = view.history[i].content
+        self.run_worker(page_value(self, value), group="command", exit_on_error=False)
+
+    async def _open_whole(self, value: Any) -> None:  # what the model sees (2) opens its own blocks through it
+        from flowtui.tui.app import page_value
+
+        await page_value(self, value)
 
     def action_help(self) -> None:
         self.push_screen(HelpScreen(replay_help_groups()))

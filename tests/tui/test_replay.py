@@ -479,3 +479,29 @@ def test_a_run_end_reason_of_many_lines_is_one_short_line_of_the_status(journal)
     view = fold(events[:-1] + [RunEnd.model_validate(end.model_dump())])
     for text in (final_text(view), status_text(view, width=120)):
         assert "\n" not in text.plain and "why ⏎ why" in text.plain and len(text.plain) < 3_000
+
+
+async def test_o_opens_the_whole_message_the_replay_draws_cut(tmp_path):
+    """A block draws its first lines and says "… N more lines (o opens it whole)"; in a replay o did
+    nothing (nor in what the model sees, 2), so the rest could not be read there."""
+    from conftest import paged
+
+    from flowtui.runtime.loader import load_flow
+
+    long = "\n".join(f"line {i}" for i in range(1, 301))
+    journal = tmp_path / "long.jsonl"
+    await load_flow(REVIEW).run(long, journal=journal)
+    app = make_replay(journal)
+    async with app.run_test(size=SIZE) as pilot:
+        app.go(3)  # the run's input is in the history
+        await pilot.pause()
+        app.main.conversation.select(0)
+        app.main.conversation.focus()
+        assert await paged(pilot) == long
+        app.clear_notifications()
+        await pilot.press("2")
+        await pilot.pause()
+        sees = app.main.pane_widget("model-sees")
+        sees.select(next(i for i, m in enumerate(sees.messages) if m.content == long))
+        sees.focus()
+        assert await paged(pilot) == long

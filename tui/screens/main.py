@@ -14,7 +14,6 @@ from flowtui.tui.panes import PaneData
 from flowtui.tui.screens.panes import PanesScreen, count_title
 from flowtui.tui.widgets.control import ControlPane
 from flowtui.tui.widgets.keybar import KeyBar
-from flowtui.tui.widgets.message_list import MessageList
 
 SLOW_PANES_S = 0.15
 TITLE_EVERY_S = 1.0
@@ -51,10 +50,6 @@ class MainScreen(PanesScreen):
         """A dialog closed: what the pause asks (a call waiting for approval) and a dialog held back
         is asked now, not at the next event (a run waiting on it sends none)."""
         self.app.at_pause()  # type: ignore[attr-defined]
-
-    @property
-    def conversation(self) -> MessageList:
-        return self.query_one("#conversation", MessageList)
 
     def redraw(self) -> None:
         self.sync(self.app.client, force=True)  # type: ignore[attr-defined]

@@ -98,6 +98,11 @@ class PanesScreen(KeysPassed, Screen):
     def sidebar(self) -> Sidebar:
         return self.query_one(Sidebar)
 
+    @property
+    def conversation(self) -> Any:
+        """The conversation pane (a MessageList)."""
+        return self.query_one("#conversation")
+
     def set_pane_title(self, extra: str = "") -> None:
         """``Conversation (3 messages)`` above, the pane keys below (short when the pane is narrow)."""
         views = self.query_one("#views")
