@@ -10,8 +10,9 @@ write events with :func:`encode_event`. Whatever a value holds, the line:
   U+FFFD, an integer too long for a JSON reader (over 4,000 digits) becomes
   its abbreviated text, a NaN ``null``;
 - is inert in a terminal: control characters stay escaped inside the JSON
-  strings, C1 ones, DEL, the line separators and the bidirectional overrides
-  too (which JSON encoders leave raw);
+  strings, C1 ones, DEL, the line separators, the bidirectional overrides and the
+  invisible ones (zero-width spaces and joiners, direction marks, a BOM) too (which JSON encoders
+  leave raw);
 - on the wire to the app, optionally, cuts strings longer than ``limit``
   characters to their first ones, naming each cut in the event's ``elided``
   field (``{"item.content": 52428800}``: a path of keys and indexes, each key
@@ -40,10 +41,11 @@ from flowtui.runtime.context import stable_repr
 from flowtui.runtime.secrets import Redactor, redact, redact_streaming
 
 MAX_INT_DIGITS = 4000
-_RAW_IN_JSON = re.compile("[\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
-# In the UTF-8 bytes of a line: a C1 character, U+2028/2029, a bidi override or isolate
-# (DEL and long digit runs are looked for apart). Any of them: encode again, value by value.
-_FIX = re.compile(rb"\xc2[\x80-\x9f]|\xe2\x80[\xa8-\xae]|\xe2\x81[\xa6-\xa9]")
+_RAW_IN_JSON = re.compile("[\x7f-\x9f\u200b-\u200f\u2028\u2029\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff]")
+# In the UTF-8 bytes of a line: a C1 character, a zero-width one or a direction mark, U+2028/2029, a bidi
+# override or isolate, a word joiner or invisible operator, a BOM (DEL and long digit runs are looked for
+# apart). Any of them: encode again, value by value.
+_FIX = re.compile(rb"\xc2[\x80-\x9f]|\xe2\x80[\x8b-\x8f\xa8-\xae]|\xe2\x81[\xa0-\xa4\xa6-\xa9]|\xef\xbb\xbf")
 _DIGITS = re.compile(rb"[0-9]{%d}" % MAX_INT_DIGITS)
 
 

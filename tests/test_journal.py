@@ -321,3 +321,20 @@ def test_a_seq_no_run_could_have_is_an_invalid_line_named_as_such(tmp_path, seq,
     events = list(read_journal(path))
     assert [type(e).__name__ for e in events] == ["CtxSet", "Invalid", "CtxSet"]
     assert events[1].reason.startswith("ctx.set: seq: ") and why in events[1].reason, events[1].reason
+
+
+@pytest.mark.parametrize("kind", [str, dict])  # (one pass of the fast encoder, and one value by value)
+def test_invisible_characters_are_escaped_in_a_line_as_the_bidi_overrides_are(tmp_path, kind):
+    """flowtui run --json and the journal escaped U+202E and U+2028 but wrote U+200B, U+2060 and a BOM
+    raw: text that reads the same on a terminal and is not."""
+    text = "a\u200bb\u200fc\u2060d\ufeffe\u202ef"
+    value = text if kind is str else {"k": [text]}
+    path = tmp_path / "j.jsonl"
+    writer = JournalWriter(path)
+    writer(ev(CtxSet, name="x", value=value))
+    writer.close()
+    raw = path.read_bytes()
+    assert raw.isascii() or not any(c in raw.decode() for c in "\u200b\u200f\u2060\ufeff\u202e"), raw
+    assert "\\u200b" in raw.decode() and "\\ufeff" in raw.decode()
+    (back,) = read_journal(path)
+    assert back.value == value  # read back as it was
