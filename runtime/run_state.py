@@ -107,7 +107,8 @@ class RunState:
         for k, item in enumerate(old[:len(origins)]):
             at.setdefault(_key(item), []).append(k)
         kept, j, used = [], 0, set()
-        undone = (ev.note or "").startswith("undone:")  # (an undo: an item it brings back came from where it did)
+        undone = (getattr(ev, "note", None) or "").startswith("undone:")  # (an undo: an item it brings back came
+        # from where it did)
         for item in items:
             places = at.get(_key(item), ())
             i = bisect_left(places, j)
@@ -117,13 +118,35 @@ class RunState:
                 used.add(k)
                 j = k + 1
             else:
-                back = next((o for x, o in self.edited_out.get(_key(item), ()) if x == item), None) if undone else None
-                kept.append(back or (ev.seq, ev.origin))
+                kept.append((undone and self._brought_back(item)) or (ev.seq, ev.origin))
         if ev.origin == "user" and not undone:
             for k, item in enumerate(old[:len(origins)]):
                 if k not in used:
-                    self.edited_out[_key(item)] = (*self.edited_out.get(_key(item), ()), (item, origins[k]))
+                    self._took_out(item, origins[k])
         setattr(self, f"{bucket}_from", kept)
+
+    def _took_out(self, item: Any, origin: tuple[int, str]) -> None:
+        """Remember where ``item``, which a person's edit took out, came from (the latest few of each item,
+        of the latest items: an undo brings back what the last edits took)."""
+        key = _key(item)
+        out = self.edited_out
+        out[key] = (*out.pop(key, ())[-(EDITED_OUT_EACH - 1):], (item, origin))  # (tuples: a clone shares them)
+        if len(out) > EDITED_OUT_ITEMS:
+            del out[next(iter(out))]
+
+    def _brought_back(self, item: Any) -> tuple[int, str] | None:
+        """Where ``item``, which an undo brings back, came from: the latest such item taken out."""
+        key = _key(item)
+        taken = self.edited_out.get(key, ())
+        for n in range(len(taken) - 1, -1, -1):
+            if taken[n][0] == item:
+                self.edited_out[key] = taken[:n] + taken[n + 1:]
+                return taken[n][1]
+        return None
+
+
+EDITED_OUT_EACH = 8  # copies of one item taken out by edits whose origin is remembered
+EDITED_OUT_ITEMS = 1000  # items taken out by edits whose origins are remembered (the latest)
 
 
 def _key(item: Any) -> Any:

@@ -70,6 +70,13 @@ def test_an_undone_edit_gives_back_the_provenance_of_what_it_brings_back():
     view.apply(undo := _ev(6, "tool.decision", "user", tool="note", decision="edited", reason="undone",
                            args={"text": "as the model asked"}, before={"text": "EDITED"}))
     assert view.shown.history_from == [(2, "agent:A")]
+    # the latest copy taken out comes back: added again by the person, deleted, then the delete undone
+    view.apply(_ev(7, "state.append", "tool:t", bucket="memory", item="x"))
+    view.apply(_ev(8, "state.set", "user", bucket="memory", items=[], note="deleted memory[0]"))
+    view.apply(_ev(9, "state.append", "user", bucket="memory", item="x"))
+    view.apply(_ev(10, "state.set", "user", bucket="memory", items=[], note="deleted memory[0]"))
+    view.apply(_ev(11, "state.set", "user", bucket="memory", items=["x"], note="undone: deleted memory[0]"))
+    assert view.shown.memory_from == [(9, "user")]
     # the log says which is which, by what changed (the old arguments first, cut at the line's end, read alike)
     assert summarize(decision) == 'edited the call of note: text "as the model asked" → "EDITED"'
     assert summarize(undo) == 'undid the edit of the call of note: text "EDITED" → "as the model asked"'
