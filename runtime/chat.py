@@ -12,6 +12,7 @@ middleware changed (``changed_by``, ``sent``, ``trimmed``), tokens and cost.
 from __future__ import annotations
 
 import asyncio
+import copy
 import hashlib
 import json
 import re
@@ -65,10 +66,13 @@ def build_request(run: "Run", spec: AgentSpec, prompt: str) -> ChatRequest:
     tools = run.plans.tool_specs[spec.cls]
     messages, chars = run.state.counted_messages(prompt=prompt)
     counted(messages, chars)
+    # its own tools list and sampling where a middleware may change them in place (one that set
+    # request.sampling["temperature"] set it for every later call of the agent)
+    layered = bool(run.model_layers)
     return builders[ChatRequest](dict(
         agent=spec.name, turn=next_turn(run, spec), messages=messages,
-        tools=tools.schemas, tool_names=tools.names, sampling=dict(spec.sampling), on_delta=on_delta,  # (its own:
-        # a middleware that set request.sampling["temperature"] in place set it for every later call of the agent)
+        tools=list(tools.schemas) if layered else tools.schemas, tool_names=tools.names,
+        sampling=copy.deepcopy(spec.sampling) if layered else dict(spec.sampling), on_delta=on_delta,
         on_attempt=on_attempt))
 
 
@@ -188,10 +192,10 @@ async def call_model(run: "Run", spec: AgentSpec, request: ChatRequest, *, promp
 
 def _shape(request: Any) -> tuple:
     """What a request holds, to tell one changed in place: its messages (frozen: by identity), its tools
-    and its sampling."""
+    (by identity) and its sampling (by value: a list in it may change in place)."""
     messages, tools = request.messages, request.tools
     return (len(messages), tuple(map(id, messages)), len(tools), tuple(map(id, tools)),
-            tuple(request.sampling.items()))
+            json.dumps(request.sampling, sort_keys=True, default=repr))
 
 
 def _a_reply(name: str, reply: Any) -> None:
@@ -244,9 +248,12 @@ def recorded(request: ChatRequest, provider: Provider, *, built: bool = False) -
     # tool, an agent's own run() with tools=[...], whose tool_names said the turn's or none)
     tools = sorted(request.tool_names if built else tool_names_of(request))
     model, sampling = provider.describe(), dict(request.sampling)
+    if any(isinstance(v, (list, dict)) for v in sampling.values()):  # (as it was: a middleware may change it after)
+        sampling = copy.deepcopy(sampling)
     defaults = provider.sampling_defaults()
     fields = dict(messages=list(request.messages), tools=tools, model=model, sampling=sampling,
-                  provider_sampling=defaults, tools_digest=tools_digest(request.tools) if request.tools else None)
+                  provider_sampling=defaults,
+                  tools_digest=tools_digest(request.tools, cached=built) if request.tools else None)
     if built and type(model) is str and (not sampling or all(type(k) is str for k in sampling)) \
             and (not tools or all(type(t) is str for t in tools)) and type(defaults) is dict \
             and all(type(k) is str for k in defaults):
@@ -281,9 +288,10 @@ _DIGESTS: dict[int, tuple[Any, str]] = {}  # id of a list of schemas -> (that li
 # one list, made once, so a turn pays a lookup
 
 
-def tools_digest(schemas: Any) -> str:
-    """A short digest of the tool schemas a request sends (as JSON, keys sorted)."""
-    known = _DIGESTS.get(id(schemas))
+def tools_digest(schemas: Any, *, cached: bool = True) -> str:
+    """A short digest of the tool schemas a request sends (as JSON, keys sorted); not ``cached``: of what
+    the list holds now (a middleware may have changed it in place)."""
+    known = _DIGESTS.get(id(schemas)) if cached else None
     if known is not None and known[0] is schemas:
         return known[1]
     text = json.dumps(schemas, sort_keys=True, ensure_ascii=False, default=repr)

@@ -244,18 +244,25 @@ async def test_a_request_a_middleware_changes_in_place_is_recorded_checked_and_s
     call of the agent."""
     from flowtui import ConversationError
 
-    sent = []
+    sent, told = [], []
 
     def model(messages, tools):
         sent.append([(m.role, m.content) for m in messages])
+        told.append(sorted(s["function"]["name"] for s in tools))
         return "ok"
+
+    extra = {"type": "function", "function": {"name": "extra", "description": "x", "parameters": {}}}
 
     def louder(request, call_next):
         request.messages.append(Message(role="user", content="(be brief)"))
         request.sampling["temperature"] = 0.3
+        if request.turn == 1:  # (a list in the request: the agent's own, until this call changed it)
+            request.sampling["stop"].append("X")
+            request.tools.append(extra)
         return call_next(request)
 
-    @agent(provider=FunctionProvider(model), prompt="p", sampling={"temperature": 0.9})
+    @agent(provider=FunctionProvider(model), prompt="p", sampling={"temperature": 0.9, "stop": ["\n"]},
+           tools=[_busca([])])
     class A:
         pass
 
@@ -265,11 +272,15 @@ async def test_a_request_a_middleware_changes_in_place_is_recorded_checked_and_s
 
     out, events = await _run(bootstrap(W), "go")
     assert sent[0] == [("system", "p"), ("user", "go"), ("user", "(be brief)")]
+    assert told == [["busca", "extra"], ["busca"]]  # the first call's change stayed with it
     starts = [e.data["request"] for e in events if e.type == "node.start" and e.kind == "chat"]
     ends = [e.data for e in events if e.type == "node.end" and e.kind == "chat"]
-    assert [s.sampling for s in starts] == [{"temperature": 0.9}] * 2  # the agent's own, each call
+    assert [s.sampling for s in starts] == [{"temperature": 0.9, "stop": ["\n"]}] * 2  # the agent's own, each call
+    assert [d["sent_request"].sampling["stop"] for d in ends] == [["\n", "X"], ["\n"]]
+    assert [d["sent_request"].tools for d in ends] == [["busca", "extra"], ["busca"]]
+    assert ends[0]["sent_request"].tools_digest != starts[0].tools_digest == ends[1]["sent_request"].tools_digest
     for data in ends:
-        assert data["changed_by"] == ["louder"] and data["sent_request"].sampling == {"temperature": 0.3}
+        assert data["changed_by"] == ["louder"] and data["sent_request"].sampling["temperature"] == 0.3
         assert data["sent_request"].messages[-1].content == "(be brief)"
 
     def orphans(request, call_next):

@@ -177,3 +177,19 @@ def test_unknown_names_are_never_rescued(name, args, envelope, wrapper):
     assert all(c.name in NAMES for c in calls)
     if not calls:
         assert rest == text
+
+
+def test_a_request_rescues_calls_to_the_tools_it_sends_or_names():
+    """A reply's text call is rescued for a tool the request sends, by its schema (a middleware's copy
+    without a tool keeps the tool_names it came with), or names, when it sends no schemas."""
+    from flowtui.runtime.providers.base import ChatReply, ChatRequest, finish_reply
+
+    schema = {"type": "function", "function": {"name": "search", "parameters": {}}}
+    text = '<tool_call>{"name": "search", "arguments": {"q": "x"}}</tool_call>'
+    sent = ChatRequest(messages=[], tools=[schema], tool_names=frozenset({"search", "delete"}))
+    named = ChatRequest(messages=[], tool_names=frozenset({"search"}))
+    dropped = ChatRequest(messages=[], tools=[schema], tool_names=frozenset({"search", "delete"}))
+    for request in (sent, named):
+        assert [c.name for c in finish_reply(request, ChatReply(content=text), rescue=True).tool_calls] == ["search"]
+    other = text.replace("search", "delete")  # named by tool_names, but its schema is not sent
+    assert finish_reply(dropped, ChatReply(content=other), rescue=True).tool_calls == []

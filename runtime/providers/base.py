@@ -142,7 +142,7 @@ def _mark_finished(reply: ChatReply) -> None:
 def finish_reply(request: ChatRequest, reply: ChatReply, *, rescue: bool) -> ChatReply:
     """``reply`` with ``<think>`` blocks moved from the content to ``reasoning`` (after any
     the provider sent apart), tool calls written as text rescued when there are no
-    native ones (only names among ``request.tools``; off with ``rescue=False``), and
+    native ones (only names among ``request.tools``, else ``request.tool_names``; off with ``rescue=False``), and
     ids ``call_<turn>_<i>`` for calls without one, so a replayed conversation is
     byte-identical to the recorded one."""
     if _finished(reply):
@@ -151,7 +151,7 @@ def finish_reply(request: ChatRequest, reply: ChatReply, *, rescue: bool) -> Cha
     if reply.reasoning and reply.reasoning.strip():
         think = reply.reasoning.strip() + ("\n\n" + think if think else "")
     calls, source = reply.tool_calls, reply.tool_call_source or ("native" if reply.tool_calls else None)
-    if not calls and rescue and request.tools and (names := tool_names_of(request)):
+    if not calls and rescue and (names := tool_names_of(request) if request.tools else request.tool_names):
         calls, content = find_tool_calls(content, names)
         source = "rescued" if calls else None
     if not calls and content is reply.content and think is reply.reasoning and reply.tool_call_source is None:
