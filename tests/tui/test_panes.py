@@ -227,6 +227,16 @@ def test_on_a_narrow_sidebar_the_turn_loop_and_budget_take_more_rows_not_cut():
                                "  budget 4 of 4 chat calls", "    · 4 tool calls · 114", "    tokens · 3.2 s"], rows
     wide = [text.plain for _, text in sidebar_rows(view, width=80)]  # one row each where they fit
     assert "  loop 4 of 50 iterations done · stopped by budget" in wide, wide
+    # a long name broken inside (not split by a space), and the rest cut with "…" past four rows
+    view.apply(CtxSet(seq=4, **base, name="turn", value={"agent": "ResearchCoordinatorAgent", "called_tool": True,
+                                                          "tool_name": "lookup_customer_order_history_records",
+                                                          "tool_error": True, "response": "x"}))
+    rows = [text.plain for _, text in sidebar_rows(view, width=30)]
+    at = rows.index("  turn")
+    assert rows[at:at + 4] == ["  turn", "    ResearchCoordinatorAgent ·", "    tool lookup_customer_order",
+                               "    _history_records ✗"], rows
+    rows = [text.plain for _, text in sidebar_rows(view, width=20)]
+    assert rows[rows.index("  turn ResearchCoord") + 3] == "    …", rows
 
 
 def test_a_bucket_set_whole_says_its_count_in_words():

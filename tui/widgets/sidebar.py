@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import textwrap
 from typing import Any
 
 from rich.console import Console
@@ -38,20 +39,7 @@ def _short(value: Any, limit: int = 200) -> str:
                       limit)
 
 
-WRAPPED_ROWS = 3  # rows the turn, the loop or the budget may take on a narrow sidebar (then cut)
-
-
-def _console() -> Console:
-    """The console rows are wrapped with (measuring only: it writes nothing)."""
-    global _CONSOLE
-    if _CONSOLE is None:
-        import io
-
-        _CONSOLE = Console(file=io.StringIO(), width=500)
-    return _CONSOLE
-
-
-_CONSOLE: Console | None = None
+WRAPPED_ROWS = 4  # rows the turn, the loop or the budget may take on a narrow sidebar (then cut)
 
 
 def bucket_window(count: int, start: int | None) -> int:
@@ -89,17 +77,18 @@ def sidebar_rows(view: Any, width: int = 42, *, editable: bool = True,
         if end < len(values):
             rows.append((None, Text(f"  … {len(values) - end:,} later (↓ or end)", "dim italic")))
 
-    def wrapped(text: Text) -> None:
+    def wrapped(label: str, said: str) -> None:
         """The turn, the loop and the budget on as many rows as they take (at 80 columns one row said
-        "loop 4 of 50 iteration…", "budget 4 of 4 chat cal…"), up to three."""
-        first, *rest = text.wrap(_console(), width) if text.cell_len > width else [text]
-        first.rstrip()
-        rows.append((None, first))
-        if rest:  # the rest under it, indented
-            rest = [line[len(line.plain) - len(line.plain.lstrip()):len(line.plain.rstrip())] for line in rest]
-            for line in list(Text(" ").join(rest).wrap(_console(), max(width - 4, 10)))[:WRAPPED_ROWS - 1]:
-                line.rstrip()
-                rows.append((None, Text("    ") + line))
+        "loop 4 of 50 iteration…", "budget 4 of 4 chat cal…"), up to four, the rest indented (a long
+        name broken inside, not split by a space), the last cut with "…" when more would follow."""
+        text = label + said
+        lines = [text] if len(text) <= width else textwrap.wrap(
+            text, width, subsequent_indent="    ", max_lines=WRAPPED_ROWS, placeholder=" …", break_on_hyphens=False)
+        for i, line in enumerate(lines):
+            row = Text(line)
+            if i == 0:
+                row.stylize("bold", 0, len(label))
+            rows.append((None, row))
 
     def more(name: str, count: int) -> None:
         # A field of 50,000 items drew a row each, at every redraw: each key took seconds.
@@ -148,18 +137,18 @@ def sidebar_rows(view: Any, width: int = 42, *, editable: bool = True,
     if isinstance(turn, dict):
         tool = f" · tool {turn.get('tool_name')}" + (" ✗" if turn.get("tool_error") else "") \
             if turn.get("called_tool") else ""
-        wrapped(Text.assemble(("  turn", "bold"), _shown(f" {turn.get('agent')}{tool}")))
+        wrapped("  turn", _shown(f" {turn.get('agent')}{tool}"))
     loop = view.loop_shown() if hasattr(view, "loop_shown") else view.ctx.get("loop")
     if isinstance(loop, dict):
         stopped = f" · stopped by {loop['stopped_by']}" if loop.get("stopped_by") else ""
         ceiling = loop.get("max_iterations", "?")
         ceiling = "∞" if ceiling is None else ceiling  # max_iterations=math.inf (events are JSON: null)
         done = f" {loop.get('iterations', 0)} of {ceiling} iterations done{stopped}"
-        wrapped(Text.assemble(("  loop", "bold"), _shown(done)))
+        wrapped("  loop", _shown(done))
     budget, limits = view.ctx.get("budget"), getattr(view, "budget", None)
     if isinstance(budget, dict) or isinstance(limits, dict):  # (limits: from the run's start, before any use)
         used = budget_used(budget if isinstance(budget, dict) else {}, limits if isinstance(limits, dict) else None)
-        wrapped(Text.assemble(("  budget", "bold"), " " + _shown(used)))
+        wrapped("  budget", " " + _shown(used))
     if "output" in view.ctx and view.ctx["output"] is not None:
         rows.append((None, Text.assemble(("  output", "bold"), " = ", _short(view.ctx["output"], 120))))
     if not user and not data and not any(k in view.ctx for k in RUNTIME_CTX):
