@@ -10,9 +10,9 @@ write events with :func:`encode_event`. Whatever a value holds, the line:
   U+FFFD, an integer too long for a JSON reader (over 4,000 digits) becomes
   its abbreviated text, a NaN ``null``;
 - is inert in a terminal: control characters stay escaped inside the JSON
-  strings, C1 ones, DEL, the line separators, the bidirectional overrides and the
-  invisible ones (zero-width spaces and joiners, direction marks, a BOM) too (which JSON encoders
-  leave raw);
+  strings, C1 ones, DEL and the characters the app shows as escapes (the line separators, the
+  bidirectional overrides, zero-width spaces, direction marks, a BOM, the tag characters) too, which
+  JSON encoders leave raw;
 - on the wire to the app, optionally, cuts strings longer than ``limit``
   characters to their first ones, naming each cut in the event's ``elided``
   field (``{"item.content": 52428800}``: a path of keys and indexes, each key
@@ -38,19 +38,19 @@ import orjson
 from pydantic_core import PydanticSerializationError, to_json
 
 from flowtui.runtime.context import stable_repr
+from flowtui.runtime.inert import INVISIBLE
 from flowtui.runtime.secrets import Redactor, redact, redact_streaming
 
 MAX_INT_DIGITS = 4000
-_RAW_IN_JSON = re.compile("[\x7f-\x9f\u200b-\u200f\u2028\u2029\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff]")
-# In the UTF-8 bytes of a line: a C1 character, a zero-width one or a direction mark, U+2028/2029, a bidi
-# override or isolate, a word joiner or invisible operator, a BOM (DEL and long digit runs are looked for
-# apart). Any of them: encode again, value by value.
-_FIX = re.compile(rb"\xc2[\x80-\x9f]|\xe2\x80[\x8b-\x8f\xa8-\xae]|\xe2\x81[\xa0-\xa4\xa6-\xa9]|\xef\xbb\xbf")
+# What a line of JSON holds raw that a terminal would act on or draw as nothing: DEL and the C1 characters,
+# and the invisible ones the app shows (runtime.inert: the line separators, the bidi overrides, zero-width
+# spaces, a BOM, the tag characters...). Any of them: encode again, value by value.
+_RAW_IN_JSON = re.compile("[\x7f-\x9f" + INVISIBLE + "]")
 _DIGITS = re.compile(rb"[0-9]{%d}" % MAX_INT_DIGITS)
 
 
 def _needs_fix(raw: bytes) -> bool:
-    return (b"\x7f" in raw or (not raw.isascii() and _FIX.search(raw) is not None)
+    return (b"\x7f" in raw or (not raw.isascii() and _RAW_IN_JSON.search(raw.decode("utf-8", "replace")) is not None)
             or (len(raw) > MAX_INT_DIGITS and len(raw) - len(raw.translate(None, b"0123456789")) >= MAX_INT_DIGITS
                 and _DIGITS.search(raw) is not None))
 
@@ -139,8 +139,17 @@ def encode_data(data: Any) -> bytes:
     """JSON-shaped, already safe ``data`` as one inert line of JSON."""
     text = json.dumps(data, ensure_ascii=False, separators=(",", ":"), default=stable_repr)
     if _RAW_IN_JSON.search(text):
-        text = _RAW_IN_JSON.sub(lambda m: f"\\u{ord(m.group(0)):04x}", text)
+        text = _RAW_IN_JSON.sub(_escaped, text)
     return text.encode("utf-8")
+
+
+def _escaped(m: re.Match) -> str:
+    """A character as a JSON escape (past U+FFFF, a tag character: its UTF-16 surrogate pair)."""
+    c = ord(m.group(0))
+    if c < 0x10000:
+        return f"\\u{c:04x}"
+    c -= 0x10000
+    return f"\\u{0xD800 + (c >> 10):04x}\\u{0xDC00 + (c & 0x3FF):04x}"
 
 
 def safe_data(value: Any, redactor: Redactor) -> Any:

@@ -49,9 +49,10 @@ _ESCAPES.update({c: f"\\U{c:08x}" for c in range(0xE0000, 0xE0080)})
 # raised UnicodeEncodeError, and flowtui diff ended in a traceback).
 _ESCAPES.update({c: f"\\u{c:04x}" for c in range(0xD800, 0xE000)})
 _TABLE = str.maketrans({**_PICTURES, **_ESCAPES})
-_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\xad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180e"
-                     "\u200b\u200e\u200f\u2028\u2029\u202a-\u202e\u2060-\u2064\u2066-\u206f\u3164"
-                     "\ud800-\udfff\ufeff\uffa0\ufff9-\ufffb\U000e0000-\U000e007f]")
+# The characters above that are no control characters, as a regex class's body (a line of JSON escapes them too)
+INVISIBLE = ("\xad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180e\u200b\u200e\u200f\u2028\u2029\u202a-\u202e"
+             "\u2060-\u2064\u2066-\u206f\u3164\ufeff\uffa0\ufff9-\ufffb\U000e0000-\U000e007f")
+_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f" + INVISIBLE + "\ud800-\udfff]")
 _CRLF_OR_UNSAFE = re.compile("\r\n|" + _UNSAFE.pattern)
 
 
