@@ -19,13 +19,14 @@ text typed over one is given back the credentials it left untouched
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import re
 import typing
 from decimal import Decimal
 from typing import TYPE_CHECKING, Annotated, Any
 
-from pydantic import FailFast, TypeAdapter, ValidationError
+from pydantic import BaseModel, FailFast, TypeAdapter, ValidationError
 
 from flowtui.runtime.bus import current_origin
 from flowtui.runtime.context import NON_FINITE_WORDS
@@ -360,9 +361,11 @@ def _typed(cls: type, name: str, text: str) -> Any:
     except ValidationError as exc:
         error = exc
     else:
-        if is_json:  # a JSON number is read through a float: 0.1000000000000000000001 was 0.1, in a list too;
-            exact = _exact_decimals(json.loads(text, parse_float=Decimal), value)  # its digits as a text are
-            if exact is not _SAME:  # the Decimal's own
+        # a JSON number is read through a float: 0.1000000000000000000001 was 0.1, in a list too; its
+        # digits as a text are the Decimal's own
+        if is_json and _holds_decimal(tp):
+            exact = _exact_decimals(json.loads(text, parse_float=Decimal), value)
+            if exact is not _SAME:
                 with contextlib.suppress(ValidationError):
                     return adapter.validate_json(json.dumps(exact, default=float), strict=True)
         return value
@@ -412,7 +415,8 @@ def _exact_decimals(raw: Any, value: Any) -> Any:
     elif isinstance(raw, dict) and isinstance(value, dict) and len(raw) == len(value):
         pairs = [(key, item, held) for (key, item), held in zip(raw.items(), value.values())]
     elif isinstance(raw, dict) and not isinstance(value, dict) and value is not None:  # a model, a dataclass
-        pairs = [(key, item, getattr(value, key, None)) for key, item in raw.items()]
+        names = {(info.alias or name): name for name, info in getattr(type(value), "model_fields", {}).items()}
+        pairs = [(key, item, getattr(value, names.get(key, key), None)) for key, item in raw.items()]
     else:
         return _SAME
     exact = {key: _exact_decimals(item, held) for key, item, held in pairs}
@@ -421,6 +425,24 @@ def _exact_decimals(raw: Any, value: Any) -> Any:
     if isinstance(raw, list):
         return [item if exact[i] is _SAME else exact[i] for i, item in enumerate(raw)]
     return {key: item if exact[key] is _SAME else exact[key] for key, item in raw.items()}
+
+
+def _holds_decimal(tp: Any, seen: frozenset = frozenset()) -> bool:
+    """Whether a value of type ``tp`` may hold a Decimal (in a list, a dict, a model's field...): only then
+    is a set_field's JSON read a second time for its digits."""
+    if tp is Decimal:
+        return True
+    if id(tp) in seen:
+        return False
+    seen = seen | {id(tp)}
+    if any(_holds_decimal(arg, seen) for arg in typing.get_args(tp)):
+        return True
+    if isinstance(tp, type) and issubclass(tp, BaseModel):
+        return any(_holds_decimal(info.annotation, seen) for info in tp.model_fields.values())
+    if isinstance(tp, type) and dataclasses.is_dataclass(tp):
+        with contextlib.suppress(Exception):  # (hints that do not resolve: none looked at)
+            return any(_holds_decimal(hint, seen) for hint in typing.get_type_hints(tp).values())
+    return False
 
 
 def _adapter(tp: Any, *, fail_fast: bool) -> TypeAdapter:

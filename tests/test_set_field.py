@@ -138,6 +138,10 @@ async def test_an_edit_that_changes_nothing_says_unchanged_and_records_nothing()
     await asyncio.wait_for(task, 60)
 
 
+class Priced(BaseModel):
+    price: Decimal = Field(alias="Price")
+
+
 class Typed(BaseModel):
     dec: Decimal = Decimal("123456789012345678901234567890.123456789")
     either: int | str = "7"
@@ -145,6 +149,7 @@ class Typed(BaseModel):
     count: int | float = 1
     amounts: list[Decimal] = []
     lines: dict[str, tuple[Decimal, float]] = {}
+    priced: list[Priced] = []
 
 
 @agent(provider=FunctionProvider(lambda messages, tools: "done"), prompt="You act.")
@@ -183,7 +188,9 @@ async def test_a_value_saved_as_shown_or_as_the_same_json_is_unchanged_and_keeps
         Decimal("0.1000000000000000000001"), Decimal("12345678901234567890.12"), Decimal(3)]
     assert run.edits.set_field("lines", '{"pen": [19.990000000000000001, 0.1]}') == {
         "pen": (Decimal("19.990000000000000001"), 0.1)}
-    assert changes(events)[1:] == [("amounts", [], ["0.1000000000000000000001", "12345678901234567890.12", "3"], "user"),
+    assert run.edits.set_field("priced", '[{"Price": 0.1000000000000000000001}]') == [
+        Priced(Price=Decimal("0.1000000000000000000001"))]  # (a model's field by its alias)
+    assert changes(events)[1:3] == [("amounts", [], ["0.1000000000000000000001", "12345678901234567890.12", "3"], "user"),
                                    ("lines", {}, {"pen": ["19.990000000000000001", 0.1]}, "user")]
     ctl.resume()
     await asyncio.wait_for(task, 60)
