@@ -203,7 +203,8 @@ def _finite(out: Any) -> Any:
 
 
 _ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+(?=>)")  # as the default repr ends: <Foo object at 0x7f…>
-_FLOW_MODULE = re.compile(r"\bflowtui_flow_(\w+?)_\d+\.")  # the name a flow file is imported under (loader)
+# the names flow files were imported under (runtime.loader), each with its file's own name
+FLOW_MODULES: dict[str, str] = {}
 
 
 def stable_repr(value: Any) -> str:
@@ -211,7 +212,11 @@ def stable_repr(value: Any) -> str:
     0x7f…>`` is ``<Foo object>``): it differs from run to run, so a re-execution or a diff of two
     runs would see a change where there is none. A class of the flow file is named by the file
     (``revisao.Foo``), not the module name it was imported under (``flowtui_flow_revisao_1.Foo``)."""
-    return _FLOW_MODULE.sub(r"\1.", _ADDRESS.sub("", repr(value)))
+    text = _ADDRESS.sub("", repr(value))
+    for module, stem in FLOW_MODULES.items():
+        if module in text:
+            text = text.replace(f"{module}.", f"{stem}.")
+    return text
 
 
 def _described(value: Any, why: str) -> str:

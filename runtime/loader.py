@@ -15,6 +15,7 @@ import traceback
 from pathlib import Path
 from typing import Any
 
+from flowtui.runtime.context import FLOW_MODULES
 from flowtui.runtime.errors import FlowLoadError, FlowtuiError, deepest_user_frame, shown_path
 
 _loaded = 0
@@ -65,6 +66,7 @@ def load_module(path: Path) -> Any:
         raise FlowLoadError("not a Python file", file=str(path))
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
+    FLOW_MODULES[name] = file.stem  # (a repr of one of its objects names the file, not this name)
     from flowtui.runtime.providers._litellm import offline_price_map
 
     offline_price_map()  # a flow that imports litellm itself

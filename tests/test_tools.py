@@ -265,7 +265,6 @@ async def test_a_result_that_is_no_json_reaches_the_model_as_json_pydantic_makes
     ("thing", "<test_tools.Thing object>"),  # no JSON form: its repr, not the JSON string of it
     ("day", "2026-01-02"),
     ("path", "notes/a.txt"),
-    ("flows", "<my_flow_2.Thing object>"),  # a flow file's class: named by its file, not the module it was made
 ])
 async def test_a_result_whose_json_is_a_string_reaches_the_model_as_that_text_unquoted(returned, said):
     """A tool returning an object with no JSON form sent the model "\\"<flowtui_flow_x_1.Thing object>\\"":
@@ -273,8 +272,7 @@ async def test_a_result_whose_json_is_a_string_reaches_the_model_as_that_text_un
     import datetime
     from pathlib import Path
 
-    of_a_flow = type("Thing", (), {"__module__": "flowtui_flow_my_flow_2_13"})  # (runtime.loader names it so)
-    values = {"thing": Thing(), "day": datetime.date(2026, 1, 2), "path": Path("notes/a.txt"), "flows": of_a_flow()}
+    values = {"thing": Thing(), "day": datetime.date(2026, 1, 2), "path": Path("notes/a.txt")}
 
     @tool(name="echo", schema=EchoArgs)
     class Echo:
@@ -294,6 +292,21 @@ async def test_a_result_whose_json_is_a_string_reaches_the_model_as_that_text_un
 
 class Thing:
     pass
+
+
+async def test_an_object_of_a_flow_file_is_named_by_the_file_not_the_module_it_was_imported_as(tmp_path):
+    """<flowtui_flow_my-flow_1.Thing object>: the name the loader imports a flow file under, which says
+    nothing to the model (nor, counting loads, the same in two runs)."""
+    from flowtui.runtime.loader import load_flow
+
+    flow = tmp_path / "my-flow.v2.py"
+    flow.write_text("from flowtui import ScriptedProvider, agent, tool, workflow\n"
+                    "class Thing:\n    pass\n"
+                    "@tool\ndef obj() -> str:\n    \"\"\"An object.\"\"\"\n    return Thing()\n"
+                    "@agent(provider=ScriptedProvider([{'tool_calls': [{'name': 'obj', 'args': {}}]}]), prompt='p', "
+                    "tools=[obj])\nclass A:\n    pass\n"
+                    "@workflow(steps=[A])\nclass W:\n    pass\n")
+    assert await load_flow(str(flow)).run("go") == "<my-flow.v2.Thing object>"
 
 
 # --- the four failure modes -----------------------------------------------------
