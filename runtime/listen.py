@@ -286,10 +286,8 @@ class Listener:
         buf = b""
         try:
             while True:
-                end = buf.find(b"\n")
-                if end >= 0 and not buf[:end].strip():  # blank lines before it are let pass, as after it
-                    buf = buf[end + 1:]
-                    continue
+                buf = buf.lstrip(b" \t\r\n")  # blank lines before it are let pass, as after it (at once: one
+                end = buf.find(b"\n")  # slice a chunk, not one per line)
                 if end >= 0:
                     conn.settimeout(None)
                     return buf[:end + 1], buf[end + 1:]
