@@ -176,6 +176,10 @@ class ReplayApp(PlainNotify, KeysStayPut, Redraws, TolerantInput, App[int]):
             return
         if self.focused is sidebar and sidebar.highlighted_id is not None:
             value = row_value(view, sidebar.highlighted_id)[1]
+        elif self.main.current_view != "conversation":  # (the events, the nodes: o would open a hidden message)
+            self.notify("o opens a text whole in the conversation (1), on the message under its cursor; in the "
+                        "sidebar (tab), on the item under its cursor.", severity="warning")
+            return
         else:
             i = self.main.conversation.cursor
             if not 0 <= i < len(view.history):

@@ -7,7 +7,7 @@ import typing
 from pathlib import Path
 
 import pytest
-from conftest import REVIEW, make, paused, press_and_pause
+from conftest import REVIEW, make, paused, press_and_pause, wait_until
 
 from flowtui.runtime import fold
 from flowtui.runtime.events import EVENT_CLASSES, EVENT_TYPES
@@ -296,7 +296,6 @@ async def test_the_sidebar_says_a_loop_without_a_ceiling_as_infinite():
     assert "  loop 2 of ∞ iterations done · stopped by until" in rows, rows
 
 
-
 async def test_view_2_opened_with_the_conversation_at_its_end_shows_every_block_that_fits():
     """Opened with the conversation's cursor at its end, what the model sees scrolled as far down as its
     blocks' guessed heights reached; drawn, they were shorter: blank rows under the last block, and the
@@ -308,7 +307,8 @@ async def test_view_2_opened_with_the_conversation_at_its_end_shows_every_block_
             await press_and_pause(pilot, "n")
         await pilot.press("end")
         await pilot.press("2")
-        await pilot.pause()
+        await wait_until(pilot, lambda: app.main.current_view == "model-sees"
+                         and app.main.pane_widget("model-sees").size.height > 0, what="view 2 drawn")
         await pilot.pause()
         sees = app.main.pane_widget("model-sees")
         shown = sees.scrollable_content_region.height
