@@ -190,7 +190,8 @@ async def test_a_value_saved_as_shown_or_as_the_same_json_is_unchanged_and_keeps
         "pen": (Decimal("19.990000000000000001"), 0.1)}
     assert run.edits.set_field("priced", '[{"Price": 0.1000000000000000000001}]') == [
         Priced(Price=Decimal("0.1000000000000000000001"))]  # (a model's field by its alias)
-    assert changes(events)[1:3] == [("amounts", [], ["0.1000000000000000000001", "12345678901234567890.12", "3"], "user"),
+    assert changes(events)[1:3] == [("amounts", [], ["0.1000000000000000000001", "12345678901234567890.12", "3"],
+                                     "user"),
                                    ("lines", {}, {"pen": ["19.990000000000000001", 0.1]}, "user")]
     ctl.resume()
     await asyncio.wait_for(task, 60)

@@ -354,8 +354,8 @@ class FlowApp(RunCommands, RunEdits, RunWatches, PlainNotify, KeysStayPut, Redra
         warnings = self.client.warnings
         if warnings:
             more = f"\n(+{len(warnings) - 1} more like it)" if len(warnings) > 1 else ""
-            self.notify(warnings[0] + more, title="The run broke the protocol" if self.client.config.attach is not None else
-                        "The run's process broke the protocol", severity="warning",
+            broke = "The run" if self.client.config.attach is not None else "The run's process"
+            self.notify(warnings[0] + more, title=f"{broke} broke the protocol", severity="warning",
                         timeout=10)
             warnings.clear()
         logs = self.client.logs

@@ -88,7 +88,8 @@ class QuietVirtualSize:
         needed = overflow == "scroll" or (overflow == "auto" and size.height > view.height)
         # (shrunk below the view's bottom: Textual's path moves the view up, as setting it quietly did not, and
         # the pane showed blank rows, the blocks above it scrolled out of sight although they all fit)
-        past = size.height < current.height and self.scroll_offset.y + view.height > size.height  # type: ignore[attr-defined]
+        top = self.scroll_offset.y  # type: ignore[attr-defined]
+        past = size.height < current.height and top + view.height > size.height
         if not self.is_mounted or size.width != current.width or needed != shown or past:  # type: ignore[attr-defined]
             self.virtual_size = size  # type: ignore[attr-defined]
             return
