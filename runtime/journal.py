@@ -277,7 +277,8 @@ def _mended_start(item: Invalid, notices: list[Skipped] | None) -> Any:
         return item
     if notices is not None:
         notices.append(ReadWithout(item.line, f"run.start's {', '.join(sorted(bad))} could not be read "
-                                         f"({item.reason.removeprefix('run.start: ')}): the run is read without them"))
+                                              f"({item.reason.removeprefix('run.start: ')}): the run is read without "
+                                              "them"))
     return event
 
 

@@ -606,9 +606,17 @@ def attached_in_a_terminal(port: int) -> tuple[int, str]:
         return code, term.output.decode("utf-8", "replace")
 
 
+def attached_to(behaviour) -> tuple[int, int, str]:
+    """``flowtui attach`` on a peer doing ``behaviour`` (let go after): its port, the exit code, what it printed."""
+    port, stop = serving(behaviour)
+    try:
+        return port, *attached_in_a_terminal(port)
+    finally:
+        stop.set()
+
+
 def test_attach_to_a_peer_that_closes_at_once_exits_2_naming_the_address():
-    port, _ = serving(lambda conn, stop: conn.close())
-    code, said = attached_in_a_terminal(port)
+    port, code, said = attached_to(lambda conn, stop: conn.close())
     assert code == 2, said
     assert f"flowtui attach: 127.0.0.1:{port}: the connection closed before the run answered" in said
 
@@ -618,21 +626,13 @@ def test_attach_to_a_run_of_another_protocol_version_exits_2_saying_which():
         conn.sendall(b'{"type":"hello","protocol":999,"workflow":"W"}\n')
         stop.wait(HANG)
 
-    port, stop = serving(newer)
-    try:
-        code, said = attached_in_a_terminal(port)
-    finally:
-        stop.set()
+    port, code, said = attached_to(newer)
     assert code == 2, said
     assert "speaks protocol 999; this flowtui speaks 1" in said and "Traceback" not in said
 
 
 def test_attach_to_a_peer_that_never_answers_exits_2_after_the_wait():
-    port, stop = serving(lambda conn, stop: stop.wait(HANG))  # accepts, then holds the line, silent
-    try:
-        code, said = attached_in_a_terminal(port)
-    finally:
-        stop.set()
+    port, code, said = attached_to(lambda conn, stop: stop.wait(HANG))  # accepts, then holds the line, silent
     assert code == 2, said
     assert f"flowtui attach: 127.0.0.1:{port}: no answer within 10 s" in said
     assert "(gives up after 10 s)" in said and "gives up after 30" not in said  # the wait it shows is the one it has
@@ -644,11 +644,7 @@ def test_attach_to_a_peer_that_sends_no_line_says_what_it_sent():
         conn.sendall(b"\x1b[2J" + b"x" * (1 << 20))
         stop.wait(HANG)
 
-    port, stop = serving(babbling)
-    try:
-        code, said = attached_in_a_terminal(port)
-    finally:
-        stop.set()
+    port, code, said = attached_to(babbling)
     assert code == 2, said
     assert f"flowtui attach: 127.0.0.1:{port}: it sent 1,048,580 bytes but no line of the protocol within 10 s" in said
     assert "\x1b[2J" not in said

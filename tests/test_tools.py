@@ -235,19 +235,12 @@ async def test_tool_result_becomes_tool_message_and_turn_summary():
         ("A", True, "echo", False, "native")
 
 
-async def test_a_result_that_is_no_json_reaches_the_model_as_json_pydantic_makes():
-    """A set reached the model as the text "{1, 2}", a date as "datetime.date(2026, 1, 2)"."""
-    import dataclasses
-    import datetime
-
-    @dataclasses.dataclass
-    class Point:
-        x: int
-
+async def _what_the_model_reads_of(returned) -> str:
+    """The text the model reads of a tool that returned ``returned`` (a one-turn run's output)."""
     @tool(name="echo", schema=EchoArgs)
     class Echo:
         async def execute(self, args: EchoArgs = Input()):
-            return {"tags": {"b"}, "day": datetime.date(2026, 1, 2), "at": Point(3), "odd": object()}
+            return returned
 
     @agent(provider=script(call("echo", text="x")), tools=[Echo])
     class A:
@@ -257,7 +250,20 @@ async def test_a_result_that_is_no_json_reaches_the_model_as_json_pydantic_makes
     class W:
         pass
 
-    out = await bootstrap(W).run("go")
+    return await bootstrap(W).run("go")
+
+
+async def test_a_result_that_is_no_json_reaches_the_model_as_json_pydantic_makes():
+    """A set reached the model as the text "{1, 2}", a date as "datetime.date(2026, 1, 2)"."""
+    import dataclasses
+    import datetime
+
+    @dataclasses.dataclass
+    class Point:
+        x: int
+
+    out = await _what_the_model_reads_of({"tags": {"b"}, "day": datetime.date(2026, 1, 2), "at": Point(3),
+                                          "odd": object()})
     assert json.loads(out) == {"tags": ["b"], "day": "2026-01-02", "at": {"x": 3}, "odd": "<object object>"}
 
 
@@ -273,21 +279,7 @@ async def test_a_result_whose_json_is_a_string_reaches_the_model_as_that_text_un
     from pathlib import Path
 
     values = {"thing": Thing(), "day": datetime.date(2026, 1, 2), "path": Path("notes/a.txt")}
-
-    @tool(name="echo", schema=EchoArgs)
-    class Echo:
-        async def execute(self, args: EchoArgs = Input()):
-            return values[returned]
-
-    @agent(provider=script(call("echo", text="x")), tools=[Echo])
-    class A:
-        pass
-
-    @workflow(steps=[A])
-    class W:
-        pass
-
-    assert await bootstrap(W).run("go") == said
+    assert await _what_the_model_reads_of(values[returned]) == said
 
 
 class Thing:

@@ -365,8 +365,10 @@ class RunCommands:
         self.config.resume_from = resume_from  # the next run (only): re-executed up to that event
         self.config.resume_run = resume_run
         self.client.stopping = self.client.active
-        self.main.looking = None  # (looking back at a run that goes: a redraw while the next one loads, with no
-        self.load()  # run to say the state of, failed: the app crashed)  # the client stops the old worker first; the new one reads the code afresh
+        # (looking back at a run that goes: a redraw while the next one loads, with no run to say the state of,
+        # failed: the app crashed)
+        self.main.looking = None
+        self.load()  # the client stops the old worker first; the new one reads the code afresh
 
     async def action_quit(self: FlowApp) -> None:
         """Quit within about a second, whatever the flow is doing: its run is stopped (then its

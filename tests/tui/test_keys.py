@@ -8,10 +8,16 @@ from pathlib import Path
 
 import flowcapture
 from conftest import FLOWS, REVIEW, ended, make, paused, press_and_pause, status, types, wait_until
-from textual.command import CommandPalette
+from textual.command import CommandList, CommandPalette
 
 from flowtui.tui.screens.dialogs import ConfirmDialog, FirstMessageDialog, HelpScreen, TextDialog
 from flowtui.tui.screens.error import LoadErrorScreen
+
+
+def palette_prompts(app) -> list[str]:
+    """The entries the command palette lists now."""
+    found = app.screen.query(CommandList)
+    return [str(o.prompt) for o in found.first().options] if found else []
 
 
 async def test_opens_paused_before_the_first_step_with_input_and_memory_seeded():
@@ -635,8 +641,6 @@ async def test_the_palette_shows_names_from_the_flow_as_written_never_as_markup(
     """An agent named x[/] crashed the palette (MarkupError) once it was searched; one named with
     [@click=app.quit] showed a link that quit the app when clicked; one holding a backslash showed it
     doubled (a\\[b]v as a\\\\[b]v)."""
-    from textual.command import CommandList
-
     names = ["x[/]", "y[@click=app.quit]z", "[link=http://e.x/]w", "a\\[b]v", "q\\"]
     flow = tmp_path / "flow.py"
     flow.write_text(
@@ -650,14 +654,10 @@ async def test_the_palette_shows_names_from_the_flow_as_written_never_as_markup(
         await pilot.press("ctrl+p")
         await wait_until(pilot, lambda: isinstance(app.screen, CommandPalette), what="the palette")
         await pilot.press(*"breakpoint set")
-
-        def prompts() -> list[str]:
-            found = app.screen.query(CommandList)
-            return [str(o.prompt) for o in found.first().options] if found else []
-
-        await wait_until(pilot, lambda: len([p for p in prompts() if "breakpoint: set on" in p]) == len(names),
+        await wait_until(pilot, lambda: len([p for p in palette_prompts(app) if "breakpoint: set on" in p])
+                         == len(names),
                          what="the agents' entries")
-        shown = "\n".join(prompts())
+        shown = "\n".join(palette_prompts(app))
         for name in names:
             assert f"breakpoint: set on {name}" in shown and f"Pause before {name}" in shown, shown
         assert app.is_running
@@ -742,8 +742,6 @@ async def test_a_run_agents_own_request_is_not_said_to_fail_for_the_shared_histo
 
 async def test_the_palette_says_removing_a_breakpoint_stops_the_pauses():
     """"breakpoint: remove on Writer" was described as "Pause before Writer", what it undoes."""
-    from textual.command import CommandList
-
     app = make(input="go")
     async with app.run_test(size=(140, 40)) as pilot:
         await paused(pilot)
@@ -751,12 +749,7 @@ async def test_the_palette_says_removing_a_breakpoint_stops_the_pauses():
         await pilot.press("ctrl+p")
         await wait_until(pilot, lambda: isinstance(app.screen, CommandPalette), what="the palette")
         await pilot.press(*"breakpoint remove")
-
-        def prompts() -> list[str]:
-            found = app.screen.query(CommandList)
-            return [str(o.prompt) for o in found.first().options] if found else []
-
-        await wait_until(pilot, lambda: any("breakpoint: remove on Writer" in p for p in prompts()),
+        await wait_until(pilot, lambda: any("breakpoint: remove on Writer" in p for p in palette_prompts(app)),
                          what="the entry")
-        entry = next(p for p in prompts() if "breakpoint: remove on Writer" in p)
+        entry = next(p for p in palette_prompts(app) if "breakpoint: remove on Writer" in p)
         assert "No longer pause before Writer" in entry and "\nPause before" not in entry, entry
