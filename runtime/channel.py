@@ -483,21 +483,24 @@ class Channel:
         grace = self.grace if grace is None else grace
         if not begun:
             self.begin_stop(reason)
-        t0 = time.monotonic()
-        if self.proc is not None and await self._ended_within(grace):
-            # Its run said its end: its process is let go now. It would wait for its input to close (to
-            # serve fetch) and be terminated once the grace was over: every q and x took that long.
-            if self._writer is not None and not self.closed.is_set():
-                self._writer.close()
-            if await self._exited_within(grace, done_when_closed=True):
-                return
-            # (a thread the flow left running holds its exit: the signal ends it, saying which)
-        elif await self._exited_within(max(grace - (time.monotonic() - t0), 0.0)):
+        if await self._ends_within(grace):
             return
+        # (a thread the flow left running holds its exit after its run's end: the signal ends it, saying which)
         self._signal(STOP_SIGNAL)
-        if await self._exited_within(grace / 2):
+        if await self._ends_within(grace / 2):  # (its code unwound: its run says its end, and its process goes)
             return
         await self.kill()
+
+    async def _ends_within(self, seconds: float) -> bool:
+        """Whether the worker exited within ``seconds``. Once its run has said its end its process is let
+        go: it would wait for its input to close (to serve fetch), and be signalled, then killed, its
+        atexit handlers never run: every q and x took the whole grace."""
+        t0 = time.monotonic()
+        if self.proc is not None and await self._ended_within(seconds):
+            if self._writer is not None and not self.closed.is_set():
+                self._writer.close()
+            return await self._exited_within(seconds, done_when_closed=True)
+        return await self._exited_within(max(seconds - (time.monotonic() - t0), 0.0))
 
     async def finish(self, grace: float | None = None) -> None:
         """Let go of a worker whose run has ended (it serves ``fetch`` until then): close its input,

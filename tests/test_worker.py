@@ -877,7 +877,7 @@ class W:
 def test_a_stop_reads_on_when_the_consumer_is_behind_so_the_run_ends_itself():
     """An app behind on a flood held the pipe's reading back: the worker, blocked writing, could not
     write its run's end when stopped, and was killed; its end then said how long the app took to see
-    it ("killed after 3.0 s")."""
+    it ("killed after 3.0 s"). Its run's end read, its process is let go, not killed once the grace is over."""
     import asyncio
 
     from flowtui.runtime import protocol as p
@@ -886,7 +886,7 @@ def test_a_stop_reads_on_when_the_consumer_is_behind_so_the_run_ends_itself():
 
     got: list[bytes] = []
 
-    async def run() -> tuple[bool, str]:
+    async def run() -> tuple[bool, str, bool]:
         channel = Channel(got.extend)
         hello = await channel.spawn(Options(target=f"{MISBEHAVE}:Floods"))
         assert isinstance(hello, p.Hello), hello
@@ -900,14 +900,15 @@ def test_a_stop_reads_on_when_the_consumer_is_behind_so_the_run_ends_itself():
         # clone; the client's kill then made the end up, as it should then)
         await channel.stop(grace=6.0)
         await channel.wait()
-        return channel.ended, channel.ending()[1] if not channel.ended else ""
+        return channel.ended, channel.ending()[1] if not channel.ended else "", channel.killed
 
-    ended, why = asyncio.run(asyncio.wait_for(run(), HANG))
+    ended, why, killed = asyncio.run(asyncio.wait_for(run(), HANG))
     end = json.loads(next(line for line in reversed(got) if b'"type":"run.end"' in line)) if ended else None
     assert end is not None, why  # its own end, not one the client made up after killing it
     assert end["status"] == "stopped", end
     assert re.fullmatch(r"killed after 6\.\d s: tool t did not return \(at .*misbehave\.py:\d+ in floods\)",
                         end["reason"]), end
+    assert not killed  # (its process went once its end was read: no kill that could cut it short)
 
 
 def test_a_run_whose_code_has_all_run_is_not_waited_on_through_the_interpreters_teardown(tmp_path):
