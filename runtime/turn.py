@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import sys
+import time
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
@@ -239,16 +240,32 @@ async def others_answered(run: "Run", waiting: str) -> None:
     stderr: a tool that waits for what another branch does then waits for ever."""
     held, said = run.open_calls, False
     while held is not None and held[0] is not asyncio.current_task():
-        try:
-            await asyncio.wait_for(held[1].wait(), None if said else WAIT_SAID_S)
-        except asyncio.TimeoutError:
-            if run.controller is not None and run.controller.paused:  # a person holds the run: no wait of
-                continue  # the flow's (a tool waiting for a branch) to tell of
-            said = True
+        if said:
+            await held[1].wait()
+        else:
+            said = await _said_if_long(run, waiting, held)
+        held = run.open_calls
+
+
+async def _said_if_long(run: "Run", waiting: str, held: Any) -> bool:
+    """Waits for ``held``'s calls to be answered, saying so (True) once the wait has gone on for
+    ``WAIT_SAID_S``. The time a person held the run (paused) is not counted: the tool they resumed
+    was told of as waiting for ever when it took a moment, or only started, as their pause ended."""
+    ctl = run.controller
+    held_s = (lambda: ctl.paused_s) if ctl is not None else (lambda: 0.0)
+    since, paused_s = time.perf_counter(), held_s()
+    while True:
+        left = WAIT_SAID_S - (time.perf_counter() - since - (held_s() - paused_s))
+        if left <= 0 and not (ctl is not None and ctl.paused):  # (a pause under way is counted once it ends)
             print(f"flowtui: {waiting} waits for the tool calls of {held[2]} ({', '.join(held[3])}) to be answered: "
                   "branches of a parallel step share one history, so a tool that waits for another branch waits "
                   "for ever (x stops the run)", file=sys.stderr, flush=True)
-        held = run.open_calls
+            return True
+        try:
+            await asyncio.wait_for(held[1].wait(), left if left > 0 else WAIT_SAID_S)
+            return False
+        except asyncio.TimeoutError:
+            continue
 
 
 # A turn's message and summary are built without validation when every value already has its

@@ -965,14 +965,16 @@ async def test_a_parallel_step_nested_in_a_branch_keeps_the_branch_loop_and_was_
 
 async def test_a_branch_waiting_while_a_person_holds_the_run_says_nothing_of_a_wait(monkeypatch, capsys):
     """Paused before a branch's tool, the other branch's wait for that tool's answer was said as a flow
-    that may wait for ever (a tool waiting for another branch), after 5 s of a person looking."""
+    that may wait for ever (a tool waiting for another branch), after 5 s of a person looking; and once
+    they resumed it, when the tool took a moment. The wait counts the time the run was not held."""
     from flowtui.runtime import turn
 
-    monkeypatch.setattr(turn, "WAIT_SAID_S", 0.05)
+    monkeypatch.setattr(turn, "WAIT_SAID_S", 2.0)
 
     @tool(name="olhar", schema=None)
     class Olhar:
-        def execute(self):
+        async def execute(self):
+            await asyncio.sleep(1.5)  # resumed at 3 s, answered at 4.5 s: past the wait's second 2 s
             return "visto"
 
     calls = []
@@ -999,7 +1001,7 @@ async def test_a_branch_waiting_while_a_person_holds_the_run_says_nothing_of_a_w
     while not ctl.paused:
         assert not task.done()
         await asyncio.sleep(0.005)
-    await asyncio.sleep(0.5)  # held ten times past the wait said
+    await asyncio.sleep(3.0)  # held past the wait said
     ctl.resume()
     await asyncio.wait_for(task, 30)
     assert "waits for the tool calls" not in capsys.readouterr().err
