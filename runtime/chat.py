@@ -66,12 +66,12 @@ def build_request(run: "Run", spec: AgentSpec, prompt: str) -> ChatRequest:
     tools = run.plans.tool_specs[spec.cls]
     messages, chars = run.state.counted_messages(prompt=prompt)
     counted(messages, chars)
-    # its own tools list and sampling where a middleware may change them in place (one that set
-    # request.sampling["temperature"] set it for every later call of the agent)
+    # its own tools and sampling where a middleware may change them in place (one that set
+    # request.sampling["temperature"], or a tool's description, set it for every later call of the agent)
     layered = bool(run.model_layers)
     return builders[ChatRequest](dict(
         agent=spec.name, turn=next_turn(run, spec), messages=messages,
-        tools=list(tools.schemas) if layered else tools.schemas, tool_names=tools.names,
+        tools=copy.deepcopy(tools.schemas) if layered else tools.schemas, tool_names=tools.names,
         sampling=copy.deepcopy(spec.sampling) if layered else dict(spec.sampling), on_delta=on_delta,
         on_attempt=on_attempt))
 
@@ -192,9 +192,9 @@ async def call_model(run: "Run", spec: AgentSpec, request: ChatRequest, *, promp
 
 def _shape(request: Any) -> tuple:
     """What a request holds, to tell one changed in place: its messages (frozen: by identity), its tools
-    (by identity) and its sampling (by value: a list in it may change in place)."""
-    messages, tools = request.messages, request.tools
-    return (len(messages), tuple(map(id, messages)), len(tools), tuple(map(id, tools)),
+    and its sampling (by value: a schema's description, or a list in the sampling, may change in place)."""
+    messages = request.messages
+    return (len(messages), tuple(map(id, messages)), tools_digest(request.tools, cached=False),
             json.dumps(request.sampling, sort_keys=True, default=repr))
 
 

@@ -297,6 +297,37 @@ async def test_a_request_a_middleware_changes_in_place_is_recorded_checked_and_s
     assert sent == []
 
 
+async def test_a_tool_schema_a_middleware_changes_inside_is_recorded_and_stays_with_its_call():
+    """request.tools[0]["function"]["description"] = ...: the schema was the agent's own, so the change
+    reached every later call, and the journal (tools compared by identity) said no middleware changed
+    the request, with the digest of the schemas as they came in."""
+    described = []
+
+    def model(messages, tools):
+        described.append(tools[0]["function"]["description"])
+        return "ok"
+
+    def reworded(request, call_next):
+        if request.turn == 1:
+            request.tools[0]["function"]["description"] = "Search, briefly."
+        return call_next(request)
+
+    @agent(provider=FunctionProvider(model), prompt="p", tools=[_busca([])])
+    class A:
+        pass
+
+    @workflow(steps=[A, A], middlewares=[Middleware(name="reworded", model=reworded)])
+    class W:
+        pass
+
+    out, events = await _run(bootstrap(W), "go")
+    assert described[0] == "Search, briefly." != described[1]  # the first call's change stayed with it
+    starts = [e.data["request"] for e in events if e.type == "node.start" and e.kind == "chat"]
+    ends = [e.data for e in events if e.type == "node.end" and e.kind == "chat"]
+    assert ends[0]["changed_by"] == ["reworded"] and "changed_by" not in ends[1]
+    assert ends[0]["sent_request"].tools_digest != starts[0].tools_digest == starts[1].tools_digest
+
+
 async def test_the_journal_names_the_tools_a_request_sends_not_the_ones_it_came_with():
     """A middleware's copy without a tool, and an agent's own run() with tools=[...]: the journal named
     the turn's tools (or none), not the ones the model was told of."""
