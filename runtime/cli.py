@@ -660,8 +660,12 @@ async def _run_headless(args: argparse.Namespace, memory: dict[str, str], data: 
         loop.call_soon_threadsafe(interrupted, signum)
 
     previous = {signum: signal.signal(signum, on_signal) for signum in (signal.SIGINT, signal.SIGTERM)}
-    if args.input is None and args.resume_from is None and getattr(args, "from_snapshot", None) is None:
-        tell("flowtui: no --input: the run starts with no user message (give --input TEXT for one)")
+    # No --input is said once the start is taken, where it came (what the run prints waits for it): a
+    # start refused (a --watch naming no field) was told of a run that never started
+    unasked = args.input is None and args.resume_from is None and getattr(args, "from_snapshot", None) is None
+    noted = len(held) if held is not None else 0
+    if unasked and held is None:
+        held = []
     try:
         try:
             # Nobody drives a headless run: a watchpoint that fires stops it there. A served one starts
@@ -681,6 +685,11 @@ async def _run_headless(args: argparse.Namespace, memory: dict[str, str], data: 
             if listener is not None:
                 listener.close()
             return 2
+        if unasked and reply is not None:
+            held.insert(noted, functools.partial(say, "flowtui: no --input: the run starts with no user message "
+                                                      "(give --input TEXT for one)"))
+        if listener is None:
+            release()
         if listener is not None:
             listener.start()
             listener.announce(sys.stderr)

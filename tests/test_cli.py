@@ -967,6 +967,10 @@ def test_a_run_without_input_says_it_starts_with_no_user_message(tmp_path):
     assert "flowtui: no --input: the run starts with no user message (give --input TEXT for one)" in proc.stderr
     proc = flowtui("run", str(ROOT / "flows/revisao.py"), "--no-journal", "--input", "x", cwd=tmp_path)
     assert proc.returncode == 0 and "--input" not in proc.stderr, proc.stderr
+    # a start refused (a --watch naming no field of the state) is no run to tell of
+    proc = flowtui("run", str(ROOT / "flows/revisao.py"), "--no-journal", "--watch", "state.nope > 1", cwd=tmp_path)
+    assert proc.returncode == 2 and proc.stderr.startswith("--watch: unknown state field 'nope'"), proc.stderr
+    assert "--input" not in proc.stderr, proc.stderr
 
 
 def test_a_syntax_error_shows_its_line_and_where_in_it_and_a_latin1_file_is_told_to_be_utf8(tmp_path):
