@@ -162,6 +162,13 @@ class RunCommands:
         if self.client.view is not None:
             self.client.view.focus = None  # the panes follow the run again (the node tree's cursor chose one)
         if name == "stop":
+            channel = self.client.channel
+            if channel is not None and channel.stopping_since is not None and not channel.closed.is_set():
+                # x again: the stop under way keeps its clock (a fresh one waited the whole grace again, so
+                # pressing x put off the end of a run whose code did not return)
+                self.notify(f"Already stopping: code of the run that does not return is unwound "
+                            f"{self.client.config.grace:.1f} s after the first x.", timeout=3)
+                return
             self.client.stopping = True  # the status says "stopping…" at once
             self.flush(force=True)
             self.run_worker(self.client.stop(), group="stop", name="stop", exclusive=True, exit_on_error=False)

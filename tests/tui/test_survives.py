@@ -69,6 +69,26 @@ async def test_x_stops_a_run_stuck_in_a_tool(flow):
         await wait_until(pilot, lambda: app.screen.__class__.__name__ == "HelpScreen", what="the help")
 
 
+async def test_x_pressed_again_while_stopping_does_not_put_the_end_off():
+    """Each x started the stop afresh, waiting the whole grace again: pressed every 0.4 s, a run whose
+    tool never returned went on stopping for as long as x was pressed."""
+    app = make(f"{MISBEHAVE}:SyncLoop", input="x")
+    async with app.run_test() as pilot:
+        await paused(pilot)
+        await pilot.press("c")
+        await wait_until(pilot, lambda: tool_started(app), what="the stuck tool")
+        for _ in range(15):  # 6 s of x, against a grace of 1 s
+            await pilot.press("x")
+            await pilot.pause(0.4)
+            if app.client.view.status == "stopped":
+                break
+        assert app.client.view.status == "stopped", app.client.view.status_line()
+        assert re.fullmatch(r"stopped \(killed after \d+\.\d s: tool t did not return \(at .*\)\)",
+                            app.client.view.status_line())
+        assert any(str(n.message).startswith("Already stopping: code of the run that does not return is "
+                                             "unwound 1.0 s after the first x") for n in app._notifications)
+
+
 async def test_x_during_a_flood_of_events_stops_in_the_grace_and_says_what_is_left_to_show(monkeypatch):
     """x while the app is behind on a flood: the run ends itself in the grace, as the app reads on while
     it stops (a worker blocked writing was killed, its end said by the app), and once its process has
