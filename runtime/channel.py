@@ -663,8 +663,9 @@ class Channel:
         except (ProcessLookupError, PermissionError):
             pass
 
-    def ending(self) -> tuple[str, str]:
-        """(status, why) of a run whose worker is gone without a ``run.end``."""
+    def ending(self, busy: str | None = None) -> tuple[str, str]:
+        """(status, why) of a run whose worker is gone without a ``run.end``; ``busy``: what its run was
+        busy with as last seen (``tool t``), what a stop that had to kill it says did not return."""
         code = self.proc.returncode if self.proc is not None else None
         if self.muted or code == EXIT_FD_CLOSED:
             return "failed", MUTED
@@ -673,7 +674,8 @@ class Channel:
             why = f"{self.stop_reason} (" if self.stop_reason else ""
             if self.killed_by:
                 return "stopped", f"{why}killed {waited:.1f} s after the stop: {self.killed_by}{')' if why else ''}"
-            return "stopped", f"{why}killed after {waited:.1f} s: a tool or hook did not return{')' if why else ''}"
+            return "stopped", (f"{why}killed after {waited:.1f} s: {busy or 'a tool or hook'} did not return"
+                               f"{')' if why else ''}")
         if code is None:
             return "failed", "the connection to the run was lost"
         if code < 0:

@@ -297,6 +297,20 @@ def new_journal(workflow: str, *, now: datetime | None = None, directory: Path =
     return create_new(directory, f"{file_stem(workflow)}-{stamp}", ".jsonl")
 
 
+def folders_to_make(directory: Path = JOURNAL_DIR) -> list[Path]:
+    """The folders :func:`new_journal` makes, as :func:`take_back` takes them back."""
+    return [folder for folder in (directory.parent, directory) if not folder.exists()]
+
+
+def take_back(journal: Path, made: list[Path]) -> None:
+    """A run refused before it started (or stopped before its start was answered) leaves no journal of
+    its own making, nor the folders made for it."""
+    journal.unlink(missing_ok=True)
+    for folder in reversed(made):
+        with contextlib.suppress(OSError):  # (another run's journal is in it)
+            folder.rmdir()
+
+
 _UNSAFE_IN_NAME = re.compile(r"[^\w-]+")
 
 
@@ -604,16 +618,12 @@ async def _run_headless(args: argparse.Namespace, memory: dict[str, str], data: 
         return 2
     for note in [*hello.notes, *unknown_approvals(args.approve, hello)]:
         tell(f"flowtui: {note}")
-    made = [folder for folder in (JOURNAL_DIR.parent, JOURNAL_DIR) if not folder.exists()]  # a refusal takes them back
+    made = folders_to_make()  # a refusal takes them back
     default_journal = not args.no_journal and journal is None
 
-    def take_back() -> None:
-        """A run refused before it started leaves no journal of its own making, nor the folders made for it."""
+    def refused() -> None:
         if default_journal and journal is not None:
-            journal.unlink(missing_ok=True)
-            for folder in reversed(made):
-                with contextlib.suppress(OSError):
-                    folder.rmdir()
+            take_back(journal, made)
 
     if default_journal:
         try:
@@ -632,7 +642,7 @@ async def _run_headless(args: argparse.Namespace, memory: dict[str, str], data: 
         try:
             listener = Listener(Relay(channel), args.listen, public=args.listen_public, **listen_token(args))
         except (ConfigError, OSError) as exc:  # (the port in use)
-            take_back()
+            refused()
             release()
             say(f"flowtui: {exc}")
             await channel.kill()
@@ -678,7 +688,7 @@ async def _run_headless(args: argparse.Namespace, memory: dict[str, str], data: 
         except ConnectionError:  # killed (two ctrl-C) before the start was answered
             reply = None
         if reply is not None and not reply.ok:  # refused before the run started (a bad snapshot, an unknown
-            take_back()  # state field in --watch)
+            refused()  # state field in --watch)
             release()
             say(refusal_text(reply.error))
             await channel.kill()
@@ -706,7 +716,7 @@ async def _run_headless(args: argparse.Namespace, memory: dict[str, str], data: 
     if not channel.ended:  # killed, crashed, exited in a hook: what it journaled but never sent
         on_lines(channel.recover(view.last_seq))
     if not channel.ended:  # the run's end, said by us
-        status, why = channel.ending()
+        status, why = channel.ending(view.busy_with())
         event = channel.write_run_end(status, why, view.last_seq)
         if event is not None:
             view.apply(event)

@@ -448,6 +448,17 @@ class RunView:
             return f"{self.status} ({self.reason})"
         return self.status
 
+    def busy_with(self) -> str | None:
+        """What a running run is busy with (the innermost step still going): ``tool web_search``; the
+        status says it waits for it, and a run killed in it says it did not return."""
+        if self.status != "running":
+            return None
+        for node in reversed(self.nodes.values()):
+            if node.status == "running" and node.kind in ("tool", "chat", "agent"):
+                return {"tool": f"tool {node.name}", "chat": f"the model call of {node.name}"}.get(
+                    node.kind, f"agent {node.name}")
+        return "its cleanups (ctx.on_dispose)" if self.cleaning_up() else None
+
     def cleaning_up(self) -> bool:
         """The top-level workflow's node has ended and the run has not: ``ctx.on_dispose`` cleanups run
         (one that never returns showed a bare ``running`` for good)."""

@@ -162,13 +162,14 @@ class RunClient:
 
     async def begin(self, input: str | None) -> p.Reply:
         """Start the run, paused before its first step."""
-        from flowtui.runtime.cli import new_journal
+        from flowtui.runtime.cli import folders_to_make, new_journal, take_back
 
         self.input = input
         c = self.config
-        journal = c.journal
+        journal, made = c.journal, None
         if journal is None and c.journal_auto:
             try:
+                made = folders_to_make()
                 journal = str(new_journal(self.workflow_name))
             except OSError as exc:  # a folder it cannot write (read-only, full): said, nothing started
                 from flowtui.runtime.cli import JOURNAL_DIR
@@ -184,8 +185,14 @@ class RunClient:
                                                           approve=c.approve, watch=self.watches,
                                                           resume_from=c.resume_from, resume_run=c.resume_run,
                                                           on_divergence="pause"))
+        except BaseException:  # its process ended (x on a start that never answered): no run, no journal made for it
+            if made is not None:
+                take_back(Path(journal), made)
+            raise
         finally:
             self.starting_since = None
+        if made is not None and not reply.ok:
+            take_back(Path(journal), made)
         if journal is not None and reply.ok:  # (counted, not read: a journal of runs is read once, at the end)
             self.journals[journal] = self.journals.get(journal, 0) + 1
         return reply
@@ -323,7 +330,7 @@ class RunClient:
         if self.view.run_id is None:  # it died before the run started
             return
         if not channel.ended:  # (its end may have been journaled, never sent)
-            status, why = channel.ending()
+            status, why = channel.ending(self.view.busy_with())
             from flowtui.runtime.encoding import encode_event
             from flowtui.runtime.secrets import Redactor
 

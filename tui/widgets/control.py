@@ -41,14 +41,8 @@ def button_labels(buttons: list[ActionSpec], width: int) -> list[str]:
 
 
 def waiting_for(view: Any) -> str | None:
-    """What a running run is busy with (the innermost step still going): ``tool web_search``."""
-    if view is None or view.status != "running":
-        return None
-    for node in reversed(view.nodes.values()):
-        if node.status == "running" and node.kind in ("tool", "chat", "agent"):
-            return {"tool": f"tool {node.name}", "chat": f"the model call of {node.name}"}.get(
-                node.kind, f"agent {node.name}")
-    return "its cleanups (ctx.on_dispose)" if view.cleaning_up() else None
+    """What a running run is busy with (see ``RunView.busy_with``)."""
+    return view.busy_with() if view is not None else None
 
 
 def _room(width: int | None) -> int:
