@@ -33,7 +33,7 @@ def _quiet(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFac
     monkeypatch.setenv("FLOWCAPTURE_DIR", str(tmp_path_factory.mktemp("capture")))
     # the test flows' shared module, for flows copied elsewhere (the worker imports them)
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(FLOWS), os.environ.get("PYTHONPATH")])))
-    for knob in ("TOOL_DELAY", "HOOK_RAISES", "GATES", "FAKE_CLOCK"):
+    for knob in ("TOOL_DELAY", "TOOL_GATE", "HOOK_RAISES", "GATES", "FAKE_CLOCK"):
         monkeypatch.delenv(f"FLOWCAPTURE_{knob}", raising=False)
     # the worker process: a proxy that refuses all but loopback
     monkeypatch.setenv("HTTP_PROXY", "http://127.0.0.1:9")

@@ -58,7 +58,19 @@ async def gate(i: int) -> None:
         await asyncio.sleep(0.01)
 
 
-def open_gate(i: int) -> None:
+def held_at_gate(name: str) -> None:
+    """In a sync tool, when ``FLOWCAPTURE_TOOL_GATE`` is set: block the run's process until the test
+    opens gate ``name``."""
+    import time
+
+    folder = _dir()
+    if folder is None or not knob("tool_gate"):
+        return
+    while not (folder / f"gate{name}").exists():
+        time.sleep(0.01)
+
+
+def open_gate(i: int | str) -> None:
     """In a test: let the model past gate ``i``."""
     folder = _dir()
     assert folder is not None

@@ -44,6 +44,7 @@ class RecordProblem:
         delay = flowcapture.knob("tool_delay")
         if delay:
             time.sleep(delay)  # a slow sync tool: the run's process waits, the app does not
+        flowcapture.held_at_gate("tool")  # (one held until the test lets it go)
         s.problems.append(args.text)
         ctx.last_problem = args.text
         return f"Recorded ({len(s.problems)} so far): {args.text}"
