@@ -479,23 +479,23 @@ async def test_node_durations_leave_out_the_time_spent_paused():
     d = Driver(wf, Controller(start_paused=True))
     await d.paused(1)
     await d.command(d.ctl.step)  # paused before the Planner's model call, inside its agent node
-    await asyncio.sleep(0.4)  # the person reads the screen
+    await asyncio.sleep(2.0)  # the person reads the screen
     d.ctl.resume()
     await d.task
     ends = {(e.kind, e.name): e.duration_ms for e in d.events if e.type == "node.end"}
-    assert ends[("agent", "Planner")] < 200
-    assert ends[("workflow", wf.__name__)] < 200  # the pause at the very start too
+    assert ends[("agent", "Planner")] < 1000  # (what is left is the run's own work: wide of the 2 s)
+    assert ends[("workflow", wf.__name__)] < 1000  # the pause at the very start too
 
 
 async def test_node_durations_leave_out_the_time_events_take_to_reach_a_slow_sink():
-    # a sink as slow as a journal redacting and writing a 50 MB tool result: 0.4 s a history message
+    # a sink as slow as a journal redacting and writing a huge tool result: 1 s a history message
     wf, calls = make_flow(max_iterations=1)
     events: list = []
 
     def slow_sink(event):
         events.append(event)
         if event.type == "state.append":
-            time.sleep(0.4)
+            time.sleep(1.0)
 
     run = bootstrap(wf).prepare("go", controller=Controller(start_paused=True), on_event=slow_sink)
     task = asyncio.ensure_future(run.execute())
@@ -506,13 +506,13 @@ async def test_node_durations_leave_out_the_time_events_take_to_reach_a_slow_sin
     run.controller.resume()
     await task
     appended = sum(1 for e in events[before:] if e.type == "state.append")
-    assert time.monotonic() - started >= 0.4 * appended >= 1.2  # the sink did take its time
+    assert time.monotonic() - started >= 1.0 * appended >= 3.0  # the sink did take its time
     ends = {(e.kind, e.name): e.duration_ms for e in events if e.type == "node.end"}
-    assert ends[("tool", "look")] < 200
-    assert ends[("agent", "Writer")] < 200
-    # the edit's 0.4 s, delivered while paused, is left out once: the workflow still lasts as long as
+    assert ends[("tool", "look")] < 500  # (what is left is the run's own work: wide of the sink's 1 s)
+    assert ends[("agent", "Writer")] < 500
+    # the edit's 1 s, delivered while paused, is left out once: the workflow still lasts as long as
     # the agents inside it (subtracted twice, its duration came to nothing)
-    assert ends[("agent", "Planner")] + ends[("agent", "Writer")] <= ends[("workflow", wf.__name__)] < 200
+    assert ends[("agent", "Planner")] + ends[("agent", "Writer")] <= ends[("workflow", wf.__name__)] < 500
 
 
 async def test_an_edits_note_quotes_no_piece_of_a_credential():

@@ -1151,11 +1151,11 @@ def test_a_key_printed_slowly_in_pieces_is_never_said_in_them(tmp_path):
 ''', '''        import os
         key, token = os.environ["OPENAI_API_KEY"], os.environ["SERVICE_TOKEN"]
         print("key", key[:20], end="", flush=True)
-        time.sleep(1.5)
+        time.sleep(3)  # (each piece said as it stands after 1 s: 2 s of margin for a loaded machine)
         print(key[20:], "token", token[:10], end="", flush=True)
-        time.sleep(1.5)
+        time.sleep(3)
         print(token[10:], "waiting", end="", flush=True)
-        time.sleep(1.5)
+        time.sleep(3)
         print(" ok", flush=True)
 '''))
     proc = flowtui("run", str(flow), "--input", "x", "--no-journal", cwd=tmp_path,
@@ -1177,7 +1177,7 @@ def test_a_character_cut_between_two_pieces_of_a_line_is_said_whole(tmp_path):
         time.sleep(3)  # the bar stays as it is a while: a line without its newline yet
 ''', '''        word = "ação pronta".encode()
         sys.stderr.buffer.write(word[:2]); sys.stderr.flush()  # "a" and the first byte of "ç"
-        time.sleep(1.5)
+        time.sleep(3)  # (said as it stands after 1 s)
         sys.stderr.buffer.write(word[2:] + b"\\n"); sys.stderr.flush()
 '''))
     proc = flowtui("run", str(flow), "--input", "x", "--no-journal", cwd=tmp_path)
@@ -1188,13 +1188,27 @@ def test_a_character_cut_between_two_pieces_of_a_line_is_said_whole(tmp_path):
     assert "a" in lines and "…ção pronta" in lines, err  # (said as it stood, then going on with it)
 
 
+def _catches_sigint(pid: int) -> bool:
+    """Whether process ``pid`` has a handler for SIGINT (Linux's /proc; elsewhere, taken as so)."""
+    try:
+        with open(f"/proc/{pid}/status") as status:
+            caught = next(line for line in status if line.startswith("SigCgt:"))
+    except (OSError, StopIteration):
+        return True
+    return bool(int(caught.split()[1], 16) & (1 << (signal.SIGINT - 1)))
+
+
 @pytest.mark.parametrize("after", [0.15, 0.25])
 def test_ctrl_c_while_flowtui_itself_starts_stops_with_no_traceback(tmp_path, after):
     """ctrl-C while flowtui imports its own modules, or before asyncio's handler is in place: a
     KeyboardInterrupt traceback, or exit 1 with nothing said (as if the run had failed). Wherever it
     lands before the run starts: exit 2, said."""
     proc = flowtui("run", str(ROOT / "flows/revisao.py"), "--input", "x", "--no-journal", cwd=tmp_path)
-    time.sleep(after)
+    deadline = time.monotonic() + HANG
+    while not _catches_sigint(proc.pid):  # (before Python's own handler, ctrl-C ends any program, said or not)
+        assert time.monotonic() < deadline and proc.poll() is None
+        time.sleep(0.002)
+    time.sleep(after - 0.1)
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=HANG)
     assert proc.returncode == 2 and "Traceback" not in err, err

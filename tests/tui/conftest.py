@@ -58,7 +58,7 @@ def make(target: str = REVIEW, **options):
     return make_app(target, **options)
 
 
-async def wait_until(pilot, cond: Callable[[], bool], timeout: float = 10.0, what: str = "condition") -> None:
+async def wait_until(pilot, cond: Callable[[], bool], timeout: float = 30.0, what: str = "condition") -> None:
     """Let the app run until ``cond()`` holds (no fixed sleeps)."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
@@ -76,7 +76,7 @@ def status(app) -> str:
     return "none" if view is None else view.status
 
 
-async def paused(pilot, *, after: int | None = None, timeout: float = 10.0) -> None:
+async def paused(pilot, *, after: int | None = None, timeout: float = 30.0) -> None:
     """Wait for the run to be paused (at a pause event newer than seq ``after``)."""
     app = pilot.app
 
@@ -88,7 +88,7 @@ async def paused(pilot, *, after: int | None = None, timeout: float = 10.0) -> N
     await wait_until(pilot, ok, timeout, "the run to pause")
 
 
-async def ended(pilot, timeout: float = 10.0) -> None:
+async def ended(pilot, timeout: float = 30.0) -> None:
     app = pilot.app
 
     def ok() -> bool:

@@ -351,7 +351,7 @@ async def test_an_approval_the_run_asks_for_keeps_what_was_said_before_it():
     app = make(input="go", approve=["record_problem"])
     async with app.run_test(size=(140, 40), notifications=True) as pilot:
         await paused(pilot)
-        app.notify("said before the run asked")
+        app.notify("said before the run asked", timeout=60)  # (the default 5 s: a loaded machine takes longer)
         await pilot.press("c")
         await wait_until(pilot, lambda: isinstance(app.screen, DecideDialog), what="the decision dialog")
         await pilot.pause(0.2)

@@ -543,9 +543,12 @@ async def test_an_idle_app_stops_ticking_and_a_key_wakes_it():
         flush = app.flush
         app.flush = lambda **kw: (ticks.append(1), flush(**kw))[1]
         await asyncio.sleep(1.6)  # past the second the tick stays awake after the last events
-        ticks.clear()
-        await asyncio.sleep(0.5)
-        assert len(ticks) <= 2  # at 100 Hz it would be ~50
+        for _ in range(30):  # (a loaded machine may bring the last events late: then it sleeps later)
+            ticks.clear()
+            await asyncio.sleep(0.5)
+            if len(ticks) <= 2:  # at 100 Hz it would be ~50
+                break
+        assert len(ticks) <= 2, "the app never stopped ticking"
         seq = app.client.view.pause.seq
         app.simulate_key("s")
         await asyncio.sleep(0.5)
@@ -614,7 +617,7 @@ async def test_keys_typed_in_one_burst_in_a_dialog_box_are_applied_in_the_order_
                          what="the add dialog")
         await pilot.pause(0.1)
         burst("a", "b", "c", "backspace", "d", "left", "x", "home", "y", "end", "z")
-        await wait_until(pilot, lambda: len(app.screen.value) >= 5, what="the keys typed")
+        await wait_until(pilot, lambda: len(app.screen.value) >= 6, what="the keys typed")
         await pilot.pause(0.2)
         assert app.screen.value == "yabxdz"
         burst("enter")  # a one-line box: enter saves, in its turn too
