@@ -91,6 +91,7 @@ class Controller:
         self.paused_at: PausePoint | None = None
         self._last: PausePoint | None = None
         self.paused_s = 0.0  # time the run has spent paused: node durations leave it out
+        self._held_since: float | None = None  # when the pause under way began
         # Watchpoints (``watch.add(expr)``, ``watch.remove(expr)``); checked once the run is bound to them.
         self.watch = Watchpoints(self._watch_fired)
         for text in watch:
@@ -133,7 +134,7 @@ class Controller:
             raise RunStopped(watch_reason(fired))
         self._waiting = (emit, point, reason)
         assert self._wake is not None
-        since = time.perf_counter()
+        since = self._held_since = time.perf_counter()
         try:
             while True:
                 self._wake.clear()
@@ -147,6 +148,7 @@ class Controller:
                     break
         finally:
             self.paused_s += time.perf_counter() - since
+            self._held_since = None
             self._waiting, self._moved = (), None
         self.paused_at = None
         command = moved or self._mode  # (a pause given since: the run pauses at the next pause point)
@@ -193,6 +195,11 @@ class Controller:
     @property
     def paused(self) -> bool:
         return self.paused_at is not None
+
+    def held_s(self) -> float:
+        """The time the run has spent paused until now, the pause under way included."""
+        since = self._held_since
+        return self.paused_s + (time.perf_counter() - since if since is not None else 0.0)
 
     @property
     def stopping(self) -> bool:

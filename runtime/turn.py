@@ -249,20 +249,21 @@ async def others_answered(run: "Run", waiting: str) -> None:
 
 async def _said_if_long(run: "Run", waiting: str, held: Any) -> bool:
     """Waits for ``held``'s calls to be answered, saying so (True) once the wait has gone on for
-    ``WAIT_SAID_S``. The time a person held the run (paused) is not counted: the tool they resumed
-    was told of as waiting for ever when it took a moment, or only started, as their pause ended."""
+    ``WAIT_SAID_S``. The time a person held the run (paused) while it waited is not counted: the tool
+    they resumed was told of as waiting for ever when it took a moment, or only started, as their pause
+    ended."""
     ctl = run.controller
-    held_s = (lambda: ctl.paused_s) if ctl is not None else (lambda: 0.0)
+    held_s = ctl.held_s if ctl is not None else (lambda: 0.0)
     since, paused_s = time.perf_counter(), held_s()
     while True:
         left = WAIT_SAID_S - (time.perf_counter() - since - (held_s() - paused_s))
-        if left <= 0 and not (ctl is not None and ctl.paused):  # (a pause under way is counted once it ends)
+        if left <= 0:
             print(f"flowtui: {waiting} waits for the tool calls of {held[2]} ({', '.join(held[3])}) to be answered: "
                   "branches of a parallel step share one history, so a tool that waits for another branch waits "
                   "for ever (x stops the run)", file=sys.stderr, flush=True)
             return True
-        try:
-            await asyncio.wait_for(held[1].wait(), left if left > 0 else WAIT_SAID_S)
+        try:  # (while paused, what is left stays as it is: looked at again after as long)
+            await asyncio.wait_for(held[1].wait(), left)
             return False
         except asyncio.TimeoutError:
             continue

@@ -1007,6 +1007,59 @@ async def test_a_branch_waiting_while_a_person_holds_the_run_says_nothing_of_a_w
     assert "waits for the tool calls" not in capsys.readouterr().err
 
 
+async def test_a_branch_that_begins_to_wait_late_in_a_pause_is_told_of_on_time(monkeypatch, capsys):
+    """The whole of a pause was left out of a wait that began late in it: a branch whose reply came 2 s
+    into a person's pause, waiting on a tool that then hung, was said to wait for ever 2 s late (after
+    a pause of ten minutes, nine minutes late)."""
+    from flowtui.runtime import turn
+
+    monkeypatch.setattr(turn, "WAIT_SAID_S", 1.0)
+    answered = asyncio.Event()
+
+    @tool(name="olhar", schema=None)
+    class Olhar:
+        async def execute(self):
+            await asyncio.sleep(2.5)  # resumed, it takes its time: the wait is said 1 s after the resume
+            answered.set()
+            return "visto"
+
+    calls = []
+
+    async def a_model(messages, tools):
+        calls.append(1)
+        await asyncio.sleep(0.2)  # (B's call is on its way when A's tool call comes: it waits once it is back)
+        return "a ok" if len(calls) > 1 else {"content": "", "tool_calls": [{"name": "olhar", "args": {}}]}
+
+    async def b_model(messages, tools):
+        await asyncio.sleep(2.0)  # its reply comes about 2 s into the pause: it waits from then on
+        return "b ok"
+
+    @agent(provider=FunctionProvider(a_model), prompt="a", tools=[Olhar])
+    class A:
+        pass
+
+    @agent(provider=FunctionProvider(b_model), prompt="b")
+    class B:
+        pass
+
+    @workflow(steps=[parallel([A, B])])
+    class W:
+        pass
+
+    ctl = Controller(breakpoints=["olhar"])
+    run = bootstrap(W).prepare("go", controller=ctl)
+    task = asyncio.ensure_future(run.execute())
+    while not ctl.paused:
+        assert not task.done()
+        await asyncio.sleep(0.005)
+    await asyncio.sleep(4.0)  # a person looks
+    ctl.resume()
+    await asyncio.wait_for(answered.wait(), 30)
+    said_before_the_answer = "B waits for the tool calls of A (olhar)" in capsys.readouterr().err
+    await asyncio.wait_for(task, 30)
+    assert said_before_the_answer
+
+
 @pytest.mark.parametrize("how", ["ctx.stop", "budget"])
 async def test_a_branch_that_stops_the_run_lets_the_others_finish_the_model_call_under_way(how):
     """ctx.stop() (or a budget in stop mode) reached in one branch cancelled the other's model call under
