@@ -304,8 +304,13 @@ def folders_to_make(directory: Path = JOURNAL_DIR) -> list[Path]:
 
 def take_back(journal: Path, made: list[Path]) -> None:
     """A run refused before it started (or stopped before its start was answered) leaves no journal of
-    its own making, nor the folders made for it."""
-    journal.unlink(missing_ok=True)
+    its own making, nor the folders made for it. One its process wrote to is kept: it holds a run."""
+    try:
+        if journal.stat().st_size:
+            return
+        journal.unlink()
+    except FileNotFoundError:
+        pass
     for folder in reversed(made):
         with contextlib.suppress(OSError):  # (another run's journal is in it)
             folder.rmdir()
@@ -519,7 +524,7 @@ async def _run_headless(args: argparse.Namespace, memory: dict[str, str], data: 
     from flowtui.runtime.encoding import encode_event
     from flowtui.runtime.errors import ConfigError
     from flowtui.runtime.secrets import Redactor
-    from flowtui.runtime.spawn import Options
+    from flowtui.runtime.spawn import UNSTARTED, Options
 
     tree = TreePrinter(sys.stderr)
     printer = json_printer(sys.stdout) if args.json else None
@@ -670,12 +675,10 @@ async def _run_headless(args: argparse.Namespace, memory: dict[str, str], data: 
         loop.call_soon_threadsafe(interrupted, signum)
 
     previous = {signum: signal.signal(signum, on_signal) for signum in (signal.SIGINT, signal.SIGTERM)}
-    # No --input is said once the start is taken, where it came (what the run prints waits for it): a
-    # start refused (a --watch naming no field) was told of a run that never started
+    # No --input is said once the start is taken (served: where it came, among what waits for "listening on"):
+    # a start refused (a --watch naming no field) was told of a run that never started
     unasked = args.input is None and args.resume_from is None and getattr(args, "from_snapshot", None) is None
     noted = len(held) if held is not None else 0
-    if unasked and held is None:
-        held = []
     try:
         try:
             # Nobody drives a headless run: a watchpoint that fires stops it there. A served one starts
@@ -687,6 +690,14 @@ async def _run_headless(args: argparse.Namespace, memory: dict[str, str], data: 
                 approve=args.approve, on_divergence="pause" if served else "stop"))
         except ConnectionError:  # killed (two ctrl-C) before the start was answered
             reply = None
+            on_lines(channel.recover(view.last_seq))
+            if view.run_id is None:  # no run started: none to end, none to journal
+                refused()
+                release()
+                say(f"flowtui: stopped before the run started ({channel.ending(UNSTARTED)[1]}); nothing of it ran")
+                if listener is not None:
+                    listener.close()
+                return 2
         if reply is not None and not reply.ok:  # refused before the run started (a bad snapshot, an unknown
             refused()  # state field in --watch)
             release()
@@ -696,10 +707,11 @@ async def _run_headless(args: argparse.Namespace, memory: dict[str, str], data: 
                 listener.close()
             return 2
         if unasked and reply is not None:
-            held.insert(noted, functools.partial(say, "flowtui: no --input: the run starts with no user message "
-                                                      "(give --input TEXT for one)"))
-        if listener is None:
-            release()
+            note = "flowtui: no --input: the run starts with no user message (give --input TEXT for one)"
+            if held is not None:
+                held.insert(noted, functools.partial(say, note))
+            else:
+                say(note)
         if listener is not None:
             listener.start()
             listener.announce(sys.stderr)

@@ -20,6 +20,7 @@ STOP_SIGNAL = signal.SIGUSR1
 # The run's process ends with this code when the flow closed a file descriptor of its own (its event
 # pipe, its event loop's): a client that saw no run.end says so, not "exited with code 1".
 EXIT_FD_CLOSED = 9
+UNSTARTED = "making its agents, tools and providers"  # what a run's start does before it is answered
 CHUNK = 1 << 16
 PIPE_SIZE = 1 << 20  # the event pipe's capacity, where the system lets us set it
 

@@ -60,7 +60,7 @@ from flowtui.runtime.invoke import running_code
 from flowtui.runtime.construct import copy_with
 from flowtui.runtime.secrets import Redactor, StreamRedactor, redact_data
 from flowtui.runtime.sender import Owed
-from flowtui.runtime.spawn import EXIT_FD_CLOSED, STOP_SIGNAL
+from flowtui.runtime.spawn import EXIT_FD_CLOSED, STOP_SIGNAL, UNSTARTED
 
 DEFAULT_GRACE_S = 1.0
 
@@ -240,7 +240,7 @@ class Worker:
             where = user_frame(exc)
             what = "stopped before the run started" if isinstance(exc, Terminated) else str(exc)
             self.reply(command, error=visible(self.redactor.redact(
-                f"{what}: making its agents, tools and providers did not return"
+                f"{what}: {UNSTARTED} did not return"
                 f"{f' (at {where})' if where else ''}")))
             return
         except Exception as exc:  # the reason goes back to the client; the run goes on

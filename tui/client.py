@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from flowtui.runtime.channel import LOAD_TIMEOUT_S, Channel
 from flowtui.runtime.linestore import Lines
-from flowtui.runtime.spawn import STOP_GRACE_S, Options
+from flowtui.runtime.spawn import STOP_GRACE_S, UNSTARTED, Options
 from flowtui.tui.tokens import ExactTokens
 
 if TYPE_CHECKING:
@@ -185,14 +185,22 @@ class RunClient:
                                                           approve=c.approve, watch=self.watches,
                                                           resume_from=c.resume_from, resume_run=c.resume_run,
                                                           on_divergence="pause"))
-        except BaseException:  # its process ended (x on a start that never answered): no run, no journal made for it
+        except BaseException as exc:  # its process ended (x on a start that never answered, a crash), or the app
+            # quits: no run, no journal made for it
             if made is not None:
                 take_back(Path(journal), made)
-            raise
+            if not isinstance(exc, ConnectionError):
+                raise
+            self.stopping = False
+            why = self.channel.ending(UNSTARTED)[1]
+            return _p().Reply(id=0, ok=False, error=f"stopped before the run started: {why}"
+                              if self.channel.stopping_since is not None else why)
         finally:
             self.starting_since = None
-        if made is not None and not reply.ok:
-            take_back(Path(journal), made)
+        if not reply.ok:  # (a stop that ended it has nothing left to stop: the status said "stopping…" for good)
+            self.stopping = False
+            if made is not None:
+                take_back(Path(journal), made)
         if journal is not None and reply.ok:  # (counted, not read: a journal of runs is read once, at the end)
             self.journals[journal] = self.journals.get(journal, 0) + 1
         return reply

@@ -331,10 +331,22 @@ class W:
 """
 
 
-@pytest.mark.parametrize("flow_text,stop", [(FACTORY_NEVER_RETURNS, True), (INIT_RAISES, False)])
-async def test_a_run_that_could_not_start_leaves_no_journal(tmp_path, monkeypatch, flow_text, stop):
-    """Stopped before its start was answered (x on a provider factory that never returns), or refused
-    (an agent's __init__ raised): the app left an empty journal in .flowtui/runs; flowtui run left none."""
+FACTORY_IGNORES_THE_STOP = FACTORY_NEVER_RETURNS.replace("""    while True:""", """    import signal
+    signal.signal(signal.SIGUSR1, signal.SIG_IGN)  # (the stop's signal: its process is killed)
+    while True:""")
+
+
+@pytest.mark.parametrize("flow_text,stop,said", [
+    (FACTORY_NEVER_RETURNS, True, "stopped before the run started: making its agents, tools and providers did not "
+                                  "return (at "),
+    (FACTORY_IGNORES_THE_STOP, True, "stopped before the run started: killed after "),
+    (INIT_RAISES, False, "no agent today"),
+])
+async def test_a_run_that_could_not_start_leaves_no_journal(tmp_path, monkeypatch, flow_text, stop, said):
+    """Stopped before its start was answered (x on a provider factory that never returns, unwound or,
+    ignoring the signal, killed), or refused (an agent's __init__ raised): the app left an empty
+    journal in .flowtui/runs (flowtui run left none); the killed one showed no error, and each stayed
+    "stopping…" for good."""
     flow = tmp_path / "flow.py"
     flow.write_text(flow_text)
     monkeypatch.chdir(tmp_path)
@@ -346,6 +358,8 @@ async def test_a_run_that_could_not_start_leaves_no_journal(tmp_path, monkeypatc
             assert list((tmp_path / ".flowtui" / "runs").iterdir())  # (the journal made for it)
             await pilot.press("x")
         await wait_until(pilot, lambda: isinstance(app.screen, LoadErrorScreen), timeout=15, what="the error screen")
+        assert said in str(app.screen.error), str(app.screen.error)
+        assert "stopping" not in str(app.main.query_one("#status").content)  # behind it, no stop under way
     assert sorted(p.name for p in tmp_path.iterdir()) == ["flow.py"]  # nor the folders made for it
 
 
@@ -369,6 +383,32 @@ def test_flowtui_run_stopped_while_its_start_never_returns_says_where(tmp_path):
     assert proc.returncode == 2, err
     assert "stopped before the run started: making its agents, tools and providers did not return (at " in err
     assert "Traceback" not in err and "Exception in callback" not in err
+
+
+def test_flowtui_run_killed_before_its_start_answered_says_no_run_started_and_leaves_no_journal(tmp_path):
+    """ctrl-C twice while a provider factory never returns: the run "stopped" (exit 0, though none had
+    started: "the run stopped: killed 0.2 s after the stop: ctrl-C again") and left an empty journal."""
+    import signal
+    import subprocess
+    import sys
+
+    flow, inside = tmp_path / "factory.py", tmp_path / "inside"
+    flow.write_text(FACTORY_NEVER_RETURNS.replace("def factory():\n",
+                                                  f"def factory():\n    open({str(inside)!r}, 'w')\n"))
+    proc = subprocess.Popen([sys.executable, "-c", "from flowtui.tui.cli import main; main()", "run", str(flow),
+                             "--input", "x"], cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while not inside.exists():
+        assert time.monotonic() < deadline and proc.poll() is None, "the factory was never called"
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    time.sleep(0.2)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 2, err
+    assert re.search(r"flowtui: stopped before the run started \(killed \d+\.\d s after the stop: ctrl-C again\); "
+                     r"nothing of it ran", err), err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["factory.py", "inside"]  # no journal, nor its folders
 
 
 async def test_a_fifty_megabyte_output_reaches_the_app_as_a_preview():
