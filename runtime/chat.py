@@ -12,7 +12,6 @@ middleware changed (``changed_by``, ``sent``, ``trimmed``), tokens and cost.
 from __future__ import annotations
 
 import asyncio
-import copy
 import hashlib
 import json
 import re
@@ -71,9 +70,19 @@ def build_request(run: "Run", spec: AgentSpec, prompt: str) -> ChatRequest:
     layered = bool(run.model_layers)
     return builders[ChatRequest](dict(
         agent=spec.name, turn=next_turn(run, spec), messages=messages,
-        tools=copy.deepcopy(tools.schemas) if layered else tools.schemas, tool_names=tools.names,
-        sampling=copy.deepcopy(spec.sampling) if layered else dict(spec.sampling), on_delta=on_delta,
+        tools=own_copy(tools.schemas) if layered else tools.schemas, tool_names=tools.names,
+        sampling=own_copy(spec.sampling) if layered else dict(spec.sampling), on_delta=on_delta,
         on_attempt=on_attempt))
+
+
+def own_copy(value: Any) -> Any:
+    """``value``'s dicts and lists copied all the way down, anything else shared: what a middleware may
+    change in place is its own (deepcopy failed on what it cannot copy, a lock in a tool's schema)."""
+    if isinstance(value, dict):
+        return {k: own_copy(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [own_copy(v) for v in value]
+    return value
 
 
 class Streamed:
@@ -249,7 +258,7 @@ def recorded(request: ChatRequest, provider: Provider, *, built: bool = False) -
     tools = sorted(request.tool_names if built else tool_names_of(request))
     model, sampling = provider.describe(), dict(request.sampling)
     if any(isinstance(v, (list, dict)) for v in sampling.values()):  # (as it was: a middleware may change it after)
-        sampling = copy.deepcopy(sampling)
+        sampling = own_copy(sampling)
     defaults = provider.sampling_defaults()
     fields = dict(messages=list(request.messages), tools=tools, model=model, sampling=sampling,
                   provider_sampling=defaults,

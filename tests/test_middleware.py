@@ -328,6 +328,32 @@ async def test_a_tool_schema_a_middleware_changes_inside_is_recorded_and_stays_w
     assert ends[0]["sent_request"].tools_digest != starts[0].tools_digest == starts[1].tools_digest
 
 
+async def test_a_tool_schema_holding_what_cannot_be_copied_still_runs_under_a_middleware():
+    """A tool object's schema is used as given: one holding a lock failed every run with a model
+    middleware ("cannot pickle '_thread.lock' object"), as the request's own copy was made."""
+    import threading
+
+    class Lookup:
+        name, description = "lookup", "Look up."
+        schema = {"type": "object", "properties": {"q": {"type": "string"}}, "x-lock": threading.Lock()}
+
+        def execute(self, args):
+            return "ok"
+
+    told = []
+
+    @agent(provider=FunctionProvider(lambda m, t: told.append(t) or "done"), prompt="p", tools=[Lookup()])
+    class A:
+        pass
+
+    @workflow(steps=[A], middlewares=[Middleware(name="passes", model=lambda request, call_next: call_next(request))])
+    class W:
+        pass
+
+    assert await bootstrap(W).run("go") == "done"
+    assert told[0][0]["function"]["parameters"]["x-lock"] is Lookup.schema["x-lock"]
+
+
 async def test_the_journal_names_the_tools_a_request_sends_not_the_ones_it_came_with():
     """A middleware's copy without a tool, and an agent's own run() with tools=[...]: the journal named
     the turn's tools (or none), not the ones the model was told of."""
