@@ -485,16 +485,19 @@ class Channel:
             self.begin_stop(reason)
         if await self._ends_within(grace):
             return
-        # (a thread the flow left running holds its exit after its run's end: the signal ends it, saying which)
+        # its code did not return in time (or, its run ended, a thread the flow left running holds its exit):
+        # the signal unwinds it (or ends the process, saying which thread)
         self._signal(STOP_SIGNAL)
         if await self._ends_within(grace / 2):  # (its code unwound: its run says its end, and its process goes)
             return
         await self.kill()
 
     async def _ends_within(self, seconds: float) -> bool:
-        """Whether the worker exited within ``seconds``. Once its run has said its end its process is let
-        go: it would wait for its input to close (to serve fetch), and be signalled, then killed, its
-        atexit handlers never run: every q and x took the whole grace."""
+        """Whether the worker exited within ``seconds`` (up to twice that: once its run has said its end,
+        its exit is given ``seconds`` again). Its run's end said, its process is let go: it would wait for
+        its input to close (to serve fetch), and be signalled, then killed, its atexit handlers never run:
+        every q and x took the whole grace. A socket's run ends in the process serving it: True once the
+        connection closes, or after three times ``seconds``."""
         t0 = time.monotonic()
         if self.proc is not None and await self._ended_within(seconds):
             if self._writer is not None and not self.closed.is_set():

@@ -166,7 +166,9 @@ class RunCommands:
             if channel is not None and channel.stopping_since is not None and not channel.closed.is_set():
                 # x again: the stop under way keeps its clock (a fresh one waited the whole grace again, so
                 # pressing x put off the end of a run whose code did not return)
-                self.notify(f"Already stopping: code of the run that does not return is unwound "
+                self.notify("Already stopping: the process serving the run ends it, whatever it is doing."
+                            if self.config.attach is not None else
+                            f"Already stopping: code of the run that does not return is unwound "
                             f"{self.client.config.grace:.1f} s after the first x.", timeout=3)
                 return
             self.client.stopping = True  # the status says "stopping…" at once
