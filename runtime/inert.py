@@ -63,18 +63,14 @@ def visible(text: str) -> str:
     return text.replace("\r\n", "\n").translate(_TABLE)
 
 
-_PASTE_SHOWN = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
-
-
 def pasted(text: str) -> str:
     """A paste as an edit box takes it: its line breaks as newlines (terminals send a paste's as
-    ``\r``), its other control characters and the bidirectional overrides, embeddings and isolates
-    as :func:`visible` shows them (``ESC`` as ``␛``, U+202E as ``\u202e``), so the box never sends
-    one to the terminal (an override drew the box's line reordered). What draws as nothing but drives
-    nothing (a soft hyphen, a zero-width space, a right-to-left mark: common in copied text) stays as
-    pasted."""
-    text = text.replace("\r\n", "\n").replace("\r", "\n")
-    return _PASTE_SHOWN.sub(lambda m: m.group().translate(_TABLE), text) if _PASTE_SHOWN.search(text) else text
+    ``\r``), every other character :func:`visible` shows as it shows it (``ESC`` as ``␛``, U+202E as
+    ``\u202e``, a zero-width space as ``\u200b``), so the box never sends one to the terminal (an
+    override drew the box's line reordered), and what it shows is what is saved: a zero-width space or
+    a tag character (which spells ASCII invisibly) went to the model unseen, and the box showed it
+    escaped only once reopened."""
+    return visible(text.replace("\r\n", "\n").replace("\r", "\n"))
 
 
 def is_inert(text: str) -> bool:

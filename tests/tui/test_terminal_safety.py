@@ -316,16 +316,18 @@ def test_a_paste_is_taken_whole_however_the_reads_cut_it():
         keys = "".join(p for p in parts if isinstance(p, str))
         assert keys == "ab\x1b[Aq\x1b[<0;3;4Mz", (cut, parts)
         assert [p.text for p in parts if isinstance(p, events.Paste)] == ["error: ␛[Kc"], (cut, parts)
-    # terminals send a paste's line breaks as \r: newlines, not ␍ (the box kept one line of ␍s); what
-    # draws as nothing and drives nothing (a soft hyphen, copied from the web) stays as pasted
+    # terminals send a paste's line breaks as \r: newlines, not ␍ (the box kept one line of ␍s)
     pastes = Pastes()
-    parts = pastes.feed("\x1b[200~one\rtwo\r\nthree soft\u00adhy\x1b[201~")
-    assert [p.text for p in parts if isinstance(p, events.Paste)] == ["one\ntwo\nthree soft\u00adhy"]
-    # a bidi override or isolate reordered the box's line as drawn: shown as the panes show it
+    parts = pastes.feed("\x1b[200~one\rtwo\r\nthree\x1b[201~")
+    assert [p.text for p in parts if isinstance(p, events.Paste)] == ["one\ntwo\nthree"]
+    # a bidi override or isolate reordered the box's line as drawn, and what draws as nothing (a mark, a
+    # zero-width space, a soft hyphen, tag characters spelling "hi") went to the model unseen: shown as the
+    # panes show them
     pastes = Pastes()
-    parts = pastes.feed("\x1b[200~name: \u202eevil\u202c and \u2067x\u2069 \u200fmark\x1b[201~")
+    parts = pastes.feed("\x1b[200~name: \u202eevil\u202c and \u2067x\u2069 \u200fmark soft\u00adhy a\u200bb"
+                        "\U000e0068\U000e0069\x1b[201~")
     assert [p.text for p in parts if isinstance(p, events.Paste)] == [
-        "name: \\u202eevil\\u202c and \\u2067x\\u2069 \u200fmark"]
+        "name: \\u202eevil\\u202c and \\u2067x\\u2069 \\u200fmark soft\\u00adhy a\\u200bb\\U000e0068\\U000e0069"]
 
 
 def test_ctrl_l_draws_the_whole_screen_again_after_something_else_wrote_on_the_terminal():
