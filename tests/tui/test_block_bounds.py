@@ -63,3 +63,9 @@ def test_a_reply_is_drawn_as_markdown_only_where_that_hides_none_of_it():
     assert "S1 com ênfase" in lines and "S2 linha dois" in lines, lines
     lines = [line.strip(" ▌│") for line in drawn("**x** foo\\\nbar").split("\n")]  # Markdown's own break, kept
     assert "x foo" in lines and "bar" in lines, lines
+    # a line's leading spaces drawn as nothing ("   lead3" as "lead3"): drawn as it is; a list item's and a
+    # fenced code block's indent is drawn
+    lines = [line.strip("▌│").rstrip() for line in drawn("   lead3\n    indented4\n# heading").split("\n")]
+    assert "    lead3" in lines and "     indented4" in lines, lines
+    nested = drawn("- a\n  - *b*\n\n```\n    code\n```")
+    assert "*b*" not in nested and " b" in nested and "    code" in nested, nested

@@ -168,6 +168,25 @@ _LOSSY = re.compile(r"<[A-Za-z!/?]|\]\(|\]\s?\[|^ {0,3}\[[^\]\n]+\]:|\\[!-/:-@\[
                     re.MULTILINE)
 
 
+_INDENTED = re.compile(r"^[ \t]+\S", re.MULTILINE)
+_FENCE = re.compile(r" {0,3}(?:```|~~~)")
+_LIST_ITEM = re.compile(r"[ \t]*(?:[-*+]|\d{1,9}[.)])(?:[ \t]|$)")
+
+
+def _hides_indent(text: str) -> bool:
+    """Whether Markdown would draw a line's leading spaces as nothing: outside a fenced code block and a
+    list item, " X" drew as "X" (a line indented under a paragraph joined it, its indent gone)."""
+    if not _INDENTED.search(text):
+        return False
+    fenced = False
+    for line in text.split("\n"):
+        if _FENCE.match(line):
+            fenced = not fenced
+        elif not fenced and line[:1] in (" ", "\t") and line.strip() and not _LIST_ITEM.match(line):
+            return True
+    return False
+
+
 # A line break inside a paragraph: Markdown draws it as a space ("S1 com [colchete\nS2" was one line,
 # the model got two). Two spaces before it make it a break drawn as one (in code, they draw as nothing).
 _SOFT_BREAK = re.compile(r"(?<![\n\\])\n(?!\n)")  # (after a backslash: a break already, Markdown's own)
@@ -255,7 +274,7 @@ def render_block(console: Console, msg: Any, index: int, width: int, *, expanded
             parts.append(Text(content, overflow="fold"))
         elif msg.role == "assistant":
             drawn = markdown and len(content) <= MARKDOWN_CHARS and _MARKUP.search(content) \
-                and not _LOSSY.search(content)
+                and not _LOSSY.search(content) and not _hides_indent(content)
             parts.append(_markdown(content) if drawn else Text(content, overflow="fold"))
         elif msg.role == "tool" and not expanded:
             lines = content.splitlines()
