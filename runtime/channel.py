@@ -329,8 +329,8 @@ class Channel:
             return
         if ev.type == "run.start" and self.run_id is None and ev.parent_id is None:
             self.run_id, self.started_ts = ev.run_id, ev.ts
-        elif ev.type == "run.end" and ev.run_id == self.run_id:
-            self.ended = True
+        elif ev.type == "run.end" and (ev.run_id == self.run_id or self.run_id is None and ev.parent_id is None):
+            self.ended = True  # (a run.start that could not be read held its client for ever)
 
     def _parse_one(self, line: bytes) -> Any:
         try:

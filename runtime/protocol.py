@@ -62,7 +62,7 @@ import json
 from functools import cache
 from typing import Annotated, Any, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, TypeAdapter, field_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, TypeAdapter, ValidationError, field_validator
 from pydantic_core import PydanticSerializationError
 
 from flowtui.runtime.events import EVENT_CLASSES
@@ -131,8 +131,19 @@ def _adapter(tp: Any) -> TypeAdapter[Any]:
 
 
 def parse_worker_line(line: bytes | str) -> Any:
-    """One line from a worker, validated."""
-    return _adapter(WorkerMessage).validate_json(line)
+    """One line from a worker, validated. One nested deeper than pydantic's parser reads (200 levels:
+    a state value of a run, which its process writes whole to 250 levels or so) is read by Python's
+    own: its event was left out, and a run's start so left out held its client for ever."""
+    try:
+        return _adapter(WorkerMessage).validate_json(line)
+    except ValidationError as exc:
+        if "recursion limit" not in str(exc):
+            raise
+        try:
+            data = json.loads(line)
+        except (ValueError, RecursionError):
+            raise exc from None
+        return _adapter(WorkerMessage).validate_python(data)
 
 
 def parse_worker_lines(lines: list[bytes]) -> list[Any]:

@@ -168,6 +168,17 @@ def check_workflow(snapshot: Snapshot, workflow: str) -> None:
                           "start it with that workflow's flow file")
 
 
+def _validated_json(adapter: TypeAdapter, value: Any) -> Any:
+    """``value`` validated as JSON, strictly; nested deeper than pydantic's parser reads (200 levels, which
+    a run's own snapshot may hold), as the Python value it is."""
+    try:
+        return adapter.validate_json(json.dumps(value, default=str), strict=True)
+    except ValidationError as exc:
+        if "recursion limit" not in str(exc):
+            raise
+        return adapter.validate_python(value, strict=True)
+
+
 def apply_state(obj: Any, cls: type, values: dict[str, Any], *, source: str) -> None:
     """Set workflow-state fields from a snapshot, each strictly validated against its type
     (``true`` is not an ``int``, ``"3"`` is not a number), then, for a pydantic state, by the class
@@ -196,7 +207,7 @@ def apply_state(obj: Any, cls: type, values: dict[str, Any], *, source: str) -> 
             # Through JSON: strict about scalars, yet a TOML array fills a tuple and a table a model.
             # (a NaN or an infinity, which JSON cannot carry, is validated as it is)
             typed = adapter.validate_python(value, strict=True) if isinstance(value, float) \
-                and not math.isfinite(value) else adapter.validate_json(json.dumps(value, default=str), strict=True)
+                and not math.isfinite(value) else _validated_json(adapter, value)
         except ValidationError as exc:
             shown = repr(value)
             shown = shown if len(shown) <= 80 else f"{shown[:79]}… ({len(shown):,} characters)"

@@ -51,3 +51,30 @@ def test_events_the_pipe_lost_are_taken_from_the_journal_in_order_and_a_stray_on
     assert any("events 2-3 never arrived: taken from the journal" in s for s in said)
     assert any("event 999 (ctx.set) skips ahead of event 4" in s for s in said)
     assert any("event 2 (ctx.set) came after event 5" in s for s in said)
+
+
+def test_an_event_nested_deeper_than_pydantics_parser_reads_is_kept():
+    """A state value nested 230 levels deep (its run's process writes it whole): pydantic's parser stops at
+    200, and the event was left out: missing from --json, from a snapshot, and a run.start so left out held
+    its client for ever."""
+    from flowtui.runtime.channel import parse_events
+
+    value: object = {"leaf": 1}
+    for _ in range(230):
+        value = {"k": value}
+    said: list[str] = []
+    line = _line(2, "r1", "ctx.set", name="deep", value=value).encode()
+    (got,) = parse_events([line], said.append)
+    assert got[1].value == value and said == []
+
+
+def test_a_run_whose_start_could_not_be_read_is_ended_by_its_end(tmp_path):
+    """Its run.start unreadable, the client never learnt the run's id, and took no run.end for its own:
+    flowtui run waited for ever on a run that had ended."""
+    journal = tmp_path / "j.jsonl"
+    channel = Channel(lambda lines: None)
+    channel.keep_journal(str(journal))
+    journal.write_text("\n".join([_line(1, "r1", "run.start", workflow=["not", "a", "name"]),
+                                  _line(2, "r1", "run.end", status="finished")]) + "\n")
+    channel.recover(0)
+    assert channel.ended

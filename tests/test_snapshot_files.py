@@ -134,6 +134,30 @@ def test_snapshot_out_says_what_it_did(flow, tmp_path):
     assert oct(snap.stat().st_mode & 0o777) == "0o600"
 
 
+def test_a_state_value_nested_230_deep_goes_through_a_snapshot_and_back(tmp_path):
+    """Past 200 levels the client's parser gave up on the run's event: the snapshot was written without
+    the value, saying nothing, and a run started from one that held it never ended."""
+    flow = tmp_path / "deep.py"
+    flow.write_text(
+        "import os\nfrom typing import Any\nfrom pydantic import BaseModel\n"
+        "from flowtui import FunctionProvider, State, agent, workflow\n"
+        "class S(BaseModel):\n    v: Any = None\n"
+        "def depth(v):\n    return 1 + depth(v['k']) if isinstance(v, dict) and 'k' in v else 0\n"
+        "@agent(provider=FunctionProvider(lambda m, t: 'ok'), prompt='p')\nclass A:\n"
+        "    def __init__(self, s: S = State()):\n        self.s = s\n"
+        "    def after_response(self, response, ctx):\n        found = depth(self.s.v)\n"
+        "        if 'MAKE' in os.environ:\n            v = {'leaf': 1}\n"
+        "            for _ in range(230):\n                v = {'k': v}\n            self.s.v = v\n"
+        "        return f'depth {found}'\n"
+        "@workflow(state=S, steps=[A])\nclass W:\n    pass\n")
+    made = subprocess.run([sys.executable, "-c", "from flowtui.tui.cli import main; main()", "run", str(flow),
+                           "--input", "x", "--no-journal", "--snapshot-out", "s.toml"], capture_output=True,
+                          text=True, cwd=tmp_path, timeout=120, env={**os.environ, "MAKE": "1"})
+    assert made.returncode == 0 and "never arrived" not in made.stderr, made.stderr
+    back = flowtui("run", str(flow), "--no-journal", "--from-snapshot", "s.toml", cwd=tmp_path)
+    assert back.returncode == 0 and back.stdout.strip() == "depth 230", (back.stdout, back.stderr)
+
+
 def test_a_state_value_flowtui_could_only_describe_is_left_out_of_the_snapshot_and_said(tmp_path):
     """bytes that are no text were written as their description, which loading then refused: the
     snapshot flowtui wrote could not be used at all."""
