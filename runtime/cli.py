@@ -580,7 +580,7 @@ async def _run_headless(args: argparse.Namespace, memory: dict[str, str], data: 
     from flowtui.runtime import protocol as p
     from flowtui.runtime.fold import RunView
     from flowtui.runtime.journal import runs_before
-    from flowtui.runtime.snapshot import left_out, write_snapshot
+    from flowtui.runtime.snapshot import left_out, left_out_said, write_snapshot
 
     view = RunView()
     folded.append(view)
@@ -749,8 +749,8 @@ async def _run_headless(args: argparse.Namespace, memory: dict[str, str], data: 
         try:
             replaced = write_snapshot(view, args.snapshot_out)
             gone = left_out(view)
-            said = f" (left out: state {', '.join(gone)}, which flowtui could only describe; a run from the " \
-                   "snapshot starts at the default)" if gone else ""
+            said = f" (left out of [state]: {left_out_said(gone)}; a run from the snapshot starts at their " \
+                   "defaults)" if gone else ""
             say(f"snapshot: {'replaced' if replaced else 'wrote'} {args.snapshot_out}{said}")
         except OSError as exc:  # the disk filled, the folder changed hands during the run
             say(f"flowtui: could not write the snapshot {args.snapshot_out}: {exc.strerror or exc}")

@@ -21,8 +21,10 @@ folded from the events (so a live run and a journal give the same file)::
 
 ``app.run(snapshot="x.toml")`` (``--from-snapshot``) starts a run with those
 buckets and fields instead of the defaults, and with that data (``data=`` given
-to the run wins key by key). TOML has no null: unset (None)
-values are left out and come back as their defaults.
+to the run wins key by key). TOML has no null: a field set to None is left
+out and comes back as its default; one holding None inside a list or a table
+is left out whole (its other items would come back without it, shifted), and
+the snapshot says so.
 """
 
 from __future__ import annotations
@@ -56,11 +58,27 @@ def _drop_none(value: Any) -> Any:
     return value
 
 
-def left_out(view: Any) -> list[str]:
-    """The state fields a snapshot of ``view`` leaves out: flowtui could only describe their values
-    (bytes that are no text, an object with no JSON form), and a snapshot holding the description
-    could not be loaded back. They start at their defaults."""
-    return [name for name, value in view.state.items() if isinstance(value, str) and DESCRIBED.search(value)]
+def _holds_none(value: Any) -> bool:
+    if isinstance(value, dict):
+        return any(v is None or _holds_none(v) for v in value.values())
+    if isinstance(value, list):
+        return any(v is None or _holds_none(v) for v in value)
+    return False
+
+
+def left_out(view: Any) -> list[tuple[str, str]]:
+    """The state fields a snapshot of ``view`` leaves out, with why: flowtui could only describe their
+    values (bytes that are no text, an object with no JSON form: a snapshot holding the description
+    could not be loaded back), or they hold None inside (``[1, None, 2]`` came back as ``[1, 2]``,
+    saying nothing). They start at their defaults."""
+    return [(name, "flowtui could only describe it" if isinstance(value, str) and DESCRIBED.search(value)
+             else "it holds None, which TOML cannot write") for name, value in view.state.items()
+            if isinstance(value, str) and DESCRIBED.search(value) or _holds_none(value)]
+
+
+def left_out_said(gone: list[tuple[str, str]]) -> str:
+    """``raw (flowtui could only describe it), l (it holds None, ...)``."""
+    return ", ".join(f"{name} ({why})" for name, why in gone)
 
 
 def snapshot_toml(view: Any) -> str:
@@ -69,15 +87,14 @@ def snapshot_toml(view: Any) -> str:
 
     history = [m.model_dump(mode="json", exclude_defaults=True) for m in view.history]
     gone = left_out(view)
-    state = {name: value for name, value in view.state.items() if name not in gone}
+    state = {name: value for name, value in view.state.items() if name not in dict(gone)}
     data = {"workflow": view.workflow or "", "memory": list(view.memory), "tasks": list(view.tasks),
             "state": state, "data": view.data, "history": history}
     from flowtui.runtime.encoding import safe_data
 
     text = tomli_w.dumps(_drop_none(safe_data(data, Redactor.from_environment())))
     if gone:
-        return f"# left out: {', '.join(gone)} (flowtui could only describe their values; they start at " \
-               f"their defaults)\n{text}"
+        return f"# left out: {left_out_said(gone)}; they start at their defaults\n{text}"
     return text
 
 

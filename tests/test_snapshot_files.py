@@ -158,6 +158,27 @@ def test_a_state_value_nested_230_deep_goes_through_a_snapshot_and_back(tmp_path
     assert back.returncode == 0 and back.stdout.strip() == "depth 230", (back.stdout, back.stderr)
 
 
+def test_a_state_value_holding_none_is_left_out_of_the_snapshot_and_said(tmp_path):
+    """TOML has no null: [1, None, 2] was written [1, 2] and {"a": None, "b": 1} as {"b": 1}, read back
+    so (its items shifted), with nothing said."""
+    flow = tmp_path / "nones.py"
+    flow.write_text(
+        "from typing import Any\nfrom pydantic import BaseModel\n"
+        "from flowtui import FunctionProvider, State, agent, workflow\n"
+        "class S(BaseModel):\n    l: list[Any] = []\n    m: dict[str, Any] = {}\n    n: int = 0\n"
+        "@agent(provider=FunctionProvider(lambda m, t: 'ok'), prompt='p')\nclass A:\n"
+        "    def __init__(self, s: S = State()):\n        self.s = s\n"
+        "    def after_response(self, response, ctx):\n"
+        "        self.s.l, self.s.m, self.s.n = [1, None, 2], {'a': None, 'b': 1}, 5\n"
+        "@workflow(state=S, steps=[A])\nclass W:\n    pass\n")
+    res = flowtui("run", str(flow), "--input", "x", "--no-journal", "--snapshot-out", "s.toml", cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    assert ("snapshot: wrote s.toml (left out of [state]: l (it holds None, which TOML cannot write), m (it holds "
+            "None, which TOML cannot write); a run from the snapshot starts at their defaults)") in res.stderr
+    text = (tmp_path / "s.toml").read_text()
+    assert text.startswith("# left out: l (") and "l =" not in text and "m =" not in text and "n = 5" in text
+
+
 def test_a_state_value_flowtui_could_only_describe_is_left_out_of_the_snapshot_and_said(tmp_path):
     """bytes that are no text were written as their description, which loading then refused: the
     snapshot flowtui wrote could not be used at all."""
@@ -171,7 +192,7 @@ def test_a_state_value_flowtui_could_only_describe_is_left_out_of_the_snapshot_a
         "@workflow(state=S, steps=[A])\nclass W:\n    pass\n")
     res = flowtui("run", str(flow), "--input", "x", "--no-journal", "--snapshot-out", "s.toml", cwd=tmp_path)
     assert res.returncode == 0, res.stderr
-    assert "snapshot: wrote s.toml (left out: state raw, which flowtui could only describe" in res.stderr
+    assert "snapshot: wrote s.toml (left out of [state]: raw (flowtui could only describe it)" in res.stderr
     text = (tmp_path / "s.toml").read_text()
     assert text.startswith("# left out: raw") and "raw =" not in text and "n = 5" in text
     res = flowtui("run", str(flow), "--input", "y", "--no-journal", "--from-snapshot", "s.toml", cwd=tmp_path)
