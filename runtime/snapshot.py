@@ -226,10 +226,12 @@ def apply_state(obj: Any, cls: type, values: dict[str, Any], *, source: str) -> 
             typed = adapter.validate_python(value, strict=True) if isinstance(value, float) \
                 and not math.isfinite(value) else _validated_json(adapter, value)
         except ValidationError as exc:
+            first = exc.errors()[0]
+            inside = "".join(f"[{x}]" if isinstance(x, int) else f".{x}" for x in first["loc"])
             shown = repr(value)
             shown = shown if len(shown) <= 80 else f"{shown[:79]}… ({len(shown):,} characters)"
-            raise ConfigError(f"{source}: [state] {name} = {shown}: {exc.errors()[0]['msg']} "
-                              f"(the field is {_type_name(field_type(cls, name))})") from None
+            raise ConfigError(f"{source}: [state] {name} = {shown}: {f'{name}{inside}: ' if inside else ''}"
+                              f"{first['msg']} (the field is {_type_name(field_type(cls, name))})") from None
         except (ValueError, RecursionError) as exc:  # nested too deep to check
             raise ConfigError(f"{source}: [state] {name}: cannot be read ({type(exc).__name__}); give it a "
                               f"value of its type ({_type_name(field_type(cls, name))})") from None

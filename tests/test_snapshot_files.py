@@ -94,7 +94,9 @@ def test_kills_during_a_rewrite_never_destroy_the_snapshot(flow, tmp_path):
     (b'workflow = "W"\n[state]\ncont = 3\n',
      "[state] cont: S has no field 'cont'; did you mean 'count'? its fields are "),
     (b'workflow = "W"\n[state]\ncount = "3"\n', "[state] count = '3': Input should be a valid integer"),
-    (b'workflow = "W"\n[state]\nnotes = [1, 2]\n', "[state] notes = [1, 2]: Input should be a valid string"),
+    # the item at fault inside the field (it named the field alone: "sub = {...}: Input should be ...")
+    (b'workflow = "W"\n[state]\nnotes = ["a", 2]\n',
+     "[state] notes = ['a', 2]: notes[1]: Input should be a valid string"),
     # the key at fault, as the file writes it (it said ': Input should be a valid list' and '0.role: ...')
     (b'memory = "abc"\n', "memory: Input should be a valid list (memory is a list of strings)"),
     (b'memory = ["a", 3]\n', "memory[1]: Input should be a valid string"),
