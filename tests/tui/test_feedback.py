@@ -8,7 +8,7 @@ import os
 import textwrap
 from pathlib import Path
 
-from conftest import REVIEW, ended, make, paused, press_and_pause, status, wait_until
+from conftest import REVIEW, ended, make, paused, status, wait_until
 
 from flowtui.tui.screens.dialogs import ConfirmDialog
 
