@@ -216,7 +216,10 @@ def test_record_then_replay_serves_the_same_conversation_and_refuses_a_new_one(t
     assert rep.returncode == 0 and rep.stdout == "resposta: olá\n"
     miss = flowtui("run", str(path), "--input", "outra", "--replay", str(cassette))
     assert miss.returncode == 1
-    assert "no recorded reply for agent 'Eco' turn 1" in miss.stderr and "+    outra" in miss.stderr
+    # (the cassette named as given, as its other messages name it: its file name alone, in another folder,
+    # named none the person could find)
+    assert f"cassette {str(cassette)!r} has no recorded reply for agent 'Eco' turn 1" in miss.stderr
+    assert "+    outra" in miss.stderr
     # a cassette that is not there, or no cassette: said as --replay's, not at the workflow's line
     (tmp_path / "notes.jsonl").write_text("not json\n")
     for name, said in (("nope.jsonl", "does not exist"), ("notes.jsonl", "line 1 is not a recorded exchange")):

@@ -284,7 +284,7 @@ class ReplayProvider(Provider):
         return fallback
 
     def _miss_message(self, request: ChatRequest, want: list[dict[str, Any]]) -> str:
-        where = (f"cassette {self.cassette.path.name!r} has no recorded reply for agent "
+        where = (f"cassette {str(self.cassette.path)!r} has no recorded reply for agent "
                  f"{request.agent!r} turn {request.turn}")
         mine = [ex for ex in self.cassette.exchanges if ex.agent == request.agent]
         if not mine:
