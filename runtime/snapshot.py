@@ -187,13 +187,33 @@ def check_workflow(snapshot: Snapshot, workflow: str) -> None:
 
 def _validated_json(adapter: TypeAdapter, value: Any) -> Any:
     """``value`` validated as JSON, strictly; nested deeper than pydantic's parser reads (200 levels, which
-    a run's own snapshot may hold), as the Python value it is."""
+    a run's own snapshot may hold), as the Python value it is. A NaN or an infinity inside a list or a
+    table, written as the run said it ("Infinity": an event's JSON cannot carry one), is read as the
+    number where the field takes no such text (a list[float] holding one refused the run's own snapshot)."""
     try:
         return adapter.validate_json(json.dumps(value, default=str), strict=True)
     except ValidationError as exc:
-        if "recursion limit" not in str(exc):
+        if "recursion limit" in str(exc):
+            return adapter.validate_python(value, strict=True)
+        numbers = _non_finite_numbers(value)
+        if numbers is value:
             raise
-        return adapter.validate_python(value, strict=True)
+        try:
+            return adapter.validate_json(json.dumps(numbers, default=str), strict=True)
+        except ValidationError:
+            raise exc from None
+
+
+def _non_finite_numbers(value: Any) -> Any:
+    """``value`` with "NaN", "Infinity" and "-Infinity" inside its lists and tables as numbers (itself
+    when it holds none)."""
+    if isinstance(value, list):
+        items = [_non_finite_numbers(v) for v in value]
+        return items if any(a is not b for a, b in zip(items, value)) else value
+    if isinstance(value, dict):
+        found = {k: _non_finite_numbers(v) for k, v in value.items()}
+        return found if any(found[k] is not v for k, v in value.items()) else value
+    return NON_FINITE_WORDS.get(value, value) if isinstance(value, str) else value
 
 
 def apply_state(obj: Any, cls: type, values: dict[str, Any], *, source: str) -> None:

@@ -160,6 +160,29 @@ def test_a_state_value_nested_230_deep_goes_through_a_snapshot_and_back(tmp_path
     assert back.returncode == 0 and back.stdout.strip() == "depth 230", (back.stdout, back.stderr)
 
 
+def test_a_nan_or_an_infinity_inside_a_list_goes_through_a_snapshot_and_back(tmp_path):
+    """An event's JSON says an infinity as "Infinity", and the snapshot wrote it so: a list[float] holding
+    one refused the run's own snapshot ("xs[1]: Input should be a valid number")."""
+    flow = tmp_path / "inf.py"
+    flow.write_text(
+        "import os\nfrom pydantic import BaseModel\nfrom flowtui import FunctionProvider, State, agent, workflow\n"
+        "class S(BaseModel):\n    xs: list[float] = []\n    words: list[str] = []\n"
+        "@agent(provider=FunctionProvider(lambda m, t: 'ok'), prompt='p')\nclass A:\n"
+        "    def __init__(self, s: S = State()):\n        self.s = s\n"
+        "    def after_response(self, response, ctx):\n        seen = repr((self.s.xs, self.s.words))\n"
+        "        if 'MAKE' in os.environ:\n"
+        "            self.s.xs, self.s.words = [1.0, float('inf'), float('-inf')], ['Infinity', 'NaN']\n"
+        "        return seen\n"
+        "@workflow(state=S, steps=[A])\nclass W:\n    pass\n")
+    made = subprocess.run([sys.executable, "-c", "from flowtui.tui.cli import main; main()", "run", str(flow),
+                           "--input", "x", "--no-journal", "--snapshot-out", "s.toml"], capture_output=True,
+                          text=True, cwd=tmp_path, timeout=120, env={**os.environ, "MAKE": "1"})
+    assert made.returncode == 0, made.stderr
+    back = flowtui("run", str(flow), "--no-journal", "--from-snapshot", "s.toml", cwd=tmp_path)
+    assert back.returncode == 0, back.stderr
+    assert back.stdout.strip() == "([1.0, inf, -inf], ['Infinity', 'NaN'])"  # (text stays text)
+
+
 def test_a_state_value_holding_none_is_left_out_of_the_snapshot_and_said(tmp_path):
     """TOML has no null: [1, None, 2] was written [1, 2] and {"a": None, "b": 1} as {"b": 1}, read back
     so (its items shifted), with nothing said."""
