@@ -580,7 +580,7 @@ async def _run_headless(args: argparse.Namespace, memory: dict[str, str], data: 
     from flowtui.runtime import protocol as p
     from flowtui.runtime.fold import RunView
     from flowtui.runtime.journal import runs_before
-    from flowtui.runtime.snapshot import left_out, left_out_said, write_snapshot
+    from flowtui.runtime.snapshot import left_out_said, write_snapshot
 
     view = RunView()
     folded.append(view)
@@ -747,8 +747,7 @@ async def _run_headless(args: argparse.Namespace, memory: dict[str, str], data: 
     snapshot_failed = False
     if args.snapshot_out and view.run_id is not None:
         try:
-            replaced = write_snapshot(view, args.snapshot_out)
-            gone = left_out(view)
+            replaced, gone = write_snapshot(view, args.snapshot_out)
             said = f" (left out of [state]: {left_out_said(gone)}; a run from the snapshot starts at their " \
                    "defaults)" if gone else ""
             say(f"snapshot: {'replaced' if replaced else 'wrote'} {args.snapshot_out}{said}")

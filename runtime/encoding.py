@@ -49,8 +49,33 @@ _RAW_IN_JSON = re.compile("[\x7f-\x9f" + INVISIBLE + "]")
 _DIGITS = re.compile(rb"[0-9]{%d}" % MAX_INT_DIGITS)
 
 
+def _utf8_pattern(body: str) -> re.Pattern[bytes]:
+    """The UTF-8 bytes of any character of a regex class's ``body`` (characters and ``a-b`` ranges), as a
+    pattern on bytes: every event line is looked at, and decoding each to look took longer than the search."""
+    points, i = [], 0
+    while i < len(body):
+        if body[i + 1:i + 2] == "-" and i + 2 < len(body):
+            points += range(ord(body[i]), ord(body[i + 2]) + 1)
+            i += 3
+        else:
+            points.append(ord(body[i]))
+            i += 1
+    last: dict[bytes, list[int]] = {}  # the bytes before each character's last, and the last bytes after them
+    for point in points:
+        encoded = chr(point).encode()
+        last.setdefault(encoded[:-1], []).append(encoded[-1])
+    return re.compile(b"|".join(_hex(prefix) + b"[" + _hex(ends) + b"]" for prefix, ends in last.items()))
+
+
+def _hex(data: bytes | list[int]) -> bytes:
+    return b"".join(b"\\x%02x" % b for b in data)
+
+
+_RAW_IN_LINE = _utf8_pattern("\x80-\x9f" + INVISIBLE)  # (DEL is looked for apart)
+
+
 def _needs_fix(raw: bytes) -> bool:
-    return (b"\x7f" in raw or (not raw.isascii() and _RAW_IN_JSON.search(raw.decode("utf-8", "replace")) is not None)
+    return (b"\x7f" in raw or (not raw.isascii() and _RAW_IN_LINE.search(raw) is not None)
             or (len(raw) > MAX_INT_DIGITS and len(raw) - len(raw.translate(None, b"0123456789")) >= MAX_INT_DIGITS
                 and _DIGITS.search(raw) is not None))
 

@@ -71,9 +71,13 @@ def left_out(view: Any) -> list[tuple[str, str]]:
     values (bytes that are no text, an object with no JSON form: a snapshot holding the description
     could not be loaded back), or they hold None inside (``[1, None, 2]`` came back as ``[1, 2]``,
     saying nothing). They start at their defaults."""
-    return [(name, "flowtui could only describe it" if isinstance(value, str) and DESCRIBED.search(value)
-             else "it holds None, which TOML cannot write") for name, value in view.state.items()
-            if isinstance(value, str) and DESCRIBED.search(value) or _holds_none(value)]
+    gone = []
+    for name, value in view.state.items():
+        if isinstance(value, str) and DESCRIBED.search(value):
+            gone.append((name, "flowtui could only describe it"))
+        elif _holds_none(value):
+            gone.append((name, "it holds None, which TOML cannot write"))
+    return gone
 
 
 def left_out_said(gone: list[tuple[str, str]]) -> str:
@@ -81,13 +85,15 @@ def left_out_said(gone: list[tuple[str, str]]) -> str:
     return ", ".join(f"{name} ({why})" for name, why in gone)
 
 
-def snapshot_toml(view: Any) -> str:
-    """The TOML text of a :class:`~flowtui.runtime.fold.RunView`'s current state, credentials redacted."""
+def snapshot_toml(view: Any, gone: list[tuple[str, str]] | None = None) -> str:
+    """The TOML text of a :class:`~flowtui.runtime.fold.RunView`'s current state, credentials redacted;
+    ``gone``: its :func:`left_out`, when the caller has it."""
     import tomli_w
 
     history = [m.model_dump(mode="json", exclude_defaults=True) for m in view.history]
-    gone = left_out(view)
-    state = {name: value for name, value in view.state.items() if name not in dict(gone)}
+    gone = left_out(view) if gone is None else gone
+    skipped = {name for name, _ in gone}
+    state = {name: value for name, value in view.state.items() if name not in skipped}
     data = {"workflow": view.workflow or "", "memory": list(view.memory), "tasks": list(view.tasks),
             "state": state, "data": view.data, "history": history}
     from flowtui.runtime.encoding import safe_data
@@ -98,9 +104,11 @@ def snapshot_toml(view: Any) -> str:
     return text
 
 
-def write_snapshot(view: Any, path: str | Path) -> bool:
-    """Write ``view``'s snapshot to ``path`` atomically (owner-only); True when it replaced a file."""
-    return write_atomic(Path(path), snapshot_toml(view))
+def write_snapshot(view: Any, path: str | Path) -> tuple[bool, list[tuple[str, str]]]:
+    """Write ``view``'s snapshot to ``path`` atomically (owner-only): (whether it replaced a file, the
+    state fields it left out and why)."""
+    gone = left_out(view)
+    return write_atomic(Path(path), snapshot_toml(view, gone)), gone
 
 
 @dataclass

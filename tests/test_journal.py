@@ -342,3 +342,15 @@ def test_invisible_characters_are_escaped_in_a_line_as_the_bidi_overrides_are(tm
     assert "\\u200b" in raw.decode() and "\\udb40\\udc49" in raw.decode()
     (back,) = read_journal(path)
     assert back.value == value  # read back as it was
+
+
+def test_every_character_the_app_shows_as_an_escape_is_escaped_in_a_line():
+    """A line is looked at as bytes for the characters to escape: every one the app shows escaped, none
+    other (a line with none is written in one pass)."""
+    from flowtui.runtime.encoding import _needs_fix
+    from flowtui.runtime.inert import visible
+
+    shown = [chr(c) for c in range(0x80, 0x110000) if not 0xD800 <= c < 0xE000 and visible(chr(c)) != chr(c)]
+    line = encode_event(ev(CtxSet, name="x", value="".join(shown)), NONE).decode()
+    assert not any(c in line for c in shown)
+    assert not _needs_fix("é “ç” — ✓ 日本 🙂 \u200d".encode())  # (a joiner is no escape: emoji are joined by it)

@@ -4,6 +4,7 @@ the stop helpers, nested loops and parallel."""
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 import pytest
 from pydantic import BaseModel
@@ -963,76 +964,21 @@ async def test_a_parallel_step_nested_in_a_branch_keeps_the_branch_loop_and_was_
     assert ends == {"LA": (1, "until"), "LB": (2, "exhausted")}
 
 
-async def test_a_branch_waiting_while_a_person_holds_the_run_says_nothing_of_a_wait(monkeypatch, capsys):
-    """Paused before a branch's tool, the other branch's wait for that tool's answer was said as a flow
-    that may wait for ever (a tool waiting for another branch), after 5 s of a person looking; and once
-    they resumed it, when the tool took a moment. The wait counts the time the run was not held."""
-    from flowtui.runtime import turn
-
-    monkeypatch.setattr(turn, "WAIT_SAID_S", 2.0)
-
-    @tool(name="olhar", schema=None)
-    class Olhar:
-        async def execute(self):
-            await asyncio.sleep(1.5)  # resumed at 3 s, answered at 4.5 s: past the wait's second 2 s
-            return "visto"
-
-    calls = []
-
-    def a_model(messages, tools):
-        calls.append(1)
-        return "a ok" if len(calls) > 1 else {"content": "", "tool_calls": [{"name": "olhar", "args": {}}]}
-
-    @agent(provider=FunctionProvider(a_model), prompt="a", tools=[Olhar])
-    class A:
-        pass
-
-    @agent(provider=FunctionProvider(lambda m, t: "b ok"), prompt="b")
-    class B:
-        pass
-
-    @workflow(steps=[parallel([A, B])])
-    class W:
-        pass
-
-    ctl = Controller(breakpoints=["olhar"])
-    run = bootstrap(W).prepare("go", controller=ctl)
-    task = asyncio.ensure_future(run.execute())
-    while not ctl.paused:
-        assert not task.done()
-        await asyncio.sleep(0.005)
-    await asyncio.sleep(3.0)  # held past the wait said
-    ctl.resume()
-    await asyncio.wait_for(task, 30)
-    assert "waits for the tool calls" not in capsys.readouterr().err
-
-
-async def test_a_branch_that_begins_to_wait_late_in_a_pause_is_told_of_on_time(monkeypatch, capsys):
-    """The whole of a pause was left out of a wait that began late in it: a branch whose reply came 2 s
-    into a person's pause, waiting on a tool that then hung, was said to wait for ever 2 s late (after
-    a pause of ten minutes, nine minutes late)."""
-    from flowtui.runtime import turn
-
-    monkeypatch.setattr(turn, "WAIT_SAID_S", 1.0)
-    answered = asyncio.Event()
-
-    @tool(name="olhar", schema=None)
-    class Olhar:
-        async def execute(self):
-            await asyncio.sleep(2.5)  # resumed, it takes its time: the wait is said 1 s after the resume
-            answered.set()
-            return "visto"
-
+def _branches_and_a_held_tool(olhar: Any, b_model: Any, a_ahead: float = 0.0) -> type:
+    """``parallel([A, B])``: A calls tool olhar once (``olhar``, a coroutine function, answers it), its
+    model ``a_ahead`` s late; B's model is ``b_model``."""
     calls = []
 
     async def a_model(messages, tools):
         calls.append(1)
-        await asyncio.sleep(0.2)  # (B's call is on its way when A's tool call comes: it waits once it is back)
+        if a_ahead:
+            await asyncio.sleep(a_ahead)
         return "a ok" if len(calls) > 1 else {"content": "", "tool_calls": [{"name": "olhar", "args": {}}]}
 
-    async def b_model(messages, tools):
-        await asyncio.sleep(2.0)  # its reply comes about 2 s into the pause: it waits from then on
-        return "b ok"
+    @tool(name="olhar", schema=None)
+    class Olhar:
+        async def execute(self):
+            return await olhar()
 
     @agent(provider=FunctionProvider(a_model), prompt="a", tools=[Olhar])
     class A:
@@ -1046,14 +992,58 @@ async def test_a_branch_that_begins_to_wait_late_in_a_pause_is_told_of_on_time(m
     class W:
         pass
 
+    return W
+
+
+async def _held_at_olhar(wf: type, hold_s: float) -> asyncio.Future:
+    """``wf`` run with a breakpoint on olhar, held there ``hold_s`` by a person, then resumed: its task."""
     ctl = Controller(breakpoints=["olhar"])
-    run = bootstrap(W).prepare("go", controller=ctl)
-    task = asyncio.ensure_future(run.execute())
+    task = asyncio.ensure_future(bootstrap(wf).prepare("go", controller=ctl).execute())
     while not ctl.paused:
         assert not task.done()
         await asyncio.sleep(0.005)
-    await asyncio.sleep(4.0)  # a person looks
+    await asyncio.sleep(hold_s)
     ctl.resume()
+    return task
+
+
+async def test_a_branch_waiting_while_a_person_holds_the_run_says_nothing_of_a_wait(monkeypatch, capsys):
+    """Paused before a branch's tool, the other branch's wait for that tool's answer was said as a flow
+    that may wait for ever (a tool waiting for another branch), after 5 s of a person looking; and once
+    they resumed it, when the tool took a moment. The wait counts the time the run was not held."""
+    from flowtui.runtime import turn
+
+    monkeypatch.setattr(turn, "WAIT_SAID_S", 2.0)
+
+    async def olhar():
+        await asyncio.sleep(1.5)  # resumed at 3 s, answered at 4.5 s: past the wait's second 2 s
+        return "visto"
+
+    task = await _held_at_olhar(_branches_and_a_held_tool(olhar, lambda m, t: "b ok"), 3.0)  # held past the wait
+    await asyncio.wait_for(task, 30)
+    assert "waits for the tool calls" not in capsys.readouterr().err
+
+
+async def test_a_branch_that_begins_to_wait_late_in_a_pause_is_told_of_on_time(monkeypatch, capsys):
+    """The whole of a pause was left out of a wait that began late in it: a branch whose reply came 2 s
+    into a person's pause, waiting on a tool that then hung, was said to wait for ever 2 s late (after
+    a pause of ten minutes, nine minutes late)."""
+    from flowtui.runtime import turn
+
+    monkeypatch.setattr(turn, "WAIT_SAID_S", 1.0)
+    answered = asyncio.Event()
+
+    async def olhar():
+        await asyncio.sleep(2.5)  # resumed, it takes its time: the wait is said 1 s after the resume
+        answered.set()
+        return "visto"
+
+    async def b_model(messages, tools):
+        await asyncio.sleep(2.0)  # its reply comes about 2 s into the pause: it waits from then on
+        return "b ok"
+
+    # (A's model 0.2 s late: B's call is on its way when A's tool call comes, and it waits once it is back)
+    task = await _held_at_olhar(_branches_and_a_held_tool(olhar, b_model, a_ahead=0.2), 4.0)  # a person looks
     await asyncio.wait_for(answered.wait(), 30)
     said_before_the_answer = "B waits for the tool calls of A (olhar)" in capsys.readouterr().err
     await asyncio.wait_for(task, 30)

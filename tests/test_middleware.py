@@ -54,6 +54,12 @@ def tool_results(events):
     return [(e.item.content, e.item.is_error) for e in events if e.type == "state.append" and e.item.role == "tool"]
 
 
+def chat_requests(events):
+    """The request each chat node started with, and the data each ended with (its sent_request...)."""
+    return ([e.data["request"] for e in events if e.type == "node.start" and e.kind == "chat"],
+            [e.data for e in events if e.type == "node.end" and e.kind == "chat"])
+
+
 class Tracer:
     """Records when its tool and model layers are entered and left."""
 
@@ -273,8 +279,7 @@ async def test_a_request_a_middleware_changes_in_place_is_recorded_checked_and_s
     out, events = await _run(bootstrap(W), "go")
     assert sent[0] == [("system", "p"), ("user", "go"), ("user", "(be brief)")]
     assert told == [["busca", "extra"], ["busca"]]  # the first call's change stayed with it
-    starts = [e.data["request"] for e in events if e.type == "node.start" and e.kind == "chat"]
-    ends = [e.data for e in events if e.type == "node.end" and e.kind == "chat"]
+    starts, ends = chat_requests(events)
     assert [s.sampling for s in starts] == [{"temperature": 0.9, "stop": ["\n"]}] * 2  # the agent's own, each call
     assert [d["sent_request"].sampling["stop"] for d in ends] == [["\n", "X"], ["\n"]]
     assert [d["sent_request"].tools for d in ends] == [["busca", "extra"], ["busca"]]
@@ -322,8 +327,7 @@ async def test_a_tool_schema_a_middleware_changes_inside_is_recorded_and_stays_w
 
     out, events = await _run(bootstrap(W), "go")
     assert described[0] == "Search, briefly." != described[1]  # the first call's change stayed with it
-    starts = [e.data["request"] for e in events if e.type == "node.start" and e.kind == "chat"]
-    ends = [e.data for e in events if e.type == "node.end" and e.kind == "chat"]
+    starts, ends = chat_requests(events)
     assert ends[0]["changed_by"] == ["reworded"] and "changed_by" not in ends[1]
     assert ends[0]["sent_request"].tools_digest != starts[0].tools_digest == starts[1].tools_digest
 

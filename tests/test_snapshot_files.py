@@ -42,9 +42,29 @@ FLOW = textwrap.dedent('''
 ''').replace("from flowtui import FunctionProvider", "from flowtui import FunctionProvider, State")
 
 
-def flowtui(*args, cwd):
+def flowtui(*args, cwd, env=None):
     return subprocess.run([sys.executable, "-c", "from flowtui.tui.cli import main; main()", *args],
-                          capture_output=True, text=True, cwd=cwd, timeout=120)
+                          capture_output=True, text=True, cwd=cwd, timeout=120, env=env)
+
+
+def state_flow(path: Path, fields: str, after: str) -> Path:
+    """A flow of one agent whose after_response (``after``, its body) works on a state S of ``fields``."""
+    path.write_text(
+        "import os\nfrom typing import Any\nfrom pydantic import BaseModel\n"
+        "from flowtui import FunctionProvider, State, agent, workflow\n"
+        f"class S(BaseModel):\n{textwrap.indent(fields, '    ')}\n"
+        "@agent(provider=FunctionProvider(lambda m, t: 'ok'), prompt='p')\nclass A:\n"
+        "    def __init__(self, s: S = State()):\n        self.s = s\n"
+        f"    def after_response(self, response, ctx):\n{textwrap.indent(after, '        ')}\n"
+        "@workflow(state=S, steps=[A])\nclass W:\n    pass\n")
+    return path
+
+
+def made_then_read_back(flow: Path, tmp_path: Path) -> tuple[subprocess.CompletedProcess, subprocess.CompletedProcess]:
+    """``flow`` run with MAKE set, its snapshot written to s.toml; then a run from that snapshot."""
+    made = flowtui("run", str(flow), "--input", "x", "--no-journal", "--snapshot-out", "s.toml", cwd=tmp_path,
+                   env={**os.environ, "MAKE": "1"})
+    return made, flowtui("run", str(flow), "--no-journal", "--from-snapshot", "s.toml", cwd=tmp_path)
 
 
 @pytest.fixture
@@ -139,46 +159,27 @@ def test_snapshot_out_says_what_it_did(flow, tmp_path):
 def test_a_state_value_nested_230_deep_goes_through_a_snapshot_and_back(tmp_path):
     """Past 200 levels the client's parser gave up on the run's event: the snapshot was written without
     the value, saying nothing, and a run started from one that held it never ended."""
-    flow = tmp_path / "deep.py"
-    flow.write_text(
-        "import os\nfrom typing import Any\nfrom pydantic import BaseModel\n"
-        "from flowtui import FunctionProvider, State, agent, workflow\n"
-        "class S(BaseModel):\n    v: Any = None\n"
-        "def depth(v):\n    return 1 + depth(v['k']) if isinstance(v, dict) and 'k' in v else 0\n"
-        "@agent(provider=FunctionProvider(lambda m, t: 'ok'), prompt='p')\nclass A:\n"
-        "    def __init__(self, s: S = State()):\n        self.s = s\n"
-        "    def after_response(self, response, ctx):\n        found = depth(self.s.v)\n"
-        "        if 'MAKE' in os.environ:\n            v = {'leaf': 1}\n"
-        "            for _ in range(230):\n                v = {'k': v}\n            self.s.v = v\n"
-        "        return f'depth {found}'\n"
-        "@workflow(state=S, steps=[A])\nclass W:\n    pass\n")
-    made = subprocess.run([sys.executable, "-c", "from flowtui.tui.cli import main; main()", "run", str(flow),
-                           "--input", "x", "--no-journal", "--snapshot-out", "s.toml"], capture_output=True,
-                          text=True, cwd=tmp_path, timeout=120, env={**os.environ, "MAKE": "1"})
+    flow = state_flow(tmp_path / "deep.py", "v: Any = None",
+                      "found, v = 0, self.s.v\n"
+                      "while isinstance(v, dict) and 'k' in v:\n    found, v = found + 1, v['k']\n"
+                      "if 'MAKE' in os.environ:\n    v = {'leaf': 1}\n"
+                      "    for _ in range(230):\n        v = {'k': v}\n    self.s.v = v\n"
+                      "return f'depth {found}'")
+    made, back = made_then_read_back(flow, tmp_path)
     assert made.returncode == 0 and "never arrived" not in made.stderr, made.stderr
-    back = flowtui("run", str(flow), "--no-journal", "--from-snapshot", "s.toml", cwd=tmp_path)
     assert back.returncode == 0 and back.stdout.strip() == "depth 230", (back.stdout, back.stderr)
 
 
 def test_a_nan_or_an_infinity_inside_a_list_goes_through_a_snapshot_and_back(tmp_path):
     """An event's JSON says an infinity as "Infinity", and the snapshot wrote it so: a list[float] holding
     one refused the run's own snapshot ("xs[1]: Input should be a valid number")."""
-    flow = tmp_path / "inf.py"
-    flow.write_text(
-        "import os\nfrom pydantic import BaseModel\nfrom flowtui import FunctionProvider, State, agent, workflow\n"
-        "class S(BaseModel):\n    xs: list[float] = []\n    words: list[str] = []\n"
-        "@agent(provider=FunctionProvider(lambda m, t: 'ok'), prompt='p')\nclass A:\n"
-        "    def __init__(self, s: S = State()):\n        self.s = s\n"
-        "    def after_response(self, response, ctx):\n        seen = repr((self.s.xs, self.s.words))\n"
-        "        if 'MAKE' in os.environ:\n"
-        "            self.s.xs, self.s.words = [1.0, float('inf'), float('-inf')], ['Infinity', 'NaN']\n"
-        "        return seen\n"
-        "@workflow(state=S, steps=[A])\nclass W:\n    pass\n")
-    made = subprocess.run([sys.executable, "-c", "from flowtui.tui.cli import main; main()", "run", str(flow),
-                           "--input", "x", "--no-journal", "--snapshot-out", "s.toml"], capture_output=True,
-                          text=True, cwd=tmp_path, timeout=120, env={**os.environ, "MAKE": "1"})
+    flow = state_flow(tmp_path / "inf.py", "xs: list[float] = []\nwords: list[str] = []",
+                      "seen = repr((self.s.xs, self.s.words))\n"
+                      "if 'MAKE' in os.environ:\n"
+                      "    self.s.xs, self.s.words = [1.0, float('inf'), float('-inf')], ['Infinity', 'NaN']\n"
+                      "return seen")
+    made, back = made_then_read_back(flow, tmp_path)
     assert made.returncode == 0, made.stderr
-    back = flowtui("run", str(flow), "--no-journal", "--from-snapshot", "s.toml", cwd=tmp_path)
     assert back.returncode == 0, back.stderr
     assert back.stdout.strip() == "([1.0, inf, -inf], ['Infinity', 'NaN'])"  # (text stays text)
 
@@ -186,16 +187,8 @@ def test_a_nan_or_an_infinity_inside_a_list_goes_through_a_snapshot_and_back(tmp
 def test_a_state_value_holding_none_is_left_out_of_the_snapshot_and_said(tmp_path):
     """TOML has no null: [1, None, 2] was written [1, 2] and {"a": None, "b": 1} as {"b": 1}, read back
     so (its items shifted), with nothing said."""
-    flow = tmp_path / "nones.py"
-    flow.write_text(
-        "from typing import Any\nfrom pydantic import BaseModel\n"
-        "from flowtui import FunctionProvider, State, agent, workflow\n"
-        "class S(BaseModel):\n    l: list[Any] = []\n    m: dict[str, Any] = {}\n    n: int = 0\n"
-        "@agent(provider=FunctionProvider(lambda m, t: 'ok'), prompt='p')\nclass A:\n"
-        "    def __init__(self, s: S = State()):\n        self.s = s\n"
-        "    def after_response(self, response, ctx):\n"
-        "        self.s.l, self.s.m, self.s.n = [1, None, 2], {'a': None, 'b': 1}, 5\n"
-        "@workflow(state=S, steps=[A])\nclass W:\n    pass\n")
+    flow = state_flow(tmp_path / "nones.py", "l: list[Any] = []\nm: dict[str, Any] = {}\nn: int = 0",
+                      "self.s.l, self.s.m, self.s.n = [1, None, 2], {'a': None, 'b': 1}, 5")
     res = flowtui("run", str(flow), "--input", "x", "--no-journal", "--snapshot-out", "s.toml", cwd=tmp_path)
     assert res.returncode == 0, res.stderr
     assert ("snapshot: wrote s.toml (left out of [state]: l (it holds None, which TOML cannot write), m (it holds "
@@ -207,14 +200,8 @@ def test_a_state_value_holding_none_is_left_out_of_the_snapshot_and_said(tmp_pat
 def test_a_state_value_flowtui_could_only_describe_is_left_out_of_the_snapshot_and_said(tmp_path):
     """bytes that are no text were written as their description, which loading then refused: the
     snapshot flowtui wrote could not be used at all."""
-    flow = tmp_path / "bytes_flow.py"
-    flow.write_text(
-        "from pydantic import BaseModel\nfrom flowtui import FunctionProvider, State, agent, workflow\n"
-        "class S(BaseModel):\n    raw: bytes = b'ok'\n    n: int = 0\n"
-        "@agent(provider=FunctionProvider(lambda m, t: 'ok'), prompt='p')\nclass A:\n"
-        "    def __init__(self, s: S = State()):\n        self.s = s\n"
-        "    def after_response(self, response, ctx):\n        self.s.raw, self.s.n = b'\\xff\\xfe', 5\n"
-        "@workflow(state=S, steps=[A])\nclass W:\n    pass\n")
+    flow = state_flow(tmp_path / "bytes_flow.py", "raw: bytes = b'ok'\nn: int = 0",
+                      "self.s.raw, self.s.n = b'\\xff\\xfe', 5")
     res = flowtui("run", str(flow), "--input", "x", "--no-journal", "--snapshot-out", "s.toml", cwd=tmp_path)
     assert res.returncode == 0, res.stderr
     assert "snapshot: wrote s.toml (left out of [state]: raw (flowtui could only describe it)" in res.stderr

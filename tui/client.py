@@ -185,19 +185,18 @@ class RunClient:
                                                           approve=c.approve, watch=self.watches,
                                                           resume_from=c.resume_from, resume_run=c.resume_run,
                                                           on_divergence="pause"))
-        except BaseException as exc:  # its process ended (x on a start that never answered, a crash), or the app
-            # quits: no run, no journal made for it
+        except ConnectionError:  # its process ended before answering (x on a start that never answered, a crash)
+            why = self.channel.ending(UNSTARTED)[1]
+            reply = _p().Reply(id=0, ok=False, error=f"stopped before the run started: {why}"
+                               if self.channel.stopping_since is not None else why)
+        except BaseException:  # the app quits: no run, no journal made for it
             if made is not None:
                 take_back(Path(journal), made)
-            if not isinstance(exc, ConnectionError):
-                raise
-            self.stopping = False
-            why = self.channel.ending(UNSTARTED)[1]
-            return _p().Reply(id=0, ok=False, error=f"stopped before the run started: {why}"
-                              if self.channel.stopping_since is not None else why)
+            raise
         finally:
             self.starting_since = None
-        if not reply.ok:  # (a stop that ended it has nothing left to stop: the status said "stopping…" for good)
+        if not reply.ok:  # no run: no journal made for it (a stop that ended it has nothing left to stop: the
+            # status said "stopping…" for good)
             self.stopping = False
             if made is not None:
                 take_back(Path(journal), made)
