@@ -253,6 +253,10 @@ class RunCommands:
                 msg = view.history[i]
                 if msg.role == "tool" and msg.tool_name:
                     return msg.tool_name
+                pause = view.pause
+                if (msg.role == "assistant" and pause is not None and pause.point == "tool" and pause.call
+                        and any(c.id == pause.call.get("id") for c in msg.tool_calls)):
+                    return pause.name  # the message that asked for the call the run is paused before: that tool
                 if msg.role == "assistant" and msg.agent:
                     return msg.agent
                 if msg.tool_calls:

@@ -148,6 +148,26 @@ async def test_b_on_the_node_tree_cursor_and_on_a_tool_message():
         assert app.client.breakpoints == {"record_problem", "Writer"}
 
 
+async def test_b_paused_before_a_tool_sets_it_on_that_tool_not_on_the_agent_that_asked():
+    """Paused before a tool, the cursor follows the last message: the reply that asked for the call."""
+    app = make(input="go")
+    async with app.run_test() as pilot:
+        await paused(pilot)
+        view = app.client.view
+        for _ in range(8):  # step by step to the reviewer's tool call
+            if view.pause.point == "tool":
+                break
+            await press_and_pause(pilot, "s")
+        assert (view.pause.point, view.pause.name) == ("tool", "record_problem")
+        asked = view.history[app.main.conversation.cursor]
+        assert (asked.role, asked.agent) == ("assistant", "Reviewer") and asked.tool_calls
+        await pilot.press("b")
+        assert app.client.breakpoints == {"record_problem"}
+        app.main.conversation.select(1)  # the writer's draft: its agent
+        await pilot.press("b")
+        assert app.client.breakpoints == {"record_problem", "Writer"}
+
+
 async def test_r_reloads_after_confirming_and_starts_a_new_run():
     app = make(input="go")
     async with app.run_test() as pilot:
