@@ -326,7 +326,10 @@ class Run:
             args = (self.ctx, usage, limit)[:self.plans.arity(budget.on_exceeded)]
             await call_user(budget.on_exceeded, args, origin="budget", then=self.check_state)
         if budget.mode == "raise":
-            raise BudgetExceededError(f"budget exceeded: {limit}={getattr(budget, limit)} (used: {usage.model_dump()})",
+            # (what was used, but the time: the error is journaled and compared, and a re-execution of the
+            # same failure diverged on the time it took; a limit on the time says it)
+            used = ", ".join(f"{k}={v}" for k, v in usage.model_dump().items() if k != "duration_s")
+            raise BudgetExceededError(f"budget exceeded: {limit}={getattr(budget, limit)} (used: {used})",
                                       limit=limit, usage=usage)
         raise BudgetStop(limit)
 

@@ -180,6 +180,27 @@ async def test_a_budget_limit_raised_before_re_executing_is_no_divergence(tmp_pa
     assert lines(second)[0]["budget"] == {"max_chat_calls": 80, "mode": "stop"}
 
 
+async def test_a_run_failed_on_a_raise_budget_re_executes_to_the_same_failure(tmp_path, no_live):
+    """The failure's text said the time the run had taken: a re-execution diverged on it, at the run's end."""
+    from flowtui import Budget, BudgetExceededError
+
+    guard, called = no_live
+    first, second = tmp_path / "first.jsonl", tmp_path / "second.jsonl"
+    budget = Budget(max_chat_calls=2, mode="raise")
+    with pytest.raises(BudgetExceededError):
+        await load_flow(str(FLOWS / "revisao.py")).run(FLOW_RUNS["revisao.py"][0], journal=first, budget=budget)
+    guard()
+    events: list = []
+    with pytest.raises(BudgetExceededError) as info:
+        await load_flow(str(FLOWS / "revisao.py")).run(journal=second, resume_from=str(first),
+                                                        on_event=events.append, budget=budget)
+    assert called == [] and "run.diverged" not in [e.type for e in events]
+    assert str(info.value) == "budget exceeded: max_chat_calls=2 (used: chat_calls=2, tool_calls=0, tokens=" \
+        f"{info.value.usage.tokens}, cost_usd=0.0)"
+    end = lines(second)[-1]
+    assert (end["type"], end["status"], end["error"]) == ("run.end", "failed", lines(first)[-1]["error"])
+
+
 def folded(journal: Path) -> RunView:
     view = RunView()
     for event in read_journal(journal):
