@@ -222,9 +222,11 @@ async def _run_calls(run: "Run", spec: AgentSpec, inst: Any, calls: list[ToolCal
                                running=running)
         raise
     except Exception as exc:  # a hook or middleware raised among them: the one that had started did run
-        if not ends_the_run(exc):  # (on_error may recover the turn; a run that ends here is over)
-            _answer_dangling_calls(run, spec.name, since=asked_at, why=f"the turn failed ({describe_error(exc)})",
-                                   origin="runtime", running=running, running_was="gave no result")
+        # (a run that ends here too: its history is a conversation a model takes, as a snapshot of it must be
+        # to be loaded, or a fork from its end to go on)
+        why = f"the {'run' if ends_the_run(exc) else 'turn'} failed ({describe_error(exc)})"
+        _answer_dangling_calls(run, spec.name, since=asked_at, why=why, origin="runtime", running=running,
+                               running_was="gave no result")
         raise
     return results
 

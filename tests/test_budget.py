@@ -458,8 +458,14 @@ async def test_child_hitting_parent_budget_in_raise_mode_raises_out_of_the_paren
         await app.run("go", budget=Budget(max_chat_calls=3, mode="raise"))
     assert info.value.limit == "max_chat_calls"
     assert len(child_calls) == 2 and len(parent_calls) == 1
-    # not swallowed as a tool error observation
-    assert not [e for e in events if e.type == "state.append" and getattr(e.item, "role", None) == "tool"]
+    # not swallowed as a tool error observation the run goes on with: the call is answered as the run ends, so
+    # its history stays a conversation a model takes (a snapshot of it loads, a fork from its end goes on)
+    (answer,) = [e for e in events if e.type == "state.append" and getattr(e.item, "role", None) == "tool"]
+    assert answer.origin == "runtime" and answer.item.is_error
+    assert answer.item.content.startswith("Tool call delegate gave no result: the run failed (BudgetExceededError: "
+                                          "budget exceeded: max_chat_calls=3")
+    child_end = next(i for i, e in enumerate(events) if e.type == "run.end")
+    assert events.index(answer) > child_end
     assert [e.status for e in events if e.type == "run.end"] == ["failed", "failed"]
     # the parent's end names the limit it reached, as it does when the parent itself makes the call
     assert [e.totals.exceeded for e in events if e.type == "run.end"] == ["max_chat_calls", "max_chat_calls"]

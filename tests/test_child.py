@@ -276,7 +276,10 @@ async def test_fatal_tool_error_inside_the_child_reraises_out_of_the_parent():
     assert len(parent_seen) == 1  # the parent never got another turn
     ends = [(e.run_id == events[0].run_id, e.status) for e in events if e.type == "run.end"]
     assert ends == [(False, "failed"), (True, "failed")]
-    assert not [e for e in events if e.type == "state.append" and getattr(e.item, "role", None) == "tool"]
+    # no observation either run goes on with: each call is answered as its run ends (a conversation still)
+    told = [e.item.content for e in events if e.type == "state.append" and getattr(e.item, "role", None) == "tool"]
+    assert told == ["Tool call boom gave no result: the run failed (FatalToolError: child tool died).",
+                    "Tool call delegate gave no result: the run failed (FatalToolError: child tool died)."]
     for e in events:
         assert secret not in e.model_dump_json()
 

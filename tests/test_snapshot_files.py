@@ -184,6 +184,44 @@ def test_a_nan_or_an_infinity_inside_a_list_goes_through_a_snapshot_and_back(tmp
     assert back.stdout.strip() == "([1.0, inf, -inf], ['Infinity', 'NaN'])"  # (text stays text)
 
 
+def test_a_run_failed_among_its_tool_calls_writes_a_snapshot_that_loads(tmp_path):
+    """A raise budget reached before a reply's second call ended the run with that call unanswered: the
+    snapshot held a history no model takes, and --from-snapshot refused the file flowtui had just written."""
+    flow = tmp_path / "calls.py"
+    flow.write_text(textwrap.dedent('''\
+        from flowtui import Budget, FunctionProvider, agent, tool, workflow
+
+        @tool
+        def ping(x: int) -> str:
+            """Ping.
+
+            Args:
+                x: a number
+            """
+            return f"pong {x}"
+
+        def model(messages, tools):
+            if messages[-1].role == "tool":
+                return "done: " + " ".join(m.content for m in messages if m.role == "tool")
+            return {"tool_calls": [{"name": "ping", "args": {"x": 1}}, {"name": "ping", "args": {"x": 2}}]}
+
+        @agent(provider=FunctionProvider(model), prompt="p", tools=[ping])
+        class A:
+            pass
+
+        @workflow(steps=[A, A], budget=Budget(max_tool_calls=1, mode="raise"))
+        class W:
+            pass
+        '''))
+    made = flowtui("run", str(flow), "--input", "x", "--no-journal", "--snapshot-out", "s.toml", cwd=tmp_path)
+    assert made.returncode == 1 and "BudgetExceededError" in made.stderr, made.stderr
+    back = flowtui("run", str(flow), "--no-journal", "--from-snapshot", "s.toml", cwd=tmp_path)
+    assert back.returncode == 1 and "fix the file" not in back.stderr, back.stderr
+    assert "the budget" not in back.stderr and "BudgetExceededError" in back.stderr  # a fresh budget, reached again
+    assert "Tool call ping was not run: the run failed (BudgetExceededError: budget exceeded: max_tool_calls=1" \
+        in (tmp_path / "s.toml").read_text()
+
+
 def test_a_state_value_holding_none_is_left_out_of_the_snapshot_and_said(tmp_path):
     """TOML has no null: [1, None, 2] was written [1, 2] and {"a": None, "b": 1} as {"b": 1}, read back
     so (its items shifted), with nothing said."""

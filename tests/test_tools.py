@@ -664,7 +664,10 @@ async def test_a_tool_out_of_memory_fails_the_run_not_the_call(where):
     app.subscribe(events.append)
     with pytest.raises(MemoryError):
         await app.run("go")
-    assert tool_messages(events) == []  # no observation: the run is over
+    # no observation the run goes on with: the call is answered as the run ends (its history stays a conversation)
+    (told,) = [m.content for m in tool_messages(events)]
+    assert told.startswith("Tool call load gave no result: the run failed (MemoryError (at tests/test_tools.py:")
+    assert told.endswith(f" in {where})).")
     end = events[-1]
     assert end.type == "run.end" and end.status == "failed" and end.error.startswith("MemoryError"), end
 
@@ -746,7 +749,9 @@ async def test_fatal_tool_error_ends_the_run_and_keeps_its_cause_private(tmp_pat
     assert end.type == "run.end" and end.status == "failed"
     assert "database unavailable" in end.error
     assert not [e for e in events if e.type == "node.start" and e.name == "B"]
-    assert tool_messages(events) == []  # no observation: the run is over
+    # no observation the run goes on with: the call is answered as the run ends (its history stays a conversation)
+    assert [m.content for m in tool_messages(events)] == [
+        "Tool call db gave no result: the run failed (FatalToolError: database unavailable)."]
     (tool_end,) = node_ends(events, "tool")
     assert tool_end.status == "error" and tool_end.error == "FatalToolError: database unavailable"
 
