@@ -342,8 +342,17 @@ class Run:
         return self.tracker.totals(exceeded=self.exceeded)
 
     def publish_budget(self) -> None:
-        if self.tracker.budget is not None:
-            self.ctx._set("budget", self.tracker.usage(), origin="runtime")
+        """``ctx.budget`` of this run, and of each run around it whose budget what it used counts against:
+        a child's calls spend its parent's too (the parent's sidebar said its use from before the child ran,
+        and a limit the child reached for it, ``1 of 4 chat calls``)."""
+        tracker = self.tracker
+        while tracker is not None:
+            if tracker.budget is not None:
+                owner = self if tracker is self.tracker else next(
+                    (r for r in (self.root, *self.root.runs.values()) if r.tracker is tracker), None)
+                if owner is not None:
+                    owner.ctx._set("budget", tracker.usage(), origin="runtime")
+            tracker = tracker.parent
 
     def hook(self, fn: Any, agent: str, hook: str, args: tuple) -> Awaitable[Any]:
         """Call hook ``fn`` with the arguments it takes (await the result: call_user's coroutine)."""

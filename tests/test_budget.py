@@ -471,6 +471,26 @@ async def test_child_hitting_parent_budget_in_raise_mode_raises_out_of_the_paren
     assert [e.totals.exceeded for e in events if e.type == "run.end"] == ["max_chat_calls", "max_chat_calls"]
 
 
+async def test_a_parents_ctx_budget_says_what_its_child_spent_of_it_as_it_spends_it():
+    """The child's calls count against the parent's budget, but the parent's ctx.budget (the sidebar's
+    "budget 1 of 3 chat calls") said its use from before the child ran, even once the child reached it."""
+    from flowtui.runtime.fold import RunView
+
+    W, parent_calls, child_calls = _parent_with_child(5)
+    app = bootstrap(W)
+    events: list = []
+    app.subscribe(events.append)
+    with pytest.raises(BudgetExceededError):
+        await app.run("go", budget=Budget(max_chat_calls=3, mode="raise"))
+    parent = events[0].run_id
+    said = [e.value["chat_calls"] for e in events if e.type == "ctx.set" and e.name == "budget" and e.run_id == parent]
+    assert said == [1, 2, 3]  # the parent's call, then each of the child's two
+    view = RunView()
+    for e in events:
+        view.apply(e)
+    assert view.ctx["budget"]["chat_calls"] == 3
+
+
 async def test_an_async_on_exceeded_is_awaited():
     seen = []
 
