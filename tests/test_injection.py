@@ -43,6 +43,21 @@ def test_two_parameter_until_without_state():
         bootstrap(W)
 
 
+def test_an_until_taking_three_without_state_is_told_it_takes_one_too_many():
+    """It was told to take (ctx, s) for want of a state, when a state would not have made it callable."""
+    @agent(provider=P, prompt="p")
+    class A:
+        pass
+
+    @workflow(steps=[loop(steps=[A], until=lambda ctx, s, extra: True)])
+    class W:
+        pass
+
+    with pytest.raises(InjectionError, match=r"loop\(until=...\) needs s, extra, which flowtui does not pass: it calls "
+                                             r"until\(ctx\); give s a default or take it out"):
+        bootstrap(W)
+
+
 def test_context_marker_in_a_constructor():
     @agent(provider=P, prompt="p")
     class A:
