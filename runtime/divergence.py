@@ -33,10 +33,11 @@ class Lookup:
     """What the current code has (its agents and every node name), for the hints."""
 
     def __init__(self, agent: Callable[[str], Any], known: Callable[[str], bool],
-                 tool: Callable[[str], Any] = lambda name: None) -> None:
+                 tool: Callable[[str], Any] = lambda name: None, tool_middlewares: tuple[str, ...] = ()) -> None:
         self.agent = agent  # name -> AgentSpec or None
         self.known = known  # is there a node of this name (workflow, loop, agent, tool)?
         self.tool = tool  # name -> ToolSpec or None
+        self.tool_middlewares = tool_middlewares  # the names of the tool middlewares around every tool call
 
 
 def explain(rec: dict[str, Any], new: dict[str, Any], lookup: Lookup) -> list[Difference]:
@@ -238,7 +239,15 @@ def _why(rec: dict[str, Any], new: dict[str, Any], field: str, now: Any, lookup:
         spec = lookup.tool(name)
         if spec is not None and spec.replay == "rerun":
             return f"tool {name} (replay='rerun') returned another result"
-        return f"the result of tool {name} was changed after it ran (its after_tool hook, or a middleware)"
+        agent = lookup.agent(str(item.get("agent")))
+        changers = ([f"{agent.name}.after_tool"] if agent is not None and "after_tool" in agent.hooks else []) \
+            + [f"tool middleware {m}" for m in lookup.tool_middlewares]
+        if changers:
+            return f"the result of tool {name} was changed after it ran ({' or '.join(changers)})"
+        # (nothing of the code changes a result once its tool returned: it blamed a hook the flow does not have)
+        return (f"the result of tool {name} is not the journal's, and nothing in the flow changes a result once its "
+                "tool returned (no after_tool hook, no tool middleware): the journal was edited here, or the tool "
+                "(a child workflow it runs) returned another result")
     return None
 
 
@@ -300,7 +309,7 @@ def lookup_for(run: Any) -> Lookup:
     def tool(name: str) -> Any:
         return next((t.by_name[name] for p in plans for t in p.tool_specs.values() if name in t.by_name), None)
 
-    return Lookup(agent, known, tool)
+    return Lookup(agent, known, tool, tool_middlewares=tuple(name for name, _ in run.tool_layers))
 
 
 def _names(plans: Any) -> set[str]:

@@ -15,6 +15,7 @@ import json
 import shutil
 import subprocess
 import sys
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -276,6 +277,69 @@ def test_a_changed_flow_diverges_at_the_right_event_with_the_right_words(change,
     assert any(line.startswith(said) for line in report[3:]), report
     assert report[-1].startswith("  the run stopped there, before doing anything live")
     assert res.stdout == ""  # no output: the run did not finish
+
+
+def test_a_tool_result_edited_in_the_journal_is_said_so_not_blamed_on_a_hook_the_flow_lacks(tmp_path):
+    """It said "the result of tool registrar_problema was changed after it ran (its after_tool hook, or a
+    middleware)" of a flow with neither. (A tool that runs a child workflow: the child runs again.)"""
+    journal = tmp_path / "run.jsonl"
+    flow = tmp_path / "parent.py"
+    flow.write_text(textwrap.dedent('''\
+        from pydantic import BaseModel
+        from flowtui import FunctionProvider, Input, WorkflowRuntime, agent, tool, workflow
+
+        @agent(provider=FunctionProvider(lambda m, t: "child final"), prompt="c")
+        class ChildAgent:
+            pass
+
+        @workflow(steps=[ChildAgent])
+        class Child:
+            pass
+
+        class Q(BaseModel):
+            q: str
+
+        @tool(name="delegate", description="runs the child", schema=Q)
+        class Delegate:
+            def __init__(self, runtime: WorkflowRuntime):
+                self.runtime = runtime
+
+            async def execute(self, args: Q = Input()):
+                return await self.runtime.run(Child, input=args.q)
+
+        def parent(messages, tools):
+            if messages[-1].role == "tool":
+                return "parent done"
+            return {"tool_calls": [{"name": "delegate", "args": {"q": "go"}}]}
+
+        @agent(provider=FunctionProvider(parent), prompt="p", tools=[Delegate])
+        class ParentAgent:
+            pass
+
+        @workflow(steps=[ParentAgent, ParentAgent])
+        class Parent:
+            pass
+        '''))
+    res = flowtui("run", f"{flow}:Parent", "--input", "go", "--journal", str(journal), cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    events = lines(journal)
+    told = next(e for e in events if e["type"] == "state.append" and e["origin"] == "tool:delegate")
+    told["item"]["content"] = "FORGED"
+    journal.write_text("".join(json.dumps(e if e["seq"] != told["seq"] else told) + "\n" for e in events))
+    res = flowtui("run", f"{flow}:Parent", "--resume-from", str(journal), "--no-journal", cwd=tmp_path)
+    assert res.returncode == 3, res.stderr
+    assert f"at event #{told['seq']} (" in res.stderr
+    assert ("history[+].content: the result of tool delegate is not the journal's, and nothing in the flow changes a "
+            "result once its tool returned (no after_tool hook, no tool middleware): the journal was edited here, or "
+            "the tool (a child workflow it runs) returned another result") in res.stderr
+    hooked = flow.read_text().replace("class ParentAgent:\n    pass",
+                                      "class ParentAgent:\n    def after_tool(self, result, ctx):\n        return None")
+    assert hooked != flow.read_text()
+    flow.write_text(hooked)  # a flow that may change a result after its tool: that is named
+    res = flowtui("run", f"{flow}:Parent", "--resume-from", str(journal), "--no-journal", cwd=tmp_path)
+    assert res.returncode == 3, res.stderr
+    assert "history[+].content: the result of tool delegate was changed after it ran (ParentAgent.after_tool)" \
+        in res.stderr
 
 
 def test_a_loop_ceiling_raised_past_what_the_loop_used_reexecutes_and_one_lowered_below_it_diverges(tmp_path):
