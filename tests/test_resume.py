@@ -181,6 +181,26 @@ async def test_a_budget_limit_raised_before_re_executing_is_no_divergence(tmp_pa
     assert lines(second)[0]["budget"] == {"max_chat_calls": 80, "mode": "stop"}
 
 
+@pytest.mark.parametrize("recorded_with", [True, False])
+async def test_a_budget_taken_away_or_added_is_said_so_where_it_diverges(tmp_path, recorded_with):
+    """It said "the code did another thing here" of a ctx.budget against the message after it."""
+    from flowtui import Budget
+
+    first = tmp_path / "first.jsonl"
+    budget = Budget(max_chat_calls=40)
+    await load_flow(str(FLOWS / "revisao.py")).run(FLOW_RUNS["revisao.py"][0], journal=first,
+                                                    budget=budget if recorded_with else None)
+    events: list = []
+    await load_flow(str(FLOWS / "revisao.py")).run(resume_from=str(first), on_event=events.append,
+                                                    budget=None if recorded_with else budget)
+    (diverged,) = [e for e in events if e.type == "run.diverged"]
+    (said,) = diverged.differences
+    assert said.field == "budget"
+    assert said.why == ("the recorded run had a budget, which this one has not (its use was said after each call)"
+                        if recorded_with else
+                        "this run has a budget, which the recorded one had not (its use is said after each call)")
+
+
 async def test_a_run_failed_on_a_raise_budget_re_executes_to_the_same_failure(tmp_path, no_live):
     """The failure's text said the time the run had taken: a re-execution diverged on it, at the run's end."""
     from flowtui import Budget, BudgetExceededError
