@@ -446,6 +446,10 @@ class Channel:
         """Send ``command`` without waiting for its reply."""
         self._write(command, None)
 
+    def unanswered(self) -> int:
+        """Commands written to the worker and not answered yet (read from any thread: one number)."""
+        return len(self._pending)
+
     def unsent(self) -> int:
         """Bytes written to the worker and not taken by it yet (read from any thread: one number)."""
         writer = self._writer

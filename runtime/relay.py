@@ -76,6 +76,10 @@ class Relay:
         """Bytes of commands written to the worker process and not read by it yet."""
         return self.channel.unsent()
 
+    def unanswered(self) -> int:
+        """Commands forwarded to the worker process and not answered yet."""
+        return self.channel.unanswered()
+
     def run_over(self) -> bool:
         return self.channel.ended or self.channel.closed.is_set() or self.channel.stopping_since is not None
 

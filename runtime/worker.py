@@ -224,6 +224,10 @@ class Worker:
         """Bytes of commands handed on and not applied yet: none, each is applied as it is handled."""
         return 0
 
+    def unanswered(self) -> int:
+        """Commands handled and not answered yet: the counts of tokens on their way."""
+        return len(self.counting)
+
     def handle(self, command: Any) -> None:
         """Apply one command and answer it (an edit's refusal is an answer, not a failure)."""
         if command.type == "count":  # answered when counted: a tokenizer may take seconds to load

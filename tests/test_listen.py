@@ -154,6 +154,28 @@ def test_a_client_sending_large_edits_faster_than_the_run_takes_them_is_held_bac
     assert peak - before < 256 * 1024, f"the server grew by {(peak - before) // 1024} MB"  # (KiB)
 
 
+def test_a_flood_of_small_commands_is_answered_each_once_and_what_waits_for_the_run_is_bounded(listening):
+    """60-byte edits stayed under the 8 MiB the server hands on unread, and were read on at once: 25 MiB of them
+    grew the serving process by 290 MB and the run's by 390 MB. Past 1,024 unanswered, one is refused at once."""
+    proc, port, token = listening
+    sock = socket.create_connection(("127.0.0.1", port), timeout=HANG)
+    sock.sendall(auth(token))
+    n = 6000
+    got: list[dict] = []
+    reader = threading.Thread(target=lambda: got.extend(
+        m for m in messages(sock, lambda out: len(replies(out)) >= n + 1, timeout=120) if m["type"] == "reply"))
+    reader.start()
+    sock.sendall(b"".join(json.dumps({"type": "set_field", "id": i, "name": "rodadas", "text": str(i)}).encode() + b"\n"
+                          for i in range(1, n + 1)) + json.dumps({"type": "stop", "id": n + 1}).encode() + b"\n")
+    reader.join(timeout=150)
+    assert sorted(r["id"] for r in got) == list(range(1, n + 2))  # each answered, once
+    refused = [r for r in got if not r["ok"]]
+    assert refused and all(r["error"] == "1024 commands are still to be answered: send this one again once their "
+                                         "replies came" for r in refused), refused[:1]
+    assert next(r for r in got if r["id"] == n + 1)["ok"]  # the stop, behind them all, was taken
+    assert proc.wait(timeout=HANG) == 0
+
+
 def test_a_first_line_just_too_long_is_refused_with_why(listening):
     proc, port, token = listening
     sock = socket.create_connection(("127.0.0.1", port), timeout=HANG)
@@ -393,6 +415,9 @@ class Served:
     def unsent(self) -> int:
         return 0  # each command is answered as it is handled
 
+    def unanswered(self) -> int:
+        return 0
+
     def reply(self, command, error=None, value=None) -> None:
         self.send(p.encode(p.Reply(id=command.id, ok=error is None, error=error, value=value)), True)
 
@@ -494,6 +519,15 @@ def test_an_empty_flowtui_token_is_refused_naming_the_variable():
                            "--input", "x", "--no-journal", "--listen", "127.0.0.1:0"], cwd=ROOT, capture_output=True,
                           text=True, timeout=HANG, env={**os.environ, "FLOWTUI_TOKEN": ""})
     assert done.returncode == 2 and "flowtui: FLOWTUI_TOKEN is empty" in done.stderr, done.stderr
+
+
+def test_a_token_too_long_for_the_auth_line_is_refused_before_the_flow_loads():
+    """It was served, and every client was then refused: its auth line was past 64 KiB."""
+    done = ran("run", "flows/revisao.py", "--input", "x", "--no-journal", "--listen", "127.0.0.1:0",
+               "--token", "T" * 70_000)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.startswith("flowtui: --token is 70,000 characters: a client's auth line, which holds it, must "
+                                  "be under 64 KiB, so no client could attach; give a shorter one"), done.stderr
 
 
 def test_listening_on_a_port_in_use_says_so_and_what_to_do():
