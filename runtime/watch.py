@@ -319,6 +319,8 @@ class _Parser:
             compile_pattern(pattern, "".join(sorted(set(flags))))
         except re.error as exc:
             raise self.fail(f"bad pattern: {exc.msg}", start + 1 + (exc.pos or 0)) from None
+        except (RecursionError, OverflowError):  # (500 nested groups: re's parser recurses once a group)
+            raise self.fail("bad pattern: nested too deep for Python's re; nest fewer groups", start + 1) from None
         return pattern, "".join(sorted(set(flags)))
 
 

@@ -63,6 +63,8 @@ def test_expressions_parse_to_one_normal_form(text, key):
     ("memory ~ plano", 10, "expected a /pattern/ after ~"),
     ("memory ~ /[/", 11, "bad pattern"),
     ("memory ~ /x", 10, "unterminated pattern"),
+    # re's parser recurses once a group: 500 nested was a RecursionError with its traceback, and the app never opened
+    ("memory ~ /" + "(" * 500 + "a" + ")" * 500 + "/", 11, "bad pattern: nested too deep for Python's re"),
     ("memory ~ /x/q", 13, "unknown pattern flag 'q'"),
     ("cost", 5, "expected a comparison after cost"),
     ("state.a >= true", 12, "true can only be compared with == or !="),
