@@ -27,7 +27,8 @@ from typing import Literal
 from flowtui.runtime.events import RunPause, RunResume, WatchHit
 from flowtui.runtime.watching import Watchpoints
 
-PointKind = Literal["agent", "chat", "tool", "loop_iteration"]
+# (end: the run's last steps are done; a pause there only when a watchpoint fired after the last pause point)
+PointKind = Literal["agent", "chat", "tool", "loop_iteration", "end"]
 Mode = Literal["run", "step", "next_turn", "loop_once", "pause"]
 OnWatch = Literal["pause", "stop"]
 
@@ -156,6 +157,11 @@ class Controller:
 
     def _stopped(self) -> RunStopped:
         return RunStopped(self._stop_reason) if self._stop_reason else RunStopped()
+
+    @property
+    def fired_since_last_pause(self) -> bool:
+        """A watchpoint fired since the last pause point: the run's end is one then, or it would go unsaid."""
+        return bool(self._fired)
 
     def _watch_fired(self, hit: WatchHit) -> None:
         """A watchpoint fired (called by the checker, as the event that did it is delivered)."""

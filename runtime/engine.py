@@ -138,6 +138,8 @@ class Run:
                 try:
                     for step in self.spec.steps:
                         await self.step(step)
+                    if not self.depth and self.controller is not None and self.controller.fired_since_last_pause:
+                        await self.pause("end", self.spec.name)  # what its last steps did fired a watchpoint
                 finally:
                     scope.data["totals"] = self.totals().model_dump(mode="json")
         except BudgetStop as stop:

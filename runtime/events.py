@@ -221,7 +221,8 @@ class RunPause(_Event):
     """The run stopped at a pause point and waits for a command."""
 
     type: Literal["run.pause"] = "run.pause"
-    point: str = Field(description="agent, chat, tool or loop_iteration")
+    point: str = Field(description="agent, chat, tool, loop_iteration, or end (the top-level run's steps are "
+                                   "done: only when a watchpoint fired after the last pause point)")
     name: str
     reason: str = Field(description="start, step, next_turn, loop_once, pause, breakpoint, approval, watchpoint, "
                                     "resumed (after a re-executed prefix) or diverged")

@@ -417,7 +417,8 @@ class RunView:
         if self.status == "paused" and self.pause is not None:
             p = self.pause
             what = {"agent": f"before {p.name}", "chat": f"before the model call of {p.name}",
-                    "tool": f"before tool {p.name}", "loop_iteration": f"after an iteration of {p.name}"}
+                    "tool": f"before tool {p.name}", "loop_iteration": f"after an iteration of {p.name}",
+                    "end": f"at the end of {p.name}"}
             text = f"paused {what.get(p.point, p.name)}"
             if p.watch:  # "paused before tool x (watchpoint repeat(x) >= 3, at #41)"
                 more = f" +{len(p.watch) - 1} more" if len(p.watch) > 1 else ""

@@ -23,6 +23,11 @@ def run(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
                            "--input", "go", *args], capture_output=True, text=True, cwd=cwd, timeout=120)
 
 
+def run_flow(cwd: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", "from flowtui.tui.cli import main; main()", "run", "st.py",
+                           "--input", "go", *args], capture_output=True, text=True, cwd=cwd, timeout=120)
+
+
 def watched(expr: str) -> tuple[list[dict], dict, dict, subprocess.CompletedProcess]:
     """Run the flow with ``--watch expr --json``: (events, the pause, the event that fired it, the process)."""
     res = run("--watch", expr, "--json", "--no-journal")
@@ -169,6 +174,61 @@ def test_a_client_sets_lists_and_clears_watchpoints_and_the_run_pauses_at_them(l
     assert c.command(type="continue")["ok"]
     end = c.until(lambda ev: ev["type"] in ("run.end", "run.pause"))
     assert (end["type"], end["status"]) == ("run.end", "finished")  # stayed true: it fired once
+
+
+LAST_STEP = """\
+from pydantic import BaseModel
+from flowtui import FunctionProvider, State, agent, workflow
+
+class S(BaseModel):
+    nome: str = ""
+
+@agent(provider=FunctionProvider(lambda m, t: "a"), prompt="p")
+class W:
+    def __init__(self, s: S = State()):
+        self.s = s
+
+    def after_response(self, r, ctx):
+        self.s.nome = "changed"
+
+@workflow(state=S, steps=[W])
+class StWorkflow:
+    pass
+"""
+
+
+def test_a_watchpoint_made_true_by_the_last_step_stops_the_run_at_its_end(tmp_path):
+    """No pause point came after the change: the run finished, exit 0, and the watchpoint went unsaid (a CI
+    check with --watch passed)."""
+    (tmp_path / "st.py").write_text(LAST_STEP)
+    res = run_flow(tmp_path, "--watch", "state.nome", "--json", "--no-journal")
+    assert res.returncode == 4, res.stderr
+    events = [json.loads(line) for line in res.stdout.splitlines() if line.startswith("{")]
+    (pause,) = [e for e in events if e["type"] == "run.pause"]
+    assert (pause["point"], pause["name"], pause["reason"]) == ("end", "StWorkflow", "watchpoint")
+    assert pause["watch"][0]["detail"] == "state.nome: '' → 'changed'"
+    assert (events[-1]["type"], events[-1]["status"]) == ("run.end", "stopped")
+    assert "the run stopped at a watchpoint state.nome fired at event #" in res.stderr  # (--json: no tree)
+
+
+def test_a_served_run_pauses_at_its_end_for_a_watchpoint_its_last_step_made_true(tmp_path):
+    (tmp_path / "st.py").write_text(LAST_STEP)
+    proc = spawn("run", "st.py", "--input", "go", "--listen", "127.0.0.1:0", "--no-journal", "--watch", "state.nome",
+                 cwd=tmp_path)
+    try:
+        lines = [proc.stderr.readline(), proc.stderr.readline()]
+        c = Client(int(lines[0].rsplit(":", 1)[1]), lines[1].split()[1])
+        assert c.read()["type"] == "hello"
+        assert c.paused()["reason"] == "start"
+        assert c.command(type="continue")["ok"]
+        at_end = c.paused()
+        assert (at_end["point"], at_end["reason"], at_end["watch"][0]["expr"]) == ("end", "watchpoint", "state.nome")
+        assert c.command(type="continue")["ok"]
+        end = c.until(lambda ev: ev["type"] in ("run.end", "run.pause"))
+        assert (end["type"], end["status"]) == ("run.end", "finished")
+    finally:
+        proc.kill()
+        proc.wait()
 
 
 @pytest.mark.parametrize("expr,message", [
