@@ -28,6 +28,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from flowtui.runtime.compare import model_key
 from flowtui.runtime.conversation import model_messages
 from flowtui.runtime.journal import Invalid
 from flowtui.runtime.messages import Message
@@ -259,9 +260,13 @@ class _Builder:
                 step.set("history", sent[len(prefix):])
             else:
                 step.set("messages", sent)
-        for name in ("tools", "tools_digest", "model"):  # (the digest: what the model is told of the tools)
+        for name in ("tools", "tools_digest"):  # (the digest: what the model is told of the tools)
             if name in request:
                 step.set(name, request[name])
+        # the model as compared: a cassette's wrapper ("recording M to c.jsonl") said which cassette, and
+        # a run recorded or replayed differed from the same run without one at every model call
+        if (model := model_key(request.get("model"))) is not None:
+            step.set("model", model)
         sampling, defaults = request.get("sampling"), request.get("provider_sampling")
         if isinstance(defaults, dict) and isinstance(sampling, dict):  # what was sent: both, the agent's first
             sampling = sent_sampling(defaults, sampling)

@@ -427,6 +427,26 @@ def test_flowtui_diff_through_the_command_and_revisao(tmp_path):
     assert res.returncode == 2 and "argument --width: '0': give 40 columns or more" in res.stderr
 
 
+def test_a_run_recorded_to_a_cassette_or_replayed_from_one_is_the_same_as_one_without(tmp_path):
+    """The journal names the model a cassette wraps ("recording RevisaoScript to c.jsonl", "replaying c.jsonl"):
+    each was a difference at every model call (exit 1, 7 differences), where a re-execution compares none."""
+    def flowtui(*args):
+        return subprocess.run([sys.executable, "-c", "from flowtui.tui.cli import main; main()", *map(str, args)],
+                              capture_output=True, text=True, cwd=tmp_path, timeout=120)
+
+    cassette = tmp_path / "c.cassette.jsonl"
+    for name, extra in (("a", ()), ("rec", ("--record", cassette)), ("rep", ("--replay", cassette))):
+        res = flowtui("run", ROOT / "flows/revisao.py", "--input", "Escreva", "--journal", tmp_path / f"{name}.jsonl",
+                      *extra)
+        assert res.returncode == 0, res.stderr
+    rec = [json.loads(line) for line in (tmp_path / "rec.jsonl").read_text().splitlines()]
+    assert any(e["type"] == "node.start" and e.get("kind") == "chat"
+               and e["data"]["request"]["model"].startswith("recording ") for e in rec)  # what the journal says
+    for other in ("rec", "rep"):
+        res = flowtui("diff", tmp_path / "a.jsonl", tmp_path / f"{other}.jsonl")
+        assert res.returncode == 0, res.stdout
+
+
 def test_diff_loads_no_textual():
     code = ("import sys, flowtui.runtime.diff, flowtui.runtime.diff_cli; "
             "print(','.join(m for m in ('textual', 'rich', 'litellm') if m in sys.modules))")
