@@ -166,8 +166,20 @@ def test_bad_cassettes_are_config_errors(tmp_path):
         ReplayProvider(tmp_path / "nope.jsonl")
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"flowtui_cassette": 1}\n{"agent": "A"}\n')
-    with pytest.raises(ConfigError, match="line 2"):
+    with pytest.raises(ConfigError) as caught:
+        Cassette.load(bad)  # (it said "KeyError: 'request'")
+    assert str(caught.value) == f"cassette {str(bad)!r} line 2 is not a recorded exchange (it has no 'request'); " \
+        "re-record it"
+    bad.write_text('{"flowtui_cassette": 99}\n')  # (read as version 1, saying nothing)
+    with pytest.raises(ConfigError) as caught:
         Cassette.load(bad)
+    assert str(caught.value) == f"cassette {str(bad)!r} line 1 says version '99'; this flowtui reads version 1: " \
+        "re-record it"
+    bad.write_text('{"seq": 1, "ts": 0, "run_id": "r1", "type": "run.start", "workflow": "W"}\n')  # a journal
+    with pytest.raises(ConfigError) as caught:
+        Cassette.load(bad)
+    assert str(caught.value) == f"cassette {str(bad)!r} line 1 is an event of a journal, not a recorded " \
+        "exchange: give a cassette made with --record"
 
 
 async def test_a_reply_no_run_could_take_is_refused_as_the_cassette_loads(tmp_path):

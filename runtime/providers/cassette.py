@@ -139,7 +139,14 @@ class Cassette:
             try:
                 d = json.loads(line)
                 if isinstance(d, dict) and "flowtui_cassette" in d:
+                    if d["flowtui_cassette"] != _HEADER["flowtui_cassette"]:  # (a newer flowtui's, or forged)
+                        raise ConfigError(f"cassette {str(p)!r} line {n} says version "
+                                          f"{str(d['flowtui_cassette'])[:40]!r}; this flowtui reads version "
+                                          f"{_HEADER['flowtui_cassette']}: re-record it")
                     continue
+                if isinstance(d, dict) and "seq" in d and "type" in d:  # (what a --journal holds)
+                    raise ConfigError(f"cassette {str(p)!r} line {n} is an event of a journal, not a recorded "
+                                      "exchange: give a cassette made with --record")
                 exchange = Exchange.from_json(d)
                 ChatReply.model_validate(exchange.reply)  # checked now, not when the run reaches it (a NaN
                 exchanges.append(exchange)  # of tokens failed the run mid-way, naming neither file nor line)
@@ -148,7 +155,12 @@ class Cassette:
                 where = ".".join(map(str, first["loc"]))
                 raise ConfigError(f"cassette {str(p)!r} line {n} is not a recorded exchange (its reply's "
                                   f"{where or 'value'}: {first['msg']}); re-record it") from None
-            except (ValueError, KeyError, TypeError, RecursionError) as exc:
+            except ConfigError:
+                raise
+            except KeyError as exc:
+                raise ConfigError(f"cassette {str(p)!r} line {n} is not a recorded exchange (it has no "
+                                  f"{exc.args[0]!r}); re-record it") from None
+            except (ValueError, TypeError, RecursionError) as exc:
                 raise ConfigError(f"cassette {str(p)!r} line {n} is not a recorded exchange "
                                   f"({type(exc).__name__}: {exc}); re-record it") from None
         return cls(p, exchanges)
