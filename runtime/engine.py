@@ -138,8 +138,11 @@ class Run:
                 try:
                     for step in self.spec.steps:
                         await self.step(step)
-                    if not self.depth and self.controller is not None and self.controller.fired_since_last_pause:
-                        await self.pause("end", self.spec.name)  # what its last steps did fired a watchpoint
+                    if not self.depth and (self.controller is not None and self.controller.fired_since_last_pause
+                                           or self.resume is not None and self.resume.checking):
+                        # what its last steps did fired a watchpoint; or a re-executed prefix, which makes again
+                        # the edits a person made there
+                        await self.pause("end", self.spec.name)
                 finally:
                     scope.data["totals"] = self.totals().model_dump(mode="json")
         except BudgetStop as stop:

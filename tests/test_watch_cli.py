@@ -213,8 +213,8 @@ def test_a_watchpoint_made_true_by_the_last_step_stops_the_run_at_its_end(tmp_pa
 
 def test_a_served_run_pauses_at_its_end_for_a_watchpoint_its_last_step_made_true(tmp_path):
     (tmp_path / "st.py").write_text(LAST_STEP)
-    proc = spawn("run", "st.py", "--input", "go", "--listen", "127.0.0.1:0", "--no-journal", "--watch", "state.nome",
-                 cwd=tmp_path)
+    proc = spawn("run", "st.py", "--input", "go", "--listen", "127.0.0.1:0", "--journal", "j.jsonl", "--watch",
+                 "state.nome", cwd=tmp_path)
     try:
         lines = [proc.stderr.readline(), proc.stderr.readline()]
         c = Client(int(lines[0].rsplit(":", 1)[1]), lines[1].split()[1])
@@ -223,12 +223,22 @@ def test_a_served_run_pauses_at_its_end_for_a_watchpoint_its_last_step_made_true
         assert c.command(type="continue")["ok"]
         at_end = c.paused()
         assert (at_end["point"], at_end["reason"], at_end["watch"][0]["expr"]) == ("end", "watchpoint", "state.nome")
+        assert c.command(type="add_item", bucket="memory", text="noted at the end")["ok"]
         assert c.command(type="continue")["ok"]
         end = c.until(lambda ev: ev["type"] in ("run.end", "run.pause"))
         assert (end["type"], end["status"]) == ("run.end", "finished")
+        proc.wait(timeout=30)
     finally:
         proc.kill()
         proc.wait()
+    # re-executed, with no watchpoint: the edit made at the end is made there again, not a divergence
+    res = subprocess.run([sys.executable, "-c", "from flowtui.tui.cli import main; main()", "run", "st.py",
+                          "--resume-from", "j.jsonl", "--journal", "k.jsonl"], capture_output=True, text=True,
+                         cwd=tmp_path, timeout=120)
+    assert res.returncode == 0 and "diverged" not in res.stderr, res.stderr
+    again = [json.loads(line) for line in (tmp_path / "k.jsonl").read_text().splitlines()]
+    assert [e["item"] for e in again if e["type"] == "state.append" and e["bucket"] == "memory"] == ["noted at the end"]
+    assert (again[-1]["type"], again[-1]["status"]) == ("run.end", "finished")
 
 
 @pytest.mark.parametrize("expr,message", [
