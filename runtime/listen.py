@@ -154,6 +154,7 @@ class Listener:
         self._wrong_unsaid = 0
         self._wrong_said_at = -WRONG_SAID_EVERY_S
         self._last_wrong = ""  # where the last wrong token came from
+        self._away_unsaid = 0  # connections turned away unchecked, too many waiting for theirs, not said yet
         self._loop: asyncio.AbstractEventLoop | None = None
         worker.backlog = Lines()  # whoever attaches later gets every event so far (packed)
         worker.send = _nowhere
@@ -332,7 +333,9 @@ class Listener:
             self._counted(refused, conn)
             return refused
         with self._lock:
-            if self._checks_waiting >= MAX_CHECKS_WAITING:
+            if self._checks_waiting >= MAX_CHECKS_WAITING:  # (said with the wrong tokens: the right one may be
+                self._away_unsaid += 1  # among them, and the one who runs the server never knew)
+                self._said_wrong(None, due=True)
                 return "too many connections are authenticating (wrong tokens are being tried): try again"
             self._checks_waiting += 1
         try:
@@ -356,9 +359,12 @@ class Listener:
             elif refused is None:  # a client gets in: the wrong tokens before it, all said
                 self._said_wrong(None)
 
-    def _said_wrong(self, conn: socket.socket | None) -> None:
-        """Count a wrong token (``conn``'s), saying the count now if it is due; None: say what is unsaid."""
+    def _said_wrong(self, conn: socket.socket | None, *, due: bool = False) -> None:
+        """Count a wrong token (``conn``'s), saying the count now if it is due; None: say what is unsaid
+        (``due``: if it is due)."""
         now = time.monotonic()
+        if due and now - self._wrong_said_at < WRONG_SAID_EVERY_S:
+            return
         if conn is not None:
             self._wrong += 1
             self._wrong_unsaid += 1
@@ -368,13 +374,18 @@ class Listener:
                 self._last_wrong = "a client that left"
             if now - self._wrong_said_at < WRONG_SAID_EVERY_S:
                 return
-        elif not self._wrong_unsaid:
+        elif not (self._wrong_unsaid or self._away_unsaid):
             return
-        peer = self._last_wrong
-        what = "a wrong token" if self._wrong_unsaid == 1 else f"{self._wrong_unsaid} wrong tokens"
-        since = "" if self._wrong == self._wrong_unsaid else f" since the last count ({self._wrong} in all)"
-        _tell(f"flowtui: {what}{since}, the last from {peer}")
-        self._wrong_unsaid, self._wrong_said_at = 0, now
+        said = []
+        if self._wrong_unsaid:
+            what = "a wrong token" if self._wrong_unsaid == 1 else f"{self._wrong_unsaid} wrong tokens"
+            since = "" if self._wrong == self._wrong_unsaid else f" since the last count ({self._wrong} in all)"
+            said.append(f"{what}{since}, the last from {self._last_wrong}")
+        if self._away_unsaid:
+            said.append(f"{self._away_unsaid:,} connection(s) turned away unchecked, {MAX_CHECKS_WAITING} waiting for "
+                        "their check already (a client with the right token among them was told to try again)")
+        _tell(f"flowtui: {'; '.join(said)}")
+        self._wrong_unsaid, self._away_unsaid, self._wrong_said_at = 0, 0, now
 
     def _refusal(self, line: bytes) -> str | None:
         """Why the first line does not authenticate (None: it does)."""

@@ -977,6 +977,40 @@ def test_wrong_tokens_are_checked_a_few_a_second_and_counted_on_stderr(tmp_path)
         proc.wait()
 
 
+def test_connections_turned_away_unchecked_by_a_flood_of_wrong_tokens_are_said(tmp_path):
+    """Past 16 waiting for their check, a connection is turned away unchecked, the right token's too: only the
+    wrong tokens were said, and the one who runs the server never knew their client had been refused."""
+    proc = flowtui("run", "flows/revisao.py", "--input", "x", "--listen", "127.0.0.1:0", "--no-journal",
+                   env={**os.environ, "FLOWTUI_TOKEN": "the-token-from-the-environment"})
+    try:
+        port = int(proc.stderr.readline().rsplit(":", 1)[1])
+        turned_away = threading.Event()
+
+        def flood() -> None:
+            while not turned_away.is_set():
+                try:
+                    with socket.create_connection(("127.0.0.1", port), timeout=HANG) as sock:
+                        sock.sendall(auth("a-wrong-token"))
+                        if b"too many connections" in sock.recv(1 << 16):
+                            turned_away.set()
+                except OSError:
+                    pass
+
+        threads = [threading.Thread(target=flood, daemon=True) for _ in range(24)]
+        for thread in threads:
+            thread.start()
+        assert turned_away.wait(HANG)
+        for thread in threads:
+            thread.join(HANG)
+        proc.send_signal(signal.SIGINT)
+        _, err = rest(proc)
+    finally:
+        proc.kill()
+        proc.wait()
+    assert re.search(r"[\d,]+ connection\(s\) turned away unchecked, 16 waiting for their check already \(a client "
+                     r"with the right token among them was told to try again\)", err), err
+
+
 def test_a_breakpoint_with_no_name_is_refused_naming_the_field(listening):
     """breakpoint "", "   " or one with control characters was taken silently: a breakpoint nothing could
     ever hit (and the next client was told of it)."""
