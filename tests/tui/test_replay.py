@@ -468,6 +468,25 @@ async def test_a_forged_journal_of_deep_nodes_and_huge_names_draws_its_node_tree
     assert app.return_code == 0
 
 
+async def test_nodes_a_forged_journal_links_in_a_circle_are_drawn_with_the_broken_link_named(journal, tmp_path):
+    """The first of them was drawn at the top of the tree as if nothing were wrong, under the workflow's end."""
+    events = [json.loads(line) for line in journal.read_text().splitlines()]
+    starts = [e for e in events if e["type"] == "node.start"]
+    agent, chat = starts[1], starts[2]  # (the workflow's first agent, and its chat node)
+    agent["parent_id"], chat["parent_id"] = chat["node_id"], agent["node_id"]
+    path = tmp_path / "circle.jsonl"
+    path.write_text("".join(json.dumps(e) + "\n" for e in events))
+    app = make_replay(path)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("end", "4")
+        await pilot.pause()
+        tree = app.main.query_one("#nodes")
+        labels = {node_id: str(item.label) for node_id, item in tree._items.items()}
+        assert labels[agent["node_id"]].endswith(f"(broken link: its parent {chat['node_id']} does not come before it)")
+        assert "broken link" not in labels[chat["node_id"]]  # (under the agent, as its own link says)
+        assert sum("broken link" in label for label in labels.values()) == 1
+
+
 def test_a_run_end_reason_of_many_lines_is_one_short_line_of_the_status(journal):
     """A reason of 500,000 line breaks was laid out as 500,000 lines at every key (seconds each)."""
     from flowtui.runtime.events import RunEnd

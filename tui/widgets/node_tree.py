@@ -45,6 +45,7 @@ class NodeTree(Tree[Any]):
         self._items: dict[str, TreeNode[Any]] = {}
         self._depth: dict[str, int] = {}  # how deep each node is drawn (at most MAX_DEPTH)
         self._seen: dict[str, tuple] = {}
+        self._broken: dict[str, str] = {}  # node id -> the parent a journal from elsewhere names and has not before it
         self._view: Any = None
 
     def sync(self, view: Any) -> None:
@@ -53,6 +54,7 @@ class NodeTree(Tree[Any]):
             self._items.clear()
             self._depth.clear()
             self._seen.clear()
+            self._broken.clear()
             self._view = view
         if view is None:
             return
@@ -64,13 +66,22 @@ class NodeTree(Tree[Any]):
             item = self._items.get(node_id)
             if item is None:
                 parent = self._items.get(node.parent_id) if node.parent_id else None
+                if node.parent_id and parent is None:  # (a run's own nodes start after their parent's)
+                    self._broken[node_id] = node.parent_id  # drawn at the top, its parent link named
                 depth = self._depth.get(node.parent_id, 0) + 1 if parent is not None else 1
                 if depth > MAX_DEPTH:  # beside its parent, as deep as the tree goes
                     parent, depth = parent.parent, MAX_DEPTH
-                item = (parent or self.root).add(node_label(node), data=node, expand=True)
+                item = (parent or self.root).add(self._label(node), data=node, expand=True)
                 self._items[node_id], self._depth[node_id] = item, depth
             else:
-                item.set_label(node_label(node))
+                item.set_label(self._label(node))
+
+    def _label(self, node: Any) -> Text:
+        label = node_label(node)
+        if node.id in self._broken:  # nodes linked in a circle, or to a parent no line holds: a journal from elsewhere
+            label.append(f"  (broken link: its parent {shown_line(self._broken[node.id], 40)} does not come before "
+                         "it)", "italic #ff5f5f")
+        return label
 
     @property
     def selected_name(self) -> tuple[str, str] | None:
