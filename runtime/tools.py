@@ -160,6 +160,15 @@ async def _count_failure(run: "Run", tool: str, output: str, is_error: bool) -> 
                         then=run.check_state)
 
 
+def _said(exc: Exception) -> str:
+    """What a tool's exception tells the model: its message; its type too where the message alone says nothing
+    of what went wrong (a KeyError's is the key: "Tool t failed: 'x'"), or there is none."""
+    text = str(exc)
+    if isinstance(exc, LookupError) and len(exc.args) == 1 and text == repr(exc.args[0]):
+        return f"{type(exc).__name__}: {text}"
+    return text or type(exc).__name__
+
+
 def ends_the_run(exc: Exception) -> bool:
     """What a tool raises that ends the run, not an observation: a FatalToolError, a child workflow's
     budget error, and a MemoryError (the run's process is out of memory: nothing the model can fix).
@@ -214,7 +223,7 @@ async def invoke_tool(run: "Run", spec: AgentSpec, call: ToolCall,
     except Exception as exc:
         if ends_the_run(exc):
             raise
-        return f"Tool {call.name} failed: {str(exc) or type(exc).__name__}", True, reached[-1]
+        return f"Tool {call.name} failed: {_said(exc)}", True, reached[-1]
     text, is_error = _text(out)
     return text, is_error, reached[-1]
 
@@ -254,7 +263,7 @@ async def _run_tool(run: "Run", spec: AgentSpec, call: ToolCall,
     except Exception as exc:
         if ends_the_run(exc):
             raise
-        result = f"Tool {call.name} failed: {str(exc) or type(exc).__name__}", True
+        result = f"Tool {call.name} failed: {_said(exc)}", True
     else:
         result = _text(value)
     if executed is not None:

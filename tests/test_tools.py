@@ -672,6 +672,30 @@ async def test_a_tool_out_of_memory_fails_the_run_not_the_call(where):
     assert end.type == "run.end" and end.status == "failed" and end.error.startswith("MemoryError"), end
 
 
+@pytest.mark.parametrize("raised,told", [
+    (KeyError("x"), "KeyError: 'x'"),  # (its message is the key alone: the model was told "failed: 'x'")
+    (KeyError(), "KeyError"),
+    (IndexError("list index out of range"), "list index out of range"),
+    (ValueError("bad value"), "bad value"),
+])
+async def test_what_a_tool_raised_is_told_to_the_model_in_words_that_say_what_went_wrong(raised, told):
+    @tool(name="look", schema=EchoArgs)
+    class Look:
+        def execute(self, args: EchoArgs = Input()):
+            raise raised
+
+    @agent(provider=script(call("look", text="q"), "ok"), tools=[Look])
+    class A:
+        pass
+
+    @workflow(steps=[A])
+    class W:
+        pass
+
+    out, events = await run_collect(W)
+    assert [m.content for m in tool_messages(events)] == [f"Tool look failed: {told}"]
+
+
 async def test_a_request_too_large_to_allocate_is_told_to_the_model():
     """numpy says "Unable to allocate 8.00 TiB for an array" with a subclass of MemoryError: the process
     is not out of memory, and the model can ask for less. It ended the run as if it were."""
