@@ -24,6 +24,13 @@ from typing import Any
 
 # Never compared: pause points (re-applied instead), fragments, the app's subscribers, the report itself.
 IGNORED = frozenset({"run.pause", "run.resume", "chat.delta", "subscriber.error", "run.diverged"})
+
+
+def budget_use(ev: Any) -> bool:
+    """``ctx.set budget``: what a run has spent, said after each call, never compared (nor whether a run has a
+    budget, or how often it is said: a budget added, or a child's calls said on its parent, as a flowtui before
+    did not, diverged at the first call). What a limit reached did shows in the events that follow."""
+    return ev.get("type") == "ctx.set" and ev.get("name") == "budget"
 _VOLATILE = frozenset({"seq", "ts", "run_id", "node_id", "parent_id", "duration_ms", "elided"})
 # _CEILING: a loop's max_iterations, which its events repeat, is not compared: raising a ceiling the
 # recorded loop never reached (5 to 10, for a loop its until ended after 3) diverged at the loop's start,
@@ -136,8 +143,6 @@ def comparable(ev: dict[str, Any], run: str, path: tuple[str, ...]) -> dict[str,
             if isinstance(data.get(key), dict) and "model" in data[key]:
                 data[key] = {**data[key], "model": model_key(data[key]["model"])}
         out["data"] = data
-    elif t == "ctx.set" and out.get("name") == "budget":
-        out["value"] = _without(out.get("value"), "duration_s")
     elif t == "ctx.set" and out.get("name") == "loop":  # (see _CEILING)
         out["value"] = _without(out.get("value"), "max_iterations")
     elif t == "chat.attempt":

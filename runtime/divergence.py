@@ -176,20 +176,11 @@ def _other_event(rec: dict[str, Any], new: dict[str, Any], lookup: Lookup) -> Di
         why = (f"the loop now stops after iteration {n} ({by}); the recorded run went on" if stopped_now else
                f"the loop no longer stops after iteration {n} ({by}); the recorded run stopped there")
         return Difference(field="loop", recorded=a, now=b, why=why)
-    budgeted = [_budget_said(e) for e in (rec, new)]
-    if budgeted[0] != budgeted[1]:  # (the limits are not compared: whether there is a budget shows here)
-        return Difference(field="budget", recorded=a, now=b, why="the recorded run had a budget, which this one has "
-                          "not (its use was said after each call)" if budgeted[0] else "this run has a budget, which "
-                          "the recorded one had not (its use is said after each call)")
     if rec.get("type") == "node.start" and not lookup.known(str(rec.get("name"))):
         return Difference(field="node", recorded=a, now=b, why=f"node {rec.get('name')} no longer exists")
     if new.get("type") == "node.start" and rec.get("type") != "node.start":
         return Difference(field="node", recorded=a, now=b, why=f"node {new.get('name')} runs here now")
     return Difference(field="event", recorded=a, now=b)
-
-
-def _budget_said(ev: dict[str, Any]) -> bool:
-    return ev.get("type") == "ctx.set" and ev.get("name") == "budget"
 
 
 def _loop_stop(ev: dict[str, Any]) -> tuple[int, str] | None:

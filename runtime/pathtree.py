@@ -35,10 +35,6 @@ from flowtui.runtime.messages import Message
 from flowtui.runtime.providers.base import sent_sampling
 
 
-# ctx.budget's fields measured rather than counted: never the same twice
-_MEASURED = frozenset({"duration_s", "tokens", "cost_usd"})
-
-
 @dataclass
 class Step:
     """A place in a run: its path segment, its facts and its sub-steps, in the order they happened."""
@@ -335,10 +331,9 @@ class _Builder:
             if not (stopped and done == node.done and not node.between):  # (a stop inside the next iteration
                 node.done = done  # keeps the count: its ctx.loop is that iteration's, not the one before)
                 node.between = done > 0  # an iteration ended (0: the loop starts, before its first)
-        value = ev.value
-        if ev.name == "budget" and isinstance(value, dict):  # the time, tokens and money spent: left out, as
-            value = {k: v for k, v in value.items() if k not in _MEASURED}  # a reply's usage is (two runs differed)
-        self.field(ev, f"ctx.{ev.name}", value)
+        if ev.name == "budget":  # what was spent: not compared (see compare.budget_use)
+            return
+        self.field(ev, f"ctx.{ev.name}", ev.value)
 
     def field(self, ev: Any, name: str, value: Any) -> None:
         """A workflow-state or ctx field set: a fact of the step that set it."""

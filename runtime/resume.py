@@ -44,7 +44,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic_core import from_json
 
 from flowtui.runtime.bus import current_node, current_origin
-from flowtui.runtime.compare import IGNORED, PATH, Paths, align, comparable, show_path
+from flowtui.runtime.compare import IGNORED, PATH, Paths, align, budget_use, comparable, show_path
 from flowtui.runtime.control import RunStopped
 from flowtui.runtime.divergence import describe, explain, lookup_for
 from flowtui.runtime.encoding import encode_event
@@ -140,7 +140,7 @@ class Resume:
                     group.stop = True
             elif t == "run.end" and ev.get("origin") == "flowtui":
                 continue  # written by flowtui for a run whose process died: nothing the code did
-            elif t not in IGNORED:
+            elif t not in IGNORED and not budget_use(ev):
                 if ev.get("origin") == "user" and t in EDITS:
                     # (with no pause before them: a re-execution's journal, whose prefix made them again
                     # at a pause point it went past without pausing, the first one at this place)
@@ -312,7 +312,7 @@ class Resume:
 
     # --- comparing (the run's last sink) ------------------------------------------------------
     def __call__(self, event: Any) -> None:
-        if event.type in IGNORED:
+        if event.type in IGNORED or event.type == "ctx.set" and event.name == "budget":  # (see budget_use)
             return
         if not self.checking:
             self._went_on()  # the run did something past the prefix: it pauses at the next pause point

@@ -130,6 +130,18 @@ async def test_the_same_flow_run_twice_is_the_same(tmp_path, capsys):
     assert "The runs are the same" in out
 
 
+async def test_a_run_with_a_budget_is_the_same_as_one_without(tmp_path, capsys):
+    """What was spent (ctx.budget) is not compared: the calls show as steps, and a budget that stopped the run
+    shows in what follows. Said only where a budget is, it was a difference at every call."""
+    from flowtui import Budget
+
+    a, b = await journal(tmp_path, "a"), tmp_path / "b.jsonl"
+    await bootstrap(review_flow()).run("write about the sky", journal=b, budget=Budget(max_chat_calls=40))
+    assert any(e.type == "ctx.set" and e.name == "budget" for e in load_run(b).events)
+    code, out, _ = diff(capsys, a, b)
+    assert code == 0, out
+
+
 async def test_a_memory_item(tmp_path, capsys):
     a = await journal(tmp_path, "a", memory={"plan": "pro"})
     b = await journal(tmp_path, "b", memory={"plan": "free"})
