@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -341,6 +342,8 @@ class Resume:
         if event.type == "ctx.set" and _loop_start(event.name, event.value) \
                 and not (rec_raw.get("type") == "ctx.set" and _loop_start(rec_raw.get("name"), rec_raw.get("value"))):
             return  # a journal of an older flowtui, which set ctx.loop only as an iteration ended: not in it
+        if _failure_answer(event) and not (rec_raw.get("type") == "state.append" and rec_raw.get("origin") == "runtime"):
+            return  # a journal of an older flowtui, which left the calls of a run failed among them unanswered
         rec_run, rec_path = self.recorded.relative(rec_raw["run_id"]), self._paths[0].of(rec_raw)
         # the common case, cheaply: the same place and, after the ids and the time, the same bytes
         payload = _payload(raw)
@@ -417,6 +420,15 @@ def _loop_start(name: Any, value: Any) -> bool:
     """A ``ctx.set`` of name and value is the one a loop makes as it starts."""
     return name == "loop" and isinstance(value, dict) and value.get("iterations") == 0 \
         and value.get("stopped_by") is None
+
+
+_FAILURE_ANSWER = re.compile(r"Tool call .+ (?:was not run|gave no result): the run failed \(", re.DOTALL)
+
+
+def _failure_answer(event: Any) -> bool:
+    """A tool call answered by the runtime as its run failed among a reply's calls (turn._run_calls)."""
+    item = getattr(event, "item", None) if event.type == "state.append" and event.origin == "runtime" else None
+    return getattr(item, "role", None) == "tool" and bool(_FAILURE_ANSWER.match(str(item.content)))
 
 
 def _said(ev: dict[str, Any]) -> str:

@@ -424,6 +424,51 @@ def test_a_journal_of_an_older_flowtui_with_an_exhausted_loop_reexecutes(tmp_pat
     assert reexecuted(flow, journal).stdout == "fim\n"
 
 
+def test_a_journal_of_an_older_flowtui_that_left_a_failed_runs_calls_unanswered_reexecutes(tmp_path):
+    """A run that fails among a reply's calls now answers the ones left; an older flowtui did not, and its
+    journals diverged there ("the code did another thing here") where they re-executed to the same failure."""
+    flow = tmp_path / "fatal.py"
+    flow.write_text(textwrap.dedent('''\
+        from flowtui import FatalToolError, FunctionProvider, agent, tool, workflow
+
+        @tool
+        def db(x: int) -> str:
+            """Db.
+
+            Args:
+                x: a number
+            """
+            if x == 2:
+                raise FatalToolError("database unavailable")
+            return f"row {x}"
+
+        def model(messages, tools):
+            return {"tool_calls": [{"name": "db", "args": {"x": n}} for n in (1, 2, 3)]}
+
+        @agent(provider=FunctionProvider(model), prompt="p", tools=[db])
+        class A:
+            pass
+
+        @workflow(steps=[A])
+        class W:
+            pass
+        '''))
+    journal = tmp_path / "run.jsonl"
+    res = flowtui("run", str(flow), "--input", "x", "--journal", str(journal), cwd=tmp_path)
+    assert res.returncode == 1, res.stderr
+    answers = [ev for ev in lines(journal) if ev["type"] == "state.append" and ev["origin"] == "runtime"]
+    assert [ev["item"]["content"] for ev in answers] == [
+        "Tool call db gave no result: the run failed (FatalToolError: database unavailable).",
+        "Tool call db was not run: the run failed (FatalToolError: database unavailable)."]
+    older = [ev for ev in lines(journal) if ev not in answers]  # as the older flowtui wrote it
+    for seq, ev in enumerate(older, 1):
+        ev["seq"] = seq
+    rewritten(journal, older)
+    res = flowtui("run", str(flow), "--resume-from", str(journal), "--no-journal", cwd=tmp_path)
+    assert res.returncode == 1 and "diverged" not in res.stderr, res.stderr
+    assert "database unavailable" in res.stderr
+
+
 def test_a_journal_of_an_older_flowtui_whose_loops_set_ctx_loop_only_after_an_iteration_reexecutes(tmp_path):
     """ctx.loop is set as a loop starts now (iterations 0); a journal of an older flowtui has no such
     event: re-executed without a divergence there, and a divergence later names the right iteration."""
