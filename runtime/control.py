@@ -159,9 +159,10 @@ class Controller:
         return RunStopped(self._stop_reason) if self._stop_reason else RunStopped()
 
     @property
-    def fired_since_last_pause(self) -> bool:
-        """A watchpoint fired since the last pause point: the run's end is one then, or it would go unsaid."""
-        return bool(self._fired)
+    def holds_at_end(self) -> bool:
+        """The run's end is a pause point: a watchpoint fired since the last one (it would go unsaid), or a
+        re-executed prefix ended after the last one (a fork there is left paused there, as the person was)."""
+        return bool(self._fired) or (self._mode == "step" and self._reason == "resumed")
 
     def _watch_fired(self, hit: WatchHit) -> None:
         """A watchpoint fired (called by the checker, as the event that did it is delivered)."""

@@ -239,18 +239,20 @@ def test_a_served_run_pauses_at_its_end_for_a_watchpoint_its_last_step_made_true
     again = [json.loads(line) for line in (tmp_path / "k.jsonl").read_text().splitlines()]
     assert [e["item"] for e in again if e["type"] == "state.append" and e["bucket"] == "memory"] == ["noted at the end"]
     assert (again[-1]["type"], again[-1]["status"]) == ("run.end", "finished")
-    # forked at that pause (f, or @K): the re-execution pauses there, as the person was (it finished)
-    proc = spawn("run", "st.py", "--resume-from", f"j.jsonl@{at_end['seq']}", "--listen", "127.0.0.1:0",
-                 "--no-journal", cwd=tmp_path)
-    try:
-        lines = [proc.stderr.readline(), proc.stderr.readline()]
-        c = Client(int(lines[0].rsplit(":", 1)[1]), lines[1].split()[1])
-        assert c.read()["type"] == "hello"
-        forked = c.paused()
-        assert (forked["point"], forked["reason"]) == ("end", "resumed")
-    finally:
-        proc.kill()
-        proc.wait()
+    # forked at that pause (f, or @K), or at an event after the last pause point before it: the re-execution
+    # pauses at the end, as the person was (it finished)
+    for k in (at_end["seq"], at_end["seq"] - 1):
+        proc = spawn("run", "st.py", "--resume-from", f"j.jsonl@{k}", "--listen", "127.0.0.1:0", "--no-journal",
+                     cwd=tmp_path)
+        try:
+            lines = [proc.stderr.readline(), proc.stderr.readline()]
+            c = Client(int(lines[0].rsplit(":", 1)[1]), lines[1].split()[1])
+            assert c.read()["type"] == "hello"
+            forked = c.paused()
+            assert (forked["point"], forked["reason"]) == ("end", "resumed"), k
+        finally:
+            proc.kill()
+            proc.wait()
 
 
 @pytest.mark.parametrize("expr,message", [
