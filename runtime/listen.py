@@ -111,7 +111,8 @@ def checked(address: str, *, public: bool = False, token: str | None = None,
     if token is not None and not token.strip():
         raise ConfigError(f"{token_from} is {'empty' if not token else 'only spaces'}: give one of at least 16 "
                           "characters, or leave it out for a random one")
-    if token is not None and len(json.dumps(token)) > MAX_FIRST_LINE - 64:  # (the auth line holds it, as JSON)
+    if token is not None and len(json.dumps(token, ensure_ascii=False).encode()) > MAX_FIRST_LINE - 64:
+        # (the auth line holds it, as a client writes it: JSON, in UTF-8)
         raise ConfigError(f"{token_from} is {len(token):,} characters: a client's auth line, which holds it, must "
                           f"be under {_size(MAX_FIRST_LINE)}, so no client could attach; give a shorter one")
     if token is not None and not (token.isprintable() and token == token.strip()):
@@ -253,35 +254,35 @@ class Listener:
             for line in _lines(rest, conn.makefile("rb"), self.max_line):
                 if self._client is not conn:  # detached (it stopped reading what it is sent): no more commands
                     break
-                if line is None:
-                    self._call(self._send, p.encode(p.Reply(
-                        id=-1, ok=False, error=f"a command line must be under {_size(self.max_line)}; "
-                                               "this one was read and dropped")))
+                if line is not None and not line.strip():
                     continue
-                if not line.strip():
+                # At most MAX_QUEUED commands (or refusals) wait for the event loop: a client's flood never
+                # holds back a stop, ctrl-C or another client behind it (its socket fills and it waits instead).
+                while not room.acquire(timeout=1.0):
+                    if self._client is not conn:
+                        return
+                if line is None:
+                    self._call(self._refuse_queued, room, None, f"a command line must be under "
+                                                                f"{_size(self.max_line)}; this one was read and dropped")
                     continue
                 try:
                     command = p.parse_command(line)
                 except ValueError as exc:  # (pydantic's ValidationError is one)
-                    self._call(self._send, p.encode(p.refusal(line, exc)))
+                    self._call(self._refuse_queued, room, p.refusal(line, exc), None)
                     continue
                 if command.type == "detach":
                     self._call(self._detach, conn, command)
+                    room.release()
                     break
                 if command.type == "auth":
-                    self._call(self.worker.reply, command, "already authenticated: auth is the first line only")
+                    self._call(self._refuse_queued, room, command, "already authenticated: auth is the first line only")
                     continue
                 if command.type != "stop" and self.worker.unanswered() >= MAX_UNANSWERED:
-                    self._call(self.worker.reply, command, f"{MAX_UNANSWERED} commands are still to be answered: "
-                                                           "send this one again once their replies came")
+                    self._call(self._refuse_queued, room, command, f"{MAX_UNANSWERED} commands are still to be "
+                                                                   "answered: send this one again once their replies came")
                     continue
-                # At most MAX_QUEUED commands wait for the event loop: a client's flood never holds back a
-                # stop, ctrl-C or another client behind it (its socket fills and it waits instead). Nor
-                # what they carry waits unsent without end: a worker process slower than the socket
+                # Nor what they carry waits unsent without end: a worker process slower than the socket
                 # (800 edits of 1 MiB grew flowtui run to 2.2 GB).
-                while not room.acquire(timeout=1.0):
-                    if self._client is not conn:
-                        return
                 while self.worker.unsent() > MAX_UNSENT:
                     if self._client is not conn:
                         return
@@ -383,7 +384,7 @@ class Listener:
             said.append(f"{what}{since}, the last from {self._last_wrong}")
         if self._away_unsaid:
             said.append(f"{self._away_unsaid:,} connection(s) turned away unchecked, {MAX_CHECKS_WAITING} waiting for "
-                        "their check already (a client with the right token among them was told to try again)")
+                        "their check already (a client with the right token among them, if any, was told to try again)")
         _tell(f"flowtui: {'; '.join(said)}")
         self._wrong_unsaid, self._away_unsaid, self._wrong_said_at = 0, 0, now
 
@@ -409,6 +410,19 @@ class Listener:
     def _handle(self, command: Any, room: threading.Semaphore) -> None:
         try:
             self.worker.handle(command)
+        finally:
+            room.release()
+
+    def _refuse_queued(self, room: threading.Semaphore, command: Any, error: str | None) -> None:
+        """Refuse ``command`` (``error``); a reply made already (a refusal of a line that is no command), or
+        None with ``error``: said with id -1."""
+        try:
+            if error is None:
+                self._send(p.encode(command))
+            elif command is None:
+                self._send(p.encode(p.Reply(id=-1, ok=False, error=error)))
+            else:
+                self.worker.reply(command, error)
         finally:
             room.release()
 

@@ -85,7 +85,8 @@ def make_plans(spec: WorkflowSpec) -> Plans:
         if isinstance(step, LoopSpec):
             if step.until is not None:
                 n = positional_arity(step.until)
-                if n == 2 and not has_state:  # (more than two: said below, as with a state)
+                # (99: *args, or a signature that cannot be read; three or more: said below, as with a state)
+                if (n == 2 or n >= 99) and not has_state:
                     file, line = where(step.until)
                     raise InjectionError(
                         f"{step.name}(until=...) takes (ctx, s) but workflow {spec.name} declares no state; "

@@ -57,6 +57,13 @@ def test_an_until_taking_three_without_state_is_told_it_takes_one_too_many():
                                              r"until\(ctx\); give s a default or take it out"):
         bootstrap(W)
 
+    @workflow(steps=[loop(steps=[A], until=lambda *args: True)])
+    class V:
+        pass
+
+    with pytest.raises(InjectionError, match=r"until=.*takes \(ctx, s\).*V declares no state"):  # (as it was)
+        bootstrap(V)
+
 
 def test_context_marker_in_a_constructor():
     @agent(provider=P, prompt="p")

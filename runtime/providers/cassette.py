@@ -139,7 +139,8 @@ class Cassette:
             try:
                 d = json.loads(line)
                 if isinstance(d, dict) and "flowtui_cassette" in d:
-                    if d["flowtui_cassette"] != _HEADER["flowtui_cassette"]:  # (a newer flowtui's, or forged)
+                    version = d["flowtui_cassette"]  # (a newer flowtui's, or forged: true is no 1)
+                    if type(version) is not int or version != _HEADER["flowtui_cassette"]:
                         raise ConfigError(f"cassette {str(p)!r} line {n} says version "
                                           f"{str(d['flowtui_cassette'])[:40]!r}; this flowtui reads version "
                                           f"{_HEADER['flowtui_cassette']}: re-record it")

@@ -28,7 +28,9 @@ def show_model_sees(widget: MessageList, view: Any, counted: Any = None) -> None
         pause = view.pause
         # paused before a tool or after a loop's iteration, the next call is another turn's, perhaps
         # another agent's: the prompt drawn is the last call's, and says so
-        labels[0] = ("system · the last call's agent prompt (the next call's is known when its agent starts)"
+        labels[0] = ("system · the last call's agent prompt (the run's steps are done: no call follows)"
+                     if pause is not None and pause.point == "end" else
+                     "system · the last call's agent prompt (the next call's is known when its agent starts)"
                      if pause is not None and pause.point in ("tool", "loop_iteration") else
                      "system · the agent's declared prompt (its before_prompt may replace it: the pause before "
                      "the model call shows what is sent)" if getattr(pause, "prompt_hook", False) else
@@ -36,7 +38,8 @@ def show_model_sees(widget: MessageList, view: Any, counted: Any = None) -> None
     # a call the history holds without its result yet (this turn's, before its tool runs; another parallel
     # branch's): the next call goes once it is answered, with its result (an agent's own run() sends what
     # it sends; a run that is over makes no next call)
-    for i in unanswered(seen) if not own and view.status in ("running", "paused") else ():
+    at_end = view.pause is not None and view.pause.point == "end"  # (paused at the run's end: no next call)
+    for i in unanswered(seen) if not own and view.status in ("running", "paused") and not at_end else ():
         labels[i] = f"assistant ({'its result comes' if len(seen[i].tool_calls) == 1 else 'their results come'} " \
                     "before the next call)"
     changes = middleware_note(view)
