@@ -18,6 +18,7 @@ from typing import Any
 
 from flowtui.runtime.compare import MISSING, PATH, RUN, diff, one_line, show_path
 from flowtui.runtime.events import Difference
+from flowtui.runtime.middleware import layers
 from flowtui.runtime.steps import LoopSpec, ParallelSpec
 
 EXCERPT = 70  # characters of a value shown on each side
@@ -309,7 +310,9 @@ def lookup_for(run: Any) -> Lookup:
     def tool(name: str) -> Any:
         return next((t.by_name[name] for p in plans for t in p.tool_specs.values() if name in t.by_name), None)
 
-    return Lookup(agent, known, tool, tool_middlewares=tuple(name for name, _ in run.tool_layers))
+    # (a child workflow's own middlewares too: its tools' results go through them)
+    children = tuple(name for app in run.child_apps.values() for name, _ in layers(app.middlewares, "tool"))
+    return Lookup(agent, known, tool, tool_middlewares=(*(name for name, _ in run.tool_layers), *children))
 
 
 def _names(plans: Any) -> set[str]:

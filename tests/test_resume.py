@@ -358,6 +358,16 @@ def test_a_tool_result_edited_in_the_journal_is_said_so_not_blamed_on_a_hook_the
     assert res.returncode == 3, res.stderr
     assert "history[+].content: the result of tool delegate was changed after it ran (ParentAgent.after_tool)" \
         in res.stderr
+    # a child workflow's own tool middleware is named too (its tools' results go through it)
+    marked = flow.read_text().replace(
+        "@workflow(steps=[ChildAgent])",
+        "async def mark(invocation, call_next):\n    return await call_next(invocation)\n\n"
+        "from flowtui import Middleware\n\n@workflow(steps=[ChildAgent], middlewares=[Middleware(name='mark', "
+        "tool=mark)])").replace("    def after_tool(self, result, ctx):\n        return None", "    pass")
+    flow.write_text(marked)
+    res = flowtui("run", f"{flow}:Parent", "--resume-from", str(journal), "--no-journal", cwd=tmp_path)
+    assert res.returncode == 3, res.stderr
+    assert "the result of tool delegate was changed after it ran (tool middleware mark)" in res.stderr, res.stderr
 
 
 def test_a_loop_ceiling_raised_past_what_the_loop_used_reexecutes_and_one_lowered_below_it_diverges(tmp_path):
