@@ -24,13 +24,6 @@ from typing import Any
 
 # Never compared: pause points (re-applied instead), fragments, the app's subscribers, the report itself.
 IGNORED = frozenset({"run.pause", "run.resume", "chat.delta", "subscriber.error", "run.diverged"})
-
-
-def budget_use(ev: Any) -> bool:
-    """``ctx.set budget``: what a run has spent, said after each call, never compared (nor whether a run has a
-    budget, or how often it is said: a budget added, or a child's calls said on its parent, as a flowtui before
-    did not, diverged at the first call). What a limit reached did shows in the events that follow."""
-    return ev.get("type") == "ctx.set" and ev.get("name") == "budget"
 _VOLATILE = frozenset({"seq", "ts", "run_id", "node_id", "parent_id", "duration_ms", "elided"})
 # _CEILING: a loop's max_iterations, which its events repeat, is not compared: raising a ceiling the
 # recorded loop never reached (5 to 10, for a loop its until ended after 3) diverged at the loop's start,
@@ -38,6 +31,13 @@ _VOLATILE = frozenset({"seq", "ts", "run_id", "node_id", "parent_id", "duration_
 # the events that follow (another iteration started, or not; `exhausted`, `stopped_by`).
 RUN, PATH = "(run)", "(path)"  # added to a compared event: its run (relative: "", ".1") and node path
 MISSING = object()
+
+
+def budget_use(ev: Any) -> bool:
+    """``ctx.set budget``: what a run has spent, said after each call, never compared (nor whether a run has a
+    budget, or how often it is said: a budget added, or a child's calls said on its parent, as a flowtui before
+    did not, diverged at the first call). What a limit reached did shows in the events that follow."""
+    return ev.get("type") == "ctx.set" and ev.get("name") == "budget"
 
 
 class Paths:

@@ -262,8 +262,8 @@ class Listener:
                     if self._client is not conn:
                         return
                 if line is None:
-                    self._call(self._refuse_queued, room, None, f"a command line must be under "
-                                                                f"{_size(self.max_line)}; this one was read and dropped")
+                    too_long = f"a command line must be under {_size(self.max_line)}; this one was read and dropped"
+                    self._call(self._refuse_queued, room, None, too_long)
                     continue
                 try:
                     command = p.parse_command(line)
@@ -278,8 +278,9 @@ class Listener:
                     self._call(self._refuse_queued, room, command, "already authenticated: auth is the first line only")
                     continue
                 if command.type != "stop" and self.worker.unanswered() >= MAX_UNANSWERED:
-                    self._call(self._refuse_queued, room, command, f"{MAX_UNANSWERED} commands are still to be "
-                                                                   "answered: send this one again once their replies came")
+                    waiting = f"{MAX_UNANSWERED} commands are still to be answered: send this one again once their " \
+                              "replies came"
+                    self._call(self._refuse_queued, room, command, waiting)
                     continue
                 # Nor what they carry waits unsent without end: a worker process slower than the socket
                 # (800 edits of 1 MiB grew flowtui run to 2.2 GB).

@@ -342,7 +342,8 @@ class Resume:
         if event.type == "ctx.set" and _loop_start(event.name, event.value) \
                 and not (rec_raw.get("type") == "ctx.set" and _loop_start(rec_raw.get("name"), rec_raw.get("value"))):
             return  # a journal of an older flowtui, which set ctx.loop only as an iteration ended: not in it
-        if _failure_answer(event) and not (rec_raw.get("type") == "state.append" and rec_raw.get("origin") == "runtime"):
+        if _failure_answer(event) and not (rec_raw.get("type") == "state.append"
+                                           and rec_raw.get("origin") == "runtime"):
             return  # a journal of an older flowtui, which left the calls of a run failed among them unanswered
         rec_run, rec_path = self.recorded.relative(rec_raw["run_id"]), self._paths[0].of(rec_raw)
         # the common case, cheaply: the same place and, after the ids and the time, the same bytes
