@@ -165,6 +165,9 @@ def describe_error(exc: BaseException) -> str:
     with where the flow's own code raised it: ``KeyError: 'x' (at flows/f.py:12 in until)``."""
     if isinstance(exc, FatalToolError):
         return f"FatalToolError: {exc.message}"
+    recorded = getattr(exc, "recorded_as", None)
+    if isinstance(recorded, str):  # raised again in a re-execution: as the journal says it (where it was raised)
+        return recorded
     text = str(exc)
     if len(text) > ERROR_MAX:  # (a 10 MB message was 20 MB on stderr, and 40 MB of journal: one copy per node it ended)
         text = f"{text[:ERROR_MAX]}… ({len(text):,} characters, cut)"

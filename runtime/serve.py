@@ -37,6 +37,7 @@ if TYPE_CHECKING:
 # An object a journal could only describe: its default repr, without its address (context.stable_repr):
 # <module.Class object>, <unlocked _thread.lock object>
 _AN_OBJECT = re.compile(r"<[^<>\n]*(?:<[^<>\n]*>[^<>\n]*)* object>")
+_OUT_OF_MEMORY = re.compile(r"MemoryError(?:$| |: )")  # a tool's MemoryError as describe_error said it
 
 
 def _object_text(value: Any, depth: int = 0) -> str | None:
@@ -126,6 +127,11 @@ class Server:
         error = str(end.get("error") or "")
         if "executed" not in data and end.get("status") == "error" and error.startswith("FatalToolError: "):
             raise FatalToolError(error.removeprefix("FatalToolError: "))
+        if "executed" not in data and end.get("status") == "error" and _OUT_OF_MEMORY.match(error):
+            # (it ended the run: raised again, said as recorded, its line the tool's, not flowtui's)
+            out_of_memory = MemoryError()
+            out_of_memory.recorded_as = error  # type: ignore[attr-defined]
+            raise out_of_memory
         node = current_node.get()[0] or ""
         k = self._executions[node] = self._executions.get(node, 0) + 1
         results = self._results(rec or "", data)

@@ -479,6 +479,43 @@ def test_a_journal_of_an_older_flowtui_that_left_a_failed_runs_calls_unanswered_
     assert "database unavailable" in res.stderr
 
 
+def test_a_run_a_tools_memory_error_ended_reexecutes_to_the_same_failure(tmp_path):
+    """The recorded MemoryError was served back as an empty result the run went on with: it diverged there, so
+    such a run could not be forked past the tool."""
+    flow = tmp_path / "oom.py"
+    flow.write_text(textwrap.dedent('''\
+        from flowtui import FunctionProvider, agent, tool, workflow
+
+        @tool
+        def load(x: int) -> str:
+            """Load.
+
+            Args:
+                x: a number
+            """
+            if x == 2:
+                raise MemoryError
+            return f"row {x}"
+
+        def model(messages, tools):
+            return {"tool_calls": [{"name": "load", "args": {"x": n}} for n in (1, 2, 3)]}
+
+        @agent(provider=FunctionProvider(model), prompt="p", tools=[load])
+        class A:
+            pass
+
+        @workflow(steps=[A])
+        class W:
+            pass
+        '''))
+    journal, again = tmp_path / "run.jsonl", tmp_path / "again.jsonl"
+    res = flowtui("run", str(flow), "--input", "x", "--journal", str(journal), cwd=tmp_path)
+    assert res.returncode == 1 and "MemoryError (at oom.py:" in res.stderr, res.stderr
+    res = flowtui("run", str(flow), "--resume-from", str(journal), "--journal", str(again), cwd=tmp_path)
+    assert res.returncode == 1 and "diverged" not in res.stderr, res.stderr
+    assert lines(again)[-1]["error"] == lines(journal)[-1]["error"]  # said as recorded, where the tool raised it
+
+
 def test_a_journal_of_an_older_flowtui_whose_loops_set_ctx_loop_only_after_an_iteration_reexecutes(tmp_path):
     """ctx.loop is set as a loop starts now (iterations 0); a journal of an older flowtui has no such
     event: re-executed without a divergence there, and a divergence later names the right iteration."""
