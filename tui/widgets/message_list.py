@@ -329,6 +329,10 @@ class MessageList(DirectLines, QuietVirtualSize, ScrollView, can_focus=True):
             self._update_size()
             if self.cursor == len(self._messages) - 1:
                 self.scroll_end(animate=False, immediate=True, force=True, x_axis=False)
+        elif self.cursor == len(self._messages) - 1 and self.scroll_offset.y > self.max_scroll_y:
+            # shown again (another view had it hidden while it was filled): the end it was scrolled to, as its
+            # real heights place it (it stayed past it, and the pane showed blank rows)
+            self.scroll_end(animate=False, immediate=True, force=True, x_axis=False)
 
     # --- cursor ----------------------------------------------------------------
     def select(self, index: int, *, scroll: bool = True) -> None:
