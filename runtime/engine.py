@@ -138,13 +138,8 @@ class Run:
                 try:
                     for step in self.spec.steps:
                         await self.step(step)
-                    if not self.depth and (self.controller is not None and self.controller.holds_at_end
-                                           or self.resume is not None
-                                           and (self.resume.checking or self.resume.pause_at is not None)):
-                        # what its last steps did fired a watchpoint, or a fork after its last pause point; or a
-                        # re-executed prefix, which makes again the edits a person made there, or pauses there as
-                        # the person was (a fork at it)
-                        await self.pause("end", self.spec.name)
+                    if not self.depth and any(h is not None and h.holds_at_end for h in (self.controller, self.resume)):
+                        await self.pause("end", self.spec.name)  # (see Controller.holds_at_end, Resume.holds_at_end)
                 finally:
                     scope.data["totals"] = self.totals().model_dump(mode="json")
         except BudgetStop as stop:

@@ -262,25 +262,26 @@ class Listener:
                     if self._client is not conn:
                         return
                 if line is None:
-                    too_long = f"a command line must be under {_size(self.max_line)}; this one was read and dropped"
-                    self._call(self._refuse_queued, room, None, too_long)
+                    self._call(self._refused, room, p.Reply(id=-1, ok=False, error=f"a command line must be under "
+                                                            f"{_size(self.max_line)}; this one was read and dropped"))
                     continue
                 try:
                     command = p.parse_command(line)
                 except ValueError as exc:  # (pydantic's ValidationError is one)
-                    self._call(self._refuse_queued, room, p.refusal(line, exc), None)
+                    self._call(self._refused, room, p.refusal(line, exc))
                     continue
                 if command.type == "detach":
                     self._call(self._detach, conn, command)
                     room.release()
                     break
                 if command.type == "auth":
-                    self._call(self._refuse_queued, room, command, "already authenticated: auth is the first line only")
+                    self._call(self._refused, room, p.Reply(id=command.id, ok=False, error="already authenticated: "
+                                                            "auth is the first line only"))
                     continue
                 if command.type != "stop" and self.worker.unanswered() >= MAX_UNANSWERED:
-                    waiting = f"{MAX_UNANSWERED} commands are still to be answered: send this one again once their " \
-                              "replies came"
-                    self._call(self._refuse_queued, room, command, waiting)
+                    self._call(self._refused, room, p.Reply(id=command.id, ok=False, error=f"{MAX_UNANSWERED} commands "
+                                                            "are still to be answered: send this one again once their "
+                                                            "replies came"))
                     continue
                 # Nor what they carry waits unsent without end: a worker process slower than the socket
                 # (800 edits of 1 MiB grew flowtui run to 2.2 GB).
@@ -414,16 +415,10 @@ class Listener:
         finally:
             room.release()
 
-    def _refuse_queued(self, room: threading.Semaphore, command: Any, error: str | None) -> None:
-        """Refuse ``command`` (``error``); a reply made already (a refusal of a line that is no command), or
-        None with ``error``: said with id -1."""
+    def _refused(self, room: threading.Semaphore, refusal: Any) -> None:
+        """Send ``refusal``, the reply to a line or a command refused, and free its place in the queue."""
         try:
-            if error is None:
-                self._send(p.encode(command))
-            elif command is None:
-                self._send(p.encode(p.Reply(id=-1, ok=False, error=error)))
-            else:
-                self.worker.reply(command, error)
+            self._send(p.encode(refusal))
         finally:
             room.release()
 

@@ -229,6 +229,12 @@ class Resume:
             return await self.at_pause(run, kind, name)
         return True
 
+    @property
+    def holds_at_end(self) -> bool:
+        """The run's end is a pause point: in the prefix (an edit a person made there is made again), or when
+        the pause the person was at is still ahead (a fork there pauses there)."""
+        return self.checking or self.pause_at is not None
+
     def _went_on(self) -> None:
         self.pause_at = None
         loop = self._loop  # (a branch waits for it: the event is set on its loop, from a flow's thread too)

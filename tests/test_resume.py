@@ -434,28 +434,26 @@ def test_a_journal_of_an_older_flowtui_with_an_exhausted_loop_reexecutes(tmp_pat
     assert reexecuted(flow, journal).stdout == "fim\n"
 
 
-def test_a_journal_of_an_older_flowtui_that_left_a_failed_runs_calls_unanswered_reexecutes(tmp_path):
-    """A run that fails among a reply's calls now answers the ones left; an older flowtui did not, and its
-    journals diverged there ("the code did another thing here") where they re-executed to the same failure."""
-    flow = tmp_path / "fatal.py"
-    flow.write_text(textwrap.dedent('''\
+def failing_among_calls(flow: Path, tool: str, raises: str) -> Path:
+    """A flow whose one reply asks for three calls of ``tool``, the second of which ``raises``."""
+    flow.write_text(textwrap.dedent(f'''\
         from flowtui import FatalToolError, FunctionProvider, agent, tool, workflow
 
         @tool
-        def db(x: int) -> str:
-            """Db.
+        def {tool}(x: int) -> str:
+            """A tool.
 
             Args:
                 x: a number
             """
             if x == 2:
-                raise FatalToolError("database unavailable")
-            return f"row {x}"
+                {raises}
+            return f"row {{x}}"
 
         def model(messages, tools):
-            return {"tool_calls": [{"name": "db", "args": {"x": n}} for n in (1, 2, 3)]}
+            return {{"tool_calls": [{{"name": "{tool}", "args": {{"x": n}}}} for n in (1, 2, 3)]}}
 
-        @agent(provider=FunctionProvider(model), prompt="p", tools=[db])
+        @agent(provider=FunctionProvider(model), prompt="p", tools=[{tool}])
         class A:
             pass
 
@@ -463,6 +461,13 @@ def test_a_journal_of_an_older_flowtui_that_left_a_failed_runs_calls_unanswered_
         class W:
             pass
         '''))
+    return flow
+
+
+def test_a_journal_of_an_older_flowtui_that_left_a_failed_runs_calls_unanswered_reexecutes(tmp_path):
+    """A run that fails among a reply's calls now answers the ones left; an older flowtui did not, and its
+    journals diverged there ("the code did another thing here") where they re-executed to the same failure."""
+    flow = failing_among_calls(tmp_path / "fatal.py", "db", 'raise FatalToolError("database unavailable")')
     journal = tmp_path / "run.jsonl"
     res = flowtui("run", str(flow), "--input", "x", "--journal", str(journal), cwd=tmp_path)
     assert res.returncode == 1, res.stderr
@@ -482,32 +487,7 @@ def test_a_journal_of_an_older_flowtui_that_left_a_failed_runs_calls_unanswered_
 def test_a_run_a_tools_memory_error_ended_reexecutes_to_the_same_failure(tmp_path):
     """The recorded MemoryError was served back as an empty result the run went on with: it diverged there, so
     such a run could not be forked past the tool."""
-    flow = tmp_path / "oom.py"
-    flow.write_text(textwrap.dedent('''\
-        from flowtui import FunctionProvider, agent, tool, workflow
-
-        @tool
-        def load(x: int) -> str:
-            """Load.
-
-            Args:
-                x: a number
-            """
-            if x == 2:
-                raise MemoryError
-            return f"row {x}"
-
-        def model(messages, tools):
-            return {"tool_calls": [{"name": "load", "args": {"x": n}} for n in (1, 2, 3)]}
-
-        @agent(provider=FunctionProvider(model), prompt="p", tools=[load])
-        class A:
-            pass
-
-        @workflow(steps=[A])
-        class W:
-            pass
-        '''))
+    flow = failing_among_calls(tmp_path / "oom.py", "load", "raise MemoryError")
     journal, again = tmp_path / "run.jsonl", tmp_path / "again.jsonl"
     res = flowtui("run", str(flow), "--input", "x", "--journal", str(journal), cwd=tmp_path)
     assert res.returncode == 1 and "MemoryError (at oom.py:" in res.stderr, res.stderr

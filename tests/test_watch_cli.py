@@ -6,6 +6,7 @@ a run served with --listen pauses there instead, and a client sets and clears wa
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -176,31 +177,13 @@ def test_a_client_sets_lists_and_clears_watchpoints_and_the_run_pauses_at_them(l
     assert (end["type"], end["status"]) == ("run.end", "finished")  # stayed true: it fired once
 
 
-LAST_STEP = """\
-from pydantic import BaseModel
-from flowtui import FunctionProvider, State, agent, workflow
-
-class S(BaseModel):
-    nome: str = ""
-
-@agent(provider=FunctionProvider(lambda m, t: "a"), prompt="p")
-class W:
-    def __init__(self, s: S = State()):
-        self.s = s
-
-    def after_response(self, r, ctx):
-        self.s.nome = "changed"
-
-@workflow(state=S, steps=[W])
-class StWorkflow:
-    pass
-"""
+LAST_STEP = ROOT / "tests/tui/flows/last_step.py"  # copied in as st.py
 
 
 def test_a_watchpoint_made_true_by_the_last_step_stops_the_run_at_its_end(tmp_path):
     """No pause point came after the change: the run finished, exit 0, and the watchpoint went unsaid (a CI
     check with --watch passed)."""
-    (tmp_path / "st.py").write_text(LAST_STEP)
+    shutil.copy(LAST_STEP, tmp_path / "st.py")
     res = run_flow(tmp_path, "--watch", "state.nome", "--json", "--no-journal")
     assert res.returncode == 4, res.stderr
     events = [json.loads(line) for line in res.stdout.splitlines() if line.startswith("{")]
@@ -212,7 +195,7 @@ def test_a_watchpoint_made_true_by_the_last_step_stops_the_run_at_its_end(tmp_pa
 
 
 def test_a_served_run_pauses_at_its_end_for_a_watchpoint_its_last_step_made_true(tmp_path):
-    (tmp_path / "st.py").write_text(LAST_STEP)
+    shutil.copy(LAST_STEP, tmp_path / "st.py")
     proc = spawn("run", "st.py", "--input", "go", "--listen", "127.0.0.1:0", "--journal", "j.jsonl", "--watch",
                  "state.nome", cwd=tmp_path)
     try:

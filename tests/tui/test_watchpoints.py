@@ -200,33 +200,13 @@ async def test_a_watchpoint_taken_off_for_its_slow_pattern_leaves_the_list():
         assert app.screen.watches == ["memory ~ /nunca/"]
 
 
-LAST_STEP = """\
-from pydantic import BaseModel
-from flowtui import FunctionProvider, State, agent, workflow
-
-class S(BaseModel):
-    nome: str = ""
-
-@agent(provider=FunctionProvider(lambda m, t: "a"), prompt="p")
-class W:
-    def __init__(self, s: S = State()):
-        self.s = s
-
-    def after_response(self, r, ctx):
-        self.s.nome = "changed"
-
-@workflow(state=S, steps=[W])
-class StWorkflow:
-    pass
-"""
+LAST_STEP = "tests/tui/flows/last_step.py"
 
 
-async def test_a_watchpoint_the_last_step_made_true_pauses_at_the_end_and_says_no_call_follows(tmp_path):
+async def test_a_watchpoint_the_last_step_made_true_pauses_at_the_end_and_says_no_call_follows():
     """No pause point followed the change: the run finished with the watchpoint unsaid. What the model sees
     there drew the prompt as the next call's, with none to come."""
-    flow = tmp_path / "st.py"
-    flow.write_text(LAST_STEP)
-    app = make(str(flow), input="go", watch=["state.nome"], journal=None)
+    app = make(LAST_STEP, input="go", watch=["state.nome"], journal=None)
     async with app.run_test(size=(140, 40)) as pilot:
         pause = await _continue_to_watchpoint(pilot)
         assert (pause.point, pause.name) == ("end", "StWorkflow")
