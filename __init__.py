@@ -12,7 +12,6 @@ keeps the app's first paint and ``flowtui run`` fast.
 """
 
 from importlib import import_module
-from typing import Any
 
 _EXPORTS = {
     "flowtui.runtime.app": ("App", "bootstrap", "run", "run_workflow"),
@@ -41,7 +40,7 @@ _WHERE = {name: module for module, names in _EXPORTS.items() for name in names}
 __all__ = sorted(_WHERE)
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> object:  # (typing is not imported: it is not loaded yet)
     module = _WHERE.get(name)
     if module is None:
         raise AttributeError(f"module 'flowtui' has no attribute {name!r}")

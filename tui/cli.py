@@ -12,14 +12,20 @@ Textual is imported only when the app (or the replay) is launched, so
 
 from __future__ import annotations
 
-import argparse
+# Only what the interpreter has loaded already: a ctrl-C lands as a KeyboardInterrupt traceback while
+# this module is imported, before main() can catch it; so argparse and the rest are imported inside.
 import os
-import signal
 import sys
+
+TYPE_CHECKING = False  # (typing's own, without importing typing)
+if TYPE_CHECKING:
+    import argparse
 
 
 def build_parser() -> argparse.ArgumentParser:
     """The app's parser: the same flow arguments as ``flowtui run``."""
+    import argparse
+
     from flowtui.runtime.cli import add_flow_arguments
 
     parser = argparse.ArgumentParser(
@@ -61,6 +67,8 @@ def main(argv: list[str] | None = None) -> None:
         _standard_streams()  # (in the try: it imports, and a ctrl-C there was a traceback on a slow start)
         _main(sys.argv[1:] if argv is None else argv)
     except KeyboardInterrupt:  # ctrl-C before a command put its own handling in place (while importing)
+        import signal
+
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # (one more, as this is said, would kill the process)
         if sys.stderr is not None:  # (started closed, and the interrupt came before it was reopened)
             sys.stderr.write("flowtui: stopped (ctrl-C) before the run started\n")
@@ -191,6 +199,8 @@ def _main(argv: list[str]) -> None:
 
 def main_attach(argv: list[str]) -> int:
     """``flowtui attach HOST:PORT --token T``: the app, on a run served by ``flowtui run --listen``."""
+    import argparse
+
     from flowtui.runtime.cli import say
     from flowtui.runtime.errors import ConfigError
     from flowtui.runtime.listen import parse_address
