@@ -58,6 +58,7 @@ class RunView:
         self.pause: Any = None
         # where the run last paused, or the last edit made there (where a fork of a stopped run goes)
         self.last_pause_seq: int | None = None
+        self.ran_since_pause = False  # a step started after that pause (else a stop there only unwound the run)
         self.error: str | None = None
         self.reason: str | None = None
         self.output: str | None = None
@@ -221,6 +222,7 @@ class RunView:
                 self._active.remove(node_id)
 
     def _on_node_start(self, ev: Any) -> None:
+        self.ran_since_pause = True
         data = dict(ev.data)
         node = NodeView(id=ev.node_id, kind=ev.kind, name=ev.name, parent_id=ev.parent_id, run_id=ev.run_id,
                         data=data)
@@ -358,6 +360,7 @@ class RunView:
 
     def _on_run_pause(self, ev: Any) -> None:
         self.status, self.pause, self.retrying, self.last_pause_seq = "paused", ev, None, ev.seq
+        self.ran_since_pause = False
         if ev.point != "loop_iteration" and ev.node_id in self.nodes:  # about to run a step inside the loop
             _next_iteration(self.nodes[ev.node_id])
         run = self.runs.get(ev.run_id)
@@ -379,6 +382,16 @@ class RunView:
                 self.last_pause_seq = ev.seq
 
     # --- derived views -----------------------------------------------------
+    def fork_point(self, seq: int) -> tuple[int, str]:
+        """Where a fork at event ``seq`` of this run goes, and why when elsewhere. Re-executed to its end, a run
+        that is over would only end again (a stop there is made again: ``stopped (the app's terminal went
+        away)``), so a fork at its last event goes where it last paused, with the edits made there; so does
+        one anywhere after a pause the run was stopped at, when nothing ran after it."""
+        over = self.status in ("stopped", "finished", "failed") and self.last_pause_seq is not None
+        if over and (seq >= self.last_seq or (seq > self.last_pause_seq and not self.ran_since_pause)):
+            return self.last_pause_seq, ", where the run last paused"
+        return seq, ""
+
     def path(self) -> list[str]:
         """Where the run is: ``RevisaoWorkflow › loop 2/5 › RevisorAgent › chat``.
 

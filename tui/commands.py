@@ -342,16 +342,12 @@ class RunCommands:
                         severity="warning")
             return
         log = self.focused if isinstance(self.focused, EventLog) else None
-        where = ""
         if self.main.looking is not None:  # the event the panes show
             seq, where = seq_of(self.client.lines[max(self.main.looking[1], 1) - 1]), ", the event looked back at"
         elif log is not None and log.cursor_row >= 0:
-            seq = seq_of(log.events[log.cursor_row])
-        elif view.status in ("stopped", "finished", "failed") and view.last_pause_seq is not None:
-            # re-executed to its end, a run that is over would only end again: it forks where it last paused
-            seq, where = view.last_pause_seq, ", where the run last paused"
+            seq, where = view.fork_point(seq_of(log.events[log.cursor_row]))
         else:
-            seq = view.last_seq
+            seq, where = view.fork_point(view.last_seq)
         self.notify(f"Forking at event #{seq}{where}: the run so far stays in {journal}.")
         self._reload(resume_from=f"{journal}@{seq}", resume_run=view.run_id)
 

@@ -116,16 +116,18 @@ class ReplayApp(PlainNotify, KeysStayPut, Redraws, TolerantInput, App[int]):
         else:
             from flowtui.tui.screens.dialogs import ConfirmDialog
 
+            seq, where = self.final.fork_point(event.seq)
+
             def answered(yes: bool | None) -> None:
                 if yes:
-                    self.fork = (f"{start.file}:{start.workflow}", f"{self.source}@{event.seq}", start.run_id)
+                    self.fork = (f"{start.file}:{start.workflow}", f"{self.source}@{seq}", start.run_id)
                     self.exit(0)
 
             # the journal names the file: a journal from elsewhere could name any code on this machine (said on
             # one line, its end kept: a path of 40 line breaks hid the file, the question and the buttons)
             self.push_screen(ConfirmDialog(f"Run the code of the flow file this journal names? Fork runs "
                                            f"{shown_path(str(Path(start.file).resolve()))} (workflow {start.workflow}) "
-                                           "here."), answered)
+                                           f"here, up to event #{seq}{where}."), answered)
 
     # --- position ---------------------------------------------------------------
     def go(self, k: int) -> None:

@@ -153,7 +153,8 @@ async def test_f_in_the_replay_forks_a_run_paused_where_the_replay_was(tmp_path)
                 break
             await pilot.pause(0.02)
         assert replay.screen.question.startswith("Run the code of the flow file this journal names? Fork runs "
-                                                 f"{Path(flow).resolve()} (workflow ReviewWorkflow) here.")
+                                                 f"{Path(flow).resolve()} (workflow ReviewWorkflow) here, up to "
+                                                 f"event #{shown_at.seq}.")
         await pilot.press("y")
         for _ in range(200):
             if replay.fork is not None:
@@ -216,7 +217,7 @@ async def test_a_fork_runs_only_the_file_its_question_names_and_enter_does_not_r
     shutil.copy(flow, odd / "evil.py")
     question, notes, fork = await press_f(forged("lines.jsonl", file=str(odd / "evil.py")))
     assert question is not None and "\n" not in question and "⏎" in question, question
-    assert question.endswith("evil.py (workflow ReviewWorkflow) here.") and fork is None  # enter: no
+    assert "evil.py (workflow ReviewWorkflow) here, up to event #" in question and fork is None  # enter: no
 
 
 async def test_r_on_a_paused_run_reloads_the_code_and_continues_from_the_same_place(tmp_path):
@@ -332,6 +333,53 @@ async def test_f_at_the_end_of_a_stopped_run_forks_where_it_was_stopped(tmp_path
         assert [m.content for m in view.history] == history
         await press_and_pause(pilot, "n")  # and it goes on from there
         assert len(app.client.view.history) > len(history)
+
+
+async def _stopped_at_a_pause(pilot) -> tuple[str, str, int]:
+    """The run paused after two turns, then stopped with x: its id, where it was, its last event."""
+    app = pilot.app
+    await paused(pilot)
+    await press_and_pause(pilot, "n", "n")
+    old_run, where = app.client.view.run_id, app.client.view.status_line()
+    await pilot.press("x")
+    await wait_until(pilot, lambda: app.client.view.status == "stopped", what="the stop")
+    return old_run, where, app.client.view.last_seq
+
+
+async def test_f_on_the_last_event_of_a_stopped_run_in_the_log_forks_where_it_was_stopped(tmp_path):
+    """The event log's cursor on the run's end: the fork re-executed to it and stopped again, as recorded."""
+    journal = tmp_path / "j.jsonl"
+    app = make(str(FLOWS / "review_fn.py"), input="go", journal=str(journal))
+    async with app.run_test(size=(140, 40)) as pilot:
+        old_run, where, last = await _stopped_at_a_pause(pilot)
+        await pilot.press("3")
+        log = app.main.pane_widget("events")
+        await wait_until(pilot, lambda: log is not None and log.has_focus, what="the event log")
+        assert log.show_seq(last)
+        await pilot.press("f")
+        await _forked(pilot, old_run)
+        assert app.client.view.status_line().startswith(where)
+
+
+async def test_f_in_the_replay_at_the_end_of_a_stopped_run_forks_where_it_was_stopped(tmp_path):
+    """The replay opens at the run's end: f there forked a run that only stopped again."""
+    from flowtui.tui.replay import make_replay
+    from flowtui.tui.screens.dialogs import ConfirmDialog
+
+    journal = tmp_path / "j.jsonl"
+    app = make(str(FLOWS / "review_fn.py"), input="go", journal=str(journal))
+    async with app.run_test(size=(140, 40)) as pilot:
+        await _stopped_at_a_pause(pilot)
+        paused_at = app.client.view.last_pause_seq
+    replay = make_replay(journal)
+    async with replay.run_test(size=(140, 40)) as pilot:
+        await pilot.pause()
+        await pilot.press("f")
+        await wait_until(pilot, lambda: isinstance(replay.screen, ConfirmDialog), what="the question")
+        assert replay.screen.question.endswith(f"here, up to event #{paused_at}, where the run last paused.")
+        await pilot.press("y")
+        await wait_until(pilot, lambda: replay.fork is not None, what="the fork")
+    assert replay.fork[1] == f"{journal}@{paused_at}"
 
 
 async def test_f_on_a_stopped_run_keeps_the_edits_made_where_it_was_stopped(tmp_path):
