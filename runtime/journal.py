@@ -23,6 +23,7 @@ import errno
 import fcntl
 import json
 import os
+import sys
 import time
 import weakref
 from collections.abc import Callable, Iterable, Iterator
@@ -324,6 +325,15 @@ def lines_of(f: Any) -> Iterator[bytes | Skipped]:
                              + ("is longer than any event" if like_json else "does not start like JSON"))
 
 
+def not_json(exc: BaseException) -> str:
+    """Why ``json.loads`` refused a line: JSON that Python cannot hold is said as such, not as no JSON."""
+    if isinstance(exc, RecursionError):
+        return "JSON nested deeper than Python reads"
+    if "digits" in str(exc):  # (CPython's limit on int(text))
+        return f"JSON with a number of over {sys.get_int_max_str_digits():,} digits, more than Python reads"
+    return "not JSON"
+
+
 def parse_line(line: bytes, n: int = 0) -> Any:
     """One journal line as an event, an :class:`Invalid`/:class:`Unknown` one, or a :class:`Skipped` notice."""
     try:  # a valid event, the common case, is parsed once (a long run's journal is hundreds of MB)
@@ -336,8 +346,8 @@ def parse_line(line: bytes, n: int = 0) -> Any:
         return Skipped(n, f"not UTF-8 text (byte {exc.start})")
     try:
         data = json.loads(text)
-    except (ValueError, RecursionError):
-        return Skipped(n, "not JSON")
+    except (ValueError, RecursionError) as exc:
+        return Skipped(n, not_json(exc))
     if not isinstance(data, dict) or "type" not in data:
         return Skipped(n, "not an event (no 'type')")
     kind = data.get("type")

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -21,6 +22,7 @@ from pathlib import Path
 import pytest
 
 from flowtui.runtime.errors import ResumeError
+from flowtui.runtime.journal import read_journal
 from flowtui.runtime.resume import Resume
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -114,6 +116,27 @@ def test_damage_after_k_does_not_matter(recorded, tmp_path):
     journal = tmp_path / "run.jsonl"
     journal.write_text("\n".join(json.dumps(e) for e in events) + "\n", encoding="utf-8")
     assert Resume.load(f"{journal}@{events[-2]['seq']}").at == events[-2]["seq"]
+
+
+@pytest.mark.parametrize("value, why", [
+    ("[" * 100_000 + "]" * 100_000, "JSON nested deeper than Python reads"),
+    ("9" * 100_000, f"JSON with a number of over {sys.get_int_max_str_digits():,} digits, more than Python reads"),
+], ids=["deep", "long-number"])
+def test_a_line_of_json_python_cannot_hold_is_said_as_such_not_as_no_json(recorded, tmp_path, value, why):
+    """A journal from elsewhere, nested 100,000 deep or holding a 100,000-digit number where an event was: its
+    line was said to be "not JSON", which it is."""
+    events = [json.loads(line) for line in recorded]
+    n = first_effect(events)["seq"]
+    lines = list(recorded)
+    lines[n - 1] = '{"seq": %s}' % value
+    journal = tmp_path / "odd.jsonl"
+    journal.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    with pytest.raises(ResumeError, match=re.escape(f"line {n}, inside the events re-executed (1..{events[-1]['seq']}),"
+                                                    f" cannot be read ({why})")):
+        Resume.load(str(journal))
+    notices: list = []
+    list(read_journal(journal, notices=notices))  # (what the replay and flowtui diff say of it)
+    assert [(notice.line, notice.reason) for notice in notices] == [(n, why)]
 
 
 def test_a_torn_line_inside_the_prefix_is_refused_and_the_run_up_to_it_reexecutes(recorded, tmp_path):
