@@ -377,6 +377,10 @@ class TreePrinter:
             r = ev.resumed_from
             line = (f"! line {r.torn} of {r.journal}, its last, is cut short (its writer was killed?): re-executed "
                     f"up to event #{r.at}, the last written whole, then live")
+        elif ev.type == "run.start" and ev.resumed_from is not None and ev.resumed_from.unended:
+            r = ev.resumed_from
+            line = (f"! {r.journal} stops at event #{r.at}, before its run's end (its writer was killed?): "
+                    "re-executed up to there, then live")
         elif ev.type == "run.start" and ev.resumed_from is not None and ev.resumed_from.inside_edit:
             r = ev.resumed_from  # (a promote is two events: K between them held what nobody saw)
             line = (f"! event #{r.asked} is inside an edit ({r.inside_edit}): re-executed up to event #{r.at}, "

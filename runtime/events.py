@@ -65,6 +65,10 @@ class ResumedFrom(BaseModel):
                                     "promote is two events), said as its first event's note")
     torn: int | None = Field(default=None, description="the journal's last line, cut short (its writer was "
                              "killed): the run was re-executed up to the last event written whole, then live")
+    unended: bool | None = Field(default=None, description="true when the journal stops, lines whole, before the "
+                                 "recorded run's end (its writer was killed, the machine stopped): re-executed "
+                                 "to its last event, then live (one that stops inside a call says "
+                                 "before_tool or before_model instead)")
 
     @property
     def call(self) -> str | None:
@@ -76,7 +80,7 @@ class ResumedFrom(BaseModel):
     @model_serializer(mode="wrap")
     def _only_when_there(self, handler: Any) -> dict[str, Any]:
         data = handler(self)
-        for name in ("before_tool", "before_model", "asked", "inside_edit", "torn"):
+        for name in ("before_tool", "before_model", "asked", "inside_edit", "torn", "unended"):
             if data.get(name) is None:
                 data.pop(name, None)
         return data

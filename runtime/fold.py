@@ -442,7 +442,8 @@ class RunView:
                 inside = f"tool {r.before_tool}'s call" if r.before_tool else r.call or \
                     f"an edit ({getattr(r, 'inside_edit', None)})"
                 why = (f", not #{r.asked}, which is inside {inside}" if r.asked is not None else
-                       f", where the recorded run never returned from {r.call}" if r.call else "")
+                       f", where the recorded run never returned from {r.call}" if r.call else
+                       ", where it stops before the run's end" if r.torn or getattr(r, "unended", None) else "")
                 return f"{text} (re-executed up to event #{r.at} of its journal{why}; live from here)"
             return text + {"breakpoint": " (breakpoint)", "approval": " (waiting for approval)",
                            "diverged": " (diverged from its journal)"}.get(p.reason, "")

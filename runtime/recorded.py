@@ -74,6 +74,7 @@ class Recorded:
     asked: int | None = None  # K as given, when it fell inside that call or edit (``at`` is then just before it)
     inside_edit: str | None = None  # the person's edit K fell inside (its first event's note)
     torn: int | None = None  # the journal's last line, cut short after the run's last event read (a crash)
+    unended: bool = False  # re-executed whole, the run has no end in the journal, and no line was torn (a crash)
 
     def full(self, ev: dict[str, Any]) -> dict[str, Any]:
         """``ev`` with all its fields: a node.start read up to its name is read whole (in place), and
@@ -150,7 +151,7 @@ def load_recorded(source: str | Path, *, at: int | None = None, run_id: str | No
                           "from its start")
     root = start.get("run_id")
     last = max(ev["seq"] for ev in run)
-    torn = None
+    torn, unended = None, False
     if k is None:
         # the whole run: lines after the last event read, when that is not the run's end, may have held its
         # next events, which would be done live again (a last line torn by a crash is not one: it was never
@@ -166,6 +167,7 @@ def load_recorded(source: str | Path, *, at: int | None = None, run_id: str | No
                               "--resume-from")
         k = last
         torn = next((line for line, reason in after_it if reason.endswith(TORN)), None)
+        unended = not ended and torn is None
     elif not 1 <= k <= last:
         where = "beyond its end" if k > last else "not an event number"
         # lines it could not read after the run's start may be where K was (a journal re-encoded, retyped)
@@ -177,7 +179,7 @@ def load_recorded(source: str | Path, *, at: int | None = None, run_id: str | No
     recorded = Recorded(path=shown, run_id=str(root), at=k, last=last, events=run, start=start,
                         lines=dict(zip((ev["seq"] for ev in run), read.lines[begin:end])),
                         lazy={ev["seq"] for ev in run if id(ev) in read.lazy},
-                        line_of=dict(zip((ev["seq"] for ev in run), numbers)), torn=torn)
+                        line_of=dict(zip((ev["seq"] for ev in run), numbers)), torn=torn, unended=unended)
     _check_prefix(recorded, numbers, read.skipped)
     for ev in run:
         node = ev.get("node_id")

@@ -159,7 +159,9 @@ class Resume:
         return ResumedFrom(journal=self.recorded.path, run_id=self.recorded.run_id, at=self.at,
                            before_tool=name if kind == "tool" else None, before_model=name if kind == "chat" else None,
                            asked=self.recorded.asked, inside_edit=self.recorded.inside_edit,
-                           torn=self.recorded.torn)
+                           torn=self.recorded.torn,
+                           # (one that stops inside a call says which: before_tool, before_model)
+                           unended=self.recorded.unended and self.recorded.before is None or None)
 
     def start_values(self) -> dict[str, Any]:
         """The recorded run's input, memory and data (a re-execution starts from them)."""

@@ -234,6 +234,21 @@ def test_a_last_line_cut_short_by_a_killed_writer_is_no_obstacle_and_is_said(rec
     assert (start["resumed_from"]["at"], start["resumed_from"]["torn"]) == (n - 1, n)
 
 
+def test_a_journal_that_stops_before_its_runs_end_is_said_and_recorded(recorded, tmp_path):
+    """Its lines whole, its writer killed: it was re-executed to its last event and went on live, unsaid."""
+    journal = tmp_path / "stops.jsonl"
+    k = len(recorded) // 2
+    journal.write_text("\n".join(recorded[:k]) + "\n", encoding="utf-8")
+    res = flowtui("run", str(FLOW), "--resume-from", str(journal), "--journal", "again.jsonl", cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    assert (f"! {journal} stops at event #{k}, before its run's end (its writer was killed?): re-executed up to "
+            "there, then live") in res.stderr, res.stderr
+    start = json.loads((tmp_path / "again.jsonl").read_text().splitlines()[0])
+    assert start["resumed_from"]["unended"] is True and start["resumed_from"]["at"] == k
+    res = flowtui("run", str(FLOW), "--resume-from", f"{journal}@{k - 1}", "--no-journal", cwd=tmp_path)
+    assert res.returncode == 0 and "stops at event" not in res.stderr, res.stderr  # (@K: the rest is not asked for)
+
+
 def test_a_lost_run_start_and_a_broken_sequence_are_told_apart(recorded, tmp_path):
     events = [json.loads(line) for line in recorded]
     lost = copy.deepcopy(events)

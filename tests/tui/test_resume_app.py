@@ -132,6 +132,20 @@ async def test_resuming_at_k_pauses_after_k_then_goes_on_live(tmp_path):
     assert len(flowcapture.requests()) > asked
 
 
+async def test_a_journal_that_stops_before_its_runs_end_says_so_where_the_reexecution_pauses(tmp_path):
+    """Its writer killed (lines whole, no run.end): it paused as if K had been asked for, saying nothing of it."""
+    flow, journal = await _recorded(tmp_path)
+    lines = journal.read_text().splitlines(keepends=True)
+    chats = [i for i, line in enumerate(lines) if '"kind":"chat"' in line and '"node.end"' in line]
+    journal.write_text("".join(lines[:chats[1] + 1]))  # up to the reviewer's first reply
+    k = chats[1] + 1
+    app = make(str(flow), resume_from=str(journal))
+    async with app.run_test(size=(140, 40)) as pilot:
+        await paused(pilot)
+        assert (f"(re-executed up to event #{k} of its journal, where it stops before the run's end; live from here)"
+                in app.client.view.status_line())
+
+
 async def test_f_in_the_replay_forks_a_run_paused_where_the_replay_was(tmp_path):
     """Any run of the journal: f on its first of two (--run 1) said only the last could be re-executed."""
     from flowtui.tui.replay import make_replay
