@@ -69,3 +69,20 @@ def test_a_reply_is_drawn_as_markdown_only_where_that_hides_none_of_it():
     assert "    lead3" in lines and "     indented4" in lines, lines
     nested = drawn("- a\n  - *b*\n\n```\n    code\n```")
     assert "*b*" not in nested and " b" in nested and "    code" in nested, nested
+
+
+def test_a_reply_whose_markdown_would_change_its_characters_or_numbers_is_drawn_as_it_is():
+    """"Define __init__" drew a bold "init", "5*3*2" drew "5", "3" slanted and "2", and the list "1. 1. 1." was
+    numbered 1 2 3 ("3. 3. 7.": 3 4 5): the pane showed what the model never wrote."""
+    def drawn(content: str) -> list[str]:
+        strips = render_block(Console(width=120), Message(role="assistant", content=content), 1, 120, expanded=True)
+        return [s.text.strip(" ▌│") for s in strips]
+
+    for text in ("Define __init__ and __repr__.", "Price: 5*3*2.", "Steps:\n1. one\n1. two\n1. three",
+                 "3. third\n3. again\n7. seventh", "- *a*\n\n_private names_ stay"):
+        lines = drawn(text)
+        assert all(line in lines for line in text.split("\n")), (text, lines)
+    # markup that changes nothing the model wrote is still drawn: emphasis, code, a list numbered as written
+    lines = drawn("**bold** and `__init__` and snake_case\n\n1. a\n2. b\n\n```\n1. x\n1. y\n```")
+    assert "bold and __init__ and snake_case" in lines and "1 a" in lines and "2 b" in lines, lines
+    assert "1. x" in lines and "1. y" in lines, lines  # (in code, nothing is renumbered)

@@ -187,6 +187,51 @@ def _hides_indent(text: str) -> bool:
     return False
 
 
+# Emphasis the model did not mean, outside code: an asterisk inside a word ("5*3*2" drew "5", "3" slanted,
+# "2") and underscores opening a word ("__init__" drew a bold "init"; "_x_" is less common than "*x*").
+_STRAY_EMPHASIS = re.compile(r"(?<=[^\W_])\*+(?=[^\W_])|(?<![\w\\])_+(?=[^\s_])")
+_CODE_SPAN = re.compile(r"(`+)[^`\n].*?(?<!`)\1(?!`)")
+_ORDERED = re.compile(r"( {0,3})(\d{1,9})[.)](?:[ \t]|$)")
+
+
+def _outside_code(lines: list[str]) -> list[str]:
+    """The lines outside fenced code blocks, their code spans taken out."""
+    out, fenced = [], False
+    for line in lines:
+        if _FENCE.match(line):
+            fenced = not fenced
+        elif not fenced:
+            out.append(_CODE_SPAN.sub("", line))
+    return out
+
+
+def _renumbers(lines: list[str]) -> bool:
+    """Whether Markdown would number an ordered list other than its text does: it counts on from the first
+    item ("1. 1. 1." drew 1 2 3, "3. 3. 7." drew 3 4 5)."""
+    following: dict[int, int] = {}  # an open list's indent -> the number its next item must have
+    blank = False
+    for line in lines:
+        item = _ORDERED.match(line)
+        if item:
+            indent, number = len(item.group(1)), int(item.group(2))
+            if following.get(indent, number) != number:
+                return True
+            following = {at: n for at, n in following.items() if at < indent}
+            following[indent] = number + 1
+        elif _LIST_ITEM.match(line):  # a bullet ends the ordered lists as deep as it, or deeper
+            following = {at: n for at, n in following.items() if at < len(line) - len(line.lstrip())}
+        elif line.strip() and blank and line[:1] not in (" ", "\t"):
+            following.clear()  # a paragraph at the margin after a blank line ends every list
+        blank = not line.strip()
+    return False
+
+
+def _hides_markup(text: str) -> bool:
+    """Whether Markdown would draw characters of ``text`` that are not its markup as something else."""
+    lines = _outside_code(text.split("\n"))
+    return any(_STRAY_EMPHASIS.search(line) for line in lines) or _renumbers(lines)
+
+
 # A line break inside a paragraph: Markdown draws it as a space ("S1 com [colchete\nS2" was one line,
 # the model got two). Two spaces before it make it a break drawn as one (in code, they draw as nothing).
 _SOFT_BREAK = re.compile(r"(?<![\n\\])\n(?!\n)")  # (after a backslash: a break already, Markdown's own)
@@ -274,7 +319,7 @@ def render_block(console: Console, msg: Any, index: int, width: int, *, expanded
             parts.append(Text(content, overflow="fold"))
         elif msg.role == "assistant":
             drawn = markdown and len(content) <= MARKDOWN_CHARS and _MARKUP.search(content) \
-                and not _LOSSY.search(content) and not _hides_indent(content)
+                and not _LOSSY.search(content) and not _hides_indent(content) and not _hides_markup(content)
             parts.append(_markdown(content) if drawn else Text(content, overflow="fold"))
         elif msg.role == "tool" and not expanded:
             lines = content.splitlines()
