@@ -192,6 +192,27 @@ def test_a_tab_or_line_break_in_a_sidebar_value_stays_on_its_row():
     assert " 1 c1⇥c2⇥⇥c3|" in rows and "  f = a⇥b ⏎ c" in rows and "    k⇥ey: v⇥w" in rows, rows
 
 
+def test_a_text_value_that_reads_as_another_type_is_quoted_in_the_sidebar():
+    """The field "null" and the field None both read "null", "123" and 123 both "123", and "" or spaces were
+    blank: the event log said `a: null → "null"` while the sidebar still said null."""
+    from flowtui.runtime.events import CtxSet, RunStart
+    from flowtui.runtime.fold import RunView
+    from flowtui.tui.widgets.sidebar import sidebar_rows
+
+    view = RunView()
+    view.apply(RunStart(seq=1, ts=0.0, run_id="r1", node_id=None, parent_id=None, origin="runtime", workflow="W",
+                        state={"s_null": "null", "none": None, "s_num": "123", "num": 123, "s_true": "true",
+                               "yes": True, "empty": "", "spaces": "  ", "text": "olá, mundo",
+                               "items": ["null", None, "x"], "table": {"": "1", "k": 1}}))
+    view.apply(CtxSet(seq=2, ts=0.0, run_id="r1", node_id=None, parent_id=None, origin="agent:A", name="price",
+                      value="3.30"))
+    rows = [text.plain for _, text in sidebar_rows(view, width=60)]
+    for row in ('  s_null = "null"', "  none = null", '  s_num = "123"', "  num = 123", '  s_true = "true"',
+                "  yes = true", '  empty = ""', '  spaces = "  "', "  text = olá, mundo", '    0 "null"', "    1 null",
+                "    2 x", '    "": "1"', "    k: 1", '  price = "3.30"'):
+        assert row in rows, (row, rows)
+
+
 def test_the_sidebar_shows_ctx_data():
     """run.start carried ctx.data for the sidebar (so the README said), which never showed it."""
     from flowtui.runtime.events import RunStart

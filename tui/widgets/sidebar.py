@@ -39,6 +39,26 @@ def _short(value: Any, limit: int = 200) -> str:
                       limit)
 
 
+def _value(value: Any, limit: int = 200) -> str:
+    """A state field's or a ctx value's text: a string as it is, but quoted where it would read as a value
+    of another type, or as nothing: "null" and None both read null, "123" and 123 both 123, "" and "  "
+    were blank."""
+    if isinstance(value, str) and _reads_as_another(value):
+        return shown_line(json.dumps(value, ensure_ascii=False), limit)
+    return _short(value, limit)
+
+
+def _reads_as_another(text: str) -> bool:
+    if not text.strip() or text != text.strip() or text[0] in '"[{':  # (a list, an object, a quoted string)
+        return True
+    if len(text) > 40 or text[0] not in "-0123456789tfnNI":  # (NaN and Infinity: how the journal writes them)
+        return False
+    try:
+        return not isinstance(json.loads(text), str)
+    except ValueError:
+        return False
+
+
 WRAPPED_ROWS = 4  # rows the turn, the loop or the budget may take on a narrow sidebar (then cut)
 
 
@@ -114,25 +134,26 @@ def sidebar_rows(view: Any, width: int = 42, *, editable: bool = True,
                 rows.append((f"field:{name}", Text.assemble(mark, (_shown(name), name_style),
                                                             (f" [{len(value)}]", "dim"))))
                 for j, item in enumerate(value[:FIELD_ROWS]):
-                    rows.append((f"field:{name}", Text.assemble("    ", (f"{j} ", "dim"), _short(item))))
+                    rows.append((f"field:{name}", Text.assemble("    ", (f"{j} ", "dim"), _value(item))))
                 more(name, len(value))
             elif isinstance(value, dict) and value:
                 rows.append((f"field:{name}", Text.assemble(mark, (_shown(name), name_style))))
                 for key, item in itertools.islice(value.items(), FIELD_ROWS):
-                    rows.append((f"field:{name}", Text.assemble("    ", (f"{_shown(str(key))}: ", "dim"), _short(item))))
+                    rows.append((f"field:{name}", Text.assemble("    ", (f"{_value(str(key), 60)}: ", "dim"),
+                                                                _value(item))))
                 more(name, len(value))
             else:
-                rows.append((f"field:{name}", Text.assemble(mark, (_shown(name), name_style), " = ", _short(value))))
+                rows.append((f"field:{name}", Text.assemble(mark, (_shown(name), name_style), " = ", _value(value))))
     user = {k: v for k, v in view.ctx.items() if k not in RUNTIME_CTX}
     section("ctx")
     data = view.data or {}  # ctx.data: the run's own data (never sent to the model), read-only
     for key, value in itertools.islice(data.items(), FIELD_ROWS):
         rows.append((None, Text.assemble(("  data", "bold"), (f"[{_shown(json.dumps(key, ensure_ascii=False))}]",
-                                                              "bold"), " = ", _short(value, 120))))
+                                                              "bold"), " = ", _value(value, 120))))
     if len(data) > FIELD_ROWS:
         rows.append((None, Text(f"  … {len(data) - FIELD_ROWS:,} more in ctx.data", "dim italic")))
     for name, value in user.items():
-        rows.append((None, Text.assemble((f"  {_shown(name)}", "bold"), " = ", _short(value, 120))))
+        rows.append((None, Text.assemble((f"  {_shown(name)}", "bold"), " = ", _value(value, 120))))
     turn = view.ctx.get("turn")
     if isinstance(turn, dict):
         tool = f" · tool {turn.get('tool_name')}" + (" ✗" if turn.get("tool_error") else "") \
