@@ -89,6 +89,26 @@ def check_middleware(mw: Any, *, where: str = "app.use(...)") -> None:
         raise ConfigError(f"{where}: {mw!r} is not a middleware: it needs at least one of "
                           "tool(invocation, call_next), model(request, call_next), setup(app), dispose(); "
                           "or use Middleware(name=..., tool=..., model=...)")
+    for hook, params in PARAMETERS.items():  # (a wrong one failed at the first call, with no line)
+        fn = getattr(mw, hook, None)
+        if not callable(fn):
+            continue
+        try:
+            signature = inspect.signature(fn)
+        except (TypeError, ValueError):  # (a builtin without one: taken as it is)
+            continue
+        try:
+            signature.bind(*params)
+        except TypeError:
+            said = ", ".join(params)
+            raise ConfigError(f"{where}: {middleware_name(mw)}.{hook}{signature} cannot be called as {hook}({said}); "
+                              f"define it as {hook}({said})" if not isinstance(mw, Middleware) else
+                              f"{where}: Middleware {middleware_name(mw)}'s {hook}= function {signature} cannot be "
+                              f"called as {hook}({said}); give a function of ({said})") from None
+
+
+# What each hook is called with (a method's self aside).
+PARAMETERS = {"tool": ("invocation", "call_next"), "model": ("request", "call_next"), "setup": ("app",), "dispose": ()}
 
 
 def layers(middlewares: Sequence[Any], hook: str) -> list[Layer]:
@@ -114,18 +134,40 @@ async def through(chain: list[Layer], value: Any, innermost: Callable[[Any], Awa
             finally:
                 current_origin.reset(token)
         name, fn = chain[i]
+        made: list[Any] = []  # what call_next returned: a coroutine to await
 
-        async def call_next(passed: Any) -> Any:
+        def call_next(passed: Any) -> Any:
             if on_pass is not None:
                 on_pass(name, current, passed)
-            return await at(i + 1, passed)
+            made.append(step := at(i + 1, passed))
+            return step
 
-        result = await call_user(fn, (current, call_next), origin=f"middleware:{name}")
+        try:
+            result = await call_user(fn, (current, call_next), origin=f"middleware:{name}")
+        except Exception as exc:
+            _unawaited(made, name, fn, exc)
+            raise
+        _unawaited(made, name, fn)
         if returned is not None:
             returned(name, result)
         return result
 
     return await at(0, value)
+
+
+def _unawaited(made: list[Any], name: str, fn: Any, exc: BaseException | None = None) -> None:
+    """Refuse a middleware that called ``call_next`` and neither awaited nor returned what it gave: a sync
+    one that read the reply (``call_next(request).content``: "'coroutine' object has no attribute
+    'content'") or dropped it (Python's own "coroutine ... was never awaited" warning, raw)."""
+    left = [step for step in made if inspect.getcoroutinestate(step) == inspect.CORO_CREATED]
+    if not left:
+        return
+    for step in left:
+        step.close()  # (never run: nothing to undo, and no warning)
+    hook = getattr(fn, "__name__", "hook")
+    raise TypeError(f"middleware {name}: {hook}() used what call_next(...) returned without awaiting it: a sync "
+                    f"{hook}() can only return call_next(...) as it is; to read the reply, make it `async def "
+                    f"{hook}(...)` and `await call_next(...)`") from exc
 
 
 class Plugins:

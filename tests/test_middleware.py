@@ -419,6 +419,71 @@ async def test_events_a_middleware_causes_name_it_as_their_origin():
         [(1, "middleware:contador")]
 
 
+@pytest.mark.parametrize("body", ["return call_next(request).content and call_next", "call_next(request)"],
+                         ids=["reads-the-reply", "drops-it"])
+async def test_a_sync_model_middleware_that_uses_call_next_without_awaiting_it_is_told_how(body):
+    """The README says sync methods work: one reading the reply failed with "'coroutine' object has no attribute
+    'content'", and one dropping it printed Python's "coroutine ... was never awaited", raw."""
+    import gc
+    import warnings
+
+    namespace: dict = {}
+    exec(f"def model(request, call_next):\n    {body}", namespace)
+
+    @agent(provider=FunctionProvider(lambda m, t: "ok"), prompt="p")
+    class A:
+        pass
+
+    @workflow(steps=[A], middlewares=[Middleware(name="audit", model=namespace["model"])])
+    class W:
+        pass
+
+    events: list = []
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with pytest.raises(TypeError, match=r"^middleware audit: model\(\) used what call_next\(...\) returned "
+                                            r"without awaiting it: .* make it `async def model\(...\)`"):
+            await bootstrap(W).run("go", on_event=events.append)
+        gc.collect()
+    assert not [w for w in caught if "never awaited" in str(w.message)], [str(w.message) for w in caught]
+    assert events[-1].type == "run.end" and events[-1].status == "failed"
+
+
+async def test_a_sync_model_middleware_returning_call_next_as_it_is_runs():
+    seen = []
+
+    class Audit:
+        def model(self, request, call_next):
+            seen.append(len(request.messages))
+            return call_next(request)
+
+    @agent(provider=FunctionProvider(lambda m, t: "ok"), prompt="p")
+    class A:
+        pass
+
+    @workflow(steps=[A], middlewares=[Audit()])
+    class W:
+        pass
+
+    assert await bootstrap(W).run("go") == "ok" and seen == [2]
+
+
+def test_a_middleware_hook_that_cannot_take_its_arguments_is_refused_at_load():
+    """`def model(self, request)` loaded, and failed at the first call: "Audit.model() takes 2 positional
+    arguments but 3 were given", with no line."""
+    class Audit:
+        def model(self, request):
+            return request
+
+    with pytest.raises(ConfigError, match=r"Audit.model\(request\) cannot be called as model\(request, "
+                                          r"call_next\); define it as model\(request, call_next\)"):
+        bootstrap(_flow(scripted("x")[0], [])).use(Audit())
+    with pytest.raises(ConfigError, match=r"Middleware guard's tool= function \(invocation\) cannot be called"):
+        @workflow(steps=[_flow(scripted("x")[0], [])], middlewares=[Middleware(name="guard", tool=lambda invocation: 1)])
+        class W:
+            pass
+
+
 def test_what_is_not_a_middleware_is_refused_naming_it():
     app = bootstrap(_flow(scripted("x")[0], []))
     with pytest.raises(ConfigError, match=r"ContextWindow is a class; pass an instance, e.g. ContextWindow\(...\)"):
