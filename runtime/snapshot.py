@@ -271,7 +271,9 @@ def apply_state(obj: Any, cls: type, values: dict[str, Any], *, source: str) -> 
     # The class's own validators too (a snapshot's n = 5 its validator refuses), on the fields together:
     # a model validator relating two (lo <= hi) refused a run's own snapshot checked a field at a time.
     try:
-        whole = cls.model_validate({**{f: getattr(obj, f) for f in cls.model_fields}, **typed_all})
+        # (by name: a field with an alias, N for n, was given its default, the snapshot's value dropped)
+        whole = cls.model_validate({**{f: getattr(obj, f) for f in cls.model_fields}, **typed_all},
+                                   by_alias=False, by_name=True)
     except ValidationError as exc:
         error = exc.errors()[0]
         where = ".".join(map(str, error["loc"])) or "the fields together"

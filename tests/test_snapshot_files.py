@@ -170,6 +170,16 @@ def test_a_state_value_nested_230_deep_goes_through_a_snapshot_and_back(tmp_path
     assert back.returncode == 0 and back.stdout.strip() == "depth 230", (back.stdout, back.stderr)
 
 
+def test_a_state_field_with_an_alias_goes_through_a_snapshot_and_back(tmp_path):
+    """`n: int = Field(0, alias="N")`: the snapshot held n = 5, and a run from it started at 0, unsaid."""
+    flow = state_flow(tmp_path / "alias.py", "n: int = Field(0, alias='N')",
+                      "seen = self.s.n\nif 'MAKE' in os.environ:\n    self.s.n = 5\nreturn f'n was {seen}'")
+    flow.write_text(flow.read_text().replace("from pydantic import BaseModel", "from pydantic import BaseModel, Field"))
+    made, back = made_then_read_back(flow, tmp_path)
+    assert made.returncode == 0 and "n = 5" in (tmp_path / "s.toml").read_text(), made.stderr
+    assert back.returncode == 0 and back.stdout.strip() == "n was 5", (back.stdout, back.stderr)
+
+
 def test_a_nan_or_an_infinity_inside_a_list_goes_through_a_snapshot_and_back(tmp_path):
     """An event's JSON says an infinity as "Infinity", and the snapshot wrote it so: a list[float] holding
     one refused the run's own snapshot ("xs[1]: Input should be a valid number")."""
