@@ -52,6 +52,10 @@ def _runtime_writes(name: str) -> str:
             f"of yours under another name (ctx.my_{name} = ...)")
 
 
+# Methods a mapping or a store has and ctx has not: called on ctx, they are no field to set first.
+_NO_METHOD = frozenset({"set", "put", "update", "setdefault", "append", "set_field", "setattr"})
+
+
 class TurnInfo(BaseModel):
     """Summary of the last agent turn (``ctx.turn``)."""
 
@@ -291,6 +295,10 @@ class AgentContext:
             if name in _RUNTIME_WRITES:  # (not to be set: say when the runtime does)
                 raise AttributeError(f"ctx has no field {name!r} yet: the runtime sets it {_RUNTIME_SETS[name]}; "
                                      f"read it with ctx.get({name!r}, default)") from None
+            if name in _NO_METHOD:  # (ctx.set("x", v) was told to set a field named set)
+                raise AttributeError(
+                    f"ctx has no {name}(): assign a field instead, ctx.x = value (read it back with ctx.x or "
+                    f"ctx.get('x', default)); the conversation changes with ctx.state.append/set") from None
             raise AttributeError(
                 f"ctx has no field {name!r}; set it first (ctx.{name} = ...) "
                 f"or read it with ctx.get({name!r}, default)"

@@ -14,7 +14,7 @@ import sys
 import weakref
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, is_typeddict
 
 from pydantic import BaseModel
 
@@ -23,7 +23,7 @@ from flowtui.runtime.checks import (
     HOOKS, check_class, check_hooks, check_name, check_provider, check_returns, check_sampling, refuse_bare,
     refuse_unknown,
 )
-from flowtui.runtime.errors import ConfigError, PromptNotFoundError
+from flowtui.runtime.errors import ConfigError, FlowLoadError, PromptNotFoundError
 from flowtui.runtime.markers import where
 from flowtui.runtime.middleware import check_middleware
 from flowtui.runtime.steps import listed
@@ -99,13 +99,7 @@ def agent(_target: Any = None, /, *, provider: Any = _REQUIRED, prompt: str | os
         if isinstance(prompt, os.PathLike) or (prompt and _looks_like_path(prompt)):
             base = Path(defining_file).parent if defining_file else Path.cwd()
             path = (base / prompt).resolve()
-            if not path.is_file():
-                file, line = where(cls)
-                raise PromptNotFoundError(
-                    f"prompt file not found: {path} (prompt={prompt!r} is relative to the file "
-                    "that defines the agent); create it or fix the path",
-                    file=file or defining_file, line=line, cls=cls.__name__)
-            text = path.read_text(encoding="utf-8").strip()
+            text = _prompt_text(path, prompt, cls, defining_file)
         specs = tuple(as_tool(t, agent=cls.__name__) for t in tools_)
         seen: dict[str, Any] = {}
         for t in specs:
@@ -215,6 +209,11 @@ def workflow(_target: Any = None, /, *, steps: list[Any] = _REQUIRED, state: typ
                               "order: steps=[MyAgent]")
         if state is not None and (not isinstance(state, type) or state.__module__ == "builtins"):
             raise ConfigError(f"@workflow {cls.__name__}: {_state_advice(state)}")
+        if state is not None and is_typeddict(state):  # (its instances are dicts: vars() failed on one at import)
+            raise ConfigError(f"@workflow {cls.__name__}: state={state.__name__} is a TypedDict, whose instances "
+                              f"are plain dicts with no fields to assign (s.n = ...); declare it as a pydantic "
+                              f"model (or a @dataclass), every field with a default:\n  class {state.__name__}"
+                              f"(BaseModel):{_typed_fields(state)}")
         for mw in middlewares:
             check_middleware(mw, where=f"@workflow(middlewares=[...]) of {cls.__name__}")
         if budget is not None and not isinstance(budget, Budget):
@@ -240,6 +239,52 @@ def _state_advice(state: Any) -> str:
     given = kind.__name__ if isinstance(state, type) else f"a {kind.__name__} ({state!r:.40})"
     return (f"state= takes a class that declares the workflow's fields, not {given}; declare one and give it:"
             f"\n  class MyState(BaseModel):{fields or chr(10) + '    rounds: int = 0'}\n  @workflow(state=MyState, ...)")
+
+
+def _prompt_text(path: Path, prompt: Any, cls: type, defining_file: str | None) -> str:
+    """The text of an agent's prompt file; a file that is no UTF-8 text, or a folder, is a load error
+    naming it (a folder was "not found", a binary file a UnicodeDecodeError naming no file)."""
+    file, line = where(cls)
+    at = {"file": file or defining_file, "line": line, "cls": cls.__name__}
+    if path.is_dir():
+        try:
+            inside = sorted(f.name for f in path.iterdir() if f.is_file() and f.suffix in (".md", ".txt"))
+        except OSError:  # (a folder it may not list: said all the same)
+            inside = []
+        named = f"prompt={str(Path(prompt) / inside[0])!r}" if inside else "the prompt file in it"
+        raise PromptNotFoundError(f"prompt file {path} is a folder, not a file; name the file: {named}", **at)
+    if not path.is_file():
+        raise PromptNotFoundError(
+            f"prompt file not found: {path} (prompt={prompt!r} is relative to the file "
+            "that defines the agent); create it or fix the path", **at)
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise FlowLoadError(f"prompt file {path}: cannot read it: {exc.strerror or exc}", **at) from None
+    try:
+        text = data.decode("utf-8-sig")  # (a BOM, as Notepad saves, is no prompt text)
+    except UnicodeDecodeError as exc:
+        at_byte = exc.start + len(data) - len(exc.object)  # (the decoder saw it without its BOM)
+        raise FlowLoadError(f"prompt file {path} is not UTF-8 text (byte {data[at_byte]:#04x} at {at_byte}); "
+                            "save it as UTF-8 text, or give prompt= another file", **at) from None
+    return text.replace("\r\n", "\n").replace("\r", "\n").strip()  # (newlines as read_text reads them)
+
+
+def _typed_fields(cls: type) -> str:
+    """A TypedDict's fields as a model's, to paste (``n: int = 0``; a type with no empty value: ``= None``)."""
+    lines = []
+    for key, kind in getattr(cls, "__annotations__", {}).items():
+        shown = (kind.__name__ if isinstance(kind, type) else getattr(kind, "__forward_arg__", None)
+                 or str(kind).replace("typing.", ""))
+        empty = _EMPTY.get(shown.split("[")[0].strip())  # (a written annotation is a ForwardRef: read its name)
+        if empty is not None:
+            lines.append(f"\n    {key}: {shown} = {empty!r}")
+        else:
+            lines.append(f"\n    {key}: {shown}{'' if 'None' in shown or 'Optional' in shown else ' | None'} = None")
+    return "".join(lines) or "\n    rounds: int = 0"
+
+
+_EMPTY = {"int": 0, "float": 0.0, "str": "", "bool": False, "list": [], "dict": {}, "set": set(), "tuple": ()}
 
 
 def _field_of(value: Any) -> str:

@@ -13,7 +13,7 @@ import asyncio
 import contextvars
 import math
 from collections.abc import Awaitable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from flowtui.runtime.budget import BudgetStop
 from flowtui.runtime.construct import builders
@@ -119,7 +119,29 @@ def _note(ctx: Any, info: Any, ended: Any) -> None:
 
 async def _until(run: "Run", spec: LoopSpec) -> bool:
     args = (run.ctx, run.workflow_state) if run.plans.until_arity(spec) >= 2 else (run.ctx,)
-    return bool(await _call(run, spec.until, args, "until"))
+    said = await _call(run, spec.until, args, "until")
+    if said is None or isinstance(said, bool):  # (None: a def that returns True only when done goes on)
+        return bool(said)
+    if type(said).__module__ == "numpy" and type(said).__name__ in ("bool_", "bool"):  # (s.arr.all())
+        return bool(said)
+    # Anything else was taken as its truth: `until=lambda ctx: until_answered` (the function, not its
+    # answer) or a string stopped the loop after one iteration, with no word of why.
+    _refuse_until(spec, said)
+
+
+def _refuse_until(spec: LoopSpec, said: Any) -> NoReturn:
+    from flowtui.runtime.errors import shown_path
+    from flowtui.runtime.markers import where
+
+    file, line = where(spec.until)
+    at = f" (defined at {shown_path(file)}:{line})" if file else ""
+    if callable(said):
+        name = getattr(said, "__qualname__", None) or type(said).__name__
+        shown = f"<function {name}> (a function, not called? write {name}(ctx))"
+    else:
+        shown = repr(said)
+        shown = f"{type(said).__name__} " + (shown if len(shown) <= 60 else shown[:57] + "...")
+    raise TypeError(f"until of loop {spec.name!r} returned {shown}{at}; return True to stop, False to go on")
 
 
 def _call(run: "Run", fn: Any, args: tuple, origin: str) -> Awaitable[Any]:

@@ -6,12 +6,17 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from difflib import get_close_matches
 from typing import Any
 
 from flowtui.runtime.construct import builders
 from flowtui.runtime.errors import ConfigError
 from flowtui.runtime.messages import ToolCall
 from flowtui.runtime.providers.base import ChatReply, ChatRequest, Usage, finish_reply
+
+# ("arguments" is how OpenAI names them; "id" a call's id, which the engine gives anyway)
+_CALL_KEYS = ("name", "args", "arguments", "id")
+_ARGS_ALIASES = ("parameters", "params", "input", "kwargs")  # what other APIs call the arguments
 
 
 def split_reply(reply: Any, *, where: str) -> tuple[str, list[dict[str, Any]]]:
@@ -34,6 +39,14 @@ def split_reply(reply: Any, *, where: str) -> tuple[str, list[dict[str, Any]]]:
         for i, call in enumerate(listed):
             if not isinstance(call, Mapping) or "name" not in call:
                 raise ConfigError(f"{where}: tool_calls[{i}] needs a 'name' (and 'args')")
+            # (a misspelled `arg = {...}` was dropped: the tool was called with {} and failed, or ran wrongly)
+            unknown = [str(k) for k in call if k not in _CALL_KEYS]
+            if unknown:
+                close = get_close_matches(unknown[0], ("args", "name"), n=1) or [
+                    "args" for k in unknown if k.lower() in _ARGS_ALIASES][:1]
+                raise ConfigError(f"{where}: unknown key(s) {sorted(unknown)} in tool_calls[{i}] (tool "
+                                  f"{str(call['name'])!r:.40}); " + (f"did you mean {close[0]!r}? " if close else "")
+                                  + "a tool call has 'name' and 'args'")
             args = call.get("args", call.get("arguments", {}))
             if isinstance(args, str):
                 try:
