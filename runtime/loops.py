@@ -120,12 +120,10 @@ def _note(ctx: Any, info: Any, ended: Any) -> None:
 async def _until(run: "Run", spec: LoopSpec) -> bool:
     args = (run.ctx, run.workflow_state) if run.plans.until_arity(spec) >= 2 else (run.ctx,)
     said = await _call(run, spec.until, args, "until")
-    if said is None or isinstance(said, bool):  # (None: a def that returns True only when done goes on)
+    if type(said) is bool or not callable(said):  # (a value is taken as Python takes it: `a and b` is no bool)
         return bool(said)
-    if type(said).__module__ == "numpy" and type(said).__name__ in ("bool_", "bool"):  # (s.arr.all())
-        return bool(said)
-    # Anything else was taken as its truth: `until=lambda ctx: until_answered` (the function, not its
-    # answer) or a string stopped the loop after one iteration, with no word of why.
+    # A function is true: `until=lambda ctx: until_answered` (the helper, not its answer) stopped the loop
+    # after one iteration, with no word of why.
     _refuse_until(spec, said)
 
 
@@ -135,13 +133,9 @@ def _refuse_until(spec: LoopSpec, said: Any) -> NoReturn:
 
     file, line = where(spec.until)
     at = f" (defined at {shown_path(file)}:{line})" if file else ""
-    if callable(said):
-        name = getattr(said, "__qualname__", None) or type(said).__name__
-        shown = f"<function {name}> (a function, not called? write {name}(ctx))"
-    else:
-        shown = repr(said)
-        shown = f"{type(said).__name__} " + (shown if len(shown) <= 60 else shown[:57] + "...")
-    raise TypeError(f"until of loop {spec.name!r} returned {shown}{at}; return True to stop, False to go on")
+    name = getattr(said, "__qualname__", None) or type(said).__name__
+    raise TypeError(f"until of loop {spec.name!r} returned <function {name}> (a function, not called? write "
+                    f"{name}(ctx)){at}; return True to stop, False to go on")
 
 
 def _call(run: "Run", fn: Any, args: tuple, origin: str) -> Awaitable[Any]:
