@@ -27,6 +27,7 @@ from pydantic import (
     BaseModel, ConfigDict, Field, PydanticSchemaGenerationError, TypeAdapter, ValidationError, create_model,
 )
 from pydantic.fields import FieldInfo
+from pydantic_core import PydanticSerializationError, to_jsonable_python
 
 from flowtui.runtime.errors import ConfigError
 from flowtui.runtime.markers import marker_of, type_hints, where
@@ -134,6 +135,7 @@ def signature_schema(fn: Any, tool_name: str, doc_params: dict[str, str]) -> tup
         doc = {} if _described_in(hint) or p.name not in doc_params else {"description": doc_params[p.name]}
         if default is not ... and default is not None and not isinstance(default, FieldInfo):
             _check_default(fn, p.name, hint, default, _at(file, line))
+            _check_json_default(fn, p.name, default, _at(file, line))
         if isinstance(default, FieldInfo):  # `x: int = Field(3, ge=0)`
             info = default if default.description else FieldInfo.merge_field_infos(default, **doc)
         else:
@@ -161,6 +163,18 @@ def _check_default(fn: Any, name: str, hint: Any, default: Any, at: str) -> None
                           f"type refuses ({why}); give a default of its type, or change the annotation") from None
     except Exception:  # noqa: BLE001 - a type with no schema: said below, with the others
         return
+
+
+def _check_json_default(fn: Any, name: str, default: Any, at: str) -> None:
+    """A default with no JSON form (``cb=print``, ``when=object()``) is left out of the schema the model reads,
+    with pydantic's warning naming neither the tool nor the parameter; and the model may still fill it."""
+    try:
+        to_jsonable_python(default)
+    except PydanticSerializationError:
+        raise ConfigError(f"{at}@tool {fn.__name__}: parameter {name!r} defaults to {default!r:.60}, which has no "
+                          "JSON form: a tool's parameters are what the model fills, as JSON; give it a JSON "
+                          "default (text, a number, true/false, None, a list or a dict), or keep the value "
+                          "out of the tool's parameters (a module variable, or ctx)") from None
 
 
 def _is_ctx_type(hint: Any) -> bool:

@@ -145,6 +145,9 @@ WORKFLOW = "@workflow(steps=[A])\nclass W:\n    pass\n"
      r"@tool t: description= is the text the model reads about the tool, not int 5"),
     ("@tool\ndef t(x: int = 'abc') -> str:\n    return 'x'\n",
      r"flow.py:\d+: @tool t: parameter 'x' defaults to 'abc', which its type refuses"),
+    # a default with no JSON form: pydantic's warning, naming neither the tool nor the parameter
+    ("@tool\ndef t(q: str, cb=print) -> str:\n    return q\n",
+     r"flow.py:\d+: @tool t: parameter 'cb' defaults to <built-in function print>, which has no JSON form"),
     ("from flowtui.runtime.context import AgentContext\n@tool\ndef t(q: str, ctx: AgentContext) -> str:\n"
      "    return q\n", r"parameter 'ctx' is annotated AgentContext but not marked.*write ctx: AgentContext = Context\(\)"),
     ("@tool\ndef t(**kw) -> str:\n    return 'x'\n", r"@tool t: \*\*kw cannot be a tool argument"),
