@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import difflib
 import inspect
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
@@ -65,7 +66,10 @@ class Middleware:
 
     def __init__(self, *, name: str = "middleware", tool: Callable[..., Any] | None = None,
                  model: Callable[..., Any] | None = None, setup: Callable[..., Any] | None = None,
-                 dispose: Callable[..., Any] | None = None) -> None:
+                 dispose: Callable[..., Any] | None = None, **unknown: Any) -> None:
+        from flowtui.runtime.checks import refuse_unknown
+
+        refuse_unknown(f"Middleware(name={name!r}, ...)", unknown, Middleware)  # (tools= for tool=)
         for hook, fn in (("tool", tool), ("model", model), ("setup", setup), ("dispose", dispose)):
             if fn is not None and not callable(fn):
                 raise ConfigError(f"Middleware(name={name!r}, {hook}=...): must be a function, got {fn!r}")
@@ -86,9 +90,14 @@ def check_middleware(mw: Any, *, where: str = "app.use(...)") -> None:
     if isinstance(mw, type):
         raise ConfigError(f"{where}: {mw.__name__} is a class; pass an instance, e.g. {mw.__name__}(...)")
     if not any(callable(getattr(mw, hook, None)) for hook in HOOKS):
-        raise ConfigError(f"{where}: {mw!r} is not a middleware: it needs at least one of "
-                          "tool(invocation, call_next), model(request, call_next), setup(app), dispose(); "
-                          "or use Middleware(name=..., tool=..., model=...)")
+        # (its repr named the flow's module as flowtui loads it: <flowtui_flow_mw_1.Audit object at 0x…>)
+        shown = f"{type(mw).__name__}()" if type(mw).__repr__ is object.__repr__ else repr(mw)
+        methods = [m for m in dir(mw) if not m.startswith("_") and callable(getattr(mw, m, None))]
+        close = next((f"; did you mean {hook}() for its {m}()?" for m in methods
+                      if (hook := next(iter(difflib.get_close_matches(m, HOOKS, n=1)), None))), "")
+        raise ConfigError(f"{where}: {shown} is not a middleware: it needs at least one of "
+                          "tool(invocation, call_next), model(request, call_next), setup(app), dispose()"
+                          f"{close or '; or use Middleware(name=..., tool=..., model=...)'}")
     for hook, params in PARAMETERS.items():  # (a wrong one failed at the first call, with no line)
         fn = getattr(mw, hook, None)
         if not callable(fn):

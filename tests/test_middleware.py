@@ -492,6 +492,18 @@ def test_what_is_not_a_middleware_is_refused_naming_it():
         app.use(object())
     with pytest.raises(ConfigError, match="give at least one of tool=, model=, setup=, dispose="):
         Middleware(name="nada")
+    # a misspelled parameter or method: a bare TypeError, and the object's repr naming flowtui's module for the flow
+    with pytest.raises(ConfigError, match=r"Middleware\(name='guard', ...\) has no parameter tools=; did you mean "
+                                          r"tool=\? it takes name=, tool=, model=, setup=, dispose="):
+        Middleware(name="guard", tools=print)
+
+    class Audit:
+        def modle(self, request, call_next):
+            return call_next(request)
+
+    with pytest.raises(ConfigError, match=r"^app.use\(...\): Audit\(\) is not a middleware: .*; did you mean "
+                                          r"model\(\) for its modle\(\)\?$"):
+        app.use(Audit())
     with pytest.raises(ConfigError, match=r"ContextWindow\(max_tokens=0\)"):
         ContextWindow(max_tokens=0)
 
