@@ -330,6 +330,7 @@ def hook_lookalikes(plans: Plans) -> list[str]:
             if not str(t.description or "").strip():  # the model is told only a name: it guesses when to call it
                 notes.append(f"{_at(t.target)}agent {aspec.name}: tool {t.name} has no description, so the model "
                              f"sees only its name; give it a docstring or description=")
+            notes.extend(_doc_names_no_parameter(t, aspec.name))
         ignored = [h for h in HOOKS if h in aspec.hooks] if aspec.takes_over else []
         if ignored:  # run() takes the whole turn over: no hook of the turn is called around it
             notes.append(f"agent {aspec.name}: run() takes the turn over, so {', '.join(ignored)} "
@@ -341,6 +342,26 @@ def hook_lookalikes(plans: Plans) -> list[str]:
             if close:
                 notes.append(f"{_at(value)}agent {aspec.name}: {name} is no hook flowtui calls; did you mean {close[0]}? "
                              f"(the hooks: {', '.join(HOOKS)})")
+    return notes
+
+
+def _doc_names_no_parameter(t: Any, agent: str) -> list[str]:
+    """A function tool's docstring describing a parameter it does not have (``contta:`` for ``conta``):
+    the model got no description for the real one, unsaid."""
+    from difflib import get_close_matches
+
+    from flowtui.runtime.tool_forms import parse_docstring
+
+    if not t.fields_from_signature:
+        return []
+    params = set(t.schema.model_fields) | set(t.injected)
+    notes = []
+    for name in parse_docstring(inspect.getdoc(t.target) or "")[1]:
+        if name not in params:
+            close = get_close_matches(name, sorted(params), n=1)
+            meant = f"did you mean {close[0]}? " if close else ""
+            notes.append(f"{_at(t.target)}agent {agent}: tool {t.name}'s docstring describes {name}, which is no "
+                         f"parameter of it; {meant}(its parameters: {', '.join(sorted(params)) or 'none'})")
     return notes
 
 

@@ -205,6 +205,19 @@ def test_a_method_named_like_a_hook_is_said_and_the_run_goes_on(tmp_path):
     assert res.stdout == "ok\n"
 
 
+def test_a_docstring_describing_no_parameter_of_its_tool_is_said(tmp_path):
+    """`Args: contta: ...` for a parameter conta loaded in silence: the model got no description for conta."""
+    path = write(tmp_path, "@tool\ndef busca(conta: str, limite: int = 3) -> str:\n"
+                 "    '''Busca a conta.\n\n    Args:\n        contta: o id da conta\n        limite: quantos\n    '''\n"
+                 "    return conta\n" + AGENT.replace("prompt='p'", "prompt='p', tools=[busca]") + "class A:\n    pass\n"
+                 + WORKFLOW)
+    res = flowtui("run", str(path), "--input", "x")
+    assert res.returncode == 0, res.stderr
+    assert re.search(r"flow.py:\d+: agent A: tool busca's docstring describes contta, which is no parameter of it; "
+                     r"did you mean conta\? \(its parameters: conta, limite\)", res.stderr), res.stderr
+    assert "limite, which" not in res.stderr
+
+
 def test_hooks_beside_run_are_said_never_to_be_called(tmp_path):
     path = write(tmp_path, AGENT + "class A:\n    async def run(self, input, ctx):\n        return 'mine'\n"
                  "    def after_response(self, response, ctx):\n        return 'x'\n" + WORKFLOW)
