@@ -50,6 +50,7 @@ import socket
 import sys
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 from flowtui.runtime import protocol as p
@@ -251,7 +252,7 @@ class Listener:
             attached = True
             room = threading.Semaphore(MAX_QUEUED)
             self._call(self._attached, conn)
-            for line in _lines(rest, conn.makefile("rb"), self.max_line):
+            for line in _lines(rest, conn.makefile("rb"), self.max_line, cut=_cut_short):
                 if self._client is not conn:  # detached (it stopped reading what it is sent): no more commands
                     break
                 if line is not None and not line.strip():
@@ -508,9 +509,15 @@ def _nowhere(data: bytes, at_once: bool = False) -> None:
     """No client attached: events go to the backlog only."""
 
 
-def _lines(rest: bytes, reader: Any, limit: int) -> Any:
+def _cut_short(line: bytes) -> None:
+    _tell(f"flowtui: the attached client closed its connection inside a command line ({len(line):,} bytes, no "
+          "line end): it was not carried out; a command ends with a line break")
+
+
+def _lines(rest: bytes, reader: Any, limit: int, *, cut: Callable[[bytes], None] = lambda line: None) -> Any:
     """The lines a client sent after its ``auth`` line: those read with it, then the socket's; None
-    for a line longer than ``limit`` (read to its end a piece at a time, never held whole)."""
+    for a line longer than ``limit`` (read to its end a piece at a time, never held whole). ``cut(line)``
+    hears a last line the connection ended inside."""
     while b"\n" in rest:
         line, _, rest = rest.partition(b"\n")
         yield line + b"\n" if len(line) < limit else None
@@ -520,7 +527,9 @@ def _lines(rest: bytes, reader: Any, limit: int) -> Any:
         if not line:
             return
         if not line.endswith(b"\n") and len(line) <= limit:  # the connection ended inside a line: a command
-            return  # cut short, whose reply could not arrive anyway, is not carried out
+            if line.strip():  # cut short, whose reply could not arrive anyway, is not carried out (but said)
+                cut(line)
+            return
         if len(line) <= limit:
             yield line
             continue

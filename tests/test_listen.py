@@ -343,6 +343,24 @@ def test_auth_again_is_refused_as_already_authenticated(listening):
     assert got == [(3, False, "already authenticated: auth is the first line only"), (4, True, None)]
 
 
+def test_a_command_cut_short_by_the_connections_end_is_not_carried_out_and_is_said(listening):
+    """`printf '{...stop...}' | nc`: a last line without its line end was dropped in silence."""
+    proc, port, token = listening
+    sock = socket.create_connection(("127.0.0.1", port), timeout=HANG)
+    sock.sendall(auth(token) + b'{"id":4,"type":"pause"}\n')
+    assert replies(messages(sock, lambda out: len(replies(out)) >= 1)) == [(4, True, None)]
+    sock.sendall(b'{"id":5,"type":"stop"}')
+    sock.shutdown(socket.SHUT_WR)
+    assert closed(sock)
+    sock = socket.create_connection(("127.0.0.1", port), timeout=HANG)  # the run goes on, and waits
+    sock.sendall(auth(token) + b'{"id":6,"type":"pause"}\n')
+    assert replies(messages(sock, lambda out: len(replies(out)) >= 1)) == [(6, True, None)]
+    proc.kill()
+    _, err = rest(proc)
+    assert ("flowtui: the attached client closed its connection inside a command line (22 bytes, no line end): it "
+            "was not carried out; a command ends with a line break") in err, err
+
+
 def test_a_command_without_an_id_is_refused_not_carried_out(listening):
     """{"type": "step"} stepped the run and was answered with id 0, what a wrong token and a take-over are
     answered with; an id of null was refused."""
