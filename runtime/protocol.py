@@ -390,6 +390,10 @@ def what_is_wrong(error: Exception) -> str:
         tag = (first.get("ctx") or {}).get("tag")
         said = (f"no command is called {tag!r}" if tag is not None else 'it has no "type"') + \
             f" (the commands: {', '.join(name for name in _COMMANDS if name != 'auth')})"
+    elif first.get("type") == "json_invalid" and "hex escape" in said:  # ("\ud800b": "unexpected end of hex
+        # escape", said of a line whose escapes are whole)
+        said += (" (a \\u escape is four hex digits, and one of \\ud800-\\udfff is half of a character, whose "
+                 "other half must follow: send text as UTF-8, or escape whole characters)")
     return f"{where + ': ' if where else ''}{said}"
 
 

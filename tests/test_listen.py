@@ -410,6 +410,19 @@ def test_a_line_with_no_type_or_an_unknown_one_is_told_so_in_words_and_blank_lin
     sock.close()
 
 
+def test_a_lone_surrogate_escape_in_a_command_is_told_what_it_is(listening):
+    """"a\\ud800b" was refused as "unexpected end of hex escape", of a line whose escapes are four digits each."""
+    proc, port, token = listening
+    sock = socket.create_connection(("127.0.0.1", port), timeout=HANG)
+    sock.sendall(auth(token) + b'{"id":1,"type":"add_memory","text":"a\\ud800b"}\n{"id":2,"type":"pause"}\n')
+    said = replies(messages(sock, lambda out: any(m.get("id") == 2 for m in out)))
+    assert said[0][:2] == (1, False) and said[0][2].startswith("not a command: Invalid JSON: unexpected end of hex "
+                                                              "escape at line 1 column"), said
+    assert said[0][2].endswith("one of \\ud800-\\udfff is half of a character, whose other half must follow: send "
+                               "text as UTF-8, or escape whole characters)"), said
+    assert said[1] == (2, True, None)
+
+
 EVENT = b'{"type":"tool.result","seq":1,"content":"' + b"y" * (1 << 20) + b'"}\n'  # one big event, shared
 # that many of it: more than a client may fall behind, past what the sockets' buffers take in (loopback's
 # grow to several MiB each way: with 8 MiB over, a loaded machine's never dropped the stalled client)
