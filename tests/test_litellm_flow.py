@@ -1,5 +1,7 @@
 """The real litellm path end to end: a flow, the engine, events and journal, against a loopback server."""
 
+import json
+
 import pytest
 from pydantic import BaseModel
 
@@ -75,6 +77,36 @@ async def test_retries_tool_use_usage_and_no_key_anywhere(server, tmp_path, capf
     out_err = capfd.readouterr()
     assert KEY not in written and KEY not in out_err.out + out_err.err
     assert out_err.out == "" and out_err.err == ""  # litellm printed nothing
+
+
+async def test_a_lone_surrogate_in_a_tool_result_is_sent_as_the_journal_holds_it(server, tmp_path):
+    """A file name that is no UTF-8 (os gives "\\udcff"): the call failed three times, said as HTTP 500, and the
+    journal held a request with U+FFFD that was never sent."""
+    @tool(name="ler", description="Lists a folder.")
+    def ler() -> str:
+        return "nome:\udcff.txt e \ud83d\ude00"
+
+    class Model(LiteLLMProvider):
+        model = "openai/gpt-test"
+        api_base = server.base_url
+        retry = Retry(attempts=3, base_delay_s=0.001, max_delay_s=0.01)
+
+    @agent(provider=Model(api_key=KEY), prompt="p", tools=[ler])
+    class A:
+        pass
+
+    @workflow(steps=[loop(steps=[A], until=until_answered, max_iterations=3)])
+    class W:
+        pass
+
+    server.script(reply("", tool_calls=[{"name": "ler", "args": {}}]), reply("feito"))
+    journal = tmp_path / "run.jsonl"
+    assert await bootstrap(W).run("go", journal=journal) == "feito"
+    sent = server.requests[-1].body["messages"][-1]
+    assert sent["role"] == "tool" and sent["content"] == "nome:\ufffd.txt e 😀"
+    chat = [json.loads(line) for line in journal.read_text().splitlines()
+            if '"kind":"chat"' in line and '"node.start"' in line][-1]
+    assert chat["data"]["request"]["messages"][-1]["content"] == sent["content"], chat
 
 
 async def test_rejected_key_fails_the_run_cleanly_without_showing_it(server, tmp_path, capfd):

@@ -102,7 +102,7 @@ def to_openai_messages(messages: list[Message]) -> list[dict[str, Any]]:
     pending: list[tuple[str, str]] = []  # (id, name) of calls not yet answered
     for i, msg in enumerate(messages):
         if msg.role == "assistant":
-            d: dict[str, Any] = {"role": "assistant", "content": msg.content}
+            d: dict[str, Any] = {"role": "assistant", "content": _utf8(msg.content)}
             if msg.tool_calls:
                 pending = []
                 calls = []
@@ -122,10 +122,23 @@ def to_openai_messages(messages: list[Message]) -> list[dict[str, Any]]:
                 call_id = _pair(pending, msg.tool_name) or f"call_{i}_orphan"
             else:
                 pending = [p for p in pending if p[0] != call_id]
-            out.append({"role": "tool", "tool_call_id": call_id, "content": msg.content})
+            out.append({"role": "tool", "tool_call_id": call_id, "content": _utf8(msg.content)})
         else:
-            out.append({"role": msg.role, "content": msg.content})
+            out.append({"role": msg.role, "content": _utf8(msg.content)})
     return out
+
+
+def _utf8(text: Any) -> Any:
+    """``text`` as a UTF-8 request can carry it: a lone surrogate (a tool's file name that is no UTF-8, as ``os``
+    gives it) is U+FFFD, as the journal and the app have it. Sent as it was, it failed the call three times
+    over, said as HTTP 500, and the journal held a request that was never sent."""
+    if not isinstance(text, str) or text.isascii():
+        return text
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    return text
 
 
 def _pair(pending: list[tuple[str, str]], name: str | None) -> str | None:
