@@ -78,7 +78,7 @@ def is_inert(text: str) -> bool:
     return _UNSAFE.search(text) is None
 
 
-def unvisible(edited: str, original: str) -> str:
+def unvisible(edited: str, original: str, *, after: int | None = None) -> str:
     """``edited`` (typed over ``visible(original)``) with the shown control characters put back.
 
     Each comes back where it was, if the person left it as it was (see
@@ -91,4 +91,4 @@ def unvisible(edited: str, original: str) -> str:
     shown, hidden = shown_with(original, [(m.start(), m.end(), "\n" if m.group(0) == "\r\n" else
                                            m.group(0).translate(_TABLE))
                                           for m in _CRLF_OR_UNSAFE.finditer(original)])
-    return put_back(edited, shown, hidden)
+    return put_back(edited, shown, hidden, after=after)

@@ -17,14 +17,21 @@ from __future__ import annotations
 _ALIGNED = 20_000
 
 
-def put_back(edited: str, shown: str, hidden: dict[int, tuple[int, str]]) -> str:
+def put_back(edited: str, shown: str, hidden: dict[int, tuple[int, str]], *, after: int | None = None) -> str:
     """``edited`` (typed over ``shown``) with each stand-in left untouched replaced by what it hid.
 
-    ``hidden`` maps where a stand-in starts in ``shown`` to (its length, what it stands for)."""
+    ``hidden`` maps where a stand-in starts in ``shown`` to (its length, what it stands for). ``after``:
+    how many characters follow the cursor in ``edited``, where the person typed last. Text typed just as a
+    stretch of ``shown`` reads (``\\u202e`` before the escape it looks like) aligns with it at either end;
+    what follows the cursor is the text left as it was, so the end is aligned first, up to the cursor."""
     if not hidden:
         return edited
-    head = _common_prefix(shown, edited)
-    tail = _common_prefix(shown[head:][::-1], edited[head:][::-1])
+    if after is None:
+        head = _common_prefix(shown, edited)
+        tail = _common_prefix(shown[head:][::-1], edited[head:][::-1])
+    else:
+        tail = min(_common_prefix(shown[::-1], edited[::-1]), max(after, 0))
+        head = _common_prefix(shown[:len(shown) - tail], edited[:len(edited) - tail])
     # stretches left as they were: (start in shown, start in edited, length)
     same = [(0, 0, head), (len(shown) - tail, len(edited) - tail, tail)]
     middle_shown, middle_edited = shown[head:len(shown) - tail], edited[head:len(edited) - tail]

@@ -99,10 +99,11 @@ def shown_streaming(text: str) -> str:
     return visible(redact_streaming(text, environment_secrets()))
 
 
-def unshown(edited: str, original: str) -> str:
-    """``edited`` (typed over ``shown(original)``) with what :func:`shown` hid put back where untouched."""
+def unshown(edited: str, original: str, *, after: int | None = None) -> str:
+    """``edited`` (typed over ``shown(original)``) with what :func:`shown` hid put back where untouched;
+    ``after``: how many characters follow the cursor (see :func:`flowtui.runtime.placeholders.put_back`)."""
     redacted = redact(original, environment_secrets())
-    return restore(unvisible(edited, redacted), original, environment_secrets())
+    return restore(unvisible(edited, redacted, after=after), original, environment_secrets())
 
 
 class PlainNotify:

@@ -248,6 +248,31 @@ async def test_the_edit_dialog_shows_control_characters_and_saving_keeps_them():
         assert app.client.view.history[1].content == original.replace("reply", "REPLY")
 
 
+@pytest.mark.parametrize("where", ["start", "end"])
+async def test_an_escape_typed_just_as_one_shown_stays_as_typed_wherever_it_is_typed(where):
+    """The user message `A \\u202e B <U+202E> C`, and `A \\u202e B \\u202e C X` typed before it: the typed
+    `\\u202e` went to the model as a real U+202E, and the real one as six characters."""
+    from conftest import FLOWS, make, paused, wait_until
+
+    from flowtui.tui.screens.dialogs import TextDialog
+
+    original = "A \\u202e B \u202e C"
+    typed = "A \\u202e B \\u202e C X"
+    app = make(str(FLOWS / "review_fn.py"), input=original)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await paused(pilot)
+        app.main.conversation.select(0)
+        await pilot.press("e")
+        await wait_until(pilot, lambda: isinstance(app.screen, TextDialog), what="the edit dialog")
+        area = app.screen.query_one("TextArea")
+        area.move_cursor((0, 0) if where == "start" else area.document.end)
+        await pilot.press(*[{"\\": "backslash", " ": "space"}.get(ch, ch) for ch in typed])
+        await pilot.press("ctrl+s")
+        await wait_until(pilot, lambda: app.client.view.history[0].content != original, what="the edit")
+        expected = typed + original if where == "start" else original + typed
+        assert app.client.view.history[0].content == expected
+
+
 async def test_a_long_text_for_the_pager_is_made_safe_apart_exactly_as_a_short_one():
     """Past a megabyte, the pager's text is made safe in a process of its own (the app stays
     responsive): the same text as shown() makes, every key hidden and every escape visible."""

@@ -145,8 +145,16 @@ class TextDialog(ModalScreen[str | None]):
             return self.query_one(Input).value
         return self.query_one(TextArea).text
 
+    def _after_cursor(self) -> int:
+        """How many characters follow the cursor: the text there is what the person left as it was."""
+        if self.single_line:
+            box = self.query_one(Input)
+            return len(box.value) - box.cursor_position
+        area = self.query_one(TextArea)
+        return len(area.text) - area.document.get_index_from_location(area.cursor_location)
+
     async def action_save(self) -> None:
-        text = unshown(self.value, self.text)
+        text = unshown(self.value, self.text, after=self._after_cursor())
         try:
             result = self.apply(text)
             if inspect.isawaitable(result):  # an edit sent to the run: wait for its answer
