@@ -26,12 +26,10 @@ def put_back(edited: str, shown: str, hidden: dict[int, tuple[int, str]], *, aft
     what follows the cursor is the text left as it was, so the end is aligned first, up to the cursor."""
     if not hidden:
         return edited
-    if after is None:
-        head = _common_prefix(shown, edited)
-        tail = _common_prefix(shown[head:][::-1], edited[head:][::-1])
-    else:
-        tail = min(_common_prefix(shown[::-1], edited[::-1]), max(after, 0))
-        head = _common_prefix(shown[:len(shown) - tail], edited[:len(edited) - tail])
+    tail = 0 if after is None else min(_common_prefix(shown[::-1], edited[::-1]), max(after, 0))
+    head = _common_prefix(shown[:len(shown) - tail], edited[:len(edited) - tail])
+    # (then the rest of the end: with the cursor at the end, an edit near the start left all of it as it was)
+    tail += _common_prefix(shown[head:len(shown) - tail][::-1], edited[head:len(edited) - tail][::-1])
     # stretches left as they were: (start in shown, start in edited, length)
     same = [(0, 0, head), (len(shown) - tail, len(edited) - tail, tail)]
     middle_shown, middle_edited = shown[head:len(shown) - tail], edited[head:len(edited) - tail]

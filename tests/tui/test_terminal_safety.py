@@ -248,6 +248,13 @@ async def test_the_edit_dialog_shows_control_characters_and_saving_keeps_them():
         assert app.client.view.history[1].content == original.replace("reply", "REPLY")
 
 
+def test_an_edit_near_the_start_saved_with_the_cursor_at_the_end_keeps_every_escape_after_it():
+    """The cursor told where the text left as it was begins: at the end, none of it was, and 4,000 ESCs
+    after the edit were saved as the character ␛ (past 20,000 characters nothing is aligned)."""
+    original = "\x1b[1m" + "abc \x1b x\n" * 4000
+    assert unvisible("Z" + visible(original), original, after=0) == "Z" + original
+
+
 @pytest.mark.parametrize("where", ["start", "end"])
 async def test_an_escape_typed_just_as_one_shown_stays_as_typed_wherever_it_is_typed(where):
     """The user message `A \\u202e B <U+202E> C`, and `A \\u202e B \\u202e C X` typed before it: the typed
