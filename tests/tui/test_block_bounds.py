@@ -79,10 +79,14 @@ def test_a_reply_whose_markdown_would_change_its_characters_or_numbers_is_drawn_
         return [s.text.strip(" ▌│") for s in strips]
 
     for text in ("Define __init__ and __repr__.", "Price: 5*3*2.", "Steps:\n1. one\n1. two\n1. three",
-                 "3. third\n3. again\n7. seventh", "- *a*\n\n_private names_ stay"):
+                 "3. third\n3. again\n7. seventh", "> 1. quoted\n> 1. too"):
         lines = drawn(text)
         assert all(line in lines for line in text.split("\n")), (text, lines)
     # markup that changes nothing the model wrote is still drawn: emphasis, code, a list numbered as written
     lines = drawn("**bold** and `__init__` and snake_case\n\n1. a\n2. b\n\n```\n1. x\n1. y\n```")
     assert "bold and __init__ and snake_case" in lines and "1 a" in lines and "2 b" in lines, lines
     assert "1. x" in lines and "1. y" in lines, lines  # (in code, nothing is renumbered)
+    # CJK bold is written with no spaces; _x_ is emphasis as meant; a heading or a fence starts a list anew
+    for text, drawn_as in (("这是**重要**的结论。", "这是重要的结论。"), ("_really_ meant", "really meant"),
+                           ("### Steps\n1. foo\n### Notes\n1. baz", "1 baz"), ("1. a\n\n```\nx\n```\n1. b", "1 b")):
+        assert drawn_as in drawn(text), (text, drawn(text))

@@ -187,18 +187,26 @@ def _hides_indent(text: str) -> bool:
     return False
 
 
-# Emphasis the model did not mean, outside code: an asterisk inside a word ("5*3*2" drew "5", "3" slanted,
-# "2") and underscores opening a word ("__init__" drew a bold "init"; "_x_" is less common than "*x*").
-_STRAY_EMPHASIS = re.compile(r"(?<=[^\W_])\*+(?=[^\W_])|(?<![\w\\])_+(?=[^\s_])")
+# Emphasis the model did not mean, outside code: an asterisk between two ASCII letters or digits ("5*3*2"
+# drew "5", "3" slanted, "2"; CJK bold, "这是**重要**的", is written with no spaces and meant) and a dunder
+# name ("__init__" drew a bold "init"; "_x_" and "__x__" with spaces around are emphasis as meant).
+_STRAY_EMPHASIS = re.compile(r"(?<=[0-9A-Za-z])\*+(?=[0-9A-Za-z])|(?<![\w\\])__[A-Za-z0-9]\w*?__(?!\w)")
 _CODE_SPAN = re.compile(r"(`+)[^`\n].*?(?<!`)\1(?!`)")
 _ORDERED = re.compile(r"( {0,3})(\d{1,9})[.)](?:[ \t]|$)")
+_QUOTED = re.compile(r"^(?: {0,3}> ?)+")
+# What ends every list at the margin: a heading, a thematic break, a fence (a fenced block is kept as its fence)
+_ENDS_LISTS = re.compile(r" {0,3}(?:#{1,6}(?:[ \t]|$)|([-*_])(?:[ \t]*\1){2,}[ \t]*$|```|~~~)")
 
 
 def _outside_code(lines: list[str]) -> list[str]:
-    """The lines outside fenced code blocks, their code spans taken out."""
+    """The lines outside fenced code blocks (each block as its opening fence), their code spans taken out,
+    a blockquote's marks too."""
     out, fenced = [], False
     for line in lines:
+        line = _QUOTED.sub("", line)
         if _FENCE.match(line):
+            if not fenced:
+                out.append(line)
             fenced = not fenced
         elif not fenced:
             out.append(_CODE_SPAN.sub("", line))
@@ -220,8 +228,8 @@ def _renumbers(lines: list[str]) -> bool:
             following[indent] = number + 1
         elif _LIST_ITEM.match(line):  # a bullet ends the ordered lists as deep as it, or deeper
             following = {at: n for at, n in following.items() if at < len(line) - len(line.lstrip())}
-        elif line.strip() and blank and line[:1] not in (" ", "\t"):
-            following.clear()  # a paragraph at the margin after a blank line ends every list
+        elif _ENDS_LISTS.match(line) or (line.strip() and blank and line[:1] not in (" ", "\t")):
+            following.clear()  # (a paragraph at the margin ends every list after a blank line)
         blank = not line.strip()
     return False
 
