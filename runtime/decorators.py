@@ -10,13 +10,15 @@ from __future__ import annotations
 
 import inspect
 import os
+import re
 import sys
 import weakref
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, is_typeddict
+from typing import Any
 
 from pydantic import BaseModel
+from typing_extensions import is_typeddict  # (typing's own misses typing_extensions.TypedDict, which 3.11 needs)
 
 from flowtui.runtime.budget import Budget
 from flowtui.runtime.checks import (
@@ -275,7 +277,8 @@ def _typed_fields(cls: type) -> str:
     lines = []
     for key, kind in getattr(cls, "__annotations__", {}).items():
         shown = (kind.__name__ if isinstance(kind, type) else getattr(kind, "__forward_arg__", None)
-                 or str(kind).replace("typing.", ""))
+                 or str(kind).replace("typing_extensions.", "").replace("typing.", ""))
+        shown = re.sub(r"^(?:Not)?Required\[(.*)\]$", r"\1", shown)  # (a TypedDict's marks: no model takes them)
         empty = _EMPTY.get(shown.split("[")[0].strip())  # (a written annotation is a ForwardRef: read its name)
         if empty is not None:
             lines.append(f"\n    {key}: {shown} = {empty!r}")

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import inspect
 import math
 from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Any, NoReturn
@@ -133,9 +134,12 @@ def _refuse_until(spec: LoopSpec, said: Any) -> NoReturn:
 
     file, line = where(spec.until)
     at = f" (defined at {shown_path(file)}:{line})" if file else ""
-    name = getattr(said, "__qualname__", None) or type(said).__name__
-    raise TypeError(f"until of loop {spec.name!r} returned <function {name}> (a function, not called? write "
-                    f"{name}(ctx)){at}; return True to stop, False to go on")
+    if inspect.isfunction(said) or inspect.ismethod(said) or inspect.isbuiltin(said):
+        name = getattr(said, "__qualname__", None) or said.__name__
+        shown = f"<function {name}> (a function, not called? write {name}(ctx))"
+    else:  # (a class, a functools.partial: no name to call it by)
+        shown = f"{type(said).__name__} {said!r:.60} (something to call, not a condition)"
+    raise TypeError(f"until of loop {spec.name!r} returned {shown}{at}; return True to stop, False to go on")
 
 
 def _call(run: "Run", fn: Any, args: tuple, origin: str) -> Awaitable[Any]:

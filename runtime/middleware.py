@@ -35,7 +35,7 @@ from typing import Any
 
 from flowtui.runtime.bus import current_origin
 from flowtui.runtime.errors import CLEANUP_FAILURES, ConfigError, FlowtuiError
-from flowtui.runtime.invoke import call_user
+from flowtui.runtime.invoke import call_user, is_async
 
 HOOKS = ("tool", "model", "setup", "dispose")
 
@@ -110,8 +110,9 @@ def check_middleware(mw: Any, *, where: str = "app.use(...)") -> None:
             signature.bind(*params)
         except TypeError:
             said = ", ".join(params)
+            own = ", ".join(("self", *params)) if inspect.ismethod(fn) else said  # (the method as it is written)
             raise ConfigError(f"{where}: {middleware_name(mw)}.{hook}{signature} cannot be called as {hook}({said}); "
-                              f"define it as {hook}({said})" if not isinstance(mw, Middleware) else
+                              f"define it as {hook}({own})" if not isinstance(mw, Middleware) else
                               f"{where}: Middleware {middleware_name(mw)}'s {hook}= function {signature} cannot be "
                               f"called as {hook}({said}); give a function of ({said})") from None
 
@@ -169,11 +170,14 @@ def _unawaited(made: list[Any], name: str, fn: Any, exc: BaseException | None = 
     one that read the reply (``call_next(request).content``: "'coroutine' object has no attribute
     'content'") or dropped it (Python's own "coroutine ... was never awaited" warning, raw)."""
     left = [step for step in made if inspect.getcoroutinestate(step) == inspect.CORO_CREATED]
-    if not left:
-        return
     for step in left:
         step.close()  # (never run: nothing to undo, and no warning)
     hook = getattr(fn, "__name__", "hook")
+    if not left or (exc is not None and not isinstance(exc, AttributeError)):
+        return  # (its own error, a guard's PermissionError, is the one said)
+    if is_async(fn):
+        raise TypeError(f"middleware {name}: {hook}() neither awaited nor returned what call_next(...) gave: "
+                        "`return await call_next(...)`, or return a reply of its own without calling it") from exc
     raise TypeError(f"middleware {name}: {hook}() used what call_next(...) returned without awaiting it: a sync "
                     f"{hook}() can only return call_next(...) as it is; to read the reply, make it `async def "
                     f"{hook}(...)` and `await call_next(...)`") from exc

@@ -320,7 +320,8 @@ def hook_lookalikes(plans: Plans) -> list[str]:
 
     from flowtui.runtime.checks import HOOKS
 
-    notes = []
+    notes: list[str] = []
+    documented: set[Any] = set()
     for cls, aspec in plans.agent_specs.items():
         if aspec.prompt_file is None and _path_like(aspec.prompt):  # sent as it is: the model reads a path
             notes.append(f"{_at(cls)}agent {aspec.name}: prompt={aspec.prompt!r} is sent as the prompt's text; a "
@@ -330,7 +331,9 @@ def hook_lookalikes(plans: Plans) -> list[str]:
             if not str(t.description or "").strip():  # the model is told only a name: it guesses when to call it
                 notes.append(f"{_at(t.target)}agent {aspec.name}: tool {t.name} has no description, so the model "
                              f"sees only its name; give it a docstring or description=")
-            notes.extend(_doc_names_no_parameter(t, aspec.name))
+            if t.target not in documented:  # (a tool several agents share: said once)
+                documented.add(t.target)
+                notes.extend(_doc_names_no_parameter(t, aspec.name))
         ignored = [h for h in HOOKS if h in aspec.hooks] if aspec.takes_over else []
         if ignored:  # run() takes the whole turn over: no hook of the turn is called around it
             notes.append(f"agent {aspec.name}: run() takes the turn over, so {', '.join(ignored)} "

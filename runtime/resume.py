@@ -161,7 +161,8 @@ class Resume:
                            asked=self.recorded.asked, inside_edit=self.recorded.inside_edit,
                            torn=self.recorded.torn,
                            # (one that stops inside a call says which: before_tool, before_model)
-                           unended=self.recorded.unended and self.recorded.before is None or None)
+                           unended=self.recorded.unended and self.recorded.before is None
+                           and self.recorded.asked is None or None)  # (nor one inside an edit: inside_edit)
 
     def start_values(self) -> dict[str, Any]:
         """The recorded run's input, memory and data (a re-execution starts from them)."""

@@ -209,13 +209,14 @@ def test_a_docstring_describing_no_parameter_of_its_tool_is_said(tmp_path):
     """`Args: contta: ...` for a parameter conta loaded in silence: the model got no description for conta."""
     path = write(tmp_path, "@tool\ndef busca(conta: str, limite: int = 3) -> str:\n"
                  "    '''Busca a conta.\n\n    Args:\n        contta: o id da conta\n        limite: quantos\n    '''\n"
-                 "    return conta\n" + AGENT.replace("prompt='p'", "prompt='p', tools=[busca]") + "class A:\n    pass\n"
-                 + WORKFLOW)
+                 "    return conta\n" + AGENT.replace("prompt='p'", "prompt='p', tools=[busca]")
+                 + "class A:\n    pass\n" + AGENT.replace("prompt='p'", "prompt='p', tools=[busca]")
+                 + "class B:\n    pass\n@workflow(steps=[A, B])\nclass W:\n    pass\n")
     res = flowtui("run", str(path), "--input", "x")
     assert res.returncode == 0, res.stderr
     assert re.search(r"flow.py:\d+: agent A: tool busca's docstring describes contta, which is no parameter of it; "
                      r"did you mean conta\? \(its parameters: conta, limite\)", res.stderr), res.stderr
-    assert "limite, which" not in res.stderr
+    assert "limite, which" not in res.stderr and res.stderr.count("contta") == 1  # (B shares it: said once)
 
 
 def test_hooks_beside_run_are_said_never_to_be_called(tmp_path):

@@ -449,6 +449,32 @@ async def test_a_sync_model_middleware_that_uses_call_next_without_awaiting_it_i
     assert events[-1].type == "run.end" and events[-1].status == "failed"
 
 
+async def test_an_async_middleware_that_raises_after_call_next_or_drops_it_is_said_as_such():
+    """A guard raising PermissionError after call_next(...) was said as a TypeError telling it to be async def,
+    which it was."""
+    async def guard(request, call_next):
+        call_next(request)
+        raise PermissionError("not today")
+
+    async def drops(request, call_next):
+        call_next(request)
+        return None
+
+    for mw, raised, said in ((guard, PermissionError, "^not today$"),
+                             (drops, TypeError, r"^middleware m: drops\(\) neither awaited nor returned what "
+                                                r"call_next\(...\) gave")):
+        @agent(provider=FunctionProvider(lambda m, t: "ok"), prompt="p")
+        class A:
+            pass
+
+        @workflow(steps=[A], middlewares=[Middleware(name="m", model=mw)])
+        class W:
+            pass
+
+        with pytest.raises(raised, match=said):
+            await bootstrap(W).run("go")
+
+
 async def test_a_sync_model_middleware_returning_call_next_as_it_is_runs():
     seen = []
 
@@ -476,10 +502,11 @@ def test_a_middleware_hook_that_cannot_take_its_arguments_is_refused_at_load():
             return request
 
     with pytest.raises(ConfigError, match=r"Audit.model\(request\) cannot be called as model\(request, "
-                                          r"call_next\); define it as model\(request, call_next\)"):
+                                          r"call_next\); define it as model\(self, request, call_next\)"):
         bootstrap(_flow(scripted("x")[0], [])).use(Audit())
     with pytest.raises(ConfigError, match=r"Middleware guard's tool= function \(invocation\) cannot be called"):
-        @workflow(steps=[_flow(scripted("x")[0], [])], middlewares=[Middleware(name="guard", tool=lambda invocation: 1)])
+        @workflow(steps=[_flow(scripted("x")[0], [])],
+                  middlewares=[Middleware(name="guard", tool=lambda invocation: 1)])
         class W:
             pass
 

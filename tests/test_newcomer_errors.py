@@ -22,8 +22,8 @@ def _call(keys: str) -> str:
 
 
 @pytest.mark.parametrize("key, hint", [
-    ("arg", "did you mean 'args'? "),
-    ("parameters", "did you mean 'args'? "),
+    ("arg", "did you mean 'args' for 'arg'? "),
+    ("parameters", "did you mean 'args' for 'parameters'? "),
     ("qq", ""),
 ])
 def test_a_misspelled_key_in_a_scripted_tool_call_is_refused_at_load(tmp_path, key, hint):
@@ -43,7 +43,7 @@ def test_a_misspelled_key_in_a_tool_call_of_a_replies_file_names_the_file_and_re
     res = flowtui("run", str(path), "--input", "x", "--replies", str(tmp_path / "replies.toml"))
     assert res.returncode == 2, res.stderr
     assert re.search(r"--replies .*replies.toml: reply 1 for A: unknown key\(s\) \['arg'\] in tool_calls\[0\] "
-                     r"\(tool 'lookup'\); did you mean 'args'\?", res.stderr), res.stderr
+                     r"\(tool 'lookup'\); did you mean 'args' for 'arg'\?", res.stderr), res.stderr
 
 
 @pytest.mark.parametrize("keys", ["'args': {'q': 'x'}", "'arguments': '{\"q\": \"x\"}'",
@@ -67,6 +67,16 @@ def test_an_until_that_returns_a_function_fails_the_run_naming_the_loop(tmp_path
     assert ("flowtui: the run failed: TypeError: until of loop 'review' returned <function until_answered> (a "
             "function, not called? write until_answered(ctx)) (defined at ") in res.stderr, res.stderr
     assert "; return True to stop, False to go on" in res.stderr
+
+
+def test_an_until_that_returns_something_else_to_call_is_not_told_to_call_it_by_a_name_it_lacks(tmp_path):
+    """A functools.partial was said as `<function partial>`, to be written `partial(ctx)`."""
+    path = write(tmp_path, "import functools\n" + LOOPED.format(
+        defs="", until="lambda ctx: functools.partial(until_answered, ctx)"))
+    res = flowtui("run", str(path), "--input", "x")
+    assert res.returncode == 1, res.stderr
+    assert "until of loop 'review' returned partial functools.partial(<function until_answered" in res.stderr
+    assert "(something to call, not a condition)" in res.stderr and "<function partial>" not in res.stderr
 
 
 def test_an_until_that_returns_a_value_stops_as_python_reads_its_truth(tmp_path):
@@ -108,10 +118,12 @@ def test_an_unknown_field_of_ctx_is_still_told_to_be_set_first(tmp_path):
         in res.stderr, res.stderr
 
 
-def test_a_typeddict_state_is_refused_at_load_with_a_model_to_write(tmp_path):
-    """It said `TypeError while importing: vars() argument must have __dict__ attribute`."""
-    body = ("from typing import TypedDict\nfrom flowtui import ScriptedProvider\n"
-            "class S(TypedDict):\n    n: int\n    tags: list[str]\n"
+@pytest.mark.parametrize("module", ["typing", "typing_extensions"])
+def test_a_typeddict_state_is_refused_at_load_with_a_model_to_write(tmp_path, module):
+    """It said `TypeError while importing: vars() argument must have __dict__ attribute`. (typing_extensions'
+    TypedDict is the one pydantic asks for on Python 3.11, and typing's is_typeddict misses it there.)"""
+    body = (f"from {module} import NotRequired, TypedDict\nfrom flowtui import ScriptedProvider\n"
+            "class S(TypedDict):\n    n: int\n    tags: NotRequired[list[str]]\n"
             "@agent(provider=ScriptedProvider(['a']), prompt='p')\nclass A:\n    pass\n"
             "@workflow(state=S, steps=[A])\nclass W:\n    pass\n")
     res = flowtui("run", str(write(tmp_path, body)), "--input", "x")

@@ -42,10 +42,12 @@ def split_reply(reply: Any, *, where: str) -> tuple[str, list[dict[str, Any]]]:
             # (a misspelled `arg = {...}` was dropped: the tool was called with {} and failed, or ran wrongly)
             unknown = [str(k) for k in call if k not in _CALL_KEYS]
             if unknown:
-                close = get_close_matches(unknown[0], ("args", "name"), n=1) or [
-                    "args" for k in unknown if k.lower() in _ARGS_ALIASES][:1]
+                meant = next(((key, "args" if key.lower() in _ARGS_ALIASES else close[0]) for key in unknown
+                              if key.lower() in _ARGS_ALIASES
+                              or (close := get_close_matches(key, ("args", "name"), n=1))), None)
                 raise ConfigError(f"{where}: unknown key(s) {sorted(unknown)} in tool_calls[{i}] (tool "
-                                  f"{str(call['name'])!r:.40}); " + (f"did you mean {close[0]!r}? " if close else "")
+                                  f"{str(call['name'])!r:.40}); "
+                                  + (f"did you mean {meant[1]!r} for {meant[0]!r}? " if meant else "")
                                   + "a tool call has 'name' and 'args'")
             args = call.get("args", call.get("arguments", {}))
             if isinstance(args, str):

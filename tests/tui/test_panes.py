@@ -203,13 +203,14 @@ def test_a_text_value_that_reads_as_another_type_is_quoted_in_the_sidebar():
     view.apply(RunStart(seq=1, ts=0.0, run_id="r1", node_id=None, parent_id=None, origin="runtime", workflow="W",
                         state={"s_null": "null", "none": None, "s_num": "123", "num": 123, "s_true": "true",
                                "yes": True, "empty": "", "spaces": "  ", "text": "olá, mundo",
-                               "items": ["null", None, "x"], "table": {"": "1", "k": 1}}))
+                               "items": ["null", None, "x"], "table": {"": "1", "k": 1, "2": 2},
+                               "long": "1" * 45}))
     view.apply(CtxSet(seq=2, ts=0.0, run_id="r1", node_id=None, parent_id=None, origin="agent:A", name="price",
                       value="3.30"))
     rows = [text.plain for _, text in sidebar_rows(view, width=60)]
     for row in ('  s_null = "null"', "  none = null", '  s_num = "123"', "  num = 123", '  s_true = "true"',
                 "  yes = true", '  empty = ""', '  spaces = "  "', "  text = olá, mundo", '    0 "null"', "    1 null",
-                "    2 x", '    "": "1"', "    k: 1", '  price = "3.30"'):
+                "    2 x", '    "": "1"', "    k: 1", "    2: 2", '  price = "3.30"', f'  long = "{"1" * 45}"'):
         assert row in rows, (row, rows)
 
 

@@ -49,9 +49,9 @@ def _value(value: Any, limit: int = 200) -> str:
 
 
 def _reads_as_another(text: str) -> bool:
-    if not text.strip() or text != text.strip() or text[0] in '"[{':  # (a list, an object, a quoted string)
+    if not text or text[0].isspace() or text[-1].isspace() or text[0] in '"[{':  # (a list, an object, a string)
         return True
-    if len(text) > 40 or text[0] not in "-0123456789tfnNI":  # (NaN and Infinity: how the journal writes them)
+    if len(text) > 400 or text[0] not in "-0123456789tfnNI":  # (NaN and Infinity: how the journal writes them)
         return False
     try:
         return not isinstance(json.loads(text), str)
@@ -139,8 +139,8 @@ def sidebar_rows(view: Any, width: int = 42, *, editable: bool = True,
             elif isinstance(value, dict) and value:
                 rows.append((f"field:{name}", Text.assemble(mark, (_shown(name), name_style))))
                 for key, item in itertools.islice(value.items(), FIELD_ROWS):
-                    rows.append((f"field:{name}", Text.assemble("    ", (f"{_value(str(key), 60)}: ", "dim"),
-                                                                _value(item))))
+                    said = _shown(str(key)) if key else '""'  # (a key is text: only an empty one read as nothing)
+                    rows.append((f"field:{name}", Text.assemble("    ", (f"{said}: ", "dim"), _value(item))))
                 more(name, len(value))
             else:
                 rows.append((f"field:{name}", Text.assemble(mark, (_shown(name), name_style), " = ", _value(value))))
