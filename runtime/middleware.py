@@ -173,8 +173,9 @@ def _unawaited(made: list[Any], name: str, fn: Any, exc: BaseException | None = 
     for step in left:
         step.close()  # (never run: nothing to undo, and no warning)
     hook = getattr(fn, "__name__", "hook")
-    if not left or (exc is not None and not isinstance(exc, AttributeError)):
-        return  # (its own error, a guard's PermissionError, is the one said)
+    if not left or (exc is not None and not isinstance(exc, (AttributeError, TypeError))):
+        return  # (its own error, a guard's PermissionError, is the one said; a coroutine used as the reply
+        # raises AttributeError or TypeError: 'coroutine' object is not subscriptable)
     if is_async(fn):
         raise TypeError(f"middleware {name}: {hook}() neither awaited nor returned what call_next(...) gave: "
                         "`return await call_next(...)`, or return a reply of its own without calling it") from exc

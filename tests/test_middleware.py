@@ -419,8 +419,9 @@ async def test_events_a_middleware_causes_name_it_as_their_origin():
         [(1, "middleware:contador")]
 
 
-@pytest.mark.parametrize("body", ["return call_next(request).content and call_next", "call_next(request)"],
-                         ids=["reads-the-reply", "drops-it"])
+@pytest.mark.parametrize("body", ["return call_next(request).content and call_next", "call_next(request)",
+                                  "return call_next(request)['content']"],
+                         ids=["reads-the-reply", "drops-it", "indexes-the-reply"])
 async def test_a_sync_model_middleware_that_uses_call_next_without_awaiting_it_is_told_how(body):
     """The README says sync methods work: one reading the reply failed with "'coroutine' object has no attribute
     'content'", and one dropping it printed Python's "coroutine ... was never awaited", raw."""
