@@ -510,6 +510,11 @@ def test_bad_native_arguments_are_kept_raw():
     sent = _litellm.to_openai_messages([Message(role="assistant", tool_calls=(call,)),
                                         Message(role="tool", content="Invalid arguments", tool_call_id="c1")])
     assert sent[0]["tool_calls"][0]["function"]["arguments"] == "{not json"
+    # a lone surrogate in it (the model wrote "\ud800" in what is no JSON) is U+FFFD: no request can carry it
+    call = call.model_copy(update={"args": {_litellm.RAW_ARGUMENTS_KEY: "{q: \ud800"}})
+    sent = _litellm.to_openai_messages([Message(role="assistant", tool_calls=(call,)),
+                                        Message(role="tool", content="Invalid arguments", tool_call_id="c1")])
+    assert sent[0]["tool_calls"][0]["function"]["arguments"] == "{q: \ufffd"
 
 
 def test_importing_providers_does_not_import_litellm():

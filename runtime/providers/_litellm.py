@@ -269,7 +269,7 @@ def _arguments(args: dict[str, Any]) -> str:
     no JSON object (kept under RAW_ARGUMENTS_KEY, a key of flowtui's the model never wrote)."""
     raw = args.get(RAW_ARGUMENTS_KEY) if len(args) == 1 else None
     if isinstance(raw, str):
-        return raw
+        return _utf8(raw)  # (as the model wrote it: a lone surrogate in it, from a "\ud800" it wrote, is U+FFFD)
     text = json.dumps(args, ensure_ascii=False)  # "çç" as the model wrote it and view 2 shows it, not "\u00e7\u00e7"
     try:
         text.encode("utf-8")
