@@ -183,14 +183,21 @@ def safe_data(value: Any, redactor: Redactor) -> Any:
     return _safe(value, redactor.values, None, {}, "", None)
 
 
+def well_formed(text: str) -> str:
+    """``text`` as UTF-8 can carry it: a lone surrogate is U+FFFD (a pair written as two halves joins)."""
+    if text.isascii():
+        return text
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    return text
+
+
 def _safe(value: Any, secrets: tuple[str, ...], limit: int | None, elided: dict[str, int], path: str,
           kept: dict[str, str] | None) -> Any:
     if isinstance(value, str):
-        if not value.isascii():
-            try:
-                value.encode("utf-8")
-            except UnicodeEncodeError:  # lone surrogates: not UTF-8, replace them
-                value = value.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+        value = well_formed(value)
         if limit is not None and len(value) > limit:  # cut first: only what is sent is redacted
             elided[path] = len(value)
             if kept is not None:

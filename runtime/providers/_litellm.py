@@ -21,6 +21,7 @@ import warnings
 from types import ModuleType
 from typing import Any
 
+from flowtui.runtime.encoding import well_formed
 from flowtui.runtime.messages import Message, ToolCall
 from flowtui.runtime.providers.base import RAW_ARGUMENTS_KEY, ChatReply, ChatRequest, TokenCount
 from flowtui.runtime.providers.replies import model_reply
@@ -132,13 +133,7 @@ def _utf8(text: Any) -> Any:
     """``text`` as a UTF-8 request can carry it: a lone surrogate (a tool's file name that is no UTF-8, as ``os``
     gives it) is U+FFFD, as the journal and the app have it. Sent as it was, it failed the call three times
     over, said as HTTP 500, and the journal held a request that was never sent."""
-    if not isinstance(text, str) or text.isascii():
-        return text
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
-    return text
+    return well_formed(text) if isinstance(text, str) else text
 
 
 def _pair(pending: list[tuple[str, str]], name: str | None) -> str | None:
