@@ -12,6 +12,8 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+from pydantic import BaseModel
+
 from flowtui.runtime.errors import ConfigError
 from flowtui.runtime.markers import is_marker, where
 from flowtui.runtime.providers.base import Provider
@@ -85,7 +87,34 @@ def check_sampling(sampling: Any, who: str) -> dict[str, Any]:
             raise ConfigError(f"{who}: sampling={{{key!r}: {value!r}}}: {key} is a number (say 0.2)")
         if key in SAMPLING_COUNTS and not (isinstance(value, int) and not isinstance(value, bool) and value >= 1):
             raise ConfigError(f"{who}: sampling={{{key!r}: {value!r}}}: {key} is a whole number of at least 1")
+        found = not_json(value, f"sampling[{key!r}]")
+        if found:  # (the request is JSON: it failed at the first call, as a server's error)
+            raise ConfigError(f"{who}: {found}, which a model request cannot carry (it is JSON); give text, "
+                              "numbers, lists or dicts of them")
     return dict(sampling)
+
+
+def not_json(value: Any, where: str, depth: int = 0) -> str | None:
+    """Where in ``value`` (called ``where``) the first value JSON cannot hold is, and what it is:
+    ``sampling['stop'] is a set``; None when it has none. A class or a pydantic model is taken as
+    litellm takes it (``response_format=Answer``: its JSON schema)."""
+    if value is None or isinstance(value, (str, bool, int, type, BaseModel)):
+        return None
+    if isinstance(value, float):
+        return None if math.isfinite(value) else f"{where} is {value!r}, a number JSON cannot hold"
+    if depth < 100 and isinstance(value, (list, tuple)):
+        return next((found for i, v in enumerate(value) if (found := not_json(v, f"{where}[{i}]", depth + 1))),
+                    None)
+    if depth < 100 and isinstance(value, dict):
+        for k, v in value.items():
+            if not (k is None or isinstance(k, (str, int, float))):
+                return f"{where} has the key {k!r:.40}, a {type(k).__name__}"
+            found = not_json(v, f"{where}[{k!r:.40}]", depth + 1)
+            if found:
+                return found
+        return None
+    name = type(value).__name__
+    return None if depth >= 100 else f"{where} is {'an' if name[0] in 'aeiouAEIOU' else 'a'} {name}"
 
 
 def check_name(name: Any, who: str, *, blank: bool = True) -> None:

@@ -136,6 +136,11 @@ WORKFLOW = "@workflow(steps=[A])\nclass W:\n    pass\n"
      r"sampling=\{'max_tokens': -5\}: max_tokens is a whole number of at least 1"),
     (AGENT.replace("prompt='p'", "prompt='p', sampling={'temperature': 'hot'}") + "class A:\n    pass\n" + WORKFLOW,
      r"sampling=\{'temperature': 'hot'\}: temperature is a number"),
+    # a value no request can carry (the call failed at the first turn, said as an HTTP 500 and retried)
+    (AGENT.replace("prompt='p'", "prompt='p', sampling={'stop': {'FIM'}}") + "class A:\n    pass\n" + WORKFLOW,
+     r"@agent\(...\) of A: sampling\['stop'\] is a set, which a model request cannot carry"),
+    (AGENT.replace("prompt='p'", "prompt='p', sampling={'metadata': {'x': [float('inf')]}}") + "class A:\n    pass\n"
+     + WORKFLOW, r"sampling\['metadata'\]\['x'\]\[0\] is inf, a number JSON cannot hold"),
     ("from pydantic import BaseModel\nclass S(BaseModel):\n    n: int = 0\n" + AGENT
      + "class A:\n    def after_response(self, r, ctx, s: S = State()):\n        pass\n"
      "@workflow(state=S, steps=[A])\nclass W:\n    pass\n",

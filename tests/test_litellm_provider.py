@@ -296,6 +296,32 @@ async def test_gives_up_after_attempts_with_clear_error(server):
     assert attempts[-1].retry_in_s is None  # the last failure is reported too, with no retry
 
 
+@pytest.mark.parametrize("made,words", [
+    (dict(request=dict(sampling={"stop": {"FIM"}})), "sampling['stop'] is a set; fix the agent's or the provider's"),
+    (dict(provider=dict(temperature=float("nan"))), "sampling['temperature'] is nan, a number JSON cannot hold"),
+    (dict(request=dict(schemas=[{"type": "function", "function": {"name": "f", "parameters": {
+        "type": "object", "properties": {"a": {"default": object()}}}}}])),
+     "tools[0]['function']['parameters']['properties']['a']['default'] is an object; fix that tool's schema"),
+])
+@pytest.mark.asyncio
+async def test_a_request_with_no_json_form_fails_at_once_saying_where(server, made, words):
+    # a middleware's set in the sampling, a NaN given as a keyword: the JSON encoder raised before anything was
+    # sent, which litellm calls a 500 of its own (it was retried three times as a server's failure)
+    server.script(reply("unused"))
+    attempts: list[AttemptInfo] = []
+    fields = dict(made.get("request", {}))
+    if "schemas" in fields:
+        fields.update(tools=fields.pop("schemas"), tool_names=frozenset({"f"}))
+    with pytest.raises(ProviderError) as info:
+        await provider(server, **made.get("provider", {})).complete(ChatRequest(**{
+            **request(on_attempt=attempts.append).__dict__, **fields}))
+    said = str(info.value)
+    assert "the request could not be written as JSON, so nothing was sent: " + words in said
+    assert "(not retried)" in said and "HTTP" not in said
+    assert info.value.attempts == 1 and info.value.status is None and attempts[0].status is None
+    assert server.requests == []
+
+
 @pytest.mark.asyncio
 async def test_retry_false_makes_one_attempt(server):
     server.script(server_error(500), reply("unused"))

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import email.utils
 import json
+import json.encoder
 import re
 import socket
 import time
@@ -38,6 +39,8 @@ def classify(exc: BaseException) -> tuple[int | None, bool]:
         status = None
     if is_missing_key(exc):  # reported as 500 by some paths; no retry will find a key
         return status, False
+    if unencodable(exc):  # the request is no JSON: nothing was sent, and no retry sends it
+        return None, False
     if _not_http(exc):  # api_base="htp://...": no attempt can reach it
         return None, False
     if is_timeout(exc) or is_connection(exc) or is_malformed(exc):
@@ -77,6 +80,20 @@ def unreachable(exc: BaseException) -> str | None:
         if isinstance(cause, ConnectionRefusedError):
             return "nothing listens at that host and port (connection refused)"
     return None
+
+
+def unencodable(exc: BaseException) -> bool:
+    """The request could not be written as JSON (a set, an object, a NaN in its sampling or a tool's
+    schema): the JSON encoder raised before anything was sent. litellm calls it a 500 of its own, and
+    the call was retried three times as a server's failure."""
+    return any(isinstance(c, (TypeError, ValueError)) and _raised_in(c, json.encoder.__file__) for c in causes(exc))
+
+
+def _raised_in(exc: BaseException, filename: str) -> bool:
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    return tb is not None and tb.tb_frame.f_code.co_filename == filename
 
 
 def _not_http(exc: BaseException) -> bool:

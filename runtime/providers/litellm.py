@@ -32,7 +32,7 @@ from flowtui.runtime.providers.base import (AttemptInfo, ChatReply, ChatRequest,
                                            sent_sampling)
 from flowtui.runtime.providers.failures import (
     RETRYABLE_STATUS, EmptyStream, classify, cut, is_connection, is_malformed, is_missing_key, is_timeout,
-    retry_after_s, said, unreachable,
+    retry_after_s, said, unencodable, unreachable,
 )
 from flowtui.runtime.secrets import credentials_given, redact, secret_values
 
@@ -323,6 +323,8 @@ class LiteLLMProvider(Provider):
         who = f"agent {request.agent!r} (turn {request.turn}, model {self.model!r})"
         if is_missing_key(exc):
             what = f"no API key: {self._key_hint()}"
+        elif unencodable(exc):  # (litellm's own 500: raised before anything was sent)
+            what = f"the request could not be written as JSON, so nothing was sent: {self._not_json(request)}"
         elif "LLM Provider NOT provided" in str(exc):  # litellm's own 400: nothing was sent
             what = (f"litellm cannot tell which provider serves {self.model!r}, so nothing was sent: name it "
                     "provider/model, e.g. openai/gpt-4o-mini or anthropic/claude-3-5-haiku-latest")
@@ -348,6 +350,21 @@ class LiteLLMProvider(Provider):
         tries = (f" after {attempts} attempts in {elapsed:.1f}s" if attempts > 1
                  else " (not retried)" if not retryable else "")
         return f"{who}: {what}{tries}. Provider said: {detail}"
+
+    def _not_json(self, request: ChatRequest) -> str:
+        """Which value of ``request`` JSON cannot hold, and where it comes from."""
+        from flowtui.runtime.checks import not_json
+
+        sampling = sent_sampling(self.sampling, request.sampling)
+        found = not_json(sampling, "sampling")
+        if found:
+            return (f"{found}; fix the agent's or the provider's sampling=, or the model middleware that "
+                    "set it")
+        found = not_json(request.tools, "tools")
+        if found:
+            return f"{found}; fix that tool's schema, or the model middleware that changed it"
+        found = not_json({k: v for k, v in self.extra.items() if k not in sampling}, type(self).__name__)
+        return f"{found}, an argument passed on to litellm" if found else "a value in it has no JSON form"
 
     def _key_hint(self, *, rejected: bool = False) -> str:
         """Which environment variable litellm reads for this model (names only, never values)."""
