@@ -224,8 +224,6 @@ class _Builder:
             self.request_facts(step, data, run)
         elif ev.kind == "tool" and "args" in data:
             step.set("args", data["args"])
-        elif ev.kind == "loop" and "max_iterations" in data:
-            step.set("max_iterations", data["max_iterations"])
 
     def owner_of_child(self, ev: Any, parent: _Node | None, run: _Run) -> Step:
         if parent is None or parent.run_id != ev.run_id:
@@ -333,7 +331,10 @@ class _Builder:
                 node.between = done > 0  # an iteration ended (0: the loop starts, before its first)
         if ev.name == "budget":  # what was spent: not compared (see compare.budget_use)
             return
-        self.field(ev, f"ctx.{ev.name}", ev.value)
+        value = ev.value
+        if ev.name == "loop" and isinstance(value, dict):  # a ceiling shows in what the loop did (compare._CEILING)
+            value = {k: v for k, v in value.items() if k != "max_iterations"}
+        self.field(ev, f"ctx.{ev.name}", value)
 
     def field(self, ev: Any, name: str, value: Any) -> None:
         """A workflow-state or ctx field set: a fact of the step that set it."""

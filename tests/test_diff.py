@@ -36,7 +36,7 @@ class Question(BaseModel):
 
 
 def review_flow(*, prompt="Review the draft.", arg="no example", step=1, approve_at=2, note=None,
-                child_prompt="You research.", reply_extra=""):
+                child_prompt="You research.", reply_extra="", ceiling=5):
     """A plan-free review loop (writer, reviewer with a tool, a child workflow behind another tool);
     each keyword changes one thing."""
 
@@ -97,7 +97,7 @@ def review_flow(*, prompt="Review the draft.", arg="no example", step=1, approve
             self.s.approved = response == "APPROVED"
 
     @workflow(state=ReviewState, steps=[Writer, loop(steps=[Writer, Reviewer], until=lambda ctx, s: s.approved,
-                                                      max_iterations=5)])
+                                                      max_iterations=ceiling)])
     class ReviewWorkflow:
         pass
 
@@ -128,6 +128,19 @@ async def test_the_same_flow_run_twice_is_the_same(tmp_path, capsys):
     code, out, _ = diff(capsys, a, b)
     assert code == 0
     assert "The runs are the same" in out
+
+
+async def test_a_loop_ceiling_the_run_never_reached_is_no_difference(tmp_path, capsys):
+    # as the README says (a ceiling shows in what the loop did): it was said at the loop's start and in
+    # each iteration's ctx.loop, exit 1
+    a, b = await journal(tmp_path, "a"), await journal(tmp_path, "b", ceiling=9)
+    code, out, _ = diff(capsys, a, b)
+    assert (code, "max_iterations" in out) == (0, False), out
+    assert "The runs are the same" in out
+    # one that cut the loop short shows in what the loop did
+    c = await journal(tmp_path, "c", ceiling=1)
+    code, out, _ = diff(capsys, a, c)
+    assert code == 1 and "max_iterations" not in out and "stopped_by" in out, out
 
 
 async def test_a_run_with_a_budget_is_the_same_as_one_without(tmp_path, capsys):
