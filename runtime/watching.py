@@ -246,9 +246,12 @@ class Watchpoints:
     def _run_start(self, ev: Any) -> None:
         t = self.tracks[ev.run_id] = Track(ev.run_id, ev.workflow)
         t.state, t.memory = dict(ev.state), list(ev.memory)
+        top = self.root is not None and ev.run_id == self.root.id
         for watch in self.items:
             if watch.local and watch.workflow in (None, t.workflow):
                 t.prev[watch.key] = watch.condition.eval(t, NOTHING, self.totals)[0]
+            elif top and not watch.local:  # (the run's totals, true as it starts: cost >= 0 fired at its first call)
+                self.totals.prev[watch.key] = watch.condition.eval(t, NOTHING, self.totals)[0]
 
     def _run_end(self, ev: Any) -> None:
         self.tracks.pop(ev.run_id, None)

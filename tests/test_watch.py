@@ -262,6 +262,14 @@ async def test_cost_and_tokens_fire_when_the_model_call_that_crosses_them_ends(e
     assert trigger is chats[2] and pause.watch[0].detail == detail
 
 
+@pytest.mark.parametrize("expr", ["cost >= 0", "tokens > -1", "tokens < 1000000"])
+async def test_a_total_already_true_as_the_run_starts_never_fires(expr):
+    # as a state field's comparison does: it waits until it has been false (it fired at the first call's end)
+    wf, _ = make_flow(cost=0.25)
+    _, pauses, _ = await run_watched(wf, Controller(watch=[expr]))
+    assert pauses == []
+
+
 async def test_repeat_pauses_before_the_third_identical_call_runs():
     wf, seen = make_flow(calls=4)
     ran: list[int] = []
