@@ -45,7 +45,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic_core import from_json
 
 from flowtui.runtime.bus import current_node, current_origin
-from flowtui.runtime.compare import IGNORED, PATH, Paths, align, budget_use, comparable, show_path
+from flowtui.runtime.compare import IGNORED, PATH, Paths, align, budget_use, comparable, show_path, stopped_again
 from flowtui.runtime.control import RunStopped
 from flowtui.runtime.divergence import describe, explain, lookup_for
 from flowtui.runtime.encoding import encode_event
@@ -222,8 +222,9 @@ class Resume:
                 edit = self.expected[self._making]
                 self._edit(self._edited_run(edit, run), edit)
             del self.edits[start]  # (after: a divergence in them names the rest, see _edits_left)
-            if group.stop and self.checking:  # stopped again where the person (or a watchpoint) stopped it
-                raise RunStopped(self.stopped_because) if self.stopped_because else RunStopped()
+            if group.stop and self.checking:  # stopped again where the person (or a watchpoint) stopped it: said
+                # so (a watchpoint's words alone said one fired, naming the recorded run's event, and exit 4)
+                raise RunStopped(stopped_again(self.recorded.path, self.stopped_because))
         if self.controller is not None:
             if self.controller.stopping:
                 raise RunStopped()

@@ -829,7 +829,28 @@ async def test_a_stop_command_in_the_journal_stops_the_reexecution_there(tmp_pat
     guard()
     await load_flow(str(FLOWS / "revisao.py")).run(journal=second, resume_from=str(first))
     assert called == []
-    assert recorded_events(second) == recorded_events(first)
+    *made, end = recorded_events(second)
+    *was, recorded_end = recorded_events(first)
+    assert made == was
+    # its end says the stop was made again, and whose (the recorded words alone said "stopped by user")
+    assert end["reason"] == f"stopped again where the run of {first} was stopped (stopped by user)"
+    assert {**end, "reason": None} == {**recorded_end, "reason": None}
+
+
+async def test_a_reexecution_stopped_again_where_a_watchpoint_stopped_it_says_so_and_exits_0(tmp_path):
+    # it exited 4, its end naming a watchpoint this run never had, at the recorded run's event, and no line said why
+    first = tmp_path / "w.jsonl"
+    flowtui = [sys.executable, "-m", "flowtui.tui.cli", "run", str(FLOWS / "revisao.py")]
+    done = subprocess.run([*flowtui, "--input", "x", "--watch", "state.rodadas >= 2", "--journal", str(first)],
+                          capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert done.returncode == 4, done.stderr
+    done = subprocess.run([*flowtui, "--resume-from", str(first), "--no-journal"],
+                          capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    last = done.stderr.strip().splitlines()[-1]
+    assert last.startswith(f"■ stopped (stopped again where the run of {first} was stopped (watchpoint "
+                           "state.rodadas >= 2 fired at event #"), done.stderr
+    assert "◆" not in done.stderr
 
 
 # --- @K: the checked prefix ends at K, then the run is live ------------------------------------
