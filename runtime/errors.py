@@ -82,10 +82,25 @@ class WatchError(ConfigError):
         super().__init__(self.render())
 
     def render(self, prefix: str = "") -> str:
-        """``PREFIXmessage at column N: EXPR``, a caret under column N, then the hint (what is known)."""
-        line = f"{prefix}{self.message} at column {self.column}: {self.expr}"
-        caret = " " * (len(line) - len(self.expr) + self.column - 1) + "^"
-        return f"{line}\n{caret}" + (f"\n{self.hint}" if self.hint else "")
+        """``PREFIXmessage at column N: EXPR``, a caret under column N, then the hint (what is known).
+        The caret counts the cells a terminal gives what comes before it (a CJK character takes two), and
+        the expression is shown as a terminal may be given it (a tab as ``⇥``: raw, it moved the rest)."""
+        from flowtui.runtime.inert import visible
+
+        def shown(text: str) -> str:
+            return visible(text).replace("\t", "⇥")
+
+        head = f"{prefix}{self.message} at column {self.column}: "
+        caret = " " * (_cells(shown(head)) + _cells(shown(self.expr[:self.column - 1]))) + "^"
+        return f"{head}{shown(self.expr)}\n{caret}" + (f"\n{self.hint}" if self.hint else "")
+
+
+def _cells(text: str) -> int:
+    """The columns a terminal gives ``text``: two for a wide (CJK) character, none for a combining one."""
+    import unicodedata
+
+    return sum(0 if unicodedata.combining(c) or unicodedata.category(c) in ("Mn", "Me")
+               else 2 if unicodedata.east_asian_width(c) in ("W", "F") else 1 for c in text)
 
 
 class ResumeError(ConfigError):

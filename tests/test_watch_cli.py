@@ -118,6 +118,19 @@ def test_a_malformed_watch_is_refused_with_a_caret_before_anything_runs(tmp_path
     assert "Traceback" not in res.stderr and not (tmp_path / ".flowtui").exists()  # no run, no journal
 
 
+@pytest.mark.parametrize("expr,shown,before", [
+    ("memory ~ /日本/q", "memory ~ /日本/q", "memory ~ /日本/"),  # two cells each: the caret stood 2 left of q
+    ("memory ~ /a\tb/q", "memory ~ /a⇥b/q", "memory ~ /a⇥b/"),  # a raw tab moved the rest of the line
+])
+def test_the_caret_stands_under_the_fault_whatever_comes_before_it(tmp_path, expr, shown, before):
+    res = run("--watch", expr, cwd=tmp_path)
+    assert res.returncode == 2
+    line, caret = res.stderr.splitlines()[:2]
+    head = "--watch: unknown pattern flag 'q' (known: i, m, s) at column " + str(len(before) + 1) + ": "
+    assert line == head + shown and "\t" not in res.stderr
+    assert caret == " " * (len(head) + len(before) + before.count("日") + before.count("本")) + "^"
+
+
 def test_an_unknown_state_field_is_refused_naming_the_fields_there_are(tmp_path):
     res = run("--watch", "state.rodadas >= 3", cwd=tmp_path)
     assert res.returncode == 2
@@ -281,9 +294,12 @@ def test_a_run_a_watchpoint_stopped_between_a_replys_calls_reexecutes_without_a_
     assert "Tool call echo was not run: the run stopped." in journal.read_text()
     again = subprocess.run([*cli, "--resume-from", str(journal), "--no-journal", "--json"], cwd=tmp_path,
                            capture_output=True, text=True, timeout=60)
-    assert again.returncode == 4, again.stderr  # stopped where the recorded run stopped, as it did: no divergence
+    # stopped where the recorded run stopped, as it did: no divergence; and said so, exit 0 (no watchpoint of its
+    # own fired: exit 4 and the recorded words alone said one had)
+    assert again.returncode == 0, again.stderr
     end = json.loads(again.stdout.splitlines()[-1])
-    assert end["type"] == "run.end" and end["reason"].startswith("watchpoint history ~ /echo: one/ fired")
+    assert end["type"] == "run.end" and end["reason"].startswith(
+        f"stopped again where the run of {journal} was stopped (watchpoint history ~ /echo: one/ fired")
 
 
 def test_a_pattern_that_backtracks_on_a_text_stops_the_run_there_saying_so_instead_of_hanging_it():

@@ -28,20 +28,27 @@ EXPR_SHOWN = 48  # of a refused watchpoint, the characters shown around the faul
 EXPR_NOTIFIED = 30  # and in a notice (one line of it)
 
 
-def refusal_text(reply: Any, shown: int = EXPR_SHOWN) -> str:
+def refusal_text(reply: Any, width: int = EXPR_SHOWN) -> str:
     """A refused watchpoint as the dialog shows it (after its ``✗ ``): what, then the expression
-    with a caret under the fault (``shown`` characters of it around the fault at most: a line wrapped
+    with a caret under the fault (``width`` characters of it around the fault at most: a line wrapped
     would put the caret under another part), then what to do."""
     where = reply.value if isinstance(reply.value, dict) else None
     if where is None:
         return reply.error or "refused"
     expr, column = where["expr"], where["column"]
-    if len(expr) > shown:  # a line the dialog would wrap, the caret then under another part: a window
-        start = max(0, min(column - 1 - shown // 2, len(expr) - shown))
-        expr = ("…" if start else "") + expr[start:start + shown] + ("…" if start + shown < len(expr) else "")
+    if len(expr) > width:  # a line the dialog would wrap, the caret then under another part: a window
+        start = max(0, min(column - 1 - width // 2, len(expr) - width))
+        expr = ("…" if start else "") + expr[start:start + width] + ("…" if start + width < len(expr) else "")
         column = column - start + (1 if start else 0)
-    lines = [f"{where['message']} (column {where['column']})", f"  {expr}",
-             "  " + " " * (column - 1) + "^"]  # two columns: the dialog's "✗ " prefix
+    from rich.cells import cell_len
+
+    def drawn(text: str) -> str:
+        return shown(text).replace("\t", "⇥")
+
+    # two columns: the dialog's "✗ " prefix; the caret under the cells what comes before takes (a CJK
+    # character two: it stood two columns left of the fault per character)
+    lines = [f"{where['message']} (column {where['column']})", f"  {drawn(expr)}",
+             "  " + " " * cell_len(drawn(expr[:column - 1])) + "^"]
     if where.get("hint"):
         lines.append(f"  {where['hint']}")
     return "\n".join(lines)

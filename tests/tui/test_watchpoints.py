@@ -184,6 +184,20 @@ def test_a_long_refused_watchpoint_is_shown_around_its_fault_so_the_caret_stays_
     assert shown[caret.index("^")] == ">" and shown[caret.index("^") - 1] == ">"  # under the fault
 
 
+def test_the_dialogs_caret_counts_the_cells_a_wide_character_takes():
+    from types import SimpleNamespace
+
+    from rich.cells import cell_len
+
+    from flowtui.tui.watchpoints import refusal_text
+
+    expr = "memory ~ /日本語/q"
+    text = refusal_text(SimpleNamespace(value={"message": "unknown pattern flag 'q'", "column": expr.index("q") + 1,
+                                               "expr": expr, "hint": None}, error=None))
+    _, shown, caret = text.splitlines()
+    assert cell_len(caret) - 1 == cell_len(shown[:shown.index("q")])  # under the q, as a terminal draws them
+
+
 async def test_a_watchpoint_taken_off_for_its_slow_pattern_leaves_the_list():
     """Its pattern backtracked on a text past the search's limit: the run took it off and paused there;
     the control pane, W and the palette no longer list it (they did, as if it still watched)."""
