@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import math
 import re
+import typing
 from collections.abc import Iterator
 from dataclasses import dataclass
 from decimal import Decimal
@@ -386,10 +387,22 @@ def check_known(watch: Watch, *, workflow: str, state_type: type | None, tools: 
             elif (isinstance(subject, StateField) and node.op in ("<", "<=", ">", ">=")
                   and isinstance(node.literal, (int, float)) and not isinstance(node.literal, bool)):
                 tp = _field_type(state_type, subject.parts)
+                if tp is not None and _only(tp, (bool, type(None))):  # (a flag is no number to compare())
+                    raise WatchError(f"{subject} is {_type_name(tp)}: it is never {node.op} a number",
+                                     expr=expr, column=subject.column,
+                                     hint=f"compare it with true or false: {subject} == true")
                 if tp is not None and _only(tp, (list, tuple, dict, set, str, type(None))):
                     raise WatchError(f"{subject} is {_type_name(tp)}: it is never {node.op} a number",
                                      expr=expr, column=subject.column,
                                      hint=f"compare its length: len({subject}) {node.op} {node.literal}")
+            elif (isinstance(subject, StateField) and node.op in ("<", "<=", ">", ">=")
+                  and isinstance(node.literal, str)):
+                tp = _field_type(state_type, subject.parts)
+                if tp is not None and _only(tp, (int, float, bool, list, tuple, dict, set, type(None))):
+                    raise WatchError(f"{subject} is {_type_name(tp)}: it is never {node.op} a text",
+                                     expr=expr, column=subject.column,
+                                     hint=f"compare it with a value of its type, e.g. {subject} {node.op} "
+                                          f"{_example_of(tp)}")
             elif isinstance(subject, StateField) and node.op in ("==", "!="):
                 tp = _field_type(state_type, subject.parts)
                 # 'true' is no flag, 3 is no text, 1 no flag, true no count, null no field that is never null:
@@ -401,6 +414,16 @@ def check_known(watch: Watch, *, workflow: str, state_type: type | None, tools: 
                                      hint=f"compare its length: len({subject}) {node.op} {node.literal}" if sized
                                      else f"compare it with a value of its type, e.g. {subject} {node.op} "
                                           f"{_example_of(tp)}")
+        elif isinstance(node, Matches) and isinstance(node.subject, StateField):
+            # a pattern reads the texts a field gains: its text, or the texts a list of them gains
+            tp = _field_type(state_type, node.subject.parts)
+            items = typing.get_args(tp) if typing.get_origin(tp) in (list, tuple) else ()
+            if tp is not None and (_only(tp, _UNSIZED) or (items and all(_only(i, _UNSIZED) for i in items
+                                                                            if i is not Ellipsis))):
+                example = f"{node.subject}.0 == {_example_of(items[0])}" if items else \
+                    f"{node.subject} == {_example_of(tp)}"
+                raise WatchError(f"{node.subject} is {_type_name(tp)}: a pattern matches only texts",
+                                 expr=expr, column=node.subject.column, hint=f"compare it instead, e.g. {example}")
 
 
 def _conditions(node: Any) -> list[Any]:

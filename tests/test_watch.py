@@ -488,6 +488,15 @@ async def test_a_parent_with_state_refuses_a_child_field_unless_the_watch_names_
     ("len(state.notes.first) > 1", 11, "state.notes is list[str]: its items are taken by index, not by a name "
      "('first')", "name a field the state has, and an item of a list by its index (state.notas.0)"),
     ("len(state.notes.01) > 1", 11, "state.notes is list[str]: write its index 1, not 01", None),
+    # ordered against a value of another type, or a pattern on what holds no text (taken, never fired)
+    ("state.rounds > 'a'", 7, "state.rounds is int: it is never > a text",
+     "compare it with a value of its type, e.g. state.rounds > 3"),
+    ("state.approved > 0", 7, "state.approved is bool: it is never > a number",
+     "compare it with true or false: state.approved == true"),
+    ("state.notes <= 'x'", 7, "state.notes is list[str]: it is never <= a text", None),
+    ("state.rounds ~ /1/", 7, "state.rounds is int: a pattern matches only texts",
+     "compare it instead, e.g. state.rounds == 3"),
+    ("state.approved ~ /True/", 7, "state.approved is bool: a pattern matches only texts", None),
 ])
 async def test_a_watchpoint_that_can_never_fire_is_refused_naming_the_part_at_fault(expr, column, message, hint):
     wf, _ = make_flow()
@@ -510,6 +519,7 @@ async def test_a_watchpoint_that_can_never_fire_is_refused_naming_the_part_at_fa
     "state.approved == true", "state.label == 'x'", "state.verdict != 'ok'", "state.rounds == 2",
     "state.notes.0 ~ /x/", "len(state.notes.1) > 2",
     "state.label == null", "state.label != null", "state.rounds == 2.0", "state.approved != false",
+    "state.verdict > 'a'", "state.label <= 'x'", "state.notes ~ /x/", "state.verdict ~ /ok/",
 ])
 async def test_a_watchpoint_that_can_fire_is_kept(expr):
     wf, _ = make_flow()
