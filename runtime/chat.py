@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import math
 import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -137,8 +138,8 @@ async def call_model(run: "Run", spec: AgentSpec, request: ChatRequest, *, promp
             done = provider.finish(final, answer)
             if isinstance(done, ChatReply):  # each call counts, in the budget and the totals (the second of a
                 # middleware that called twice spent money no budget saw)
-                run.tracker.add_chat(prompt_tokens=done.usage.prompt_tokens,
-                                     completion_tokens=done.usage.completion_tokens, cost_usd=done.cost_usd)
+                prompt_tokens, completion_tokens, cost = spent(done, f"provider {provider.describe()}")
+                run.tracker.add_chat(prompt_tokens=prompt_tokens, completion_tokens=completion_tokens, cost_usd=cost)
                 answered.append(done)
             return done
 
@@ -178,8 +179,8 @@ async def call_model(run: "Run", spec: AgentSpec, request: ChatRequest, *, promp
             raise TypeError(f"provider {provider.describe()} returned {type(reply).__name__}, not a ChatReply")
         usage = reply.usage
         if not answered:  # a middleware answered in the provider's place (a cache): counted as one call, as ever
-            run.tracker.add_chat(prompt_tokens=usage.prompt_tokens, completion_tokens=usage.completion_tokens,
-                                 cost_usd=reply.cost_usd)
+            prompt_tokens, completion_tokens, cost = spent(reply, "a model middleware, in the provider's place,")
+            run.tracker.add_chat(prompt_tokens=prompt_tokens, completion_tokens=completion_tokens, cost_usd=cost)
         elif len(answered) > 1:  # what each call answered, for the journal: the one passed on is the reply below
             scope.data["provider_replies"] = [{"content": r.content, "tool_calls": [_call(c) for c in r.tool_calls],
                                                "usage": _usage(r.usage)} for r in answered]
@@ -197,6 +198,24 @@ async def call_model(run: "Run", spec: AgentSpec, request: ChatRequest, *, promp
             scope.data["reply"]["finish_reason"] = reply.finish_reason
     run.publish_budget()
     return reply
+
+
+def spent(reply: ChatReply, who: str) -> tuple[int, int, float]:
+    """The prompt and completion tokens and the cost ``reply`` says it spent, for the budget and the totals:
+    whole numbers of tokens and a finite cost, none below 0, else a ``ValueError`` naming ``who`` and the
+    value. A provider's NaN cost made the run's totals no number: the app and ``flowtui run`` dropped
+    the run's end and waited for ever, and a budget never tripped (so it did not for a negative count)."""
+    usage = reply.usage
+    prompt, completion, cost = usage.prompt_tokens, usage.completion_tokens, reply.cost_usd
+    if type(prompt) is int and type(completion) is int and prompt >= 0 and completion >= 0 \
+            and type(cost) in (float, int) and 0 <= cost < math.inf:
+        return prompt, completion, cost
+    for name, value in (("usage.prompt_tokens", prompt), ("usage.completion_tokens", completion)):
+        if not (type(value) is int and value >= 0):
+            raise ValueError(f"{who} returned a ChatReply with {name}={value!r}: a count of tokens is a whole "
+                             "number, 0 or more (0 when unknown: flowtui then estimates it)")
+    raise ValueError(f"{who} returned a ChatReply with cost_usd={cost!r}: a cost is a finite number of dollars, "
+                     "0 or more (0.0 when unknown)")
 
 
 def _shape(request: Any) -> tuple:

@@ -3,6 +3,12 @@
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
+import textwrap
+
+import pytest
 from pydantic import BaseModel
 
 from flowtui import (
@@ -78,3 +84,40 @@ async def test_rescue_can_be_turned_off_per_provider():
     app = bootstrap(_flow(Literal()))
     out = await app.run("x")
     assert out == '<tool_call>{"name": "buscar", "arguments": {"q": "ctx"}}</tool_call>'  # answered, as text
+
+
+@pytest.mark.parametrize("reply,said", [
+    ("cost_usd=float('nan')", "cost_usd=nan: a cost is a finite number of dollars, 0 or more"),
+    ("cost_usd=float('inf')", "cost_usd=inf: a cost is a finite number of dollars"),
+    ("cost_usd=-100.0", "cost_usd=-100.0: a cost is a finite number of dollars, 0 or more"),
+    ("usage=Usage(prompt_tokens=-1000, completion_tokens=1)",
+     "usage.prompt_tokens=-1000: a count of tokens is a whole number, 0 or more"),
+])
+def test_a_cost_or_count_no_budget_can_add_fails_the_call_naming_the_provider(tmp_path, reply, said):
+    """A NaN cost made the totals no number: flowtui run dropped the run's end and never exited (the app said
+    its cleanups were running), and its journal got two ends; a negative one ran the totals below 0, and no
+    budget tripped."""
+    flow = tmp_path / "costly.py"
+    flow.write_text(textwrap.dedent(f"""
+        from flowtui import Budget, ChatReply, Provider, Usage, agent, loop, workflow
+
+        class Costly(Provider):
+            async def complete(self, request):
+                return ChatReply(**{{"content": "c", "usage": Usage(prompt_tokens=1, completion_tokens=1),
+                                    **dict({reply})}})
+
+        @agent(provider=Costly, prompt="p")
+        class A:
+            pass
+
+        @workflow(steps=[loop([A], max_iterations=3)], budget=Budget(max_tokens=50, max_cost_usd=1.0))
+        class W:
+            pass
+    """))
+    journal = tmp_path / "j.jsonl"
+    done = subprocess.run([sys.executable, "-m", "flowtui.tui.cli", "run", str(flow), "--input", "hi",
+                           "--journal", str(journal)], capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert done.returncode == 1, done.stderr
+    assert f"the run failed: ValueError: provider Costly returned a ChatReply with {said}" in done.stderr
+    ends = [json.loads(line) for line in journal.read_text().splitlines() if '"run.end"' in line]
+    assert [e["status"] for e in ends] == ["failed"] and ends[0]["totals"]["cost_usd"] == 0.0
