@@ -147,7 +147,7 @@ class App:
 
     def subscribe(self, callback: Callable[[Any], None]) -> Callable[[], None]:
         """Call ``callback(event)`` for every event of every run; returns a function that unsubscribes."""
-        self._subscribers.append(callback)
+        self._subscribers.append(subscriber(callback, "subscribe()"))
 
         def unsubscribe() -> None:
             if callback in self._subscribers:
@@ -180,7 +180,7 @@ class App:
             snapshot = load_snapshot(snapshot)
         sinks: list[Sink] = list(self._subscribers)
         if on_event is not None:
-            sinks.append(on_event)
+            sinks.append(subscriber(on_event, "on_event="))
         run_id = f"r{next(_run_numbers)}-{os.urandom(3).hex()}"  # what uuid4().hex[:6] is, without the UUID
         async def startup() -> None:
             await self.start()
@@ -244,6 +244,22 @@ class App:
 
 
 _BOOTSTRAP_OPTIONS = frozenset({"model", "replies", "record", "replay"})
+def subscriber(callback: Any, who: str) -> Callable[[Any], None]:
+    """``callback`` if it can be called with each event as it happens; else a ``ConfigError``: a value
+    that is no function was taken and failed at every event (said only in the journal), and an
+    ``async def`` one was never awaited, so never ran (Python's raw warning pointed into flowtui)."""
+    import inspect
+
+    if not callable(callback):
+        raise ConfigError(f"{who} takes a function called with each event, not {type(callback).__name__} "
+                          f"{callback!r:.60}")
+    if inspect.iscoroutinefunction(callback) or inspect.iscoroutinefunction(getattr(callback, "__call__", None)):
+        name = getattr(callback, "__qualname__", type(callback).__name__)
+        raise ConfigError(f"{who}: {name} is an async def, but a subscriber is called as each event happens, "
+                          "not awaited; make it a def (it may put the event on a queue or start a task of yours)")
+    return callback
+
+
 _RUN_OPTIONS = frozenset({"memory", "data", "budget", "journal", "controller", "on_event", "snapshot",
                           "resume_from", "on_divergence"})
 

@@ -57,6 +57,32 @@ async def test_a_raising_subscriber_is_isolated_and_reported():
     assert seqs == sorted(seqs) and len(set(seqs)) == len(seqs)
 
 
+async def test_a_subscriber_that_would_never_run_is_refused_where_it_is_given():
+    # an async def one was never awaited (Python's raw warning pointed into flowtui, nothing ran), and a value
+    # that is no function failed at every event, said only in the journal
+    from flowtui.runtime.errors import ConfigError
+
+    app = bootstrap(make_flow())
+
+    async def watcher(event):
+        pass
+
+    class AsyncCall:
+        async def __call__(self, event):
+            pass
+
+    for given in (watcher, AsyncCall()):
+        with pytest.raises(ConfigError, match=r"is an async def, but a subscriber is called as each event happens"):
+            app.subscribe(given)
+    with pytest.raises(ConfigError, match=r"subscribe\(\) takes a function called with each event, not str 'nope'"):
+        app.subscribe("nope")
+    with pytest.raises(ConfigError, match=r"on_event= takes a function called with each event, not int 5"):
+        await app.run("x", on_event=5)
+    seen = []
+    app.subscribe(seen.append)  # what it kept: only the one that runs
+    assert await app.run("x") == "turn 2" and seen[-1].type == "run.end"
+
+
 async def test_unsubscribe_stops_delivery():
     app = bootstrap(make_flow())
     got = []
