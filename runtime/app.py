@@ -244,6 +244,8 @@ class App:
 
 
 _BOOTSTRAP_OPTIONS = frozenset({"model", "replies", "record", "replay"})
+
+
 def subscriber(callback: Any, who: str) -> Callable[[Any], None]:
     """``callback`` if it can be called with each event as it happens; else a ``ConfigError``: a value
     that is no function was taken and failed at every event (said only in the journal), and an
@@ -260,8 +262,9 @@ def subscriber(callback: Any, who: str) -> Callable[[Any], None]:
     return callback
 
 
+# what App.run takes (a test keeps them in step: listen=, token= and listen_public= were refused)
 _RUN_OPTIONS = frozenset({"memory", "data", "budget", "journal", "controller", "on_event", "snapshot",
-                          "resume_from", "on_divergence"})
+                          "listen", "token", "listen_public", "resume_from", "on_divergence"})
 
 
 async def run(target: type, /, input: Any = None, *, max_iterations: int | float = 10,
