@@ -60,6 +60,9 @@ def build_request(run: "Run", spec: AgentSpec, prompt: str) -> ChatRequest:
     on_delta = Streamed(emit)
 
     def on_attempt(info: AttemptInfo) -> None:
+        if not isinstance(info, AttemptInfo):  # (a provider of the flow's own: it failed on info.attempt)
+            raise TypeError(f"request.on_attempt(...) takes an AttemptInfo(attempt=, error=, status=, retry_in_s=) "
+                            f"(from flowtui import AttemptInfo), not {type(info).__name__} {info!r:.60}")
         on_delta.pieces.clear()  # the retry streams its reply again from the start
         emit(ChatAttempt, attempt=info.attempt, error=info.error, status=info.status, retry_in_s=info.retry_in_s)
 
@@ -97,6 +100,10 @@ class Streamed:
         self.emit, self.pieces = emit, []
 
     def __call__(self, text: str) -> None:
+        if type(text) is not str:  # (a provider of the flow's own: its chat.delta was refused on its way to the
+            # app, which then said the events after it never arrived)
+            raise TypeError(f"request.on_delta(text) takes the reply's next piece of text (str), not "
+                            f"{type(text).__name__} {text!r:.60}")
         self.pieces.append(text)
         self.emit(ChatDelta, text=text)
 

@@ -121,3 +121,30 @@ def test_a_cost_or_count_no_budget_can_add_fails_the_call_naming_the_provider(tm
     assert f"the run failed: ValueError: provider Costly returned a ChatReply with {said}" in done.stderr
     ends = [json.loads(line) for line in journal.read_text().splitlines() if '"run.end"' in line]
     assert [e["status"] for e in ends] == ["failed"] and ends[0]["totals"]["cost_usd"] == 0.0
+
+
+@pytest.mark.parametrize("call,said", [
+    ("on_delta", r"request.on_delta\(text\) takes the reply's next piece of text \(str\), not int 12345"),
+    ("on_attempt", r"request.on_attempt\(...\) takes an AttemptInfo\(attempt=.*not str 'nonsense'"),
+])
+async def test_a_provider_calling_the_requests_callbacks_with_the_wrong_value_is_told_at_the_call(call, said):
+    # on_delta(12345) made a chat.delta the app refused ("events 6-7 never arrived"); on_attempt("nonsense")
+    # failed on 'str' object has no attribute 'attempt'
+    class Streaming(Provider):
+        async def complete(self, request):
+            request.on_delta("ok ")
+            getattr(request, call)(12345 if call == "on_delta" else "nonsense")
+            return ChatReply(content="ok")
+
+    @agent(provider=Streaming, prompt="p")
+    class A:
+        pass
+
+    @workflow(steps=[A])
+    class W:
+        pass
+
+    events = []
+    with pytest.raises(TypeError, match=said):
+        await bootstrap(W).run("x", on_event=events.append)
+    assert [e.text for e in events if e.type == "chat.delta"] == ["ok "]
