@@ -119,8 +119,16 @@ class App:
         ``setup(app)`` runs now (an async one before the next run starts).
         Returns ``middleware``.
         """
+        self._closed("use()")
         self._plugins.add(middleware, self)
         return middleware
+
+    def _closed(self, what: str) -> None:
+        """Refuse ``what`` once the middlewares are disposed: a run went on through them (a closed
+        connection, a flushed logger), and one added then was never disposed."""
+        if self._plugins.disposed:
+            raise ConfigError(f"app.{what}: this app is closed (its middlewares were disposed, by aclose() or "
+                              f"the end of `async with`); bootstrap({self.workflow.name}) again for another run")
 
     async def start(self) -> None:
         """Await the async ``setup`` of middlewares added so far (runs do it themselves)."""
@@ -166,6 +174,7 @@ class App:
         ``resume_from`` (``"JOURNAL[@K]"``, see :mod:`flowtui.runtime.resume`) re-executes the
         journal's last run with this code, checked against it; the input, memory and data not
         given are the recorded run's."""
+        self._closed("run()")
         resume = None
         if resume_from is not None:
             from flowtui.runtime.resume import Resume

@@ -194,6 +194,10 @@ class Plugins:
         self._lock: asyncio.Lock | None = None
         self._disposed = False
 
+    @property
+    def disposed(self) -> bool:
+        return self._disposed
+
     def add(self, mw: Any, app: Any) -> None:
         check_middleware(mw)
         self.items.append(mw)

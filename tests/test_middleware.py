@@ -566,6 +566,12 @@ async def test_setup_runs_once_async_before_the_first_run_and_dispose_when_the_a
             await app.aclose()
     # setup once, its subscription saw the first run; dispose once, last registered first
     assert log == ["setup", "seen run.start", "seen run.start", "dispose other", "dispose audit"]
+    # closed, it runs no more through the middlewares it disposed (it did), nor takes another (never disposed)
+    for closed in (lambda: app.prepare("3"), lambda: app.use(Middleware(name="late", dispose=lambda: None))):
+        with pytest.raises(ConfigError, match=r"this app is closed \(its middlewares were disposed.*bootstrap\(W\) "
+                                              "again for another run"):
+            closed()
+    assert log[-1] == "dispose audit"
 
 
 async def test_workflow_middlewares_apply_to_every_app_and_wrap_child_workflows_too():
