@@ -130,12 +130,20 @@ async def call_model(run: "Run", spec: AgentSpec, request: ChatRequest, *, promp
                 await run.gate()
             if final is not request or shapes.get(id(final), start_shape) != start_shape:  # a middleware changed
                 # it (a copy, or in place): what really left is recorded too
+                by = ", ".join(scope.data.get("changed_by", [])) or "a middleware"
+                held = final.messages
+                if not isinstance(held, (list, tuple)) or not all(isinstance(m, Message) for m in held):
+                    # (validated as a recorded request: a text was a list of its characters, ten faults)
+                    odd = held if not isinstance(held, (list, tuple)) else next(
+                        m for m in held if not isinstance(m, Message))
+                    raise TypeError(f"{by} passed on a request whose messages hold {type(odd).__name__} "
+                                    f"{odd!r:.60}; request.messages is a list of Message (from flowtui import "
+                                    f"Message)")
                 scope.data["sent"] = len(final.messages)
                 scope.data["sent_request"] = recorded(final, provider)
                 # (one with no message at all: a provider refuses it, as it does a call left unanswered)
                 found = problems(final.messages, name="messages") if final.messages else ["it holds no message"]
                 if found:
-                    by = ", ".join(scope.data.get("changed_by", [])) or "a middleware"
                     raise ConversationError(spec.name, found, where=f"the request {by} passed on",
                                             fix=f"fix {by}: it passes on what the model is sent")
             try:

@@ -183,12 +183,32 @@ def describe_error(exc: BaseException) -> str:
     recorded = getattr(exc, "recorded_as", None)
     if isinstance(recorded, str):  # raised again in a re-execution: as the journal says it (where it was raised)
         return recorded
-    text = str(exc)
+    text = _validation_text(exc) or str(exc)
     if len(text) > ERROR_MAX:  # (a 10 MB message was 20 MB on stderr, and 40 MB of journal: one copy per node it ended)
         text = f"{text[:ERROR_MAX]}… ({len(text):,} characters, cut)"
     described = f"{type(exc).__name__}: {text}" if text else type(exc).__name__
     where = user_frame(exc)
     return f"{described} (at {where})" if where else described
+
+
+def _validation_text(exc: BaseException) -> str | None:
+    """A pydantic ``ValidationError`` on one line: the model, then each fault at its field with what it was
+    given (``ToolCall: args: Input should be a valid dictionary (given str 'x=1')``), the first three; pydantic's
+    own text took a dozen lines, a link to its site for each, and one fault per character of a text given
+    for a list."""
+    errors = getattr(exc, "errors", None)
+    if type(exc).__name__ != "ValidationError" or not callable(errors):
+        return None
+    try:
+        found = errors(include_url=False)
+    except Exception:  # noqa: BLE001 (another library's class of that name)
+        return None
+    parts = []
+    for e in found[:3]:
+        loc, given = ".".join(map(str, e.get("loc", ()))), e.get("input")
+        parts.append((f"{loc}: " if loc else "") + f"{e.get('msg')} (given {type(given).__name__} {given!r:.60})")
+    more = f"; and {len(found) - 3} more" if len(found) > 3 else ""
+    return f"{getattr(exc, 'title', '')}: {'; '.join(parts)}{more}"
 
 
 def user_frame(exc: BaseException) -> str | None:

@@ -4,6 +4,7 @@ outermost; deny, change, retry; setup/dispose; ContextWindow."""
 from __future__ import annotations
 
 import asyncio
+import re
 
 import pytest
 from pydantic import BaseModel
@@ -242,6 +243,44 @@ async def test_a_model_middleware_passing_on_no_message_or_an_orphan_result_is_n
         assert f"the request {name} passed on is not a valid conversation" in said and problem in said, said
         assert said.endswith(f"fix {name}: it passes on what the model is sent") and "orphan in the app" not in said
     assert sent == []  # neither reached the provider
+
+
+@pytest.mark.parametrize("messages,held", [("'not a list'", "str 'not a list'"),
+                                           ("[*request.messages, {'role': 'user', 'content': 'x'}]",
+                                            "dict {'role': 'user', 'content': 'x'}")])
+async def test_a_model_middleware_passing_on_messages_that_are_no_messages_is_named(messages, held):
+    # a text was validated as the recorded request's list, one fault per character, naming no middleware
+    sent = []
+
+    async def odd(request, call_next):
+        return await call_next(request.model_copy(update={"messages": eval(messages)}))
+
+    @agent(provider=FunctionProvider(lambda m, t: sent.append(m) or "ok"), prompt="p")
+    class A:
+        pass
+
+    @workflow(steps=[A], middlewares=[Middleware(name="odd", model=odd)])
+    class W:
+        pass
+
+    with pytest.raises(TypeError, match=f"odd passed on a request whose messages hold {re.escape(held)}; "
+                                        r"request.messages is a list of Message"):
+        await bootstrap(W).run("go")
+    assert sent == []
+
+
+def test_a_pydantic_fault_in_the_flows_code_is_said_on_one_line_with_what_was_given():
+    from flowtui import ChatReply, ToolCall
+    from flowtui.runtime.errors import describe_error
+
+    for make, said in [(lambda: ToolCall(name="t1", args="x=1"),
+                        "ValidationError: ToolCall: args: Input should be a valid dictionary (given str 'x=1')"),
+                       (lambda: ChatReply(content=123),
+                        "ValidationError: ChatReply: content: Input should be a valid string (given int 123)")]:
+        with pytest.raises(Exception) as caught:
+            make()
+        assert describe_error(caught.value).startswith(said) and "errors.pydantic.dev" not in describe_error(
+            caught.value)
 
 
 async def test_a_request_a_middleware_changes_in_place_is_recorded_checked_and_stays_its_own():
