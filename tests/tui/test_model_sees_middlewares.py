@@ -112,3 +112,20 @@ async def test_view_2_says_a_call_shown_without_its_result_gets_it_before_the_ne
             await press_and_pause(pilot, "s")
         await wait_until(pilot, lambda: calling not in sees.labels, what="view 2 again")
         assert [m.role for m in view.model_sees()][calling:calling + 2] == ["assistant", "tool"]
+
+
+def test_a_call_a_middleware_changed_without_leaving_any_out_is_not_said_as_sent_whole():
+    """A middleware that replaced the prompt by a message of its own sent as many messages as view 2 shows:
+    "(the last call sent 2 of 2 messages)" read as nothing changed."""
+    from types import SimpleNamespace
+
+    from flowtui.tui.widgets.model_sees import middleware_note
+
+    def note(**last):
+        return middleware_note(SimpleNamespace(model_middlewares=("odd",), last_sent=lambda: last))
+
+    assert note(changed_by=["odd"], messages=2, sent=2) == (
+        "odd may change what is sent (the last call sent 2 messages, changed by odd from the 2 shown here: its "
+        "sent_request is on the chat's node.end in the event log)")
+    assert note(changed_by=["ContextWindow"], messages=6, sent=3, trimmed={"dropped": 3, "by": ["ContextWindow"]}) \
+        == "odd may change what is sent (the last call sent 3 of 6 messages: 3 left out by ContextWindow)"

@@ -86,7 +86,13 @@ def middleware_note(view: Any) -> str | None:
         trimmed = last.get("trimmed") if isinstance(last.get("trimmed"), dict) else {}
         left = (f": {trimmed.get('dropped')} left out by {', '.join(shown(str(b)) for b in trimmed.get('by') or [])}"
                 if trimmed.get("dropped") else "")
-        said += f" (the last call sent {last['sent']} of {last['messages']} messages{left})"
+        changed = last.get("changed_by") if isinstance(last.get("changed_by"), list) else []
+        if left or not changed:
+            said += f" (the last call sent {last['sent']} of {last['messages']} messages{left})"
+        else:  # (replaced or added to, not left out: "2 of 2" read as nothing changed; the journal has them)
+            said += (f" (the last call sent {last['sent']} messages, changed by "
+                     f"{', '.join(shown(str(n)) for n in changed)} from the {last['messages']} shown here: "
+                     "its sent_request is on the chat's node.end in the event log)")
     return said
 
 
