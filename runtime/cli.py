@@ -398,10 +398,23 @@ class TreePrinter:
         elif ev.type == "run.end" and ev.parent_id is None and ev.status != "failed" and ev.reason \
                 and not ev.reason.startswith(("watchpoint ", "diverged from ")):
             # why a run ended early (a budget, ctx.stop(), a stop), in the app's words; the ■ alone said
-            # nothing (a watchpoint's ◆, a failure's line and a divergence's report say theirs)
-            line = f"■ {ev.status} ({ev.reason})"
+            # nothing (a watchpoint's ◆, a failure's line and a divergence's report say theirs). Said by
+            # ended(), once what the flow printed has all arrived (it came after, on its own pipe)
+            self.last_word = f"■ {ev.status} ({ev.reason})"
+            return
         else:
             return
+        self._write(line)
+
+    last_word: str | None = None
+
+    def ended(self) -> None:
+        """Say why the run ended early, after whatever the flow printed."""
+        if self.last_word is not None:
+            self._write(self.last_word)
+            self.last_word = None
+
+    def _write(self, line: str) -> None:
         try:
             self.out.write(printable(line, self.secrets).replace("\n", " ⏎ ") + "\n")
             self.out.flush()
@@ -729,6 +742,7 @@ async def _run_headless(args: argparse.Namespace, memory: dict[str, str], data: 
     finally:
         for signum, handler in previous.items():
             signal.signal(signum, handler)
+    tree.ended()
     if not channel.ended:  # killed, crashed, exited in a hook: what it journaled but never sent
         on_lines(channel.recover(view.last_seq))
     if not channel.ended:  # the run's end, said by us

@@ -809,6 +809,27 @@ def test_a_run_that_ends_early_says_why_after_its_tree(tmp_path, body, said):
     assert res.stdout.strip()  # the output so far
 
 
+def test_why_a_run_ended_early_comes_after_what_the_flow_printed(tmp_path):
+    # what the flow prints comes on a pipe of its own: a cleanup's print came after the ■ line (5 runs in 6)
+    path = write(tmp_path, OK_FLOW.replace("@workflow(steps=[Eco])\nclass EcoWorkflow:\n    pass\n", "") + """
+from flowtui import Budget
+
+class Tidy:
+    def after_response(self, resposta, ctx):
+        ctx.on_dispose(lambda: print("CLEANED UP"))
+
+@workflow(steps=[agent(provider=FunctionProvider(lambda m, t: "ok"), prompt="p")(Tidy), Eco, Eco],
+          budget=Budget(max_chat_calls=2))
+class W:
+    pass
+""")
+    for _ in range(3):
+        res = flowtui("run", str(path), "--input", "x")
+        assert res.returncode == 0, res.stderr
+        lines = res.stderr.splitlines()
+        assert lines[-1] == "■ finished (budget: max_chat_calls)" and "CLEANED UP" in lines, lines[-3:]
+
+
 async def tree_of(workflow_cls) -> list[str]:
     """The lines ``flowtui run``'s tree draws for a run of ``workflow_cls``."""
     import io
