@@ -145,9 +145,7 @@ def signature_schema(fn: Any, tool_name: str, doc_params: dict[str, str]) -> tup
         model = create_model(f"{_camel(tool_name)}Args", __config__=ConfigDict(extra="forbid"), **fields)
         model.model_json_schema()
     except (PydanticSchemaGenerationError, TypeError) as exc:
-        raise ConfigError(f"{_at(file, line)}@tool {fn.__name__}: {_unschemable(fields, exc)}; annotate it with a "
-                          "type the model can fill as JSON (str, int, float, bool, a list or dict of them, a "
-                          "pydantic model)") from None
+        raise ConfigError(f"{_at(file, line)}@tool {fn.__name__}: {_unschemable(fields, exc)}") from None
     return model, injected
 
 
@@ -192,8 +190,15 @@ def _unschemable(fields: dict[str, Any], exc: Exception) -> str:
         except (PydanticSchemaGenerationError, TypeError):
             hint = spec[0]
             shown = getattr(hint, "__qualname__", None) if isinstance(hint, type) else None
-            return f"parameter {name!r} is annotated {shown or hint}, which has no JSON form"
-    return f"its parameters have no JSON form ({str(exc).splitlines()[0]})"
+            if shown == "WorkflowRuntime":  # (the model would be asked for it: a class tool is given one)
+                return (f"parameter {name!r} is annotated WorkflowRuntime, which a function tool is not given: "
+                        "write the tool as a @tool class whose __init__ takes runtime: WorkflowRuntime, and run "
+                        "the child in its execute (await self.runtime.run(Child, input=...))")
+            return (f"parameter {name!r} is annotated {shown or hint}, which has no JSON form; annotate it with a "
+                    "type the model can fill as JSON (str, int, float, bool, a list or dict of them, a pydantic "
+                    "model)")
+    return (f"its parameters have no JSON form ({str(exc).splitlines()[0]}); annotate them with types the model "
+            "can fill as JSON (str, int, float, bool, a list or dict of them, a pydantic model)")
 
 
 def object_tool(obj: Any, *, agent: str) -> ToolSpec:

@@ -57,6 +57,10 @@ WORKFLOW = "@workflow(steps=[A])\nclass W:\n    pass\n"
     # a tool parameter the model cannot fill
     ("import socket\n@tool\ndef t(a: socket.socket) -> str:\n    return 'x'\n",
      r"@tool t: parameter 'a' is annotated socket, which has no JSON form; annotate it with a type the model can fill"),
+    # a function tool that wants the runtime (to run a child workflow): told to be a class, not to annotate it as JSON
+    ("from flowtui import WorkflowRuntime\n@tool\nasync def t(q: str, runtime: WorkflowRuntime) -> str:\n"
+     "    return 'x'\n", r"@tool t: parameter 'runtime' is annotated WorkflowRuntime, which a function tool is not "
+     r"given: write the tool as a @tool class whose __init__ takes runtime: WorkflowRuntime[^;]*$"),
     # until that is no function
     (AGENT + "class A:\n    pass\n@workflow(steps=[loop(steps=[A], until='s.ok')])\nclass W:\n    pass\n",
      r"loop\(until='s.ok'\): until is a function of \(ctx\) or \(ctx, s\)"),
