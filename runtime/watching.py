@@ -24,6 +24,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from flowtui.runtime.conditions import PatternTooSlow, new_items
+from flowtui.runtime.errors import WatchError
 from flowtui.runtime.watch import Watch, check_fields, check_known, parse
 
 if TYPE_CHECKING:
@@ -129,12 +130,59 @@ class Watchpoints:
         self.known = _known(spec)
 
     def check(self, watch: Watch) -> None:
-        if self.schema is not None:
-            workflow, cls, fields = self.schema
-            check_fields(watch, workflow=workflow, state_class=cls, fields=fields)
-            state_type, tools, workflows, all_tools = self.known
-            check_known(watch, workflow=workflow, state_type=state_type, tools=tools, workflows=workflows,
-                        all_tools=all_tools)
+        if self.schema is None:
+            return
+        from flowtui.runtime.decorators import defined_workflows, tools_of
+
+        workflow, cls, fields = self.schema
+        state_type, tools, workflows, all_tools = self.known
+        if watch.workflow in (None, workflow):
+            self._check_on(watch, workflow, state_type, tools, fields)
+            if state_type is None and watch.workflow is None:  # a field of some child's state: one that none has
+                self._some_state_has(watch, workflow)
+            return
+        # a child workflow's runs, checked as the run's own are (a misspelled field of it was taken and never
+        # fired): against each workflow of that name the flow defines, refused only when none takes it
+        refused = None
+        for child in [s for s in defined_workflows() if s.name == watch.workflow] or [None]:
+            try:
+                if child is None:  # (no workflow of that name: check_known says so)
+                    check_known(watch, workflow=workflow, state_type=None, tools=tools, workflows=workflows,
+                                all_tools=all_tools)
+                    return
+                state = child.state
+                self._check_on(watch, child.name, state, tools_of(child),
+                               list(state.model_fields) if state is not None else None)
+                return
+            except WatchError as exc:
+                refused = refused or exc
+        if refused is not None:
+            raise refused
+
+    def _check_on(self, watch: Watch, workflow: str, state_type: Any, tools: set[str], fields: list[str] | None) -> None:
+        """Refuse what ``watch`` names that the runs of ``workflow`` (its state, its tools) never have."""
+        _, _, workflows, all_tools = self.known
+        cls = state_type.__name__ if state_type is not None else None
+        check_fields(watch, workflow=workflow, state_class=cls, fields=fields)
+        check_known(watch, workflow=workflow, state_type=state_type, tools=tools, workflows=workflows,
+                    all_tools=all_tools)
+        if state_type is None and watch.fields and watch.workflow == workflow:
+            raise WatchError(f"{workflow} has no state: it has no field {watch.fields[0].parts[0]!r}",
+                             expr=watch.source or watch.text, column=watch.fields[0].column,
+                             hint="give it one (@workflow(state=...)), or name a workflow that has one before ':'")
+
+    def _some_state_has(self, watch: Watch, workflow: str) -> None:
+        """Refuse a state field no workflow the flow defines has (the run's own has no state)."""
+        from flowtui.runtime.decorators import defined_workflows
+
+        states = {s.name: list(s.state.model_fields) for s in defined_workflows() if s.state is not None}
+        for f in watch.fields:
+            if not any(f.parts[0] in fields for fields in states.values()):
+                raise WatchError(
+                    f"no workflow of this flow has a state field {f.parts[0]!r}", expr=watch.source or watch.text,
+                    column=f.column, hint=f"{workflow} has no state; " + ("; ".join(
+                        f"{name}'s has {', '.join(fields) or '(none)'}" for name, fields in sorted(states.items()))
+                        or "no workflow of the flow declares one (@workflow(state=...))"))
 
     def add(self, text: str) -> Watch:
         """Set a watchpoint (raises :class:`~flowtui.runtime.errors.WatchError`); setting one that
