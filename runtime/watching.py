@@ -159,7 +159,8 @@ class Watchpoints:
         if refused is not None:
             raise refused
 
-    def _check_on(self, watch: Watch, workflow: str, state_type: Any, tools: set[str], fields: list[str] | None) -> None:
+    def _check_on(self, watch: Watch, workflow: str, state_type: Any, tools: set[str],
+                  fields: list[str] | None) -> None:
         """Refuse what ``watch`` names that the runs of ``workflow`` (its state, its tools) never have."""
         _, _, workflows, all_tools = self.known
         cls = state_type.__name__ if state_type is not None else None

@@ -451,7 +451,8 @@ async def test_a_watchpoint_fires_in_a_child_run_and_says_which():
 
 
 @pytest.mark.parametrize("parent_state,expr,message,hint", [
-    (P, "Child: state.fuond >= 2", "unknown state field 'fuond'", "ChildState (the state of Child) has the fields found"),
+    (P, "Child: state.fuond >= 2", "unknown state field 'fuond'",
+     "ChildState (the state of Child) has the fields found"),
     (None, "Child: len(state.found) > 1", "len() of state.found, which is int: it has no length", None),
     (None, "Child: state.found == 'a'", "state.found is int: it never equals 'a'", None),
     (None, "state.zzz >= 2", "no workflow of this flow has a state field 'zzz'", None),
