@@ -186,6 +186,9 @@ class _Parser:
                 raise self.fail(f"~ matches memory, tasks, history or a state field, not {subject}", at)
             self.pos = at + 1
             return Matches(subject, *self.regex())
+        for typed, meant in (("=>", ">="), ("=<", "<=")):  # (told "use == to compare", which was not meant)
+            if self.text.startswith(typed, at):
+                raise self.fail(f"write {meant}, not {typed}", at)
         if self.text.startswith("=", at):
             raise self.fail("use == to compare", at)
         if isinstance(subject, (StateField, Bucket)):
@@ -408,7 +411,8 @@ def check_known(watch: Watch, *, workflow: str, state_type: type | None, tools: 
                 # 'true' is no flag, 3 is no text, 1 no flag, true no count, null no field that is never null:
                 # always unequal (JSON-like: compare() takes a flag for no number)
                 if tp is not None and not _admits(tp, node.literal):
-                    sized = is_number(node.literal) and _only(tp, (list, tuple, dict, set, str))
+                    sized = (is_number(node.literal) and _only(tp, (list, tuple, dict, set, str))
+                             and not any(isinstance(b, type) and issubclass(b, Enum) for b in _members(tp)))
                     raise WatchError(f"{subject} is {_type_name(tp)}: it never equals {literal_text(node.literal)}",
                                      expr=expr, column=subject.column,
                                      hint=f"compare its length: len({subject}) {node.op} {node.literal}" if sized

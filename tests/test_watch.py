@@ -59,6 +59,8 @@ def test_expressions_parse_to_one_normal_form(text, key):
     ("cost > 'x'", 8, "expected a number for cost"),
     ("state.a == 1 extra", 14, "expected the end, 'and' or 'or'"),
     ("state.a = 1", 9, "use == to compare"),
+    ("state.a => 1", 9, "write >=, not =>"),  # (told to use ==)
+    ("state.a =< 1", 9, "write <=, not =<"),
     ("memory == 1", 11, "memory is a list: compare len(memory)"),
     ("memory ~ plano", 10, "expected a /pattern/ after ~"),
     ("memory ~ /[/", 11, "bad pattern"),
@@ -616,10 +618,15 @@ class Point(Enum):
     ORIGIN = (0, 0)
 
 
+class Shade(str, Enum):
+    DARK = "dark"
+
+
 class TypedState(BaseModel):
     point: Point = Point.ORIGIN
     amount: Decimal = Decimal("0.1")
     color: Color = Color.RED
+    shade: Shade = Shade.DARK
     by_id: dict[int, str] = {}
     by_code: dict[str, str] = {}
 
@@ -673,3 +680,6 @@ async def test_an_enum_field_equal_to_no_value_of_its_enum_is_refused_with_one_o
     with pytest.raises(WatchError) as caught:  # a value no watchpoint can write is not given as an example
         bootstrap(W).prepare("go", controller=Controller(watch=["state.point == 3"]))
     assert caught.value.hint == "compare it with a value of its type, e.g. state.point == ..."
+    with pytest.raises(WatchError) as caught:  # an enum of texts is no text to take the length of
+        bootstrap(W).prepare("go", controller=Controller(watch=["state.shade == 1"]))
+    assert caught.value.hint == "compare it with a value of its type, e.g. state.shade == 'dark'"
