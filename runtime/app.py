@@ -60,6 +60,9 @@ def bootstrap(workflow_cls: type, *, model: str | None = None,
     if model is None and given and not given.strip():
         raise ConfigError("FLOWTUI_MODEL is blank: give a litellm model name, such as openai/gpt-4o-mini, or unset "
                           "it for the flow's own models")
+    if model is not None and (not isinstance(model, str) or not model.strip()):  # (as --model and FLOWTUI_MODEL)
+        raise ConfigError(f"bootstrap({spec.name}, model={model!r:.60}): give a litellm model name, such as "
+                          "openai/gpt-4o-mini, or None for the flow's own models")
     model = model or given or None
     wrap, recording = _cassette_wrap(record, replay)
     return App(plans, model=model, wrap=wrap, replies=replies, recording=recording)
@@ -185,6 +188,9 @@ class App:
             memory = recorded["memory"] if memory is None else memory
             data = recorded["data"] if data is None else data
         data = check_data_arg(data)
+        if journal is not None and not isinstance(journal, (str, os.PathLike)):  # (pathlib's TypeError named neither)
+            raise ConfigError(f"journal= takes the path of the file to write (a str or a Path), not "
+                              f"{type(journal).__name__} {journal!r:.60}")
         if snapshot is not None and not isinstance(snapshot, Snapshot):
             snapshot = load_snapshot(snapshot)
         sinks: list[Sink] = list(self._subscribers)
@@ -293,6 +299,9 @@ async def run(target: type, /, input: Any = None, *, max_iterations: int | float
         raise ConfigError(f"run({getattr(target, '__name__', target)}, ...): unknown option(s) "
                           f"{', '.join(sorted(unknown))}; known: max_iterations, state, middlewares, "
                           f"{', '.join(sorted(_BOOTSTRAP_OPTIONS | _RUN_OPTIONS))}")
+    if isinstance(middlewares, (str, bytes)) or not isinstance(middlewares, Iterable):
+        raise ConfigError(f"run({getattr(target, '__name__', target)}, middlewares=...) takes a list of middlewares, "
+                          f"not {type(middlewares).__name__} {middlewares!r:.60}")
     spec = spec_of(target)
     if isinstance(spec, AgentSpec):
         target = _agent_workflow(target, spec, max_iterations=max_iterations, state=state)
