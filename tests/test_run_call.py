@@ -87,7 +87,8 @@ async def test_mistakes_in_the_one_call_are_named():
     # values of the wrong kind, named where they are given (they were Python's own errors, naming neither)
     with pytest.raises(ConfigError, match=r"run\(A, middlewares=...\) takes a list of middlewares, not object"):
         await run(A, "x", middlewares=object())
-    with pytest.raises(ConfigError, match=r"journal= takes the path of the file to write \(a str or a Path\), not int 5"):
+    with pytest.raises(ConfigError, match=r"journal= takes the path of the file to write \(a str or a Path\), "
+                                          r"not int 5"):
         await run(A, "x", journal=5)
     with pytest.raises(ConfigError, match=r"bootstrap\(A, model=''\): give a litellm model name"):
         await run(A, "x", model="")  # (blank: refused as --model and FLOWTUI_MODEL are; it was taken)
