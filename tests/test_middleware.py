@@ -571,6 +571,17 @@ def test_what_is_not_a_middleware_is_refused_naming_it():
     with pytest.raises(ConfigError, match=r"^app.use\(...\): Audit\(\) is not a middleware: .*; did you mean "
                                           r"model\(\) for its modle\(\)\?$"):
         app.use(Audit())
+    # a text is no misspelled middleware (told to write setup() for its strip()), and a hook set to a value is
+    # said as such (told it needed at least one hook)
+    with pytest.raises(ConfigError, match=r"'a string' is not a middleware: .*; or use Middleware\(name=.*\)$"):
+        app.use("a string")
+
+    class Numbered:
+        model = 5
+
+    with pytest.raises(ConfigError, match=r"Numbered.model is int 5, not a method; define it as "
+                                          r"model\(self, request, call_next\)"):
+        app.use(Numbered())
     with pytest.raises(ConfigError, match=r"ContextWindow\(max_tokens=0\)"):
         ContextWindow(max_tokens=0)
 
