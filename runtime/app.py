@@ -277,7 +277,7 @@ def subscriber(callback: Any, who: str) -> Callable[[Any], None]:
     return callback
 
 
-# what App.run takes (a test keeps them in step: listen=, token= and listen_public= were refused)
+# what App.run takes (listen=, token= and listen_public= were refused as unknown)
 _RUN_OPTIONS = frozenset({"memory", "data", "budget", "journal", "controller", "on_event", "snapshot",
                           "listen", "token", "listen_public", "resume_from", "on_divergence"})
 

@@ -100,7 +100,7 @@ class Streamed:
         self.emit, self.pieces = emit, []
 
     def __call__(self, text: str) -> None:
-        if type(text) is not str:  # (a provider of the flow's own: its chat.delta was refused on its way to the
+        if not isinstance(text, str):  # (a provider of the flow's own: its chat.delta was refused on its way to the
             # app, which then said the events after it never arrived)
             raise TypeError(f"request.on_delta(text) takes the reply's next piece of text (str), not "
                             f"{type(text).__name__} {text!r:.60}")
@@ -222,15 +222,19 @@ def spent(reply: ChatReply, who: str) -> tuple[int, int, float]:
     the run's end and waited for ever, and a budget never tripped (so it did not for a negative count)."""
     usage = reply.usage
     prompt, completion, cost = usage.prompt_tokens, usage.completion_tokens, reply.cost_usd
-    if type(prompt) is int and type(completion) is int and prompt >= 0 and completion >= 0 \
-            and type(cost) in (float, int) and 0 <= cost < math.inf:
+    if _count(prompt) and _count(completion) and isinstance(cost, (int, float)) and not isinstance(cost, bool) \
+            and 0 <= cost < math.inf:
         return prompt, completion, cost
     for name, value in (("usage.prompt_tokens", prompt), ("usage.completion_tokens", completion)):
-        if not (type(value) is int and value >= 0):
+        if not _count(value):
             raise ValueError(f"{who} returned a ChatReply with {name}={value!r}: a count of tokens is a whole "
                              "number, 0 or more (0 when unknown: flowtui then estimates it)")
     raise ValueError(f"{who} returned a ChatReply with cost_usd={cost!r}: a cost is a finite number of dollars, "
                      "0 or more (0.0 when unknown)")
+
+
+def _count(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
 def _shape(request: Any) -> tuple:

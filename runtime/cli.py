@@ -742,7 +742,7 @@ async def _run_headless(args: argparse.Namespace, memory: dict[str, str], data: 
     finally:
         for signum, handler in previous.items():
             signal.signal(signum, handler)
-    tree.ended()
+        tree.ended()
     if not channel.ended:  # killed, crashed, exited in a hook: what it journaled but never sent
         on_lines(channel.recover(view.last_seq))
     if not channel.ended:  # the run's end, said by us

@@ -91,12 +91,13 @@ class WatchError(ConfigError):
             return visible(text).replace("\t", "⇥")
 
         head = f"{prefix}{self.message} at column {self.column}: "
-        caret = " " * (_cells(shown(head)) + _cells(shown(self.expr[:self.column - 1]))) + "^"
+        caret = " " * (cells(shown(head)) + cells(shown(self.expr[:self.column - 1]))) + "^"
         return f"{head}{shown(self.expr)}\n{caret}" + (f"\n{self.hint}" if self.hint else "")
 
 
-def _cells(text: str) -> int:
-    """The columns a terminal gives ``text``: two for a wide (CJK) character, none for a combining one."""
+def cells(text: str) -> int:
+    """The columns a terminal gives ``text``: two for a wide (CJK) character, none for a combining one (one rule
+    for the caret under a refused watchpoint, on stderr and in the app)."""
     import unicodedata
 
     return sum(0 if unicodedata.combining(c) or unicodedata.category(c) in ("Mn", "Me")

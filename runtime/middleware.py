@@ -89,16 +89,17 @@ def check_middleware(mw: Any, *, where: str = "app.use(...)") -> None:
     """Refuse what cannot be a middleware, saying what one looks like."""
     if isinstance(mw, type):
         raise ConfigError(f"{where}: {mw.__name__} is a class; pass an instance, e.g. {mw.__name__}(...)")
-    for hook in HOOKS:  # (one set to a value: "needs at least one of ..." named no fault)
-        value = getattr(mw, hook, None)
-        if value is not None and not callable(value) and type(mw).__module__ != "builtins":
-            raise ConfigError(f"{where}: {middleware_name(mw)}.{hook} is {type(value).__name__} {value!r:.40}, not "
-                              f"a method; define it as {hook}({', '.join(('self', *PARAMETERS[hook]))})")
     if not any(callable(getattr(mw, hook, None)) for hook in HOOKS):
+        own = type(mw).__module__ != "builtins"  # (a text's strip() is no misspelled setup())
+        for hook in HOOKS:  # one set to a value, and no hook at all: said as such (a value beside a hook is the
+            # middleware's own: self.model = "openai/gpt-4o-mini" next to a tool() method)
+            value = getattr(mw, hook, None)
+            if own and value is not None:
+                raise ConfigError(f"{where}: {middleware_name(mw)}.{hook} is {type(value).__name__} {value!r:.40}, "
+                                  f"not a method; define it as {hook}({', '.join(('self', *PARAMETERS[hook]))})")
         # (its repr named the flow's module as flowtui loads it: <flowtui_flow_mw_1.Audit object at 0x…>)
         shown = f"{type(mw).__name__}()" if type(mw).__repr__ is object.__repr__ else repr(mw)
-        methods = [m for m in dir(mw) if not m.startswith("_") and callable(getattr(mw, m, None))
-                   and type(mw).__module__ != "builtins"]  # (a text's strip() is no misspelled setup())
+        methods = [m for m in dir(mw) if own and not m.startswith("_") and callable(getattr(mw, m, None))]
         close = next((f"; did you mean {hook}() for its {m}()?" for m in methods
                       if (hook := next(iter(difflib.get_close_matches(m, HOOKS, n=1)), None))), "")
         raise ConfigError(f"{where}: {shown} is not a middleware: it needs at least one of "

@@ -96,6 +96,20 @@ def _known(spec: Any) -> tuple[type | None, set[str] | None, set[str] | None, se
     return spec.state, tools, {s.name for s in specs} | {spec.name}, every
 
 
+def _fields_of(state: type | None) -> list[str] | None:
+    """The field names of state class ``state``: a pydantic model's, a dataclass's; None when they cannot be
+    told from the class (a plain class's are what an instance sets), or there is no state."""
+    import dataclasses
+
+    from pydantic import BaseModel
+
+    if isinstance(state, type) and issubclass(state, BaseModel):
+        return list(state.model_fields)
+    if state is not None and dataclasses.is_dataclass(state):
+        return [f.name for f in dataclasses.fields(state)]
+    return None
+
+
 class Watchpoints:
     """The watchpoints of one run (and its child runs), and their checker.
 
@@ -151,8 +165,7 @@ class Watchpoints:
                                 all_tools=all_tools)
                     return
                 state = child.state
-                self._check_on(watch, child.name, state, tools_of(child),
-                               list(state.model_fields) if state is not None else None)
+                self._check_on(watch, child.name, state, tools_of(child), _fields_of(state))
                 return
             except WatchError as exc:
                 refused = refused or exc
@@ -176,7 +189,9 @@ class Watchpoints:
         """Refuse a state field no workflow the flow defines has (the run's own has no state)."""
         from flowtui.runtime.decorators import defined_workflows
 
-        states = {s.name: list(s.state.model_fields) for s in defined_workflows() if s.state is not None}
+        states = {s.name: _fields_of(s.state) for s in defined_workflows() if s.state is not None}
+        if not watch.fields or any(fields is None for fields in states.values()):  # (a plain class's: unknown)
+            return
         for f in watch.fields:
             if not any(f.parts[0] in fields for fields in states.values()):
                 raise WatchError(

@@ -582,6 +582,15 @@ def test_what_is_not_a_middleware_is_refused_naming_it():
     with pytest.raises(ConfigError, match=r"Numbered.model is int 5, not a method; define it as "
                                           r"model\(self, request, call_next\)"):
         app.use(Numbered())
+
+    class Summarize:  # a value of its own under a hook's name, beside a hook: a middleware all the same
+        def __init__(self):
+            self.model = "openai/gpt-4o-mini"
+
+        async def tool(self, invocation, call_next):
+            return await call_next(invocation)
+
+    assert app.use(Summarize()).model == "openai/gpt-4o-mini"
     with pytest.raises(ConfigError, match=r"ContextWindow\(max_tokens=0\)"):
         ContextWindow(max_tokens=0)
 

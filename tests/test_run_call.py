@@ -64,15 +64,14 @@ async def test_an_agent_asking_for_state_gets_one_with_state_and_middlewares_are
     assert closed == ["m"]
 
 
-def test_the_one_call_takes_every_option_app_run_and_bootstrap_take():
-    # as its docstring and the README say (listen=, token= and listen_public= were refused as unknown)
-    import inspect
+async def test_the_one_call_passes_the_listen_options_on_as_app_run_takes_them():
+    # as its docstring and the README say: listen=, token= and listen_public= were refused as unknown options
+    @agent(provider=FunctionProvider(lambda m, t: "ok"))
+    class A:
+        pass
 
-    from flowtui.runtime.app import _BOOTSTRAP_OPTIONS, _RUN_OPTIONS, App, bootstrap
-
-    taken = set(inspect.signature(App.run).parameters) - {"self", "input"}
-    assert _RUN_OPTIONS == taken
-    assert _BOOTSTRAP_OPTIONS == set(inspect.signature(bootstrap).parameters) - {"workflow_cls"}
+    with pytest.raises(ConfigError, match=r"--listen 'nowhere': expected HOST:PORT"):  # App.run's own check
+        await run(A, "x", listen="nowhere", token="t" * 20, listen_public=False)
 
 
 async def test_mistakes_in_the_one_call_are_named():

@@ -471,6 +471,41 @@ async def test_a_watchpoint_on_a_child_workflow_or_a_parent_with_no_state_is_che
         assert caught.value.hint == hint
 
 
+async def test_a_child_whose_state_is_a_dataclass_or_a_plain_class_is_checked_by_what_its_class_tells():
+    # a dataclass state's fields are known from its class; a plain class's only from an instance: nothing refused
+    import dataclasses
+
+    @dataclasses.dataclass
+    class Found:
+        found: int = 0
+
+    class Loose:
+        def __init__(self):
+            self.seen = 0
+
+    @agent(provider=FunctionProvider(lambda m, t: "ok"), prompt="p")
+    class Worker:
+        pass
+
+    @workflow(state=Found, steps=[Worker])
+    class DataChild:
+        pass
+
+    @workflow(state=Loose, steps=[Worker])
+    class LooseChild:
+        pass
+
+    @workflow(steps=[Worker])
+    class Root:
+        pass
+
+    for kept in ("cost > 0.5", "memory ~ /x/", "state.found > 1", "DataChild: state.found > 1",
+                 "LooseChild: state.anything > 1", "state.seen >= 1"):
+        bootstrap(Root).prepare("go", controller=Controller(watch=[kept]))
+    with pytest.raises(WatchError, match="unknown state field 'fuond'"):
+        bootstrap(Root).prepare("go", controller=Controller(watch=["DataChild: state.fuond > 1"]))
+
+
 async def test_a_parent_with_state_refuses_a_child_field_unless_the_watch_names_the_child():
     wf = parent_flow(parent_state=P)
     with pytest.raises(WatchError, match="unknown state field 'found'"):

@@ -40,7 +40,7 @@ def refusal_text(reply: Any, width: int = EXPR_SHOWN) -> str:
         start = max(0, min(column - 1 - width // 2, len(expr) - width))
         expr = ("…" if start else "") + expr[start:start + width] + ("…" if start + width < len(expr) else "")
         column = column - start + (1 if start else 0)
-    from rich.cells import cell_len
+    from flowtui.runtime.errors import cells
 
     def drawn(text: str) -> str:
         return shown(text).replace("\t", "⇥")
@@ -48,7 +48,7 @@ def refusal_text(reply: Any, width: int = EXPR_SHOWN) -> str:
     # two columns: the dialog's "✗ " prefix; the caret under the cells what comes before takes (a CJK
     # character two: it stood two columns left of the fault per character)
     lines = [f"{where['message']} (column {where['column']})", f"  {drawn(expr)}",
-             "  " + " " * cell_len(drawn(expr[:column - 1])) + "^"]
+             "  " + " " * cells(drawn(expr[:column - 1])) + "^"]
     if where.get("hint"):
         lines.append(f"  {where['hint']}")
     return "\n".join(lines)

@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import email.utils
 import json
-import json.encoder
 import re
 import socket
 import time
@@ -86,14 +85,15 @@ def unencodable(exc: BaseException) -> bool:
     """The request could not be written as JSON (a set, an object, a NaN in its sampling or a tool's
     schema): the JSON encoder raised before anything was sent. litellm calls it a 500 of its own, and
     the call was retried three times as a server's failure."""
-    return any(isinstance(c, (TypeError, ValueError)) and _raised_in(c, json.encoder.__file__) for c in causes(exc))
+    return any(isinstance(c, (TypeError, ValueError)) and _raised_in(c, "json.encoder") for c in causes(exc))
 
 
-def _raised_in(exc: BaseException, filename: str) -> bool:
+def _raised_in(exc: BaseException, module: str) -> bool:
+    """Whether ``exc`` was raised in module ``module`` (by its name: a file's path depends on the build)."""
     tb = exc.__traceback__
     while tb is not None and tb.tb_next is not None:
         tb = tb.tb_next
-    return tb is not None and tb.tb_frame.f_code.co_filename == filename
+    return tb is not None and tb.tb_frame.f_globals.get("__name__") == module
 
 
 def _not_http(exc: BaseException) -> bool:

@@ -363,8 +363,7 @@ class LiteLLMProvider(Provider):
         found = not_json(request.tools, "tools")
         if found:
             return f"{found}; fix that tool's schema, or the model middleware that changed it"
-        found = not_json({k: v for k, v in self.extra.items() if k not in sampling}, type(self).__name__)
-        return f"{found}, an argument passed on to litellm" if found else "a value in it has no JSON form"
+        return "a value in it has no JSON form (the provider's words below)"
 
     def _key_hint(self, *, rejected: bool = False) -> str:
         """Which environment variable litellm reads for this model (names only, never values)."""
