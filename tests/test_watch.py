@@ -452,25 +452,6 @@ async def test_a_watchpoint_fires_in_a_child_run_and_says_which():
     assert event_at(events, hit.seq).run_id == child_start.run_id
 
 
-@pytest.mark.parametrize("parent_state,expr,message,hint", [
-    (P, "Child: state.fuond >= 2", "unknown state field 'fuond'",
-     "ChildState (the state of Child) has the fields found"),
-    (None, "Child: len(state.found) > 1", "len() of state.found, which is int: it has no length", None),
-    (None, "Child: state.found == 'a'", "state.found is int: it never equals 'a'", None),
-    (None, "state.zzz >= 2", "no workflow of this flow has a state field 'zzz'", None),
-    (None, "Parent: state.asked >= 1", "Parent has no state: it has no field 'asked'", None),
-])
-async def test_a_watchpoint_on_a_child_workflow_or_a_parent_with_no_state_is_checked_as_the_runs_own(
-        parent_state, expr, message, hint):
-    # they were taken and never fired (a misspelled field of a child, a field no state has)
-    wf = parent_flow(parent_state=parent_state)
-    with pytest.raises(WatchError) as caught:
-        bootstrap(wf).prepare("go", controller=Controller(watch=[expr]))
-    assert caught.value.message == message
-    if hint is not None:
-        assert caught.value.hint == hint
-
-
 async def test_a_child_whose_state_is_a_dataclass_or_a_plain_class_is_checked_by_what_its_class_tells():
     # a dataclass state's fields are known from its class; a plain class's only from an instance: nothing refused
     import dataclasses

@@ -314,3 +314,83 @@ def test_a_pattern_that_backtracks_on_a_text_stops_the_run_there_saying_so_inste
     assert line.startswith("◆ watchpoint history ~ /(a|aa)+$/ fired at event #2 in RevisaoWorkflow (its pattern "
                            f"took over 0.1 s on '{'a' * 40}!' (it backtracks"), line
     assert line.endswith("this watchpoint is off now)"), line
+
+
+CHILD = '''
+from pydantic import BaseModel
+from flowtui import FunctionProvider, State, agent, workflow
+
+class ChildState(BaseModel):
+    found: int = 0
+
+@agent(provider=FunctionProvider(lambda m, t: "achei"), prompt="You search.")
+class Searcher:
+    def __init__(self, s: ChildState = State()):
+        self.s = s
+
+    def after_response(self, response, ctx):
+        self.s.found += 1
+
+@workflow(state=ChildState, steps=[Searcher, Searcher])
+class Child:
+    pass
+'''
+
+PARENT = '''
+from pydantic import BaseModel
+from flowtui import FunctionProvider, Input, WorkflowRuntime, agent, tool, until_answered, loop, workflow
+from child import Child
+
+class Ask(BaseModel):
+    q: str
+
+@tool(name="delegate", description="Asks the child.", schema=Ask)
+class Delegate:
+    def __init__(self, runtime: WorkflowRuntime):
+        self.runtime = runtime
+
+    async def execute(self, args: Ask = Input()):
+        return await self.runtime.run(Child, input=args.q)
+
+def model(messages, tools):
+    if any(m.role == "tool" for m in messages):
+        return "pronto"
+    return {"content": "", "tool_calls": [{"name": "delegate", "args": {"q": "x"}}]}
+
+@agent(provider=FunctionProvider(model), prompt="You delegate.", tools=[Delegate])
+class Boss:
+    pass
+
+@workflow(steps=[loop([Boss], until=until_answered, max_iterations=3)])
+class Parent:
+    pass
+'''
+
+
+@pytest.mark.parametrize("expr,said,hint", [
+    ("Child: state.fuond >= 2", "unknown state field 'fuond' at column 14", "ChildState (the state of Child) has the "
+     "fields found"),
+    ("Child: len(state.found) > 1", "len() of state.found, which is int: it has no length at column 18", None),
+    ("Child: state.found == 'a'", "state.found is int: it never equals 'a' at column 14", None),
+    ("state.zzz >= 2", "no workflow of this flow has a state field 'zzz' at column 7", "Parent has no state; Child's "
+     "has found"),
+    ("Parent: state.asked >= 1", "Parent has no state: it has no field 'asked' at column 15", None),
+])
+def test_a_watchpoint_on_a_child_workflow_or_a_parent_with_no_state_is_checked_as_the_runs_own(tmp_path, expr, said,
+                                                                                               hint):
+    # they were taken and never fired (a misspelled field of a child, a field no state has); run as a user runs
+    # it, so the workflows the process defines are the flow's
+    (tmp_path / "child.py").write_text(CHILD)
+    (tmp_path / "parent.py").write_text(PARENT)
+    res = subprocess.run([sys.executable, "-c", "from flowtui.tui.cli import main; main()", "run", "parent.py",
+                          "--input", "go", "--no-journal", "--watch", expr], capture_output=True, text=True,
+                         cwd=tmp_path, timeout=120)
+    lines = res.stderr.splitlines()
+    assert res.returncode == 2 and lines[0] == f"--watch: {said}: {expr}", res.stderr
+    column = int(said.rsplit(" ", 1)[1])
+    assert lines[1] == " " * (len(lines[0]) - len(expr) + column - 1) + "^"
+    assert hint is None or lines[2] == hint
+    kept = subprocess.run([sys.executable, "-c", "from flowtui.tui.cli import main; main()", "run", "parent.py",
+                           "--input", "go", "--no-journal", "--watch", "Child: state.found >= 2"],
+                          capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    assert kept.returncode == 4 and "◆ watchpoint Child: state.found >= 2 fired" in kept.stderr, kept.stderr
