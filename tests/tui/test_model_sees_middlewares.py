@@ -125,7 +125,7 @@ def test_a_call_a_middleware_changed_without_leaving_any_out_is_not_said_as_sent
         return middleware_note(SimpleNamespace(model_middlewares=("odd",), last_sent=lambda: last))
 
     assert note(changed_by=["odd"], messages=2, sent=2) == (
-        "odd may change what is sent (the last call sent 2 messages, changed by odd from the 2 shown here: its "
-        "sent_request is on the chat's node.end in the event log)")
+        "odd may change what is sent (the last call sent 2 messages, changed by odd from the 2 it was given; its "
+        "chat node.end in the event log has them)")
     assert note(changed_by=["ContextWindow"], messages=6, sent=3, trimmed={"dropped": 3, "by": ["ContextWindow"]}) \
         == "odd may change what is sent (the last call sent 3 of 6 messages: 3 left out by ContextWindow)"

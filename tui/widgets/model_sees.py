@@ -91,8 +91,8 @@ def middleware_note(view: Any) -> str | None:
             said += f" (the last call sent {last['sent']} of {last['messages']} messages{left})"
         else:  # (replaced or added to, not left out: "2 of 2" read as nothing changed; the journal has them)
             said += (f" (the last call sent {last['sent']} messages, changed by "
-                     f"{', '.join(shown(str(n)) for n in changed)} from the {last['messages']} shown here: "
-                     "its sent_request is on the chat's node.end in the event log)")
+                     f"{', '.join(shown(str(n)) for n in changed)} from the {last['messages']} it was "
+                     "given; its chat node.end in the event log has them)")
     return said
 
 
