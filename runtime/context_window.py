@@ -37,15 +37,27 @@ class ContextWindow:
                  name: str = "ContextWindow") -> None:
         if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
             raise ConfigError(f"ContextWindow(max_tokens={max_tokens!r}): must be a whole number of at least 1")
+        if count_tokens is not None and not callable(count_tokens):
+            raise ConfigError(f"ContextWindow(count_tokens={count_tokens!r:.40}): give a function of one message "
+                              "that returns its tokens, e.g. count_tokens=lambda m: len(enc.encode(m.content))")
         self.max_tokens = max_tokens
         self.count_tokens = count_tokens or estimate_tokens
         self.name = name
 
     async def model(self, request: Any, call_next: Callable[[Any], Any]) -> Any:
-        messages = fit(request.messages, self.max_tokens, self.count_tokens)
+        messages = fit(request.messages, self.max_tokens, self._count)
         if len(messages) != len(request.messages):
             request = request.model_copy(update={"messages": messages})
         return await call_next(request)
+
+    def _count(self, message: Message) -> int | float:
+        """``count_tokens(message)``, a number of tokens, or a TypeError naming it (a text it returned failed on
+        ``int + str`` with no word of ContextWindow)."""
+        n = self.count_tokens(message)
+        if isinstance(n, bool) or not isinstance(n, (int, float)) or not 0 <= n < float("inf"):
+            raise TypeError(f"{self.name}: count_tokens returned {type(n).__name__} {n!r:.40} for a {message.role} "
+                            "message, not its number of tokens (a whole number, 0 or more)")
+        return n
 
     def __repr__(self) -> str:
         return f"ContextWindow(max_tokens={self.max_tokens})"

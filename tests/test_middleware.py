@@ -724,6 +724,24 @@ async def test_context_window_trims_what_is_sent_keeps_history_and_shows_it_on_t
     assert len(view.model_sees()) == 5  # prompt + 4: before the middleware; the node says what it left out
 
 
+async def test_a_context_window_counter_that_is_no_counter_is_named():
+    # it failed on "unsupported operand type(s) for +: 'int' and 'str'", with no word of ContextWindow
+    with pytest.raises(ConfigError, match=r"ContextWindow\(count_tokens=3\): give a function of one message"):
+        ContextWindow(max_tokens=40, count_tokens=3)
+
+    @agent(provider=FunctionProvider(lambda m, t: "ok"), prompt="p")
+    class A:
+        pass
+
+    @workflow(steps=[A], middlewares=[ContextWindow(max_tokens=40, count_tokens=lambda m: "x")])
+    class W:
+        pass
+
+    with pytest.raises(TypeError, match=r"ContextWindow: count_tokens returned str 'x' for a user message, not its "
+                                        r"number of tokens"):
+        await bootstrap(W).run("go")
+
+
 # --- inside run(): self.prompt, self.provider, self.tools ----------------------------------------
 
 async def test_run_gets_prompt_provider_and_tools_that_go_through_the_app():
