@@ -67,9 +67,10 @@ class Middleware:
     def __init__(self, *, name: str = "middleware", tool: Callable[..., Any] | None = None,
                  model: Callable[..., Any] | None = None, setup: Callable[..., Any] | None = None,
                  dispose: Callable[..., Any] | None = None, **unknown: Any) -> None:
-        from flowtui.runtime.checks import refuse_unknown
+        from flowtui.runtime.checks import check_name, refuse_unknown
 
         refuse_unknown(f"Middleware(name={name!r}, ...)", unknown, Middleware)  # (tools= for tool=)
+        check_name(name, f"Middleware(name={name!r:.40}, ...)", blank=False)  # (the journal's origins say it)
         for hook, fn in (("tool", tool), ("model", model), ("setup", setup), ("dispose", dispose)):
             if fn is not None and not callable(fn):
                 raise ConfigError(f"Middleware(name={name!r}, {hook}=...): must be a function, got {fn!r}")

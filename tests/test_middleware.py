@@ -559,6 +559,9 @@ def test_what_is_not_a_middleware_is_refused_naming_it():
         app.use(object())
     with pytest.raises(ConfigError, match="give at least one of tool=, model=, setup=, dispose="):
         Middleware(name="nada")
+    for name, said in ((123, "not int 123"), ("", "not empty")):  # (taken: the journal's origins said middleware:)
+        with pytest.raises(ConfigError, match=f"name= is the text the panes and the journal call it by.*{said}"):
+            Middleware(name=name, dispose=print)
     # a misspelled parameter or method: a bare TypeError, and the object's repr naming flowtui's module for the flow
     with pytest.raises(ConfigError, match=r"Middleware\(name='guard', ...\) has no parameter tools=; did you mean "
                                           r"tool=\? it takes name=, tool=, model=, setup=, dispose="):
