@@ -39,7 +39,11 @@ async def count_call(run: "Run", agent: str, prompt: str | None) -> TokenCount |
     if found is None:
         return None
     provider, messages, tools = found
-    return await asyncio.to_thread(provider.count_tokens, messages, tools)
+    counted = await asyncio.to_thread(provider.count_tokens, messages, tools)
+    if counted is not None and not isinstance(counted, TokenCount):  # (a provider of the flow's own)
+        raise TypeError(f"{provider.describe()}.count_tokens returned {type(counted).__name__} {counted!r:.40}, not "
+                        "a TokenCount (from flowtui import TokenCount) or None")
+    return counted
 
 
 async def count_shown(run: "Run", run_id: str | None) -> TokenCount | None:

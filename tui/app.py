@@ -425,6 +425,13 @@ class FlowApp(RunCommands, RunEdits, RunWatches, PlainNotify, KeysStayPut, Redra
     async def _count_tokens(self, key: tuple) -> None:
         if await self.client.count_tokens(key) and self.main.current_view == "model-sees":
             self.main.redraw()
+        failed = self.client.count_failed
+        if failed and failed != self._count_said:  # (a count_tokens that raised was taken for "no tokenizer")
+            self._count_said = failed
+            self.notify(f"What the model sees shows estimates: counting its tokens failed ({failed})",
+                        severity="warning", timeout=10)
+
+    _count_said: str | None = None
 
     def action_view(self, name: str) -> None:
         if self.screen is self.main:

@@ -106,6 +106,7 @@ class RunClient:
         self._ending: str | None = None  # the worker is gone: "sent" / "journaled", what is folded before its end
         self.on_arrival: Any = None  # called (no arguments) when events arrive: the app wakes up
         self.tokens = ExactTokens()  # the run's own token counts of what the model sees, per pause
+        self.count_failed: str | None = None  # why the last count failed (its provider's count_tokens raised)
 
     # --- the worker --------------------------------------------------------------------------
     async def load(self) -> p.Hello | p.LoadError:
@@ -445,6 +446,7 @@ class RunClient:
         from flowtui.runtime.providers.base import TokenCount
 
         reply = await self.command(_p().Count(run_id=key[0]))
+        self.count_failed = None if reply.ok else reply.error  # (its provider's count_tokens raised: said once)
         counted = TokenCount.model_validate(reply.value) if reply.ok and reply.value else None
         self.tokens.put(key, counted)
         return counted is not None

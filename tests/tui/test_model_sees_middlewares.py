@@ -129,3 +129,26 @@ def test_a_call_a_middleware_changed_without_leaving_any_out_is_not_said_as_sent
         "chat node.end in the event log has them)")
     assert note(changed_by=["ContextWindow"], messages=6, sent=3, trimmed={"dropped": 3, "by": ["ContextWindow"]}) \
         == "odd may change what is sent (the last call sent 3 of 6 messages: 3 left out by ContextWindow)"
+
+
+async def test_a_providers_count_tokens_that_fails_is_said_once_and_the_estimates_stay(tmp_path):
+    """A count_tokens that raised, or returned a number, was taken for "no tokenizer": the estimates stayed and
+    nothing said why."""
+    flow = tmp_path / "counted.py"
+    flow.write_text("from flowtui import ChatReply, Provider, agent, workflow\n"
+                    "class Counting(Provider):\n"
+                    "    async def complete(self, request):\n        return ChatReply(content='ok')\n"
+                    "    def count_tokens(self, messages, tools):\n        return 42\n"
+                    "@agent(provider=Counting, prompt='p')\nclass A:\n    pass\n"
+                    "@workflow(steps=[A, A])\nclass W:\n    pass\n")
+    app = make(str(flow), input="hello")
+    async with app.run_test(size=(160, 48)) as pilot:
+        await paused(pilot)
+        await pilot.press("2")
+        said = "What the model sees shows estimates: counting its tokens failed (TypeError: Counting.count_tokens " \
+               "returned int 42, not a TokenCount (from flowtui import TokenCount) or None)"
+        await wait_until(pilot, lambda: any(str(n.message) == said for n in app._notifications), what="the notice")
+        await press_and_pause(pilot, "s")  # the next pause counts again: not said twice
+        await press_and_pause(pilot, "s")
+        assert [str(n.message) for n in app._notifications].count(said) == 1
+        assert "estimate" in str(app.screen.query_one("#views").border_title)
