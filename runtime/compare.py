@@ -150,11 +150,18 @@ def comparable(ev: dict[str, Any], run: str, path: tuple[str, ...]) -> dict[str,
     return out
 
 
+_AGAIN = "stopped again where the run of "
+
+
 def stopped_again(journal: str, reason: str | None) -> str:
     """The end's reason of a re-execution that stopped again where the recorded run was stopped (by a
     person, a watchpoint): it says so, with the recorded words (which alone named a watchpoint that never
     fired in this run, at the recorded run's event, and made flowtui run exit 4)."""
-    return f"stopped again where the run of {journal} was stopped ({reason or 'stopped by user'})"
+    return f"{_AGAIN}{journal}{_was_stopped(reason)}"
+
+
+def _was_stopped(reason: str | None) -> str:
+    return f" was stopped ({reason or 'stopped by user'})"
 
 
 def align(rec: dict[str, Any], new: dict[str, Any]) -> None:
@@ -162,8 +169,7 @@ def align(rec: dict[str, Any], new: dict[str, Any]) -> None:
     one with no ``provider_sampling`` or ``tools_digest`` (a journal from before it was recorded), the other's; a tool's end
     with no ``ran`` (likewise), the other's. A stop made again (:func:`stopped_again`) ends as the recorded one."""
     if rec.get("type") == "run.end" and isinstance(new.get("reason"), str) \
-            and new["reason"].startswith("stopped again where the run of ") \
-            and new["reason"].endswith(f" was stopped ({rec.get('reason') or 'stopped by user'})"):
+            and new["reason"].startswith(_AGAIN) and new["reason"].endswith(_was_stopped(rec.get("reason"))):
         new["reason"] = rec.get("reason")
     a, b = rec.get("data"), new.get("data")
     if not (isinstance(a, dict) and isinstance(b, dict)):

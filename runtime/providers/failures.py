@@ -90,10 +90,16 @@ def unencodable(exc: BaseException) -> bool:
 
 def _raised_in(exc: BaseException, module: str) -> bool:
     """Whether ``exc`` was raised in module ``module`` (by its name: a file's path depends on the build)."""
+    frame = _raising_frame(exc)
+    return frame is not None and frame.f_globals.get("__name__") == module
+
+
+def _raising_frame(exc: BaseException) -> Any:
+    """The frame ``exc`` was raised in (its traceback's last), or None."""
     tb = exc.__traceback__
     while tb is not None and tb.tb_next is not None:
         tb = tb.tb_next
-    return tb is not None and tb.tb_frame.f_globals.get("__name__") == module
+    return tb.tb_frame if tb is not None else None
 
 
 def _not_http(exc: BaseException) -> bool:
@@ -154,10 +160,8 @@ def malformed(exc: BaseException) -> str | None:
 
 def _in_stream_reading(exc: BaseException) -> bool:
     """Raised where litellm reads a stream's chunks (not in flowtui's code, nor the flow's)."""
-    tb = exc.__traceback__
-    while tb is not None and tb.tb_next is not None:
-        tb = tb.tb_next
-    return tb is not None and "streaming_handler" in tb.tb_frame.f_code.co_filename.replace("\\", "/")
+    frame = _raising_frame(exc)
+    return frame is not None and "streaming_handler" in frame.f_code.co_filename.replace("\\", "/")
 
 
 def _one_line(exc: BaseException) -> str:
