@@ -23,10 +23,11 @@ _loaded = 0
 
 def split_target(target: str) -> tuple[Path, str | None]:
     """``"flows/x.py:Name"`` → (path, "Name"). A file that exists under the whole name (``a:b.py``) is
-    that file."""
+    that file. ``"flows/x.py:"`` names the class ``""`` (refused by :func:`find_workflow`, not taken for
+    no class: a name the shell or a script left out)."""
     path, sep, name = target.rpartition(":")
     if sep and path and not name.startswith(("\\", "/")) and not Path(target).is_file():
-        return Path(path), name or None
+        return Path(path), name
     return Path(target), None
 
 
@@ -170,6 +171,9 @@ def find_workflow(module: Any, path: Path, name: str | None) -> type:
         found = {obj.__name__: obj for obj in vars(module).values()
                  if isinstance(obj, type) and isinstance(spec_of(obj), WorkflowSpec)}
     if name is not None:
+        if not name.strip():
+            raise FlowLoadError(f"nothing follows ':' where the @workflow class's name goes; name one of "
+                                f"{', '.join(sorted(found)) or 'none'}, or leave ':' out", file=str(path), cls=name)
         if name not in found:
             raise FlowLoadError(f"no @workflow class named {name!r}; the file defines: "
                                 f"{', '.join(sorted(found)) or 'none'}", file=str(path), cls=name)

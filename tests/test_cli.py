@@ -112,6 +112,9 @@ def test_unknown_workflow_name_and_missing_file(tmp_path):
     path = write(tmp_path, OK_FLOW)
     res = flowtui("run", f"{path}:Nope")
     assert res.returncode == 2 and "no @workflow class named 'Nope'; the file defines: EcoWorkflow" in res.stderr
+    res = flowtui("run", f"{path}:")  # the class's name left out by a script: not taken for no name given
+    assert res.returncode == 2, res.stdout
+    assert "nothing follows ':' where the @workflow class's name goes; name one of EcoWorkflow" in res.stderr
     res = flowtui("run", str(tmp_path / "missing.py"))
     assert res.returncode == 2 and "no such flow file" in res.stderr
 
