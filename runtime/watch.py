@@ -49,6 +49,7 @@ BUCKETS = ("memory", "tasks", "history")
 SUBJECTS = "state.FIELD, memory, tasks, history, prompt.tokens, cost, tokens, len(...) or repeat(TOOL)"
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _NUMBER = re.compile(r"-?[0-9]+(\.[0-9]+)?([eE][-+]?[0-9]+)?")
+_NUMBERISH = re.compile(r"-?[0-9][0-9A-Za-z_.]*([eE][-+][0-9A-Za-z_.]*)?")  # what was meant as one number
 _TOOL = re.compile(r"[^\s()]+")
 _INDEX = re.compile(r"-?[0-9]+")
 MAX_NUMBER = 100  # characters of a number or an index: a longer one is no value anyone compares with
@@ -261,6 +262,11 @@ class _Parser:
             raise self.fail(f"{subject} is a list: compare len({subject}), or match an item with "
                             f"{subject} ~ /pattern/", at)
         m = _NUMBER.match(self.text, at)
+        if m and (bad := _NUMBERISH.match(self.text, at)).end() > m.end():
+            # (3. 0x10 1e 1_000: a number written as Python or a language takes it; read as the number
+            # before the rest, it was told "expected the end" under the rest)
+            raise self.fail(f"{bad.group()} is no number here: write digits, with a '.' and digits or an "
+                            f"exponent if need be (3, 3.5, -0.25, 1e3)", at)
         if m:
             text = m.group()
             if len(text) > MAX_NUMBER:

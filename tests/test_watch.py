@@ -78,6 +78,11 @@ def test_expressions_parse_to_one_normal_form(text, key):
     ("", 1, "expected a condition"),
     ("state.rodadas == " + "1" * 5000, 18, "a number of 5,000 characters: at most 100 here"),  # not int()'s limit
     ("state.rodadas >= 1e999", 18, "1e999 is too large a number: it reads as infinity"),  # never fired
+    # numbers as Python writes them: the caret was under what follows the digits, "expected the end"
+    ("state.rodadas >= 3.", 18, "3. is no number here: write digits, with a '.' and digits"),
+    ("state.rodadas >= 0x10", 18, "0x10 is no number here"),
+    ("state.rodadas >= 1_000", 18, "1_000 is no number here"),
+    ("cost > 1e", 8, "1e is no number here"),
     ("state.a." + "1" * 5000 + " == 1", 9, "expected a key or an index"),
     # parsing and checking recurse: what would exhaust Python's stack is refused, not raised as RecursionError
     ("(" * 1000 + "state.a > 1" + ")" * 1000, 34, "parentheses nested more than 32 deep"),
