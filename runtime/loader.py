@@ -124,6 +124,8 @@ def _raised(exc: Exception, path: Path, file: Path) -> FlowLoadError:
             f"{type(exc).__name__} while importing{where_} (raised with no message)"
         if isinstance(exc, NameError):
             message += _unknown_name(exc)
+        elif isinstance(exc, TypeError):
+            message += _unknown_keyword(exc)
     if fault != file:
         return FlowLoadError(message + _imported_by(exc, path, file), file=shown_path(str(fault)), line=line)
     return FlowLoadError(message, file=str(path), line=line)
@@ -274,6 +276,37 @@ def _unknown_name(exc: NameError) -> str:
             return f"; did you mean {close[0]}?" + (f" (from flowtui import {close[0]})"
                                                    if close[0] in flowtui.__all__ and close[0] not in own else "")
     return ""
+
+
+def _unknown_keyword(exc: TypeError) -> str:
+    """``ContextWindow(max_token=100)``: Python names the keyword, not the one meant; the parameter it is
+    close to, and the parameters the callable takes (found from the name Python gives it, in the frame
+    that made the call)."""
+    import difflib
+    import inspect
+
+    said = re.match(r"([A-Za-z_][\w.]*)\(\) got an unexpected keyword argument '(\w+)'$", str(exc))
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    if said is None or tb is None:
+        return ""
+    first, *rest = said[1].split(".")
+    frame = tb.tb_frame
+    target = frame.f_locals.get(first, frame.f_globals.get(first))
+    try:
+        for part in rest:
+            target = inspect.getattr_static(target, part)
+        known = [p.name for p in inspect.signature(target).parameters.values()
+                 if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+    except (AttributeError, TypeError, ValueError):  # (a name the frame does not hold; no signature)
+        return ""
+    if rest and rest[-1] == "__init__" and known[:1] == ["self"]:
+        known = known[1:]
+    close = difflib.get_close_matches(said[2], known, n=1)
+    if not known:
+        return ""
+    return (f"; did you mean {close[0]}=?" if close else "") + f" (it takes {', '.join(k + '=' for k in known)})"
 
 
 def _not_exported(name: str) -> str:

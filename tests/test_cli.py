@@ -87,6 +87,10 @@ def test_a_failing_run_exits_1_with_the_reason(tmp_path):
 @pytest.mark.parametrize("body, expect", [
     ("x = (\n", r"flow.py:\d+: syntax error"),
     ("import no_such_module_here\n", r"flow.py:2: ModuleNotFoundError while importing: No module named"),
+    # Python names the keyword it does not know, not the one meant
+    ("from flowtui import ContextWindow\nwindow = ContextWindow(max_token=100)\n",
+     r"flow.py:3: TypeError while importing: ContextWindow.__init__\(\) got an unexpected keyword argument "
+     r"'max_token'; did you mean max_tokens=\? \(it takes max_tokens=, count_tokens=, name=\)"),
     ("X = 1\n", r"flow.py: no @workflow class found"),
     (OK_FLOW + "\n@workflow(steps=[Eco])\nclass Other:\n    pass\n",
      r"flow.py: 2 workflows \(EcoWorkflow, Other\); pick one with .*flow.py:EcoWorkflow"),
