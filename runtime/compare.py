@@ -147,6 +147,8 @@ def comparable(ev: dict[str, Any], run: str, path: tuple[str, ...]) -> dict[str,
         out["value"] = _without(out.get("value"), "max_iterations")
     elif t == "chat.attempt":
         out.pop("retry_in_s", None)
+    elif t == "tool.decision":  # a person's, made in a dialog (no node) or by a run key (in the turn's): the
+        out[PATH] = ()  # same decision (a re-execution makes it as a dialog's, and diverged on a run key's)
     return out
 
 

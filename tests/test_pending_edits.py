@@ -289,6 +289,25 @@ async def test_moving_on_from_an_approval_pause_approves_the_call_as_the_person(
         assert len(ran) == 1
 
 
+async def test_a_call_approved_by_moving_on_is_approved_again_by_its_reexecution(tmp_path):
+    # the decision a run key made was journaled in the turn's node, the one a re-execution makes again in
+    # none: the re-execution of the run (a fork, r's continue from here) diverged at it, and asked again
+    journal = tmp_path / "run.jsonl"
+    flow, _ = build([TWO_CALLS, "APROVADO"], ran=[])
+    driver = Driver(flow, approve=["busca"])
+    driver.run = bootstrap(flow).prepare("go", controller=driver.ctl, on_event=driver.events.append, journal=journal)
+    async with driver as d:
+        await d.step_to("tool")
+        await d.go(d.ctl.step)  # the first call approved by the step; paused at the second's approval
+        assert [(e.decision, e.origin) for e in d.of("tool.decision")] == [("approved", "user")]
+    again, _ = build([TWO_CALLS, "APROVADO"], ran=[])
+    events: list = []
+    await bootstrap(again).run(resume_from=str(journal), on_event=events.append)
+    assert [e for e in events if e.type == "run.diverged"] == []
+    assert [e.decision for e in events if e.type == "tool.decision"] == ["approved"]
+    assert events[-1].status == "stopped" and events[-1].reason.startswith("stopped again where the run of")
+
+
 async def test_each_chat_node_records_the_request_as_sent_and_the_reply_as_received():
     flow, calls = build([TWO_CALLS, "APROVADO"], ran=[])
     events: list = []
