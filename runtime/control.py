@@ -231,7 +231,10 @@ class Controller:
         self._command("run")
 
     def proceed(self) -> None:
-        """Go on as the run was going (after a decision on a tool call that waited for approval)."""
+        """Go on as the run was going (after a decision on a tool call that waited for approval): past the
+        call to the next pause point when it was pausing (``p``, a divergence); it waited there for ever."""
+        if self._waiting and self._mode == "pause":
+            self._moved = "step"
         self._signal()
 
     def pause(self, reason: str = "pause") -> None:

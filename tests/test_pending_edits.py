@@ -289,6 +289,20 @@ async def test_moving_on_from_an_approval_pause_approves_the_call_as_the_person(
         assert len(ran) == 1
 
 
+async def test_a_decision_moves_a_run_that_was_pausing_past_the_call():
+    # p pressed while the run ran (or a re-execution's divergence) and the next pause a call's approval:
+    # approving it left the run waiting there for ever, the call decided and never run
+    ran: list = []
+    flow, _ = build([TWO_CALLS, "APROVADO"], ran=ran)
+    async with Driver(flow, approve=["busca"]) as d:
+        await d.step_to("chat")
+        at = await d.go(lambda: (d.ctl.resume(), d.ctl.pause()))
+        assert (at.kind, d.of("run.pause")[-1].reason) == ("tool", "approval")
+        at = await d.go(lambda: d.run.edits.decide("approve"))
+        assert ran == [{"query": "a", "limit": 3}]
+        assert (at.kind, d.of("run.pause")[-1].call["args"]) == ("tool", {"query": "b"})  # the next call's
+
+
 async def test_a_call_approved_by_moving_on_is_approved_again_by_its_reexecution(tmp_path):
     # the decision a run key made was journaled in the turn's node, the one a re-execution makes again in
     # none: the re-execution of the run (a fork, r's continue from here) diverged at it, and asked again

@@ -336,11 +336,15 @@ class RunEdits:
         if pause.seq > self._checked_at and pause.point == "chat" and pause.request is None:
             self._checked_at = pause.seq
             self._check_history()
-        self.ask_decision()
-        if pause.reason == "diverged":  # a re-execution (--resume-from) that did otherwise than its journal
+        if view.divergence is not None:  # a re-execution (--resume-from) that did otherwise than its journal:
             from flowtui.tui.screens.diverged import ask_about_divergence
 
-            ask_about_divergence(self, self.action_resume, self.action_stop)
+            # said first, also where a call waits for approval (that pause's reason): continuing live is then
+            # the decision, asked once the screen closes (moving on would approve the call unseen); the run
+            # then goes on to the next pause point
+            go_on = self.action_resume if pause.reason != "approval" else lambda: None
+            ask_about_divergence(self, go_on, self.action_stop)
+        self.ask_decision()
 
     def _check_history(self: FlowApp) -> None:
         """History the flow's code broke (a tool message answering no call...): said before the call fails."""

@@ -111,6 +111,37 @@ async def test_esc_on_the_divergence_screen_leaves_the_run_waiting_there(tmp_pat
         assert app.client.view.status == "finished" and len(flowcapture.requests()) > asked
 
 
+async def test_a_divergence_where_a_call_waits_for_approval_is_shown_then_the_call_asked_about(tmp_path):
+    # the pause after the divergence is the call's approval: its reason said approval, and the divergence
+    # screen never opened (the decision dialog did, the status said nothing of a divergence)
+    from flowtui.tui.screens.decide import DecideDialog
+
+    flow, journal = await _recorded(tmp_path)
+    lines = journal.read_text().splitlines(keepends=True)
+    said = '"content":"REJECTED: needs an example."'
+    at = next(i for i, line in enumerate(lines) if '"type":"state.append"' in line and said in line)
+    lines[at] = lines[at].replace(said, '"content":"REJECTED: other."')  # the reviewer's message in history
+    journal.write_text("".join(lines))
+    asked = len(flowcapture.requests())
+    app = make(str(flow), resume_from=str(journal), approve=["record_problem"])
+    async with app.run_test(size=(140, 40)) as pilot:
+        await wait_until(pilot, lambda: isinstance(app.screen, DivergedScreen), what="the divergence screen")
+        assert app.client.view.pause.reason == "approval"
+        await pilot.press("c")  # continuing live does not decide the call: it is asked about
+        await wait_until(pilot, lambda: isinstance(app.screen, DecideDialog), what="the decision dialog")
+        assert app.client.view.status == "paused" and len(flowcapture.requests()) == asked
+        await pilot.press("y")  # approved: the run goes on live, to its next pause point (it waited for ever)
+        await wait_until(pilot, lambda: isinstance(app.screen, DecideDialog)
+                         and app.screen.call["args"] == {"text": "No closing rule."}, what="the second call's dialog")
+        assert app.client.view.state["problems"] == ["No example."]
+        await pilot.press("y")
+        await wait_until(pilot, lambda: app.client.view.state["problems"] == ["No example.", "No closing rule."]
+                         and app.client.view.status == "paused", what="the second call run, and a pause")
+        await pilot.press("c")
+        await ended(pilot)
+        assert app.client.view.status == "finished" and len(flowcapture.requests()) > asked
+
+
 async def test_resuming_at_k_pauses_after_k_then_goes_on_live(tmp_path):
     flow, journal = await _recorded(tmp_path)
     import json

@@ -143,7 +143,8 @@ def ask_about_divergence(app: Any, resume: Callable[[], None], stop: Callable[[]
     """Once per re-execution: when the run waits after a divergence, the screen above."""
     view = app.client.view
     diverged = view.divergence if view is not None else None
-    if diverged is None or view.status != "paused" or view.pause is None or view.pause.reason != "diverged":
+    if diverged is None or view.status != "paused" or view.pause is None \
+            or view.pause.reason not in ("diverged", "approval"):  # (a call that waits says it, not diverged)
         return
     if getattr(app, "_diverged_shown", False) or app.screen is not app.main:
         return  # shown already, or another dialog is open: asked when it closes
