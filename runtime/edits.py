@@ -361,6 +361,12 @@ def _typed(cls: type, name: str, text: str) -> Any:
     except ValidationError as exc:
         error = exc
     else:
+        if is_json and (dropped := next(_dropped(json.loads(text), value, ()), None)):
+            # a key the class does not have (a misspelt one) was dropped by pydantic, in silence, and the
+            # field it was meant for kept its default: the edit said set, and was not what was typed
+            path, owner, known = dropped
+            raise ConfigError(f"{cls.__name__}.{name}: {'.'.join(map(str, (name, *path)))}: {owner} takes no key "
+                              f"{path[-1]!r} (it takes {', '.join(known) or 'none'}); nothing was set")
         # a JSON number is read through a float: 0.1000000000000000000001 was 0.1, in a list too; its
         # digits as a text are the Decimal's own
         if is_json and _holds_decimal(tp):
@@ -394,6 +400,35 @@ def _typed(cls: type, name: str, text: str) -> Any:
         raise ConfigError(f"{cls.__name__}.{name} is {tname}: {shown} refused ({reason}); type a value it accepts")
     raise ConfigError(f"{cls.__name__}.{name} is {tname}: {shown} refused ({reason}); type a value of "
                       f"type {tname} (read as JSON and checked strictly: true is not an int, 2.0 is not one)")
+
+
+def _dropped(given: Any, made: Any, at: tuple[Any, ...]) -> Any:
+    """Each key of the JSON ``given`` that the value ``made`` from it has no field for (a model or a
+    dataclass that ignores extra keys): (its path, the class, the class's fields)."""
+    if isinstance(given, dict) and (isinstance(made, BaseModel) or dataclasses.is_dataclass(made)):
+        if isinstance(made, BaseModel):
+            config = type(made).model_config
+            if config.get("extra") in ("allow", "ignore"):  # (said so by the class: not pydantic's default)
+                return
+            by_name = config.get("populate_by_name") or config.get("validate_by_name")
+            fields = {}  # each key it takes (a field's alias; its name too where taken) -> the field
+            for field, info in type(made).model_fields.items():
+                alias = info.validation_alias if isinstance(info.validation_alias, str) else info.alias
+                fields.update({key: field for key in (alias, field if by_name or not alias else None) if key})
+        else:
+            fields = {f.name: f.name for f in dataclasses.fields(made)}
+        for key, inner in given.items():
+            if key not in fields:
+                yield (*at, key), type(made).__name__, list(fields)
+                return
+            yield from _dropped(inner, getattr(made, fields[key], None), (*at, key))
+    elif isinstance(given, list) and isinstance(made, (list, tuple)) and len(given) == len(made):
+        for i, (inner, item) in enumerate(zip(given, made)):
+            yield from _dropped(inner, item, (*at, i))
+    elif isinstance(given, dict) and isinstance(made, dict):
+        for key, inner in given.items():
+            if key in made:
+                yield from _dropped(inner, made[key], (*at, key))
 
 
 # A text longer than this is checked up to its first fault: a list of 3,000,000 numbers set into a

@@ -197,6 +197,41 @@ async def test_a_value_saved_as_shown_or_as_the_same_json_is_unchanged_and_keeps
     await asyncio.wait_for(task, 60)
 
 
+class Sub(BaseModel):
+    x: int = 1
+    nome: str = "a"
+
+
+class Nested(BaseModel):
+    sub: Sub = Sub()
+    subs: list[Sub] = []
+    priced: list[Priced] = []
+
+
+@workflow(state=Nested, steps=[B])
+class NestedW:
+    pass
+
+
+@pytest.mark.parametrize(("name", "text", "said"), [
+    ("sub", '{"x": 3, "nmoe": "b"}', "Nested.sub: sub.nmoe: Sub takes no key 'nmoe' (it takes x, nome)"),
+    ("subs", '[{"x": 2}, {"y": 2}]', "Nested.subs: subs.1.y: Sub takes no key 'y' (it takes x, nome)"),
+    ("priced", '[{"price": 1.5, "Price": 2}]', "Nested.priced: priced.0.price: Priced takes no key 'price' "
+                                                "(it takes Price)"),
+])
+async def test_a_key_a_nested_class_has_no_field_for_is_refused_not_dropped(name, text, said):
+    # pydantic drops a key a model does not know, in silence: a misspelt one was dropped, the field it was
+    # meant for kept its default, and the edit was recorded as set
+    run, events, ctl, task = await paused_run(NestedW, "B")
+    with pytest.raises(ConfigError) as info:
+        run.edits.set_field(name, text)
+    assert str(info.value) == said + "; nothing was set"
+    assert changes(events) == []
+    assert run.edits.set_field("sub", '{"x": 3, "nome": "b"}') == Sub(x=3, nome="b")
+    ctl.resume()
+    await asyncio.wait_for(task, 60)
+
+
 async def test_an_unknown_field_is_refused_naming_the_fields_there_are():
     run, events, ctl, task = await paused_run()
     with pytest.raises(ConfigError) as info:
