@@ -291,12 +291,11 @@ class Editor:
 
         Only while the run has not moved on since: restoring a bucket as it was
         would otherwise throw away the turns that came after. Raises
-        ``ConfigError`` then (and forgets the older edits).
+        ``ConfigError`` then (the next edit forgets the older ones).
         """
         if not self._undo:
             return False
-        if self._moved_on():
-            self._undo.clear()
+        if self._moved_on():  # (said again at each undo: cleared, the next one said "nothing to undo")
             raise ConfigError("the run has gone on since the last edit; undo works only before it continues")
         what, entries = self._undo.pop()
         with _as_user():

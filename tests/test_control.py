@@ -468,9 +468,12 @@ async def test_undo_after_the_run_went_on_is_refused_and_loses_nothing():
     await d.command(d.ctl.next_turn)          # the run goes on: turns join the history
     history = list(run.state.history)
     assert not run.edits.can_undo
-    with pytest.raises(ConfigError, match="gone on since the last edit"):
-        run.edits.undo()
+    for _ in range(2):  # said again (a second u said "nothing to undo")
+        with pytest.raises(ConfigError, match="gone on since the last edit"):
+            run.edits.undo()
     assert list(run.state.history) == history  # nothing thrown away
+    run.edits.add_item("tasks", "two")  # a new edit, undone; the older ones are forgotten
+    assert run.edits.undo() is True and run.edits.undo() is False
     await d.finish(d.ctl.resume)
 
 
