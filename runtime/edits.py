@@ -165,7 +165,8 @@ class Editor:
         found = maker_of(history, pending.call) if pending is not None else None
         if found is not None and found[0] in gone:
             raise ConfigError(f"history[{found[0]}] makes {pending.call.id}, the call the run is paused before; "
-                              "deny the call (it then leaves an error result) or step past it first")
+                              "step past it first (or deny it, when the run asks for approval: it then leaves an "
+                              "error result)")
         if self._run.open_calls is not None:  # its turn is answering its calls
             check = HistoryCheck()
             check.feed(history, 0, final=False)

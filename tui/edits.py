@@ -127,6 +127,9 @@ class RunEdits:
         if not 0 <= i < len(history) or history[i].role != "assistant":
             self.notify("Put the cursor on an assistant message to promote it.", severity="warning")
             return
+        if self._pending_call() is not None and self._makes_pending(i):  # refused by the run: said before the edit
+            self._say_pending_stays(i)
+            return
         results = results_of(history, i)
         along = f" Its tool results {_numbers(results)} leave the history with it." if results else ""
         cut = cut_in(history[i].content)
@@ -218,9 +221,7 @@ class RunEdits:
         call = self._pending_call()
         maker = next((j for j in gone if call is not None and self._makes_pending(j)), None)
         if maker is not None:  # the run refuses it: said now, not after a yes
-            self.notify(f"Message #{maker} asks for {call.get('name')}, the call the run is paused before, and "
-                        "cannot leave before it is answered: step past the call first (or deny it, when the run "
-                        "asks for approval).", severity="warning")
+            self._say_pending_stays(maker)
             return
         msg = history[i]
         question = f"Delete message #{i} ({msg.role})?"
@@ -290,6 +291,12 @@ class RunEdits:
             if made is not None:
                 return {**call, "args": made.args}
         return call
+
+    def _say_pending_stays(self: FlowApp, i: int) -> None:
+        call = self._pending_call() or {}
+        self.notify(f"Message #{i} asks for {call.get('name')}, the call the run is paused before, and cannot "
+                    "leave before it is answered: step past the call first (or deny it, when the run asks for "
+                    "approval).", severity="warning")
 
     def _makes_pending(self: FlowApp, i: int) -> bool:
         """Message ``i`` is the assistant message that made the pending call (or no message is selected)."""

@@ -329,18 +329,20 @@ async def test_an_event_of_megabytes_opens_cut_and_says_by_how_much():
     assert len(drawn) < 100_000 and "Ab3d" not in drawn
 
 
-async def test_d_on_the_reply_asking_for_the_pending_call_says_why_not_before_asking():
-    """It asked "Delete message #2 (assistant)?", and only after y said the run refused it."""
+@pytest.mark.parametrize("key", ["d", "m"])
+async def test_d_or_m_on_the_reply_asking_for_the_pending_call_says_why_not_before_asking(key):
+    """It asked "Delete message #2 (assistant)?" (m: opened the promotion's editor), and only after y (or
+    saving) said the run refused it."""
     app = make(input="go")
     async with app.run_test(size=(140, 40)) as pilot:
         await paused(pilot)
         while app.client.view.pause.point != "tool":
             await press_and_pause(pilot, "s")
         app.main.conversation.select(2)  # the reply asking for it
-        await pilot.press("d")
+        await pilot.press(key)
         notes = lambda: " ".join(str(n.message) for n in app._notifications)  # noqa: E731
         await wait_until(pilot, lambda: "the call the run is paused before" in notes(), what="why not")
-        assert not isinstance(app.screen, ConfirmDialog)
+        assert app.screen is app.main
         assert "Message #2 asks for record_problem, the call the run is paused before" in notes(), notes()
         assert len(app.client.view.history) == 3  # nothing left
 
