@@ -73,22 +73,25 @@ def _each_key_once(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 def parse_arguments(run: "Run", pending: PendingCall, text: str) -> dict[str, Any]:
     """Typed arguments as the call's new ``args``; ``ConfigError`` says what is wrong with them."""
     name = pending.call.name
+    tool = run.plans.tool_specs[pending.spec.cls].by_name.get(name)
+    fields = list(tool.schema.model_fields) if tool is not None and tool.schema is not None else []
+    # (the tool's own keys: every tool was told {"query": "..."}, a key most do not have)
+    example = "{" + ", ".join(f'"{key}": ...' for key in fields[:2]) + "}" if fields else '{"key": "value"}'
     try:
         args = json.loads(text, object_pairs_hook=_each_key_once)
     except _TwiceError as exc:  # (JSON says nothing of which one counts: the model and the tool may differ)
         raise ConfigError(f"the arguments of {name} give the key {exc.key!r} twice; give each key once") from None
     except ValueError as exc:
         raise ConfigError(f"the arguments of {name} are not JSON ({exc.msg} at line {exc.lineno}, column "
-                          f"{exc.colno}); write them as a JSON object, e.g. {{\"query\": \"...\"}}") from None
+                          f"{exc.colno}); write them as a JSON object, e.g. {example}") from None
     except RecursionError:  # (said as Python's own "maximum recursion depth exceeded while decoding")
         raise ConfigError(f"the arguments of {name} are nested too deeply to be read as JSON; write them as a "
-                          "JSON object, e.g. {\"query\": \"...\"}") from None
+                          f"JSON object, e.g. {example}") from None
     if not isinstance(args, dict):
         raise ConfigError(f"the arguments of {name} must be a JSON object ({{...}}), not {type(args).__name__}")
     if RAW_ARGUMENTS_KEY in args:  # (the tool would be told its arguments were no JSON object)
         raise ConfigError(f"{RAW_ARGUMENTS_KEY} is flowtui's own key (what a model sent that was no JSON "
                           "object); leave it out and give the arguments themselves")
-    tool = run.plans.tool_specs[pending.spec.cls].by_name.get(name)
     if tool is not None and tool.schema is not None:
         # a key the schema does not know would be dropped by the tool and still sent to the model
         known = {key for field, info in tool.schema.model_fields.items() for key in (field, info.alias) if key}

@@ -179,6 +179,20 @@ async def test_a_key_a_strict_schema_forbids_is_said_once():
             d.run.edits.edit_call('{"query": "x", "extra": 1}')
 
 
+class Termo(BaseModel):
+    termo: str
+    k: int = 1
+
+
+async def test_arguments_that_are_no_json_are_told_an_example_with_the_tools_own_keys():
+    # every tool was told e.g. {"query": "..."}, a key most tools do not have
+    flow, _ = build([TWO_CALLS, "APROVADO"], ran=[], schema=Termo)
+    async with Driver(flow) as d:
+        await d.step_to("tool")
+        with pytest.raises(ConfigError, match=r'write them as a JSON object, e.g. \{"termo": \.\.\., "k": \.\.\.\}$'):
+            d.run.edits.edit_call("{termo: 'x'}")
+
+
 async def test_an_edit_of_the_pending_call_that_changes_nothing_is_refused_and_nothing_recorded():
     """Saved as it was (typed, then typed back), it was recorded as an edit: a state.set and a
     tool.decision "edited", and the status line counted an edit."""

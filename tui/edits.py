@@ -328,8 +328,8 @@ class RunEdits:
 
         self.push_screen(TextDialog(f"Edit the call of {call.get('name')} (arguments, JSON)", call_text(call),
                                     lambda text: self.edit(_p().EditCall(text=text)), save_label="Save call",
-                                    hint="Checked against the tool's schema; the assistant message shows the "
-                                    "call as edited. u undoes."), done)
+                                    hint="Checked against the tool's schema when it is a pydantic class (a "
+                                    "JSON-schema dict: unchecked); the model sees the call as edited. u undoes."), done)
 
     def at_pause(self: FlowApp) -> None:
         """Once per pause: say which watchpoint made it, say if the next model call would be refused,
