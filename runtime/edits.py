@@ -111,7 +111,7 @@ class Editor:
         history[index] = msg.model_copy(update={"content": new})
         with _as_user():
             self._run.state.set("history", history, origin="user",
-                                note=f"edited #{index}: {_quote(msg.content)} → {_quote(new)}")
+                                note=f"edited #{index}: {_change(msg.content, new)}")
         self._done(before, f"edited #{index}")
 
     # --- the pending tool call -------------------------------------------------
@@ -140,7 +140,7 @@ class Editor:
         with _as_user():
             self._run.state.set("history", history, origin="user",
                                 note=f"edited call {old.id} of {old.name} in #{at}: "
-                                     f"{_quote(_json(old.args))} → {_quote(_json(args))}")
+                                     f"{_change(_json(old.args), _json(args))}")
         pending.call = new
         edited(self._run, pending, old)
         self._done(before, f"edited call {old.id} of {old.name}")
@@ -205,7 +205,7 @@ class Editor:
             raise ConfigError(f"{bucket}[{index}] is unchanged: nothing recorded (type a change, or Escape)")
         with _as_user():
             self._run.state.set(bucket, items, origin="user",
-                                note=f"edited {bucket}[{index}]: {_quote(old)} → {_quote(items[index])}")
+                                note=f"edited {bucket}[{index}]: {_change(old, items[index])}")
         self._done(before, f"edited {bucket}[{index}]")
 
     def delete_item(self, bucket: str, index: int) -> None:
@@ -536,6 +536,28 @@ def _quote(text: str, width: int = 40) -> str:
     if len(one) > width:
         one = one[: width // 2 - 1] + "…" + one[-(width // 2 - 1):]
     return f'"{one}"'
+
+
+def _change(old: str, new: str, width: int = 40) -> str:
+    """``"old" → "new"``, each quoted as :func:`_quote` does; two long texts around where they differ (a
+    word changed in the middle of a long message was said as two identical quotes of its start and end)."""
+    a, b = (" ".join(redact(t, secret_values()).split()) for t in (old, new))
+    if len(a) <= width and len(b) <= width or a == b:
+        return f"{_quote(old, width)} → {_quote(new, width)}"
+    shorter = min(len(a), len(b))
+    same = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), shorter)  # the start both have
+    tail = next((i for i, (x, y) in enumerate(zip(reversed(a), reversed(b)))  # the end both have, after it
+                 if x != y or i >= shorter - same), shorter - same)
+    start = max(0, same - 12)
+
+    def around(t: str) -> str:
+        end = min(len(t), len(t) - tail + 12)
+        part = t[start:end]
+        if len(part) > width:
+            part = part[: width // 2 - 1] + "…" + part[-(width // 2 - 1):]
+        return f'"{"…" * (start > 0)}{part}{"…" * (end < len(t))}"'
+
+    return f"{around(a)} → {around(b)}"
 
 
 def _not_blank(text: str, bucket: str, instead: str) -> None:

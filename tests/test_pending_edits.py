@@ -179,6 +179,18 @@ async def test_a_key_a_strict_schema_forbids_is_said_once():
             d.run.edits.edit_call('{"query": "x", "extra": 1}')
 
 
+async def test_an_edit_inside_a_long_message_is_said_around_what_changed():
+    # said by the start and end of each, the two quotes were the same: the note said nothing of the edit
+    flow, _ = build([TWO_CALLS, "APROVADO"], ran=[])
+    async with Driver(flow) as d:
+        await d.step_to("tool")
+        long = "Start " + "a" * 200 + " the word " + "b" * 200 + " end"
+        d.run.edits.edit_message(1, long)
+        d.run.edits.edit_message(1, long.replace("the word", "THE WORD"))
+        note = d.of("state.set")[-1].note
+        assert note == 'edited #1: "…aaaaaaaaaaa the word bbbbbbbbbbb…" → "…aaaaaaaaaaa THE WORD bbbbbbbbbbb…"'
+
+
 class Termo(BaseModel):
     termo: str
     k: int = 1
