@@ -265,9 +265,12 @@ async def _said_if_long(run: "Run", waiting: str, held: Any) -> bool:
                   "for ever (x stops the run)", file=sys.stderr, flush=True)
             return True
         try:  # (while paused, what is left stays as it is: looked at again after as long)
-            await asyncio.wait_for(held[1].wait(), left)
+            # (not wait_for: Python 3.11's swallows a cancel that comes as the wait ends, as it does when the
+            # branch whose calls it waits for fails, and this branch, cancelled, ran on for ever)
+            async with asyncio.timeout(left):
+                await held[1].wait()
             return False
-        except asyncio.TimeoutError:
+        except TimeoutError:
             continue
 
 

@@ -718,6 +718,39 @@ async def test_a_parallel_branch_calling_a_tool_keeps_the_shared_history_a_conve
     assert [m.content for m in run.state.history if m.role == "assistant"] == ["", "B-text", "joined"]
 
 
+async def test_a_branch_whose_tool_ends_the_run_cancels_the_other_branch():
+    # the other branch waited for the failing branch's tool call to be answered; cancelled as that wait
+    # ended, Python 3.11's wait_for swallowed the cancel, and it ran on for ever (the run never ended)
+    import math
+
+    from flowtui import FatalToolError
+
+    @tool
+    def die() -> str:
+        """Dies."""
+        raise FatalToolError("fatal in branch")
+
+    @agent(provider=FunctionProvider(lambda m, t: {"content": "", "tool_calls": [{"name": "die", "args": {}}]}),
+           tools=[die])
+    class P:
+        pass
+
+    @agent(provider=FunctionProvider(lambda m, t: "z"))
+    class Z:
+        pass
+
+    @workflow(steps=[parallel([loop([P], until=lambda ctx: True, max_iterations=3, name="lp"),
+                               loop([Z], until=lambda ctx: False, max_iterations=math.inf, name="lz")])])
+    class W:
+        pass
+
+    events: list = []
+    with pytest.raises(FatalToolError, match="fatal in branch"):  # (a controller, as the app's and flowtui run's)
+        await asyncio.wait_for(bootstrap(W).run("go", controller=Controller(), on_event=events.append), 60)
+    assert loop_end(events, "lz").status == "stopped"
+    assert events[-1].type == "run.end" and events[-1].status == "failed"
+
+
 async def test_parallel_inside_a_loop():
     pa, ca = counting("a")
     pb, cb = counting("b")
