@@ -40,6 +40,9 @@ if TYPE_CHECKING:
     from flowtui.runtime.plans import Plans
 
 
+YIELD_EVERY_S = 0.02  # the longest a run goes without letting the event loop run, between steps
+
+
 class Run:
     """One execution of a workflow. Built by ``App``; ``await run.execute()``."""
 
@@ -96,6 +99,7 @@ class Run:
         self._startup = startup  # the app's async plugin setups, awaited before run.start
         self._turns: dict[str, int] = {}
         self.pausing = asyncio.Lock()  # held while a pause point waits (the top-level run's is used)
+        self.yielded_at = time.perf_counter()  # when a step last let the event loop run (the root's is used)
         self.error: BaseException | None = None
         self.exceeded: str | None = None  # the budget limit that ended the run
         self.status = "idle"  # then running; at the end finished, failed or stopped (as run.end says)
@@ -224,6 +228,14 @@ class Run:
                           cleanup=cleanup, error=error)
 
     async def step(self, step: Any) -> None:
+        root = self.root
+        now = time.perf_counter()
+        if now - root.yielded_at > YIELD_EVERY_S:
+            # A run whose models, hooks and tools are sync never waits on the event loop: what the loop runs
+            # waited for its end (asyncio.wait_for's timeout, a cancel, ctrl-C under asyncio.run, another
+            # parallel branch's failure, which then ran for ever). A step lets it run this often.
+            root.yielded_at = now
+            await asyncio.sleep(0)
         if isinstance(step, LoopSpec):
             await run_loop(self, step)
         elif isinstance(step, ParallelSpec):

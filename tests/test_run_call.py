@@ -91,3 +91,48 @@ async def test_mistakes_in_the_one_call_are_named():
         await run(A, "x", journal=5)
     with pytest.raises(ConfigError, match=r"bootstrap\(A, model=''\): give a litellm model name"):
         await run(A, "x", model="")  # (blank: refused as --model and FLOWTUI_MODEL are; it was taken)
+
+
+def test_a_run_whose_code_is_all_sync_can_be_timed_out_and_its_journal_ends(tmp_path):
+    # its models, hooks and tools sync, a run never let the event loop run: asyncio.wait_for never fired,
+    # other tasks starved, ctrl-C under asyncio.run did nothing, and the journal had no run.end
+    import json
+    import subprocess
+    import sys
+    import textwrap
+
+    journal = tmp_path / "run.jsonl"
+    script = tmp_path / "timed.py"
+    script.write_text(textwrap.dedent(f"""
+        import asyncio, math
+        from flowtui import FunctionProvider, agent, bootstrap, loop, workflow
+
+        @agent(provider=FunctionProvider(lambda messages, tools: "again"), prompt="p")
+        class A:
+            pass
+
+        @workflow(steps=[loop([A], until=lambda ctx: False, max_iterations=math.inf)])
+        class W:
+            pass
+
+        async def main():
+            ticks = []
+
+            async def tick():
+                while True:
+                    ticks.append(1)
+                    await asyncio.sleep(0.05)
+
+            ticker = asyncio.ensure_future(tick())
+            try:
+                await asyncio.wait_for(bootstrap(W).run("go", journal={str(journal)!r}), 1.0)
+            except TimeoutError:
+                print("timed out", len(ticks) > 1)
+            ticker.cancel()
+
+        asyncio.run(main())
+    """))
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
+    assert done.stdout.strip() == "timed out True", done.stderr
+    end = json.loads(journal.read_text().splitlines()[-1])
+    assert (end["type"], end["status"], end["reason"]) == ("run.end", "stopped", "cancelled")
