@@ -112,6 +112,15 @@ def needs_a_terminal(what: str, instead: str = "to run a flow without one: flowt
         say(f"flowtui: {what} needs a terminal that can move its cursor, and TERM={term} says this one "
             f"cannot; set TERM to the terminal's own (e.g. TERM=xterm-256color); {instead}")
         sys.exit(2)
+    try:
+        size = os.get_terminal_size(sys.stderr.fileno())
+    except OSError:
+        return
+    if 0 in size:  # (a pseudo-terminal never given a size, `script` in a pipeline: drawn at full CPU, deaf to
+        # SIGTERM and SIGHUP, nothing shown)
+        say(f"flowtui: {what} needs a terminal with rows and columns, and this one says it is "
+            f"{size.columns}x{size.lines}; give it a size (stty rows 40 cols 120); {instead}")
+        sys.exit(2)
 
 
 COMMANDS = ("run", "replay", "attach", "diff")

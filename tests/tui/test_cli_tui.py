@@ -320,6 +320,18 @@ def test_a_terminal_that_cannot_move_its_cursor_is_refused_and_the_app_does_not_
             assert f"TERM={term_name} says this one cannot" in said and "flowtui run FLOW" in said, said
 
 
+def test_a_terminal_with_no_size_is_refused_and_the_app_does_not_spin():
+    """A pseudo-terminal never given a size (0x0: `script` in a pipeline): the app drew nothing at full CPU,
+    deaf to SIGTERM and SIGHUP. It is refused, saying what to do, exit 2."""
+    from terminal import Terminal
+
+    root = Path(__file__).resolve().parents[2]
+    with Terminal.flowtui("flows/revisao.py", "--input", "x", "--no-journal", cols=0, rows=0, cwd=root) as term:
+        assert term.wait_exit(timeout=60) == 2
+        said = term.output.decode("utf-8", "replace")
+        assert "needs a terminal with rows and columns, and this one says it is 0x0" in said, said
+
+
 def test_a_journal_that_cannot_be_written_and_a_bad_load_timeout_are_said_plainly(flow, tmp_path):
     res = flowtui("run", str(flow), "--input", "x", "--journal", str(tmp_path), cwd=tmp_path)
     assert res.returncode == 2 and f"cannot write the journal {tmp_path}: it is a folder" in res.stderr
