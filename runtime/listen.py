@@ -82,12 +82,15 @@ def parse_address(address: str, option: str = "--listen") -> tuple[str, int]:
 
     ``option`` names what the address was given as, in the error (``--listen``, or ``flowtui attach``'s
     ``address``)."""
+    example = "127.0.0.1:0 (0 picks a free port)" if option.startswith(("--listen", "listen")) else "127.0.0.1:8765"
+    said = f"{option}{address!r}" if option.endswith("=") else f"{option} {address!r}"
+    if not isinstance(address, str):  # (from Python: run(listen=5) failed on int.rpartition)
+        raise ConfigError(f"{said}: expected HOST:PORT as a text, e.g. {example}")
     host, sep, port = address.rpartition(":")
-    example = "127.0.0.1:0 (0 picks a free port)" if option == "--listen" else "127.0.0.1:8765"
     if not sep or not (port.isascii() and port.isdigit()):  # (str.isdigit takes '٣٣' for 33)
-        raise ConfigError(f"{option} {address!r}: expected HOST:PORT, e.g. {example}")
+        raise ConfigError(f"{said}: expected HOST:PORT, e.g. {example}")
     if int(port) > 65535:
-        raise ConfigError(f"{option} {address!r}: port {int(port)} is out of range: a port is 0-65535")
+        raise ConfigError(f"{said}: port {int(port)} is out of range: a port is 0-65535")
     return (host.strip("[]") or "127.0.0.1"), int(port)
 
 
@@ -105,7 +108,7 @@ def checked(address: str, *, public: bool = False, token: str | None = None,
     """The host and port to serve on, from ``address``; raises ConfigError for an address that is no
     HOST:PORT, one beyond loopback without ``public``, or a token no one can type. ``flowtui run``
     checks before loading the flow, so a refusal leaves no journal behind."""
-    host, port = parse_address(address)
+    host, port = parse_address(address, option="listen=" if token_from == "token=" else "--listen")
     if not is_loopback(host) and not public:
         raise ConfigError(f"--listen {address}: {host} is not loopback; anyone who can reach it and guess the "
                           "token can run commands in this flow's process. Add --listen-public to mean it")

@@ -70,8 +70,10 @@ async def test_the_one_call_passes_the_listen_options_on_as_app_run_takes_them()
     class A:
         pass
 
-    with pytest.raises(ConfigError, match=r"--listen 'nowhere': expected HOST:PORT"):  # App.run's own check
+    with pytest.raises(ConfigError, match=r"^listen='nowhere': expected HOST:PORT"):  # App.run's own check
         await run(A, "x", listen="nowhere", token="t" * 20, listen_public=False)
+    with pytest.raises(ConfigError, match=r"^listen=5: expected HOST:PORT as a text"):  # (int.rpartition failed)
+        await run(A, "x", listen=5)
 
 
 async def test_mistakes_in_the_one_call_are_named():
