@@ -103,6 +103,11 @@ def is_loopback(host: str) -> bool:
         return False
 
 
+def too_long(token: str) -> bool:
+    """Whether no auth line can hold ``token`` (as a client writes it: JSON, in UTF-8)."""
+    return len(json.dumps(token, ensure_ascii=False).encode()) > MAX_FIRST_LINE - 64
+
+
 def checked(address: str, *, public: bool = False, token: str | None = None,
             token_from: str = "--token") -> tuple[str, int]:
     """The host and port to serve on, from ``address``; raises ConfigError for an address that is no
@@ -115,8 +120,7 @@ def checked(address: str, *, public: bool = False, token: str | None = None,
     if token is not None and not token.strip():
         raise ConfigError(f"{token_from} is {'empty' if not token else 'only spaces'}: give one of at least 16 "
                           "characters, or leave it out for a random one")
-    if token is not None and len(json.dumps(token, ensure_ascii=False).encode()) > MAX_FIRST_LINE - 64:
-        # (the auth line holds it, as a client writes it: JSON, in UTF-8)
+    if token is not None and too_long(token):
         raise ConfigError(f"{token_from} is {len(token):,} characters: a client's auth line, which holds it, must "
                           f"be under {_size(MAX_FIRST_LINE)}, so no client could attach; give a shorter one")
     if token is not None and not (token.isprintable() and token == token.strip()):

@@ -652,6 +652,14 @@ def test_attach_to_an_address_that_cannot_be_used_exits_2(address, said):
     assert done.returncode == 2 and done.stderr.startswith("flowtui attach: ") and said in done.stderr, done.stderr
 
 
+def test_attach_with_a_token_no_run_takes_exits_2_saying_so_before_connecting():
+    # it connected, and was told "the first line must be auth, under 64 KiB", though an auth line was sent
+    done = ran("attach", "127.0.0.1:9", "--token", "t" * 70_000)
+    assert done.returncode == 2
+    assert done.stderr.startswith("flowtui attach: the token is 70,000 characters, longer than any run takes"), \
+        done.stderr
+
+
 def serving(behaviour) -> tuple[int, threading.Event]:
     """A port whose peer is not a flowtui run: it accepts, then ``behaviour(conn)``."""
     server = socket.create_server(("127.0.0.1", 0))

@@ -212,7 +212,7 @@ def main_attach(argv: list[str]) -> int:
 
     from flowtui.runtime.cli import say
     from flowtui.runtime.errors import ConfigError
-    from flowtui.runtime.listen import parse_address
+    from flowtui.runtime.listen import MAX_FIRST_LINE, parse_address, too_long
 
     parser = argparse.ArgumentParser(prog="flowtui attach",
                                      description="Open the app on a run that another process serves "
@@ -233,6 +233,10 @@ def main_attach(argv: list[str]) -> int:
         host, port = parse_address(args.address, option="address")
     except ConfigError as exc:
         say(f"flowtui attach: {exc}")
+        return 2
+    if too_long(args.token):  # (said by the run as no auth line: "the first line must be auth")
+        say(f"flowtui attach: the token is {len(args.token):,} characters, longer than any run takes (its auth "
+            f"line is under {MAX_FIRST_LINE // 1024} KiB); give the token the listening run printed")
         return 2
     needs_a_terminal("flowtui attach", "without one, any client of the protocol can drive the run "
                                        "(README: the protocol)")
