@@ -335,6 +335,11 @@ def journal_note(path: Path, appended_to: int | None) -> str:
     return f"journal: appended run {appended_to + 1} to {path}" if appended_to else f"journal: {path}"
 
 
+def _in(branch: tuple[str, str] | None, ev: Any) -> str:
+    """`` (in loop la)``: the parallel branch a node runs in, but on the branch's own lines."""
+    return f" (in {branch[1]})" if branch is not None and branch[0] != ev.node_id else ""
+
+
 class TreePrinter:
     """Prints ``▸ workflow RevisaoWorkflow`` / ``◂ agent RevisorAgent 12ms ✓`` lines as nodes start and end."""
 
@@ -344,16 +349,26 @@ class TreePrinter:
         self.out = out
         self.end_note = end_note
         self.depth: dict[str, int] = {}
+        # node id -> the branch of a parallel step it runs in (its node id and label), said on its lines:
+        # indented by depth alone, branches' lines mixed (agent A under loop lb, which A is not in)
+        self.branch: dict[str, tuple[str, str] | None] = {}
+        self.parallel: set[str] = set()
         self.secrets = secret_values()
         self._shown: str | None = None  # an error is shown once, at the deepest node that failed
 
     def __call__(self, ev: Any) -> None:
         if ev.type == "node.start":
             d = self.depth[ev.node_id] = self.depth.get(ev.parent_id, -1) + 1 if ev.parent_id else 0
-            line = f"{'  ' * d}▸ {_node(ev)}"
+            if ev.kind == "parallel":
+                self.parallel.add(ev.node_id)
+            branch = self.branch[ev.node_id] = ((ev.node_id, _node(ev)) if ev.parent_id in self.parallel
+                                                else self.branch.get(ev.parent_id))
+            line = f"{'  ' * d}▸ {_node(ev)}{_in(branch, ev)}"
             self._shown = None  # a node after the failure: its own error is news, even the same text
         elif ev.type == "node.end":
             d = self.depth.pop(ev.node_id, 0)
+            self.parallel.discard(ev.node_id)
+            branch = self.branch.pop(ev.node_id, None)
             mark = {"ok": "✓", "error": "✗", "stopped": "■"}.get(ev.status, "?")
             extra = ""
             if ev.error and ev.status == "error" and ev.error != self._shown:
@@ -361,7 +376,7 @@ class TreePrinter:
                 extra = "  " + ev.error.splitlines()[0]
             elif note := self.end_note(ev):
                 extra = f"  ({note})"
-            line = f"{'  ' * d}◂ {_node(ev)} {_ms(ev.duration_ms)} {mark}{extra}"
+            line = f"{'  ' * d}◂ {_node(ev)}{_in(branch, ev)} {_ms(ev.duration_ms)} {mark}{extra}"
         elif ev.type == "subscriber.error":
             line = f"! subscriber {ev.subscriber} raised: {ev.error}"
         elif ev.type == "dispose.error":

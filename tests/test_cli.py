@@ -49,6 +49,35 @@ def test_run_prints_tree_on_stderr_and_output_on_stdout(tmp_path):
     assert lines[-1].startswith("◂ workflow EcoWorkflow ") and lines[-1].endswith("✓")
 
 
+def test_the_tree_says_which_parallel_branch_a_line_is_of(tmp_path):
+    # indented by depth alone, the branches' lines mixed: agent A printed under loop lb, which it is not in
+    path = write(tmp_path, """
+    from flowtui import parallel
+
+    @agent(provider=FunctionProvider(lambda m, t: "a"), prompt="a")
+    class A:
+        pass
+
+    @agent(provider=FunctionProvider(lambda m, t: "b"), prompt="b")
+    class B:
+        pass
+
+    @workflow(steps=[parallel([loop([A], max_iterations=1, name="la"), loop([B], max_iterations=1, name="lb")])])
+    class W:
+        pass
+    """)
+    res = flowtui("run", str(path), "--input", "x")
+    assert res.returncode == 0, res.stderr
+    lines = [re.sub(r" [0-9.]+ms", "", line) for line in res.stderr.splitlines()]
+    for line in lines:
+        if "agent A" in line or "chat A" in line:
+            assert line.endswith(("(in loop la)", "(in loop la) ✓")), lines
+        if "agent B" in line or "chat B" in line:
+            assert line.endswith(("(in loop lb)", "(in loop lb) ✓")), lines
+    assert "    ▸ loop la" in lines and "    ◂ loop la ✓  (stopped at max_iterations: 1 iteration)" in lines  # as they were
+    assert sum("(in loop" in line for line in lines) == 8
+
+
 def test_run_json_prints_events(tmp_path):
     path = write(tmp_path, OK_FLOW)
     res = flowtui("run", f"{path}:EcoWorkflow", "--input", "x", "--json")
