@@ -189,7 +189,7 @@ class Editor:
     def _pending(self) -> PendingCall:
         pending = self._run.pending
         if pending is None:
-            raise ConfigError("the run is not paused before a tool call; step to one (s) first")
+            raise ConfigError("the run is not paused before a tool call; step to one first (s, or the step command)")
         return pending
 
     # --- memory and tasks ------------------------------------------------------
