@@ -72,6 +72,7 @@ class PausePoint:
     node_id: str | None = None
     loops: tuple[str, ...] = ()  # node ids of the loops around this point, outermost first
     path: tuple[str, ...] = field(default=())
+    decided: bool = False  # a tool call decided already (a re-execution made the recorded decision): not asked
 
 
 class Controller:
@@ -180,7 +181,7 @@ class Controller:
         return tool in self.approve or "all" in self.approve
 
     def _should_pause(self, point: PausePoint) -> str | None:
-        if point.kind == "tool" and self.approve and self.needs_approval(point.name):
+        if point.kind == "tool" and self.approve and self.needs_approval(point.name) and not point.decided:
             return "approval"  # whatever the mode: a call of such a tool never runs undecided
         mode = self._mode
         if mode == "pause":

@@ -266,7 +266,8 @@ class Run:
         path = path_var.get()[:-1] if inside else path_var.get()
         path += (name,) if kind in ("agent", "tool") else ("chat",) if kind == "chat" else ()
         point = PausePoint(kind=kind, name=name, node_id=current_node.get()[0], loops=loops_var.get(),  # type: ignore[arg-type]
-                           path=path)
+                           path=path, decided=kind == "tool" and self.pending is not None
+                           and self.pending.decision is not None)
 
         def emit(cls, **fields):
             if cls is RunPause:

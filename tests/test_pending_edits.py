@@ -179,6 +179,33 @@ async def test_a_key_a_strict_schema_forbids_is_said_once():
             d.run.edits.edit_call('{"query": "x", "extra": 1}')
 
 
+async def test_a_call_decided_again_by_a_reexecution_that_then_diverged_is_not_asked_about_again(tmp_path):
+    # the recorded decision made again, then a divergence at it: the pause after asked for approval of the
+    # call already approved, and y recorded a second decision
+    journal = tmp_path / "run.jsonl"
+    flow, _ = build([TWO_CALLS, "APROVADO"], ran=[])
+    driver = Driver(flow, approve=["busca"])
+    driver.run = bootstrap(flow).prepare("go", controller=driver.ctl, on_event=driver.events.append, journal=journal)
+    async with driver as d:
+        await d.step_to("tool")
+        await d.go(lambda: d.run.edits.decide("approve"))  # paused at the second call's approval
+    lines = journal.read_text().splitlines(keepends=True)
+    at = next(i for i, line in enumerate(lines) if '"type":"tool.decision"' in line)
+    lines[at] = lines[at].replace('"call_1_0"', '"call_other"')  # a journal the code no longer matches there
+    journal.write_text("".join(lines))
+    ran: list = []
+    again, _ = build([TWO_CALLS, "APROVADO"], ran=ran)
+    redo = Driver(again, approve=["busca"])
+    redo.run = bootstrap(again).prepare(controller=redo.ctl, on_event=redo.events.append, resume_from=str(journal),
+                                        on_divergence="pause")
+    async with redo as d:
+        assert len(d.of("run.diverged")) == 1
+        assert (d.ctl.paused_at.kind, d.of("run.pause")[-1].reason) == ("tool", "diverged")
+        at = await d.go(d.ctl.step)  # the call runs as decided, unasked; the next one is asked about
+        assert ran == [{"query": "a", "limit": 3}] and len(d.of("tool.decision")) == 1
+        assert (at.kind, d.of("run.pause")[-1].reason) == ("tool", "approval")
+
+
 async def test_an_edit_inside_a_long_message_is_said_around_what_changed():
     # said by the start and end of each, the two quotes were the same: the note said nothing of the edit
     flow, _ = build([TWO_CALLS, "APROVADO"], ran=[])
