@@ -162,8 +162,15 @@ def stopped_again(journal: str, reason: str | None) -> str:
     return f"{_AGAIN}{journal}{_was_stopped(reason)}"
 
 
+_WAS = " was stopped ("
+
+
 def _was_stopped(reason: str | None) -> str:
-    return f" was stopped ({reason or 'stopped by user'})"
+    """`` was stopped (why)``: why the first run of a line of re-executions was stopped (a re-execution of
+    a re-execution said each journal, nested)."""
+    while reason and reason.startswith(_AGAIN) and reason.endswith(")") and _WAS in reason:
+        reason = reason[reason.index(_WAS) + len(_WAS):-1]
+    return f"{_WAS}{reason or 'stopped by user'})"
 
 
 def align(rec: dict[str, Any], new: dict[str, Any]) -> None:

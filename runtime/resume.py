@@ -50,7 +50,7 @@ from flowtui.runtime.control import RunStopped
 from flowtui.runtime.divergence import describe, explain, lookup_for
 from flowtui.runtime.encoding import encode_event
 from flowtui.runtime.errors import ConfigError
-from flowtui.runtime.events import Difference, ResumedFrom, RunDiverged, continues_edit
+from flowtui.runtime.events import Difference, ResumedFrom, RunDiverged, RunPause, RunResume, continues_edit
 from flowtui.runtime.recorded import DamagedLine, Recorded, load_recorded, relative_run
 from flowtui.runtime.secrets import Redactor, redact_data
 from flowtui.runtime.serve import ServedProvider, Server, as_item, set_field
@@ -74,6 +74,7 @@ class _Edits:
     point: tuple[str, str, str] | None  # (kind, name, relative run id); None: the first pause point there
     count: int = 0
     stop: bool = False
+    path: Any = None  # the path the recorded run.pause said, for the stop said again there
 
 
 class Resume:
@@ -113,6 +114,7 @@ class Resume:
 
     def _plan(self) -> None:
         pause: tuple[str, str, str] | None = None
+        paused_on: Any = None  # that pause's path
         group: _Edits | None = None
         # Where the person was at K: the recorded run's pause with nothing after it up to K but their edits
         # there. After the prefix the run pauses there again, not at a pause point the recorded run went past
@@ -133,12 +135,13 @@ class Resume:
                 self.stopped_because = ev["reason"]
             if t == "run.pause":
                 pause, group = (str(ev.get("point")), str(ev.get("name")), self.recorded.relative(ev["run_id"])), None
+                paused_on = ev.get("path")
                 if ev["seq"] <= self.at:
                     self.pause_at, self.pause_node = pause, ev.get("node_id")
             elif t == "run.resume":
                 if ev.get("command") == "stop" and pause is not None:
                     group = group or self.edits.setdefault(len(self.expected), _Edits(pause))
-                    group.stop = True
+                    group.stop, group.path = True, paused_on
             elif t == "run.end" and ev.get("origin") == "flowtui":
                 continue  # written by flowtui for a run whose process died: nothing the code did
             elif t not in IGNORED and not budget_use(ev):
@@ -223,7 +226,13 @@ class Resume:
                 self._edit(self._edited_run(edit, run), edit)
             del self.edits[start]  # (after: a divergence in them names the rest, see _edits_left)
             if group.stop and self.checking:  # stopped again where the person (or a watchpoint) stopped it: said
-                # so (a watchpoint's words alone said one fired, naming the recorded run's event, and exit 4)
+                # so (a watchpoint's words alone said one fired, naming the recorded run's event, and exit 4),
+                # and journaled as a pause there and its stop, as the recorded run was: a re-execution of this
+                # run's journal stops there too (it went on past it, and diverged)
+                path = group.path if isinstance(group.path, list) and all(isinstance(p, str) for p in group.path) \
+                    else []
+                run.emitter.emit(RunPause, origin="runtime", point=kind, name=name, reason="resumed", path=path)
+                run.emitter.emit(RunResume, origin="runtime", command="stop")
                 raise RunStopped(stopped_again(self.recorded.path, self.stopped_because))
         if self.controller is not None:
             if self.controller.stopping:

@@ -835,6 +835,12 @@ async def test_a_stop_command_in_the_journal_stops_the_reexecution_there(tmp_pat
     # its end says the stop was made again, and whose (the recorded words alone said "stopped by user")
     assert end["reason"] == f"stopped again where the run of {first} was stopped (stopped by user)"
     assert {**end, "reason": None} == {**recorded_end, "reason": None}
+    # and the re-execution's journal stops a re-execution of it there too (it went on past the stop: diverged)
+    third = tmp_path / "third.jsonl"
+    await load_flow(str(FLOWS / "revisao.py")).run(journal=third, resume_from=str(second))
+    *again, end = recorded_events(third)
+    assert again == was and called == []
+    assert end["reason"] == f"stopped again where the run of {second} was stopped (stopped by user)"
 
 
 async def test_a_reexecution_stopped_again_where_a_watchpoint_stopped_it_says_so_and_exits_0(tmp_path):
