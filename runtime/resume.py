@@ -121,15 +121,17 @@ class Resume:
         # without pausing on its way to it (n: the end of a loop iteration, on the way to the next agent).
         self.pause_at: tuple[str, str, str] | None = None
         self.pause_node: str | None = None  # the node the recorded run was paused in there
-        loops: dict[str, Any] = {}  # run id -> its last ctx.loop recorded
+        # (run id, loop node) -> its last ctx.loop recorded (by run alone, the second of two loops of a parallel
+        # step ending alike, 3 of 3 iterations, was taken for the first's said twice: left out, and diverged)
+        loops: dict[tuple[str, Any], Any] = {}
         for ev in self.recorded.events:
             t = ev["type"]
             if t == "ctx.set" and ev.get("name") == "loop" and ev.get("origin") == "runtime":
                 value = ev.get("value")
                 if isinstance(value, dict) and value.get("stopped_by") == "exhausted" \
-                        and loops.get(ev["run_id"]) == value:
+                        and loops.get((ev["run_id"], ev.get("node_id"))) == value:
                     continue  # an older flowtui said an exhausted loop's last ctx.loop twice
-                loops[ev["run_id"]] = value
+                loops[(ev["run_id"], ev.get("node_id"))] = value
             if t == "run.end" and ev.get("status") == "stopped" and isinstance(ev.get("reason"), str) \
                     and not self.recorded.relative(ev["run_id"]):
                 self.stopped_because = ev["reason"]
