@@ -28,7 +28,7 @@ from flowtui.runtime.errors import CLEANUP_FAILURES, BudgetExceededError, Config
 from flowtui.runtime.events import DisposeError, RunEnd, RunPause, RunStart
 from flowtui.runtime.invoke import call_user
 from flowtui.runtime.messages import Message
-from flowtui.runtime.loops import run_loop, run_parallel
+from flowtui.runtime.loops import in_parallel, run_loop, run_parallel
 from flowtui.runtime.middleware import layers
 from flowtui.runtime.nodes import NodeScope, loops_var, path_var
 from flowtui.runtime.observe import StateObserver
@@ -230,10 +230,11 @@ class Run:
     async def step(self, step: Any) -> None:
         root = self.root
         now = time.perf_counter()
-        if now - root.yielded_at > YIELD_EVERY_S:
+        if now - root.yielded_at > YIELD_EVERY_S and not in_parallel():
             # A run whose models, hooks and tools are sync never waits on the event loop: what the loop runs
-            # waited for its end (asyncio.wait_for's timeout, a cancel, ctrl-C under asyncio.run, another
-            # parallel branch's failure, which then ran for ever). A step lets it run this often.
+            # waited for its end (asyncio.wait_for's timeout, a cancel, ctrl-C under asyncio.run). A step lets
+            # it run this often; not in a parallel step's branch, where the others would run then, at a time
+            # no journal says (its re-execution, served at once, ran them in another order, and diverged).
             root.yielded_at = now
             await asyncio.sleep(0)
         if isinstance(step, LoopSpec):

@@ -110,6 +110,11 @@ def _set_loop(ctx: Any, trusted: bool, shown_ceiling: int | None, **fields: Any)
 _in_parallel: contextvars.ContextVar[list[Any] | None] = contextvars.ContextVar("flowtui_parallel", default=None)
 
 
+def in_parallel() -> bool:
+    """Whether the code running is in a branch of a parallel step."""
+    return _in_parallel.get() is not None
+
+
 def _note(ctx: Any, info: Any, ended: Any) -> None:
     """``ctx.loop`` and the loop ended last, as this task (a branch of a parallel step) reads them."""
     branch_loop.set((ctx, info, ended))
