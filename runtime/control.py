@@ -233,8 +233,13 @@ class Controller:
 
     def proceed(self) -> None:
         """Go on as the run was going (after a decision on a tool call that waited for approval): past the
-        call to the next pause point when it was pausing (``p``, a divergence); it waited there for ever."""
+        call to the next pause point when it was pausing (``p``); it waited there for ever. After a divergence
+        (the call waited where a re-execution diverged), on live: deciding the call is how the person goes on
+        (the divergence screen's continue asks about it first), and the next pause said "diverged" again."""
         if self._waiting and self._mode == "pause":
+            if self._pause_reason == "diverged":
+                self._command("run")
+                return
             self._moved = "step"
         self._signal()
 

@@ -74,6 +74,7 @@ class RunView:
         self.retrying: Any = None  # the chat.attempt a model call waits to retry after (its wait may be long)
         self.resumed_from: Any = None  # a re-executed run: where it came from (run.start's resumed_from)
         self.divergence: Any = None  # a re-executed run that diverged: the run.diverged event
+        self.waits_diverged: int | None = None  # the seq of the pause after it: the run waits there, nothing live
         self.journal_error: str | None = None  # the journal stopped being written (a full disk): why
         # The middlewares around every model call (the worker's hello says them): what the model sees
         # shows is what they are given.
@@ -360,6 +361,8 @@ class RunView:
 
     def _on_run_pause(self, ev: Any) -> None:
         self.status, self.pause, self.retrying, self.last_pause_seq = "paused", ev, None, ev.seq
+        if self.divergence is not None and self.waits_diverged is None:
+            self.waits_diverged = ev.seq
         self.ran_since_pause = False
         if ev.point != "loop_iteration" and ev.node_id in self.nodes:  # about to run a step inside the loop
             _next_iteration(self.nodes[ev.node_id])

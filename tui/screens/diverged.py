@@ -143,12 +143,13 @@ def ask_about_divergence(app: Any, resume: Callable[[], None], stop: Callable[[]
     """Once per re-execution: when the run waits after a divergence, the screen above."""
     view = app.client.view
     diverged = view.divergence if view is not None else None
-    if diverged is None or view.status != "paused" or view.pause is None \
-            or view.pause.reason not in ("diverged", "approval"):  # (a call that waits says it, not diverged)
+    # (the pause right after it: one where a call waits for approval says that reason; a later one, after
+    # the run went on live, is no place to say "nothing live has happened yet")
+    if diverged is None or view.status != "paused" or view.pause is None or view.pause.seq != view.waits_diverged:
         return
-    if getattr(app, "_diverged_shown", False) or app.screen is not app.main:
-        return  # shown already, or another dialog is open: asked when it closes
-    app._diverged_shown = True
+    if getattr(app, "_diverged_shown", None) == view.run_id or app.screen is not app.main:
+        return  # shown already for this run, or another dialog is open: asked when it closes
+    app._diverged_shown = view.run_id
 
     def chosen(choice: str | None) -> None:
         if choice == "continue":
