@@ -404,8 +404,10 @@ def _typed(cls: type, name: str, text: str) -> Any:
 
 def _dropped(given: Any, made: Any, at: tuple[Any, ...]) -> Any:
     """Each key of the JSON ``given`` that the value ``made`` from it has no field for (a model or a
-    dataclass that ignores extra keys): (its path, the class, the class's fields)."""
-    if isinstance(given, dict) and (isinstance(made, BaseModel) or dataclasses.is_dataclass(made)):
+    dataclass that ignores extra keys): (its path, the class, the class's fields). Only where the keys a
+    class takes are its fields' names or plain aliases: not a root model, a model validator that reads the
+    keys first (it may rename them), alias choices or paths, or a pydantic dataclass (its own config)."""
+    if isinstance(given, dict) and _plain_keys(made):
         if isinstance(made, BaseModel):
             config = type(made).model_config
             if config.get("extra") in ("allow", "ignore"):  # (said so by the class: not pydantic's default)
@@ -429,6 +431,22 @@ def _dropped(given: Any, made: Any, at: tuple[Any, ...]) -> Any:
         for key, inner in given.items():
             if key in made:
                 yield from _dropped(inner, made[key], (*at, key))
+            elif key.lstrip("-").isdigit() and int(key) in made:  # (dict[int, Sub]: JSON's keys are text)
+                yield from _dropped(inner, made[int(key)], (*at, key))
+
+
+def _plain_keys(made: Any) -> bool:
+    """Whether ``made`` is a model or a dataclass whose keys are its fields (see :func:`_dropped`)."""
+    from pydantic import RootModel
+
+    if isinstance(made, BaseModel):
+        cls = type(made)
+        before = any(d.info.mode in ("before", "wrap") for d in cls.__pydantic_decorators__.model_validators.values())
+        odd = any(info.validation_alias is not None and not isinstance(info.validation_alias, str)
+                  for info in cls.model_fields.values())
+        return not (isinstance(made, RootModel) or before or odd)
+    return dataclasses.is_dataclass(made) and not isinstance(made, type) \
+        and not hasattr(type(made), "__pydantic_fields__")
 
 
 # A text longer than this is checked up to its first fault: a list of 3,000,000 numbers set into a
@@ -542,7 +560,10 @@ def _change(old: str, new: str, width: int = 40) -> str:
     """``"old" → "new"``, each quoted as :func:`_quote` does; two long texts around where they differ (a
     word changed in the middle of a long message was said as two identical quotes of its start and end)."""
     a, b = (" ".join(redact(t, secret_values()).split()) for t in (old, new))
-    if len(a) <= width and len(b) <= width or a == b:
+    if a == b:  # (two quotes alike said nothing of the edit)
+        return f"{_quote(old, width)} → {_quote(new, width)} (changed in what a quote does not show: its spacing, or " \
+               "a credential)"
+    if len(a) <= width and len(b) <= width:
         return f"{_quote(old, width)} → {_quote(new, width)}"
     shorter = min(len(a), len(b))
     same = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), shorter)  # the start both have

@@ -216,6 +216,9 @@ async def test_an_edit_inside_a_long_message_is_said_around_what_changed():
         d.run.edits.edit_message(1, long.replace("the word", "THE WORD"))
         note = d.of("state.set")[-1].note
         assert note == 'edited #1: "…aaaaaaaaaaa the word bbbbbbbbbbb…" → "…aaaaaaaaaaa THE WORD bbbbbbbbbbb…"'
+        d.run.edits.edit_message(1, long.replace("the word", "THE  WORD"))  # a space more: not in a quote
+        assert d.of("state.set")[-1].note.endswith('(changed in what a quote does not show: its spacing, or a '
+                                                   'credential)')
 
 
 class Termo(BaseModel):

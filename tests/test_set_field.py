@@ -12,7 +12,7 @@ from decimal import Decimal
 from typing import Any, Literal
 
 import pytest
-from pydantic import BaseModel, Field
+from pydantic import AliasChoices, BaseModel, Field, RootModel, model_validator
 
 from flowtui import ConfigError, Controller, FunctionProvider, agent, bootstrap, workflow
 
@@ -202,10 +202,31 @@ class Sub(BaseModel):
     nome: str = "a"
 
 
+class Counts(RootModel[dict[str, int]]):
+    pass
+
+
+class Either(BaseModel):
+    x: int = Field(0, validation_alias=AliasChoices("x", "ex"))
+
+
+class Renamed(BaseModel):
+    new: int = 0
+
+    @model_validator(mode="before")
+    @classmethod
+    def _old_name(cls, value: Any) -> Any:
+        return {**value, "new": value.pop("old")} if isinstance(value, dict) and "old" in value else value
+
+
 class Nested(BaseModel):
     sub: Sub = Sub()
     subs: list[Sub] = []
     priced: list[Priced] = []
+    by_id: dict[int, Sub] = {}
+    counts: Counts = Counts({})
+    either: Either = Either()
+    renamed: Renamed = Renamed()
 
 
 @workflow(state=Nested, steps=[B])
@@ -218,6 +239,7 @@ class NestedW:
     ("subs", '[{"x": 2}, {"y": 2}]', "Nested.subs: subs.1.y: Sub takes no key 'y' (it takes x, nome)"),
     ("priced", '[{"price": 1.5, "Price": 2}]', "Nested.priced: priced.0.price: Priced takes no key 'price' "
                                                 "(it takes Price)"),
+    ("by_id", '{"3": {"y": 1}}', "Nested.by_id: by_id.3.y: Sub takes no key 'y' (it takes x, nome)"),
 ])
 async def test_a_key_a_nested_class_has_no_field_for_is_refused_not_dropped(name, text, said):
     # pydantic drops a key a model does not know, in silence: a misspelt one was dropped, the field it was
@@ -228,6 +250,10 @@ async def test_a_key_a_nested_class_has_no_field_for_is_refused_not_dropped(name
     assert str(info.value) == said + "; nothing was set"
     assert changes(events) == []
     assert run.edits.set_field("sub", '{"x": 3, "nome": "b"}') == Sub(x=3, nome="b")
+    # keys a class takes that are not its fields' names: a root model's, alias choices, a validator's renaming
+    assert run.edits.set_field("counts", '{"a": 1}') == Counts({"a": 1})
+    assert run.edits.set_field("either", '{"ex": 2}') == Either(x=2)
+    assert run.edits.set_field("renamed", '{"old": 3}') == Renamed(new=3)
     ctl.resume()
     await asyncio.wait_for(task, 60)
 
