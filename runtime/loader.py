@@ -294,14 +294,18 @@ def _unknown_keyword(exc: TypeError) -> str:
     first, *rest = said[1].split(".")
     frame = tb.tb_frame
     target = frame.f_locals.get(first, frame.f_globals.get(first))
+    bound = False  # called on its class or an object of it: its first parameter (self, cls) is given
     try:
         for part in rest:
-            target = inspect.getattr_static(target, part)
+            owner, target = target, inspect.getattr_static(target, part)
+            bound = not inspect.ismodule(owner) and not isinstance(target, staticmethod)
+            if isinstance(target, (staticmethod, classmethod)):
+                target = target.__func__
         known = [p.name for p in inspect.signature(target).parameters.values()
                  if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
     except (AttributeError, TypeError, ValueError):  # (a name the frame does not hold; no signature)
         return ""
-    if rest and rest[-1] == "__init__" and known[:1] == ["self"]:
+    if bound and inspect.isfunction(target):
         known = known[1:]
     close = difflib.get_close_matches(said[2], known, n=1)
     if not known:

@@ -120,6 +120,10 @@ def test_a_failing_run_exits_1_with_the_reason(tmp_path):
     ("from flowtui import ContextWindow\nwindow = ContextWindow(max_token=100)\n",
      r"flow.py:3: TypeError while importing: ContextWindow.__init__\(\) got an unexpected keyword argument "
      r"'max_token'; did you mean max_tokens=\? \(it takes max_tokens=, count_tokens=, name=\)"),
+    ("class H:\n    def build(self, size=1):\n        pass\n    @classmethod\n    def make(cls, size=1):\n        pass\n"
+     "H().build(size=2)\nH.make(sise=3)\n",  # (a method's self and a classmethod's cls are given, not taken)
+     r"flow.py:9: TypeError while importing: H.make\(\) got an unexpected keyword argument 'sise'; did you mean "
+     r"size=\? \(it takes size=\)$"),
     ("X = 1\n", r"flow.py: no @workflow class found"),
     (OK_FLOW + "\n@workflow(steps=[Eco])\nclass Other:\n    pass\n",
      r"flow.py: 2 workflows \(EcoWorkflow, Other\); pick one with .*flow.py:EcoWorkflow"),
