@@ -49,7 +49,7 @@ BUCKETS = ("memory", "tasks", "history")
 SUBJECTS = "state.FIELD, memory, tasks, history, prompt.tokens, cost, tokens, len(...) or repeat(TOOL)"
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _NUMBER = re.compile(r"-?[0-9]+(\.[0-9]+)?([eE][-+]?[0-9]+)?")
-_NUMBERISH = re.compile(r"-?[0-9][0-9A-Za-z_.]*([eE][-+][0-9A-Za-z_.]*)?")  # what was meant as one number
+_NUMBERISH = re.compile(r"-?[0-9](?:[eE][-+]|[0-9A-Za-z_.])*")  # what was meant as one number (or a text)
 _TOOL = re.compile(r"[^\s()]+")
 _INDEX = re.compile(r"-?[0-9]+")
 MAX_NUMBER = 100  # characters of a number or an index: a longer one is no value anyone compares with
@@ -266,7 +266,7 @@ class _Parser:
             # (3. 0x10 1e 1_000: a number written as Python or a language takes it; read as the number
             # before the rest, it was told "expected the end" under the rest)
             raise self.fail(f"{bad.group()} is no number here: write digits, with a '.' and digits or an "
-                            f"exponent if need be (3, 3.5, -0.25, 1e3)", at)
+                            f"exponent if need be (3, 3.5, -0.25, 1e3), or quote a text ('{bad.group()}')", at)
         if m:
             text = m.group()
             if len(text) > MAX_NUMBER:

@@ -83,6 +83,9 @@ def test_expressions_parse_to_one_normal_form(text, key):
     ("state.rodadas >= 0x10", 18, "0x10 is no number here"),
     ("state.rodadas >= 1_000", 18, "1_000 is no number here"),
     ("cost > 1e", 8, "1e is no number here"),
+    ("state.v == 1e-3x", 12, "1e-3x is no number here"),
+    ("state.v == 1.2.3", 12, "1.2.3 is no number here: write digits, with a '.' and digits or an exponent if need be "
+                             "(3, 3.5, -0.25, 1e3), or quote a text ('1.2.3')"),
     ("state.a." + "1" * 5000 + " == 1", 9, "expected a key or an index"),
     # parsing and checking recurse: what would exhaust Python's stack is refused, not raised as RecursionError
     ("(" * 1000 + "state.a > 1" + ")" * 1000, 34, "parentheses nested more than 32 deep"),
