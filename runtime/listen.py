@@ -113,10 +113,12 @@ def checked(address: str, *, public: bool = False, token: str | None = None,
     """The host and port to serve on, from ``address``; raises ConfigError for an address that is no
     HOST:PORT, one beyond loopback without ``public``, or a token no one can type. ``flowtui run``
     checks before loading the flow, so a refusal leaves no journal behind."""
-    host, port = parse_address(address, option="listen=" if token_from == "token=" else "--listen")
+    python = token_from == "token="  # (given to App.run, not to flowtui run)
+    host, port = parse_address(address, option="listen=" if python else "--listen")
     if not is_loopback(host) and not public:
-        raise ConfigError(f"--listen {address}: {host} is not loopback; anyone who can reach it and guess the "
-                          "token can run commands in this flow's process. Add --listen-public to mean it")
+        raise ConfigError(f"{'listen=' if python else '--listen '}{address}: {host} is not loopback; anyone who can "
+                          "reach it and guess the token can run commands in this flow's process. Add "
+                          f"{'listen_public=True' if python else '--listen-public'} to mean it")
     if token is not None and not token.strip():
         raise ConfigError(f"{token_from} is {'empty' if not token else 'only spaces'}: give one of at least 16 "
                           "characters, or leave it out for a random one")

@@ -74,6 +74,8 @@ async def test_the_one_call_passes_the_listen_options_on_as_app_run_takes_them()
         await run(A, "x", listen="nowhere", token="t" * 20, listen_public=False)
     with pytest.raises(ConfigError, match=r"^listen=5: expected HOST:PORT as a text"):  # (int.rpartition failed)
         await run(A, "x", listen=5)
+    with pytest.raises(ConfigError, match=r"^listen=0.0.0.0:0: 0.0.0.0 is not loopback; .* Add listen_public=True to"):
+        await run(A, "x", listen="0.0.0.0:0")  # (it was told the command line's --listen-public)
 
 
 async def test_mistakes_in_the_one_call_are_named():
