@@ -74,7 +74,8 @@ def parse_arguments(run: "Run", pending: PendingCall, text: str) -> dict[str, An
     """Typed arguments as the call's new ``args``; ``ConfigError`` says what is wrong with them."""
     name = pending.call.name
     tool = run.plans.tool_specs[pending.spec.cls].by_name.get(name)
-    fields = list(tool.schema.model_fields) if tool is not None and tool.schema is not None else []
+    fields = [info.alias or field for field, info in tool.schema.model_fields.items()] \
+        if tool is not None and tool.schema is not None else []  # (by alias: what a model sends)
     # (the tool's own keys: every tool was told {"query": "..."}, a key most do not have)
     example = "{" + ", ".join(f'"{key}": ...' for key in fields[:2]) + "}" if fields else '{"key": "value"}'
     try:
