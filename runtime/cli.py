@@ -779,11 +779,17 @@ async def _run_headless(args: argparse.Namespace, memory: dict[str, str], data: 
         listener.close()  # the attached client gets the run's end first
     snapshot_failed = False
     if args.snapshot_out and view.run_id is not None:
+        from flowtui.runtime.files import partial_of, written_note
+
         try:
-            replaced, gone = write_snapshot(view, args.snapshot_out)
+            target = Path(args.snapshot_out)
+            kept = view.status != "finished" and target.exists()  # (see partial_of)
+            target = partial_of(target) if kept else target
+            replaced, gone = write_snapshot(view, target)
             said = f" (left out of [state]: {left_out_said(gone)}; a run from the snapshot starts at their " \
                    "defaults)" if gone else ""
-            say(f"snapshot: {'replaced' if replaced else 'wrote'} {args.snapshot_out}{said}")
+            verb = "kept" if kept else "replaced" if replaced else "wrote"
+            say(written_note("snapshot", verb, args.snapshot_out, target, view.status or "ended") + said)
         except OSError as exc:  # the disk filled, the folder changed hands during the run
             say(f"flowtui: could not write the snapshot {args.snapshot_out}: {exc.strerror or exc}")
             snapshot_failed = True

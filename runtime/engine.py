@@ -93,7 +93,7 @@ class Run:
         self.next_prompt: tuple[str, str] | None = None
         self.journal: Any = None  # the JournalWriter, closed when the run ends
         self.recording: Any = None  # the --record cassette, put in place when the run ends
-        self.recorded: bool | None = None  # what that did: True replaced a file, False wrote a new one
+        self.recorded: tuple[str, Any] | None = None  # what that did (see Cassette.commit)
         self.middlewares = middlewares  # outermost first; a child's come after its parent's
         self.model_layers, self.tool_layers = layers(middlewares, "model"), layers(middlewares, "tool")
         self._startup = startup  # the app's async plugin setups, awaited before run.start
@@ -201,7 +201,7 @@ class Run:
         if self.journal is not None:
             self.journal.close()
         if self.recording is not None and not self.depth:
-            self.recorded, self.recording = self.recording.commit(), None
+            self.recorded, self.recording = self.recording.commit(whole=self.status == "finished"), None
 
     async def _dispose(self) -> None:
         """The ``ctx.on_dispose`` cleanups, last registered first, then the child workflows' apps

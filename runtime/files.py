@@ -91,6 +91,22 @@ def create_new(directory: Path, stem: str, suffix: str) -> Path:
             n += 1
 
 
+def partial_of(path: Path) -> Path:
+    """Where a run that did not finish puts what would have replaced ``path``, which it keeps
+    (``cas.jsonl`` → ``cas.partial.jsonl``): a failed or stopped run cut a whole cassette or snapshot down."""
+    return path.with_name(f"{path.stem}.partial{path.suffix}")
+
+
+def written_note(what: str, verb: str, given: Path | str, where: Path, status: str) -> str:
+    """``cassette: replaced cas.jsonl``; of a run that did not finish, that it holds the run up to its end, or
+    that the file given was kept and this run's is beside it (``verb`` "kept", ``where``)."""
+    if verb == "kept":
+        return (f"{what}: {given} kept as it was (the run {status} before its end); this run's {what} is "
+                f"{Path(given).with_name(where.name)}")
+    said = f"{what}: {verb} {given}"
+    return said if status == "finished" else f"{said} (the run {status}: what it did up to there)"
+
+
 def write_atomic(path: Path, data: bytes | str) -> bool:
     """Replace ``path`` with ``data`` atomically (owner-only); True when a file was replaced."""
     if isinstance(data, str):

@@ -212,8 +212,11 @@ class Worker:
             print(visible(self.redactor.redact(f"! {name} raised: {type(exc).__name__}: {exc}")),
                   file=sys.stderr, flush=True)
         if self.run.recorded is not None:  # said on stderr: the client shows it
-            print(f"cassette: {'replaced' if self.run.recorded else 'wrote'} {self.app.recording.path}",
-                  file=sys.stderr, flush=True)
+            from flowtui.runtime.files import written_note
+
+            verb, where = self.run.recorded
+            print(written_note("cassette", verb, self.app.recording.path, where, self.run.status), file=sys.stderr,
+                  flush=True)
 
     @property
     def exit_code(self) -> int:

@@ -54,7 +54,7 @@ async def record(path) -> Canned:
     assert await planner.complete(req("Planner", 2, *AFTER_CALL)) == TEXT
     assert await critic.complete(req("Critic", 1, system="You criticise.")) == TEXT
     assert not path.exists()  # nothing replaces the file before the run ends
-    assert cassette.commit() is False  # a new file
+    assert cassette.commit() == ("wrote", path)  # a new file
     return inner
 
 
@@ -222,7 +222,7 @@ async def test_a_recording_stays_where_it_was_asked_for_when_the_flow_changes_fo
     umask = os.umask(0)
     try:
         await planner.complete(req("Planner", 2, *AFTER_CALL))
-        assert cassette.commit() is False
+        assert cassette.commit()[0] == "wrote"
     finally:
         os.umask(umask)
     assert list((tmp_path / "elsewhere").iterdir()) == []

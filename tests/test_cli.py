@@ -1015,6 +1015,27 @@ def test_a_flow_that_changes_folder_as_it_is_imported_leaves_its_cassette_and_jo
     assert list((tmp_path / "sub").iterdir()) == []
 
 
+@pytest.mark.parametrize("option, what", [("--record", "cassette"), ("--snapshot-out", "snapshot")])
+def test_a_run_that_does_not_finish_keeps_the_cassette_or_snapshot_it_would_replace(tmp_path, option, what):
+    # a failed run (or a stopped one: the app quit) replaced a whole cassette with one exchange, unsaid in the app
+    ok = write(tmp_path, OK_FLOW, name="ok.py")
+    failing = write(tmp_path, OK_FLOW.replace("@workflow(steps=[Eco])", "@agent(provider=FunctionProvider(lambda m, "
+                                              "t: 1 / 0), prompt='p')\nclass Broken:\n    pass\n\n"
+                                              "@workflow(steps=[Eco, Broken])"), name="failing.py")
+    target = tmp_path / ("kept.jsonl" if what == "cassette" else "kept.toml")
+    assert flowtui("run", str(ok), "--input", "x", option, str(target), cwd=tmp_path).returncode == 0
+    whole = target.read_bytes()
+    res = flowtui("run", str(failing), "--input", "x", option, str(target), cwd=tmp_path)
+    assert res.returncode == 1
+    partial = target.with_name(f"kept.partial{target.suffix}")
+    assert target.read_bytes() == whole and partial.exists()
+    assert (f"{what}: {target} kept as it was (the run failed before its end); this run's {what} is {partial}"
+            in res.stderr), res.stderr
+    new = tmp_path / f"new{target.suffix}"  # no file there: written, and said to be of a run that failed
+    res = flowtui("run", str(failing), "--input", "x", option, str(new), cwd=tmp_path)
+    assert f"{what}: wrote {new} (the run failed: what it did up to there)" in res.stderr, res.stderr
+
+
 @pytest.mark.parametrize("command", [["--help"], ["run", "--help"], ["run", "-h"], ["replay", "--help"],
                                      ["diff", "--help"], ["attach", "--help"]])
 def test_help_is_printed_on_stdout_and_exits_0(command):

@@ -201,7 +201,7 @@ def _main(argv: list[str]) -> None:
         import signal
 
         say(f"flowtui: ended by {signal.Signals(app.signalled).name}: the run was stopped")
-    for note in app.client.journal_notes:
+    for note in [*app.client.journal_notes, *filter(None, [app.client.cassette_note])]:
         say(note)
     sys.exit(app.exit_code)
 

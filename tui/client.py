@@ -95,6 +95,7 @@ class RunClient:
         self.journals: dict[str, int] = {}
         self.logs: deque[str] = deque(maxlen=LOG_LINES)  # the last lines the flow printed
         self.logs_total = 0
+        self.cassette_note: str | None = None
         self.warnings: list[str] = []  # what the run's process sent that is not the protocol, not yet said
         self.stopping = False  # x was pressed: the status says so until the run ends
         # since when the start is on its way (a provider factory or an agent's __init__ may never return)
@@ -219,6 +220,8 @@ class RunClient:
     def _log(self, text: str) -> None:
         self.logs.append(text)
         self.logs_total += 1
+        if text.startswith("cassette: "):  # what --record did with its file, said again once the app has quit
+            self.cassette_note = text
 
     # --- events ---------------------------------------------------------------------------
     def _arrived(self, lines: list[bytes]) -> None:

@@ -107,18 +107,22 @@ class Cassette:
     def recording_path(self) -> Path:
         return self._file.parent / f".{self._file.name}.recording"
 
-    def commit(self) -> bool | None:
-        """Put what was recorded in place of ``path`` atomically; True when a file was replaced,
-        False when a new one was written, None when nothing was recorded."""
+    def commit(self, *, whole: bool = True) -> tuple[str, Path] | None:
+        """Put what was recorded in place of ``path`` atomically: ("wrote" or "replaced", the file). Of a run
+        that did not finish (``whole`` false), a file there is kept and the recording goes beside it:
+        ("kept", that file; see :func:`partial_of`). None when nothing was recorded."""
+        from flowtui.runtime.files import partial_of
+
         with self._lock:
             tmp, self._recording = self._recording, None
             if tmp is None:
                 return None
             existed = self._file.exists()
+            target = partial_of(self._file) if existed and not whole else self._file
             with open(tmp, "rb+") as f:
                 os.fsync(f.fileno())
-            os.replace(tmp, self._file)
-            return existed
+            os.replace(tmp, target)
+            return ("kept" if target != self._file else "replaced" if existed else "wrote"), target
 
     @classmethod
     def load(cls, path: str | Path) -> "Cassette":

@@ -320,6 +320,31 @@ def test_a_terminal_that_cannot_move_its_cursor_is_refused_and_the_app_does_not_
             assert f"TERM={term_name} says this one cannot" in said and "flowtui run FLOW" in said, said
 
 
+def test_quitting_the_app_mid_record_keeps_the_cassette_it_would_replace_and_says_so(tmp_path):
+    """q on a run recording into a whole cassette cut it down to the exchanges of the run so far, and the app
+    said nothing of the cassette."""
+    from terminal import Terminal
+
+    root = Path(__file__).resolve().parents[2]
+    cassette = tmp_path / "c.jsonl"
+    done = subprocess.run([sys.executable, "-c", "from flowtui.tui.cli import main; main()", "run", "flows/revisao.py",
+                           "--input", "x", "--no-journal", "--record", str(cassette)], cwd=root, capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    whole = cassette.read_bytes()
+    with Terminal.flowtui("flows/revisao.py", "--input", "x", "--no-journal", "--record", str(cassette),
+                          cwd=root) as term:
+        term.wait_for("paused before PlannerAgent")
+        term.send("n")
+        term.wait_for("paused before EscritorAgent")
+        term.send("q")
+        assert term.wait_exit(timeout=60) == 0
+        said = term.output.decode("utf-8", "replace")
+    partial = tmp_path / "c.partial.jsonl"
+    assert cassette.read_bytes() == whole and partial.exists()
+    assert f"cassette: {cassette} kept as it was (the run stopped before its end)" in said, said
+
+
 def test_a_terminal_with_no_size_is_refused_and_the_app_does_not_spin():
     """A pseudo-terminal never given a size (0x0: `script` in a pipeline): the app drew nothing at full CPU,
     deaf to SIGTERM and SIGHUP. It is refused, saying what to do, exit 2."""
