@@ -150,3 +150,27 @@ async def test_scrubbing_with_the_diff_view_open_compares_once_at_a_time_and_the
             await pilot.pause(0.02)
         assert len(calls) == 2, calls  # the first, then only the last position's
         assert calls[1] == app.position and "B: " in view.report.plain
+
+
+async def test_a_replay_from_another_folder_finds_the_journal_its_run_was_reexecuted_from(tmp_path, monkeypatch):
+    """run.start names the journal as given (a.jsonl, relative to where the run was started): a replay of
+    r.jsonl from another folder said "a.jsonl: no such file", and enter offered nothing beside r.jsonl."""
+    monkeypatch.chdir(tmp_path)
+    await _record(tmp_path / "a.jsonl", "Write about ctx.state")
+    await load_flow(str(FLOWS / "review_fn.py")).run(journal=tmp_path / "r.jsonl", resume_from="a.jsonl")
+    await _record(tmp_path / "other.jsonl", "Write about memory")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    app = make_replay(tmp_path / "r.jsonl")
+    async with app.run_test(size=(160, 48)) as pilot:
+        await pilot.press("5")
+        await pilot.pause()
+        view = app.main.pane_widget("diff")
+        text = await _text(pilot, view)
+        assert "no such file" not in text and view.against == str(tmp_path / "a.jsonl"), text
+        view.focus()
+        await pilot.press("enter")  # the journals beside r.jsonl
+        await pilot.pause()
+        labels = [str(button.label) for button in app.screen.query("Button")]
+        assert any("other.jsonl" in label for label in labels), labels

@@ -22,10 +22,12 @@ RUNS = Path(".flowtui/runs")
 
 
 def journals(workflow: str | None, *, besides: str | None) -> list[Path]:
-    """The journals of ``.flowtui/runs/``, newest first, that workflow's first (``besides`` left out)."""
-    if not RUNS.is_dir():
-        return []
-    found = [p for p in RUNS.glob("*.jsonl") if p.is_file() and p.stat().st_size
+    """The journals of ``.flowtui/runs/`` and of the folder of ``besides`` (A's journal, left out: a
+    journal kept with --journal a.jsonl has its b.jsonl beside it), newest first, that workflow's first."""
+    folders = {RUNS.resolve(): RUNS} if RUNS.is_dir() else {}
+    if besides is not None and Path(besides).parent.is_dir():
+        folders.setdefault(Path(besides).parent.resolve(), Path(besides).parent)
+    found = [p for folder in folders.values() for p in folder.glob("*.jsonl") if p.is_file() and p.stat().st_size
              and (besides is None or p.resolve() != Path(besides).resolve())]
     found.sort(key=lambda p: p.stat().st_mtime, reverse=True)
     if workflow:
@@ -85,13 +87,27 @@ class DiffView(VerticalScroll, can_focus=True):
         channel = getattr(getattr(app, "client", None), "channel", None)
         return getattr(channel, "journal", None)
 
+    def _found(self, journal: str) -> str:
+        """The journal a run was re-executed from, as its run.start names it: relative to the folder the run
+        was started in, which a replay from another folder is not in; then looked for beside A's journal
+        (and above its .flowtui/runs/)."""
+        path = Path(journal)
+        mine = self.current_journal()
+        if path.is_absolute() or path.exists() or not mine:
+            return journal
+        here = Path(mine).parent
+        for folder in (here, here.parent.parent):
+            if (folder / path).is_file():
+                return str(folder / path)
+        return journal
+
     def sync(self, view: Any, events: Any) -> None:
         self._workflow, self._last = view.workflow, (view, events)
         if not self._picked and view.run_id != self._chosen_for:  # each run its own B: a fork of a fork's parent
             self._chosen_for = view.run_id
             resumed = getattr(view, "resumed_from", None)
             if resumed is not None and getattr(resumed, "journal", None):
-                self.against, self.against_run = str(resumed.journal), resumed.run_id
+                self.against, self.against_run = self._found(str(resumed.journal)), resumed.run_id
             else:  # the newest other journal of this workflow (another flow's is no default)
                 others = [p for p in journals(view.workflow, besides=self.current_journal())
                           if not view.workflow or p.name.startswith(f"{view.workflow}-")]
@@ -182,7 +198,8 @@ class DiffView(VerticalScroll, can_focus=True):
 
         options = journals(self._workflow, besides=self.current_journal())[:9]
         if not options:
-            self.app.notify("No other journal in .flowtui/runs/ to compare with.", severity="warning")
+            self.app.notify("No other journal in .flowtui/runs/ or beside this run's to compare with: "
+                            "flowtui diff A.jsonl B.jsonl compares any two.", severity="warning")
             return
 
         def chosen(value: str | None) -> None:
