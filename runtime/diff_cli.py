@@ -158,6 +158,10 @@ def render(a: LoadedRun, b: LoadedRun, found: list[Difference], *, width: int = 
     places = len({d.path for d in found})
     lines.append(f"The runs differ: {_count(len(found), 'difference')} in {_count(places, 'step')}"
                  + (f" ({repeats} repeat one above)." if repeats else "."))
+    if a.workflow != b.workflow:  # (the steps are placed by A's path: B's own said under A's workflow's name)
+        lines.extend(_fit(part, width) for part in textwrap.wrap(
+            f"They are runs of two workflows, {_safe(str(a.workflow))} and {_safe(str(b.workflow))}: their steps "
+            f"are compared by place, each placed where A has it ({_safe(str(a.workflow))} › …).", width))
     compact = False  # the previous step was one line: steps that only repeat follow without a gap
     # in the order they happened: a step's differences together, unless another step's came between
     # (a workflow's input at the start and its output at the end are two groups)

@@ -420,6 +420,12 @@ def test_flowtui_diff_through_the_command_and_revisao(tmp_path):
         assert res.returncode == 0, res.stderr
     res = flowtui("diff", tmp_path / "a.jsonl", tmp_path / "b.jsonl")
     assert res.returncode == 0, res.stdout + res.stderr
+    # runs of two workflows: said, as B's steps are placed under A's workflow's name
+    res = flowtui("run", "flows/conta.py", "--input", "x", "--journal", tmp_path / "conta.jsonl")
+    assert res.returncode == 0, res.stderr
+    res = flowtui("diff", tmp_path / "a.jsonl", tmp_path / "conta.jsonl")
+    assert res.returncode == 1 and "They are runs of two workflows, RevisaoWorkflow and ContaWorkflow" in \
+        " ".join(res.stdout.split()), res.stdout
     res = flowtui("diff", tmp_path / "a.jsonl", tmp_path / "c.jsonl")
     assert res.returncode == 1, res.stderr
     assert ("▶ first divergence: RevisaoWorkflow › loop 1 › RevisorAgent › turn 1\n"
