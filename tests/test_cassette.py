@@ -180,6 +180,10 @@ def test_bad_cassettes_are_config_errors(tmp_path):
         Cassette.load(bad)
     assert str(caught.value) == f"cassette {str(bad)!r} line 1 is an event of a journal, not a recorded " \
         "exchange: give a cassette made with --record"
+    bad.write_text(" \n")  # (it ran, and its first model call failed: "no exchange of that agent at all")
+    with pytest.raises(ConfigError) as caught:
+        Cassette.load(bad)
+    assert str(caught.value) == f"cassette {str(bad)!r} is empty, not a cassette: record one with --record"
 
 
 async def test_a_reply_no_run_could_take_is_refused_as_the_cassette_loads(tmp_path):

@@ -168,6 +168,8 @@ class Cassette:
             except (ValueError, TypeError, RecursionError) as exc:
                 raise ConfigError(f"cassette {str(p)!r} line {n} is not a recorded exchange "
                                   f"({type(exc).__name__}: {exc}); re-record it") from None
+        if not text.strip():  # (an empty file ran, and its first model call failed: "no exchange at all")
+            raise ConfigError(f"cassette {str(p)!r} is empty, not a cassette: record one with --record")
         return cls(p, exchanges)
 
     def append(self, exchange: Exchange) -> None:
