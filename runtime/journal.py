@@ -438,7 +438,9 @@ def load_runs(path: str | Path, *, notices: list[Any] | None = None, hint: str =
     runs = []
     for members in _runs_of(events, numbers, skipped):
         members = _early_ends_left_out(members, events, numbers, skipped, unreadable)
-        runs.append(_in_order([events[i] for i in members], [numbers[i] for i in members], skipped, unreadable))
+        run = _in_order([events[i] for i in members], [numbers[i] for i in members], skipped, unreadable)
+        _say_broken_links(run, {id(events[i]): numbers[i] for i in members}, skipped)
+        runs.append(run)
     if notices is not None:
         notices.extend(sorted(skipped, key=lambda notice: notice.line))
     return runs
@@ -483,6 +485,19 @@ def _early_ends_left_out(members: list[int], events: list[Any], numbers: list[in
                                            f"#{last} (put in by hand?): left out"))
         bisect.insort(unreadable, numbers[i])  # (said: no gap is said where it was)
     return [i for i in members if i not in early] if early else members
+
+
+def _say_broken_links(run: list[Any], line_of: dict[int, int], notices: list[Skipped]) -> None:
+    """A node whose parent does not start before it (its parent_id changed by hand: nodes linked in a circle,
+    or to one no line holds): said, since comparing runs leaves node ids out, and "the same" hid it."""
+    started: set[Any] = set()
+    for ev in run:
+        if getattr(ev, "type", None) != "node.start":
+            continue
+        if ev.parent_id is not None and ev.parent_id not in started:
+            notices.append(Mended(line_of.get(id(ev), 0), f"node {ev.node_id}'s parent {ev.parent_id} does not "
+                                  "start before it (a link changed by hand?): where it sits in the tree is unsure"))
+        started.add(ev.node_id)
 
 
 def _in_order(run: list[Any], lines: list[int], notices: list[Skipped], unreadable: list[int]) -> list[Any]:

@@ -645,6 +645,19 @@ async def test_lines_moved_repeated_or_taken_out_by_hand_are_said_not_read_as_ot
     assert "Not compared (above): 1 line of B." in out
 
 
+async def test_a_node_linked_by_hand_to_a_parent_that_does_not_come_before_it_is_said(tmp_path, capsys):
+    # node ids are not compared: a link forged into a circle was "The runs are the same", naming nothing,
+    # while the replay's node tree showed it broken
+    a = await journal(tmp_path, "a")
+    lines = a.read_text().splitlines()
+    at = next(i for i, line in enumerate(lines) if '"type":"node.start"' in line and '"parent_id":null' in line)
+    b = tmp_path / "b.jsonl"
+    b.write_text("\n".join([*lines[:at], lines[at].replace('"parent_id":null', '"parent_id":"n3"'),
+                            *lines[at + 1:]]) + "\n")
+    code, out, _ = diff(capsys, a, b)
+    assert f"   B: line {at + 1}: node n1's parent n3 does not start before it (a link changed by hand?)" in out, out
+
+
 async def test_a_run_end_put_in_the_middle_of_a_run_is_said_and_left_out(tmp_path, capsys):
     """A run.end copied into the middle (renumbered): flowtui diff said "The runs are the same", naming
     nothing, and one saying failed with output "HIJACKED" was compared as the run's end (its error only)."""
