@@ -170,6 +170,11 @@ def load_snapshot(path: str | Path) -> Snapshot:
             what = "a list of messages" if key == "history" else "a list of strings"
             raise ConfigError(f"{p}: {where}: {first['msg']} ({key} is {what})") from None
     history, memory, tasks = checked["history"], checked["memory"], checked["tasks"]
+    keys = set(Message.model_fields)  # (a key no message has was dropped in silence: a misspelt one too)
+    for i, item in enumerate(data.get("history", [])):
+        if isinstance(item, dict) and (odd := sorted(set(item) - keys)):
+            raise ConfigError(f"{p}: history[{i}]: a message has no key {odd[0]!r} (it has "
+                              f"{', '.join(Message.model_fields)}); fix the file")
     from flowtui.runtime.wellformed import problems
 
     found = problems(history)

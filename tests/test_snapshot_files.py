@@ -121,6 +121,9 @@ def test_kills_during_a_rewrite_never_destroy_the_snapshot(flow, tmp_path):
     (b'memory = "abc"\n', "memory: Input should be a valid list (memory is a list of strings)"),
     (b'memory = ["a", 3]\n', "memory[1]: Input should be a valid string"),
     (b'[[history]]\nrole = "boss"\ncontent = "x"\n', "history[0].role: Input should be"),
+    # a key no message has (a misspelt one: contnt) was dropped in silence, and the message started empty
+    (b'[[history]]\nrole = "user"\ncontnt = "x"\n',
+     "history[0]: a message has no key 'contnt' (it has role, content,"),
     # a history no model takes (it failed at the first model call, "remove the orphan in the app (d)")
     (b'[[history]]\nrole = "tool"\ncontent = "x"\ntool_call_id = "nope"\ntool_name = "t"\n',
      "its history is no conversation a model takes: history[0] answers nope, which no assistant message makes"),
