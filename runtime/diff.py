@@ -81,16 +81,13 @@ class LoadedRun:
         return end.status if end is not None else "did not end"
 
 
-_WHICH = "give a journal a run wrote (.flowtui/runs/*.jsonl, or flowtui run --journal FILE)"
-
-
 def read_runs(path: str | Path, *, notices: list[Any] | None = None) -> list[list[Any]]:
     """The runs recorded in a journal (the replay's reading, :func:`flowtui.runtime.journal.load_runs`).
     Raises :class:`DiffError` for a file that is not a journal."""
     from flowtui.runtime.journal import JournalError, load_runs
 
     try:
-        return load_runs(path, notices=notices, hint=_WHICH)
+        return load_runs(path, notices=notices)
     except JournalError as exc:
         raise DiffError(str(exc)) from None
 

@@ -404,7 +404,10 @@ class JournalError(Exception):
     """A journal file that cannot be replayed; the message names the file (and line)."""
 
 
-def load_runs(path: str | Path, *, notices: list[Any] | None = None, hint: str = "",
+GIVE_A_JOURNAL = "give a journal a run wrote (.flowtui/runs/*.jsonl, or flowtui run --journal FILE)"
+
+
+def load_runs(path: str | Path, *, notices: list[Any] | None = None, hint: str = GIVE_A_JOURNAL,
               progress: Callable[[int], None] | None = None) -> list[list[Any]]:
     """The runs recorded in a journal, each a list of events. Raises :class:`JournalError`.
 

@@ -221,7 +221,8 @@ def test_replay_of_a_bad_file_exits_2_naming_file_and_line(tmp_path):
     bad.write_text("{not json\n")
     res = flowtui("replay", str(bad), cwd=tmp_path)
     assert res.returncode == 2
-    assert res.stderr.startswith(f"flowtui replay: {bad}: not a flowtui journal (line 1: not JSON)")
+    assert res.stderr.startswith(f"flowtui replay: {bad}: not a flowtui journal (line 1: not JSON); give a journal a "
+                                 "run wrote (.flowtui/runs/*.jsonl, or flowtui run --journal FILE)")  # (what to give)
     assert "Traceback" not in res.stderr
 
 
