@@ -561,8 +561,8 @@ def _change(old: str, new: str, width: int = 40) -> str:
     word changed in the middle of a long message was said as two identical quotes of its start and end)."""
     a, b = (" ".join(redact(t, secret_values()).split()) for t in (old, new))
     if a == b:  # (two quotes alike said nothing of the edit)
-        return f"{_quote(old, width)} → {_quote(new, width)} (changed in what a quote does not show: its spacing, or " \
-               "a credential)"
+        return (f"{_quote(old, width)} → {_quote(new, width)} (changed in what a quote does not show: its spacing, "
+                "or a credential)")
     if len(a) <= width and len(b) <= width:
         return f"{_quote(old, width)} → {_quote(new, width)}"
     shorter = min(len(a), len(b))

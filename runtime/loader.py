@@ -307,9 +307,9 @@ def _unknown_keyword(exc: TypeError) -> str:
         return ""
     if bound and inspect.isfunction(target):
         known = known[1:]
-    close = difflib.get_close_matches(said[2], known, n=1)
     if not known:
         return ""
+    close = difflib.get_close_matches(said[2], known, n=1)
     return (f"; did you mean {close[0]}=?" if close else "") + f" (it takes {', '.join(k + '=' for k in known)})"
 
 
