@@ -49,10 +49,11 @@ TWO_CALLS = {"content": "REPROVADO: veja", "tool_calls": [{"name": "busca", "arg
 class Driver:
     """A run paused at its first pause point, stepped like the app steps it."""
 
-    def __init__(self, flow, *, approve=(), breakpoints=()):
+    def __init__(self, flow, *, approve=(), breakpoints=(), input="go", **options):
+        """``options``: the run's own (journal=, resume_from=, on_divergence=)."""
         self.events: list = []
         self.ctl = Controller(start_paused=True, approve=approve, breakpoints=breakpoints)
-        self.run = bootstrap(flow).prepare("go", controller=self.ctl, on_event=self.events.append)
+        self.run = bootstrap(flow).prepare(input, controller=self.ctl, on_event=self.events.append, **options)
         self.task: asyncio.Task | None = None
 
     async def __aenter__(self):
@@ -184,9 +185,7 @@ async def test_a_call_decided_again_by_a_reexecution_that_then_diverged_is_not_a
     # call already approved, and y recorded a second decision
     journal = tmp_path / "run.jsonl"
     flow, _ = build([TWO_CALLS, "APROVADO"], ran=[])
-    driver = Driver(flow, approve=["busca"])
-    driver.run = bootstrap(flow).prepare("go", controller=driver.ctl, on_event=driver.events.append, journal=journal)
-    async with driver as d:
+    async with Driver(flow, approve=["busca"], journal=journal) as d:
         await d.step_to("tool")
         await d.go(lambda: d.run.edits.decide("approve"))  # paused at the second call's approval
     lines = journal.read_text().splitlines(keepends=True)
@@ -195,10 +194,7 @@ async def test_a_call_decided_again_by_a_reexecution_that_then_diverged_is_not_a
     journal.write_text("".join(lines))
     ran: list = []
     again, _ = build([TWO_CALLS, "APROVADO"], ran=ran)
-    redo = Driver(again, approve=["busca"])
-    redo.run = bootstrap(again).prepare(controller=redo.ctl, on_event=redo.events.append, resume_from=str(journal),
-                                        on_divergence="pause")
-    async with redo as d:
+    async with Driver(again, approve=["busca"], input=None, resume_from=str(journal), on_divergence="pause") as d:
         assert len(d.of("run.diverged")) == 1
         assert (d.ctl.paused_at.kind, d.of("run.pause")[-1].reason) == ("tool", "diverged")
         at = await d.go(d.ctl.step)  # the call runs as decided, unasked; the next one is asked about
@@ -364,9 +360,7 @@ async def test_a_call_approved_by_moving_on_is_approved_again_by_its_reexecution
     # none: the re-execution of the run (a fork, r's continue from here) diverged at it, and asked again
     journal = tmp_path / "run.jsonl"
     flow, _ = build([TWO_CALLS, "APROVADO"], ran=[])
-    driver = Driver(flow, approve=["busca"])
-    driver.run = bootstrap(flow).prepare("go", controller=driver.ctl, on_event=driver.events.append, journal=journal)
-    async with driver as d:
+    async with Driver(flow, approve=["busca"], journal=journal) as d:
         await d.step_to("tool")
         await d.go(d.ctl.step)  # the first call approved by the step; paused at the second's approval
         assert [(e.decision, e.origin) for e in d.of("tool.decision")] == [("approved", "user")]
