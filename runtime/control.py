@@ -165,6 +165,12 @@ class Controller:
         re-executed prefix ended after the last one (a fork there is left paused there, as the person was)."""
         return bool(self._fired) or (self._mode == "step" and self._reason == "resumed")
 
+    @property
+    def fired_unsaid(self) -> bool:
+        """A watchpoint fired since the last pause point: a child workflow's end is one then (paused after
+        it, its run had ended: nothing of it could be looked at or edited)."""
+        return bool(self._fired)
+
     def _watch_fired(self, hit: WatchHit) -> None:
         """A watchpoint fired (called by the checker, as the event that did it is delivered)."""
         if self.paused_at is not None and self._waiting:  # an edit made while paused: say it now

@@ -142,7 +142,8 @@ class Run:
                 try:
                     for step in self.spec.steps:
                         await self.step(step)
-                    if not self.depth and any(h is not None and h.holds_at_end for h in (self.controller, self.resume)):
+                    if not self.depth and any(h is not None and h.holds_at_end for h in (self.controller, self.resume)) \
+                            or self.depth and self.controller is not None and self.controller.fired_unsaid:
                         await self.pause("end", self.spec.name)  # (see Controller.holds_at_end, Resume.holds_at_end)
                 finally:
                     scope.data["totals"] = self.totals().model_dump(mode="json")

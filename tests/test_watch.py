@@ -458,6 +458,10 @@ async def test_a_watchpoint_fires_in_a_child_run_and_says_which():
     child_start = next(e for e in events if e.type == "run.start" and e.workflow == "Child")
     assert (hit.run_id, hit.workflow) == (child_start.run_id, "Child") and hit.run_id != run.id
     assert event_at(events, hit.seq).run_id == child_start.run_id
+    # fired at the child's last step: it pauses at the child's end, still in the child (it paused in the
+    # parent, the child ended: nothing of it could be looked at or edited)
+    child_end = next(e for e in events if e.type == "run.end" and e.run_id == child_start.run_id)
+    assert (pause.run_id, pause.point) == (child_start.run_id, "end") and pause.seq < child_end.seq
 
 
 async def test_a_child_whose_state_is_a_dataclass_or_a_plain_class_is_checked_by_what_its_class_tells():
