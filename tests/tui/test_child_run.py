@@ -57,8 +57,13 @@ async def test_the_node_tree_cursor_on_the_parent_shows_the_parents_panes_until_
                          what="the child's history")
         await pilot.press("home")
         await wait_until(pilot, lambda: app.client.view.memory == [], what="the parent again")
+        await pilot.press("1")  # the conversation's title names the run shown, not the one paused in
+        views = app.main.query_one("#views")
+        await wait_until(pilot, lambda: str(views.border_title).endswith(" · CoordinatorWorkflow"),
+                         what="the parent named in the title")
         await press_and_pause(pilot, "s")  # the run moves: the panes follow it (into the child's reply)
         assert app.client.view.focus is None
+        await wait_until(pilot, lambda: "·" not in str(views.border_title), what="the title without a run")
 
 
 async def test_the_palette_offers_a_breakpoint_on_a_child_workflows_agent_once_it_has_run():

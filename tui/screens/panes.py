@@ -129,6 +129,24 @@ def count_title(view: Any, current: str, counted: Any = None, room: int | None =
     `` (5 msgs, ~812 tok)`` (``~``: an estimate; without it, the model's own count)."""
     if view is None or current not in ("conversation", "model-sees"):
         return ""
+    return _count(view, current, counted, room) + _other_run(view)
+
+
+def _other_run(view: Any) -> str:
+    """`` · CoordenadorWorkflow``: the run the node tree put in the panes, when it is not the one the run is
+    at (nothing said which run was shown, and edits went to it)."""
+    from textual.markup import escape
+
+    from flowtui.tui.shown import shown
+
+    at = view.pause.run_id if view.pause is not None else view.run_id
+    run = view.shown
+    if view.focus is None or run.run_id == at or not run.workflow:
+        return ""
+    return f" · {escape(shown(run.workflow))}"
+
+
+def _count(view: Any, current: str, counted: Any, room: int | None) -> str:
     if current == "model-sees":
         from textual.markup import escape
 
