@@ -282,6 +282,7 @@ class AgentContext:
         # was_exhausted reads in an outer loop's until, which runs once the outer loop set ctx.loop
         object.__setattr__(self, "_ended_loop", None)
         object.__setattr__(self, "_disposers", [])
+        object.__setattr__(self, "_state_fields", frozenset())  # the workflow state's (set by the run)
 
     def __getattr__(self, name: str) -> Any:
         # Only called when normal lookup fails: i.e. for fields.
@@ -299,6 +300,11 @@ class AgentContext:
                 raise AttributeError(
                     f"ctx has no {name}(): assign a field instead, ctx.x = value (read it back with ctx.x or "
                     f"ctx.get('x', default)); the conversation changes with ctx.state.append/set") from None
+            if name in self._state_fields:  # (until=lambda s: s.total: one parameter gets ctx, not the state)
+                raise AttributeError(
+                    f"ctx has no field {name!r}, the workflow state has: read it there, from the state given "
+                    f"second to until (until=lambda ctx, s: s.{name} ...; a one-parameter until gets ctx) or as "
+                    f"a hook's or tool's s: State() parameter") from None
             raise AttributeError(
                 f"ctx has no field {name!r}; set it first (ctx.{name} = ...) "
                 f"or read it with ctx.get({name!r}, default)"

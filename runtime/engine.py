@@ -77,6 +77,8 @@ class Run:
             apply_state(self.workflow_state, self.spec.state, snapshot.state, source=snapshot.source)
         self.observer = (StateObserver(self.workflow_state, emit, lock=emitter.lock)
                          if self.workflow_state is not None else None)
+        if self.observer is not None:  # (what ctx says of a state field read from it: see AgentContext)
+            object.__setattr__(self.ctx, "_state_fields", frozenset(self.observer.fields))
         # What a child workflow inherits: the same --model, cassette and --replies.
         self.model, self.wrap, self.replies = model, wrap, replies
         self.agents, self.tools, self.providers = build_instances(self, model=model, wrap=wrap)

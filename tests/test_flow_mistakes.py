@@ -204,6 +204,17 @@ def test_an_agent_whose_init_raises_names_it_and_the_line(tmp_path):
     assert "Traceback" not in res.stderr
 
 
+def test_a_state_field_read_from_ctx_is_told_where_it_is(tmp_path):
+    # until=lambda s: s.total (one parameter: ctx) was told to set ctx.total first
+    path = write(tmp_path, "from pydantic import BaseModel\nclass S(BaseModel):\n    total: int = 0\n" + AGENT
+                 + "class A:\n    pass\n@workflow(state=S, steps=[loop([A], until=lambda s: s.total >= 7, "
+                 "max_iterations=3)])\nclass W:\n    pass\n")
+    res = flowtui("run", str(path), "--input", "x")
+    assert res.returncode == 1, res.stderr
+    assert ("AttributeError: ctx has no field 'total', the workflow state has: read it there, from the state given "
+            "second to until (until=lambda ctx, s: s.total ...; a one-parameter until gets ctx)") in res.stderr
+
+
 def test_a_method_named_like_a_hook_is_said_and_the_run_goes_on(tmp_path):
     path = write(tmp_path, AGENT + "class A:\n    def after_respons(self, response, ctx):\n        return 'x'\n"
                  + WORKFLOW)
