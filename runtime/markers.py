@@ -121,9 +121,10 @@ def constructor_plan(cls: type, *, has_state: bool, workflow: str, runtime_type:
 
 
 def execute_plan(fn: Any, *, owner: str, schema: type | None, has_state: bool, workflow: str,
-                 skip_self: bool = True) -> list[tuple[str, Want]]:
+                 skip_self: bool = True, tool: str | None = None) -> list[tuple[str, Want]]:
     """What a tool's ``execute`` (or tool function) wants; with no markers its one parameter gets
-    the arguments. ``skip_self`` drops the first parameter (an unbound method)."""
+    the arguments. ``skip_self`` drops the first parameter (an unbound method); ``tool``: the tool's name,
+    for the function it could be written as."""
     file, line = where(fn)
     hints = type_hints(fn)
     params = _params(fn, skip_self=skip_self)
@@ -137,11 +138,14 @@ def execute_plan(fn: Any, *, owner: str, schema: type | None, has_state: bool, w
                                  file=file, line=line, cls=owner)
     if not any(kind for _, kind in marked):
         if len(params) == 1:
-            _check_input(params[0], hints, schema, label, file, line, owner)
+            _check_input(params[0], hints, schema, label, file, line, owner, tool)
             return [(params[0].name, "input")]
         required = [p.name for p in params if p.default is inspect.Parameter.empty]
         if not params or not required:
             return []
+        for p in params:  # execute(self, n: int, m: int) with no schema=: that is what to say, not markers
+            if _plain(hints.get(p.name)):
+                _check_input(p, hints, schema, label, file, line, owner, tool)
         raise InjectionError(
             f"{label} takes {len(params)} parameters without markers ({', '.join(p.name for p in params)}); "
             "the tool's arguments come in one of them, a model of its schema= marked Input(); mark the "
@@ -154,7 +158,7 @@ def execute_plan(fn: Any, *, owner: str, schema: type | None, has_state: bool, w
             "tool's arguments, as a model of its schema= (args.x, args.y)",
             file=file, line=line, cls=owner)
     for p in inputs:
-        _check_input(p, hints, schema, label, file, line, owner)
+        _check_input(p, hints, schema, label, file, line, owner, tool)
     for p, kind in marked:
         if kind is None:
             base = hints.get(p.name)
@@ -162,7 +166,9 @@ def execute_plan(fn: Any, *, owner: str, schema: type | None, has_state: bool, w
                 kind = "input"
             elif p.default is not inspect.Parameter.empty:
                 continue
-            else:
+            else:  # (execute(self, n: int, ctx=Context()) with no schema=: said as such, not as a marker)
+                if _plain(hints.get(p.name)):
+                    _check_input(p, hints, schema, label, file, line, owner, tool)
                 raise InjectionError(
                     f"{label} parameter {p.name!r} has no marker; use Input(), Context() or State()",
                     file=file, line=line, cls=owner)
@@ -182,7 +188,7 @@ def _is_ctx(hint: Any) -> bool:
 
 
 def _check_input(p: inspect.Parameter, hints: dict[str, Any], schema: type | None, label: str,
-                 file: str | None, line: int | None, owner: str) -> None:
+                 file: str | None, line: int | None, owner: str, tool: str | None = None) -> None:
     """The parameter that gets the arguments, annotated with a model, and no schema= given: the model
     would be told the tool takes none, and the parameter would get a dict."""
     from pydantic import BaseModel
@@ -201,8 +207,20 @@ def _check_input(p: inspect.Parameter, hints: dict[str, Any], schema: type | Non
             f"{label} parameter {p.name!r} is annotated {name}, but the tool has no schema=: the model would be "
             f"told it takes no arguments, and {p.name} would be the arguments' dict. Declare them: schema=AModel "
             f"in @tool(...) and {p.name}: AModel = Input() (args.x), or write the tool as a function whose "
-            f"parameters are its arguments (@tool, def {owner.lower()}({p.name}: {name}))",
+            f"parameters are its arguments (@tool, def {tool or owner.lower()}({p.name}: {name}))",
             file=file, line=line, cls=owner)
+
+
+def _plain(hint: Any) -> bool:
+    """A JSON-like type (``int``, ``str``, ``list[str]``): an argument the model would fill, not a state
+    class that lacks its State() marker."""
+    import dataclasses
+
+    from pydantic import BaseModel
+
+    hint = get_args(hint)[0] if get_origin(hint) is Annotated else hint
+    return hint is not None and not (isinstance(hint, type) and (issubclass(hint, BaseModel)
+                                                                 or dataclasses.is_dataclass(hint)))
 
 
 def _a_mapping(hint: Any) -> bool:

@@ -232,7 +232,7 @@ def _call_plan(t: ToolSpec, *, has_state: bool, workflow: str) -> list[tuple[str
     fn = t.target if t.form == "function" else t.target.execute
     owner = t.target.__name__ if t.form == "class" else t.name
     return execute_plan(fn, owner=owner, schema=t.schema, has_state=has_state, workflow=workflow,
-                        skip_self=t.form == "class")
+                        skip_self=t.form == "class", tool=t.name)
 
 
 def build_instances(run: "Run", *, model: str | None, wrap: Callable[[Provider], Provider] | None = None

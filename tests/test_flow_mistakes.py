@@ -54,6 +54,14 @@ WORKFLOW = "@workflow(steps=[A])\nclass W:\n    pass\n"
      r"@agent A: after_response yields, so calling it makes a generator, not a result"),
     ("@tool\ndef t(a: str):\n    yield a\n",
      r"@tool t yields, so calling it makes a generator, not a result"),
+    # a tool class's argument with no schema=: said so at once (it was told to mark it, then, marked Input(),
+    # that it had no schema), with the function it could be, by the tool's name (it said def somartool)
+    ("from flowtui import AgentContext, Context\n@tool(name='somar', description='Adds.')\nclass SomarTool:\n"
+     "    def execute(self, n: int, ctx: AgentContext = Context()):\n        return str(n)\n"
+     "@agent(provider=FunctionProvider(lambda m, t: 'ok'), prompt='p', tools=[SomarTool])\nclass A:\n    pass\n"
+     + WORKFLOW,
+     r"flow.py:5: SomarTool: execute\(\) parameter 'n' is annotated int, but the tool has no schema=: .* or write "
+     r"the tool as a function whose parameters are its arguments \(@tool, def somar\(n: int\)\)"),
     # a tool parameter the model cannot fill
     ("import socket\n@tool\ndef t(a: socket.socket) -> str:\n    return 'x'\n",
      r"@tool t: parameter 'a' is annotated socket, which has no JSON form; annotate it with a type the model can fill"),
