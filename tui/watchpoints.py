@@ -14,8 +14,20 @@ from flowtui.tui.shown import shown, shown_markup
 if TYPE_CHECKING:
     from flowtui.tui.app import FlowApp
 
-HINT = ("A field alone pauses at each change; or a condition: state.rodadas >= 3, state.aprovado == true, "
-        "memory ~ /plano/i, prompt.tokens > 6000, cost > 0.50, repeat(TOOL) >= 3 (README: Watchpoints).")
+def watch_hint(state: dict[str, Any]) -> str:
+    """The ``w`` dialog's examples, on the fields of the state shown (every flow was offered
+    ``state.rodadas >= 3``, which only the example flow's state has)."""
+    examples = []
+    for name, value in state.items():
+        if isinstance(value, bool):
+            examples.append(f"state.{name} == {'false' if value else 'true'}")
+        elif isinstance(value, int):
+            examples.append(f"state.{name} >= {value + 1}")
+        if len(examples) == 2:
+            break
+    said = ", ".join(examples or ["len(history) > 10"])
+    return (f"A field alone pauses at each change; or a condition: {said}, memory ~ /plano/i, prompt.tokens > 6000, "
+            "cost > 0.50, repeat(TOOL) >= 3 (README: Watchpoints).")
 
 
 def _p():
@@ -94,7 +106,8 @@ class RunWatches:
 
         # typed on where the words go: after a field's name, between a pattern's slashes
         at = len(text) - 2 if text.endswith("//i") else len(text)
-        self.push_screen(TextDialog("Pause when… (a watchpoint)", text, add, single_line=True, hint=HINT,
+        hint = watch_hint(self.client.view.shown.state)
+        self.push_screen(TextDialog("Pause when… (a watchpoint)", text, add, single_line=True, hint=hint,
                                     save_label="Watch", cursor=at), done)
 
     def action_watchpoints(self: FlowApp) -> None:

@@ -69,6 +69,8 @@ async def test_w_on_a_state_field_sets_a_watchpoint_from_its_change_and_the_run_
         await wait_until(pilot, lambda: isinstance(app.screen, TextDialog), what="the watch dialog")
         field = app.screen.query_one("#dialog-input")
         assert field.value == "state.rounds"  # prefilled: the field's change
+        hint = str(app.screen.query_one("#dialog-hint").render())  # examples on this flow's own fields
+        assert "state.rounds >= 1, state.approved == true" in hint and "rodadas" not in hint, hint
         await pilot.press(*" >>= 2")  # typed after it (it was selected: typing replaced it)
         assert field.value == "state.rounds >>= 2"
         await pilot.press("ctrl+s")
