@@ -14,18 +14,21 @@ from flowtui.tui.shown import shown, shown_markup
 if TYPE_CHECKING:
     from flowtui.tui.app import FlowApp
 
-def watch_hint(state: dict[str, Any]) -> str:
+
+def watch_hint(state: dict[str, Any], workflow: str = "") -> str:
     """The ``w`` dialog's examples, on the fields of the state shown (every flow was offered
-    ``state.rodadas >= 3``, which only the example flow's state has)."""
+    ``state.rodadas >= 3``, which only the example flow's state has); ``workflow``: a child's, whose
+    fields are watched as ``Child: state.x``."""
     examples = []
+    of = f"{workflow}: " if workflow else ""
     for name, value in state.items():
         if isinstance(value, bool):
-            examples.append(f"state.{name} == {'false' if value else 'true'}")
+            examples.append(f"{of}state.{name} == {'false' if value else 'true'}")
         elif isinstance(value, int):
-            examples.append(f"state.{name} >= {value + 1}")
+            examples.append(f"{of}state.{name} >= {value + 1}")
         if len(examples) == 2:
             break
-    said = ", ".join(examples or ["len(history) > 10"])
+    said = ", ".join(examples or [f"{of}len(history) > 10"])
     return (f"A field alone pauses at each change; or a condition: {said}, memory ~ /plano/i, prompt.tokens > 6000, "
             "cost > 0.50, repeat(TOOL) >= 3 (README: Watchpoints).")
 
@@ -106,7 +109,9 @@ class RunWatches:
 
         # typed on where the words go: after a field's name, between a pattern's slashes
         at = len(text) - 2 if text.endswith("//i") else len(text)
-        hint = watch_hint(self.client.view.shown.state)
+        view = self.client.view
+        child = view.shown.workflow if view.shown.run_id != view.run_id and view.shown.workflow else ""
+        hint = watch_hint(view.shown.state, child)
         self.push_screen(TextDialog("Pause when… (a watchpoint)", text, add, single_line=True, hint=hint,
                                     save_label="Watch", cursor=at), done)
 

@@ -41,6 +41,17 @@ async def test_paused_inside_a_child_the_panes_show_the_child_and_edits_go_to_it
         assert "answer in one line" in messages[1].content and messages[-1].content == "What is ctx.state?"
 
 
+async def test_the_watch_dialogs_examples_inside_a_child_are_the_childs():
+    # (every flow was offered state.rodadas >= 3; in a child, an example the parent's watchpoints would read)
+    app = make(CHILD, input="What is ctx.state, in short?")
+    async with app.run_test(size=(140, 40)) as pilot:
+        await inside_the_child(pilot)
+        await pilot.press("w")
+        await wait_until(pilot, lambda: isinstance(app.screen, TextDialog), what="the watch dialog")
+        hint = str(app.screen.query_one("#dialog-hint").render())
+        assert "a condition: ResearchWorkflow: len(history) > 10, memory" in " ".join(hint.split()), hint
+
+
 async def test_the_node_tree_cursor_on_the_parent_shows_the_parents_panes_until_the_run_moves():
     app = make(CHILD, input="What is ctx.state, in short?")
     async with app.run_test(size=(140, 40)) as pilot:
