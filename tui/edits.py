@@ -347,8 +347,8 @@ class RunEdits:
             from flowtui.tui.screens.diverged import ask_about_divergence
 
             # said first, also where a call waits for approval (that pause's reason): continuing live is then
-            # the decision, asked once the screen closes (moving on would approve the call unseen); the run
-            # then goes on to the next pause point
+            # the decision, asked once the screen closes (moving on would approve the call unseen); deciding it
+            # goes on live (Controller.proceed)
             go_on = self.action_resume if pause.reason != "approval" else lambda: None
             ask_about_divergence(self, go_on, self.action_stop)
         self.ask_decision()

@@ -15,12 +15,16 @@ if TYPE_CHECKING:
     from flowtui.tui.app import FlowApp
 
 
-def watch_hint(state: dict[str, Any], workflow: str = "") -> str:
+def child_prefix(view: Any) -> str:
+    """``Child: ``, what a watchpoint on the run the panes show starts with when it is a child workflow's."""
+    run = view.shown if view is not None else None
+    return f"{run.workflow}: " if run is not None and run.run_id != view.run_id and run.workflow else ""
+
+
+def watch_hint(state: dict[str, Any], of: str = "") -> str:
     """The ``w`` dialog's examples, on the fields of the state shown (every flow was offered
-    ``state.rodadas >= 3``, which only the example flow's state has); ``workflow``: a child's, whose
-    fields are watched as ``Child: state.x``."""
+    ``state.rodadas >= 3``, which only the example flow's state has); ``of``: its :func:`child_prefix`."""
     examples = []
-    of = f"{workflow}: " if workflow else ""
     for name, value in state.items():
         if isinstance(value, bool):
             examples.append(f"{of}state.{name} == {'false' if value else 'true'}")
@@ -81,10 +85,7 @@ class RunWatches:
         if target is None:
             return ""
         kind, _, key = target.partition(":")
-        view = self.client.view
-        shown_run = view.shown if view is not None else None
-        prefix = (f"{shown_run.workflow}: " if shown_run is not None and shown_run.run_id != view.run_id
-                  and shown_run.workflow else "")
+        prefix = child_prefix(self.client.view)
         if kind == "field":
             return f"{prefix}state.{key}"
         return f"{prefix}{kind} ~ //i"
@@ -110,8 +111,7 @@ class RunWatches:
         # typed on where the words go: after a field's name, between a pattern's slashes
         at = len(text) - 2 if text.endswith("//i") else len(text)
         view = self.client.view
-        child = view.shown.workflow if view.shown.run_id != view.run_id and view.shown.workflow else ""
-        hint = watch_hint(view.shown.state, child)
+        hint = watch_hint(view.shown.state, child_prefix(view))
         self.push_screen(TextDialog("Pause when… (a watchpoint)", text, add, single_line=True, hint=hint,
                                     save_label="Watch", cursor=at), done)
 
@@ -143,8 +143,7 @@ class RunWatches:
         view = self.client.view
         if view is None:
             return
-        shown_run = view.shown
-        prefix = f"{shown_run.workflow}: " if shown_run.run_id != view.run_id and shown_run.workflow else ""
+        prefix = child_prefix(view)
         for name in view.state:
             expr = f"{prefix}state.{name}"
             if expr not in self.client.watches:
