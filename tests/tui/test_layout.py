@@ -108,6 +108,27 @@ async def test_a_click_on_the_key_bar_runs_the_key():
         await wait_until(pilot, lambda: isinstance(app.screen, HelpScreen), what="the help")
 
 
+def _dimmed_labels(bar) -> set[str]:
+    """The labels the key bar draws dimmed."""
+    drawn = bar.render()
+    return {drawn.plain[span.start:span.end].strip() for span in drawn.spans if str(span.style) == "dim"}
+
+
+async def test_the_run_keys_are_dimmed_on_the_key_bar_once_the_run_has_ended():
+    app = make(input="go")
+    async with app.run_test(size=(160, 48)) as pilot:
+        await paused(pilot)
+        bar = app.main.query_one("KeyBar")
+        assert _dimmed_labels(bar) == {"p", "pause"}  # paused already: the rest moves the run
+        await pilot.press("c")
+        await wait_until(pilot, lambda: app.client.view.status == "finished", what="the end of the run")
+        await wait_until(pilot, lambda: "step" in _dimmed_labels(bar), what="the run keys dimmed")
+        dimmed = _dimmed_labels(bar)
+        assert {"s", "step", "n", "turn", "l", "loop", "c", "continue", "x", "stop"} <= dimmed
+        assert not {"r", "reload", "q", "quit", "keys"} & dimmed  # what still does something stays a key
+        assert "s step" in text_of(bar)  # in its place: the bar does not move under the person
+
+
 async def test_the_help_scrolls_at_80x24():
     app = make(input="go")
     async with app.run_test(size=(80, 24)) as pilot:

@@ -126,8 +126,9 @@ class MainScreen(PanesScreen):
 
     def _sync_slow(self, client: Any, view: Any, loading: str | None, stopping: str | None, *,
                    force: bool = False) -> None:
-        self.query_one(ControlPane).sync(view, client.breakpoints, loading=loading, stopping=stopping,
-                                         watches=client.watches)
+        control = self.query_one(ControlPane)
+        control.sync(view, client.breakpoints, loading=loading, stopping=stopping, watches=client.watches)
+        self.query_one(KeyBar).dim(control.idle)
         if view is None:
             return
         self.draw_sidebar(view)

@@ -155,6 +155,7 @@ class ControlPane(Vertical):
         self._specs = [a for a in actions if a.button]
         self._shown: dict[str, tuple] = {}
         self._disabled: dict[str, bool] = {}
+        self.idle: frozenset[str] = frozenset()  # the run's actions that do nothing now (buttons disabled)
         self._buttons: dict[str, Button] = {}
         self._lines = {"status": Static(Text("loading…", "dim"), id="status"), "where": Static("", id="where"),
                        "watches": Static("", id="watches")}
@@ -219,6 +220,8 @@ class ControlPane(Vertical):
         disabled["stop"] = not active
         for action, button in self._buttons.items():
             button.disabled = disabled.get(action, False)
+        # (while the run loads, its keys are queued: they do something)
+        self.idle = frozenset(a for a, off in disabled.items() if off) if view is not None else frozenset()
 
     def _retry_waited(self, view: Any) -> float:
         """How long the retry the run waits for has waited; a timer draws the status again each second

@@ -3,7 +3,8 @@
 As many keys as the width holds, in order of importance (:attr:`ActionSpec.rank`), then written
 left to right in that order; ``? keys`` and ``^p palette`` stay at the right edge whatever the
 width, so the way to every other key is always on screen. At 160 columns every key fits.
-A click runs the key's action, as the key would.
+A key that does nothing now (a run key once the run has ended) stays in its place, dimmed, as its
+button is disabled. A click runs the key's action, as the key would.
 """
 
 from __future__ import annotations
@@ -45,6 +46,13 @@ class KeyBar(Widget):
         self.hints = list(hints)
         self.palette = palette
         self._spans: list[tuple[int, int, str]] = []  # (x0, x1, action) of what is drawn
+        self.dimmed: frozenset[str] = frozenset()  # the actions that do nothing now
+
+    def dim(self, actions: frozenset[str]) -> None:
+        """Draw the keys of ``actions`` dimmed (they do nothing now), the others as keys."""
+        if actions != self.dimmed:
+            self.dimmed = actions
+            self.refresh()
 
     def shown_hints(self, width: int) -> tuple[list[tuple[str, str, str]], list[tuple[str, str, str]]]:
         """(left, right): the hints drawn at ``width`` cells, in importance order; right is pinned."""
@@ -73,8 +81,9 @@ class KeyBar(Widget):
                 if i:
                     text.append(SEP)
                 x0 = text.cell_len
-                text.append(k, key_style)
-                text.append(f" {label}")
+                dimmed = action in self.dimmed
+                text.append(k, "dim" if dimmed else key_style)
+                text.append(f" {label}", "dim" if dimmed else "")
                 spans.append((x0, text.cell_len, action))
 
         put(left)
