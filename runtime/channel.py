@@ -28,12 +28,22 @@ import subprocess
 import time
 from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from flowtui.runtime.spawn import CHUNK, EXIT_FD_CLOSED, STOP_GRACE_S, STOP_SIGNAL, Options, Started, take_over
 
 if TYPE_CHECKING:
     from flowtui.runtime import protocol as p
+
+T = TypeVar("T")
+
+
+async def within(awaitable: Awaitable[T], seconds: float | None) -> T:
+    """``within(awaitable, seconds)`` without its Python 3.11 flaw: a cancel that comes as the
+    wait ends was swallowed, and what was cancelled (the app quitting, a run's branch) went on."""
+    async with asyncio.timeout(seconds):
+        return await awaitable
+
 
 def parse_events(lines: list[bytes], on_bad: Callable[[str], None] | None = None) -> list[tuple[bytes, Any]]:
     """Event lines parsed in one call (a bad one then line by line, and left out with a word)."""
@@ -147,7 +157,7 @@ class Channel:
                       timeout: float = ATTACH_TIMEOUT_S) -> p.Hello | p.LoadError:
         """Attach to a worker listening on ``host:port`` (``take_over``: detaching the client attached
         now, if any); a wrong token is a :class:`PermissionError`."""
-        reader, writer = await asyncio.wait_for(asyncio.open_connection(host, port, limit=1 << 24), timeout)
+        reader, writer = await within(asyncio.open_connection(host, port, limit=1 << 24), timeout)
         self._writer = writer
         self._peer = True
         writer.write(_p().encode(_p().Auth(token=token, take_over=take_over)))
@@ -412,7 +422,7 @@ class Channel:
         while True:
             waited = None if not (line or dropped) else max(0.0, since + LOG_PARTIAL_S - clock())
             try:
-                chunk = await asyncio.wait_for(stream.read(CHUNK), waited)
+                chunk = await within(stream.read(CHUNK), waited)
             except asyncio.TimeoutError:  # a line still without its newline: said as it stands
                 say(partial=True)
                 continue
@@ -434,7 +444,7 @@ class Channel:
         future = asyncio.get_running_loop().create_future()
         if not self._write(command, future):
             raise ConnectionError("the run's process has ended")
-        return await asyncio.wait_for(future, timeout)
+        return await within(future, timeout)
 
     def forward(self, command: p.BaseModel, on_reply: Callable[[p.Reply], None]) -> None:
         """Send a command someone else made (a client of a run served on a socket) under an id of
@@ -543,7 +553,7 @@ class Channel:
         """Leave a run served on a socket: it pauses and waits for the next client."""
         if not self.closed.is_set() and self._writer is not None:
             try:
-                await asyncio.wait_for(self.command(_p().Detach()), DETACH_WAIT_S)
+                await within(self.command(_p().Detach()), DETACH_WAIT_S)
             except (ConnectionError, asyncio.TimeoutError):
                 pass
             self._writer.close()
@@ -571,7 +581,7 @@ class Channel:
     async def _ended_within(self, seconds: float) -> bool:
         """Whether the run said its end (or the worker went) within ``seconds``."""
         try:
-            await asyncio.wait_for(self.ended_or_gone(), seconds)
+            await within(self.ended_or_gone(), seconds)
         except asyncio.TimeoutError:
             return False
         return self.ended
@@ -582,7 +592,7 @@ class Channel:
         left, the interpreter's teardown, is cut short (its group killed) rather than waited for."""
         if self.proc is None:  # a socket: the run's process ends its run itself (it terminates its own code)
             try:
-                await asyncio.wait_for(self.closed.wait(), 3 * seconds)
+                await within(self.closed.wait(), 3 * seconds)
             except asyncio.TimeoutError:
                 pass
             return True
@@ -624,7 +634,7 @@ class Channel:
             while not all(task.done() for task in self._tasks):
                 self._progress.clear()
                 try:
-                    await asyncio.wait_for(self._progress.wait(), LOG_LINGER_S if self.closed.is_set() else LINGER_S)
+                    await within(self._progress.wait(), LOG_LINGER_S if self.closed.is_set() else LINGER_S)
                 except asyncio.TimeoutError:
                     if self.paused.is_set():
                         self.proc.let_go()

@@ -3,9 +3,10 @@ bring it (runtime/channel.py), without a process."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 
-from flowtui.runtime.channel import Channel
+from flowtui.runtime.channel import Channel, within
 
 
 def _line(seq: int, run_id: str, type: str, **fields) -> str:
@@ -78,3 +79,37 @@ def test_a_run_whose_start_could_not_be_read_is_ended_by_its_end(tmp_path):
                                   _line(2, "r1", "run.end", status="finished")]) + "\n")
     channel.recover(0)
     assert channel.ended
+
+
+def test_a_cancel_that_comes_as_a_timed_wait_ends_is_not_swallowed():
+    """The app's quit cancels what waits on the run's process: a wait whose answer came in the same
+    moment went on (Python 3.11's wait_for returned the answer and dropped the cancel)."""
+
+    async def cancelled_as_answered() -> object:
+        answer = asyncio.get_running_loop().create_future()
+        waiting = asyncio.create_task(within(answer, 10))
+        for _ in range(2):
+            await asyncio.sleep(0)  # (waiting on the answer now)
+        answer.set_result("the reply")
+        waiting.cancel()
+        try:
+            return await waiting
+        except asyncio.CancelledError:
+            return "cancelled"
+
+    assert asyncio.run(cancelled_as_answered()) == "cancelled"
+
+
+def test_a_timed_wait_gives_the_answer_or_times_out():
+    async def answered(delay: float, seconds: float) -> object:
+        async def reply() -> str:
+            await asyncio.sleep(delay)
+            return "the reply"
+
+        try:
+            return await within(reply(), seconds)
+        except TimeoutError:
+            return "timed out"
+
+    assert asyncio.run(answered(0, 30)) == "the reply"
+    assert asyncio.run(answered(30, 0.01)) == "timed out"

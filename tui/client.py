@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from flowtui.runtime.channel import LOAD_TIMEOUT_S, Channel
+from flowtui.runtime.channel import LOAD_TIMEOUT_S, Channel, within
 from flowtui.runtime.linestore import Lines
 from flowtui.runtime.spawn import STOP_GRACE_S, UNSTARTED, Options
 from flowtui.tui.tokens import ExactTokens
@@ -369,7 +369,7 @@ class RunClient:
         """A value the wire cut, whole, from the run's process: (the value, None), or (None, why)
         when it cannot give it (gone, or not answering: a sync tool holds it, or it is stopped)."""
         try:
-            reply = await asyncio.wait_for(self.command(_p().Fetch(seq=seq, path=path)), FETCH_TIMEOUT_S)
+            reply = await within(self.command(_p().Fetch(seq=seq, path=path)), FETCH_TIMEOUT_S)
         except asyncio.TimeoutError:
             return None, (f"the run's process did not send it within {FETCH_TIMEOUT_S:g} s (busy in a tool, "
                           "or stopped?); try again later")

@@ -14,6 +14,7 @@ import time
 from collections import deque
 from typing import TYPE_CHECKING
 
+from flowtui.runtime.channel import within
 from flowtui.tui.actions import ACTIONS, key_name
 from flowtui.tui.widgets.control import waiting_for
 
@@ -230,7 +231,7 @@ class RunCommands:
         """Said once the run has taken it (a busy or mute run: said that it has not, meanwhile)."""
         done = "set" if on else "removed"
         try:
-            answer = await asyncio.wait_for(asyncio.shield(reply), UNANSWERED_S)
+            answer = await within(asyncio.shield(reply), UNANSWERED_S)
         except asyncio.TimeoutError:
             self.notify(f"Breakpoint on {name}: the run has not answered for {UNANSWERED_S:g} s (busy in a tool, "
                         f"or stuck); {done} when it does.", severity="warning", timeout=8)
@@ -411,7 +412,7 @@ class RunCommands:
     async def _close_client(self: FlowApp) -> None:
         """The run's process ends (or an attached run is left), in a bounded time whatever it does."""
         try:
-            await asyncio.wait_for(self.client.close(grace=QUIT_GRACE_S, reason=self.quit_reason), 4 * QUIT_GRACE_S)
+            await within(self.client.close(grace=QUIT_GRACE_S, reason=self.quit_reason), 4 * QUIT_GRACE_S)
         except (asyncio.TimeoutError, ConnectionError, OSError):
             if self.client.channel is not None:
                 await self.client.channel.kill()
