@@ -73,6 +73,7 @@ class PausePoint:
     loops: tuple[str, ...] = ()  # node ids of the loops around this point, outermost first
     path: tuple[str, ...] = field(default=())
     decided: bool = False  # a tool call decided already (a re-execution made the recorded decision): not asked
+    call_id: str | None = None  # before a tool: the id of its call
 
 
 class Controller:

@@ -187,8 +187,12 @@ class Editor:
                               "result with its call (with_call true), or the message that makes it")
 
     def _pending(self) -> PendingCall:
+        """The call the run is paused before. (A parallel step's branch may have one waiting for its turn to
+        pause while another branch is paused: that call is not the one the pause shows.)"""
         pending = self._run.pending
-        if pending is None:
+        controller = self._run.controller
+        at = controller.paused_at if controller is not None else None
+        if pending is None or at is None or at.call_id != pending.call.id:
             raise ConfigError("the run is not paused before a tool call; step to one first (s, or the step command)")
         return pending
 

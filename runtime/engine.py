@@ -271,7 +271,7 @@ class Run:
         path += (name,) if kind in ("agent", "tool") else ("chat",) if kind == "chat" else ()
         point = PausePoint(kind=kind, name=name, node_id=current_node.get()[0], loops=loops_var.get(),  # type: ignore[arg-type]
                            path=path, decided=kind == "tool" and self.pending is not None
-                           and self.pending.decision is not None)
+                           and self.pending.decision is not None, call_id=call.id if call is not None else None)
 
         def emit(cls, **fields):
             if cls is RunPause:

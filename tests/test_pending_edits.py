@@ -9,9 +9,10 @@ import json
 import pytest
 from pydantic import BaseModel, ConfigDict
 
-from flowtui import ConfigError, Controller, agent, bootstrap, loop, tool, until_answered, workflow
+from flowtui import (ConfigError, Controller, FunctionProvider, agent, bootstrap, loop, parallel, tool,
+                     until_answered, workflow)
 from flowtui.runtime.wellformed import problems
-from fakes import scripted
+from fakes import call, scripted
 
 
 class Query(BaseModel):
@@ -395,3 +396,52 @@ async def test_each_chat_node_records_the_request_as_sent_and_the_reply_as_recei
     assert ends[0]["data"]["reply"]["content"] == "REPROVADO: veja"
     assert [c["args"] for c in ends[0]["data"]["reply"]["tool_calls"]] == [{"query": "a"}, {"query": "b"}]
     assert set(ends[0]["data"]["reply"]["usage"]) >= {"prompt_tokens", "completion_tokens"}
+
+
+async def test_a_call_another_parallel_branch_holds_is_not_decided_nor_edited_at_this_branchs_pause():
+    """Branch A's reply asked for a call while the run was paused at branch B's chat point: A's call
+    waits for its own pause, and a decision or an edit sent now (a protocol client's) went to it: the
+    person, shown B's request, denied a call they never saw."""
+    ran: list = []
+
+    @tool(name="busca", description="Searches.")
+    def busca(query: str) -> str:
+        ran.append(query)
+        return "found"
+
+    replies = [call("busca", query="a"), "A done"]
+
+    async def slow(messages, tools):  # (B reaches its chat pause first)
+        await asyncio.sleep(0.05)
+        return replies.pop(0)
+
+    @agent(provider=FunctionProvider(slow), prompt="a", tools=[busca])
+    class A:
+        pass
+
+    @agent(provider=scripted("B done")[0], prompt="b")
+    class B:
+        pass
+
+    @workflow(steps=[parallel([A, B])])
+    class Both:
+        pass
+
+    async with Driver(Both, approve=["busca"]) as d:
+        await d.step_to("chat", "A")
+        at = await d.step_to("chat", "B")
+        for _ in range(200):  # A's reply, its call waiting to pause
+            if d.run.pending is not None:
+                break
+            await asyncio.sleep(0.01)
+        assert d.run.pending is not None and d.ctl.paused_at is at
+        with pytest.raises(ConfigError, match="not paused before a tool call"):
+            d.run.edits.decide("deny")
+        with pytest.raises(ConfigError, match="not paused before a tool call"):
+            d.run.edits.edit_call('{"query": "z"}')
+        at = await d.go(d.ctl.step)
+        assert (at.kind, at.name) == ("tool", "busca")
+        d.run.edits.decide("approve")  # at its own pause
+        d.ctl.resume()
+        await asyncio.wait_for(d.task, 10)
+    assert ran == ["a"]
