@@ -145,7 +145,7 @@ def _sync_dir(directory: Path) -> None:
         os.close(fd)
 
 
-SNAPSHOT_KEYS = ("workflow", "memory", "tasks", "history", "state", "data")  # (here: no heavy import)
+SNAPSHOT_KEYS = ("workflow", "memory", "tasks", "history", "state", "state_none", "data")  # (here: no heavy import)
 
 
 def _is_one(what: str, path: Path) -> bool:

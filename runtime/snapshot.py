@@ -21,10 +21,10 @@ folded from the events (so a live run and a journal give the same file)::
 
 ``app.run(snapshot="x.toml")`` (``--from-snapshot``) starts a run with those
 buckets and fields instead of the defaults, and with that data (``data=`` given
-to the run wins key by key). TOML has no null: a field set to None is left
-out and comes back as its default; one holding None inside a list or a table
-is left out whole (its other items would come back without it, shifted), and
-the snapshot says so.
+to the run wins key by key). TOML has no null: the fields set to None are named
+in ``state_none`` (``state_none = ["nota"]``), and come back as None; one holding
+None inside a list or a table is left out whole (its other items would come back
+without it, shifted), and the snapshot says so.
 """
 
 from __future__ import annotations
@@ -96,6 +96,9 @@ def snapshot_toml(view: Any, gone: list[tuple[str, str]] | None = None) -> str:
     state = {name: value for name, value in view.state.items() if name not in skipped}
     data = {"workflow": view.workflow or "", "memory": list(view.memory), "tasks": list(view.tasks),
             "state": state, "data": view.data, "history": history}
+    nones = [name for name, value in state.items() if value is None]
+    if nones:  # (TOML has no null: left out, they came back as their defaults, a non-None one silently)
+        data["state_none"] = nones
     from flowtui.runtime.encoding import safe_data
 
     text = tomli_w.dumps(_drop_none(safe_data(data, Redactor.from_environment())))
@@ -158,7 +161,7 @@ def load_snapshot(path: str | Path) -> Snapshot:
     unknown = set(data) - set(KEYS)
     if unknown:
         raise ConfigError(f"{p}: unknown key(s) {sorted(unknown)}; a snapshot has workflow, memory, tasks, "
-                          "history, state and data")
+                          "history, state, state_none and data")
     checked: dict[str, Any] = {}
     for key, kind, strict in (("history", list[Message], False), ("memory", list[str], True),
                               ("tasks", list[str], True)):
@@ -184,6 +187,13 @@ def load_snapshot(path: str | Path) -> Snapshot:
     state = data.get("state", {})
     if not isinstance(state, dict):
         raise ConfigError(f"{p}: [state] must be a table of field = value")
+    nones = data.get("state_none", [])
+    if not isinstance(nones, list) or not all(isinstance(name, str) for name in nones):
+        raise ConfigError(f"{p}: state_none must be a list of the names of the state fields set to None "
+                          '(state_none = ["nota"])')
+    if twice := [name for name in nones if name in state]:
+        raise ConfigError(f"{p}: state_none names {twice[0]!r}, which [state] gives a value too; keep one of them")
+    state = {**state, **dict.fromkeys(nones)}
     run_data = data.get("data", {})
     if not isinstance(run_data, dict):
         raise ConfigError(f"{p}: [data] must be a table of key = value")

@@ -121,6 +121,12 @@ def test_kills_during_a_rewrite_never_destroy_the_snapshot(flow, tmp_path):
     (b'memory = "abc"\n', "memory: Input should be a valid list (memory is a list of strings)"),
     (b'memory = ["a", 3]\n', "memory[1]: Input should be a valid string"),
     (b'[[history]]\nrole = "boss"\ncontent = "x"\n', "history[0].role: Input should be"),
+    # state_none: the fields set to None (TOML has no null)
+    (b'workflow = "W"\nstate_none = "count"\n', "state_none must be a list of the names of the state fields"),
+    (b'workflow = "W"\nstate_none = ["count"]\n[state]\ncount = 3\n',
+     "state_none names 'count', which [state] gives a value too"),
+    (b'workflow = "W"\nstate_none = ["count"]\n', "[state] count = None: Input should be a valid integer"),
+    (b'workflow = "W"\nstate_none = ["cont"]\n', "[state] cont: S has no field 'cont'; did you mean 'count'?"),
     # a key no message has (a misspelt one: contnt) was dropped in silence, and the message started empty
     (b'[[history]]\nrole = "user"\ncontnt = "x"\n',
      "history[0]: a message has no key 'contnt' (it has role, content,"),
@@ -195,6 +201,18 @@ def test_a_nan_or_an_infinity_inside_a_list_goes_through_a_snapshot_and_back(tmp
     assert made.returncode == 0, made.stderr
     assert back.returncode == 0, back.stderr
     assert back.stdout.strip() == "([1.0, inf, -inf], ['Infinity', 'NaN'])"  # (text stays text)
+
+
+def test_a_state_field_set_to_none_goes_through_a_snapshot_and_back(tmp_path):
+    """TOML has no null: a field set to None was left out, unnamed, and a run from the snapshot started it
+    at its default ("rascunho"), silently."""
+    flow = state_flow(tmp_path / "none.py", "nota: str | None = 'rascunho'\nn: int | None = None",
+                      "seen = repr((self.s.nota, self.s.n))\nif 'MAKE' in os.environ:\n    self.s.nota = None\n"
+                      "return seen")
+    made, back = made_then_read_back(flow, tmp_path)
+    assert made.returncode == 0, made.stderr
+    assert tomllib.loads((tmp_path / "s.toml").read_text())["state_none"] == ["nota", "n"]
+    assert back.returncode == 0 and back.stdout.strip() == "(None, None)", (back.stdout, back.stderr)
 
 
 def test_a_run_failed_among_its_tool_calls_writes_a_snapshot_that_loads(tmp_path):
