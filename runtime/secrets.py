@@ -15,8 +15,9 @@ One rule for the whole of flowtui. A credential is:
   process redacts it everywhere, as it does the environment's;
 - anything shaped like one, whatever it is called: ``sk-…``/``rk-…``/``pk-…``,
   ``ghp_…``/``github_pat_…``, ``xoxb-…``/``xoxp-…``, ``AKIA…``, ``hf_…``,
-  ``Bearer …``, a JWT, a PEM private-key block, and the password part of a
-  connection URL (``scheme://user:PASSWORD@host``).
+  ``Bearer …``, a JWT, a PEM private-key block, the password part of a
+  connection URL (``scheme://user:PASSWORD@host``), and the value of a URL's query
+  parameter named like one (``?key=…``, ``&access_token=…``, ``&sig=…``).
 
 Each is replaced by ``[redacted]``. Text is redacted with :func:`redact`;
 structured data (an event, a snapshot, a cassette exchange) with
@@ -46,6 +47,9 @@ PLACE_NAME = re.compile(r"_(DIR|DIRECTORY|PATH|FILE|HOME|CACHE)$", re.IGNORECASE
 MIN_LENGTH = 6
 _LINE_MIN = 16  # a line of a multi-line secret this long is a secret of its own
 
+# What a URL's query parameter holding a credential is named, at its end (api_key, access_token, x-api-key).
+_QUERY_NAMES = ("key", "token", "secret", "password", "passwd", "sig", "signature", "auth", "authorization",
+                "credential", "credentials")
 # Shapes that are credentials whatever they are called. Group "keep" (when
 # present) is kept in front of the redaction: the scheme and user of a URL, "Bearer ".
 # A key glued to what comes before it is a key too: JSON's "\nsk-..." (the n of an escaped newline),
@@ -74,11 +78,17 @@ _SHAPES = [
     # the password may hold a "/" (unescaped, as people write it); a port and a path (host:443/a/@b) is no password
     # (the password ends where another URL starts: "a://b:" * 13,000, each scanned to the end, took 7 s)
     r"(?P<url>\b[A-Za-z][A-Za-z0-9+.-]{0,40}://[^\s:/@\"']+:)(?![0-9]*/)(?:(?!://)[^\s@\"'])+(?=@)",
+    # a query parameter named like a credential (an api_base given as "https://gw/v1?key=..."): its value
+    # (a word glued before the name is one of a few: monkey=, turkey= are no keys; a colon, a comma or a full
+    # stop that ends it is the sentence's: "at http://gw/v1?key=abc123: nothing listens")
+    rf"(?P<query>[?&](?i:(?:[A-Za-z0-9_.-]{{0,30}}[_.-])?(?:api|access|auth|refresh|id|client|session|private)?"
+    rf"(?:{'|'.join(_QUERY_NAMES)}))=)[^\s&#\"'<>]{{3,}}[^\s&#\"'<>:;,.)\]]",
 ]
 _SHAPE = re.compile("|".join(f"(?:{s})" for s in _SHAPES), re.DOTALL)
 # Cheap test before the full pattern: every shape holds one of these.
 _HINTS = ("sk-", "rk-", "pk-", "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "xox", "AKIA", "ASIA", "hf_",
-          "eyJ", "PRIVATE KEY", "Bearer", "://")
+          "eyJ", "PRIVATE KEY", "Bearer", "://",
+          *(f"{case(name)}=" for name in _QUERY_NAMES for case in (str.lower, str.upper, str.capitalize)))
 _HINT = re.compile("|".join(re.escape(h) for h in _HINTS))
 _BIG = 1 << 16  # past this size, literal searches (C speed) beat one regular expression
 
@@ -191,7 +201,7 @@ def _spans(text: str, secrets: tuple[str, ...]) -> list[tuple[int, int]]:
                 at = text.find(piece, at + 1)
     if _hinted(text):
         for m in _SHAPE.finditer(text):
-            spans.append((m.start() + len(m.group("bearer") or m.group("url") or ""), m.end()))
+            spans.append((m.start() + len(m.group("bearer") or m.group("url") or m.group("query") or ""), m.end()))
     spans.sort()
     joined: list[tuple[int, int]] = []
     for a, b in spans:

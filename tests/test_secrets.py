@@ -216,6 +216,12 @@ def test_default_journals_are_unique_and_private(tmp_path):
     ("token_" + SHAPES["github"] + " aws_" + SHAPES["aws_id"] + " x_" + SHAPES["bearer"] + " my" + SHAPES["hf"],
      "token_[redacted] aws_[redacted] x_[redacted] my[redacted]"),
     ("dsn postgres://admin:p4ss/w0rd@db/x", "dsn postgres://admin:[redacted]@db/x"),
+    # a query parameter named like a credential (an api_base "http://gw/v1?key=..." was said on stderr and journaled)
+    ("at http://127.0.0.1:9/v1?key=zzqqhunter3: nothing listens", "at http://127.0.0.1:9/v1?key=[redacted]: nothing listens"),
+    ("https://gw/v1?a=1&access_token=ya29.abc_def-ghi#top&x-api-key=Zz0-9aa",
+     "https://gw/v1?a=1&access_token=[redacted]#top&x-api-key=[redacted]"),
+    ("GET /blob?sv=2024&Signature=AbCdEf%2B123 HTTP/1.1", "GET /blob?sv=2024&Signature=[redacted] HTTP/1.1"),
+    ("https://shop/?monkey=bananas&q=keyword&turkey=roasted", "https://shop/?monkey=bananas&q=keyword&turkey=roasted"),
     ("sk-abc", "sk-abc"),  # too short to be a key
     # Markdown around a key stays (the closing ** was taken for part of it); a provider's masked key goes
     ("**" + SHAPES["openai"] + "**", "**[redacted]**"),
@@ -487,7 +493,8 @@ def test_redacting_text_shaped_to_make_the_shapes_backtrack_takes_linear_time():
     of them now take well under a second, so a generous bound (in a process of its own, killed when
     it passes) catches the quadratic time without timing anything finely."""
     texts = ["'ask-' * 80_000", "'a.' * 160_000 + ' ://'", "'eyJ' * 100_000", "'desk-' + 'a-' * 160_000",
-             "'a://b:' * 50_000", "'eyJ_' * 80_000"]
+             "'a://b:' * 50_000", "'eyJ_' * 80_000", "'?key=' * 60_000", "'&' + 'a_' * 150_000 + 'key'",
+             "'?api_key=' + 'a' * 300_000 + ':' * 100_000"]
     code = "from flowtui.runtime.secrets import redact\n" + "".join(f"redact({t}, ())\n" for t in texts)
     done = subprocess.run([sys.executable, "-c", code], timeout=60, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
