@@ -114,8 +114,12 @@ class Run:
     # --- the run ---------------------------------------------------------
     async def execute(self) -> str | None:
         """Run the workflow to the end; returns ``ctx.output``. Raises when it fails."""
+        unstarted = None  # what the app's async setups raised (a stop while one hangs): the run fails with it
         if self._startup is not None:
-            await self._startup()
+            try:
+                await self._startup()
+            except BaseException as exc:  # (after run.start: the journal says it, and the run's end why)
+                unstarted = exc
         if self.depth == 0:  # the thread the run runs on (it may be prepared on another)
             self.emitter.stream.thread = threading.get_ident()
         t0 = time.perf_counter()
@@ -134,6 +138,8 @@ class Run:
         self.status = "running"
         status = "finished"
         try:
+            if unstarted is not None:
+                raise unstarted
             if self._seed is not None:
                 for bucket in ("tasks", "history"):
                     if getattr(self._seed, bucket):

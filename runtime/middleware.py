@@ -198,7 +198,8 @@ class Plugins:
 
     def __init__(self) -> None:
         self.items: list[Any] = []
-        self._pending: list[Awaitable[Any]] = []  # async setups not awaited yet
+        self._pending: list[tuple[Any, Awaitable[Any]]] = []  # async setups not awaited yet, with their middleware
+        self._failed: ConfigError | None = None  # an async setup that raised: every run of the app fails with it
         self._lock: asyncio.Lock | None = None
         self._disposed = False
 
@@ -218,16 +219,25 @@ class Plugins:
             except Exception as exc:  # a flow file's plugin: a load error naming it, not a traceback
                 raise ConfigError(f"{middleware_name(mw)}.setup(app) raised {type(exc).__name__}: {exc}") from exc
             if inspect.isawaitable(result):
-                self._pending.append(result)
+                self._pending.append((mw, result))
 
     async def start(self) -> None:
+        if self._failed is not None:  # (not set up: a run through it would use what it never made)
+            raise self._failed
         if not self._pending:
             return
         if self._lock is None:
             self._lock = asyncio.Lock()
         async with self._lock:  # two runs starting at once await each setup once
             while self._pending:
-                await self._pending.pop(0)
+                mw, setup = self._pending.pop(0)
+                try:
+                    await setup
+                except FlowtuiError:
+                    raise
+                except Exception as exc:  # named as a sync one's is at load
+                    self._failed = ConfigError(f"{middleware_name(mw)}.setup(app) raised {type(exc).__name__}: {exc}")
+                    raise self._failed from exc
 
     async def dispose_all(self) -> list[tuple[str, BaseException]]:
         """Call every ``dispose()`` (sync or async), last added first; returns the failures."""

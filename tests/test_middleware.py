@@ -796,3 +796,50 @@ def test_a_plugin_whose_setup_raises_is_a_load_error_naming_it(tmp_path):
     with pytest.raises(FlowLoadError, match=r"metrics.setup\(app\) raised KeyError: 'METRICS_URL'") as info:
         load_flow(str(path))
     assert info.value.cls == "W"
+
+
+async def test_an_async_setup_that_raises_fails_the_run_naming_it_and_every_later_run_of_the_app(tmp_path):
+    """It was raised before run.start, bare (a ValueError naming nothing), leaving an empty journal; the
+    next run went through the middleware its setup never made. Under flowtui run the run never ended."""
+    through = []
+
+    async def setup(app):
+        raise ValueError("async setup boom")
+
+    async def model(request, call_next):
+        through.append("model")
+        return await call_next(request)
+
+    W = _flow(scripted("a", when_done="b")[0], [], middlewares=[Middleware(name="metrics", setup=setup, model=model)])
+    app = bootstrap(W)
+    for n in (1, 2):
+        events = []
+        with pytest.raises(ConfigError, match=r"^metrics.setup\(app\) raised ValueError: async setup boom$"):
+            await app.run("go", on_event=events.append, journal=tmp_path / f"{n}.jsonl")
+        assert [e.type for e in events] == ["run.start", "run.end"]
+        assert events[-1].status == "failed" and "metrics.setup(app) raised ValueError" in events[-1].error
+        assert len((tmp_path / f"{n}.jsonl").read_text().splitlines()) == 2  # the journal says it whole
+    assert through == []
+
+
+def test_flowtui_run_ends_a_run_whose_async_setup_raises_and_names_it(tmp_path):
+    import subprocess
+    import sys
+
+    flow = tmp_path / "flow.py"
+    flow.write_text(
+        "from flowtui import FunctionProvider, Middleware, agent, workflow\n"
+        "async def setup(app):\n"
+        "    raise ValueError('async setup boom')\n"
+        "@agent(provider=FunctionProvider(lambda m, t: 'ok'))\n"
+        "class A: pass\n"
+        "@workflow(steps=[A], middlewares=[Middleware(name='metrics', setup=setup)])\n"
+        "class W: pass\n")
+    done = subprocess.run([sys.executable, "-c", "from flowtui.tui.cli import main; main()", "run", str(flow),
+                           "--input", "hi", "--journal", "j.jsonl"], capture_output=True, text=True, cwd=tmp_path,
+                          timeout=60)
+    assert done.returncode == 1, done.stderr
+    assert "the run failed: ConfigError: metrics.setup(app) raised ValueError: async setup boom" in done.stderr
+    assert "Traceback" not in done.stderr
+    assert [line.split('"type":"')[1].split('"')[0] for line in (tmp_path / "j.jsonl").read_text().splitlines()] \
+        == ["run.start", "run.end"]
