@@ -219,13 +219,21 @@ async def invoke_tool(run: "Run", spec: AgentSpec, call: ToolCall,
 
     invocation = ToolInvocation(name=call.name, args=dict(call.args), agent=spec.name, ctx=run.ctx, call_id=call.id)
     try:
-        out = await through(run.tool_layers, invocation, to_tool)
+        out = await through(run.tool_layers, invocation, to_tool, returned=_an_output)
     except Exception as exc:
         if ends_the_run(exc):
             raise
         return f"Tool {call.name} failed: {_said(exc)}", True, reached[-1]
     text, is_error = _text(out)
     return text, is_error, reached[-1]
+
+
+def _an_output(name: str, out: Any) -> None:
+    """What tool middleware ``name`` returned is an output: None is one that forgot to return what
+    call_next gave (every call's result was blank, unsaid). It fails the call, naming it."""
+    if out is None:
+        raise TypeError(f"tool middleware {name!r} returned None, not a ToolOutput (return await "
+                        "call_next(invocation), or a ToolOutput of your own)")
 
 
 async def _run_tool(run: "Run", spec: AgentSpec, call: ToolCall,

@@ -843,3 +843,20 @@ def test_flowtui_run_ends_a_run_whose_async_setup_raises_and_names_it(tmp_path):
     assert "Traceback" not in done.stderr
     assert [line.split('"type":"')[1].split('"')[0] for line in (tmp_path / "j.jsonl").read_text().splitlines()] \
         == ["run.start", "run.end"]
+
+
+async def test_a_tool_middleware_that_forgets_to_return_fails_the_call_naming_it():
+    """`await call_next(inv)` without return: every tool result the model read was blank, and nothing said so."""
+    executed = []
+
+    class Audit:
+        async def tool(self, invocation, call_next):
+            await call_next(invocation)
+
+    W = _flow(scripted(call("busca", q="x"), "fim")[0], executed)
+    app = bootstrap(W)
+    app.use(Audit())
+    out, events = await _run(app)
+    assert executed == ["x"]  # the tool ran; what the middleware gave back is the fault
+    assert tool_results(events) == [("Tool busca failed: tool middleware 'Audit' returned None, not a ToolOutput "
+                                     "(return await call_next(invocation), or a ToolOutput of your own)", True)]
