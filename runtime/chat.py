@@ -21,12 +21,12 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, model_serializer
 
-from flowtui.runtime.construct import builders
+from flowtui.runtime.construct import bad_fields, builders
 from flowtui.runtime.decorators import AgentSpec
 from flowtui.runtime.errors import ConversationError, ProviderError
 from flowtui.runtime.events import ChatAttempt, ChatDelta
 from flowtui.runtime.invoke import raise_cancelled
-from flowtui.runtime.messages import Message
+from flowtui.runtime.messages import Message, ToolCall
 from flowtui.runtime.middleware import through
 from flowtui.runtime.nodes import NodeScope
 from flowtui.runtime.providers.base import (
@@ -246,10 +246,19 @@ def _shape(request: Any) -> tuple:
 
 
 def _a_reply(name: str, reply: Any) -> None:
-    """What model middleware ``name`` returned is a reply (else said, naming it)."""
+    """What model middleware ``name`` returned is a reply (else said, naming it), its fields of their types:
+    ``model_copy(update={"content": 5})`` is not validated, and the run failed on a raw pydantic error about
+    a Message, or an AttributeError for a tool call given as a dict."""
     if not isinstance(reply, ChatReply):
         raise TypeError(f"model middleware {name!r} returned {type(reply).__name__}, not a ChatReply (return "
                         "what call_next(request) gave, or a ChatReply of your own)")
+    wrong = bad_fields(reply)
+    odd = next((c for c in reply.tool_calls if not isinstance(c, ToolCall)), None) if wrong is None else None
+    if odd is not None:
+        wrong = f"tool_calls hold a {type(odd).__name__}, not a ToolCall(name=..., args=..., id=...)"
+    if wrong is not None:
+        raise TypeError(f"model middleware {name!r} returned a ChatReply whose {wrong} (a model_copy(update=...) "
+                        "is not validated: give each field a value of its type)")
 
 
 _MESSAGE_INDEX = re.compile(r"messages\.?\[(\d{1,9})\]")  # OpenAI's 'messages[1].content', (messages.[3].role)

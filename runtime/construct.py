@@ -109,3 +109,19 @@ def copy_with(model: Any, update: dict[str, Any]) -> Any:
     _set_extra(obj, None)
     _set_private(obj, None)
     return obj
+
+
+def bad_fields(model: BaseModel) -> str | None:
+    """What a model made without validation (``model_copy(update=...)`` in the flow's code) holds that its
+    class refuses: ``content is int 5: Input should be a valid string``; None when it is all as declared."""
+    from pydantic import ValidationError
+
+    try:
+        type(model).model_validate(dict(model.__dict__))
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = "".join(f"[{x}]" if isinstance(x, int) else f".{x}" for x in first["loc"]).lstrip(".")
+        value = repr(first.get("input"))
+        value = value if len(value) <= 60 else value[:59] + "…"
+        return f"{where or 'value'} is {type(first.get('input')).__name__} {value}: {first['msg']}"
+    return None

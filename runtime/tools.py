@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ValidationError
 from pydantic_core import to_jsonable_python
 
+from flowtui.runtime.construct import bad_fields
 from flowtui.runtime.context import stable_repr
 from flowtui.runtime.decorators import AgentSpec
 from flowtui.runtime.errors import BudgetExceededError, FatalToolError
@@ -234,6 +235,8 @@ def _an_output(name: str, out: Any) -> None:
     if out is None:
         raise TypeError(f"tool middleware {name!r} returned None, not a ToolOutput (return await "
                         "call_next(invocation), or a ToolOutput of your own)")
+    if isinstance(out, ToolOutput) and (wrong := bad_fields(out)) is not None:  # (model_copy does not validate)
+        raise TypeError(f"tool middleware {name!r} returned a ToolOutput whose {wrong}")
 
 
 async def _run_tool(run: "Run", spec: AgentSpec, call: ToolCall,

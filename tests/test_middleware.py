@@ -860,3 +860,38 @@ async def test_a_tool_middleware_that_forgets_to_return_fails_the_call_naming_it
     assert executed == ["x"]  # the tool ran; what the middleware gave back is the fault
     assert tool_results(events) == [("Tool busca failed: tool middleware 'Audit' returned None, not a ToolOutput "
                                      "(return await call_next(invocation), or a ToolOutput of your own)", True)]
+
+
+@pytest.mark.parametrize("update,said", [
+    ({"content": 5}, "returned a ChatReply whose content is int 5: Input should be a valid string"),
+    ({"tool_calls": [{"name": "busca", "args": {"q": "x"}}]},
+     "returned a ChatReply whose tool_calls hold a dict, not a ToolCall(name=..., args=..., id=...)"),
+])
+async def test_a_model_middleware_whose_copied_reply_holds_a_wrong_value_fails_naming_it(update, said):
+    """model_copy(update=...) is not validated: the run failed on a raw pydantic error about a Message,
+    or on "'dict' object has no attribute 'id'", neither naming the middleware."""
+
+    class Rewrite:
+        async def model(self, request, call_next):
+            return (await call_next(request)).model_copy(update=update)
+
+    app = bootstrap(_flow(scripted("a", when_done="b")[0], []))
+    app.use(Rewrite())
+    with pytest.raises(TypeError) as info:
+        await _run(app)
+    assert str(info.value).startswith(f"model middleware 'Rewrite' {said}")
+
+
+async def test_a_tool_middleware_whose_copied_output_holds_a_wrong_value_fails_the_call_naming_it():
+    """It failed the whole run with a raw pydantic error, where a middleware's failure fails the call."""
+
+    class Rewrite:
+        async def tool(self, invocation, call_next):
+            return (await call_next(invocation)).model_copy(update={"content": 42})
+
+    app = bootstrap(_flow(scripted(call("busca", q="x"), "fim")[0], []))
+    app.use(Rewrite())
+    out, events = await _run(app)
+    assert out == "fim"
+    assert tool_results(events) == [("Tool busca failed: tool middleware 'Rewrite' returned a ToolOutput whose "
+                                     "content is int 42: Input should be a valid string", True)]
