@@ -10,6 +10,7 @@ call; runs share nothing but the app's subscribers and middlewares.
 from __future__ import annotations
 
 import itertools
+import weakref
 import os
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
@@ -104,6 +105,7 @@ class App:
         self.workflow = plans.spec
         self.model = model
         self._subscribers: list[Sink] = []
+        self._streams: weakref.WeakSet[Stream] = weakref.WeakSet()  # the runs' (an unsubscribe reaches them)
         self._plugins = Plugins()
         for mw in plans.spec.middlewares:  # the workflow's own, outermost
             self.use(mw)
@@ -163,6 +165,8 @@ class App:
         def unsubscribe() -> None:
             if callback in self._subscribers:
                 self._subscribers.remove(callback)
+            for stream in list(self._streams):  # a run under way too: from its next event
+                stream.remove_sink(callback)
 
         return unsubscribe
 
@@ -202,7 +206,9 @@ class App:
             sinks.extend(s for s in self._subscribers if s not in sinks)  # subscribed by an async setup
 
         wrap = resume.wrap(self.wrap) if resume is not None else self.wrap
-        run = Run(plans=self.plans, emitter=Emitter(Stream(sinks), run_id), input=input,
+        stream = Stream(sinks)
+        self._streams.add(stream)
+        run = Run(plans=self.plans, emitter=Emitter(stream, run_id), input=input,
                   memory=memory_items(memory), data=data,
                   tracker=BudgetTracker(check_budget_arg(budget, self.workflow.budget)),
                   controller=controller, model=self.model, wrap=wrap,

@@ -62,6 +62,7 @@ class Stream:
         self.lock = threading.RLock()
         self._delivering = False
         self._queued: list[Any] = []
+        self._leaving: list[Sink] = []  # removed while an event was delivered: they go once it has been
         # The thread the run runs on (set again as it starts): an event from another that says no origin
         # came from a thread the flow started (the runtime emits from none), whose context holds none of the
         # run's variables.
@@ -85,9 +86,18 @@ class Stream:
                 self._sinks.append(sink)
 
     def remove_sink(self, sink: Sink) -> None:
+        """Deliver no more events to ``sink`` (one that removes itself as it receives one: from the next)."""
         with self.lock:
+            if self._delivering:  # (the list is being gone through)
+                self._leaving.append(sink)
+            elif sink in self._sinks:
+                self._sinks.remove(sink)
+
+    def _let_go(self) -> None:
+        for sink in self._leaving:
             if sink in self._sinks:
                 self._sinks.remove(sink)
+        self._leaving.clear()
 
     def emit(self, cls: type, run_id: str, fields: dict[str, Any]) -> Any:
         """Number ``fields`` as an event of ``cls`` of run ``run_id`` and deliver it."""
@@ -104,6 +114,8 @@ class Stream:
             t0 = time.perf_counter()
             try:
                 self._deliver(event)
+                if self._leaving:
+                    self._let_go()
                 if self._queued:
                     self._drain()
             finally:
@@ -115,6 +127,8 @@ class Stream:
         """Deliver what sinks emitted while they received an event, in order."""
         while self._queued:
             self._deliver(self._queued.pop(0))
+            if self._leaving:
+                self._let_go()
 
     def _deliver(self, event: Any) -> None:
         failed = None

@@ -281,3 +281,36 @@ async def test_a_journal_without_pauses_still_knows_the_prompt_each_call_sent(tm
     for event in read_journal(path):
         view.apply(event)
     assert [(m.role, m.content) for m in view.model_sees()][0] == ("system", "Você escreve. Curto.")
+
+
+async def test_a_subscriber_that_unsubscribes_during_a_run_gets_no_more_of_its_events():
+    """The run kept the subscribers it started with: unsubscribe() took effect only at the next run."""
+    from flowtui import bootstrap
+
+    seen, others = [], []
+    app = bootstrap(_unsubscribing_flow())
+
+    def first_three(event):
+        seen.append(event.type)
+        if len(seen) == 3:
+            unsubscribe()
+
+    unsubscribe = app.subscribe(first_three)
+    app.subscribe(lambda event: others.append(event.type))
+    await app.run("go")
+    assert len(seen) == 3 and seen == others[:3]
+    assert len(others) > 6 and others[-1] == "run.end"  # the one after it in the list missed none
+
+
+def _unsubscribing_flow():
+    from flowtui import FunctionProvider, agent, workflow
+
+    @agent(provider=FunctionProvider(lambda m, t: "ok"), prompt="p")
+    class A:
+        pass
+
+    @workflow(steps=[A, A])
+    class Twice:
+        pass
+
+    return Twice
