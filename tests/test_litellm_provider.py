@@ -17,6 +17,8 @@ import pytest
 
 from loopback_openai import (
     LoopbackOpenAI,
+    chunk,
+    events,
     drop_mid_stream,
     http_error,
     keep_alive,
@@ -191,6 +193,25 @@ async def test_stream_deltas_and_tool_calls_assembled(server):
     assert out.tool_call_source == "native"
     assert (out.usage.prompt_tokens, out.usage.completion_tokens) == (20, 9)
     assert server.requests[0].body["stream"] is True
+
+
+@pytest.mark.asyncio
+async def test_a_streamed_reply_with_no_usage_is_estimated_tools_included_as_a_whole_one_is(server):
+    """litellm makes a stream's usage up when the server sends none, counting the messages alone: it was
+    taken as the server's own count (not said estimated), the tool schemas left out, a token or cost
+    budget undercounted by half for an agent with tools."""
+    bare = (chunk({"role": "assistant", "content": ""}), chunk({"content": "hello there"}),
+            chunk({}, finish_reason="stop"))
+    server.script(events(*bare), events(*bare))
+    with_tools = await provider(server, stream=True).complete(request(tools=True))
+    without = await provider(server, stream=True).complete(request())
+    assert with_tools.usage_estimated and without.usage_estimated
+    assert with_tools.usage.prompt_tokens > without.usage.prompt_tokens  # the tool schemas are counted
+    assert with_tools.usage.completion_tokens > 0
+    server.script(events(*bare[:2], chunk({}, finish_reason="stop", usage={
+        "prompt_tokens": 50, "completion_tokens": 3, "total_tokens": 53})))
+    said = await provider(server, stream=True).complete(request(tools=True))  # said: taken as it is
+    assert not said.usage_estimated and (said.usage.prompt_tokens, said.usage.completion_tokens) == (50, 3)
 
 
 @pytest.mark.asyncio

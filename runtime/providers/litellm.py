@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import json
 import math
 import random
 import time
@@ -176,7 +177,7 @@ class LiteLLMProvider(Provider):
                 else:
                     resp = await self._whole(litellm, kwargs)
                 reply = _litellm.parse_response(resp, request, rescue=self.rescue_tool_calls)
-                if not self.stream and not any(_litellm.usage_as_sent(resp)):
+                if not any(_litellm.usage_as_sent(resp)):
                     self._estimate_usage(request, reply)
             except FlowtuiError:
                 raise
@@ -268,18 +269,26 @@ class LiteLLMProvider(Provider):
                         raise _CallbackFailed(exc) from exc
         if not chunks:
             raise EmptyStream("the stream ended before any data arrived")
-        return build_streamed(litellm, chunks, kwargs["messages"])
+        resp = build_streamed(litellm, chunks, kwargs["messages"])
+        sent = getattr(stream, "chunks", None)  # (litellm's record of the chunks as the server sent them)
+        if isinstance(sent, list) and sent and all(getattr(c, "usage", None) is None for c in sent):
+            # the server sent no usage: litellm made one up, counting the messages alone (no tool schemas),
+            # which was taken as the server's and undercounted a token or cost budget
+            resp.usage = None
+        return resp
 
     def _wait_s(self, exc: BaseException, failed_attempt: int) -> float:
         after = retry_after_s(exc)
         return after if after is not None else self._policy.backoff_s(failed_attempt)
 
     def _estimate_usage(self, request: ChatRequest, reply: ChatReply) -> None:
-        """Count a reply that came with no usage (litellm says 0 and 0) as a stream's is counted:
-        estimated, so a token budget still trips and the cost adds up. The prompt is counted with
-        the model's tokenizer when litellm ships it, else at about four characters a token."""
+        """Count a reply that came with no usage (litellm says 0 and 0; streamed, it made one up from the
+        messages alone): estimated, so a token budget still trips and the cost adds up. The prompt, tool
+        schemas included, is counted with the model's tokenizer when litellm ships it, else at about four
+        characters a token."""
         counted = self.count_tokens(request.messages, list(request.tools or ()))
-        prompt = counted.total if counted is not None else sum(estimate_tokens(m) for m in request.messages)
+        prompt = counted.total if counted is not None else sum(estimate_tokens(m) for m in request.messages) \
+            + (len(json.dumps(request.tools, default=str)) + 3) // 4 * bool(request.tools)
         said = Message(role="assistant", content=reply.content + (reply.reasoning or ""),
                        tool_calls=tuple(reply.tool_calls))
         reply.usage = Usage(prompt_tokens=prompt, completion_tokens=estimate_tokens(said))
