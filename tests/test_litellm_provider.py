@@ -215,6 +215,17 @@ async def test_a_streamed_reply_with_no_usage_is_estimated_tools_included_as_a_w
 
 
 @pytest.mark.asyncio
+async def test_a_request_with_no_message_is_not_sent_and_says_why(server):
+    """An agent with an empty prompt and a run with no input: the request went out with no message, and the
+    API's 400 ("messages must be a non-empty array") failed the run three times over."""
+    server.script(reply("never sent"))
+    with pytest.raises(ProviderError, match=r"^agent 'Revisor': the model call was not sent: it holds no message "
+                                            r"\(the agent's prompt is empty"):
+        await provider(server).complete(request(messages=[]))
+    assert server.requests == []
+
+
+@pytest.mark.asyncio
 async def test_stream_dropped_mid_way_is_retried(server):
     server.script(drop_mid_stream("never finished"), reply("complete answer"))
     deltas: list[str] = []

@@ -164,6 +164,11 @@ class LiteLLMProvider(Provider):
                 f"agent {request.agent!r}: no model set for {type(self).__name__}; give "
                 "LiteLLMProvider(model='provider/name'), set `model = ...` on the subclass, "
                 "or run with --model", agent=request.agent)
+        if not request.messages:  # (every API refuses it, "messages must be a non-empty array", with a 400)
+            raise ProviderError(
+                f"agent {request.agent!r}: the model call was not sent: it holds no message (the agent's prompt "
+                "is empty and the run has no input, memory or history yet); give the agent a prompt, or the run "
+                "an input (--input)", agent=request.agent)
         from flowtui.runtime.providers import _litellm
 
         litellm = await _litellm.aload_litellm()
