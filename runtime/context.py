@@ -238,6 +238,21 @@ DESCRIBED = re.compile(r" \(not shown: \w+|\(an iterator, shown without being co
                        r"|^<int of about \d+ digits>$")
 
 
+def json_text(value: Any) -> str:
+    """``value`` as the model reads it where a text is due (the first user turn, a memory item): a text as
+    it is, else JSON as an event carries it (a set as a list, bytes as their text), not Python's own text
+    (``{'x': 1}``, ``None``, ``{1, 2}``); a value JSON cannot carry at all (bytes that are no text) as
+    Python writes it."""
+    import json
+
+    if isinstance(value, str):
+        return value
+    shown = jsonable(value)
+    if isinstance(shown, str):
+        return shown if not DESCRIBED.search(shown) else stable_repr(value)
+    return json.dumps(shown, ensure_ascii=False)
+
+
 class RunData(Mapping):
     """``ctx.data``: the run's own data, read-only; changing it says what to do instead."""
 

@@ -9,7 +9,6 @@ system message). Reads return read-only sequences; every change goes through
 
 from __future__ import annotations
 
-import json
 import threading
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, overload
@@ -84,7 +83,10 @@ def memory_items(memory: str | Iterable[str] | Mapping[str, Any] | None) -> list
     if isinstance(memory, str):
         return [memory]
     if isinstance(memory, Mapping):
-        return [f"{k}: {v if isinstance(v, str) else _as_json(v)}" for k, v in memory.items()]
+        from flowtui.runtime.context import json_text  # (it imports this module)
+
+        # (a set was Python's own text of it, {1, 3}, as JSON has no word for it)
+        return [f"{k}: {json_text(v)}" for k, v in memory.items()]
     if not isinstance(memory, Iterable) or isinstance(memory, (bytes, bytearray)):
         raise TypeError(f"run(memory=...) must be a str, a list of str or a mapping such as {{'plano': 'pro'}}, "
                         f"got {type(memory).__name__} {memory!r:.60}")
@@ -96,13 +98,6 @@ def memory_items(memory: str | Iterable[str] | Mapping[str, Any] | None) -> list
                 "(or pass a mapping, which becomes 'key: value' items)"
             )
     return items
-
-
-def _as_json(value: Any) -> str:
-    try:
-        return json.dumps(value, ensure_ascii=False, default=str)
-    except (ValueError, RecursionError):  # a value that holds itself
-        return str(value)
 
 
 def system_note(memory: Sequence[str], tasks: Sequence[str]) -> str | None:

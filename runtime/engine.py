@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from flowtui.runtime.budget import BudgetStop, BudgetTracker, RunTotals, limits_of
 from flowtui.runtime.bus import Emitter, current_node
-from flowtui.runtime.context import AgentContext, jsonable, output_text
+from flowtui.runtime.context import AgentContext, json_text, jsonable, output_text
 from flowtui.runtime.control import Controller, PausePoint, RunStopped, Signalled, StopRequested, Terminated
 from flowtui.runtime.conversation import ConversationState
 from flowtui.runtime.decorators import WorkflowSpec
@@ -386,18 +386,16 @@ class Run:
 
 
 def _first_message(input: Any) -> str | None:
-    if input is None:
-        return None
-    if isinstance(input, str):
+    """The first user turn: a text as it is, ``{"message": ...}``'s message (None: no turn, as no input),
+    anything else as JSON, as run.start carries it (it was Python's own text of a value that is no text:
+    ``"{'x': 1}"``, ``"None"``, ``"b'bytes'"``, a set's ``"{1, 2}"``)."""
+    if isinstance(input, dict) and "message" in input:
+        input = input["message"]
+    if input is None or isinstance(input, str):
         return input
-    if isinstance(input, dict):
-        if "message" in input:
-            return str(input["message"])
-        try:
-            return json.dumps(input, ensure_ascii=False, default=repr)
-        except (ValueError, RecursionError):  # a value holding itself: shown as the event shows it
-            return json.dumps(_jsonable_input(input), ensure_ascii=False)
-    return str(input)
+    if isinstance(input, dict):  # (an object whatever a value is, as run.start carries it)
+        return json.dumps(_jsonable_input(input), ensure_ascii=False)
+    return json_text(input)
 
 
 def _jsonable_input(input: Any) -> Any:

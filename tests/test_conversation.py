@@ -104,3 +104,15 @@ async def test_run_seeds_memory_and_first_user_turn_and_agent_prompt_comes_first
     seen.clear()  # a value other than a string is written as JSON, not Python's repr ({'lang': 'pt'}, True, None)
     await bootstrap(W).run(input="Olá", memory={"prefs": {"lang": "pt", "ok": True}, "n": 3, "nada": None})
     assert seen[0][1] == ("system", 'prefs: {"lang": "pt", "ok": true}\n\nn: 3\n\nnada: null')
+    seen.clear()  # a set, bytes: as JSON carries them (Python's {1, 3}); bytes that are no text as Python writes them
+    await bootstrap(W).run(input="Olá", memory={"ids": {3, 1}, "raw": b"abc", "bin": b"\xff"})
+    assert seen[0][1] == ("system", "ids: [1, 3]\n\nraw: abc\n\nbin: b'\\xff'")
+    # the first user turn too: a message that is no text as JSON, as run.start carries it ("{'x': 1}", "None")
+    for given, said in (({"message": {"x": 1, "ok": True}}, '{"x": 1, "ok": true}'), ({"a": {2, 1}}, '{"a": [1, 2]}'),
+                        ([1, True, None], "[1, true, null]"), (b"bytes", "bytes")):
+        seen.clear()
+        await bootstrap(W).run(input=given)
+        assert seen[0][-1] == ("user", said), given
+    seen.clear()
+    await bootstrap(W).run(input={"message": None})  # no message: no user turn, as no input
+    assert [role for role, _ in seen[0]] == ["system"]
