@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextvars
 import itertools
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -139,13 +140,21 @@ class Stream:
                 failed = (failed or []) + [(sink, exc)]
         if failed:
             for sink, exc in failed:
-                self._report(sink, exc, event.run_id)
+                self._report(sink, exc, event)
 
-    def _report(self, bad: Sink, exc: Exception, run_id: str) -> None:
-        """Tell the other sinks, once per failing sink (it keeps receiving events)."""
+    def _report(self, bad: Sink, exc: Exception, event: Any) -> None:
+        """Tell the other sinks, once per failing sink (it keeps receiving events). A failure on the run's
+        last event is said on stderr: nothing follows run.end (a journal went on past it)."""
         if id(bad) in self._reported:
             return
         self._reported.add(id(bad))
+        run_id = event.run_id
+        if event.type == "run.end" and event.parent_id is None:
+            from flowtui.runtime.secrets import redact, secret_values
+
+            said = f"flowtui: subscriber {sink_name(bad)} raised on run.end: {type(exc).__name__}: {exc}"
+            print(redact(said, secret_values()), file=sys.stderr, flush=True)
+            return
         self._seq += 1
         report = build_event(SubscriberError, dict(
             seq=self._seq, ts=time.time(), run_id=run_id, node_id=None, parent_id=None,

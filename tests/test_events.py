@@ -314,3 +314,19 @@ def _unsubscribing_flow():
         pass
 
     return Twice
+
+
+async def test_a_subscriber_that_raises_on_run_end_is_said_on_stderr_not_after_run_end(tmp_path, capsys):
+    """Its report followed run.end in the journal: nothing follows a run's end."""
+    from flowtui import bootstrap
+    from flowtui.runtime.journal import load_runs
+
+    def at_the_end(event):
+        if event.type == "run.end":
+            raise ValueError("closing the report failed")
+
+    app = bootstrap(_unsubscribing_flow())
+    app.subscribe(at_the_end)
+    await app.run("go", journal=tmp_path / "j.jsonl")
+    assert load_runs(tmp_path / "j.jsonl")[-1][-1].type == "run.end"
+    assert "<locals>.at_the_end raised on run.end: ValueError: closing the report failed" in capsys.readouterr().err
