@@ -288,7 +288,7 @@ _RUN_OPTIONS = frozenset({"memory", "data", "budget", "journal", "controller", "
                           "listen", "token", "listen_public", "resume_from", "on_divergence"})
 
 
-async def run(target: type, /, input: Any = None, *, max_iterations: int | float = 10,
+async def run(target: type, /, input: Any = None, *, max_iterations: int | float | None = None,
               state: type | None = None, middlewares: Iterable[Any] = (), **options: Any) -> str | None:
     """One call: run a workflow, or a single agent without writing one, and return the output.
 
@@ -310,11 +310,15 @@ async def run(target: type, /, input: Any = None, *, max_iterations: int | float
                           f"not {type(middlewares).__name__} {middlewares!r:.60}")
     spec = spec_of(target)
     if isinstance(spec, AgentSpec):
-        target = _agent_workflow(target, spec, max_iterations=max_iterations, state=state)
+        target = _agent_workflow(target, spec, max_iterations=10 if max_iterations is None else max_iterations,
+                                 state=state)
     elif not isinstance(spec, WorkflowSpec):
         raise ConfigError(f"run({getattr(target, '__name__', target)!r}, ...): pass an @agent or a @workflow class")
     elif state is not None:
         raise ConfigError(f"run({spec.name}, state=...): a workflow declares its own state in @workflow(state=...)")
+    elif max_iterations is not None:  # (it was dropped, unsaid)
+        raise ConfigError(f"run({spec.name}, max_iterations=...): it is the ceiling of the loop run(Agent, ...) makes; "
+                          "a workflow's loops say their own, loop([...], max_iterations=...)")
     app = bootstrap(target, **{k: v for k, v in options.items() if k in _BOOTSTRAP_OPTIONS})
     for mw in middlewares:
         app.use(mw)

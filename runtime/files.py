@@ -21,8 +21,8 @@ from typing import IO
 
 def cannot_write(path: Path | str, what: str) -> str:
     """Why a journal cannot be written, and what to do instead."""
-    return (f"cannot write the journal {path}: {what}; name a file you can write (--journal FILE), "
-            "or run without one (--no-journal)")
+    return (f"cannot write the journal {path}: {what}; name a file you can write (--journal FILE; from Python, "
+            "journal=), or run without one (--no-journal; from Python, leave journal= out)")
 
 
 def not_a_file(path: Path, what: str = "a journal file") -> str | None:

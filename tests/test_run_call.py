@@ -42,6 +42,9 @@ async def test_run_a_workflow_with_run_options_and_the_old_name_still_works():
 
     assert await run(W, "x", data={"conta_id": "acme"}) == "ok para acme"
     assert await run_workflow(W, "x", data={"conta_id": "beta"}) == "ok para beta"
+    # an agent's option given to a workflow was dropped, unsaid
+    with pytest.raises(ConfigError, match=r"^run\(W, max_iterations=...\): it is the ceiling of the loop run\(Agent, "):
+        await run(W, "x", max_iterations=1)
 
 
 async def test_an_agent_asking_for_state_gets_one_with_state_and_middlewares_are_disposed():
@@ -78,7 +81,7 @@ async def test_the_one_call_passes_the_listen_options_on_as_app_run_takes_them()
         await run(A, "x", listen="0.0.0.0:0")  # (it was told the command line's --listen-public)
 
 
-async def test_mistakes_in_the_one_call_are_named():
+async def test_mistakes_in_the_one_call_are_named(tmp_path):
     @agent(provider=FunctionProvider(lambda m, t: "ok"))
     class A:
         pass
@@ -93,6 +96,10 @@ async def test_mistakes_in_the_one_call_are_named():
     with pytest.raises(ConfigError, match=r"journal= takes the path of the file to write \(a str or a Path\), "
                                           r"not int 5"):
         await run(A, "x", journal=5)
+    # a journal it cannot write says what to give from Python too (it named --journal and --no-journal alone)
+    with pytest.raises(ConfigError, match=r"is a folder, not a journal file; name a file you can write \(--journal FILE; from Python, "
+                                          r"journal=\), or run without one \(--no-journal; from Python, leave journal="):
+        await run(A, "x", journal=tmp_path)
     with pytest.raises(ConfigError, match=r"bootstrap\(A, model=''\): give a litellm model name"):
         await run(A, "x", model="")  # (blank: refused as --model and FLOWTUI_MODEL are; it was taken)
 
