@@ -52,8 +52,12 @@ class ContextWindow:
 
     def _count(self, message: Message) -> int | float:
         """``count_tokens(message)``, a number of tokens, or a TypeError naming it (a text it returned failed on
-        ``int + str`` with no word of ContextWindow)."""
-        n = self.count_tokens(message)
+        ``int + str`` with no word of ContextWindow; one that raised failed the run with its bare error)."""
+        try:
+            n = self.count_tokens(message)
+        except Exception as exc:
+            raise ConfigError(f"{self.name}: count_tokens raised {type(exc).__name__}: {exc} for a {message.role} "
+                              "message") from exc
         if isinstance(n, bool) or not isinstance(n, (int, float)) or not 0 <= n < float("inf"):
             raise TypeError(f"{self.name}: count_tokens returned {type(n).__name__} {n!r:.40} for a {message.role} "
                             "message, not its number of tokens (a whole number, 0 or more)")

@@ -744,6 +744,16 @@ async def test_a_context_window_counter_that_is_no_counter_is_named():
                                         r"number of tokens"):
         await bootstrap(W).run("go")
 
+    def raises(message):
+        return message.usage["tok"]
+
+    @workflow(steps=[A], middlewares=[ContextWindow(max_tokens=40, count_tokens=raises)])
+    class Raising:
+        pass
+
+    with pytest.raises(ConfigError, match=r"^ContextWindow: count_tokens raised AttributeError: .* for a user message$"):
+        await bootstrap(Raising).run("go")  # (a bare AttributeError, naming neither)
+
 
 # --- inside run(): self.prompt, self.provider, self.tools ----------------------------------------
 
