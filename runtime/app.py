@@ -10,8 +10,8 @@ call; runs share nothing but the app's subscribers and middlewares.
 from __future__ import annotations
 
 import itertools
-import weakref
 import os
+import weakref
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any

@@ -39,7 +39,7 @@ T = TypeVar("T")
 
 
 async def within(awaitable: Awaitable[T], seconds: float | None) -> T:
-    """``within(awaitable, seconds)`` without its Python 3.11 flaw: a cancel that comes as the
+    """``asyncio.wait_for(awaitable, seconds)`` without its Python 3.11 flaw: a cancel that comes as the
     wait ends was swallowed, and what was cancelled (the app quitting, a run's branch) went on."""
     async with asyncio.timeout(seconds):
         return await awaitable
