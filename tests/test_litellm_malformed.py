@@ -284,6 +284,17 @@ async def test_negative_usage_counts_count_zero_and_never_lower_the_cost(server,
 
 
 @pytest.mark.asyncio
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
+async def test_a_usage_with_no_count_to_take_is_estimated_as_no_usage_is(server, stream):
+    """Both counts below 0 counted 0 and 0, the cost 0: a token or cost budget never tripped."""
+    server.script(reply("an answer of some length", usage=(-5000, -3)))
+    p = LiteLLMProvider("openai/gpt-4o-mini", api_base=server.base_url, api_key=KEY, retry=FAST, stream=stream)
+    out = await complete(p, request())
+    assert out.usage_estimated and out.usage.prompt_tokens > 0 and out.usage.completion_tokens > 0
+    assert out.cost_usd > 0
+
+
+@pytest.mark.asyncio
 async def test_negative_usage_never_lowers_a_cost_per_1k(server):
     server.script(reply("x", usage=(1000, -1_000_000)))
     out = await complete(provider(server, cost_per_1k={"prompt": 0.5, "completion": 2.0}), request())

@@ -182,8 +182,8 @@ class LiteLLMProvider(Provider):
                 else:
                     resp = await self._whole(litellm, kwargs)
                 reply = _litellm.parse_response(resp, request, rescue=self.rescue_tool_calls)
-                if not any(_litellm.usage_as_sent(resp)):
-                    self._estimate_usage(request, reply)
+                if not any(map(_litellm.token_count, _litellm.usage_as_sent(resp))):  # none, or none usable
+                    self._estimate_usage(request, reply)  # (-5000 and -3 counted 0: no token or cost budget tripped)
             except FlowtuiError:
                 raise
             except _CallbackFailed as failed:
