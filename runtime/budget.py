@@ -24,7 +24,8 @@ LIMITS = ("max_duration_s", "max_chat_calls", "max_tool_calls", "max_tokens", "m
 class Budget(BaseModel):
     """What a run may spend. Unset limits are not checked."""
 
-    model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid")
+    # (checked when a limit is changed too: budget.max_chat_calls = float("nan") was no limit, -3 taken)
+    model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid", validate_assignment=True)
 
     def __init__(self, *args: Any, **limits: Any) -> None:
         """Every fault said in flowtui's words, naming the parameter: a misspelt limit would
@@ -35,6 +36,16 @@ class Budget(BaseModel):
         try:
             super().__init__(**limits)
         except ValidationError as exc:
+            raise ConfigError("; ".join(_fault(e) for e in exc.errors())) from None
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        kept = dict(self.__dict__)
+        try:
+            super().__setattr__(name, value)
+        except (ValidationError, ConfigError) as exc:
+            self.__dict__.update(kept)  # (a refused limit stays as it was: the check after setting it refused it)
+            if isinstance(exc, ConfigError):
+                raise
             raise ConfigError("; ".join(_fault(e) for e in exc.errors())) from None
 
     max_duration_s: float | None = None
@@ -75,7 +86,7 @@ class Budget(BaseModel):
 def _fault(error: Any) -> str:
     """One of pydantic's errors about a Budget, as flowtui says it."""
     name = ".".join(map(str, error["loc"]))
-    if error["type"] == "extra_forbidden":
+    if error["type"] in ("extra_forbidden", "no_such_attribute"):  # (given to Budget(...), or set on one)
         from difflib import get_close_matches
 
         close = get_close_matches(name, [*LIMITS, "mode", "on_exceeded"], n=1)

@@ -584,6 +584,11 @@ async def test_the_fold_counts_totals_as_the_run_goes_and_takes_the_runs_own_at_
     (lambda: Budget(max_chat_calls=-1), "Budget(max_chat_calls=-1): a limit cannot be negative"),
     (lambda: Budget(mode="halt"), "Budget(mode='halt'): Input should be 'stop' or 'raise'"),
     (lambda: Budget(2), "Budget takes its limits by name, e.g. Budget(max_chat_calls=2)"),
+    # set on a budget made already (budget.max_chat_calls = nan was no limit, -3 taken)
+    (lambda: setattr(Budget(max_chat_calls=3), "max_chat_calls", -3), "Budget(max_chat_calls=-3): a limit cannot be"),
+    (lambda: setattr(Budget(), "max_cost_usd", float("nan")), "Budget(max_cost_usd=nan): not a limit"),
+    (lambda: setattr(Budget(), "max_chat_calls", "5"), "Budget(max_chat_calls='5'): a limit is a number"),
+    (lambda: setattr(Budget(), "max_tokns", 5), "Budget(max_tokns=...): no such parameter; did you mean max_tokens?"),
 ])
 def test_a_budget_written_wrong_is_refused_naming_the_parameter(make, said):
     """A misspelt limit used to be accepted, and the run went without it."""
@@ -709,3 +714,13 @@ async def test_a_budget_limit_changed_is_no_difference_between_two_runs(tmp_path
     for name, most in (("a", 5), ("b", 50)):
         await bootstrap(W).run("go", budget=Budget(max_chat_calls=most), journal=str(tmp_path / f"{name}.jsonl"))
     assert main_diff([str(tmp_path / "a.jsonl"), str(tmp_path / "b.jsonl")]) == 0
+
+
+def test_a_limit_set_wrong_on_a_budget_leaves_it_as_it_was():
+    from flowtui.runtime.errors import ConfigError
+
+    budget = Budget(max_chat_calls=3)
+    with pytest.raises(ConfigError):
+        budget.max_chat_calls = -3
+    budget.mode = "raise"
+    assert (budget.max_chat_calls, budget.mode) == (3, "raise")
