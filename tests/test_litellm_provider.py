@@ -226,6 +226,20 @@ async def test_a_request_with_no_message_is_not_sent_and_says_why(server):
 
 
 @pytest.mark.asyncio
+async def test_an_api_base_with_a_password_and_an_api_key_is_said_so_and_not_retried(server):
+    """The HTTP client refuses two Authorizations before sending: litellm called it an HTTP 500 of the
+    server's, retried three times, and the words said nothing of the api_base."""
+    base = server.base_url.replace("http://", "http://admin:hunter2pw@")
+    p = LiteLLMProvider("openai/gpt-test", api_base=base, api_key=KEY, retry=FAST)
+    with pytest.raises(ProviderError) as info:
+        await p.complete(request())
+    said = str(info.value)
+    assert "the api_base holds a user and password (user:password@host) and an API key is given too" in said
+    assert info.value.status is None and info.value.attempts == 1 and "HTTP 500" not in said
+    assert server.requests == [] and "hunter2pw" not in said
+
+
+@pytest.mark.asyncio
 async def test_stream_dropped_mid_way_is_retried(server):
     server.script(drop_mid_stream("never finished"), reply("complete answer"))
     deltas: list[str] = []

@@ -40,7 +40,7 @@ def classify(exc: BaseException) -> tuple[int | None, bool]:
         return status, False
     if unencodable(exc):  # the request is no JSON: nothing was sent, and no retry sends it
         return None, False
-    if _not_http(exc):  # api_base="htp://...": no attempt can reach it
+    if _not_http(exc) or refused_here(exc):  # api_base="htp://...": no attempt can reach it
         return None, False
     if is_timeout(exc) or is_connection(exc) or is_malformed(exc):
         return None, True  # no answer came, or none that can be used: litellm's 408 or 500 here is its own
@@ -104,6 +104,13 @@ def _raising_frame(exc: BaseException) -> Any:
 
 def _not_http(exc: BaseException) -> bool:
     return any(type(c).__name__ in ("NonHttpUrlClientError", "UnsupportedProtocol") for c in causes(exc, 12))
+
+
+def refused_here(exc: BaseException) -> bool:
+    """The HTTP client refused the request before sending it (an api_base with user:password@ and an API
+    key too: two Authorizations), which litellm calls a 500 of the server's, retried in vain."""
+    return any(isinstance(c, ValueError) and str(c).startswith("Cannot combine AUTHORIZATION header")
+               for c in causes(exc, 12))
 
 
 # litellm's words for a 200 it could not turn into a response (a field missing, one of the wrong type),

@@ -33,7 +33,7 @@ from flowtui.runtime.providers.base import (AttemptInfo, ChatReply, ChatRequest,
                                            sent_sampling)
 from flowtui.runtime.providers.failures import (
     RETRYABLE_STATUS, EmptyStream, classify, cut, is_connection, is_malformed, is_missing_key, is_timeout,
-    retry_after_s, said, unencodable, unreachable,
+    refused_here, retry_after_s, said, unencodable, unreachable,
 )
 from flowtui.runtime.secrets import credentials_given, redact, secret_values
 
@@ -339,6 +339,9 @@ class LiteLLMProvider(Provider):
             what = f"no API key: {self._key_hint()}"
         elif unencodable(exc):  # (litellm's own 500: raised before anything was sent)
             what = f"the request could not be written as JSON, so nothing was sent: {self._not_json(request)}"
+        elif refused_here(exc):  # (litellm's own 500: nothing was sent)
+            what = ("the api_base holds a user and password (user:password@host) and an API key is given too: "
+                    "a request carries one Authorization, so nothing was sent; keep one of them")
         elif "LLM Provider NOT provided" in str(exc):  # litellm's own 400: nothing was sent
             what = (f"litellm cannot tell which provider serves {self.model!r}, so nothing was sent: name it "
                     "provider/model, e.g. openai/gpt-4o-mini or anthropic/claude-3-5-haiku-latest")
