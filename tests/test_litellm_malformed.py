@@ -373,3 +373,21 @@ async def test_an_api_base_that_cannot_be_reached_is_named_with_why(base, why, t
         await complete(p, request())
     assert f"the model's server could not be reached at {base}: {why}" in str(caught.value), str(caught.value)
     assert caught.value.attempts == tries
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("names", [["sea", "rch"], ["s", "sea", "search"], ["search", "search"]],
+                         ids=["in pieces", "growing", "said again"])
+async def test_a_streamed_tool_name_sent_in_pieces_is_joined(server, names):
+    """A server that streams a call's name in pieces ("sea", "rch"), as its arguments: litellm kept the last
+    piece, and the model was told there is no tool "rch"."""
+
+    def piece(name=None, arguments="", **head):
+        function = {"arguments": arguments, **({"name": name} if name is not None else {})}
+        return chunk({"tool_calls": [{"index": 0, "function": function, **head}]})
+
+    server.script(events(chunk({"role": "assistant", "content": ""}),
+                         piece(names[0], id="call_a", type="function"), *(piece(n) for n in names[1:]),
+                         piece(arguments='{"q": "tide pools"}'), chunk({}, finish_reason="tool_calls")))
+    out = await complete(provider(server, stream=True), request(tools=True))
+    assert [(c.name, c.args) for c in out.tool_calls] == [("search", {"q": "tide pools"})]

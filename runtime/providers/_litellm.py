@@ -248,6 +248,7 @@ def build_streamed(litellm: Any, chunks: list[Any], messages: list[dict[str, Any
         if not any(getattr(f, "id", None) for f in fragments):
             mended.append((fragments[0], getattr(fragments[0], "id", None)))
             fragments[0].id = f"{_NO_ID}{index}"
+        _join_name(fragments)
     resp = litellm.stream_chunk_builder(chunks, messages=messages)
     if mended:
         for choice in getattr(resp, "choices", None) or ():
@@ -257,6 +258,20 @@ def build_streamed(litellm: Any, chunks: list[Any], messages: list[dict[str, Any
         for fragment, as_sent in mended:  # the chunks as they came (litellm may keep them for its logs)
             fragment.id = as_sent
     return resp
+
+
+def _join_name(fragments: list[Any]) -> None:
+    """A tool call's name sent in pieces ("ec", "ho") joined into its first fragment, as its arguments are
+    (litellm kept the last piece: the model was told there is no tool "ho"). A name said again whole in each
+    fragment, or growing ("e", "ec", "echo"), is the last one."""
+    named = [fn for f in fragments if getattr(fn := getattr(f, "function", None), "name", None)]
+    names = [fn.name for fn in named]
+    if len(set(names)) < 2 or not all(isinstance(n, str) for n in names):
+        return
+    growing = all(later.startswith(earlier) for earlier, later in zip(names, names[1:]))
+    named[0].name = names[-1] if growing else "".join(names)
+    for fn in named[1:]:
+        fn.name = None
 
 
 def _arguments(args: dict[str, Any]) -> str:
