@@ -784,7 +784,7 @@ async def _run_headless(args: argparse.Namespace, memory: dict[str, str], data: 
         try:
             target = Path(args.snapshot_out)
             kept = view.status != "finished" and target.exists()  # (see partial_of)
-            target = partial_of(target) if kept else target
+            target = partial_of(target, "snapshot") if kept else target
             replaced, gone = write_snapshot(view, target)
             said = f" (left out of [state]: {left_out_said(gone)}; a run from the snapshot starts at their " \
                    "defaults)" if gone else ""

@@ -91,10 +91,17 @@ def create_new(directory: Path, stem: str, suffix: str) -> Path:
             n += 1
 
 
-def partial_of(path: Path) -> Path:
-    """Where a run that did not finish puts what would have replaced ``path``, which it keeps
-    (``cas.jsonl`` → ``cas.partial.jsonl``): a failed or stopped run cut a whole cassette or snapshot down."""
-    return path.with_name(f"{path.stem}.partial{path.suffix}")
+def partial_of(path: Path, what: str) -> Path:
+    """Where a run that did not finish puts the ``what`` (a ``snapshot``, a ``cassette``) that would have
+    replaced ``path``, which it keeps (``cas.jsonl`` → ``cas.partial.jsonl``): a failed or stopped run cut a
+    whole cassette or snapshot down. A name that holds something else (the run's own journal, the flow file,
+    a file of the person's: each was replaced) or is a folder is passed over: ``cas.partial-2.jsonl``..."""
+    for n in range(1, 21):
+        candidate = path.with_name(f"{path.stem}.partial{'' if n == 1 else f'-{n}'}{path.suffix}")
+        if replace_refusal(candidate, what, {}) is None:
+            return candidate
+    raise OSError(f"no name beside {path} for this run's {what} holds nothing else ({candidate.name} and the 19 "
+                  "before it)")
 
 
 def written_note(what: str, verb: str, given: Path | str, where: Path, status: str) -> str:

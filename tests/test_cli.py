@@ -1034,6 +1034,17 @@ def test_a_run_that_does_not_finish_keeps_the_cassette_or_snapshot_it_would_repl
     new = tmp_path / f"new{target.suffix}"  # no file there: written, and said to be of a run that failed
     res = flowtui("run", str(failing), "--input", "x", option, str(new), cwd=tmp_path)
     assert f"{what}: wrote {new} (the run failed: what it did up to there)" in res.stderr, res.stderr
+    # a file of another kind where the partial one would go (the run's own journal, a file of the person's) is
+    # left as it is, and passed over: each was replaced, the journal said to be appended to
+    precious = target.with_name(f"kept.partial{target.suffix}")
+    precious.write_text("precious user data\n")
+    journal = tmp_path / f"kept.partial-2{target.suffix}"
+    res = flowtui("run", str(failing), "--input", "x", option, str(target), "--journal", str(journal), cwd=tmp_path)
+    assert res.returncode == 1 and target.read_bytes() == whole
+    assert precious.read_text() == "precious user data\n"
+    assert journal.read_text().startswith('{"seq":1,') and journal.read_text().rstrip().endswith("}")
+    third = target.with_name(f"kept.partial-3{target.suffix}")
+    assert f"this run's {what} is {third}" in res.stderr and third.exists(), res.stderr
 
 
 @pytest.mark.parametrize("command", [["--help"], ["run", "--help"], ["run", "-h"], ["replay", "--help"],

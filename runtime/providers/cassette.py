@@ -118,7 +118,7 @@ class Cassette:
             if tmp is None:
                 return None
             existed = self._file.exists()
-            target = partial_of(self._file) if existed and not whole else self._file
+            target = partial_of(self._file, "cassette") if existed and not whole else self._file
             with open(tmp, "rb+") as f:
                 os.fsync(f.fileno())
             os.replace(tmp, target)
