@@ -150,7 +150,9 @@ def load_recorded(source: str | Path, *, at: int | None = None, run_id: str | No
         raise ResumeError(f"--resume-from {shown}: {_no_start(read, begin)}; a run can only be re-executed "
                           "from its start")
     root = start.get("run_id")
-    last = max(ev["seq"] for ev in run)
+    # (its end: a line after it numbered 10**30 by hand let @5000 past the end of a run of 83 events)
+    last = next((ev["seq"] for ev in run if ev.get("type") == "run.end" and ev.get("run_id") == root),
+                None) or max(ev["seq"] for ev in run)
     torn, unended = None, False
     if k is None:
         # the whole run: lines after the last event read, when that is not the run's end, may have held its

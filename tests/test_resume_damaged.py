@@ -380,3 +380,18 @@ def test_a_name_of_many_lines_or_a_key_of_a_million_characters_keeps_the_report_
     journal.write_text("\n".join(json.dumps(e) for e in events) + "\n", encoding="utf-8")
     res = flowtui("run", str(FLOW), "--resume-from", str(journal), "--no-journal", cwd=tmp_path)
     assert res.returncode == 3 and len(res.stderr) < 5_000 and "state.xxxx" in res.stderr, res.stderr[:500]
+
+
+def test_an_event_numbered_by_hand_past_the_runs_end_does_not_move_its_end(recorded, tmp_path):
+    """A copy of an event appended after run.end, numbered 10**30: @5000 was taken for a run of 83 events,
+    and the whole run was told to re-execute up to event #999...9 (10**30 - 1)."""
+    events = [json.loads(line) for line in recorded]
+    forged = {**events[50], "seq": 10 ** 30}
+    journal = tmp_path / "run.jsonl"
+    journal.write_text("\n".join(json.dumps(e) for e in [*events, forged]) + "\n", encoding="utf-8")
+    last = events[-1]["seq"]
+    assert events[-1]["type"] == "run.end"
+    with pytest.raises(ResumeError, match=rf"K=5000 is beyond its end: the recorded run .* has events 1..{last};"):
+        Resume.load(f"{journal}@5000")
+    assert Resume.load(str(journal)) is not None  # the run as recorded, to its end
+    assert Resume.load(f"{journal}@{last}") is not None
