@@ -488,9 +488,17 @@ def listen_token(args: argparse.Namespace) -> dict[str, Any]:
     return {"token": os.environ.get("FLOWTUI_TOKEN"), "token_from": "FLOWTUI_TOKEN"}
 
 
+class Parser(argparse.ArgumentParser):
+    """argparse's parser, whose errors show the arguments they quote as :func:`visible` text: an argument
+    holding ``ESC [2J`` or a title-setting sequence went to the terminal raw in "unrecognized arguments"."""
+
+    def error(self, message: str) -> Any:
+        super().error(visible(message))
+
+
 def build_run_parser() -> argparse.ArgumentParser:
     """``flowtui run``'s options: the app's (:func:`add_flow_arguments`) and its own."""
-    parser = argparse.ArgumentParser(prog="flowtui run", description="Run a flow headless.")
+    parser = Parser(prog="flowtui run", description="Run a flow headless.")
     add_flow_arguments(parser)
     parser.add_argument("--json", action="store_true", help="print the events as JSON lines on stdout")
     parser.add_argument("--from-snapshot", metavar="FILE", type=file_name, action=Once,

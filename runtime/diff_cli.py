@@ -21,7 +21,7 @@ import textwrap
 import sys
 from typing import Any
 
-from flowtui.runtime.cli import Once
+from flowtui.runtime.cli import Once, Parser
 from flowtui.runtime.compare import one_line
 from flowtui.runtime.inert import visible
 from flowtui.runtime.journal import Mended, ReadWithout
@@ -43,7 +43,7 @@ def _columns(text: str) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="flowtui diff",
         description="Compare two recorded runs (JSONL journals) step by step, aligned by node path. "
                     "Exit 0 when they are the same, 1 when they differ, 2 when a file is not a journal.")

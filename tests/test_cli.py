@@ -1143,3 +1143,14 @@ def test_a_journal_too_large_to_count_its_runs_in_is_appended_to_without_reading
     again = flowtui("run", str(path), "--input", "b", "--journal", str(journal), cwd=tmp_path)
     assert again.returncode == 0 and again.stderr.rstrip().endswith(f"journal: {journal} (its last run)"), again.stderr
     assert b'"input":"b"' in journal.read_bytes()[-len(run) - 200:]
+
+
+@pytest.mark.parametrize("command", [["run", "flows/revisao.py", "--no-journal", "\x1b[2Jextra"],
+                                     ["diff", "a.jsonl", "b.jsonl", "--\x1b]0;title\x07"],
+                                     ["flows/revisao.py", "--\x1b]0;title\x07"]])
+def test_an_unknown_argument_holding_escape_sequences_is_said_with_them_shown_not_sent(command):
+    """argparse's "unrecognized arguments" quoted them raw: the screen cleared, the window retitled."""
+    proc = flowtui(*command)
+    assert proc.returncode == 2
+    assert "unrecognized arguments: " in proc.stderr and "\x1b" not in proc.stderr and "\x07" not in proc.stderr
+    assert "␛" in proc.stderr, proc.stderr

@@ -24,11 +24,9 @@ if TYPE_CHECKING:
 
 def build_parser() -> argparse.ArgumentParser:
     """The app's parser: the same flow arguments as ``flowtui run``."""
-    import argparse
+    from flowtui.runtime.cli import Parser, add_flow_arguments
 
-    from flowtui.runtime.cli import add_flow_arguments
-
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="flowtui",
         description="Build and debug LLM agent flows in the terminal.",
         epilog="Also: `flowtui run FLOW ...` runs a flow headless; `flowtui replay JOURNAL` scrubs through a "
@@ -208,13 +206,11 @@ def _main(argv: list[str]) -> None:
 
 def main_attach(argv: list[str]) -> int:
     """``flowtui attach HOST:PORT --token T``: the app, on a run served by ``flowtui run --listen``."""
-    import argparse
-
-    from flowtui.runtime.cli import say
+    from flowtui.runtime.cli import Parser, say
     from flowtui.runtime.errors import ConfigError
     from flowtui.runtime.listen import MAX_FIRST_LINE, parse_address, too_long
 
-    parser = argparse.ArgumentParser(prog="flowtui attach",
+    parser = Parser(prog="flowtui attach",
                                      description="Open the app on a run that another process serves "
                                                  "(flowtui run FLOW --listen HOST:PORT).")
     parser.add_argument("address", metavar="HOST:PORT")

@@ -205,7 +205,9 @@ class ReplayApp(PlainNotify, KeysStayPut, Redraws, TolerantInput, App[int]):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="flowtui replay",
+    from flowtui.runtime.cli import Parser
+
+    parser = Parser(prog="flowtui replay",
                                      description="Open a recorded run (a JSONL journal) read-only and scrub through it.")
     parser.add_argument("journal", metavar="JOURNAL", help="e.g. .flowtui/runs/RevisaoWorkflow-20250101-120000.jsonl")
     parser.add_argument("--at", type=int, metavar="K", action=Once,
