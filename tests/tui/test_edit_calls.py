@@ -358,3 +358,26 @@ async def test_an_approval_the_run_asks_for_keeps_what_was_said_before_it():
         await wait_until(pilot, lambda: isinstance(app.screen, DecideDialog), what="the decision dialog")
         await pilot.pause(0.2)
         assert any("said before the run asked" in str(t.render()) for t in app.screen.query("Toast"))
+
+
+@pytest.mark.parametrize("text", ['{"text": 5, "extra": 1}', '{"text": 2025'])
+async def test_the_call_editors_buttons_stay_on_the_screen_under_a_long_refusal_at_80x24(text):
+    """The refusal of arguments no JSON or no schema takes, and the hint, filled the dialog: Save and
+    Cancel went below its edge, and tab moved the focus onto buttons nobody could see."""
+    from textual.widgets import Button
+
+    app = make(input="go")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await paused(pilot)
+        while app.client.view.pause.point != "tool":
+            await press_and_pause(pilot, "s")
+        app.main.conversation.select(2)
+        await pilot.press("e")
+        await wait_until(pilot, lambda: isinstance(app.screen, TextDialog), what="the call editor")
+        app.screen.query_one("TextArea").text = text
+        await pilot.press("ctrl+s")
+        await wait_until(pilot, lambda: "✗" in str(app.screen.query_one("#dialog-error").render()), what="refusal")
+        await pilot.pause()
+        for button in app.screen.query(Button):  # what is drawn at its middle is the button, not its clip
+            x, y = button.region.center
+            assert app.screen.get_widget_at(x, y)[0] is button, button.label

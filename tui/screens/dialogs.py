@@ -161,6 +161,7 @@ class TextDialog(ModalScreen[str | None]):
                 await result
         except Exception as exc:  # the run says why (a refused value, a run gone): show it, stay open
             self.query_one("#dialog-error", Static).update(Text(f"✗ {shown(str(exc))}", "bold #ff5f5f"))
+            self.query_one("#text-dialog").add_class("-refused")
             return
         self.dismiss(text)
 
