@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import flowcapture
+import pytest
 from conftest import FLOWS, ended, make, paused, press_and_pause, wait_until
 
 from flowtui.runtime.loader import load_flow
@@ -96,14 +97,15 @@ async def test_cancel_on_the_divergence_screen_stops_the_run_before_anything_liv
     assert len(flowcapture.requests()) == asked
 
 
-async def test_esc_on_the_divergence_screen_leaves_the_run_waiting_there(tmp_path):
+@pytest.mark.parametrize("key", ["escape", "q"])  # (q did nothing, the key bar below saying "q quit")
+async def test_esc_on_the_divergence_screen_leaves_the_run_waiting_there(tmp_path, key):
     flow, journal = await _recorded(tmp_path)
     _changed(flow)
     asked = len(flowcapture.requests())
     app = make(str(flow), resume_from=str(journal))
     async with app.run_test(size=(140, 40)) as pilot:
         await wait_until(pilot, lambda: isinstance(app.screen, DivergedScreen), what="the divergence screen")
-        await pilot.press("escape")
+        await pilot.press(key)
         await wait_until(pilot, lambda: app.screen is app.main, what="the screen to close")
         assert app.client.view.status == "paused" and len(flowcapture.requests()) == asked
         await pilot.press("c")  # the run key goes on live from there, as the screen's c would

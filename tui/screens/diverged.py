@@ -67,7 +67,7 @@ class DivergedScreen(ModalScreen[str | None]):
         Binding("c", "choose('continue')", "Continue live", id="diverged.continue",
                 tooltip="Go on live from here: the model and the tools are called from now on"),
         Binding("x", "choose('cancel')", "Cancel", id="diverged.cancel", tooltip="Stop the run here"),
-        Binding("escape", "choose(None)", "Look first", id="diverged.close",
+        Binding("escape,q", "choose(None)", "Look first", id="diverged.close",  # (q as the help's and an event's)
                 tooltip="Close this; the run stays paused (c continues, x stops)"),
         # the report scrolls from the keys wherever the focus is (on a button, at first): at 80x24 the
         # values that differ were below its fold, and nothing said how to see them
