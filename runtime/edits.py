@@ -351,10 +351,11 @@ def _typed(cls: type, name: str, text: str) -> Any:
         tp = Annotated[(tp, *info.metadata)]
     long = len(text) > FAIL_FAST_CHARS
     adapter = _adapter(tp, fail_fast=long)
+    not_json = None  # why the text is no JSON
     try:
         json.loads(text)
-    except ValueError:
-        is_json = False
+    except ValueError as exc:
+        is_json, not_json = False, exc
     except RecursionError:  # (said as Python's own "maximum recursion depth exceeded while decoding")
         raise ConfigError(f"{cls.__name__}.{name}: the text is nested too deeply to be read as JSON; "
                           f"type a value of type {_type_name(field_type(cls, name))}") from None
@@ -400,6 +401,10 @@ def _typed(cls: type, name: str, text: str) -> Any:
     shown = text if is_json and len(text) <= 60 and text.isprintable() and text == text.strip() \
         else repr(text) if len(text) <= 60 else repr(text[:57]) + f"… ({len(text):,} characters)"
     tname = _type_name(field_type(cls, name))
+    if not_json is not None and text.lstrip()[:1] in ("[", "{"):  # JSON meant, and mistyped: said as such (it
+        # was read as a text, and refused as "Input should be a valid array")
+        raise ConfigError(f"{cls.__name__}.{name} is {tname}: {shown} is not JSON ({not_json}); type a value of "
+                          f"type {tname} as JSON")
     if not any(is_type_fault(str(e["type"])) for e in faults):  # (-1 for Field(ge=0) is an int all right)
         raise ConfigError(f"{cls.__name__}.{name} is {tname}: {shown} refused ({reason}); type a value it accepts")
     raise ConfigError(f"{cls.__name__}.{name} is {tname}: {shown} refused ({reason}); type a value of "

@@ -87,6 +87,19 @@ async def test_a_value_its_type_refuses_strictly_is_refused_naming_field_type_an
     await asyncio.wait_for(task, 60)
 
 
+@pytest.mark.parametrize("text", ['["a", ', '{"x": 1,}', "[1, 2"])
+async def test_json_mistyped_for_a_list_is_said_to_be_no_json_where(text):
+    """It was read as a text and refused as "Input should be a valid array", with no word of the missing
+    bracket (the tool-argument editor says "not JSON (Expecting ...)")."""
+    run, events, ctl, task = await paused_run()
+    with pytest.raises(ConfigError, match=r"^S\.itens is list\[str\]: .* is not JSON \((Expecting|Illegal)"
+                                          r".*\(char \d+\)\); type a value of type list\[str\] as JSON$"):
+        run.edits.set_field("itens", text)
+    assert changes(events) == []
+    ctl.resume()
+    await asyncio.wait_for(task, 60)
+
+
 async def test_a_value_of_the_right_type_a_constraint_refuses_is_not_told_to_be_of_its_type():
     """-1 for Field(ge=0) was told "type a value of type int", and -1 is one."""
     run, events, ctl, task = await paused_run()
