@@ -47,6 +47,7 @@ class Editor:
         self._run = run
         self._undo: list[tuple[str, list[tuple[str, str, Any]]]] = []  # (what the edit did, how to put it back)
         self._mark = -1  # stream position right after the last edit or undo
+        self._decided: str | None = None  # the last edit was this decision on a call (no undo goes past it)
 
     # --- history -------------------------------------------------------------
     def promote(self, index: int, text: str | None = None) -> None:
@@ -153,6 +154,7 @@ class Editor:
             raise ConfigError(f"a decision is 'approve' or 'deny', not {decision!r}")
         decide(self._run, pending, "approved" if decision == "approve" else "denied", reason.strip())
         self._undo.clear()  # the run goes on: nothing before this can be undone
+        self._decided = f"{'approved' if decision == 'approve' else 'denied'} {pending.call.name}"
         controller = self._run.controller
         if controller is not None:
             controller.proceed()
@@ -298,6 +300,9 @@ class Editor:
         would otherwise throw away the turns that came after. Raises
         ``ConfigError`` then (the next edit forgets the older ones).
         """
+        if not self._undo and self._decided is not None:  # (it said "Nothing to undo", the edits counted 1)
+            raise ConfigError(f"the last edit was a decision ({self._decided}): it sent the run on, and a decision "
+                              "cannot be undone; fork (f) from before it to decide again")
         if not self._undo:
             return False
         if self._moved_on():  # (said again at each undo: cleared, the next one said "nothing to undo")
@@ -324,6 +329,7 @@ class Editor:
 
     def _done(self, undo: list[tuple[str, str, Any]], what: str) -> None:
         self._undo.append((what, undo))
+        self._decided = None
         self._mark = self._run.emitter.stream.last_seq
 
     def _snapshot(self, *buckets: str) -> list[tuple[str, str, Any]]:

@@ -323,6 +323,10 @@ async def test_approval_pauses_every_call_of_the_tool_even_when_continuing_and_d
         assert (at.kind, at.name, d.of("run.pause")[-1].reason) == ("tool", "busca", "approval")
         at = await d.go(lambda: d.run.edits.decide("deny", "no searching today"))
         assert d.of("run.pause")[-1].reason == "approval" and d.of("run.pause")[-1].call["args"] == {"query": "b"}
+        # (it said "Nothing to undo", the status counting the decision among the edits)
+        with pytest.raises(ConfigError, match=r"^the last edit was a decision \(denied busca\): it sent the run on, "
+                                              r"and a decision cannot be undone; fork \(f\) from before it"):
+            d.run.edits.undo()
         d.run.edits.decide("approve")
         await asyncio.wait_for(d.task, 10)
     assert ran == [{"query": "b", "limit": 3}]  # the denied call never ran
