@@ -89,15 +89,20 @@ async def test_promoting_a_reply_that_called_tools_says_its_results_leave_too():
         assert [m.role for m in messages] == ["system", "system", "user", "assistant"]  # no orphan result
 
 
+async def _call_editor(pilot, app) -> None:
+    """Stepped to the first tool call, its editor open (e on the message asking for it)."""
+    await paused(pilot)
+    while app.client.view.pause.point != "tool":
+        await press_and_pause(pilot, "s")
+    app.main.conversation.select(2)
+    await pilot.press("e")
+    await wait_until(pilot, lambda: isinstance(app.screen, TextDialog), what="the call editor")
+
+
 async def test_e_before_a_tool_edits_its_call_checked_against_the_schema():
     app = make(input="go")
     async with app.run_test(size=(140, 40)) as pilot:
-        await paused(pilot)
-        while app.client.view.pause.point != "tool":
-            await press_and_pause(pilot, "s")
-        app.main.conversation.select(2)
-        await pilot.press("e")
-        await wait_until(pilot, lambda: isinstance(app.screen, TextDialog), what="the call editor")
+        await _call_editor(pilot, app)
         area = app.screen.query_one("TextArea")
         assert '"text": "No example."' in area.text
         area.text = '{"text": 5}'
@@ -368,12 +373,7 @@ async def test_the_call_editors_buttons_stay_on_the_screen_under_a_long_refusal_
 
     app = make(input="go")
     async with app.run_test(size=(80, 24)) as pilot:
-        await paused(pilot)
-        while app.client.view.pause.point != "tool":
-            await press_and_pause(pilot, "s")
-        app.main.conversation.select(2)
-        await pilot.press("e")
-        await wait_until(pilot, lambda: isinstance(app.screen, TextDialog), what="the call editor")
+        await _call_editor(pilot, app)
         app.screen.query_one("TextArea").text = text
         await pilot.press("ctrl+s")
         await wait_until(pilot, lambda: "✗" in str(app.screen.query_one("#dialog-error").render()), what="refusal")
