@@ -135,6 +135,10 @@ def check_files(args: argparse.Namespace) -> None:
                              "run had there)")
     if args.journal and not args.no_journal:  # a pipe or a device: writing to it may never end
         why = not_a_file(Path(args.journal))
+        if args.journal.endswith(("/", os.sep)):  # (a file was made, named as the folder: the slash was dropped)
+            why = "is named as a folder (it ends in /), not a journal file"
+        elif args.journal == "-":  # (a file named - was written)
+            why = "is no file: the journal is written to one (flowtui run --json prints the events on stdout)"
         if why:
             raise SystemExit(f"flowtui: {cannot_write(args.journal, f'it {why}')}")
     for option in ("replies", "replay", "from_snapshot"):

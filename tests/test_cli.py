@@ -673,6 +673,15 @@ def test_a_pipe_given_as_a_journal_is_refused_at_once(tmp_path, command):
     assert "is a pipe or a device, not a journal file" in out.stderr and str(fifo) in out.stderr
 
 
+@pytest.mark.parametrize("name, said", [("newdir/", "it is named as a folder (it ends in /), not a journal file"),
+                                        ("-", "it is no file: the journal is written to one (flowtui run --json")])
+def test_a_journal_named_as_a_folder_or_as_stdout_is_refused_and_no_file_made(tmp_path, name, said):
+    """`--journal newdir/` wrote a file named newdir (the slash dropped), and `--journal -` a file named -."""
+    res = flowtui("run", str(ROOT / "flows/revisao.py"), "--input", "x", "--journal", name, cwd=tmp_path)
+    assert res.returncode == 2 and f"cannot write the journal {name}: {said}" in res.stderr, res.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_a_journal_named_on_a_file_that_is_no_journal_is_refused_and_the_file_left_as_it_was(tmp_path):
     """--journal victim.py (a slip of the keyboard, a link to another file): appending a run's
     events to it would ruin it. Refused before the run starts; a journal is still appended to."""
