@@ -100,8 +100,8 @@ def partial_of(path: Path, what: str) -> Path:
         candidate = path.with_name(f"{path.stem}.partial{'' if n == 1 else f'-{n}'}{path.suffix}")
         if replace_refusal(candidate, what, {}) is None:
             return candidate
-    raise OSError(f"no name beside {path} for this run's {what} holds nothing else ({candidate.name} and the 19 "
-                  "before it)")
+    raise OSError(f"every name beside {path} for this run's {what} holds something else (up to {candidate.name}); "
+                  "move some of them away")
 
 
 def written_note(what: str, verb: str, given: Path | str, where: Path, status: str) -> str:
