@@ -419,8 +419,9 @@ class StreamRedactor:
         return out
 
 
-# What a key of a shape is made of: a word of these is held back whole in a stream (see StreamRedactor).
-_WORD = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-*.~+/=")
+# What a key of a shape is made of: a word of these is held back whole in a stream (see StreamRedactor); with
+# a query's ? and &, so its "?key=" is there when the value is looked at (it went out before, and the key after)
+_WORD = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-*.~+/=?&")
 _SHAPE_WINDOW = 16_384  # how far back a stream's partial shape is looked for (a private key's block fits)
 
 

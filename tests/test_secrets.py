@@ -498,3 +498,14 @@ def test_redacting_text_shaped_to_make_the_shapes_backtrack_takes_linear_time():
     code = "from flowtui.runtime.secrets import redact\n" + "".join(f"redact({t}, ())\n" for t in texts)
     done = subprocess.run([sys.executable, "-c", code], timeout=60, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
+
+
+@pytest.mark.parametrize("size", [1, 3, 7])
+def test_a_stream_redacts_a_query_parameters_credential_as_the_whole_text_is(size):
+    """The "?key=" went out before the value arrived, and the value was then given out whole, in clear."""
+    from flowtui.runtime.secrets import StreamRedactor, redact
+
+    said = "go http://gw/v1?a=1&api_key=abcdef123 now, what? ok & done"
+    stream = StreamRedactor()
+    out = "".join(stream.feed(said[i:i + size], ()) for i in range(0, len(said), size)) + stream.end(())
+    assert out == redact(said, ()) == "go http://gw/v1?a=1&api_key=[redacted] now, what? ok & done"
