@@ -210,7 +210,8 @@ class App:
         self._streams.add(stream)
         run = Run(plans=self.plans, emitter=Emitter(stream, run_id), input=input,
                   memory=memory_items(memory), data=data,
-                  tracker=BudgetTracker(check_budget_arg(budget, self.workflow.budget)),
+                  tracker=BudgetTracker(check_budget_arg(budget, self.workflow.budget),
+                                        held=controller.held_s if controller is not None else None),
                   controller=controller, model=self.model, wrap=wrap,
                   replies=self.replies, snapshot=snapshot, middlewares=self.middlewares, startup=startup)
         if resume is not None:  # the last sink: every other one has had an event when it is compared

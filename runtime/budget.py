@@ -148,11 +148,18 @@ def limits_of(budget: Budget | None) -> dict[str, Any] | None:
 
 
 class BudgetTracker:
-    """Accumulates usage for a run and its children."""
+    """Accumulates usage for a run and its children.
 
-    def __init__(self, budget: Budget | None, *, parent: "BudgetTracker | None" = None) -> None:
+    Its time is the run's, the time it spent paused in the debugger left out (``held()``, the
+    controller's paused time until now: a person reading the panes for a minute did not spend the
+    flow's ``max_duration_s``); a child's comes from its parent's."""
+
+    def __init__(self, budget: Budget | None, *, parent: "BudgetTracker | None" = None,
+                 held: Callable[[], float] | None = None) -> None:
         self.budget = budget
         self.parent = parent
+        self._held = held or (parent._held if parent is not None else None)
+        self._held0 = self._held() if self._held is not None else 0.0
         self._t0 = time.perf_counter()
         self.chat_calls = 0
         self.tool_calls = 0
@@ -177,14 +184,19 @@ class BudgetTracker:
         if self.parent is not None:
             self.parent.add_tool()
 
+    def elapsed_s(self) -> float:
+        """The time since the run started, the time it spent paused left out."""
+        held = self._held() - self._held0 if self._held is not None else 0.0
+        return time.perf_counter() - self._t0 - held
+
     def usage(self) -> BudgetUsage:
-        return BudgetUsage(duration_s=round(time.perf_counter() - self._t0, 6), chat_calls=self.chat_calls,
+        return BudgetUsage(duration_s=round(self.elapsed_s(), 6), chat_calls=self.chat_calls,
                            tool_calls=self.tool_calls, tokens=self.tokens, cost_usd=self.cost_usd)
 
     def totals(self, *, exceeded: str | None = None) -> RunTotals:
         tokens = {"prompt": self.prompt_tokens, "completion": self.completion_tokens, "total": self.tokens}
         fields = {"chat_calls": self.chat_calls, "tool_calls": self.tool_calls, "tokens": tokens,
-                  "cost_usd": self.cost_usd, "elapsed_s": round(time.perf_counter() - self._t0, 6),
+                  "cost_usd": self.cost_usd, "elapsed_s": round(self.elapsed_s(), 6),
                   "exceeded": exceeded}
         # Counted by the runtime, so of their declared types (then built without validation),
         # unless a provider's reply carried token counts or a cost of other types.
@@ -216,7 +228,7 @@ class BudgetTracker:
             return "max_tokens"
         if b.max_cost_usd is not None and self.cost_usd >= b.max_cost_usd and not before_tool:
             return "max_cost_usd"
-        if b.max_duration_s is not None and time.perf_counter() - self._t0 >= b.max_duration_s:
+        if b.max_duration_s is not None and self.elapsed_s() >= b.max_duration_s:
             return "max_duration_s"
         return None
 

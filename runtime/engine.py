@@ -345,6 +345,8 @@ class Run:
                 run.exceeded = limit
         budget = tracker.budget
         assert budget is not None
+        if limit == "max_duration_s":  # (ctx.budget said the time of the last call: "3.1 of 5.0 s", under it)
+            self.publish_budget()
         usage = tracker.usage()
         if not tracker.reported and budget.on_exceeded is not None:
             tracker.reported = True

@@ -724,3 +724,49 @@ def test_a_limit_set_wrong_on_a_budget_leaves_it_as_it_was():
         budget.max_chat_calls = -3
     budget.mode = "raise"
     assert (budget.max_chat_calls, budget.mode) == (3, "raise")
+
+
+async def test_time_spent_paused_in_the_debugger_is_not_the_run_s_time():
+    """A person reading the panes for a while at a pause spent none of the flow's max_duration_s: a run
+    of a few milliseconds of work, paused for longer than its limit, was stopped by it at the next
+    step ("budget: max_duration_s"), its sidebar saying less time than the limit."""
+    from flowtui import Controller
+
+    W = two_turns("one", "two")
+    ctl = Controller(start_paused=True)
+    events: list = []
+    run = bootstrap(W).prepare("go", budget=Budget(max_duration_s=0.5), controller=ctl, on_event=events.append)
+    task = asyncio.ensure_future(run.execute())
+    for _ in range(3000):  # (a hang, not a slow machine)
+        if ctl.paused:
+            break
+        await asyncio.sleep(0.01)
+    await asyncio.sleep(1.0)  # twice the limit, paused
+    ctl.resume()
+    await asyncio.wait_for(task, 30)
+    end = events[-1]
+    assert end.type == "run.end" and end.status == "finished" and end.reason is None
+    assert end.totals.exceeded is None and end.totals.chat_calls == 2
+    assert end.totals.elapsed_s < 0.5
+
+
+async def test_a_run_stopped_by_its_time_says_the_time_it_ran():
+    """ctx.budget (the sidebar's budget row) said the time of the last model call: "3.1 of 5.0 s" beside
+    "budget: max_duration_s". The stop publishes the time it was stopped at."""
+    import time as _time
+
+    provider, _ = scripted("one", "two")
+
+    @agent(provider=provider)
+    class Slow:
+        def after_response(self, reply, ctx):
+            _time.sleep(0.3)
+
+    @workflow(steps=[Slow, Slow], budget=Budget(max_duration_s=0.2))
+    class W:
+        pass
+
+    out, events, _ = await run_collect(W)
+    assert events[-1].totals.exceeded == "max_duration_s"
+    spent = [e.value for e in events if e.type == "ctx.set" and e.name == "budget"]
+    assert spent[-1]["duration_s"] >= 0.2
