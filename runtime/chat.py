@@ -67,8 +67,8 @@ def build_request(run: "Run", spec: AgentSpec, prompt: str) -> ChatRequest:
         emit(ChatAttempt, attempt=info.attempt, error=info.error, status=info.status, retry_in_s=info.retry_in_s)
 
     tools = run.plans.tool_specs[spec.cls]
-    messages, chars = run.state.counted_messages(prompt=prompt)
-    counted(messages, chars)
+    messages, tokens = run.state.counted_messages(prompt=prompt)
+    counted(messages, tokens)
     # its own tools and sampling where a middleware may change them in place (one that set
     # request.sampling["temperature"], or a tool's description, set it for every later call of the agent)
     layered = bool(run.model_layers)

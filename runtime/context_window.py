@@ -12,18 +12,11 @@ chat node records it (``trimmed``: how many messages, by which middleware).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from typing import Any
 
 from flowtui.runtime.errors import ConfigError
-from flowtui.runtime.messages import Message
-
-
-def estimate_tokens(message: Message) -> int:
-    """About four characters a token (like ``ScriptedProvider``), plus a little per message."""
-    calls = json.dumps([c.model_dump(mode="json") for c in message.tool_calls]) if message.tool_calls else ""
-    return (len(message.content) + len(calls) + 3) // 4 + 4
+from flowtui.runtime.messages import Message, estimate_tokens
 
 
 class ContextWindow:

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, overload
 
 from flowtui.runtime.events import StateAppend, StateSet
-from flowtui.runtime.messages import Message, system_message
+from flowtui.runtime.messages import Message, estimate_tokens, system_message
 from flowtui.runtime.wellformed import HistoryCheck
 
 BUCKETS = ("history", "memory", "tasks")
@@ -124,7 +124,7 @@ def model_messages(prompt: str | None, memory: Sequence[str], tasks: Sequence[st
 class ConversationState:
     """``ctx.state`` of one run."""
 
-    __slots__ = ("_buckets", "_emit", "_lock", "_check", "_checked", "_ids", "_chars")
+    __slots__ = ("_buckets", "_emit", "_lock", "_check", "_checked", "_ids", "_tokens")
 
     def __init__(self, emit, *, memory: list[str] | None = None, lock: Any = None) -> None:
         self._buckets: dict[str, list] = {"history": [], "memory": list(memory or []), "tasks": []}
@@ -134,7 +134,7 @@ class ConversationState:
         self._check = HistoryCheck()
         self._checked: list | None = None  # the history list _check has read (a set installs a new one)
         self._ids: tuple[list | None, int, set[str]] = (None, 0, set())  # (list read, up to, call ids there)
-        self._chars: tuple[list | None, int, int] = (None, 0, 0)  # (list read, up to, characters there)
+        self._tokens: tuple[list | None, int, int] = (None, 0, 0)  # (list read, up to, tokens estimated there)
 
     # reads -------------------------------------------------------------
     @property
@@ -212,20 +212,21 @@ class ConversationState:
         return model_messages(prompt, b["memory"], b["tasks"], b["history"])
 
     def counted_messages(self, *, prompt: str | None = None) -> tuple[list[Message], int]:
-        """:meth:`to_messages`, and how many characters their contents hold (a reply that says no usage
-        is estimated from them). The history's are added up as it grows (its messages are frozen),
-        again when it was replaced (``set``): a long run pays for its new messages only."""
+        """:meth:`to_messages`, and their size in tokens as :func:`estimate_tokens` estimates it (a reply
+        that says no usage is counted so, as the app's "what the model sees" and ``prompt.tokens`` count
+        it). The history's are added up as it grows (its messages are frozen), again when it was replaced
+        (``set``): a long run pays for its new messages only."""
         items = self._buckets["history"]
-        read, upto, chars = self._chars
+        read, upto, tokens = self._tokens
         if items is not read or len(items) < upto:
-            upto, chars = 0, 0
+            upto, tokens = 0, 0
         for m in items[upto:]:
-            chars += len(m.content)
-        self._chars = (items, len(items), chars)
+            tokens += estimate_tokens(m)
+        self._tokens = (items, len(items), tokens)
         messages = self.to_messages(prompt=prompt)
         for m in messages[:len(messages) - len(items)]:  # the prompt and the memory-and-tasks note
-            chars += len(m.content)
-        return messages, chars
+            tokens += estimate_tokens(m)
+        return messages, tokens
 
     def history_problems(self) -> list[str]:
         """Why ``history`` is not a valid conversation for a provider (empty: it is). Checks only

@@ -7,6 +7,7 @@ place; use ``msg.model_copy(update={...})`` to derive an edited one.
 
 from __future__ import annotations
 
+import json
 from functools import lru_cache
 from typing import Any, Literal
 
@@ -69,3 +70,11 @@ class ToolResult(BaseModel):
     args: dict[str, Any] = Field(default_factory=dict)
     output: str
     is_error: bool = False
+
+
+def estimate_tokens(message: Message) -> int:
+    """A message's size in tokens, estimated: about four characters a token, plus a little per message.
+    The one estimate of the runtime and the app: a reply that says no usage (a ``FunctionProvider``'s, a
+    scripted one), "what the model sees", ``prompt.tokens`` and ``ContextWindow`` all count with it."""
+    calls = json.dumps([c.model_dump(mode="json") for c in message.tool_calls]) if message.tool_calls else ""
+    return (len(message.content) + len(calls) + 3) // 4 + 4

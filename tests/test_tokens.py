@@ -264,3 +264,42 @@ async def test_prompt_tokens_is_the_exact_count_when_the_model_has_a_local_token
     exact = provider.count_tokens(messages, run.plans.tool_specs[Calc].schemas)
     assert pause.point == "chat" and pause.watch[0].detail == f"prompt.tokens = {exact.total}"
     assert exact.total != sum(estimate_tokens(m) for m in messages)
+
+
+@pytest.mark.parametrize("kind", ["scripted", "function"])
+async def test_what_the_model_sees_is_the_size_the_run_counts_for_a_reply_without_usage(kind):
+    """One estimate: the pane said "~14 tok" for a call whose reply the run counted as 6 prompt tokens (the
+    figure totals, a token budget and ``tokens > N`` go by), its estimate another one; and a scripted
+    reply's estimate was not marked as one."""
+    from flowtui import ScriptedProvider
+    from flowtui.runtime.fold import RunView
+    from flowtui.tui.tokens import total_size
+
+    @tool(name="somar", description="Adds two integers.")
+    def somar(a: int, b: int) -> str:
+        return str(a + b)
+
+    replies = [{"content": "", "tool_calls": [{"name": "somar", "args": {"a": 2, "b": 3}}]}, "São 5."]
+    provider = ScriptedProvider(replies) if kind == "scripted" else FunctionProvider(
+        lambda messages, tools: replies[sum(m.role == "assistant" for m in messages)])
+
+    @agent(provider=provider, prompt="Você soma com a ferramenta.", tools=[somar])
+    class Calc:
+        pass
+
+    @workflow(steps=[Calc, Calc])
+    class W:
+        pass
+
+    view, shown, counted = RunView(), [], []
+
+    def watch(ev):
+        view.apply(ev)
+        if ev.type == "node.start" and ev.kind == "chat":
+            shown.append(total_size(view.model_sees()))
+        elif ev.type == "node.end" and ev.kind == "chat":
+            counted.append((f"~{ev.data['prompt_tokens']:,} tokens, estimate", ev.data["usage_estimated"]))
+
+    await bootstrap(W).run("Quanto é 2 + 3?", memory=["o leitor é iniciante"], on_event=watch)
+    assert len(shown) == 2
+    assert counted == [(size, True) for size in shown]

@@ -25,7 +25,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from flowtui.runtime.construct import builders, copy_with
-from flowtui.runtime.messages import Message, ToolCall
+from flowtui.runtime.messages import Message, ToolCall, estimate_tokens
 from flowtui.runtime.providers.rescue import find_tool_calls, strip_think
 
 
@@ -171,24 +171,26 @@ def sent_sampling(defaults: Mapping[str, Any], own: Mapping[str, Any]) -> dict[s
     return {k: v for k, v in {**defaults, **own}.items() if v is not None}
 
 
-# The messages of the request a turn built last, their number and their characters (:func:`counted`):
+# The messages of the request a turn built last, their number and their estimated tokens (:func:`counted`):
 # estimating a reply's prompt then costs nothing per message of a long history. Messages that are not
 # those (a middleware's, a parallel agent's) are added up.
 _counted: tuple[list | None, int, int] = (None, 0, 0)
 
 
-def counted(messages: list[Message], chars: int) -> None:
-    """``messages`` (a request's, as built) hold ``chars`` characters."""
+def counted(messages: list[Message], tokens: int) -> None:
+    """``messages`` (a request's, as built) are ``tokens`` tokens, estimated."""
     global _counted
-    _counted = (messages, len(messages), chars)
+    _counted = (messages, len(messages), tokens)
 
 
-def prompt_chars(messages: list[Message]) -> int:
-    """The characters of ``messages``' contents (what a token estimate counts)."""
-    known, n, chars = _counted
+def prompt_estimate(messages: list[Message]) -> int:
+    """``messages``' size in tokens, estimated as the app's "what the model sees", ``prompt.tokens`` and
+    ``ContextWindow`` estimate it (:func:`estimate_tokens`: one estimate, so the pane says what the
+    totals and a token budget count)."""
+    known, n, tokens = _counted
     if known is messages and len(messages) == n:
-        return chars
-    return sum(len(m.content) for m in messages)
+        return tokens
+    return sum(estimate_tokens(m) for m in messages)
 
 
 def with_estimated_usage(request: ChatRequest, reply: ChatReply) -> ChatReply:
@@ -198,11 +200,11 @@ def with_estimated_usage(request: ChatRequest, reply: ChatReply) -> ChatReply:
     usage = reply.usage
     if usage.prompt_tokens or usage.completion_tokens or reply.usage_estimated:
         return reply
-    prompt = prompt_chars(request.messages)
     said = len(reply.content) + len(reply.reasoning or "")
     if reply.tool_calls:
         said += sum(len(c.name) + len(str(c.args)) for c in reply.tool_calls)
-    counts = builders[Usage]({"prompt_tokens": (prompt + 3) // 4, "completion_tokens": (said + 3) // 4})
+    counts = builders[Usage]({"prompt_tokens": prompt_estimate(request.messages),
+                              "completion_tokens": (said + 3) // 4})
     return copy_with(reply, {"usage": counts, "usage_estimated": True})
 
 

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from flowtui.runtime.errors import ConfigError, ScriptExhaustedError
-from flowtui.runtime.providers.base import ChatReply, ChatRequest, Provider, prompt_chars
+from flowtui.runtime.providers.base import ChatReply, ChatRequest, Provider, with_estimated_usage
 from flowtui.runtime.messages import ToolCall
 from flowtui.runtime.providers.replies import model_reply, split_reply
 
@@ -151,12 +151,8 @@ class ScriptedProvider(Provider):
         reply, i, _ = self._next(request.agent)
         content, calls = split_reply(reply, where=f"{type(self).__name__} reply {i + 1} for {request.agent}")
         # Parsed as a model's answer is (think blocks, rescue, call ids), without litellm: an
-        # offline run never waits seconds for it to import. Tokens are estimated (4 characters each).
-        prompt = prompt_chars(request.messages)
-        return model_reply(request, content, [ToolCall(name=c["name"], args=c["args"]) for c in calls],
-                           rescue=self.rescue_tool_calls, prompt_tokens=_tokens(prompt),
-                           completion_tokens=_tokens(len(content)), model="scripted")
-
-
-def _tokens(chars: int) -> int:
-    return max(1, (chars + 3) // 4)
+        # offline run never waits seconds for it to import. Its tokens are estimated as those of every reply
+        # that says no usage are, and marked so.
+        return with_estimated_usage(request, model_reply(
+            request, content, [ToolCall(name=c["name"], args=c["args"]) for c in calls],
+            rescue=self.rescue_tool_calls, model="scripted"))
