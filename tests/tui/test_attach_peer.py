@@ -248,3 +248,19 @@ async def test_a_refused_token_is_said_as_refused_whatever_the_peer_sends_after_
         assert app.refused == "token rejected"
     finally:
         server.close()
+
+
+async def test_a_peer_that_hangs_up_before_its_run_starts_is_said_lost():
+    """Closed after its hello, before any event: the app said "● idle" for ever, s did nothing, and
+    nothing said the connection was gone (as it is once one event came)."""
+    hello = {**HELLO, "file": "/x.py", "pid": 1, "notes": [], "breakpoints": [], "watches": [],
+             "model_middlewares": []}
+    server, port = await peer([hello], [], leave=True)
+    app = attached(port)
+    try:
+        async with app.run_test() as pilot:
+            await wait_until(pilot, lambda: "detached: the connection to the run was lost" in
+                             str(app.main.query_one("#status").render()), what="the loss said")
+            assert app.is_running
+    finally:
+        server.close()
