@@ -177,6 +177,25 @@ def test_a_state_field_of_fifty_thousand_items_takes_a_few_rows_of_the_sidebar()
     assert ("field:n", "  n = 1") in rows and len(rows) < 60
 
 
+def test_a_hundred_thousand_names_on_ctx_take_a_few_rows_of_the_sidebar():
+    """A run (or a peer, attached to) setting 100,000 names on ctx drew a row each at every redraw: each key
+    took 2 to 6 seconds. The turn and the output are still said, after the names."""
+    from flowtui.runtime.events import CtxSet, RunStart
+    from flowtui.runtime.fold import RunView
+    from flowtui.tui.widgets.sidebar import sidebar_rows
+
+    view = RunView()
+    view.apply(RunStart(seq=1, ts=0.0, run_id="r1", node_id=None, parent_id=None, origin="runtime", workflow="W"))
+    head = dict(run_id="r1", node_id=None, parent_id=None, origin="agent:A", ts=0.0)
+    view.apply(CtxSet(seq=2, name="output", value="done", **head))
+    for i in range(100_000):
+        view.apply(CtxSet(seq=3 + i, name=f"k{i}", value=i, **head))
+    rows = [text.plain for _, text in sidebar_rows(view, width=60)]
+    assert "  k0 = 0" in rows and "  k19 = 19" in rows and "  k20 = 20" not in rows
+    assert "  … 99,980 more on ctx (the event log has each ctx.set)" in rows
+    assert "  output = done" in rows and len(rows) < 40
+
+
 def test_a_tab_or_line_break_in_a_sidebar_value_stays_on_its_row():
     """A tab in a memory item, a task or a state value reached the terminal raw: the rest of the row
     moved, the border went, and text of other rows showed in the gap."""

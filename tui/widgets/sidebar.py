@@ -144,7 +144,7 @@ def sidebar_rows(view: Any, width: int = 42, *, editable: bool = True,
                 more(name, len(value))
             else:
                 rows.append((f"field:{name}", Text.assemble(mark, (_shown(name), name_style), " = ", _value(value))))
-    user = {k: v for k, v in view.ctx.items() if k not in RUNTIME_CTX}
+    user = (item for item in view.ctx.items() if item[0] not in RUNTIME_CTX)
     section("ctx")
     data = view.data or {}  # ctx.data: the run's own data (never sent to the model), read-only
     for key, value in itertools.islice(data.items(), FIELD_ROWS):
@@ -152,8 +152,12 @@ def sidebar_rows(view: Any, width: int = 42, *, editable: bool = True,
                                                               "bold"), " = ", _value(value, 120))))
     if len(data) > FIELD_ROWS:
         rows.append((None, Text(f"  … {len(data) - FIELD_ROWS:,} more in ctx.data", "dim italic")))
-    for name, value in user.items():
+    # (a run setting 100,000 names on ctx drew a row each at every redraw: each key took seconds)
+    for name, value in itertools.islice(user, FIELD_ROWS):
         rows.append((None, Text.assemble((f"  {_shown(name)}", "bold"), " = ", _value(value, 120))))
+    unshown = len(view.ctx) - sum(k in view.ctx for k in RUNTIME_CTX) - FIELD_ROWS
+    if unshown > 0:
+        rows.append((None, Text(f"  … {unshown:,} more on ctx (the event log has each ctx.set)", "dim italic")))
     turn = view.ctx.get("turn")
     if isinstance(turn, dict):
         tool = f" · tool {turn.get('tool_name')}" + (" ✗" if turn.get("tool_error") else "") \
@@ -172,7 +176,7 @@ def sidebar_rows(view: Any, width: int = 42, *, editable: bool = True,
         wrapped("  budget", " " + _shown(used))
     if "output" in view.ctx and view.ctx["output"] is not None:
         rows.append((None, Text.assemble(("  output", "bold"), " = ", _short(view.ctx["output"], 120))))
-    if not user and not data and not any(k in view.ctx for k in RUNTIME_CTX):
+    if not view.ctx and not data:
         empty("nothing set yet")
     for _, text in rows:  # one line per row: the full text is one `e` away
         text.truncate(width, overflow="ellipsis")
