@@ -381,3 +381,25 @@ async def test_the_call_editors_buttons_stay_on_the_screen_under_a_long_refusal_
         for button in app.screen.query(Button):  # what is drawn at its middle is the button, not its clip
             x, y = button.region.center
             assert app.screen.get_widget_at(x, y)[0] is button, button.label
+
+
+@pytest.mark.parametrize("dialog", ["call editor", "watchpoint"])
+async def test_a_dialogs_hint_is_shown_whole_at_80x24(dialog):
+    """The watch dialog's examples ended at "memory ~" and the call editor's note at "the model sees the":
+    the hint had two rows, and nothing could scroll it (it takes no focus)."""
+    from textual.widgets import Button
+
+    app = make(input="go")
+    async with app.run_test(size=(80, 24)) as pilot:
+        if dialog == "call editor":
+            await _call_editor(pilot, app)
+        else:
+            await paused(pilot)
+            await pilot.press("w")
+            await wait_until(pilot, lambda: isinstance(app.screen, TextDialog), what="the watch dialog")
+        await pilot.pause()
+        hint = app.screen.query_one("#dialog-hint")
+        assert hint.max_scroll_y == 0 and hint.size.height >= 3, str(hint.render())
+        for button in app.screen.query(Button):
+            x, y = button.region.center
+            assert app.screen.get_widget_at(x, y)[0] is button, button.label
