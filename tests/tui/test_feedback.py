@@ -289,3 +289,18 @@ async def test_a_model_call_waiting_to_retry_counts_its_wait_down(tmp_path):
         await pilot.press("x")
         await wait_until(pilot, lambda: status(app) == "stopped", timeout=15, what="the run to stop")
         assert "retrying" not in status_line(app)
+
+
+def test_the_status_counts_one_edit_as_one_edit():
+    """At 80 columns one denial read "29 ev · 1 edits"."""
+    from flowtui.runtime.events import NodeStart, RunStart, StateAppend
+    from flowtui.runtime.fold import RunView
+    from flowtui.tui.widgets.control import where_text
+
+    view = RunView()
+    view.apply(RunStart(seq=1, ts=0.0, run_id="r1", workflow="W"))
+    view.apply(NodeStart(seq=2, ts=0.0, run_id="r1", node_id="n1", kind="workflow", name="AVeryLongWorkflowName" * 2))
+    for seq in (3, 4):
+        view.apply(StateAppend(seq=seq, ts=0.0, run_id="r1", origin="user", bucket="tasks", item=f"t{seq}"))
+        narrow = where_text(view, breakpoints=set(), width=80).plain
+        assert narrow.endswith(f" ev · {seq - 2} edit{'s' * (seq == 4)}  bp: none"), narrow
