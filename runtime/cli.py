@@ -163,7 +163,7 @@ def unknown_approvals(approve: Any, hello: Any) -> list[str]:
     child workflow's: said, not refused)."""
     known = set(hello.tools) | {"all"}
     return [f"--approve {name}: {hello.workflow}'s agents have no tool {name} (theirs: "
-            f"{', '.join(sorted(hello.tools)) or 'none'}); it is approved only if a child workflow calls it"
+            f"{', '.join(sorted(hello.tools)) or 'none'}); it is asked about only if a child workflow calls it"
             for name in sorted(set(approve or ()) - known)]
 
 
