@@ -221,10 +221,12 @@ async def _run_calls(run: "Run", spec: AgentSpec, inst: Any, calls: list[ToolCal
         _answer_dangling_calls(run, spec.name, since=asked_at, why="its turn was cancelled", origin="runtime",
                                running=running)
         raise
-    except Exception as exc:  # a hook or middleware raised among them: the one that had started did run
-        # (a run that ends here too: its history is a conversation a model takes, as a snapshot of it must be
-        # to be loaded, or a fork from its end to go on)
-        why = f"the {'run' if ends_the_run(exc) else 'turn'} failed ({describe_error(exc)})"
+    except BaseException as exc:  # a hook or middleware raised among them, or a tool raised SystemExit or
+        # KeyboardInterrupt (no observation: the run ends): the one that had started did run (a run that ends here
+        # too: its history is a conversation a model takes, as a snapshot of it must be to be loaded, or a fork
+        # from its end to go on)
+        ends = ends_the_run(exc) if isinstance(exc, Exception) else True
+        why = f"the {'run' if ends else 'turn'} failed ({describe_error(exc)})"
         _answer_dangling_calls(run, spec.name, since=asked_at, why=why, origin="runtime", running=running,
                                running_was="gave no result")
         raise

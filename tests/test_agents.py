@@ -507,3 +507,40 @@ async def test_an_error_with_a_huge_message_is_said_cut_in_each_end_it_is_in():
     for error in errors:
         assert len(error) < 5_000 and "H" * 4096 + "… (10,000,000 characters, cut) (at tests/test_agents.py:" in error
 
+
+
+@pytest.mark.parametrize("raised", [SystemExit(3), KeyboardInterrupt(), type("Boom", (BaseException,), {})("x")])
+async def test_a_tool_that_raises_a_base_exception_ends_the_run_with_every_call_answered(raised):
+    """SystemExit, KeyboardInterrupt or a BaseException of the flow's own from a tool ended the run with the
+    reply's calls unanswered: its snapshot was refused when loaded ("history[1] makes call_1_0, call_1_1, which
+    no tool message answers"), and so was a fork from its end. A FatalToolError's answered them already."""
+    def model(messages, tools):
+        if not any(m.role == "tool" for m in messages):
+            return {"content": "", "tool_calls": [{"name": "quebra", "args": {}}, {"name": "depois", "args": {}}]}
+        return "fim"
+
+    @tool
+    def quebra() -> str:
+        """Raises."""
+        raise raised
+
+    @tool
+    def depois() -> str:
+        """Never runs."""
+        return "depois"
+
+    @agent(provider=FunctionProvider(model), prompt="p", tools=[quebra, depois])
+    class A:
+        pass
+
+    @workflow(steps=[A])
+    class W:
+        pass
+
+    events: list = []
+    with pytest.raises(type(raised)):
+        await bootstrap(W).run("go", on_event=events.append)
+    assert events[-1].type == "run.end" and events[-1].status == "failed"
+    told = [e.item.content for e in events if e.type == "state.append" and e.item.role == "tool"]
+    assert told[0].startswith("Tool call quebra gave no result: the run failed (") and len(told) == 2
+    assert told[1].startswith("Tool call depois was not run: the run failed (")
