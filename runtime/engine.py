@@ -113,7 +113,12 @@ class Run:
 
     # --- the run ---------------------------------------------------------
     async def execute(self) -> str | None:
-        """Run the workflow to the end; returns ``ctx.output``. Raises when it fails."""
+        """Run the workflow to the end; returns its output (``ctx.output`` as ``run.end`` says it: text, or
+        the JSON of a value that is no text). Raises when it fails. A run runs once."""
+        if self.status != "idle":  # (run again, it called the model again on its history, every event dropped)
+            raise ConfigError(f"this run ({self.id}) has {'begun' if self.status == 'running' else 'run'} "
+                              "already: a run runs once; prepare another (app.prepare(...)) or await app.run(...)")
+        self.status = "running"
         unstarted = None  # what the app's async setups raised (a stop while one hangs): the run fails with it
         if self._startup is not None:
             try:
@@ -135,7 +140,6 @@ class Run:
         if self.tracker.budget is not None:  # nothing spent yet, as run.start says: a before_prompt reading
             self.ctx._starts_with("budget", self.tracker.usage())  # it before the first call got None
         reason = error = None
-        self.status = "running"
         status = "finished"
         try:
             if unstarted is not None:
@@ -186,10 +190,10 @@ class Run:
             status, reason = "stopped", f"stopped by ctx.stop() in {stop_by}"
         if self.resume is not None:
             status, reason = self.resume.ending(status, reason)
-        output = self.ctx.get("output")
+        output = output_text(self.ctx.get("output"))  # (app.run gave a value set on ctx.output as it was)
         self.status = status
         self.emitter.emit(RunEnd, node_id=None, parent_id=current_node.get()[0], status=status,
-                          output=output_text(output),
+                          output=output,
                           error=error, reason=reason, duration_ms=round((time.perf_counter() - t0) * 1000, 3),
                           totals=self.totals())
         self.emitter.close()

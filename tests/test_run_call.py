@@ -147,3 +147,44 @@ def test_a_run_whose_code_is_all_sync_can_be_timed_out_and_its_journal_ends(tmp_
     assert done.stdout.strip() == "timed out True", done.stderr
     end = json.loads(journal.read_text().splitlines()[-1])
     assert (end["type"], end["status"], end["reason"]) == ("run.end", "stopped", "cancelled")
+
+
+async def test_the_output_returned_is_the_text_run_end_says_as_a_child_s_is():
+    """A value left on ctx.output came back from app.run as it was ([1, 2]) while run.end, flowtui run and a
+    child workflow's result said its JSON text, as the README and the `-> str | None` say."""
+    from flowtui import bootstrap, loop
+
+    @agent(provider=FunctionProvider(lambda m, t: "ok"))
+    class A:
+        pass
+
+    @workflow(steps=[loop([A], max_iterations=1, on_exhausted=lambda ctx, n: setattr(ctx, "output", [1, {"a": 2}]))])
+    class W:
+        pass
+
+    events: list = []
+    out = await bootstrap(W).run("x", on_event=events.append)
+    assert out == '[1,{"a":2}]' == events[-1].output
+
+
+async def test_a_prepared_run_runs_once():
+    """Executed again, a prepared run called the model again on its history, every event of it dropped: no
+    journal line, no run.end, and the output of a run nobody saw."""
+    from flowtui import bootstrap
+
+    calls = []
+
+    @agent(provider=FunctionProvider(lambda m, t: calls.append(len(m)) or "ok"))
+    class A:
+        pass
+
+    @workflow(steps=[A])
+    class W:
+        pass
+
+    events: list = []
+    prepared = bootstrap(W).prepare("x", on_event=events.append)
+    assert await prepared.execute() == "ok"
+    with pytest.raises(ConfigError, match=r"has run already: a run runs once; prepare another"):
+        await prepared.execute()
+    assert len(calls) == 1 and events[-1].type == "run.end"
