@@ -184,12 +184,22 @@ def describe_error(exc: BaseException) -> str:
     recorded = getattr(exc, "recorded_as", None)
     if isinstance(recorded, str):  # raised again in a re-execution: as the journal says it (where it was raised)
         return recorded
-    text = _validation_text(exc) or str(exc)
+    text = _validation_text(exc) or message_of(exc)
     if len(text) > ERROR_MAX:  # (a 10 MB message was 20 MB on stderr, and 40 MB of journal: one copy per node it ended)
         text = f"{text[:ERROR_MAX]}… ({len(text):,} characters, cut)"
     described = f"{type(exc).__name__}: {text}" if text else type(exc).__name__
     where = user_frame(exc)
     return f"{described} (at {where})" if where else described
+
+
+def message_of(exc: BaseException) -> str:
+    """``str(exc)``, or what stands for it when the exception's own ``__str__`` raises or returns no text:
+    the run's error was then the one ``__str__`` raised, of another type, at ``__str__``'s line."""
+    try:
+        text = str(exc)
+    except Exception as failed:
+        return f"(its message could not be read: {type(exc).__name__}.__str__ raised {type(failed).__name__})"
+    return text
 
 
 def _validation_text(exc: BaseException) -> str | None:

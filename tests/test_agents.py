@@ -544,3 +544,46 @@ async def test_a_tool_that_raises_a_base_exception_ends_the_run_with_every_call_
     told = [e.item.content for e in events if e.type == "state.append" and e.item.role == "tool"]
     assert told[0].startswith("Tool call quebra gave no result: the run failed (") and len(told) == 2
     assert told[1].startswith("Tool call depois was not run: the run failed (")
+
+
+async def test_an_exception_whose_message_cannot_be_read_is_named_where_it_was_raised():
+    """An exception whose __str__ raised (or returned no text) failed the run with the error __str__ raised,
+    of another type and at __str__'s line ("ValueError: str boom (at f.py:3 in __str__)"); a tool's failure
+    told the model __str__'s error."""
+
+    class StrBoom(Exception):
+        def __str__(self):
+            raise ValueError("str boom")
+
+    class StrFive(Exception):
+        def __str__(self):
+            return 5
+
+    def model(messages, tools):
+        if not any(m.role == "tool" for m in messages):
+            return {"content": "", "tool_calls": [{"name": "quebra", "args": {}}]}
+        return "fim"
+
+    @tool
+    def quebra() -> str:
+        """Raises."""
+        raise StrBoom()
+
+    @agent(provider=FunctionProvider(model), prompt="p", tools=[quebra])
+    class A:
+        def after_response(self, reply, ctx):
+            if reply == "fim":
+                raise StrFive()
+
+    @workflow(steps=[A, A])
+    class W:
+        pass
+
+    events: list = []
+    with pytest.raises(StrFive):
+        await bootstrap(W).run("go", on_event=events.append)
+    told = [e.item.content for e in events if e.type == "state.append" and e.item.role == "tool"]
+    assert told == ["Tool quebra failed: (its message could not be read: StrBoom.__str__ raised ValueError)"]
+    error = events[-1].error
+    assert error.startswith("StrFive: (its message could not be read: StrFive.__str__ raised TypeError) (at ")
+    assert error.endswith(" in after_response)")
