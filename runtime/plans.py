@@ -284,7 +284,12 @@ def _provider_for_run(p: Any, aspec: AgentSpec, *, replies: str | Path | None) -
             raise ConfigError(f"{aspec.name}: @agent(provider={p.__name__}){at} could not be made for the run: "
                               f"{why}") from exc
     if isinstance(p, Provider):
-        return p.fork()
+        forked = p.fork()
+        if not isinstance(forked, Provider):  # (the run failed on "'NoneType' object has no attribute 'describe'")
+            raise ConfigError(f"{aspec.name}: {type(p).__name__}.fork() returned {type(forked).__name__}, not a "
+                              "Provider; return a copy of the provider for one run (Provider.fork, the default, "
+                              "does), or leave fork() out")
+        return forked
     try:
         made = p()
     except Exception as exc:

@@ -148,3 +148,27 @@ async def test_a_provider_calling_the_requests_callbacks_with_the_wrong_value_is
     with pytest.raises(TypeError, match=said):
         await bootstrap(W).run("x", on_event=events.append)
     assert [e.text for e in events if e.type == "chat.delta"] == ["ok "]
+
+
+async def test_a_fork_that_returns_no_provider_is_named():
+    """fork() returning None failed the run with "'NoneType' object has no attribute 'describe'", naming
+    neither the provider nor fork, and an agent's on_error took it as an error to recover from."""
+    from flowtui import ChatReply, ConfigError, Provider, agent, bootstrap, workflow
+
+    class BadFork(Provider):
+        async def complete(self, request):
+            return ChatReply(content="ok")
+
+        def fork(self):
+            return None
+
+    @agent(provider=BadFork())
+    class A:
+        pass
+
+    @workflow(steps=[A])
+    class W:
+        pass
+
+    with pytest.raises(ConfigError, match=r"^A: BadFork\.fork\(\) returned NoneType, not a Provider; "):
+        await bootstrap(W).run("go")
