@@ -188,3 +188,22 @@ async def test_a_prepared_run_runs_once():
     with pytest.raises(ConfigError, match=r"has run already: a run runs once; prepare another"):
         await prepared.execute()
     assert len(calls) == 1 and events[-1].type == "run.end"
+
+
+async def test_an_agent_asking_for_state_run_without_one_is_told_to_give_run_a_state():
+    """It was told to "add state=YourStateClass to @workflow(...)": run(Agent) has no @workflow to add it to."""
+    from flowtui import InjectionError
+
+    class Notas:
+        vistas: list[str] = []
+
+    @agent(provider=FunctionProvider(lambda m, t: "lido"))
+    class Leitor:
+        def __init__(self, s: Notas = State()):
+            self.s = s
+
+    with pytest.raises(InjectionError) as caught:
+        await run(Leitor, "x")
+    assert caught.value.message == ("State() in __init__ parameter 's'; give the agent a state: "
+                                    "run(Leitor, ..., state=YourStateClass)")
+    assert caught.value.cls == "Leitor" and caught.value.line is not None
