@@ -446,7 +446,8 @@ def script_gaps(plans: Plans) -> list[str]:
             for call in split_reply(reply, where="")[1]:
                 if call["name"] not in tools:
                     close = get_close_matches(call["name"], tools, n=1)
-                    notes.append(f"agent {aspec.name}: its scripted reply {i + 1} calls tool {call['name']}, which "
+                    named = call["name"] or '""'  # (no name: "calls tool , which")
+                    notes.append(f"agent {aspec.name}: its scripted reply {i + 1} calls tool {named}, which "
                                  f"{aspec.name} does not have (its tools: {', '.join(tools) or 'none'})"
                                  f"{f'; did you mean {close[0]}?' if close else '.'} The model would be told "
                                  "there is no such tool")

@@ -279,6 +279,16 @@ def test_a_scripted_reply_calling_a_tool_the_agent_lacks_is_noted_at_load(tmp_pa
            "saldo? The model would be told there is no such tool" in res.stderr, res.stderr
 
 
+def test_a_scripted_call_of_a_tool_with_no_name_says_the_empty_name(tmp_path):
+    """It read "calls tool , which A does not have"."""
+    path = write(tmp_path, "from flowtui import ScriptedProvider\n"
+                 "@agent(provider=ScriptedProvider({'A': [{'tool_calls': [{'name': '', 'args': {}}]}, 'fim']}), "
+                 "prompt='p')\nclass A:\n    pass\n" + WORKFLOW)
+    res = flowtui("run", str(path), "--input", "x")
+    assert 'agent A: its scripted reply 1 calls tool "", which A does not have (its tools: none). ' in res.stderr, \
+        res.stderr
+
+
 def test_a_tool_with_no_description_is_noted(tmp_path):
     """A tool with no docstring was sent with description '': the model sees only its name, unsaid."""
     path = write(tmp_path, "@tool\ndef lookup(q: str) -> str:\n    return q\n"
