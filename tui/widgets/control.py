@@ -121,7 +121,8 @@ def _tails(view: Any, breakpoints: set[str] | None, event: Any) -> list[Text]:
     bp_style = "#ff875f" if breakpoints else "dim"
     long = Text.assemble((f"   events {events}", "dim"), (f" · edits {edits}", "#ffd75f") if edits else "",
                          ("   breakpoints: ", "dim"), (marks or "none", bp_style))
-    short = Text.assemble((f"  {events} ev", "dim"), (f" · {edits} edit{'s' * (edits != 1)}", "#ffd75f") if edits else "",
+    short = Text.assemble((f"  {events} ev", "dim"),
+                          (f" · {edits} edit{'s' * (edits != 1)}", "#ffd75f") if edits else "",
                           ("  bp: ", "dim"), (marks or "none", bp_style))
     least = Text.assemble(("  bp: ", "dim"), (marks, bp_style)) if marks else Text()
     return [long, short, least]
