@@ -226,7 +226,8 @@ class BudgetTracker:
             return "max_tool_calls"
         if b.max_tokens is not None and self.tokens >= b.max_tokens and not before_tool:
             return "max_tokens"
-        if b.max_cost_usd is not None and self.cost_usd >= b.max_cost_usd and not before_tool:
+        # (a limit of 0 is money not to spend: a free model, which spends none, stopped before its first call)
+        if b.max_cost_usd is not None and self.cost_usd >= b.max_cost_usd and self.cost_usd > 0 and not before_tool:
             return "max_cost_usd"
         if b.max_duration_s is not None and self.elapsed_s() >= b.max_duration_s:
             return "max_duration_s"

@@ -303,6 +303,23 @@ async def test_max_cost_usd():
     assert "max_cost_usd" in events[-1].reason
 
 
+@pytest.mark.parametrize("cost", [0.0, 0.25])
+async def test_max_cost_usd_of_zero_lets_a_free_model_run_and_stops_a_paid_one_after_its_first_call(cost):
+    """Budget(max_cost_usd=0), "spend no money", stopped a free model before its first call: 0 spent was the
+    limit reached."""
+
+    @agent(provider=FunctionProvider(lambda messages, tools: ChatReply(content="x", cost_usd=cost)))
+    class A:
+        pass
+
+    @workflow(steps=[loop([A], max_iterations=3)])
+    class W:
+        pass
+
+    out, events, run = await run_collect(W, budget=Budget(max_cost_usd=0))
+    assert (run.ctx.budget.chat_calls, events[-1].totals.exceeded) == ((3, None) if cost == 0 else (1, "max_cost_usd"))
+
+
 async def test_no_budget_leaves_ctx_budget_unset():
     W, _ = three_agents()
     out, events, run = await run_collect(W)
