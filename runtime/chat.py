@@ -119,6 +119,7 @@ async def call_model(run: "Run", spec: AgentSpec, request: ChatRequest, *, promp
     # what comes before the history in a turn's request (its prompt, the memory-and-tasks note), as sent:
     # another branch or a person may change memory while the call is out
     lead = len(request.messages) - run.state._history_length() if built else None
+    resume = run.root.resume
     start = {"turn": request.turn, "messages": len(request.messages), "prompt": prompt,
              "request": recorded(request, provider, built=built)}
     with NodeScope(run, "chat", spec.name, data=start) as scope:
@@ -128,6 +129,9 @@ async def call_model(run: "Run", spec: AgentSpec, request: ChatRequest, *, promp
         async def send(final: ChatRequest) -> ChatReply:
             if answered and run.gate_needed():  # called again: a budget reached by the calls so far stops it
                 await run.gate()
+            if built and final is request and resume is not None and (
+                    resume.diverged is not None or resume.edits_at(run, "chat", spec.name)):
+                final = await _after_divergence(run, spec, request, prompt, scope)
             if final is not request or shapes.get(id(final), start_shape) != start_shape:  # a middleware changed
                 # it (a copy, or in place): what really left is recorded too
                 by = ", ".join(scope.data.get("changed_by", [])) or "a middleware"
@@ -281,6 +285,26 @@ def _name_message(exc: ProviderError, request: ChatRequest, lead: int, prompted:
         said = f"history[{n - lead}], " + (f"the result of tool {m.tool_name}" if m.role == "tool" else
                                            f"the {m.role} message" + (f" of {m.agent}" if m.agent else ""))
     exc.args = (f"{text} ({found[0]} is {said})", *exc.args[1:])
+
+
+async def _after_divergence(run: "Run", spec: AgentSpec, request: ChatRequest, prompt: str | None,
+                            scope: NodeScope) -> ChatRequest:
+    """A turn's model call in a re-execution that diverged: it waits for the person first (the divergence
+    was found in its request, as it was built). What they edited there reaches this call: its request is
+    built again, and recorded as sent (the model got the request from before the edit, the panes showed
+    the edited one). A re-execution of such a run makes those edits again there (it waited for them for
+    ever: no pause point was reached)."""
+    resume = run.root.resume
+    assert resume is not None
+    if resume.diverged is not None:
+        await resume.hold("chat", spec.name)
+    else:
+        await run.pause("chat", spec.name, inside=True)  # (the recorded edits are made again: no wait)
+    messages = run.state.to_messages(prompt=prompt)
+    if messages == request.messages:
+        return request
+    scope.data.setdefault("changed_by", []).append("the person, at the divergence pause")
+    return request.model_copy(update={"messages": messages})
 
 
 def _keep_partial(scope: NodeScope, request: ChatRequest) -> None:

@@ -244,6 +244,12 @@ class Resume:
             return await self.at_pause(run, kind, name)
         return True
 
+    def edits_at(self, run: "Run", kind: str, name: str) -> bool:
+        """In the prefix, the recorded edits next are ones a person made paused at ``kind`` ``name`` of ``run``
+        (inside a model call: at the pause after a divergence found in its request)."""
+        group = self.edits.get(self.i) if self.checking else None
+        return group is not None and group.point == (kind, name, relative_run(run.id, self.root_id))
+
     @property
     def holds_at_end(self) -> bool:
         """The run's end is a pause point: in the prefix (an edit a person made there is made again), or when

@@ -1919,3 +1919,37 @@ async def test_a_parallel_step_of_two_loops_ending_alike_reexecutes_without_dive
     await bootstrap(W).run(resume_from=str(journal), on_event=events.append, **options)
     assert [e for e in events if e.type == "run.diverged"] == []
     assert events[-1].status == "finished"
+
+
+async def test_an_edit_at_the_divergence_pause_reaches_the_model_call_it_is_paused_before(tmp_path, knobs):
+    """The divergence is found in the model call's request, as it was built: the run waited there, the person
+    edited the user message, the panes showed it edited, and the model got it as it was (only the call after
+    it got the edit). The call's request is built again, and the journal says what was sent."""
+    from flowtui.runtime.edits import Editor
+
+    answers: list = []
+    first = tmp_path / "first.jsonl"
+    await bootstrap(counting_flow(answers)).run("go", journal=first)
+    knobs["prompt"] = "Note twice, then answer."  # diverges at the model call itself
+    ctl = Controller()
+    events: list = []
+    second = tmp_path / "second.jsonl"
+    run = bootstrap(counting_flow(answers)).prepare(controller=ctl, resume_from=str(first), on_divergence="pause",
+                                                    on_event=events.append, journal=second)
+    task = await _paused(run, ctl)
+    pause = events[-1]
+    assert pause.type == "run.pause" and pause.reason == "diverged" and pause.point == "chat"
+    Editor(run).edit_message(0, "go, EDITED")
+    ctl.resume()
+    await asyncio.wait_for(task, 30)
+    chat_end = next(e for e in events if e.type == "node.end" and e.kind == "chat" and e.seq > pause.seq)
+    sent = chat_end.data["sent_request"].messages
+    assert [m.content for m in sent] == ["Note twice, then answer.", "go, EDITED"]
+    assert chat_end.data["changed_by"] == ["the person, at the divergence pause"]
+
+    # re-executed, that journal waited for ever for a pause point inside the model call: its edit is made again
+    again: list = []
+    out = await asyncio.wait_for(bootstrap(counting_flow(answers)).run(resume_from=str(second), on_event=again.append),
+                                 30)
+    assert out == events[-1].output and again[-1].status == "finished" and not any(
+        e.type == "run.diverged" for e in again)
