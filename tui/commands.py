@@ -89,7 +89,9 @@ class RunCommands:
             self._forget_queue(f"{KEYS[name]} pressed")
             self._send(name)
             return
-        if (self._loading() or self.queued) and not isinstance(self.screen, LoadErrorScreen) \
+        # (on the error screen, only once r is reloading the flow: before, there is no run to come)
+        reloading = not isinstance(self.screen, LoadErrorScreen) or self._loading_since is not None
+        if (self._loading() or self.queued) and reloading \
                 and self.config.attach is None and not (name in INTERRUPTS and not self._loading()):
             self.queued.append(name)
             if self._loading():

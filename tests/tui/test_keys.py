@@ -518,6 +518,21 @@ async def test_load_error_screen_then_r_reloads_after_the_fix(tmp_path):
         assert app.client.view.workflow == "ReviewWorkflow"
 
 
+async def test_run_keys_typed_as_the_error_screen_reloads_are_queued(tmp_path):
+    """r on the error screen, then n n: the screen stays while the flow loads, and each n was dropped ("No run
+    yet."), not queued as run keys typed while a flow loads are."""
+    flow = tmp_path / "flow.py"
+    flow.write_text("from flowtui import workflow\n\n@workflow(steps=[]\nclass W:\n    pass\n")
+    app = make(str(flow), input="go")
+    async with app.run_test() as pilot:
+        await wait_until(pilot, lambda: isinstance(app.screen, LoadErrorScreen), what="the error screen")
+        flow.write_text(Path(REVIEW).read_text())
+        await pilot.press("r", "n", "n")
+        await wait_until(pilot, lambda: types(app).count("run.resume") == 2 and status(app) == "paused",
+                         what="both turns run")
+        assert app.client.view.status_line() == "paused before Writer"  # the second round's
+
+
 async def test_quitting_at_a_flow_that_could_not_load_exits_2_as_flowtui_run_does():
     """It exited 0: a script starting the app could not tell a flow that never loaded."""
     app = make(str(FLOWS / "broken_flow.py"), input="go")
