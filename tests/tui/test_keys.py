@@ -722,6 +722,24 @@ async def test_a_choice_named_by_a_file_is_drawn_as_written(tmp_path):
         assert "x[/]y\\u202e.jsonl [1]" in labels, labels
 
 
+async def test_the_reload_question_shows_each_button_whole_at_80x24():
+    """Side by side, its three buttons were wider than the dialog: "Cancel [esc" lost its "]"."""
+    from textual.widgets import Button
+
+    from flowtui.tui.screens.dialogs import ChoiceDialog
+
+    app = make(input="go")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await paused(pilot)
+        app.push_screen(ChoiceDialog("Reload the flow's code, and then?", [("c", "Continue from there", "continue"),
+                                                                           ("r", "Start over", "restart")]))
+        await wait_until(pilot, lambda: isinstance(app.screen, ChoiceDialog), what="the dialog")
+        await pilot.pause()
+        dialog = app.screen.query_one(".dialog").content_region
+        for button in app.screen.query(Button):
+            assert dialog.contains_region(button.region), (str(button.label), button.region, dialog)
+
+
 PARALLEL_OWN_RUN = '''
 from flowtui import ChatRequest, FunctionProvider, Message, agent, parallel, tool, workflow
 

@@ -227,12 +227,21 @@ class ChoiceDialog(ModalScreen[str | None]):
             yield Label(Text(shown(self.question)), classes="dialog-title")
             if self.hint:
                 yield Static(Text(self.hint, "dim"))
-            # a few answers side by side; more (a list of files) one under the other
-            with (Horizontal if len(self.choices) <= 3 else Vertical)(classes="dialog-buttons"):
+            # a few answers side by side, when they fit the dialog (at 80 columns "Cancel [esc" lost its "]");
+            # more (a list of files) one under the other
+            with (Horizontal if len(self.choices) <= 3 and self._fit_side_by_side() else Vertical)(
+                    classes="dialog-buttons"):
                 for i, (key, label, value) in enumerate(self.choices):
                     yield Button(f"{shown_markup(label)} \\[{key}]", variant="primary" if i == 0 else "default",
                                  id=f"choice-{value}")
                 yield Button("Cancel \\[esc]", id="choice-")
+
+    def _fit_side_by_side(self) -> bool:
+        """The buttons in one row fit the dialog (80% of the screen, at most 100 columns, less its border
+        and padding): each is its label, `` [key]``, two columns of padding each side and two between."""
+        room = min(100, self.app.size.width * 4 // 5) - 6
+        labels = [f"{label} [{key}]" for key, label, _ in self.choices] + ["Cancel [esc]"]
+        return sum(len(label) + 6 for label in labels) <= room
 
     def on_key(self, event) -> None:  # type: ignore[no-untyped-def]
         for key, _, value in self.choices:
