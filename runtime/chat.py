@@ -129,8 +129,8 @@ async def call_model(run: "Run", spec: AgentSpec, request: ChatRequest, *, promp
         async def send(final: ChatRequest) -> ChatReply:
             if answered and run.gate_needed():  # called again: a budget reached by the calls so far stops it
                 await run.gate()
-            if built and final is request and resume is not None and (
-                    resume.diverged is not None or resume.edits_at(run, "chat", spec.name)):
+            if built and final is request and resume is not None and (  # (once: the calls after it are live)
+                    resume.diverged is not None and not resume.held or resume.edits_at(run, "chat", spec.name)):
                 final = await _after_divergence(run, spec, request, prompt, scope)
             if final is not request or shapes.get(id(final), start_shape) != start_shape:  # a middleware changed
                 # it (a copy, or in place): what really left is recorded too
