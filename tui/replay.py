@@ -67,8 +67,10 @@ class ReplayApp(PlainNotify, KeysStayPut, Redraws, TolerantInput, App[int]):
     TITLE = "flowtui replay"
     BINDINGS = bindings(KEYS)
 
-    def __init__(self, events: list[Any], *, source: str = "", notices: list[Any] = ()) -> None:
+    def __init__(self, events: list[Any], *, source: str = "", notices: list[Any] = (),
+                 place: tuple[int, int] = (1, 1)) -> None:
         super().__init__()
+        self.place = place  # (N, M): the shown run is the file's Nth of M (--run N)
         # (FLOW:Class, JOURNAL@K, the run's id: any run of the journal, not only its last) when f closed the replay
         self.fork: tuple[str, str, str] | None = None
         self.notices = list(notices)  # journal lines that could not be read
@@ -225,8 +227,8 @@ def make_replay(path: str | Path, *, run: int | None = None, progress: Any = Non
     runs = load_runs(path, notices=notices, progress=progress)
     if run is not None and not 1 <= run <= len(runs):
         raise JournalError(f"{path}: --run {run}: the file holds {len(runs)} run{'s' if len(runs) != 1 else ''}")
-    events = runs[(run or len(runs)) - 1]
-    return ReplayApp(events, source=str(path), notices=notices, **options)
+    number = run or len(runs)
+    return ReplayApp(runs[number - 1], source=str(path), notices=notices, place=(number, len(runs)), **options)
 
 
 class Reading:

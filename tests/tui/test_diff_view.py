@@ -174,3 +174,21 @@ async def test_a_replay_from_another_folder_finds_the_journal_its_run_was_reexec
         await pilot.pause()
         labels = [str(button.label) for button in app.screen.query("Button")]
         assert any("other.jsonl" in label for label in labels), labels
+
+
+async def test_the_replay_of_an_earlier_run_of_a_journal_says_which_of_its_runs_it_compares(tmp_path, monkeypatch):
+    """`flowtui replay J --run 1` of a journal holding two runs: the diff view said A was "its only run"."""
+    monkeypatch.chdir(tmp_path)
+    runs = tmp_path / ".flowtui" / "runs"
+    runs.mkdir(parents=True)
+    both, other = tmp_path / "both.jsonl", runs / "ReviewWorkflow-1.jsonl"
+    await _record(both, "Write about ctx.state")
+    await _record(both, "Write about memory")
+    await _record(other, "Write about ctx.state")
+    app = make_replay(both, run=1)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await pilot.press("5")
+        await pilot.pause()
+        text = await _text(pilot, app.main.pane_widget("diff"))
+        assert "run 1 of 2: ReviewWorkflow" in text
+        assert "its only run" in text  # B, the other journal, holds one run

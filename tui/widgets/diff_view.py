@@ -166,9 +166,10 @@ class DiffView(VerticalScroll, can_focus=True):
             return Text(f"{shown(str(exc))}\nenter picks another journal.", "bold #ff5f5f")
         here = self.current_journal()
         same_file = here is not None and Path(here).resolve() == Path(against).resolve()
-        # A, live: the file's last run when B's file is its own too (it is being appended to it)
-        a = LoadedRun(path=here or "this run", number=b.total if same_file else 1,
-                      total=b.total if same_file else 1, events=_events(events), notices=[])
+        # A: the replay's run is its file's Nth of M (--run N); the live run is the last of its file, appended to
+        # as it runs (B's file when it is A's own too)
+        number, total = getattr(self.app, "place", None) or ((b.total, b.total) if same_file else (1, 1))
+        a = LoadedRun(path=here or "this run", number=number, total=total, events=_events(events), notices=[])
         try:
             found = diff_runs(a.events, b.events)
         except Exception as exc:  # a journal shaped in a way the comparison did not foresee
