@@ -221,10 +221,12 @@ async def invoke_tool(run: "Run", spec: AgentSpec, call: ToolCall,
     invocation = ToolInvocation(name=call.name, args=dict(call.args), agent=spec.name, ctx=run.ctx, call_id=call.id)
     try:
         out = await through(run.tool_layers, invocation, to_tool, returned=_an_output)
-    except Exception as exc:
-        if ends_the_run(exc):
-            raise
-        return f"Tool {call.name} failed: {_said(exc)}", True, reached[-1]
+    except BaseException as exc:
+        if isinstance(exc, Exception) and not ends_the_run(exc):
+            return f"Tool {call.name} failed: {_said(exc)}", True, reached[-1]
+        if len(reached) > 1:  # the tool was called, and what it raised ends the run (a FatalToolError, SystemExit):
+            run.tracker.add_tool()  # a call the totals and max_tool_calls count as one that gave a result
+        raise
     text, is_error = _text(out)
     return text, is_error, reached[-1]
 

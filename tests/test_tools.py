@@ -792,6 +792,32 @@ async def test_fatal_tool_error_ends_the_run_and_keeps_its_cause_private(tmp_pat
     assert "ConnectionError" not in text
 
 
+@pytest.mark.parametrize("raised", [FatalToolError("gone"), SystemExit(3)], ids=["FatalToolError", "SystemExit"])
+async def test_a_tool_call_that_ends_the_run_counts_in_the_runs_totals(raised):
+    """The run's totals said tool_calls 0 for a run whose only tool call ran and raised what ends the run."""
+    @tool(name="db", schema=EchoArgs)
+    class Db:
+        def execute(self, args: EchoArgs = Input()):
+            raise raised
+
+    @agent(provider=script(call("db", text="q"), "never"), tools=[Db])
+    class A:
+        pass
+
+    @workflow(steps=[A])
+    class W:
+        pass
+
+    app = bootstrap(W)
+    events: list = []
+    app.subscribe(events.append)
+    with pytest.raises(type(raised)):
+        await app.run("go")
+    end = events[-1]
+    assert end.type == "run.end" and end.status == "failed"
+    assert end.totals.tool_calls == 1 and end.totals.chat_calls == 1, end.totals
+
+
 async def test_native_arguments_that_are_not_json_become_an_error_observation():
     from flowtui.runtime.providers.base import RAW_ARGUMENTS_KEY
 
