@@ -181,6 +181,7 @@ def describe_error(exc: BaseException) -> str:
     with where the flow's own code raised it: ``KeyError: 'x' (at flows/f.py:12 in until)``."""
     if isinstance(exc, FatalToolError):
         return f"FatalToolError: {exc.message}"
+    exc = as_raised(exc)
     recorded = getattr(exc, "recorded_as", None)
     if isinstance(recorded, str):  # raised again in a re-execution: as the journal says it (where it was raised)
         return recorded
@@ -190,6 +191,17 @@ def describe_error(exc: BaseException) -> str:
     described = f"{type(exc).__name__}: {text}" if text else type(exc).__name__
     where = user_frame(exc)
     return f"{described} (at {where})" if where else described
+
+
+def as_raised(exc: BaseException) -> BaseException:
+    """The StopIteration the flow's code raised, for the RuntimeError Python puts in its place as it leaves a
+    coroutine (PEP 479): a sync tool's ``next(it)`` on an empty iterator was said as "coroutine raised
+    StopIteration", of the runtime's line, not the tool's."""
+    cause = exc.__cause__
+    if type(exc) is RuntimeError and isinstance(cause, (StopIteration, StopAsyncIteration)) \
+            and str(exc).endswith(f"raised {type(cause).__name__}"):
+        return cause
+    return exc
 
 
 def message_of(exc: BaseException) -> str:

@@ -19,7 +19,7 @@ from pydantic_core import to_jsonable_python
 from flowtui.runtime.construct import bad_fields
 from flowtui.runtime.context import stable_repr
 from flowtui.runtime.decorators import AgentSpec
-from flowtui.runtime.errors import BudgetExceededError, FatalToolError, message_of
+from flowtui.runtime.errors import BudgetExceededError, FatalToolError, as_raised, message_of
 from flowtui.runtime.invoke import call_user, hook_text, refuse_returned
 from flowtui.runtime.messages import Message, ToolCall, ToolOutput, ToolResult
 from flowtui.runtime.middleware import ToolInvocation, through
@@ -164,6 +164,7 @@ async def _count_failure(run: "Run", tool: str, output: str, is_error: bool) -> 
 def _said(exc: Exception) -> str:
     """What a tool's exception tells the model: its message; its type too where the message alone says nothing
     of what went wrong (a KeyError's is the key: "Tool t failed: 'x'"), or there is none."""
+    exc = as_raised(exc)
     text = message_of(exc)
     if isinstance(exc, LookupError) and len(exc.args) == 1 and text == repr(exc.args[0]):
         return f"{type(exc).__name__}: {text}"

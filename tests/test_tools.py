@@ -818,6 +818,41 @@ async def test_a_tool_call_that_ends_the_run_counts_in_the_runs_totals(raised):
     assert end.totals.tool_calls == 1 and end.totals.chat_calls == 1, end.totals
 
 
+async def test_a_stopiteration_from_the_flows_code_is_said_as_itself_not_as_the_runtimes_runtimeerror():
+    """Python turns a StopIteration leaving a coroutine into "RuntimeError: coroutine raised StopIteration"
+    (PEP 479): a sync tool's next() on an empty iterator told the model that, and a hook's failed the run
+    with it, at no line of the flow's."""
+    @tool(name="first", schema=EchoArgs)
+    class First:
+        def execute(self, args: EchoArgs = Input()):
+            return next(iter([]))
+
+    @agent(provider=script(call("first", text="q")), tools=[First])
+    class A:
+        pass
+
+    @agent(provider=script("done"))
+    class B:
+        def after_response(self, response, ctx):
+            next(iter([]))
+
+    @workflow(steps=[A, B])
+    class W:
+        pass
+
+    app = bootstrap(W)
+    events: list = []
+    app.subscribe(events.append)
+    with pytest.raises(RuntimeError):
+        await app.run("go")
+    (told,) = tool_messages(events)
+    assert told.content == "Tool first failed: StopIteration", told
+    end = events[-1]
+    assert end.type == "run.end" and end.status == "failed"
+    assert end.error.startswith("StopIteration (at ") and "test_tools.py:" in end.error and "after_response" in end.error, \
+        end.error
+
+
 async def test_native_arguments_that_are_not_json_become_an_error_observation():
     from flowtui.runtime.providers.base import RAW_ARGUMENTS_KEY
 
