@@ -504,6 +504,18 @@ async def test_first_message_dialog_without_input():
         assert "paused before Writer" in str(app.main.query_one("#status").render())
 
 
+async def test_esc_in_the_first_message_dialog_starts_the_run_without_input_as_its_button_says():
+    app = make()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_until(pilot, lambda: isinstance(app.screen, FirstMessageDialog), what="the dialog")
+        button = app.screen.query_one("#first-none")
+        assert "esc" in str(button.label)  # esc was no key any hint named
+        await pilot.press("escape")
+        await paused(pilot)
+        assert app.client.view.history == []
+        assert "paused before Writer" in str(app.main.query_one("#status").render())
+
+
 async def test_load_error_screen_then_r_reloads_after_the_fix(tmp_path):
     flow = tmp_path / "flow.py"
     flow.write_text("from flowtui import workflow\n\n@workflow(steps=[]\nclass W:\n    pass\n")

@@ -44,7 +44,7 @@ class FirstMessageDialog(ModalScreen[str | None]):
             yield Box(placeholder="What should the flow work on?", id="first-input")
             with Horizontal(classes="dialog-buttons"):
                 yield Button("Start", variant="primary", id="first-start")
-                yield Button("No input", id="first-none")
+                yield Button("No input \\[esc]", id="first-none")
 
     def on_mount(self) -> None:
         _no_blink(self)
