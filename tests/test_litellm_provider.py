@@ -504,6 +504,39 @@ def test_config_errors():
         LiteLLMProvider("openai/x", cost_per_1k={"input": 1.0})
 
 
+@pytest.mark.parametrize("timeout", ["5", 0, -1, float("nan"), float("inf"), True])
+def test_a_timeout_that_is_no_number_of_seconds_above_0_is_refused_at_load(timeout):
+    """timeout="5" failed every call with "Unknown format code 'g' for object of type 'str'" and a
+    RuntimeWarning on stderr; 0, -1 and NaN failed each attempt at once, retried."""
+    with pytest.raises(ConfigError, match=r"LiteLLMProvider\(timeout=.*\): give the seconds a reply may take"):
+        LiteLLMProvider("openai/x", timeout=timeout)
+
+    class Configured(LiteLLMProvider):
+        model = "openai/x"
+
+    Configured.timeout = timeout  # a subclass's configuration too
+    with pytest.raises(ConfigError, match=r"Configured\(timeout="):
+        Configured()
+    assert LiteLLMProvider("openai/x", timeout=2.5).timeout == 2.5
+    assert LiteLLMProvider("openai/x", timeout=None).timeout is None
+
+
+@pytest.mark.parametrize("api_base", ["127.0.0.1:8000/v1", "not a url", "ftp://host/v1", "http://", 8000])
+def test_an_api_base_that_is_no_http_url_is_refused_at_load(api_base):
+    """127.0.0.1:8000/v1 failed every attempt as "HTTP 500: /127.0.0.1:8000/v1/chat/completions", retried,
+    naming no api_base."""
+    with pytest.raises(ConfigError, match=r"LiteLLMProvider\(api_base=.*\): give the server's URL with its scheme"):
+        LiteLLMProvider("openai/x", api_base=api_base)
+    assert LiteLLMProvider("openai/x", api_base="https://gw.example/v1").api_base == "https://gw.example/v1"
+
+
+def test_an_api_base_refused_at_load_keeps_a_key_it_holds_out_of_the_message():
+    key = "sk-" + "a1b2c3d4" * 4
+    with pytest.raises(ConfigError) as info:
+        LiteLLMProvider("openai/x", api_base=f"gw.example/v1?key={key}")
+    assert key not in str(info.value) and "[redacted]" in str(info.value)
+
+
 def test_retry_after_forms():
     class E(Exception):
         def __init__(self, headers):

@@ -25,6 +25,7 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlsplit
 
 from flowtui.runtime.errors import ConfigError, FlowtuiError, ProviderError
 from flowtui.runtime.messages import Message
@@ -113,8 +114,8 @@ class LiteLLMProvider(Provider):
         for key in SAMPLING_KEYS & extra.keys():
             merged[key] = extra.pop(key)
         self.sampling = {k: v for k, v in merged.items() if v is not None}
-        self.api_base = cls.api_base if api_base is _UNSET else api_base
-        self.timeout = cls.timeout if timeout is _UNSET else timeout
+        self.api_base = _url(cls.api_base if api_base is _UNSET else api_base, cls.__name__)
+        self.timeout = _seconds(cls.timeout if timeout is _UNSET else timeout, cls.__name__)
         self.retry = cls.retry if retry is _UNSET else retry
         self.cost_per_1k = cls.cost_per_1k if cost_per_1k is _UNSET else cost_per_1k
         self.rescue_tool_calls = (cls.rescue_tool_calls if rescue_tool_calls is _UNSET
@@ -416,6 +417,31 @@ def _supports(model: str | None, param: str) -> bool:
         return param in (load_litellm().get_supported_openai_params(model=model) or ())
     except Exception:  # noqa: BLE001 - unknown model: do not send optional extras
         return False
+
+
+def _seconds(timeout: Any, who: str) -> float | None:
+    """``timeout``, refused at load unless it is a number of seconds above 0 (or None, no bound): a text
+    failed every call with Python's words, and 0, a negative one or NaN failed each attempt at once."""
+    if timeout is None:
+        return None
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not 0 < timeout < math.inf:
+        raise ConfigError(f"{who}(timeout={timeout!r}): give the seconds a reply may take, a number above 0 "
+                          "(timeout=30), or None for no bound")
+    return timeout
+
+
+def _url(api_base: Any, who: str) -> str | None:
+    """``api_base``, refused at load unless it is an http(s) URL: one with no scheme
+    (``127.0.0.1:8000/v1``) failed every attempt as "HTTP 500: /127.0.0.1:8000/v1/chat/completions",
+    retried, naming no api_base."""
+    if api_base is None:
+        return None
+    parts = urlsplit(api_base) if isinstance(api_base, str) else None
+    if parts is None or parts.scheme not in ("http", "https") or not parts.netloc:
+        given = redact(repr(api_base), secret_values())  # (a URL may hold a key: ?key=...)
+        raise ConfigError(f"{who}(api_base={given}): give the server's URL with its scheme, "
+                          "like api_base=\"http://127.0.0.1:8000/v1\"")
+    return api_base
 
 
 def _policy(retry: bool | Retry) -> Retry:
