@@ -162,6 +162,12 @@ def drop_mid_stream(content: str = "partial answer that never ends", *,
     return Action("drop", content=content, chunks=chunks)
 
 
+def stall(seconds: float) -> Action:
+    """Start a stream, send a first piece, then nothing for ``seconds`` (no keep-alive either), and close:
+    a server that stalls mid-reply."""
+    return Action("stall", chunks=max(int(seconds * 10), 1))
+
+
 def keep_alive(seconds: float) -> Action:
     """Start a stream, then send nothing but keep-alive comments (``: keepalive``), 10 a second, for
     ``seconds``: a server or a proxy that holds the connection open with no reply coming."""
@@ -368,6 +374,11 @@ def _make_handler(owner: LoopbackOpenAI) -> type[BaseHTTPRequestHandler]:
                     if owner._stopping.wait(0.1):
                         break
                     self._chunk(b": keepalive\n\n")
+                self._abort()
+            elif action.kind == "stall":
+                self._start_sse()
+                self._chunk(_sse(_delta_chunk(model, {"role": "assistant", "content": "a first piece"})))
+                owner._stopping.wait(action.chunks / 10)
                 self._abort()
             elif action.kind == "raw":
                 data = (action.body or "").encode()

@@ -27,6 +27,7 @@ from loopback_openai import (
     reply,
     server_error,
     slow,
+    stall,
     unauthorized,
 )
 from flowtui.runtime.errors import ConfigError, ProviderError
@@ -451,6 +452,20 @@ async def test_timeout_is_retried_then_fails_cleanly(server):
     assert "timeout=0.5" in str(info.value)
     assert info.value.status is None  # no answer came: litellm's own 408 is no server's status
     assert time.monotonic() - t0 < 9  # before the slow server would have answered
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
+async def test_an_attempt_that_timed_out_is_said_in_flowtuis_words_not_the_clients(server, stream):
+    """A streamed call's attempt that timed out was said as litellm's "APITimeoutError - Request timed out.
+    Error_str: Request timed out." (the client's read timeout, at the same bound, fired before flowtui's)."""
+    server.script(stall(10.0) if stream else slow(10.0), reply("in time"))
+    attempts: list = []
+    out = await provider(server, timeout=0.5, stream=stream).complete(request(on_attempt=attempts.append))
+    assert out.content == "in time"
+    (failed,) = attempts
+    assert failed.error == ("no piece of the streamed reply arrived within 0.5 s" if stream
+                            else "no whole reply arrived within 0.5 s"), failed
 
 
 @pytest.mark.asyncio

@@ -467,8 +467,8 @@ def _bounded(awaitable: Any, timeout: float | None, why: str | None) -> Any:
             async with bound:
                 return await awaitable
         except Exception as exc:  # a TimeoutError, or the error the client made of its cancellation
-            if bound.expired():
-                raise TimeoutError(why) from exc
+            if bound.expired() or is_timeout(exc):  # (the client's own timeout, the same bound, fired first:
+                raise TimeoutError(why) from exc  # "APITimeoutError - Request timed out. Error_str: ...")
             raise
 
     return bounded()
