@@ -137,6 +137,24 @@ def test_arguments_that_were_no_json_are_drawn_as_the_model_wrote_them():
     assert "__raw_arguments__" not in plain
 
 
+def test_an_empty_reply_and_a_reply_of_spaces_are_said_and_told_apart():
+    """Both drew their header alone, as a block whose text had not been drawn would."""
+    from rich.console import Console
+
+    from flowtui.runtime.messages import Message, ToolCall
+    from flowtui.tui.widgets.blocks import render_block
+
+    def drawn(msg):
+        return "\n".join(strip.text for strip in render_block(Console(width=80), msg, 0, 80, expanded=False))
+
+    assert "(no text)" in drawn(Message(role="assistant", content="", agent="A"))
+    assert "(white space only: 3 characters)" in drawn(Message(role="assistant", content="   ", agent="A"))
+    assert "(no text)" in drawn(Message(role="tool", content="", tool_name="t", tool_call_id="c"))
+    calls = drawn(Message(role="assistant", content="", tool_calls=(ToolCall(name="t", args={}, id="c"),)))
+    assert "(no text)" not in calls and "→ t({})" in calls  # a reply of calls alone is no empty reply
+    assert "(no text)" not in drawn(Message(role="assistant", content="ok", agent="A"))
+
+
 def test_a_text_cut_on_the_way_to_the_app_says_its_whole_length_not_the_pieces():
     """What the app holds of a 50 MB output is its first 64 KiB and a note; the block says 50,000,000
     characters (collapsed and expanded), never the held piece's length as the line's."""

@@ -233,6 +233,28 @@ def test_a_text_value_that_reads_as_another_type_is_quoted_in_the_sidebar():
         assert row in rows, (row, rows)
 
 
+@pytest.mark.parametrize("output, said", [("", '""'), ("   ", '"   "'), ("null", '"null"'), ("done", "done"),
+                                          ([1, 2], "[1, 2]")])
+def test_an_output_that_reads_as_nothing_or_as_another_type_is_quoted_as_ctx_fields_are(output, said):
+    """A reply of "" or of spaces left `output =` blank in the sidebar and `output:` in the status, where a
+    field of yours holding it said `""`."""
+    from flowtui.runtime.events import CtxSet, RunEnd, RunStart
+    from flowtui.runtime.fold import RunView
+    from flowtui.tui.widgets.control import where_text
+    from flowtui.tui.widgets.sidebar import sidebar_rows
+
+    view = RunView()
+    view.apply(RunStart(seq=1, ts=0.0, run_id="r1", node_id=None, parent_id=None, origin="runtime", workflow="W"))
+    view.apply(CtxSet(seq=2, ts=0.0, run_id="r1", node_id=None, parent_id=None, origin="agent:A", name="output",
+                      value=output))
+    rows = [text.plain for _, text in sidebar_rows(view, width=60)]
+    assert f"  output = {said}" in rows, rows
+    if isinstance(output, str):
+        view.apply(RunEnd(seq=3, ts=1.0, run_id="r1", status="finished", output=output))
+        assert where_text(view, breakpoints=set(), width=80).plain.startswith(
+            f"output: {said if not output.strip() else output} "), where_text(view, breakpoints=set(), width=80)
+
+
 def test_the_sidebar_shows_ctx_data():
     """run.start carried ctx.data for the sidebar (so the README said), which never showed it."""
     from flowtui.runtime.events import RunStart

@@ -8,6 +8,7 @@ replay draws its status lines with the same functions.
 
 from __future__ import annotations
 
+import json
 import re
 import time
 from typing import Any
@@ -85,7 +86,8 @@ def where_text(view: Any, *, breakpoints: set[str] | None = None, event: Any = N
         head, head_style = shown(" › ".join(path)).replace("\n", " ⏎ "), "bold"
     elif view is not None and view.status in ("finished", "stopped") and view.output is not None:
         # (a stopped run ends with its output so far)
-        head, head_style = "output: " + shown_head(view.output, _room(width)).replace("\n", " "), ""
+        said = view.output if view.output.strip() else json.dumps(view.output)  # ("" and "  " were blank)
+        head, head_style = "output: " + shown_head(said, _room(width)).replace("\n", " "), ""
     elif view is not None and view.status == "failed" and _AT.search(view.error or ""):
         head, head_style = "raised at " + shown(_AT.search(view.error).group(1)), "#ff5f5f"  # the cut status's end
     elif view is not None and view.status == "failed" and _WHO.match(view.error or ""):

@@ -175,7 +175,7 @@ def sidebar_rows(view: Any, width: int = 42, *, editable: bool = True,
         used = budget_used(budget if isinstance(budget, dict) else {}, limits if isinstance(limits, dict) else None)
         wrapped("  budget", " " + _shown(used))
     if "output" in view.ctx and view.ctx["output"] is not None:
-        rows.append((None, Text.assemble(("  output", "bold"), " = ", _short(view.ctx["output"], 120))))
+        rows.append((None, Text.assemble(("  output", "bold"), " = ", _value(view.ctx["output"], 120))))
     if not view.ctx and not data:
         empty("nothing set yet")
     for _, text in rows:  # one line per row: the full text is one `e` away
