@@ -31,7 +31,7 @@ from pydantic import BaseModel, FailFast, TypeAdapter, ValidationError
 from flowtui.runtime.bus import current_origin
 from flowtui.runtime.context import NON_FINITE_WORDS
 from flowtui.runtime.errors import ConfigError
-from flowtui.runtime.observe import field_type, is_type_fault, jsonable
+from flowtui.runtime.observe import field_type, is_type_fault, jsonable, set_noted
 from flowtui.runtime.pending import PendingCall, decide, edited, maker_of, parse_arguments
 from flowtui.runtime.secrets import redact, restore, secret_values
 from flowtui.runtime.wellformed import HistoryCheck, problems, removal, results_of
@@ -319,7 +319,8 @@ class Editor:
                         now, pending.call = pending.call, value
                         edited(self._run, pending, now, reason="undone")
                 else:
-                    setattr(self._run.workflow_state, name, value)
+                    set_noted(self._run.workflow_state, self._run.observer, name, value,
+                              f"undone: {what} ({name} as before it)")
         self._mark = self._run.emitter.stream.last_seq
         return True
 

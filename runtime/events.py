@@ -171,6 +171,8 @@ class WorkflowStateChange(_Event):
     path: str
     old: Any = None
     new: Any = None
+    note: str | None = Field(default=None, description="what a person's edit did, when its words say more "
+                                                       "than the change (undone: set rodadas (as before it))")
 
 
 class CtxSet(_Event):

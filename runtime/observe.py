@@ -15,6 +15,7 @@ Both emit ``workflow_state.change`` with the field path and old/new values.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import dataclasses
 import inspect
@@ -267,12 +268,27 @@ def coerce(cls: type, name: str, text: str) -> Any:
         raise ValueError(f"{cls.__name__}.{name} is {tname}: {text!r} refused ({reason})") from None
 
 
+def set_noted(obj: Any, observer: "StateObserver | None", name: str, value: Any, note: str | None) -> None:
+    """``setattr(obj, name, value)`` on a run's workflow state, its change said with ``note``."""
+    if observer is None or note is None:
+        setattr(obj, name, value)
+        return
+    observer.note = note
+    try:
+        setattr(obj, name, value)
+        with contextlib.suppress(TypeError, ValueError):
+            observer.check()  # (a state class that takes assignments its own way: reported now, with the note)
+    finally:
+        observer.note = None
+
+
 class StateObserver:
     """Reports changes of one run's state instance as events."""
 
     def __init__(self, obj: Any, emit, *, lock: Any = None) -> None:
         self.obj = obj
         self._emit = emit
+        self.note: str | None = None  # said on the changes reported while it is set (a person's undo)
         self._lock = lock if lock is not None else threading.RLock()
         self.fields = state_fields(obj)
         self._snap = {f: jsonable(getattr(obj, f, None)) for f in self.fields}
@@ -302,7 +318,10 @@ class StateObserver:
             old = self._snap.get(name)
             self._snap[name] = new
             self._keep(name, value)
-            self._emit(WorkflowStateChange, path=name, old=old, new=new)
+            if self.note is None:
+                self._emit(WorkflowStateChange, path=name, old=old, new=new)
+            else:
+                self._emit(WorkflowStateChange, path=name, old=old, new=new, note=self.note)
 
     def check(self) -> None:
         """Compare every field with the snapshot; emit one event per changed field."""
@@ -335,7 +354,10 @@ class StateObserver:
                         continue
                 self._keep(name, value)
                 snap[name] = new
-                self._emit(WorkflowStateChange, path=name, old=old, new=new)
+                if self.note is None:
+                    self._emit(WorkflowStateChange, path=name, old=old, new=new)
+                else:
+                    self._emit(WorkflowStateChange, path=name, old=old, new=new, note=self.note)
         if first_refusal is not None:  # the other fields' changes are reported all the same
             raise first_refusal
 

@@ -314,7 +314,7 @@ class Resume:
                 run.state.set(ev["bucket"], [as_item(ev["bucket"], x) for x in ev["items"]], origin="user",
                               note=ev.get("note"))
             elif t == "workflow_state.change":
-                set_field(run, ev["path"], ev.get("new"))
+                set_field(run, ev["path"], ev.get("new"), ev.get("note"))
             elif t == "tool.decision" and run.pending is not None:
                 pending = run.pending
                 if ev.get("decision") == "edited":

@@ -324,9 +324,10 @@ def as_item(bucket: str, value: Any) -> Any:
     return Message.model_validate(value) if bucket == "history" else str(value)
 
 
-def set_field(run: "Run", path: str, value: Any) -> None:
-    """Set workflow-state field ``path`` to its recorded (JSON) value, typed as the field is."""
-    from flowtui.runtime.observe import field_type
+def set_field(run: "Run", path: str, value: Any, note: str | None = None) -> None:
+    """Set workflow-state field ``path`` to its recorded (JSON) value, typed as the field is, the change said
+    with ``note`` (a person's undo)."""
+    from flowtui.runtime.observe import field_type, set_noted
 
     obj = run.workflow_state
     if obj is None:
@@ -335,4 +336,4 @@ def set_field(run: "Run", path: str, value: Any) -> None:
         value = TypeAdapter(field_type(run.spec.state, path)).validate_python(value)
     except Exception:  # not of its type (any more): the comparison that follows says so
         pass
-    setattr(obj, path, value)
+    set_noted(obj, run.observer, path, value, note)

@@ -151,6 +151,34 @@ async def test_an_edit_that_changes_nothing_says_unchanged_and_records_nothing()
     await asyncio.wait_for(task, 60)
 
 
+async def test_an_undone_field_edit_is_said_as_an_undo_and_a_reexecution_says_it_so_too(tmp_path):
+    """The undo of a field's edit was journaled as a plain change back (rodadas: 7 → 0), where a person's
+    undone memory edit says `undone: ...`: a reader of the log could not tell it from another edit."""
+    journal = tmp_path / "j.jsonl"
+    events: list = []
+    ctl = Controller(breakpoints=["A"])
+    run = bootstrap(W).prepare("go", controller=ctl, on_event=events.append, journal=journal)
+    task = asyncio.ensure_future(run.execute())
+    deadline = time.monotonic() + 60
+    while not ctl.paused:
+        assert not task.done() and time.monotonic() < deadline, "the run never paused"
+        await asyncio.sleep(0.005)
+    run.edits.set_field("rodadas", "7")
+    assert run.edits.undo() is True
+    edit, undo = [e for e in events if e.type == "workflow_state.change"]
+    assert (edit.old, edit.new, edit.note) == (1, 7, None)
+    assert (undo.old, undo.new, undo.origin) == (7, 1, "user")
+    assert undo.note == "undone: set rodadas (rodadas as before it)"
+    ctl.resume()
+    await asyncio.wait_for(task, 60)
+    lines = [json.loads(line) for line in journal.read_text().splitlines()]
+    assert [e.get("note") for e in lines if e["type"] == "workflow_state.change"][-1] == undo.note
+    again: list = []  # re-executed against its journal: the undo is made again, said as one
+    await bootstrap(W).run(resume_from=str(journal), on_event=again.append)
+    assert "run.diverged" not in [e.type for e in again]
+    assert [e.note for e in again if e.type == "workflow_state.change"] == [None, undo.note]
+
+
 class Priced(BaseModel):
     price: Decimal = Field(alias="Price")
 

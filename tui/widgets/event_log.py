@@ -78,7 +78,8 @@ SUMMARIES: dict[str, Callable[[Any], str]] = {
     "node.end": _node,
     "state.append": _append,
     "state.set": lambda ev: ev.note or f"{ev.bucket} = [{len(ev.items)} item{'s' * (len(ev.items) != 1)}]",
-    "workflow_state.change": lambda ev: f"{ev.path}: {_j(ev.old)} → {_j(ev.new)}",
+    "workflow_state.change": lambda ev: (f"{ev.note}: " if getattr(ev, "note", None) else "")
+                                        + f"{ev.path}: {_j(ev.old)} → {_j(ev.new)}",
     "ctx.set": lambda ev: f"ctx.{ev.name} = {_j(ev.value)}",
     "run.pause": lambda ev: f"{ev.reason}: {ev.point} {ev.name}",
     "run.resume": lambda ev: ev.command,
