@@ -359,6 +359,21 @@ async def test_the_sidebar_says_a_loop_without_a_ceiling_as_infinite():
     assert "  loop 2 of ∞ iterations done · stopped by until" in rows, rows
 
 
+@pytest.mark.parametrize("by, said", [("stopped", "the stop command"), ("stop", "ctx.stop()"), ("fails", "fails")])
+def test_the_sidebar_says_what_stopped_a_loop_in_words(by, said):
+    """A loop stopped by x read "stopped by stopped"."""
+    from flowtui.runtime.events import CtxSet, RunStart
+    from flowtui.runtime.fold import RunView
+    from flowtui.tui.widgets.sidebar import sidebar_rows
+
+    view = RunView()
+    view.apply(RunStart(seq=1, ts=0.0, run_id="r1", node_id=None, parent_id=None, origin="runtime", workflow="W"))
+    view.apply(CtxSet(seq=2, ts=0.0, run_id="r1", node_id=None, parent_id=None, origin="runtime", name="loop",
+                      value={"iterations": 2, "exhausted": False, "max_iterations": 5, "stopped_by": by}))
+    rows = [text.plain for _, text in sidebar_rows(view, width=80)]
+    assert f"  loop 2 of 5 iterations done · stopped by {said}" in rows, rows
+
+
 async def test_view_2_opened_with_the_conversation_at_its_end_shows_every_block_that_fits():
     """Opened with the conversation's cursor at its end, what the model sees scrolled as far down as its
     blocks' guessed heights reached; drawn, they were shorter: blank rows under the last block, and the

@@ -59,6 +59,9 @@ def _reads_as_another(text: str) -> bool:
         return False
 
 
+# ctx.loop.stopped_by in words where its value alone says little: ctx.stop(), or the stop command (x)
+_STOPPED_BY = {"stop": "ctx.stop()", "stopped": "the stop command"}
+
 WRAPPED_ROWS = 4  # rows the turn, the loop or the budget may take on a narrow sidebar (then cut)
 
 
@@ -165,7 +168,8 @@ def sidebar_rows(view: Any, width: int = 42, *, editable: bool = True,
         wrapped("  turn", _shown(f" {turn.get('agent')}{tool}"))
     loop = view.loop_shown() if hasattr(view, "loop_shown") else view.ctx.get("loop")
     if isinstance(loop, dict):
-        stopped = f" · stopped by {loop['stopped_by']}" if loop.get("stopped_by") else ""
+        by = loop.get("stopped_by")  # (its values "stop" and "stopped" read "stopped by stopped")
+        stopped = f" · stopped by {_STOPPED_BY.get(by, by)}" if by else ""
         ceiling = loop.get("max_iterations", "?")
         ceiling = "∞" if ceiling is None else ceiling  # max_iterations=math.inf (events are JSON: null)
         done = f" {loop.get('iterations', 0)} of {ceiling} iterations done{stopped}"
