@@ -374,6 +374,40 @@ def test_the_sidebar_says_what_stopped_a_loop_in_words(by, said):
     assert f"  loop 2 of 5 iterations done · stopped by {said}" in rows, rows
 
 
+async def test_a_list_filled_while_hidden_shows_from_its_first_block_when_every_block_fits():
+    """View 2 at 80×24, filled while view 1 was shown (n, s, then 2): the agent prompt stayed above the top with
+    blank rows under the last block. Its blocks' heights, guessed at no width, placed the end; the blocks there,
+    drawn first at the real width, moved it; the first block, drawn last, shrank with the view already
+    scrolled."""
+    from textual.app import App
+
+    from flowtui.runtime.messages import Message
+    from flowtui.tui.widgets.message_list import MessageList
+
+    prompt = ("Você é o escritor. Siga o plano que está na memória e escreva o texto pedido.\n"
+              "Se o revisor apontou problemas, corrija todos na nova versão.\nResponda só com o texto.")
+    note = ("Plano a seguir:\n1. Explicar o que é ctx.state e seus três compartimentos.\n2. Dar um exemplo de append "
+            "em memory.\n3. Fechar com a regra prática: o que o modelo precisa ler vai em ctx.state.")
+
+    class Holder(App):
+        CSS = "MessageList { width: 48; height: 18; display: none; }"  # view 2's size at 80×24
+
+        def compose(self):
+            yield MessageList(markdown=False)
+
+    app = Holder()
+    async with app.run_test(size=(80, 24)) as pilot:
+        listed = app.query_one(MessageList)
+        listed.set_messages([Message(role="system", content=prompt), Message(role="system", content=note),
+                             Message(role="user", content="tema")], reset=True)
+        await pilot.pause()
+        listed.display = True
+        await pilot.pause()
+        await pilot.pause()
+        assert listed.virtual_size.height <= listed.size.height  # every block fits: the test's premise
+        assert listed.scroll_offset.y == 0
+
+
 async def test_view_2_opened_with_the_conversation_at_its_end_shows_every_block_that_fits():
     """Opened with the conversation's cursor at its end, what the model sees scrolled as far down as its
     blocks' guessed heights reached; drawn, they were shorter: blank rows under the last block, and the

@@ -326,13 +326,15 @@ class MessageList(DirectLines, QuietVirtualSize, ScrollView, can_focus=True):
         if width != old:
             self._heights = estimate_heights(self._messages, width)
             self._dirty_from = 0
+        # Shown again (another view had it hidden while it was filled), or at a new width: at the end it was
+        # scrolled to, as the blocks there are drawn. It stayed past it, the pane showing blank rows; or the end
+        # was placed by guessed heights, and view 2 first showed with the agent prompt above the top.
+        if self.cursor == len(self._messages) - 1 and (width != old or self.scroll_offset.y > self.max_scroll_y):
+            self._measure_range(len(self._messages) - 1, -1, self.size.height or 24)
             self._update_size()
-            if self.cursor == len(self._messages) - 1:
-                self.scroll_end(animate=False, immediate=True, force=True, x_axis=False)
-        elif self.cursor == len(self._messages) - 1 and self.scroll_offset.y > self.max_scroll_y:
-            # shown again (another view had it hidden while it was filled): the end it was scrolled to, as its
-            # real heights place it (it stayed past it, and the pane showed blank rows)
             self.scroll_end(animate=False, immediate=True, force=True, x_axis=False)
+        elif width != old:
+            self._update_size()
 
     # --- cursor ----------------------------------------------------------------
     def select(self, index: int, *, scroll: bool = True) -> None:
