@@ -796,7 +796,7 @@ async def test_a_journal_with_edits_and_decisions_reexecutes_identically(tmp_pat
     kinds = [(e["type"], e.get("origin")) for e in lines(first)]
     assert ("tool.decision", "user") in kinds and ("workflow_state.change", "user") in kinds
     # each decision once (a deny's result, appended as the run goes on, is part of it: it counted twice),
-    # the promote once, the field and the task: the status's edits N
+    # the promote once, the field and the task: the status's N edits
     decisions = [e for e in lines(first) if e["type"] == "tool.decision" and e["decision"] != "edited"]
     assert folded(first).user_edits == len(decisions) + 3
     guard()

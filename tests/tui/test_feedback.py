@@ -304,3 +304,5 @@ def test_the_status_counts_one_edit_as_one_edit():
         view.apply(StateAppend(seq=seq, ts=0.0, run_id="r1", origin="user", bucket="tasks", item=f"t{seq}"))
         narrow = where_text(view, breakpoints=set(), width=80).plain
         assert narrow.endswith(f" ev · {seq - 2} edit{'s' * (seq == 4)}  bp: none"), narrow
+        wide = where_text(view, breakpoints=set(), width=200).plain  # the same words, however wide ("edits 2" was)
+        assert wide.endswith(f"events {seq} · {seq - 2} edit{'s' * (seq == 4)}   breakpoints: none"), wide

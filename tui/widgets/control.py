@@ -121,10 +121,11 @@ def _tails(view: Any, breakpoints: set[str] | None, event: Any) -> list[Text]:
     edits = view.user_edits if view is not None else 0
     marks = shown(", ".join(sorted(breakpoints)))
     bp_style = "#ff875f" if breakpoints else "dim"
-    long = Text.assemble((f"   events {events}", "dim"), (f" · edits {edits}", "#ffd75f") if edits else "",
+    said = f" · {edits} edit{'s' * (edits != 1)}"  # (one wording however wide: "edits 7" flipped to "8 edits")
+    long = Text.assemble((f"   events {events}", "dim"), (said, "#ffd75f") if edits else "",
                          ("   breakpoints: ", "dim"), (marks or "none", bp_style))
     short = Text.assemble((f"  {events} ev", "dim"),
-                          (f" · {edits} edit{'s' * (edits != 1)}", "#ffd75f") if edits else "",
+                          (said, "#ffd75f") if edits else "",
                           ("  bp: ", "dim"), (marks or "none", bp_style))
     least = Text.assemble(("  bp: ", "dim"), (marks, bp_style)) if marks else Text()
     return [long, short, least]
