@@ -386,6 +386,12 @@ class RunEdits:
             if result == "edit":
                 self.edit_call(then=self._ask_again)
             elif result is None:
+                # the cursor on the message that made the call, so e edits its arguments as said (it had followed
+                # the result of a call denied before it, which e then edited)
+                history = self.client.view.history
+                made = next((i for i in range(len(history) - 1, -1, -1) if self._makes_pending(i)), None)
+                if made is not None and self.main.conversation.cursor != made:
+                    self.main.conversation.select(made)
                 self.notify("The call waits for your decision: s runs it as it is, e edits its arguments, x stops the run.",
                             timeout=8)
             else:

@@ -143,6 +143,27 @@ async def test_approve_asks_before_each_call_deny_sends_the_reason_and_approve_r
         assert not app.client.breakpoints and app.client.view.tasks == []
 
 
+async def test_esc_on_the_second_calls_approval_puts_the_cursor_where_e_edits_its_arguments_as_said():
+    """After the first call was denied, esc on the second's dialog said "e edits its arguments"; the cursor had
+    followed the denial's result, and e opened it: "Edit message #3 (tool)"."""
+    app = make(input="go", approve=["record_problem"])
+    async with app.run_test(size=(80, 24)) as pilot:
+        await paused(pilot)
+        await pilot.press("c")
+        await wait_until(pilot, lambda: isinstance(app.screen, DecideDialog), what="the decision dialog")
+        await pilot.press("n", "o", "enter")
+        await wait_until(pilot, lambda: isinstance(app.screen, DecideDialog)
+                         and app.screen.call["args"] == {"text": "No closing rule."}, what="the second call's dialog")
+        await pilot.press("escape")
+        await wait_until(pilot, lambda: app.screen is app.main, what="the dialog closed")
+        history = app.client.view.history
+        assert history[app.main.conversation.cursor].role == "assistant"  # the message that made the call
+        await pilot.press("e")
+        await wait_until(pilot, lambda: isinstance(app.screen, TextDialog), what="the call editor")
+        assert "No closing rule." in app.screen.query_one("TextArea").text
+        assert "denied by the user" not in app.screen.query_one("TextArea").text
+
+
 async def test_a_move_typed_before_a_call_asked_for_approval_is_never_taken_as_one(monkeypatch):
     """s pressed while the run went on (a tool, the model answering) was queued, and sent at the next
     pause: an approval pause, where a move runs the call. The call ran approved "by the user", unseen,
