@@ -26,6 +26,7 @@ from flowtui.runtime.checks import (
     refuse_unknown,
 )
 from flowtui.runtime.errors import ConfigError, FlowLoadError, PromptNotFoundError
+from flowtui.runtime.files import not_text
 from flowtui.runtime.markers import where
 from flowtui.runtime.middleware import check_middleware
 from flowtui.runtime.steps import listed
@@ -266,9 +267,8 @@ def _prompt_text(path: Path, prompt: Any, cls: type, defining_file: str | None) 
     try:
         text = data.decode("utf-8-sig")  # (a BOM, as Notepad saves, is no prompt text)
     except UnicodeDecodeError as exc:
-        at_byte = exc.start + len(data) - len(exc.object)  # (the decoder saw it without its BOM)
-        raise FlowLoadError(f"prompt file {path} is not UTF-8 text (byte {data[at_byte]:#04x} at {at_byte}); "
-                            "save it as UTF-8 text, or give prompt= another file", **at) from None
+        raise FlowLoadError(f"prompt file {path}: {not_text(data, exc)} text, or give prompt= another file",
+                            **at) from None
     return text.replace("\r\n", "\n").replace("\r", "\n").strip()  # (newlines as read_text reads them)
 
 

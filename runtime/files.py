@@ -19,6 +19,18 @@ import tempfile
 from pathlib import Path
 from typing import IO
 
+def not_text(data: bytes, exc: UnicodeDecodeError) -> str:
+    """Why ``data`` (a file's bytes, read as UTF-8 with a BOM taken off) is no text, in words: a binary file
+    (a NUL byte), else where the first byte that is no UTF-8 is (``not UTF-8 text (byte 0xe9 at line 1,
+    column 15); save it as UTF-8``): a file saved as Latin-1 was said to be binary."""
+    if b"\0" in data[:8192]:
+        return "a binary file, not text"
+    at = exc.start + len(data) - len(exc.object)  # (the decoder saw it without its BOM)
+    line = data.count(b"\n", 0, at) + 1
+    column = at - (data.rfind(b"\n", 0, at) + 1) + 1
+    return f"not UTF-8 text (byte {data[at]:#04x} at line {line}, column {column}); save it as UTF-8"
+
+
 def cannot_write(path: Path | str, what: str) -> str:
     """Why a journal cannot be written, and what to do instead."""
     return (f"cannot write the journal {path}: {what}; name a file you can write (--journal FILE; from Python, "

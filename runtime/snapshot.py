@@ -43,7 +43,7 @@ from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from flowtui.runtime.context import DESCRIBED, NON_FINITE_WORDS
 from flowtui.runtime.errors import ConfigError
-from flowtui.runtime.files import SNAPSHOT_KEYS, write_atomic
+from flowtui.runtime.files import SNAPSHOT_KEYS, not_text, write_atomic
 from flowtui.runtime.messages import Message
 from flowtui.runtime.secrets import Redactor
 
@@ -144,8 +144,8 @@ def load_snapshot(path: str | Path) -> Snapshot:
         raise ConfigError(f"{p}: cannot read it: {exc.strerror or exc}") from None
     try:
         text = raw.decode("utf-8-sig")  # (a BOM an editor put in front is no TOML)
-    except UnicodeDecodeError:
-        raise ConfigError(f"{p}: not a snapshot (a binary file, not TOML text)") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{p}: not a snapshot ({not_text(raw, exc)})") from None
     if not text.strip():
         raise ConfigError(f"{p}: empty, not a snapshot; write one with --snapshot-out") from None
     try:

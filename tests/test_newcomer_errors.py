@@ -145,8 +145,8 @@ def test_a_prompt_file_that_is_no_utf8_text_is_named(tmp_path):
     (tmp_path / "bin.md").write_bytes(b"You help.\n\xff\xfe")
     res = flowtui("run", str(write(tmp_path, _prompted("bin.md"))), "--input", "x")
     assert res.returncode == 2, res.stderr
-    assert re.search(r"flow.py:3: A: prompt file .*bin.md is not UTF-8 text \(byte 0xff at 10\); save it as UTF-8 "
-                     r"text", res.stderr), res.stderr
+    assert re.search(r"flow.py:3: A: prompt file .*bin.md: not UTF-8 text \(byte 0xff at line 2, column 1\); save it "
+                     r"as UTF-8 text", res.stderr), res.stderr
     assert "while importing" not in res.stderr
 
 

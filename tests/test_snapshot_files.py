@@ -156,6 +156,19 @@ def test_a_folder_or_a_binary_file_given_as_input_exits_2_naming_it(flow, tmp_pa
         assert path.name in res.stderr and "Traceback" not in res.stderr
 
 
+@pytest.mark.parametrize("option", ["--from-snapshot", "--replies"])
+def test_a_file_saved_as_latin_1_is_said_to_be_no_utf8_where_not_binary(flow, tmp_path, option):
+    """A --replies file holding one Latin-1 byte (café) was "not a TOML replies file (binary)"."""
+    latin = tmp_path / "latin.toml"
+    latin.write_bytes('workflow = "W"\nPlannerAgent = ["café"]\n'.encode("latin-1"))
+    target = "flows/revisao.py" if option == "--replies" else f"{flow}:W"
+    res = flowtui("run", target, "--no-journal", option, str(latin), cwd=Path(__file__).resolve().parents[1])
+    assert res.returncode == 2, res.stderr
+    assert "latin.toml" in res.stderr and "not UTF-8 text (byte 0xe9 at line 2, column 21); save it as UTF-8" \
+        in res.stderr, res.stderr
+    assert "binary" not in res.stderr
+
+
 def test_snapshot_out_says_what_it_did(flow, tmp_path):
     snap = tmp_path / "snap.toml"
     first = flowtui("run", f"{flow}:W", "--no-journal", "--snapshot-out", str(snap), cwd=tmp_path)

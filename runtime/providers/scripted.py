@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from flowtui.runtime.errors import ConfigError, ScriptExhaustedError
+from flowtui.runtime.files import not_text
 from flowtui.runtime.providers.base import ChatReply, ChatRequest, Provider, with_estimated_usage
 from flowtui.runtime.messages import ToolCall
 from flowtui.runtime.providers.replies import model_reply, split_reply
@@ -47,8 +48,10 @@ def _loaded(source: Any, *, base: Path | None, who: str) -> list[Any] | dict[str
         path = Path(source)
         if not path.is_absolute() and base is not None:
             path = base / path
+        raw = b""
         try:
-            data = tomllib.loads(path.read_bytes().decode("utf-8-sig"))  # (a BOM, as Notepad saves: not TOML's)
+            raw = path.read_bytes()
+            data = tomllib.loads(raw.decode("utf-8-sig"))  # (a BOM, as Notepad saves: not TOML's)
         except FileNotFoundError:
             text = isinstance(source, str) and not source.endswith(".toml") and ("/" not in source or " " in source)
             raise ConfigError(f"{who} no such replies file: {path.resolve()}" + (  # a reply given as a string
@@ -56,8 +59,8 @@ def _loaded(source: Any, *, base: Path | None, who: str) -> list[Any] | dict[str
                 if text else "")) from None
         except IsADirectoryError:
             raise ConfigError(f"{who} {path}: is a folder, not a TOML replies file") from None
-        except UnicodeDecodeError:
-            raise ConfigError(f"{who} {path}: not a TOML replies file (binary)") from None
+        except UnicodeDecodeError as exc:
+            raise ConfigError(f"{who} {path}: not a TOML replies file ({not_text(raw, exc)})") from None
         except OSError as exc:
             raise ConfigError(f"{who} {path}: cannot read it: {exc.strerror or exc}") from None
         except tomllib.TOMLDecodeError as exc:
