@@ -74,7 +74,8 @@ _SHAPES = [
     # (a few dozen characters) bounded: "eyJ" * 27,000 took 2 s
     r"(?:(?<![A-Za-z0-9])|(?<=\\[nrt]))eyJ[A-Za-z0-9_-]{4,512}\.eyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]{4,}",
     r"-----BEGIN[A-Z0-9 ]*PRIVATE KEY-----.*?(?:-----END[A-Z0-9 ]*PRIVATE KEY-----|\Z)",
-    r"(?P<bearer>\bBearer\s+)[A-Za-z0-9._~+/=-]{8,}",
+    # (a token ends before a full stop: "Bearer sk-....  You can" lost the sentence's)
+    r"(?P<bearer>\bBearer\s+)[A-Za-z0-9._~+/=-]{7,}[A-Za-z0-9_~+/=-]",
     # the password may hold a "/" (unescaped, as people write it); a port and a path (host:443/a/@b) is no password
     # (the password ends where another URL starts: "a://b:" * 13,000, each scanned to the end, took 7 s)
     r"(?P<url>\b[A-Za-z][A-Za-z0-9+.-]{0,40}://[^\s:/@\"']+:)(?![0-9]*/)(?:(?!://)[^\s@\"'])+(?=@)",

@@ -205,6 +205,8 @@ def test_default_journals_are_unique_and_private(tmp_path):
     ("hf " + SHAPES["hf"], "hf [redacted]"),
     ("jwt " + SHAPES["bearer"], "jwt [redacted]"),
     ("Authorization: Bearer abc.DEF-ghi_123", "Authorization: Bearer [redacted]"),
+    # the sentence's full stop stays (a server's "Incorrect API key provided: Bearer sk-....  You can find...")
+    ("provided: Bearer tok1234abcd5678.  You can", "provided: Bearer [redacted].  You can"),
     ("dsn postgres://admin:hunter22@db/x", "dsn postgres://admin:[redacted]@db/x"),
     ("before\n" + PEM + "\nafter", "before\n[redacted]\nafter"),
     # glued to what comes before: JSON's escaped newline, a colour code, a name
