@@ -52,6 +52,12 @@ def _runtime_writes(name: str) -> str:
             f"of yours under another name (ctx.my_{name} = ...)")
 
 
+def _reserved(name: str) -> str:
+    return (f"ctx.{name} is reserved; pick another field name"
+            + (" (the conversation is changed with ctx.state.append/set)" if name == "state" else "")
+            + (" (ctx.data is the run's read-only data, given as app.run(data=...))" if name == "data" else ""))
+
+
 # Methods a mapping or a store has and ctx has not: called on ctx, they are no field to set first.
 _NO_METHOD = frozenset({"set", "put", "update", "setdefault", "append", "set_field", "setattr"})
 
@@ -329,16 +335,14 @@ class AgentContext:
         if name in _RUNTIME_WRITES:
             raise AttributeError(_runtime_writes(name))
         if name in _RESERVED or name.startswith("_"):
-            raise AttributeError(
-                f"ctx.{name} is reserved; pick another field name"
-                + (" (the conversation is changed with ctx.state.append/set)" if name == "state" else "")
-                + (" (ctx.data is the run's read-only data, given as app.run(data=...))" if name == "data" else "")
-            )
+            raise AttributeError(_reserved(name))
         self._set(name, value, origin=None)
 
     def __delattr__(self, name: str) -> None:
         if name in _RUNTIME_WRITES:
             raise AttributeError(_runtime_writes(name))
+        if name in _RESERVED or name.startswith("_"):  # (del ctx.data said "ctx has no field 'data'")
+            raise AttributeError(_reserved(name))
         if name not in self._fields:
             raise AttributeError(f"ctx has no field {name!r}")
         with self._lock:

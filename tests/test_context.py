@@ -23,6 +23,18 @@ def test_free_fields_get_and_unset_attribute_error():
         ctx.state = None
 
 
+@pytest.mark.parametrize("name, said", [("data", "ctx.data is the run's read-only data"),
+                                        ("state", "the conversation is changed with ctx.state.append/set")])
+def test_deleting_a_reserved_field_says_it_is_reserved_not_that_it_is_not_there(name, said):
+    """`del ctx.data` said "ctx has no field 'data'", a field every hook reads."""
+    emit = lambda cls, **f: None  # noqa: E731
+    ctx = AgentContext(ConversationState(emit), emit, run_id="r")
+    with pytest.raises(AttributeError, match=f"ctx.{name} is reserved") as info:
+        delattr(ctx, name)
+    assert said in str(info.value) and "has no field" not in str(info.value)
+    assert getattr(ctx, name) is not None  # still there
+
+
 @pytest.mark.parametrize("field,when", [("turn", "after each turn"), ("loop", "as a loop starts and after each of its iterations"),
                                         ("budget", "as a run with a budget starts, and after each model call or tool")])
 def test_reading_a_runtime_field_before_it_is_set_says_when_it_will_be_not_to_set_it(field, when):
