@@ -74,12 +74,13 @@ class Budget(BaseModel):
             if value is not None and value < 0:
                 raise ConfigError(f"Budget({name}={value}): a limit cannot be negative")
         if self.on_exceeded is not None:  # (found when the limit was reached, as a TypeError naming nothing)
-            from flowtui.runtime.checks import needs_more
+            from flowtui.runtime.checks import needs_more, needs_more_said
 
-            extra = needs_more(self.on_exceeded, ("ctx", "usage", "limit"))
+            passed = ("ctx", "usage", "limit")
+            extra = needs_more(self.on_exceeded, passed)
             if extra:
-                raise ConfigError(f"Budget(on_exceeded=...) needs {', '.join(extra)}, which flowtui does not pass: "
-                                  f"it calls on_exceeded(ctx, usage, limit); give {extra[0]} a default or take it out")
+                said = needs_more_said(self.on_exceeded, extra, "on_exceeded", passed)
+                raise ConfigError(f"Budget(on_exceeded=...) {said}")
         return self
 
 

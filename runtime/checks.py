@@ -187,6 +187,23 @@ def needs_more(fn: Any, passed: tuple[str, ...], *, skip_first: bool = False) ->
     return required[len(passed):] + keyword
 
 
+def needs_more_said(fn: Any, extra: list[str], call: str, passed: tuple[str, ...], *, skip_first: bool = False) -> str:
+    """What to say of ``fn``, called as ``call(passed...)``, needing ``extra`` too: taken by keyword only (after
+    ``*``: flowtui passes in order) where taking out the ``*`` would do, or not passed at all.
+    ``until=lambda ctx, *, s: ...`` was said to need s, "which flowtui does not pass: it calls until(ctx, s)"."""
+    try:
+        params = list(inspect.signature(fn).parameters.values())[1 if skip_first else 0:]
+    except (TypeError, ValueError):
+        params = []
+    keyword = {p.name for p in params if p.kind is p.KEYWORD_ONLY}
+    in_order = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    if set(extra) <= keyword and len(in_order) + len(extra) <= len(passed):
+        return (f"takes {', '.join(extra)} by keyword only (after *), and flowtui passes them in order: it calls "
+                f"{call}({', '.join(passed)}); take out the *")
+    return (f"needs {', '.join(extra)}, which flowtui does not pass: it calls {call}({', '.join(passed)}); give "
+            f"{extra[0]} a default or take it out")
+
+
 def _check_takes(cls: type, hook: str, found: Any) -> None:
     """A hook that needs more than flowtui passes would fail at its first call, mid-run: said at import."""
     passed = HOOK_ARGS[hook]
@@ -204,16 +221,8 @@ def _check_takes(cls: type, hook: str, found: Any) -> None:
         _check_self(cls, hook, found, passed)
     extra = needs_more(getattr(cls, hook), passed, skip_first=inspect.isfunction(found))
     if extra:
-        try:
-            params = inspect.signature(getattr(cls, hook)).parameters
-        except (TypeError, ValueError):
-            params = {}
-        if all(name in params and params[name].kind is inspect.Parameter.KEYWORD_ONLY for name in extra):
-            raise ConfigError(f"@agent {cls.__name__}: {hook} takes {', '.join(extra)} by keyword only (after *), "
-                              f"and flowtui passes them in order: it calls {hook}({', '.join(passed)}); take out "
-                              "the *", at=at)
-        raise ConfigError(f"@agent {cls.__name__}: {hook} needs {', '.join(extra)}, which flowtui does not pass: "
-                          f"it calls {hook}({', '.join(passed)}); give {extra[0]} a default or take it out", at=at)
+        said = needs_more_said(getattr(cls, hook), extra, hook, passed, skip_first=inspect.isfunction(found))
+        raise ConfigError(f"@agent {cls.__name__}: {hook} {said}", at=at)
 
 
 def _check_self(cls: type, hook: str, fn: Any, passed: tuple[str, ...]) -> None:

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 from flowtui.runtime.decorators import AgentSpec, WorkflowSpec, spec_of
-from flowtui.runtime.checks import needs_more
+from flowtui.runtime.checks import needs_more, needs_more_said
 from flowtui.runtime.errors import ConfigError, FlowtuiError, InjectionError, describe_error, shown_path
 from flowtui.runtime.markers import constructor_plan, execute_plan, positional_arity, type_hints, where
 from flowtui.runtime.observe import make_state
@@ -106,10 +106,8 @@ def make_plans(spec: WorkflowSpec) -> Plans:
                 extra = needs_more(fn, passed) if fn is not None else []
                 if extra:
                     file, line = where(fn)
-                    raise InjectionError(
-                        f"{step.name}({param}=...) needs {', '.join(extra)}, which flowtui does not pass: it calls "
-                        f"{param}({', '.join(passed)}); give {extra[0]} a default or take it out",
-                        file=file, line=line, cls=spec.name)
+                    raise InjectionError(f"{step.name}({param}=...) {needs_more_said(fn, extra, param, passed)}",
+                                         file=file, line=line, cls=spec.name)
             for s in step.steps:
                 visit(s)
         elif isinstance(step, ParallelSpec):

@@ -121,6 +121,11 @@ WORKFLOW = "@workflow(steps=[A])\nclass W:\n    pass\n"
      r"loop\(on_fail='warn'\): on_fail is a function of \(ctx, info\)"),
     (AGENT + "class A:\n    pass\n@workflow(steps=[loop(steps=[A], until=lambda ctx, *, x: True)])\n"
      "class W:\n    pass\n", r"loop\(until=...\) needs x, which flowtui does not pass: it calls until\(ctx\)"),
+    # the state, taken by keyword only: it was said to be one flowtui does not pass, "it calls until(ctx, s)"
+    ("from pydantic import BaseModel\nclass S(BaseModel):\n    n: int = 0\n" + AGENT + "class A:\n    pass\n"
+     "@workflow(state=S, steps=[loop(steps=[A], until=lambda ctx, *, s: True)])\nclass W:\n    pass\n",
+     r"loop\(until=...\) takes s by keyword only \(after \*\), and flowtui passes them in order: it calls "
+     r"until\(ctx, s\); take out the \*"),
     # a generator is truthy: such an until stopped every loop after its first iteration
     (AGENT + "class A:\n    pass\ndef done(ctx):\n    yield True\n@workflow(steps=[loop(steps=[A], until=done)])\n"
      "class W:\n    pass\n", r"flow.py:\d+: .*loop\(until=...\) yields, so calling it makes a generator, not a result"),
