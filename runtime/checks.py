@@ -36,6 +36,18 @@ def refuse_unknown(call: str, unknown: Mapping[str, Any], fn: Any) -> None:
     raise ConfigError(f"{call} has no parameter {name}=; {meant}it takes {', '.join(k + '=' for k in known)}")
 
 
+def refuse_in_order(decorator: str, given: tuple[Any, ...], how: str) -> None:
+    """A decorator given values in order: ``@agent`` alone (Python hands it the class), or values a person
+    wrote without their names, ``@agent(script, "p")``: Python's "agent() takes from 0 to 1 positional
+    arguments but 2 ..." named none of what to write."""
+    if len(given) == 1 and isinstance(given[0], type):
+        refuse_bare(decorator, given[0], how)
+    values = ", ".join(f"{type(v).__name__} {v!r:.40}" if isinstance(v, (str, int, float)) else f"a {type(v).__name__}"
+                       for v in given[:3]) + (", ..." if len(given) > 3 else "")
+    raise ConfigError(f"{decorator}(...) takes its parameters by name: write {decorator}({how}); it was given "
+                      f"{len(given)} value{'s' * (len(given) != 1)} in order ({values})")
+
+
 def refuse_bare(decorator: str, target: Any, how: str) -> None:
     """``@agent`` written without its parentheses: Python hands it the class itself."""
     name = getattr(target, "__name__", None) or repr(target)

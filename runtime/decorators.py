@@ -8,6 +8,7 @@ the whole workflow.
 
 from __future__ import annotations
 
+import functools
 import inspect
 import os
 import re
@@ -22,7 +23,7 @@ from typing_extensions import is_typeddict  # (typing's own misses typing_extens
 
 from flowtui.runtime.budget import Budget
 from flowtui.runtime.checks import (
-    HOOKS, check_class, check_hooks, check_name, check_provider, check_returns, check_sampling, refuse_bare,
+    HOOKS, check_class, check_hooks, check_name, check_provider, check_returns, check_sampling, refuse_in_order,
     refuse_unknown,
 )
 from flowtui.runtime.errors import ConfigError, FlowLoadError, PromptNotFoundError
@@ -69,7 +70,7 @@ def _looks_like_path(prompt: str) -> bool:
 _REQUIRED: Any = object()  # a parameter not given (said by name, not as Python's TypeError)
 
 
-def agent(_target: Any = None, /, *, provider: Any = _REQUIRED, prompt: str | os.PathLike = "",
+def agent(*_given: Any, provider: Any = _REQUIRED, prompt: str | os.PathLike = "",
           tools: list[type] | tuple[type, ...] = (), sampling: dict[str, Any] | None = None,
           name: str | None = None, **unknown: Any):
     """Declare an agent: one model call per step, plus the tool calls it asks for.
@@ -80,8 +81,8 @@ def agent(_target: Any = None, /, *, provider: Any = _REQUIRED, prompt: str | os
     no arguments that returns a provider, called once per run (per-tenant keys
     and clients: ``provider=lambda: LiteLLMProvider(api_key=...)``).
     """
-    if _target is not None:
-        refuse_bare("@agent", _target, "provider=..., prompt=...")
+    if _given:
+        refuse_in_order("@agent", _given, "provider=..., prompt=...")
     refuse_unknown("@agent(...)", unknown, agent)
     defining_file = _caller_file()
 
@@ -134,7 +135,7 @@ def _named(target: Any) -> str:
     return f"{kind} {shown}" + (f" ({Path(file).name}:{line})" if file and line else "")
 
 
-def tool(target: Any = None, /, *, name: str | None = None, description: str = "",
+def tool(*_given: Any, name: str | None = None, description: str = "",
          schema: type[BaseModel] | None = None, replay: str = "serve", **unknown: Any):
     """Declare a tool: a class with ``execute`` (sync or async) and a pydantic ``schema``,
     or a function (``@tool`` or ``@tool(name=...)``) whose parameters are its schema.
@@ -149,6 +150,10 @@ def tool(target: Any = None, /, *, name: str | None = None, description: str = "
     new result is checked against the recorded one (for a tool whose result depends on
     the world, to see the difference).
     """
+    target = _given[0] if len(_given) == 1 and not isinstance(_given[0], str) else None  # (@tool alone: the def)
+    if _given and target is None:  # (@tool("e"): its name, given in order; Python's TypeError for two values)
+        refuse_in_order("@tool", _given, f"name={_given[0]!r}, description=..." if isinstance(_given[0], str)
+                        else "name=..., description=...")
     refuse_unknown("@tool(...)", unknown, tool)
     check_name(name, f"@tool({getattr(target, '__name__', '...')})")
     if schema is not None and not (isinstance(schema, type) and issubclass(schema, BaseModel)):
@@ -181,7 +186,7 @@ def tool(target: Any = None, /, *, name: str | None = None, description: str = "
             check_returns(obj, f"@tool {obj.__name__}", "the result (a str, or a value made JSON)")
             spec = function_tool(obj, name=name, description=description, schema=schema, replay=replay)
         else:
-            raise ConfigError(f"@tool decorates a class with execute() or a function, not {obj!r}")
+            raise ConfigError(f"@tool decorates a class with execute() or a function (def), not {_not_a_tool(obj)}")
         check_tool_name(spec.name, f"@tool {obj.__name__}")
         setattr(obj, SPEC_ATTR, spec)
         return obj
@@ -189,14 +194,28 @@ def tool(target: Any = None, /, *, name: str | None = None, description: str = "
     return wrap(target) if target is not None else wrap
 
 
-def workflow(_target: Any = None, /, *, steps: list[Any] = _REQUIRED, state: type | None = None,
+def _not_a_tool(obj: Any) -> str:
+    """What ``obj`` is, given to ``@tool``, and what to write instead."""
+    if isinstance(obj, (classmethod, staticmethod)):
+        kind = type(obj).__name__
+        return (f"a {kind}: put @tool above a function of the module (def {obj.__func__.__name__}(...)), or make "
+                "a tool class whose execute() calls it")
+    if isinstance(obj, functools.partial) or inspect.ismethod(obj):
+        what = "functools.partial" if isinstance(obj, functools.partial) else "bound method"
+        of = getattr(getattr(obj, "func", None) or getattr(obj, "__func__", None), "__name__", "?")
+        return (f"a {what} of {of}: its parameters are no schema of its own; write a function (def) with the "
+                "parameters the model gives, that calls it")
+    return f"{type(obj).__name__} {obj!r:.60}"
+
+
+def workflow(*_given: Any, steps: list[Any] = _REQUIRED, state: type | None = None,
              name: str | None = None, middlewares: list[Any] | tuple[Any, ...] = (), budget: Any = None,
              **unknown: Any):
     """Declare a workflow: its ``steps``, the class of its typed ``state``, the ``middlewares``
     every app made from it uses (``app.use`` each, in order, before yours), and the ``budget`` its
     runs have unless ``run(budget=...)`` gives another (so a run from the app has one too)."""
-    if _target is not None:
-        refuse_bare("@workflow", _target, "steps=[...]")
+    if _given:
+        refuse_in_order("@workflow", _given, "steps=[...]")
     refuse_unknown("@workflow(...)", unknown, workflow)
     defining_file = _caller_file()
 

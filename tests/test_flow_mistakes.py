@@ -104,6 +104,19 @@ WORKFLOW = "@workflow(steps=[A])\nclass W:\n    pass\n"
      r"flow.py:\d+: @agent takes its parameters in parentheses: write @agent\(provider=..., prompt=...\) above A"),
     (AGENT + "class A:\n    pass\n@workflow\nclass W:\n    pass\n",
      r"flow.py:\d+: @workflow takes its parameters in parentheses: write @workflow\(steps=\[...\]\) above W"),
+    # values given in order: Python's "agent() takes from 0 to 1 positional arguments but 2 ..." said none of this
+    ("@agent(FunctionProvider(lambda m, t: 'ok'), 'p')\nclass A:\n    pass\n" + WORKFLOW,
+     r"flow.py:\d+: @agent\(...\) takes its parameters by name: write @agent\(provider=..., prompt=...\); it was given "
+     r"2 values in order \(a FunctionProvider, str 'p'\)"),
+    ("@tool('e')\ndef e(x: int) -> str:\n    return 'x'\n",
+     r"flow.py:\d+: @tool\(...\) takes its parameters by name: write @tool\(name='e', description=...\)"),
+    # what @tool cannot make a schema of: said with what to write (it said "not <classmethod(<function ...>)>")
+    ("class K:\n    @tool\n    @classmethod\n    def cm(cls, x: int) -> str:\n        return 'x'\n",
+     r"@tool decorates a class with execute\(\) or a function \(def\), not a classmethod: put @tool above a function "
+     r"of the module \(def cm\(...\)\)"),
+    ("import functools\ndef base(x: int, y: int) -> str:\n    return 'x'\n"
+     "p = tool(name='p', description='d')(functools.partial(base, y=10))\n",
+     r"not a functools.partial of base: its parameters are no schema of its own; write a function \(def\)"),
     ("@agent(prompt='p')\nclass A:\n    pass\n" + WORKFLOW, r"@agent\(...\) of A needs provider=, the model it calls"),
     (AGENT.replace("prompt=", "promt=") + "class A:\n    pass\n" + WORKFLOW,
      r"@agent\(...\) has no parameter promt=; did you mean prompt=\? it takes provider=, prompt=, tools="),
