@@ -305,9 +305,10 @@ class _Builder:
         item = ev.item
         if step.kind == "tool" and item.role == "tool" and "result" not in step.facts:
             step.set("result", {"content": item.content, "is_error": item.is_error})
-        elif step.kind == "agent" and item.role == "assistant" and ev.origin == f"agent:{item.agent}":
+        elif step.kind == "agent" and item.role == "assistant" and ev.origin == f"agent:{item.agent}" \
+                and _as_replied(step, self.message(item)):
             pass  # the turn's reply, compared where the model gave it
-        else:
+        else:  # (a reply kept other than the model gave it, in a journal edited by hand: the replay shows it)
             step.add("history appended", self.message(item))
 
     def on_state_set(self, ev: Any) -> None:
@@ -382,6 +383,16 @@ _HANDLERS = {
 }
 
 
+def _as_replied(step: Step, kept: Any) -> bool:
+    """The assistant message an agent step kept is its last model call's reply (its text and its calls)."""
+    chat = next((step.children[label] for kind, label in reversed(step.order)
+                 if kind == "step" and step.children[label].kind == "chat"), None)
+    reply = chat.facts.get("reply") if chat is not None else None
+    if not isinstance(reply, dict) or not isinstance(kept, dict):
+        return False
+    return reply.get("content") == kept.get("content") and (reply.get("tool_calls") or []) == (kept.get("tool_calls") or [])
+
+
 def message(m: Any) -> Any:
     """A message as compared: role, content, tool calls (name and arguments), a tool's name and
     error mark; no call ids (a real model's are random), no author, no reasoning."""
@@ -400,7 +411,7 @@ def message(m: Any) -> Any:
 
 
 def calls(items: Any) -> Any:
-    """Tool calls as compared: name and arguments."""
-    if not isinstance(items, list):
+    """Tool calls as compared: name and arguments (a message's, a tuple, too: its calls' random ids were compared)."""
+    if not isinstance(items, (list, tuple)):
         return items
     return [{"name": c.get("name"), "args": c.get("args")} if isinstance(c, dict) else c for c in items]

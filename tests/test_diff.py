@@ -355,6 +355,32 @@ async def test_a_bad_file_exits_2_naming_it(tmp_path, capsys):
             assert "Traceback" not in err
 
 
+async def test_a_reply_kept_in_the_history_other_than_the_model_gave_it_is_a_difference(tmp_path, capsys):
+    """A journal edited by hand, an assistant message of its history changed: the diff said the runs are the
+    same (the turn's reply is compared where the model gave it), while the replay showed the changed text."""
+    a = await journal(tmp_path, "a")
+    events = [json.loads(line) for line in a.read_text().splitlines()]
+    kept = next(e for e in events if e["type"] == "state.append" and isinstance(e["item"], dict)
+                and e["item"]["role"] == "assistant")
+    kept["item"]["content"] = "CHANGED"
+    edited = tmp_path / "edited.jsonl"
+    edited.write_text("".join(json.dumps(e) + "\n" for e in events))
+    code, out, _ = diff(capsys, a, edited)
+    assert code == 1, out
+    assert "history appended" in out and '"content": "CHANG' in out
+
+
+def test_a_messages_tool_calls_are_compared_by_name_and_arguments_not_by_their_random_ids():
+    """A message read from an event (a tuple of calls) kept each call's id in what is compared: two runs of a real
+    model, whose ids are random, differed wherever a hook or a person added such a message."""
+    from flowtui.runtime.messages import Message, ToolCall
+    from flowtui.runtime.pathtree import message
+
+    one, two = (Message(role="assistant", tool_calls=(ToolCall(name="t", args={"q": 1}, id=i),)) for i in ("a1", "b2"))
+    assert message(one) == message(two) == {"role": "assistant", "content": "",
+                                            "tool_calls": [{"name": "t", "args": {"q": 1}}]}
+
+
 async def test_a_torn_journal_is_compared_up_to_where_it_ends(tmp_path, capsys):
     a = await journal(tmp_path, "a")
     lines = a.read_bytes().splitlines(keepends=True)
