@@ -76,18 +76,20 @@ class LoadedRun:
 
     @property
     def status(self) -> str:
-        top = next((e.run_id for e in self.events if e.type == "run.start"), None)
+        top = next((e.run_id for e in self.events if e.type == "run.start"), None) \
+            or next((e.run_id.partition(".")[0] for e in self.events), None)  # (its run.start damaged: left out)
         end = next((e for e in reversed(self.events) if e.type == "run.end" and e.run_id == top), None)
         return end.status if end is not None else "did not end"
 
 
-def read_runs(path: str | Path, *, notices: list[Any] | None = None) -> list[list[Any]]:
+def read_runs(path: str | Path, *, notices: list[Any] | None = None,
+              starts: list[int] | None = None) -> list[list[Any]]:
     """The runs recorded in a journal (the replay's reading, :func:`flowtui.runtime.journal.load_runs`).
     Raises :class:`DiffError` for a file that is not a journal."""
     from flowtui.runtime.journal import JournalError, load_runs
 
     try:
-        return load_runs(path, notices=notices)
+        return load_runs(path, notices=notices, starts=starts)
     except JournalError as exc:
         raise DiffError(str(exc)) from None
 
@@ -97,7 +99,8 @@ def load_run(path: str | Path, run: int | None = None, *, option: str = "--run",
     """Run ``run`` (1-based; default: the last) of a journal, or the run of id ``run_id`` (a re-executed
     run's parent, in a journal it may share with the re-execution). Raises :class:`DiffError`."""
     notices: list[Any] = []
-    runs = read_runs(path, notices=notices)
+    starts: list[int] = []
+    runs = read_runs(path, notices=notices, starts=starts)
     if run_id is not None:
         run = next((i for i, events in enumerate(runs, 1)
                     if events and getattr(events[0], "type", None) == "run.start" and events[0].run_id == run_id), None)
@@ -108,6 +111,11 @@ def load_run(path: str | Path, run: int | None = None, *, option: str = "--run",
         hint = "pick 1" if len(runs) == 1 else f"pick 1 to {len(runs)}"
         raise DiffError(f"{path}: {option} {run}: the file holds {held}; {hint}")
     number = run or len(runs)
+    if len(runs) > 1:  # a line said of the file is the run's that was being written there (the one begun last
+        # before it): a torn last line of run 1 was charged to a run appended after it too, never "the same"
+        owner = sorted(range(len(starts)), key=starts.__getitem__)
+        notices = [n for n in notices
+                   if next((r for r in reversed(owner) if starts[r] <= n.line), owner[0]) == number - 1]
     # A line that is JSON but no valid event is not compared: it is said, with the unreadable ones,
     # so a line added or forged in one file never hides behind "the same".
     events = runs[number - 1]

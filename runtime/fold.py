@@ -189,7 +189,8 @@ class RunView:
         run = self.runs.get(ev.run_id)
         if run is not None:
             run.status = ev.status
-        top = ev.run_id == self.run_id
+        # (a run.start damaged, left out: the run's end still says how it ended, not "no run.end")
+        top = ev.run_id == self.run_id or (self.run_id is None and "." not in ev.run_id)
         if top:  # a child run the top-level one outlived did not end on its own either
             for child in self.runs.values():
                 if child.status == "running":

@@ -408,14 +408,15 @@ GIVE_A_JOURNAL = "give a journal a run wrote (.flowtui/runs/*.jsonl, or flowtui 
 
 
 def load_runs(path: str | Path, *, notices: list[Any] | None = None, hint: str = GIVE_A_JOURNAL,
-              progress: Callable[[int], None] | None = None) -> list[list[Any]]:
+              progress: Callable[[int], None] | None = None, starts: list[int] | None = None) -> list[list[Any]]:
     """The runs recorded in a journal, each a list of events. Raises :class:`JournalError`.
 
     A journal normally holds one run; a file written to twice holds several,
     each restarting its sequence numbers at 1. Lines that cannot be read (torn
     by a crash, not UTF-8) are skipped and added to ``notices``; events that do
     not validate stay in their run as invalid ones. ``hint`` ends the message about a file that is
-    no journal (what to give instead). ``progress``: see :func:`read_journal`.
+    no journal (what to give instead). ``progress``: see :func:`read_journal`. ``starts``: given, it
+    gets each run's first line number, in the order of the runs.
     """
     hint = f"; {hint}" if hint else ""
     p = Path(path)
@@ -440,6 +441,8 @@ def load_runs(path: str | Path, *, notices: list[Any] | None = None, hint: str =
                         + [numbers[i] for i, ev in enumerate(events) if isinstance(ev, Invalid)])
     runs = []
     for members in _runs_of(events, numbers, skipped):
+        if starts is not None:
+            starts.append(numbers[members[0]])
         members = _early_ends_left_out(members, events, numbers, skipped, unreadable)
         run = _in_order([events[i] for i in members], [numbers[i] for i in members], skipped, unreadable)
         _say_broken_links(run, {id(events[i]): numbers[i] for i in members}, skipped)
@@ -457,12 +460,17 @@ def _runs_of(events: list[Any], numbers: list[int], notices: list[Skipped]) -> l
     first_ts: dict[str, float] = {}
     apart: set[str] = set()
     current = ""
-    for i, ev in enumerate(events):
+    leading: list[int] = []  # invalid events before any run's: the first run's (a damaged run.start made a run of
+    for i, ev in enumerate(events):  # its own, "run 1 of 2", said nowhere else, and the diff compared "run 2")
+        if isinstance(ev, Invalid) and not current:
+            leading.append(i)
+            continue
         if not isinstance(ev, Invalid):
             root = ev.run_id.partition(".")[0]
             members = groups.get(root)
             if members is None:
-                groups[root], first_ts[root] = [], ev.ts
+                groups[root], first_ts[root] = leading, ev.ts
+                leading = []
             elif root != current and root not in apart:  # (said once a run)
                 apart.add(root)
                 notices.append(Mended(numbers[i], f"run {root}'s lines go on here, after another run's (lines moved "

@@ -381,6 +381,38 @@ def test_a_messages_tool_calls_are_compared_by_name_and_arguments_not_by_their_r
                                             "tool_calls": [{"name": "t", "args": {"q": 1}}]}
 
 
+async def test_a_damaged_run_start_is_named_and_never_hidden_behind_the_same(tmp_path, capsys):
+    """A run.start whose workflow is 123 made a run of its own ("run 1 of 2"), its notice said only there: the
+    files' "run 2 of 2" were compared, and two runs of different inputs were "the same", exit 0."""
+    a = await journal(tmp_path, "a")
+    events = [json.loads(line) for line in a.read_text().splitlines()]
+    events[0]["workflow"] = 123
+    first = tmp_path / "first.jsonl"
+    first.write_text("".join(json.dumps(e) + "\n" for e in events))
+    events[0]["input"] = "another input"
+    second = tmp_path / "second.jsonl"
+    second.write_text("".join(json.dumps(e) + "\n" for e in events))
+    code, out, _ = diff(capsys, first, second)
+    assert code == 3, out
+    assert "its only run" in out and "run 2 of 2" not in out
+    assert "A: line 1 skipped (not a valid event: run.start: workflow" in out
+    assert "finished" in out and "did not end" not in out  # its run.end says how it ended
+
+
+async def test_a_run_appended_after_a_torn_one_is_not_charged_with_its_torn_line(tmp_path, capsys):
+    """A crash tore run 1's last line; a run appended with --journal FILE after it was said to skip that line
+    too, so it compared with itself "the same as far as compared", exit 3."""
+    a = await journal(tmp_path, "a")
+    lines = a.read_bytes().splitlines(keepends=True)
+    torn = tmp_path / "torn.jsonl"
+    torn.write_bytes(b"".join(lines[:40]) + lines[40][:30])
+    await bootstrap(review_flow()).run("write about the sea", journal=torn)
+    code, out, _ = diff(capsys, torn, torn, "--run", "2", "--run-b", "2")
+    assert code == 0 and "skipped" not in out, out
+    code, out, _ = diff(capsys, torn, torn, "--run", "1", "--run-b", "1")
+    assert code == 3 and "A: line 41 skipped" in out, out
+
+
 async def test_a_torn_journal_is_compared_up_to_where_it_ends(tmp_path, capsys):
     a = await journal(tmp_path, "a")
     lines = a.read_bytes().splitlines(keepends=True)

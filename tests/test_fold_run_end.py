@@ -179,3 +179,15 @@ def test_a_model_call_waiting_to_retry_says_so_on_the_status_line_until_it_goes_
     assert view.status_line() == "running"
     view.apply(ChatAttempt(seq=seq + 3, attempt=2, error="overloaded", status=503, retry_in_s=None, **where))
     assert view.status_line() == "running"  # the last attempt: no wait to say
+
+
+def test_a_run_whose_run_start_was_left_out_ends_as_its_run_end_says():
+    """A journal whose run.start was damaged (left out as no valid event): the replay said "run result: none (no
+    run.end: it crashed or is still going)" at its run.end, status finished."""
+    view = RunView()
+    view.apply(NodeStart(seq=2, run_id="r1", node_id="n1", parent_id=None, kind="workflow", name="W", **BASE))
+    view.apply(NodeStart(seq=3, run_id="r1.c1", node_id="c1", parent_id="n1", kind="workflow", name="Child", **BASE))
+    view.apply(RunEnd(seq=4, run_id="r1.c1", status="failed", error="child", **BASE))  # a child's end: not the run's
+    assert view.status != "failed"
+    view.apply(RunEnd(seq=5, run_id="r1", status="finished", output="done", **BASE))
+    assert (view.status, view.output) == ("finished", "done")
