@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from flowtui.runtime.compare import one_line
 from flowtui.runtime.journal import Invalid, Skipped, Unknown
 from flowtui.runtime.pathtree import Step, build_tree
 
@@ -105,8 +106,10 @@ def load_run(path: str | Path, run: int | None = None, *, option: str = "--run",
         run = next((i for i, events in enumerate(runs, 1)
                     if events and getattr(events[0], "type", None) == "run.start" and events[0].run_id == run_id), None)
         if run is None:
-            raise DiffError(f"{path} no longer holds run {run_id}, the run this one was re-executed from")
+            raise DiffError(f"{one_line(str(path))} no longer holds run {run_id}, the run this one was re-executed "
+                            "from")
     if run is not None and not 1 <= run <= len(runs):
+        path = one_line(str(path))
         held = f"{len(runs)} run{'s' if len(runs) != 1 else ''}"
         hint = "pick 1" if len(runs) == 1 else f"pick 1 to {len(runs)}"
         raise DiffError(f"{path}: {option} {run}: the file holds {held}; {hint}")

@@ -33,6 +33,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from flowtui.runtime.compare import one_line
 from flowtui.runtime.encoding import encode_event
 from flowtui.runtime.errors import ConfigError
 from flowtui.runtime.events import EVENT_TYPES, parse_event, validate_event
@@ -420,6 +421,7 @@ def load_runs(path: str | Path, *, notices: list[Any] | None = None, hint: str =
     """
     hint = f"; {hint}" if hint else ""
     p = Path(path)
+    path = one_line(str(path))  # as said: a name's line break printed a second line of its own on stderr
     why = not_a_file(p)
     if why:
         raise JournalError(f"{path}: {why}{hint}")

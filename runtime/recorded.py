@@ -21,6 +21,7 @@ from typing import Any
 from pydantic import ValidationError
 from pydantic_core import from_json
 
+from flowtui.runtime.compare import one_line
 from flowtui.runtime.errors import ResumeError
 from flowtui.runtime.events import EVENT_TYPES, continues_edit, validate_event
 from flowtui.runtime.journal import TORN, Skipped, gaps, lines_of, not_a_file, not_json, reason_of
@@ -115,7 +116,7 @@ def load_recorded(source: str | Path, *, at: int | None = None, run_id: str | No
     Raises :class:`ResumeError` naming the file (and K) for a missing file, a folder, a file
     that is not a flowtui journal, a journal without a ``run.start``, or K outside the run."""
     path, k = parse_resume_arg(source) if at is None else (Path(source), at)
-    shown = str(path)
+    shown = one_line(str(path))  # (a name's line break printed a line of its own on stderr)
     why = not_a_file(path)
     if why:
         raise ResumeError(f"--resume-from {shown}: {why}; give a .jsonl file from .flowtui/runs/")
@@ -178,7 +179,7 @@ def load_recorded(source: str | Path, *, at: int | None = None, run_id: str | No
                 if unread else "")
         raise ResumeError(f"--resume-from {shown}@{k}: K={k} is {where}: the recorded run {_shown_id(root)} has "
                           f"events 1..{last}{said}; give a K in that range, or none for the whole run")
-    recorded = Recorded(path=shown, run_id=str(root), at=k, last=last, events=run, start=start,
+    recorded = Recorded(path=str(path), run_id=str(root), at=k, last=last, events=run, start=start,
                         lines=dict(zip((ev["seq"] for ev in run), read.lines[begin:end])),
                         lazy={ev["seq"] for ev in run if id(ev) in read.lazy},
                         line_of=dict(zip((ev["seq"] for ev in run), numbers)), torn=torn, unended=unended)

@@ -355,6 +355,18 @@ async def test_a_bad_file_exits_2_naming_it(tmp_path, capsys):
             assert "Traceback" not in err
 
 
+async def test_a_file_name_holding_a_line_break_is_said_on_one_line(tmp_path, capsys):
+    """A name's line break printed a second line of its own on stderr: a name could fake one."""
+    good = await journal(tmp_path, "good")
+    code, _, err = diff(capsys, good, tmp_path / "nope\nflowtui: all is well.jsonl")
+    assert code == 2 and err == f"flowtui diff: {tmp_path}/nope⏎flowtui: all is well.jsonl: no such file\n", err
+    res = subprocess.run([sys.executable, "-c", "from flowtui.tui.cli import main; main()", "run",
+                          str(Path(__file__).resolve().parents[1] / "flows" / "revisao.py"), "--resume-from",
+                          str(tmp_path / "nope\nx.jsonl")], capture_output=True, text=True, timeout=120)
+    assert res.returncode == 2 and "nope⏎x.jsonl: no such file" in res.stderr and res.stderr.count("\n") == 1, \
+        res.stderr
+
+
 async def test_a_reply_kept_in_the_history_other_than_the_model_gave_it_is_a_difference(tmp_path, capsys):
     """A journal edited by hand, an assistant message of its history changed: the diff said the runs are the
     same (the turn's reply is compared where the model gave it), while the replay showed the changed text."""
