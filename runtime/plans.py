@@ -434,9 +434,10 @@ def script_gaps(plans: Plans) -> list[str]:
         replies = getattr(p, "_replies", None) if isinstance(p, ScriptedProvider) else None
         if isinstance(replies, dict) and aspec.name not in replies:
             close = get_close_matches(aspec.name, list(replies), n=1)
+            # (it said "did you mean Writr?" of the key misspelled, as if the agent's name were the mistake)
+            fix = f"; rename its key {close[0]!r} to {aspec.name!r}." if close else "."
             notes.append(f"agent {aspec.name}: its ScriptedProvider has no replies for {aspec.name} (it has: "
-                         f"{', '.join(sorted(replies)) or 'none'}){f'; did you mean {close[0]}?' if close else '.'}"
-                         f" Its first model call will fail")
+                         f"{', '.join(sorted(replies)) or 'none'}){fix} Its first model call will fail")
         # its own replies (a list shared by several agents may be meant for another): a call of a tool it lacks
         own = replies.get(aspec.name) if isinstance(replies, dict) else replies if users[id(p)] == 1 else None
         tools = sorted(t.name for t in aspec.tools)

@@ -281,8 +281,9 @@ def test_scripted_replies_under_no_agents_name_are_noted_at_load(tmp_path):
                  "@agent(provider=ScriptedProvider({'Agnet': ['x']}), prompt='p')\nclass Agent:\n    pass\n"
                  "@workflow(steps=[Agent])\nclass W:\n    pass\n")
     res = flowtui("run", str(path), "--input", "x")
-    assert "agent Agent: its ScriptedProvider has no replies for Agent (it has: Agnet); did you mean Agnet? " \
-           "Its first model call will fail" in res.stderr, res.stderr
+    # the key is the mistake, not the agent's name ("did you mean Agnet?" pointed the other way)
+    assert "agent Agent: its ScriptedProvider has no replies for Agent (it has: Agnet); rename its key 'Agnet' to " \
+           "'Agent'. Its first model call will fail" in res.stderr, res.stderr
 
 
 def test_a_scripted_reply_calling_a_tool_the_agent_lacks_is_noted_at_load(tmp_path):
