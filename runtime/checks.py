@@ -7,6 +7,7 @@ A mistake found here is a load error naming the class; found mid-run, it would b
 from __future__ import annotations
 
 import difflib
+import functools
 import inspect
 import math
 from collections.abc import Mapping
@@ -231,9 +232,11 @@ def _check_takes(cls: type, hook: str, found: Any) -> None:
                           f"__init__ (def __init__(self, s: YourState = State()): self.s = s) and read self.s", at=at)
     if inspect.isfunction(found):
         _check_self(cls, hook, found, passed)
-    extra = needs_more(getattr(cls, hook), passed, skip_first=inspect.isfunction(found))
+    # (a functools.partialmethod takes self too: it was refused as needing ctx, which flowtui does pass)
+    method = inspect.isfunction(found) or isinstance(found, functools.partialmethod)
+    extra = needs_more(getattr(cls, hook), passed, skip_first=method)
     if extra:
-        said = needs_more_said(getattr(cls, hook), extra, hook, passed, skip_first=inspect.isfunction(found))
+        said = needs_more_said(getattr(cls, hook), extra, hook, passed, skip_first=method)
         raise ConfigError(f"@agent {cls.__name__}: {hook} {said}", at=at)
 
 

@@ -587,3 +587,24 @@ async def test_an_exception_whose_message_cannot_be_read_is_named_where_it_was_r
     error = events[-1].error
     assert error.startswith("StrFive: (its message could not be read: StrFive.__str__ raised TypeError) (at ")
     assert error.endswith(" in after_response)")
+
+
+async def test_a_hook_made_with_functools_partialmethod_is_taken_and_called():
+    """It was refused at load: "after_response needs ctx, which flowtui does not pass" (its self was counted
+    as one of the arguments flowtui passes)."""
+    import functools
+
+    from flowtui import ScriptedProvider, agent, bootstrap, workflow
+
+    def ending(self, response, ctx, suffix):
+        return response + suffix
+
+    @agent(provider=ScriptedProvider(["ok"]), prompt="p")
+    class Writer:
+        after_response = functools.partialmethod(ending, suffix="?")
+
+    @workflow(steps=[Writer])
+    class W:
+        pass
+
+    assert await bootstrap(W).run("go") == "ok?"
