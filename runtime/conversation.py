@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, overload
 
 from flowtui.runtime.events import StateAppend, StateSet
-from flowtui.runtime.messages import Message, estimate_tokens, system_message
+from flowtui.runtime.messages import Message, estimate_tokens, system_message, well_formed
 from flowtui.runtime.wellformed import HistoryCheck
 
 BUCKETS = ("history", "memory", "tasks")
@@ -174,6 +174,7 @@ class ConversationState:
         ``note`` says in words what an edit did (the app's event log shows it)."""
         items = self._bucket(bucket)
         _check_item(bucket, item, None)
+        item = _carried(item)
         fields = {"bucket": bucket, "item": item}
         if origin:
             fields["origin"] = origin
@@ -195,6 +196,7 @@ class ConversationState:
         new = list(items)
         for i, item in enumerate(new):
             _check_item(bucket, item, i)
+            new[i] = _carried(item)
         fields = {"bucket": bucket, "items": list(new)}
         if origin:
             fields["origin"] = origin
@@ -260,6 +262,20 @@ class ConversationState:
     def __repr__(self) -> str:
         b = self._buckets
         return f"<ctx.state history={len(b['history'])} memory={len(b['memory'])} tasks={len(b['tasks'])}>"
+
+
+def _carried(item: Any) -> Any:
+    """``item`` as the journal carries it and a JSON request can: a lone surrogate (a tool's
+    ``os.fsdecode`` of a file name that is no UTF-8) as U+FFFD. A provider of the flow's own was sent the
+    surrogate, while the journal and the panes said U+FFFD."""
+    if item.__class__ is str:
+        return well_formed(item)
+    text = item.content
+    if text.__class__ is str and not text.isascii() and (fixed := well_formed(text)) is not text:
+        from flowtui.runtime.construct import copy_with
+
+        return copy_with(item, {"content": fixed})
+    return item
 
 
 def _check_item(bucket: str, item: Any, index: int | None) -> None:

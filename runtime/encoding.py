@@ -39,6 +39,7 @@ from pydantic_core import PydanticSerializationError, to_json
 
 from flowtui.runtime.context import stable_repr
 from flowtui.runtime.inert import INVISIBLE
+from flowtui.runtime.messages import well_formed
 from flowtui.runtime.secrets import Redactor, redact, redact_streaming
 
 MAX_INT_DIGITS = 4000
@@ -181,17 +182,6 @@ def safe_data(value: Any, redactor: Redactor) -> Any:
     """A copy of ``value`` redacted and made encodable (for a snapshot, a cassette, a reply)."""
     redactor.refresh()
     return _safe(value, redactor.values, None, {}, "", None)
-
-
-def well_formed(text: str) -> str:
-    """``text`` as UTF-8 can carry it: a lone surrogate is U+FFFD (a pair written as two halves joins)."""
-    if text.isascii():
-        return text
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
-    return text
 
 
 def _safe(value: Any, secrets: tuple[str, ...], limit: int | None, elided: dict[str, int], path: str,

@@ -78,3 +78,14 @@ def estimate_tokens(message: Message) -> int:
     scripted one), "what the model sees", ``prompt.tokens`` and ``ContextWindow`` all count with it."""
     calls = json.dumps([c.model_dump(mode="json") for c in message.tool_calls]) if message.tool_calls else ""
     return (len(message.content) + len(calls) + 3) // 4 + 4
+
+
+def well_formed(text: str) -> str:
+    """``text`` as UTF-8 can carry it: a lone surrogate is U+FFFD (a pair written as two halves joins)."""
+    if text.isascii():
+        return text
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    return text

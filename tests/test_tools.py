@@ -853,6 +853,40 @@ async def test_a_stopiteration_from_the_flows_code_is_said_as_itself_not_as_the_
         end.error
 
 
+async def test_a_tool_result_holding_a_lone_surrogate_is_sent_as_the_journal_holds_it(tmp_path):
+    """A tool's os.fsdecode of a file name that is no UTF-8: a provider of the flow's own was sent "caf\\udce9",
+    while the journal, --json and the panes said "caf\ufffd"."""
+    import os
+
+    from flowtui import FunctionProvider
+
+    got = []
+
+    def model(messages, tools):
+        got.append(messages[-1].content)
+        return {"content": "", "tool_calls": [{"name": "ls", "args": {}}]} if len(got) == 1 else "ok"
+
+    @tool
+    def ls() -> str:
+        """Lists files."""
+        return os.fsdecode(b"caf\xe9.txt")
+
+    @agent(provider=FunctionProvider(model), prompt="p", tools=[ls])
+    class A:
+        pass
+
+    @workflow(steps=[A, A])
+    class W:
+        pass
+
+    journal = tmp_path / "j.jsonl"
+    await bootstrap(W).run("go", journal=journal)
+    assert got[1] == "caf\ufffd.txt"
+    events = [json.loads(line) for line in journal.read_text().splitlines()]
+    kept = [e["item"]["content"] for e in events if e["type"] == "state.append" and e["item"]["role"] == "tool"]
+    assert kept == [got[1]]
+
+
 async def test_native_arguments_that_are_not_json_become_an_error_observation():
     from flowtui.runtime.providers.base import RAW_ARGUMENTS_KEY
 
