@@ -109,8 +109,8 @@ def check_data_arg(data: Any) -> dict[str, Any]:
     return dict(data)
 
 
-def jsonable(value: Any) -> Any:
-    """A JSON-safe copy of ``value`` for an event (unknown objects become their repr).
+def jsonable(value: Any, fallback: Callable[[Any], Any] | None = None) -> Any:
+    """A JSON-safe copy of ``value`` for an event (unknown objects become their repr, or ``fallback``'s).
 
     Showing a value must never change what the flow does: a one-shot iterator (a generator) is
     described, not consumed, and a value that cannot be copied (a circular list, bytes that are
@@ -119,7 +119,7 @@ def jsonable(value: Any) -> Any:
     if isinstance(value, Iterator):
         return _described(value, "an iterator, shown without being consumed")
     try:
-        out = to_jsonable_python(value, fallback=stable_repr)
+        out = to_jsonable_python(value, fallback=fallback or stable_repr)
     except Exception as exc:  # noqa: BLE001 (any failure of showing it is the debugger's to absorb)
         return _described(value, f"not shown: {type(exc).__name__}: {str(exc).splitlines()[0][:200]}")
     if out.__class__ is float:
@@ -240,8 +240,14 @@ def _described(value: Any, why: str) -> str:
 # What flowtui writes in place of a value it cannot show: _described's "b'\xff' (not shown: ...)" and
 # "... (an iterator, ...)", the encoder's "<int of about 5000 digits>" (runtime.encoding). A snapshot
 # holding one refuses it as a value.
-DESCRIBED = re.compile(r" \(not shown: \w+|\(an iterator, shown without being consumed\)$"
+DESCRIBED = re.compile(r" \(not shown: \w+|\(an iterator, shown without being consumed\)$| \(no JSON form\)$"
                        r"|^<int of about \d+ digits>$")
+
+
+def no_json_form(value: Any) -> str:
+    """A workflow-state value that has no JSON form (a lock, a socket), as its events carry it: its repr, marked
+    so that a snapshot leaves it out (written as its repr, it came back as that text, unsaid)."""
+    return _described(value, "no JSON form")
 
 
 def json_text(value: Any) -> str:

@@ -28,7 +28,8 @@ from typing import Any
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from flowtui.runtime.bus import current_origin
-from flowtui.runtime.context import jsonable
+from flowtui.runtime.context import jsonable as _jsonable
+from flowtui.runtime.context import no_json_form
 from flowtui.runtime.errors import ConfigError
 from flowtui.runtime.events import WorkflowStateChange
 
@@ -266,6 +267,12 @@ def coerce(cls: type, name: str, text: str) -> Any:
         reason = "; ".join(e["msg"] for e in exc.errors())
         tname = getattr(tp, "__name__", str(tp))
         raise ValueError(f"{cls.__name__}.{name} is {tname}: {text!r} refused ({reason})") from None
+
+
+def jsonable(value: Any) -> Any:
+    """A state field's value as its events carry it: one with no JSON form marked as such (see
+    :func:`~flowtui.runtime.context.no_json_form`)."""
+    return _jsonable(value, no_json_form)
 
 
 def set_noted(obj: Any, observer: "StateObserver | None", name: str, value: Any, note: str | None) -> None:

@@ -58,6 +58,15 @@ def _drop_none(value: Any) -> Any:
     return value
 
 
+def _holds_described(value: Any) -> bool:
+    """A list or table holding, at any depth, a value flowtui could only describe."""
+    if isinstance(value, dict):
+        return any(_holds_described(v) for v in value.values())
+    if isinstance(value, list):
+        return any(_holds_described(v) for v in value)
+    return isinstance(value, str) and bool(DESCRIBED.search(value))
+
+
 def _holds_none(value: Any) -> bool:
     if isinstance(value, dict):
         return any(v is None or _holds_none(v) for v in value.values())
@@ -73,8 +82,10 @@ def left_out(view: Any) -> list[tuple[str, str]]:
     saying nothing). They start at their defaults."""
     gone = []
     for name, value in view.state.items():
-        if isinstance(value, str) and DESCRIBED.search(value):
+        if _holds_described(value):  # (a lock inside a list came back as its repr too)
             gone.append((name, "flowtui could only describe it"))
+        elif value == SECRET_MASK:  # (loaded back, the secret was the mask, silently)
+            gone.append((name, "a SecretStr's value is never shown, only its mask"))
         elif _holds_none(value):
             gone.append((name, "it holds None, which TOML cannot write"))
     return gone
@@ -239,6 +250,16 @@ def _non_finite_numbers(value: Any) -> Any:
     return NON_FINITE_WORDS.get(value, value) if isinstance(value, str) else value
 
 
+SECRET_MASK = "**********"  # what a pydantic SecretStr or SecretBytes is shown as, whatever it holds
+
+
+def _secret(kind: Any) -> bool:
+    """A SecretStr or SecretBytes field, also optional (``SecretStr | None``)."""
+    from pydantic import SecretBytes, SecretStr
+
+    return kind in (SecretStr, SecretBytes) or any(_secret(arg) for arg in getattr(kind, "__args__", ()))
+
+
 def apply_state(obj: Any, cls: type, values: dict[str, Any], *, source: str) -> None:
     """Set workflow-state fields from a snapshot, each strictly validated against its type
     (``true`` is not an ``int``, ``"3"`` is not a number), then, for a pydantic state, by the class
@@ -258,6 +279,9 @@ def apply_state(obj: Any, cls: type, values: dict[str, Any], *, source: str) -> 
             raise ConfigError(f"{source}: [state] {name} = {value[:80]!r}: that is how flowtui described a value it "
                               "could not show or write, not the value; give the field a value of its type, or "
                               "leave the line out for its default")
+        if value == SECRET_MASK and _secret(field_type(cls, name)):
+            raise ConfigError(f"{source}: [state] {name} = {value!r}: that is the mask pydantic shows for a secret, "
+                              "not the secret; leave the line out for its default, or give the secret itself")
         try:
             adapter = TypeAdapter(field_type(cls, name))
             if isinstance(value, str) and value in NON_FINITE_WORDS:  # a NaN or an infinity, as the run said it

@@ -202,6 +202,39 @@ def test_a_state_field_with_an_alias_goes_through_a_snapshot_and_back(tmp_path):
     assert back.returncode == 0 and back.stdout.strip() == "n was 5", (back.stdout, back.stderr)
 
 
+def test_a_secret_is_never_replaced_by_its_mask_through_a_snapshot(tmp_path):
+    """A SecretStr field was written as its mask, "**********", and a run from the snapshot held that as the secret,
+    unsaid, exit 0."""
+    flow = state_flow(tmp_path / "secret.py", "key: SecretStr = SecretStr('hunter2')",
+                      "seen = self.s.key.get_secret_value()\nif 'MAKE' in os.environ:\n"
+                      "    self.s.key = SecretStr('newpass')\nreturn f'key was {seen}'")
+    flow.write_text(flow.read_text().replace("from pydantic import BaseModel", "from pydantic import BaseModel, SecretStr"))
+    made, back = made_then_read_back(flow, tmp_path)
+    assert made.returncode == 0 and "left out of [state]: key (a SecretStr's value is never shown" in made.stderr, \
+        made.stderr
+    assert "**********" not in (tmp_path / "s.toml").read_text().split("\n", 1)[1]  # (the comment says why)
+    assert back.returncode == 0 and back.stdout.strip() == "key was hunter2", (back.stdout, back.stderr)
+    (tmp_path / "hand.toml").write_text('workflow = "W"\n[state]\nkey = "**********"\n')  # as a hand copies one
+    res = flowtui("run", str(flow), "--no-journal", "--from-snapshot", "hand.toml", cwd=tmp_path)
+    assert res.returncode == 2 and "key = '**********': that is the mask pydantic shows for a secret" in res.stderr, \
+        res.stderr
+
+
+def test_a_value_with_no_json_form_is_left_out_of_a_snapshot_not_written_as_its_repr(tmp_path):
+    """A lock in a state field was written as "<unlocked _thread.lock object>", and a run from the snapshot held
+    that text in its place, unsaid, though the README says such a field is left out."""
+    flow = state_flow(tmp_path / "lock.py", "obj: Any = None\nitems: list[Any] = []\nn: int = 0",
+                      "seen = repr((type(self.s.obj).__name__, self.s.n))\nif 'MAKE' in os.environ:\n"
+                      "    import threading\n    self.s.obj, self.s.items, self.s.n = threading.Lock(), [1, threading.Lock()], 2\n"
+                      "return seen")
+    made, back = made_then_read_back(flow, tmp_path)
+    assert made.returncode == 0, made.stderr
+    assert "left out of [state]: obj (flowtui could only describe it), items (flowtui could only describe it)" \
+        in made.stderr or "items (flowtui could only describe it), obj (flowtui could only describe it)" \
+        in made.stderr, made.stderr
+    assert back.returncode == 0 and back.stdout.strip() == "('NoneType', 2)", (back.stdout, back.stderr)
+
+
 def test_a_nan_or_an_infinity_inside_a_list_goes_through_a_snapshot_and_back(tmp_path):
     """An event's JSON says an infinity as "Infinity", and the snapshot wrote it so: a list[float] holding
     one refused the run's own snapshot ("xs[1]: Input should be a valid number")."""
