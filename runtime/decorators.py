@@ -286,8 +286,7 @@ def _prompt_text(path: Path, prompt: Any, cls: type, defining_file: str | None) 
     try:
         text = data.decode("utf-8-sig")  # (a BOM, as Notepad saves, is no prompt text)
     except UnicodeDecodeError as exc:
-        raise FlowLoadError(f"prompt file {path}: {not_text(data, exc)} text, or give prompt= another file",
-                            **at) from None
+        raise FlowLoadError(f"prompt file {path}: {not_text(data, exc)}; or give prompt= another file", **at) from None
     return text.replace("\r\n", "\n").replace("\r", "\n").strip()  # (newlines as read_text reads them)
 
 

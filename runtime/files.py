@@ -19,6 +19,7 @@ import tempfile
 from pathlib import Path
 from typing import IO
 
+
 def not_text(data: bytes, exc: UnicodeDecodeError) -> str:
     """Why ``data`` (a file's bytes, read as UTF-8 with a BOM taken off) is no text, in words: a binary file
     (a NUL byte), else where the first byte that is no UTF-8 is (``not UTF-8 text (byte 0xe9 at line 1,

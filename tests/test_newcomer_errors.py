@@ -146,8 +146,12 @@ def test_a_prompt_file_that_is_no_utf8_text_is_named(tmp_path):
     res = flowtui("run", str(write(tmp_path, _prompted("bin.md"))), "--input", "x")
     assert res.returncode == 2, res.stderr
     assert re.search(r"flow.py:3: A: prompt file .*bin.md: not UTF-8 text \(byte 0xff at line 2, column 1\); save it "
-                     r"as UTF-8 text", res.stderr), res.stderr
+                     r"as UTF-8; or give prompt= another file", res.stderr), res.stderr
     assert "while importing" not in res.stderr
+    (tmp_path / "bin.md").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\xff")  # an image given as the prompt
+    res = flowtui("run", str(write(tmp_path, _prompted("bin.md"))), "--input", "x")
+    assert res.returncode == 2 and re.search(r"prompt file .*bin.md: a binary file, not text; or give prompt= "
+                                             r"another file", res.stderr), res.stderr
 
 
 def test_a_prompt_that_is_a_folder_says_so_and_names_a_file_in_it(tmp_path):
