@@ -238,8 +238,8 @@ def _described(value: Any, why: str) -> str:
 
 
 # What flowtui writes in place of a value it cannot show: _described's "b'\xff' (not shown: ...)",
-# "... (an iterator, ...)" and a state value's "<lock object> (no JSON form)", the encoder's "<int of about 5000 digits>" (runtime.encoding). A snapshot
-# holding one refuses it as a value.
+# "... (an iterator, ...)" and a state value's "<lock object> (no JSON form)", the encoder's
+# "<int of about 5000 digits>" (runtime.encoding). A snapshot holding one refuses it as a value.
 DESCRIBED = re.compile(r" \(not shown: \w+|\(an iterator, shown without being consumed\)$| \(no JSON form\)$"
                        r"|^<int of about \d+ digits>$")
 

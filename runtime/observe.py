@@ -28,8 +28,7 @@ from typing import Any
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from flowtui.runtime.bus import current_origin
-from flowtui.runtime.context import jsonable as _jsonable
-from flowtui.runtime.context import no_json_form
+from flowtui.runtime.context import jsonable as _jsonable, no_json_form
 from flowtui.runtime.errors import ConfigError
 from flowtui.runtime.events import WorkflowStateChange
 

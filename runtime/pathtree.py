@@ -390,7 +390,8 @@ def _as_replied(step: Step, kept: Any) -> bool:
     reply = chat.facts.get("reply") if chat is not None else None
     if not isinstance(reply, dict) or not isinstance(kept, dict):
         return False
-    return reply.get("content") == kept.get("content") and (reply.get("tool_calls") or []) == (kept.get("tool_calls") or [])
+    return reply.get("content") == kept.get("content") \
+        and (reply.get("tool_calls") or []) == (kept.get("tool_calls") or [])
 
 
 def message(m: Any) -> Any:

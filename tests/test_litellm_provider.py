@@ -536,8 +536,8 @@ def test_a_timeout_that_is_no_number_of_seconds_above_0_is_refused_at_load(timeo
     assert LiteLLMProvider("openai/x", timeout=None).timeout is None
 
 
-@pytest.mark.parametrize("api_base", ["127.0.0.1:8000/v1", "not a url", "htp://127.0.0.1:9/v1", "ftp://host/v1", "http://",
-                                      8000])
+@pytest.mark.parametrize("api_base", ["127.0.0.1:8000/v1", "not a url", "htp://127.0.0.1:9/v1", "ftp://host/v1",
+                                      "http://", 8000])
 def test_an_api_base_that_is_no_http_url_is_refused_at_load(api_base):
     """127.0.0.1:8000/v1 failed every attempt as "HTTP 500: /127.0.0.1:8000/v1/chat/completions", retried,
     naming no api_base."""

@@ -208,7 +208,8 @@ def test_a_secret_is_never_replaced_by_its_mask_through_a_snapshot(tmp_path):
     flow = state_flow(tmp_path / "secret.py", "key: SecretStr = SecretStr('hunter2')",
                       "seen = self.s.key.get_secret_value()\nif 'MAKE' in os.environ:\n"
                       "    self.s.key = SecretStr('newpass')\nreturn f'key was {seen}'")
-    flow.write_text(flow.read_text().replace("from pydantic import BaseModel", "from pydantic import BaseModel, SecretStr"))
+    flow.write_text(flow.read_text().replace("from pydantic import BaseModel",
+                                             "from pydantic import BaseModel, SecretStr"))
     made, back = made_then_read_back(flow, tmp_path)
     assert made.returncode == 0 and "left out of [state]: key (a SecretStr's value is never shown" in made.stderr, \
         made.stderr
@@ -225,7 +226,8 @@ def test_a_value_with_no_json_form_is_left_out_of_a_snapshot_not_written_as_its_
     that text in its place, unsaid, though the README says such a field is left out."""
     flow = state_flow(tmp_path / "lock.py", "obj: Any = None\nitems: list[Any] = []\nn: int = 0",
                       "seen = repr((type(self.s.obj).__name__, self.s.n))\nif 'MAKE' in os.environ:\n"
-                      "    import threading\n    self.s.obj, self.s.items, self.s.n = threading.Lock(), [1, threading.Lock()], 2\n"
+                      "    import threading\n"
+                      "    self.s.obj, self.s.items, self.s.n = threading.Lock(), [1, threading.Lock()], 2\n"
                       "return seen")
     made, back = made_then_read_back(flow, tmp_path)
     assert made.returncode == 0, made.stderr

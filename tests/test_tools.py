@@ -849,8 +849,8 @@ async def test_a_stopiteration_from_the_flows_code_is_said_as_itself_not_as_the_
     assert told.content == "Tool first failed: StopIteration", told
     end = events[-1]
     assert end.type == "run.end" and end.status == "failed"
-    assert end.error.startswith("StopIteration (at ") and "test_tools.py:" in end.error and "after_response" in end.error, \
-        end.error
+    assert end.error.startswith("StopIteration (at ") and "test_tools.py:" in end.error, end.error
+    assert "after_response" in end.error, end.error
 
 
 async def test_a_tool_result_holding_a_lone_surrogate_is_sent_as_the_journal_holds_it(tmp_path):

@@ -21,8 +21,7 @@ import warnings
 from types import ModuleType
 from typing import Any
 
-from flowtui.runtime.messages import well_formed
-from flowtui.runtime.messages import Message, ToolCall
+from flowtui.runtime.messages import Message, ToolCall, well_formed
 from flowtui.runtime.providers.base import RAW_ARGUMENTS_KEY, ChatReply, ChatRequest, TokenCount
 from flowtui.runtime.providers.replies import model_reply
 
