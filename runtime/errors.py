@@ -189,6 +189,8 @@ def describe_error(exc: BaseException) -> str:
     if len(text) > ERROR_MAX:  # (a 10 MB message was 20 MB on stderr, and 40 MB of journal: one copy per node it ended)
         text = f"{text[:ERROR_MAX]}… ({len(text):,} characters, cut)"
     described = f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+    if type(exc) is EOFError and text == "EOF when reading a line":  # input() in the flow's code
+        described += " (a flow's stdin reads as empty: give it what it asks with --input, --memory or --data)"
     where = user_frame(exc)
     return f"{described} (at {where})" if where else described
 

@@ -538,3 +538,15 @@ def test_a_name_not_defined_at_import_is_said_with_the_name_meant(tmp_path, impo
     assert res.returncode == 2, res.stderr
     assert re.search(rf"flow.py:2: NameError while importing: name '{used}' is not defined; {hint}", res.stderr), \
         res.stderr
+
+
+def test_input_in_a_hook_fails_the_run_saying_the_flows_stdin_is_empty(tmp_path):
+    """input() got EOF, said as "EOFError: EOF when reading a line": nothing told a flow author why."""
+    path = write(tmp_path, "from flowtui import ScriptedProvider\n"
+                 "@agent(provider=ScriptedProvider(['ok']), prompt='p')\nclass A:\n"
+                 "    def after_response(self, response, ctx):\n        return input('name? ')\n"
+                 "@workflow(steps=[A])\nclass W:\n    pass\n")
+    res = flowtui("run", str(path), "--input", "x", "--no-journal")
+    assert res.returncode == 1, res.stderr
+    assert "EOFError: EOF when reading a line (a flow's stdin reads as empty: give it what it asks with --input, " \
+           "--memory or --data) (at " in res.stderr and "flow.py:6 in after_response" in res.stderr, res.stderr
