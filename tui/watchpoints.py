@@ -105,7 +105,7 @@ class RunWatches:
 
         def done(expr: str | None) -> None:
             if expr is not None:
-                self.notify(f"Watchpoint {shown(expr.strip())} set: the run pauses when it becomes true.")
+                self.notify(f"Watchpoint {shown(expr.strip())} set: the run pauses {_when(expr)}.")
                 self.flush(force=True)
 
         # typed on where the words go: after a field's name, between a pattern's slashes
@@ -176,3 +176,15 @@ class RunWatches:
         before = list(self.client.watches)
         if (await self.client.watch()).ok and self.client.watches != before:
             self.flush(force=True)
+
+
+def _when(expr: str) -> str:
+    """When a watchpoint pauses the run, in words: a field or bucket alone at each change of it ("when it becomes
+    true" was said of ``state.n`` too), a condition when it becomes true."""
+    from flowtui.runtime.watch import Changed, WatchError, parse
+
+    try:
+        alone = isinstance(parse(expr.strip()).condition, Changed)
+    except WatchError:
+        alone = False
+    return "at each change of it" if alone else "when it becomes true"

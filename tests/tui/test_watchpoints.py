@@ -84,11 +84,28 @@ async def test_w_on_a_state_field_sets_a_watchpoint_from_its_change_and_the_run_
         await pilot.press("ctrl+s")
         await wait_until(pilot, lambda: app.screen is app.main, what="the dialog to close")
         assert app.client.watches == ["state.rounds >= 2"]
+        assert any("Watchpoint state.rounds >= 2 set: the run pauses when it becomes true." in str(n.message)
+                   for n in app._notifications)
         await wait_until(pilot, lambda: _line(app, "watches").startswith("watch: state.rounds >= 2"),
                          what="the control pane's list")
         pause = await _continue_to_watchpoint(pilot)
         changed = _event(app, pause.watch[0].seq)
         assert (changed.type, changed.path, changed.new) == ("workflow_state.change", "rounds", 2)
+
+
+async def test_a_field_watched_alone_is_said_to_pause_at_each_change_of_it():
+    """`w` on a field, saved as it came (state.rounds): the notice said it pauses "when it becomes true"."""
+    app = make(WATCHED, input="go")
+    async with app.run_test(size=(140, 40)) as pilot:
+        await paused(pilot)
+        app.main.sidebar.focus()
+        assert app.main.sidebar.select_id("field:rounds")
+        await pilot.press("w")
+        await wait_until(pilot, lambda: isinstance(app.screen, TextDialog), what="the watch dialog")
+        await pilot.press("ctrl+s")
+        await wait_until(pilot, lambda: app.client.watches == ["state.rounds"], what="the watchpoint")
+        await wait_until(pilot, lambda: any("Watchpoint state.rounds set: the run pauses at each change of it."
+                                            in str(n.message) for n in app._notifications), what="the notice")
 
 
 async def test_w_on_a_memory_item_types_the_pattern_between_its_slashes():
