@@ -269,7 +269,9 @@ class RunView:
             self._count(ev)
         if ev.kind == "chat" and ev.status != "ok":
             partial = ev.data.get("partial")
-            if not self._streamed and isinstance(partial, str) and partial:  # read back: its pieces are not journaled
+            # read back, its pieces are not journaled; live, the run held back a last piece that may have begun a
+            # credential, which the partial holds (redacted): what the replay shows, the pane shows too
+            if isinstance(partial, str) and partial and (not self._streamed or len(partial) >= self.streaming_length):
                 self._streamed, self.streaming_length, self.streaming_agent = [partial], len(partial), ev.name
             if self._streamed:  # what arrived stays, said cut short
                 self.streaming_cut = "failed" if ev.status == "error" else ev.status

@@ -191,3 +191,15 @@ def test_a_run_whose_run_start_was_left_out_ends_as_its_run_end_says():
     assert view.status != "failed"
     view.apply(RunEnd(seq=5, run_id="r1", status="finished", output="done", **BASE))
     assert (view.status, view.output) == ("finished", "done")
+
+
+def test_a_reply_stopped_mid_stream_shows_what_its_journal_keeps_held_back_tail_included():
+    """The run holds back a streamed piece that may begin a credential ("... named sk"); stopped there, the
+    live pane kept "... named " while the journal's partial, and so the replay, said "... named sk"."""
+    from flowtui.runtime.events import ChatDelta
+
+    view, _ = started("r1", ("n1", "workflow", "W", None), ("n2", "agent", "A", "n1"), ("n3", "chat", "A", "n2"))
+    view.apply(ChatDelta(seq=10, run_id="r1", node_id="n3", parent_id="n2", text="Use the library named ", **BASE))
+    view.apply(NodeEnd(seq=11, run_id="r1", node_id="n3", parent_id="n2", kind="chat", name="A", status="stopped",
+                       data={"partial": "Use the library named sk"}, **BASE))
+    assert (view.streaming, view.streaming_cut) == ("Use the library named sk", "stopped")
