@@ -1825,7 +1825,7 @@ async def test_a_parallel_step_whose_calls_overlapped_reexecutes_its_calls_in_th
             return "pronto"
         return FunctionProvider(answer)
 
-    @agent(provider=model(0.2), prompt="a", tools=[Olhar])
+    @agent(provider=model(1.0), prompt="a", tools=[Olhar])  # (1 s: the premise below holds on a loaded machine)
     class Lento:
         pass
 
