@@ -208,16 +208,18 @@ class BudgetTracker:
             return builders[RunTotals](fields)
         return RunTotals(**fields)
 
-    def exceeded_in(self, before_tool: bool = False) -> "tuple[BudgetTracker, str] | None":
+    def exceeded_in(self, before_tool: bool = False, *,
+                    elapsed_s: float | None = None) -> "tuple[BudgetTracker, str] | None":
         """(the tracker whose budget was reached, the limit's name), here or in a parent; or None.
         ``before_tool``: what limits a tool call of a reply already had (the limits on model calls,
-        tokens and money do not: the reply is paid for, and the next model call is stopped)."""
-        limit = self._own_limit(before_tool)
+        tokens and money do not: the reply is paid for, and the next model call is stopped).
+        ``elapsed_s``: this run's time, when it is not the clock's (a re-execution goes by its journal's)."""
+        limit = self._own_limit(before_tool, elapsed_s)
         if limit is not None:
             return self, limit
         return self.parent.exceeded_in(before_tool) if self.parent is not None else None
 
-    def _own_limit(self, before_tool: bool = False) -> str | None:
+    def _own_limit(self, before_tool: bool = False, elapsed_s: float | None = None) -> str | None:
         b = self.budget
         if b is None:
             return None
@@ -230,7 +232,8 @@ class BudgetTracker:
         # (a limit of 0 is money not to spend: a free model, which spends none, stopped before its first call)
         if b.max_cost_usd is not None and self.cost_usd >= b.max_cost_usd and self.cost_usd > 0 and not before_tool:
             return "max_cost_usd"
-        if b.max_duration_s is not None and self.elapsed_s() >= b.max_duration_s:
+        if b.max_duration_s is not None and \
+                (self.elapsed_s() if elapsed_s is None else elapsed_s) >= b.max_duration_s:
             return "max_duration_s"
         return None
 

@@ -337,9 +337,13 @@ class Run:
         already, which a limit on model calls, tokens or money does not stop (``max_chat_calls=1``
         left the one reply's tool calls unrun)."""
         self.check_stop()
-        if self.root.resume is not None:
-            self.root.resume.check()  # a re-execution that diverged stops before anything live
-        found = self.tracker.exceeded_in(before_tool)
+        resume = self.root.resume
+        if resume is not None:
+            resume.check()  # a re-execution that diverged stops before anything live
+        # (re-executed, the served calls take no time: the run's time is the journal's, or a run its time budget
+        # stopped went on where it had stopped, and diverged)
+        elapsed = resume.recorded_elapsed() if resume is not None and self is self.root else None
+        found = self.tracker.exceeded_in(before_tool, elapsed_s=elapsed)
         if found is None:
             return
         tracker, limit = found  # a child run may hit its parent's budget: that run's end says so too

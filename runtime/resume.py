@@ -37,6 +37,7 @@ holds the whole run, prefix included.
 from __future__ import annotations
 
 import asyncio
+import bisect
 import json
 import re
 from dataclasses import dataclass
@@ -87,6 +88,9 @@ class Resume:
         self.expected: list[dict[str, Any]] = []  # the recorded events compared, in order
         self.edits: dict[int, _Edits] = {}  # index in expected -> the edits made at a pause just before
         self.stopped_because: str | None = None  # the recorded run's stop, in its end's words (a watchpoint's)
+        # the run's time as the recorded run said it (ctx.budget's duration_s), before the expected event at each index
+        self._said_at: list[int] = []
+        self._said_elapsed: list[float] = []
         self._plan()
         self.i = 0  # the next expected event
         self.checking = True  # in the prefix: events are compared, calls served
@@ -126,6 +130,14 @@ class Resume:
         loops: dict[tuple[str, Any], Any] = {}
         for ev in self.recorded.events:
             t = ev["type"]
+            if budget_use(ev) and not self.recorded.relative(ev["run_id"]) and isinstance(ev.get("value"), dict):
+                spent = ev["value"].get("duration_s")  # the run's time, as said before the next event compared
+                if isinstance(spent, (int, float)) and not isinstance(spent, bool):
+                    if self._said_at and self._said_at[-1] == len(self.expected):
+                        self._said_elapsed[-1] = spent
+                    else:
+                        self._said_at.append(len(self.expected))
+                        self._said_elapsed.append(spent)
             if t == "ctx.set" and ev.get("name") == "loop" and ev.get("origin") == "runtime":
                 value = ev.get("value")
                 if isinstance(value, dict) and value.get("stopped_by") == "exhausted" \
@@ -159,6 +171,14 @@ class Resume:
                 self.expected.append(ev)
 
     # --- the run's side -----------------------------------------------------------------------
+    def recorded_elapsed(self) -> float | None:
+        """In the prefix, the run's time as the recorded run said it last before the next event compared (None
+        after it: the clock's). A time budget stops the re-execution where it stopped the recorded run."""
+        if not self.checking:
+            return None
+        at = bisect.bisect_right(self._said_at, self.i) - 1
+        return self._said_elapsed[at] if at >= 0 else 0.0
+
     def origin(self) -> ResumedFrom:
         kind, name = self.recorded.before or ("", None)
         return ResumedFrom(journal=self.recorded.path, run_id=self.recorded.run_id, at=self.at,

@@ -1953,3 +1953,36 @@ async def test_an_edit_at_the_divergence_pause_reaches_the_model_call_it_is_paus
                                  30)
     assert out == events[-1].output and again[-1].status == "finished" and not any(
         e.type == "run.diverged" for e in again)
+
+
+async def test_a_run_its_time_budget_stopped_reexecutes_to_the_same_stop(tmp_path):
+    """The served calls take no time: re-executed, a run that max_duration_s had stopped went on past where it
+    stopped, and diverged there ("the loop no longer stops after iteration 3 (budget)"), exit 3."""
+    from flowtui import Budget
+
+    @tool(name="esperar", description="Waits.")
+    class Esperar:
+        def execute(self):
+            import time
+
+            time.sleep(0.2)
+            return "feito"
+
+    @agent(provider=FunctionProvider(lambda m, t: {"content": "", "tool_calls": [{"name": "esperar", "args": {}}]}),
+           prompt="p", tools=[Esperar])
+    class T:
+        pass
+
+    @workflow(steps=[loop([T], max_iterations=20)], budget=Budget(max_duration_s=0.5))
+    class D:
+        pass
+
+    journal = tmp_path / "d.jsonl"
+    first: list = []
+    await bootstrap(D).run("go", journal=journal, on_event=first.append)
+    assert first[-1].totals.exceeded == "max_duration_s" and first[-1].totals.tool_calls < 20  # the premise
+    again: list = []
+    await bootstrap(D).run(resume_from=str(journal), on_event=again.append)
+    assert [e for e in again if e.type == "run.diverged"] == []
+    assert again[-1].type == "run.end" and again[-1].totals.exceeded == "max_duration_s"
+    assert again[-1].totals.tool_calls == first[-1].totals.tool_calls  # stopped where the recorded run stopped
