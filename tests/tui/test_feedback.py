@@ -286,6 +286,10 @@ async def test_a_model_call_waiting_to_retry_counts_its_wait_down(tmp_path):
         assert left() in (said.format(30), said.format(29)), status_line(app)
         await wait_until(pilot, lambda: left() in (said.format(27), said.format(26)), timeout=15,
                          what="the wait to count down")
+        await pilot.press("p")  # it said "pausing: waiting for the model call of Writer to return…", the wait unsaid
+        pausing = "● pausing; retrying the model call of Writer in {} s"
+        await wait_until(pilot, lambda: any(status_line(app).startswith(pausing.format(n)) for n in range(27)),
+                         what=f"the countdown while pausing ({status_line(app)})")
         await pilot.press("x")
         await wait_until(pilot, lambda: status(app) == "stopped", timeout=15, what="the run to stop")
         assert "retrying" not in status_line(app)

@@ -61,6 +61,10 @@ def status_text(view: Any, *, loading: str | None = None, stopping: str | None =
     (its wait counts down)."""
     if view is None or loading is not None:
         text = Text(shown(loading or "loading…"), "dim")
+    elif stopping == "pausing" and view.status == "running" and getattr(view, "retrying", None) is not None:
+        # (its countdown stays, said short enough for 80 columns: "waiting for the model call to return" hid it)
+        wait = shown_head(view.status_line(waited_s=waited_s), _room(width)).replace("\n", " ⏎ ")
+        text = Text(f"● pausing; {wait.removeprefix('running: ')}", STATUS_STYLES["paused"])
     elif stopping:
         busy = waiting_for(view) if stopping in _WAITS else None  # (else it says what is left)
         said = f"● {stopping}: waiting for {shown(busy)} to {_WAITS[stopping]}…" if busy else f"● {stopping}…"
