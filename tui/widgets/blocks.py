@@ -322,8 +322,8 @@ def render_block(console: Console, msg: Any, index: int, width: int, *, expanded
         content = drawn_lines(content, open_end=bool(hidden or wire), last_counted=not (wire and not hidden))
     end_note = f"… {total:,} characters in all (o opens the whole text)" if wire \
         else more_lines(hidden) if hidden else None
-    if not (provisional or wire or msg.tool_calls or text.strip()):  # (an empty text and one of spaces drew the
-        parts.append(Text("(no text)" if not text else f"(white space only: {len(text):,} characters)", DIM))  # same)
+    if not (provisional or wire or msg.tool_calls or text.strip()):  # (both drew their header alone, alike)
+        parts.append(Text("(no text)" if not text else f"(white space only: {len(text):,} characters)", DIM))
     elif content:
         if provisional:
             parts.append(Text(content, overflow="fold"))
