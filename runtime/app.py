@@ -23,7 +23,7 @@ from flowtui.runtime.control import Controller
 from flowtui.runtime.conversation import memory_items
 from flowtui.runtime.decorators import AgentSpec, WorkflowSpec, spec_of
 from flowtui.runtime.engine import Run
-from flowtui.runtime.errors import ConfigError, InjectionError
+from flowtui.runtime.errors import ConfigError
 from flowtui.runtime.journal import JournalWriter
 from flowtui.runtime.markers import where
 from flowtui.runtime.middleware import Plugins
@@ -320,14 +320,7 @@ async def run(target: type, /, input: Any = None, *, max_iterations: int | float
     elif max_iterations is not None:  # (it was dropped, unsaid)
         raise ConfigError(f"run({spec.name}, max_iterations=...): it is the ceiling of the loop run(Agent, ...) makes; "
                           "a workflow's loops say their own, loop([...], max_iterations=...)")
-    try:
-        app = bootstrap(target, **{k: v for k, v in options.items() if k in _BOOTSTRAP_OPTIONS})
-    except InjectionError as exc:  # (it said "add state=YourStateClass to @workflow(...)": there is no @workflow)
-        if isinstance(spec, AgentSpec) and state is None and "declares no state" in exc.message:
-            raise InjectionError(f"{exc.message.split(', but workflow')[0]}; give the agent a state: "
-                                 f"run({spec.name}, ..., state=YourStateClass)",
-                                 file=exc.file, line=exc.line, cls=exc.cls) from None
-        raise
+    app = bootstrap(target, **{k: v for k, v in options.items() if k in _BOOTSTRAP_OPTIONS})
     for mw in middlewares:
         app.use(mw)
     async with app:
@@ -347,5 +340,6 @@ def _agent_workflow(agent_cls: type, spec: AgentSpec, *, max_iterations: int | f
     cls = workflow(steps=[loop([agent_cls], until=until_answered, max_iterations=max_iterations)],
                    state=state, name=spec.name)(type(f"{spec.name}Workflow", (), {}))
     wf: WorkflowSpec = spec_of(cls)
-    setattr(cls, "__flowtui__", replace(wf, file=where(agent_cls)[0]))  # the agent's file, not this one
+    # the agent's file, not this one; a State() it asks for is told to come from run(..., state=...), no @workflow
+    setattr(cls, "__flowtui__", replace(wf, file=where(agent_cls)[0], run_of=spec.name))
     return cls

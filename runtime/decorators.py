@@ -57,6 +57,14 @@ class WorkflowSpec:
     file: str | None = field(default=None)
     middlewares: tuple[Any, ...] = ()
     budget: Any = None  # the Budget a run of it has unless run(budget=...) gives one
+    run_of: str | None = None  # the agent whose run(Agent, ...) made it (it has no @workflow of its own)
+
+    @property
+    def lacks_state(self) -> str:
+        """What a step asking for ``State()`` is told, after its parameter's name, when the run has no state."""
+        if self.run_of is not None:
+            return f"; give the agent a state: run({self.run_of}, ..., state=YourStateClass)"
+        return f", but workflow {self.name} declares no state; add state=YourStateClass to @workflow(...)"
 
 
 def _caller_file(depth: int = 2) -> str | None:

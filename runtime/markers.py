@@ -81,8 +81,9 @@ def _params(fn: Any, *, skip_self: bool = True) -> list[inspect.Parameter]:
     return params[1:] if skip_self else params
 
 
-def constructor_plan(cls: type, *, has_state: bool, workflow: str, runtime_type: type) -> list[tuple[str, Want]]:
-    """What ``cls.__init__`` wants, as ``[(param, kind)]``; raises InjectionError."""
+def constructor_plan(cls: type, *, has_state: bool, lacks_state: str, runtime_type: type) -> list[tuple[str, Want]]:
+    """What ``cls.__init__`` wants, as ``[(param, kind)]``; raises InjectionError (``lacks_state``: what a
+    ``State()`` is told when the run has none, :attr:`WorkflowSpec.lacks_state`)."""
     if cls.__init__ is object.__init__:
         return []
     file, line = where(cls)
@@ -104,10 +105,8 @@ def constructor_plan(cls: type, *, has_state: bool, workflow: str, runtime_type:
                 f"Input() in __init__ parameter {p.name!r}: tool arguments reach execute(), not the constructor",
                 file=file, line=line, cls=cls.__name__)
         if kind == "state" and not has_state:
-            raise InjectionError(
-                f"State() in __init__ parameter {p.name!r}, but workflow {workflow} declares no state; "
-                f"add state=YourStateClass to @workflow(...)",
-                file=file, line=line, cls=cls.__name__)
+            raise InjectionError(f"State() in __init__ parameter {p.name!r}{lacks_state}",
+                                 file=file, line=line, cls=cls.__name__)
         if kind is None:
             if p.default is inspect.Parameter.empty:
                 raise InjectionError(
@@ -120,7 +119,7 @@ def constructor_plan(cls: type, *, has_state: bool, workflow: str, runtime_type:
     return plan
 
 
-def execute_plan(fn: Any, *, owner: str, schema: type | None, has_state: bool, workflow: str,
+def execute_plan(fn: Any, *, owner: str, schema: type | None, has_state: bool, lacks_state: str,
                  skip_self: bool = True, tool: str | None = None) -> list[tuple[str, Want]]:
     """What a tool's ``execute`` (or tool function) wants; with no markers its one parameter gets
     the arguments. ``skip_self`` drops the first parameter (an unbound method); ``tool``: the tool's name,
@@ -173,10 +172,8 @@ def execute_plan(fn: Any, *, owner: str, schema: type | None, has_state: bool, w
                     f"{label} parameter {p.name!r} has no marker; use Input(), Context() or State()",
                     file=file, line=line, cls=owner)
         if kind == "state" and not has_state:
-            raise InjectionError(
-                f"State() in {label} parameter {p.name!r}, but workflow {workflow} declares no state; "
-                "add state=YourStateClass to @workflow(...)",
-                file=file, line=line, cls=owner)
+            raise InjectionError(f"State() in {label} parameter {p.name!r}{lacks_state}",
+                                 file=file, line=line, cls=owner)
         plan.append((p.name, kind))
     return plan
 

@@ -138,7 +138,7 @@ def make_plans(spec: WorkflowSpec) -> Plans:
                     f"{_defined_at(step)}); give one another name: @agent(..., name='...')",
                     file=file, line=line, cls=aspec.name)
             plans.agent_specs[step] = aspec
-            plans.ctor_plans[step] = constructor_plan(step, has_state=has_state, workflow=spec.name,
+            plans.ctor_plans[step] = constructor_plan(step, has_state=has_state, lacks_state=spec.lacks_state,
                                                       runtime_type=WorkflowRuntime)
             _check_state_types(step.__init__, plans.ctor_plans[step], spec, owner=step.__name__,
                                label="__init__", where_=step)
@@ -146,10 +146,10 @@ def make_plans(spec: WorkflowSpec) -> Plans:
                 if t not in plans.execute_plans:
                     if t.form == "class":
                         plans.ctor_plans[t.target] = constructor_plan(
-                            t.target, has_state=has_state, workflow=spec.name, runtime_type=WorkflowRuntime)
+                            t.target, has_state=has_state, lacks_state=spec.lacks_state, runtime_type=WorkflowRuntime)
                         _check_state_types(t.target.__init__, plans.ctor_plans[t.target], spec,
                                            owner=t.target.__name__, label="__init__", where_=t.target)
-                    plans.execute_plans[t] = _call_plan(t, has_state=has_state, workflow=spec.name)
+                    plans.execute_plans[t] = _call_plan(t, has_state=has_state, lacks_state=spec.lacks_state)
                     fn = t.target.execute if t.form == "class" else t.target
                     _check_state_types(fn, plans.execute_plans[t], spec,
                                        owner=t.target.__name__ if t.form == "class" else f"tool {t.name}",
@@ -216,20 +216,19 @@ def _accepts(hint: Any, state: type) -> bool:
         return True
 
 
-def _call_plan(t: ToolSpec, *, has_state: bool, workflow: str) -> list[tuple[str, str]]:
+def _call_plan(t: ToolSpec, *, has_state: bool, lacks_state: str) -> list[tuple[str, str]]:
     """How to call a tool of any form: which parameter gets the arguments, ctx or the state."""
     if t.fields_from_signature:  # a function whose parameters are the schema
         for param, want in t.injected.items():
             if want == "state" and not has_state:
                 file, line = where(t.target)
-                raise InjectionError(f"State() in tool function parameter {param!r}, but workflow {workflow} "
-                                     "declares no state; add state=YourStateClass to @workflow(...)",
+                raise InjectionError(f"State() in tool function parameter {param!r}{lacks_state}",
                                      file=file, line=line, cls=t.name)
         assert t.schema is not None
         return [(f, "field") for f in t.schema.model_fields] + list(t.injected.items())
     fn = t.target if t.form == "function" else t.target.execute
     owner = t.target.__name__ if t.form == "class" else t.name
-    return execute_plan(fn, owner=owner, schema=t.schema, has_state=has_state, workflow=workflow,
+    return execute_plan(fn, owner=owner, schema=t.schema, has_state=has_state, lacks_state=lacks_state,
                         skip_self=t.form == "class", tool=t.name)
 
 
