@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, overload
 
 from flowtui.runtime.events import StateAppend, StateSet
-from flowtui.runtime.messages import Message, estimate_tokens, system_message, well_formed
+from flowtui.runtime.messages import Message, estimate_tokens, system_message, well_formed, well_formed_call
 from flowtui.runtime.wellformed import HistoryCheck
 
 BUCKETS = ("history", "memory", "tasks")
@@ -270,11 +270,18 @@ def _carried(item: Any) -> Any:
     surrogate, while the journal and the panes said U+FFFD."""
     if item.__class__ is str:
         return well_formed(item)
+    update: dict[str, Any] = {}
     text = item.content
     if text.__class__ is str and not text.isascii() and (fixed := well_formed(text)) is not text:
+        update["content"] = fixed
+    if item.tool_calls:  # (their arguments too: a provider of the flow's own is sent them back)
+        calls = tuple(well_formed_call(c) for c in item.tool_calls)
+        if any(c is not f for c, f in zip(item.tool_calls, calls)):
+            update["tool_calls"] = calls
+    if update:
         from flowtui.runtime.construct import copy_with
 
-        return copy_with(item, {"content": fixed})
+        return copy_with(item, update)
     return item
 
 

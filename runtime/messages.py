@@ -89,3 +89,27 @@ def well_formed(text: str) -> str:
     except UnicodeEncodeError:
         return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
     return text
+
+
+def well_formed_call(call: ToolCall) -> ToolCall:
+    """``call`` with its arguments and id as UTF-8 can carry them (``well_formed`` in each string, keys too);
+    the same object when they are already."""
+    args = _well_formed_value(call.args)
+    call_id = call.id if call.id is None else well_formed(call.id)
+    if args is call.args and call_id is call.id:
+        return call
+    return call.model_copy(update={"args": args, "id": call_id})
+
+
+def _well_formed_value(value: Any) -> Any:
+    if isinstance(value, str):
+        return well_formed(value)
+    if isinstance(value, dict):
+        items = [(_well_formed_value(k), _well_formed_value(v)) for k, v in value.items()]
+        if all(k is k0 and v is v0 for (k, v), (k0, v0) in zip(items, value.items())):
+            return value
+        return dict(items)
+    if isinstance(value, (list, tuple)):
+        new = [_well_formed_value(v) for v in value]
+        return value if all(a is b for a, b in zip(new, value)) else type(value)(new)
+    return value

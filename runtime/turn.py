@@ -25,7 +25,7 @@ from flowtui.runtime.control import RunStopped
 from flowtui.runtime.decorators import AgentSpec
 from flowtui.runtime.errors import BudgetExceededError, FatalToolError, describe_error
 from flowtui.runtime.invoke import hook_text
-from flowtui.runtime.messages import Message, ToolCall
+from flowtui.runtime.messages import Message, ToolCall, well_formed_call
 from flowtui.runtime.nodes import NodeScope
 from flowtui.runtime.pending import PendingCall, decide, deny_call
 from flowtui.runtime.tool_forms import TOOL_NAME, sendable_name
@@ -91,6 +91,7 @@ def sendable_calls(calls: Any, used: set[str] | None = None) -> list[ToolCall]:
     than OpenAI takes back (40 characters) is shortened the same way."""
     out: list[ToolCall] = []
     used = used or set()
+    calls = [well_formed_call(c) for c in calls]  # (a lone surrogate: the tool is given what the journal keeps)
     ids = {c.id for c in calls if c.id} | used
     seen: set[str] = set()
     for i, c in enumerate(calls):

@@ -1036,3 +1036,55 @@ async def test_a_cancelled_error_from_the_provider_fails_the_model_call_not_the_
         pass
 
     await fails(V, "provider FunctionProvider raised CancelledError")
+
+
+async def test_tool_call_arguments_holding_a_lone_surrogate_are_given_and_sent_as_the_journal_holds_them(tmp_path):
+    """A provider of the flow's own that asked for a call on a file name that is no UTF-8 (``os.fsdecode``): the tool
+    was given "caf\\udce9" and the next request sent it back so, while the journal and the panes said "caf\ufffd"."""
+    import os
+
+    from flowtui import FunctionProvider
+
+    got, given = [], []
+
+    def model(messages, tools):
+        got.append(messages)
+        if len(got) == 1:
+            return {"content": "", "tool_calls": [{"name": "cat", "args": {"path": os.fsdecode(b"caf\xe9.txt")}}]}
+        return "ok"
+
+    @tool
+    def cat(path: str) -> str:
+        """Reads a file."""
+        given.append(path)
+        return "text"
+
+    @agent(provider=FunctionProvider(model), prompt="p", tools=[cat])
+    class A:
+        pass
+
+    @workflow(steps=[A, A])
+    class W:
+        pass
+
+    journal = tmp_path / "j.jsonl"
+    await bootstrap(W).run("go", journal=journal)
+    assert given == ["caf\ufffd.txt"]
+    (sent,) = [m for m in got[1] if m.tool_calls]
+    assert sent.tool_calls[0].args == {"path": "caf\ufffd.txt"}
+    events = [json.loads(line) for line in journal.read_text().splitlines()]
+    kept = [e["item"]["tool_calls"][0]["args"] for e in events
+            if e["type"] == "state.append" and e["item"]["tool_calls"]]
+    assert kept == [{"path": "caf\ufffd.txt"}]
+
+
+async def test_a_message_appended_with_a_lone_surrogate_in_its_call_is_kept_as_the_journal_holds_it():
+    """ctx.state.append of a message of the flow's own making: its call's arguments too, as the journal keeps them."""
+    from flowtui.runtime.conversation import ConversationState
+    from flowtui.runtime.messages import Message, ToolCall
+
+    state = ConversationState(lambda cls, **fields: None)
+    call = ToolCall(name="cat", args={"p\udc80": ["a\udce9", 1]}, id="c\udc801")
+    state.append("history", Message(role="assistant", tool_calls=(call,)))
+    (kept,) = state.history[-1].tool_calls
+    assert kept.args == {"p\ufffd": ["a\ufffd", 1]} and kept.id == "c\ufffd1"
