@@ -524,3 +524,23 @@ async def test_o_opens_the_whole_message_the_replay_draws_cut(tmp_path):
         sees.select(next(i for i, m in enumerate(sees.messages) if m.content == long))
         sees.focus()
         assert await paged(pilot) == long
+
+
+async def test_long_durations_in_the_node_tree_are_said_in_minutes_and_fit_a_narrow_pane(journal, tmp_path):
+    """A run of twelve minutes read ``754321.0 ms`` in the node tree: deeper in it, at 80 columns, such a
+    duration was cut off (``1.0 m``)."""
+    events = [json.loads(line) for line in journal.read_text().splitlines()]
+    ends = [e for e in events if e["type"] == "node.end"]
+    ends[-1]["duration_ms"] = 754_321.0  # the workflow's
+    ends[0]["duration_ms"] = 4_268.8
+    path = tmp_path / "long.jsonl"
+    path.write_text("".join(json.dumps(e) + "\n" for e in events))
+    app = make_replay(path)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("end", "4")
+        await pilot.pause()
+        screen = "\n".join(strip.text for strip in app.screen._compositor.render_strips())
+        assert f"workflow {ends[-1]['name']}  12 m 34 s" in screen, screen
+        assert f"{ends[0]['kind']} {ends[0]['name']}  4.27 s" in screen, screen
+        assert " ms" in screen  # (the short ones as they were)
+        await pilot.press("q")

@@ -26,13 +26,26 @@ def node_label(node: Any) -> Text:
         text.append(f"{node.kind} ", "dim")
     text.append(shown_line(node.label, LABEL_CHARS), "bold")
     if node.duration_ms is not None:
-        text.append(f"  {node.duration_ms:.1f} ms", "dim")
+        text.append(f"  {duration_text(node.duration_ms)}", "dim")
     if node.error:
         # a node the run's end closed (it never ended on its own) says so apart from a real error
         text.append(f"  {shown_line(node.error, LABEL_CHARS)}", "italic #d7af5f" if getattr(node, "unfinished", False) else "#ff5f5f")
     if node.kind == "agent" and node.data.get("recovered") is True:  # the run went on: said, not a bare ✗
         text.append("  (recovered by on_error)", "#d7af5f")
     return text
+
+
+def duration_text(ms: float) -> str:
+    """``12.3 ms``, ``4.27 s``, ``3 m 05 s``, ``2 h 07 m``: as short as the unit lets it (a ten-minute tool's
+    ``600123.4 ms`` was cut off in a narrow pane)."""
+    if ms < 1000:
+        return f"{ms:.1f} ms"
+    if ms < 59_995:
+        return f"{ms / 1000:.2f} s"
+    minutes, seconds = divmod(round(ms / 1000), 60)
+    if minutes < 60:
+        return f"{minutes} m {seconds:02d} s"
+    return f"{minutes // 60} h {minutes % 60:02d} m"
 
 
 class NodeTree(Tree[Any]):
