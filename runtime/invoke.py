@@ -111,18 +111,42 @@ def running_code(frame: FrameType | None) -> tuple[str, str | None]:
     flow's was found: the runtime's own), and the line of the flow's own files it was at
     (``flows/f.py:12 in execute``; None: none). An event a tool emits that cannot leave (the app far
     behind) holds the tool: said as the tool's."""
-    what = where = None
-    while frame is not None and what is None:
+    frames = []
+    while frame is not None:
+        frames.append(frame)
+        frame = frame.f_back
+    what, where = _code_in(frames)
+    return what or "a tool or hook", where
+
+
+def awaited_code(task: asyncio.Task | None) -> tuple[str | None, str | None]:
+    """What the run's ``task`` awaits, said as :func:`running_code` says it (``the loop's until``, ``tool
+    fetch``), with its line; (None, None) when no code of the flow's is awaited (the run is paused)."""
+    frames, coro = [], task.get_coro() if task is not None else None
+    while coro is not None and len(frames) < 10_000:  # the coroutines awaiting each other, innermost last
+        frame = getattr(coro, "cr_frame", None) or getattr(coro, "gi_frame", None)
+        if frame is not None:
+            frames.append(frame)
+        coro = getattr(coro, "cr_await", None) or getattr(coro, "gi_yieldfrom", None)
+        if isinstance(coro, asyncio.Task):  # (a task it awaits: what that one awaits)
+            coro = coro.get_coro()
+    return _code_in(frames[::-1])
+
+
+def _code_in(frames: list[FrameType]) -> tuple[str | None, str | None]:
+    """(what, where) of the innermost code of the run's that ``frames`` (innermost first) are inside: what in
+    words (None: the runtime's own code), where the flow's own line (None: none)."""
+    where = None
+    for frame in frames:
         code = frame.f_code
         if where is None and is_flow_code(code.co_filename):
             where = f"{shown_path(code.co_filename)}:{frame.f_lineno} in {code.co_name}"
         if code is _CALL_USER:
-            what = origin_words(frame.f_locals.get("origin", "runtime"))
-        elif (code.co_qualname, code.co_filename) == _SEND:
+            return origin_words(frame.f_locals.get("origin", "runtime")), where
+        if (code.co_qualname, code.co_filename) == _SEND:
             spec = frame.f_locals.get("spec")
-            what = f"the model call of {spec.name}" if spec is not None else "a model call"
-        frame = frame.f_back
-    return what or "a tool or hook", where
+            return (f"the model call of {spec.name}" if spec is not None else "a model call"), where
+    return None, where
 
 
 class CancelledInCode(RuntimeError):

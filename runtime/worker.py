@@ -56,7 +56,7 @@ from flowtui.runtime.errors import ConfigError, WatchError, user_frame
 from flowtui.runtime.observe import state_fields
 from flowtui.runtime.encoding import encode_event
 from flowtui.runtime.inert import visible
-from flowtui.runtime.invoke import running_code
+from flowtui.runtime.invoke import awaited_code, running_code
 from flowtui.runtime.construct import copy_with
 from flowtui.runtime.secrets import Redactor, StreamRedactor, redact_data
 from flowtui.runtime.sender import Owed
@@ -355,7 +355,9 @@ class Worker:
 
     def _cancel(self, reason: str) -> None:
         if self.task is not None and not self.task.done():
-            self.task.cancel(f"{reason} after {self.grace / 2:.1f} s (what it awaited was cancelled)")
+            what, where = awaited_code(self.task)
+            self.task.cancel(f"{reason} after {self.grace / 2:.1f} s ({what or 'what it awaited'} was cancelled"
+                             f"{f', at {where}' if where else ''})")
 
     def run_over(self) -> bool:
         return self.task is not None and self.task.done()
@@ -428,8 +430,10 @@ def install_terminate(grace: float, run_task: Callable[[], asyncio.Task | None],
         why = stop_reason()
         task = run_task()
         if _idle() and task is not None and not task.done():  # the run awaits: a model call, an async tool
-            task.cancel(f"{why + ' (' if why else ''}killed after {waited:.1f} s: the model call or async tool "
-                        f"it awaited did not return{')' if why else ''}")
+            what, where = awaited_code(task)
+            said = f"killed after {waited:.1f} s: {what or 'the model call or async tool it awaited'} did not return"
+            task.cancel(f"{why} ({said}{f', at {where}' if where else ''})" if why
+                        else f"{said}{f' (at {where})' if where else ''}")
             return
         what, where = running_code(frame)
         said = f"killed after {waited:.1f} s: {what} did not return"

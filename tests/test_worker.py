@@ -1298,3 +1298,32 @@ def test_a_branch_waiting_for_another_branchs_tool_calls_says_so_and_x_still_sto
     assert line.startswith("flowtui: B waits for the tool calls of A (espera_b) to be answered: branches of a "
                            "parallel step share one history"), line
     assert journal_events(journal)[-1]["type"] == "run.end"
+
+
+@pytest.mark.parametrize("code, reason", [
+    ("async def never(ctx):\n    await asyncio.sleep(3600)\n\n"
+     "@workflow(steps=[loop([A], until=never, max_iterations=3)])\nclass W:\n    pass\n",
+     "stopped by user after 0.5 s (the loop's until was cancelled, at awaits.py:9 in never)"),
+    ("@tool\nasync def slow() -> str:\n    '''Slow.'''\n    try:\n        await asyncio.sleep(3600)\n"
+     "    except asyncio.CancelledError:\n        await asyncio.sleep(3600)\n\n"
+     "@agent(provider=FunctionProvider(lambda m, t: {'content': '', 'tool_calls': [{'name': 'slow'}]}), prompt='p',"
+     " tools=[slow])\nclass B:\n    pass\n\n@workflow(steps=[B])\nclass W:\n    pass\n",
+     "killed after 1.0 s: tool slow did not return (at awaits.py:13 in slow)"),
+], ids=["until", "tool that swallows the cancel"])
+def test_ctrl_c_on_a_run_awaiting_code_of_the_flows_names_it_and_its_line(tmp_path, code, reason):
+    """An async until (or tool) that never returns: the run ended "(what it awaited was cancelled)", or "the model
+    call or async tool it awaited did not return", naming neither the code nor its line."""
+    flow = tmp_path / "awaits.py"
+    flow.write_text("import asyncio\nfrom flowtui import FunctionProvider, agent, loop, tool, workflow\n\n"
+                    "@agent(provider=FunctionProvider(lambda m, t: 'ok'), prompt='p')\nclass A:\n    pass\n"
+                    + ("\n" if "never" in code else "") + code)
+    journal = tmp_path / "j.jsonl"
+    proc = flowtui("run", str(flow), "--input", "x", "--journal", str(journal), cwd=tmp_path)
+    wait_for(journal, '"kind":"agent","name":"A","status":"ok"' if "never" in code else '"kind":"tool"')
+    time.sleep(0.2)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=HANG)
+    assert "Traceback" not in err, err
+    end = journal_events(journal)[-1]
+    assert (end["type"], end["status"]) == ("run.end", "stopped"), end
+    assert end["reason"].endswith(reason), end
