@@ -238,8 +238,10 @@ class Resume:
                 return False
             self._went_on()
             return False
-        group = self.edits.get(self.i)
-        if group is not None and group.point in (None, (kind, name, relative_run(run.id, self.root_id))):
+        here = (kind, name, relative_run(run.id, self.root_id))
+        # (a second group right after the first: the recorded run paused here again after its edits, as a fork
+        # made after a call's approval was re-made does; its edits were lost, and the re-execution diverged)
+        while self.checking and (group := self.edits.get(self.i)) is not None and group.point in (None, here):
             start = self.i
             for self._making in range(start, start + group.count):
                 if not self.checking:  # past K (or diverged): the rest is the person's to redo

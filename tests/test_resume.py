@@ -1986,3 +1986,34 @@ async def test_a_run_its_time_budget_stopped_reexecutes_to_the_same_stop(tmp_pat
     assert [e for e in again if e.type == "run.diverged"] == []
     assert again[-1].type == "run.end" and again[-1].totals.exceeded == "max_duration_s"
     assert again[-1].totals.tool_calls == first[-1].totals.tool_calls  # stopped where the recorded run stopped
+
+
+async def test_a_fork_made_after_a_calls_approval_reexecutes_with_the_edits_made_at_its_pause(tmp_path, no_live):
+    """A fork at K just after an approval the recorded run made: its prefix made the decision again, then paused
+    there, and a person added a memory item and stopped. Re-executed, that journal's run made the decision at the
+    tool's pause point and went on to the tool: "the recorded run was edited here by hand", exit 3."""
+    guard, called = no_live
+    first, fork_journal = tmp_path / "first.jsonl", tmp_path / "fork.jsonl"
+    ctl = Controller(approve=["registrar_problema"])
+    run = load_flow(str(FLOWS / "revisao.py")).prepare("Escreva", controller=ctl, journal=first)
+    await _drive(run, ctl, lambda point: run.edits_for(None).decide("approve") if point.kind == "tool"
+                 else ctl.resume())
+    approvals = [e["seq"] for e in lines(first) if e["type"] == "tool.decision" and e["decision"] == "approved"]
+    assert len(approvals) >= 2
+    guard()
+    ctl2 = Controller(start_paused=True, approve=["registrar_problema"])  # as the app's f makes a fork
+    fork = load_flow(str(FLOWS / "revisao.py")).prepare(resume_from=f"{first}@{approvals[1]}", controller=ctl2,
+                                                         journal=fork_journal)
+    task = await _paused(fork, ctl2)
+    assert ctl2.paused_at.kind == "tool" and fork.pending is not None and fork.pending.decision == "approved"
+    fork.edits_for(None).add_item("memory", "lembrete")
+    ctl2.stop()
+    await asyncio.wait_for(task, 60)
+    events: list = []
+    again = load_flow(str(FLOWS / "revisao.py"))
+    await again.run(journal=tmp_path / "again.jsonl", resume_from=str(fork_journal), on_event=events.append,
+                    controller=Controller(approve=["registrar_problema"]))
+    assert [e for e in events if e.type == "run.diverged"] == []
+    assert called == []
+    assert [e.item for e in events if e.type == "state.append" and e.origin == "user"] == ["lembrete"]
+    assert events[-1].reason == f"stopped again where the run of {fork_journal} was stopped (stopped by user)"
