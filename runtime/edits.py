@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 from pydantic import BaseModel, FailFast, TypeAdapter, ValidationError
 
 from flowtui.runtime.bus import current_origin
+from flowtui.runtime.compare import one_line
 from flowtui.runtime.context import NON_FINITE_WORDS
 from flowtui.runtime.errors import ConfigError
 from flowtui.runtime.observe import field_type, is_type_fault, jsonable, set_noted
@@ -304,6 +305,11 @@ class Editor:
             raise ConfigError(f"the last edit was a decision ({self._decided}): it sent the run on, and a decision "
                               "cannot be undone; fork (f) from before it to decide again")
         if not self._undo:
+            resume = self._run.root.resume
+            if resume is not None and resume.made_again:  # (it said "Nothing to undo", the status counting them)
+                raise ConfigError(f"nothing to undo: the edits before were made again from the journal this run "
+                                  f"re-executes ({one_line(str(resume.recorded.path))}), and only one made since it "
+                                  "went live can be undone; fork (f) from before an edit to make it otherwise")
             return False
         if self._moved_on():  # (said again at each undo: cleared, the next one said "nothing to undo")
             raise ConfigError("the run has gone on since the last edit; undo works only before it continues")

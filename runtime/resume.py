@@ -97,6 +97,7 @@ class Resume:
         self.diverged: dict[str, Any] | None = None  # the run.diverged fields, once it diverged
         self.held = False  # on_divergence="pause": the run has paused since
         self._making = -1  # the index in expected of the recorded edit being made again
+        self.made_again = 0  # the recorded edits and decisions made again so far
         self.reason = ""
         self.run: Any = None
         self.controller: Any = None
@@ -328,6 +329,7 @@ class Resume:
 
         token = current_origin.set("user")
         node = current_node.set((None, None))  # a person's edit comes from outside any node, as recorded
+        self.made_again += 1
         try:
             t = ev["type"]
             if t == "state.append":

@@ -26,7 +26,7 @@ from flowtui import (
 )
 from flowtui.runtime import plans as plans_module
 from flowtui.runtime.compare import model_key
-from flowtui.runtime.errors import ResumeError
+from flowtui.runtime.errors import ConfigError, ResumeError
 from flowtui.runtime.fold import RunView
 from flowtui.runtime.journal import read_journal
 from flowtui.runtime.loader import load_flow
@@ -2017,3 +2017,30 @@ async def test_a_fork_made_after_a_calls_approval_reexecutes_with_the_edits_made
     assert called == []
     assert [e.item for e in events if e.type == "state.append" and e.origin == "user"] == ["lembrete"]
     assert events[-1].reason == f"stopped again where the run of {fork_journal} was stopped (stopped by user)"
+
+
+async def test_undo_in_a_fork_says_its_edits_were_made_again_from_the_journal(tmp_path, no_live):
+    """Paused in a fork where the recorded run's edit was made again (the status counting it), u said only
+    "Nothing to undo."."""
+    guard, called = no_live
+    first = tmp_path / "first.jsonl"
+    await _edited_at_first_iteration(load_flow(str(FLOWS / "revisao.py")), "Escreva", first,
+                                     lambda run: run.edits_for(None).add_item("memory", "nota"))
+    (added,) = [e["seq"] for e in lines(first) if e.get("origin") == "user"]
+    guard()
+    ctl = Controller(start_paused=True)
+    fork = load_flow(str(FLOWS / "revisao.py")).prepare(resume_from=f"{first}@{added}", controller=ctl,
+                                                         journal=tmp_path / "fork.jsonl")
+    task = await _paused(fork, ctl)
+    assert fork.state.memory[-1] == "nota"
+    edits = fork.edits_for(None)
+    said = (r"^nothing to undo: the edits before were made again from the journal this run re-executes "
+            r"\(.*first\.jsonl\), and only one made since it went live can be undone; fork \(f\) from before an edit")
+    with pytest.raises(ConfigError, match=said):
+        edits.undo()
+    edits.add_item("tasks", "revisar")
+    assert edits.undo() is True and list(fork.state.tasks) == []
+    with pytest.raises(ConfigError, match=said):
+        edits.undo()
+    ctl.stop()
+    await asyncio.wait_for(task, 60)
