@@ -493,11 +493,12 @@ def listen_token(args: argparse.Namespace) -> dict[str, Any]:
 
 
 class Parser(argparse.ArgumentParser):
-    """argparse's parser, whose errors show the arguments they quote as :func:`visible` text: an argument
-    holding ``ESC [2J`` or a title-setting sequence went to the terminal raw in "unrecognized arguments"."""
+    """argparse's parser, whose errors show the arguments they quote as :func:`visible` text, credentials
+    redacted: an argument holding ``ESC [2J`` or a title-setting sequence went to the terminal raw in
+    "unrecognized arguments", and a key given as ``--input`` twice was printed whole."""
 
     def error(self, message: str) -> Any:
-        super().error(visible(message))
+        super().error(visible(redact(message, secret_values())))
 
 
 def build_run_parser() -> argparse.ArgumentParser:

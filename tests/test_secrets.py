@@ -511,3 +511,17 @@ def test_a_stream_redacts_a_query_parameters_credential_as_the_whole_text_is(siz
     stream = StreamRedactor()
     out = "".join(stream.feed(said[i:i + size], ()) for i in range(0, len(said), size)) + stream.end(())
     assert out == redact(said, ()) == "go http://gw/v1?a=1&api_key=[redacted] now, what? ok & done"
+
+
+@pytest.mark.parametrize("command", [
+    ["run", "{flow}", "--input", "a", "--input", "{key}"],
+    ["run", "{flow}", "--load-timeout", "{key}"],
+    ["run", "{flow}", "--bogus", "{key}"],
+    ["{flow}", "--model", "a/b", "--model", "{key}"],
+])
+def test_a_command_line_error_never_prints_a_credential_given_in_it(leaky, tmp_path, command):
+    """argparse's own errors quoted the arguments as given: a key pasted as the second --input was printed whole."""
+    key = ENV["OPENAI_API_KEY"]
+    res = flowtui(*[part.format(flow=leaky, key=key) for part in command], cwd=tmp_path)
+    assert res.returncode == 2 and "error:" in res.stderr, res.stderr
+    assert key not in res.stderr and "[redacted]" in res.stderr, res.stderr
