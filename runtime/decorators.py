@@ -27,7 +27,7 @@ from flowtui.runtime.checks import (
     refuse_unknown,
 )
 from flowtui.runtime.errors import ConfigError, FlowLoadError, PromptNotFoundError
-from flowtui.runtime.files import not_text
+from flowtui.runtime.files import not_a_file, not_text
 from flowtui.runtime.markers import where
 from flowtui.runtime.middleware import check_middleware
 from flowtui.runtime.steps import listed
@@ -283,6 +283,8 @@ def _prompt_text(path: Path, prompt: Any, cls: type, defining_file: str | None) 
             inside = []
         named = f"prompt={str(Path(prompt) / inside[0])!r}" if inside else "the prompt file in it"
         raise PromptNotFoundError(f"prompt file {path} is a folder, not a file; name the file: {named}", **at)
+    if path.exists() and (why := not_a_file(path, "a prompt file")):  # (a pipe was "not found"; read, it may never end)
+        raise FlowLoadError(f"prompt file {path} {why}; name a file", **at)
     if not path.is_file():
         raise PromptNotFoundError(
             f"prompt file not found: {path} (prompt={prompt!r} is relative to the file "

@@ -550,3 +550,32 @@ def test_input_in_a_hook_fails_the_run_saying_the_flows_stdin_is_empty(tmp_path)
     assert res.returncode == 1, res.stderr
     assert "EOFError: EOF when reading a line (a flow's stdin reads as empty: give it what it asks with --input, " \
            "--memory or --data) (at " in res.stderr and "flow.py:6 in after_response" in res.stderr, res.stderr
+
+
+@pytest.mark.parametrize("kind", ["device", "pipe"])
+def test_a_replies_or_prompt_file_that_is_a_device_or_a_pipe_is_refused_at_load(tmp_path, kind):
+    """A replies file the flow names (replies = "..."), made a link to /dev/zero, was read until the worker held
+    gigabytes; a pipe held the run for ever. A prompt file that is a pipe was "not found"."""
+    import os
+
+    def special(name):
+        target = tmp_path / name
+        if kind == "device":
+            target.symlink_to("/dev/zero")
+        else:
+            os.mkfifo(target)
+
+    special("r.replies.toml")
+    path = write(tmp_path, "from flowtui import ScriptedProvider\nclass R(ScriptedProvider):\n"
+                 "    replies = 'r.replies.toml'\n@agent(provider=R, prompt='p')\nclass A:\n    pass\n" + WORKFLOW)
+    res = flowtui("run", str(path), "--input", "x")
+    assert res.returncode == 2, res.stderr
+    assert re.search(r"ScriptedProvider: .*r\.replies\.toml: is a pipe or a device, not a TOML replies file",
+                     res.stderr), res.stderr
+    special("p.agent.md")
+    path = write(tmp_path, "@agent(provider=FunctionProvider(lambda m, t: 'ok'), prompt='p.agent.md')\nclass A:\n"
+                 "    pass\n" + WORKFLOW)
+    res = flowtui("run", str(path), "--input", "x")
+    assert res.returncode == 2, res.stderr
+    assert re.search(r"prompt file \S*(p\.agent\.md|/dev/zero) is a pipe or a device, not a prompt file; name a file",
+                     res.stderr), res.stderr

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from flowtui.runtime.errors import ConfigError, ScriptExhaustedError
-from flowtui.runtime.files import not_text
+from flowtui.runtime.files import not_a_file, not_text
 from flowtui.runtime.providers.base import ChatReply, ChatRequest, Provider, with_estimated_usage
 from flowtui.runtime.messages import ToolCall
 from flowtui.runtime.providers.replies import model_reply, split_reply
@@ -49,6 +49,8 @@ def _loaded(source: Any, *, base: Path | None, who: str) -> list[Any] | dict[str
         if not path.is_absolute() and base is not None:
             path = base / path
         raw = b""
+        if why := not_a_file(path, "a TOML replies file"):  # (a device was read until memory ran out, a pipe for ever)
+            raise ConfigError(f"{who} {path}: {why}")
         try:
             raw = path.read_bytes()
             data = tomllib.loads(raw.decode("utf-8-sig"))  # (a BOM, as Notepad saves: not TOML's)
