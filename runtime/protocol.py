@@ -375,7 +375,15 @@ def refusal(line: bytes, error: Exception) -> Reply:
 
 
 def what_is_wrong(error: Exception) -> str:
-    """What is wrong with a line, in a few words: where and what (not the validator's inner names)."""
+    """What is wrong with a line, in a few words: where and what (not the validator's inner names); what it
+    quotes of the line shown inert, credentials redacted (a key sent as a command's name was sent back whole)."""
+    from flowtui.runtime.inert import visible
+    from flowtui.runtime.secrets import redact, secret_values
+
+    return visible(redact(_what_is_wrong(error), secret_values()))
+
+
+def _what_is_wrong(error: Exception) -> str:
     errors = error.errors() if hasattr(error, "errors") else None
     if not errors:
         return str(error).splitlines()[0] if str(error) else type(error).__name__

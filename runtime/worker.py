@@ -168,7 +168,10 @@ class Worker:
             self.controller.pause()
 
     def reply(self, command: Any, error: str | None = None, value: Any = None, *, to: Any = None) -> None:
-        """Answer ``command``; ``to``: the sender of the client that sent it (one answered later)."""
+        """Answer ``command``; ``to``: the sender of the client that sent it (one answered later). What an error
+        quotes of the command is shown inert, credentials redacted (``no run 'sk-...'`` was sent back whole)."""
+        if error is not None:
+            error = visible(self.redactor.redact(error))
         (to or self.send)(p.encode(p.Reply(id=command.id, ok=error is None, error=error, value=value)), True)
 
     # --- the run -------------------------------------------------------------------------

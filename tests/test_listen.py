@@ -1285,3 +1285,35 @@ def test_what_a_client_typed_comes_back_redacted_in_replies_and_in_the_next_clie
         proc.wait()
     assert key not in json.dumps(got) + json.dumps(hello)
     assert next(m for m in hello if m["type"] == "hello")["breakpoints"] == ["[redacted]"]
+
+
+def test_a_refusal_never_sends_back_a_credential_or_a_control_character_the_command_held():
+    """What a refusal quotes of the command came back as sent: a key given as a command's name, a key's name, a
+    run_id, sent back whole (before auth too), and ESC and U+202E raw."""
+    import os
+
+    key = "sk-test-1234567890abcdef1234"
+    proc = flowtui("run", "flows/revisao.py", "--input", "x", "--listen", "127.0.0.1:0", "--no-journal",
+                   env={**os.environ, "OPENAI_API_KEY": key})
+    try:
+        port = int(proc.stderr.readline().rsplit(":", 1)[1])
+        token = proc.stderr.readline().split()[1]
+        first = socket.create_connection(("127.0.0.1", port), timeout=HANG)
+        first.sendall(json.dumps({"type": key}).encode() + b"\n")
+        (refused,) = [m for m in messages(first, lambda out: any(m["type"] == "reply" for m in out))
+                      if m["type"] == "reply"]
+        assert key not in refused["error"] and "[redacted]" in refused["error"], refused
+        sock = socket.create_connection(("127.0.0.1", port), timeout=HANG)
+        sent = [f'{{"type":"step","id":1,"{key}":1,"{key}":2}}', f'{{"type":"{key}","id":2}}',
+                f'{{"type":"step","id":3,"{key}":1}}', f'{{"type":"count","id":4,"run_id":"{key}"}}',
+                '{"type":"step","id":5,"\\u001b]0;pwned\\u0007\\u202e":1}']
+        sock.sendall(auth(token) + "".join(line + "\n" for line in sent).encode())
+        said = replies(messages(sock, lambda out: sum(m["type"] == "reply" for m in out) == len(sent)))
+        assert len(said) == len(sent) and not any(ok for _, ok, _ in said), said
+        for _, _, error in said:
+            assert key not in error and "\x1b" not in error and "\u202e" not in error and "\x07" not in error, said
+        errors = {ident: error for ident, _, error in said}
+        assert all("[redacted]" in errors[ident] for ident in (1, 2, 3, 4)) and "␛]0;pwned" in errors[5], said
+    finally:
+        proc.kill()
+        proc.wait()
