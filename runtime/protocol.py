@@ -364,9 +364,10 @@ def refusal(line: bytes, error: Exception) -> Reply:
 
     try:
         data = orjson.loads(line)
-    except ValueError:  # orjson takes no lone surrogate ("\ud800"), which Python's own parser reads
+    except ValueError:  # orjson takes no lone surrogate ("\ud800"), which Python's own parser reads, nor a
+        # byte that is no UTF-8 (its id is answered all the same: a client waiting for that id waited for ever)
         try:
-            data = json.loads(line)
+            data = json.loads(line.decode("utf-8", "replace") if isinstance(line, bytes) else line)
         except (ValueError, RecursionError):
             data = None
     ident = data.get("id") if isinstance(data, dict) else None

@@ -1327,3 +1327,15 @@ def test_ctrl_c_on_a_run_awaiting_code_of_the_flows_names_it_and_its_line(tmp_pa
     end = journal_events(journal)[-1]
     assert (end["type"], end["status"]) == ("run.end", "stopped"), end
     assert end["reason"].endswith(reason), end
+
+
+def test_a_command_with_a_byte_that_is_no_utf8_is_refused_with_its_id(tmp_path):
+    """It was answered with id -1 (its line could not be read for its id): a client waiting for id 11 waited
+    for ever."""
+    from flowtui.runtime import protocol as p
+
+    line = b'{"type":"add_item","id":11,"bucket":"memory","text":"a\\xffb"}'.replace(b"\\xff", b"\xff")
+    with pytest.raises(ValueError) as exc:
+        p.parse_command(line)
+    refused = p.refusal(line, exc.value)
+    assert (refused.id, refused.ok) == (11, False) and refused.error.startswith("not a command: "), refused
