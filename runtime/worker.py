@@ -63,6 +63,7 @@ from flowtui.runtime.sender import Owed
 from flowtui.runtime.spawn import EXIT_FD_CLOSED, STOP_SIGNAL, UNSTARTED
 
 DEFAULT_GRACE_S = 1.0
+ELIDED_KEPT = 256 << 20  # characters of values cut on the wire kept for fetch (the latest)
 
 START_CWD = os.getcwd()  # the folder the run's process started in (the flow's import may change it)
 
@@ -109,7 +110,9 @@ class Worker:
         self.controller.watch.describe(app.workflow, state_fields(state) if state is not None else None)
         self.run: Any = None
         self.task: asyncio.Task | None = None
-        self.elided: dict[tuple[int, str], str] = {}  # (seq, path) -> a value cut on the wire
+        self.elided: dict[tuple[int, str], str] = {}  # (seq, path) -> a value cut on the wire, the latest ELIDED_KEPT
+        self.elided_chars = 0  # characters in all in self.elided
+        self.elided_gone: set[tuple[int, str]] = set()  # the (seq, path) of those let go since
         self.stop_asked: float | None = None  # when the first stop came (a forced stop says how long it waited)
         self.stop_reason: str | None = None  # and why, when it said (the app's SIGTERM): a forced stop says it too
         self.backlog: Any = None  # every event line, for clients that attach later (Lines: set by a Listener)
@@ -141,11 +144,22 @@ class Worker:
             event = self._streamed(event)
         kept: dict[str, str] = {}
         line = encode_event(event, self.redactor, limit=self.wire_limit, kept=kept) + b"\n"
-        for path, value in kept.items():
-            self.elided[(event.seq, path)] = value
+        if kept:
+            self._keep_elided(event.seq, kept)
         if self.backlog is not None:
             self.backlog.append(line)
         self.send(line, event.type in _AT_ONCE)
+
+    def _keep_elided(self, seq: int, kept: dict[str, str]) -> None:
+        """Keep what ``seq`` lost on the wire for ``fetch``: the latest ELIDED_KEPT characters of such values (a
+        value edited 300 times held 300 copies: the worker grew by gigabytes while the run's state did not)."""
+        for path, value in kept.items():
+            self.elided[(seq, path)] = value
+            self.elided_chars += len(value)
+        while self.elided_chars > ELIDED_KEPT and len(self.elided) > 1:
+            oldest = next(iter(self.elided))
+            self.elided_chars -= len(self.elided.pop(oldest))
+            self.elided_gone.add(oldest)
 
     def _streamed(self, event: Any) -> Any:
         """A reply streamed in pieces reaches the app redacted as a whole would be: a credential split
@@ -308,6 +322,10 @@ class Worker:
             value = self.elided.get((c.seq, c.path))
             if value is None:
                 where = f", at {c.path}" if c.path else " (a path is needed)"
+                if (c.seq, c.path) in self.elided_gone:
+                    raise ValueError(f"the value cut at event {c.seq}{where} is no longer kept: the run's process "
+                                     f"keeps the latest {ELIDED_KEPT >> 20} Mi characters of cut values; the "
+                                     "journal holds it whole")
                 raise ValueError(f"no value was cut at event {c.seq}{where}")
             return self.redactor.redact(value)
         if self.run is None:

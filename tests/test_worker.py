@@ -1339,3 +1339,41 @@ def test_a_command_with_a_byte_that_is_no_utf8_is_refused_with_its_id(tmp_path):
         p.parse_command(line)
     refused = p.refusal(line, exc.value)
     assert (refused.id, refused.ok) == (11, False) and refused.error.startswith("not a command: "), refused
+
+
+def test_the_values_cut_on_the_wire_kept_for_fetch_are_the_latest_and_bounded(monkeypatch):
+    """A 2 MiB message edited 300 times: the run's process kept every version cut on the wire, for fetch, and
+    grew by 600 MB while the run's state held one. Now the latest ELIDED_KEPT characters are kept, and a fetch of
+    one let go says so."""
+    from flowtui import FunctionProvider, agent, bootstrap, workflow
+    from flowtui.runtime import protocol as p
+    from flowtui.runtime import worker as worker_module
+    from flowtui.runtime.events import CtxSet
+
+    @agent(provider=FunctionProvider(lambda m, t: "ok"), prompt="p")
+    class A:
+        pass
+
+    @workflow(steps=[A])
+    class W:
+        pass
+
+    monkeypatch.setattr(worker_module, "ELIDED_KEPT", 250)
+    sent: list[bytes] = []
+    worker = worker_module.Worker(bootstrap(W), journal=None, breakpoints=[], grace=1.0,
+                                  send=lambda line, at_once: sent.append(line), wire_limit=10)
+    for seq in range(1, 6):
+        worker.on_event(CtxSet(seq=seq, ts=0.0, run_id="r", node_id=None, parent_id=None, origin="user",
+                               name="note", value=str(seq) * 100))
+    assert worker.elided_chars <= 250
+
+    def fetch(seq: int) -> dict:
+        worker.handle(p.parse_command(json.dumps({"type": "fetch", "id": seq, "seq": seq, "path": "value"})))
+        return json.loads(sent[-1])
+
+    assert fetch(5)["value"] == "5" * 100 and fetch(4)["value"] == "4" * 100  # the latest, whole
+    gone = fetch(1)
+    assert not gone["ok"] and gone["error"].startswith("the value cut at event 1, at value is no longer kept: the "
+                                                       "run's process keeps the latest "), gone
+    assert gone["error"].endswith("the journal holds it whole"), gone
+    assert fetch(6)["error"] == "no value was cut at event 6, at value"
