@@ -9,6 +9,7 @@ error, a ``MemoryError``.
 
 from __future__ import annotations
 
+import inspect
 import json
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
@@ -240,6 +241,12 @@ def _an_output(name: str, out: Any) -> None:
                         "call_next(invocation), or a ToolOutput of your own)")
     if isinstance(out, ToolOutput) and (wrong := bad_fields(out)) is not None:  # (model_copy does not validate)
         raise TypeError(f"tool middleware {name!r} returned a ToolOutput whose {wrong}")
+    if not isinstance(out, (ToolOutput, str)):  # (a generator's str() reached the model as the result, unsaid, its
+        # tool never run; 42 was "42")
+        hint = ("; a method with yield in it is a generator: return await call_next(invocation) instead"
+                if inspect.isgenerator(out) or inspect.isasyncgen(out) else "")
+        raise TypeError(f"tool middleware {name!r} returned {type(out).__name__}, not a ToolOutput or a str (return "
+                        f"await call_next(invocation), or ToolOutput(content=...) of your own){hint}")
 
 
 async def _run_tool(run: "Run", spec: AgentSpec, call: ToolCall,

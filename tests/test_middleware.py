@@ -905,3 +905,33 @@ async def test_a_tool_middleware_whose_copied_output_holds_a_wrong_value_fails_t
     assert out == "fim"
     assert tool_results(events) == [("Tool busca failed: tool middleware 'Rewrite' returned a ToolOutput whose "
                                      "content is int 42: Input should be a valid string", True)]
+
+
+class _Generator:
+    def tool(self, invocation, call_next):
+        yield "checking"
+        yield call_next(invocation)
+
+
+class _Number:
+    async def tool(self, invocation, call_next):
+        await call_next(invocation)
+        return 42
+
+
+@pytest.mark.parametrize("middleware, said", [
+    (_Generator(), "tool middleware '_Generator' returned generator, not a ToolOutput or a str (return await "
+                   "call_next(invocation), or ToolOutput(content=...) of your own); a method with yield in it is a "
+                   "generator: return await call_next(invocation) instead"),
+    (_Number(), "tool middleware '_Number' returned int, not a ToolOutput or a str (return await "
+                "call_next(invocation), or ToolOutput(content=...) of your own)"),
+])
+async def test_a_tool_middleware_that_returns_neither_an_output_nor_a_str_fails_the_call_naming_it(middleware, said):
+    """A generator middleware: the model read '["checking", "<coroutine object ...>"]' as the result, the tool never
+    ran, its node ✓, and a RuntimeWarning on stderr; 42 was read as "42"."""
+    executed = []
+    W = _flow(scripted(call("busca", q="x"), "fim")[0], executed)
+    app = bootstrap(W)
+    app.use(middleware)
+    out, events = await _run(app)
+    assert tool_results(events) == [(f"Tool busca failed: {said}", True)]
