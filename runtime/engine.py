@@ -24,7 +24,7 @@ from flowtui.runtime.control import Controller, PausePoint, RunStopped, Signalle
 from flowtui.runtime.conversation import ConversationState
 from flowtui.runtime.decorators import WorkflowSpec
 from flowtui.runtime.edits import Editor
-from flowtui.runtime.errors import CLEANUP_FAILURES, BudgetExceededError, ConfigError, describe_error
+from flowtui.runtime.errors import BudgetExceededError, ConfigError, cleanup_failed, describe_error
 from flowtui.runtime.events import DisposeError, RunEnd, RunPause, RunStart
 from flowtui.runtime.invoke import call_user
 from flowtui.runtime.messages import Message
@@ -226,12 +226,14 @@ class Run:
             name = getattr(fn, "__qualname__", None) or repr(fn)
             try:
                 await call_user(fn, (), origin="dispose", then=self.check_state)
-            except CLEANUP_FAILURES as exc:
-                self._report_dispose(name, describe_error(exc))
             except (Terminated, asyncio.CancelledError) as exc:
                 # a stop whose grace ran out inside a cleanup that never returned (sync: unwound; async:
                 # cancelled): the cleanup's failure, not the run's, whose end and output stand
                 self._report_dispose(name, f"{type(exc).__name__}: it never returned; the stop ended it")
+            except BaseException as exc:
+                if not cleanup_failed(exc):
+                    raise
+                self._report_dispose(name, describe_error(exc))
         for app in self.child_apps.values():
             for name, exc in await app.dispose_all():
                 self._report_dispose(name, describe_error(exc))

@@ -296,6 +296,14 @@ def _own() -> tuple[tuple[str, ...], str]:
 _OWN, _OWN_INIT = _own()
 
 
-# What a cleanup (``ctx.on_dispose``, a middleware's ``dispose``) may raise and still be reported as
-# its own failure while the others run: ``sys.exit()`` in one left the run unended for ever.
-CLEANUP_FAILURES = (Exception, SystemExit, KeyboardInterrupt)
+def cleanup_failed(exc: BaseException) -> bool:
+    """Whether what a cleanup (``ctx.on_dispose``, a middleware's ``dispose``) raised is its own failure,
+    reported while the others still run: anything but a stop unwinding it (a cancel, flowtui's own stop, a
+    ``SIGTERM``) or a generator closing. ``sys.exit()`` in one left the run unended for ever; a class of the
+    flow's own deriving from ``BaseException`` skipped the cleanups after it, unsaid."""
+    import asyncio
+
+    from flowtui.runtime.budget import BudgetStop
+    from flowtui.runtime.control import RunStopped, Signalled
+
+    return not isinstance(exc, (asyncio.CancelledError, GeneratorExit, RunStopped, BudgetStop, Signalled))

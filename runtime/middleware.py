@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from flowtui.runtime.bus import current_origin
-from flowtui.runtime.errors import CLEANUP_FAILURES, ConfigError, FlowtuiError
+from flowtui.runtime.errors import ConfigError, FlowtuiError, cleanup_failed
 from flowtui.runtime.invoke import call_user, is_async
 
 HOOKS = ("tool", "model", "setup", "dispose")
@@ -251,6 +251,8 @@ class Plugins:
                 continue
             try:
                 await call_user(dispose, (), origin=f"middleware:{middleware_name(mw)}")
-            except CLEANUP_FAILURES as exc:
+            except BaseException as exc:
+                if not cleanup_failed(exc):
+                    raise
                 failed.append((f"{middleware_name(mw)}.dispose", exc))
         return failed

@@ -935,3 +935,24 @@ async def test_a_tool_middleware_that_returns_neither_an_output_nor_a_str_fails_
     app.use(middleware)
     out, events = await _run(app)
     assert tool_results(events) == [(f"Tool busca failed: {said}", True)]
+
+
+async def test_a_dispose_raising_a_base_exception_of_the_flows_own_is_reported_and_the_others_still_run():
+    """A class of the flow's own deriving from BaseException: the dispose() of the middlewares registered before
+    it never ran, and flowtui run said nothing, exit 0."""
+    log = []
+
+    class Fatal(BaseException):
+        pass
+
+    def broken():
+        raise Fatal("dispose base")
+
+    W = _flow(scripted("a", when_done="c")[0], [])
+    app = bootstrap(W)
+    app.use(Middleware(name="closer", dispose=lambda: log.append("closer")))
+    app.use(Middleware(name="bad", dispose=broken))
+    await app.run("1")
+    with pytest.raises(Fatal, match="dispose base"):
+        await app.aclose()
+    assert log == ["closer"]

@@ -344,3 +344,29 @@ async def test_a_cleanup_that_adds_a_cleanup_is_refused_not_run_forever():
     assert ran == ["other", "again"] and events[-1].status == "finished"
     refused = [e for e in events if e.type == "dispose.error"]
     assert len(refused) == 1 and "a cleanup cannot add another" in refused[0].error
+
+
+async def test_a_cleanup_raising_a_base_exception_of_the_flows_own_is_reported_and_the_others_still_run():
+    done = []
+
+    class Fatal(BaseException):
+        pass
+
+    @agent(provider=FunctionProvider(lambda m, t: "ok"))
+    class A:
+        def before_prompt(self, prompt, ctx):
+            ctx.on_dispose(lambda: done.append("first"))
+
+            @ctx.on_dispose
+            def broken():
+                raise Fatal("pool gone")
+
+    @workflow(steps=[A])
+    class W:
+        pass
+
+    out, events, run = await run_collect(W)
+    assert done == ["first"]
+    (error,) = [e for e in events if e.type == "dispose.error"]
+    assert error.cleanup.endswith("broken") and error.error.startswith("Fatal: pool gone"), error
+    assert events[-1].type == "run.end" and events[-1].status == "finished"
