@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 import tempfile
@@ -43,8 +44,12 @@ def not_a_file(path: Path, what: str = "a journal file") -> str | None:
     may never end, writing one may never succeed); None for a file, or a path that is not there."""
     try:
         mode = path.stat().st_mode
-    except OSError:
-        return None  # missing, or a loop of links: said where it is opened
+    except OSError as exc:  # (a name too long was a traceback, or Python's "[Errno 36]" naming no option)
+        if exc.errno == errno.ENAMETOOLONG:
+            return "has a name longer than the file system takes"
+        if exc.errno == errno.ELOOP:
+            return f"is a loop of links, not {what}"
+        return None  # missing: said where it is opened
     if stat.S_ISDIR(mode):
         return f"is a folder, not {what}"
     if not stat.S_ISREG(mode):
@@ -192,6 +197,21 @@ def replace_refusal(path: Path, what: str, keep: dict[Path, str]) -> str | None:
     of the run it must not be, and what each is."""
     if not str(path).strip():
         return f"no file named; name the {what} file"
+    try:
+        return _replace_refusal(path, what, keep)
+    except (OSError, RuntimeError) as exc:  # a name too long, a loop of links: a traceback, exit 1
+        return f"cannot be written ({path_fault(exc)}); name another file"
+
+
+def path_fault(exc: BaseException) -> str:
+    """What is wrong with a path, in words, from what looking at it raised (``File name too long``, a loop of
+    links: Python 3.11's ``resolve`` raises ``RuntimeError`` for one)."""
+    if isinstance(exc, RuntimeError):
+        return "a loop of links"
+    return exc.strerror or str(exc) if isinstance(exc, OSError) else str(exc)
+
+
+def _replace_refusal(path: Path, what: str, keep: dict[Path, str]) -> str | None:
     for other, which in keep.items():
         try:
             if path.resolve() == other.resolve() or (path.exists() and other.exists() and path.samefile(other)):

@@ -37,17 +37,24 @@ def parse_resume_arg(text: str | Path) -> tuple[Path, int | None]:
     if not raw.strip():
         raise ResumeError("--resume-from needs a journal file, e.g. --resume-from .flowtui/runs/X.jsonl@40")
     m = _AT.match(raw)
-    if Path(raw).is_file():
+    if _is_file(Path(raw)):
         return Path(raw), None
     if m is not None:
         return Path(m.group(1)), int(m.group(2))
     head, at, k = raw.rpartition("@")
-    if at and head and Path(head).is_file():  # the journal is there: what follows @ is at fault
+    if at and head and _is_file(Path(head)):  # the journal is there: what follows @ is at fault
         what = "nothing follows @" if not k else f"K={k!r} is not an event number"
         raise ResumeError(f"--resume-from {raw}: {what}; in JOURNAL@K, K is a positive event number (the "
                           f"event to re-execute up to), e.g. --resume-from {head}@40, or give {head} alone "
                           "to re-execute the whole run")
     return Path(raw), None
+
+
+def _is_file(path: Path) -> bool:
+    try:
+        return path.is_file()
+    except OSError:  # a name too long: said where it is opened
+        return False
 
 
 class DamagedLine(ValueError):

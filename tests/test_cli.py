@@ -1163,3 +1163,32 @@ def test_an_unknown_argument_holding_escape_sequences_is_said_with_them_shown_no
     assert proc.returncode == 2
     assert "unrecognized arguments: " in proc.stderr and "\x1b" not in proc.stderr and "\x07" not in proc.stderr
     assert "␛" in proc.stderr, proc.stderr
+
+
+LONG = "x" * 300  # longer than a file name may be
+
+
+@pytest.mark.parametrize("options, said", [
+    (["--snapshot-out", f"{LONG}.toml"], f"--snapshot-out '{LONG}.toml': cannot be written (File name too long); "
+                                         "name another file"),
+    (["--record", "loop1"], "--record 'loop1': cannot be written (a loop of links); name another file"),
+    (["--journal", f"{LONG}.jsonl"], f"cannot write the journal {LONG}.jsonl: it has a name longer than the file "
+                                     "system takes; name a file you can write"),
+    (["--replay", f"{LONG}.jsonl"], f"--replay {LONG}.jsonl: it has a name longer than the file system takes"),
+    (["--from-snapshot", "loop1"], "--from-snapshot loop1: it is a loop of links, not a file; name the file"),
+])
+def test_a_file_name_too_long_or_a_loop_of_links_names_its_option(tmp_path, options, said):
+    """A traceback, exit 1 (--snapshot-out, --record), or Python's "[Errno 36] File name too long" naming no option
+    (--journal), or blaming the flow (--replay: "OSError while importing")."""
+    (tmp_path / "loop1").symlink_to("loop2")
+    (tmp_path / "loop2").symlink_to("loop1")
+    path = write(tmp_path, OK_FLOW)
+    res = flowtui("run", str(path), "--input", "x", *options, cwd=tmp_path)
+    assert res.returncode == 2 and f"flowtui: {said}" in res.stderr, res.stderr
+    assert "Traceback" not in res.stderr and "Errno" not in res.stderr
+
+
+def test_a_resume_from_file_name_too_long_names_the_option(tmp_path):
+    res = flowtui("run", "flows/revisao.py", "--resume-from", f"{LONG}.jsonl")
+    assert res.returncode == 2, res.stderr
+    assert f"flowtui: --resume-from {LONG}.jsonl: has a name longer than the file system takes" in res.stderr
