@@ -41,7 +41,12 @@ async def test_view_2_draws_the_first_lines_of_a_huge_note_and_o_opens_it_whole(
         drawn = [strip.text.rstrip() for strip in sees._block(1)]
         hidden = len(note.content.split("\n")) - BLOCK_LINES
         assert len(drawn) <= BLOCK_LINES + 3  # header, the first lines, the count of the rest, the gap
-        assert drawn[-2].endswith(f"… {hidden:,} more lines (o opens it whole)")
+        # the lines the app holds are counted, and what it does not hold said (it said "2,572 more lines" of 9,900)
+        left = re.search(rf"… at least {hidden:,} more lines, and about ([\d,]+) characters the app does not hold "
+                         r"\(o opens it whole\)$", drawn[-2])
+        assert left is not None, drawn[-2]
+        item = len("\n".join(f"line {i}" for i in range(10_000)))
+        assert item - 70_000 < int(left.group(1).replace(",", "")) < item - 60_000, (left.group(1), item)
         assert drawn[0].endswith(sees.tags[1])  # its size stays on the header, the long label cut short
 
         sees.focus()

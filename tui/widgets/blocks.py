@@ -21,7 +21,7 @@ from rich.style import Style
 from rich.text import Text
 from textual.strip import Strip
 
-from flowtui.tui.client import split_cut
+from flowtui.tui.client import lost_on_the_way, split_cut
 from flowtui.tui.shown import shown, shown_head, shown_streaming, shown_tail
 
 ROLE_STYLES = {
@@ -105,7 +105,11 @@ def drawn_lines(text: str, *, open_end: bool = False, last_counted: bool = True)
     return "\n".join(out)
 
 
-def more_lines(n: int) -> str:
+def more_lines(n: int, lost: int = 0) -> str:
+    """What a block says of the ``n`` lines it leaves out; ``lost``: about how many characters more the app
+    does not hold (cut on the way to it), whose lines it cannot count."""
+    if lost:
+        return f"… at least {n:,} more lines, and about {lost:,} characters the app does not hold (o opens it whole)"
     return f"… {n:,} more line{'s' if n != 1 else ''} (o opens it whole)"
 
 
@@ -311,7 +315,7 @@ def render_block(console: Console, msg: Any, index: int, width: int, *, expanded
     wire = None if provisional or composed else split_cut(msg.content)
     text, total = wire or (msg.content, 0)
     if provisional:  # the end of the reply, where it is arriving: what came before is counted, not drawn
-        content, hidden = cut_long_lines(shown_tail(text, BLOCK_CHARS)), 0
+        content, hidden, lost = cut_long_lines(shown_tail(text, BLOCK_CHARS)), 0, 0
         length = max(msg.length, len(text))
         if length > BLOCK_CHARS:
             content = "\n".join(content.split("\n")[-BLOCK_LINES:])
@@ -319,9 +323,12 @@ def render_block(console: Console, msg: Any, index: int, width: int, *, expanded
                               no_wrap=True, overflow="ellipsis"))
     else:  # a cut text may end inside a credential: its first characters are hidden too
         content, hidden = head_lines(text)
+        # (a note of memory whose item was cut on the way to the app: the lines left out are those the app holds;
+        # "2,572 more lines" were 9,900)
+        lost = lost_on_the_way(text) if composed and hidden and _CUT_LINE in text[len(content):] else 0
         content = drawn_lines(content, open_end=bool(hidden or wire), last_counted=not (wire and not hidden))
     end_note = f"… {total:,} characters in all (o opens the whole text)" if wire \
-        else more_lines(hidden) if hidden else None
+        else more_lines(hidden, lost) if hidden else None
     if not (provisional or wire or msg.tool_calls or text.strip()):  # (both drew their header alone, alike)
         parts.append(Text("(no text)" if not text else f"(white space only: {len(text):,} characters)", DIM))
     elif content:
