@@ -147,7 +147,9 @@ def test_q_on_a_run_awaiting_what_never_answers_says_so_in_its_end(tmp_path):
         assert term.wait_exit(15) == 0
     end = last_event(journal)
     assert end["type"] == "run.end" and end["status"] == "stopped", end
-    assert "a tool or hook did not return" not in end["reason"] and "awaited" in end["reason"], end["reason"]
+    # (then "the model call or async tool it awaited did not return": now which, and where it awaits)
+    assert "a tool or hook did not return" not in end["reason"], end["reason"]
+    assert re.search(r"tool t did not return \(at \S*misbehave\.py:\d+ in awaits_forever\)", end["reason"]), end["reason"]
 
 
 async def test_p_while_a_tool_never_returns_says_what_the_pause_waits_for():
