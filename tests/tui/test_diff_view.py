@@ -192,3 +192,31 @@ async def test_the_replay_of_an_earlier_run_of_a_journal_says_which_of_its_runs_
         text = await _text(pilot, app.main.pane_widget("diff"))
         assert "run 1 of 2: ReviewWorkflow" in text
         assert "its only run" in text  # B, the other journal, holds one run
+
+
+
+async def test_a_live_run_whose_values_reached_the_app_cut_is_compared_as_its_journal_holds_it(tmp_path, monkeypatch):
+    """An input of 100,000 characters reached the app cut to 64 KiB: view 5 said the two runs' inputs differed,
+    while `flowtui diff` of the same two files did not."""
+    from conftest import ended, make, paused
+
+    monkeypatch.chdir(tmp_path)
+    runs = tmp_path / ".flowtui" / "runs"
+    runs.mkdir(parents=True)
+    big = "Write " + "x" * 100_000
+    await _record(runs / "ReviewWorkflow-1.jsonl", big)  # B: the workflow's other journal
+    app = make(str(FLOWS / "review_fn.py"), input=big, journal=str(tmp_path / "a.jsonl"))
+    async with app.run_test(size=(160, 48)) as pilot:
+        await paused(pilot)
+        await pilot.press("c")
+        await ended(pilot)
+        await pilot.press("5")
+        view = app.main.pane_widget("diff")
+        for _ in range(300):
+            if "The runs" in view.report.plain:
+                break
+            await pilot.pause(0.02)
+        text = view.report.plain
+        assert "B: .flowtui/runs/ReviewWorkflow-1.jsonl" in text, text
+        # (the script's replies go on from run to run in one process: the turns may differ, never the input)
+        assert "The runs" in text and "\n  input\n" not in text and "history appended[0]" not in text, text

@@ -37,6 +37,11 @@ def journals(workflow: str | None, *, besides: str | None) -> list[Path]:
     return found
 
 
+def _elided(event: Any) -> bool:
+    extra = getattr(event, "__pydantic_extra__", None)
+    return bool(extra and extra.get("elided"))
+
+
 def _events(items: Any) -> list[Any]:
     """The run's events so far: parsed already (a replay) or JSON lines (the live app)."""
     from flowtui.runtime.journal import Invalid, parse_line
@@ -169,7 +174,8 @@ class DiffView(VerticalScroll, can_focus=True):
         # A: the replay's run is its file's Nth of M (--run N); the live run is the last of its file, appended to
         # as it runs (B's file when it is A's own too)
         number, total = getattr(self.app, "place", None) or ((b.total, b.total) if same_file else (1, 1))
-        a = LoadedRun(path=here or "this run", number=number, total=total, events=_events(events), notices=[])
+        a = LoadedRun(path=here or "this run", number=number, total=total, events=self._whole(_events(events), here),
+                      notices=[])
         try:
             found = diff_runs(a.events, b.events)
         except Exception as exc:  # a journal shaped in a way the comparison did not foresee
@@ -177,6 +183,23 @@ class DiffView(VerticalScroll, can_focus=True):
                         "bold #ff5f5f")
         lines = render(a, b, found, width=width)
         return Text(shown("\n".join(lines)) + "\n\nenter: compare with another journal", no_wrap=True)
+
+    def _whole(self, events: list[Any], journal: str | None) -> list[Any]:
+        """A live run's events with its values as its journal holds them, when some reached the app cut (a
+        value over 64 KiB): compared cut, a memory item of 250,000 characters differed from itself in B, which
+        `flowtui diff` of the same files did not say. The events the journal does not have yet stay as they came."""
+        if journal is None or getattr(self.app, "source", None) or not any(map(_elided, events)) \
+                or events[0].type != "run.start":
+            return events
+        from flowtui.runtime.diff import DiffError, load_run
+
+        try:
+            whole = load_run(journal, run_id=events[0].run_id).events
+        except DiffError:
+            return events
+        whole = [e for e in whole if e.seq <= events[-1].seq]  # (as far as the app is)
+        seen = whole[-1].seq if whole else 0
+        return whole + [e for e in events if e.seq > seen]
 
     def _load(self, path: str) -> Any:
         """B, read again only when its file changed (each new event of A compares again)."""
