@@ -497,6 +497,10 @@ def test_a_wrong_write_in_a_hook_fails_where_it_happens_naming_what(tmp_path, ho
     ('[[A]]\ncontent = ""\ntool_calls = [{name = "t", args = 5}]\n',
      "replies.toml: reply 1 for A: tool_calls[0].args is int 5, not the call's arguments"),
     ("A = 5\n", "replies.toml: replies for 'A' must be a list of replies, not int"),
+    # (played as the text "3", and a call of the tool "5", unsaid)
+    ("[[A]]\ncontent = 3\n", "replies.toml: reply 1 for A: content is int 3, not text; write it as a string"),
+    ('[[A]]\ncontent = ""\ntool_calls = [{name = 5}]\n',
+     "replies.toml: reply 1 for A: tool_calls[0].name is int 5, not a tool's name"),
     ('[[A]]\ncontent = ""\ntool_calls = "t"\n',
      "replies.toml: reply 1 for A: tool_calls is str 't', not a list of calls"),
     ("A = " + "[" * 2000 + "]" * 2000 + "\n", "replies.toml: a value in it is nested too deep to read"),

@@ -60,8 +60,15 @@ def split_reply(reply: Any, *, where: str) -> tuple[str, list[dict[str, Any]]]:
             if not isinstance(args, Mapping):
                 raise ConfigError(f"{where}: tool_calls[{i}].args is {type(args).__name__} {args!r:.60}, not the "
                                   f"call's arguments; write args = {{ name = value, ... }}")
-            calls.append({"name": str(call["name"]), "args": dict(args)})
-        return str(reply.get("content") or ""), calls
+            if not isinstance(call["name"], str):
+                raise ConfigError(f"{where}: tool_calls[{i}].name is {type(call['name']).__name__} "
+                                  f"{call['name']!r:.40}, not a tool's name; write name = \"tool\"")
+            calls.append({"name": call["name"], "args": dict(args)})
+        content = reply.get("content")
+        if content is not None and not isinstance(content, str):  # (3 was played as the text "3", unsaid)
+            raise ConfigError(f"{where}: content is {type(content).__name__} {content!r:.40}, not text; write it "
+                              f"as a string (content = \"...\")")
+        return content or "", calls
     raise ConfigError(f"{where}: a reply must be a string or a mapping with 'content'/'tool_calls', "
                       f"got {type(reply).__name__}")
 
