@@ -90,6 +90,11 @@ def check_middleware(mw: Any, *, where: str = "app.use(...)") -> None:
     """Refuse what cannot be a middleware, saying what one looks like."""
     if isinstance(mw, type):
         raise ConfigError(f"{where}: {mw.__name__} is a class; pass an instance, e.g. {mw.__name__}(...)")
+    try:  # (one raising was a traceback of flowtui's own at load, or at the run's start from Python)
+        getattr(mw, "name", None)
+    except Exception as exc:
+        raise ConfigError(f"{where}: {type(mw).__name__}.name raised {type(exc).__name__}: {exc}; a middleware's "
+                          "name is a str, said in its events' origin (or leave it out: the class's name)") from None
     if not any(callable(getattr(mw, hook, None)) for hook in HOOKS):
         own = type(mw).__module__ != "builtins"  # (a text's strip() is no misspelled setup())
         for hook in HOOKS:  # one set to a value, and no hook at all: said as such (a value beside a hook is the

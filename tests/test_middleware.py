@@ -956,3 +956,20 @@ async def test_a_dispose_raising_a_base_exception_of_the_flows_own_is_reported_a
     with pytest.raises(Fatal, match="dispose base"):
         await app.aclose()
     assert log == ["closer"]
+
+
+async def test_a_middleware_whose_name_raises_is_refused_naming_it():
+    """flowtui run printed a traceback of flowtui's own and 'the worker process ended before the flow loaded';
+    from Python, app.use took it and the run raised a bare RuntimeError, no journal written."""
+    class Named:
+        @property
+        def name(self):
+            raise RuntimeError("no name")
+
+        async def tool(self, invocation, call_next):
+            return await call_next(invocation)
+
+    app = bootstrap(_flow(scripted("a")[0], []))
+    with pytest.raises(ConfigError, match=r"^app\.use\(\.\.\.\): Named\.name raised RuntimeError: no name; a "
+                                          r"middleware's name is a str"):
+        app.use(Named())
