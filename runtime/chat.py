@@ -164,6 +164,9 @@ async def call_model(run: "Run", spec: AgentSpec, request: ChatRequest, *, promp
 
         def on_pass(name: str, received: Any, passed: Any) -> None:
             before = shapes.get(id(received)) or _shape(received)
+            fault = _request_fault(passed, before[1])
+            if fault is not None:  # (said as Python's own: "'NoneType' object is not iterable", naming no one)
+                raise TypeError(f"model middleware {name!r} passed on {fault}")
             now = shapes[id(passed)] = _shape(passed)
             if passed is received and now == before:
                 return
@@ -239,6 +242,32 @@ def spent(reply: ChatReply, who: str) -> tuple[int, int, float]:
 
 def _count(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def _request_fault(passed: Any, received: tuple[int, ...]) -> str | None:
+    """What is wrong with a request a middleware passed on (None: nothing): no request at all, a field of
+    another type (set in place: pydantic does not check an assignment), a message it made whose values are
+    not of their declared types (``model_copy(update={"content": 5})``: the provider was sent it).
+    ``received``: the ids of the messages the request it got held (those were checked before)."""
+    if not isinstance(passed, ChatRequest):
+        return (f"{type(passed).__name__} {passed!r:.40}, not a ChatRequest (pass the request it got, or "
+                "request.model_copy(update=...))")
+    if not isinstance(passed.messages, (list, tuple)):  # (as send() says of a list holding something else)
+        return (f"a request whose messages hold {type(passed.messages).__name__} {passed.messages!r:.60}; "
+                "request.messages is a list of Message (from flowtui import Message)")
+    for field, kinds, said in (("tools", (list, tuple), "a list of tool schemas (dicts)"),
+                               ("sampling", dict, "a dict of sampling parameters")):
+        value = getattr(passed, field)
+        if not isinstance(value, kinds):
+            return f"a request whose {field} is {type(value).__name__} {value!r:.40}, not {said}"
+    odd = next((t for t in passed.tools if not isinstance(t, dict)), None)
+    if odd is not None:
+        return f"a request whose tools hold {type(odd).__name__} {odd!r:.40}, not a tool schema (a dict)"
+    kept = set(received)
+    for i, m in enumerate(passed.messages):
+        if isinstance(m, Message) and id(m) not in kept and (wrong := bad_fields(m)) is not None:
+            return f"a request whose messages[{i}].{wrong}"
+    return None
 
 
 def _shape(request: Any) -> tuple:

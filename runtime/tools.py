@@ -222,7 +222,7 @@ async def invoke_tool(run: "Run", spec: AgentSpec, call: ToolCall,
 
     invocation = ToolInvocation(name=call.name, args=dict(call.args), agent=spec.name, ctx=run.ctx, call_id=call.id)
     try:
-        out = await through(run.tool_layers, invocation, to_tool, returned=_an_output)
+        out = await through(run.tool_layers, invocation, to_tool, on_pass=_an_invocation, returned=_an_output)
     except BaseException as exc:
         if isinstance(exc, Exception) and not ends_the_run(exc):
             return f"Tool {call.name} failed: {_said(exc)}", True, reached[-1]
@@ -231,6 +231,20 @@ async def invoke_tool(run: "Run", spec: AgentSpec, call: ToolCall,
         raise
     text, is_error = _text(out)
     return text, is_error, reached[-1]
+
+
+def _an_invocation(name: str, received: Any, passed: Any) -> None:
+    """What tool middleware ``name`` passed on is an invocation of a tool with arguments: it fails the call,
+    naming it ("'str' object has no attribute 'name'", and pydantic's lines for args of a str, named no one)."""
+    if not isinstance(passed, ToolInvocation):
+        raise TypeError(f"tool middleware {name!r} passed on {type(passed).__name__} {passed!r:.40}, not a "
+                        "ToolInvocation (pass the invocation it got, or invocation.replace(args={...}))")
+    if not isinstance(passed.args, Mapping):
+        raise TypeError(f"tool middleware {name!r} passed on an invocation whose args is {type(passed.args).__name__}"
+                        f" {passed.args!r:.40}, not the call's arguments (a dict)")
+    if not isinstance(passed.name, str):
+        raise TypeError(f"tool middleware {name!r} passed on an invocation whose name is {type(passed.name).__name__}"
+                        f" {passed.name!r:.40}, not a tool's name")
 
 
 def _an_output(name: str, out: Any) -> None:

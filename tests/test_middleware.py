@@ -263,7 +263,7 @@ async def test_a_model_middleware_passing_on_messages_that_are_no_messages_is_na
     class W:
         pass
 
-    with pytest.raises(TypeError, match=f"odd passed on a request whose messages hold {re.escape(held)}; "
+    with pytest.raises(TypeError, match=f"odd'? passed on a request whose messages hold {re.escape(held)}; "
                                         r"request.messages is a list of Message"):
         await bootstrap(W).run("go")
     assert sent == []
@@ -973,3 +973,60 @@ async def test_a_middleware_whose_name_raises_is_refused_naming_it():
     with pytest.raises(ConfigError, match=r"^app\.use\(\.\.\.\): Named\.name raised RuntimeError: no name; a "
                                           r"middleware's name is a str"):
         app.use(Named())
+
+
+@pytest.mark.parametrize("change, said", [
+    ("request.sampling = None", "a request whose sampling is NoneType None, not a dict of sampling parameters"),
+    ("request.tools = None", "a request whose tools is NoneType None, not a list of tool schemas (dicts)"),
+    ("request.messages = None", "a request whose messages hold NoneType None; request.messages is a list of Message"),
+    ("request = 'not a request'", "str 'not a request', not a ChatRequest (pass the request it got"),
+    ("request = request.model_copy(update={'messages': [*request.messages[:-1], "
+     "request.messages[-1].model_copy(update={'content': 5})]})",
+     "a request whose messages[1].content is int 5: Input should be a valid string"),
+    ("request.messages.append(request.messages[-1].model_copy(update={'role': 'wizard'}))",
+     "a request whose messages[2].role is str 'wizard': Input should be 'system', 'user', 'assistant' or 'tool'"),
+])
+async def test_a_model_middleware_passing_on_a_request_of_the_wrong_shape_is_named(change, said):
+    """Changed in place or copied without validation, the request failed the run with Python's own words
+    ("'NoneType' object is not iterable", naming no middleware), or reached the provider: a message of content 5
+    or role "wizard" was sent, and journaled as sent."""
+    sent = []
+
+    async def odd(request, call_next):
+        exec(change, {}, scope := {"request": request})
+        return await call_next(scope["request"])
+
+    @agent(provider=FunctionProvider(lambda m, t: sent.append(m) or "ok"), prompt="p")
+    class A:
+        pass
+
+    @workflow(steps=[A], middlewares=[Middleware(name="odd", model=odd)])
+    class W:
+        pass
+
+    with pytest.raises(TypeError) as caught:
+        await bootstrap(W).run("go")
+    assert str(caught.value).startswith(f"model middleware 'odd' passed on {said}"), caught.value
+    assert sent == []
+
+
+@pytest.mark.parametrize("passed, said", [
+    ("invocation.replace(args='notadict')",
+     "tool middleware 'guard' passed on an invocation whose args is str 'notadict', not the call's arguments"),
+    ("'x'", "tool middleware 'guard' passed on str 'x', not a ToolInvocation (pass the invocation it got"),
+])
+async def test_a_tool_middleware_passing_on_no_invocation_fails_the_call_naming_it(passed, said):
+    """The model read pydantic's four lines ("1 validation error for ToolCall ... For further information visit
+    https://errors.pydantic.dev/...") or "'str' object has no attribute 'name'", naming no middleware."""
+    executed = []
+
+    async def guard(invocation, call_next):
+        return await call_next(eval(passed))
+
+    W = _flow(scripted(call("busca", q="x"), "fim")[0], executed)
+    app = bootstrap(W)
+    app.use(Middleware(name="guard", tool=guard))
+    out, events = await _run(app)
+    assert executed == []
+    ((text, is_error),) = tool_results(events)
+    assert is_error and text.startswith(f"Tool busca failed: {said}"), text
