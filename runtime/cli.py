@@ -465,6 +465,16 @@ async def _said_cleanups(view: Any, say: Callable[[str], None]) -> None:
             since = None
 
 
+async def _said_unstarted(view: Any, say: Callable[[str], None]) -> None:
+    """Once, when the run has not started ``CLEANUPS_SAID_S`` after it was asked to: code that never returns
+    while it is made (a provider factory, an agent's ``__init__``, a middleware's async ``setup(app)``) held
+    ``flowtui run`` without a word (the app's status line says it)."""
+    await asyncio.sleep(CLEANUPS_SAID_S)
+    if view.run_id is None:
+        say(f"flowtui: the run has not started after {CLEANUPS_SAID_S:.0f} s: making its agents, tools and "
+            "providers, or a middleware's setup(app), has not returned (ctrl-C stops it)")
+
+
 def _ms(ms: float) -> str:
     return f"{ms:.0f}ms" if ms >= 1 else f"{ms:.2f}ms"
 
@@ -724,6 +734,7 @@ async def _run_headless(args: argparse.Namespace, memory: dict[str, str], data: 
     # a start refused (a --watch naming no field) was told of a run that never started
     unasked = args.input is None and args.resume_from is None and getattr(args, "from_snapshot", None) is None
     noted = len(held) if held is not None else 0
+    unstarted = asyncio.ensure_future(_said_unstarted(view, say))
     try:
         try:
             # Nobody drives a headless run: a watchpoint that fires stops it there. A served one starts
@@ -768,6 +779,7 @@ async def _run_headless(args: argparse.Namespace, memory: dict[str, str], data: 
             cleanups.cancel()
         await channel.finish()
     finally:
+        unstarted.cancel()
         for signum, handler in previous.items():
             signal.signal(signum, handler)
         tree.ended()

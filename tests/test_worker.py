@@ -1377,3 +1377,27 @@ def test_the_values_cut_on_the_wire_kept_for_fetch_are_the_latest_and_bounded(mo
                                                        "run's process keeps the latest "), gone
     assert gone["error"].endswith("the journal holds it whole"), gone
     assert fetch(6)["error"] == "no value was cut at event 6, at value"
+
+
+def test_a_run_whose_making_never_returns_says_so_headless(tmp_path):
+    """A middleware's async setup(app) (or a provider factory) that never returns held flowtui run without a word
+    until ctrl-C; the app's status line said it."""
+    flow = tmp_path / "setup.py"
+    flow.write_text("import asyncio\nfrom flowtui import FunctionProvider, Middleware, agent, workflow\n\n"
+                    "async def setup(app):\n    await asyncio.sleep(3600)\n\n"
+                    "@agent(provider=FunctionProvider(lambda m, t: 'ok'), prompt='p')\nclass A:\n    pass\n\n"
+                    "@workflow(steps=[A], middlewares=[Middleware(name='m', setup=setup)])\nclass W:\n    pass\n")
+    proc = flowtui("run", str(flow), "--input", "x", "--no-journal", cwd=tmp_path)
+    said = ("flowtui: the run has not started after 3 s: making its agents, tools and providers, or a middleware's "
+            "setup(app), has not returned (ctrl-C stops it)\n")
+    lines = []
+    reader = threading.Thread(target=lambda: lines.extend(iter(proc.stderr.readline, "")), daemon=True)
+    reader.start()
+    deadline = time.monotonic() + HANG
+    while said not in lines:
+        assert time.monotonic() < deadline, lines
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    proc.wait(timeout=HANG)
+    reader.join(timeout=HANG)
+    assert lines.count(said) == 1 and "Traceback" not in "".join(lines), lines
