@@ -8,6 +8,7 @@ import os
 import textwrap
 from pathlib import Path
 
+import pytest
 from conftest import REVIEW, ended, make, paused, status, wait_until
 
 from flowtui.tui.screens.dialogs import ConfirmDialog
@@ -113,8 +114,11 @@ async def test_a_notification_about_a_finished_run_goes_when_a_new_run_starts():
         assert not any("has finished" in t for t in toasts(app))
 
 
-async def test_notifications_never_cover_the_status_line():
-    app = make(input="go")
+@pytest.mark.parametrize("watch", [[], ["state.approved"]])
+async def test_notifications_never_cover_the_status_line(watch):
+    """Nor a button: with a watchpoint set, its line made the control pane a row taller, and a notification at
+    80x24 hid the p, x and r buttons."""
+    app = make(input="go", watch=watch)
     async with app.run_test(size=(80, 24), notifications=True) as pilot:
         await paused(pilot)
         for i in range(4):
