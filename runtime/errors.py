@@ -88,11 +88,21 @@ class WatchError(ConfigError):
         from flowtui.runtime.inert import visible
 
         def shown(text: str) -> str:
-            return visible(text).replace("\t", "⇥")
+            return visible(text).replace("\t", "⇥").replace("\n", "⏎")
 
+        expr, column = self.shown_at()
         head = f"{prefix}{self.message} at column {self.column}: "
-        caret = " " * (cells(shown(head)) + cells(shown(self.expr[:self.column - 1]))) + "^"
-        return f"{head}{shown(self.expr)}\n{caret}" + (f"\n{self.hint}" if self.hint else "")
+        caret = " " * (cells(shown(head)) + cells(shown(expr[:column - 1]))) + "^"
+        return f"{head}{shown(expr)}\n{caret}" + (f"\n{self.hint}" if self.hint else "")
+
+    def shown_at(self) -> tuple[str, int]:
+        """The expression as it may be shown (a credential in it redacted) and the column of the fault there:
+        the caret stood as many columns right of it as ``[redacted]`` is shorter than the key."""
+        from flowtui.runtime.secrets import redact, secret_values
+
+        secrets = secret_values()
+        whole, head = redact(self.expr, secrets), redact(self.expr[:self.column - 1], secrets)
+        return whole, len(head) + 1 if whole.startswith(head) else min(self.column, len(whole) + 1)
 
 
 def cells(text: str) -> int:

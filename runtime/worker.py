@@ -692,7 +692,8 @@ def watch_refusal(exc: BaseException) -> dict[str, Any] | None:
     cause = exc if isinstance(exc, WatchError) else exc.__cause__
     if not isinstance(cause, WatchError):
         return None
-    return {"expr": cause.expr, "column": cause.column, "message": cause.message, "hint": cause.hint}
+    expr, column = cause.shown_at()  # (its message says the column as typed)
+    return {"expr": expr, "column": column, "message": cause.message, "hint": cause.hint}
 
 
 ORPHANED_IMPORT_S = 2.0  # an import still going this long after its client left is ended

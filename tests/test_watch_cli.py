@@ -121,6 +121,7 @@ def test_a_malformed_watch_is_refused_with_a_caret_before_anything_runs(tmp_path
 @pytest.mark.parametrize("expr,shown,before", [
     ("memory ~ /日本/q", "memory ~ /日本/q", "memory ~ /日本/"),  # two cells each: the caret stood 2 left of q
     ("memory ~ /a\tb/q", "memory ~ /a⇥b/q", "memory ~ /a⇥b/"),  # a raw tab moved the rest of the line
+    ("memory ~ /a\nb/q", "memory ~ /a⏎b/q", "memory ~ /a⏎b/"),  # a line break: the caret under the wrong line
 ])
 def test_the_caret_stands_under_the_fault_whatever_comes_before_it(tmp_path, expr, shown, before):
     res = run("--watch", expr, cwd=tmp_path)
@@ -394,3 +395,20 @@ def test_a_watchpoint_on_a_child_workflow_or_a_parent_with_no_state_is_checked_a
                            "--input", "go", "--no-journal", "--watch", "Child: state.found >= 2"],
                           capture_output=True, text=True, cwd=tmp_path, timeout=120)
     assert kept.returncode == 4 and "◆ watchpoint Child: state.found >= 2 fired" in kept.stderr, kept.stderr
+
+
+def test_the_caret_stands_under_the_fault_after_a_credential_the_expression_holds(tmp_path):
+    """The expression is shown with the key redacted: the caret stood as many columns right of the fault as
+    [redacted] is shorter than the key."""
+    import os
+
+    key = "sk-test-1234567890abcdef1234"
+    expr = f"memory ~ /{key}/q"
+    res = subprocess.run([sys.executable, "-c", "from flowtui.tui.cli import main; main()", "run", FLOW, "--input",
+                          "go", "--watch", expr], capture_output=True, text=True, cwd=tmp_path, timeout=120,
+                         env={**os.environ, "OPENAI_API_KEY": key})
+    assert res.returncode == 2 and key not in res.stderr, res.stderr
+    line, caret = res.stderr.splitlines()[:2]
+    shown = "memory ~ /[redacted]/q"
+    assert line.endswith(": " + shown), line
+    assert caret == " " * (len(line) - 1) + "^", (line, caret)  # under the q

@@ -62,7 +62,7 @@ def refusal_text(reply: Any, width: int = EXPR_SHOWN) -> str:
     from flowtui.runtime.errors import cells
 
     def drawn(text: str) -> str:
-        return shown(text).replace("\t", "⇥")
+        return shown(text).replace("\t", "⇥").replace("\n", "⏎")
 
     # two columns: the dialog's "✗ " prefix; the caret under the cells what comes before takes (a CJK
     # character two: it stood two columns left of the fault per character)
