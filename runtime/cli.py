@@ -143,6 +143,10 @@ def check_files(args: argparse.Namespace) -> None:
             raise SystemExit(f"flowtui: {cannot_write(args.journal, f'it {why}')}")
     for option in ("replies", "replay", "from_snapshot"):
         name = getattr(args, option, None)
+        if name and name.startswith(("/dev/", "/proc/")) and os.path.isfile(real := os.path.realpath(name)):
+            # /dev/stdin < FILE: the run's process has stdin of its own (empty), and read "holds no replies"
+            name = real
+            setattr(args, option, name)
         why = not_a_file(Path(name), "a file") if name else None
         if why:
             raise SystemExit(f"flowtui: --{option.replace('_', '-')} {name}: it {why}; name the file")

@@ -1192,3 +1192,20 @@ def test_a_resume_from_file_name_too_long_names_the_option(tmp_path):
     res = flowtui("run", "flows/revisao.py", "--resume-from", f"{LONG}.jsonl")
     assert res.returncode == 2, res.stderr
     assert f"flowtui: --resume-from {LONG}.jsonl: has a name longer than the file system takes" in res.stderr
+
+
+def test_replies_given_as_dev_stdin_redirected_from_a_file_are_read_from_that_file(tmp_path):
+    """The run's process has a stdin of its own (empty): --replies /dev/stdin < FILE said the file held no
+    replies. A pipe there is refused as one."""
+    replies = tmp_path / "r.toml"
+    replies.write_text('RevisorAgent = ["APROVADO: de stdin"]\nEscritorAgent = ["rascunho"]\n'
+                       'PlannerAgent = ["plano"]\n')
+    with replies.open() as stdin:
+        done = subprocess.run([sys.executable, "-c", "from flowtui.tui.cli import main; main()", "run",
+                               "flows/revisao.py", "--input", "x", "--no-journal", "--replies", "/dev/stdin"],
+                              stdin=stdin, capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert done.returncode == 0 and done.stdout == "APROVADO: de stdin\n", done.stderr
+    piped = subprocess.run([sys.executable, "-c", "from flowtui.tui.cli import main; main()", "run",
+                            "flows/revisao.py", "--input", "x", "--no-journal", "--replies", "/dev/stdin"],
+                           input="A = 1\n", capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert piped.returncode == 2 and "--replies /dev/stdin: it is a pipe or a device, not a file" in piped.stderr
