@@ -228,6 +228,9 @@ def parse_flow_args(parser: argparse.ArgumentParser, argv: list[str]) -> argpars
         if parser.prog == "flowtui" and typed in _options(build_run_parser()):
             parser.error(f"{typed} is an option of flowtui run (the headless run), not of the app: "
                          f"flowtui run FLOW {typed} ...")
+        if typed in options and "--" in argv:  # ("did you mean --input?" of --input itself)
+            parser.error(f"unrecognized arguments: {' '.join(unknown)}; after --, every word is taken as it is, "
+                         f"options too: put {typed} before the --")
         close = difflib.get_close_matches(typed, sorted(options), n=1) if typed else []
         parser.error(f"unrecognized arguments: {' '.join(unknown)}" + (f"; did you mean {close[0]}?" if close else ""))
     if args.flow is None:

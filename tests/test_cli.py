@@ -1209,3 +1209,11 @@ def test_replies_given_as_dev_stdin_redirected_from_a_file_are_read_from_that_fi
                             "flows/revisao.py", "--input", "x", "--no-journal", "--replies", "/dev/stdin"],
                            input="A = 1\n", capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert piped.returncode == 2 and "--replies /dev/stdin: it is a pipe or a device, not a file" in piped.stderr
+
+
+def test_an_option_after_a_double_dash_is_said_to_be_taken_as_a_word():
+    """It said "unrecognized arguments: --input x; did you mean --input?"."""
+    res = flowtui("run", "flows/revisao.py", "--", "--input", "x")
+    assert res.returncode == 2, res.stderr
+    assert "unrecognized arguments: --input x; after --, every word is taken as it is, options too: put --input " \
+           "before the --" in res.stderr, res.stderr
