@@ -223,7 +223,7 @@ def parse_flow_args(parser: argparse.ArgumentParser, argv: list[str]) -> argpars
         import difflib
 
         options = _options(parser)
-        typed = next((u.split("=", 1)[0] for u in unknown if u.startswith("--")), None)
+        typed = next((u.split("=", 1)[0] for u in unknown if u.startswith("--") and u != "--"), None)
         # an option of flowtui run given to the app (`flowtui FLOW --json`: "did you mean --journal?")
         if parser.prog == "flowtui" and typed in _options(build_run_parser()):
             parser.error(f"{typed} is an option of flowtui run (the headless run), not of the app: "

@@ -1215,5 +1215,5 @@ def test_an_option_after_a_double_dash_is_said_to_be_taken_as_a_word():
     """It said "unrecognized arguments: --input x; did you mean --input?"."""
     res = flowtui("run", "flows/revisao.py", "--no-journal", "--", "--input", "x")
     assert res.returncode == 2, res.stderr
-    assert "unrecognized arguments: --input x; after --, every word is taken as it is, options too: put --input " \
-           "before the --" in res.stderr, res.stderr
+    assert "; after --, every word is taken as it is, options too: put --input before the --" in res.stderr, res.stderr
+    assert "did you mean" not in res.stderr
