@@ -366,7 +366,7 @@ class RunCommands:
 
         self.push_screen(ChoiceDialog("Reload the flow's code, and then?",
                                       [("c", label, "continue"), ("r", "Start over", "restart")],
-                                      hint=f"{label}: {what} Start over: a new run from the first step."), chosen)
+                                      hint=f"{label}: {what}\nStart over: a new run from the first step."), chosen)
 
     def _reload(self: FlowApp, *, resume_from: str | None = None, resume_run: str | None = None) -> None:
         """Load the flow afresh and start a run; ``resume_from`` (``JOURNAL@K``): re-executing that journal's

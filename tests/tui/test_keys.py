@@ -826,3 +826,20 @@ async def test_the_palette_says_removing_a_breakpoint_stops_the_pauses():
                          what="the entry")
         entry = next(p for p in palette_prompts(app) if "breakpoint: remove on Writer" in p)
         assert "No longer pause before Writer" in entry and "\nPause before" not in entry, entry
+
+
+async def test_the_reload_question_says_each_choice_on_a_line_of_its_own_at_80x24(tmp_path):
+    """"…if it does something else before, you see where. Start over: a new run from the first step." ran the two
+    choices' words together at 80 columns."""
+    from textual.widgets import Static
+
+    from flowtui.tui.screens.dialogs import ChoiceDialog
+
+    app = make(input="go", journal=str(tmp_path / "j.jsonl"))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await paused(pilot)
+        await pilot.press("r")
+        await wait_until(pilot, lambda: isinstance(app.screen, ChoiceDialog), what="the reload question")
+        hint = next(str(s.render()) for s in app.screen.query(Static) if "Start over:" in str(s.render()))
+        assert hint.startswith("Continue from here: ") and "\nStart over: a new run from the first step." in hint, hint
+        await pilot.press("escape")
