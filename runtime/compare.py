@@ -110,6 +110,10 @@ def show_path(path: tuple[str, ...] | list[str]) -> str:
 NAME_SHOWN = 80  # characters of a step's name a path says
 
 
+def _items(n: int) -> str:
+    return f"{n} item{'' if n == 1 else 's'}"
+
+
 def one_line(text: str, width: int | None = None) -> str:
     """``text`` on one line (its line breaks as ⏎), cut to ``width`` characters."""
     text = _BREAKS.sub("⏎", text)
@@ -235,6 +239,6 @@ def _diff(a: Any, b: Any, path: str, out: list, limit: int) -> None:
         for i in range(min(len(a), len(b))):
             _diff(a[i], b[i], f"{path}[{i}]", out, limit)
         if len(a) != len(b) and len(out) < limit:
-            out.append((f"{path}[…]", f"{len(a)} items", f"{len(b)} items"))
+            out.append((f"{path}[…]", _items(len(a)), _items(len(b))))
         return
     out.append((path, a, b))

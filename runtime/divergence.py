@@ -80,7 +80,8 @@ def describe(ev: dict[str, Any] | None) -> str:
         text = f"{item.get('role')}: {_short(item.get('content', ''))}" if isinstance(item, dict) else _short(item)
         line = f"state.append {ev.get('bucket')} += {text}"
     elif t == "state.set":
-        line = f"state.set {ev.get('bucket')} ({len(ev.get('items') or [])} items)"
+        n = len(ev.get('items') or [])
+        line = f"state.set {ev.get('bucket')} ({n} item{'' if n == 1 else 's'})"
     elif t == "workflow_state.change":
         line = f"workflow_state.change {ev.get('path')}: {_short(ev.get('old'))} → {_short(ev.get('new'))}"
     elif t == "ctx.set":

@@ -346,7 +346,8 @@ class Watchpoints:
         added = new_items(getattr(t, ev.bucket), new)
         setattr(t, ev.bucket, new)
         t.content_seq = ev.seq
-        self._check(t, Change(frozenset((ev.bucket,)), added=added, what=f"replaced, {len(new)} items"), ev.seq)
+        what = f"replaced, {len(new)} item{'' if len(new) == 1 else 's'}"
+        self._check(t, Change(frozenset((ev.bucket,)), added=added, what=what), ev.seq)
 
     def _state(self, ev: Any) -> None:
         t = self.tracks.get(ev.run_id)

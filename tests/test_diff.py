@@ -911,3 +911,10 @@ async def test_a_loop_stopped_inside_an_iteration_is_said_at_that_iteration(tmp_
     assert code == 1
     assert 'ReviewWorkflow › loop 2\n  ctx.loop.iterations: 2 → 1\n  ctx.loop.stopped_by: null → "stopped"\n' in out, out
     assert "ReviewWorkflow › loop 1\n" not in out, out
+
+
+def test_a_list_of_another_length_is_said_in_items_and_one_item_in_the_singular():
+    """It said "1 items" (a re-execution's divergence, a diff)."""
+    from flowtui.runtime.compare import diff
+
+    assert diff(["a"], ["a", "b"], "state.notes") == [("state.notes[…]", "1 item", "2 items")]
