@@ -191,6 +191,7 @@ class App:
             input = recorded["input"] if input is None else input
             memory = recorded["memory"] if memory is None else memory
             data = recorded["data"] if data is None else data
+            snapshot = resume.snapshot() if snapshot is None else snapshot  # (its [state], tasks and history)
         data = check_data_arg(data)
         if journal is not None and not isinstance(journal, (str, os.PathLike)):  # (pathlib's TypeError named neither)
             raise ConfigError(f"journal= takes the path of the file to write (a str or a Path), not "

@@ -184,6 +184,8 @@ def align(rec: dict[str, Any], new: dict[str, Any]) -> None:
     if rec.get("type") == "run.end" and isinstance(new.get("reason"), str) \
             and new["reason"].startswith(_AGAIN) and new["reason"].endswith(_was_stopped(rec.get("reason"))):
         new["reason"] = rec.get("reason")
+    if rec.get("type") == "run.start" and "snapshot" not in rec:  # a journal from before it was recorded: the
+        new.pop("snapshot", None)  # state the run starts with says what differs
     a, b = rec.get("data"), new.get("data")
     if not (isinstance(a, dict) and isinstance(b, dict)):
         return

@@ -230,7 +230,7 @@ def _why(rec: dict[str, Any], new: dict[str, Any], field: str, now: Any, lookup:
             return "the model changed"
     if rec.get("type") == "run.start" and field.startswith("state"):  # (it blamed the code, unchanged)
         return ("the state the run starts with: its class's defaults changed, or the recorded run started from "
-                "a snapshot (--from-snapshot), which a re-execution does not restore")
+                "a snapshot (--from-snapshot) its journal does not name (one an older flowtui wrote)")
     if rec.get("type") == "node.end" and rec.get("kind") == "tool" and field.startswith("results"):
         return f"tool {rec.get('name')} (replay='rerun') returned another result"
     origin = str(rec.get("origin") or "")

@@ -136,6 +136,9 @@ class Run:
             data={key: jsonable(value) for key, value in self.ctx.data.items()},  # (an object, whatever a value is)
             resumed_from=self.resume.origin() if self.resume is not None else None,
             budget=limits_of(self.tracker.budget),
+            # (a re-execution restores it: one of a run from a snapshot diverged at its first event)
+            snapshot=None if self._seed is None else {"file": str(self._seed.source),
+                                                      "state": {k: jsonable(v) for k, v in self._seed.state.items()}},
         )
         if self.tracker.budget is not None:  # nothing spent yet, as run.start says: a before_prompt reading
             self.ctx._starts_with("budget", self.tracker.usage())  # it before the first call got None

@@ -97,6 +97,8 @@ class RunStart(_Event):
     resumed_from: ResumedFrom | None = Field(default=None, description="a re-executed run: its parent journal")
     budget: dict[str, Any] | None = Field(default=None, description="the run's budget: the limits set "
                                           "(max_chat_calls, ...) and its mode; None without one")
+    snapshot: dict[str, Any] | None = Field(default=None, description="the snapshot the run started from "
+                                            "(--from-snapshot): its file and its [state]; None without one")
 
 
 class RunEnd(_Event):

@@ -196,6 +196,25 @@ class Resume:
         return {"input": start.get("input"), "memory": list(start.get("memory") or []),
                 "data": dict(start.get("data") or {})}
 
+    def snapshot(self) -> Any:
+        """What the recorded run started from when it started from a snapshot (``run.start``'s ``snapshot``):
+        its [state], and the tasks and history it set; None otherwise. Its memory and data are the recorded
+        run's (:meth:`start_values`)."""
+        from flowtui.runtime.snapshot import Snapshot
+
+        seed = self.recorded.start.get("snapshot")
+        if not isinstance(seed, dict):
+            return None
+        state = seed.get("state")
+        # (its source as recorded: the re-execution's run.start says the same)
+        made = Snapshot(state=dict(state) if isinstance(state, dict) else {}, source=str(seed.get("file")))
+        for ev in self.recorded.events[1:]:  # (set right after run.start, before the input joins the history)
+            if ev.get("type") != "state.set" or ev.get("origin") != "snapshot":
+                break
+            if ev.get("bucket") in ("tasks", "history") and isinstance(ev.get("items"), list):
+                setattr(made, ev["bucket"], [as_item(ev["bucket"], item) for item in ev["items"]])
+        return made
+
     def wrap(self, inner_wrap: Any) -> Any:
         """The provider wrapper for the run (around the cassette's, when there is one)."""
         return lambda inner: ServedProvider(inner_wrap(inner) if inner_wrap is not None else inner, self.server)

@@ -956,19 +956,23 @@ def knobs():
     KNOBS.update(step=1, deny=True, prompt="Note, then answer.")
 
 
-async def test_a_run_started_from_a_snapshot_is_not_said_to_diverge_for_a_change_of_code(tmp_path):
-    """Its state came from the snapshot, which a re-execution does not restore: "state.aprovado:
-    recorded true, now false" was all it said, as if the code had changed (it had not)."""
+async def test_a_run_an_older_flowtui_started_from_a_snapshot_is_not_said_to_diverge_for_a_change_of_code(tmp_path):
+    """Its state came from a snapshot its journal does not name (an older flowtui's run.start had no snapshot):
+    "state.aprovado: recorded true, now false" was all it said, as if the code had changed (it had not)."""
     from flowtui.runtime.snapshot import Snapshot
 
     journal = tmp_path / "snap.jsonl"
     flow = load_flow(str(FLOWS / "revisao.py"))
     await flow.run("de novo", snapshot=Snapshot(state={"rodadas": 3}), journal=journal)
+    older = lines(journal)
+    del older[0]["snapshot"]
+    journal.write_text("".join(json.dumps(e) + "\n" for e in older))
     events: list = []
     await flow.run(resume_from=str(journal), on_event=events.append)
     diverged = next(e for e in events if e.type == "run.diverged")
     assert diverged.at == 1 and [(d.field, d.recorded, d.now) for d in diverged.differences] == [("state.rodadas", 3, 0)]
-    assert "or the recorded run started from a snapshot (--from-snapshot)" in diverged.differences[0].why
+    assert diverged.differences[0].why.endswith("or the recorded run started from a snapshot (--from-snapshot) its "
+                                                "journal does not name (one an older flowtui wrote)")
 
 
 def described_flow(description: str):
@@ -2044,3 +2048,23 @@ async def test_undo_in_a_fork_says_its_edits_were_made_again_from_the_journal(tm
         edits.undo()
     ctl.stop()
     await asyncio.wait_for(task, 60)
+
+
+def test_a_run_started_from_a_snapshot_reexecutes_from_it(tmp_path):
+    """It diverged at its first event (state.rodadas: recorded 3, now 0), and --from-snapshot is refused with
+    --resume-from: a run from a snapshot could not be re-executed at all."""
+    snap = tmp_path / "s.toml"
+    snap.write_text('workflow = "RevisaoWorkflow"\nmemory = ["nota do snapshot"]\ntasks = ["tarefa 1"]\n\n'
+                    "[state]\nrodadas = 3\n")
+    journal = tmp_path / "j.jsonl"
+    done = flowtui("run", str(FLOWS / "revisao.py"), "--input", "x", "--journal", str(journal), "--from-snapshot",
+                   str(snap), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    start = lines(journal)[0]
+    assert start["snapshot"] == {"file": str(snap), "state": {"rodadas": 3}}
+    again = tmp_path / "again.jsonl"
+    res = flowtui("run", str(FLOWS / "revisao.py"), "--resume-from", str(journal), "--journal", str(again),
+                  cwd=tmp_path)
+    assert res.returncode == 0 and "diverged" not in res.stderr, res.stderr
+    assert recorded_events(again) == recorded_events(journal)
+    assert [e["items"] for e in lines(again) if e.get("origin") == "snapshot"] == [["tarefa 1"]]
