@@ -110,7 +110,8 @@ def show_path(path: tuple[str, ...] | list[str]) -> str:
 NAME_SHOWN = 80  # characters of a step's name a path says
 
 
-def _items(n: int) -> str:
+def items_said(n: int) -> str:
+    """``1 item``, ``3 items``."""
     return f"{n} item{'' if n == 1 else 's'}"
 
 
@@ -241,6 +242,6 @@ def _diff(a: Any, b: Any, path: str, out: list, limit: int) -> None:
         for i in range(min(len(a), len(b))):
             _diff(a[i], b[i], f"{path}[{i}]", out, limit)
         if len(a) != len(b) and len(out) < limit:
-            out.append((f"{path}[…]", _items(len(a)), _items(len(b))))
+            out.append((f"{path}[…]", items_said(len(a)), items_said(len(b))))
         return
     out.append((path, a, b))

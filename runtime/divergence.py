@@ -16,7 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from flowtui.runtime.compare import MISSING, PATH, RUN, diff, one_line, show_path
+from flowtui.runtime.compare import MISSING, PATH, RUN, diff, items_said, one_line, show_path
 from flowtui.runtime.events import Difference
 from flowtui.runtime.middleware import layers
 from flowtui.runtime.steps import LoopSpec, ParallelSpec
@@ -80,8 +80,7 @@ def describe(ev: dict[str, Any] | None) -> str:
         text = f"{item.get('role')}: {_short(item.get('content', ''))}" if isinstance(item, dict) else _short(item)
         line = f"state.append {ev.get('bucket')} += {text}"
     elif t == "state.set":
-        n = len(ev.get('items') or [])
-        line = f"state.set {ev.get('bucket')} ({n} item{'' if n == 1 else 's'})"
+        line = f"state.set {ev.get('bucket')} ({items_said(len(ev.get('items') or []))})"
     elif t == "workflow_state.change":
         line = f"workflow_state.change {ev.get('path')}: {_short(ev.get('old'))} → {_short(ev.get('new'))}"
     elif t == "ctx.set":

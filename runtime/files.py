@@ -206,9 +206,9 @@ def replace_refusal(path: Path, what: str, keep: dict[Path, str]) -> str | None:
 def path_fault(exc: BaseException) -> str:
     """What is wrong with a path, in words, from what looking at it raised (``File name too long``, a loop of
     links: Python 3.11's ``resolve`` raises ``RuntimeError`` for one)."""
-    if isinstance(exc, RuntimeError):
-        return "a loop of links"
-    return exc.strerror or str(exc) if isinstance(exc, OSError) else str(exc)
+    if isinstance(exc, OSError) and exc.strerror:
+        return exc.strerror
+    return "a loop of links" if isinstance(exc, RuntimeError) else str(exc)
 
 
 def _replace_refusal(path: Path, what: str, keep: dict[Path, str]) -> str | None:

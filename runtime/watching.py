@@ -23,6 +23,7 @@ import json
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from flowtui.runtime.compare import items_said
 from flowtui.runtime.conditions import PatternTooSlow, new_items
 from flowtui.runtime.errors import WatchError
 from flowtui.runtime.watch import Watch, check_fields, check_known, parse
@@ -346,8 +347,7 @@ class Watchpoints:
         added = new_items(getattr(t, ev.bucket), new)
         setattr(t, ev.bucket, new)
         t.content_seq = ev.seq
-        what = f"replaced, {len(new)} item{'' if len(new) == 1 else 's'}"
-        self._check(t, Change(frozenset((ev.bucket,)), added=added, what=what), ev.seq)
+        self._check(t, Change(frozenset((ev.bucket,)), added=added, what=f"replaced, {items_said(len(new))}"), ev.seq)
 
     def _state(self, ev: Any) -> None:
         t = self.tracks.get(ev.run_id)

@@ -263,13 +263,10 @@ class Worker:
                 raise
             where = user_frame(exc)
             what = "stopped before the run started" if isinstance(exc, Terminated) else str(exc)
-            self.reply(command, error=visible(self.redactor.redact(
-                f"{what}: {UNSTARTED} did not return"
-                f"{f' (at {where})' if where else ''}")))
+            self.reply(command, error=f"{what}: {UNSTARTED} did not return{f' (at {where})' if where else ''}")
             return
         except Exception as exc:  # the reason goes back to the client; the run goes on
-            self.reply(command, error=visible(self.redactor.redact(str(exc) or type(exc).__name__)),
-                       value=self._redacted(watch_refusal(exc)))
+            self.reply(command, error=str(exc) or type(exc).__name__, value=self._redacted(watch_refusal(exc)))
             return
         # what an edit made, the breakpoints and watchpoints set: what a client typed, a credential too, comes
         # back as the events say it (a fetched value is redacted already, and may be megabytes)
@@ -293,7 +290,7 @@ class Worker:
         try:
             counted = await count_shown(self.run, c.run_id) if self.run is not None else None
         except Exception as exc:  # the provider could not count: said, and the estimates stay
-            return {"error": visible(self.redactor.redact(f"{type(exc).__name__}: {exc}"))}
+            return {"error": f"{type(exc).__name__}: {exc}"}
         return {"value": None if counted is None else counted.model_dump()}
 
     def _apply(self, c: Any) -> Any:
@@ -324,8 +321,8 @@ class Worker:
                 where = f", at {c.path}" if c.path else " (a path is needed)"
                 if (c.seq, c.path) in self.elided_gone:
                     raise ValueError(f"the value cut at event {c.seq}{where} is no longer kept: the run's process "
-                                     f"keeps the latest {ELIDED_KEPT >> 20} Mi characters of cut values; the "
-                                     "journal holds it whole")
+                                     f"keeps the latest {ELIDED_KEPT >> 20} Mi characters of cut values; the run's "
+                                     "journal, when it has one, holds it whole")
                 raise ValueError(f"no value was cut at event {c.seq}{where}")
             return self.redactor.redact(value)
         if self.run is None:

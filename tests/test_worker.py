@@ -1375,7 +1375,7 @@ def test_the_values_cut_on_the_wire_kept_for_fetch_are_the_latest_and_bounded(mo
     gone = fetch(1)
     assert not gone["ok"] and gone["error"].startswith("the value cut at event 1, at value is no longer kept: the "
                                                        "run's process keeps the latest "), gone
-    assert gone["error"].endswith("the journal holds it whole"), gone
+    assert gone["error"].endswith("the run's journal, when it has one, holds it whole"), gone
     assert fetch(6)["error"] == "no value was cut at event 6, at value"
 
 
