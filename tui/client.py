@@ -279,7 +279,7 @@ class RunClient:
         batch = parse_events(raw, self.warnings.append)
         if self.channel is not None:
             batch = self.channel.in_order(batch, view.last_seq)
-        view.apply_many([mark_cuts(line, ev) if _elided(ev) else ev for line, ev in batch])
+        view.apply_many([mark_cuts(line, ev) if elided_of(ev) else ev for line, ev in batch])
         self.lines.extend(line for line, _ in batch)
         return len(batch)
 
@@ -560,7 +560,7 @@ def lost_on_the_way(text: str) -> int:
     return lost
 
 
-def _elided(event: Any) -> Any:
+def elided_of(event: Any) -> Any:
     """The strings cut on the wire, from the event's extra fields (a plain lookup: every event passes here)."""
     extra = getattr(event, "__pydantic_extra__", None)
     return extra.get("elided") if extra else None
@@ -572,7 +572,7 @@ def mark_cuts(line: bytes, event: Any) -> Any:
     from flowtui.runtime.encoding import path_keys
 
     data = json.loads(line)
-    elided = _elided(event)
+    elided = elided_of(event)
     for path, total in elided.items() if isinstance(elided, dict) else ():
         if not isinstance(path, str) or not isinstance(total, int):
             continue

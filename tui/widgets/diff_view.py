@@ -16,6 +16,7 @@ from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
+from flowtui.tui.client import elided_of
 from flowtui.tui.shown import shown
 
 RUNS = Path(".flowtui/runs")
@@ -35,11 +36,6 @@ def journals(workflow: str | None, *, besides: str | None) -> list[Path]:
 
         found.sort(key=lambda p: not p.name.startswith(f"{file_stem(workflow)}-"))  # stable: newest first within
     return found
-
-
-def _elided(event: Any) -> bool:
-    extra = getattr(event, "__pydantic_extra__", None)
-    return bool(extra and extra.get("elided"))
 
 
 def _events(items: Any) -> list[Any]:
@@ -188,7 +184,7 @@ class DiffView(VerticalScroll, can_focus=True):
         """A live run's events with its values as its journal holds them, when some reached the app cut (a
         value over 64 KiB): compared cut, a memory item of 250,000 characters differed from itself in B, which
         `flowtui diff` of the same files did not say. The events the journal does not have yet stay as they came."""
-        if journal is None or getattr(self.app, "source", None) or not any(map(_elided, events)) \
+        if journal is None or getattr(self.app, "source", None) or not any(map(elided_of, events)) \
                 or events[0].type != "run.start":
             return events
         from flowtui.runtime.diff import DiffError, load_run
