@@ -80,7 +80,7 @@ async def test_a_run_reexecuted_into_its_parents_journal_is_compared_with_its_pa
         assert "The runs differ" in text and "You review it closely." in text, text
         parent = app.client.view.run_id
         await pilot.press("f")  # a fork of the re-execution: run 3, whose parent is run 2, not run 1
-        await wait_until(pilot, lambda: app.client.view.run_id not in (None, parent)
+        await wait_until(pilot, lambda: app.client.view is not None and app.client.view.run_id not in (None, parent)
                          and app.client.view.status in ("paused", "finished"), timeout=20, what="the fork")
         assert app.client.view.resumed_from.run_id == parent
         view = app.main.pane_widget("diff")
