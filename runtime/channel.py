@@ -56,7 +56,8 @@ def parse_events(lines: list[bytes], on_bad: Callable[[str], None] | None = None
                 out.append((line, _p().parse_worker_line(line)))
             except ValueError as exc:
                 if on_bad is not None:
-                    on_bad(f"a line from the run's process is not an event ({_p().what_is_wrong(exc)}); it was left out")
+                    on_bad(f"a line from the run's process is not an event ({_p().what_is_wrong(exc, sent_by='run')}); "
+                           "it was left out")
         return out
 
 
@@ -318,6 +319,10 @@ class Channel:
                 self.refused = msg.error
             elif not msg.ok and msg.id == 0:
                 self.let_go = msg.error
+            elif future is None and not 0 < msg.id <= self._ids:  # (a peer answering what was never asked: it
+                # was ignored without a word; a command sent without waiting for its reply has an id of ours)
+                self.on_warning(f"the run's process sent a reply to a command this app never sent (id {msg.id}); it "
+                                "was ignored")
         elif kind in ("hello", "load.error") and (self.hello is not None or self.load_error is not None):
             # said once: a second one (a peer of flowtui attach's) would make the app ask for a first
             # message the run's process asked for in its place ("paste your key")
@@ -346,8 +351,8 @@ class Channel:
         try:
             return _p().parse_worker_line(line)
         except ValueError as exc:
-            self.on_warning(f"a line from the run's process is not a protocol message ({_p().what_is_wrong(exc)}); "
-                            "it was left out")
+            self.on_warning(f"a line from the run's process is not a protocol message "
+                            f"({_p().what_is_wrong(exc, sent_by='run')}); it was left out")
             return None
 
     async def _read_log(self, stream: asyncio.StreamReader) -> None:

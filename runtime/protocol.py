@@ -375,16 +375,17 @@ def refusal(line: bytes, error: Exception) -> Reply:
     return Reply(id=ident if valid else -1, ok=False, error=f"not a command: {what_is_wrong(error)}")
 
 
-def what_is_wrong(error: Exception) -> str:
+def what_is_wrong(error: Exception, *, sent_by: str = "client") -> str:
     """What is wrong with a line, in a few words: where and what (not the validator's inner names); what it
-    quotes of the line shown inert, credentials redacted (a key sent as a command's name was sent back whole)."""
+    quotes of the line shown inert, credentials redacted (a key sent as a command's name was sent back whole).
+    ``sent_by``: ``client`` (a command) or ``run`` (what a run's process sends: an event, a hello, a reply...)."""
     from flowtui.runtime.inert import visible
     from flowtui.runtime.secrets import redact, secret_values
 
-    return visible(redact(_what_is_wrong(error), secret_values()))
+    return visible(redact(_what_is_wrong(error, sent_by), secret_values()))
 
 
-def _what_is_wrong(error: Exception) -> str:
+def _what_is_wrong(error: Exception, sent_by: str) -> str:
     errors = error.errors() if hasattr(error, "errors") else None
     if not errors:
         return str(error).splitlines()[0] if str(error) else type(error).__name__
@@ -397,8 +398,11 @@ def _what_is_wrong(error: Exception) -> str:
     elif first.get("type") in ("union_tag_not_found", "union_tag_invalid"):  # (pydantic's words: "Unable to
         # extract tag using discriminator 'type'", and every tag, the first line's auth too)
         tag = (first.get("ctx") or {}).get("tag")
-        said = (f"no command is called {tag!r}" if tag is not None else 'it has no "type"') + \
-            f" (the commands: {', '.join(name for name in _COMMANDS if name != 'auth')})"
+        if sent_by == "run":  # (a run's line of an unknown type was said to be no command, listing the commands)
+            said = f"no event or message is of type {tag!r}" if tag is not None else 'it has no "type"'
+        else:
+            said = (f"no command is called {tag!r}" if tag is not None else 'it has no "type"') + \
+                f" (the commands: {', '.join(name for name in _COMMANDS if name != 'auth')})"
     elif first.get("type") == "json_invalid" and "hex escape" in said:  # ("\ud800b": "unexpected end of hex
         # escape", said of a line whose escapes are whole)
         said += (" (a \\u escape is four hex digits, and one of \\ud800-\\udfff is half of a character, whose "

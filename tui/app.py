@@ -54,6 +54,7 @@ FLUSH_BUDGET_S = 0.008  # fold at most this long per tick, so input stays answer
 REDRAW_INTERVAL = 1 / 20  # panes are redrawn at most this often (a pause or the end: at once)
 LOG_NOTICE_S = 2.0  # the flow's printed lines are announced at most this often
 NOTICE_CHARS = 120  # of a printed line, what its notice shows
+SAID_WARNINGS = 3  # of the protocol faults that arrived together, how many a notice says (P lists every one)
 # After the first pause is drawn, when the full collection start-up owes is made (_settle): once the
 # frame is on the terminal (the collection holds the thread that writes it), before a person can act.
 SETTLE_AFTER_S = 0.1
@@ -352,11 +353,14 @@ class FlowApp(RunCommands, RunEdits, RunWatches, PlainNotify, KeysStayPut, Redra
         """What the flow printed reaches the app as a message (at most one every few seconds); what
         the run's process sent that is not the protocol, as a warning of its own."""
         warnings = self.client.warnings
-        if warnings:
-            more = f"\n(+{len(warnings) - 1} more like it)" if len(warnings) > 1 else ""
+        if warnings:  # (only the first was said, "+15 more like it" of fifteen other faults, and they were lost)
+            distinct = list(dict.fromkeys(warnings))
+            shown = [w if len(w) <= NOTICE_CHARS else f"{w[:NOTICE_CHARS]}…" for w in distinct[:SAID_WARNINGS]]
+            more = len(distinct) - len(shown)
             broke = "The run" if self.client.config.attach is not None else "The run's process"
-            self.notify(warnings[0] + more, title=f"{broke} broke the protocol", severity="warning",
-                        timeout=10)
+            self.notify("\n".join(shown) + (f"\n(+{more} more: P lists them)" if more else ""),
+                        title=f"{broke} broke the protocol", severity="warning", timeout=10)
+            self.client.faults.extend(warnings)  # every one, in P's list
             warnings.clear()
         logs = self.client.logs
         total = self.client.logs_total
@@ -406,13 +410,16 @@ class FlowApp(RunCommands, RunEdits, RunWatches, PlainNotify, KeysStayPut, Redra
         await page_value(self, value)
 
     def action_printed(self) -> None:
-        """The last lines the flow printed (its stdout and stderr), in the pager."""
-        logs = self.client.logs
-        if not logs:
+        """The last lines the flow printed (its stdout and stderr), in the pager; after them, what the run's
+        process sent that broke the protocol (a notice says the first few)."""
+        logs, faults = self.client.logs, self.client.faults
+        if not logs and not faults:
             self.notify("The flow has printed nothing.")
             return
         older = self.client.logs_total - len(logs)
         text = (f"({older:,} earlier lines are not kept)\n" if older else "") + "\n".join(logs)
+        if faults:
+            text += "\n\nWhat the run's process sent that broke the protocol:\n" + "\n".join(faults)
         self.run_worker(page(self, text), group="command", exit_on_error=False)
 
     def ask_tokens(self) -> None:

@@ -94,6 +94,7 @@ class RunClient:
         # the journal files this session's runs wrote, each with how many runs it took from this session
         self.journals: dict[str, int] = {}
         self.logs: deque[str] = deque(maxlen=LOG_LINES)  # the last lines the flow printed
+        self.faults: deque[str] = deque(maxlen=LOG_LINES)  # the last protocol faults said (P lists them too)
         self.logs_total = 0
         self.cassette_note: str | None = None
         self.warnings: list[str] = []  # what the run's process sent that is not the protocol, not yet said

@@ -264,3 +264,29 @@ async def test_a_peer_that_hangs_up_before_its_run_starts_is_said_lost():
             assert app.is_running
     finally:
         server.close()
+
+
+async def test_every_protocol_fault_of_a_peer_is_said_and_listed_not_only_the_first():
+    """Sixteen different faults arriving together were said as the first one "(+15 more like it)", the others lost;
+    an event of an unknown type was said to be "no command" (listing the commands), and a reply to no command the
+    app sent was ignored without a word."""
+    heard: list[dict] = []
+    unknown = {**pause_before("A"), "seq": 3, "type": "bogus.type"}
+    stray = {"type": "reply", "id": 77, "ok": True, "error": None, "value": None}
+    server, port = await peer([HELLO, START, pause_before("A"), unknown, stray, {**HELLO, "workflow": "again"}],
+                              heard)
+    app = attached(port)
+    try:
+        async with app.run_test() as pilot:
+            await paused(pilot)
+            await wait_until(pilot, lambda: "broke the protocol" in " ".join(str(n.title) for n in app._notifications),
+                             what="the warning")
+            said = notices(app)()
+            assert "no event or message is of type 'bogus.type'" in said and "the commands:" not in said, said
+            assert "a reply to a command this app never sent (id 77); it was ignored" in said, said
+            assert "sent a hello after its hello; it was ignored" in said, said
+            listed = "\n".join(app.client.faults)
+            for fault in ("bogus.type", "(id 77)", "hello after its hello"):
+                assert fault in listed, listed
+    finally:
+        server.close()
