@@ -30,6 +30,19 @@ def flowtui(*args: str, cwd: Path, **kwargs) -> subprocess.Popen:
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kwargs)
 
 
+def stderr_until(proc: subprocess.Popen, said: str) -> tuple[list[str], threading.Thread]:
+    """The lines ``proc`` writes on stderr, read in a thread, once ``said`` is one of them (and the thread,
+    which reads on)."""
+    lines: list[str] = []
+    reader = threading.Thread(target=lambda: lines.extend(iter(proc.stderr.readline, "")), daemon=True)
+    reader.start()
+    deadline = time.monotonic() + HANG
+    while said not in lines:
+        assert time.monotonic() < deadline, lines
+        time.sleep(0.05)
+    return lines, reader
+
+
 def journal_events(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
@@ -148,13 +161,7 @@ def test_ctrl_c_in_a_cleanup_that_never_returns_keeps_the_runs_end_and_output(tm
     # inside the cleanup: said once it has run a while (it held flowtui run without a word)
     said = "flowtui: the run's steps are done, and its cleanups (ctx.on_dispose) are still running after 3 s " \
            "(ctrl-C stops them)\n"
-    lines = []
-    reader = threading.Thread(target=lambda: lines.extend(iter(proc.stderr.readline, "")), daemon=True)
-    reader.start()
-    deadline = time.monotonic() + HANG
-    while said not in lines:
-        assert time.monotonic() < deadline, lines
-        time.sleep(0.05)
+    lines, reader = stderr_until(proc, said)
     proc.send_signal(signal.SIGINT)
     out = proc.stdout.read()
     proc.wait(timeout=HANG)
@@ -1390,13 +1397,7 @@ def test_a_run_whose_making_never_returns_says_so_headless(tmp_path):
     proc = flowtui("run", str(flow), "--input", "x", "--no-journal", cwd=tmp_path)
     said = ("flowtui: the run has not started after 3 s: making its agents, tools and providers, or a middleware's "
             "setup(app), has not returned (ctrl-C stops it)\n")
-    lines = []
-    reader = threading.Thread(target=lambda: lines.extend(iter(proc.stderr.readline, "")), daemon=True)
-    reader.start()
-    deadline = time.monotonic() + HANG
-    while said not in lines:
-        assert time.monotonic() < deadline, lines
-        time.sleep(0.05)
+    lines, reader = stderr_until(proc, said)
     proc.send_signal(signal.SIGINT)
     proc.wait(timeout=HANG)
     reader.join(timeout=HANG)
