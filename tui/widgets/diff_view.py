@@ -71,6 +71,7 @@ class DiffView(VerticalScroll, can_focus=True):
         self._last: tuple[Any, Any] | None = None
         self._shown_against: str | None = None  # B of the report on screen
         self._loaded: tuple[tuple, Any] | None = None  # B as last read, by (path, mtime, size)
+        self._whole_a: tuple[tuple, list[Any]] | None = None  # A as its journal held it, by (path, run id)
         # One comparison at a time, and the latest one asked for next: each key scrubbing a replay of a million
         # events started one more in a thread (none can be cancelled), keys then lagged 8 s and quitting 11 s
         self._comparing = False
@@ -189,11 +190,18 @@ class DiffView(VerticalScroll, can_focus=True):
             return events
         from flowtui.runtime.diff import DiffError, load_run
 
-        try:
-            whole = load_run(journal, run_id=events[0].run_id).events
-        except DiffError:
-            return events
-        whole = [e for e in whole if e.seq <= events[-1].seq]  # (as far as the app is)
+        key = (journal, events[0].run_id)
+        read = self._whole_a[1] if self._whole_a is not None and self._whole_a[0] == key else None
+        last = read[-1].seq if read else 0
+        # read again only when a value cut since came (each new event of a live run compares again: the whole
+        # journal was read at each)
+        if read is None or any(elided_of(e) for e in events if e.seq > last):
+            try:
+                read = load_run(journal, run_id=events[0].run_id).events
+            except DiffError:
+                return events
+            self._whole_a = (key, read)
+        whole = [e for e in read if e.seq <= events[-1].seq]  # (as far as the app is)
         seen = whole[-1].seq if whole else 0
         return whole + [e for e in events if e.seq > seen]
 
