@@ -29,7 +29,7 @@ from flowtui.runtime.checks import (
 from flowtui.runtime.errors import ConfigError, FlowLoadError, PromptNotFoundError
 from flowtui.runtime.files import not_a_file, not_text
 from flowtui.runtime.markers import where
-from flowtui.runtime.middleware import check_middleware
+from flowtui.runtime.middleware import check_middleware, check_once
 from flowtui.runtime.steps import listed
 from flowtui.runtime.tool_forms import REPLAY_MODES, SPEC_ATTR, ToolSpec, as_tool, check_tool_name, function_tool
 
@@ -244,8 +244,9 @@ def workflow(*_given: Any, steps: list[Any] = _REQUIRED, state: type | None = No
                               f"are plain dicts with no fields to assign (s.n = ...); declare it as a pydantic "
                               f"model (or a @dataclass), every field with a default:\n  class {state.__name__}"
                               f"(BaseModel):{_typed_fields(state)}")
-        for mw in middlewares:
+        for i, mw in enumerate(middlewares):
             check_middleware(mw, where=f"@workflow(middlewares=[...]) of {cls.__name__}")
+            check_once(mw, middlewares[:i], f"@workflow(middlewares=[...]) of {cls.__name__}")
         if budget is not None and not isinstance(budget, Budget):
             raise ConfigError(f"@workflow {cls.__name__}: budget= takes a Budget(...), such as "
                               f"Budget(max_chat_calls=20), not {type(budget).__name__}")

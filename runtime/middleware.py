@@ -130,6 +130,17 @@ def check_middleware(mw: Any, *, where: str = "app.use(...)") -> None:
                               f"called as {hook}({said}); give a function of ({said})") from None
 
 
+def check_once(mw: Any, used: Sequence[Any], where: str) -> None:
+    """Refuse ``mw`` when it is one of ``used`` (this app's middlewares so far): the same object twice was
+    set up twice, wrapped each call twice (a change made twice) and disposed twice."""
+    at = next((i for i, other in enumerate(used) if other is mw), None)
+    if at is not None:
+        shown = f"{type(mw).__name__}()" if type(mw).__repr__ is object.__repr__ else repr(mw)
+        raise ConfigError(f"{where}: {shown} is already in use (the middleware #{at + 1}); a middleware is set up, "
+                          "wraps each call and is disposed once: register it once (another instance, with a name "
+                          "of its own, to wrap the calls twice)")
+
+
 # What each hook is called with (a method's self aside).
 PARAMETERS = {"tool": ("invocation", "call_next"), "model": ("request", "call_next"), "setup": ("app",), "dispose": ()}
 
@@ -214,6 +225,7 @@ class Plugins:
 
     def add(self, mw: Any, app: Any) -> None:
         check_middleware(mw)
+        check_once(mw, self.items, "app.use(...)")
         self.items.append(mw)
         setup = getattr(mw, "setup", None)
         if callable(setup):

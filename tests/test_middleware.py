@@ -975,6 +975,36 @@ async def test_a_middleware_whose_name_raises_is_refused_naming_it():
         app.use(Named())
 
 
+async def test_the_same_middleware_registered_twice_is_refused_naming_it():
+    """It was set up twice, changed each request twice and was disposed twice."""
+    log = []
+
+    class Tag:
+        async def model(self, request, call_next):
+            log.append("model")
+            return await call_next(request)
+
+        def setup(self, app):
+            log.append("setup")
+
+        def dispose(self):
+            log.append("dispose")
+
+    tag = Tag()
+    app = bootstrap(_flow(scripted("a")[0], []))
+    app.use(tag)
+    with pytest.raises(ConfigError, match=r"^app\.use\(\.\.\.\): Tag\(\) is already in use \(the middleware #1\); "
+                                          r"a middleware is set up, wraps each call and is disposed once"):
+        app.use(tag)
+    app.use(Tag())  # another instance is another middleware
+    await app.run("1")
+    await app.aclose()
+    assert log == ["setup", "setup", "model", "model", "dispose", "dispose"]
+    with pytest.raises(ConfigError, match=r"^@workflow\(middlewares=\[\.\.\.\]\) of W: Tag\(\) is already in use "
+                                          r"\(the middleware #2\)"):
+        _flow(scripted("a")[0], [], middlewares=[Tag(), tag, tag])
+
+
 @pytest.mark.parametrize("change, said", [
     ("request.sampling = None", "a request whose sampling is NoneType None, not a dict of sampling parameters"),
     ("request.tools = None", "a request whose tools is NoneType None, not a list of tool schemas (dicts)"),
