@@ -23,6 +23,13 @@ Two workloads:
    history against the start (target <= 1.2): the median CPU time of turns
    1,000-1,300 against turns 10-310, the median of three runs (a window of a
    few milliseconds of wall time moved with whatever else the machine ran).
+3. **The long run through ``flowtui run``**, as the command line and the app
+   run it: the flow in its own process, every event encoded (credentials
+   redacted) onto the pipe to the command and into a journal. The same growth
+   ratio, from the events' times (wall time, the median of three runs), and
+   the journal's size. Not a target of its own: it shows what workload 2
+   leaves out (a chat node's start carries the whole request, so its cost and
+   the journal grow with the history).
 
 Needs the bench extra: pip install -e '.[bench]'.
 """
@@ -30,8 +37,13 @@ Needs the bench extra: pip install -e '.[bench]'.
 
 import argparse
 import asyncio
+import json
 import statistics
+import subprocess
+import sys
+import tempfile
 import time
+from pathlib import Path
 
 from pydantic import BaseModel
 
@@ -194,6 +206,53 @@ def run_langgraph(turns: int) -> float:
     return time.perf_counter() - t0
 
 
+# Workload 3's flow: workload 2's review loop, written as a flow file for `flowtui run`.
+CLI_FLOW = """
+from pydantic import BaseModel
+from flowtui import FunctionProvider, State, agent, loop, workflow
+
+class RevisaoState(BaseModel):
+    aprovado: bool = False
+    rodadas: int = 0
+
+provider = FunctionProvider(lambda messages, tools: "texto")
+
+@agent(provider=provider, prompt="Você escreve.")
+class Escritor:
+    pass
+
+@agent(provider=provider, prompt="Você revisa.")
+class Revisor:
+    def __init__(self, s: RevisaoState = State()):
+        self.s = s
+
+    def after_response(self, resposta, ctx):
+        self.s.rodadas += 1
+        self.s.aprovado = self.s.rodadas >= ITERATIONS
+
+@workflow(state=RevisaoState, steps=[loop(steps=[Escritor, Revisor], until=lambda ctx, s: s.aprovado,
+                                          max_iterations=ITERATIONS)])
+class Revisao:
+    pass
+"""
+
+
+def run_cli(turns: int) -> tuple[float, list[float], int]:
+    """One run of ``turns`` turns through ``flowtui run --json`` with a journal: the command's wall time,
+    each turn's wall time from the events' times (stamped in the run's process), the journal's bytes."""
+    with tempfile.TemporaryDirectory() as folder:
+        flow, journal = Path(folder) / "revisao_bench.py", Path(folder) / "run.jsonl"
+        flow.write_text(CLI_FLOW.replace("ITERATIONS", str(turns // 2)))
+        t0 = time.perf_counter()
+        out = subprocess.run([sys.executable, "-m", "flowtui.tui.cli", "run", str(flow), "--input",
+                              "Escreva sobre ctx.state", "--journal", str(journal), "--json"],
+                             capture_output=True, check=True, cwd=folder).stdout
+        total = time.perf_counter() - t0
+        size = journal.stat().st_size
+    stamps = [e["ts"] for e in map(json.loads, out.splitlines()) if e["type"] == "node.end" and e["kind"] == "agent"]
+    return total, [b - a for a, b in zip(stamps, stamps[1:])], size
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=300)
@@ -243,6 +302,17 @@ def main() -> None:
     print(f"  ratio flowtui/langgraph: {ours_us / theirs_us:.3f}")
     print(f"  flowtui median turn (CPU time) at start: {start:.1f} us, after 1,000 turns: {late:.1f} us, "
           f"ratio {ratio:.2f}, median of 3 runs ({', '.join(f'{g[0]:.2f}' for g in growth)})   (target <= 1.2)")
+    growth = []
+    for _ in range(3):
+        total, per_turn, size = run_cli(turns)
+        start = statistics.median(per_turn[10:310]) * 1e6
+        late = statistics.median(per_turn[1000:1300]) * 1e6
+        growth.append((late / start, start, late, total))
+    ratio, start, late, total = sorted(growth)[1]
+    print(f"long run through flowtui run (own process, events on the pipe and in a journal): {turns} turns")
+    print(f"  flowtui run: {total / turns * 1e6:8.1f} us/turn, start-up included; journal {size / 1e6:.1f} MB")
+    print(f"  median turn (wall time) at start: {start:.1f} us, after 1,000 turns: {late:.1f} us, "
+          f"ratio {ratio:.2f}, median of 3 runs ({', '.join(f'{g[0]:.2f}' for g in growth)})")
 
 
 if __name__ == "__main__":
