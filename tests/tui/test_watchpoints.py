@@ -186,6 +186,30 @@ async def test_a_watchpoint_the_flow_refuses_is_said_before_the_first_message_wi
         assert caret.strip() == "^" and shown[caret.index("^"):].startswith("rodadas"), lines
 
 
+async def test_a_refused_watchpoint_is_said_whole_at_80_by_24_with_the_buttons_on_screen():
+    """The refusal was cut to its first 4 lines under the examples: the list of the state's fields, what
+    to write, was not shown."""
+    app = make(WATCHED, input="go")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await paused(pilot)
+        await pilot.press("W")
+        await wait_until(pilot, lambda: isinstance(app.screen, WatchListDialog), what="the list")
+        await pilot.press("w")
+        await wait_until(pilot, lambda: isinstance(app.screen, TextDialog), what="the watch dialog")
+        app.screen.query_one("#dialog-input").value = "state.roudns > 3"
+        await pilot.press("ctrl+s")
+        error = app.screen.query_one("#dialog-error")
+        await wait_until(pilot, lambda: "roudns" in str(error.render()), what="the refusal")
+        await pilot.pause()
+        said = str(error.render())
+        assert "WatchedState (the state of WatchedWorkflow) has the fields rounds, approved, notes" in said, said
+        needed = error.get_content_height(app.size, app.size, error.content_region.width)  # its lines, wrapped
+        assert needed >= 5 and error.content_region.height >= needed, (error.content_region, needed, said)
+        for button in ("#dialog-save", "#dialog-cancel"):
+            region = app.screen.query_one(button).region
+            assert region.height == 3 and region.bottom <= 24, (button, region)
+
+
 def test_a_long_refused_watchpoint_is_shown_around_its_fault_so_the_caret_stays_under_it():
     """Wrapped by the dialog, the expression's second line came above the caret, under another part."""
     from types import SimpleNamespace

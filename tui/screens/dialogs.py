@@ -76,6 +76,11 @@ class OneLineInput(Box):
             self.post_message(self.Lines(self.value[:at] + event.text + self.value[at:]))
 
 
+# The rows a screen needs for a refusal (up to 35% of them) and the hint (20%) both, under the title,
+# the text and the buttons of a dialog 90% of its height.
+ROOM_FOR_HINT_AND_REFUSAL = 40
+
+
 class TextDialog(ModalScreen[str | None]):
     """Edits a text and hands it to ``apply``; if ``apply`` raises, the reason shows and the dialog stays.
 
@@ -162,6 +167,10 @@ class TextDialog(ModalScreen[str | None]):
         except Exception as exc:  # the run says why (a refused value, a run gone): show it, stay open
             self.query_one("#dialog-error", Static).update(Text(f"✗ {shown(str(exc))}", "bold #ff5f5f"))
             self.query_one("#text-dialog").add_class("-refused")
+            if self.hint and self.app.size.height < ROOM_FOR_HINT_AND_REFUSAL:
+                # under 40 rows the two did not fit: the refusal was cut to its first 4 lines (the watch dialog's
+                # list of the state's fields), and it says what is wrong and what to write
+                self.query_one("#dialog-hint").display = False
             return
         self.dismiss(text)
 
