@@ -31,12 +31,13 @@ class FlowLoadError(FlowtuiError):
     """A flow cannot be loaded. ``file``/``line``/``cls`` locate the fault."""
 
     def __init__(self, message: str, *, file: str | None = None, line: int | None = None,
-                 cls: str | None = None) -> None:
+                 cls: str | None = None, choices: tuple[str, ...] = ()) -> None:
         super().__init__(message)
         self.message = message
         self.file = file
         self.line = line
         self.cls = cls
+        self.choices = choices  # the @workflow classes of the file, when which to run is what is wrong
 
     def __str__(self) -> str:
         where = ""

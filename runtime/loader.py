@@ -175,10 +175,12 @@ def find_workflow(module: Any, path: Path, name: str | None) -> type:
     if name is not None:
         if not name.strip():
             raise FlowLoadError(f"nothing follows ':' where the @workflow class's name goes; name one of "
-                                f"{', '.join(sorted(found)) or 'none'}, or leave ':' out", file=str(path), cls=name)
+                                f"{', '.join(sorted(found)) or 'none'}, or leave ':' out", file=str(path), cls=name,
+                                choices=tuple(sorted(found)))
         if name not in found:
             raise FlowLoadError(f"no @workflow class named {name!r}; the file defines: "
-                                f"{', '.join(sorted(found)) or 'none'}", file=str(path), cls=name)
+                                f"{', '.join(sorted(found)) or 'none'}", file=str(path), cls=name,
+                                choices=tuple(sorted(found)))
         return found[name]
     if not found:
         raise FlowLoadError("no @workflow class found; decorate one with @workflow(steps=[...])", file=str(path))
@@ -190,7 +192,7 @@ def find_workflow(module: Any, path: Path, name: str | None) -> type:
             return top[0]
         names = sorted(found)
         raise FlowLoadError(f"{len(found)} workflows ({', '.join(names)}); pick one with "
-                            f"{path}:{names[0]}", file=str(path))
+                            f"{path}:{names[0]}", file=str(path), choices=tuple(names))
     return next(iter(found.values()))
 
 

@@ -105,6 +105,8 @@ class LoadError(_Message):
     cls: str | None = None
     traceback: str | None = None
     option: str | None = None  # the option whose file is at fault (--replies, --replay, --record): file is that file
+    choices: list[str] = Field(default_factory=list, description="the file's @workflow classes, when which one to "
+                                                                 "run is what is wrong: FILE:NAME runs one")
 
 
 class Reply(_Message):

@@ -414,7 +414,8 @@ def load(args: argparse.Namespace) -> Any:
     try:
         return load_flow(args.flow, model=args.model, replies=args.replies, record=args.record, replay=args.replay)
     except FlowLoadError as exc:
-        return error(exc.message, exc.__cause__ or exc.__context__ or exc, file=exc.file, line=exc.line, cls=exc.cls)
+        return error(exc.message, exc.__cause__ or exc.__context__ or exc, file=exc.file, line=exc.line, cls=exc.cls,
+                     choices=[redactor.redact(name) for name in exc.choices])
     except OptionError as exc:  # a bad --replies or cassette file: the flow was not imported
         return error(str(exc), option=exc.option, file=exc.file)
     except FlowtuiError as exc:

@@ -368,6 +368,15 @@ class RunCommands:
                                       [("c", label, "continue"), ("r", "Start over", "restart")],
                                       hint=f"{label}: {what}\nStart over: a new run from the first step."), chosen)
 
+    def run_workflow_named(self: FlowApp, name: str) -> None:
+        """The flow file's ``@workflow`` class ``name`` picked on the load error that said it has several (or
+        none of the name given): loaded as ``FILE:NAME`` would be, that name kept for later reloads."""
+        from flowtui.runtime.loader import split_target
+
+        path, _ = split_target(self.config.target)
+        self.config.target = f"{path}:{name}"
+        self._reload()
+
     def _reload(self: FlowApp, *, resume_from: str | None = None, resume_run: str | None = None) -> None:
         """Load the flow afresh and start a run; ``resume_from`` (``JOURNAL@K``): re-executing that journal's
         run ``resume_run`` (the one shown: another may have been appended to the file since) up to K."""

@@ -153,6 +153,44 @@ async def test_a_line_break_in_the_flow_file_s_name_stays_on_the_error_screen_s_
         assert where.splitlines()[0] == f"file  {tmp_path}/bad ⏎ name.py", where
 
 
+@pytest.mark.parametrize("suffix", ["", ":W3"])
+async def test_a_file_of_several_workflows_offers_them_on_the_error_screen_and_runs_the_one_picked(tmp_path, suffix):
+    """It said to fix the file and press r; the fix was on the command line (FILE:NAME), and r failed again."""
+    flow = tmp_path / "two.py"
+    flow.write_text(textwrap.dedent("""
+        from flowtui import ScriptedProvider, agent, workflow
+
+        script = ScriptedProvider({"A": ["from A"], "B": ["from B"]})
+
+        @agent(provider=script, prompt="p")
+        class A:
+            pass
+
+        @agent(provider=script, prompt="p")
+        class B:
+            pass
+
+        @workflow(steps=[A])
+        class W1:
+            pass
+
+        @workflow(steps=[B])
+        class W2:
+            pass
+    """))
+    app = make(str(flow) + suffix, input="x")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_until(pilot, lambda: isinstance(app.screen, LoadErrorScreen), what="the error screen")
+        hint = str(app.screen.query_one("#error-hint").render())
+        assert hint.startswith("Pick the workflow to run (↑ ↓ then enter), or fix the file and press r"), hint
+        await pilot.press("down", "enter")
+        await paused(pilot)
+        assert app.client.workflow_name == "W2" and app.config.target == f"{flow}:W2"
+        await pilot.press("c")
+        await wait_until(pilot, lambda: app.client.view.status == "finished", what="the run's end")
+        assert app.client.view.output == "from B"
+
+
 async def test_a_bad_replies_file_is_said_as_the_options_fault_on_the_error_screen(tmp_path):
     """It was shown as "Could not load the flow", the flow's file named and "Fix the file" said, though
     the flow was never read: the fault was in the file --replies named."""

@@ -7,7 +7,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
 from textual.screen import Screen
-from textual.widgets import Static
+from textual.widgets import OptionList, Static
 
 from flowtui.tui.shown import shown, shown_path
 from flowtui.tui.widgets.keybar import KeyBar
@@ -52,6 +52,18 @@ class LoadErrorScreen(Screen):
             yield Static(Text(shown(message)), id="error-message")  # once: file, line and class are above
             if self.details:
                 yield Static(Text(shown(self.details), "dim"), id="error-details")
-            yield Static(Text.assemble(f"{self.fix}, then press ", ("r", "bold reverse"), " to reload, or ",
-                                       ("q", "bold reverse"), " to quit."), id="error-hint")
+            choices = getattr(err, "choices", None) or ()
+            if choices:  # which @workflow to run is what is wrong: pick one here, as FILE:NAME would
+                yield Static(Text.assemble("Pick the workflow to run (", ("↑ ↓", "bold reverse"), " then ",
+                                           ("enter", "bold reverse"), "), or ", self.fix[:1].lower() + self.fix[1:],
+                                           " and press ", ("r", "bold reverse"), " to reload, or ",
+                                           ("q", "bold reverse"), " to quit."), id="error-hint")
+                yield OptionList(*(Text(shown(name)) for name in choices), id="error-choices")
+            else:
+                yield Static(Text.assemble(f"{self.fix}, then press ", ("r", "bold reverse"), " to reload, or ",
+                                           ("q", "bold reverse"), " to quit."), id="error-hint")
         yield KeyBar([(1, "?", "keys", "help"), (2, "r", "reload", "reload"), (3, "q", "quit", "quit")])
+
+    def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
+        event.stop()
+        self.app.run_workflow_named(self.error.choices[event.option_index])
