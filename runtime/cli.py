@@ -165,10 +165,15 @@ def check_files(args: argparse.Namespace) -> None:
 def unknown_approvals(approve: Any, hello: Any) -> list[str]:
     """What to say of ``--approve`` names none of the loaded workflow's agents has as a tool (perhaps a
     child workflow's: said, not refused)."""
-    known = set(hello.tools) | {"all"}
-    return [f"--approve {name}: {hello.workflow}'s agents have no tool {name} (theirs: "
-            f"{', '.join(sorted(hello.tools)) or 'none'}); it is asked about only if a child workflow calls it"
-            for name in sorted(set(approve or ()) - known)]
+    import difflib
+
+    said = []
+    for name in sorted(set(approve or ()) - set(hello.tools) - {"all"}):
+        close = "".join(f"; did you mean {m}?" for m in difflib.get_close_matches(name, hello.tools, n=1))
+        said.append(f"--approve {name}: {hello.workflow}'s agents have no tool {name} (theirs: "
+                    f"{', '.join(sorted(hello.tools)) or 'none'}{close}); it is asked about only if a child "
+                    "workflow calls it")
+    return said
 
 
 def parse_memory(pairs: list[str]) -> dict[str, str]:

@@ -255,7 +255,7 @@ async def test_approving_a_tool_the_flow_lacks_is_said_by_flowtui_not_as_the_flo
         await wait_until(pilot, lambda: any("--approve recrod_problem:" in n.message for n in app._notifications),
                          what="the warning")
         said = [n for n in app._notifications if "--approve recrod_problem:" in n.message]
-        assert "have no tool recrod_problem (theirs: record_problem)" in said[0].message
+        assert "have no tool recrod_problem (theirs: record_problem; did you mean record_problem?)" in said[0].message
         assert said[0].title != "The flow printed" and not app.client.logs
 
 
