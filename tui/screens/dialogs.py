@@ -76,9 +76,16 @@ class OneLineInput(Box):
             self.post_message(self.Lines(self.value[:at] + event.text + self.value[at:]))
 
 
-# The rows a screen needs for a refusal (up to 35% of them) and the hint (20%) both, under the title,
-# the text and the buttons of a dialog 90% of its height.
-ROOM_FOR_HINT_AND_REFUSAL = 40
+class Refusal(Static):
+    """Why a dialog refused what was typed. Cut short by the hint above it (on a short screen, the watch
+    dialog's list of the state's fields was not shown), it takes the hint's room: it says what is wrong
+    and what to write."""
+
+    def on_resize(self) -> None:
+        hint = self.screen.query("#dialog-hint")
+        if hint and self.get_content_height(self.screen.size, self.screen.size, self.content_region.width) \
+                > self.content_region.height:
+            hint.first().display = False
 
 
 class TextDialog(ModalScreen[str | None]):
@@ -117,7 +124,7 @@ class TextDialog(ModalScreen[str | None]):
                                                                  select_on_focus=self.cursor is None)
             else:
                 yield Area(shown(self.text), id="dialog-text", soft_wrap=True, show_line_numbers=False)
-            yield Static("", id="dialog-error")
+            yield Refusal("", id="dialog-error")
             if self.hint:
                 yield Static(Text(self.hint, "dim"), id="dialog-hint")
             with Horizontal(classes="dialog-buttons"):
@@ -167,10 +174,6 @@ class TextDialog(ModalScreen[str | None]):
         except Exception as exc:  # the run says why (a refused value, a run gone): show it, stay open
             self.query_one("#dialog-error", Static).update(Text(f"✗ {shown(str(exc))}", "bold #ff5f5f"))
             self.query_one("#text-dialog").add_class("-refused")
-            if self.hint and self.app.size.height < ROOM_FOR_HINT_AND_REFUSAL:
-                # under 40 rows the two did not fit: the refusal was cut to its first 4 lines (the watch dialog's
-                # list of the state's fields), and it says what is wrong and what to write
-                self.query_one("#dialog-hint").display = False
             return
         self.dismiss(text)
 

@@ -319,7 +319,10 @@ class EventLog(DirectLines, QuietVirtualSize, ScrollView, can_focus=True):
             if not self._events and y == 0:
                 return Strip([Segment("  No events yet.", base + DIM)]).crop_extend(0, width, base)
             return Strip.blank(width, base)
-        strip = self._format(i).apply_style(base).crop_extend(0, width, base)
+        strip = self._format(i)
+        if strip.cell_length > width:  # cut where the pane ends: said with … (a word cut off read as whole)
+            strip = Strip([*strip.crop(0, width - 1), Segment("…", DIM)])
+        strip = strip.apply_style(base).crop_extend(0, width, base)
         if i == self.cursor_row and self.has_focus:
             strip = strip.apply_style(CURSOR_STYLE)
         return strip
