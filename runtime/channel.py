@@ -30,7 +30,9 @@ from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from flowtui.runtime.spawn import CHUNK, EXIT_FD_CLOSED, STOP_GRACE_S, STOP_SIGNAL, Options, Started, take_over
+from flowtui.runtime.spawn import (
+    CHUNK, EXIT_FD_CLOSED, LINE_MAX, STOP_GRACE_S, STOP_SIGNAL, Options, Started, take_over,
+)
 
 if TYPE_CHECKING:
     from flowtui.runtime import protocol as p
@@ -43,6 +45,12 @@ async def within(awaitable: Awaitable[T], seconds: float | None) -> T:
     wait ends was swallowed, and what was cancelled (the app quitting, a run's branch) went on."""
     async with asyncio.timeout(seconds):
         return await awaitable
+
+
+def elided_of(event: Any) -> Any:
+    """The strings cut on the wire, from the event's extra fields (a plain lookup: every event passes here)."""
+    extra = getattr(event, "__pydantic_extra__", None)
+    return extra.get("elided") if extra else None
 
 
 def parse_events(lines: list[bytes], on_bad: Callable[[str], None] | None = None) -> list[tuple[bytes, Any]]:
@@ -93,7 +101,6 @@ ATTACH_TIMEOUT_S = 10.0  # a served run that has not answered ``flowtui attach``
 DETACH_WAIT_S = 0.5
 LOG_LINE_MAX = 4096  # a printed line longer than this reaches the client cut
 LOG_PARTIAL_S = 1.0  # a printed line without its newline for this long is said as it stands
-LINE_MAX = 1 << 26  # a protocol line longer than this (64 MiB) is read to its end and left out, said
 MAY_BE_LOST = 16  # events a skip in seq may stand for when the journal cannot show them (see in_order)
 TEARDOWN_S = 0.05  # a worker whose code has all run (its output closed) may exit this long before it is cut short
 LINGER_S = 0.5  # after the worker exits, how long its pipes may stay silent before they are let go
@@ -114,8 +121,11 @@ class Channel:
     def __init__(self, on_lines: Callable[[list[bytes]], None],
                  on_log: Callable[[str], None] | None = None,
                  on_warning: Callable[[str], None] | None = None,
-                 secrets: Callable[[], Iterable[str]] | None = None) -> None:
+                 secrets: Callable[[], Iterable[str]] | None = None, line_max: int = LINE_MAX) -> None:
         self.on_lines = on_lines  # event lines as they came, in order (parse them with parse_events)
+        # a longer line is read to its end and left out: a peer's (flowtui attach) and an app's worker's (which cuts
+        # long values) are bounded; flowtui run's own worker sends every value whole, and is read whole
+        self.line_max = line_max
         self.on_log = on_log or (lambda text: None)  # what the flow printed
         self.on_warning = on_warning or self.on_log  # what the run's process sent that is not the protocol
         self.secrets = secrets or _environment_secrets  # what a line printed in pieces is redacted of
@@ -203,7 +213,7 @@ class Channel:
     # --- reading ---------------------------------------------------------------------------
     async def _read(self, stream: asyncio.StreamReader) -> None:
         pending = bytearray()  # the start of a line whose end has not arrived (a long one: many chunks)
-        skipped = 0  # bytes of a line longer than LINE_MAX read so far (it is not kept)
+        skipped = 0  # bytes of a line longer than self.line_max read so far (it is not kept)
         try:
             while True:
                 await self.paused.wait()  # the consumer's flow control: the worker blocks, not us
@@ -211,15 +221,15 @@ class Channel:
                 if not chunk:
                     break
                 self._bytes_read += len(chunk)
-                if skipped or len(pending) + len(chunk) > LINE_MAX:
+                if skipped or len(pending) + len(chunk) > self.line_max:
                     first = chunk.find(b"\n")  # where the line in progress ends, if it does in this chunk
-                    if skipped or len(pending) + (len(chunk) if first < 0 else first) > LINE_MAX:
+                    if skipped or len(pending) + (len(chunk) if first < 0 else first) > self.line_max:
                         skipped += len(pending) + (len(chunk) if first < 0 else first)  # read to its end, not kept
                         pending = bytearray()
                         if first < 0:
                             continue
                         self.on_warning(f"a line of {skipped:,} bytes from the run's process was left out (a "
-                                        f"line may be {LINE_MAX:,} bytes)")
+                                        f"line may be {self.line_max:,} bytes)")
                         skipped, chunk = 0, chunk[first + 1:]
                 end = chunk.rfind(b"\n")
                 if end < 0:
@@ -235,7 +245,7 @@ class Channel:
                 self._dispatch([bytes(pending)])
             if skipped:
                 self.on_warning(f"a line of {skipped:,} bytes from the run's process was left out (a line "
-                                f"may be {LINE_MAX:,} bytes)")
+                                f"may be {self.line_max:,} bytes)")
         except (ConnectionError, OSError):
             pass
         finally:
@@ -789,7 +799,7 @@ class Channel:
     def journaled(self, after: int, before: int) -> list[tuple[bytes, Any]]:
         """This run's journaled events with a seq between ``after`` and ``before`` (neither
         included), parsed: what the pipe lost of them."""
-        wanted = [line for seq, line in self._journaled_since(after) if seq < before and len(line) <= LINE_MAX]
+        wanted = [line for seq, line in self._journaled_since(after) if seq < before and len(line) <= self.line_max]
         return parse_events(wanted)
 
     def write_run_end(self, status: str, why: str, last_seq: int) -> Any:

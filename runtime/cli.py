@@ -587,7 +587,7 @@ def main_run(argv: list[str]) -> int:
 async def _run_headless(args: argparse.Namespace, memory: dict[str, str], data: dict[str, str]) -> int:
     """``flowtui run``: the run in a worker process, its tree (or events) printed; with ``--listen``,
     served to a client too (:mod:`flowtui.runtime.relay`), started paused."""
-    from flowtui.runtime.channel import LOAD_TIMEOUT_S, Channel, LoadTimeout, parse_events
+    from flowtui.runtime.channel import LINE_MAX, LOAD_TIMEOUT_S, Channel, LoadTimeout, elided_of, parse_events
     from flowtui.runtime.encoding import encode_event
     from flowtui.runtime.errors import ConfigError
     from flowtui.runtime.secrets import Redactor
@@ -614,10 +614,14 @@ async def _run_headless(args: argparse.Namespace, memory: dict[str, str], data: 
             deferred()
         held = None
 
+    cut: list[Any] = []  # events whose values reached us cut: over 64 MiB a line (the journal has them whole)
+
     def on_lines(lines: list[bytes]) -> None:
         view = folded[0]
         batch = channel.in_order(parse_events(lines, lambda text: say(f"flowtui: {text}")), view.last_seq)
         for line, ev in batch:
+            if elided_of(ev):
+                cut.append(ev)
             view.apply(ev)
             if printer is not None:
                 printer(line, ev)
@@ -635,9 +639,11 @@ async def _run_headless(args: argparse.Namespace, memory: dict[str, str], data: 
             relay.log(text)
 
     secrets = secret_values()  # once: a flow may print a line a microsecond
-    channel = Channel(on_lines, on_log=on_log, on_warning=lambda text: say(f"flowtui: {text}"), secrets=lambda: secrets)
-    # served: long values are cut as the app's own worker cuts them (a client fetches them whole)
+    # served: long values are cut as the app's own worker cuts them (a client fetches them whole); else every
+    # value comes whole, as the output and a snapshot need it, however long its line (a 100 MB tool result)
     served = args.listen is not None
+    channel = Channel(on_lines, on_log=on_log, on_warning=lambda text: say(f"flowtui: {text}"), secrets=lambda: secrets,
+                      line_max=LINE_MAX if served else sys.maxsize)
     options = Options(target=args.flow, model=args.model, replies=args.replies, record=args.record,
                       replay=args.replay, snapshot=args.from_snapshot, wire_limit=None if served else 0,
                       debug=args.debug)
@@ -789,6 +795,8 @@ async def _run_headless(args: argparse.Namespace, memory: dict[str, str], data: 
             await channel.ended_or_gone()
         finally:
             cleanups.cancel()
+        if cut:
+            await _whole_output(channel, view, cut, journal, say, fetch=not args.json)
         await channel.finish()
     finally:
         unstarted.cancel()
@@ -858,6 +866,36 @@ async def _run_headless(args: argparse.Namespace, memory: dict[str, str], data: 
     if snapshot_failed or view.journal_error is not None:  # a file the run was to write is not whole
         return 5
     return 4 if stopped_at_watchpoint(view) else 0
+
+
+async def _whole_output(channel: Any, view: Any, cut: list[Any], journal: Path | None,
+                        say: Callable[..., None], *, fetch: bool) -> None:
+    """The run's output whole, from its process (which serves ``fetch`` until it is let go), when its end
+    reached us with the output cut; and what else was cut, said (a snapshot written from it holds it cut)."""
+    from flowtui.runtime import protocol as p
+    from flowtui.runtime.channel import elided_of, within
+
+    end = next((ev for ev in cut if fetch and ev.type == "run.end" and ev.run_id == view.run_id
+                and "output" in elided_of(ev)), None)
+    if end is not None:
+        try:
+            reply = await within(channel.command(p.Fetch(seq=end.seq, path="output")), FETCH_WAIT_S)
+        except (ConnectionError, asyncio.TimeoutError):
+            reply = None
+        if reply is not None and reply.ok:
+            view.output = reply.value
+        else:
+            say(f"flowtui: the run's output reached flowtui cut to its first {len(view.output or ''):,} characters, "
+                f"and its process could not give it whole" + (f"; the journal has it: {journal}" if journal else ""))
+    others = [ev.seq for ev in cut if ev is not end]
+    if others:
+        said = ", ".join(f"#{seq}" for seq in others[:5]) + (f" and {len(others) - 5:,} more" if len(others) > 5 else "")
+        say(f"flowtui: the long values of events {said} reached flowtui cut, as a served run sends them (--json "
+            "prints them so, and a --snapshot-out holds them cut)" + (f"; the journal has them whole: {journal}"
+                                                                       if journal else ""))
+
+
+FETCH_WAIT_S = 10.0  # a run's output fetched whole from its process, once the run has ended
 
 
 def _unwritable(exc: OSError) -> str:

@@ -1402,3 +1402,78 @@ def test_a_run_whose_making_never_returns_says_so_headless(tmp_path):
     proc.wait(timeout=HANG)
     reader.join(timeout=HANG)
     assert lines.count(said) == 1 and "Traceback" not in "".join(lines), lines
+
+
+def test_a_line_longer_than_a_client_reads_is_cut_harder_and_its_values_fetched_whole(monkeypatch):
+    """A client leaves out a line over LINE_MAX (64 MiB): an event made of many values each under the wire's
+    limit reached it as nothing, and a run.end so lost was waited for for ever. The worker now cuts such a
+    line's values harder; one whose client reads any line (flowtui run's) is never cut."""
+    from flowtui import FunctionProvider, agent, bootstrap, workflow
+    from flowtui.runtime import protocol as p
+    from flowtui.runtime import worker as worker_module
+    from flowtui.runtime.events import CtxSet
+
+    @agent(provider=FunctionProvider(lambda m, t: "ok"), prompt="p")
+    class A:
+        pass
+
+    @workflow(steps=[A])
+    class W:
+        pass
+
+    monkeypatch.setattr(worker_module, "LINE_MAX", 2000)
+    value = [f"{i:03d}" * 100 for i in range(20)]  # 20 strings of 300 characters, each under the wire's limit
+    event = CtxSet(seq=1, ts=0.0, run_id="r", node_id=None, parent_id=None, origin="user", name="notes", value=value)
+    for wire_limit, cut in ((1000, True), (0, False)):
+        sent: list[bytes] = []
+        worker = worker_module.Worker(bootstrap(W), journal=None, breakpoints=[], grace=1.0,
+                                      send=lambda line, at_once: sent.append(line), wire_limit=wire_limit)
+        worker.on_event(event)
+        line = json.loads(sent[-1])
+        assert (len(sent[-1]) <= 2000, "elided" in line) == (cut, cut), (wire_limit, len(sent[-1]))
+    worker = worker_module.Worker(bootstrap(W), journal=None, breakpoints=[], grace=1.0,
+                                  send=lambda line, at_once: sent.append(line), wire_limit=1000)
+    worker.on_event(event)
+    path = next(iter(json.loads(sent[-1])["elided"]))
+    worker.handle(p.parse_command(json.dumps({"type": "fetch", "id": 7, "seq": 1, "path": path})))
+    assert json.loads(sent[-1])["value"] == value[int(path.split(".")[-1])]
+
+
+def test_flowtui_run_prints_an_output_longer_than_a_protocol_line_whole(tmp_path):
+    """A tool's 68 MB result made the run's events longer than a line the client reads (64 MiB): they were left
+    out, the run's end never arrived, and flowtui run waited for ever (its journal grew by 700 MB)."""
+    (tmp_path / "big.py").write_text(
+        "from flowtui import FunctionProvider, agent, workflow\n\n"
+        "@agent(provider=FunctionProvider(lambda m, t: 'x' * 68_000_000), prompt='p')\n"
+        "class A:\n    pass\n\n"
+        "@workflow(steps=[A])\nclass W:\n    pass\n")
+    proc = flowtui("run", "big.py", "--input", "go", "--no-journal", cwd=tmp_path)
+    out, err = proc.communicate(timeout=4 * HANG)
+    assert proc.returncode == 0, err
+    assert len(out) == 68_000_001 and set(out.strip()) == {"x"}, (len(out), err)
+    assert "left out" not in err, err
+
+
+def test_a_served_run_prints_its_long_output_whole(tmp_path):
+    """Served, a run's long values reach flowtui run cut, as a client gets them: it printed the output cut to its
+    first 65,536 characters. It now fetches it whole from the run's process before letting it go."""
+    (tmp_path / "long.py").write_text(
+        "from flowtui import FunctionProvider, agent, workflow\n\n"
+        "@agent(provider=FunctionProvider(lambda m, t: 'x' * 200_000), prompt='p')\n"
+        "class A:\n    pass\n\n"
+        "@workflow(steps=[A])\nclass W:\n    pass\n")
+    proc = flowtui("run", "long.py", "--input", "go", "--no-journal", "--listen", "127.0.0.1:0", cwd=tmp_path)
+    try:
+        port = int(proc.stderr.readline().rsplit(":", 1)[1])
+        token = proc.stderr.readline().split()[1]
+        client = Client(port, token)
+        assert client.command(type="continue")["ok"]
+        client.until(lambda ev: ev["type"] == "run.end")
+        client.sock.close()
+        out, err = proc.communicate(timeout=HANG)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 0, err
+    assert out == "x" * 200_000 + "\n", (len(out), err)

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from flowtui.runtime.channel import LOAD_TIMEOUT_S, Channel, within
+from flowtui.runtime.channel import LOAD_TIMEOUT_S, Channel, elided_of, within
 from flowtui.runtime.linestore import Lines
 from flowtui.runtime.spawn import STOP_GRACE_S, UNSTARTED, Options
 from flowtui.tui.tokens import ExactTokens
@@ -559,12 +559,6 @@ def lost_on_the_way(text: str) -> int:
         lost += max(0, int(m.group(1).replace(",", "")) - held)
         start = m.end()
     return lost
-
-
-def elided_of(event: Any) -> Any:
-    """The strings cut on the wire, from the event's extra fields (a plain lookup: every event passes here)."""
-    extra = getattr(event, "__pydantic_extra__", None)
-    return extra.get("elided") if extra else None
 
 
 def mark_cuts(line: bytes, event: Any) -> Any:

@@ -16,7 +16,7 @@ from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
-from flowtui.tui.client import elided_of
+from flowtui.runtime.channel import elided_of
 from flowtui.tui.shown import shown
 
 RUNS = Path(".flowtui/runs")
