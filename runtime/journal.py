@@ -502,10 +502,15 @@ def _early_ends_left_out(members: list[int], events: list[Any], numbers: list[in
 
 def _say_broken_links(run: list[Any], line_of: dict[int, int], notices: list[Skipped]) -> None:
     """A node whose parent does not start before it (its parent_id changed by hand: nodes linked in a circle,
-    or to one no line holds): said, since comparing runs leaves node ids out, and "the same" hid it."""
+    or to one no line holds), or that ends without a start: said, since comparing runs leaves node ids out,
+    and "the same" hid it."""
     started: set[Any] = set()
     for ev in run:
-        if getattr(ev, "type", None) != "node.start":
+        kind = getattr(ev, "type", None)
+        if kind == "node.end" and ev.node_id not in started:
+            notices.append(Mended(line_of.get(id(ev), 0), f"node {ev.node_id} ends, but no node.start before it "
+                                  "begins it (taken out, or its id changed by hand?): what it ended is unsure"))
+        if kind != "node.start":
             continue
         if ev.parent_id is not None and ev.parent_id not in started:
             notices.append(Mended(line_of.get(id(ev), 0), f"node {ev.node_id}'s parent {ev.parent_id} does not "

@@ -191,9 +191,18 @@ def load_recorded(source: str | Path, *, at: int | None = None, run_id: str | No
                         lazy={ev["seq"] for ev in run if id(ev) in read.lazy},
                         line_of=dict(zip((ev["seq"] for ev in run), numbers)), torn=torn, unended=unended)
     _check_prefix(recorded, numbers, read.skipped)
+    started: set[Any] = set()
     for ev in run:
         node = ev.get("node_id")
+        if ev["type"] == "node.start":
+            started.add(node)
         if ev["type"] == "node.end" and node is not None:
+            if node not in started and ev["seq"] <= recorded.at:
+                # (its start's id changed by hand: the call read as one that never returned, and the rest of the run
+                # went live, its model calls made again from a forged file)
+                raise ResumeError(f"--resume-from {shown}: line {recorded.line_of[ev['seq']]} (event #{ev['seq']}) "
+                                  f"ends node {node!r:.40}, which no node.start before it begins: the journal was "
+                                  f"edited by hand there; {_before(str(path), ev['seq'])}")
             recorded.ends[node] = ev
         elif node is not None:
             recorded.inside.setdefault(node, []).append(ev)

@@ -728,6 +728,20 @@ async def test_a_node_linked_by_hand_to_a_parent_that_does_not_come_before_it_is
     assert f"   B: line {at + 1}: node n1's parent n3 does not start before it (a link changed by hand?)" in out, out
 
 
+async def test_a_node_that_ends_without_a_start_is_said(tmp_path, capsys):
+    """Its start's id changed by hand: "The runs are the same", naming nothing (a re-execution took it for a call
+    that never returned)."""
+    a = await journal(tmp_path, "a")
+    lines = a.read_text().splitlines()
+    at = next(i for i, line in enumerate(lines) if '"type":"node.start"' in line and '"node_id":"n3"' in line)
+    end = next(i for i, line in enumerate(lines) if '"type":"node.end"' in line and '"node_id":"n3"' in line)
+    b = tmp_path / "b.jsonl"
+    b.write_text("\n".join([*lines[:at], lines[at].replace('"node_id":"n3"', '"node_id":"n999"'),
+                            *lines[at + 1:]]) + "\n")
+    code, out, _ = diff(capsys, a, b)
+    assert f"   B: line {end + 1}: node n3 ends, but no node.start before it begins it (taken out, or its id " in out, out
+
+
 async def test_a_run_end_put_in_the_middle_of_a_run_is_said_and_left_out(tmp_path, capsys):
     """A run.end copied into the middle (renumbered): flowtui diff said "The runs are the same", naming
     nothing, and one saying failed with output "HIJACKED" was compared as the run's end (its error only)."""

@@ -395,3 +395,20 @@ def test_an_event_numbered_by_hand_past_the_runs_end_does_not_move_its_end(recor
         Resume.load(f"{journal}@5000")
     assert Resume.load(str(journal)) is not None  # the run as recorded, to its end
     assert Resume.load(f"{journal}@{last}") is not None
+
+
+def test_a_node_end_without_its_start_is_refused_not_taken_for_a_call_that_never_returned(recorded, tmp_path):
+    """A model call's node.start with its id changed by hand read as a call the recorded run never returned from:
+    the prefix stopped there and every later model call was made live again (paid, from a forged file)."""
+    events = [json.loads(line) for line in recorded]
+    start = next(e for e in events if e["type"] == "node.start" and e["kind"] == "chat")
+    end = next(e for e in events if e["type"] == "node.end" and e["node_id"] == start["node_id"])
+    start["node_id"] = "n999"
+    journal = tmp_path / "orphan.jsonl"
+    journal.write_text("".join(json.dumps(e) + "\n" for e in events), encoding="utf-8")
+    res = flowtui("run", str(FLOW), "--resume-from", str(journal), "--no-journal", cwd=tmp_path)
+    assert res.returncode == 2, res.stderr
+    assert (f"flowtui: --resume-from {journal}: line {end['seq']} (event #{end['seq']}) ends node "
+            f"'{end['node_id']}', which no node.start before it begins: the journal was edited by hand there; "
+            f"re-execute the events before it (--resume-from {journal}@{end['seq'] - 1})") in res.stderr, res.stderr
+    assert "▸" not in res.stderr  # nothing ran
