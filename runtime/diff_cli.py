@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
+import math
 import shutil
 import textwrap
 import sys
@@ -88,9 +89,9 @@ def main_diff(argv: list[str]) -> int:
         return 2
     compared_all = not (_left_out(a) or _left_out(b))
     if args.json:
-        out = json.dumps({"same": not found and compared_all, "compared_all": compared_all,
-                          "a": _about(a), "b": _about(b),
-                          "differences": [d.as_json() for d in found]}, ensure_ascii=True, default=repr)
+        out = json.dumps(_standard({"same": not found and compared_all, "compared_all": compared_all,
+                                    "a": _about(a), "b": _about(b), "differences": [d.as_json() for d in found]}),
+                         ensure_ascii=True, default=repr, allow_nan=False)
     else:
         width = args.width or min(120, shutil.get_terminal_size((100, 24)).columns)
         out = "\n".join(render(a, b, found, width=max(width, 40)))
@@ -114,6 +115,18 @@ def _left_out(run: LoadedRun) -> list[Any]:
     """The lines of a journal that were not compared, whole or in part (skipped, or read without fields it
     holds: a run.start's memory that could not be read was said "the same"); a line mended is compared."""
     return [n for n in run.notices if not isinstance(n, Mended) or isinstance(n, ReadWithout)]
+
+
+def _standard(value: Any) -> Any:
+    """``value`` as standard JSON holds it: a NaN or an infinity (which a journal from elsewhere may hold, and
+    Python's JSON writes bare, as no other reader takes it) in the words the app shows it in, "NaN", "Infinity"."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return "NaN" if value != value else "Infinity" if value > 0 else "-Infinity"
+    if isinstance(value, dict):
+        return {k: _standard(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_standard(v) for v in value]
+    return value
 
 
 def _about(run: LoadedRun) -> dict[str, Any]:

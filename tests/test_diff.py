@@ -315,6 +315,19 @@ async def test_json_lists_the_differences(tmp_path, capsys):
                                                                            "differences": [], "a": None, "b": None}
 
 
+async def test_json_says_a_nan_or_an_infinity_from_a_journal_as_standard_json_does(tmp_path, capsys):
+    """A journal from elsewhere holding NaN: --json printed it bare, which no standard JSON reader takes."""
+    a = await journal(tmp_path, "a")
+    events = [json.loads(line) for line in a.read_text().splitlines()]
+    events[0]["state"]["rounds"], events[-1]["duration_ms"] = float("nan"), float("-inf")
+    b = tmp_path / "b.jsonl"
+    b.write_text("".join(json.dumps(e) + "\n" for e in events))
+    main_diff([str(a), str(b), "--json"])
+    out = json.loads(capsys.readouterr().out, parse_constant=lambda word: pytest.fail(f"bare {word} in the JSON"))
+    assert {"field": "state.rounds", "a": 0, "b": "NaN"} in [{k: d[k] for k in ("field", "a", "b")}
+                                                            for d in out["differences"]], out
+
+
 async def test_run_picks_a_run_of_a_journal_holding_several(tmp_path, capsys):
     path = tmp_path / "runs.jsonl"
     for plan in ("pro", "free", "free"):
