@@ -213,6 +213,11 @@ class Invalid:
 
 
 @dataclass(frozen=True)
+class NonStandard(Invalid):
+    """A valid event on a line holding a bare NaN or infinity (see :func:`non_standard`)."""
+
+
+@dataclass(frozen=True)
 class Unknown(Invalid):
     """An event of a type this flowtui does not know (written by a newer one): kept and shown by type."""
 
@@ -264,7 +269,12 @@ _START_EXTRAS = frozenset({"input", "memory", "state", "file", "data", "resumed_
 
 def _mended_start(item: Invalid, notices: list[Skipped] | None) -> Any:
     """A run.start one of whose extras is malformed (a journal edited by hand, or from elsewhere):
-    the event without them, and a notice naming them; else ``item`` as it was."""
+    the event without them, and a notice naming them; else ``item`` as it was. One holding a bare NaN is read
+    as it is, and said (a run is read from its start)."""
+    if isinstance(item, NonStandard):
+        if notices is not None:
+            notices.append(Mended(item.line, item.reason))
+        return validate_event(item.data)
     try:
         return validate_event(item.data)  # its JSON is an event (its bytes were not: a lone surrogate, a deep value)
     except ValidationError as exc:
@@ -335,12 +345,38 @@ def not_json(exc: BaseException) -> str:
     return "not JSON"
 
 
+class _NonStandard(ValueError):
+    pass
+
+
+def _refuse(word: str) -> Any:
+    raise _NonStandard(word)
+
+
+def non_standard(line: bytes) -> str | None:
+    """Why a line of JSON is none flowtui writes, when it holds a bare NaN or infinity (which Python's reader
+    takes, and flowtui writes as null): a journal edited by hand, or written by another program."""
+    if b"NaN" not in line and b"Infinity" not in line:  # (the common case: a search of the bytes)
+        return None
+    try:
+        json.loads(line, parse_constant=_refuse)
+    except _NonStandard as exc:
+        return f"holds a bare {exc}, which flowtui never writes (it writes null): edited by hand?"
+    except (ValueError, RecursionError):
+        pass  # (said as what it is by the reader)
+    return None
+
+
 def parse_line(line: bytes, n: int = 0) -> Any:
     """One journal line as an event, an :class:`Invalid`/:class:`Unknown` one, or a :class:`Skipped` notice."""
     try:  # a valid event, the common case, is parsed once (a long run's journal is hundreds of MB)
-        return parse_event(line)
+        event = parse_event(line)
     except (ValidationError, ValueError, RecursionError):
         pass  # what it is instead, read apart
+    else:
+        why = non_standard(line)
+        return event if why is None else NonStandard(n, f"{event.type}: {why}", json.loads(line),
+                                                     origin=_label(event.origin, 80))
     try:
         text = line.decode("utf-8")
     except UnicodeDecodeError as exc:

@@ -24,7 +24,7 @@ from pydantic_core import from_json
 from flowtui.runtime.compare import one_line
 from flowtui.runtime.errors import ResumeError
 from flowtui.runtime.events import EVENT_TYPES, continues_edit, validate_event
-from flowtui.runtime.journal import TORN, Skipped, gaps, lines_of, not_a_file, not_json, reason_of
+from flowtui.runtime.journal import TORN, Skipped, gaps, lines_of, non_standard, not_a_file, not_json, reason_of
 
 _AT = re.compile(r"^(.*)@([0-9]+)$", re.DOTALL)  # ([0-9]: \d took "٣" for 3)
 
@@ -310,7 +310,7 @@ def _events(lines: list[bytes | Skipped]) -> _Read:
             except (ValueError, RecursionError) as exc:
                 read.skipped.append((n, (not_json(exc) if _is_text(line) else "not text") + torn))
                 continue
-        why = _not_an_event(data)
+        why = _not_an_event(data) or non_standard(line)
         if why:
             read.skipped.append((n, why))
             continue

@@ -326,6 +326,10 @@ async def test_json_says_a_nan_or_an_infinity_from_a_journal_as_standard_json_do
     out = json.loads(capsys.readouterr().out, parse_constant=lambda word: pytest.fail(f"bare {word} in the JSON"))
     assert {"field": "state.rounds", "a": 0, "b": "NaN"} in [{k: d[k] for k in ("field", "a", "b")}
                                                             for d in out["differences"]], out
+    # flowtui writes a NaN as null: a bare one is said, the run.start read all the same, the run.end left out
+    code, said, _ = diff(capsys, a, b)
+    assert "   B: line 1: run.start: holds a bare NaN, which flowtui never writes (it writes null)" in said, said
+    assert f"   B: line {len(events)} skipped (not a valid event: run.end: holds a bare -Infinity" in said, said
 
 
 async def test_run_picks_a_run_of_a_journal_holding_several(tmp_path, capsys):

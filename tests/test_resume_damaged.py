@@ -412,3 +412,16 @@ def test_a_node_end_without_its_start_is_refused_not_taken_for_a_call_that_never
             f"'{end['node_id']}', which no node.start before it begins: the journal was edited by hand there; "
             f"re-execute the events before it (--resume-from {journal}@{end['seq'] - 1})") in res.stderr, res.stderr
     assert "▸" not in res.stderr  # nothing ran
+
+
+def test_a_bare_nan_flowtui_never_writes_is_refused_as_damage_naming_its_line(recorded, tmp_path):
+    """A NaN in an int field of run.start's state was re-executed and reported as a divergence (exit 3) of
+    "null → 0": flowtui writes a NaN as null, so a bare one is a journal edited by hand."""
+    events = [json.loads(line) for line in recorded]
+    events[0]["state"]["rodadas"] = float("nan")
+    journal = tmp_path / "nan.jsonl"
+    journal.write_text("".join(json.dumps(e) + "\n" for e in events), encoding="utf-8")
+    res = flowtui("run", str(FLOW), "--resume-from", str(journal), "--no-journal", cwd=tmp_path)
+    assert res.returncode == 2, res.stderr
+    assert ("line 1 cannot be read (holds a bare NaN, which flowtui never writes (it writes null): edited by "
+            "hand?)") in res.stderr, res.stderr
