@@ -1348,14 +1348,10 @@ def test_a_command_with_a_byte_that_is_no_utf8_is_refused_with_its_id(tmp_path):
     assert (refused.id, refused.ok) == (11, False) and refused.error.startswith("not a command: "), refused
 
 
-def test_the_values_cut_on_the_wire_kept_for_fetch_are_the_latest_and_bounded(monkeypatch):
-    """A 2 MiB message edited 300 times: the run's process kept every version cut on the wire, for fetch, and
-    grew by 600 MB while the run's state held one. Now the latest ELIDED_KEPT characters are kept, and a fetch of
-    one let go says so."""
+def _bare_worker(sent: list[bytes], *, wire_limit: int):
+    """A run's process's protocol side, in this process, on a one-agent flow: what it sends lands in ``sent``."""
     from flowtui import FunctionProvider, agent, bootstrap, workflow
-    from flowtui.runtime import protocol as p
-    from flowtui.runtime import worker as worker_module
-    from flowtui.runtime.events import CtxSet
+    from flowtui.runtime.worker import Worker
 
     @agent(provider=FunctionProvider(lambda m, t: "ok"), prompt="p")
     class A:
@@ -1365,10 +1361,21 @@ def test_the_values_cut_on_the_wire_kept_for_fetch_are_the_latest_and_bounded(mo
     class W:
         pass
 
+    return Worker(bootstrap(W), journal=None, breakpoints=[], grace=1.0,
+                  send=lambda line, at_once: sent.append(line), wire_limit=wire_limit)
+
+
+def test_the_values_cut_on_the_wire_kept_for_fetch_are_the_latest_and_bounded(monkeypatch):
+    """A 2 MiB message edited 300 times: the run's process kept every version cut on the wire, for fetch, and
+    grew by 600 MB while the run's state held one. Now the latest ELIDED_KEPT characters are kept, and a fetch of
+    one let go says so."""
+    from flowtui.runtime import protocol as p
+    from flowtui.runtime import worker as worker_module
+    from flowtui.runtime.events import CtxSet
+
     monkeypatch.setattr(worker_module, "ELIDED_KEPT", 250)
     sent: list[bytes] = []
-    worker = worker_module.Worker(bootstrap(W), journal=None, breakpoints=[], grace=1.0,
-                                  send=lambda line, at_once: sent.append(line), wire_limit=10)
+    worker = _bare_worker(sent, wire_limit=10)
     for seq in range(1, 6):
         worker.on_event(CtxSet(seq=seq, ts=0.0, run_id="r", node_id=None, parent_id=None, origin="user",
                                name="note", value=str(seq) * 100))
@@ -1408,31 +1415,20 @@ def test_a_line_longer_than_a_client_reads_is_cut_harder_and_its_values_fetched_
     """A client leaves out a line over LINE_MAX (64 MiB): an event made of many values each under the wire's
     limit reached it as nothing, and a run.end so lost was waited for for ever. The worker now cuts such a
     line's values harder; one whose client reads any line (flowtui run's) is never cut."""
-    from flowtui import FunctionProvider, agent, bootstrap, workflow
     from flowtui.runtime import protocol as p
     from flowtui.runtime import worker as worker_module
     from flowtui.runtime.events import CtxSet
-
-    @agent(provider=FunctionProvider(lambda m, t: "ok"), prompt="p")
-    class A:
-        pass
-
-    @workflow(steps=[A])
-    class W:
-        pass
 
     monkeypatch.setattr(worker_module, "LINE_MAX", 2000)
     value = [f"{i:03d}" * 100 for i in range(20)]  # 20 strings of 300 characters, each under the wire's limit
     event = CtxSet(seq=1, ts=0.0, run_id="r", node_id=None, parent_id=None, origin="user", name="notes", value=value)
     for wire_limit, cut in ((1000, True), (0, False)):
         sent: list[bytes] = []
-        worker = worker_module.Worker(bootstrap(W), journal=None, breakpoints=[], grace=1.0,
-                                      send=lambda line, at_once: sent.append(line), wire_limit=wire_limit)
+        worker = _bare_worker(sent, wire_limit=wire_limit)
         worker.on_event(event)
         line = json.loads(sent[-1])
         assert (len(sent[-1]) <= 2000, "elided" in line) == (cut, cut), (wire_limit, len(sent[-1]))
-    worker = worker_module.Worker(bootstrap(W), journal=None, breakpoints=[], grace=1.0,
-                                  send=lambda line, at_once: sent.append(line), wire_limit=1000)
+    worker = _bare_worker(sent, wire_limit=1000)
     worker.on_event(event)
     path = next(iter(json.loads(sent[-1])["elided"]))
     worker.handle(p.parse_command(json.dumps({"type": "fetch", "id": 7, "seq": 1, "path": path})))
