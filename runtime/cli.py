@@ -614,7 +614,7 @@ async def _run_headless(args: argparse.Namespace, memory: dict[str, str], data: 
             deferred()
         held = None
 
-    cut: list[Any] = []  # events whose values reached us cut: over 64 MiB a line (the journal has them whole)
+    cut: list[Any] = []  # events whose long values reached us cut (served: as a client gets them; the journal has them)
 
     def on_lines(lines: list[bytes]) -> None:
         view = folded[0]
