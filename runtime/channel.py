@@ -23,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import codecs
 import os
+import re
 import signal
 import subprocess
 import time
@@ -31,7 +32,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from flowtui.runtime.spawn import (
-    CHUNK, EXIT_FD_CLOSED, LINE_MAX, STOP_GRACE_S, STOP_SIGNAL, Options, Started, take_over,
+    CHUNK, EXIT_FD_CLOSED, LINE_MAX, STOP_GRACE_S, STOP_SIGNAL, WHOLE_LINE_MAX, Options, Started, take_over,
 )
 
 if TYPE_CHECKING:
@@ -111,6 +112,9 @@ MUTED = ("the flow closed the pipe the run's events go out on (os.close or os.cl
          "the run could no longer be followed, so its process was ended")
 
 
+_REPLY_HEAD = re.compile(rb'\{\s*"type"\s*:\s*"reply"\s*,\s*"id"\s*:\s*(\d{1,18})\s*[,}]')  # a reply's start
+
+
 class LoadTimeout(Exception):
     """The flow's import did not finish within the limit."""
 
@@ -121,11 +125,8 @@ class Channel:
     def __init__(self, on_lines: Callable[[list[bytes]], None],
                  on_log: Callable[[str], None] | None = None,
                  on_warning: Callable[[str], None] | None = None,
-                 secrets: Callable[[], Iterable[str]] | None = None, line_max: int = LINE_MAX) -> None:
+                 secrets: Callable[[], Iterable[str]] | None = None) -> None:
         self.on_lines = on_lines  # event lines as they came, in order (parse them with parse_events)
-        # a longer line is read to its end and left out: a peer's (flowtui attach) and an app's worker's (which cuts
-        # long values) are bounded; flowtui run's own worker sends every value whole, and is read whole
-        self.line_max = line_max
         self.on_log = on_log or (lambda text: None)  # what the flow printed
         self.on_warning = on_warning or self.on_log  # what the run's process sent that is not the protocol
         self.secrets = secrets or _environment_secrets  # what a line printed in pieces is redacted of
@@ -213,6 +214,7 @@ class Channel:
     # --- reading ---------------------------------------------------------------------------
     async def _read(self, stream: asyncio.StreamReader) -> None:
         pending = bytearray()  # the start of a line whose end has not arrived (a long one: many chunks)
+        head = b""  # the start of a line too long to keep: what it is
         skipped = 0  # bytes of a line longer than self.line_max read so far (it is not kept)
         try:
             while True:
@@ -224,12 +226,13 @@ class Channel:
                 if skipped or len(pending) + len(chunk) > self.line_max:
                     first = chunk.find(b"\n")  # where the line in progress ends, if it does in this chunk
                     if skipped or len(pending) + (len(chunk) if first < 0 else first) > self.line_max:
+                        if not skipped:  # (what it is: a reply is answered as refused, not waited for for ever)
+                            head = bytes((pending + chunk)[:64])
                         skipped += len(pending) + (len(chunk) if first < 0 else first)  # read to its end, not kept
                         pending = bytearray()
                         if first < 0:
                             continue
-                        self.on_warning(f"a line of {skipped:,} bytes from the run's process was left out (a "
-                                        f"line may be {self.line_max:,} bytes)")
+                        self._left_out(head, skipped)
                         skipped, chunk = 0, chunk[first + 1:]
                 end = chunk.rfind(b"\n")
                 if end < 0:
@@ -244,8 +247,7 @@ class Channel:
             if pending.strip():
                 self._dispatch([bytes(pending)])
             if skipped:
-                self.on_warning(f"a line of {skipped:,} bytes from the run's process was left out (a line "
-                                f"may be {self.line_max:,} bytes)")
+                self._left_out(head, skipped)
         except (ConnectionError, OSError):
             pass
         finally:
@@ -258,6 +260,26 @@ class Channel:
             self.closed.set()
 
     _peer = False  # attached: the run is a peer that may not be flowtui
+
+    @property
+    def line_max(self) -> int:
+        """A longer line is read to its end and left out, said: a peer's (flowtui attach) may be 64 MiB; the
+        process of one's own may send a value whole that long (flowtui run's: a 100 MB tool result; an app's:
+        one fetched whole), and its run's end is never lost (it cuts a longer line's values)."""
+        return LINE_MAX if self._peer else WHOLE_LINE_MAX
+
+    def _left_out(self, head: bytes, size: int) -> None:
+        """A line longer than :attr:`line_max`, read to its end and not kept: said; a reply answers its command as
+        refused (a fetch of a value longer than a line was waited for until it timed out, said as a busy run)."""
+        self.on_warning(f"a line of {size:,} bytes from the run's process was left out (a line may be "
+                        f"{self.line_max:,} bytes)")
+        reply = _REPLY_HEAD.match(head)
+        future = self._pending.get(int(reply.group(1))) if reply is not None else None
+        if isinstance(future, asyncio.Future) and not future.done():
+            del self._pending[int(reply.group(1))]
+            future.set_result(_p().Reply(id=int(reply.group(1)), ok=False, error=(
+                f"its answer was {size:,} bytes, more than a line from the run may be ({self.line_max:,}); "
+                "the run's journal holds the value whole")))
 
     def _dispatch(self, lines: list[bytes]) -> None:
         """Protocol messages are handled now; event lines go to the consumer as they came, to be

@@ -587,7 +587,7 @@ def main_run(argv: list[str]) -> int:
 async def _run_headless(args: argparse.Namespace, memory: dict[str, str], data: dict[str, str]) -> int:
     """``flowtui run``: the run in a worker process, its tree (or events) printed; with ``--listen``,
     served to a client too (:mod:`flowtui.runtime.relay`), started paused."""
-    from flowtui.runtime.channel import LINE_MAX, LOAD_TIMEOUT_S, Channel, LoadTimeout, elided_of, parse_events
+    from flowtui.runtime.channel import LOAD_TIMEOUT_S, Channel, LoadTimeout, elided_of, parse_events
     from flowtui.runtime.encoding import encode_event
     from flowtui.runtime.errors import ConfigError
     from flowtui.runtime.secrets import Redactor
@@ -640,10 +640,9 @@ async def _run_headless(args: argparse.Namespace, memory: dict[str, str], data: 
 
     secrets = secret_values()  # once: a flow may print a line a microsecond
     # served: long values are cut as the app's own worker cuts them (a client fetches them whole); else every
-    # value comes whole, as the output and a snapshot need it, however long its line (a 100 MB tool result)
+    # value comes whole, as the output and a snapshot need it (a 100 MB tool result)
     served = args.listen is not None
-    channel = Channel(on_lines, on_log=on_log, on_warning=lambda text: say(f"flowtui: {text}"), secrets=lambda: secrets,
-                      line_max=LINE_MAX if served else sys.maxsize)
+    channel = Channel(on_lines, on_log=on_log, on_warning=lambda text: say(f"flowtui: {text}"), secrets=lambda: secrets)
     options = Options(target=args.flow, model=args.model, replies=args.replies, record=args.record,
                       replay=args.replay, snapshot=args.from_snapshot, wire_limit=None if served else 0,
                       debug=args.debug)
@@ -796,7 +795,8 @@ async def _run_headless(args: argparse.Namespace, memory: dict[str, str], data: 
         finally:
             cleanups.cancel()
         if cut:
-            await _whole_output(channel, view, cut, journal, say, fetch=not args.json)
+            await _whole_output(channel, view, cut, journal, say, fetch=not args.json,
+                                kept_cut="--json" if args.json else "--snapshot-out" if args.snapshot_out else None)
         await channel.finish()
     finally:
         unstarted.cancel()
@@ -869,9 +869,10 @@ async def _run_headless(args: argparse.Namespace, memory: dict[str, str], data: 
 
 
 async def _whole_output(channel: Any, view: Any, cut: list[Any], journal: Path | None,
-                        say: Callable[..., None], *, fetch: bool) -> None:
+                        say: Callable[..., None], *, fetch: bool, kept_cut: str | None) -> None:
     """The run's output whole, from its process (which serves ``fetch`` until it is let go), when its end
-    reached us with the output cut; and what else was cut, said (a snapshot written from it holds it cut)."""
+    reached us with the output cut; and what else was cut, said when ``kept_cut`` (--json prints it, a
+    --snapshot-out holds it) keeps it so."""
     from flowtui.runtime import protocol as p
     from flowtui.runtime.channel import elided_of, within
 
@@ -888,11 +889,11 @@ async def _whole_output(channel: Any, view: Any, cut: list[Any], journal: Path |
             say(f"flowtui: the run's output reached flowtui cut to its first {len(view.output or ''):,} characters, "
                 f"and its process could not give it whole" + (f"; the journal has it: {journal}" if journal else ""))
     others = [ev.seq for ev in cut if ev is not end]
-    if others:
-        said = ", ".join(f"#{seq}" for seq in others[:5]) + (f" and {len(others) - 5:,} more" if len(others) > 5 else "")
-        say(f"flowtui: the long values of events {said} reached flowtui cut, as a served run sends them (--json "
-            "prints them so, and a --snapshot-out holds them cut)" + (f"; the journal has them whole: {journal}"
-                                                                       if journal else ""))
+    if others and kept_cut:
+        said = ", ".join(f"#{seq}" for seq in others[:5])
+        said += f" and {len(others) - 5:,} more" if len(others) > 5 else ""
+        say(f"flowtui: the long values of events {said} reached flowtui cut, as a served run sends them, and "
+            f"{kept_cut} holds them so" + (f"; the journal has them whole: {journal}" if journal else ""))
 
 
 FETCH_WAIT_S = 10.0  # a run's output fetched whole from its process, once the run has ended

@@ -103,8 +103,7 @@ def check_middleware(mw: Any, *, where: str = "app.use(...)") -> None:
             if own and value is not None:
                 raise ConfigError(f"{where}: {middleware_name(mw)}.{hook} is {type(value).__name__} {value!r:.40}, "
                                   f"not a method; define it as {hook}({', '.join(('self', *PARAMETERS[hook]))})")
-        # (its repr named the flow's module as flowtui loads it: <flowtui_flow_mw_1.Audit object at 0x…>)
-        shown = f"{type(mw).__name__}()" if type(mw).__repr__ is object.__repr__ else repr(mw)
+        shown = _shown(mw)
         methods = [m for m in dir(mw) if own and not m.startswith("_") and callable(getattr(mw, m, None))]
         close = next((f"; did you mean {hook}() for its {m}()?" for m in methods
                       if (hook := next(iter(difflib.get_close_matches(m, HOOKS, n=1)), None))), "")
@@ -130,14 +129,22 @@ def check_middleware(mw: Any, *, where: str = "app.use(...)") -> None:
                               f"called as {hook}({said}); give a function of ({said})") from None
 
 
+def _shown(mw: Any) -> str:
+    """A middleware as a message names it: its own repr, cut; else its class, called (the default repr named the
+    flow's module as flowtui loads it: <flowtui_flow_mw_1.Audit object at 0x…>)."""
+    if type(mw).__repr__ is object.__repr__:
+        return f"{type(mw).__name__}()"
+    said = repr(mw)
+    return said if len(said) <= 80 else said[:79] + "…"
+
+
 def check_once(mw: Any, used: Sequence[Any], where: str) -> None:
     """Refuse ``mw`` when it is one of ``used`` (this app's middlewares so far): the same object twice was
     set up twice, wrapped each call twice (a change made twice) and disposed twice."""
     at = next((i for i, other in enumerate(used) if other is mw), None)
     if at is not None:
-        shown = f"{type(mw).__name__}()" if type(mw).__repr__ is object.__repr__ else repr(mw)
-        raise ConfigError(f"{where}: {shown} is already in use (the middleware #{at + 1}); a middleware is set up, "
-                          "wraps each call and is disposed once: register it once (another instance, with a name "
+        raise ConfigError(f"{where}: {_shown(mw)} is already in use (the middleware #{at + 1}); a middleware is set "
+                          "up, wraps each call and is disposed once: register it once (another instance, with a name "
                           "of its own, to wrap the calls twice)")
 
 

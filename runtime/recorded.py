@@ -192,21 +192,25 @@ def load_recorded(source: str | Path, *, at: int | None = None, run_id: str | No
                         line_of=dict(zip((ev["seq"] for ev in run), numbers)), torn=torn, unended=unended)
     _check_prefix(recorded, numbers, read.skipped)
     started: set[Any] = set()
+    orphans = []  # node.ends no node.start begins: its id changed by hand
     for ev in run:
         node = ev.get("node_id")
         if ev["type"] == "node.start":
             started.add(node)
         if ev["type"] == "node.end" and node is not None:
-            if node not in started and ev["seq"] <= recorded.at:
-                # (its start's id changed by hand: the call read as one that never returned, and the rest of the run
-                # went live, its model calls made again from a forged file)
-                raise ResumeError(f"--resume-from {shown}: line {recorded.line_of[ev['seq']]} (event #{ev['seq']}) "
-                                  f"ends node {node!r:.40}, which no node.start before it begins: the journal was "
-                                  f"edited by hand there; {_before(str(path), ev['seq'])}")
+            if node not in started:
+                orphans.append(ev)
             recorded.ends[node] = ev
         elif node is not None:
             recorded.inside.setdefault(node, []).append(ev)
-    _stop_before_call(recorded)
+    stopped = _stop_before_call(recorded)
+    # (one in the events re-executed, or past them with a call the prefix stops before for want of its end: the
+    # call read as one that never returned, and the rest of the run went live, made again from a forged file)
+    orphan = next((ev for ev in orphans if ev["seq"] <= recorded.at or stopped), None)
+    if orphan is not None:
+        raise ResumeError(f"--resume-from {shown}: line {recorded.line_of[orphan['seq']]} (event #{orphan['seq']}) "
+                          f"ends node {orphan['node_id']!r:.40}, which no node.start before it begins: the journal "
+                          f"was edited by hand there; {_before(str(path), orphan['seq'])}")
     _whole_edit(recorded)
     return recorded
 
@@ -231,15 +235,15 @@ def _whole_edit(recorded: Recorded) -> None:
 _RETURNED = {"tool": "executed", "chat": "reply"}
 
 
-def _stop_before_call(recorded: Recorded) -> None:
+def _stop_before_call(recorded: Recorded) -> bool:
     """End the prefix right before a tool or model call it cannot serve, which then runs live (the app pauses
     before it): one that never returned (the run was stopped or killed inside it), or one K falls inside (a
     tool's result and effects, a model's reply, are served only whole: the events inside the call, a tool's
-    own effects, a model call's failed attempts, come only from making it)."""
+    own effects, a model call's failed attempts, come only from making it). True: one that never returned."""
     ran_children = {ev.get("parent_id") for ev in recorded.events if ev["type"] == "run.start"}
     for ev in recorded.events:
         if ev["seq"] > recorded.at:
-            return
+            return False
         kind = ev.get("kind")
         if ev["type"] != "node.start" or kind not in _RETURNED:
             continue
@@ -252,10 +256,11 @@ def _stop_before_call(recorded: Recorded) -> None:
         end = recorded.ends.get(node)
         if end is None or (end.get("status") == "stopped" and _RETURNED[kind] not in (end.get("data") or {})):
             recorded.at, recorded.before = ev["seq"] - 1, call  # (no end: its process died)
-            return
+            return end is None
         if end["seq"] > recorded.at:
             recorded.asked, recorded.at, recorded.before = recorded.at, ev["seq"] - 1, call
-            return
+            return False
+    return False
 
 
 # A node.start's line up to its data: a model call's carries the whole request, most of a long

@@ -22,7 +22,8 @@ STOP_SIGNAL = signal.SIGUSR1
 EXIT_FD_CLOSED = 9
 UNSTARTED = "making its agents, tools and providers"  # what a run's start does before it is answered
 CHUNK = 1 << 16
-LINE_MAX = 1 << 26  # a protocol line longer than this (64 MiB) is read to its end and left out, said
+LINE_MAX = 1 << 26  # a protocol line from a peer longer than this (64 MiB) is read to its end and left out, said
+WHOLE_LINE_MAX = 1 << 30  # and from a run's process of one's own (as a journal's line, 1 GiB)
 PIPE_SIZE = 1 << 20  # the event pipe's capacity, where the system lets us set it
 
 

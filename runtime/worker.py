@@ -60,7 +60,7 @@ from flowtui.runtime.invoke import awaited_code, running_code
 from flowtui.runtime.construct import copy_with
 from flowtui.runtime.secrets import Redactor, StreamRedactor, redact_data
 from flowtui.runtime.sender import Owed
-from flowtui.runtime.spawn import EXIT_FD_CLOSED, LINE_MAX, STOP_SIGNAL, UNSTARTED
+from flowtui.runtime.spawn import EXIT_FD_CLOSED, LINE_MAX, STOP_SIGNAL, UNSTARTED, WHOLE_LINE_MAX
 
 DEFAULT_GRACE_S = 1.0
 ELIDED_KEPT = 256 << 20  # characters of values cut on the wire kept for fetch (the latest)
@@ -144,12 +144,15 @@ class Worker:
             event = self._streamed(event)
         kept: dict[str, str] = {}
         line = encode_event(event, self.redactor, limit=self.wire_limit, kept=kept) + b"\n"
-        limit = self.wire_limit // 16 if self.wire_limit is not None else 0  # (none: the client reads any line)
-        while len(line) > LINE_MAX and limit > 16:  # a client leaves out a longer line, and waited for ever for a
-            # run.end it never got (a 100 MB output of many strings under the limit): cut harder
+        # a client leaves out a longer line (and waited for ever for a run.end it never got): its values cut
+        # (cut already: harder, for a line of many values each under the limit); one of millions of numbers
+        # that still does not fit is left out, and said
+        cap, limit = (LINE_MAX, self.wire_limit // 16) if self.wire_limit is not None \
+            else (WHOLE_LINE_MAX, p.WIRE_LIMIT)
+        while len(line) > cap and limit >= 16:
             kept.clear()
             line = encode_event(event, self.redactor, limit=limit, kept=kept) + b"\n"
-            limit //= 16  # (a line of many strings each under the limit: cut harder)
+            limit //= 16
         if kept:
             self._keep_elided(event.seq, kept)
         if self.backlog is not None:

@@ -113,3 +113,34 @@ def test_a_timed_wait_gives_the_answer_or_times_out():
 
     assert asyncio.run(answered(0, 30)) == "the reply"
     assert asyncio.run(answered(30, 0.01)) == "timed out"
+
+
+async def test_a_reply_longer_than_a_line_from_a_peer_answers_its_command_as_refused(monkeypatch):
+    """A fetch of a value longer than a line may be: the reply was left out and the fetch waited until it timed
+    out, said as a busy run ("try again later", which never helps)."""
+    from flowtui.runtime import channel as channel_module
+    from flowtui.runtime import protocol as p
+
+    monkeypatch.setattr(channel_module, "LINE_MAX", 10_000)
+
+    async def peer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.readline()  # the auth
+        writer.write(json.dumps({"type": "hello", "protocol": p.PROTOCOL_VERSION, "workflow": "W"}).encode() + b"\n")
+        command = json.loads(await reader.readline())
+        writer.write(json.dumps({"type": "reply", "id": command["id"], "ok": True, "value": "v" * 50_000}).encode()
+                     + b"\n")
+        await writer.drain()
+        await reader.read()
+
+    server = await asyncio.start_server(peer, "127.0.0.1", 0)
+    said: list[str] = []
+    channel = Channel(lambda lines: None, on_warning=said.append)
+    try:
+        await channel.connect("127.0.0.1", server.sockets[0].getsockname()[1], "token")
+        reply = await within(channel.command(p.Fetch(seq=1, path="value")), 10)
+    finally:
+        await channel.kill()
+        server.close()
+    assert not reply.ok and reply.error.startswith("its answer was 50,"), reply
+    assert "more than a line from the run may be (10,000); the run's journal holds the value whole" in reply.error
+    assert any("a line of 50," in s and "was left out" in s for s in said), said

@@ -756,7 +756,8 @@ async def test_a_node_that_ends_without_a_start_is_said(tmp_path, capsys):
     b.write_text("\n".join([*lines[:at], lines[at].replace('"node_id":"n3"', '"node_id":"n999"'),
                             *lines[at + 1:]]) + "\n")
     code, out, _ = diff(capsys, a, b)
-    assert f"   B: line {end + 1}: node n3 ends, but no node.start before it begins it (taken out, or its id " in out, out
+    said = f"   B: line {end + 1}: node n3 ends, but no node.start before it begins it (taken out, or its id "
+    assert said in out, out
 
 
 async def test_a_run_end_put_in_the_middle_of_a_run_is_said_and_left_out(tmp_path, capsys):

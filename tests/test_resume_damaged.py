@@ -412,6 +412,9 @@ def test_a_node_end_without_its_start_is_refused_not_taken_for_a_call_that_never
             f"'{end['node_id']}', which no node.start before it begins: the journal was edited by hand there; "
             f"re-execute the events before it (--resume-from {journal}@{end['seq'] - 1})") in res.stderr, res.stderr
     assert "▸" not in res.stderr  # nothing ran
+    # K before that end: the call still read as one that never returned
+    res = flowtui("run", str(FLOW), "--resume-from", f"{journal}@{start['seq']}", "--no-journal", cwd=tmp_path)
+    assert res.returncode == 2 and "which no node.start before it begins" in res.stderr, res.stderr
 
 
 def test_a_bare_nan_flowtui_never_writes_is_refused_as_damage_naming_its_line(recorded, tmp_path):

@@ -375,7 +375,7 @@ class RunCommands:
 
         path, _ = split_target(self.config.target)
         self.config.target = f"{path}:{name}"
-        self._reload()
+        self._reload(resume_from=self.config.resume_from, resume_run=self.config.resume_run)  # (one asked for stays)
 
     def _reload(self: FlowApp, *, resume_from: str | None = None, resume_run: str | None = None) -> None:
         """Load the flow afresh and start a run; ``resume_from`` (``JOURNAL@K``): re-executing that journal's

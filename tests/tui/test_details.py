@@ -191,6 +191,40 @@ async def test_a_file_of_several_workflows_offers_them_on_the_error_screen_and_r
         assert app.client.view.output == "from B"
 
 
+async def test_a_workflow_picked_on_the_error_screen_is_re_executed_when_that_was_asked(tmp_path):
+    """Picked with --resume-from given, the run started from the beginning: the re-execution asked for was
+    dropped."""
+    from flowtui.runtime.loader import load_flow
+
+    flow = tmp_path / "two.py"
+    flow.write_text(textwrap.dedent("""
+        from flowtui import ScriptedProvider, agent, workflow
+
+        script = ScriptedProvider({"A": ["from A"], "B": ["from B"]})
+
+        @agent(provider=script, prompt="p")
+        class A:
+            pass
+
+        @workflow(steps=[A])
+        class W1:
+            pass
+
+        @workflow(steps=[A])
+        class W2:
+            pass
+    """))
+    journal = tmp_path / "j.jsonl"
+    await load_flow(f"{flow}:W2").run("x", journal=journal)
+    app = make(str(flow), resume_from=f"{journal}@4")
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_until(pilot, lambda: isinstance(app.screen, LoadErrorScreen), what="the error screen")
+        await pilot.press("down", "enter")
+        await paused(pilot)
+        assert "re-executed up to event #4 of its journal" in app.client.view.status_line(), \
+            app.client.view.status_line()
+
+
 async def test_a_bad_replies_file_is_said_as_the_options_fault_on_the_error_screen(tmp_path):
     """It was shown as "Could not load the flow", the flow's file named and "Fix the file" said, though
     the flow was never read: the fault was in the file --replies named."""

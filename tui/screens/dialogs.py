@@ -77,9 +77,9 @@ class OneLineInput(Box):
 
 
 class Refusal(Static):
-    """Why a dialog refused what was typed. Cut short by the hint above it (on a short screen, the watch
+    """Why a dialog refused what was typed. Cut short by the hint below it (on a short screen, the watch
     dialog's list of the state's fields was not shown), it takes the hint's room: it says what is wrong
-    and what to write."""
+    and what to write. The next refusal gives the hint back, while both fit."""
 
     def on_resize(self) -> None:
         hint = self.screen.query("#dialog-hint")
@@ -172,6 +172,8 @@ class TextDialog(ModalScreen[str | None]):
             if inspect.isawaitable(result):  # an edit sent to the run: wait for its answer
                 await result
         except Exception as exc:  # the run says why (a refused value, a run gone): show it, stay open
+            for hint in self.query("#dialog-hint"):
+                hint.display = True
             self.query_one("#dialog-error", Static).update(Text(f"✗ {shown(str(exc))}", "bold #ff5f5f"))
             self.query_one("#text-dialog").add_class("-refused")
             return
