@@ -244,9 +244,12 @@ def run_cli(turns: int) -> tuple[float, list[float], int]:
         flow, journal = Path(folder) / "revisao_bench.py", Path(folder) / "run.jsonl"
         flow.write_text(CLI_FLOW.replace("ITERATIONS", str(turns // 2)))
         t0 = time.perf_counter()
-        out = subprocess.run([sys.executable, "-m", "flowtui.tui.cli", "run", str(flow), "--input",
-                              "Escreva sobre ctx.state", "--journal", str(journal), "--json"],
-                             capture_output=True, check=True, cwd=folder).stdout
+        done = subprocess.run([sys.executable, "-m", "flowtui.tui.cli", "run", str(flow), "--input",
+                               "Escreva sobre ctx.state", "--journal", str(journal), "--json"],
+                              capture_output=True, cwd=folder)
+        if done.returncode != 0:
+            sys.exit(f"flowtui run failed (exit {done.returncode}):\n{done.stderr.decode(errors='replace')}")
+        out = done.stdout
         total = time.perf_counter() - t0
         size = journal.stat().st_size
     stamps = [e["ts"] for e in map(json.loads, out.splitlines()) if e["type"] == "node.end" and e["kind"] == "agent"]
