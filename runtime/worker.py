@@ -111,7 +111,8 @@ class Worker:
         self.run: Any = None
         self.task: asyncio.Task | None = None
         self.elided: dict[tuple[int, str], str] = {}  # (seq, path) -> a value cut on the wire, the latest ELIDED_KEPT
-        self.elided_chars = 0  # characters in all in self.elided
+        self.elided_chars = 0  # characters in all in self.elided, each value once
+        self._held: dict[str, list[Any]] = {}  # a value in self.elided -> [it, how many (seq, path) hold it]
         self.elided_gone: set[tuple[int, str]] = set()  # the (seq, path) of those let go since
         self.stop_asked: float | None = None  # when the first stop came (a forced stop says how long it waited)
         self.stop_reason: str | None = None  # and why, when it said (the app's SIGTERM): a forced stop says it too
@@ -163,11 +164,20 @@ class Worker:
         """Keep what ``seq`` lost on the wire for ``fetch``: the latest ELIDED_KEPT characters of such values (a
         value edited 300 times held 300 copies: the worker grew by gigabytes while the run's state did not)."""
         for path, value in kept.items():
-            self.elided[(seq, path)] = value
-            self.elided_chars += len(value)
+            # a value the run carries in several events (a 70 MB tool result: its message, ctx.turn, ctx.output,
+            # run.end) is held, and counted, once: counted each time, it let go of its own first copy
+            held = self._held.setdefault(value, [value, 0])
+            if held[1] == 0:
+                self.elided_chars += len(value)
+            held[1] += 1
+            self.elided[(seq, path)] = held[0]
         while self.elided_chars > ELIDED_KEPT and len(self.elided) > 1:
             oldest = next(iter(self.elided))
-            self.elided_chars -= len(self.elided.pop(oldest))
+            held = self._held[self.elided.pop(oldest)]
+            held[1] -= 1
+            if held[1] == 0:
+                del self._held[held[0]]
+                self.elided_chars -= len(held[0])
             self.elided_gone.add(oldest)
 
     def _streamed(self, event: Any) -> Any:

@@ -1317,3 +1317,28 @@ def test_a_refusal_never_sends_back_a_credential_or_a_control_character_the_comm
     finally:
         proc.kill()
         proc.wait()
+
+
+def test_a_reply_longer_than_a_client_may_read_is_refused_in_its_place(monkeypatch):
+    """A value of 70 MB fetched whole over attach: its reply was more than the client may fall behind by, the
+    client was dropped, and its app said the run had ended, though it waited, paused."""
+    import socket
+
+    from flowtui.runtime import protocol as p
+    from flowtui.runtime import spawn
+    from flowtui.runtime.sender import Sender
+
+    monkeypatch.setattr(spawn, "LINE_MAX", 1000)
+    ours, theirs = socket.socketpair()
+    gone: list[str] = []
+    sender = Sender(ours, gone.append, behind=4000)
+    sender(p.encode(p.Reply(id=7, ok=True, value="v" * 3000)), True)
+    sender(p.encode(p.Reply(id=8, ok=True, value="small")), True)
+    sender.finish()
+    got = theirs.makefile("rb")
+    refused, small = json.loads(got.readline()), json.loads(got.readline())
+    theirs.close()
+    assert (refused["id"], refused["ok"]) == (7, False) and refused["error"].startswith("its answer was 3,0"), refused
+    assert "more than a line to an attached client may be (1,000); the run's journal holds the value whole" \
+        in refused["error"]
+    assert small["value"] == "small" and not gone

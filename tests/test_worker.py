@@ -1411,6 +1411,26 @@ def test_a_run_whose_making_never_returns_says_so_headless(tmp_path):
     assert lines.count(said) == 1 and "Traceback" not in "".join(lines), lines
 
 
+def test_a_value_cut_in_several_events_is_kept_once_and_each_fetches_it(monkeypatch):
+    """A 70 MB tool result travels in four events (its message, ctx.turn, ctx.output, run.end): counted four times
+    against what the worker keeps, it let go of its own first copy, and o could not open it."""
+    from flowtui.runtime import protocol as p
+    from flowtui.runtime import worker as worker_module
+    from flowtui.runtime.events import CtxSet
+
+    monkeypatch.setattr(worker_module, "ELIDED_KEPT", 250)
+    sent: list[bytes] = []
+    worker = _bare_worker(sent, wire_limit=10)
+    value = "r" * 200  # more than the worker keeps twice over
+    for seq in range(1, 5):
+        worker.on_event(CtxSet(seq=seq, ts=0.0, run_id="r", node_id=None, parent_id=None, origin="runtime",
+                               name="output", value="".join(value)))  # (an equal text, not the same object)
+    assert worker.elided_chars == 200
+    for seq in range(1, 5):
+        worker.handle(p.parse_command(json.dumps({"type": "fetch", "id": seq, "seq": seq, "path": "value"})))
+        assert json.loads(sent[-1])["value"] == value, (seq, sent[-1][:200])
+
+
 def test_a_line_longer_than_a_client_reads_is_cut_harder_and_its_values_fetched_whole(monkeypatch):
     """A client leaves out a line over LINE_MAX (64 MiB): an event made of many values each under the wire's
     limit reached it as nothing, and a run.end so lost was waited for for ever. The worker now cuts such a
@@ -1444,7 +1464,12 @@ def test_flowtui_run_prints_an_output_longer_than_a_protocol_line_whole(tmp_path
         "class A:\n    pass\n\n"
         "@workflow(steps=[A])\nclass W:\n    pass\n")
     proc = flowtui("run", "big.py", "--input", "go", "--no-journal", cwd=tmp_path)
-    out, err = proc.communicate(timeout=4 * HANG)
+    try:
+        out, err = proc.communicate(timeout=4 * HANG)
+    finally:  # (hung: its run's process goes once it sees its client gone)
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
     assert proc.returncode == 0, err
     assert len(out) == 68_000_001 and set(out.strip()) == {"x"}, (len(out), err)
     assert "left out" not in err, err
