@@ -153,31 +153,35 @@ async def test_a_line_break_in_the_flow_file_s_name_stays_on_the_error_screen_s_
         assert where.splitlines()[0] == f"file  {tmp_path}/bad ⏎ name.py", where
 
 
+# A file of two workflows: W1 runs agent A ("from A"), W2 agent B ("from B").
+TWO_WORKFLOWS = textwrap.dedent("""
+    from flowtui import ScriptedProvider, agent, workflow
+
+    script = ScriptedProvider({"A": ["from A"], "B": ["from B"]})
+
+    @agent(provider=script, prompt="p")
+    class A:
+        pass
+
+    @agent(provider=script, prompt="p")
+    class B:
+        pass
+
+    @workflow(steps=[A])
+    class W1:
+        pass
+
+    @workflow(steps=[B])
+    class W2:
+        pass
+""")
+
+
 @pytest.mark.parametrize("suffix", ["", ":W3"])
 async def test_a_file_of_several_workflows_offers_them_on_the_error_screen_and_runs_the_one_picked(tmp_path, suffix):
     """It said to fix the file and press r; the fix was on the command line (FILE:NAME), and r failed again."""
     flow = tmp_path / "two.py"
-    flow.write_text(textwrap.dedent("""
-        from flowtui import ScriptedProvider, agent, workflow
-
-        script = ScriptedProvider({"A": ["from A"], "B": ["from B"]})
-
-        @agent(provider=script, prompt="p")
-        class A:
-            pass
-
-        @agent(provider=script, prompt="p")
-        class B:
-            pass
-
-        @workflow(steps=[A])
-        class W1:
-            pass
-
-        @workflow(steps=[B])
-        class W2:
-            pass
-    """))
+    flow.write_text(TWO_WORKFLOWS)
     app = make(str(flow) + suffix, input="x")
     async with app.run_test(size=(80, 24)) as pilot:
         await wait_until(pilot, lambda: isinstance(app.screen, LoadErrorScreen), what="the error screen")
@@ -197,23 +201,7 @@ async def test_a_workflow_picked_on_the_error_screen_is_re_executed_when_that_wa
     from flowtui.runtime.loader import load_flow
 
     flow = tmp_path / "two.py"
-    flow.write_text(textwrap.dedent("""
-        from flowtui import ScriptedProvider, agent, workflow
-
-        script = ScriptedProvider({"A": ["from A"], "B": ["from B"]})
-
-        @agent(provider=script, prompt="p")
-        class A:
-            pass
-
-        @workflow(steps=[A])
-        class W1:
-            pass
-
-        @workflow(steps=[A])
-        class W2:
-            pass
-    """))
+    flow.write_text(TWO_WORKFLOWS)
     journal = tmp_path / "j.jsonl"
     await load_flow(f"{flow}:W2").run("x", journal=journal)
     app = make(str(flow), resume_from=f"{journal}@4")
