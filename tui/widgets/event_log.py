@@ -320,8 +320,9 @@ class EventLog(DirectLines, QuietVirtualSize, ScrollView, can_focus=True):
                 return Strip([Segment("  No events yet.", base + DIM)]).crop_extend(0, width, base)
             return Strip.blank(width, base)
         strip = self._format(i)
-        if strip.cell_length > width:  # cut where the pane ends: said with … (a word cut off read as whole)
-            strip = Strip([*strip.crop(0, width - 1), Segment("…", DIM)])
+        seen = self.scrollable_content_region.width or width  # (the scrollbar, when there is one, takes a column)
+        if strip.cell_length > seen:  # cut where the pane ends: said with … (a word cut off read as whole)
+            strip = Strip([*strip.crop(0, seen - 1), Segment("…", DIM)])
         strip = strip.apply_style(base).crop_extend(0, width, base)
         if i == self.cursor_row and self.has_focus:
             strip = strip.apply_style(CURSOR_STYLE)
