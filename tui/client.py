@@ -367,16 +367,35 @@ class RunClient:
         return await self.channel.command(command)
 
     async def fetch(self, seq: int, path: str) -> tuple[str | None, str | None]:
-        """A value the wire cut, whole, from the run's process: (the value, None), or (None, why)
-        when it cannot give it (gone, or not answering: a sync tool holds it, or it is stopped)."""
+        """A value the wire cut, whole, from the run's process, else from the run's journal: (the value, None),
+        or (None, why) when neither can give it (the process gone, or not answering: a sync tool holds it, or it
+        is stopped; or it let go of the value, and there is no journal)."""
         try:
             reply = await within(self.command(_p().Fetch(seq=seq, path=path)), FETCH_TIMEOUT_S)
         except asyncio.TimeoutError:
-            return None, (f"the run's process did not send it within {FETCH_TIMEOUT_S:g} s (busy in a tool, "
-                          "or stopped?); try again later")
+            why = (f"the run's process did not send it within {FETCH_TIMEOUT_S:g} s (busy in a tool, or stopped?); "
+                   "try again later")
         except ConnectionError:
-            return None, "the run's process has ended: the cut text is all there is"
-        return (reply.value, None) if reply.ok else (None, reply.error or "the run no longer holds it")
+            why = "the run's process has ended: the cut text is all there is"
+        else:
+            if reply.ok:
+                return reply.value, None
+            why = reply.error or "the run no longer holds it"
+        journaled = self._journaled_value(seq, path)
+        return (journaled, None) if journaled is not None else (None, why)
+
+    def _journaled_value(self, seq: int, path: str) -> str | None:
+        """The value event ``seq`` of this run holds at ``path``, as its journal holds it (whole, redacted)."""
+        from flowtui.runtime.encoding import path_keys
+
+        if self.channel is None or self.channel.journal is None:
+            return None
+        for line, _ in self.channel.journaled(seq - 1, seq + 1):
+            holder: Any = json.loads(line)
+            for key in path_keys(path):
+                holder = _child(holder, key)
+            return holder if isinstance(holder, str) else None
+        return None
 
     async def whole(self, value: Any) -> tuple[Any, str | None]:
         """``value`` with every string in it that was cut on the wire fetched whole: (it, None), or

@@ -590,6 +590,34 @@ async def test_a_cut_value_the_run_cannot_send_is_said_not_waited_on(monkeypatch
         assert why is None and len(whole) == 50_000_000
 
 
+async def test_a_cut_value_the_run_cannot_send_opens_whole_from_its_journal(monkeypatch, tmp_path):
+    """o on a value the run's process did not send (stopped, busy, dead, or it let go of it: a 70 MB tool result
+    once did) said the cut text was all there was, though the run's journal held it whole."""
+    import os
+    import signal
+
+    from flowtui.tui import client as client_module
+
+    monkeypatch.setattr(client_module, "FETCH_TIMEOUT_S", 1.0)
+    app = make(f"{MISBEHAVE}:BigOutput", input="x", journal=str(tmp_path / "run.jsonl"))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await paused(pilot)
+        await pilot.press("c")
+        await ended(pilot, timeout=60)
+        cut = client_module.cut_in(app.client.view.history[2].content)
+        pid = app.client.hello.pid
+        os.kill(pid, signal.SIGSTOP)  # the run's process answers nothing
+        try:
+            whole, why = await app.client.fetch(cut[0], cut[1])
+        finally:
+            os.kill(pid, signal.SIGCONT)
+        assert why is None and len(whole) == 50_000_000, why
+        os.kill(pid, signal.SIGKILL)
+        await wait_until(pilot, lambda: app.client.channel.closed.is_set(), what="the process gone")
+        whole, why = await app.client.fetch(cut[0], cut[1])
+        assert why is None and len(whole) == 50_000_000, why
+
+
 def _cut_seq(text: str) -> int:
     from flowtui.tui.client import cut_in
 
