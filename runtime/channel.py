@@ -23,7 +23,6 @@ from __future__ import annotations
 import asyncio
 import codecs
 import os
-import re
 import signal
 import subprocess
 import time
@@ -32,7 +31,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from flowtui.runtime.spawn import (
-    CHUNK, EXIT_FD_CLOSED, LINE_MAX, STOP_GRACE_S, STOP_SIGNAL, WHOLE_LINE_MAX, Options, Started, take_over,
+    CHUNK, EXIT_FD_CLOSED, LINE_MAX, STOP_GRACE_S, STOP_SIGNAL, WHOLE_LINE_MAX, Options, Started, reply_id,
+    take_over, too_long_said,
 )
 
 if TYPE_CHECKING:
@@ -110,9 +110,6 @@ LINGER_S = 0.5  # after the worker exits, how long its pipes may stay silent bef
 LOG_LINGER_S = 0.1
 MUTED = ("the flow closed the pipe the run's events go out on (os.close or os.closerange in its code?): "
          "the run could no longer be followed, so its process was ended")
-
-
-_REPLY_HEAD = re.compile(rb'\{\s*"type"\s*:\s*"reply"\s*,\s*"id"\s*:\s*(\d{1,18})\s*[,}]')  # a reply's start
 
 
 class LoadTimeout(Exception):
@@ -273,13 +270,11 @@ class Channel:
         refused (a fetch of a value longer than a line was waited for until it timed out, said as a busy run)."""
         self.on_warning(f"a line of {size:,} bytes from the run's process was left out (a line may be "
                         f"{self.line_max:,} bytes)")
-        reply = _REPLY_HEAD.match(head)
-        future = self._pending.get(int(reply.group(1))) if reply is not None else None
+        ident = reply_id(head)
+        future = self._pending.get(ident) if ident is not None else None
         if isinstance(future, asyncio.Future) and not future.done():
-            del self._pending[int(reply.group(1))]
-            future.set_result(_p().Reply(id=int(reply.group(1)), ok=False, error=(
-                f"its answer was {size:,} bytes, more than a line from the run may be ({self.line_max:,}); "
-                "the run's journal holds the value whole")))
+            del self._pending[ident]
+            future.set_result(_p().Reply(id=ident, ok=False, error=too_long_said(size, self.line_max, "from the run")))
 
     def _dispatch(self, lines: list[bytes]) -> None:
         """Protocol messages are handled now; event lines go to the consumer as they came, to be
@@ -821,8 +816,11 @@ class Channel:
     def journaled(self, after: int, before: int) -> list[tuple[bytes, Any]]:
         """This run's journaled events with a seq between ``after`` and ``before`` (neither
         included), parsed: what the pipe lost of them."""
-        wanted = [line for seq, line in self._journaled_since(after) if seq < before and len(line) <= self.line_max]
-        return parse_events(wanted)
+        return parse_events(self.journaled_lines(after, before))
+
+    def journaled_lines(self, after: int, before: int) -> list[bytes]:
+        """The lines of those events, as the journal holds them."""
+        return [line for seq, line in self._journaled_since(after) if seq < before and len(line) <= self.line_max]
 
     def write_run_end(self, status: str, why: str, last_seq: int) -> Any:
         """The ``run.end`` the worker could not write, appended to the run's journal when it has one;

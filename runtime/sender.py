@@ -15,7 +15,6 @@ nothing is lost.
 from __future__ import annotations
 
 import json
-import re
 import select
 import socket
 import threading
@@ -23,24 +22,22 @@ from collections import deque
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from flowtui.runtime import spawn
+
 SEND_TIMEOUT_S = 30.0  # a write the client does not take within this long: it stopped reading
 MAX_BEHIND = 64 * 1024 * 1024  # bytes queued since attaching that the client has not taken yet
 PIECE = 1024 * 1024  # bytes joined into one write: a backlog of any size is never copied whole
-_REPLY = re.compile(rb'\{"type":"reply","id":(-?\d{1,18}),')  # how the protocol writes a reply's start
 
 
 def fitted(data: bytes) -> bytes:
     """``data`` as a client reads it: a reply longer than a line it may read (a value of 70 MB fetched whole)
     refused in its place, saying so. Sent whole, it was more than the client may fall behind by: the client
     was dropped, and its app said the run had ended."""
-    from flowtui.runtime.spawn import LINE_MAX
-
-    found = _REPLY.match(data) if len(data) > LINE_MAX else None
-    if found is None:
+    ident = spawn.reply_id(data[:64]) if len(data) > spawn.LINE_MAX else None
+    if ident is None:
         return data
-    error = (f"its answer was {len(data):,} bytes, more than a line to an attached client may be ({LINE_MAX:,}); "
-             "the run's journal holds the value whole")
-    return json.dumps({"type": "reply", "id": int(found.group(1)), "ok": False, "error": error}).encode() + b"\n"
+    error = spawn.too_long_said(len(data), spawn.LINE_MAX, "to an attached client")
+    return json.dumps({"type": "reply", "id": ident, "ok": False, "error": error}).encode() + b"\n"
 
 
 class Sender:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -24,6 +25,19 @@ UNSTARTED = "making its agents, tools and providers"  # what a run's start does 
 CHUNK = 1 << 16
 LINE_MAX = 1 << 26  # a protocol line from a peer longer than this (64 MiB) is read to its end and left out, said
 WHOLE_LINE_MAX = 1 << 30  # and from a run's process of one's own (as a journal's line, 1 GiB)
+_REPLY_HEAD = re.compile(rb'\{\s*"type"\s*:\s*"reply"\s*,\s*"id"\s*:\s*(-?\d{1,18})\s*[,}]')
+
+
+def reply_id(head: bytes) -> int | None:
+    """The id of the reply a protocol line starts with (its first bytes are enough), or None."""
+    found = _REPLY_HEAD.match(head)
+    return int(found.group(1)) if found is not None else None
+
+
+def too_long_said(size: int, limit: int, between: str) -> str:
+    """Why a reply of ``size`` bytes is refused in its place: more than a line ``between`` may be."""
+    return (f"its answer was {size:,} bytes, more than a line {between} may be ({limit:,}); the run's journal holds "
+            "the value whole")
 PIPE_SIZE = 1 << 20  # the event pipe's capacity, where the system lets us set it
 
 

@@ -390,7 +390,7 @@ class RunClient:
 
         if self.channel is None or self.channel.journal is None:
             return None
-        for line, _ in self.channel.journaled(seq - 1, seq + 1):
+        for line in self.channel.journaled_lines(seq - 1, seq + 1):
             holder: Any = json.loads(line)
             for key in path_keys(path):
                 holder = _child(holder, key)
