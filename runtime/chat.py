@@ -386,7 +386,7 @@ class Sent(BaseModel):
 
     @model_serializer
     def _as_sent(self) -> dict[str, Any]:
-        out = {"messages": [_message(m) for m in self.messages], "tools": self.tools, "model": self.model,
+        out = {"messages": [message_sent(m) for m in self.messages], "tools": self.tools, "model": self.model,
                "sampling": self.sampling, "provider_sampling": self.provider_sampling}
         if self.tools_digest is not None:
             out["tools_digest"] = self.tools_digest
@@ -411,7 +411,8 @@ def tools_digest(schemas: Any, *, cached: bool = True) -> str:
     return digest
 
 
-def _message(m: Message) -> dict[str, Any]:
+def message_sent(m: Message) -> dict[str, Any]:
+    """A message as a provider gets it (and the journal records it)."""
     out: dict[str, Any] = {"role": m.role, "content": m.content}
     if m.tool_calls:
         out["tool_calls"] = [_call(c) for c in m.tool_calls]

@@ -40,6 +40,7 @@ from pydantic_core import PydanticSerializationError, to_json
 from flowtui.runtime.context import stable_repr
 from flowtui.runtime.inert import INVISIBLE
 from flowtui.runtime.messages import well_formed
+from flowtui.runtime.request_lines import spliced
 from flowtui.runtime.secrets import Redactor, redact, redact_streaming
 
 MAX_INT_DIGITS = 4000
@@ -73,6 +74,11 @@ def _hex(data: bytes | list[int]) -> bytes:
 
 
 _RAW_IN_LINE = _utf8_pattern("\x80-\x9f" + INVISIBLE)  # (DEL is looked for apart)
+
+
+def _inert(raw: bytes) -> bool:
+    """Whether a line of JSON (or a part of one) may be written as it is (see the module docstring)."""
+    return raw.isascii() and b"\x7f" not in raw and len(raw) < MAX_INT_DIGITS or not _needs_fix(raw)
 
 
 def _needs_fix(raw: bytes) -> bool:
@@ -109,13 +115,19 @@ def _encode(event: Any, redactor: Redactor, limit: int | None, kept: dict[str, s
         fields = _without_typed(fields)  # journal of a flowtui before it has none, and is the same line)
     verdict = _scan(event, redactor)
     raw = None
+    if verdict is _STRUCTURED:  # a chat's request: its history encoded and looked at once, not once a turn
+        try:
+            raw = spliced(fields, redactor, lambda part: _inert(part) and not redactor.may_hold(part))
+        except (PydanticSerializationError, ValueError, TypeError):
+            raw = None
+        if raw is not None and (limit is None or len(raw) <= limit):
+            return raw, True
     if verdict is not _DIRTY:
         try:
             raw = orjson.dumps(fields) if verdict is _FLAT else to_json(fields, fallback=stable_repr, inf_nan_mode="null")
         except (PydanticSerializationError, ValueError, TypeError):  # a lone surrogate, a huge int: value by value
             raw = None
-    if raw is not None and (limit is None or len(raw) <= limit) \
-            and (raw.isascii() and b"\x7f" not in raw and len(raw) < MAX_INT_DIGITS or not _needs_fix(raw)) \
+    if raw is not None and (limit is None or len(raw) <= limit) and _inert(raw) \
             and (verdict is _FLAT or not redactor.may_hold(raw)):
         return raw, True
     data = event.model_dump(mode="python", warnings=False)

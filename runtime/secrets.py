@@ -256,6 +256,7 @@ class Redactor:
             piece.encode("utf-8", "surrogatepass") for value in self.values if _fingerprint(value) == value
             for piece, _ in _pieces(value))
         self._marks = re.compile(b"|".join(re.escape(m) for m in self._literals))
+        self.longest_mark = max(map(len, self._literals))  # (what a seam between two encoded parts may hide)
         self._text_marks = re.compile("|".join(re.escape(m.decode("utf-8", "replace")) for m in self._literals))
         self.seen_clean: set[str] = set()  # short strings seen without a mark (names, origins, ids repeat)
 
