@@ -63,7 +63,7 @@ from functools import cache
 from typing import Annotated, Any, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, TypeAdapter, ValidationError, field_validator
-from pydantic_core import PydanticSerializationError
+from pydantic_core import PydanticSerializationError, from_json
 
 from flowtui.runtime.events import EVENT_CLASSES
 
@@ -136,6 +136,13 @@ def parse_worker_line(line: bytes | str) -> Any:
     """One line from a worker, validated. One nested deeper than pydantic's parser reads (200 levels:
     a state value of a run, which its process writes whole to 250 levels or so) is read by Python's
     own: its event was left out, and a run's start so left out held its client for ever."""
+    if len(line) > _LONG_LINE:  # (a chat's request on a long history: read as JSON, then validated,
+        try:  # it takes half the time; the same reader, whose refusal is said as below)
+            data = from_json(line, cache_strings="keys")
+        except ValueError:
+            pass
+        else:
+            return _adapter(WorkerMessage).validate_python(data)
     try:
         return _adapter(WorkerMessage).validate_json(line)
     except ValidationError as exc:
@@ -149,8 +156,22 @@ def parse_worker_line(line: bytes | str) -> Any:
 
 
 def parse_worker_lines(lines: list[bytes]) -> list[Any]:
-    """Many lines at once (one call into pydantic-core: a flood of events costs less)."""
-    return _adapter(list[WorkerMessage]).validate_json(b"[" + b",".join(lines) + b"]")
+    """Many lines at once (one call into pydantic-core: a flood of events costs less); a long one
+    apart, by :func:`parse_worker_line`."""
+    out: list[Any] = []
+    short = 0  # the first line not parsed yet
+    for i, line in enumerate(lines):
+        if len(line) > _LONG_LINE:
+            if short < i:
+                out += _adapter(list[WorkerMessage]).validate_json(b"[" + b",".join(lines[short:i]) + b"]")
+            out.append(parse_worker_line(line))
+            short = i + 1
+    if short < len(lines):
+        out += _adapter(list[WorkerMessage]).validate_json(b"[" + b",".join(lines[short:]) + b"]")
+    return out
+
+
+_LONG_LINE = 8192  # bytes
 
 
 # --- client → worker -------------------------------------------------------------------

@@ -144,3 +144,23 @@ async def test_a_reply_longer_than_a_line_from_a_peer_answers_its_command_as_ref
     assert not reply.ok and reply.error.startswith("its answer was 50,"), reply
     assert "more than a line from the run may be (10,000); the run's journal holds the value whole" in reply.error
     assert any("a line of 50," in s and "was left out" in s for s in said), said
+
+
+def test_a_long_line_reads_as_a_short_one_does_and_keeps_its_place():
+    """A line past a few KB (a chat's request on a long history) is read by a faster parser: whatever it
+    holds, the event is the one the same line short gives, and a batch keeps its order."""
+    from flowtui.runtime.channel import parse_events
+
+    deep: object = {"leaf": 1}
+    for _ in range(230):
+        deep = {"k": deep}
+    odd = ["123456789012345678901234567890", "1e400", "-0.0", "0.1", '"\\u0000 é 🙂 \\u202e"',
+           '{"a": 1, "a": 2}', "[1, true, null, 2.5e-7]", json.dumps(deep)]
+    for raw in odd:
+        said: list[str] = []
+        short, long = ('{"seq":%d,"ts":0.0,"run_id":"r1","node_id":null,"parent_id":null,"origin":"runtime",'
+                       '"type":"ctx.set","name":"x","value":{"v":%s,"pad":"%s"}}' % (seq, raw, pad)
+                       for seq, pad in ((1, "x"), (2, "x" * 20_000)))
+        got = parse_events([short.encode(), long.encode(), short.replace('"seq":1', '"seq":3').encode()], said.append)
+        assert [ev.seq for _, ev in got] == [1, 2, 3] and said == [], raw
+        assert got[1][1].value["v"] == got[0][1].value["v"] == got[2][1].value["v"], raw
