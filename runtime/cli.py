@@ -467,11 +467,13 @@ async def _said_cleanups(view: Any, say: Callable[[str], None]) -> None:
     since = None
     while True:
         await asyncio.sleep(0.25)
-        if view.status == "running" and view.cleaning_up():
+        if view.status == "running" and view.ending():
             since = since or time.monotonic()
             if time.monotonic() - since >= CLEANUPS_SAID_S:
                 say("flowtui: the run's steps are done, and its cleanups (ctx.on_dispose) are still running "
-                    f"after {CLEANUPS_SAID_S:.0f} s (ctrl-C stops them)")
+                    f"after {CLEANUPS_SAID_S:.0f} s (ctrl-C stops them)" if view.cleaning_up() else
+                    f"flowtui: the run's steps are done, and it has not ended after {CLEANUPS_SAID_S:.0f} s "
+                    "(ctrl-C stops it)")
                 return
         else:
             since = None

@@ -162,6 +162,8 @@ class Run:
                         await self.pause("end", self.spec.name)  # (see Controller.holds_at_end, Resume.holds_at_end)
                 finally:
                     scope.data["totals"] = self.totals().model_dump(mode="json")
+                    # what runs between this node's end and the run's (the app says it, or that it is ending)
+                    scope.data["cleanups"] = len(self.ctx._disposers or ()) + len(self.child_apps)
         except BudgetStop as stop:
             reason = f"budget: {stop.limit}"
         except StopRequested as stop:  # ctx.stop(): this run ends, a parent goes on

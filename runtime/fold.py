@@ -463,6 +463,8 @@ class RunView:
                     f"(attempt {a.attempt + 1}; it failed: {a.error}{http})")
         if self.status == "running" and self.cleaning_up():
             return "running: its cleanups (ctx.on_dispose), after its steps"
+        if self.status == "running" and self.ending():
+            return "running: its steps are done, ending"
         if self.status == "failed":
             return f"failed: {self.error}"
         if self.status in ("finished", "stopped") and self.reason and self.reason != "stopped by user":
@@ -481,11 +483,19 @@ class RunView:
         return "its cleanups (ctx.on_dispose)" if self.cleaning_up() else None
 
     def cleaning_up(self) -> bool:
-        """The top-level workflow's node has ended and the run has not: ``ctx.on_dispose`` cleanups run
-        (one that never returns showed a bare ``running`` for good)."""
-        top = next((self.nodes[i] for i in self.roots if self.nodes[i].run_id == self.run_id
-                    and self.nodes[i].kind == "workflow"), None)
+        """The top-level workflow's node has ended and the run has not, and it has ``ctx.on_dispose``
+        cleanups to run (one that never returns showed a bare ``running`` for good)."""
+        return self.ending() and self._top().data.get("cleanups") != 0  # (a journal before the count: maybe)
+
+    def ending(self) -> bool:
+        """The top-level workflow's node has ended and the run has not (its cleanups run, or its last
+        events are written: a large output takes seconds)."""
+        top = self._top()
         return top is not None and top.status != "running"
+
+    def _top(self) -> Any:
+        return next((self.nodes[i] for i in self.roots if self.nodes[i].run_id == self.run_id
+                     and self.nodes[i].kind == "workflow"), None)
 
     def provenance(self, listed: int | None = None) -> list[tuple[int | None, str]]:
         """For each message of :meth:`model_sees`, (the event that put it there, its origin): the

@@ -322,6 +322,36 @@ async def test_while_cleanups_run_the_status_says_so():
     assert view.status_line() == "finished"
 
 
+@pytest.mark.parametrize("cleanup", [True, False])
+async def test_after_its_steps_a_run_says_cleanups_only_when_it_has_some(cleanup):
+    """A run with no cleanup said its cleanups were running while its last events were written (a large
+    output takes seconds)."""
+    from flowtui.runtime.fold import RunView
+
+    view = RunView()
+    seen = []
+
+    def follow(event):
+        view.apply(event)
+        if event.type == "node.end" and event.kind == "workflow":
+            seen.append(view.status_line())
+
+    @agent(provider=FunctionProvider(lambda m, t: "ok"), prompt="p")
+    class A:
+        def after_response(self, response, ctx):
+            if cleanup:
+                ctx.on_dispose(lambda: None)
+
+    @workflow(steps=[A])
+    class W:
+        pass
+
+    await bootstrap(W).prepare("x", on_event=follow).execute()
+    assert seen == ["running: its cleanups (ctx.on_dispose), after its steps" if cleanup else
+                    "running: its steps are done, ending"]
+    assert view.status_line() == "finished"
+
+
 async def test_a_cleanup_that_adds_a_cleanup_is_refused_not_run_forever():
     """A cleanup registering another each time it ran kept the run ending until its process was killed."""
     ran = []
