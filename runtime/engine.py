@@ -27,6 +27,7 @@ from flowtui.runtime.edits import Editor
 from flowtui.runtime.errors import BudgetExceededError, ConfigError, cleanup_failed, describe_error
 from flowtui.runtime.events import DisposeError, RunEnd, RunPause, RunStart
 from flowtui.runtime.invoke import call_user
+from flowtui.runtime.request_lines import forget as forget_encoded_requests
 from flowtui.runtime.messages import Message
 from flowtui.runtime.loops import in_parallel, run_loop, run_parallel
 from flowtui.runtime.middleware import layers
@@ -203,6 +204,8 @@ class Run:
                           totals=self.totals())
         self.emitter.close()
         self.close_files()
+        if not self.depth:
+            forget_encoded_requests()  # (its history, encoded for its events: held no longer)
         if self.error is not None:
             raise self.error
         return output

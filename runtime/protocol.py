@@ -137,12 +137,10 @@ def parse_worker_line(line: bytes | str) -> Any:
     a state value of a run, which its process writes whole to 250 levels or so) is read by Python's
     own: its event was left out, and a run's start so left out held its client for ever."""
     if len(line) > _LONG_LINE:  # (a chat's request on a long history: read as JSON, then validated,
-        try:  # it takes half the time; the same reader, whose refusal is said as below)
-            data = from_json(line, cache_strings="keys")
+        try:  # it takes half the time; the same reader. What either refuses goes as below: said as it was)
+            return _adapter(WorkerMessage).validate_python(from_json(line, cache_strings="keys"))
         except ValueError:
             pass
-        else:
-            return _adapter(WorkerMessage).validate_python(data)
     try:
         return _adapter(WorkerMessage).validate_json(line)
     except ValidationError as exc:

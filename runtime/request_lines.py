@@ -25,7 +25,10 @@ from flowtui.runtime.secrets import Redactor
 
 _SHORTEST = 32  # messages: a shorter request is encoded whole (one pass of the encoder is as fast)
 _FOLLOWED = 16  # conversations followed at once (several agents, parallel branches)
+_HELD = 64 << 20  # bytes of encoded messages kept at most, all conversations together
 _SEAM = b'"request":{"messages":['  # (a string's quotes are escaped: only the structure writes this)
+_DEEPER = 8  # levels a message lies deeper in its event than on its own (it is encoded as deep as there,
+# so a structure too deep for the encoder fails here too, and the event is encoded value by value)
 
 
 class _Body(NamedTuple):
@@ -41,26 +44,32 @@ class _Body(NamedTuple):
 _bodies: dict[int, _Body] = {}
 
 
-def spliced(fields: dict[str, Any], redactor: Redactor, safe: Callable[[bytes], bool]) -> bytes | None:
+def spliced(fields: dict[str, Any], redactor: Redactor, safe: Callable[[bytes], bool],
+            limit: int | None = None) -> bytes | None:
     """The line of an event whose ``data`` holds a long ``request``, when each part, and each seam,
-    is ``safe`` as it is; None otherwise (the event is then encoded the usual way)."""
+    is ``safe`` as it is and the line is no longer than ``limit``; None otherwise (the event is then
+    encoded the usual way)."""
     data = fields.get("data")
     sent = data.get("request") if type(data) is dict else None
     if type(sent) is not Sent or len(sent.messages) < _SHORTEST:
         return None
     body = _body(sent.messages, redactor, safe)
-    if body is None:
+    reach = redactor.longest_mark
+    if body is None or len(body) <= reach or limit is not None and len(body) > limit:
         return None
     empty = sent.model_copy(update={"messages": []})
     head = to_json({**fields, "data": {**data, "request": empty}}, fallback=stable_repr, inf_nan_mode="null")
-    at = head.rfind(_SEAM)
-    if at < 0 or not safe(head):
+    if head.count(_SEAM) != 1 or not safe(head):  # (a sampling value holding the same: not here)
         return None
-    at += len(_SEAM)
-    reach = redactor.longest_mark
+    at = head.find(_SEAM) + len(_SEAM)
     if not safe(head[max(0, at - reach):at] + body[:reach]) or not safe(body[-reach:] + head[at:at + reach]):
         return None
     return head[:at] + body + head[at:]
+
+
+def forget() -> None:
+    """Let go of the encoded messages (a run has ended: its conversations are over)."""
+    _bodies.clear()
 
 
 def _body(messages: list[Any], redactor: Redactor, safe: Callable[[bytes], bool]) -> bytes | None:
@@ -73,8 +82,8 @@ def _body(messages: list[Any], redactor: Redactor, safe: Callable[[bytes], bool]
     if known is not None and len(known.messages) == len(messages):
         return known.body if known.safe else None
     start = len(known.messages) if known is not None else 0
-    new = messages[start:]
-    raw = to_json([message_sent(m) for m in new], fallback=stable_repr, inf_nan_mode="null")[1:-1]
+    new = [_encoded(m) for m in messages[start:]]  # (once each: what is checked later is what was joined)
+    raw = b",".join(new)
     reach = redactor.longest_mark
     if known is None:
         body, ok = raw, safe(raw)
@@ -82,12 +91,18 @@ def _body(messages: list[Any], redactor: Redactor, safe: Callable[[bytes], bool]
         body = known.body + b"," + raw
         ok = known.safe and safe(raw) and safe(known.body[-reach:] + b"," + raw[:reach])
     calls = (known.calls if known is not None else ()) + tuple(
-        (start + i, _encoded(m)) for i, m in enumerate(new) if m.tool_calls)
-    if len(_bodies) >= _FOLLOWED and key not in _bodies:
-        _bodies.clear()  # (more conversations than that at once: each is encoded whole again, once)
-    _bodies[key] = _Body(list(messages), calls, body, ok, redactor.values)
+        (start + i, part) for i, part in enumerate(new) if messages[start + i].tool_calls)
+    _bodies.pop(key, None)
+    if len(_bodies) >= _FOLLOWED or sum(len(b.body) for b in _bodies.values()) + len(body) > _HELD:
+        _bodies.clear()  # (more than that at once: each is encoded whole again, once)
+    if len(body) <= _HELD:
+        _bodies[key] = _Body(list(messages), calls, body, ok, redactor.values)
     return body if ok else None
 
 
 def _encoded(message: Any) -> bytes:
-    return to_json(message_sent(message), fallback=stable_repr, inf_nan_mode="null")
+    """A message's JSON, encoded as deep as it lies in its event."""
+    deep: Any = message_sent(message)
+    for _ in range(_DEEPER):
+        deep = [deep]
+    return to_json(deep, fallback=stable_repr, inf_nan_mode="null")[_DEEPER:-_DEEPER]

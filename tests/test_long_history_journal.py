@@ -20,6 +20,7 @@ from flowtui.runtime.journal import read_journal
 KEY = "zq-LONGRUN-0123456789abcdefXYZ"
 PLAIN = "\"quoted\" \\ back 🙂 ação"  # (written as they are)
 HOSTILE = "\x9b[31mred\x1b[0m \u202eevil\u202c \x7f \u2028"  # (escaped)
+ODD = {"metadata": {"request": {"messages": []}}}  # (what the request's own JSON starts with)
 ROUNDS = 44  # turns: a call of the tool, then an answer
 
 
@@ -110,7 +111,8 @@ async def test_every_request_of_a_long_run_is_journaled_as_the_server_got_it(tmp
 
 @pytest.mark.parametrize("agents", [1, 3])
 async def test_agents_taking_turns_each_have_their_requests_journaled_whole(tmp_path, agents):
-    """Agents alternate (each its own system prompt, one shared history), each request as its handler got it."""
+    """Agents alternate (each its own system prompt, one shared history), each request as its handler got it;
+    a sampling value shaped like a request stays where it is."""
     got = []
 
     def answer(messages, tools):
@@ -121,7 +123,7 @@ async def test_agents_taking_turns_each_have_their_requests_journaled_whole(tmp_
         n: int = 0
 
     def make(i):
-        @agent(provider=FunctionProvider(answer), prompt=f"You are agent {i}.", name=f"A{i}")
+        @agent(provider=FunctionProvider(answer), prompt=f"You are agent {i}.", name=f"A{i}", sampling=ODD)
         class A:
             def __init__(self, s: Turns = State()):
                 self.s = s
@@ -139,4 +141,5 @@ async def test_agents_taking_turns_each_have_their_requests_journaled_whole(tmp_
     await bootstrap(Alternate).run("go", journal=journal)
     starts = [e for e in read_journal(journal) if e.type == "node.start" and e.kind == "chat"]
     assert [[(m["role"], m["content"]) for m in e.data["request"]["messages"]] for e in starts] == got
+    assert all(e.data["request"]["sampling"] == ODD for e in starts)
     assert len(got[-1]) > 60
