@@ -90,9 +90,12 @@ _HINT = re.compile("|".join(re.escape(h) for h in _HINTS))
 # the hints, every text's look took 3.5 times as long, and one with an "=" (code) 24 times.
 # (a word glued before the name is one of a few: monkey=, turkey= are no keys; a colon, a comma or a full
 # stop that ends it is the sentence's: "at http://gw/v1?key=abc123: nothing listens")
+# (a value redacted already is left as it is: it lost its "]" to the last character's class, and a text
+# redacted again, a recorded tool result given back by a re-execution, read "[redacted]]" and diverged)
 _QUERY = re.compile(
     rf"(?P<name>[?&](?i:(?:[A-Za-z0-9_.-]{{0,30}}[_.-])?(?:api|access|auth|refresh|id|client|session|private)?"
-    rf"(?:{'|'.join(_QUERY_NAMES)}))=)[^\s&#\"'<>]{{3,}}[^\s&#\"'<>:;,.)\]]")
+    rf"(?:{'|'.join(_QUERY_NAMES)}))=)(?!\[redacted\][:;,.)\]]*(?:[\s&#\"'<>]|$))"
+    rf"[^\s&#\"'<>]{{3,}}[^\s&#\"'<>:;,.)\]]")
 
 
 def _queried(text: str) -> bool:

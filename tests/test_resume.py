@@ -2068,3 +2068,36 @@ def test_a_run_started_from_a_snapshot_reexecutes_from_it(tmp_path):
     assert res.returncode == 0 and "diverged" not in res.stderr, res.stderr
     assert recorded_events(again) == recorded_events(journal)
     assert [e["items"] for e in lines(again) if e.get("origin") == "snapshot"] == [["tarefa 1"]]
+
+
+def test_a_recorded_tool_result_with_a_redacted_query_value_reexecutes_as_it_was(tmp_path):
+    """A tool's output with a credential in a URL's query (`?api_key=...`) was journaled `[redacted]`; given
+    back by the re-execution it was redacted again, `[redacted]]`, and `flowtui diff` of the two journals
+    said they differed there."""
+    flow, journal = journaled(tmp_path, "link.py", textwrap.dedent('''\
+        from flowtui import FunctionProvider, agent, tool, workflow
+
+        @tool(name="link", description="A link.")
+        def link() -> str:
+            return "see https://gw.example/v1?api_key=abc123def456&page=2"
+
+        def model(messages, tools):
+            if messages[-1].role == "tool":
+                return messages[-1].content
+            return {"content": "", "tool_calls": [{"name": "link", "args": {}}]}
+
+        @agent(provider=FunctionProvider(model), prompt="p", tools=[link])
+        class A:
+            pass
+
+        @workflow(steps=[A, A])
+        class W:
+            pass
+        '''))
+    again = tmp_path / "again.jsonl"
+    res = flowtui("run", str(flow), "--resume-from", str(journal), "--journal", str(again), cwd=tmp_path)
+    assert res.returncode == 0 and "diverged" not in res.stderr, res.stderr
+    assert res.stdout == "see https://gw.example/v1?api_key=[redacted]&page=2\n"
+    assert "[redacted]]" not in again.read_text()
+    diff = flowtui("diff", str(journal), str(again), cwd=tmp_path)
+    assert diff.returncode == 0, diff.stdout + diff.stderr

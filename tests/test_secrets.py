@@ -525,3 +525,14 @@ def test_a_command_line_error_never_prints_a_credential_given_in_it(leaky, tmp_p
     res = flowtui(*[part.format(flow=leaky, key=key) for part in command], cwd=tmp_path)
     assert res.returncode == 2 and "error:" in res.stderr, res.stderr
     assert key not in res.stderr and "[redacted]" in res.stderr, res.stderr
+
+
+@pytest.mark.parametrize("text", [
+    "see https://h/p?token=abcdef123&a=1", "https://h/p?api_key=abcdef1234", "x?sig=abcdef#frag",
+    "x?key=abcdef).", "a?token=abc123. Next", "https://u:pw123456@h/?token=abc123&sig=xyz987 Bearer tok123456789",
+    "sk-abcdefghijklmnopqrstuvwx", "postgres://user:hunter2pass@db/x"])
+def test_a_redacted_text_redacted_again_is_the_same(text):
+    """A recorded tool result given back by a re-execution is redacted again: a query value read
+    `[redacted]]`, and the re-executed run differed from its journal there."""
+    once = redact(text, [])
+    assert MARK in once and redact(once, []) == once
