@@ -117,7 +117,8 @@ def _encode(event: Any, redactor: Redactor, limit: int | None, kept: dict[str, s
     raw = None
     if verdict is _STRUCTURED:  # a chat's request: its history encoded and looked at once, not once a turn
         try:
-            raw = spliced(fields, redactor, lambda part: _inert(part) and not redactor.may_hold(part), limit)
+            raw = spliced(fields, redactor, lambda part: _inert(part) and not redactor.may_hold(part),
+                          lambda value: encode_data(_safe(value, redactor.values, None, {}, "", None)), limit)
         except (PydanticSerializationError, ValueError, TypeError):
             raw = None
         if raw is not None and (limit is None or len(raw) <= limit):

@@ -6,9 +6,11 @@ terminal-safety search once a turn, so the journal and the pipe to the app made 
 more and more as the history grew (three times as much after 1,000 turns).
 
 An agent's requests repeat: each is the one before plus the messages since. This keeps, per
-first message (an agent's system prompt), the encoded messages of its last request and
-whether they are safe to write as they are; a new request encodes and looks at only its new
-messages and the seams between the parts. The line is the same bytes the whole encoding gives.
+first message (an agent's system prompt), the encoded messages of its last request; a new
+request encodes and looks at only its new messages and the seams between the parts. A message
+that holds a credential or a terminal control is encoded value by value, as the whole event
+would be. The line is the same bytes the whole encoding gives, but for the numbers' spelling
+(``1e-07`` or ``1e-7``) around such a message: the same values.
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ class _Body(NamedTuple):
     calls: tuple[tuple[int, bytes], ...]  # each message with tool calls, by index, and its encoding: a call's
     # arguments are a dict, which code may change in place, so these are encoded again and must match
     body: bytes  # the messages' JSON, comma-joined
-    safe: bool  # whether ``body`` may be written as it is
+    safe: bool  # whether ``body`` may be written as it is (no credential may lie across a seam)
     values: tuple[str, ...]  # the credentials it was looked at for
 
 
@@ -45,26 +47,26 @@ _bodies: dict[int, _Body] = {}
 
 
 def spliced(fields: dict[str, Any], redactor: Redactor, safe: Callable[[bytes], bool],
-            limit: int | None = None) -> bytes | None:
-    """The line of an event whose ``data`` holds a long ``request``, when each part, and each seam,
-    is ``safe`` as it is and the line is no longer than ``limit``; None otherwise (the event is then
-    encoded the usual way)."""
+            fix: Callable[[Any], bytes], limit: int | None = None) -> bytes | None:
+    """The line of an event whose ``data`` holds a long ``request``, when the rest of the event is
+    ``safe`` as it is, no credential lies across a seam and the line is no longer than ``limit``; None
+    otherwise (the event is then encoded the usual way). A message that is not ``safe`` is ``fix``-ed."""
     data = fields.get("data")
     sent = data.get("request") if type(data) is dict else None
     if type(sent) is not Sent or len(sent.messages) < _SHORTEST:
         return None
-    body = _body(sent.messages, redactor, safe)
-    reach = redactor.longest_mark
-    if body is None or len(body) <= reach or limit is not None and len(body) > limit:
+    body = _body(sent.messages, redactor, safe, fix)
+    if body is None or limit is not None and len(body) > limit:
         return None
     empty = sent.model_copy(update={"messages": []})
     head = to_json({**fields, "data": {**data, "request": empty}}, fallback=stable_repr, inf_nan_mode="null")
     if head.count(_SEAM) != 1 or not safe(head):  # (a sampling value holding the same: not here)
         return None
     at = head.find(_SEAM) + len(_SEAM)
-    if not safe(head[max(0, at - reach):at] + body[:reach]) or not safe(body[-reach:] + head[at:at + reach]):
+    line = head[:at] + body + head[at:]
+    if redactor.straddles(line, at) or redactor.straddles(line, at + len(body)):
         return None
-    return head[:at] + body + head[at:]
+    return line
 
 
 def forget() -> None:
@@ -72,7 +74,8 @@ def forget() -> None:
     _bodies.clear()
 
 
-def _body(messages: list[Any], redactor: Redactor, safe: Callable[[bytes], bool]) -> bytes | None:
+def _body(messages: list[Any], redactor: Redactor, safe: Callable[[bytes], bool],
+          fix: Callable[[Any], bytes]) -> bytes | None:
     key = id(messages[0])
     known = _bodies.get(key)
     if known is not None and not (known.values == redactor.values and len(known.messages) <= len(messages)
@@ -83,17 +86,18 @@ def _body(messages: list[Any], redactor: Redactor, safe: Callable[[bytes], bool]
         return known.body if known.safe else None
     start = len(known.messages) if known is not None else 0
     new = [_encoded(m) for m in messages[start:]]  # (once each: what is checked later is what was joined)
-    raw = b",".join(new)
-    reach = redactor.longest_mark
-    if known is None:
-        body, ok = raw, safe(raw)
-    else:
-        body = known.body + b"," + raw
-        ok = known.safe and safe(raw) and safe(known.body[-reach:] + b"," + raw[:reach])
+    parts = [part if safe(part) else fix(message_sent(m)) for part, m in zip(new, messages[start:])]
+    body = b",".join(parts if known is None else [known.body, *parts])
+    ok = known is None or known.safe
+    comma = len(known.body) if known is not None else len(parts[0])
+    for part in parts[0 if known is not None else 1:]:  # each seam (a comma): after the body, between new ones
+        ok = ok and not redactor.straddles(body, comma) and not redactor.straddles(body, comma + 1)
+        comma += 1 + len(part)
     calls = (known.calls if known is not None else ()) + tuple(
         (start + i, part) for i, part in enumerate(new) if messages[start + i].tool_calls)
     _bodies.pop(key, None)
-    if len(_bodies) >= _FOLLOWED or sum(len(b.body) for b in _bodies.values()) + len(body) > _HELD:
+    held = list(_bodies.values())  # (a copy in one step: another thread may encode too)
+    if len(held) >= _FOLLOWED or sum(len(b.body) for b in held) + len(body) > _HELD:
         _bodies.clear()  # (more than that at once: each is encoded whole again, once)
     if len(body) <= _HELD:
         _bodies[key] = _Body(list(messages), calls, body, ok, redactor.values)

@@ -259,7 +259,9 @@ class Redactor:
             piece.encode("utf-8", "surrogatepass") for value in self.values if _fingerprint(value) == value
             for piece, _ in _pieces(value))
         self._marks = re.compile(b"|".join(re.escape(m) for m in self._literals))
-        self.longest_mark = max(map(len, self._literals))  # (what a seam between two encoded parts may hide)
+        longest_first = sorted(self._literals, key=len, reverse=True)  # (at each place, the longest that starts)
+        self._starts = re.compile(b"(?=(" + b"|".join(re.escape(m) for m in longest_first) + b"))")
+        self._reach = max(map(len, self._literals)) - 1
         self._text_marks = re.compile("|".join(re.escape(m.decode("utf-8", "replace")) for m in self._literals))
         self.seen_clean: set[str] = set()  # short strings seen without a mark (names, origins, ids repeat)
 
@@ -287,6 +289,18 @@ class Redactor:
         if len(raw) < _BIG:
             return self._marks.search(raw) is not None
         return any(m in raw for m in self._literals)
+
+    def straddles(self, line: bytes, at: int) -> bool:
+        """Whether what :meth:`may_hold` looks for lies across ``at`` in ``line`` (a seam between two
+        parts encoded and looked at apart: one lying wholly in either part was seen there)."""
+        window = line[max(0, at - self._reach):at + self._reach]
+        seam = min(at, self._reach)
+        for m in self._starts.finditer(window):  # (each place a mark starts, its longest)
+            if m.start() >= seam:
+                return False
+            if m.end(1) > seam:
+                return True
+        return False
 
     def redact(self, text: str) -> str:
         self.refresh()

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given, strategies as st
 
-from flowtui.runtime.secrets import MARK, found, redact, redact_data, restore, secret_values
+from flowtui.runtime.secrets import MARK, Redactor, found, redact, redact_data, restore, secret_values
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -536,3 +536,15 @@ def test_a_redacted_text_redacted_again_is_the_same(text):
     `[redacted]]`, and the re-executed run differed from its journal there."""
     once = redact(text, [])
     assert MARK in once and redact(once, []) == once
+
+
+def test_a_credential_across_a_seam_is_found_and_one_on_either_side_is_not_taken_for_one():
+    """A long history is encoded part by part, each part looked at alone: what lies across the seam
+    between two parts is looked for there (`straddles`), what lies wholly in one part is not."""
+    key = "vault-TOKEN-Zx81Qp0aa77LmN3"
+    redactor = Redactor([key])
+    line = f'{{"a":"{key}"}},{{"b":"x"}}'.encode()
+    inside = line.index(key.encode())
+    assert [at for at in range(1, len(line)) if redactor.straddles(line, at)] == \
+        list(range(inside + 1, inside + len(key)))  # (a mark: the key, or a shape's start such as "sk-")
+    assert not redactor.straddles(b"sk-" + b"," + b"sk-", 3) and redactor.straddles(b"xsk-y", 2)
