@@ -27,9 +27,11 @@ Two workloads:
    run it: the flow in its own process, every event encoded (credentials
    redacted) onto the pipe to the command and into a journal. The same growth
    ratio, from the events' times (wall time, the median of three runs), and
-   the journal's size. Not a target of its own: it shows what workload 2
-   leaves out (a chat node's start carries the whole request, so its cost and
-   the journal grow with the history).
+   the journal's size. It shows what workload 2 leaves out: a chat node's
+   start carries the whole request, so the journal grows with the square of
+   the turns, and each line holding the history is written to the journal and
+   the pipe, and read by the command (a history is encoded once, part by part;
+   the copies and the pipe are what still grow).
 
 Needs the bench extra: pip install -e '.[bench]'.
 """

@@ -83,6 +83,17 @@ def reply(content: str | None = "", *, tool_calls: list[dict[str, Any]] | None =
                   finish_reason=finish_reason)
 
 
+def as_sent(messages: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
+    """A request's messages from the server's side, in comparable terms (an independent reading of the
+    wire): (role, content, [(call id, name, arguments)], tool_call_id) each."""
+    out = []
+    for m in messages:
+        calls = [(c["id"], c["function"]["name"], json.loads(c["function"]["arguments"]))
+                 for c in m.get("tool_calls") or []]
+        out.append((m["role"], m.get("content") or "", calls, m.get("tool_call_id")))
+    return out
+
+
 def raw(body: Any, *, status: int = 200, content_type: str = "application/json") -> Action:
     """A response with exactly this body (a dict or a list is sent as JSON), whether or not the
     request asked for a stream: a server that answers a streaming request with plain JSON, or with

@@ -8,12 +8,10 @@ miss: a call's arguments changed in place, terminal controls, a credential."""
 
 from __future__ import annotations
 
-import json
-
 import pytest
 from pydantic import BaseModel
 
-from loopback_openai import LoopbackOpenAI, reply
+from loopback_openai import LoopbackOpenAI, as_sent, reply
 from flowtui import AgentContext, FunctionProvider, LiteLLMProvider, State, agent, bootstrap, loop, tool, workflow
 from flowtui.runtime.journal import read_journal
 
@@ -67,12 +65,8 @@ def flow(server):
 
 
 def as_server_got(messages):
-    out = []
-    for m in messages:
-        calls = [(c["id"], c["function"]["name"], json.loads(c["function"]["arguments"]))
-                 for c in m.get("tool_calls") or []]
-        out.append((m["role"], (m.get("content") or "").replace(KEY, "[redacted]"), calls, m.get("tool_call_id")))
-    return out
+    return [(role, content.replace(KEY, "[redacted]"), calls, call_id)
+            for role, content, calls, call_id in as_sent(messages)]
 
 
 def as_journaled(messages):

@@ -5,12 +5,11 @@ server then receives, for a top-level run and a child run, after every kind of e
 from __future__ import annotations
 
 import asyncio
-import json
 
 import pytest
 from pydantic import BaseModel
 
-from loopback_openai import LoopbackOpenAI, reply
+from loopback_openai import LoopbackOpenAI, as_sent, reply
 from flowtui import (
     Controller, Input, LiteLLMProvider, WorkflowRuntime, agent, bootstrap, loop, tool, until_answered, workflow,
 )
@@ -62,16 +61,6 @@ def flow(server):
         pass
 
     return Revisao
-
-
-def as_sent(messages):
-    """Messages from the server's side, in comparable terms (an independent reading of the wire)."""
-    out = []
-    for m in messages:
-        calls = [(c["id"], c["function"]["name"], json.loads(c["function"]["arguments"]))
-                 for c in m.get("tool_calls") or []]
-        out.append((m["role"], m.get("content") or "", calls, m.get("tool_call_id")))
-    return out
 
 
 def as_seen(messages):
