@@ -19,7 +19,7 @@ from collections.abc import Callable
 from operator import is_
 from typing import Any, NamedTuple
 
-from pydantic_core import to_json
+from pydantic_core import PydanticSerializationError, to_json
 
 from flowtui.runtime.chat import Sent, message_sent
 from flowtui.runtime.context import stable_repr
@@ -76,17 +76,18 @@ def forget() -> None:
 
 def _body(messages: list[Any], redactor: Redactor, safe: Callable[[bytes], bool],
           fix: Callable[[Any], bytes]) -> bytes | None:
-    key = id(messages[0])
+    key, values = id(messages[0]), redactor.values  # (the credentials looked for: another thread may add one)
     known = _bodies.get(key)
-    if known is not None and not (known.values == redactor.values and len(known.messages) <= len(messages)
+    if known is not None and not (known.values == values and len(known.messages) <= len(messages)
                                   and all(map(is_, messages, known.messages))
                                   and all(_encoded(messages[i]) == raw for i, raw in known.calls)):
         known = None
     if known is not None and len(known.messages) == len(messages):
         return known.body if known.safe else None
     start = len(known.messages) if known is not None else 0
-    new = [_encoded(m) for m in messages[start:]]  # (once each: what is checked later is what was joined)
-    parts = [part if safe(part) else fix(message_sent(m)) for part, m in zip(new, messages[start:])]
+    added = messages[start:]
+    new = [_encoded(m) for m in added]  # (once each: what is checked later is what was joined)
+    parts = [part if part is not None and safe(part) else fix(message_sent(m)) for part, m in zip(new, added)]
     body = b",".join(parts if known is None else [known.body, *parts])
     ok = known is None or known.safe
     comma = len(known.body) if known is not None else len(parts[0])
@@ -100,13 +101,19 @@ def _body(messages: list[Any], redactor: Redactor, safe: Callable[[bytes], bool]
     if len(held) >= _FOLLOWED or sum(len(b.body) for b in held) + len(body) > _HELD:
         _bodies.clear()  # (more than that at once: each is encoded whole again, once)
     if len(body) <= _HELD:
-        _bodies[key] = _Body(list(messages), calls, body, ok, redactor.values)
+        _bodies[key] = _Body(list(messages), calls, body, ok, values)
     return body if ok else None
 
 
-def _encoded(message: Any) -> bytes:
-    """A message's JSON, encoded as deep as it lies in its event."""
+def _encoded(message: Any) -> bytes | None:
+    """A message's JSON, encoded as deep as it lies in its event; None for text the encoder refuses (a
+    lone surrogate: the message is fixed). A structure too deep for it raises, as the whole event's would."""
     deep: Any = message_sent(message)
     for _ in range(_DEEPER):
         deep = [deep]
-    return to_json(deep, fallback=stable_repr, inf_nan_mode="null")[_DEEPER:-_DEEPER]
+    try:
+        return to_json(deep, fallback=stable_repr, inf_nan_mode="null")[_DEEPER:-_DEEPER]
+    except PydanticSerializationError as exc:
+        if "UnicodeEncodeError" not in str(exc):
+            raise
+        return None

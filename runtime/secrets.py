@@ -97,6 +97,8 @@ _QUERY = re.compile(
     rf"(?:{'|'.join(_QUERY_NAMES)}))=)(?!\[redacted\][:;,.)\]]*(?:[\s&#\"'<>]|$))"
     rf"[^\s&#\"'<>]{{3,}}[^\s&#\"'<>:;,.)\]]")
 
+_QUERY_RAW = re.compile(_QUERY.pattern.encode())  # (on a line's bytes: JSON leaves ?, & and = as they are)
+
 
 def _queried(text: str) -> bool:
     return "=" in text and ("?" in text or "&" in text)
@@ -270,6 +272,8 @@ class Redactor:
         Call :meth:`refresh` first (once per event: it is hot)."""
         if text in self.seen_clean:
             return True
+        if _queried(text) and _QUERY.search(text) is not None:  # ?access_token=...: no mark of its own
+            return False
         if len(text) >= _BIG:
             return not any(h in text for h in _HINTS) and not any(v in text for v in self.values) \
                 and not any(piece in text for v in self.values for piece, _ in _pieces(v))
@@ -286,6 +290,8 @@ class Redactor:
 
     def may_hold(self, raw: bytes) -> bool:
         """Whether a JSON line may hold a credential (then it is redacted value by value)."""
+        if b"=" in raw and (b"?" in raw or b"&" in raw) and _QUERY_RAW.search(raw) is not None:
+            return True  # (a query parameter named like a credential: "GET /v1/items?access_token=...")
         if len(raw) < _BIG:
             return self._marks.search(raw) is not None
         return any(m in raw for m in self._literals)

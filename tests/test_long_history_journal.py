@@ -39,7 +39,8 @@ def flow(server):
 
     @tool(name="busca", description="Finds things.", schema=Q)
     def busca(args: Q) -> str:
-        return {"leak": f"the key is {KEY}", "hostile": HOSTILE}.get(args.q, f"found {args.q}: {PLAIN}")
+        return {"leak": f"the key is {KEY}; GET /v1/items?access_token=Zk39fQpL2mX8", "hostile": HOSTILE}.get(
+            args.q, f"found {args.q}: {PLAIN}")
 
     @agent(provider=Model(api_key="sk-loopback-FAKE-0123456789"), prompt="You review.", tools=[busca])
     class Revisor:
@@ -65,7 +66,7 @@ def flow(server):
 
 
 def as_server_got(messages):
-    return [(role, content.replace(KEY, "[redacted]"), calls, call_id)
+    return [(role, content.replace(KEY, "[redacted]").replace("Zk39fQpL2mX8", "[redacted]"), calls, call_id)
             for role, content, calls, call_id in as_sent(messages)]
 
 
@@ -89,7 +90,7 @@ async def test_every_request_of_a_long_run_is_journaled_as_the_server_got_it(tmp
         await bootstrap(flow(server)).run("revise", journal=journal)
         received = [as_server_got(r.body["messages"]) for r in server.requests]
     raw = journal.read_bytes()
-    assert KEY.encode() not in raw
+    assert KEY.encode() not in raw and b"Zk39fQpL2mX8" not in raw
     assert not any(c.encode() in raw for c in ("\x9b", "\x1b", "\u202e", "\x7f", "\u2028"))
     starts = [e for e in read_journal(journal) if e.type == "node.start" and e.kind == "chat"]
     journaled = [as_journaled(e.data["request"]["messages"]) for e in starts]

@@ -548,3 +548,21 @@ def test_a_credential_across_a_seam_is_found_and_one_on_either_side_is_not_taken
     assert [at for at in range(1, len(line)) if redactor.straddles(line, at)] == \
         list(range(inside + 1, inside + len(key)))  # (a mark: the key, or a shape's start such as "sk-")
     assert not redactor.straddles(b"sk-" + b"," + b"sk-", 3) and redactor.straddles(b"xsk-y", 2)
+
+
+@pytest.mark.parametrize("value", ["GET /v1/items?access_token=Zk39fQpL2mX8",
+                                   {"log": ["GET /v1/items?page=2&api_key=Zk39fQpL2mX8 200"]}])
+def test_a_query_credential_with_no_url_before_it_is_redacted_in_a_line(tmp_path, value):
+    """A request line a tool echoed ("GET /v1/items?access_token=...") went into the journal whole: the
+    quick look for a credential's marks had none for a query parameter without "://" in the same event."""
+    from flowtui.runtime.bus import build_event
+    from flowtui.runtime.events import CtxSet
+    from flowtui.runtime.journal import JournalWriter
+
+    path = tmp_path / "j.jsonl"
+    writer = JournalWriter(path)
+    writer(build_event(CtxSet, dict(seq=1, ts=0.0, run_id="r1", node_id=None, parent_id=None, origin="runtime",
+                                    name="x", value=value)))
+    writer.close()
+    raw = path.read_text()
+    assert "Zk39fQpL2mX8" not in raw and "=[redacted]" in raw, raw
