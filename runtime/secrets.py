@@ -297,8 +297,9 @@ class Redactor:
         return any(m in raw for m in self._literals)
 
     def straddles(self, line: bytes, at: int) -> bool:
-        """Whether what :meth:`may_hold` looks for lies across ``at`` in ``line`` (a seam between two
-        parts encoded and looked at apart: one lying wholly in either part was seen there)."""
+        """Whether a mark :meth:`may_hold` looks for (a shape's start, a credential or a piece of one) lies
+        across ``at`` in ``line``: a seam between two parts encoded and looked at apart, where one lying
+        wholly in either part was seen. (A query parameter lies in a JSON string: in one part.)"""
         window = line[max(0, at - self._reach):at + self._reach]
         seam = min(at, self._reach)
         for m in self._starts.finditer(window):  # (each place a mark starts, its longest)
