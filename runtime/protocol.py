@@ -156,6 +156,8 @@ def parse_worker_line(line: bytes | str) -> Any:
 def parse_worker_lines(lines: list[bytes]) -> list[Any]:
     """Many lines at once (one call into pydantic-core: a flood of events costs less); a long one
     apart, by :func:`parse_worker_line`."""
+    if max(map(len, lines), default=0) <= _LONG_LINE:  # (the usual batch: no line looked at in Python)
+        return _adapter(list[WorkerMessage]).validate_json(b"[" + b",".join(lines) + b"]")
     out: list[Any] = []
     short = 0  # the first line not parsed yet
     for i, line in enumerate(lines):

@@ -25,6 +25,7 @@ UNSTARTED = "making its agents, tools and providers"  # what a run's start does 
 CHUNK = 1 << 16
 LINE_MAX = 1 << 26  # a protocol line from a peer longer than this (64 MiB) is read to its end and left out, said
 WHOLE_LINE_MAX = 1 << 30  # and from a run's process of one's own (as a journal's line, 1 GiB)
+PIPE_SIZE = 1 << 20  # the event pipe's capacity, where the system lets us set it
 _REPLY_HEAD = re.compile(rb'\{\s*"type"\s*:\s*"reply"\s*,\s*"id"\s*:\s*(-?\d{1,18})\s*[,}]')
 
 
@@ -38,7 +39,6 @@ def too_long_said(size: int, limit: int, between: str) -> str:
     """Why a reply of ``size`` bytes is refused in its place: more than a line ``between`` may be."""
     return (f"its answer was {size:,} bytes, more than a line {between} may be ({limit:,}); the run's journal holds "
             "the value whole")
-PIPE_SIZE = 1 << 20  # the event pipe's capacity, where the system lets us set it
 
 
 @dataclass
