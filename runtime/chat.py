@@ -26,7 +26,7 @@ from flowtui.runtime.decorators import AgentSpec
 from flowtui.runtime.errors import ConversationError, ProviderError
 from flowtui.runtime.events import ChatAttempt, ChatDelta
 from flowtui.runtime.invoke import raise_cancelled
-from flowtui.runtime.messages import Message, ToolCall
+from flowtui.runtime.messages import ARGS_ARE_JSON, Message, ToolCall, args_fault
 from flowtui.runtime.middleware import through
 from flowtui.runtime.nodes import NodeScope
 from flowtui.runtime.providers.base import (
@@ -154,6 +154,8 @@ async def call_model(run: "Run", spec: AgentSpec, request: ChatRequest, *, promp
                 answer = await provider.complete(final)
             except asyncio.CancelledError as exc:  # a task the provider awaited was cancelled, or the run
                 raise_cancelled(exc, f"provider {provider.describe()}")
+            if isinstance(answer, ChatReply) and answer.tool_calls:  # (before finish, which reads the arguments)
+                _json_args(answer, f"provider {provider.describe()} for {spec.name} returned")
             done = provider.finish(final, answer)
             if isinstance(done, ChatReply):  # each call counts, in the budget and the totals (the second of a
                 # middleware that called twice spent money no budget saw)
@@ -292,6 +294,15 @@ def _a_reply(name: str, reply: Any) -> None:
     if wrong is not None:
         raise TypeError(f"model middleware {name!r} returned a ChatReply whose {wrong} (a model_copy(update=...) "
                         "is not validated: give each field a value of its type)")
+    _json_args(reply, f"model middleware {name!r} returned")
+
+
+def _json_args(reply: ChatReply, who: str) -> None:
+    """Refuse tool calls whose arguments a model could not have sent (see ``args_fault``), naming ``who``."""
+    for call in reply.tool_calls:
+        fault = args_fault(call.args) if isinstance(call, ToolCall) else None
+        if fault is not None:
+            raise TypeError(f"{who} a tool call {call.name!r:.40} whose {fault}; {ARGS_ARE_JSON}")
 
 
 _MESSAGE_INDEX = re.compile(r"messages\.?\[(\d{1,9})\]")  # OpenAI's 'messages[1].content', (messages.[3].role)

@@ -14,7 +14,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, overload
 
 from flowtui.runtime.events import StateAppend, StateSet
-from flowtui.runtime.messages import Message, estimate_tokens, system_message, well_formed, well_formed_call
+from flowtui.runtime.messages import (
+    ARGS_ARE_JSON, Message, ToolCall, args_fault, estimate_tokens, system_message, well_formed, well_formed_call,
+)
 from flowtui.runtime.wellformed import HistoryCheck
 
 BUCKETS = ("history", "memory", "tasks")
@@ -293,6 +295,11 @@ def _check_item(bucket: str, item: Any, index: int | None) -> None:
                 f"ctx.state bucket 'history': {where}is {type(item).__name__}; history holds "
                 "Message(role=..., content=...) items"
             )
+        for call in item.tool_calls:  # (a cycle in them failed the run with a RecursionError, said nowhere)
+            fault = args_fault(call.args) if isinstance(call, ToolCall) else None
+            if fault is not None:
+                raise TypeError(f"ctx.state bucket 'history': {where}has a tool call {call.name!r:.40} whose {fault}; "
+                                f"{ARGS_ARE_JSON}")
     elif not isinstance(item, str):
         raise TypeError(
             f"ctx.state bucket {bucket!r}: {where}is {type(item).__name__}; {bucket} holds str items"

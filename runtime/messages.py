@@ -113,3 +113,63 @@ def _well_formed_value(value: Any) -> Any:
         new = [_well_formed_value(v) for v in value]
         return value if all(a is b for a, b in zip(new, value)) else type(value)(new)
     return value
+
+
+ARGS_ARE_JSON = ("a model's tool-call arguments are JSON: give text, numbers, True/False, None, and lists and dicts "
+                 "with text keys (a date as its text)")
+MAX_ARGS_DEPTH = 500  # (what is read deeper is walked by recursive code: the encoder's, the tool's validation)
+
+
+def args_fault(args: Any) -> str | None:
+    """What in a tool call's ``args`` a model could not have sent, said with its place (``args['when'] is
+    date``, ``args['a'][0] is args['a'] again (a cycle)``); None when it is all JSON data. A flow's own stand-in
+    for the model can return anything: an object whose repr raised, or a dict holding itself, failed the run
+    inside the runtime (a RecursionError, and events lost on their way to the app)."""
+    on_path: dict[int, Any] = {}  # the containers being walked -> their place (a cycle comes back to one)
+    todo: list[tuple[Any, Any, int]] = [(args, "args", 0)]
+    while todo:
+        value, place, depth = todo.pop()
+        if value is _LEAVE:
+            del on_path[place]
+            continue
+        if isinstance(value, (str, int, float)) or value is None:
+            continue
+        if not isinstance(value, (dict, list, tuple)):
+            return f"{_place(place)} is {type(value).__name__}"
+        if id(value) in on_path:
+            return f"{_place(place)} is {_place(on_path[id(value)])} again (a cycle)"
+        if depth >= MAX_ARGS_DEPTH:
+            return f"{_place(place)} is nested deeper than {MAX_ARGS_DEPTH} levels"
+        on_path[id(value)] = place
+        todo.append((_LEAVE, id(value), 0))
+        if isinstance(value, dict):
+            for key, item in value.items():
+                if not isinstance(key, str):
+                    return f"{_place(place)} has the key {type(key).__name__} {_key(key)}, not text"
+                todo.append((item, (place, key), depth + 1))
+        else:
+            todo.extend((item, (place, i), depth + 1) for i, item in enumerate(value))
+    return None
+
+
+_LEAVE = object()  # (args_fault: the walk is done with a container)
+
+
+def _place(place: Any) -> str:
+    """A place as Python writes it (``args['a'][0]``); built from its (parent, key) pairs only when said."""
+    keys = []
+    while isinstance(place, tuple):
+        place, key = place
+        keys.append(f"[{_key(key)}]")
+    keys.reverse()
+    if len(keys) > 8:  # (one nested 500 levels deep)
+        keys[4:-3] = ["…"]
+    return place + "".join(keys)
+
+
+def _key(key: Any) -> str:
+    try:
+        text = repr(key)
+    except Exception:  # noqa: BLE001
+        text = f"<{type(key).__name__}>"
+    return text if len(text) <= 40 else text[:39] + "…"

@@ -2,6 +2,7 @@
 class or parameter at fault and what to write instead; never a traceback, never skipped in silence
 (a hook that would never be called, a state no run could make)."""
 
+import json
 import re
 import sys
 from pathlib import Path
@@ -505,6 +506,10 @@ def test_a_wrong_write_in_a_hook_fails_where_it_happens_naming_what(tmp_path, ho
      "replies.toml: reply 1 for A: tool_calls is str 't', not a list of calls"),
     ("A = " + "[" * 2000 + "]" * 2000 + "\n", "replies.toml: a value in it is nested too deep to read"),
     ("A = [" + "9" * 5000 + "]\n", "replies.toml: a value in it cannot be read (Exceeds the limit"),
+    # (a date no model sends: the tool was given a date, the journal its repr)
+    ('[[A]]\ncontent = ""\ntool_calls = [{name = "t", args = {when = 2025-03-01}}]\n',
+     "replies.toml: reply 1 for A: tool_calls[0] ('t'): args['when'] is date; a model's tool-call arguments are "
+     "JSON: give text, numbers"),
     # empty: it ran, and failed at the first model call ("no replies ... (it has: none)"), exit 1
     ("", "replies.toml: holds no replies; write each agent's, e.g. RevisorAgent = [\"APROVADO\"]"),
 ])
@@ -583,3 +588,34 @@ def test_a_replies_or_prompt_file_that_is_a_device_or_a_pipe_is_refused_at_load(
     assert res.returncode == 2, res.stderr
     assert re.search(r"prompt file \S*(p\.agent\.md|/dev/zero) is a pipe or a device, not a prompt file; name a file",
                      res.stderr), res.stderr
+
+
+CYCLE = "def cycle():\n    d = {'a': 1}\n    d['d'] = d\n    return d\n"
+BAD_REPR = "class Bad:\n    def __repr__(self):\n        raise RuntimeError('repr boom')\n"
+
+
+@pytest.mark.parametrize("model, hook, said", [
+    ("{'tool_calls': [{'name': 't', 'args': cycle()}]}", "pass",
+     "ConfigError: FunctionProvider for A: tool_calls[0] ('t'): args['d'] is args again (a cycle); a model's "
+     "tool-call arguments are JSON"),
+    ("ChatReply(content='', tool_calls=[ToolCall(name='t', args={'x': [Bad()]})])", "pass",
+     "TypeError: provider FunctionProvider for A returned a tool call 't' whose args['x'][0] is Bad; a model's "
+     "tool-call arguments are JSON"),
+    ("'ok'", "ctx.state.append('history', Message(role='assistant', tool_calls=[ToolCall(name='t', args=cycle(), "
+             "id='c1')]))",
+     "TypeError: ctx.state bucket 'history': has a tool call 't' whose args['d']['d'] is args['d'] again (a cycle)"),
+])
+def test_tool_call_arguments_no_model_could_send_fail_the_run_saying_where(tmp_path, model, hook, said):
+    """A flow's stand-in for the model (or a hook writing history) gave arguments holding themselves, or an
+    object whose repr raised: the run failed inside the runtime with a RecursionError or "repr boom", and
+    the worker said events "never arrived" (lost on their way to the app and the journal)."""
+    path = write(tmp_path, "from flowtui import ChatReply, Message, ToolCall\n" + CYCLE + BAD_REPR
+                 + "@tool\ndef t(x: str = '') -> str:\n    \"\"\"T.\"\"\"\n    return 'r'\n"
+                 + f"@agent(provider=FunctionProvider(lambda m, t: {model}), prompt='p', tools=[t])\nclass A:\n"
+                 + f"    def after_response(self, r, ctx):\n        {hook}\n" + WORKFLOW)
+    res = flowtui("run", str(path), "--input", "x", "--json")
+    assert res.returncode == 1, res.stderr
+    assert said in res.stderr, res.stderr
+    assert "never arrived" not in res.stderr and "Recursion" not in res.stderr and "boom" not in res.stderr
+    lines = [json.loads(line) for line in res.stdout.splitlines()]
+    assert [e["seq"] for e in lines] == list(range(1, len(lines) + 1)) and lines[-1]["type"] == "run.end"

@@ -10,7 +10,7 @@ import pytest
 from pydantic import BaseModel
 
 from flowtui import (
-    ConfigError, ContextWindow, FunctionProvider, Input, Message, Middleware, ToolOutput,
+    ConfigError, ContextWindow, FunctionProvider, Input, Message, Middleware, ToolCall, ToolOutput,
     WorkflowRuntime, agent, bootstrap, loop, tool, until_answered, workflow,
 )
 from fakes import call, scripted
@@ -876,6 +876,9 @@ async def test_a_tool_middleware_that_forgets_to_return_fails_the_call_naming_it
     ({"content": 5}, "returned a ChatReply whose content is int 5: Input should be a valid string"),
     ({"tool_calls": [{"name": "busca", "args": {"q": "x"}}]},
      "returned a ChatReply whose tool_calls hold a dict, not a ToolCall(name=..., args=..., id=...)"),
+    # (an object no model sends: its repr raised in the runtime, or a cycle ended in a RecursionError)
+    ({"tool_calls": [ToolCall(name="busca", args={"q": object()})]},
+     "returned a tool call 'busca' whose args['q'] is object; a model's tool-call arguments are JSON"),
 ])
 async def test_a_model_middleware_whose_copied_reply_holds_a_wrong_value_fails_naming_it(update, said):
     """model_copy(update=...) is not validated: the run failed on a raw pydantic error about a Message,

@@ -11,7 +11,7 @@ from typing import Any
 
 from flowtui.runtime.construct import builders
 from flowtui.runtime.errors import ConfigError
-from flowtui.runtime.messages import ToolCall
+from flowtui.runtime.messages import ARGS_ARE_JSON, ToolCall, args_fault
 from flowtui.runtime.providers.base import ChatReply, ChatRequest, Usage, finish_reply
 
 # ("arguments" is how OpenAI names them; "id" a call's id, which the engine gives anyway)
@@ -63,6 +63,9 @@ def split_reply(reply: Any, *, where: str) -> tuple[str, list[dict[str, Any]]]:
             if not isinstance(call["name"], str):
                 raise ConfigError(f"{where}: tool_calls[{i}].name is {type(call['name']).__name__} "
                                   f"{call['name']!r:.40}, not a tool's name; write name = \"tool\"")
+            fault = args_fault(args)
+            if fault is not None:
+                raise ConfigError(f"{where}: tool_calls[{i}] ({call['name']!r:.40}): {fault}; {ARGS_ARE_JSON}")
             calls.append({"name": call["name"], "args": dict(args)})
         content = reply.get("content")
         if content is not None and not isinstance(content, str):  # (3 was played as the text "3", unsaid)
