@@ -129,6 +129,10 @@ def test_a_call_a_middleware_changed_without_leaving_any_out_is_not_said_as_sent
         "chat node.end in the event log has them)")
     assert note(changed_by=["ContextWindow"], messages=6, sent=3, trimmed={"dropped": 3, "by": ["ContextWindow"]}) \
         == "odd may change what is sent (the last call sent 3 of 6 messages: 3 left out by ContextWindow)"
+    assert note(changed_by=["ContextWindow", "odd"], messages=6, sent=3,
+                trimmed={"dropped": 3, "by": ["ContextWindow"]}) == (
+        "odd may change what is sent (the last call sent 3 of 6 messages: 3 left out by ContextWindow; changed by "
+        "odd too, its chat node.end in the event log has what was sent)")
 
 
 async def test_a_providers_count_tokens_that_fails_is_said_once_and_the_estimates_stay(tmp_path):

@@ -88,7 +88,11 @@ def middleware_note(view: Any) -> str | None:
                 if trimmed.get("dropped") else "")
         changed = last.get("changed_by") if isinstance(last.get("changed_by"), list) else []
         if left or not changed:
-            said += f" (the last call sent {last['sent']} of {last['messages']} messages{left})"
+            # (one that rewrote what was sent, beside one that left messages out, went unsaid)
+            others = [n for n in changed if n not in (trimmed.get("by") or [])] if left else []
+            also = (f"; changed by {', '.join(shown(str(n)) for n in others)} too, its chat node.end in the event log "
+                    "has what was sent") if others else ""
+            said += f" (the last call sent {last['sent']} of {last['messages']} messages{left}{also})"
         else:  # (replaced or added to, not left out: "2 of 2" read as nothing changed; the journal has them)
             said += (f" (the last call sent {last['sent']} messages, changed by "
                      f"{', '.join(shown(str(n)) for n in changed)} from the {last['messages']} it was "
