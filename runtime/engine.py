@@ -331,7 +331,7 @@ class Run:
         skip awaiting it."""
         if self.ctx._stop_by is not None:
             return True
-        if self.root.resume is not None and self.root.resume.diverged is not None:
+        if self.root.resume is not None and self.root.resume.halted:
             return True
         tracker = self.tracker
         while tracker is not None:

@@ -95,6 +95,7 @@ class Resume:
         self.i = 0  # the next expected event
         self.checking = True  # in the prefix: events are compared, calls served
         self.diverged: dict[str, Any] | None = None  # the run.diverged fields, once it diverged
+        self.again: str | None = None  # the end's reason, once the run reached the recorded run's stop (stop_from)
         self.held = False  # on_divergence="pause": the run has paused since
         self._making = -1  # the index in expected of the recorded edit being made again
         self.made_again = 0  # the recorded edits and decisions made again so far
@@ -170,6 +171,15 @@ class Resume:
                     if ev["seq"] <= self.at:
                         self.pause_at = None
                 self.expected.append(ev)
+        # Where the recorded run's stop from outside (ctrl-C, `x` while a tool ran, SIGTERM) begins its events: the
+        # nodes it was in ending `stopped`, then the run. That stop, landing wherever the run then was, is made
+        # again there (a re-execution of unchanged code diverged, as if the code had changed).
+        ends = len(self.expected)
+        if self.stopped_because is not None and not self.stopped_because.startswith("stopped by ctx.stop()"):
+            while ends and self.expected[ends - 1].get("type") in ("node.end", "run.end") \
+                    and self.expected[ends - 1].get("status") == "stopped":
+                ends -= 1
+        self.stop_from = ends if ends < len(self.expected) else None
 
     # --- the run's side -----------------------------------------------------------------------
     def recorded_elapsed(self) -> float | None:
@@ -228,8 +238,23 @@ class Resume:
             self._approve = set(self.controller.approve)
             self.controller.approve.clear()
 
+    @property
+    def halted(self) -> bool:
+        """The run must do nothing live: it diverged, or it is where the recorded run was stopped."""
+        return self.diverged is not None or self.again is not None or self._at_stop()
+
+    def _at_stop(self) -> bool:
+        """Every event before the recorded run's stop from outside was made again: what the run does next, the
+        recorded run never did (its branches too: the events are compared in the recorded order)."""
+        return self.checking and self.stop_from is not None and self.i >= self.stop_from
+
     def check(self) -> None:
-        """Between units of work (``run.gate()``): a diverged run stops here when it should."""
+        """Between units of work (``run.gate()``): a diverged run stops here when it should, one at the
+        recorded run's stop stops again."""
+        if self._at_stop():
+            self._stop_again()
+        if self.again is not None:
+            raise RunStopped(self.again)
         if self.diverged is not None and self.on_divergence == "stop":
             raise Diverged(self.reason)
 
@@ -237,12 +262,18 @@ class Resume:
         """How the run ends: a diverged run that went on to its end without doing anything live is stopped."""
         if self.diverged is not None and self.on_divergence == "stop" and status == "finished":
             return "stopped", self.reason
+        if self.again is not None and status == "finished":
+            return "stopped", self.again
         return status, reason
 
     async def at_pause(self, run: "Run", kind: str, name: str) -> bool:
         """At a pause point: in the prefix, make the edits a person made here again and go on (True);
         after it, False: the run pauses as a live run does."""
+        if self._at_stop() and self.i not in self.edits:  # (a stop a person made here, paused: made again below)
+            self._stop_again()
         if not self.checking:
+            if self.again is not None:
+                raise RunStopped(self.again)
             if self.diverged is not None:
                 self.check()  # stopping: never wait for a person after a divergence
                 self.held = True
@@ -376,6 +407,10 @@ class Resume:
 
     async def hold(self, kind: str, name: str) -> None:
         """A diverged run is about to do something live: stop it, or pause it once first."""
+        if self._at_stop():
+            self._stop_again()
+        if self.again is not None:
+            raise RunStopped(self.again)
         if self.on_divergence == "stop":
             raise Diverged(self.reason)
         if not self.held:
@@ -429,6 +464,8 @@ class Resume:
                 self._redactor.refresh()
                 rec = redact_data(rec, self._redactor.values)  # now too, it is no difference
             if rec != new:
+                if self.stop_from is not None and self.i >= self.stop_from:
+                    return self._stop_again()
                 found = explain(rec, new, lookup_for(self.run)) or [Difference(field="event")]
                 return self._diverge(rec_raw, rec, new, found, now_seq=event.seq)
         if event.type == "node.start":
@@ -437,6 +474,14 @@ class Resume:
         if self.i >= len(self.expected) or self.expected[self.i]["seq"] > self.at:
             self._end_prefix()
         self._moved_on()
+
+    def _stop_again(self) -> None:
+        """The run goes on where the recorded run was stopped from outside: it stops there again, before doing
+        anything live (at the next unit of work), saying so as a stop made again at a pause point does."""
+        self.checking = False
+        self.again = stopped_again(self.recorded.path, self.stopped_because)
+        self._moved_on()
+        self._give_back_approvals()
 
     def _end_prefix(self) -> None:
         self.checking = False

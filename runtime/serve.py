@@ -76,7 +76,7 @@ class Server:
             rec, end = self._recorded_node()
             if end is not None:
                 await resume.in_turn(rec or "")
-        if resume.diverged is not None:
+        if resume.halted:
             await resume.hold("chat", request.agent)
             return None
         if not resume.checking:
@@ -101,7 +101,7 @@ class Server:
 
     def tool(self, run: "Run", tspec: Any, execute: Any) -> Any:
         """What ``_run_tool`` calls in place of ``execute``: the recorded result, in the prefix."""
-        if not self.resume.checking and self.resume.diverged is None:
+        if not self.resume.checking and not self.resume.halted:
             return execute
 
         async def served(**kwargs: Any) -> Any:
@@ -111,14 +111,14 @@ class Server:
 
     async def _serve_tool(self, run: "Run", tspec: Any, execute: Any, kwargs: dict[str, Any]) -> Any:
         resume = self.resume
-        if resume.diverged is not None:
+        if resume.halted:
             await resume.hold("tool", tspec.name)
             return await _call(execute, kwargs)
         rec, end = self._recorded_node() if resume.checking else (None, None)
         if end is None or tspec.replay == "rerun" or _runs_children(run, tspec):
             return await _call(execute, kwargs)  # after the prefix, or re-run and checked like the rest
         await resume.in_turn(rec or "")  # (see Resume.in_turn)
-        if resume.diverged is not None:  # another branch diverged meanwhile
+        if resume.halted:  # another branch diverged meanwhile
             await resume.hold("tool", tspec.name)
             return await _call(execute, kwargs)
         if not resume.checking:  # the prefix ended meanwhile

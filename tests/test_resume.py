@@ -13,9 +13,11 @@ from __future__ import annotations
 import asyncio
 import json
 import shutil
+import signal
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -2101,3 +2103,82 @@ def test_a_recorded_tool_result_with_a_redacted_query_value_reexecutes_as_it_was
     assert "[redacted]]" not in again.read_text()
     diff = flowtui("diff", str(journal), str(again), cwd=tmp_path)
     assert diff.returncode == 0, diff.stdout + diff.stderr
+
+
+STOPPED_IN_A_TOOL = '''
+import asyncio
+from pathlib import Path
+from flowtui import FunctionProvider, agent, parallel, tool, workflow
+
+@tool
+async def lento(x: str) -> str:
+    """Waits for the test's go.
+
+    Args:
+        x: anything
+    """
+    with open("calls", "a") as f:
+        f.write(x + "\\n")
+    Path("started").touch()
+    for _ in range(3000):
+        if Path("go").exists():
+            break
+        await asyncio.sleep(0.02)
+    return "ok " + x
+
+def model(messages, tools):
+    if messages[-1].role == "tool":
+        return "fim"
+    return {"tool_calls": [{"name": "lento", "args": {"x": messages[0].content}}]}
+
+@agent(provider=FunctionProvider(model), prompt="A", tools=[lento])
+class A:
+    pass
+
+@agent(provider=FunctionProvider(model), prompt="B", tools=[lento])
+class B:
+    pass
+
+STEPS = STEPS_HERE
+
+@workflow(steps=STEPS or [A, B])
+class W:
+    pass
+'''
+
+
+@pytest.mark.parametrize("steps", ["None", "[parallel([A, B])]"])
+def test_a_run_stopped_from_outside_while_a_tool_ran_reexecutes_to_the_same_stop(tmp_path, steps):
+    """ctrl-C while a tool ran lands at the next unit of work, which no event marks: re-executing the journal
+    of unchanged code said "diverged" where the recorded run's nodes end stopped (exit 3), or, in a parallel
+    step, where the other branch then went on."""
+    flow = tmp_path / "flow.py"
+    flow.write_text(STOPPED_IN_A_TOOL.replace("STEPS_HERE", steps))
+    first, second, third = (tmp_path / f"{n}.jsonl" for n in ("first", "second", "third"))
+    command = [sys.executable, "-m", "flowtui.tui.cli", "run", str(flow)]
+    proc = subprocess.Popen([*command, "--input", "x", "--journal", str(first)], cwd=tmp_path,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    for _ in range(3000):  # (a bound: a tool that never starts fails the test)
+        if (tmp_path / "started").exists():
+            break
+        proc.poll()
+        assert proc.returncode is None, proc.communicate()
+        time.sleep(0.02)
+    proc.send_signal(signal.SIGINT)
+    time.sleep(0.3)  # (the stop is asked before the tool returns)
+    (tmp_path / "go").touch()
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0 and err.strip().splitlines()[-2] == "■ stopped (stopped by user)", err
+    ran = (tmp_path / "calls").read_text()
+    for journal, again in ((first, second), (second, third)):
+        done = subprocess.run([*command, "--resume-from", str(journal), "--journal", str(again)], cwd=tmp_path,
+                              capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+        assert "diverged" not in done.stderr
+        assert done.stderr.strip().splitlines()[-2] == \
+            f"■ stopped (stopped again where the run of {journal} was stopped (stopped by user))"
+        assert (tmp_path / "calls").read_text() == ran  # nothing ran live
+        *made, end = recorded_events(again)
+        *was, recorded_end = recorded_events(first)
+        assert made == was
+        assert {**end, "reason": None} == {**recorded_end, "reason": None}
