@@ -117,7 +117,9 @@ def jsonable(value: Any, fallback: Callable[[Any], Any] | None = None) -> Any:
     not text, a ``__repr__`` that raises, nesting past the serializer's depth) is described
     instead of failing the flow's assignment."""
     if isinstance(value, Iterator):
-        return _described(value, "an iterator, shown without being consumed")
+        return _described(value, _ITERATOR)
+    if value.__class__ not in _PLAIN and _holds_iterator(value):  # (the serializer would have run it to its end:
+        value = _iterators_described(value)  # the flow found its generator empty, in a dict or a list too)
     try:
         out = to_jsonable_python(value, fallback=fallback or stable_repr)
     except Exception as exc:  # noqa: BLE001 (any failure of showing it is the debugger's to absorb)
@@ -131,6 +133,45 @@ def jsonable(value: Any, fallback: Callable[[Any], Any] | None = None) -> Any:
     if isinstance(out, (list, dict)) and _may_hold_non_finite(out):
         return _finite(out)
     return out
+
+
+_ITERATOR = "an iterator, shown without being consumed"
+_PLAIN = frozenset({str, int, float, bool, type(None), bytes})
+_SEQUENCES = (list, tuple, set, frozenset)
+
+
+def _holds_iterator(value: Any) -> bool:
+    """Whether ``value`` holds a one-shot iterator anywhere the serializer looks (in a list, a dict's
+    values, a model's fields), which serializing would consume."""
+    todo, seen = [value], set()
+    while todo:
+        item = todo.pop()
+        if item.__class__ in _PLAIN:
+            continue
+        if isinstance(item, Iterator):
+            return True
+        if isinstance(item, (*_SEQUENCES, dict, BaseModel)):
+            if id(item) in seen:  # (a cycle: the serializer refuses it)
+                continue
+            seen.add(id(item))
+            todo.extend(item.values() if isinstance(item, dict) else item.__dict__.values()
+                        if isinstance(item, BaseModel) else item)
+    return False
+
+
+def _iterators_described(value: Any, depth: int = 0) -> Any:
+    """``value`` with each iterator in it described, not consumed (containers copied; a model as its fields)."""
+    if isinstance(value, Iterator):
+        return _described(value, _ITERATOR)
+    if depth > 200 or value.__class__ in _PLAIN:  # (deeper: left to the serializer, which describes it whole)
+        return value
+    if isinstance(value, dict):
+        return {k: _iterators_described(v, depth + 1) for k, v in value.items()}
+    if isinstance(value, BaseModel):
+        return {k: _iterators_described(v, depth + 1) for k, v in value.__dict__.items()}
+    if isinstance(value, _SEQUENCES):
+        return [_iterators_described(v, depth + 1) for v in value]
+    return value
 
 
 def _sort(items: list[Any]) -> None:

@@ -141,3 +141,52 @@ async def test_showing_a_value_never_changes_what_the_flow_does():
     typed = {e.name: e.typed for e in events if e.type == "ctx.set" and e.name != "output" and e.name != "turn"}
     assert typed == {"gen": "generator", "circular": "list", "raw": "bytes", "loud": "Loud", "arrays": "list",
                      "color": "Color", "ratio": None, "names": None, "colors": "list", "by_color": "dict"}
+
+
+async def test_an_iterator_inside_a_value_the_flow_keeps_is_described_not_consumed():
+    """A generator in a dict or a list, on ctx or in the workflow state, was run to its end by the event that
+    showed it: the flow then read it empty (and a second, made-up change said the field became empty)."""
+    from pydantic import BaseModel
+
+    from flowtui import State
+
+    class S(BaseModel):
+        d: dict = {}
+        items: list = []
+
+    read = {}
+
+    @agent(provider=FunctionProvider(lambda m, t: "ok"), prompt="p")
+    class A:
+        def __init__(self, s: S = State()):
+            self.s = s
+
+        def after_response(self, response, ctx):
+            self.s.d = {"k": (i for i in range(3))}
+            self.s.items.append(iter([7, 8]))
+            ctx.feed = {"rows": (r for r in ["a", "b"]), "more": [iter("xy")]}
+
+    @agent(provider=FunctionProvider(lambda m, t: "ok"), prompt="p")
+    class B:
+        def __init__(self, s: S = State()):
+            self.s = s
+
+        def after_response(self, response, ctx):
+            read.update(d=list(self.s.d["k"]), items=list(self.s.items[0]), rows=list(ctx.feed["rows"]),
+                        more=list(ctx.feed["more"][0]))
+
+    @workflow(state=S, steps=[A, B])
+    class W:
+        pass
+
+    app = bootstrap(W)
+    events = []
+    app.subscribe(events.append)
+    await app.run("x")
+    assert read == {"d": [0, 1, 2], "items": [7, 8], "rows": ["a", "b"], "more": ["x", "y"]}
+    changes = [(e.path, e.new) for e in events if e.type == "workflow_state.change"]
+    assert [path for path, _ in changes] == ["d", "items"]  # (no made-up change to an empty one)
+    assert changes[0][1]["k"].endswith("(an iterator, shown without being consumed)")
+    assert changes[1][1][0] == "<list_iterator object> (an iterator, shown without being consumed)"
+    feed = next(e.value for e in events if e.type == "ctx.set" and e.name == "feed")
+    assert feed["more"] == ["<str_ascii_iterator object> (an iterator, shown without being consumed)"]
