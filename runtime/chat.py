@@ -154,8 +154,8 @@ async def call_model(run: "Run", spec: AgentSpec, request: ChatRequest, *, promp
                 answer = await provider.complete(final)
             except asyncio.CancelledError as exc:  # a task the provider awaited was cancelled, or the run
                 raise_cancelled(exc, f"provider {provider.describe()}")
-            if isinstance(answer, ChatReply) and answer.tool_calls:  # (before finish, which reads the arguments)
-                _json_args(answer, f"provider {provider.describe()} for {spec.name} returned")
+            if isinstance(answer, ChatReply):  # (before finish, which reads them)
+                _well_made(answer, f"provider {provider.describe()} for {spec.name} returned")
             done = provider.finish(final, answer)
             if isinstance(done, ChatReply):  # each call counts, in the budget and the totals (the second of a
                 # middleware that called twice spent money no budget saw)
@@ -295,6 +295,28 @@ def _a_reply(name: str, reply: Any) -> None:
         raise TypeError(f"model middleware {name!r} returned a ChatReply whose {wrong} (a model_copy(update=...) "
                         "is not validated: give each field a value of its type)")
     _json_args(reply, f"model middleware {name!r} returned")
+
+
+def _well_made(reply: ChatReply, who: str) -> None:
+    """Refuse a provider's reply made without validation (``ChatReply.model_construct``, a ``model_copy``) that
+    holds what its fields refuse, naming ``who``: ``usage=None`` failed the run on an AttributeError inside
+    flowtui, a usage count whose repr raised on that error."""
+    fields, usage = reply.__dict__, reply.__dict__.get("usage")
+    if fields.get("content").__class__ is not str or fields.get("reasoning").__class__ not in _TEXT_OR_NONE \
+            or not isinstance(fields.get("tool_calls"), list) or usage.__class__ is not Usage \
+            or usage.__dict__.get("prompt_tokens").__class__ is not int \
+            or usage.__dict__.get("completion_tokens").__class__ is not int:
+        wrong = bad_fields(reply)  # (a usage made so is taken as it is: looked at on its own)
+        if wrong is None and usage.__class__ is Usage and (wrong := bad_fields(usage)) is not None:
+            wrong = f"usage.{wrong}"
+        if wrong is not None:
+            raise TypeError(f"{who} a ChatReply whose {wrong} (model_construct and model_copy do not validate: give "
+                            "each field a value of its type)")
+    if reply.tool_calls:
+        _json_args(reply, who)
+
+
+_TEXT_OR_NONE = frozenset((str, type(None)))
 
 
 def _json_args(reply: ChatReply, who: str) -> None:

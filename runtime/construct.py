@@ -116,12 +116,13 @@ def bad_fields(model: BaseModel) -> str | None:
     class refuses: ``content is int 5: Input should be a valid string``; None when it is all as declared."""
     from pydantic import ValidationError
 
+    from flowtui.runtime.errors import safe_repr
+
     try:
         type(model).model_validate(dict(model.__dict__))
     except ValidationError as exc:
         first = exc.errors()[0]
         where = "".join(f"[{x}]" if isinstance(x, int) else f".{x}" for x in first["loc"]).lstrip(".")
-        value = repr(first.get("input"))
-        value = value if len(value) <= 60 else value[:59] + "…"
+        value = safe_repr(first.get("input"))
         return f"{where or 'value'} is {type(first.get('input')).__name__} {value}: {first['msg']}"
     return None

@@ -21,7 +21,7 @@ from pydantic_core import to_json, to_jsonable_python
 
 from flowtui.runtime.bus import current_origin
 from flowtui.runtime.conversation import ConversationState
-from flowtui.runtime.errors import ConfigError
+from flowtui.runtime.errors import ADDRESS, ConfigError
 from flowtui.runtime.events import CtxSet
 
 _MISSING = object()
@@ -253,7 +253,6 @@ def _finite(out: Any) -> Any:
     return out
 
 
-_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+(?=>)")  # as the default repr ends: <Foo object at 0x7f…>
 # the names flow files were imported under (runtime.loader), each with its file's own name
 FLOW_MODULES: dict[str, str] = {}
 
@@ -263,7 +262,7 @@ def stable_repr(value: Any) -> str:
     0x7f…>`` is ``<Foo object>``): it differs from run to run, so a re-execution or a diff of two
     runs would see a change where there is none. A class of the flow file is named by the file
     (``revisao.Foo``), not the module name it was imported under (``flowtui_flow_revisao_1.Foo``)."""
-    text = _ADDRESS.sub("", repr(value))
+    text = ADDRESS.sub("", repr(value))
     for module, stem in FLOW_MODULES.items():
         if module in text:
             text = text.replace(f"{module}.", f"{stem}.")

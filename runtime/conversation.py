@@ -13,6 +13,7 @@ import threading
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, overload
 
+from flowtui.runtime.construct import bad_fields
 from flowtui.runtime.events import StateAppend, StateSet
 from flowtui.runtime.messages import (
     ARGS_ARE_JSON, Message, ToolCall, args_fault, estimate_tokens, system_message, well_formed, well_formed_call,
@@ -270,8 +271,8 @@ def _carried(item: Any) -> Any:
     """``item`` as the journal carries it and a JSON request can: a lone surrogate (a tool's
     ``os.fsdecode`` of a file name that is no UTF-8) as U+FFFD. A provider of the flow's own was sent the
     surrogate, while the journal and the panes said U+FFFD."""
-    if item.__class__ is str:
-        return well_formed(item)
+    if isinstance(item, str):  # (a StrEnum's member, a str of the flow's own class: as the text it is)
+        return well_formed(item if item.__class__ is str else str.__str__(item))
     update: dict[str, Any] = {}
     text = item.content
     if text.__class__ is str and not text.isascii() and (fixed := well_formed(text)) is not text:
@@ -287,6 +288,12 @@ def _carried(item: Any) -> Any:
     return item
 
 
+_ROLES = frozenset(("system", "user", "assistant", "tool"))
+_OPTIONAL_TEXT = ("tool_name", "tool_call_id", "agent", "reasoning")
+_TEXT_OR_NONE = frozenset((str, type(None)))
+_class_of = type
+
+
 def _check_item(bucket: str, item: Any, index: int | None) -> None:
     where = f"item {index} " if index is not None else ""
     if bucket == "history":
@@ -295,6 +302,14 @@ def _check_item(bucket: str, item: Any, index: int | None) -> None:
                 f"ctx.state bucket 'history': {where}is {type(item).__name__}; history holds "
                 "Message(role=..., content=...) items"
             )
+        fields = item.__dict__
+        if fields.get("content").__class__ is not str or fields.get("role") not in _ROLES \
+                or not isinstance(fields.get("tool_calls"), (tuple, list)) or fields.get("is_error").__class__ is not bool \
+                or not _TEXT_OR_NONE.issuperset(map(_class_of, map(fields.get, _OPTIONAL_TEXT))):
+            wrong = bad_fields(item)  # (Message.model_construct, model_copy(update=...): not validated; what they
+            if wrong is not None:  # held broke the events that carry the history, and the journal stopped)
+                raise TypeError(f"ctx.state bucket 'history': {where}is a Message whose {wrong} (model_construct and "
+                                "model_copy do not validate: give each field a value of its type)")
         for call in item.tool_calls:  # (a cycle in them failed the run with a RecursionError, said nowhere)
             fault = args_fault(call.args) if isinstance(call, ToolCall) else None
             if fault is not None:

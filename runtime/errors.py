@@ -21,6 +21,8 @@ Messages name the file, class, parameter or key at fault and say what to do.
 from __future__ import annotations
 
 import functools
+import re
+from typing import Any
 
 
 class FlowtuiError(Exception):
@@ -225,6 +227,22 @@ def message_of(exc: BaseException) -> str:
     except Exception as failed:
         return f"(its message could not be read: {type(exc).__name__}.__str__ raised {type(failed).__name__})"
     return text
+
+
+# A memory address in a repr, which differs from run to run (a re-execution or a diff of two runs saw a change
+# where there is none): the default repr's <Foo object at 0x7f…>, pydantic's <Recursion on M with id=1396…>.
+ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+(?=>)| with id=[0-9]+(?=>)")
+
+
+def safe_repr(value: Any, limit: int = 60) -> str:
+    """``repr(value)`` cut to ``limit`` characters, or ``<Type>`` when the flow's object cannot say itself (its
+    ``__repr__`` raises, it holds itself past the recursion limit, an int past Python's 4,300 digits): a message
+    about a value never fails in the value's place. No memory address (see ``ADDRESS``)."""
+    try:
+        text = ADDRESS.sub("", repr(value))
+    except Exception:  # noqa: BLE001
+        text = f"<{type(value).__name__}>"
+    return text if len(text) <= limit else text[:limit - 1] + "…"
 
 
 def _validation_text(exc: BaseException) -> str | None:

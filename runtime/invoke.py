@@ -189,13 +189,12 @@ def hook_text(fn: Callable[..., Any], agent: str, hook: str, value: Any) -> str:
 
 def refuse_returned(fn: Callable[..., Any], agent: str, hook: str, value: Any) -> NoReturn:
     """Raise the TypeError that says hook ``fn`` of ``agent`` returned what it may not, and what it may."""
-    from flowtui.runtime.errors import shown_path
+    from flowtui.runtime.errors import safe_repr, shown_path
     from flowtui.runtime.markers import where
 
     file, line = where(fn)
     at = f" (defined at {shown_path(file)}:{line})" if file else ""
-    shown = repr(value)
-    shown = shown if len(shown) <= 60 else shown[:57] + "..."
+    shown = safe_repr(value)  # (one that cannot say itself failed the run with its own error, naming no hook)
     raise TypeError(f"{agent}.{hook} returned {type(value).__name__} {shown}{at}; return {_RETURNS[hook]}")
 
 

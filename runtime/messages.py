@@ -168,8 +168,6 @@ def _place(place: Any) -> str:
 
 
 def _key(key: Any) -> str:
-    try:
-        text = repr(key)
-    except Exception:  # noqa: BLE001
-        text = f"<{type(key).__name__}>"
-    return text if len(text) <= 40 else text[:39] + "…"
+    from flowtui.runtime.errors import safe_repr
+
+    return safe_repr(key, 40)

@@ -90,7 +90,7 @@ class Server:
                                                status=ev.get("status"), retry_in_s=ev.get("retry_in_s")))
         data = end.get("data") or {}
         if end.get("status") == "error":  # the recorded call failed: it fails again, as recorded
-            raise _served_failure(str(end.get("error") or "ProviderError"), request.agent, data.get("attempts", 1))
+            raise _served_failure(str(end.get("error") or "ProviderError"), request.agent, data.get("attempts"))
         reply = recorded_reply(data)
         self._served[id(reply)] = reply
         return reply
@@ -132,6 +132,8 @@ class Server:
             out_of_memory = MemoryError()
             out_of_memory.recorded_as = error  # type: ignore[attr-defined]
             raise out_of_memory
+        if end.get("status") == "error" and "executed" not in data and "is_error" not in data:
+            raise RecordedFailure(error)  # (it gave no result: what it raised ended the run)
         node = current_node.get()[0] or ""
         k = self._executions[node] = self._executions.get(node, 0) + 1
         results = self._results(rec or "", data)
@@ -296,13 +298,28 @@ def recorded_reply(data: dict[str, Any]) -> ChatReply:
         raise ValueError(reason_of(exc, at="data.reply")) from None
 
 
-def _served_failure(error: str, agent: str, attempts: int) -> ProviderError:
-    """The recorded failure of a model call, raised again under its recorded name."""
+class RecordedFailure(BaseException):
+    """What a tool raised that ended the recorded run (a ``SystemExit``, a ``KeyboardInterrupt``, a
+    ``BaseException`` of the flow's own), raised again where it was and said as the journal says it: served
+    an empty result in its place, the re-execution of unchanged code diverged there."""
+
+    def __init__(self, recorded_as: str) -> None:
+        super().__init__(recorded_as)
+        self.recorded_as = recorded_as
+
+
+def _served_failure(error: str, agent: str, attempts: Any) -> Exception:
+    """The recorded failure of a model call, raised again under its recorded name. One that says no attempts
+    was no provider's error (a flow's stand-in for the model raised a ValueError): raised again as one, not
+    as a ProviderError, whose attempts the re-executed end said, and diverged from the recorded one."""
     name, sep, message = error.partition(": ")
     if not sep or not name.isidentifier():
         name, message = "ProviderError", error
+    if attempts is None and name != "ProviderError":
+        return type(name, (Exception,), {"__module__": __name__, "__doc__": "A model call's recorded failure."})(
+            message)
     cls = type(name, (ProviderError,), {"__module__": __name__, "__doc__": "A model call's recorded failure."})
-    return cls(message, agent=agent, attempts=attempts)
+    return cls(message, agent=agent, attempts=attempts if isinstance(attempts, int) else 1)
 
 
 async def _call(fn: Any, kwargs: dict[str, Any]) -> Any:

@@ -20,7 +20,7 @@ from pydantic_core import to_jsonable_python
 from flowtui.runtime.construct import bad_fields
 from flowtui.runtime.context import stable_repr
 from flowtui.runtime.decorators import AgentSpec
-from flowtui.runtime.errors import BudgetExceededError, FatalToolError, as_raised, message_of
+from flowtui.runtime.errors import BudgetExceededError, FatalToolError, as_raised, message_of, safe_repr
 from flowtui.runtime.invoke import call_user, hook_text, refuse_returned
 from flowtui.runtime.messages import Message, ToolCall, ToolOutput, ToolResult
 from flowtui.runtime.middleware import ToolInvocation, through
@@ -35,8 +35,19 @@ if TYPE_CHECKING:
 
 
 def _text(value: Any) -> tuple[str, bool]:
-    """A tool's return value as (text, is_error)."""
+    """A tool's return value as (text, is_error); one that cannot be written as text says so (it failed the call
+    as if the tool had not run: a re-execution then ran it again, and diverged)."""
+    try:
+        return _as_text(value)
+    except Exception as exc:  # noqa: BLE001 (a __repr__ that raises, a model holding itself)
+        return (f"<{type(value).__name__} the tool returned, which cannot be written as text: {type(exc).__name__}: "
+                f"{message_of(exc)[:200]}>", False)
+
+
+def _as_text(value: Any) -> tuple[str, bool]:
     if isinstance(value, ToolOutput):
+        if (wrong := _output_fault(value)) is not None:
+            return f"the tool returned a ToolOutput whose {wrong}", True
         return value.content, value.is_error
     if value is None:
         return "", False
@@ -55,6 +66,14 @@ def _text(value: Any) -> tuple[str, bool]:
         except Exception as exc:  # noqa: BLE001 (an int of 100,000 digits: Python writes none past 4,300)
             return f"<{type(value).__name__} the tool returned, which cannot be written as text: " \
                    f"{type(exc).__name__}: {exc}>", False
+
+
+def _output_fault(out: ToolOutput) -> str | None:
+    """What a ToolOutput made without validation (``model_construct``, ``model_copy(update=...)``) holds that its
+    fields refuse (``content is int 42: ...``); None when it is as declared."""
+    if out.content.__class__ is str and out.is_error.__class__ is bool:
+        return None
+    return bad_fields(out)
 
 
 def _validation_text(name: str, exc: ValidationError) -> str:
@@ -84,6 +103,8 @@ async def run_tool_call(run: "Run", spec: AgentSpec, agent: Any, call: ToolCall)
             result = ToolResult(name=ran.name, args=dict(ran.args), output=output, is_error=is_error)
             new = await run.hook(agent.after_tool, spec.name, "after_tool", (result, ctx))
             if isinstance(new, ToolOutput):
+                if (wrong := _output_fault(new)) is not None:
+                    raise TypeError(f"{spec.name}.after_tool returned a ToolOutput whose {wrong}")
                 output, is_error = new.content, new.is_error
             elif new is not None:
                 output = hook_text(agent.after_tool, spec.name, "after_tool", new)
@@ -167,7 +188,7 @@ def _said(exc: Exception) -> str:
     of what went wrong (a KeyError's is the key: "Tool t failed: 'x'"), or there is none."""
     exc = as_raised(exc)
     text = message_of(exc)
-    if isinstance(exc, LookupError) and len(exc.args) == 1 and text == repr(exc.args[0]):
+    if isinstance(exc, LookupError) and len(exc.args) == 1 and text == safe_repr(exc.args[0], len(text) + 1):
         return f"{type(exc).__name__}: {text}"
     return text or type(exc).__name__
 
@@ -253,7 +274,7 @@ def _an_output(name: str, out: Any) -> None:
     if out is None:
         raise TypeError(f"tool middleware {name!r} returned None, not a ToolOutput (return await "
                         "call_next(invocation), or a ToolOutput of your own)")
-    if isinstance(out, ToolOutput) and (wrong := bad_fields(out)) is not None:  # (model_copy does not validate)
+    if isinstance(out, ToolOutput) and (wrong := _output_fault(out)) is not None:
         raise TypeError(f"tool middleware {name!r} returned a ToolOutput whose {wrong}")
     if not isinstance(out, (ToolOutput, str)):  # (a generator's str() reached the model as the result, unsaid, its
         # tool never run; 42 was "42")

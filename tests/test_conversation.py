@@ -55,6 +55,24 @@ def test_wrong_bucket_and_wrong_item_type_name_the_bucket():
         state.set("tasks", "not a list")
 
 
+def test_a_text_of_a_str_subclass_is_kept_as_its_text():
+    """A StrEnum's member appended to memory failed the run: "'Plan' object has no attribute 'content'"."""
+    import enum
+
+    class Plan(enum.StrEnum):
+        PRO = "plano: pro"
+
+    class Note(str):
+        pass
+
+    state, events = make_state()
+    state.append("memory", Plan.PRO)
+    state.set("tasks", [Note("a task")])
+    assert list(state.memory) == ["m0", "plano: pro"] and list(state.tasks) == ["a task"]
+    assert type(state.memory[1]) is str and type(state.tasks[0]) is str  # (as the journal gives it back)
+    assert events[0][1]["item"] == "plano: pro" and type(events[0][1]["item"]) is str
+
+
 def test_projection_memory_and_tasks_in_one_system_message_on_top():
     state, _ = make_state()
     state.append("memory", "O usuário se chama Castro")

@@ -604,15 +604,30 @@ BAD_REPR = "class Bad:\n    def __repr__(self):\n        raise RuntimeError('rep
     ("'ok'", "ctx.state.append('history', Message(role='assistant', tool_calls=[ToolCall(name='t', args=cycle(), "
              "id='c1')]))",
      "TypeError: ctx.state bucket 'history': has a tool call 't' whose args['d']['d'] is args['d'] again (a cycle)"),
+    # made without validation: the journal stopped ("repr boom", said as a full disk), events never arrived
+    ("'ok'", "ctx.state.append('history', Message.model_construct(role='user', content=Bad()))",
+     "TypeError: ctx.state bucket 'history': is a Message whose content is Bad <Bad>: Input should be a valid "
+     "string (model_construct and model_copy do not validate"),
+    ("ChatReply.model_construct(content='x', tool_calls=[], reasoning=None, "
+     "usage=Usage.model_construct(prompt_tokens=Bad(), completion_tokens=1))", "pass",
+     "TypeError: provider FunctionProvider for A returned a ChatReply whose usage.prompt_tokens is Bad <Bad>: "
+     "Input should be a valid integer"),
+    # a hook's return that cannot say itself: "repr boom" at __repr__, naming no hook
+    ("'ok'", "return Bad()", "TypeError: A.after_response returned Bad <Bad> (defined at "),
+    ("{'tool_calls': [{'name': 't', 'args': {}}]} if len(m) < 3 else 'ok'", "pass",
+     "TypeError: A.after_tool returned a ToolOutput whose content is Bad <Bad>: Input should be a valid string"),
 ])
-def test_tool_call_arguments_no_model_could_send_fail_the_run_saying_where(tmp_path, model, hook, said):
-    """A flow's stand-in for the model (or a hook writing history) gave arguments holding themselves, or an
-    object whose repr raised: the run failed inside the runtime with a RecursionError or "repr boom", and
-    the worker said events "never arrived" (lost on their way to the app and the journal)."""
-    path = write(tmp_path, "from flowtui import ChatReply, Message, ToolCall\n" + CYCLE + BAD_REPR
+def test_values_no_model_or_message_could_hold_fail_the_run_saying_where(tmp_path, model, hook, said):
+    """A flow's stand-in for the model (or a hook writing history, or a value made with model_construct) gave
+    tool-call arguments holding themselves, or an object whose repr raised: the run failed inside the runtime
+    with a RecursionError or "repr boom", and the worker said events "never arrived" (lost on their way to the
+    app and the journal)."""
+    after_tool = "ToolOutput.model_construct(content=Bad(), is_error=False)" if "after_tool" in said else "None"
+    path = write(tmp_path, "from flowtui import ChatReply, Message, ToolCall, ToolOutput, Usage\n" + CYCLE + BAD_REPR
                  + "@tool\ndef t(x: str = '') -> str:\n    \"\"\"T.\"\"\"\n    return 'r'\n"
                  + f"@agent(provider=FunctionProvider(lambda m, t: {model}), prompt='p', tools=[t])\nclass A:\n"
-                 + f"    def after_response(self, r, ctx):\n        {hook}\n" + WORKFLOW)
+                 + f"    def after_response(self, r, ctx):\n        {hook}\n"
+                 + f"    def after_tool(self, result, ctx):\n        return {after_tool}\n" + WORKFLOW)
     res = flowtui("run", str(path), "--input", "x", "--json")
     assert res.returncode == 1, res.stderr
     assert said in res.stderr, res.stderr

@@ -2182,3 +2182,76 @@ def test_a_run_stopped_from_outside_while_a_tool_ran_reexecutes_to_the_same_stop
         *was, recorded_end = recorded_events(first)
         assert made == was
         assert {**end, "reason": None} == {**recorded_end, "reason": None}
+
+
+ODD_FLOW = '''
+from typing import Any
+from pydantic import BaseModel
+from flowtui import FunctionProvider, State, agent, tool, workflow
+
+class Bad:
+    def __repr__(self):
+        raise RuntimeError("repr boom")
+
+class BE(BaseException):
+    pass
+
+class M(BaseModel):
+    x: Any = None
+
+class S(BaseModel):
+    m: Any = None
+
+@tool
+def t() -> str:
+    """T."""
+    TOOL
+
+def handler(messages, tools):
+    HANDLER
+    if not any(m.role == "tool" for m in messages):
+        return {"content": "", "tool_calls": [{"name": "t", "args": {}}]}
+    return "done"
+
+@agent(provider=FunctionProvider(handler), prompt="p", tools=[t])
+class A:
+    def __init__(self, s: S = State()):
+        self.s = s
+
+    def after_response(self, response, ctx):
+        HOOK
+
+@workflow(state=S, steps=[A])
+class W:
+    pass
+'''
+
+
+@pytest.mark.parametrize("tool, handler, hook, code", [
+    # a result that cannot be written as text: journaled as not run (it ran), re-executed live, and diverged
+    ("return Bad()", "pass", "pass", 0),
+    ("raise KeyError(Bad())", "pass", "pass", 0),
+    # what ended the recorded run, raised again: an empty result was served in its place, and it diverged
+    ("raise BE('base')", "pass", "pass", 1),
+    ("raise SystemExit(3)", "pass", "pass", 1),
+    # a stand-in for the model that raised no ProviderError: re-raised as one, whose attempts the end then said
+    ("return 'r'", "raise ValueError('handler bug')", "pass", 1),
+    # a model holding itself: its repr names its address, which differs from run to run
+    ("return 'r'", "pass", "m = M(); m.x = m; self.s.m = m; ctx.m = m", 0),
+])
+def test_a_run_with_values_flowtui_describes_reexecutes_without_diverging(tmp_path, tool, handler, hook, code):
+    flow = tmp_path / "flow.py"
+    flow.write_text(ODD_FLOW.replace("TOOL", tool).replace("HANDLER", handler).replace("HOOK", hook))
+    command = [sys.executable, "-m", "flowtui.tui.cli", "run", str(flow)]
+    first, second = tmp_path / "first.jsonl", tmp_path / "second.jsonl"
+    done = subprocess.run([*command, "--input", "x", "--journal", str(first)], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == code, done.stderr
+    assert "boom" not in done.stderr and "never arrived" not in done.stderr
+    ran = [e for e in lines(first) if e["type"] == "node.end" and e["kind"] == "tool"]
+    if ran and "BE" not in tool and "SystemExit" not in tool:
+        assert ran[0]["data"]["executed"] == 1  # (the tool ran, and gave a result)
+    again = subprocess.run([*command, "--resume-from", str(first), "--journal", str(second)], cwd=tmp_path,
+                           capture_output=True, text=True, timeout=120)
+    assert again.returncode == code and "diverged" not in again.stderr, again.stderr
+    assert recorded_events(second) == recorded_events(first)

@@ -10,7 +10,7 @@ from difflib import get_close_matches
 from typing import Any
 
 from flowtui.runtime.construct import builders
-from flowtui.runtime.errors import ConfigError
+from flowtui.runtime.errors import ConfigError, safe_repr
 from flowtui.runtime.messages import ARGS_ARE_JSON, ToolCall, args_fault
 from flowtui.runtime.providers.base import ChatReply, ChatRequest, Usage, finish_reply
 
@@ -34,7 +34,7 @@ def split_reply(reply: Any, *, where: str) -> tuple[str, list[dict[str, Any]]]:
         listed = reply.get("tool_calls") or []
         # ("registrar" was read letter by letter: "tool_calls[0] needs a 'name'")
         if not isinstance(listed, (list, tuple)):
-            raise ConfigError(f"{where}: tool_calls is {type(listed).__name__} {listed!r:.60}, not a list of calls; "
+            raise ConfigError(f"{where}: tool_calls is {type(listed).__name__} {safe_repr(listed)}, not a list of calls; "
                               "write tool_calls = [{ name = \"tool\", args = { ... } }]")
         for i, call in enumerate(listed):
             if not isinstance(call, Mapping) or "name" not in call:
@@ -46,7 +46,7 @@ def split_reply(reply: Any, *, where: str) -> tuple[str, list[dict[str, Any]]]:
                               if key.lower() in _ARGS_ALIASES
                               or (close := get_close_matches(key, ("args", "name"), n=1))), None)
                 raise ConfigError(f"{where}: unknown key(s) {sorted(unknown)} in tool_calls[{i}] (tool "
-                                  f"{str(call['name'])!r:.40}); "
+                                  f"{safe_repr(call['name'], 40)}); "
                                   + (f"did you mean {meant[1]!r} for {meant[0]!r}? " if meant else "")
                                   + "a tool call has 'name' and 'args'")
             args = call.get("args", call.get("arguments", {}))
@@ -58,18 +58,18 @@ def split_reply(reply: Any, *, where: str) -> tuple[str, list[dict[str, Any]]]:
             if args is None:
                 args = {}
             if not isinstance(args, Mapping):
-                raise ConfigError(f"{where}: tool_calls[{i}].args is {type(args).__name__} {args!r:.60}, not the "
+                raise ConfigError(f"{where}: tool_calls[{i}].args is {type(args).__name__} {safe_repr(args)}, not the "
                                   f"call's arguments; write args = {{ name = value, ... }}")
             if not isinstance(call["name"], str):
                 raise ConfigError(f"{where}: tool_calls[{i}].name is {type(call['name']).__name__} "
-                                  f"{call['name']!r:.40}, not a tool's name; write name = \"tool\"")
+                                  f"{safe_repr(call['name'], 40)}, not a tool's name; write name = \"tool\"")
             fault = args_fault(args)
             if fault is not None:
-                raise ConfigError(f"{where}: tool_calls[{i}] ({call['name']!r:.40}): {fault}; {ARGS_ARE_JSON}")
+                raise ConfigError(f"{where}: tool_calls[{i}] ({safe_repr(call['name'], 40)}): {fault}; {ARGS_ARE_JSON}")
             calls.append({"name": call["name"], "args": dict(args)})
         content = reply.get("content")
         if content is not None and not isinstance(content, str):  # (3 was played as the text "3", unsaid)
-            raise ConfigError(f"{where}: content is {type(content).__name__} {content!r:.40}, not text; write it "
+            raise ConfigError(f"{where}: content is {type(content).__name__} {safe_repr(content, 40)}, not text; write it "
                               f"as a string (content = \"...\")")
         return content or "", calls
     raise ConfigError(f"{where}: a reply must be a string or a mapping with 'content'/'tool_calls', "
