@@ -49,6 +49,7 @@ MAX_INT_DIGITS = 4000
 # spaces, a BOM, the tag characters...). Any of them: encode again, value by value.
 _RAW_IN_JSON = re.compile("[\x7f-\x9f" + INVISIBLE + "]")
 _DIGITS = re.compile(rb"[0-9]{%d}" % MAX_INT_DIGITS)
+_INT_BITS = int(MAX_INT_DIGITS * 3.32)  # an int's bits past which it has more digits (~ digits * log2(10))
 
 
 def _utf8_pattern(body: str) -> re.Pattern[bytes]:
@@ -169,6 +170,9 @@ def _scan(event: Any, redactor: Redactor) -> str:
         if kind is str:
             if value not in seen and not redactor.clean_text(value):
                 return _DIRTY
+        elif kind is int and redactor.digits and (value.bit_length() > _INT_BITS
+                                                  or any(d in str(value) for d in redactor.digits)):
+            return _DIRTY  # (a credential of digits, kept as a number: written as it was)
         elif kind not in _PLAIN:
             verdict = _STRUCTURED
     return verdict
@@ -210,8 +214,10 @@ def _safe(value: Any, secrets: tuple[str, ...], limit: int | None, elided: dict[
     if isinstance(value, bool) or value is None:
         return value
     if isinstance(value, int):
-        if abs(value).bit_length() > MAX_INT_DIGITS * 3.32:  # ~ digits * log2(10)
+        if abs(value).bit_length() > _INT_BITS:
             return f"<int of about {int(abs(value).bit_length() / 3.3219)} digits>"
+        if secrets and (text := str(value)) != (hidden := redact(text, secrets)):
+            return hidden  # (a credential of digits, kept as a number)
         return value
     if isinstance(value, float):
         return value if math.isfinite(value) else None

@@ -266,6 +266,8 @@ class Redactor:
         self._reach = max(map(len, self._literals)) - 1
         self._text_marks = re.compile("|".join(re.escape(m.decode("utf-8", "replace")) for m in self._literals))
         self.seen_clean: set[str] = set()  # short strings seen without a mark (names, origins, ids repeat)
+        # credentials of digits alone: a number the flow keeps may be one (an account's token as an int)
+        self.digits = tuple(v for v in self.values if v.isascii() and v.isdigit())
 
     def clean_text(self, text: str) -> bool:
         """Whether a string holds nothing a credential could start from (memoized for short ones).

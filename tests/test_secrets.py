@@ -566,3 +566,25 @@ def test_a_query_credential_with_no_url_before_it_is_redacted_in_a_line(tmp_path
     writer.close()
     raw = path.read_text()
     assert "Zk39fQpL2mX8" not in raw and "=[redacted]" in raw, raw
+
+
+@pytest.mark.parametrize("value", [839201938475610293847561, {"n": 839201938475610293847561, "ok": 1},
+                                   [1, 839201938475610293847561], 10 * 839201938475610293847561])
+def test_a_credential_of_digits_kept_as_a_number_is_redacted_in_a_line(tmp_path, monkeypatch, value):
+    """An account token of digits the flow kept as an int (ctx.num = int(token)) was journaled whole: a number
+    was never looked at for a credential, only text."""
+    from flowtui.runtime.bus import build_event
+    from flowtui.runtime.events import CtxSet
+    from flowtui.runtime.journal import JournalWriter
+
+    monkeypatch.setenv("BANK_TOKEN", "839201938475610293847561")
+    path = tmp_path / "j.jsonl"
+    writer = JournalWriter(path)
+    writer(build_event(CtxSet, dict(seq=1, ts=0.0, run_id="r1", node_id=None, parent_id=None, origin="runtime",
+                                    name="x", value=value)))
+    writer(build_event(CtxSet, dict(seq=2, ts=0.0, run_id="r1", node_id=None, parent_id=None, origin="runtime",
+                                    name="y", value=8392019384756)))  # (no credential: as it is)
+    writer.close()
+    raw = path.read_text()
+    assert "39201938475610293847" not in raw and "[redacted]" in raw, raw
+    assert raw.splitlines()[1].endswith('"name":"y","value":8392019384756}'), raw
