@@ -171,15 +171,26 @@ class Resume:
                     if ev["seq"] <= self.at:
                         self.pause_at = None
                 self.expected.append(ev)
-        # Where the recorded run's stop from outside (ctrl-C, `x` while a tool ran, SIGTERM) begins its events: the
-        # nodes it was in ending `stopped`, then the run. That stop, landing wherever the run then was, is made
-        # again there (a re-execution of unchanged code diverged, as if the code had changed).
-        ends = len(self.expected)
-        if self.stopped_because is not None and not self.stopped_because.startswith("stopped by ctx.stop()"):
-            while ends and self.expected[ends - 1].get("type") in ("node.end", "run.end") \
-                    and self.expected[ends - 1].get("status") == "stopped":
-                ends -= 1
-        self.stop_from = ends if ends < len(self.expected) else None
+        self.stop_from = self._stop_began() if self.stopped_because is not None \
+            and not self.stopped_because.startswith("stopped by ctx.stop()") else None
+
+    def _stop_began(self) -> int | None:
+        """Where the recorded run's stop from outside (ctrl-C, `x` while a tool ran, SIGTERM) shows first: after
+        the last node that started, the first event the stop itself wrote (a node ending ``stopped``, a loop
+        said stopped). That stop, landing at no pause point, is made again there: a re-execution of unchanged
+        code went on and diverged, as if the code had changed. What other branches still did after it (a tool
+        that returned) comes after it; the events of the stop's own unwinding (the calls left answered, a
+        cleanup's) are not compared."""
+        expected = self.expected
+        last_start = max((i for i, ev in enumerate(expected) if ev.get("type") == "node.start"), default=-1)
+        for i in range(last_start + 1, len(expected)):
+            ev = expected[i]
+            value = ev.get("value")
+            if ev.get("type") in ("node.end", "run.end") and ev.get("status") == "stopped" \
+                    or ev.get("type") == "ctx.set" and ev.get("name") == "loop" and isinstance(value, dict) \
+                    and value.get("stopped_by") == "stopped":
+                return i
+        return None
 
     # --- the run's side -----------------------------------------------------------------------
     def recorded_elapsed(self) -> float | None:
@@ -340,7 +351,8 @@ class Resume:
         reply or tool result comes back when the recorded one did. Served at once, the calls of a
         parallel step's branches that overlapped in the recorded run ended in another order, and the
         re-execution of unchanged code diverged there."""
-        while self.checking and self.i < len(self.expected) and self.expected[self.i].get("node_id") != node:
+        while self.checking and not self._at_stop() and self.i < len(self.expected) \
+                and self.expected[self.i].get("node_id") != node:
             if self._advanced is None:
                 self._loop, self._advanced = asyncio.get_running_loop(), asyncio.Event()
             self._advanced.clear()

@@ -2108,7 +2108,7 @@ def test_a_recorded_tool_result_with_a_redacted_query_value_reexecutes_as_it_was
 STOPPED_IN_A_TOOL = '''
 import asyncio
 from pathlib import Path
-from flowtui import FunctionProvider, agent, parallel, tool, workflow
+from flowtui import FunctionProvider, agent, loop, parallel, tool, workflow
 
 @tool
 async def lento(x: str) -> str:
@@ -2147,7 +2147,7 @@ class W:
 '''
 
 
-@pytest.mark.parametrize("steps", ["None", "[parallel([A, B])]"])
+@pytest.mark.parametrize("steps", ["None", "[parallel([A, B])]", "[loop(steps=[A, B], max_iterations=3)]"])
 def test_a_run_stopped_from_outside_while_a_tool_ran_reexecutes_to_the_same_stop(tmp_path, steps):
     """ctrl-C while a tool ran lands at the next unit of work, which no event marks: re-executing the journal
     of unchanged code said "diverged" where the recorded run's nodes end stopped (exit 3), or, in a parallel
