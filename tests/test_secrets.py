@@ -588,3 +588,25 @@ def test_a_credential_of_digits_kept_as_a_number_is_redacted_in_a_line(tmp_path,
     raw = path.read_text()
     assert "39201938475610293847" not in raw and "[redacted]" in raw, raw
     assert raw.splitlines()[1].endswith('"name":"y","value":8392019384756}'), raw
+
+
+def test_a_number_in_a_variable_named_like_a_credential_is_a_setting_not_one(tmp_path, monkeypatch):
+    """MAX_TOKENS=128000 made every 128000 a reply or a tool said `[redacted]`, and a budget's max_tokens was
+    journaled so: a plain number in such a variable is a setting (a credential of digits alone is longer)."""
+    from flowtui.runtime.bus import build_event
+    from flowtui.runtime.events import CtxSet
+    from flowtui.runtime.journal import JournalWriter
+    from flowtui.runtime.secrets import redact, secret_values
+
+    monkeypatch.setenv("MAX_TOKENS", "128000")
+    monkeypatch.setenv("TOKEN_BUDGET_USD", "12.5")
+    monkeypatch.setenv("BANK_TOKEN", "839201938475610293847561")
+    values = secret_values()
+    assert "128000" not in values and "12.5" not in values and "839201938475610293847561" in values
+    assert redact("a limit of 128000 tokens, 12.5 dollars", values) == "a limit of 128000 tokens, 12.5 dollars"
+    path = tmp_path / "j.jsonl"
+    writer = JournalWriter(path)
+    writer(build_event(CtxSet, dict(seq=1, ts=0.0, run_id="r1", node_id=None, parent_id=None, origin="runtime",
+                                    name="budget", value={"max_tokens": 128000, "said": "128000 tokens"})))
+    writer.close()
+    assert path.read_text().endswith('"value":{"max_tokens":128000,"said":"128000 tokens"}}\n')
