@@ -33,7 +33,9 @@ from flowtui.runtime.compare import one_line
 from flowtui.runtime.context import NON_FINITE_WORDS
 from flowtui.runtime.errors import ConfigError
 from flowtui.runtime.observe import field_type, is_type_fault, jsonable, set_noted
-from flowtui.runtime.pending import PendingCall, decide, edited, maker_of, parse_arguments
+from flowtui.runtime.pending import (
+    KeyGivenTwice, NumberRefused, PendingCall, decide, edited, maker_of, parse_arguments, strict_json,
+)
 from flowtui.runtime.secrets import redact, restore, secret_values
 from flowtui.runtime.wellformed import HistoryCheck, problems, removal, results_of
 
@@ -365,6 +367,15 @@ def _typed(cls: type, name: str, text: str) -> Any:
     long = len(text) > FAIL_FAST_CHARS
     adapter = _adapter(tp, fail_fast=long)
     not_json = None  # why the text is no JSON
+    try:  # (a key twice: the last kept, unsaid, where the arguments' editor refused it; 1e400: infinity, unsaid)
+        strict_json(text)
+    except KeyGivenTwice as exc:
+        raise ConfigError(f"{cls.__name__}.{name}: the key {exc.key!r} is given twice; give each key once "
+                          "(JSON keeps only the last)") from None
+    except NumberRefused as exc:
+        raise ConfigError(f"{cls.__name__}.{name}: {exc}") from None
+    except (ValueError, RecursionError):
+        pass  # (said below)
     try:
         json.loads(text)
     except ValueError as exc:

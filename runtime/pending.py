@@ -18,6 +18,7 @@ Every decision is a ``tool.decision`` event with origin ``user``.
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -56,7 +57,7 @@ def maker_of(history: Any, call: ToolCall) -> tuple[int, int] | None:
     return None
 
 
-class _TwiceError(Exception):
+class KeyGivenTwice(Exception):
     def __init__(self, key: str) -> None:
         self.key = key
 
@@ -65,9 +66,43 @@ def _each_key_once(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     made: dict[str, Any] = {}
     for key, value in pairs:
         if key in made:
-            raise _TwiceError(key)
+            raise KeyGivenTwice(key)
         made[key] = value
     return made
+
+
+class NumberRefused(Exception):
+    """A number typed that flowtui could not record as typed (see :func:`strict_json`)."""
+
+
+def strict_json(text: str) -> Any:
+    """``json.loads(text)`` for what a person types, refusing what JSON reads as something else than was typed or
+    what a journal cannot hold: a key given twice (``KeyGivenTwice``: JSON keeps the last, in silence), a number
+    of more than 4,000 digits (journaled as ``<int of about N digits>``: a fork then failed on it) and one
+    too large for a float (``1e400`` read as infinity, unsaid): ``NumberRefused``."""
+    return json.loads(text, object_pairs_hook=_each_key_once, parse_int=_bounded_int, parse_float=_finite_float)
+
+
+def _bounded_int(digits: str) -> int:
+    from flowtui.runtime.encoding import MAX_INT_DIGITS
+
+    if len(digits.lstrip("-")) > MAX_INT_DIGITS:
+        raise NumberRefused(f"a number of {len(digits.lstrip('-')):,} digits cannot be recorded (a journal holds "
+                            f"numbers of up to {MAX_INT_DIGITS:,} digits); type a smaller one, or a text")
+    return int(digits)
+
+
+def _finite_float(text: str) -> float:
+    number = float(text)
+    if not math.isfinite(number):
+        shown = text if len(text) <= 20 else text[:19] + "…"
+        raise NumberRefused(f"{shown} is too large a number: it reads as infinity; type \"Infinity\" if you "
+                            "mean that")
+    return number
+
+
+_JSON_KINDS = {type(None): "null", bool: "true or false", int: "a number", float: "a number", str: "a text",
+               list: "an array"}
 
 
 def parse_arguments(run: "Run", pending: PendingCall, text: str) -> dict[str, Any]:
@@ -79,17 +114,20 @@ def parse_arguments(run: "Run", pending: PendingCall, text: str) -> dict[str, An
     # (the tool's own keys: every tool was told {"query": "..."}, a key most do not have)
     example = "{" + ", ".join(f'"{key}": ...' for key in fields[:2]) + "}" if fields else '{"key": "value"}'
     try:
-        args = json.loads(text, object_pairs_hook=_each_key_once)
-    except _TwiceError as exc:  # (JSON says nothing of which one counts: the model and the tool may differ)
+        args = strict_json(text)
+    except KeyGivenTwice as exc:  # (JSON says nothing of which one counts: the model and the tool may differ)
         raise ConfigError(f"the arguments of {name} give the key {exc.key!r} twice; give each key once") from None
-    except ValueError as exc:
-        raise ConfigError(f"the arguments of {name} are not JSON ({exc.msg} at line {exc.lineno}, column "
+    except NumberRefused as exc:
+        raise ConfigError(f"the arguments of {name}: {exc}") from None
+    except ValueError as exc:  # ("Unterminated string starting at" said "... at at line 1")
+        raise ConfigError(f"the arguments of {name} are not JSON ({exc.msg}: line {exc.lineno}, column "
                           f"{exc.colno}); write them as a JSON object, e.g. {example}") from None
     except RecursionError:  # (said as Python's own "maximum recursion depth exceeded while decoding")
         raise ConfigError(f"the arguments of {name} are nested too deeply to be read as JSON; write them as a "
                           f"JSON object, e.g. {example}") from None
     if not isinstance(args, dict):
-        raise ConfigError(f"the arguments of {name} must be a JSON object ({{...}}), not {type(args).__name__}")
+        raise ConfigError(f"the arguments of {name} must be a JSON object ({{...}}), not "
+                          f"{_JSON_KINDS.get(type(args), type(args).__name__)}")
     if RAW_ARGUMENTS_KEY in args:  # (the tool would be told its arguments were no JSON object)
         raise ConfigError(f"{RAW_ARGUMENTS_KEY} is flowtui's own key (what a model sent that was no JSON "
                           "object); leave it out and give the arguments themselves")

@@ -283,6 +283,15 @@ async def test_editing_the_pending_call_is_checked_against_the_schema_and_reache
             d.run.edits.edit_call('{"query": "x", "extra": 1}')  # the tool drops it, the model would see it
         with pytest.raises(ConfigError, match="^the arguments of busca give the key 'query' twice; give each key once"):
             d.run.edits.edit_call('{"query": "shown", "query": "run"}')  # (which one counts: JSON does not say)
+        # (said "Unterminated string starting at at line 1", and "not NoneType" of null)
+        with pytest.raises(ConfigError, match=r"^the arguments of busca are not JSON \(Unterminated string starting "
+                                              r"at: line 1, column 11\); write them as a JSON object"):
+            d.run.edits.edit_call('{"query": "x}')
+        with pytest.raises(ConfigError, match=r"^the arguments of busca must be a JSON object \(\{...\}\), not null$"):
+            d.run.edits.edit_call("null")
+        with pytest.raises(ConfigError, match="^the arguments of busca: 1e400 is too large a number: it reads as "
+                                              "infinity"):
+            d.run.edits.edit_call('{"query": "x", "limit": 1e400}')
         assert at.name == "busca"
         d.run.edits.edit_call('{"query": "edited", "limit": 1}')
         made = d.run.state.history[1].tool_calls[0]

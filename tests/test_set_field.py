@@ -373,6 +373,36 @@ async def test_a_very_long_refused_value_is_checked_up_to_its_first_fault():
     await asyncio.wait_for(task, 60)
 
 
+class T(BaseModel):
+    d: dict[str, int] = {}
+    f: float = 0.0
+    n: int = 0
+
+
+@workflow(state=T, steps=[A])
+class WT:
+    pass
+
+
+@pytest.mark.parametrize(("name", "text", "said"), [
+    ("d", '{"a": 1, "a": 2}', "T.d: the key 'a' is given twice; give each key once (JSON keeps only the last)"),
+    ("f", "1e400", 'T.f: 1e400 is too large a number: it reads as infinity; type "Infinity" if you mean that'),
+    ("n", "9" * 4001, "T.n: a number of 4,001 digits cannot be recorded (a journal holds numbers of up to 4,000"),
+    ("n", "9" * 5000, "T.n: a number of 5,000 digits cannot be recorded"),
+])
+async def test_a_value_json_reads_as_another_or_a_journal_cannot_hold_is_refused(name, text, said):
+    """{"a": 1, "a": 2} was set to {"a": 2}, 1e400 to infinity, in silence; 4,001 nines were set, journaled as
+    "<int of about 4001 digits>", and a fork then failed on that text; 5,000 were "not a valid integer"."""
+    run, events, ctl, task = await paused_run(WT)
+    with pytest.raises(ConfigError) as info:
+        run.edits.set_field(name, text)
+    assert str(info.value).startswith(said), str(info.value)
+    assert changes(events) == []
+    assert run.edits.set_field("f", '"Infinity"') == float("inf")  # (the word, as the app shows it: taken)
+    ctl.resume()
+    await asyncio.wait_for(task, 60)
+
+
 async def test_a_value_nested_too_deeply_is_refused_naming_the_field():
     """[[[[...]]]] 100,000 deep: the reply said Python's 'maximum recursion depth exceeded while decoding
     a JSON array', naming nothing."""
