@@ -373,6 +373,11 @@ class TreePrinter:
         self._shown: str | None = None  # an error is shown once, at the deepest node that failed
 
     def __call__(self, ev: Any) -> None:
+        if ev.type == "run.start" and ev.resumed_from is not None and ev.resumed_from.redacted:
+            r = ev.resumed_from  # (the model then got "[redacted]" where the person had typed the key, unsaid)
+            self._write(f"! {r.redacted} event(s) re-executed from {r.journal} carry a credential its journal holds "
+                        f"as [redacted]: the run holds that text in its place, and what runs live after event "
+                        f"#{r.at} gets it")
         if ev.type == "node.start":
             d = self.depth[ev.node_id] = self.depth.get(ev.parent_id, -1) + 1 if ev.parent_id else 0
             if ev.kind == "parallel":

@@ -69,6 +69,10 @@ class ResumedFrom(BaseModel):
                                  "recorded run's end (its writer was killed, the machine stopped): re-executed "
                                  "to its last event, then live (one that stops inside a call says "
                                  "before_tool or before_model instead)")
+    redacted: int | None = Field(default=None, description="how many events up to K carry a value the journal holds "
+                                 "as [redacted] (a credential: an input, an edit, a tool's result, a reply): the "
+                                 "re-executed run holds that text in its place, and a model or tool called live "
+                                 "after K gets it")
 
     @property
     def call(self) -> str | None:
@@ -80,7 +84,7 @@ class ResumedFrom(BaseModel):
     @model_serializer(mode="wrap")
     def _only_when_there(self, handler: Any) -> dict[str, Any]:
         data = handler(self)
-        for name in ("before_tool", "before_model", "asked", "inside_edit", "torn", "unended"):
+        for name in ("before_tool", "before_model", "asked", "inside_edit", "torn", "unended", "redacted"):
             if data.get(name) is None:
                 data.pop(name, None)
         return data

@@ -450,7 +450,9 @@ class RunView:
                 why = (f", not #{r.asked}, which is inside {inside}" if r.asked is not None else
                        f", where the recorded run never returned from {r.call}" if r.call else
                        ", where it stops before the run's end" if r.torn or getattr(r, "unended", None) else "")
-                return f"{text} (re-executed up to event #{r.at} of its journal{why}; live from here)"
+                hidden = getattr(r, "redacted", None)  # (the model got "[redacted]" for a key typed in an edit, unsaid)
+                held = f"; {hidden} of its events hold [redacted] for a credential, as that text now" if hidden else ""
+                return f"{text} (re-executed up to event #{r.at} of its journal{why}; live from here{held})"
             return text + {"breakpoint": " (breakpoint)", "approval": " (waiting for approval)",
                            "diverged": " (diverged from its journal)"}.get(p.reason, "")
         if self.status == "running" and self.retrying is not None:  # a wait the run's path alone left unsaid

@@ -60,6 +60,10 @@ if TYPE_CHECKING:
     from flowtui.runtime.engine import Run
 
 EDITS = frozenset({"state.set", "state.append", "workflow_state.change", "tool.decision"})
+# what brings a value into a run (ResumedFrom.redacted counts those holding a credential the journal hid)
+_CARRIED = EDITS | {"run.start", "ctx.set"}
+_SERVED = ("user", "input", "snapshot", "tool:", "agent:")
+REDACTED = b"[redacted]"
 
 
 class Diverged(RunStopped):
@@ -203,13 +207,20 @@ class Resume:
 
     def origin(self) -> ResumedFrom:
         kind, name = self.recorded.before or ("", None)
+        # the values the journal brings into the run (a person's edit, the input, a served result or reply; not
+        # what the flow's code makes again, nor a request, which only repeats them) that it holds redacted
+        lines = self.recorded.lines
+        redacted = sum(1 for ev in self.recorded.events if ev["seq"] <= self.at and ev["type"] in _CARRIED
+                       and (ev["type"] == "run.start" or str(ev.get("origin")).startswith(_SERVED))
+                       and REDACTED in lines.get(ev["seq"], b""))
         return ResumedFrom(journal=self.recorded.path, run_id=self.recorded.run_id, at=self.at,
                            before_tool=name if kind == "tool" else None, before_model=name if kind == "chat" else None,
                            asked=self.recorded.asked, inside_edit=self.recorded.inside_edit,
                            torn=self.recorded.torn,
                            # (one that stops inside a call says which: before_tool, before_model)
                            unended=self.recorded.unended and self.recorded.before is None
-                           and self.recorded.asked is None or None)  # (nor one inside an edit: inside_edit)
+                           and self.recorded.asked is None or None,  # (nor one inside an edit: inside_edit)
+                           redacted=redacted or None)
 
     def start_values(self) -> dict[str, Any]:
         """The recorded run's input, memory and data (a re-execution starts from them)."""

@@ -2255,3 +2255,43 @@ def test_a_run_with_values_flowtui_describes_reexecutes_without_diverging(tmp_pa
                            capture_output=True, text=True, timeout=120)
     assert again.returncode == code and "diverged" not in again.stderr, again.stderr
     assert recorded_events(second) == recorded_events(first)
+
+
+KEY_FLOW = '''
+from flowtui import FunctionProvider, agent, loop, workflow
+
+@agent(provider=FunctionProvider(lambda messages, tools: "seen: " + messages[-1].content), prompt="p")
+class A:
+    def after_response(self, response, ctx):
+        ctx.state.append("memory", "made by the code: sk-proj-AbC123def456GHI789jkl012MNO345")
+
+@workflow(steps=[loop(steps=[A], max_iterations=2)])
+class W:
+    pass
+'''
+
+
+@pytest.mark.parametrize("given, held", [("my key is sk-proj-AbC123def456GHI789jkl012MNO345", 3), ("no key", None)])
+async def test_a_reexecution_says_how_many_values_it_holds_as_redacted_from_its_journal(tmp_path, given, held):
+    """A key typed in an edit, given as input, or in a served reply is journaled as [redacted]: re-executed
+    (a reload's "continue from here", a fork), the model got that text where it had got the key, and
+    nothing said so. A credential the flow's code makes again is its own, and is not counted."""
+    flow, first = tmp_path / "flow.py", tmp_path / "first.jsonl"
+    flow.write_text(KEY_FLOW)
+    await load_flow(str(flow)).run(given, journal=first)
+    k = _seq(first, type="node.end", kind="agent")
+    ctl, events = Controller(start_paused=True), []
+    run = load_flow(str(flow)).prepare(controller=ctl, resume_from=f"{first}@{k}", on_event=events.append)
+    task = await _paused(run, ctl)
+    assert events[0].resumed_from.redacted == held
+    view = RunView()
+    view.apply_many(events)
+    said = f"; {held} of its events hold [redacted] for a credential, as that text now" if held else ""
+    assert view.status_line().endswith(f"(re-executed up to event #{k} of its journal; live from here{said})")
+    ctl.stop()
+    await task
+    done = subprocess.run([sys.executable, "-m", "flowtui.tui.cli", "run", str(flow), "--resume-from",
+                           f"{first}@{k}", "--no-journal"], capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    note = (f"! {held} event(s) re-executed from {first} carry a credential its journal holds as [redacted]: "
+            f"the run holds that text in its place, and what runs live after event #{k} gets it")
+    assert (note in done.stderr) == bool(held), done.stderr
