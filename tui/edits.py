@@ -43,6 +43,7 @@ class RunEdits:
 
     # The approval pause whose dialog was last shown: (run id, seq); a run started over numbers from 1 again.
     _decided_at: tuple[str | None, int] = (None, -1)
+    _reason_draft: tuple[tuple[Any, ...], str] | None = None  # (the call, a reason typed for it before esc)
     _checked_at = -1  # the pause whose history was last checked
 
     def _editable(self: FlowApp) -> bool:
@@ -383,6 +384,7 @@ class RunEdits:
             return await self.edit(_p().Decide(decision=decision, reason=reason))
 
         def decided(result: str | None) -> None:
+            self._reason_draft = (key, dialog.draft) if result is None else None
             if result == "edit":
                 self.edit_call(then=self._ask_again)
             elif result is None:
@@ -398,7 +400,10 @@ class RunEdits:
                 self.wake()
 
         agent = view.pause.path[-2] if len(view.pause.path) >= 2 else None
-        self.push_screen(DecideDialog(call, decide, agent=agent), decided)
+        key = (view.run_id, call.get("id"), call.get("name"))  # (a reason typed for this call, then esc: kept)
+        draft = self._reason_draft[1] if self._reason_draft is not None and self._reason_draft[0] == key else ""
+        dialog = DecideDialog(call, decide, agent=agent, draft=draft)
+        self.push_screen(dialog, decided)
 
     def _ask_again(self: FlowApp) -> None:
         self.client.drain(0.05)  # the edit's events came before its answer: the call is asked about as edited

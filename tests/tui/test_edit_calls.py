@@ -247,6 +247,24 @@ async def test_keys_typed_in_one_burst_into_the_approval_dialog_are_all_the_reas
         assert (decision.decision, decision.reason) == ("denied", reason)
 
 
+async def test_a_reason_typed_then_esc_is_there_when_the_dialog_comes_back():
+    """esc closed the dialog and the reason typed went with it: reopened, the box was empty."""
+    app = make(input="go", approve=["record_problem"])
+    async with app.run_test(size=(80, 24)) as pilot:
+        await paused(pilot)
+        await pilot.press("c")
+        await wait_until(pilot, lambda: isinstance(app.screen, DecideDialog), what="the decision dialog")
+        await pilot.press("b", "a", "d", "escape")
+        await wait_until(pilot, lambda: app.screen is app.main, what="the dialog closed")
+        await pilot.press("ctrl+p", *"call: approve", "enter")  # (the palette's "call: approve or deny")
+        await wait_until(pilot, lambda: isinstance(app.screen, DecideDialog), what="the dialog again")
+        await pilot.press("space", "i", "d", "e", "a", "enter")
+        await wait_until(pilot, lambda: any(ev.type == "tool.decision" for ev in _user_events(app)),
+                         what="the decision")
+        decision = [ev for ev in _user_events(app) if ev.type == "tool.decision"][0]
+        assert (decision.decision, decision.reason) == ("denied", "bad idea")
+
+
 async def test_approving_a_tool_the_flow_lacks_is_said_by_flowtui_not_as_the_flows_output():
     """The warning was printed by the run's process, so the app showed it as "The flow printed"."""
     app = make(input="go", approve=["record_problem", "recrod_problem"])

@@ -44,9 +44,10 @@ class DecideDialog(ModalScreen[str | None]):
     _typing = False  # the reason is started: every key is its text
 
     def __init__(self, call: dict[str, Any], decide: Callable[[str, str], Awaitable[Any]], *,
-                 agent: str | None = None) -> None:
+                 agent: str | None = None, draft: str = "") -> None:
         super().__init__()
         self.call, self.decide, self.agent = call, decide, agent
+        self.draft = draft  # a reason typed before the dialog was closed undecided: typed on from there
 
     def compose(self) -> ComposeResult:
         name = shown(str(self.call.get("name")))
@@ -70,6 +71,8 @@ class DecideDialog(ModalScreen[str | None]):
         # enter, before anything is typed, denies (as the reason box says): with Approve focused, enter read as
         # "deny" by a person approved the call
         self.query_one("#decide-deny", Button).focus()
+        if self.draft:
+            self.query_one("#decide-reason", Input).value, self._typing = self.draft, True
 
     async def _send(self, decision: str) -> None:
         reason = self.query_one("#decide-reason", Input).value.strip() if decision == "deny" else ""
@@ -117,6 +120,7 @@ class DecideDialog(ModalScreen[str | None]):
             box.value += " ".join(event.text.splitlines())
 
     def action_close(self) -> None:
+        self.draft = self.query_one("#decide-reason", Input).value  # (esc lost it: reopened, the box was empty)
         self.dismiss(None)
 
     async def on_input_submitted(self, event: Input.Submitted) -> None:
