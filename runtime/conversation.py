@@ -197,11 +197,9 @@ class ConversationState:
                 f"{'Message' if bucket == 'history' else 'str'}, got {type(items).__name__}"
             )
         new = list(items)
-        held = {id(m) for m in self._buckets[bucket]} if bucket == "history" else ()  # (checked as they came in:
-        for i, item in enumerate(new):  # a set of a long history walked each message's tool-call arguments again)
-            if id(item) not in held:
-                _check_item(bucket, item, i)
-                new[i] = _carried(item)
+        for i, item in enumerate(new):
+            _check_item(bucket, item, i)
+            new[i] = _carried(item)
         fields = {"bucket": bucket, "items": list(new)}
         if origin:
             fields["origin"] = origin
