@@ -186,10 +186,15 @@ class Resume:
         that returned) comes after it; the events of the stop's own unwinding (the calls left answered, a
         cleanup's) are not compared."""
         expected = self.expected
+        # (a child workflow that ended by its own ctx.stop() or a budget: its ends are its code's, not the stop's)
+        own = {ev.get("run_id") for ev in expected if ev.get("type") == "run.end" and ev.get("status") == "stopped"
+               and str(ev.get("reason")).startswith(("stopped by ctx.stop()", "budget:"))}
         last_start = max((i for i, ev in enumerate(expected) if ev.get("type") == "node.start"), default=-1)
         for i in range(last_start + 1, len(expected)):
             ev = expected[i]
             value = ev.get("value")
+            if ev.get("run_id") in own:
+                continue
             if ev.get("type") in ("node.end", "run.end") and ev.get("status") == "stopped" \
                     or ev.get("type") == "ctx.set" and ev.get("name") == "loop" and isinstance(value, dict) \
                     and value.get("stopped_by") == "stopped":

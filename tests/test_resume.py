@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import shutil
 import signal
 import subprocess
@@ -2295,3 +2296,91 @@ async def test_a_reexecution_says_how_many_values_it_holds_as_redacted_from_its_
     note = (f"! {held} event(s) re-executed from {first} carry a credential its journal holds as [redacted]: "
             f"the run holds that text in its place, and what runs live after event #{k} gets it")
     assert (note in done.stderr) == bool(held), done.stderr
+
+
+CHILD_STOPS = '''
+from flowtui import FunctionProvider, agent, workflow
+
+@agent(provider=FunctionProvider(lambda m, t: "child says hi"), prompt="C")
+class CA:
+    def after_response(self, response, ctx):
+        ctx.stop()
+
+@agent(provider=FunctionProvider(lambda m, t: "never"), prompt="C2")
+class CB:
+    pass
+
+@workflow(steps=[CA, CB])
+class Child:
+    pass
+'''
+
+PARENT_WAITS = '''
+import asyncio, os
+from pathlib import Path
+from pydantic import BaseModel
+from child import Child
+from flowtui import AgentContext, Context, FunctionProvider, Input, WorkflowRuntime, agent, tool, workflow
+
+class Args(BaseModel):
+    q: str
+
+@tool(name="sub", description="runs the child", schema=Args)
+class Sub:
+    def __init__(self, runtime: WorkflowRuntime):
+        self.runtime = runtime
+
+    async def execute(self, args: Args = Input(), ctx: AgentContext = Context()):
+        out = await self.runtime.run(Child, input=args.q)
+        Path("started").touch()
+        for _ in range(3000):
+            if Path("go").exists():
+                break
+            await asyncio.sleep(0.02)
+        return "sub: " + str(out) + os.environ.get("SUFFIX", "")
+
+def model(messages, tools):
+    return "fim" if messages[-1].role == "tool" else {"tool_calls": [{"name": "sub", "args": {"q": "x"}}]}
+
+@agent(provider=FunctionProvider(model), prompt="P", tools=[Sub])
+class P:
+    pass
+
+@agent(provider=FunctionProvider(lambda m, t: "q"), prompt="Q")
+class Q:
+    pass
+
+@workflow(steps=[P, Q])
+class W:
+    pass
+'''
+
+
+def test_a_childs_own_stop_before_a_stop_from_outside_is_its_codes_and_still_checked(tmp_path):
+    """The stop from outside was taken to begin at the child's ctx.stop(): the re-execution of unchanged code
+    stopped the parent's tool there, and one of changed code said "stopped again", its divergence unsaid."""
+    (tmp_path / "child.py").write_text(CHILD_STOPS)
+    (tmp_path / "flow.py").write_text(PARENT_WAITS)
+    first, second = tmp_path / "first.jsonl", tmp_path / "second.jsonl"
+    command = [sys.executable, "-m", "flowtui.tui.cli", "run", str(tmp_path / "flow.py")]
+    proc = subprocess.Popen([*command, "--input", "x", "--journal", str(first)], cwd=tmp_path,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    for _ in range(3000):  # (a bound: a tool that never gets there fails the test)
+        if (tmp_path / "started").exists():
+            break
+        assert proc.poll() is None, proc.communicate()
+        time.sleep(0.02)
+    proc.send_signal(signal.SIGINT)
+    time.sleep(0.3)
+    (tmp_path / "go").touch()
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0 and "■ stopped (stopped by user)" in err, err
+    done = subprocess.run([*command, "--resume-from", str(first), "--journal", str(second)], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and "diverged" not in done.stderr, done.stderr
+    *made, _ = recorded_events(second)
+    *was, _ = recorded_events(first)
+    assert made == was  # (the tool's result served, its agent ended as recorded)
+    changed = subprocess.run([*command, "--resume-from", str(first), "--no-journal"], cwd=tmp_path,
+                             capture_output=True, text=True, timeout=120, env={**os.environ, "SUFFIX": " CHANGED"})
+    assert changed.returncode == 3 and "diverged" in changed.stderr, changed.stderr
