@@ -122,9 +122,9 @@ def jsonable(value: Any, fallback: Callable[[Any], Any] | None = None) -> Any:
     instead of failing the flow's assignment."""
     if isinstance(value, Iterator):
         return _described(value, _ITERATOR)
-    if value.__class__ not in _PLAIN and _holds_iterator(value):  # (the serializer would have run it to its end:
-        value = _iterators_described(value)  # the flow found its generator empty, in a dict or a list too)
     try:
+        if value.__class__ not in _PLAIN and _holds_iterator(value):  # (the serializer would have run it to its
+            value = _iterators_described(value)  # end: the flow found its generator empty, in a dict or a list too)
         out = to_jsonable_python(value, fallback=fallback or stable_repr)
     except Exception as exc:  # noqa: BLE001 (any failure of showing it is the debugger's to absorb)
         return _described(value, f"not shown: {type(exc).__name__}: {str(exc).splitlines()[0][:200]}")
@@ -180,9 +180,12 @@ def _inside(item: Any) -> Any:
         return item
     if isinstance(item, BaseModel):
         return item.__dict__.values()
-    if is_dataclass(item) and not isinstance(item, type):
-        return [getattr(item, f.name) for f in fields(item)]
+    if is_dataclass(item) and not isinstance(item, type):  # (a field left unset, init=False: not there)
+        return [value for f in fields(item) if (value := getattr(item, f.name, _UNSET)) is not _UNSET]
     return None
+
+
+_UNSET = object()
 
 
 def _iterators_described(value: Any, depth: int = 0) -> Any:
@@ -196,7 +199,8 @@ def _iterators_described(value: Any, depth: int = 0) -> Any:
     if isinstance(value, BaseModel):
         return {k: _iterators_described(v, depth + 1) for k, v in value.__dict__.items()}
     if is_dataclass(value) and not isinstance(value, type):
-        return {f.name: _iterators_described(getattr(value, f.name), depth + 1) for f in fields(value)}
+        return {f.name: _iterators_described(getattr(value, f.name), depth + 1) for f in fields(value)
+                if hasattr(value, f.name)}
     if isinstance(value, _SEQUENCES):
         return [_iterators_described(v, depth + 1) for v in value]
     return value

@@ -367,15 +367,6 @@ def _typed(cls: type, name: str, text: str) -> Any:
     long = len(text) > FAIL_FAST_CHARS
     adapter = _adapter(tp, fail_fast=long)
     not_json = None  # why the text is no JSON
-    try:  # (a key twice: the last kept, unsaid, where the arguments' editor refused it; 1e400: infinity, unsaid)
-        strict_json(text)
-    except KeyGivenTwice as exc:
-        raise ConfigError(f"{cls.__name__}.{name}: the key {exc.key!r} is given twice; give each key once "
-                          "(JSON keeps only the last)") from None
-    except NumberRefused as exc:
-        raise ConfigError(f"{cls.__name__}.{name}: {exc}") from None
-    except (ValueError, RecursionError):
-        pass  # (said below)
     try:
         json.loads(text)
     except ValueError as exc:
@@ -390,6 +381,8 @@ def _typed(cls: type, name: str, text: str) -> Any:
     except ValidationError as exc:
         error = exc
     else:
+        if is_json and not _holds_decimal(tp):  # read as JSON (a text field takes the text as it is)
+            _as_typed(cls, name, text)
         if is_json and (dropped := next(_dropped(json.loads(text), value, ()), None)):
             # a key the class does not have (a misspelt one) was dropped by pydantic, in silence, and the
             # field it was meant for kept its default: the edit said set, and was not what was typed
@@ -414,6 +407,8 @@ def _typed(cls: type, name: str, text: str) -> Any:
             return adapter.validate_json(json.dumps(text), strict=True)
         except ValidationError:
             pass
+    if not is_json and text.strip().lstrip("-").isdigit():  # (past Python's 4,300 digits, no JSON: said why)
+        _as_typed(cls, name, text.strip())
     # its first faults, at their place, and the text's start: a list of 3,000 numbers pasted into a
     # list[str] was quoted whole with 3,000 faults, and the dialog's buttons went off screen
     faults = error.errors()
@@ -433,6 +428,19 @@ def _typed(cls: type, name: str, text: str) -> Any:
         raise ConfigError(f"{cls.__name__}.{name} is {tname}: {shown} refused ({reason}); type a value it accepts")
     raise ConfigError(f"{cls.__name__}.{name} is {tname}: {shown} refused ({reason}); type a value of "
                       f"type {tname} (read as JSON and checked strictly: true is not an int, 2.0 is not one)")
+
+
+def _as_typed(cls: type, name: str, text: str) -> None:
+    """Refuse JSON read as another value than typed, or one a journal cannot hold (``strict_json``): a key
+    twice was set as the last one, 1e400 as infinity, in silence; 4,001 nines were set, journaled as
+    ``<int of about 4001 digits>``, and a fork then failed on that text."""
+    try:
+        strict_json(text)
+    except KeyGivenTwice as exc:
+        raise ConfigError(f"{cls.__name__}.{name}: the key {exc.key!r} is given twice; give each key once "
+                          "(JSON keeps only the last)") from None
+    except NumberRefused as exc:
+        raise ConfigError(f"{cls.__name__}.{name}: {exc}") from None
 
 
 def _dropped(given: Any, made: Any, at: tuple[Any, ...]) -> Any:

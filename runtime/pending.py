@@ -96,8 +96,9 @@ def _finite_float(text: str) -> float:
     number = float(text)
     if not math.isfinite(number):
         shown = text if len(text) <= 20 else text[:19] + "…"
-        raise NumberRefused(f"{shown} is too large a number: it reads as infinity; type \"Infinity\" if you "
-                            "mean that")
+        word = "-Infinity" if text.startswith("-") else "Infinity"
+        raise NumberRefused(f"{shown} is too large a number: it reads as infinity; type \"{word}\" if you mean "
+                            "that")
     return number
 
 

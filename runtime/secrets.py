@@ -146,7 +146,7 @@ def secret_values(extra: Mapping[str, Any] | None = None) -> list[str]:
     """Credential values from the environment, those code handed over (:func:`credentials_given`) and ``extra``
     keywords, longest first."""
     values = {v for k, v in os.environ.items()
-              if SECRET_NAME.search(k) and not _a_place(k, v) and not _a_setting(v) and len(v.strip()) >= MIN_LENGTH}
+              if SECRET_NAME.search(k) and not _a_place(k, v) and not _a_setting(k, v) and len(v.strip()) >= MIN_LENGTH}
     values |= _Given.values
     if extra:
         values |= _keyword_values(extra)
@@ -167,12 +167,18 @@ def _a_place(name: str, value: str) -> bool:
     return value.startswith(("/", "~", ".")) and os.path.exists(os.path.expanduser(value))
 
 
-def _a_setting(value: str) -> bool:
-    """Whether a variable named like a credential holds a plain number, as a setting does (MAX_TOKENS=128000,
-    a token limit): every 128000 a reply or a tool said was hidden, and a budget's max_tokens was journaled
-    as ``[redacted]``. A credential of digits alone is longer (an account token of 20 digits is one)."""
+def _a_setting(name: str, value: str) -> bool:
+    """Whether a variable named for tokens holds a plain number, as a setting does (MAX_TOKENS=128000, a token
+    limit): every 128000 a reply or a tool said was hidden, and a budget's max_tokens was journaled as
+    ``[redacted]``. One named a password, a secret or a key holds a credential whatever it is (a PIN of
+    digits), and a credential of digits alone is longer (an account token of 20 digits is one)."""
     value = value.strip()
-    return len(value) < _NUMBER_MAX and value.replace(".", "", 1).isdigit()
+    return len(value) < _NUMBER_MAX and value.replace(".", "", 1).isdigit() and _COUNT_NAME.search(name) is not None \
+        and _STRONG_NAME.search(name) is None
+
+
+_COUNT_NAME = re.compile(r"TOKEN", re.IGNORECASE)  # (MAX_TOKENS, TOKEN_LIMIT: a count of a model's tokens)
+_STRONG_NAME = re.compile(r"PASSWORD|PASSWD|SECRET|PRIVATE|CREDENTIAL|_KEY$|API_KEY", re.IGNORECASE)
 
 
 _NUMBER_MAX = 12  # characters: a number shorter than this, in a variable named like a credential, is a setting

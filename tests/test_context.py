@@ -190,3 +190,25 @@ async def test_an_iterator_inside_a_value_the_flow_keeps_is_described_not_consum
     assert changes[1][1][0] == "<list_iterator object> (an iterator, shown without being consumed)"
     feed = next(e.value for e in events if e.type == "ctx.set" and e.name == "feed")
     assert feed["more"] == ["<str_ascii_iterator object> (an iterator, shown without being consumed)"]
+
+
+def test_a_dataclass_is_looked_into_for_iterators_and_one_with_a_field_unset_is_shown():
+    """A generator in a dataclass was consumed; looking into one whose field is init=False and unset failed
+    the flow's assignment with an AttributeError (showing a value must never change what the flow does)."""
+    from dataclasses import dataclass, field
+
+    from flowtui.runtime.context import jsonable
+
+    @dataclass
+    class Rows:
+        it: object
+
+    @dataclass
+    class Conn:
+        host: str = "db"
+        handle: object = field(init=False)
+
+    rows = (r for r in ["a", "b"])
+    shown = jsonable({"rows": Rows(rows)})
+    assert shown["rows"]["it"].endswith("(an iterator, shown without being consumed)") and list(rows) == ["a", "b"]
+    assert "Conn" in str(jsonable({"c": Conn()}))

@@ -601,8 +601,11 @@ def test_a_number_in_a_variable_named_like_a_credential_is_a_setting_not_one(tmp
     monkeypatch.setenv("MAX_TOKENS", "128000")
     monkeypatch.setenv("TOKEN_BUDGET_USD", "12.5")
     monkeypatch.setenv("BANK_TOKEN", "839201938475610293847561")
+    monkeypatch.setenv("DB_PASSWORD", "83920194")  # (a password of digits is one: only a count of tokens is not)
+    monkeypatch.setenv("SMTP_SECRET_TOKEN", "123456")
     values = secret_values()
     assert "128000" not in values and "12.5" not in values and "839201938475610293847561" in values
+    assert "83920194" in values and "123456" in values
     assert redact("a limit of 128000 tokens, 12.5 dollars", values) == "a limit of 128000 tokens, 12.5 dollars"
     path = tmp_path / "j.jsonl"
     writer = JournalWriter(path)

@@ -374,6 +374,7 @@ async def test_a_very_long_refused_value_is_checked_up_to_its_first_fault():
 
 
 class T(BaseModel):
+    nome: str = ""
     d: dict[str, int] = {}
     f: float = 0.0
     n: int = 0
@@ -399,6 +400,9 @@ async def test_a_value_json_reads_as_another_or_a_journal_cannot_hold_is_refused
     assert str(info.value).startswith(said), str(info.value)
     assert changes(events) == []
     assert run.edits.set_field("f", '"Infinity"') == float("inf")  # (the word, as the app shows it: taken)
+    # a text field takes the text as typed, whatever JSON would read it as
+    assert run.edits.set_field("nome", "1e400") == "1e400"
+    assert run.edits.set_field("nome", '{"a": 1, "a": 2}') == '{"a": 1, "a": 2}'
     ctl.resume()
     await asyncio.wait_for(task, 60)
 
