@@ -14,10 +14,10 @@ import marshal
 import math
 import re
 import threading
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import fields, is_dataclass
 from itertools import compress
 from operator import not_
-from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, field_serializer

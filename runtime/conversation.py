@@ -304,7 +304,8 @@ def _check_item(bucket: str, item: Any, index: int | None) -> None:
             )
         fields = item.__dict__
         if fields.get("content").__class__ is not str or fields.get("role") not in _ROLES \
-                or not isinstance(fields.get("tool_calls"), (tuple, list)) or fields.get("is_error").__class__ is not bool \
+                or not isinstance(fields.get("tool_calls"), (tuple, list)) \
+                or fields.get("is_error").__class__ is not bool \
                 or not _TEXT_OR_NONE.issuperset(map(_class_of, map(fields.get, _OPTIONAL_TEXT))):
             wrong = bad_fields(item)  # (Message.model_construct, model_copy(update=...): not validated; what they
             if wrong is not None:  # held broke the events that carry the history, and the journal stopped)

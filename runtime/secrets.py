@@ -179,8 +179,6 @@ def _a_setting(name: str, value: str) -> bool:
 
 _COUNT_NAME = re.compile(r"TOKEN", re.IGNORECASE)  # (MAX_TOKENS, TOKEN_LIMIT: a count of a model's tokens)
 _STRONG_NAME = re.compile(r"PASSWORD|PASSWD|SECRET|PRIVATE|CREDENTIAL|_KEY$|API_KEY", re.IGNORECASE)
-
-
 _NUMBER_MAX = 12  # characters: a number shorter than this, in a variable named like a credential, is a setting
 
 

@@ -34,7 +34,8 @@ def split_reply(reply: Any, *, where: str) -> tuple[str, list[dict[str, Any]]]:
         listed = reply.get("tool_calls") or []
         # ("registrar" was read letter by letter: "tool_calls[0] needs a 'name'")
         if not isinstance(listed, (list, tuple)):
-            raise ConfigError(f"{where}: tool_calls is {type(listed).__name__} {safe_repr(listed)}, not a list of calls; "
+            raise ConfigError(f"{where}: tool_calls is {type(listed).__name__} {safe_repr(listed)}, not a list of "
+                              "calls; "
                               "write tool_calls = [{ name = \"tool\", args = { ... } }]")
         for i, call in enumerate(listed):
             if not isinstance(call, Mapping) or "name" not in call:
@@ -69,7 +70,8 @@ def split_reply(reply: Any, *, where: str) -> tuple[str, list[dict[str, Any]]]:
             calls.append({"name": call["name"], "args": dict(args)})
         content = reply.get("content")
         if content is not None and not isinstance(content, str):  # (3 was played as the text "3", unsaid)
-            raise ConfigError(f"{where}: content is {type(content).__name__} {safe_repr(content, 40)}, not text; write it "
+            raise ConfigError(f"{where}: content is {type(content).__name__} {safe_repr(content, 40)}, not text; "
+                              "write it "
                               f"as a string (content = \"...\")")
         return content or "", calls
     raise ConfigError(f"{where}: a reply must be a string or a mapping with 'content'/'tool_calls', "
