@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, model_serializer
 
-from flowtui.runtime.construct import bad_fields, builders
+from flowtui.runtime.construct import TEXT_OR_NONE, bad_fields, builders
 from flowtui.runtime.decorators import AgentSpec
 from flowtui.runtime.errors import ConversationError, ProviderError
 from flowtui.runtime.events import ChatAttempt, ChatDelta
@@ -302,7 +302,7 @@ def _well_made(reply: ChatReply, who: str) -> None:
     holds what its fields refuse, naming ``who``: ``usage=None`` failed the run on an AttributeError inside
     flowtui, a usage count whose repr raised on that error."""
     fields, usage = reply.__dict__, reply.__dict__.get("usage")
-    if fields.get("content").__class__ is not str or fields.get("reasoning").__class__ not in _TEXT_OR_NONE \
+    if fields.get("content").__class__ is not str or fields.get("reasoning").__class__ not in TEXT_OR_NONE \
             or not isinstance(fields.get("tool_calls"), list) or usage.__class__ is not Usage \
             or usage.__dict__.get("prompt_tokens").__class__ is not int \
             or usage.__dict__.get("completion_tokens").__class__ is not int:
@@ -314,9 +314,6 @@ def _well_made(reply: ChatReply, who: str) -> None:
                             "each field a value of its type)")
     if reply.tool_calls:
         _json_args(reply, who)
-
-
-_TEXT_OR_NONE = frozenset((str, type(None)))
 
 
 def _json_args(reply: ChatReply, who: str) -> None:

@@ -111,6 +111,11 @@ def copy_with(model: Any, update: dict[str, Any]) -> Any:
     return obj
 
 
+# The classes a field typed ``str | None`` holds: what a quick look at a model made without validation checks
+# before asking :func:`bad_fields` (a history append, a provider's reply).
+TEXT_OR_NONE = frozenset((str, type(None)))
+
+
 def bad_fields(model: BaseModel) -> str | None:
     """What a model made without validation (``model_copy(update=...)`` in the flow's code) holds that its
     class refuses: ``content is int 5: Input should be a valid string``; None when it is all as declared."""

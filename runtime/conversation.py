@@ -13,7 +13,7 @@ import threading
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, overload
 
-from flowtui.runtime.construct import bad_fields
+from flowtui.runtime.construct import TEXT_OR_NONE, bad_fields
 from flowtui.runtime.events import StateAppend, StateSet
 from flowtui.runtime.messages import (
     ARGS_ARE_JSON, Message, ToolCall, args_fault, estimate_tokens, system_message, well_formed, well_formed_call,
@@ -290,8 +290,6 @@ def _carried(item: Any) -> Any:
 
 _ROLES = frozenset(("system", "user", "assistant", "tool"))
 _OPTIONAL_TEXT = ("tool_name", "tool_call_id", "agent", "reasoning")
-_TEXT_OR_NONE = frozenset((str, type(None)))
-_class_of = type
 
 
 def _check_item(bucket: str, item: Any, index: int | None) -> None:
@@ -306,7 +304,7 @@ def _check_item(bucket: str, item: Any, index: int | None) -> None:
         if fields.get("content").__class__ is not str or fields.get("role") not in _ROLES \
                 or not isinstance(fields.get("tool_calls"), (tuple, list)) \
                 or fields.get("is_error").__class__ is not bool \
-                or not _TEXT_OR_NONE.issuperset(map(_class_of, map(fields.get, _OPTIONAL_TEXT))):
+                or not TEXT_OR_NONE.issuperset(map(type, map(fields.get, _OPTIONAL_TEXT))):
             wrong = bad_fields(item)  # (Message.model_construct, model_copy(update=...): not validated; what they
             if wrong is not None:  # held broke the events that carry the history, and the journal stopped)
                 raise TypeError(f"ctx.state bucket 'history': {where}is a Message whose {wrong} (model_construct and "

@@ -35,8 +35,7 @@ def split_reply(reply: Any, *, where: str) -> tuple[str, list[dict[str, Any]]]:
         # ("registrar" was read letter by letter: "tool_calls[0] needs a 'name'")
         if not isinstance(listed, (list, tuple)):
             raise ConfigError(f"{where}: tool_calls is {type(listed).__name__} {safe_repr(listed)}, not a list of "
-                              "calls; "
-                              "write tool_calls = [{ name = \"tool\", args = { ... } }]")
+                              "calls; write tool_calls = [{ name = \"tool\", args = { ... } }]")
         for i, call in enumerate(listed):
             if not isinstance(call, Mapping) or "name" not in call:
                 raise ConfigError(f"{where}: tool_calls[{i}] needs a 'name' (and 'args')")
@@ -71,8 +70,7 @@ def split_reply(reply: Any, *, where: str) -> tuple[str, list[dict[str, Any]]]:
         content = reply.get("content")
         if content is not None and not isinstance(content, str):  # (3 was played as the text "3", unsaid)
             raise ConfigError(f"{where}: content is {type(content).__name__} {safe_repr(content, 40)}, not text; "
-                              "write it "
-                              f"as a string (content = \"...\")")
+                              "write it as a string (content = \"...\")")
         return content or "", calls
     raise ConfigError(f"{where}: a reply must be a string or a mapping with 'content'/'tool_calls', "
                       f"got {type(reply).__name__}")
