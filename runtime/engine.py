@@ -238,6 +238,12 @@ class Run:
                 # a stop whose grace ran out inside a cleanup that never returned (sync: unwound; async:
                 # cancelled): the cleanup's failure, not the run's, whose end and output stand
                 self._report_dispose(name, f"{type(exc).__name__}: it never returned; the stop ended it")
+            except RunStopped as exc:
+                # a child workflow the cleanup ran, stopped by the run's stop (at its first step: the stop
+                # stands): the cleanup ends there, the others still run, and the run ends. It left the run
+                # unended, its cleanups after it unrun, and its process killed after the grace.
+                self._report_dispose(name, f"a child workflow it ran was stopped ({exc.reason}); the cleanup "
+                                           "ended there")
             except BaseException as exc:
                 if not cleanup_failed(exc):
                     raise

@@ -400,3 +400,62 @@ async def test_a_cleanup_raising_a_base_exception_of_the_flows_own_is_reported_a
     (error,) = [e for e in events if e.type == "dispose.error"]
     assert error.cleanup.endswith("broken") and error.error.startswith("Fatal: pool gone"), error
     assert events[-1].type == "run.end" and events[-1].status == "finished"
+
+
+async def test_a_cleanup_running_a_child_workflow_after_a_stop_ends_there_and_the_run_still_ends():
+    """The run's stop stopped a child workflow a cleanup ran, at its first step; what that raised left the
+    run's execute: no run.end, the cleanups after it unrun, and `flowtui run` waited until it killed the
+    run's process ("its cleanups did not return")."""
+    from flowtui.runtime.control import Controller
+
+    done = []
+
+    @agent(provider=FunctionProvider(lambda m, t: "resumo"))
+    class Resumidor:
+        pass
+
+    @workflow(steps=[Resumidor])
+    class Filho:
+        pass
+
+    @tool(name="demorar", schema=Nada)
+    class Demorar:
+        def __init__(self, runtime: WorkflowRuntime):
+            self.runtime = runtime
+
+        async def execute(self, args: Nada = Input(), ctx: AgentContext = Context()):
+            ctx.on_dispose(lambda: done.append("registered first, run last"))
+
+            async def summarize():
+                await self.runtime.run(Filho, input="limpeza")
+                done.append("the child finished")
+
+            ctx.on_dispose(summarize)
+            await asyncio.sleep(0.3)
+            return "ok"
+
+    provider, _ = scripted(call("demorar"), "fim")
+
+    @agent(provider=provider, tools=[Demorar])
+    class A:
+        pass
+
+    @workflow(steps=[A])
+    class W:
+        pass
+
+    events: list = []
+    run = bootstrap(W).prepare("go", controller=Controller(), on_event=events.append)
+    run.controller.resume()
+    task = asyncio.ensure_future(run.execute())
+    while not any(e.type == "node.start" and e.kind == "tool" for e in events):
+        await asyncio.sleep(0.01)
+    run.controller.stop()
+    await asyncio.wait_for(task, 30)  # (it hung here, for ever)
+    assert done == ["registered first, run last"]
+    (child_end,) = [e for e in events if e.type == "run.end" and e.run_id != run.id]
+    assert (child_end.status, child_end.reason) == ("stopped", "stopped by user")
+    (error,) = [e for e in events if e.type == "dispose.error"]
+    assert error.cleanup.endswith("summarize")
+    assert error.error == "a child workflow it ran was stopped (stopped by user); the cleanup ended there"
+    assert events[-1].type == "run.end" and events[-1].run_id == run.id
