@@ -104,6 +104,7 @@ class Run:
         self.pausing = asyncio.Lock()  # held while a pause point waits (the top-level run's is used)
         self.yielded_at = time.perf_counter()  # when a step last let the event loop run (the root's is used)
         self.error: BaseException | None = None
+        self._stopped_in_cleanup: str | None = None  # the reason of a stop that ended a cleanup's child workflow
         self.exceeded: str | None = None  # the budget limit that ended the run
         self.status = "idle"  # then running; at the end finished, failed or stopped (as run.end says)
         self.root: Run = self  # the top-level run; child runs register in its `runs`
@@ -194,6 +195,9 @@ class Run:
                 self.observer.detach()
         if status == "finished" and stop_by is not None:  # ctx.stop() with nothing left to skip
             status, reason = "stopped", f"stopped by ctx.stop() in {stop_by}"
+        elif status == "finished" and self._stopped_in_cleanup is not None:  # the stop landed in the cleanups:
+            status, reason = "stopped", self._stopped_in_cleanup  # it ended one (the run's end says it, so a
+            # re-execution stops it again there, and the command line's last line said "stopped" over "finished")
         if self.resume is not None:
             status, reason = self.resume.ending(status, reason)
         output = output_text(self.ctx.get("output"))  # (app.run gave a value set on ctx.output as it was)
@@ -244,6 +248,7 @@ class Run:
                 # unended, its cleanups after it unrun, and its process killed after the grace.
                 self._report_dispose(name, f"a child workflow it ran was stopped ({exc.reason}); the cleanup "
                                            "ended there")
+                self._stopped_in_cleanup = self._stopped_in_cleanup or exc.reason
             except BaseException as exc:
                 if not cleanup_failed(exc):
                     raise

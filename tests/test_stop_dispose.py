@@ -402,10 +402,11 @@ async def test_a_cleanup_raising_a_base_exception_of_the_flows_own_is_reported_a
     assert events[-1].type == "run.end" and events[-1].status == "finished"
 
 
-async def test_a_cleanup_running_a_child_workflow_after_a_stop_ends_there_and_the_run_still_ends():
+async def test_a_cleanup_running_a_child_workflow_after_a_stop_ends_there_and_the_run_still_ends(tmp_path):
     """The run's stop stopped a child workflow a cleanup ran, at its first step; what that raised left the
     run's execute: no run.end, the cleanups after it unrun, and `flowtui run` waited until it killed the
-    run's process ("its cleanups did not return")."""
+    run's process ("its cleanups did not return"). The run's end says the stop, and a re-execution of its
+    journal stops the child again there (it ran the child, and diverged)."""
     from flowtui.runtime.control import Controller
 
     done = []
@@ -445,17 +446,27 @@ async def test_a_cleanup_running_a_child_workflow_after_a_stop_ends_there_and_th
         pass
 
     events: list = []
-    run = bootstrap(W).prepare("go", controller=Controller(), on_event=events.append)
+    journal = tmp_path / "j.jsonl"
+    run = bootstrap(W).prepare("go", controller=Controller(), on_event=events.append, journal=str(journal))
     run.controller.resume()
     task = asyncio.ensure_future(run.execute())
     while not any(e.type == "node.start" and e.kind == "tool" for e in events):
         await asyncio.sleep(0.01)
     run.controller.stop()
-    await asyncio.wait_for(task, 30)  # (it hung here, for ever)
+    await asyncio.wait_for(task, 30)  # (it raised here, past its end)
     assert done == ["registered first, run last"]
     (child_end,) = [e for e in events if e.type == "run.end" and e.run_id != run.id]
     assert (child_end.status, child_end.reason) == ("stopped", "stopped by user")
     (error,) = [e for e in events if e.type == "dispose.error"]
     assert error.cleanup.endswith("summarize")
     assert error.error == "a child workflow it ran was stopped (stopped by user); the cleanup ended there"
-    assert events[-1].type == "run.end" and events[-1].run_id == run.id
+    end = events[-1]
+    assert (end.type, end.run_id, end.status, end.reason) == ("run.end", run.id, "stopped", "stopped by user")
+
+    done.clear()
+    again: list = []
+    await asyncio.wait_for(bootstrap(W).run(resume_from=str(journal), on_event=again.append), 30)
+    assert not [e for e in again if e.type == "run.diverged"]
+    assert done == ["registered first, run last"]  # (the child stopped again, at its first step)
+    assert [e.reason for e in again if e.type == "run.end"] == [
+        f"stopped again where the run of {journal} was stopped (stopped by user)"] * 2
