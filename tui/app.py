@@ -87,6 +87,7 @@ class FlowApp(RunCommands, RunEdits, RunWatches, PlainNotify, KeysStayPut, Redra
         self._init_commands()
         self.refused: str | None = None  # attaching: why the run's process would not have us
         self._settled = False  # the full collection start-up owes has been made (see _settle)
+        self.text_drafts: dict[tuple[str, str], str] = {}  # what was typed in a text dialog, then esc (TextDialog)
 
     # --- lifecycle -------------------------------------------------------------
     def get_default_screen(self) -> Screen:

@@ -121,6 +121,38 @@ async def test_e_before_a_tool_edits_its_call_checked_against_the_schema():
         assert app.client.view.state["problems"] == ["Edited by hand."]
 
 
+async def test_what_was_typed_in_the_call_editor_then_esc_is_there_when_it_opens_again():
+    """A refused edit of a call's arguments, then esc: every character typed was lost, and e opened the
+    arguments as they were. Now it opens on what was typed, saying so; ctrl+z gives back the arguments,
+    and esc on the draft left unchanged forgets it."""
+    app = make(input="go")
+    async with app.run_test(size=(140, 40)) as pilot:
+        await _call_editor(pilot, app)
+        app.screen.query_one("TextArea").text = '{"text": "Half typed'
+        await pilot.press("ctrl+s")
+        await wait_until(pilot, lambda: "✗" in str(app.screen.query_one("#dialog-error").render()), what="refusal")
+        await pilot.press("escape")
+        await wait_until(pilot, lambda: app.screen is app.main, what="the editor closed")
+
+        async def reopen() -> str:
+            await pilot.press("e")
+            await wait_until(pilot, lambda: isinstance(app.screen, TextDialog), what="the call editor")
+            return app.screen.query_one("TextArea").text
+
+        assert await reopen() == '{"text": "Half typed'
+        assert "What you typed before esc is back" in str(app.screen.query_one("#dialog-error").render())
+        await pilot.press("ctrl+z")
+        assert '"text": "No example."' in app.screen.query_one("TextArea").text
+        await pilot.press("escape")  # back to the arguments as they are: nothing kept
+        assert '"text": "No example."' in await reopen()
+        app.screen.query_one("TextArea").text = '{"text": "Second try'
+        await pilot.press("escape")
+        assert await reopen() == '{"text": "Second try'
+        await pilot.press("escape")  # the draft unchanged: forgotten
+        assert '"text": "No example."' in await reopen()
+        assert not [ev for ev in _user_events(app) if ev.type == "tool.decision"]  # nothing was sent
+
+
 async def test_approve_asks_before_each_call_deny_sends_the_reason_and_approve_runs_it():
     app = make(input="go", approve=["record_problem"])
     async with app.run_test(size=(140, 40)) as pilot:

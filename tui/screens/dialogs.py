@@ -93,6 +93,10 @@ class TextDialog(ModalScreen[str | None]):
 
     Used to promote a message (its text, editable), edit a message, a memory
     item, a task or a state field, and to add a task.
+
+    What was typed and then left with esc is kept in the app's ``text_drafts`` (when it has them), for the
+    same dialog on the same text: opened again, the dialog holds it, and says so (esc on it unchanged
+    forgets it). A refused edit of a call's arguments, then esc, lost every character typed.
     """
 
     BINDINGS = [
@@ -114,6 +118,8 @@ class TextDialog(ModalScreen[str | None]):
         # where to type on in the text (a watchpoint's subject, between a pattern's slashes); None: the
         # text is a value to replace, selected whole
         self.cursor = cursor
+        self._drafts: dict[tuple[str, str], str] | None = None
+        self._restored: str | None = None  # the draft the dialog opened with
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog", id="text-dialog"):
@@ -136,6 +142,30 @@ class TextDialog(ModalScreen[str | None]):
         if self.single_line and self.cursor is not None:
             box = self.query_one(Input)  # (counted from the end: what shown() changes is the name before it)
             box.cursor_position = len(box.value) - (len(self.text) - self.cursor)
+        self._drafts = getattr(self.app, "text_drafts", None)
+        draft = self._drafts.get(self._draft_key) if self._drafts is not None else None
+        if draft is not None and draft != self.value:
+            self._restore(draft)
+
+    @property
+    def _draft_key(self) -> tuple[str, str]:
+        return (self.title_text, self.text)
+
+    def _restore(self, draft: str) -> None:
+        """Open on what was typed before esc: in a text area as an edit of the value (ctrl+z gives it back)."""
+        self._restored = draft
+        if self.single_line:
+            box = self.query_one(Input)
+            box.value = draft
+            box.cursor_position = len(draft)
+            back = ""
+        else:
+            area = self.query_one(TextArea)
+            area.replace(draft, (0, 0), area.document.end)
+            area.move_cursor(area.document.end)
+            back = "; ctrl+z gives back the value as it is"
+        self.query_one("#dialog-error", Static).update(
+            Text(f"What you typed before esc is back{back}; esc on it unchanged forgets it.", "dim"))
 
     @on(OneLineInput.Lines)
     async def _grow(self, message: OneLineInput.Lines) -> None:
@@ -177,9 +207,17 @@ class TextDialog(ModalScreen[str | None]):
             self.query_one("#dialog-error", Static).update(Text(f"✗ {shown(str(exc))}", "bold #ff5f5f"))
             self.query_one("#text-dialog").add_class("-refused")
             return
+        if self._drafts is not None:
+            self._drafts.pop(self._draft_key, None)
         self.dismiss(text)
 
     def action_cancel(self) -> None:
+        if self._drafts is not None:
+            typed = self.value
+            if typed == shown(self.text) or typed == self._restored:  # nothing typed, or the draft left as it was
+                self._drafts.pop(self._draft_key, None)
+            else:
+                self._drafts[self._draft_key] = typed
         self.dismiss(None)
 
     async def on_input_submitted(self, event: Input.Submitted) -> None:
