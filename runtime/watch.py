@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import math
 import re
+import sys
 import typing
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -84,6 +85,16 @@ class Watch:
     def local(self) -> bool:
         """Read per run (False: only the run's totals, one truth for the whole run tree)."""
         return self.workflow is not None or any(s.local for s in self.condition.subjects())
+
+
+# The escapes of a quoted text: Python's, as repr() writes them.
+_ESCAPES = {"\\": "\\", "'": "'", '"': '"', "n": "\n", "t": "\t", "r": "\r"}
+_ESCAPE = re.compile(r"\\(?:[\\'\"ntr]|x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4}|U[0-9a-fA-F]{8})")
+
+
+def _code_point(escape: str) -> str:
+    number = int(escape[2:], 16)
+    return chr(number) if number <= sys.maxunicode else escape  # (\U00110000: no character; as written)
 
 
 def parse(text: str) -> Watch:
@@ -288,14 +299,23 @@ class _Parser:
         raise self.fail("expected a value: a number, 'text', true, false or null")
 
     def string(self) -> str:
+        """A quoted text, its escapes Python's (what the normal form writes, ``repr``): ``\\'``, ``\\\\``,
+        ``\\n``, ``\\t``, ``\\x1b``, ``\\u00e9``...; a backslash before anything else is itself (``'a\\d'``
+        kept its backslash only when doubled, and a text holding a line break read back as ``n``)."""
         quote, start = self.text[self.pos], self.pos
         self.pos += 1
         out = []
         while self.pos < len(self.text):
             ch = self.text[self.pos]
             if ch == "\\" and self.pos + 1 < len(self.text):
-                out.append(self.text[self.pos + 1])
-                self.pos += 2
+                m = _ESCAPE.match(self.text, self.pos)
+                if m is None:
+                    out.append(ch)
+                    self.pos += 1
+                    continue
+                escape = m.group()
+                out.append(_ESCAPES[escape[1]] if len(escape) == 2 else _code_point(escape))
+                self.pos = m.end()
                 continue
             self.pos += 1
             if ch == quote:

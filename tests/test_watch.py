@@ -50,6 +50,26 @@ def test_expressions_parse_to_one_normal_form(text, key):
     assert parse(parse(text).key).key == key  # the normal form reads back as itself
 
 
+@pytest.mark.parametrize("typed,text", [
+    (r"state.v == 'a\d'", "a\\d"),  # a backslash before no escape is itself (it was dropped: 'ad')
+    (r"state.v == 'C:\\dir'", "C:\\dir"),
+    (r"state.v == 'it\'s'", "it's"),
+    (r"state.v == 'two\nlines\tand a tab'", "two\nlines\tand a tab"),
+    (r"state.v == '\x1b[31m \u00e9 \U0001f600'", "\x1b[31m é 😀"),
+])
+def test_a_quoted_text_reads_its_escapes_as_python_does(typed, text):
+    assert parse(typed).condition.literal == text
+
+
+@pytest.mark.parametrize("text", ["a\\d", "a\nb", "it's", "x\"y'z", "\x1b[2J", "\\", "\t", "\x00\u202e"])
+def test_a_watchpoint_on_any_text_reads_back_from_its_normal_form(text):
+    """The normal form writes a text as repr() does: a text holding a line break or a backslash read back as
+    another (the break as the letter n), so the watchpoint saved was not the one set."""
+    watch = parse(f"state.v == {text!r}")
+    assert watch.condition.literal == text
+    assert parse(watch.key).condition.literal == text
+
+
 @pytest.mark.parametrize("text,column,message", [
     ("state.rodadas >= ", 18, "expected a value"),
     ("state.", 7, "expected a field name"),
