@@ -41,7 +41,7 @@ from flowtui.runtime.context import stable_repr
 from flowtui.runtime.inert import INVISIBLE
 from flowtui.runtime.messages import well_formed
 from flowtui.runtime.request_lines import spliced
-from flowtui.runtime.secrets import Redactor, redact, redact_streaming
+from flowtui.runtime.secrets import MARK, Redactor, redact, redact_streaming
 
 MAX_INT_DIGITS = 4000
 # What a line of JSON holds raw that a terminal would act on or draw as nothing: DEL and the C1 characters,
@@ -173,6 +173,8 @@ def _scan(event: Any, redactor: Redactor) -> str:
         elif kind is int and redactor.digits and (value.bit_length() > _INT_BITS
                                                   or any(d in str(value) for d in redactor.digits)):
             return _DIRTY  # (a credential of digits, kept as a number: written as it was)
+        elif kind is float and redactor.digits and any(d in repr(value) for d in redactor.digits):
+            return _DIRTY  # (float(token): its digits before the point)
         elif kind not in _PLAIN:
             verdict = _STRUCTURED
     return verdict
@@ -220,6 +222,8 @@ def _safe(value: Any, secrets: tuple[str, ...], limit: int | None, elided: dict[
             return hidden  # (a credential of digits, kept as a number)
         return value
     if isinstance(value, float):
+        if secrets and (text := repr(value)) != redact(text, secrets):
+            return MARK  # (a credential of digits, kept as a float: 8392019483721.0 was written whole)
         return value if math.isfinite(value) else None
     if isinstance(value, dict):
         out = {}

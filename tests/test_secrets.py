@@ -590,6 +590,26 @@ def test_a_credential_of_digits_kept_as_a_number_is_redacted_in_a_line(tmp_path,
     assert raw.splitlines()[1].endswith('"name":"y","value":8392019384756}'), raw
 
 
+@pytest.mark.parametrize("value", [8392019483721.0, {"k": 8392019483721.0}, [0.5, 8392019483721.0]])
+def test_a_credential_of_digits_kept_as_a_float_is_redacted_in_a_line(tmp_path, monkeypatch, value):
+    """ctx.num = float(token) was journaled whole (8392019483721.0): only an int was looked at."""
+    from flowtui.runtime.bus import build_event
+    from flowtui.runtime.events import CtxSet
+    from flowtui.runtime.journal import JournalWriter
+
+    monkeypatch.setenv("API_KEY", "8392019483721")
+    path = tmp_path / "j.jsonl"
+    writer = JournalWriter(path)
+    writer(build_event(CtxSet, dict(seq=1, ts=0.0, run_id="r1", node_id=None, parent_id=None, origin="runtime",
+                                    name="x", value=value)))
+    writer(build_event(CtxSet, dict(seq=2, ts=0.0, run_id="r1", node_id=None, parent_id=None, origin="runtime",
+                                    name="y", value=839201948372.5)))  # (no credential: as it is)
+    writer.close()
+    raw = path.read_text()
+    assert "8392019483721" not in raw and "[redacted]" in raw, raw
+    assert raw.splitlines()[1].endswith('"name":"y","value":839201948372.5}'), raw
+
+
 def test_a_number_in_a_variable_named_like_a_credential_is_a_setting_not_one(tmp_path, monkeypatch):
     """MAX_TOKENS=128000 made every 128000 a reply or a tool said `[redacted]`, and a budget's max_tokens was
     journaled so: a plain number in such a variable is a setting (a credential of digits alone is longer)."""
