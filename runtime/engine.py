@@ -85,7 +85,7 @@ class Run:
         self.agents, self.tools, self.providers = build_instances(self, model=model, wrap=wrap)
         self.child_apps: dict[type, Any] = {}
         self.children = 0  # numbers child runs: <run id>.1, .2, ...
-        self.edits = Editor(self)
+        self._edits: Editor | None = None  # made when first used (see edits)
         self.pending: Any = None  # the PendingCall while paused before a tool
         # (its task, set when they are, its agent, the tools called): the turn whose tool calls are in the
         # history still to be answered while it runs them. In a parallel step, other branches wait for it
@@ -107,11 +107,38 @@ class Run:
         self._stopped_in_cleanup: str | None = None  # the reason of a stop that ended a cleanup's child workflow
         self.exceeded: str | None = None  # the budget limit that ended the run
         self.status = "idle"  # then running; at the end finished, failed or stopped (as run.end says)
-        self.root: Run = self  # the top-level run; child runs register in its `runs`
-        self.runs: dict[str, Run] = {self.id: self}
+        self._root: Run | None = None  # a child's top-level run (see root)
+        self._runs: dict[str, Run] | None = None  # made when first used (see runs)
         self.resume: Any = None  # a re-execution against a journal (runtime.resume.Resume), on the top-level run
         if controller is not None and not depth:  # a child's events reach its parent's watchpoints
             controller.watch.bind(self)
+
+    # The three references a run holds to itself are made only when used: a run that never needs them
+    # (no child, no edit) is no cycle, freed as it ends rather than by the collector.
+    @property
+    def root(self) -> "Run":
+        """The top-level run (this one, unless a child workflow's); child runs register in its ``runs``."""
+        return self._root or self
+
+    @root.setter
+    def root(self, run: "Run") -> None:
+        self._root = None if run is self else run
+
+    @property
+    def runs(self) -> dict[str, "Run"]:
+        """This run and its child runs that are running, by id (of the top-level run)."""
+        runs = self._runs
+        if runs is None:
+            runs = self._runs = {self.id: self}
+        return runs
+
+    @property
+    def edits(self) -> Editor:
+        """Applies a person's edits to this run."""
+        edits = self._edits
+        if edits is None:
+            edits = self._edits = Editor(self)
+        return edits
 
     # --- the run ---------------------------------------------------------
     async def execute(self) -> str | None:
