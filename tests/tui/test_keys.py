@@ -623,6 +623,34 @@ async def test_a_paste_of_several_lines_into_the_add_dialog_keeps_them_all():
         assert app.client.view.memory[-1] == "NB: line1\nline2\n\nline4\nend"
 
 
+async def test_lines_pasted_into_the_add_dialog_then_esc_come_back_as_lines():
+    """What was typed, then esc, comes back when the dialog opens again: lines pasted into its one-line box
+    come back in the text area they made (the box drew their line breaks raw)."""
+    from textual import events
+    from textual.widgets import Input, TextArea
+
+    app = make(input="Write about ctx.state")
+    async with app.run_test(size=(120, 36)) as pilot:
+        await paused(pilot)
+        await pilot.press("A")
+        await wait_until(pilot, lambda: isinstance(app.screen, TextDialog), what="the add dialog")
+        app.screen.query_one("#dialog-input").post_message(events.Paste("line1\nline2"))
+        await wait_until(pilot, lambda: bool(app.screen.query(TextArea)), what="the box to grow")
+        await pilot.press("escape")
+        await wait_until(pilot, lambda: app.screen is app.main, what="the dialog closed")
+        await pilot.press("A")
+        await wait_until(pilot, lambda: isinstance(app.screen, TextDialog) and bool(app.screen.query(TextArea)),
+                         what="the add dialog, with its lines")
+        assert app.screen.query_one(TextArea).text == "line1\nline2" and not app.screen.query(Input)
+        assert "What you typed before esc is back" in str(app.screen.query_one("#dialog-error").render())
+        await pilot.press("ctrl+s")
+        await wait_until(pilot, lambda: app.client.view.memory and app.client.view.memory[-1] == "line1\nline2",
+                         what="the memory item")
+        await pilot.press("A")  # saved: the draft is gone
+        await wait_until(pilot, lambda: isinstance(app.screen, TextDialog), what="the add dialog")
+        assert app.screen.query_one(Input).value == ""
+
+
 async def test_keys_typed_in_one_burst_with_the_one_that_opens_a_dialog_reach_neither_the_dialog_nor_the_run():
     """A dialog takes the keys typed once it shows: `a` then `sxq tests` fast never steps, stops or quits
     the run, and leaves no scrambled text in the box (handing the burst to it saved `buy milk` as

@@ -137,7 +137,7 @@ class TextDialog(ModalScreen[str | None]):
                 yield Button(f"{self.save_label} \\[ctrl+s]", variant="primary", id="dialog-save")
                 yield Button("Cancel \\[esc]", id="dialog-cancel")
 
-    def on_mount(self) -> None:
+    async def on_mount(self) -> None:
         _no_blink(self)
         if self.single_line and self.cursor is not None:
             box = self.query_one(Input)  # (counted from the end: what shown() changes is the name before it)
@@ -145,20 +145,23 @@ class TextDialog(ModalScreen[str | None]):
         self._drafts = getattr(self.app, "text_drafts", None)
         draft = self._drafts.get(self._draft_key) if self._drafts is not None else None
         if draft is not None and draft != self.value:
-            self._restore(draft)
+            await self._restore(draft)
 
     @property
     def _draft_key(self) -> tuple[str, str]:
         return (self.title_text, self.text)
 
-    def _restore(self, draft: str) -> None:
+    async def _restore(self, draft: str) -> None:
         """Open on what was typed before esc: in a text area as an edit of the value (ctrl+z gives it back)."""
         self._restored = draft
-        if self.single_line:
+        back = ""
+        if self.single_line and self.lines_ok and "\n" in draft:  # lines pasted in the one-line box: the
+            await self._grow(OneLineInput.Lines(draft))  # text area they made
+            back = " (enter starts a new line, ctrl+s saves)"
+        elif self.single_line:
             box = self.query_one(Input)
             box.value = draft
             box.cursor_position = len(draft)
-            back = ""
         else:
             area = self.query_one(TextArea)
             area.replace(draft, (0, 0), area.document.end)
