@@ -2384,3 +2384,37 @@ def test_a_childs_own_stop_before_a_stop_from_outside_is_its_codes_and_still_che
     changed = subprocess.run([*command, "--resume-from", str(first), "--no-journal"], cwd=tmp_path,
                              capture_output=True, text=True, timeout=120, env={**os.environ, "SUFFIX": " CHANGED"})
     assert changed.returncode == 3 and "diverged" in changed.stderr, changed.stderr
+
+
+async def test_a_tool_that_registers_a_cleanup_re_executes_without_diverging(tmp_path):
+    """A tool that opens a resource and registers its cleanup (``ctx.on_dispose(conn.close)``, as the README
+    writes it) is served in a re-execution, never run, so its cleanup is never registered: the workflow's end
+    counted one cleanup fewer, and every re-execution of such a run diverged there."""
+    closed: list[str] = []
+
+    def model(messages, tools):
+        if not any(m.role == "tool" for m in messages):
+            return {"content": "", "tool_calls": [{"name": "abrir", "args": {}}]}
+        return "fim"
+
+    @tool
+    def abrir(ctx: AgentContext = Context()) -> str:
+        """Opens a connection, closed when the run ends."""
+        ctx.on_dispose(lambda: closed.append("fechado"))
+        return "aberto"
+
+    @agent(provider=FunctionProvider(model), tools=[abrir])
+    class A:
+        pass
+
+    @workflow(steps=[loop([A], until=until_answered, max_iterations=3)])
+    class W:
+        pass
+
+    first = tmp_path / "first.jsonl"
+    assert await bootstrap(W).run("go", journal=str(first)) == "fim"
+    assert closed == ["fechado"]
+    events: list = []
+    assert await bootstrap(W).run(resume_from=str(first), on_event=events.append) == "fim"
+    assert not [e for e in events if e.type == "run.diverged"]
+    assert closed == ["fechado"]  # (the tool was served: nothing was opened, nothing to close)
