@@ -191,8 +191,10 @@ def find_workflow(module: Any, path: Path, name: str | None) -> type:
         if len(top) == 1:
             return top[0]
         names = sorted(found)
-        raise FlowLoadError(f"{len(found)} workflows ({', '.join(names)}); pick one with "
-                            f"{path}:{names[0]}", file=str(path), choices=tuple(names))
+        # (each named: the first in order was the suggestion, and a parent's child came first, run alone)
+        runs = " or ".join(f"{path}:{name}" for name in names[:4]) + (" …" if len(names) > 4 else "")
+        raise FlowLoadError(f"{len(found)} workflows ({', '.join(names)}); name the one to run: {runs}",
+                            file=str(path), choices=tuple(names))
     return next(iter(found.values()))
 
 

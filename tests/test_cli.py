@@ -126,7 +126,7 @@ def test_a_failing_run_exits_1_with_the_reason(tmp_path):
      r"size=\? \(it takes size=\)$"),
     ("X = 1\n", r"flow.py: no @workflow class found"),
     (OK_FLOW + "\n@workflow(steps=[Eco])\nclass Other:\n    pass\n",
-     r"flow.py: 2 workflows \(EcoWorkflow, Other\); pick one with .*flow.py:EcoWorkflow"),
+     r"flow.py: 2 workflows \(EcoWorkflow, Other\); name the one to run: .*flow.py:EcoWorkflow or .*flow.py:Other$"),
     ("@agent(provider=FunctionProvider(lambda m, t: ''), prompt='./nope.agent.md')\nclass A:\n    pass\n",
      r"flow.py:\d+: A: prompt file not found: .*nope.agent.md"),
     ("class S:\n    x = 0\n@agent(provider=FunctionProvider(lambda m, t: ''), prompt='p')\nclass A:\n"
