@@ -109,10 +109,13 @@ def constructor_plan(cls: type, *, has_state: bool, lacks_state: str, runtime_ty
                                  file=file, line=line, cls=cls.__name__)
         if kind is None:
             if p.default is inspect.Parameter.empty:
+                state = f"if it is the workflow state, mark it {p.name}: YourState = State()"
+                runtime = (f"if it runs child workflows, annotate it {p.name}: {runtime_type.__name__} (from "
+                           f"flowtui import {runtime_type.__name__})")
                 raise InjectionError(
                     f"__init__ parameter {p.name!r} has no default, and flowtui makes {cls.__name__} with no "
                     f"arguments: give it a default (a key or setting read from the environment, say), or, "
-                    f"if it is the workflow state, mark it {p.name}: YourState = State()",
+                    + (f"{runtime}; or, {state}" if p.name == "runtime" else f"{state}; or, {runtime}"),
                     file=file, line=line, cls=cls.__name__)
             continue
         plan.append((p.name, kind))

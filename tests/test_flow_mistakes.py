@@ -152,6 +152,11 @@ WORKFLOW = "@workflow(steps=[A])\nclass W:\n    pass\n"
      r"workflow Parent: step Child is a @workflow.*await self.runtime.run\(Child, input=...\)"),
     (AGENT + "class A:\n    def __init__(self, api_key):\n        self.key = api_key\n" + WORKFLOW,
      r"A: __init__ parameter 'api_key' has no default, and flowtui makes A with no arguments: give it a default"),
+    # `runtime` without its annotation: the fix it wanted (it was told to mark it as the workflow state)
+    (AGENT + "class A:\n    def __init__(self, runtime):\n        self.runtime = runtime\n" + WORKFLOW,
+     r"A: __init__ parameter 'runtime' has no default, .*: give it a default \(.*\), or, if it runs child "
+     r"workflows, annotate it runtime: WorkflowRuntime \(from flowtui import WorkflowRuntime\); or, if it is the "
+     r"workflow state, mark it runtime: YourState = State\(\)"),
     # two agents of one name: their nodes, breakpoints and turns could not be told apart
     (AGENT + "class A:\n    pass\n" + AGENT.replace("prompt='p'", "prompt='p', name='A'") + "class B:\n    pass\n"
      "@workflow(steps=[A, B])\nclass W:\n    pass\n",
