@@ -22,8 +22,10 @@ from __future__ import annotations
 import re
 from typing import Any
 
-# Never compared: pause points (re-applied instead), fragments, the app's subscribers, the report itself.
-IGNORED = frozenset({"run.pause", "run.resume", "chat.delta", "subscriber.error", "run.diverged"})
+# Never compared: pause points (re-applied instead), fragments, the app's subscribers, the report itself, and
+# a cleanup's failure: a served tool is not run, so neither is a cleanup it registered (one that raised
+# diverged every re-execution at the end), and one a stop from outside cut short runs whole (it is a report).
+IGNORED = frozenset({"run.pause", "run.resume", "chat.delta", "subscriber.error", "run.diverged", "dispose.error"})
 _VOLATILE = frozenset({"seq", "ts", "run_id", "node_id", "parent_id", "duration_ms", "elided"})
 # _CEILING: a loop's max_iterations, which its events repeat, is not compared: raising a ceiling the
 # recorded loop never reached (5 to 10, for a loop its until ended after 3) diverged at the loop's start,

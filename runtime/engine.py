@@ -225,21 +225,23 @@ class Run:
         elif status == "finished" and self._stopped_in_cleanup is not None:  # the stop landed in the cleanups:
             status, reason = "stopped", self._stopped_in_cleanup  # it ended one (the run's end says it, so a
             # re-execution stops it again there, and the command line's last line said "stopped" over "finished")
+        end = dict(node_id=None, parent_id=current_node.get()[0], status=status,
+                   output=output_text(self.ctx.get("output")),  # (app.run gave a value on ctx.output as it was)
+                   error=error, reason=reason, duration_ms=round((time.perf_counter() - t0) * 1000, 3),
+                   totals=self.totals())
         if self.resume is not None:
-            status, reason = self.resume.ending(status, reason)
-        output = output_text(self.ctx.get("output"))  # (app.run gave a value set on ctx.output as it was)
-        self.status = status
-        self.emitter.emit(RunEnd, node_id=None, parent_id=current_node.get()[0], status=status,
-                          output=output,
-                          error=error, reason=reason, duration_ms=round((time.perf_counter() - t0) * 1000, 3),
-                          totals=self.totals())
+            end["status"], end["reason"] = self.resume.ending(status, reason)
+            if not self.depth:  # (compared before it is emitted: a divergence there is said before it)
+                end["status"], end["reason"] = self.resume.before_end(end)
+        self.status = end["status"]
+        self.emitter.emit(RunEnd, **end)
         self.emitter.close()
         self.close_files()
         if not self.depth:
             forget_encoded_requests()  # (its history, encoded for its events: held no longer)
         if self.error is not None:
             raise self.error
-        return output
+        return end["output"]
 
     def edits_for(self, run_id: str | None) -> Editor:
         """The editor of run ``run_id`` (this one or a child that is running), for an edit sent by a client."""

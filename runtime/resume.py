@@ -45,13 +45,15 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic_core import from_json
 
-from flowtui.runtime.bus import current_node, current_origin
+from flowtui.runtime.bus import build_event, current_node, current_origin
 from flowtui.runtime.compare import IGNORED, PATH, Paths, align, budget_use, comparable, show_path, stopped_again
 from flowtui.runtime.control import RunStopped
 from flowtui.runtime.divergence import describe, explain, lookup_for
 from flowtui.runtime.encoding import encode_event
 from flowtui.runtime.errors import ConfigError
-from flowtui.runtime.events import Difference, ResumedFrom, RunDiverged, RunPause, RunResume, continues_edit
+from flowtui.runtime.events import (
+    Difference, ResumedFrom, RunDiverged, RunEnd, RunPause, RunResume, continues_edit,
+)
 from flowtui.runtime.recorded import DamagedLine, Recorded, load_recorded, relative_run
 from flowtui.runtime.secrets import Redactor, redact_data
 from flowtui.runtime.serve import ServedProvider, Server, as_item, set_field
@@ -115,6 +117,7 @@ class Resume:
         self._advanced: asyncio.Event | None = None  # set as the check moves on (see in_turn), on that loop
         self._approve: set[str] = set()
         self._redactor = Redactor.from_environment()
+        self._end_compared = False  # the run's end was compared before it was emitted (see before_end)
 
     @classmethod
     def load(cls, source: Any, *, on_divergence: str = "stop") -> "Resume":
@@ -445,9 +448,24 @@ class Resume:
             await self.run.pause(kind, name, inside=True)
 
     # --- comparing (the run's last sink) ------------------------------------------------------
+    def before_end(self, end: dict[str, Any]) -> tuple[str, str | None]:
+        """The run's end (``end``: its fields), compared before it is emitted: a divergence there (the recorded
+        run did more before its end, or ended otherwise) is said before it, as nothing follows a run's end
+        (its run.diverged came after it, and the journal read as a run that never ended). The end's status
+        and reason, as a divergence found here leaves them."""
+        if self.checking:
+            stream = self.run.emitter.stream
+            # (its number if a divergence is said first: the report names the end as it will be numbered)
+            self(build_event(RunEnd, {**end, "seq": stream.last_seq + 2, "ts": 0.0, "run_id": self.root_id,
+                                      "origin": current_origin.get()}))
+            self._end_compared = True
+        return self.ending(end["status"], end["reason"])
+
     def __call__(self, event: Any) -> None:
         if event.type in IGNORED or event.type == "ctx.set" and event.name == "budget":  # (see budget_use)
             return
+        if self._end_compared and event.type == "run.end" and event.run_id == self.root_id:
+            return  # (compared already: before_end)
         if not self.checking:
             self._went_on()  # the run did something past the prefix: it pauses at the next pause point
             return

@@ -2389,7 +2389,8 @@ def test_a_childs_own_stop_before_a_stop_from_outside_is_its_codes_and_still_che
 async def test_a_tool_that_registers_a_cleanup_re_executes_without_diverging(tmp_path):
     """A tool that opens a resource and registers its cleanup (``ctx.on_dispose(conn.close)``, as the README
     writes it) is served in a re-execution, never run, so its cleanup is never registered: the workflow's end
-    counted one cleanup fewer, and every re-execution of such a run diverged there."""
+    counted one cleanup fewer, and every re-execution of such a run diverged there; one whose cleanup raised
+    diverged at the failure the re-execution could not report again."""
     closed: list[str] = []
 
     def model(messages, tools):
@@ -2401,6 +2402,11 @@ async def test_a_tool_that_registers_a_cleanup_re_executes_without_diverging(tmp
     def abrir(ctx: AgentContext = Context()) -> str:
         """Opens a connection, closed when the run ends."""
         ctx.on_dispose(lambda: closed.append("fechado"))
+
+        @ctx.on_dispose
+        def broken():
+            raise RuntimeError("the pool is gone")
+
         return "aberto"
 
     @agent(provider=FunctionProvider(model), tools=[abrir])
@@ -2412,9 +2418,38 @@ async def test_a_tool_that_registers_a_cleanup_re_executes_without_diverging(tmp
         pass
 
     first = tmp_path / "first.jsonl"
-    assert await bootstrap(W).run("go", journal=str(first)) == "fim"
-    assert closed == ["fechado"]
+    recorded: list = []
+    assert await bootstrap(W).run("go", journal=str(first), on_event=recorded.append) == "fim"
+    assert closed == ["fechado"] and [e.type for e in recorded][-2:] == ["dispose.error", "run.end"]
     events: list = []
     assert await bootstrap(W).run(resume_from=str(first), on_event=events.append) == "fim"
     assert not [e for e in events if e.type == "run.diverged"]
     assert closed == ["fechado"]  # (the tool was served: nothing was opened, nothing to close)
+
+
+async def test_a_divergence_at_the_runs_end_is_said_before_the_end_never_after_it(tmp_path):
+    """The recorded run did more before its end (a cleanup that added a memory item, gone from the code now):
+    the divergence showed at the end, and its run.diverged came after run.end: the journal then read as a run
+    that never ended (flowtui diff skipped its end), and the run said both "stopped" and "diverged"."""
+    remember = {"on": True}
+
+    @agent(provider=FunctionProvider(lambda m, t: "ok"))
+    class A:
+        def after_response(self, response, ctx):
+            if remember["on"]:
+                ctx.on_dispose(lambda: ctx.state.append("memory", "lembrete"))
+
+    @workflow(steps=[A])
+    class W:
+        pass
+
+    first, second = tmp_path / "first.jsonl", tmp_path / "second.jsonl"
+    await bootstrap(W).run("go", journal=str(first))
+    remember["on"] = False
+    events: list = []
+    await bootstrap(W).run(resume_from=str(first), journal=str(second), on_event=events.append)
+    types = [e.type for e in events]
+    assert types[-2:] == ["run.diverged", "run.end"], types
+    assert events[-2].recorded.startswith("state.append") and events[-2].current.startswith("run.end")
+    assert (events[-1].status, events[-1].reason) == ("stopped", f"diverged from {first} at event #{events[-2].at}")
+    assert [json.loads(line)["type"] for line in second.read_text().splitlines()][-1] == "run.end"
