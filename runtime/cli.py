@@ -392,9 +392,11 @@ class TreePrinter:
             branch = self.branch.pop(ev.node_id, None)
             mark = {"ok": "✓", "error": "✗", "stopped": "■"}.get(ev.status, "?")
             extra = ""
-            if ev.error and ev.status == "error" and ev.error != self._shown:
-                self._shown = ev.error
-                extra = "  " + ev.error.splitlines()[0]
+            error = ev.data.get("raised") if ev.kind == "tool" and isinstance(ev.data.get("raised"), str) \
+                else ev.error  # (what the tool's code raised, and where: the model's words named neither)
+            if error and ev.status == "error" and error != self._shown:
+                self._shown = error
+                extra = "  " + error.splitlines()[0]
             elif note := self.end_note(ev):
                 extra = f"  ({note})"
             line = f"{'  ' * d}◂ {_node(ev)}{_in(branch, ev)} {_ms(ev.duration_ms)} {mark}{extra}"

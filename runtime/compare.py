@@ -150,6 +150,7 @@ def comparable(ev: dict[str, Any], run: str, path: tuple[str, ...]) -> dict[str,
         # the README writes it) and is served in a re-execution never ran, so neither does its cleanup; the
         # count differed, and every re-execution of such a run diverged at its end
         data.pop("cleanups", None)
+        data.pop("raised", None)  # (what a tool raised, for people: where moves with any line added above it)
         for key in ("request", "sent_request"):
             if isinstance(data.get(key), dict) and "model" in data[key]:
                 data[key] = {**data[key], "model": model_key(data[key]["model"])}

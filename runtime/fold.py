@@ -265,6 +265,8 @@ class RunView:
             return
         node.status, node.duration_ms, node.error = ev.status, ev.duration_ms, ev.error
         node.data.update(ev.data)
+        if ev.kind == "tool" and isinstance(ev.data.get("raised"), str):  # what the tool's code raised, and
+            node.error = ev.data["raised"]  # where: for people (the model's words named neither)
         if ev.kind in ("chat", "tool"):
             self._count(ev)
         if ev.kind == "chat" and ev.status != "ok":

@@ -27,6 +27,7 @@ from flowtui.runtime.errors import FatalToolError, ProviderError
 from flowtui.runtime.events import Difference
 from flowtui.runtime.journal import reason_of
 from flowtui.runtime.messages import Message, ToolCall, ToolOutput
+from flowtui.runtime.nodes import tool_raised
 from flowtui.runtime.providers.base import AttemptInfo, ChatReply, ChatRequest, Provider, TokenCount, Usage
 
 if TYPE_CHECKING:
@@ -162,6 +163,9 @@ class Server:
             if data.get("stop"):
                 run.ctx.stop()
         content, is_error = results[k - 1]
+        raised, said = data.get("raised"), tool_raised.get()
+        if is_error and k == len(results) and isinstance(raised, str) and said is not None:
+            said.append(raised)  # (what the recorded tool raised, and where: its node says it again)
         return ToolOutput(content=content, is_error=is_error)
 
     def _results(self, rec: str, data: dict[str, Any]) -> list[tuple[str, bool]]:

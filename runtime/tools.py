@@ -20,11 +20,13 @@ from pydantic_core import to_jsonable_python
 from flowtui.runtime.construct import bad_fields
 from flowtui.runtime.context import stable_repr
 from flowtui.runtime.decorators import AgentSpec
-from flowtui.runtime.errors import BudgetExceededError, FatalToolError, as_raised, message_of, safe_repr
+from flowtui.runtime.errors import (
+    BudgetExceededError, FatalToolError, as_raised, describe_error, message_of, safe_repr,
+)
 from flowtui.runtime.invoke import call_user, hook_text, refuse_returned
 from flowtui.runtime.messages import Message, ToolCall, ToolOutput, ToolResult
 from flowtui.runtime.middleware import ToolInvocation, through
-from flowtui.runtime.nodes import NodeScope, fail_counter
+from flowtui.runtime.nodes import NodeScope, fail_counter, tool_raised
 from flowtui.runtime.providers.base import RAW_ARGUMENTS_KEY
 from flowtui.runtime.secrets import redact_streaming, secret_values
 from flowtui.runtime.steps import FailInfo
@@ -76,6 +78,12 @@ def _output_fault(out: ToolOutput) -> str | None:
     return bad_fields(out)
 
 
+def _note_raised(exc: BaseException) -> None:
+    found = tool_raised.get()
+    if found is not None:
+        found.append(describe_error(exc))
+
+
 def _validation_text(name: str, exc: ValidationError) -> str:
     problems = "; ".join(
         f"{'.'.join(str(p) for p in e['loc']) or '(arguments)'}: {e['msg']}" for e in exc.errors()
@@ -89,6 +97,8 @@ async def run_tool_call(run: "Run", spec: AgentSpec, agent: Any, call: ToolCall)
     ctx = run.ctx
     executed: list[tuple[str, bool]] = []  # what the tool itself returned, each time it ran
     stop_before = ctx._stop_by
+    raised: list[str] = []
+    token = tool_raised.set(raised)
     with NodeScope(run, "tool", call.name, data={"args": dict(call.args)}) as scope:
         try:
             output, is_error, ran = await _execute(run, spec, agent, call, executed)  # ran: the call before_tool left
@@ -96,6 +106,8 @@ async def run_tool_call(run: "Run", spec: AgentSpec, agent: Any, call: ToolCall)
             scope.status = "stopped"  # does the calls left; the journal says it was not run, not that it
             scope.data["executed"] = 0  # never returned (a re-execution ran it live)
             return None
+        finally:
+            tool_raised.reset(token)
         _changed(scope, ran)
         if stop_before is None and ctx._stop_by == f"tool:{call.name}":
             scope.data["stop"] = True  # the tool called ctx.stop(): a re-execution that serves it does too
@@ -111,7 +123,7 @@ async def run_tool_call(run: "Run", spec: AgentSpec, agent: Any, call: ToolCall)
         run.state.append("history", Message(role="tool", content=output, tool_name=call.name,
                                             tool_call_id=call.id, is_error=is_error, agent=spec.name),
                           origin=f"tool:{call.name}")
-        _ran(run, scope, output, is_error, executed)
+        _ran(run, scope, output, is_error, executed, raised)
     run.publish_budget()
     await _count_failure(run, ran.name, output, is_error)  # (the tool that ran, as after_tool and ctx.turn say)
     return ToolResult(name=ran.name, args=dict(ran.args), output=output, is_error=is_error)
@@ -124,12 +136,16 @@ def _changed(scope: NodeScope, ran: ToolCall) -> None:
         scope.data["ran"] = {"name": ran.name, "args": to_jsonable_python(dict(ran.args), fallback=stable_repr)}
 
 
-def _ran(run: "Run", scope: NodeScope, output: str, is_error: bool, executed: list[tuple[str, bool]]) -> None:
+def _ran(run: "Run", scope: NodeScope, output: str, is_error: bool, executed: list[tuple[str, bool]],
+         raised: list[str]) -> None:
     """A tool call ran to a result: count it, and mark its node. The node also says how often the
     tool's own code ran (``executed``: 0 when a middleware, ``before_tool``, the schema or an
     unknown name answered) and, when a middleware or ``after_tool`` changed what it returned,
-    its own ``results``: what a re-execution against the journal serves in its place."""
+    its own ``results``: what a re-execution against the journal serves in its place. ``raised``: what the
+    tool's code or a middleware raised, described for people (``raised``: its type and where)."""
     run.tracker.add_tool()
+    if raised and is_error:
+        scope.data["raised"] = raised[-1]
     scope.data["is_error"] = is_error
     scope.data["executed"] = len(executed)
     if any(result != (output, is_error) for result in executed):
@@ -153,10 +169,15 @@ class AgentTool:
         if run.ctx._stop_by is not None:  # no tool starts once the run is stopping, a turn's or an agent's own
             return ToolOutput(content=f"Tool call {self.name} was not run: {STOPPING}.", is_error=True)
         executed: list[tuple[str, bool]] = []
+        raised: list[str] = []
+        token = tool_raised.set(raised)
         with NodeScope(run, "tool", self.name, data={"args": dict(call.args)}) as scope:
-            output, is_error, ran = await invoke_tool(run, self._spec, call, executed)
+            try:
+                output, is_error, ran = await invoke_tool(run, self._spec, call, executed)
+            finally:
+                tool_raised.reset(token)
             _changed(scope, ran)
-            _ran(run, scope, output, is_error, executed)
+            _ran(run, scope, output, is_error, executed, raised)
         run.publish_budget()
         return ToolOutput(content=output, is_error=is_error)
 
@@ -246,6 +267,7 @@ async def invoke_tool(run: "Run", spec: AgentSpec, call: ToolCall,
         out = await through(run.tool_layers, invocation, to_tool, on_pass=_an_invocation, returned=_an_output)
     except BaseException as exc:
         if isinstance(exc, Exception) and not ends_the_run(exc):
+            _note_raised(exc)
             return f"Tool {call.name} failed: {_said(exc)}", True, reached[-1]
         if len(reached) > 1:  # the tool was called, and what it raised ends the run (a FatalToolError, SystemExit):
             run.tracker.add_tool()  # a call the totals and max_tool_calls count as one that gave a result
@@ -319,6 +341,7 @@ async def _run_tool(run: "Run", spec: AgentSpec, call: ToolCall,
     except Exception as exc:
         if ends_the_run(exc):
             raise
+        _note_raised(exc)
         result = f"Tool {call.name} failed: {_said(exc)}", True
     else:
         result = _text(value)

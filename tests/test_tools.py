@@ -696,6 +696,44 @@ async def test_what_a_tool_raised_is_told_to_the_model_in_words_that_say_what_we
     assert [m.content for m in tool_messages(events)] == [f"Tool look failed: {told}"]
 
 
+async def test_what_a_tool_raised_is_said_to_people_with_its_type_and_where(tmp_path):
+    """The model is told "Tool lookup failed: <message>"; the tool's node said only that, even with --debug:
+    no exception type, no line of the flow's code. It now says both (``raised``), in the node tree and on the
+    command line; a re-execution, which serves the result and raises nothing, does not diverge on it."""
+    from flowtui.runtime.fold import RunView
+
+    @tool
+    def lookup(q: str) -> str:
+        """Look up a thing."""
+        return q.uper()  # type: ignore[attr-defined]
+
+    provider = FunctionProvider(lambda messages, tools: "fim" if any(m.role == "tool" for m in messages)
+                                else {"content": "", "tool_calls": [{"name": "lookup", "args": {"q": "x"}}]})
+
+    @agent(provider=provider, tools=[lookup])
+    class A:
+        pass
+
+    @workflow(steps=[loop([A], until=until_answered, max_iterations=3)])
+    class W:
+        pass
+
+    journal = tmp_path / "j.jsonl"
+    events: list = []
+    assert await bootstrap(W).run("go", journal=str(journal), on_event=events.append) == "fim"
+    assert [m.content for m in tool_messages(events)] == ["Tool lookup failed: 'str' object has no attribute 'uper'"]
+    (end,) = [e for e in events if e.type == "node.end" and e.kind == "tool"]
+    assert end.data["raised"].startswith("AttributeError: 'str' object has no attribute 'uper' (at ")
+    assert end.data["raised"].endswith(" in lookup)") and "test_tools.py:" in end.data["raised"]
+    view = RunView()
+    for event in events:
+        view.apply(event)
+    assert [n.error for n in view.nodes.values() if n.kind == "tool"] == [end.data["raised"]]
+    again: list = []
+    assert await bootstrap(W).run(resume_from=str(journal), on_event=again.append) == "fim"
+    assert not [e for e in again if e.type == "run.diverged"]
+
+
 async def test_a_request_too_large_to_allocate_is_told_to_the_model():
     """numpy says "Unable to allocate 8.00 TiB for an array" with a subclass of MemoryError: the process
     is not out of memory, and the model can ask for less. It ended the run as if it were."""
