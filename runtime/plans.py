@@ -126,8 +126,10 @@ def make_plans(spec: WorkflowSpec) -> Plans:
                 if isinstance(spec_of(type(step)), AgentSpec):
                     raise ConfigError(f"workflow {spec.name}: a step is an instance of {made_of}; flowtui makes the "
                                       f"@agent class's instance for each run: write {made_of}, not {made_of}()")
+                fix = (": decorate it with @agent(provider=..., prompt=...)" if isinstance(step, type)
+                       else "")  # (a class written without its decorator: the commonest)
                 raise ConfigError(
-                    f"workflow {spec.name}: step {shown} is not an @agent class, loop(...) or parallel([...])")
+                    f"workflow {spec.name}: step {shown} is not an @agent class, loop(...) or parallel([...]){fix}")
             if step in plans.agent_specs:
                 return
             twin = next((c for c, a in plans.agent_specs.items() if a.name == aspec.name), None)

@@ -205,8 +205,9 @@ def object_tool(obj: Any, *, agent: str) -> ToolSpec:
     """The spec of a tool object (``name``, ``description``, ``schema``, ``execute``)."""
     missing = [a for a in OBJECT_TOOL_ATTRS if not hasattr(obj, a)]
     if missing:
-        raise ConfigError(f"{agent}: tools=[...] holds {obj!r}, which is not a @tool class or function, "
-                          f"and as a tool object it lacks {', '.join(missing)} (a tool object has "
+        # (named by its class: its repr said the module flowtui imported the flow as, and a memory address)
+        raise ConfigError(f"{agent}: tools=[...] holds a {type(obj).__name__} object, which is not a @tool class or "
+                          f"function, and as a tool object it lacks {', '.join(missing)} (a tool object has "
                           f"{', '.join(OBJECT_TOOL_ATTRS)})")
     if not callable(obj.execute):
         raise ConfigError(f"{agent}: tool object {obj.name!r}: execute must be a method or function")
@@ -229,7 +230,8 @@ def as_tool(obj: Any, *, agent: str) -> ToolSpec:
     if isinstance(spec, ToolSpec):
         return spec
     if isinstance(obj, type):
-        raise ConfigError(f"{agent}: tools=[...] holds {obj!r}, which is not a @tool class")
+        raise ConfigError(f"{agent}: tools=[...] holds the class {obj.__name__}, which is not a tool; decorate it "
+                          "with @tool(name=..., description=..., schema=...)")
     if inspect.isroutine(obj):
         raise ConfigError(f"{agent}: tools=[...] holds the function {obj.__name__}, which is not a tool; "
                           "decorate it with @tool")

@@ -146,6 +146,10 @@ WORKFLOW = "@workflow(steps=[A])\nclass W:\n    pass\n"
     (AGENT + "class A:\n    pass\nasync def failed(ctx, info):\n    yield\n"
      "@workflow(steps=[loop(steps=[A], on_fail=failed)])\nclass W:\n    pass\n",
      r"loop\(on_fail=...\) yields, so calling it makes a generator"),
+    # a class written without @agent: what to write (it said only what a step is)
+    ("class A:\n    pass\n" + WORKFLOW,
+     r"workflow W: step A is not an @agent class, loop\(...\) or parallel\(\[...\]\): decorate it with "
+     r"@agent\(provider=..., prompt=...\)"),
     # a workflow among another's steps: that one is the flow's (no "2 workflows"), and the step is said
     (AGENT + "class A:\n    pass\n@workflow(steps=[A])\nclass Child:\n    pass\n"
      "@workflow(steps=[A, loop(steps=[Child])])\nclass Parent:\n    pass\n",

@@ -153,8 +153,16 @@ def test_mistakes_with_tools_name_what_is_wrong():
         def execute(self, args):
             return ""
 
-    with pytest.raises(ConfigError, match="lacks description, schema"):
+    # (named by its class: its repr said "<test_tool_forms....Half object at 0x7f…>")
+    with pytest.raises(ConfigError, match=r"B: tools=\[...\] holds a Half object, which is not a @tool class or "
+                                          r"function, and as a tool object it lacks description, schema \("):
         @agent(provider=FunctionProvider(lambda m, t: "x"), tools=[Half()])
+        class B:
+            pass
+
+    with pytest.raises(ConfigError, match=r"B: tools=\[...\] holds the class Half, which is not a tool; decorate it "
+                                          r"with @tool\(name=..., description=..., schema=...\)$"):
+        @agent(provider=FunctionProvider(lambda m, t: "x"), tools=[Half])
         class B:
             pass
 
