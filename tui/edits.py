@@ -44,6 +44,7 @@ class RunEdits:
     # The approval pause whose dialog was last shown: (run id, seq); a run started over numbers from 1 again.
     _decided_at: tuple[str | None, int] = (None, -1)
     _reason_draft: tuple[tuple[Any, ...], str] | None = None  # (the call, a reason typed for it before esc)
+    _decide_note = ""  # what the approval dialog says as it comes back (the call just edited)
     _checked_at = -1  # the pause whose history was last checked
 
     def _editable(self: FlowApp) -> bool:
@@ -322,10 +323,16 @@ class RunEdits:
                         "(the run holds them whole; approve, deny or go on as they are).", severity="warning")
             return
 
+        said = f"The call of {call.get('name')} edited: the model sees it as edited."
+
         def done(result: str | None) -> None:
-            self._edited(f"The call of {call.get('name')} edited: the model sees it as edited.")(result)
-            if then is not None:
-                then()
+            if then is None:
+                self._edited(said)(result)
+                return
+            if result is not None:  # (said in the dialog that asks again: at 80x24 a notice covered its Deny)
+                self._decide_note = said
+                self.wake()
+            then()
 
         self.push_screen(TextDialog(f"Edit the call of {call.get('name')} (arguments, JSON)", call_text(call),
                                     lambda text: self.edit(_p().EditCall(text=text)), save_label="Save call",
@@ -402,7 +409,8 @@ class RunEdits:
         agent = view.pause.path[-2] if len(view.pause.path) >= 2 else None
         key = (view.run_id, call.get("id"), call.get("name"))  # (a reason typed for this call, then esc: kept)
         draft = self._reason_draft[1] if self._reason_draft is not None and self._reason_draft[0] == key else ""
-        dialog = DecideDialog(call, decide, agent=agent, draft=draft)
+        dialog = DecideDialog(call, decide, agent=agent, draft=draft, note=self._decide_note)
+        self._decide_note = ""
         self.push_screen(dialog, decided)
 
     def _ask_again(self: FlowApp) -> None:

@@ -175,6 +175,29 @@ async def test_approve_asks_before_each_call_deny_sends_the_reason_and_approve_r
         assert not app.client.breakpoints and app.client.view.tasks == []
 
 
+async def test_arguments_edited_from_the_approval_dialog_are_said_in_it_not_over_its_buttons():
+    """e in the approval dialog, the arguments edited and saved: the dialog came back asking about the call, and
+    the notice "edited: the model sees it as edited" lay over it (at 80x24, over its Deny button). The dialog
+    says it, where a refusal would be."""
+    app = make(input="go", approve=["record_problem"])
+    async with app.run_test(size=(80, 24)) as pilot:
+        await paused(pilot)
+        await pilot.press("c")
+        await wait_until(pilot, lambda: isinstance(app.screen, DecideDialog), what="the decision dialog")
+        await pilot.press("e")
+        await wait_until(pilot, lambda: isinstance(app.screen, TextDialog), what="the call editor")
+        app.screen.query_one("TextArea").text = '{"text": "Edited by hand."}'
+        await pilot.press("ctrl+s")
+        await wait_until(pilot, lambda: isinstance(app.screen, DecideDialog)
+                         and app.screen.call["args"] == {"text": "Edited by hand."}, what="the dialog, asking again")
+        said = str(app.screen.query_one("#dialog-error").render())
+        assert said == "The call of record_problem edited: the model sees it as edited."
+        assert not [n for n in app._notifications if "edited" in str(n.message)]
+        await pilot.press("y")
+        await wait_until(pilot, lambda: app.client.view.state.get("problems") == ["Edited by hand."],
+                         what="the edited call to run")
+
+
 async def test_esc_on_the_second_calls_approval_puts_the_cursor_where_e_edits_its_arguments_as_said():
     """After the first call was denied, esc on the second's dialog said "e edits its arguments"; the cursor had
     followed the denial's result, and e opened it: "Edit message #3 (tool)"."""

@@ -44,10 +44,11 @@ class DecideDialog(ModalScreen[str | None]):
     _typing = False  # the reason is started: every key is its text
 
     def __init__(self, call: dict[str, Any], decide: Callable[[str, str], Awaitable[Any]], *,
-                 agent: str | None = None, draft: str = "") -> None:
+                 agent: str | None = None, draft: str = "", note: str = "") -> None:
         super().__init__()
         self.call, self.decide, self.agent = call, decide, agent
         self.draft = draft  # a reason typed before the dialog was closed undecided: typed on from there
+        self.note = note  # said where a refusal is (the call's arguments just edited)
 
     def compose(self) -> ComposeResult:
         name = shown(str(self.call.get("name")))
@@ -58,7 +59,7 @@ class DecideDialog(ModalScreen[str | None]):
                 yield Static(Text(shown(call_text(self.call))), id="decide-call")
             yield Box(placeholder="Reason, if you deny it (the model reads it); enter denies", id="decide-reason",
                         select_on_focus=False)  # tab into it after typing: what was typed stays
-            yield Static("", id="dialog-error")
+            yield Static(Text(shown(self.note), "dim"), id="dialog-error")
             with Horizontal(classes="dialog-buttons"):
                 yield Button("Approve \\[y]", variant="success", id="decide-approve")
                 yield Button("Deny \\[n]", variant="error", id="decide-deny")
