@@ -121,7 +121,18 @@ def running_code(frame: FrameType | None) -> tuple[str, str | None]:
 
 def awaited_code(task: asyncio.Task | None) -> tuple[str | None, str | None]:
     """What the run's ``task`` awaits, said as :func:`running_code` says it (``the loop's until``, ``tool
-    fetch``), with its line; (None, None) when no code of the flow's is awaited (the run is paused)."""
+    fetch``), with its line; (None, None) when no code of the flow's is awaited (the run is paused). In a
+    parallel step the run awaits its branches gathered, which lead to no code: the first branch that awaits
+    some is said (a stop said only "what it awaited was cancelled")."""
+    found = _awaited_in(task)
+    if found[0] is None and task is not None:
+        for other in asyncio.all_tasks(task.get_loop()):
+            if other is not task and not other.done() and (said := _awaited_in(other))[0] is not None:
+                return said
+    return found
+
+
+def _awaited_in(task: asyncio.Task | None) -> tuple[str | None, str | None]:
     frames, coro = [], task.get_coro() if task is not None else None
     while coro is not None and len(frames) < 10_000:  # the coroutines awaiting each other, innermost last
         frame = getattr(coro, "cr_frame", None) or getattr(coro, "gi_frame", None)

@@ -1316,12 +1316,17 @@ def test_a_branch_waiting_for_another_branchs_tool_calls_says_so_and_x_still_sto
      "@agent(provider=FunctionProvider(lambda m, t: {'content': '', 'tool_calls': [{'name': 'slow'}]}), prompt='p',"
      " tools=[slow])\nclass B:\n    pass\n\n@workflow(steps=[B])\nclass W:\n    pass\n",
      "killed after 1.0 s: tool slow did not return (at awaits.py:13 in slow)"),
-], ids=["until", "tool that swallows the cancel"])
+    # in a branch of a parallel step (the run awaits its branches gathered: it said "what it awaited")
+    ("@tool\nasync def slow() -> str:\n    '''Slow.'''\n    await asyncio.sleep(3600)\n\n"
+     "@agent(provider=FunctionProvider(lambda m, t: {'content': '', 'tool_calls': [{'name': 'slow'}]}), prompt='p',"
+     " tools=[slow])\nclass B:\n    pass\n\n@workflow(steps=[parallel([B, A])])\nclass W:\n    pass\n",
+     "stopped by user after 0.5 s (tool slow was cancelled, at awaits.py:10 in slow)"),
+], ids=["until", "tool that swallows the cancel", "tool in a parallel branch"])
 def test_ctrl_c_on_a_run_awaiting_code_of_the_flows_names_it_and_its_line(tmp_path, code, reason):
     """An async until (or tool) that never returns: the run ended "(what it awaited was cancelled)", or "the model
     call or async tool it awaited did not return", naming neither the code nor its line."""
     flow = tmp_path / "awaits.py"
-    flow.write_text("import asyncio\nfrom flowtui import FunctionProvider, agent, loop, tool, workflow\n\n"
+    flow.write_text("import asyncio\nfrom flowtui import FunctionProvider, agent, loop, parallel, tool, workflow\n\n"
                     "@agent(provider=FunctionProvider(lambda m, t: 'ok'), prompt='p')\nclass A:\n    pass\n"
                     + ("\n" if "never" in code else "") + code)
     journal = tmp_path / "j.jsonl"
