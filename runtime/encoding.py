@@ -173,11 +173,19 @@ def _scan(event: Any, redactor: Redactor) -> str:
         elif kind is int and redactor.digits and (value.bit_length() > _INT_BITS
                                                   or any(d in str(value) for d in redactor.digits)):
             return _DIRTY  # (a credential of digits, kept as a number: written as it was)
-        elif kind is float and redactor.digits and any(d in repr(value) for d in redactor.digits):
-            return _DIRTY  # (float(token): its digits before the point)
+        elif kind is float and redactor.digits and holds_digits(value, redactor.digits):
+            return _DIRTY  # (float(token))
         elif kind not in _PLAIN:
             verdict = _STRUCTURED
     return verdict
+
+
+def holds_digits(value: float, digits: Any) -> bool:
+    """Whether a float holds a credential of digits: written in its repr (``8392019483721.0``), or made of it
+    (``float(token)`` of 17 digits or more is written ``8.392019483721938e+19``: its digits never whole, the
+    first sixteen of them in clear)."""
+    text = repr(value)
+    return any(d in text or (number := float(d)) == abs(value) and number != math.inf for d in digits)
 
 
 def encode_data(data: Any) -> bytes:
@@ -222,7 +230,7 @@ def _safe(value: Any, secrets: tuple[str, ...], limit: int | None, elided: dict[
             return hidden  # (a credential of digits, kept as a number)
         return value
     if isinstance(value, float):
-        if secrets and (text := repr(value)) != redact(text, secrets):
+        if secrets and holds_digits(value, [s for s in secrets if s.isascii() and s.isdigit()]):
             return MARK  # (a credential of digits, kept as a float: 8392019483721.0 was written whole)
         return value if math.isfinite(value) else None
     if isinstance(value, dict):

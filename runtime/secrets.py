@@ -269,20 +269,23 @@ class Redactor:
     def _set(self, values: Iterable[str]) -> None:
         self._version = _Given.version
         self.values = tuple(values)
+        # credentials of digits alone: a number the flow keeps may be one (an account's token as an int)
+        self.digits = tuple(v for v in self.values if v.isascii() and v.isdigit())
         # what an encoded line holds when it holds a credential: a shape's start, a value's longest part
-        # JSON leaves as it is, a piece of a long value (a value with characters JSON escapes has none)
+        # JSON leaves as it is, a piece of a long value (a value with characters JSON escapes has none), and
+        # the digits a float made of a credential of digits is written with (float(token) of 17 digits or
+        # more: 8.392019483721938e+19, the credential's digits never whole)
         self._literals = tuple(h.encode() for h in _HINTS) + tuple(
             _fingerprint(value).encode("utf-8", "surrogatepass") for value in self.values) + tuple(
             piece.encode("utf-8", "surrogatepass") for value in self.values if _fingerprint(value) == value
-            for piece, _ in _pieces(value))
+            for piece, _ in _pieces(value)) + tuple(
+            written.split("e")[0].encode() for v in self.digits if "e" in (written := repr(float(v))))
         self._marks = re.compile(b"|".join(re.escape(m) for m in self._literals))
         longest_first = sorted(self._literals, key=len, reverse=True)  # (at each place, the longest that starts)
         self._starts = re.compile(b"(?=(" + b"|".join(re.escape(m) for m in longest_first) + b"))")
         self._reach = max(map(len, self._literals)) - 1
         self._text_marks = re.compile("|".join(re.escape(m.decode("utf-8", "replace")) for m in self._literals))
         self.seen_clean: set[str] = set()  # short strings seen without a mark (names, origins, ids repeat)
-        # credentials of digits alone: a number the flow keeps may be one (an account's token as an int)
-        self.digits = tuple(v for v in self.values if v.isascii() and v.isdigit())
 
     def clean_text(self, text: str) -> bool:
         """Whether a string holds nothing a credential could start from (memoized for short ones).

@@ -590,14 +590,20 @@ def test_a_credential_of_digits_kept_as_a_number_is_redacted_in_a_line(tmp_path,
     assert raw.splitlines()[1].endswith('"name":"y","value":8392019384756}'), raw
 
 
-@pytest.mark.parametrize("value", [8392019483721.0, {"k": 8392019483721.0}, [0.5, 8392019483721.0]])
-def test_a_credential_of_digits_kept_as_a_float_is_redacted_in_a_line(tmp_path, monkeypatch, value):
+@pytest.mark.parametrize("token,value", [
+    ("8392019483721", 8392019483721.0), ("8392019483721", {"k": 8392019483721.0}),
+    ("8392019483721", [0.5, 8392019483721.0]),
+    # (17 digits or more: written 8.392019483721938e+19, its digits never whole, the first sixteen in clear)
+    ("83920194837219384756", float("83920194837219384756")),
+    ("83920194837219384756", {"k": -float("83920194837219384756")}),
+])
+def test_a_credential_of_digits_kept_as_a_float_is_redacted_in_a_line(tmp_path, monkeypatch, token, value):
     """ctx.num = float(token) was journaled whole (8392019483721.0): only an int was looked at."""
     from flowtui.runtime.bus import build_event
     from flowtui.runtime.events import CtxSet
     from flowtui.runtime.journal import JournalWriter
 
-    monkeypatch.setenv("API_KEY", "8392019483721")
+    monkeypatch.setenv("API_KEY", token)
     path = tmp_path / "j.jsonl"
     writer = JournalWriter(path)
     writer(build_event(CtxSet, dict(seq=1, ts=0.0, run_id="r1", node_id=None, parent_id=None, origin="runtime",
@@ -606,7 +612,7 @@ def test_a_credential_of_digits_kept_as_a_float_is_redacted_in_a_line(tmp_path, 
                                     name="y", value=839201948372.5)))  # (no credential: as it is)
     writer.close()
     raw = path.read_text()
-    assert "8392019483721" not in raw and "[redacted]" in raw, raw
+    assert "8392019483721" not in raw and "839201948372193" not in raw and "[redacted]" in raw, raw
     assert raw.splitlines()[1].endswith('"name":"y","value":839201948372.5}'), raw
 
 
