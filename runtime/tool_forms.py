@@ -230,6 +230,12 @@ def as_tool(obj: Any, *, agent: str) -> ToolSpec:
     if isinstance(spec, ToolSpec):
         return spec
     if isinstance(obj, type):
+        kind = {"AgentSpec": "an @agent class", "WorkflowSpec": "a @workflow class"}.get(type(spec).__name__)
+        if kind is not None:  # (decorated with @tool as well, it is told it has no execute())
+            raise ConfigError(f"{agent}: tools=[...] holds {obj.__name__}, {kind}, which is not a tool: to have "
+                              f"{agent} call on it, write a @tool whose __init__ takes runtime: WorkflowRuntime and "
+                              "whose execute runs it as a child workflow (await self.runtime.run(Workflow, "
+                              "input=...)); an agent runs in a workflow's steps=[...]")
         raise ConfigError(f"{agent}: tools=[...] holds the class {obj.__name__}, which is not a tool; decorate it "
                           "with @tool(name=..., description=..., schema=...)")
     if inspect.isroutine(obj):

@@ -166,6 +166,18 @@ def test_mistakes_with_tools_name_what_is_wrong():
         class B:
             pass
 
+    @agent(provider=FunctionProvider(lambda m, t: "x"))
+    class Helper:
+        pass
+
+    # (told to decorate it with @tool, it was then told it has no execute())
+    with pytest.raises(ConfigError, match=r"B: tools=\[...\] holds Helper, an @agent class, which is not a tool: to "
+                                          r"have B call on it, write a @tool whose __init__ takes runtime: "
+                                          r"WorkflowRuntime and whose execute runs it as a child workflow"):
+        @agent(provider=FunctionProvider(lambda m, t: "x"), tools=[Helper])
+        class B:
+            pass
+
     with pytest.raises(ConfigError, match=r"@tool varia: \*nums cannot be a tool argument"):
         @tool
         def varia(*nums: int):
