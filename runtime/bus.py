@@ -36,6 +36,16 @@ current_origin: contextvars.ContextVar[str] = contextvars.ContextVar(
 )
 
 
+# What the tool's own code (or a tool middleware) raised in the call under way, for people: its type and where
+# (the model is told "Tool t failed: <message>"; the node said only that, even with --debug, so a typo in a
+# tool was found by reading it line by line). Set per call (runtime.tools): each branch has its own.
+tool_raised: contextvars.ContextVar[list[str] | None] = contextvars.ContextVar("flowtui_tool_raised", default=None)
+# [the run's ctx, how many cleanups the tool under way registered on it (ctx.on_dispose)]: said on its node, so a
+# re-execution that serves the tool (which then registers none) knows the recorded run's cleanups it lacks
+tool_registered: contextvars.ContextVar[list[Any] | None] = contextvars.ContextVar("flowtui_tool_registered",
+                                                                                    default=None)
+
+
 # Events are built like the runtime's other objects: from a per-class template, without
 # validation (every field comes from values the runtime checked). The name stays for callers.
 build_event = build

@@ -42,11 +42,6 @@ class FailCounter:
 
 fail_counter: contextvars.ContextVar[FailCounter | None] = contextvars.ContextVar("flowtui_fails", default=None)
 
-# What the tool's own code (or a tool middleware) raised in the call under way, for people: its type and where
-# (the model is told "Tool t failed: <message>"; the node said only that, even with --debug, so a typo in a
-# tool was found by reading it line by line). Set per call (runtime.tools): each branch has its own.
-tool_raised: contextvars.ContextVar[list[str] | None] = contextvars.ContextVar("flowtui_tool_raised", default=None)
-
 
 class NodeScope:
     """Emits ``node.start``/``node.end`` around a block and makes it the current node."""

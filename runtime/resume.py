@@ -118,6 +118,7 @@ class Resume:
         self._approve: set[str] = set()
         self._redactor = Redactor.from_environment()
         self._end_compared = False  # the run's end was compared before it was emitted (see before_end)
+        self.cleanups_served = 0  # the cleanups the recorded run's tools registered that were served (not run)
 
     @classmethod
     def load(cls, source: Any, *, on_divergence: str = "stop") -> "Resume":
@@ -290,8 +291,8 @@ class Resume:
 
     def ending(self, status: str, reason: str | None) -> tuple[str, str | None]:
         """How the run ends: a diverged run that went on to its end without doing anything live is stopped."""
-        if self.diverged is not None and self.on_divergence == "stop" and status == "finished":
-            return "stopped", self.reason
+        if self.diverged is not None and status == "finished" and (self.on_divergence == "stop" or not self.held):
+            return "stopped", self.reason  # (in the app's mode, one no pause came after: at the run's end)
         if self.again is not None and status == "finished":
             return "stopped", self.again
         return status, reason
@@ -517,9 +518,22 @@ class Resume:
         if event.type == "node.start":
             self.server.node_map[event.node_id] = rec_raw["node_id"]
         self.i += 1
-        if self.i >= len(self.expected) or self.expected[self.i]["seq"] > self.at:
+        if self.i >= len(self.expected) or self.expected[self.i]["seq"] > self.at \
+                or self._fewer_cleanups(event, rec_raw):
             self._end_prefix()
         self._moved_on()
+
+    def _fewer_cleanups(self, event: Any, rec_raw: dict[str, Any]) -> bool:
+        """The run's steps are over, and the recorded run had more cleanups to run than this one, by the ones
+        its served tools registered: a served tool is not run, so neither is a cleanup it registered, and what
+        that one did (a memory item, a field, a child workflow) would never come again. The cleanups are not
+        compared (every re-execution of such a run diverged there): they run as this run registered them. A
+        difference the served tools do not account for (the code registers otherwise) is compared, as ever."""
+        if not self.cleanups_served or event.type != "node.end" or event.kind != "workflow" \
+                or event.run_id != self.root_id:
+            return False
+        now, recorded = event.data.get("cleanups"), (self.recorded.full(rec_raw).get("data") or {}).get("cleanups")
+        return type(now) is int and type(recorded) is int and now + self.cleanups_served == recorded
 
     def _stop_again(self) -> None:
         """The run goes on where the recorded run was stopped from outside: it stops there again, before doing

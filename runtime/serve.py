@@ -22,12 +22,11 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import TypeAdapter, ValidationError
 
-from flowtui.runtime.bus import current_node
+from flowtui.runtime.bus import current_node, tool_raised
 from flowtui.runtime.errors import FatalToolError, ProviderError
 from flowtui.runtime.events import Difference
 from flowtui.runtime.journal import reason_of
 from flowtui.runtime.messages import Message, ToolCall, ToolOutput
-from flowtui.runtime.nodes import tool_raised
 from flowtui.runtime.providers.base import AttemptInfo, ChatReply, ChatRequest, Provider, TokenCount, Usage
 
 if TYPE_CHECKING:
@@ -160,6 +159,9 @@ class Server:
                 await resume.hold("tool", tspec.name)
                 return await _call(execute, kwargs)
             self._effects(run, tspec.name, rec or "")
+            registered = data.get("cleanups")  # (its cleanups, not registered now: see Resume._fewer_cleanups)
+            if type(registered) is int and run is resume.run:
+                resume.cleanups_served += registered
             if data.get("stop"):
                 run.ctx.stop()
         content, is_error = results[k - 1]

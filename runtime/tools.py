@@ -26,7 +26,8 @@ from flowtui.runtime.errors import (
 from flowtui.runtime.invoke import call_user, hook_text, refuse_returned
 from flowtui.runtime.messages import Message, ToolCall, ToolOutput, ToolResult
 from flowtui.runtime.middleware import ToolInvocation, through
-from flowtui.runtime.nodes import NodeScope, fail_counter, tool_raised
+from flowtui.runtime.bus import tool_raised, tool_registered
+from flowtui.runtime.nodes import NodeScope, fail_counter
 from flowtui.runtime.providers.base import RAW_ARGUMENTS_KEY
 from flowtui.runtime.secrets import redact_streaming, secret_values
 from flowtui.runtime.steps import FailInfo
@@ -98,7 +99,8 @@ async def run_tool_call(run: "Run", spec: AgentSpec, agent: Any, call: ToolCall)
     executed: list[tuple[str, bool]] = []  # what the tool itself returned, each time it ran
     stop_before = ctx._stop_by
     raised: list[str] = []
-    token = tool_raised.set(raised)
+    registered = [ctx, 0]
+    tokens = tool_raised.set(raised), tool_registered.set(registered)
     with NodeScope(run, "tool", call.name, data={"args": dict(call.args)}) as scope:
         try:
             output, is_error, ran = await _execute(run, spec, agent, call, executed)  # ran: the call before_tool left
@@ -107,7 +109,10 @@ async def run_tool_call(run: "Run", spec: AgentSpec, agent: Any, call: ToolCall)
             scope.data["executed"] = 0  # never returned (a re-execution ran it live)
             return None
         finally:
-            tool_raised.reset(token)
+            tool_raised.reset(tokens[0])
+            tool_registered.reset(tokens[1])
+            if registered[1]:
+                scope.data["cleanups"] = registered[1]
         _changed(scope, ran)
         if stop_before is None and ctx._stop_by == f"tool:{call.name}":
             scope.data["stop"] = True  # the tool called ctx.stop(): a re-execution that serves it does too
@@ -170,12 +175,16 @@ class AgentTool:
             return ToolOutput(content=f"Tool call {self.name} was not run: {STOPPING}.", is_error=True)
         executed: list[tuple[str, bool]] = []
         raised: list[str] = []
-        token = tool_raised.set(raised)
+        registered = [run.ctx, 0]
+        tokens = tool_raised.set(raised), tool_registered.set(registered)
         with NodeScope(run, "tool", self.name, data={"args": dict(call.args)}) as scope:
             try:
                 output, is_error, ran = await invoke_tool(run, self._spec, call, executed)
             finally:
-                tool_raised.reset(token)
+                tool_raised.reset(tokens[0])
+                tool_registered.reset(tokens[1])
+                if registered[1]:
+                    scope.data["cleanups"] = registered[1]
             _changed(scope, ran)
             _ran(run, scope, output, is_error, executed, raised)
         run.publish_budget()
