@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ValidationError
 from pydantic_core import to_jsonable_python
 
+from flowtui.runtime.bus import tool_raised, tool_registered
 from flowtui.runtime.construct import bad_fields
 from flowtui.runtime.context import stable_repr
 from flowtui.runtime.decorators import AgentSpec
@@ -26,7 +27,6 @@ from flowtui.runtime.errors import (
 from flowtui.runtime.invoke import call_user, hook_text, refuse_returned
 from flowtui.runtime.messages import Message, ToolCall, ToolOutput, ToolResult
 from flowtui.runtime.middleware import ToolInvocation, through
-from flowtui.runtime.bus import tool_raised, tool_registered
 from flowtui.runtime.nodes import NodeScope, fail_counter
 from flowtui.runtime.providers.base import RAW_ARGUMENTS_KEY
 from flowtui.runtime.secrets import redact_streaming, secret_values
