@@ -36,14 +36,25 @@ current_origin: contextvars.ContextVar[str] = contextvars.ContextVar(
 )
 
 
-# What the tool's own code (or a tool middleware) raised in the call under way, for people: its type and where
-# (the model is told "Tool t failed: <message>"; the node said only that, even with --debug, so a typo in a
-# tool was found by reading it line by line). Set per call (runtime.tools): each branch has its own.
-tool_raised: contextvars.ContextVar[list[str] | None] = contextvars.ContextVar("flowtui_tool_raised", default=None)
-# [the run's ctx, how many cleanups the tool under way registered on it (ctx.on_dispose)]: said on its node, so a
-# re-execution that serves the tool (which then registers none) knows the recorded run's cleanups it lacks
-tool_registered: contextvars.ContextVar[list[Any] | None] = contextvars.ContextVar("flowtui_tool_registered",
-                                                                                    default=None)
+class ToolNotes:
+    """What the tool call under way leaves on its node for people and for a re-execution (set per call, by
+    runtime.tools: each branch of a parallel step has its own):
+
+    - ``raised``: what the tool's own code (or a tool middleware) raised, its type and where (the model is told
+      "Tool t failed: <message>"; the node said only that, even with --debug);
+    - ``cleanups``: how many cleanups it registered on ``ctx``, the run's (ctx.on_dispose): a re-execution that
+      serves the tool (which then registers none) knows the recorded run's cleanups it lacks.
+    """
+
+    __slots__ = ("ctx", "raised", "cleanups")
+
+    def __init__(self, ctx: Any) -> None:
+        self.ctx = ctx
+        self.raised: list[str] = []
+        self.cleanups = 0
+
+
+tool_notes: contextvars.ContextVar[ToolNotes | None] = contextvars.ContextVar("flowtui_tool_notes", default=None)
 
 
 # Events are built like the runtime's other objects: from a per-class template, without

@@ -360,10 +360,10 @@ class TreePrinter:
     """Prints ``▸ workflow RevisaoWorkflow`` / ``◂ agent RevisorAgent 12ms ✓`` lines as nodes start and end."""
 
     def __init__(self, out: TextIO) -> None:
-        from flowtui.runtime.events import end_note
+        from flowtui.runtime.events import end_note, failure_said
 
         self.out = out
-        self.end_note = end_note
+        self.end_note, self.failure_said = end_note, failure_said
         self.depth: dict[str, int] = {}
         # node id -> the branch of a parallel step it runs in (its node id and label), said on its lines:
         # indented by depth alone, branches' lines mixed (agent A under loop lb, which A is not in)
@@ -392,8 +392,7 @@ class TreePrinter:
             branch = self.branch.pop(ev.node_id, None)
             mark = {"ok": "✓", "error": "✗", "stopped": "■"}.get(ev.status, "?")
             extra = ""
-            error = ev.data.get("raised") if ev.kind == "tool" and isinstance(ev.data.get("raised"), str) \
-                else ev.error  # (what the tool's code raised, and where: the model's words named neither)
+            error = self.failure_said(ev)
             if error and ev.status == "error" and error != self._shown:
                 self._shown = error
                 extra = "  " + error.splitlines()[0]

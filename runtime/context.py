@@ -23,7 +23,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, field_serializer
 from pydantic_core import to_json, to_jsonable_python
 
-from flowtui.runtime.bus import current_origin, tool_registered
+from flowtui.runtime.bus import current_origin, tool_notes
 from flowtui.runtime.conversation import ConversationState
 from flowtui.runtime.errors import ADDRESS, ConfigError
 from flowtui.runtime.events import CtxSet
@@ -473,9 +473,9 @@ class AgentContext:
             raise RuntimeError("ctx.on_dispose: the run's cleanups are running; a cleanup cannot add another "
                                "(do that work in the cleanup itself)")
         self._disposers.append(fn)
-        counted = tool_registered.get()
-        if counted is not None and counted[0] is self:  # (a child workflow's ctx: its own run's cleanups)
-            counted[1] += 1
+        notes = tool_notes.get()
+        if notes is not None and notes.ctx is self:  # (a child workflow's ctx: its own run's cleanups)
+            notes.cleanups += 1
         return fn
 
     def get(self, name: str, default: Any = None) -> Any:

@@ -375,6 +375,13 @@ _FINISHED_SHORT = {"length": "the reply was cut at the model's max_tokens",
                    "content_filter": "the provider's content filter withheld the reply, or part of it"}
 
 
+def failure_said(ev: Any) -> str | None:
+    """A ``node.end``'s error as people read it: for a tool, what its code raised and where (``data.raised``;
+    the model's words, its ``error``, named neither), else its ``error``."""
+    raised = ev.data.get("raised") if ev.kind == "tool" and isinstance(ev.data, dict) else None
+    return raised if isinstance(raised, str) else ev.error
+
+
 def end_note(ev: Any) -> str | None:
     """What a ``node.end`` says beyond ok / error: a model call cut short, a tool call changed on its way to
     the tool, a loop stopped by ``max_fails`` or at ``max_iterations``, an agent's failed turn that its ``on_error`` recovered."""

@@ -14,7 +14,7 @@ from typing import Any
 
 from flowtui.runtime.budget import RunTotals, TokenTotals
 from flowtui.runtime.conversation import model_messages
-from flowtui.runtime.events import continues_edit
+from flowtui.runtime.events import continues_edit, failure_said
 from flowtui.runtime.messages import Message
 from flowtui.runtime.run_state import NodeView, RunState
 
@@ -263,10 +263,8 @@ class RunView:
         node = self.nodes.get(ev.node_id)
         if node is None:
             return
-        node.status, node.duration_ms, node.error = ev.status, ev.duration_ms, ev.error
+        node.status, node.duration_ms, node.error = ev.status, ev.duration_ms, failure_said(ev)
         node.data.update(ev.data)
-        if ev.kind == "tool" and isinstance(ev.data.get("raised"), str):  # what the tool's code raised, and
-            node.error = ev.data["raised"]  # where: for people (the model's words named neither)
         if ev.kind in ("chat", "tool"):
             self._count(ev)
         if ev.kind == "chat" and ev.status != "ok":

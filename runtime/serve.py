@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import TypeAdapter, ValidationError
 
-from flowtui.runtime.bus import current_node, tool_raised
+from flowtui.runtime.bus import current_node, tool_notes
 from flowtui.runtime.errors import FatalToolError, ProviderError
 from flowtui.runtime.events import Difference
 from flowtui.runtime.journal import reason_of
@@ -165,9 +165,9 @@ class Server:
             if data.get("stop"):
                 run.ctx.stop()
         content, is_error = results[k - 1]
-        raised, said = data.get("raised"), tool_raised.get()
-        if is_error and k == len(results) and isinstance(raised, str) and said is not None:
-            said.append(raised)  # (what the recorded tool raised, and where: its node says it again)
+        raised, notes = data.get("raised"), tool_notes.get()
+        if is_error and k == len(results) and isinstance(raised, str) and notes is not None:
+            notes.raised.append(raised)  # (what the recorded tool raised, and where: its node says it again)
         return ToolOutput(content=content, is_error=is_error)
 
     def _results(self, rec: str, data: dict[str, Any]) -> list[tuple[str, bool]]:

@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import inspect
 import json
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ValidationError
 from pydantic_core import to_jsonable_python
 
-from flowtui.runtime.bus import tool_raised, tool_registered
+from flowtui.runtime.bus import ToolNotes, tool_notes
 from flowtui.runtime.construct import bad_fields
 from flowtui.runtime.context import stable_repr
 from flowtui.runtime.decorators import AgentSpec
@@ -80,9 +81,22 @@ def _output_fault(out: ToolOutput) -> str | None:
 
 
 def _note_raised(exc: BaseException) -> None:
-    found = tool_raised.get()
-    if found is not None:
-        found.append(describe_error(exc))
+    notes = tool_notes.get()
+    if notes is not None:
+        notes.raised.append(describe_error(exc))
+
+
+@contextmanager
+def _noted(run: "Run", scope: NodeScope) -> Iterator[ToolNotes]:
+    """The tool call's :class:`ToolNotes` while it runs; the cleanups it registered, on its node after."""
+    notes = ToolNotes(run.ctx)
+    token = tool_notes.set(notes)
+    try:
+        yield notes
+    finally:
+        tool_notes.reset(token)
+        if notes.cleanups:
+            scope.data["cleanups"] = notes.cleanups
 
 
 def _validation_text(name: str, exc: ValidationError) -> str:
@@ -98,21 +112,14 @@ async def run_tool_call(run: "Run", spec: AgentSpec, agent: Any, call: ToolCall)
     ctx = run.ctx
     executed: list[tuple[str, bool]] = []  # what the tool itself returned, each time it ran
     stop_before = ctx._stop_by
-    raised: list[str] = []
-    registered = [ctx, 0]
-    tokens = tool_raised.set(raised), tool_registered.set(registered)
     with NodeScope(run, "tool", call.name, data={"args": dict(call.args)}) as scope:
         try:
-            output, is_error, ran = await _execute(run, spec, agent, call, executed)  # ran: the call before_tool left
+            with _noted(run, scope) as notes:
+                output, is_error, ran = await _execute(run, spec, agent, call, executed)  # ran: as before_tool left it
         except _Stopping:  # the run is stopping (before_tool called ctx.stop()): the turn answers it as it
             scope.status = "stopped"  # does the calls left; the journal says it was not run, not that it
             scope.data["executed"] = 0  # never returned (a re-execution ran it live)
             return None
-        finally:
-            tool_raised.reset(tokens[0])
-            tool_registered.reset(tokens[1])
-            if registered[1]:
-                scope.data["cleanups"] = registered[1]
         _changed(scope, ran)
         if stop_before is None and ctx._stop_by == f"tool:{call.name}":
             scope.data["stop"] = True  # the tool called ctx.stop(): a re-execution that serves it does too
@@ -128,7 +135,7 @@ async def run_tool_call(run: "Run", spec: AgentSpec, agent: Any, call: ToolCall)
         run.state.append("history", Message(role="tool", content=output, tool_name=call.name,
                                             tool_call_id=call.id, is_error=is_error, agent=spec.name),
                           origin=f"tool:{call.name}")
-        _ran(run, scope, output, is_error, executed, raised)
+        _ran(run, scope, output, is_error, executed, notes.raised)
     run.publish_budget()
     await _count_failure(run, ran.name, output, is_error)  # (the tool that ran, as after_tool and ctx.turn say)
     return ToolResult(name=ran.name, args=dict(ran.args), output=output, is_error=is_error)
@@ -174,19 +181,11 @@ class AgentTool:
         if run.ctx._stop_by is not None:  # no tool starts once the run is stopping, a turn's or an agent's own
             return ToolOutput(content=f"Tool call {self.name} was not run: {STOPPING}.", is_error=True)
         executed: list[tuple[str, bool]] = []
-        raised: list[str] = []
-        registered = [run.ctx, 0]
-        tokens = tool_raised.set(raised), tool_registered.set(registered)
         with NodeScope(run, "tool", self.name, data={"args": dict(call.args)}) as scope:
-            try:
+            with _noted(run, scope) as notes:
                 output, is_error, ran = await invoke_tool(run, self._spec, call, executed)
-            finally:
-                tool_raised.reset(tokens[0])
-                tool_registered.reset(tokens[1])
-                if registered[1]:
-                    scope.data["cleanups"] = registered[1]
             _changed(scope, ran)
-            _ran(run, scope, output, is_error, executed, raised)
+            _ran(run, scope, output, is_error, executed, notes.raised)
         run.publish_budget()
         return ToolOutput(content=output, is_error=is_error)
 
